@@ -1,0 +1,140 @@
+package lifecycle
+
+import "time"
+
+// Session is one user session and the sandbox that backs it. Times are UTC;
+// a zero time means "not set". Version starts at 1 on create and the store
+// increments it on every write (DESIGN.md "Session states").
+type Session struct {
+	ID        string            // "ses_" + 26 base32 characters
+	AccountID string            // owner; from the API key that created it
+	Provider  string            // provider name, e.g. "e2b", "local", "fake"
+	Template  string            // provider template id
+	Metadata  map[string]string // caller's labels, at most 32 keys
+
+	SandboxID  string // provider sandbox id; "" before create and after expiry
+	PreviewURL string // URL of the sandbox's preview port; "" when unknown
+
+	State   State
+	Version int64
+	// Reason is why the last transition happened: ReasonRequest, ReasonIdle,
+	// ReasonWebhook, ReasonReconcile.
+	Reason string
+
+	IdleTimeout time.Duration // inactivity before a pause; see Policy.IdleTimeout
+	MaxLifetime time.Duration // 0: no limit; else pause at RunningSince+MaxLifetime
+
+	CreatedAt        time.Time
+	UpdatedAt        time.Time
+	LastActivityAt   time.Time // last recorded activity (heartbeat, resume, create, resumed webhook)
+	IdleDeadline     time.Time // LastActivityAt + IdleTimeout; only moves forward
+	RunningSince     time.Time // when it last became running; zero when not running
+	PausedAt         time.Time // when it last became paused; zero when not paused
+	LeaseExpiresAt   time.Time // set only in transitional states
+	SandboxExpiresAt time.Time // the provider-side timeout as last set or reported
+	// LastProviderEventAt is the timestamp of the newest provider webhook
+	// applied; older deliveries are ignored (DESIGN.md "Webhooks").
+	LastProviderEventAt time.Time
+}
+
+// Transition reasons, carried on the session and in lifecycle events.
+const (
+	ReasonRequest   = "request"   // an API call asked for it
+	ReasonIdle      = "idle"      // the sweep found the idle deadline or max lifetime passed
+	ReasonWebhook   = "webhook"   // a provider webhook reported it
+	ReasonReconcile = "reconcile" // the sweep or a probe found the provider disagreeing
+)
+
+// HasSnapshot reports whether the session's sandbox is held as a paused
+// snapshot that a resume can continue.
+func (s *Session) HasSnapshot() bool {
+	return s.SandboxID != "" && (s.State == StatePaused || s.State == StateResuming)
+}
+
+// LifetimeDeadline returns RunningSince + MaxLifetime, or the zero time when
+// there is no max lifetime or the session is not running.
+func (s *Session) LifetimeDeadline() time.Time {
+	if s.MaxLifetime <= 0 || s.RunningSince.IsZero() {
+		return time.Time{}
+	}
+	return s.RunningSince.Add(s.MaxLifetime)
+}
+
+// PauseDeadline returns when a running session is due to be paused: the
+// earlier of IdleDeadline and LifetimeDeadline. This is the idle index's sort
+// key.
+func (s *Session) PauseDeadline() time.Time {
+	d := s.IdleDeadline
+	if l := s.LifetimeDeadline(); !l.IsZero() && (d.IsZero() || l.Before(d)) {
+		d = l
+	}
+	return d
+}
+
+// Due reports whether a running session should be paused at now.
+func (s *Session) Due(now time.Time) bool {
+	d := s.PauseDeadline()
+	return s.State == StateRunning && !d.IsZero() && !d.After(now)
+}
+
+// RecordActivity records activity at now: LastActivityAt becomes now and
+// IdleDeadline now + IdleTimeout, neither ever moving backwards. It returns
+// false, changing nothing, when the last recorded activity is within
+// granularity of now (heartbeat coalescing, DESIGN.md "Activity and idle").
+func (s *Session) RecordActivity(now time.Time, granularity time.Duration) bool {
+	if !s.LastActivityAt.IsZero() && now.Sub(s.LastActivityAt) < granularity {
+		return false
+	}
+	if now.After(s.LastActivityAt) {
+		s.LastActivityAt = now
+	}
+	if d := now.Add(s.IdleTimeout); d.After(s.IdleDeadline) {
+		s.IdleDeadline = d
+	}
+	return true
+}
+
+// Transition moves s to state to at now for reason, keeping the timestamps
+// that belong to each state: a lease for transitional states, RunningSince for
+// running, PausedAt for paused; expiry clears the sandbox fields. It does not
+// touch Version (the store owns it). Errors: CodeConflict when the
+// transition table does not allow it.
+func (s *Session) Transition(to State, reason string, now time.Time, p Policy) error {
+	if err := CheckTransition(s.State, to); err != nil {
+		return err
+	}
+	s.State, s.Reason, s.UpdatedAt = to, reason, now
+	s.LeaseExpiresAt = time.Time{}
+	if to.Transitional() {
+		s.LeaseExpiresAt = now.Add(p.LeaseDuration)
+	}
+	switch to {
+	case StateRunning:
+		if s.RunningSince.IsZero() {
+			s.RunningSince = now
+		}
+		s.PausedAt = time.Time{}
+	case StatePaused:
+		s.PausedAt, s.RunningSince = now, time.Time{}
+	case StatePausing, StateResuming:
+		// keep RunningSince/PausedAt: a rollback restores the state as it was
+	default:
+		s.RunningSince, s.PausedAt = time.Time{}, time.Time{}
+	}
+	if to == StateExpired {
+		s.SandboxID, s.PreviewURL, s.SandboxExpiresAt = "", "", time.Time{}
+	}
+	return nil
+}
+
+// Clone returns a deep copy of s.
+func (s *Session) Clone() *Session {
+	c := *s
+	if s.Metadata != nil {
+		c.Metadata = make(map[string]string, len(s.Metadata))
+		for k, v := range s.Metadata {
+			c.Metadata[k] = v
+		}
+	}
+	return &c
+}

@@ -1,0 +1,89 @@
+package lifecycle
+
+import (
+	"context"
+	"time"
+)
+
+// Store persists sessions, API keys and claims (DynamoDB in production and
+// tests, see internal/dynamo). Every session write is conditional; a lost
+// race is a CodeConflict error and writes nothing.
+type Store interface {
+	// CreateSession writes a new session and sets s.Version to 1.
+	// Errors: conflict when the id exists.
+	CreateSession(ctx context.Context, s *Session) error
+	// GetSession reads one session. Errors: not_found.
+	GetSession(ctx context.Context, id string) (*Session, error)
+	// ListSessions returns an account's sessions newest first, at most limit
+	// (1..100), continuing after cursor ("" for the first page).
+	// Errors: invalid for a cursor this store did not issue.
+	ListSessions(ctx context.Context, accountID, cursor string, limit int) (SessionPage, error)
+	// FindBySandbox returns the session that holds a provider's sandbox id.
+	// Errors: not_found.
+	FindBySandbox(ctx context.Context, provider, sandboxID string) (*Session, error)
+	// UpdateSession writes s only if the stored session still has state from
+	// and version s.Version and, when guard.DueBy is set, a pause deadline at
+	// or before it. When s.State != from the transition table must allow it.
+	// The idle deadline may never move backwards. On success s.Version is
+	// incremented. Errors: conflict (lost race, refused transition, deadline
+	// moved), not_found.
+	UpdateSession(ctx context.Context, s *Session, from State, guard Guard) error
+	// FindDue returns sessions of one due index whose due time is at or
+	// before q.Before, across every shard, one page at a time.
+	// Errors: invalid for a foreign cursor.
+	FindDue(ctx context.Context, q DueQuery) (SessionPage, error)
+
+	// Claim records key with value if no unexpired record of key exists, and
+	// expires it after ttl. It returns claimed=false and the stored value when
+	// one exists: used for webhook dedupe and Idempotency-Key replays.
+	Claim(ctx context.Context, key, value string, ttl time.Duration, now time.Time) (claimed bool, stored string, err error)
+
+	// PutAPIKey stores an API key by the SHA-256 hash of its secret.
+	// Errors: conflict when the hash exists.
+	PutAPIKey(ctx context.Context, k APIKey) error
+	// GetAPIKey looks an API key up by hash. Errors: not_found.
+	GetAPIKey(ctx context.Context, hash string) (APIKey, error)
+}
+
+// Guard adds conditions to UpdateSession.
+type Guard struct {
+	// DueBy, when set, requires the stored pause deadline to be at or before
+	// it: the sweep's re-check, so a heartbeat landing mid-sweep wins.
+	DueBy time.Time
+}
+
+// DueIndex names a sparse index of sessions that the sweep must look at when
+// their due time passes.
+type DueIndex string
+
+// The due indexes.
+const (
+	// IndexIdle holds only running sessions, due at their PauseDeadline.
+	IndexIdle DueIndex = "idle"
+	// IndexLease holds only transitional sessions, due at LeaseExpiresAt.
+	IndexLease DueIndex = "lease"
+	// IndexPaused holds only paused sessions, due at PausedAt (dormancy).
+	IndexPaused DueIndex = "paused"
+)
+
+// DueQuery asks FindDue for one page.
+type DueQuery struct {
+	Index  DueIndex
+	Before time.Time // inclusive
+	Limit  int       // page size, 1..1000
+	Cursor string    // "" for the first page
+}
+
+// SessionPage is one page of sessions; Cursor is "" on the last page.
+type SessionPage struct {
+	Sessions []*Session
+	Cursor   string
+}
+
+// APIKey maps the SHA-256 hash of a key's secret to an account. The secret
+// itself is never stored.
+type APIKey struct {
+	Hash      string // lowercase hex SHA-256 of the secret
+	AccountID string
+	CreatedAt time.Time
+}

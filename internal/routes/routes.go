@@ -1,0 +1,47 @@
+// Package routes is the one route table of Sandman's HTTP API (DESIGN.md
+// "HTTP API"). The CDK stack (infra/) creates these API Gateway routes and
+// the local stack's API Gateway v2 adapter routes by the same table, so the
+// two cannot drift.
+package routes
+
+// Function names: one Lambda each, built from functions/<name>.
+const (
+	Sessions  = "sessions"
+	Status    = "status"
+	Resume    = "resume"
+	Snapshot  = "snapshot"
+	Reconnect = "reconnect"
+	Webhook   = "webhook"
+	IdlePause = "idlepause"
+)
+
+// Functions lists every Lambda function, HTTP and scheduled.
+var Functions = []string{Sessions, Status, Resume, Snapshot, Reconnect, Webhook, IdlePause}
+
+// Route is one API Gateway route: Key is the route key as API Gateway writes
+// it ("POST /v1/sessions/{id}/resume"), Function the Lambda that serves it.
+type Route struct {
+	Method   string
+	Path     string
+	Function string
+}
+
+// Key returns the API Gateway route key, "METHOD /path".
+func (r Route) Key() string { return r.Method + " " + r.Path }
+
+// Table lists every HTTP route. Path parameters use API Gateway's {name}.
+var Table = []Route{
+	{"POST", "/v1/sessions", Sessions},
+	{"GET", "/v1/sessions", Sessions},
+	{"GET", "/v1/sessions/{id}", Sessions},
+	{"DELETE", "/v1/sessions/{id}", Sessions},
+	{"POST", "/v1/sessions/{id}/activity", Sessions},
+	{"GET", "/v1/sessions/{id}/status", Status},
+	{"POST", "/v1/sessions/{id}/resume", Resume},
+	{"POST", "/v1/sessions/{id}/snapshot", Snapshot},
+	{"GET", "/v1/sessions/{id}/reconnect", Reconnect},
+	{"POST", "/v1/webhooks/{provider}", Webhook},
+}
+
+// ScheduleExpression is the EventBridge schedule that invokes IdlePause.
+const ScheduleExpression = "rate(5 minutes)"

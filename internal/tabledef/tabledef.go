@@ -1,0 +1,78 @@
+// Package tabledef is the one definition of the sessions table's key names,
+// indexes and TTL attribute. The DynamoDB store (internal/dynamo), its
+// table-creation helper and the CDK stack (infra/) all read it, so the table
+// the code expects and the table the stack deploys cannot drift.
+//
+// Items (single table; pk/sk are strings):
+//
+//	session         pk "SESSION#<id>"                   sk "SESSION"
+//	API key         pk "APIKEY#<sha256 hex>"             sk "APIKEY"
+//	claim           pk "CLAIM#<key>"                    sk "CLAIM"    (ttl set)
+//
+// Indexes (all sparse: an item carries an index's keys only when it belongs):
+//
+//	by_sandbox  sandbox_key (S "<provider>#<sandbox id>")             ALL
+//	by_owner    owner_key (S account id), owner_sort (S created_at#id) ALL, newest first by descending query
+//	idle        idle_shard (N), idle_due_at (N, epoch ms)   running sessions, due at the pause deadline
+//	lease       lease_shard (N), lease_due_at (N, epoch ms) transitional sessions, due at the lease expiry
+//	paused      paused_shard (N), paused_due_at (N, epoch ms) paused sessions, due at the pause time
+package tabledef
+
+// Key and attribute names.
+const (
+	PartitionKey = "pk"
+	SortKey      = "sk"
+	// TTLAttribute holds an item's expiry in epoch seconds (DynamoDB TTL).
+	TTLAttribute = "ttl"
+)
+
+// Shards is how many partitions each due index is spread over (the shard is
+// a hash of the session id). Changing it needs a backfill of existing items.
+const Shards = 8
+
+// Attribute types, as DynamoDB names them.
+const (
+	TypeString = "S"
+	TypeNumber = "N"
+)
+
+// Index describes one global secondary index. SortKey is "" for a
+// partition-key-only index. Every index projects ALL attributes.
+type Index struct {
+	Name          string
+	PartitionKey  string
+	PartitionType string
+	SortKey       string
+	SortType      string
+}
+
+// Index names.
+const (
+	IndexBySandbox = "by_sandbox"
+	IndexByOwner   = "by_owner"
+	IndexIdle      = "idle"
+	IndexLease     = "lease"
+	IndexPaused    = "paused"
+)
+
+// Index key attributes.
+const (
+	AttrSandboxKey  = "sandbox_key"
+	AttrOwnerKey    = "owner_key"
+	AttrOwnerSort   = "owner_sort"
+	AttrIdleShard   = "idle_shard"
+	AttrIdleDue     = "idle_due_at"
+	AttrLeaseShard  = "lease_shard"
+	AttrLeaseDue    = "lease_due_at"
+	AttrPausedShard = "paused_shard"
+	AttrPausedDue   = "paused_due_at"
+)
+
+// Indexes lists every GSI of the table.
+var Indexes = []Index{
+	{Name: IndexBySandbox, PartitionKey: AttrSandboxKey, PartitionType: TypeString},
+	{Name: IndexByOwner, PartitionKey: AttrOwnerKey, PartitionType: TypeString, SortKey: AttrOwnerSort, SortType: TypeString},
+	{Name: IndexIdle, PartitionKey: AttrIdleShard, PartitionType: TypeNumber, SortKey: AttrIdleDue, SortType: TypeNumber},
+	{Name: IndexLease, PartitionKey: AttrLeaseShard, PartitionType: TypeNumber, SortKey: AttrLeaseDue, SortType: TypeNumber},
+	{Name: IndexPaused, PartitionKey: AttrPausedShard, PartitionType: TypeNumber, SortKey: AttrPausedDue, SortType: TypeNumber},
+}
