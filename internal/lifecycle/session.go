@@ -115,7 +115,10 @@ func (s *Session) Transition(to State, reason string, now time.Time, p Policy) e
 		}
 		s.PausedAt = time.Time{}
 	case StatePaused:
-		s.PausedAt, s.RunningSince = now, time.Time{}
+		if s.PausedAt.IsZero() {
+			s.PausedAt = now
+		}
+		s.RunningSince = time.Time{}
 	case StatePausing, StateResuming:
 		// keep RunningSince/PausedAt: a rollback restores the state as it was
 	default:

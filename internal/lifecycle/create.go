@@ -1,0 +1,148 @@
+package lifecycle
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// CreateInput is a validated-at-the-edge create request (DESIGN.md
+// POST /v1/sessions). Zero IdleTimeoutSeconds means the default; zero
+// MaxLifetimeSeconds means no limit.
+type CreateInput struct {
+	Template           string
+	IdleTimeoutSeconds int64
+	MaxLifetimeSeconds int64
+	Metadata           map[string]string
+	// IdempotencyKey, when set, makes a repeated create return the first
+	// result without a second sandbox.
+	IdempotencyKey string
+}
+
+// MetadataSessionID is the provider metadata key that ties a sandbox back to
+// its session.
+const MetadataSessionID = "sandman_session_id"
+
+// Create creates a session for accountID and its sandbox: the session is
+// written as provisioning (with a lease) before the provider is asked, then
+// moved to running with its preview URL, or to failed. It returns the session
+// and whether it is an Idempotency-Key replay.
+// Errors: invalid (bad input, unknown template), conflict (same
+// Idempotency-Key still in flight), unavailable (provider trouble).
+func (s *Service) Create(ctx context.Context, accountID string, in CreateInput) (*Session, bool, error) {
+	sess, err := s.newSession(accountID, in)
+	if err != nil {
+		return nil, false, err
+	}
+	if in.IdempotencyKey != "" {
+		key := "idempotency#" + accountID + "#" + in.IdempotencyKey
+		claimed, stored, err := s.Store.Claim(ctx, key, sess.ID, s.idempotencyTTL(), s.now())
+		if err != nil {
+			return nil, false, fmt.Errorf("claim idempotency key: %w", err)
+		}
+		if !claimed {
+			prior, err := s.Store.GetSession(ctx, stored)
+			if IsCode(err, CodeNotFound) {
+				return nil, false, &Error{Code: CodeConflict, RetryAfter: time.Second,
+					Message: "a create with this Idempotency-Key is still in progress"}
+			}
+			if err != nil {
+				return nil, false, err
+			}
+			return prior, true, nil
+		}
+	}
+	if err := s.Store.CreateSession(ctx, sess); err != nil {
+		return nil, false, fmt.Errorf("create session: %w", err)
+	}
+	s.publish(ctx, NewEvent(sess, ""))
+
+	now := s.now()
+	sess.RecordActivity(now, 0)
+	meta := map[string]string{MetadataSessionID: sess.ID}
+	for k, v := range sess.Metadata {
+		meta[k] = v
+	}
+	pctx, cancel := context.WithTimeout(ctx, s.callTimeout())
+	sb, err := s.Provider.Create(pctx, CreateRequest{
+		Template:  sess.Template,
+		Timeout:   s.Policy.ProviderTimeout(sess, now),
+		AutoPause: true,
+		Metadata:  meta,
+	})
+	cancel()
+	if err != nil {
+		if ferr := s.transition(ctx, sess, StateFailed, ReasonRequest, Guard{}); ferr != nil {
+			s.log().ErrorContext(ctx, "mark session failed", "session_id", sess.ID, "err", ferr)
+		}
+		return nil, false, s.providerError(err, "create the sandbox")
+	}
+	sess.SandboxID, sess.PreviewURL, sess.SandboxExpiresAt = sb.ID, sb.PreviewURL, sb.ExpiresAt
+	if err := s.transition(ctx, sess, StateRunning, ReasonRequest, Guard{}); err != nil {
+		// The row moved under us (a reconcile or a delete): do not leak the sandbox.
+		s.killQuietly(ctx, sb.ID)
+		return nil, false, fmt.Errorf("record running session: %w", err)
+	}
+	return sess, false, nil
+}
+
+func (s *Service) idempotencyTTL() time.Duration { return orDefault(s.IdempotencyTTL, 24*time.Hour) }
+
+// newSession validates in and returns the provisioning session to write.
+func (s *Service) newSession(accountID string, in CreateInput) (*Session, error) {
+	if in.Template == "" {
+		return nil, Errorf(CodeInvalid, "template is required")
+	}
+	if len(in.Template) > maxTemplateLen {
+		return nil, Errorf(CodeInvalid, "template must be at most %d characters", maxTemplateLen)
+	}
+	if len(in.IdempotencyKey) > maxIdempotencyKey {
+		return nil, Errorf(CodeInvalid, "Idempotency-Key must be at most %d characters", maxIdempotencyKey)
+	}
+	idle, err := s.Policy.IdleTimeout(in.IdleTimeoutSeconds)
+	if err != nil {
+		return nil, err
+	}
+	life, err := s.Policy.MaxLifetime(in.MaxLifetimeSeconds)
+	if err != nil {
+		return nil, err
+	}
+	if err := validateMetadata(in.Metadata); err != nil {
+		return nil, err
+	}
+	now := s.now()
+	sess := &Session{
+		ID: s.newID(), AccountID: accountID, Provider: s.Provider.Name(), Template: in.Template,
+		Metadata: in.Metadata, State: StateProvisioning, Reason: ReasonRequest,
+		IdleTimeout: idle, MaxLifetime: life, CreatedAt: now, UpdatedAt: now,
+		LeaseExpiresAt: now.Add(s.Policy.LeaseDuration),
+	}
+	return sess, nil
+}
+
+func validateMetadata(m map[string]string) error {
+	if len(m) > maxMetadataKeys {
+		return Errorf(CodeInvalid, "metadata may hold at most %d keys", maxMetadataKeys)
+	}
+	for k, v := range m {
+		if k == "" || len(k) > maxMetadataKeyLen {
+			return Errorf(CodeInvalid, "metadata keys must be 1 to %d characters", maxMetadataKeyLen)
+		}
+		if k == MetadataSessionID {
+			return Errorf(CodeInvalid, "metadata key %q is reserved", k)
+		}
+		if len(v) > maxMetadataValueLen {
+			return Errorf(CodeInvalid, "metadata value for %q must be at most %d characters", k, maxMetadataValueLen)
+		}
+	}
+	return nil
+}
+
+// killQuietly kills a sandbox nobody will track, logging a failure.
+func (s *Service) killQuietly(ctx context.Context, sandboxID string) {
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.callTimeout())
+	defer cancel()
+	if err := s.Provider.Kill(pctx, sandboxID); err != nil {
+		s.log().ErrorContext(ctx, "kill untracked sandbox", "sandbox_id", sandboxID, "err", err)
+	}
+}

@@ -1,0 +1,157 @@
+package lifecycle
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// ReconnectStatus is the outcome of a live probe (DESIGN.md reconnect).
+type ReconnectStatus string
+
+// The reconnect outcomes.
+const (
+	ReconnectConnected   ReconnectStatus = "connected"   // running and answering; ExpiresAt set
+	ReconnectPaused      ReconnectStatus = "paused"      // paused (checked without waking it)
+	ReconnectExpired     ReconnectStatus = "expired"     // gone: the session is now expired
+	ReconnectNoSandbox   ReconnectStatus = "no_sandbox"  // the session has no sandbox to probe
+	ReconnectUnreachable ReconnectStatus = "unreachable" // transient: nothing changed
+)
+
+// ReconnectResult is what reconnect found. Session is the session after any
+// reconcile the probe caused.
+type ReconnectResult struct {
+	Status    ReconnectStatus
+	ExpiresAt time.Time // connected: when the provider-side timeout fires
+	Session   *Session
+}
+
+// Reconnect probes the session's sandbox live, within ProbeTimeout. A paused
+// sandbox is checked through the provider's control API and never woken. A
+// gone sandbox marks the session expired (sandbox fields cleared); a
+// transient failure changes nothing. When the probe shows the table is wrong
+// about running versus paused, the table is reconciled. Not activity.
+// Errors: not_found, forbidden.
+func (s *Service) Reconnect(ctx context.Context, accountID, id string) (ReconnectResult, error) {
+	sess, err := s.owned(ctx, accountID, id)
+	if err != nil {
+		return ReconnectResult{}, err
+	}
+	res := ReconnectResult{Session: sess}
+	if sess.State == StateExpired {
+		res.Status = ReconnectExpired
+		return res, nil
+	}
+	if sess.SandboxID == "" || sess.State.Final() {
+		res.Status = ReconnectNoSandbox
+		return res, nil
+	}
+	pctx, cancel := context.WithTimeout(ctx, s.probeTimeout())
+	probe, err := s.Provider.Probe(pctx, sess.SandboxID)
+	cancel()
+	switch {
+	case errors.Is(err, ErrSandboxGone):
+		res.Status = ReconnectExpired
+		s.reconcileTo(ctx, sess, StateExpired)
+		return res, nil
+	case err != nil:
+		s.log().WarnContext(ctx, "reconnect probe failed", "session_id", sess.ID, "sandbox_id", sess.SandboxID, "err", err)
+		res.Status = ReconnectUnreachable
+		return res, nil
+	case probe.State == SandboxPaused:
+		res.Status = ReconnectPaused
+		if sess.State == StateRunning {
+			s.reconcileTo(ctx, sess, StatePaused)
+		}
+	default:
+		res.Status, res.ExpiresAt = ReconnectConnected, probe.ExpiresAt
+		if sess.State == StatePaused {
+			s.reconcileTo(ctx, sess, StateRunning)
+		}
+	}
+	return res, nil
+}
+
+// reconcileTo records a state the provider reported, logging (not
+// returning) a failure: the next probe or sweep tries again.
+func (s *Service) reconcileTo(ctx context.Context, sess *Session, to State) {
+	wctx, cancel := settleContext(ctx)
+	defer cancel()
+	if err := s.transition(wctx, sess, to, ReasonReconcile, Guard{}); err != nil {
+		s.log().WarnContext(ctx, "reconcile session", "session_id", sess.ID, "to", to, "err", err)
+	}
+}
+
+// Reconcile puts one session into the state its provider reports, read
+// through the control API (never waking a paused sandbox). The sweep calls it
+// for sessions whose lease expired and for running sessions the provider's
+// list disagrees with. A provisioning session without a sandbox becomes
+// failed. It returns whether the session changed.
+// Errors: unavailable (provider trouble: try next run), conflict (lost a
+// race: someone else moved it).
+func (s *Service) Reconcile(ctx context.Context, sess *Session) (bool, error) {
+	if sess.State.Final() {
+		return false, nil
+	}
+	if sess.SandboxID == "" {
+		if sess.State != StateProvisioning {
+			return false, nil
+		}
+		if err := s.killOrphans(ctx, sess.ID); err != nil {
+			return false, err
+		}
+		return true, s.transition(ctx, sess, StateFailed, ReasonReconcile, Guard{})
+	}
+	pctx, cancel := context.WithTimeout(ctx, s.callTimeout())
+	sb, err := s.Provider.Get(pctx, sess.SandboxID)
+	cancel()
+	var to State
+	switch {
+	case errors.Is(err, ErrSandboxGone):
+		to = StateExpired
+	case err != nil:
+		return false, s.providerError(err, "read the sandbox")
+	case sb.State == SandboxPaused:
+		to = StatePaused
+	default:
+		to = StateRunning
+	}
+	if to == sess.State {
+		return false, nil
+	}
+	if to == StatePaused && sess.State == StateProvisioning {
+		to = StateRunning // the sandbox exists; the sweep pauses it when due
+	}
+	if to == StateRunning {
+		sess.SandboxExpiresAt = sb.ExpiresAt
+		if sb.PreviewURL != "" {
+			sess.PreviewURL = sb.PreviewURL
+		}
+		if sess.State == StatePaused || sess.State == StateResuming {
+			// Traffic woke it or a resume finished without us: activity.
+			sess.RecordActivity(s.now(), 0)
+		}
+	}
+	if err := s.transition(ctx, sess, to, ReasonReconcile, Guard{}); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// killOrphans kills sandboxes the provider tagged with sessionID: a create
+// that died between the provider call and the table write leaves one.
+func (s *Service) killOrphans(ctx context.Context, sessionID string) error {
+	pctx, cancel := context.WithTimeout(ctx, s.callTimeout())
+	defer cancel()
+	page, err := s.Provider.List(pctx, ListRequest{Metadata: map[string]string{MetadataSessionID: sessionID}})
+	if err != nil {
+		return s.providerError(err, "list sandboxes")
+	}
+	for _, sb := range page.Sandboxes {
+		if err := s.Provider.Kill(pctx, sb.ID); err != nil && !errors.Is(err, ErrSandboxGone) {
+			return s.providerError(err, "kill an orphaned sandbox")
+		}
+		s.log().InfoContext(ctx, "killed orphaned sandbox", "session_id", sessionID, "sandbox_id", sb.ID)
+	}
+	return nil
+}

@@ -1,0 +1,95 @@
+package lifecycle
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Resume brings a paused session back: paused → resuming (with a lease), the
+// provider's resume (ResumeAttempts tries with backoff) with the provider
+// timeout set to the new pause deadline plus grace, then running with a fresh
+// preview URL. It counts as activity. A running session is returned as it is.
+// Errors: not_found, forbidden, conflict (pausing, resuming, or a final
+// state), unavailable (TypeSandboxExpired: the provider lost the sandbox and
+// the session is now expired; TypeSandboxUnreachable: back to paused, with a
+// retry-after).
+func (s *Service) Resume(ctx context.Context, accountID, id string) (*Session, error) {
+	return s.retryConflicts(ctx, accountID, id, func(sess *Session) error {
+		switch sess.State {
+		case StateRunning:
+			return nil
+		case StatePaused:
+			return s.resume(ctx, sess)
+		case StatePausing, StateResuming, StateProvisioning:
+			return &Error{Code: CodeConflict, RetryAfter: time.Second,
+				Message: "the session is " + string(sess.State) + "; retry shortly"}
+		default:
+			return Errorf(CodeConflict, "the session is %s and cannot be resumed", sess.State)
+		}
+	})
+}
+
+func (s *Service) resume(ctx context.Context, sess *Session) error {
+	if err := s.transition(ctx, sess, StateResuming, ReasonRequest, Guard{}); err != nil {
+		return raced(err)
+	}
+	sb, err := s.resumeWithRetry(ctx, sess)
+	wctx, cancel := settleContext(ctx)
+	defer cancel()
+	if err == nil {
+		now := s.now()
+		sess.RecordActivity(now, 0)
+		sess.PreviewURL = sb.PreviewURL
+		sess.SandboxExpiresAt = sb.ExpiresAt
+		if werr := s.transition(wctx, sess, StateRunning, ReasonRequest, Guard{}); werr != nil {
+			return s.settledElsewhere(wctx, sess, StateRunning, werr)
+		}
+		return nil
+	}
+	to := StatePaused
+	if errors.Is(err, ErrSandboxGone) {
+		to = StateExpired
+	}
+	if werr := s.transition(wctx, sess, to, ReasonRequest, Guard{}); werr != nil {
+		s.log().ErrorContext(ctx, "record failed resume", "session_id", sess.ID, "to", to, "err", werr)
+	}
+	return s.providerError(err, "resume the sandbox")
+}
+
+// resumeWithRetry asks the provider to resume, retrying transient failures.
+func (s *Service) resumeWithRetry(ctx context.Context, sess *Session) (Sandbox, error) {
+	attempts := s.ResumeAttempts
+	if attempts <= 0 {
+		attempts = 2
+	}
+	backoff := orDefault(s.ResumeBackoff, time.Second)
+	var err error
+	for i := 0; i < attempts; i++ {
+		if i > 0 {
+			wait := backoff << (i - 1)
+			if ra := RetryAfter(err); ra > wait {
+				wait = ra
+			}
+			if serr := s.sleep(ctx, wait); serr != nil {
+				return Sandbox{}, err
+			}
+		}
+		now := s.now()
+		probe := sess.Clone()
+		probe.RecordActivity(now, 0)
+		probe.RunningSince = now
+		pctx, cancel := context.WithTimeout(ctx, s.callTimeout())
+		var sb Sandbox
+		sb, err = s.Provider.Resume(pctx, sess.SandboxID, s.Policy.ProviderTimeout(probe, now))
+		cancel()
+		if err == nil {
+			return sb, nil
+		}
+		if !errors.Is(err, ErrProviderTransient) && !errors.Is(err, context.DeadlineExceeded) {
+			return Sandbox{}, err
+		}
+		s.log().WarnContext(ctx, "resume attempt failed", "session_id", sess.ID, "attempt", i+1, "err", err)
+	}
+	return Sandbox{}, err
+}

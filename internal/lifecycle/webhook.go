@@ -1,0 +1,117 @@
+package lifecycle
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// WebhookOutcome says what applying a provider event did.
+type WebhookOutcome string
+
+// The webhook outcomes.
+const (
+	WebhookApplied        WebhookOutcome = "applied"         // the session changed
+	WebhookRecorded       WebhookOutcome = "recorded"        // newer, but nothing to change beyond its timestamp
+	WebhookStale          WebhookOutcome = "stale"           // not newer than the last applied event: ignored
+	WebhookDuplicate      WebhookOutcome = "duplicate"       // this event id was seen before
+	WebhookUnknownSandbox WebhookOutcome = "unknown_sandbox" // no session holds this sandbox
+)
+
+func (s *Service) webhookDedupeTTL() time.Duration {
+	return orDefault(s.WebhookDedupeTTL, 7*24*time.Hour)
+}
+
+// ApplyProviderEvent applies one verified provider webhook (DESIGN.md
+// "Webhooks"). The event is applied only when its timestamp is newer than the
+// session's LastProviderEventAt, so late or repeated deliveries never move a
+// session backwards; the write is conditional like any other and publishes its
+// transition. The event id is then claimed for WebhookDedupeTTL: a delivery
+// whose id was claimed before reports WebhookDuplicate. Claiming after the
+// write (not before) means a delivery that failed half way is applied by the
+// provider's retry instead of being swallowed as a duplicate; the timestamp
+// rule makes the re-application a no-op.
+//
+// Rules: paused → paused; resumed → running and counts as activity (traffic
+// woke it); killed → expired (a session we killed stays killed); updated →
+// records the new provider timeout; created → recorded (create itself moves
+// provisioning to running). Final sessions only record nothing.
+// Errors: from the store only (the caller answers 5xx so the provider retries).
+func (s *Service) ApplyProviderEvent(ctx context.Context, ev ProviderEvent) (WebhookOutcome, error) {
+	outcome, err := s.applyProviderEvent(ctx, ev)
+	if err != nil {
+		return "", err
+	}
+	if outcome == WebhookUnknownSandbox {
+		return outcome, nil
+	}
+	claimed, _, err := s.Store.Claim(ctx, "webhook#"+ev.Provider+"#"+ev.ID, string(ev.Type), s.webhookDedupeTTL(), s.now())
+	if err != nil {
+		return "", fmt.Errorf("record webhook event %s: %w", ev.ID, err)
+	}
+	if !claimed {
+		return WebhookDuplicate, nil
+	}
+	return outcome, nil
+}
+
+func (s *Service) applyProviderEvent(ctx context.Context, ev ProviderEvent) (WebhookOutcome, error) {
+	var err error
+	for attempt := 0; attempt < maxConflictRetries; attempt++ {
+		var sess *Session
+		sess, err = s.Store.FindBySandbox(ctx, ev.Provider, ev.SandboxID)
+		if IsCode(err, CodeNotFound) {
+			return WebhookUnknownSandbox, nil
+		}
+		if err != nil {
+			return "", err
+		}
+		if !ev.Timestamp.After(sess.LastProviderEventAt) {
+			return WebhookStale, nil
+		}
+		var outcome WebhookOutcome
+		if outcome, err = s.applyTo(ctx, sess, ev); err == nil || !IsCode(err, CodeConflict) {
+			return outcome, err
+		}
+	}
+	return "", err
+}
+
+// applyTo applies ev to sess with one conditional write.
+func (s *Service) applyTo(ctx context.Context, sess *Session, ev ProviderEvent) (WebhookOutcome, error) {
+	if sess.State.Final() {
+		return WebhookRecorded, nil
+	}
+	from := sess.State
+	now := s.now()
+	sess.LastProviderEventAt = ev.Timestamp
+	sess.UpdatedAt = now
+	var to State
+	switch ev.Type {
+	case ProviderEventPaused:
+		to = StatePaused
+	case ProviderEventResumed:
+		to = StateRunning
+		sess.RecordActivity(now, 0)
+	case ProviderEventKilled:
+		to = StateExpired
+	case ProviderEventUpdated:
+		if ev.Timeout > 0 {
+			sess.SandboxExpiresAt = ev.Timestamp.Add(ev.Timeout)
+		}
+	}
+	// Create owns provisioning → running; a webhook racing it only records.
+	if to != "" && to != from && from != StateProvisioning && CanTransition(from, to) {
+		if err := sess.Transition(to, ReasonWebhook, now, s.Policy); err != nil {
+			return "", err
+		}
+		if err := s.commit(ctx, sess, from, Guard{}); err != nil {
+			return "", err
+		}
+		return WebhookApplied, nil
+	}
+	if err := s.commit(ctx, sess, from, Guard{}); err != nil {
+		return "", err
+	}
+	return WebhookRecorded, nil
+}
