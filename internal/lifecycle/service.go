@@ -181,7 +181,7 @@ func (s *Service) retryConflicts(ctx context.Context, accountID, id string, op f
 		if sess, err = s.owned(ctx, accountID, id); err != nil {
 			return nil, err
 		}
-		if err = op(sess); err == nil || !isLostRace(err) {
+		if err = op(sess); err == nil || !IsLostRace(err) {
 			return sess, err
 		}
 	}
@@ -195,7 +195,10 @@ type errLostRace struct{ err error }
 func (e errLostRace) Error() string { return e.err.Error() }
 func (e errLostRace) Unwrap() error { return e.err }
 
-func isLostRace(err error) bool {
+// IsLostRace reports whether err is a conditional write that lost a race
+// (another writer changed the session first), as opposed to a conflict the
+// rules or the provider decided on. Only a lost race is worth a re-read.
+func IsLostRace(err error) bool {
 	var lr errLostRace
 	return errors.As(err, &lr)
 }

@@ -1,0 +1,235 @@
+package dynamo
+
+import (
+	"fmt"
+	"hash/fnv"
+	"time"
+
+	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/tabledef"
+)
+
+// Item key prefixes and sort keys (see the package doc).
+const (
+	sessionPrefix = "SESSION#"
+	sessionSort   = "SESSION"
+	apiKeyPrefix  = "APIKEY#"
+	apiKeySort    = "APIKEY"
+	claimPrefix   = "CLAIM#"
+	claimSort     = "CLAIM"
+)
+
+// Session attribute names used in conditions.
+const (
+	attrState         = "state"
+	attrVersion       = "version"
+	attrIdleDeadline  = "idle_deadline"
+	attrPauseDeadline = "pause_deadline"
+)
+
+// timeLayout is how times are stored: RFC 3339 in UTC with exactly nine
+// fractional digits, so that every stored time has the same width and string
+// order is time order (for years 0000..9999).
+const timeLayout = "2006-01-02T15:04:05.000000000Z"
+
+// sessionItem is a session as stored. It is separate from lifecycle.Session
+// (STYLE.md rule 5); toSessionItem and sessionFromItem convert at the edge.
+type sessionItem struct {
+	PK string `dynamodbav:"pk"`
+	SK string `dynamodbav:"sk"`
+
+	ID         string            `dynamodbav:"id"`
+	AccountID  string            `dynamodbav:"account_id"`
+	Provider   string            `dynamodbav:"provider,omitempty"`
+	Template   string            `dynamodbav:"template,omitempty"`
+	Metadata   map[string]string `dynamodbav:"metadata,omitempty"`
+	SandboxID  string            `dynamodbav:"sandbox_id,omitempty"`
+	PreviewURL string            `dynamodbav:"preview_url,omitempty"`
+	State      string            `dynamodbav:"state"`
+	Version    int64             `dynamodbav:"version"`
+	Reason     string            `dynamodbav:"reason,omitempty"`
+
+	IdleTimeoutMS int64 `dynamodbav:"idle_timeout_ms"`           // milliseconds
+	MaxLifetimeMS int64 `dynamodbav:"max_lifetime_ms,omitempty"` // milliseconds; absent: no limit
+
+	// Times in timeLayout; absent when zero.
+	CreatedAt           string `dynamodbav:"created_at,omitempty"`
+	UpdatedAt           string `dynamodbav:"updated_at,omitempty"`
+	LastActivityAt      string `dynamodbav:"last_activity_at,omitempty"`
+	IdleDeadline        string `dynamodbav:"idle_deadline,omitempty"`
+	RunningSince        string `dynamodbav:"running_since,omitempty"`
+	PausedAt            string `dynamodbav:"paused_at,omitempty"`
+	LeaseExpiresAt      string `dynamodbav:"lease_expires_at,omitempty"`
+	SandboxExpiresAt    string `dynamodbav:"sandbox_expires_at,omitempty"`
+	LastProviderEventAt string `dynamodbav:"last_provider_event_at,omitempty"`
+
+	// PauseDeadline is Session.PauseDeadline() in timeLayout, present only
+	// while the session is in the idle index: Guard.DueBy's exact re-check.
+	PauseDeadline string `dynamodbav:"pause_deadline,omitempty"`
+
+	// Index keys; each present only while the session belongs to the index.
+	SandboxKey  string `dynamodbav:"sandbox_key,omitempty"`
+	OwnerKey    string `dynamodbav:"owner_key,omitempty"`
+	OwnerSort   string `dynamodbav:"owner_sort,omitempty"`
+	IdleShard   *int   `dynamodbav:"idle_shard,omitempty"`
+	IdleDueAt   *int64 `dynamodbav:"idle_due_at,omitempty"` // epoch milliseconds
+	LeaseShard  *int   `dynamodbav:"lease_shard,omitempty"`
+	LeaseDueAt  *int64 `dynamodbav:"lease_due_at,omitempty"` // epoch milliseconds
+	PausedShard *int   `dynamodbav:"paused_shard,omitempty"`
+	PausedDueAt *int64 `dynamodbav:"paused_due_at,omitempty"` // epoch milliseconds
+}
+
+// apiKeyItem is an API key as stored.
+type apiKeyItem struct {
+	PK        string `dynamodbav:"pk"`
+	SK        string `dynamodbav:"sk"`
+	Hash      string `dynamodbav:"hash"`
+	AccountID string `dynamodbav:"account_id"`
+	CreatedAt string `dynamodbav:"created_at,omitempty"` // timeLayout
+}
+
+// claimItem is a claim as stored; DynamoDB's TTL deletes it some time after
+// TTL, and Claim treats it as absent from TTL on.
+type claimItem struct {
+	PK        string `dynamodbav:"pk"`
+	SK        string `dynamodbav:"sk"`
+	Value     string `dynamodbav:"value"`
+	ClaimedAt string `dynamodbav:"claimed_at"` // timeLayout
+	TTL       int64  `dynamodbav:"ttl"`        // epoch seconds (tabledef.TTLAttribute)
+}
+
+// Shard returns the due-index shard of a session id: fnv32a(id) modulo
+// tabledef.Shards, in 0..tabledef.Shards-1.
+func Shard(sessionID string) int {
+	h := fnv.New32a()
+	h.Write([]byte(sessionID))
+	return int(h.Sum32() % tabledef.Shards)
+}
+
+func sessionPK(id string) string  { return sessionPrefix + id }
+func apiKeyPK(hash string) string { return apiKeyPrefix + hash }
+func claimPK(key string) string   { return claimPrefix + key }
+func sandboxKey(provider, sandboxID string) string {
+	return provider + "#" + sandboxID
+}
+
+// formatTime returns t in timeLayout, or "" for the zero time.
+func formatTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(timeLayout)
+}
+
+// parseTime reads a time written by formatTime; "" is the zero time.
+func parseTime(name, v string) (time.Time, error) {
+	if v == "" {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("parse %s: %w", name, err)
+	}
+	return t.UTC(), nil
+}
+
+// dueMillis returns t in epoch milliseconds (rounded down), the form of a
+// due index's sort key. Queries bound it by Before rounded down the same way
+// and then drop the few sessions due within Before's millisecond but after
+// it, so FindDue is exact to the nanosecond.
+func dueMillis(t time.Time) int64 { return t.UnixMilli() }
+
+// toSessionItem converts s to its stored form, with the index keys of the
+// indexes it belongs to and no others.
+func toSessionItem(s *lifecycle.Session) sessionItem {
+	it := sessionItem{
+		PK:                  sessionPK(s.ID),
+		SK:                  sessionSort,
+		ID:                  s.ID,
+		AccountID:           s.AccountID,
+		Provider:            s.Provider,
+		Template:            s.Template,
+		SandboxID:           s.SandboxID,
+		PreviewURL:          s.PreviewURL,
+		State:               string(s.State),
+		Version:             s.Version,
+		Reason:              s.Reason,
+		IdleTimeoutMS:       s.IdleTimeout.Milliseconds(),
+		MaxLifetimeMS:       s.MaxLifetime.Milliseconds(),
+		CreatedAt:           formatTime(s.CreatedAt),
+		UpdatedAt:           formatTime(s.UpdatedAt),
+		LastActivityAt:      formatTime(s.LastActivityAt),
+		IdleDeadline:        formatTime(s.IdleDeadline),
+		RunningSince:        formatTime(s.RunningSince),
+		PausedAt:            formatTime(s.PausedAt),
+		LeaseExpiresAt:      formatTime(s.LeaseExpiresAt),
+		SandboxExpiresAt:    formatTime(s.SandboxExpiresAt),
+		LastProviderEventAt: formatTime(s.LastProviderEventAt),
+		OwnerKey:            s.AccountID,
+		OwnerSort:           s.CreatedAt.UTC().Format(timeLayout) + "#" + s.ID,
+	}
+	if len(s.Metadata) > 0 {
+		it.Metadata = s.Metadata
+	}
+	if s.SandboxID != "" {
+		it.SandboxKey = sandboxKey(s.Provider, s.SandboxID)
+	}
+	shard := Shard(s.ID)
+	if d := s.PauseDeadline(); s.State == lifecycle.StateRunning && !d.IsZero() {
+		ms := dueMillis(d)
+		it.IdleShard, it.IdleDueAt = &shard, &ms
+		it.PauseDeadline = formatTime(d)
+	}
+	if s.State.Transitional() && !s.LeaseExpiresAt.IsZero() {
+		ms := dueMillis(s.LeaseExpiresAt)
+		it.LeaseShard, it.LeaseDueAt = &shard, &ms
+	}
+	if s.State == lifecycle.StatePaused && !s.PausedAt.IsZero() {
+		ms := dueMillis(s.PausedAt)
+		it.PausedShard, it.PausedDueAt = &shard, &ms
+	}
+	return it
+}
+
+// session converts a stored item back to the domain type.
+func (it sessionItem) session() (*lifecycle.Session, error) {
+	state, err := lifecycle.ParseState(it.State)
+	if err != nil {
+		return nil, fmt.Errorf("session %s: %w", it.ID, err)
+	}
+	s := &lifecycle.Session{
+		ID:          it.ID,
+		AccountID:   it.AccountID,
+		Provider:    it.Provider,
+		Template:    it.Template,
+		Metadata:    it.Metadata,
+		SandboxID:   it.SandboxID,
+		PreviewURL:  it.PreviewURL,
+		State:       state,
+		Version:     it.Version,
+		Reason:      it.Reason,
+		IdleTimeout: time.Duration(it.IdleTimeoutMS) * time.Millisecond,
+		MaxLifetime: time.Duration(it.MaxLifetimeMS) * time.Millisecond,
+	}
+	times := []struct {
+		name string
+		v    string
+		dst  *time.Time
+	}{
+		{"created_at", it.CreatedAt, &s.CreatedAt},
+		{"updated_at", it.UpdatedAt, &s.UpdatedAt},
+		{"last_activity_at", it.LastActivityAt, &s.LastActivityAt},
+		{"idle_deadline", it.IdleDeadline, &s.IdleDeadline},
+		{"running_since", it.RunningSince, &s.RunningSince},
+		{"paused_at", it.PausedAt, &s.PausedAt},
+		{"lease_expires_at", it.LeaseExpiresAt, &s.LeaseExpiresAt},
+		{"sandbox_expires_at", it.SandboxExpiresAt, &s.SandboxExpiresAt},
+		{"last_provider_event_at", it.LastProviderEventAt, &s.LastProviderEventAt},
+	}
+	for _, f := range times {
+		if *f.dst, err = parseTime(f.name, f.v); err != nil {
+			return nil, fmt.Errorf("session %s: %w", it.ID, err)
+		}
+	}
+	return s, nil
+}

@@ -1,0 +1,263 @@
+package dynamo_test
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/sandmanhq/sandman/internal/lifecycle"
+)
+
+func TestListSessions(t *testing.T) {
+	f := MustFixture(t)
+	var wantA []string // newest first
+	for i := range 25 {
+		s := runningSession(sessionID(i), "acct_a", t0.Add(time.Duration(i)*time.Second))
+		f.MustCreate(t, s)
+		wantA = append([]string{s.ID}, wantA...)
+	}
+	// Two sessions created in the same nanosecond: ordered by id, descending.
+	for _, id := range []string{"ses_same_1", "ses_same_2"} {
+		f.MustCreate(t, runningSession(id, "acct_a", t0.Add(time.Hour)))
+	}
+	wantA = append([]string{"ses_same_2", "ses_same_1"}, wantA...)
+	var wantB []string
+	for i := range 3 {
+		s := runningSession(sessionID(100+i), "acct_b", t0.Add(time.Duration(i)*time.Second))
+		f.MustCreate(t, s)
+		wantB = append([]string{s.ID}, wantB...)
+	}
+
+	t.Run("NewestFirstWithCursor", func(t *testing.T) {
+		var got []string
+		var sizes []int
+		cursor := ""
+		for range 10 {
+			page, err := f.store.ListSessions(t.Context(), "acct_a", cursor, 9)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sizes = append(sizes, len(page.Sessions))
+			for _, s := range page.Sessions {
+				if got, want := s.AccountID, "acct_a"; got != want {
+					t.Errorf("session %s AccountID = %q, want %q", s.ID, got, want)
+				}
+				got = append(got, s.ID)
+			}
+			if cursor = page.Cursor; cursor == "" {
+				break
+			}
+		}
+		if !slices.Equal(got, wantA) {
+			t.Errorf("ids = %v\nwant %v", got, wantA)
+		}
+		// 27 sessions in pages of 9: the third page is the last, with no
+		// empty page after it.
+		if got, want := sizes, []int{9, 9, 9}; !slices.Equal(got, want) {
+			t.Errorf("page sizes = %v, want %v", got, want)
+		}
+	})
+
+	t.Run("IsolatedByAccount", func(t *testing.T) {
+		page, err := f.store.ListSessions(t.Context(), "acct_b", "", 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, s := range page.Sessions {
+			got = append(got, s.ID)
+		}
+		if !slices.Equal(got, wantB) {
+			t.Errorf("acct_b ids = %v, want %v", got, wantB)
+		}
+		if got, want := page.Cursor, ""; got != want {
+			t.Errorf("Cursor = %q, want %q", got, want)
+		}
+		page, err = f.store.ListSessions(t.Context(), "acct_nobody", "", 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := len(page.Sessions), 0; got != want {
+			t.Errorf("unknown account: %d sessions, want %d", got, want)
+		}
+	})
+
+	t.Run("ErrInvalid", func(t *testing.T) {
+		first, err := f.store.ListSessions(t.Context(), "acct_a", "", 1)
+		if err != nil || first.Cursor == "" {
+			t.Fatalf("first page: cursor %q, err %v", first.Cursor, err)
+		}
+		due, err := f.store.FindDue(t.Context(), lifecycle.DueQuery{Index: lifecycle.IndexIdle, Before: t0.Add(24 * time.Hour), Limit: 1})
+		if err != nil || due.Cursor == "" {
+			t.Fatalf("due page: cursor %q, err %v", due.Cursor, err)
+		}
+		for _, tc := range []struct {
+			name, account, cursor string
+			limit                 int
+		}{
+			{"LimitZero", "acct_a", "", 0},
+			{"LimitTooLarge", "acct_a", "", 101},
+			{"MalformedCursor", "acct_a", "%%%", 10},
+			{"NotJSON", "acct_a", forge("hello"), 10},
+			{"NoKey", "acct_a", forge(`{"i":"by_owner"}`), 10},
+			{"OtherAccountsCursor", "acct_b", first.Cursor, 10},
+			{"DueIndexCursor", "acct_a", due.Cursor, 10},
+			{"WrongKeyType", "acct_a", forge(`{"i":"by_owner","k":{"pk":{"N":"1"},"sk":{"S":"x"},"owner_key":{"S":"acct_a"},"owner_sort":{"S":"x"}}}`), 10},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				_, err := f.store.ListSessions(t.Context(), tc.account, tc.cursor, tc.limit)
+				if got, want := lifecycle.ErrorCode(err), lifecycle.CodeInvalid; got != want {
+					t.Errorf("code %q (%v), want %q", got, err, want)
+				}
+			})
+		}
+		_, err = f.store.ListSessions(t.Context(), "acct_a", "%%%", 10)
+		if got, want := err.Error(), "cursor is not valid"; got != want {
+			t.Errorf("message = %q, want %q", got, want)
+		}
+	})
+}
+
+func TestFindBySandbox(t *testing.T) {
+	f := MustFixture(t)
+	s := runningSession("ses_sbx", "acct_1", t0)
+	f.MustCreate(t, s)
+	other := runningSession("ses_other", "acct_1", t0)
+	other.Provider = "e2b" // same sandbox id under another provider
+	other.SandboxID = s.SandboxID
+	f.MustCreate(t, other)
+	noSandbox := runningSession("ses_nosbx", "acct_1", t0)
+	noSandbox.State, noSandbox.SandboxID, noSandbox.RunningSince = lifecycle.StateProvisioning, "", time.Time{}
+	f.MustCreate(t, noSandbox)
+
+	t.Run("OK", func(t *testing.T) {
+		got, err := f.store.FindBySandbox(t.Context(), "fake", s.SandboxID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := got.ID, s.ID; got != want {
+			t.Errorf("ID = %q, want %q", got, want)
+		}
+		got, err = f.store.FindBySandbox(t.Context(), "e2b", s.SandboxID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := got.ID, other.ID; got != want {
+			t.Errorf("e2b: ID = %q, want %q", got, want)
+		}
+	})
+
+	t.Run("ErrNotFound", func(t *testing.T) {
+		_, err := f.store.FindBySandbox(t.Context(), "fake", "sbx-unknown")
+		if got, want := lifecycle.ErrorCode(err), lifecycle.CodeNotFound; got != want {
+			t.Errorf("code %q (%v), want %q", got, err, want)
+		}
+	})
+
+	t.Run("ErrInvalidEmptySandbox", func(t *testing.T) {
+		_, err := f.store.FindBySandbox(t.Context(), "fake", "")
+		if got, want := lifecycle.ErrorCode(err), lifecycle.CodeInvalid; got != want {
+			t.Errorf("code %q (%v), want %q", got, err, want)
+		}
+	})
+}
+
+func TestClaim(t *testing.T) {
+	f := MustFixture(t)
+	const ttl = 10 * time.Minute
+
+	t.Run("Dedupes", func(t *testing.T) {
+		claimed, stored, err := f.store.Claim(t.Context(), "webhook:evt_1", "first", ttl, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !claimed || stored != "first" {
+			t.Errorf("first claim = (%v, %q), want (true, %q)", claimed, stored, "first")
+		}
+		claimed, stored, err = f.store.Claim(t.Context(), "webhook:evt_1", "second", ttl, t0.Add(ttl-time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if claimed || stored != "first" {
+			t.Errorf("second claim = (%v, %q), want (false, %q)", claimed, stored, "first")
+		}
+	})
+
+	t.Run("ExpiredIsReclaimed", func(t *testing.T) {
+		if _, _, err := f.store.Claim(t.Context(), "idem:k", "old", ttl, t0); err != nil {
+			t.Fatal(err)
+		}
+		// Still live in the last second of its ttl.
+		claimed, stored, err := f.store.Claim(t.Context(), "idem:k", "new", ttl, t0.Add(ttl))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if claimed || stored != "old" {
+			t.Errorf("claim at expiry = (%v, %q), want (false, %q)", claimed, stored, "old")
+		}
+		later := t0.Add(ttl + 2*time.Second)
+		claimed, stored, err = f.store.Claim(t.Context(), "idem:k", "new", ttl, later)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !claimed || stored != "new" {
+			t.Errorf("claim after expiry = (%v, %q), want (true, %q)", claimed, stored, "new")
+		}
+		claimed, stored, err = f.store.Claim(t.Context(), "idem:k", "newer", ttl, later.Add(time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if claimed || stored != "new" {
+			t.Errorf("claim after reclaim = (%v, %q), want (false, %q)", claimed, stored, "new")
+		}
+	})
+
+	t.Run("ErrInvalid", func(t *testing.T) {
+		if _, _, err := f.store.Claim(t.Context(), "", "v", ttl, t0); !lifecycle.IsCode(err, lifecycle.CodeInvalid) {
+			t.Errorf("empty key: %v, want invalid", err)
+		}
+		if _, _, err := f.store.Claim(t.Context(), "k", "v", 0, t0); !lifecycle.IsCode(err, lifecycle.CodeInvalid) {
+			t.Errorf("zero ttl: %v, want invalid", err)
+		}
+	})
+}
+
+func TestAPIKey(t *testing.T) {
+	f := MustFixture(t)
+	const hash = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+	key := lifecycle.APIKey{Hash: hash, AccountID: "acct_1", CreatedAt: t0}
+
+	t.Run("OK", func(t *testing.T) {
+		if err := f.store.PutAPIKey(t.Context(), key); err != nil {
+			t.Fatal(err)
+		}
+		got, err := f.store.GetAPIKey(t.Context(), hash)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != key {
+			t.Errorf("GetAPIKey = %+v, want %+v", got, key)
+		}
+	})
+
+	t.Run("ErrConflict", func(t *testing.T) {
+		err := f.store.PutAPIKey(t.Context(), lifecycle.APIKey{Hash: hash, AccountID: "acct_2", CreatedAt: t0})
+		if got, want := lifecycle.ErrorCode(err), lifecycle.CodeConflict; got != want {
+			t.Fatalf("code %q (%v), want %q", got, err, want)
+		}
+		got, err := f.store.GetAPIKey(t.Context(), hash)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := got.AccountID, "acct_1"; got != want {
+			t.Errorf("AccountID after refused put = %q, want %q", got, want)
+		}
+	})
+
+	t.Run("ErrNotFound", func(t *testing.T) {
+		_, err := f.store.GetAPIKey(t.Context(), "0000")
+		if got, want := lifecycle.ErrorCode(err), lifecycle.CodeNotFound; got != want {
+			t.Errorf("code %q (%v), want %q", got, err, want)
+		}
+	})
+}

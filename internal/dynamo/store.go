@@ -1,0 +1,542 @@
+package dynamo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/tabledef"
+)
+
+// Page size bounds of the lifecycle.Store contract.
+const (
+	maxListLimit = 100
+	maxDueLimit  = 1000
+)
+
+// Store is the DynamoDB implementation of lifecycle.Store on one table laid
+// out as the package doc describes. It is safe for concurrent use.
+type Store struct {
+	client *dynamodb.Client
+	table  string
+	log    *slog.Logger
+}
+
+var _ lifecycle.Store = (*Store)(nil)
+
+// Option configures a Store.
+type Option func(*Store)
+
+// WithLogger sets the logger for the few things the store reports without
+// failing (default slog.Default()).
+func WithLogger(l *slog.Logger) Option { return func(s *Store) { s.log = l } }
+
+// New returns a Store on the table called table (created with CreateTable or
+// the CDK stack) through client (see NewClient).
+func New(client *dynamodb.Client, table string, opts ...Option) *Store {
+	s := &Store{client: client, table: table, log: slog.Default()}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// CreateSession writes s as a new session with version 1 and sets s.Version
+// to 1. Errors: invalid (no id or account, unknown state), conflict when a
+// session with the id exists.
+func (st *Store) CreateSession(ctx context.Context, s *lifecycle.Session) error {
+	if err := validSession(s); err != nil {
+		return err
+	}
+	next := s.Clone()
+	next.Version = 1
+	cond := expression.AttributeNotExists(expression.Name(tabledef.PartitionKey))
+	err := st.put(ctx, toSessionItem(next), cond, false)
+	var failed *types.ConditionalCheckFailedException
+	if errors.As(err, &failed) {
+		return lifecycle.Errorf(lifecycle.CodeConflict, "session %s already exists", s.ID)
+	}
+	if err != nil {
+		return fmt.Errorf("create session %s: %w", s.ID, err)
+	}
+	s.Version = 1
+	return nil
+}
+
+// GetSession reads a session with a strongly consistent read.
+// Errors: not_found.
+func (st *Store) GetSession(ctx context.Context, id string) (*lifecycle.Session, error) {
+	out, err := st.client.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:      aws.String(st.table),
+		Key:            itemKey(sessionPK(id), sessionSort),
+		ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("get session %s: %w", id, err)
+	}
+	if len(out.Item) == 0 {
+		return nil, errSessionNotFound(id)
+	}
+	return decodeSession(out.Item)
+}
+
+// ListSessions returns accountID's sessions newest first (by created_at, then
+// id), at most limit (1..100) of them, continuing after cursor ("" for the
+// first page). The returned Cursor is "" on the last page. It reads the
+// by_owner index. Errors: invalid for a limit out of range or a cursor that
+// this store did not issue for accountID ("cursor is not valid").
+func (st *Store) ListSessions(ctx context.Context, accountID, cursorText string, limit int) (lifecycle.SessionPage, error) {
+	if limit < 1 || limit > maxListLimit {
+		return lifecycle.SessionPage{}, lifecycle.Errorf(lifecycle.CodeInvalid, "limit must be between 1 and %d", maxListLimit)
+	}
+	if accountID == "" {
+		return lifecycle.SessionPage{}, lifecycle.Errorf(lifecycle.CodeInvalid, "account id is required")
+	}
+	var start map[string]types.AttributeValue
+	if cursorText != "" {
+		c, err := decodeCursor(cursorText, tabledef.IndexByOwner)
+		if err != nil {
+			return lifecycle.SessionPage{}, err
+		}
+		if c.Key == nil || c.stringKey(tabledef.AttrOwnerKey) != accountID {
+			return lifecycle.SessionPage{}, errBadCursor()
+		}
+		start = c.startKey()
+	}
+	keyCond := expression.Key(tabledef.AttrOwnerKey).Equal(expression.Value(accountID))
+	items, more, err := st.query(ctx, tabledef.IndexByOwner, keyCond, false, start, limit)
+	if err != nil {
+		return lifecycle.SessionPage{}, fmt.Errorf("list sessions of account %s: %w", accountID, err)
+	}
+	page, err := decodePage(items)
+	if err != nil {
+		return lifecycle.SessionPage{}, fmt.Errorf("list sessions of account %s: %w", accountID, err)
+	}
+	if more {
+		if page.Cursor, err = cursorAfter(tabledef.IndexByOwner, 0, items[len(items)-1]); err != nil {
+			return lifecycle.SessionPage{}, err
+		}
+	}
+	return page, nil
+}
+
+// FindBySandbox returns the session that holds provider's sandbox sandboxID,
+// read from the by_sandbox index. Should two sessions name the same sandbox
+// (a provider reusing ids), the newest wins and a warning is logged.
+// Errors: invalid for an empty sandbox id, not_found.
+func (st *Store) FindBySandbox(ctx context.Context, provider, sandboxID string) (*lifecycle.Session, error) {
+	if sandboxID == "" {
+		return nil, lifecycle.Errorf(lifecycle.CodeInvalid, "sandbox id is required")
+	}
+	keyCond := expression.Key(tabledef.AttrSandboxKey).Equal(expression.Value(sandboxKey(provider, sandboxID)))
+	items, _, err := st.query(ctx, tabledef.IndexBySandbox, keyCond, true, nil, 10)
+	if err != nil {
+		return nil, fmt.Errorf("find session of sandbox %s/%s: %w", provider, sandboxID, err)
+	}
+	page, err := decodePage(items)
+	if err != nil {
+		return nil, fmt.Errorf("find session of sandbox %s/%s: %w", provider, sandboxID, err)
+	}
+	if len(page.Sessions) == 0 {
+		return nil, lifecycle.Errorf(lifecycle.CodeNotFound, "no session holds %s sandbox %s", provider, sandboxID)
+	}
+	found := page.Sessions[0]
+	for _, s := range page.Sessions[1:] {
+		if s.CreatedAt.After(found.CreatedAt) {
+			found = s
+		}
+	}
+	if len(page.Sessions) > 1 {
+		st.log.WarnContext(ctx, "several sessions hold one sandbox; using the newest",
+			"provider", provider, "sandbox_id", sandboxID, "sessions", len(page.Sessions), "session_id", found.ID)
+	}
+	return found, nil
+}
+
+// UpdateSession writes s in full if the stored session still has state from
+// and version s.Version, its idle deadline does not move backwards (stored
+// idle_deadline <= s.IdleDeadline, or none stored) and, when guard.DueBy is
+// set, its stored pause deadline (pause_deadline, exact to the nanosecond;
+// absent unless running) is at or before guard.DueBy.
+// When s.State != from the transition must be allowed by
+// lifecycle.CanTransition, else nothing is written. The item's index keys
+// follow s's new state: leaving an index removes its keys. On success the
+// stored version and s.Version are s.Version+1.
+// Errors: invalid (malformed session), conflict (refused transition, lost
+// race, deadline moved), not_found.
+func (st *Store) UpdateSession(ctx context.Context, s *lifecycle.Session, from lifecycle.State, guard lifecycle.Guard) error {
+	if err := validSession(s); err != nil {
+		return err
+	}
+	if s.State != from {
+		if err := lifecycle.CheckTransition(from, s.State); err != nil {
+			return err
+		}
+	}
+	next := s.Clone()
+	next.Version = s.Version + 1
+
+	cond := expression.And(
+		expression.Name(attrState).Equal(expression.Value(string(from))),
+		expression.Name(attrVersion).Equal(expression.Value(s.Version)),
+		idleNotBackwards(s.IdleDeadline),
+	)
+	if !guard.DueBy.IsZero() {
+		cond = cond.And(expression.Name(attrPauseDeadline).LessThanEqual(expression.Value(formatTime(guard.DueBy))))
+	}
+	err := st.put(ctx, toSessionItem(next), cond, true)
+	var failed *types.ConditionalCheckFailedException
+	if errors.As(err, &failed) {
+		return explainUpdateFailure(s, from, guard, failed.Item)
+	}
+	if err != nil {
+		return fmt.Errorf("update session %s: %w", s.ID, err)
+	}
+	s.Version = next.Version
+	return nil
+}
+
+// idleNotBackwards is the condition that the stored idle deadline is not
+// after the new one (string order is time order in timeLayout).
+func idleNotBackwards(newDeadline time.Time) expression.ConditionBuilder {
+	absent := expression.AttributeNotExists(expression.Name(attrIdleDeadline))
+	if newDeadline.IsZero() {
+		return absent
+	}
+	return absent.Or(expression.Name(attrIdleDeadline).LessThanEqual(expression.Value(formatTime(newDeadline))))
+}
+
+// explainUpdateFailure turns a failed update condition into the error to
+// return, from the item as it was (ALL_OLD; empty when there is none).
+func explainUpdateFailure(s *lifecycle.Session, from lifecycle.State, guard lifecycle.Guard, old map[string]types.AttributeValue) error {
+	if len(old) == 0 {
+		return errSessionNotFound(s.ID)
+	}
+	var it sessionItem
+	if err := attributevalue.UnmarshalMap(old, &it); err != nil {
+		return fmt.Errorf("update session %s: decode stored item: %w", s.ID, err)
+	}
+	switch {
+	case it.State != string(from) || it.Version != s.Version:
+		return lifecycle.Errorf(lifecycle.CodeConflict,
+			"session %s changed meanwhile: expected %s at version %d, found %s at version %d",
+			s.ID, from, s.Version, it.State, it.Version)
+	case !guard.DueBy.IsZero() && (it.PauseDeadline == "" || it.PauseDeadline > formatTime(guard.DueBy)):
+		return lifecycle.Errorf(lifecycle.CodeConflict, "session %s is no longer due to be paused", s.ID)
+	default:
+		return lifecycle.Errorf(lifecycle.CodeConflict,
+			"the idle deadline of session %s cannot move backwards (stored %s, given %s)",
+			s.ID, it.IdleDeadline, formatTime(s.IdleDeadline))
+	}
+}
+
+// dueIndex names the table index and key attributes of a lifecycle.DueIndex
+// and the exact due time its sort key holds in milliseconds.
+type dueIndex struct {
+	name, shardAttr, dueAttr string
+	due                      func(*lifecycle.Session) time.Time
+}
+
+var dueIndexes = map[lifecycle.DueIndex]dueIndex{
+	lifecycle.IndexIdle: {tabledef.IndexIdle, tabledef.AttrIdleShard, tabledef.AttrIdleDue,
+		(*lifecycle.Session).PauseDeadline},
+	lifecycle.IndexLease: {tabledef.IndexLease, tabledef.AttrLeaseShard, tabledef.AttrLeaseDue,
+		func(s *lifecycle.Session) time.Time { return s.LeaseExpiresAt }},
+	lifecycle.IndexPaused: {tabledef.IndexPaused, tabledef.AttrPausedShard, tabledef.AttrPausedDue,
+		func(s *lifecycle.Session) time.Time { return s.PausedAt }},
+}
+
+// FindDue returns sessions of the due index q.Index whose due time is at or
+// before q.Before, querying the index's shards 0..tabledef.Shards-1 in turn
+// (never a scan), in due order within a shard. A page holds at most q.Limit
+// (1..1000) sessions and may hold fewer; its Cursor is "" only when every
+// shard is exhausted. The cursor holds the shard and the last key read, so
+// callers should pass the same Before on every page. Errors: invalid for an
+// unknown index, a limit out of range or a cursor this store did not issue
+// for the index ("cursor is not valid").
+func (st *Store) FindDue(ctx context.Context, q lifecycle.DueQuery) (lifecycle.SessionPage, error) {
+	ix, ok := dueIndexes[q.Index]
+	if !ok {
+		return lifecycle.SessionPage{}, lifecycle.Errorf(lifecycle.CodeInvalid, "unknown due index %q", q.Index)
+	}
+	if q.Limit < 1 || q.Limit > maxDueLimit {
+		return lifecycle.SessionPage{}, lifecycle.Errorf(lifecycle.CodeInvalid, "limit must be between 1 and %d", maxDueLimit)
+	}
+	c := cursor{Index: ix.name}
+	if q.Cursor != "" {
+		var err error
+		if c, err = decodeCursor(q.Cursor, ix.name); err != nil {
+			return lifecycle.SessionPage{}, err
+		}
+		if c.Shard < 0 || c.Shard >= tabledef.Shards {
+			return lifecycle.SessionPage{}, errBadCursor()
+		}
+		if n, ok := c.numberKey(ix.shardAttr); c.Key != nil && (!ok || n != int64(c.Shard)) {
+			return lifecycle.SessionPage{}, errBadCursor()
+		}
+	}
+	before := dueMillis(q.Before)
+	var items []map[string]types.AttributeValue
+	for shard, start := c.Shard, c.startKey(); shard < tabledef.Shards; shard, start = shard+1, nil {
+		keyCond := expression.Key(ix.shardAttr).Equal(expression.Value(shard)).
+			And(expression.Key(ix.dueAttr).LessThanEqual(expression.Value(before)))
+		need := q.Limit - len(items)
+		got, more, err := st.query(ctx, ix.name, keyCond, true, start, need)
+		if err != nil {
+			return lifecycle.SessionPage{}, fmt.Errorf("find due sessions in %s shard %d: %w", ix.name, shard, err)
+		}
+		items = append(items, got...)
+		next := ""
+		switch {
+		case more:
+			next, err = cursorAfter(ix.name, shard, got[len(got)-1])
+		case len(items) == q.Limit && shard+1 < tabledef.Shards:
+			// Full page at the end of a shard: the next page starts with
+			// the next shard (it may turn out empty).
+			next, err = cursor{Index: ix.name, Shard: shard + 1}.encode()
+		}
+		if err != nil {
+			return lifecycle.SessionPage{}, err
+		}
+		if next != "" || len(items) == q.Limit {
+			return dueInTime(ix, items, q.Before, next)
+		}
+	}
+	return dueInTime(ix, items, q.Before, "")
+}
+
+// dueInTime decodes a FindDue page and drops the sessions that the index
+// holds in Before's millisecond but are due after Before.
+func dueInTime(ix dueIndex, items []map[string]types.AttributeValue, before time.Time, next string) (lifecycle.SessionPage, error) {
+	page, err := decodePage(items)
+	if err != nil {
+		return lifecycle.SessionPage{}, fmt.Errorf("find due sessions in %s: %w", ix.name, err)
+	}
+	kept := page.Sessions[:0]
+	for _, s := range page.Sessions {
+		if !ix.due(s).After(before) {
+			kept = append(kept, s)
+		}
+	}
+	return lifecycle.SessionPage{Sessions: kept, Cursor: next}, nil
+}
+
+// Claim records key with value unless an unexpired claim of key exists; the
+// claim expires at now+ttl (rounded up to a whole second, the unit of
+// DynamoDB's TTL) and counts as absent once now is past that second, even
+// before DynamoDB's TTL deletes it. It returns claimed=false and the stored
+// value when a live claim exists. Errors: invalid for an empty key or a ttl
+// that is not positive.
+func (st *Store) Claim(ctx context.Context, key, value string, ttl time.Duration, now time.Time) (bool, string, error) {
+	if key == "" {
+		return false, "", lifecycle.Errorf(lifecycle.CodeInvalid, "claim key is required")
+	}
+	if ttl <= 0 {
+		return false, "", lifecycle.Errorf(lifecycle.CodeInvalid, "claim ttl must be positive")
+	}
+	expires := now.Add(ttl)
+	expiresSec := expires.Unix()
+	if time.Unix(expiresSec, 0).Before(expires) {
+		expiresSec++
+	}
+	it := claimItem{PK: claimPK(key), SK: claimSort, Value: value, ClaimedAt: formatTime(now), TTL: expiresSec}
+	cond := expression.AttributeNotExists(expression.Name(tabledef.PartitionKey)).
+		Or(expression.Name(tabledef.TTLAttribute).LessThan(expression.Value(now.Unix())))
+	err := st.put(ctx, it, cond, true)
+	var failed *types.ConditionalCheckFailedException
+	if errors.As(err, &failed) {
+		var old claimItem
+		if len(failed.Item) == 0 {
+			return false, "", fmt.Errorf("claim %s: condition failed without a stored claim", key)
+		}
+		if err := attributevalue.UnmarshalMap(failed.Item, &old); err != nil {
+			return false, "", fmt.Errorf("claim %s: decode stored claim: %w", key, err)
+		}
+		return false, old.Value, nil
+	}
+	if err != nil {
+		return false, "", fmt.Errorf("claim %s: %w", key, err)
+	}
+	return true, value, nil
+}
+
+// PutAPIKey stores k under its hash. Errors: invalid for an empty hash or
+// account, conflict when the hash exists.
+func (st *Store) PutAPIKey(ctx context.Context, k lifecycle.APIKey) error {
+	if k.Hash == "" || k.AccountID == "" {
+		return lifecycle.Errorf(lifecycle.CodeInvalid, "api key needs a hash and an account id")
+	}
+	it := apiKeyItem{PK: apiKeyPK(k.Hash), SK: apiKeySort, Hash: k.Hash, AccountID: k.AccountID, CreatedAt: formatTime(k.CreatedAt)}
+	err := st.put(ctx, it, expression.AttributeNotExists(expression.Name(tabledef.PartitionKey)), false)
+	var failed *types.ConditionalCheckFailedException
+	if errors.As(err, &failed) {
+		return lifecycle.Errorf(lifecycle.CodeConflict, "api key exists")
+	}
+	if err != nil {
+		return fmt.Errorf("put api key: %w", err)
+	}
+	return nil
+}
+
+// GetAPIKey reads an API key by the hash of its secret with a strongly
+// consistent read. Errors: not_found.
+func (st *Store) GetAPIKey(ctx context.Context, hash string) (lifecycle.APIKey, error) {
+	out, err := st.client.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:      aws.String(st.table),
+		Key:            itemKey(apiKeyPK(hash), apiKeySort),
+		ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return lifecycle.APIKey{}, fmt.Errorf("get api key: %w", err)
+	}
+	if len(out.Item) == 0 {
+		return lifecycle.APIKey{}, lifecycle.Errorf(lifecycle.CodeNotFound, "api key not found")
+	}
+	var it apiKeyItem
+	if err := attributevalue.UnmarshalMap(out.Item, &it); err != nil {
+		return lifecycle.APIKey{}, fmt.Errorf("decode api key: %w", err)
+	}
+	created, err := parseTime("created_at", it.CreatedAt)
+	if err != nil {
+		return lifecycle.APIKey{}, fmt.Errorf("decode api key: %w", err)
+	}
+	return lifecycle.APIKey{Hash: it.Hash, AccountID: it.AccountID, CreatedAt: created}, nil
+}
+
+// put writes item with a condition; with returnOld a failed condition's
+// error carries the stored item. The caller tells condition failures apart
+// with errors.As(*types.ConditionalCheckFailedException).
+func (st *Store) put(ctx context.Context, item any, cond expression.ConditionBuilder, returnOld bool) error {
+	av, err := attributevalue.MarshalMap(item)
+	if err != nil {
+		return fmt.Errorf("encode item: %w", err)
+	}
+	expr, err := expression.NewBuilder().WithCondition(cond).Build()
+	if err != nil {
+		return fmt.Errorf("build condition: %w", err)
+	}
+	in := &dynamodb.PutItemInput{
+		TableName:                 aws.String(st.table),
+		Item:                      av,
+		ConditionExpression:       expr.Condition(),
+		ExpressionAttributeNames:  expr.Names(),
+		ExpressionAttributeValues: expr.Values(),
+	}
+	if returnOld {
+		in.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
+	}
+	_, err = st.client.PutItem(ctx, in)
+	return err
+}
+
+// query reads up to limit items of index matching keyCond from start,
+// following DynamoDB's pages, and reports whether more items follow the last
+// one returned (it reads one item ahead to know).
+func (st *Store) query(ctx context.Context, index string, keyCond expression.KeyConditionBuilder, forward bool,
+	start map[string]types.AttributeValue, limit int) ([]map[string]types.AttributeValue, bool, error) {
+	expr, err := expression.NewBuilder().WithKeyCondition(keyCond).Build()
+	if err != nil {
+		return nil, false, fmt.Errorf("build key condition: %w", err)
+	}
+	var items []map[string]types.AttributeValue
+	for {
+		out, err := st.client.Query(ctx, &dynamodb.QueryInput{
+			TableName:                 aws.String(st.table),
+			IndexName:                 aws.String(index),
+			KeyConditionExpression:    expr.KeyCondition(),
+			ExpressionAttributeNames:  expr.Names(),
+			ExpressionAttributeValues: expr.Values(),
+			ScanIndexForward:          aws.Bool(forward),
+			ExclusiveStartKey:         start,
+			Limit:                     aws.Int32(int32(limit + 1 - len(items))),
+		})
+		if err != nil {
+			return nil, false, err
+		}
+		items = append(items, out.Items...)
+		if len(items) > limit {
+			return items[:limit], true, nil
+		}
+		if len(out.LastEvaluatedKey) == 0 {
+			return items, false, nil
+		}
+		start = out.LastEvaluatedKey
+	}
+}
+
+// cursorAfter returns the cursor that continues index after item.
+func cursorAfter(index string, shard int, item map[string]types.AttributeValue) (string, error) {
+	names, err := keyTypes(index)
+	if err != nil {
+		return "", err
+	}
+	key := make(map[string]types.AttributeValue, len(names))
+	for name := range names {
+		v, ok := item[name]
+		if !ok {
+			return "", fmt.Errorf("encode cursor: item lacks key attribute %s", name)
+		}
+		key[name] = v
+	}
+	c, err := newCursor(index, shard, key)
+	if err != nil {
+		return "", err
+	}
+	return c.encode()
+}
+
+func itemKey(pk, sk string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{
+		tabledef.PartitionKey: &types.AttributeValueMemberS{Value: pk},
+		tabledef.SortKey:      &types.AttributeValueMemberS{Value: sk},
+	}
+}
+
+func decodeSession(av map[string]types.AttributeValue) (*lifecycle.Session, error) {
+	var it sessionItem
+	if err := attributevalue.UnmarshalMap(av, &it); err != nil {
+		return nil, fmt.Errorf("decode session item: %w", err)
+	}
+	return it.session()
+}
+
+func decodePage(items []map[string]types.AttributeValue) (lifecycle.SessionPage, error) {
+	page := lifecycle.SessionPage{Sessions: make([]*lifecycle.Session, 0, len(items))}
+	for _, av := range items {
+		s, err := decodeSession(av)
+		if err != nil {
+			return lifecycle.SessionPage{}, err
+		}
+		page.Sessions = append(page.Sessions, s)
+	}
+	return page, nil
+}
+
+func errSessionNotFound(id string) error {
+	return lifecycle.Errorf(lifecycle.CodeNotFound, "session %s not found", id)
+}
+
+// validSession checks what the store needs to write s.
+func validSession(s *lifecycle.Session) error {
+	switch {
+	case s == nil:
+		return lifecycle.Errorf(lifecycle.CodeInvalid, "session is required")
+	case s.ID == "":
+		return lifecycle.Errorf(lifecycle.CodeInvalid, "session id is required")
+	case s.AccountID == "":
+		return lifecycle.Errorf(lifecycle.CodeInvalid, "session %s has no account id", s.ID)
+	case !s.State.Valid():
+		return lifecycle.Errorf(lifecycle.CodeInvalid, "session %s has unknown state %s", s.ID, strconv.Quote(string(s.State)))
+	}
+	return nil
+}

@@ -1,0 +1,101 @@
+package dynamo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/sandmanhq/sandman/internal/tabledef"
+)
+
+// tableWait bounds how long CreateTable and DeleteTable wait for the table's
+// status to settle. DynamoDB Local settles at once; AWS takes seconds.
+const tableWait = 5 * time.Minute
+
+// CreateTable creates the sessions table called name exactly as
+// internal/tabledef defines it: string keys pk and sk, on-demand billing,
+// every index of tabledef.Indexes projecting all attributes, and TTL on
+// tabledef.TTLAttribute. It waits until the table is ACTIVE. The CDK stack
+// builds the same table from the same definition. Errors: the SDK's, wrapped
+// (a ResourceInUseException when the table exists).
+func CreateTable(ctx context.Context, client *dynamodb.Client, name string) error {
+	attrTypes := map[string]types.ScalarAttributeType{
+		tabledef.PartitionKey: types.ScalarAttributeTypeS,
+		tabledef.SortKey:      types.ScalarAttributeTypeS,
+	}
+	var gsis []types.GlobalSecondaryIndex
+	for _, ix := range tabledef.Indexes {
+		schema := []types.KeySchemaElement{{AttributeName: aws.String(ix.PartitionKey), KeyType: types.KeyTypeHash}}
+		attrTypes[ix.PartitionKey] = types.ScalarAttributeType(ix.PartitionType)
+		if ix.SortKey != "" {
+			schema = append(schema, types.KeySchemaElement{AttributeName: aws.String(ix.SortKey), KeyType: types.KeyTypeRange})
+			attrTypes[ix.SortKey] = types.ScalarAttributeType(ix.SortType)
+		}
+		gsis = append(gsis, types.GlobalSecondaryIndex{
+			IndexName:  aws.String(ix.Name),
+			KeySchema:  schema,
+			Projection: &types.Projection{ProjectionType: types.ProjectionTypeAll},
+		})
+	}
+	var defs []types.AttributeDefinition
+	for _, name := range slices.Sorted(maps.Keys(attrTypes)) {
+		defs = append(defs, types.AttributeDefinition{AttributeName: aws.String(name), AttributeType: attrTypes[name]})
+	}
+	_, err := client.CreateTable(ctx, &dynamodb.CreateTableInput{
+		TableName:            aws.String(name),
+		BillingMode:          types.BillingModePayPerRequest,
+		AttributeDefinitions: defs,
+		KeySchema: []types.KeySchemaElement{
+			{AttributeName: aws.String(tabledef.PartitionKey), KeyType: types.KeyTypeHash},
+			{AttributeName: aws.String(tabledef.SortKey), KeyType: types.KeyTypeRange},
+		},
+		GlobalSecondaryIndexes: gsis,
+	})
+	if err != nil {
+		return fmt.Errorf("create table %s: %w", name, err)
+	}
+	waiter := dynamodb.NewTableExistsWaiter(client, func(o *dynamodb.TableExistsWaiterOptions) {
+		o.MinDelay, o.MaxDelay = 500*time.Millisecond, 5*time.Second
+	})
+	if err := waiter.Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)}, tableWait); err != nil {
+		return fmt.Errorf("wait for table %s: %w", name, err)
+	}
+	_, err = client.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
+		TableName: aws.String(name),
+		TimeToLiveSpecification: &types.TimeToLiveSpecification{
+			AttributeName: aws.String(tabledef.TTLAttribute),
+			Enabled:       aws.Bool(true),
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("enable ttl on table %s: %w", name, err)
+	}
+	return nil
+}
+
+// DeleteTable deletes the table called name and waits until it is gone. A
+// table that does not exist is not an error.
+func DeleteTable(ctx context.Context, client *dynamodb.Client, name string) error {
+	_, err := client.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(name)})
+	var notFound *types.ResourceNotFoundException
+	if errors.As(err, &notFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("delete table %s: %w", name, err)
+	}
+	waiter := dynamodb.NewTableNotExistsWaiter(client, func(o *dynamodb.TableNotExistsWaiterOptions) {
+		o.MinDelay, o.MaxDelay = 500*time.Millisecond, 5*time.Second
+	})
+	if err := waiter.Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)}, tableWait); err != nil {
+		return fmt.Errorf("wait for table %s to go: %w", name, err)
+	}
+	return nil
+}
