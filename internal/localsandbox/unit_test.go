@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sandmanhq/sandman/internal/e2bhook"
 )
 
 func TestParseProcStat(t *testing.T) {
@@ -60,7 +62,7 @@ func TestSign(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := sign(tt.secret, []byte(tt.body)); got != tt.want {
+			if got := e2bhook.Sign(tt.secret, []byte(tt.body)); got != tt.want {
 				t.Errorf("sign = %q, want %q", got, tt.want)
 			}
 		})

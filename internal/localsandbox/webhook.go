@@ -3,17 +3,16 @@ package localsandbox
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"runtime"
-	"strings"
 	"sync"
 	"time"
+
+	"github.com/sandmanhq/sandman/internal/e2bhook"
 )
 
 // E2B's webhook event types and their labels (shared/providers/e2b.md,
@@ -104,20 +103,6 @@ func (p *Provider) newEvent(typ string, rec record, now time.Time, killReason st
 		ev.EventData.KillReason = killReason
 	}
 	return ev
-}
-
-// sign returns E2B's v1 webhook signature of body: SHA-256 over the bytes of
-// secret followed by body (not an HMAC), standard base64, then '+' → '-',
-// '/' → '_' and trailing '=' removed (shared/providers/e2b.md).
-//
-// TODO: use e2bhook.Sign once it lands.
-func sign(secret string, body []byte) string {
-	h := sha256.New()
-	h.Write([]byte(secret))
-	h.Write(body)
-	s := base64.StdEncoding.EncodeToString(h.Sum(nil))
-	s = strings.NewReplacer("+", "-", "/", "_").Replace(s)
-	return strings.TrimRight(s, "=")
 }
 
 // notifier delivers webhooks in the background, each with a few attempts
@@ -225,7 +210,7 @@ func (n *notifier) post(body []byte) (retry bool, err error) {
 	req.Header.Set("e2b-webhook-id", n.webhookID)
 	req.Header.Set("e2b-delivery-id", newUUID())
 	req.Header.Set("e2b-signature-version", "v1")
-	req.Header.Set("e2b-signature", sign(n.secret, body))
+	req.Header.Set("e2b-signature", e2bhook.Sign(n.secret, body))
 	resp, err := n.client.Do(req)
 	if err != nil {
 		return true, fmt.Errorf("post webhook: %w", err)
