@@ -73,13 +73,21 @@ func (s *Service) Reconnect(ctx context.Context, accountID, id string) (Reconnec
 }
 
 // reconcileTo records a state the provider reported, logging (not
-// returning) a failure: the next probe or sweep tries again.
+// returning) a failure: the next probe or sweep tries again. sess changes
+// only when the write commits. A paused sandbox found running was woken by
+// traffic, which counts as activity (as the resumed webhook does).
 func (s *Service) reconcileTo(ctx context.Context, sess *Session, to State) {
 	wctx, cancel := settleContext(ctx)
 	defer cancel()
-	if err := s.transition(wctx, sess, to, ReasonReconcile, Guard{}); err != nil {
-		s.log().WarnContext(ctx, "reconcile session", "session_id", sess.ID, "to", to, "err", err)
+	next := sess.Clone()
+	if to == StateRunning {
+		next.RecordActivity(s.now(), 0)
 	}
+	if err := s.transition(wctx, next, to, ReasonReconcile, Guard{}); err != nil {
+		s.log().WarnContext(ctx, "reconcile session", "session_id", sess.ID, "to", to, "err", err)
+		return
+	}
+	*sess = *next
 }
 
 // Reconcile puts one session into the state its provider reports, read

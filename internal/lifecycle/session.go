@@ -118,7 +118,8 @@ func (s *Session) Transition(to State, reason string, now time.Time, p Policy) e
 		if s.PausedAt.IsZero() {
 			s.PausedAt = now
 		}
-		s.RunningSince = time.Time{}
+		// A paused sandbox has no provider-side timeout running.
+		s.RunningSince, s.SandboxExpiresAt = time.Time{}, time.Time{}
 	case StatePausing, StateResuming:
 		// keep RunningSince/PausedAt: a rollback restores the state as it was
 	default:

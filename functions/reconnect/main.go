@@ -1,0 +1,30 @@
+// Command reconnect is the Lambda function behind the reconnect routes of
+// internal/routes (API Gateway HTTP API, payload 2.0): probe a session's sandbox live.
+// Configuration comes from the environment once per cold start (internal/app).
+package main
+
+import (
+	"context"
+	"log/slog"
+	"os"
+
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/sandmanhq/sandman/internal/app"
+	"github.com/sandmanhq/sandman/internal/routes"
+)
+
+func main() {
+	ctx := context.Background()
+	a, err := app.Load(ctx, app.Needs{Provider: true})
+	if err != nil {
+		slog.Error("cold start failed", "function", routes.Reconnect, "err", err)
+		os.Exit(1)
+	}
+	h, err := a.HTTPHandler(routes.Reconnect)
+	if err != nil {
+		a.Log.Error("cold start failed", "function", routes.Reconnect, "err", err)
+		os.Exit(1)
+	}
+	lambda.Start(h.Handle)
+}

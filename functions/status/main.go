@@ -1,0 +1,31 @@
+// Command status is the Lambda function behind the status routes of
+// internal/routes (API Gateway HTTP API, payload 2.0): report a session's
+// status from the table alone (it has no provider credentials).
+// Configuration comes from the environment once per cold start (internal/app).
+package main
+
+import (
+	"context"
+	"log/slog"
+	"os"
+
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/sandmanhq/sandman/internal/app"
+	"github.com/sandmanhq/sandman/internal/routes"
+)
+
+func main() {
+	ctx := context.Background()
+	a, err := app.Load(ctx, app.Needs{})
+	if err != nil {
+		slog.Error("cold start failed", "function", routes.Status, "err", err)
+		os.Exit(1)
+	}
+	h, err := a.HTTPHandler(routes.Status)
+	if err != nil {
+		a.Log.Error("cold start failed", "function", routes.Status, "err", err)
+		os.Exit(1)
+	}
+	lambda.Start(h.Handle)
+}

@@ -1,0 +1,243 @@
+package apigw
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/routes"
+)
+
+// CORS answers (DESIGN.md: CORS headers on every response).
+const (
+	corsAllowHeaders  = "Authorization, x-api-key, Content-Type, Idempotency-Key"
+	corsAllowMethods  = "GET, POST, DELETE, OPTIONS"
+	corsExposeHeaders = "Retry-After, Location, Idempotent-Replayed"
+	corsMaxAgeSeconds = "600"
+)
+
+// DefaultRequestTimeout bounds one request when Options.RequestTimeout is
+// zero: 29 s, just under API Gateway's 30 s integration timeout, so a slow
+// provider answers 503 rather than the gateway's bare 503.
+const DefaultRequestTimeout = 29 * time.Second
+
+// Options configures a Handler. The zero value takes every default.
+type Options struct {
+	// AllowOrigin is sent as Access-Control-Allow-Origin. Default "*".
+	AllowOrigin string
+	// Log receives the access line of every request and error details.
+	// Its handler is wrapped with NewLogHandler. Default slog.Default().
+	Log *slog.Logger
+	// RequestTimeout bounds each request's context (the Lambda deadline,
+	// when sooner, still applies). Default DefaultRequestTimeout.
+	RequestTimeout time.Duration
+}
+
+// routeFunc serves one route for an authenticated request.
+type routeFunc func(ctx context.Context, r *request) (response, error)
+
+// Handler serves the API routes of one Lambda function. Build it with New;
+// it is safe for concurrent use.
+type Handler struct {
+	function    string
+	svc         *lifecycle.Service
+	keys        KeyStore
+	log         *slog.Logger
+	allowOrigin string
+	timeout     time.Duration
+	routes      map[string]routeFunc // by route key
+}
+
+// New returns the Handler of function (routes.Sessions, routes.Status,
+// routes.Resume, routes.Snapshot or routes.Reconnect): it serves exactly
+// that function's rows of routes.Table. keys authenticates callers (usually
+// the same store the service uses). Errors: a function with no API routes,
+// or a route of the table without an implementation here.
+func New(function string, svc *lifecycle.Service, keys KeyStore, opts Options) (*Handler, error) {
+	if svc == nil || keys == nil {
+		return nil, fmt.Errorf("apigw: a service and a key store are required")
+	}
+	h := &Handler{
+		function:    function,
+		svc:         svc,
+		keys:        keys,
+		log:         opts.Log,
+		allowOrigin: opts.AllowOrigin,
+		timeout:     opts.RequestTimeout,
+		routes:      map[string]routeFunc{},
+	}
+	if h.log == nil {
+		h.log = slog.Default()
+	}
+	h.log = slog.New(NewLogHandler(h.log.Handler()))
+	if h.allowOrigin == "" {
+		h.allowOrigin = "*"
+	}
+	if h.timeout <= 0 {
+		h.timeout = DefaultRequestTimeout
+	}
+	impls := h.implementations()
+	for _, rt := range routes.Table {
+		if rt.Function != function {
+			continue
+		}
+		impl, ok := impls[rt.Key()]
+		if !ok {
+			return nil, fmt.Errorf("apigw: route %q of function %q has no handler in apigw", rt.Key(), function)
+		}
+		h.routes[rt.Key()] = impl
+	}
+	if len(h.routes) == 0 {
+		return nil, fmt.Errorf("apigw: function %q serves no API routes", function)
+	}
+	return h, nil
+}
+
+// implementations maps every API-key route key of routes.Table to its
+// implementation; New checks the two agree.
+func (h *Handler) implementations() map[string]routeFunc {
+	return map[string]routeFunc{
+		"POST /v1/sessions":               h.createSession,
+		"GET /v1/sessions":                h.listSessions,
+		"GET /v1/sessions/{id}":           h.getSession,
+		"DELETE /v1/sessions/{id}":        h.deleteSession,
+		"POST /v1/sessions/{id}/activity": h.heartbeat,
+		"GET /v1/sessions/{id}/status":    h.status,
+		"POST /v1/sessions/{id}/resume":   h.resume,
+		"POST /v1/sessions/{id}/snapshot": h.snapshot,
+		"GET /v1/sessions/{id}/reconnect": h.reconnect,
+	}
+}
+
+// Routes returns the route keys this handler serves.
+func (h *Handler) Routes() []string {
+	keys := make([]string, 0, len(h.routes))
+	for _, rt := range routes.Table {
+		if _, ok := h.routes[rt.Key()]; ok {
+			keys = append(keys, rt.Key())
+		}
+	}
+	return keys
+}
+
+// Handle serves one API Gateway HTTP API (payload 2.0) request. It never
+// returns an error: failures are error responses (with CORS headers), so
+// API Gateway never substitutes its own bare 500.
+func (h *Handler) Handle(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	start := time.Now()
+	r := newRequest(&ev)
+	ctx = WithLogAttrs(ctx, slog.String("request_id", r.requestID))
+	ctx, cancel := context.WithTimeout(ctx, h.timeout)
+	defer cancel()
+
+	resp, err := h.serve(ctx, r)
+	level := slog.LevelInfo
+	var errType string
+	if err != nil {
+		var known bool
+		resp, known = mapError(err, r.requestID)
+		errType = resp.body.(errorBody).ErrorType
+		switch {
+		case !known:
+			level = slog.LevelError
+			h.log.ErrorContext(ctx, "request failed", "route", ev.RouteKey, "err", err)
+		case resp.status >= 500:
+			level = slog.LevelWarn
+			h.log.WarnContext(ctx, "request failed", "route", ev.RouteKey, "error_type", errType, "err", err)
+		}
+	}
+	out := h.encode(ctx, resp)
+
+	attrs := []slog.Attr{
+		slog.String("route", ev.RouteKey),
+		slog.String("method", r.method()),
+		slog.String("path", r.path()),
+		slog.Int("status", out.StatusCode),
+		slog.Int64("duration_ms", time.Since(start).Milliseconds()),
+		slog.String("account_id", r.accountID),
+	}
+	if errType != "" {
+		attrs = append(attrs, slog.String("error_type", errType))
+	}
+	h.log.LogAttrs(ctx, level, "request", attrs...)
+	return out, nil
+}
+
+// serve authenticates and dispatches; a panic in a route becomes an error.
+func (h *Handler) serve(ctx context.Context, r *request) (resp response, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panic serving %s: %v\n%s", r.event.RouteKey, p, debug.Stack())
+		}
+	}()
+	if r.method() == http.MethodOptions {
+		return response{status: http.StatusNoContent, headers: map[string]string{
+			"Access-Control-Max-Age": corsMaxAgeSeconds,
+		}}, nil
+	}
+	route, ok := h.routes[r.event.RouteKey]
+	if !ok {
+		return response{}, lifecycle.Errorf(lifecycle.CodeNotFound, "no route %s %s", r.method(), truncate(r.path(), 128))
+	}
+	account, err := authenticate(ctx, h.keys, r)
+	if err != nil {
+		return response{}, err
+	}
+	r.accountID = account
+	return route(ctx, r)
+}
+
+// encode builds the API Gateway response: JSON body, CORS and caching
+// headers, and WWW-Authenticate on 401.
+func (h *Handler) encode(ctx context.Context, resp response) events.APIGatewayV2HTTPResponse {
+	headers := map[string]string{
+		"Access-Control-Allow-Origin":   h.allowOrigin,
+		"Access-Control-Allow-Headers":  corsAllowHeaders,
+		"Access-Control-Allow-Methods":  corsAllowMethods,
+		"Access-Control-Expose-Headers": corsExposeHeaders,
+		"Cache-Control":                 "no-store",
+	}
+	if h.allowOrigin != "*" {
+		headers["Vary"] = "Origin"
+	}
+	if resp.status == http.StatusUnauthorized {
+		headers["WWW-Authenticate"] = `Bearer realm="sandman"`
+	}
+	for k, v := range resp.headers {
+		headers[k] = v
+	}
+	out := events.APIGatewayV2HTTPResponse{StatusCode: resp.status, Headers: headers}
+	if resp.body == nil {
+		return out
+	}
+	b, err := marshal(resp.body)
+	if err != nil {
+		h.log.ErrorContext(ctx, "encode response", "err", err)
+		out.StatusCode = http.StatusInternalServerError
+		b, _ = marshal(errorBody{Status: "error", Error: "the response could not be encoded", ErrorType: string(lifecycle.CodeInternal)})
+	}
+	headers["Content-Type"] = "application/json; charset=utf-8"
+	out.Body = string(b)
+	return out
+}
+
+// marshal encodes v as JSON without HTML escaping (the API is not HTML, and
+// "<key>" reads better than "\u003ckey\u003e") and without the trailing
+// newline.
+func marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}

@@ -1,0 +1,89 @@
+package apigw
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/sandmanhq/sandman/internal/lifecycle"
+)
+
+// status serves GET /v1/sessions/{id}/status: from the database only, no
+// provider call, not activity.
+func (h *Handler) status(ctx context.Context, r *request) (response, error) {
+	id, err := r.sessionID()
+	if err != nil {
+		return response{}, err
+	}
+	sess, env, err := h.svc.Status(ctx, r.accountID, id)
+	if err != nil {
+		return response{}, err
+	}
+	return response{status: http.StatusOK, body: statusJSON{
+		SessionID:     sess.ID,
+		State:         string(sess.State),
+		SandboxPaused: sess.State == lifecycle.StatePaused,
+		HasSnapshot:   sess.HasSnapshot(),
+		PreviewURL:    nullable(sess.PreviewURL),
+		Lifecycle:     newEnvelopeJSON(env),
+	}}, nil
+}
+
+// resume serves POST /v1/sessions/{id}/resume: 200 with the running session
+// and its preview URL (fresh after a resume, the current one when it was
+// running already).
+func (h *Handler) resume(ctx context.Context, r *request) (response, error) {
+	id, err := r.sessionID()
+	if err != nil {
+		return response{}, err
+	}
+	if err := r.decodeJSON(&noBody{}, true); err != nil {
+		return response{}, err
+	}
+	sess, err := h.svc.Resume(ctx, r.accountID, id)
+	if err != nil {
+		return response{}, err
+	}
+	return response{status: http.StatusOK, body: resumeJSON{
+		PreviewURL: nullable(sess.PreviewURL),
+		Session:    newSessionJSON(sess),
+	}}, nil
+}
+
+// snapshot serves POST /v1/sessions/{id}/snapshot: 200 {"paused":true} with
+// the session, whether it was running or paused already.
+func (h *Handler) snapshot(ctx context.Context, r *request) (response, error) {
+	id, err := r.sessionID()
+	if err != nil {
+		return response{}, err
+	}
+	if err := r.decodeJSON(&noBody{}, true); err != nil {
+		return response{}, err
+	}
+	sess, err := h.svc.Snapshot(ctx, r.accountID, id)
+	if err != nil {
+		return response{}, err
+	}
+	return response{status: http.StatusOK, body: snapshotJSON{Paused: true, Session: newSessionJSON(sess)}}, nil
+}
+
+// reconnect serves GET /v1/sessions/{id}/reconnect: 200 with the probe's
+// finding, whatever it is.
+func (h *Handler) reconnect(ctx context.Context, r *request) (response, error) {
+	id, err := r.sessionID()
+	if err != nil {
+		return response{}, err
+	}
+	res, err := h.svc.Reconnect(ctx, r.accountID, id)
+	if err != nil {
+		return response{}, err
+	}
+	sess := res.Session
+	return response{status: http.StatusOK, body: reconnectJSON{
+		Status:     string(res.Status),
+		SessionID:  sess.ID,
+		State:      string(sess.State),
+		ExpiresAt:  timestamp(res.ExpiresAt),
+		PreviewURL: nullable(sess.PreviewURL),
+		Lifecycle:  newEnvelopeJSON(lifecycle.NewEnvelope(sess, h.svc.Clock.Now().UTC())),
+	}}, nil
+}

@@ -1,0 +1,122 @@
+package apigw
+
+import (
+	"context"
+	"net/http"
+	"strings"
+
+	"github.com/sandmanhq/sandman/internal/lifecycle"
+)
+
+// List page sizes of GET /v1/sessions (ours; lifecycle.Service.List allows
+// 1..100).
+const (
+	defaultListLimit = 20
+	maxListLimit     = 100
+)
+
+// createSessionBody is the body of POST /v1/sessions. Zero
+// idle_timeout_seconds means the default (600 s); zero max_lifetime_seconds
+// means no limit.
+type createSessionBody struct {
+	Template           string            `json:"template"`
+	IdleTimeoutSeconds int64             `json:"idle_timeout_seconds"`
+	MaxLifetimeSeconds int64             `json:"max_lifetime_seconds"`
+	Metadata           map[string]string `json:"metadata"`
+}
+
+// noBody is the body of routes that take none: empty, or {}.
+type noBody struct{}
+
+// createSession serves POST /v1/sessions: 201 with the session and a
+// Location header, or 200 with Idempotent-Replayed: true for a repeated
+// Idempotency-Key.
+func (h *Handler) createSession(ctx context.Context, r *request) (response, error) {
+	var body createSessionBody
+	if err := r.decodeJSON(&body, false); err != nil {
+		return response{}, err
+	}
+	in := lifecycle.CreateInput{
+		Template:           body.Template,
+		IdleTimeoutSeconds: body.IdleTimeoutSeconds,
+		MaxLifetimeSeconds: body.MaxLifetimeSeconds,
+		Metadata:           body.Metadata,
+	}
+	if key, ok := r.header("Idempotency-Key"); ok {
+		in.IdempotencyKey = strings.TrimSpace(key)
+		if in.IdempotencyKey == "" {
+			return response{}, invalidf("the Idempotency-Key header must not be empty")
+		}
+	}
+	sess, replayed, err := h.svc.Create(ctx, r.accountID, in)
+	if err != nil {
+		return response{}, err
+	}
+	if replayed {
+		return response{status: http.StatusOK, body: newSessionJSON(sess),
+			headers: map[string]string{"Idempotent-Replayed": "true"}}, nil
+	}
+	return response{status: http.StatusCreated, body: newSessionJSON(sess),
+		headers: map[string]string{"Location": "/v1/sessions/" + sess.ID}}, nil
+}
+
+// listSessions serves GET /v1/sessions?limit=&cursor=: the caller's sessions
+// newest first; limit 1..100, default 20.
+func (h *Handler) listSessions(ctx context.Context, r *request) (response, error) {
+	limit, err := r.queryInt("limit", defaultListLimit, 1, maxListLimit)
+	if err != nil {
+		return response{}, err
+	}
+	page, err := h.svc.List(ctx, r.accountID, r.event.QueryStringParameters["cursor"], limit)
+	if err != nil {
+		return response{}, err
+	}
+	out := sessionListJSON{Sessions: make([]sessionJSON, 0, len(page.Sessions)), NextCursor: nullable(page.Cursor)}
+	for _, s := range page.Sessions {
+		out.Sessions = append(out.Sessions, newSessionJSON(s))
+	}
+	return response{status: http.StatusOK, body: out}, nil
+}
+
+// getSession serves GET /v1/sessions/{id}.
+func (h *Handler) getSession(ctx context.Context, r *request) (response, error) {
+	id, err := r.sessionID()
+	if err != nil {
+		return response{}, err
+	}
+	sess, err := h.svc.Get(ctx, r.accountID, id)
+	if err != nil {
+		return response{}, err
+	}
+	return response{status: http.StatusOK, body: newSessionJSON(sess)}, nil
+}
+
+// deleteSession serves DELETE /v1/sessions/{id}: 200 with the killed
+// session, again on a repeated delete.
+func (h *Handler) deleteSession(ctx context.Context, r *request) (response, error) {
+	id, err := r.sessionID()
+	if err != nil {
+		return response{}, err
+	}
+	sess, err := h.svc.Delete(ctx, r.accountID, id)
+	if err != nil {
+		return response{}, err
+	}
+	return response{status: http.StatusOK, body: newSessionJSON(sess)}, nil
+}
+
+// heartbeat serves POST /v1/sessions/{id}/activity: 204; 409 sandbox_paused
+// when the session is paused.
+func (h *Handler) heartbeat(ctx context.Context, r *request) (response, error) {
+	id, err := r.sessionID()
+	if err != nil {
+		return response{}, err
+	}
+	if err := r.decodeJSON(&noBody{}, true); err != nil {
+		return response{}, err
+	}
+	if _, err := h.svc.Heartbeat(ctx, r.accountID, id); err != nil {
+		return response{}, err
+	}
+	return response{status: http.StatusNoContent}, nil
+}

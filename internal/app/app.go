@@ -1,0 +1,310 @@
+// Package app is the cold-start wiring every Lambda main shares: read the
+// configuration from the environment once (ConfigFromEnv), fetch secrets
+// once (Secrets Manager in AWS, plain environment variables locally), build
+// the SDK clients once, and return a ready lifecycle.Service with its Store,
+// Provider and Publisher. A main then builds its handler from the App and
+// calls lambda.Start; nothing is loaded per request.
+//
+// A function states what it needs (Needs): the status function reads the
+// table only and is given no provider credentials by the stack, so it loads
+// with Needs{} and its Service gets a provider that refuses every call with
+// an error (a 500 that names the missing access) instead of a provider
+// built without a key. Functions that call the provider say
+// Needs{Provider: true} and fail at cold start when its key is missing.
+//
+// Secrets: SANDMAN_PROVIDER_API_KEY_SECRET and SANDMAN_WEBHOOK_SECRET_SECRET
+// (or SANDMAN_WEBHOOK_SIGNING_KEY_SECRET, the name infra/stack.go sets) name
+// Secrets Manager secrets whose SecretString is the value itself (plain
+// text, surrounding whitespace trimmed). Locally SANDMAN_PROVIDER_API_KEY
+// and SANDMAN_WEBHOOK_SECRET hold the values. Only the secrets a function
+// needs are fetched.
+//
+// Events go to the EventBridge bus SANDMAN_EVENT_BUS, else to the JSON-lines
+// file SANDMAN_EVENTS_FILE, else nowhere but the log (a warning at cold
+// start says so).
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	awseb "github.com/aws/aws-sdk-go-v2/service/eventbridge"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+
+	"github.com/sandmanhq/sandman/internal/apigw"
+	"github.com/sandmanhq/sandman/internal/dynamo"
+	"github.com/sandmanhq/sandman/internal/e2b"
+	"github.com/sandmanhq/sandman/internal/eventbridge"
+	"github.com/sandmanhq/sandman/internal/fakeprovider"
+	"github.com/sandmanhq/sandman/internal/jsonl"
+	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/localsandbox"
+)
+
+// secretTimeout bounds fetching one secret at cold start.
+const secretTimeout = 10 * time.Second
+
+// Needs says which credentials a function uses; Load fetches only those and
+// fails when one of them is missing.
+type Needs struct {
+	// Provider: the function calls the sandbox provider (sessions, resume,
+	// snapshot, reconnect, idlepause).
+	Provider bool
+	// WebhookSecret: the function verifies provider webhooks (webhook).
+	WebhookSecret bool
+}
+
+// SecretsAPI is the part of the Secrets Manager client Load uses;
+// *secretsmanager.Client implements it.
+type SecretsAPI interface {
+	GetSecretValue(ctx context.Context, in *secretsmanager.GetSecretValueInput, optFns ...func(*secretsmanager.Options)) (*secretsmanager.GetSecretValueOutput, error)
+}
+
+// Deps overrides what New would otherwise build; every field is optional.
+// Tests use it to inject a clock, a provider or a fake Secrets Manager.
+type Deps struct {
+	Log         *slog.Logger
+	Clock       lifecycle.Clock // default lifecycle.SystemClock
+	Secrets     SecretsAPI      // default a client from the AWS default config
+	EventBridge eventbridge.API // default a client from the AWS default config
+	Provider    lifecycle.Provider
+	Publisher   lifecycle.Publisher
+}
+
+// App is one cold start's wiring. Its fields are ready to use and shared by
+// every invocation.
+type App struct {
+	Config    Config
+	Log       *slog.Logger
+	Store     *dynamo.Store
+	Provider  lifecycle.Provider
+	Publisher lifecycle.Publisher // nil: events are only logged
+	Service   *lifecycle.Service
+	// WebhookSecret is the provider's webhook signing secret; "" unless
+	// Needs.WebhookSecret.
+	WebhookSecret string
+
+	closers []func(context.Context) error
+}
+
+// Load reads the Config from the process environment and builds the App
+// (New). Call it once, in main, before lambda.Start.
+func Load(ctx context.Context, needs Needs) (*App, error) {
+	cfg, err := ConfigFromEnv(os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	return New(ctx, cfg, needs, Deps{})
+}
+
+// NewLogger returns the JSON logger every function uses, writing to w at
+// level, with the request attributes of apigw.WithLogAttrs.
+func NewLogger(w io.Writer, level slog.Level) *slog.Logger {
+	return slog.New(apigw.NewLogHandler(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level})))
+}
+
+// New builds the App for cfg: logger (JSON on stderr, also made the slog
+// default unless deps.Log is given), secrets, DynamoDB store, provider,
+// publisher and service. Errors name what is missing or failed.
+func New(ctx context.Context, cfg Config, needs Needs, deps Deps) (*App, error) {
+	a := &App{Config: cfg, Log: deps.Log}
+	if a.Log == nil {
+		a.Log = NewLogger(os.Stderr, cfg.LogLevel)
+		slog.SetDefault(a.Log)
+	}
+	clock := deps.Clock
+	if clock == nil {
+		clock = lifecycle.SystemClock{}
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			_ = a.Close(context.WithoutCancel(ctx))
+		}
+	}()
+
+	var awsCfg *aws.Config
+	loadAWS := func() (aws.Config, error) {
+		if awsCfg == nil {
+			c, err := config.LoadDefaultConfig(ctx)
+			if err != nil {
+				return aws.Config{}, fmt.Errorf("load aws config: %w", err)
+			}
+			awsCfg = &c
+		}
+		return *awsCfg, nil
+	}
+	secrets := deps.Secrets
+	secret := func(what, plain, secretName, plainEnv, secretEnv string) (string, error) {
+		if plain != "" {
+			return plain, nil
+		}
+		if secretName == "" {
+			return "", fmt.Errorf("the %s is missing: set %s (a Secrets Manager secret) or %s", what, secretEnv, plainEnv)
+		}
+		if secrets == nil {
+			c, err := loadAWS()
+			if err != nil {
+				return "", err
+			}
+			secrets = secretsmanager.NewFromConfig(c)
+		}
+		return fetchSecret(ctx, secrets, secretName)
+	}
+
+	var providerKey string
+	if needs.Provider && cfg.Provider == ProviderE2B && deps.Provider == nil {
+		var err error
+		if providerKey, err = secret("provider API key", cfg.ProviderAPIKey, cfg.ProviderAPIKeySecret,
+			EnvProviderAPIKey, EnvProviderAPIKeySecret); err != nil {
+			return nil, err
+		}
+	}
+	if needs.WebhookSecret || (needs.Provider && cfg.Provider == ProviderLocal && cfg.LocalWebhookURL != "") {
+		var err error
+		if a.WebhookSecret, err = secret("webhook secret", cfg.WebhookSecret, cfg.WebhookSecretSecret,
+			EnvWebhookSecret, EnvWebhookSecretSecret); err != nil {
+			return nil, err
+		}
+	}
+
+	ddb, err := dynamo.NewClient(ctx, cfg.DynamoEndpoint)
+	if err != nil {
+		return nil, err
+	}
+	a.Store = dynamo.New(ddb, cfg.Table, dynamo.WithLogger(a.Log))
+
+	a.Provider = deps.Provider
+	if a.Provider == nil {
+		if !needs.Provider {
+			a.Provider = noProvider{name: cfg.Provider}
+		} else if a.Provider, err = a.newProvider(cfg, providerKey, clock); err != nil {
+			return nil, err
+		}
+	}
+
+	a.Publisher = deps.Publisher
+	if a.Publisher == nil {
+		switch {
+		case cfg.EventBus != "":
+			client := deps.EventBridge
+			if client == nil {
+				c, err := loadAWS()
+				if err != nil {
+					return nil, err
+				}
+				client = awseb.NewFromConfig(c)
+			}
+			a.Publisher = eventbridge.New(client, cfg.EventBus, eventbridge.WithLogger(a.Log))
+		case cfg.EventsFile != "":
+			p, err := jsonl.Open(cfg.EventsFile)
+			if err != nil {
+				return nil, err
+			}
+			a.Publisher = p
+			a.closers = append(a.closers, func(context.Context) error { return p.Close() })
+		default:
+			a.Log.WarnContext(ctx, "no event destination configured: lifecycle events are only logged",
+				"hint", EnvEventBus+" or "+EnvEventsFile)
+		}
+	}
+
+	a.Service = lifecycle.NewService(a.Store, a.Provider, a.Publisher, clock, cfg.Policy, a.Log)
+	ok = true
+	return a, nil
+}
+
+// newProvider builds the configured provider.
+func (a *App) newProvider(cfg Config, apiKey string, clock lifecycle.Clock) (lifecycle.Provider, error) {
+	switch cfg.Provider {
+	case ProviderE2B:
+		p, err := e2b.New(e2b.Config{APIKey: apiKey, BaseURL: cfg.E2BBaseURL, Domain: cfg.E2BDomain, Clock: clock, Logger: a.Log})
+		if err != nil {
+			return nil, fmt.Errorf("e2b provider: %w", err)
+		}
+		return p, nil
+	case ProviderLocal:
+		p, err := localsandbox.New(localsandbox.Config{Dir: cfg.LocalDir, WebhookURL: cfg.LocalWebhookURL,
+			WebhookSecret: a.WebhookSecret, Clock: clock, Logger: a.Log})
+		if err != nil {
+			return nil, fmt.Errorf("local provider: %w", err)
+		}
+		a.closers = append(a.closers, p.Close)
+		return p, nil
+	case ProviderFake:
+		a.Log.Warn("using the in-memory fake provider: sandboxes live only in this process")
+		return fakeprovider.New(fakeprovider.WithClock(clock)), nil
+	}
+	return nil, fmt.Errorf("%s=%q is not a provider this build knows", EnvProvider, cfg.Provider)
+}
+
+// HTTPHandler returns the API handler of function (routes.Sessions, ...)
+// over the App's service and store, with the configured CORS origin.
+func (a *App) HTTPHandler(function string) (*apigw.Handler, error) {
+	return apigw.New(function, a.Service, a.Store, apigw.Options{AllowOrigin: a.Config.CORSOrigin, Log: a.Log})
+}
+
+// Close releases what New opened (the events file, the local provider's
+// webhook sender). Lambda functions never call it; the local stack and
+// tests do.
+func (a *App) Close(ctx context.Context) error {
+	var errs []error
+	for i := len(a.closers) - 1; i >= 0; i-- {
+		errs = append(errs, a.closers[i](ctx))
+	}
+	a.closers = nil
+	return errors.Join(errs...)
+}
+
+// fetchSecret reads a secret's SecretString. Errors: the call's, or a
+// secret with no string value.
+func fetchSecret(ctx context.Context, api SecretsAPI, name string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, secretTimeout)
+	defer cancel()
+	out, err := api.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(name)})
+	if err != nil {
+		return "", fmt.Errorf("read secret %s: %w", name, err)
+	}
+	v := strings.TrimSpace(aws.ToString(out.SecretString))
+	if v == "" {
+		return "", fmt.Errorf("read secret %s: it has no string value", name)
+	}
+	return v, nil
+}
+
+// noProvider is the provider of a function that may not call one (it has no
+// credentials): every call fails with an error saying so, which the HTTP
+// edge answers as a 500 and logs.
+type noProvider struct{ name string }
+
+var _ lifecycle.Provider = noProvider{}
+
+var errNoProvider = errors.New("this function is not configured to call the sandbox provider (app.Needs.Provider is false)")
+
+func (p noProvider) Name() string { return p.name }
+func (noProvider) Create(context.Context, lifecycle.CreateRequest) (lifecycle.Sandbox, error) {
+	return lifecycle.Sandbox{}, errNoProvider
+}
+func (noProvider) Get(context.Context, string) (lifecycle.Sandbox, error) {
+	return lifecycle.Sandbox{}, errNoProvider
+}
+func (noProvider) List(context.Context, lifecycle.ListRequest) (lifecycle.SandboxPage, error) {
+	return lifecycle.SandboxPage{}, errNoProvider
+}
+func (noProvider) Pause(context.Context, string) error { return errNoProvider }
+func (noProvider) Resume(context.Context, string, time.Duration) (lifecycle.Sandbox, error) {
+	return lifecycle.Sandbox{}, errNoProvider
+}
+func (noProvider) SetTimeout(context.Context, string, time.Duration) error { return errNoProvider }
+func (noProvider) Probe(context.Context, string) (lifecycle.Probe, error) {
+	return lifecycle.Probe{}, errNoProvider
+}
+func (noProvider) Kill(context.Context, string) error { return errNoProvider }

@@ -1,0 +1,321 @@
+package app_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awseb "github.com/aws/aws-sdk-go-v2/service/eventbridge"
+	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+
+	"github.com/sandmanhq/sandman/internal/apigw"
+	"github.com/sandmanhq/sandman/internal/app"
+	"github.com/sandmanhq/sandman/internal/dynamotest"
+	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/routes"
+)
+
+// env returns a getenv over m.
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestConfigFromEnv(t *testing.T) {
+	t.Run("Defaults", func(t *testing.T) {
+		c, err := app.ConfigFromEnv(env(map[string]string{app.EnvTable: "sessions"}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := c.Provider, app.ProviderE2B; got != want {
+			t.Errorf("Provider = %q, want %q", got, want)
+		}
+		if got, want := c.Policy, lifecycle.DefaultPolicy(); got != want {
+			t.Errorf("Policy = %+v, want the defaults %+v", got, want)
+		}
+		if got, want := c.LogLevel, slog.LevelInfo; got != want {
+			t.Errorf("LogLevel = %v, want %v", got, want)
+		}
+	})
+	t.Run("Overrides", func(t *testing.T) {
+		c, err := app.ConfigFromEnv(env(map[string]string{
+			app.EnvTable: "sessions", app.EnvProvider: "FAKE", app.EnvIdleTimeout: "15m",
+			app.EnvActivityGranularity: "10s", app.EnvLeaseDuration: "90s", app.EnvLogLevel: "debug",
+			app.EnvWebhookSigningKeySecret: "sandman/webhook-signing-key", app.EnvCORSOrigin: "https://app.example.com",
+		}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Provider != app.ProviderFake || c.Policy.DefaultIdleTimeout != 15*time.Minute ||
+			c.Policy.ActivityGranularity != 10*time.Second || c.Policy.LeaseDuration != 90*time.Second ||
+			c.LogLevel != slog.LevelDebug || c.WebhookSecretSecret != "sandman/webhook-signing-key" ||
+			c.CORSOrigin != "https://app.example.com" {
+			t.Errorf("config = %+v", c)
+		}
+	})
+	for _, tc := range []struct {
+		name     string
+		env      map[string]string
+		contains string
+	}{
+		{"ErrNoTable", map[string]string{}, app.EnvTable},
+		{"ErrUnknownProvider", map[string]string{app.EnvProvider: "docker"}, app.EnvProvider},
+		{"ErrKeyTwice", map[string]string{app.EnvProviderAPIKey: "k", app.EnvProviderAPIKeySecret: "s"}, app.EnvProviderAPIKeySecret},
+		{"ErrWebhookSecretTwice", map[string]string{app.EnvWebhookSecret: "k", app.EnvWebhookSecretSecret: "s"}, app.EnvWebhookSecretSecret},
+		{"ErrWebhookAliasDiffers", map[string]string{app.EnvWebhookSecretSecret: "a", app.EnvWebhookSigningKeySecret: "b"}, app.EnvWebhookSigningKeySecret},
+		{"ErrBadDuration", map[string]string{app.EnvProviderGrace: "two minutes"}, app.EnvProviderGrace},
+		{"ErrNegativeDuration", map[string]string{app.EnvMaxProviderTimeout: "-1h"}, app.EnvMaxProviderTimeout},
+		{"ErrDefaultAboveMax", map[string]string{app.EnvIdleTimeout: "48h"}, app.EnvIdleTimeout},
+		{"ErrLogLevel", map[string]string{app.EnvLogLevel: "loud"}, app.EnvLogLevel},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.name != "ErrNoTable" {
+				tc.env[app.EnvTable] = "sessions"
+			}
+			_, err := app.ConfigFromEnv(env(tc.env))
+			if err == nil || !strings.Contains(err.Error(), tc.contains) {
+				t.Fatalf("err = %v, want one naming %s", err, tc.contains)
+			}
+		})
+	}
+}
+
+// fakeSecrets is a Secrets Manager that counts reads.
+type fakeSecrets struct {
+	mu     sync.Mutex
+	values map[string]string
+	reads  map[string]int
+}
+
+func (f *fakeSecrets) GetSecretValue(_ context.Context, in *secretsmanager.GetSecretValueInput, _ ...func(*secretsmanager.Options)) (*secretsmanager.GetSecretValueOutput, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	id := aws.ToString(in.SecretId)
+	f.reads[id]++
+	v, ok := f.values[id]
+	if !ok {
+		return nil, errors.New("ResourceNotFoundException: no such secret")
+	}
+	return &secretsmanager.GetSecretValueOutput{SecretString: aws.String(v)}, nil
+}
+
+func newFakeSecrets(values map[string]string) *fakeSecrets {
+	return &fakeSecrets{values: values, reads: map[string]int{}}
+}
+
+// fakeBus is an EventBridge API that accepts and keeps every entry.
+type fakeBus struct {
+	mu      sync.Mutex
+	entries []ebtypes.PutEventsRequestEntry
+}
+
+func (b *fakeBus) PutEvents(_ context.Context, in *awseb.PutEventsInput, _ ...func(*awseb.Options)) (*awseb.PutEventsOutput, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.entries = append(b.entries, in.Entries...)
+	out := &awseb.PutEventsOutput{}
+	for range in.Entries {
+		out.Entries = append(out.Entries, ebtypes.PutEventsResultEntry{EventId: aws.String("id")})
+	}
+	return out, nil
+}
+
+// baseConfig is a Config over a fresh DynamoDB Local table.
+func baseConfig(tb testing.TB, provider string) app.Config {
+	tb.Helper()
+	table := dynamotest.MustTable(tb)
+	c, err := app.ConfigFromEnv(env(map[string]string{
+		app.EnvTable: table, app.EnvDynamoEndpoint: os.Getenv(dynamotest.EndpointEnv), app.EnvProvider: provider,
+	}))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return c
+}
+
+// MustApp builds an App and closes it when the test ends.
+func MustApp(tb testing.TB, cfg app.Config, needs app.Needs, deps app.Deps) *app.App {
+	tb.Helper()
+	if deps.Log == nil {
+		deps.Log = slog.New(slog.NewJSONHandler(io.Discard, nil))
+	}
+	a, err := app.New(tb.Context(), cfg, needs, deps)
+	if err != nil {
+		tb.Fatalf("app.New: %v", err)
+	}
+	tb.Cleanup(func() {
+		if err := a.Close(context.Background()); err != nil {
+			tb.Errorf("close: %v", err)
+		}
+	})
+	return a
+}
+
+func TestNewSecrets(t *testing.T) {
+	quiet := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	cfg := app.Config{Table: "t", DynamoEndpoint: "http://127.0.0.1:1", Provider: app.ProviderE2B, Policy: lifecycle.DefaultPolicy()}
+
+	t.Run("ProviderKeyFromSecretsManager", func(t *testing.T) {
+		sm := newFakeSecrets(map[string]string{"sandman/provider-api-key": " e2b_live_key\n"})
+		c := cfg
+		c.ProviderAPIKeySecret = "sandman/provider-api-key"
+		a := MustApp(t, c, app.Needs{Provider: true}, app.Deps{Secrets: sm, Log: quiet})
+		if got, want := a.Provider.Name(), "e2b"; got != want {
+			t.Errorf("provider = %q, want %q", got, want)
+		}
+		if got, want := sm.reads["sandman/provider-api-key"], 1; got != want {
+			t.Errorf("secret reads = %d, want %d", got, want)
+		}
+	})
+	t.Run("ErrProviderKeyMissing", func(t *testing.T) {
+		_, err := app.New(t.Context(), cfg, app.Needs{Provider: true}, app.Deps{Log: quiet})
+		if err == nil || !strings.Contains(err.Error(), app.EnvProviderAPIKeySecret) {
+			t.Fatalf("err = %v, want one naming %s", err, app.EnvProviderAPIKeySecret)
+		}
+	})
+	t.Run("ErrSecretRead", func(t *testing.T) {
+		c := cfg
+		c.ProviderAPIKeySecret = "sandman/absent"
+		_, err := app.New(t.Context(), c, app.Needs{Provider: true}, app.Deps{Secrets: newFakeSecrets(nil), Log: quiet})
+		if err == nil || !strings.Contains(err.Error(), "sandman/absent") {
+			t.Fatalf("err = %v, want one naming the secret", err)
+		}
+	})
+	t.Run("NoProviderNeeded", func(t *testing.T) {
+		sm := newFakeSecrets(nil)
+		a := MustApp(t, cfg, app.Needs{}, app.Deps{Secrets: sm, Log: quiet})
+		if got := len(sm.reads); got != 0 {
+			t.Errorf("secret reads = %d, want 0", got)
+		}
+		if _, err := a.Provider.Probe(t.Context(), "sbx"); err == nil || !strings.Contains(err.Error(), "not configured to call the sandbox provider") {
+			t.Errorf("Probe err = %v, want the no-provider refusal", err)
+		}
+		if got, want := a.Provider.Name(), "e2b"; got != want {
+			t.Errorf("provider name = %q, want %q", got, want)
+		}
+	})
+	t.Run("WebhookSecret", func(t *testing.T) {
+		sm := newFakeSecrets(map[string]string{"sandman/webhook-signing-key": "whsec_123"})
+		c := cfg
+		c.WebhookSecretSecret = "sandman/webhook-signing-key"
+		a := MustApp(t, c, app.Needs{WebhookSecret: true}, app.Deps{Secrets: sm, Log: quiet})
+		if got, want := a.WebhookSecret, "whsec_123"; got != want {
+			t.Errorf("WebhookSecret = %q, want %q", got, want)
+		}
+	})
+	t.Run("ErrWebhookSecretMissing", func(t *testing.T) {
+		_, err := app.New(t.Context(), cfg, app.Needs{WebhookSecret: true}, app.Deps{Log: quiet})
+		if err == nil || !strings.Contains(err.Error(), app.EnvWebhookSecret) {
+			t.Fatalf("err = %v, want one naming %s", err, app.EnvWebhookSecret)
+		}
+	})
+	t.Run("PlainEnvKey", func(t *testing.T) {
+		c := cfg
+		c.ProviderAPIKey = "e2b_local_key"
+		sm := newFakeSecrets(nil)
+		MustApp(t, c, app.Needs{Provider: true}, app.Deps{Secrets: sm, Log: quiet})
+		if got := len(sm.reads); got != 0 {
+			t.Errorf("secret reads = %d, want 0", got)
+		}
+	})
+}
+
+// TestWiring drives the handlers an App builds end to end: create through
+// the sessions function (fake provider, events to a file), then status
+// through a status function that may not call the provider, over one table.
+func TestWiring(t *testing.T) {
+	cfg := baseConfig(t, app.ProviderFake)
+	cfg.EventsFile = filepath.Join(t.TempDir(), "events.jsonl")
+	sessions := MustApp(t, cfg, app.Needs{Provider: true}, app.Deps{})
+	if err := sessions.Store.PutAPIKey(t.Context(), lifecycle.APIKey{
+		Hash: apigw.HashAPIKey(apigw.DevAPIKey), AccountID: apigw.DevAccountID, CreatedAt: time.Now().UTC(),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	h, err := sessions.HTTPHandler(routes.Sessions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := h.Handle(t.Context(), mustEvent(t, "sessions-create.json"))
+	if err != nil || resp.StatusCode != 201 {
+		t.Fatalf("create = %d %s, %v; want 201", resp.StatusCode, resp.Body, err)
+	}
+	var created struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal([]byte(resp.Body), &created); err != nil {
+		t.Fatal(err)
+	}
+
+	statusCfg := cfg
+	statusCfg.Provider, statusCfg.EventsFile = app.ProviderE2B, "" // as the stack deploys it: no key, no events
+	status := MustApp(t, statusCfg, app.Needs{}, app.Deps{})
+	sh, err := status.HTTPHandler(routes.Status)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := mustEvent(t, "status.json")
+	ev.PathParameters["id"] = created.ID
+	resp, err = sh.Handle(t.Context(), ev)
+	if err != nil || resp.StatusCode != 200 || !strings.Contains(resp.Body, `"state":"running"`) {
+		t.Fatalf("status = %d %s, %v; want 200 running", resp.StatusCode, resp.Body, err)
+	}
+
+	f, err := os.Open(cfg.EventsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	lines := 0
+	for sc := bufio.NewScanner(f); sc.Scan(); {
+		if strings.Contains(sc.Text(), created.ID) {
+			lines++
+		}
+	}
+	if got, want := lines, 2; got != want {
+		t.Errorf("event lines for the session = %d, want %d (provisioning, running)", got, want)
+	}
+}
+
+func TestEventBus(t *testing.T) {
+	cfg := baseConfig(t, app.ProviderFake)
+	cfg.EventBus = "sandman-events"
+	bus := &fakeBus{}
+	a := MustApp(t, cfg, app.Needs{Provider: true}, app.Deps{EventBridge: bus})
+	if _, _, err := a.Service.Create(t.Context(), "acct_1", lifecycle.CreateInput{Template: "base"}); err != nil {
+		t.Fatal(err)
+	}
+	bus.mu.Lock()
+	defer bus.mu.Unlock()
+	if got, want := len(bus.entries), 2; got != want {
+		t.Fatalf("entries = %d, want %d", got, want)
+	}
+	if got, want := aws.ToString(bus.entries[1].EventBusName), "sandman-events"; got != want {
+		t.Errorf("bus = %q, want %q", got, want)
+	}
+	if got, want := aws.ToString(bus.entries[1].DetailType), "Session Running"; got != want {
+		t.Errorf("detail-type = %q, want %q", got, want)
+	}
+}
+
+func mustEvent(tb testing.TB, name string) events.APIGatewayV2HTTPRequest {
+	tb.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "events", "api", name))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var ev events.APIGatewayV2HTTPRequest
+	if err := json.Unmarshal(b, &ev); err != nil {
+		tb.Fatal(err)
+	}
+	return ev
+}

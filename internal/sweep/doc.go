@@ -1,0 +1,68 @@
+// Package sweep is the idle-pause sweep that the idlepause Lambda runs on an
+// EventBridge schedule (DESIGN.md "Idle pause (scheduled)"), and the Lambda
+// handler around it.
+//
+// One run (Sweeper.Run) has four phases, in this order of importance:
+//
+//  1. Idle: running sessions past their pause deadline, found page by page
+//     through the sparse idle index (lifecycle.IndexIdle, never a scan), are
+//     paused with lifecycle.Service.Pause, reason idle, guarded by
+//     Guard{DueBy: now}: the conditional write re-checks the deadline, so a
+//     heartbeat that lands between the query and the pause wins.
+//  2. Leases: transitional sessions whose lease ran out (lifecycle.IndexLease)
+//     are put into the state their provider reports (Service.Reconcile).
+//  3. Provider list: up to Config.ReconcileSample sandboxes of the provider's
+//     list are compared with the table (Store.FindBySandbox). A session that
+//     is running in the table but paused at the provider, or the reverse (a
+//     missed webhook), is reconciled. A sandbox the table does not know is
+//     logged, never killed: it may be a create still in flight.
+//  4. Dormancy (only when Config.DormancyAge > 0): paused sessions paused
+//     longer than DormancyAge (lifecycle.IndexPaused) have their sandbox
+//     killed and become expired, reason reconcile.
+//
+// # Limits
+//
+// Sessions are worked on by at most Config.Concurrency goroutines
+// (errgroup.SetLimit), and every provider call waits on a token bucket
+// (golang.org/x/time/rate) of Config.Rate calls per second. The bucket is per
+// Sweeper, that is per Lambda container: overlapping invocations in separate
+// containers each have their own, which the schedule (one run per 5 min)
+// makes rare.
+//
+// A run stops taking new work once the context's deadline (the Lambda
+// deadline) is nearer than Config.DeadlineMargin, or the context ends; work
+// already started finishes. It then reports Summary.Incomplete. Nothing is
+// lost: the sessions it did not reach are still in their index and the next
+// run finds them. A later phase does not start once the run is out of time,
+// so a large idle backlog is worked off before reconciles.
+//
+// # Overlapping runs
+//
+// The sweep holds no lock, in memory or in the table. Two runs that find the
+// same session both try the same conditional write on (state, version); one
+// wins, the other gets a conflict before any provider call and counts the
+// session as skipped. So each idle session is paused by exactly one provider
+// call however many runs overlap.
+//
+// # Outcomes of a pause
+//
+// paused: the provider paused it and the table says so. expired: the
+// provider says the sandbox is gone; the service marked the session expired.
+// failed: a transient provider failure (or the provider refusing for now);
+// the service rolled the session back to running, it stays in the idle index
+// and the next run tries again. skipped: not paused by this run because the
+// conditional write lost (a heartbeat moved the deadline, another run or a
+// webhook moved the session) or the index entry was stale.
+//
+// # Not done: provider-timeout repair
+//
+// While a session runs, the provider's own timeout is kept at the pause
+// deadline plus Policy.ProviderGrace (set at create and resume, and pushed out
+// by heartbeats when it runs short). The sweep does not look for running
+// sessions whose provider timeout fell behind that mark: the idle index is
+// keyed by the pause deadline alone, so finding them needs a table scan or a
+// further index. The consequence of such a lag is bounded: the sandbox pauses
+// itself early (pause-on-timeout), the provider's webhook or phase 3 brings
+// the table in line, and the next resume brings it back. An index keyed by
+// sandbox_expires_at over running sessions would make them findable.
+package sweep

@@ -1,0 +1,77 @@
+package sweep
+
+import "log/slog"
+
+// Summary is what one run did. It is logged once per run (as a group of
+// attributes named "summary") and is the idlepause Lambda's result, so it
+// marshals to JSON with snake_case names. Counts are sessions unless said
+// otherwise; durations are whole milliseconds.
+type Summary struct {
+	// Candidates is how many running sessions past their pause deadline the
+	// idle index yielded this run.
+	Candidates int `json:"candidates"`
+	// Paused: candidates this run paused.
+	Paused int `json:"paused"`
+	// Expired: candidates whose sandbox the provider said was gone; they are
+	// now expired.
+	Expired int `json:"expired"`
+	// Failed: candidates whose pause failed for a transient reason; they were
+	// rolled back to running and the next run retries them.
+	Failed int `json:"failed"`
+	// Skipped: candidates not paused because their conditional write lost (a
+	// heartbeat landed mid-sweep, another run or a webhook moved them) or
+	// their index entry was stale.
+	Skipped int `json:"skipped"`
+	// Leases: transitional sessions found with an expired lease.
+	Leases int `json:"leases"`
+	// Listed: provider sandboxes compared with the table.
+	Listed int `json:"listed"`
+	// Unknown: listed sandboxes that no session holds (logged, not killed).
+	Unknown int `json:"unknown"`
+	// Reconciled: sessions moved to the state their provider reports, from an
+	// expired lease or a provider-list disagreement.
+	Reconciled int `json:"reconciled"`
+	// ReconcileFailed: reconciles and dormancy retirements that failed this
+	// run (provider or store trouble); the next run retries them.
+	ReconcileFailed int `json:"reconcile_failed"`
+	// Dormant: paused sessions found older than Config.DormancyAge.
+	Dormant int `json:"dormant"`
+	// DormantKilled: dormant sessions whose sandbox was killed and that are
+	// now expired.
+	DormantKilled int `json:"dormant_killed"`
+	// LagMaxMS and LagP50MS are the largest and the median delay, in
+	// milliseconds, between a paused session's pause deadline and the time
+	// this run paused it (service clock); 0 when none was paused.
+	LagMaxMS int64 `json:"lag_max_ms"`
+	LagP50MS int64 `json:"lag_p50_ms"`
+	// DurationMS is how long the run took, in milliseconds (wall clock).
+	DurationMS int64 `json:"duration_ms"`
+	// Incomplete reports that the run stopped before finishing (out of time
+	// or a page it could not read); the next run picks up the rest.
+	Incomplete bool `json:"incomplete"`
+}
+
+// LogValue logs the summary as a group with the JSON names, so text and JSON
+// handlers show the same keys.
+func (s Summary) LogValue() slog.Value {
+	return slog.GroupValue(
+		slog.Int("candidates", s.Candidates),
+		slog.Int("paused", s.Paused),
+		slog.Int("expired", s.Expired),
+		slog.Int("failed", s.Failed),
+		slog.Int("skipped", s.Skipped),
+		slog.Int("leases", s.Leases),
+		slog.Int("listed", s.Listed),
+		slog.Int("unknown", s.Unknown),
+		slog.Int("reconciled", s.Reconciled),
+		slog.Int("reconcile_failed", s.ReconcileFailed),
+		slog.Int("dormant", s.Dormant),
+		slog.Int("dormant_killed", s.DormantKilled),
+		slog.Int64("lag_max_ms", s.LagMaxMS),
+		slog.Int64("lag_p50_ms", s.LagP50MS),
+		slog.Int64("duration_ms", s.DurationMS),
+		slog.Bool("incomplete", s.Incomplete),
+	)
+}
+
+var _ slog.LogValuer = Summary{}

@@ -1,0 +1,478 @@
+package sweep
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	"golang.org/x/time/rate"
+
+	"github.com/sandmanhq/sandman/internal/lifecycle"
+)
+
+// Defaults of Config.
+const (
+	DefaultConcurrency     = 16
+	DefaultRate            = rate.Limit(20) // provider calls per second
+	DefaultPageSize        = 100
+	DefaultDeadlineMargin  = 20 * time.Second
+	DefaultReconcileSample = 500
+	DefaultCallTimeout     = 30 * time.Second
+)
+
+// maxPageSize is the largest page lifecycle.Store.FindDue accepts.
+const maxPageSize = 1000
+
+// Config tunes a Sweeper. The zero value of every field means its default.
+type Config struct {
+	// Concurrency is how many sessions are worked on at once (default 16).
+	Concurrency int
+	// Rate is how many provider calls per second the sweep makes at most
+	// (default 20; rate.Inf for no limit). Burst is the token bucket's size
+	// (default Concurrency).
+	Rate  rate.Limit
+	Burst int
+	// PageSize is the page size of index queries and of the provider list
+	// (default 100, at most 1000).
+	PageSize int
+	// DeadlineMargin: a run stops taking new work once the context's
+	// deadline is nearer than this (default 20 s), leaving time for the work
+	// under way to finish and for the summary to be logged.
+	DeadlineMargin time.Duration
+	// ReconcileSample is how many of the provider's sandboxes phase 3
+	// compares with the table per run, from the start of the provider's list
+	// (default 500; negative turns phase 3 off).
+	ReconcileSample int
+	// DormancyAge, when positive, kills the sandbox of any session paused
+	// longer than this and marks the session expired. Zero (the default)
+	// keeps paused sessions forever.
+	DormancyAge time.Duration
+	// CallTimeout bounds each provider call the sweep makes itself (List and
+	// Kill; the service bounds its own) (default 30 s).
+	CallTimeout time.Duration
+	// Wall tells the wall-clock time that the context's deadline is compared
+	// with (default lifecycle.SystemClock). It is separate from the
+	// service's clock, which decides what is due, so tests can move each.
+	Wall lifecycle.Clock
+}
+
+// withDefaults returns c with every zero field set to its default.
+func (c Config) withDefaults() Config {
+	if c.Concurrency <= 0 {
+		c.Concurrency = DefaultConcurrency
+	}
+	if c.Rate <= 0 {
+		c.Rate = DefaultRate
+	}
+	if c.Burst <= 0 {
+		c.Burst = c.Concurrency
+	}
+	if c.PageSize <= 0 {
+		c.PageSize = DefaultPageSize
+	}
+	c.PageSize = min(c.PageSize, maxPageSize)
+	if c.DeadlineMargin <= 0 {
+		c.DeadlineMargin = DefaultDeadlineMargin
+	}
+	if c.ReconcileSample == 0 {
+		c.ReconcileSample = DefaultReconcileSample
+	}
+	if c.CallTimeout <= 0 {
+		c.CallTimeout = DefaultCallTimeout
+	}
+	if c.Wall == nil {
+		c.Wall = lifecycle.SystemClock{}
+	}
+	return c
+}
+
+// Sweeper runs the idle sweep (see the package doc). It keeps no state
+// between runs except its rate limiter, and is safe for concurrent use:
+// overlapping runs are decided by the table's conditional writes.
+type Sweeper struct {
+	svc      *lifecycle.Service
+	store    lifecycle.Store
+	provider lifecycle.Provider
+	clock    lifecycle.Clock
+	log      *slog.Logger
+	cfg      Config
+	limiter  *rate.Limiter
+}
+
+// New returns a Sweeper that works through svc and its Store, Provider and
+// Clock. log may be nil (slog.Default()).
+func New(svc *lifecycle.Service, cfg Config, log *slog.Logger) *Sweeper {
+	if log == nil {
+		log = slog.Default()
+	}
+	cfg = cfg.withDefaults()
+	return &Sweeper{
+		svc:      svc,
+		store:    svc.Store,
+		provider: svc.Provider,
+		clock:    svc.Clock,
+		log:      log,
+		cfg:      cfg,
+		limiter:  rate.NewLimiter(cfg.Rate, cfg.Burst),
+	}
+}
+
+// Config returns the configuration in use, defaults filled in.
+func (sw *Sweeper) Config() Config { return sw.cfg }
+
+// Run sweeps once: the four phases of the package doc, in order, each
+// bounded by the context's deadline less Config.DeadlineMargin. It logs the
+// summary once and returns it. It returns an error only when the run could
+// not start: the first query of the idle index failed (the store is
+// unreachable, say). Anything that goes wrong later is logged, counted and,
+// when work was left undone, reported as Summary.Incomplete.
+func (sw *Sweeper) Run(ctx context.Context) (Summary, error) {
+	start := sw.cfg.Wall.Now()
+	r := &run{sw: sw, now: sw.clock.Now().UTC()}
+	if err := r.idle(ctx); err != nil {
+		sw.log.ErrorContext(ctx, "idle sweep could not start", "err", err)
+		return Summary{}, err
+	}
+	r.leases(ctx)
+	r.providerList(ctx)
+	r.dormant(ctx)
+	sum := r.summary(sw.cfg.Wall.Now().Sub(start))
+	sw.log.InfoContext(ctx, "idle sweep finished", "summary", sum)
+	return sum, nil
+}
+
+// run is the state of one Run: the time it sweeps at and its tallies.
+type run struct {
+	sw  *Sweeper
+	now time.Time // the service clock's time at the start: what is due
+
+	mu   sync.Mutex
+	sum  Summary
+	lags []time.Duration // paused sessions: pause time minus pause deadline
+}
+
+// add adds n to counter, a field of r.sum, under the lock.
+func (r *run) add(counter *int, n int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	*counter += n
+}
+
+// incomplete records that the run left work for the next one.
+func (r *run) incomplete() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.sum.Incomplete = true
+}
+
+// outOfTime reports whether the run must stop taking new work: ctx ended or
+// its deadline is nearer than DeadlineMargin.
+func (r *run) outOfTime(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	deadline, ok := ctx.Deadline()
+	return ok && deadline.Sub(r.sw.cfg.Wall.Now()) < r.sw.cfg.DeadlineMargin
+}
+
+// begin waits for a provider-call token and reports whether the work may go
+// ahead; when it may not (out of time), the run is marked incomplete.
+func (r *run) begin(ctx context.Context) bool {
+	if r.outOfTime(ctx) || r.sw.limiter.Wait(ctx) != nil || r.outOfTime(ctx) {
+		r.incomplete()
+		return false
+	}
+	return true
+}
+
+// eachDue pages through the due index ix (due at or before before) and runs
+// work on every session found, at most Concurrency at a time. It stops
+// taking new sessions when the run is out of time, and waits for the work
+// under way. It returns an error only when the first page could not be
+// read; a later page's failure is logged and marks the run incomplete.
+func (r *run) eachDue(ctx context.Context, ix lifecycle.DueIndex, before time.Time, found *int,
+	work func(context.Context, *lifecycle.Session)) error {
+	var g errgroup.Group
+	g.SetLimit(r.sw.cfg.Concurrency)
+	defer func() { _ = g.Wait() }() // workers never return errors
+	cursor := ""
+	for page := 0; ; page++ {
+		if r.outOfTime(ctx) {
+			r.incomplete()
+			return nil
+		}
+		res, err := r.sw.store.FindDue(ctx, lifecycle.DueQuery{Index: ix, Before: before, Limit: r.sw.cfg.PageSize, Cursor: cursor})
+		if err != nil {
+			if page == 0 {
+				return fmt.Errorf("find due sessions in the %s index: %w", ix, err)
+			}
+			r.sw.log.ErrorContext(ctx, "read next page of due sessions", "index", ix, "page", page, "err", err)
+			r.incomplete()
+			return nil
+		}
+		r.add(found, len(res.Sessions))
+		for _, sess := range res.Sessions {
+			if r.outOfTime(ctx) {
+				r.incomplete()
+				return nil
+			}
+			g.Go(func() error {
+				work(ctx, sess)
+				return nil
+			})
+		}
+		if res.Cursor == "" {
+			return nil
+		}
+		cursor = res.Cursor
+	}
+}
+
+// idle is phase 1: pause running sessions past their pause deadline.
+func (r *run) idle(ctx context.Context) error {
+	return r.eachDue(ctx, lifecycle.IndexIdle, r.now, &r.sum.Candidates, r.pause)
+}
+
+// pause pauses one idle candidate and counts the outcome.
+func (r *run) pause(ctx context.Context, sess *lifecycle.Session) {
+	log := r.sw.log.With("session_id", sess.ID, "sandbox_id", sess.SandboxID)
+	if !sess.Due(r.now) {
+		// A stale index entry: the session moved since the index was read.
+		log.DebugContext(ctx, "idle candidate no longer due", "state", sess.State)
+		r.add(&r.sum.Skipped, 1)
+		return
+	}
+	due := sess.PauseDeadline()
+	if !r.begin(ctx) {
+		return
+	}
+	err := r.sw.svc.Pause(ctx, sess, lifecycle.ReasonIdle, lifecycle.Guard{DueBy: r.now})
+	switch pauseOutcome(err) {
+	case outcomePaused:
+		lag := r.sw.clock.Now().Sub(due)
+		r.mu.Lock()
+		r.sum.Paused++
+		r.lags = append(r.lags, lag)
+		r.mu.Unlock()
+	case outcomeExpired:
+		log.InfoContext(ctx, "idle session's sandbox is gone; session expired")
+		r.add(&r.sum.Expired, 1)
+	case outcomeSkipped:
+		log.DebugContext(ctx, "idle session moved meanwhile; not paused", "err", err)
+		r.add(&r.sum.Skipped, 1)
+	default:
+		log.WarnContext(ctx, "pause idle session failed; the next run retries", "err", err)
+		r.add(&r.sum.Failed, 1)
+	}
+}
+
+// outcome classifies what happened to one idle candidate.
+type outcome int
+
+const (
+	outcomePaused  outcome = iota
+	outcomeExpired         // the provider says the sandbox is gone
+	outcomeFailed          // transient: rolled back to running, retried next run
+	outcomeSkipped         // lost the race: a heartbeat or another writer moved it
+)
+
+// pauseOutcome classifies Service.Pause's error (see its doc).
+func pauseOutcome(err error) outcome {
+	switch {
+	case err == nil:
+		return outcomePaused
+	case errors.Is(err, lifecycle.ErrSandboxGone):
+		return outcomeExpired
+	case errors.Is(err, lifecycle.ErrSandboxConflict), errors.Is(err, lifecycle.ErrProviderTransient):
+		// Provider trouble; a provider conflict also carries CodeConflict,
+		// so this case comes before the lost-race one.
+		return outcomeFailed
+	case lifecycle.IsCode(err, lifecycle.CodeConflict), lifecycle.IsCode(err, lifecycle.CodeNotFound):
+		return outcomeSkipped
+	default:
+		return outcomeFailed
+	}
+}
+
+// leases is phase 2: reconcile transitional sessions whose lease ran out.
+func (r *run) leases(ctx context.Context) {
+	if r.outOfTime(ctx) {
+		r.incomplete()
+		return
+	}
+	err := r.eachDue(ctx, lifecycle.IndexLease, r.now, &r.sum.Leases, r.reconcile)
+	if err != nil {
+		r.sw.log.ErrorContext(ctx, "reconcile expired leases", "err", err)
+		r.incomplete()
+	}
+}
+
+// reconcile puts one session into the state its provider reports.
+func (r *run) reconcile(ctx context.Context, sess *lifecycle.Session) {
+	if !r.begin(ctx) {
+		return
+	}
+	from := sess.State
+	changed, err := r.sw.svc.Reconcile(ctx, sess)
+	log := r.sw.log.With("session_id", sess.ID, "from", from)
+	switch {
+	case err == nil && changed:
+		log.InfoContext(ctx, "reconciled session with its provider", "to", sess.State)
+		r.add(&r.sum.Reconciled, 1)
+	case err == nil:
+	case lifecycle.IsCode(err, lifecycle.CodeConflict) && !errors.Is(err, lifecycle.ErrSandboxConflict):
+		log.DebugContext(ctx, "session moved meanwhile; not reconciled", "err", err)
+	default:
+		log.WarnContext(ctx, "reconcile session failed; the next run retries", "err", err)
+		r.add(&r.sum.ReconcileFailed, 1)
+	}
+}
+
+// providerList is phase 3: compare up to ReconcileSample of the provider's
+// sandboxes with the table and reconcile running/paused disagreements.
+func (r *run) providerList(ctx context.Context) {
+	sample := r.sw.cfg.ReconcileSample
+	if sample < 0 {
+		return
+	}
+	var g errgroup.Group
+	g.SetLimit(r.sw.cfg.Concurrency)
+	defer func() { _ = g.Wait() }()
+	token := ""
+	for seen := 0; seen < sample; {
+		if !r.begin(ctx) {
+			return
+		}
+		lctx, cancel := context.WithTimeout(ctx, r.sw.cfg.CallTimeout)
+		page, err := r.sw.provider.List(lctx, lifecycle.ListRequest{
+			States:    []lifecycle.SandboxState{lifecycle.SandboxRunning, lifecycle.SandboxPaused},
+			Limit:     min(r.sw.cfg.PageSize, sample-seen),
+			PageToken: token,
+		})
+		cancel()
+		if err != nil {
+			r.sw.log.WarnContext(ctx, "list provider sandboxes", "err", err)
+			return
+		}
+		r.add(&r.sum.Listed, len(page.Sandboxes))
+		seen += len(page.Sandboxes)
+		for _, sb := range page.Sandboxes {
+			if r.outOfTime(ctx) {
+				r.incomplete()
+				return
+			}
+			g.Go(func() error {
+				r.compare(ctx, sb)
+				return nil
+			})
+		}
+		if page.NextToken == "" || len(page.Sandboxes) == 0 {
+			return
+		}
+		token = page.NextToken
+	}
+}
+
+// compare looks one listed sandbox up in the table and reconciles its
+// session when the two disagree about running versus paused.
+func (r *run) compare(ctx context.Context, sb lifecycle.Sandbox) {
+	log := r.sw.log.With("sandbox_id", sb.ID, "sandbox_state", sb.State)
+	sess, err := r.sw.store.FindBySandbox(ctx, r.sw.provider.Name(), sb.ID)
+	switch {
+	case lifecycle.IsCode(err, lifecycle.CodeNotFound):
+		// Maybe a create still in flight, maybe a leak: an operator decides.
+		log.InfoContext(ctx, "provider sandbox unknown to the table", "session_id", sb.Metadata[lifecycle.MetadataSessionID])
+		r.add(&r.sum.Unknown, 1)
+		return
+	case err != nil:
+		log.WarnContext(ctx, "look up listed sandbox", "err", err)
+		r.add(&r.sum.ReconcileFailed, 1)
+		return
+	}
+	switch {
+	case sess.State == lifecycle.StateRunning && sb.State == lifecycle.SandboxPaused,
+		sess.State == lifecycle.StatePaused && sb.State == lifecycle.SandboxRunning:
+		r.reconcile(ctx, sess)
+	case sess.State.Final():
+		log.WarnContext(ctx, "provider sandbox of a finished session still exists", "session_id", sess.ID, "state", sess.State)
+	}
+}
+
+// dormant is phase 4: kill the sandboxes of sessions paused longer than
+// DormancyAge and mark them expired.
+func (r *run) dormant(ctx context.Context) {
+	age := r.sw.cfg.DormancyAge
+	if age <= 0 {
+		return
+	}
+	if r.outOfTime(ctx) {
+		r.incomplete()
+		return
+	}
+	err := r.eachDue(ctx, lifecycle.IndexPaused, r.now.Add(-age), &r.sum.Dormant, r.retire)
+	if err != nil {
+		r.sw.log.ErrorContext(ctx, "retire dormant sessions", "err", err)
+		r.incomplete()
+	}
+}
+
+// retire kills one dormant session's sandbox and marks the session expired.
+// The index entry is re-read strongly first, so a session resumed since the
+// (eventually consistent) index was read keeps its sandbox. The kill comes
+// before the write: a kill that fails leaves the session paused for the next
+// run, rather than an expired session whose sandbox lives on unrecorded.
+func (r *run) retire(ctx context.Context, found *lifecycle.Session) {
+	log := r.sw.log.With("session_id", found.ID)
+	sess, err := r.sw.store.GetSession(ctx, found.ID)
+	if err != nil {
+		log.WarnContext(ctx, "read dormant session", "err", err)
+		r.add(&r.sum.ReconcileFailed, 1)
+		return
+	}
+	if sess.State != lifecycle.StatePaused || sess.PausedAt.After(r.now.Add(-r.sw.cfg.DormancyAge)) {
+		log.DebugContext(ctx, "dormant candidate moved meanwhile", "state", sess.State)
+		return
+	}
+	if sess.SandboxID != "" {
+		if !r.begin(ctx) {
+			return
+		}
+		kctx, cancel := context.WithTimeout(ctx, r.sw.cfg.CallTimeout)
+		err := r.sw.provider.Kill(kctx, sess.SandboxID)
+		cancel()
+		if err != nil && !errors.Is(err, lifecycle.ErrSandboxGone) {
+			log.WarnContext(ctx, "kill dormant sandbox; the next run retries", "sandbox_id", sess.SandboxID, "err", err)
+			r.add(&r.sum.ReconcileFailed, 1)
+			return
+		}
+	}
+	sandboxID, pausedAt := sess.SandboxID, sess.PausedAt
+	if err := r.sw.svc.Transition(ctx, sess, lifecycle.StateExpired, lifecycle.ReasonReconcile, lifecycle.Guard{}); err != nil {
+		// Its sandbox is gone either way; whoever moved it will find out.
+		log.WarnContext(ctx, "mark dormant session expired", "sandbox_id", sandboxID, "err", err)
+		r.add(&r.sum.ReconcileFailed, 1)
+		return
+	}
+	log.InfoContext(ctx, "retired dormant session", "sandbox_id", sandboxID, "paused_at", pausedAt)
+	r.add(&r.sum.DormantKilled, 1)
+}
+
+// summary returns the tallies with the lag statistics and took filled in.
+func (r *run) summary(took time.Duration) Summary {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	sum := r.sum
+	sum.DurationMS = took.Milliseconds()
+	if len(r.lags) > 0 {
+		lags := slices.Clone(r.lags)
+		slices.Sort(lags)
+		sum.LagP50MS = lags[(len(lags)-1)/2].Milliseconds()
+		sum.LagMaxMS = lags[len(lags)-1].Milliseconds()
+	}
+	return sum
+}
