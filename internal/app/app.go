@@ -47,6 +47,7 @@ import (
 	"github.com/sandmanhq/sandman/internal/jsonl"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/localsandbox"
+	"github.com/sandmanhq/sandman/internal/webhook"
 )
 
 // secretTimeout bounds fetching one secret at cold start.
@@ -308,3 +309,16 @@ func (noProvider) Probe(context.Context, string) (lifecycle.Probe, error) {
 	return lifecycle.Probe{}, errNoProvider
 }
 func (noProvider) Kill(context.Context, string) error { return errNoProvider }
+
+// WebhookHandler returns the webhook function's handler: E2B-format
+// deliveries on /v1/webhooks/e2b, verified with the webhook secret and
+// stamped with this deployment's provider name (the local provider sends
+// E2B-format webhooks too). It needs an App loaded with Needs.WebhookSecret.
+func (a *App) WebhookHandler() (*webhook.Handler, error) {
+	format, err := webhook.NewE2B(a.Provider.Name(), a.WebhookSecret)
+	if err != nil {
+		return nil, err
+	}
+	return webhook.New(a.Service, []webhook.Format{format},
+		webhook.WithLogger(a.Log), webhook.WithAllowOrigin(a.Config.CORSOrigin))
+}

@@ -1,0 +1,33 @@
+// Command webhook is the Lambda function behind POST /v1/webhooks/{provider}
+// (internal/routes, API Gateway HTTP API, payload 2.0): signed provider
+// lifecycle events, verified and applied by internal/webhook. It needs the
+// webhook signing secret (SANDMAN_WEBHOOK_SECRET locally, a Secrets Manager
+// secret in AWS; see internal/app) and no provider credentials. E2B-format
+// events are stamped with the configured provider's name (SANDMAN_PROVIDER:
+// "e2b" in AWS, "local" for the local process provider).
+package main
+
+import (
+	"context"
+	"log/slog"
+	"os"
+
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/sandmanhq/sandman/internal/app"
+	"github.com/sandmanhq/sandman/internal/routes"
+)
+
+func main() {
+	a, err := app.Load(context.Background(), app.Needs{WebhookSecret: true})
+	if err != nil {
+		slog.Error("cold start failed", "function", routes.Webhook, "err", err)
+		os.Exit(1)
+	}
+	h, err := a.WebhookHandler()
+	if err != nil {
+		a.Log.Error("cold start failed", "function", routes.Webhook, "err", err)
+		os.Exit(1)
+	}
+	lambda.Start(h.Handle)
+}

@@ -1,0 +1,60 @@
+// Command sandman is Sandman on one machine.
+//
+//	sandman run                        the local stack (make run)
+//	sandman apikey -account ID         mint an API key for an account (make apikey)
+//	sandman invoke -fn NAME -event F   run one function's handler once on an event (make invoke)
+//	sandman sandbox ...                a local sandbox process (started by the local provider)
+//
+// Configuration is environment variables: internal/app's (SANDMAN_TABLE,
+// DYNAMODB_ENDPOINT, SANDMAN_PROVIDER, ...) and internal/localstack's
+// (SANDMAN_ADDR, SANDMAN_SWEEP_INTERVAL, SANDMAN_DDB_IN_MEMORY, ...).
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/sandmanhq/sandman/internal/localsandbox"
+	"github.com/sandmanhq/sandman/internal/localstack"
+)
+
+const usage = `usage: sandman <command> [flags]
+
+commands:
+  run       serve every function locally on DynamoDB Local and the local provider
+  apikey    print a new API key for an account (-account ID)
+  invoke    run one function's handler once (-fn NAME -event FILE)
+  sandbox   (internal) a local sandbox process
+`
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprint(os.Stderr, usage)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var err error
+	switch cmd, args := os.Args[1], os.Args[2:]; cmd {
+	case "run":
+		err = localstack.Run(ctx, localstack.Options{})
+	case "apikey":
+		err = localstack.APIKeyCommand(ctx, args, os.Stdout)
+	case "invoke":
+		err = localstack.InvokeCommand(ctx, args, os.Stdout)
+	case "sandbox":
+		err = localsandbox.RunSandbox(args)
+	case "-h", "-help", "--help", "help":
+		fmt.Print(usage)
+	default:
+		fmt.Fprintf(os.Stderr, "sandman: unknown command %q\n%s", cmd, usage)
+		os.Exit(2)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "sandman %s: %v\n", os.Args[1], err)
+		os.Exit(1)
+	}
+}

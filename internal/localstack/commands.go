@@ -1,0 +1,219 @@
+package localstack
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/sandmanhq/sandman/internal/apigw"
+	"github.com/sandmanhq/sandman/internal/app"
+	"github.com/sandmanhq/sandman/internal/dynamo"
+	"github.com/sandmanhq/sandman/internal/localsandbox"
+	"github.com/sandmanhq/sandman/internal/routes"
+	"github.com/sandmanhq/sandman/internal/sweep"
+)
+
+// target is the table a one-off command (apikey, invoke) works on.
+type target struct {
+	getenv  func(string) string // app configuration with local defaults
+	cleanup func()
+	where   string // for messages
+}
+
+// resolveTarget picks the table the configuration points at: DYNAMODB_ENDPOINT
+// when set; the real table when AWS configuration is present (AWS_REGION or
+// AWS_PROFILE, and SANDMAN_TABLE); else DynamoDB Local: the instance a
+// running `make run` started, or a temporary one over the same data folder.
+func resolveTarget(ctx context.Context, getenv func(string) string) (*target, error) {
+	stateDir := getenv(EnvStateDir)
+	if stateDir == "" {
+		stateDir = DefaultStateDir
+	}
+	defaults := map[string]string{
+		app.EnvTable:      DefaultTable,
+		app.EnvProvider:   localsandbox.ProviderName,
+		app.EnvLocalDir:   filepath.Join(stateDir, "sandboxes"),
+		app.EnvEventsFile: filepath.Join(stateDir, "events.jsonl"),
+	}
+	t := &target{cleanup: func() {}}
+	endpoint := getenv(app.EnvDynamoEndpoint)
+	awsConfigured := (getenv("AWS_REGION") != "" || getenv("AWS_PROFILE") != "") && getenv(app.EnvTable) != ""
+	switch {
+	case endpoint != "":
+		t.where = "DynamoDB at " + endpoint
+	case awsConfigured:
+		t.where = "DynamoDB table " + getenv(app.EnvTable) + " (AWS)"
+	default:
+		if ep, err := runningEndpoint(stateDir); err == nil {
+			endpoint = ep
+		} else {
+			ddb, err := StartDynamoDBLocal(ctx, stateDir, getenv(EnvInMemory) == "1")
+			if err != nil {
+				return nil, err
+			}
+			t.cleanup = func() { _ = ddb.Stop() }
+			endpoint = ddb.Endpoint
+		}
+		t.where = "DynamoDB Local at " + endpoint
+		client, err := dynamo.NewClient(ctx, endpoint)
+		if err != nil {
+			t.cleanup()
+			return nil, err
+		}
+		table := getenv(app.EnvTable)
+		if table == "" {
+			table = DefaultTable
+		}
+		if err := EnsureTable(ctx, client, table); err != nil {
+			t.cleanup()
+			return nil, err
+		}
+	}
+	defaults[app.EnvDynamoEndpoint] = endpoint
+	t.getenv = func(k string) string {
+		if v := getenv(k); v != "" {
+			return v
+		}
+		return defaults[k]
+	}
+	return t, nil
+}
+
+// runningEndpoint returns the endpoint of the DynamoDB Local that a running
+// local stack started.
+func runningEndpoint(stateDir string) (string, error) {
+	script, err := findScript("scripts/dynamodb-local.sh")
+	if err != nil {
+		return "", err
+	}
+	pid, err := filepath.Abs(filepath.Join(stateDir, "dynamodb-local.pid"))
+	if err != nil {
+		return "", err
+	}
+	cmd := exec.Command("bash", script, "endpoint", "--pidfile", pid)
+	cmd.Stderr = io.Discard
+	b, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("no running DynamoDB Local: %w", err)
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+// APIKeyCommand is `sandman apikey -account ID`: it stores a new API key for
+// the account (hashed) in the table the configuration points at and prints
+// the key on w.
+func APIKeyCommand(ctx context.Context, args []string, w io.Writer) error {
+	fs := flag.NewFlagSet("apikey", flag.ContinueOnError)
+	account := fs.String("account", "", "account id the key belongs to (required)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *account == "" {
+		return errors.New("-account is required, e.g. make apikey ACCOUNT=acme")
+	}
+	t, err := resolveTarget(ctx, os.Getenv)
+	if err != nil {
+		return err
+	}
+	defer t.cleanup()
+	cfg, err := app.ConfigFromEnv(t.getenv)
+	if err != nil {
+		return err
+	}
+	a, err := app.New(ctx, cfg, app.Needs{}, app.Deps{Log: app.NewLogger(io.Discard, 0)})
+	if err != nil {
+		return err
+	}
+	defer a.Close(ctx)
+	key, err := apigw.IssueAPIKey(ctx, a.Store, *account, time.Now().UTC())
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "stored in %s, table %s, for account %s\n", t.where, cfg.Table, *account)
+	fmt.Fprintln(w, key)
+	return nil
+}
+
+// InvokeCommand is `sandman invoke -fn NAME -event FILE`: it runs one
+// function's handler once with the JSON event in FILE against the table the
+// configuration points at, and prints the handler's response as JSON on w,
+// like `sam local invoke -e`.
+func InvokeCommand(ctx context.Context, args []string, w io.Writer) error {
+	fs := flag.NewFlagSet("invoke", flag.ContinueOnError)
+	fn := fs.String("fn", "", "function: "+strings.Join(routes.Functions, ", "))
+	eventFile := fs.String("event", "", "JSON event file, e.g. events/api/get_status.json")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *fn == "" || *eventFile == "" {
+		return errors.New("-fn and -event are required, e.g. make invoke FN=status EVENT=events/api/get_status.json")
+	}
+	raw, err := os.ReadFile(*eventFile)
+	if err != nil {
+		return err
+	}
+	t, err := resolveTarget(ctx, os.Getenv)
+	if err != nil {
+		return err
+	}
+	defer t.cleanup()
+	cfg, err := app.ConfigFromEnv(t.getenv)
+	if err != nil {
+		return err
+	}
+	needs := app.Needs{Provider: *fn != routes.Status && *fn != routes.Webhook, WebhookSecret: *fn == routes.Webhook}
+	if needs.WebhookSecret && cfg.WebhookSecret == "" && cfg.WebhookSecretSecret == "" {
+		cfg.WebhookSecret = DefaultWebhookSecret
+	}
+	a, err := app.New(ctx, cfg, needs, app.Deps{})
+	if err != nil {
+		return err
+	}
+	defer a.Close(ctx)
+
+	var resp any
+	switch *fn {
+	case routes.IdlePause:
+		var ev events.CloudWatchEvent
+		if err := json.Unmarshal(raw, &ev); err != nil {
+			return fmt.Errorf("decode scheduled event %s: %w", *eventFile, err)
+		}
+		scfg, err := sweep.ConfigFromEnv(t.getenv)
+		if err != nil {
+			return err
+		}
+		resp, err = sweep.NewHandler(sweep.New(a.Service, scfg, a.Log), a.Log).Handle(ctx, ev)
+		if err != nil {
+			return err
+		}
+	default:
+		var ev events.APIGatewayV2HTTPRequest
+		if err := json.Unmarshal(raw, &ev); err != nil {
+			return fmt.Errorf("decode API Gateway v2 event %s: %w", *eventFile, err)
+		}
+		gw, err := NewGateway(a)
+		if err != nil {
+			return err
+		}
+		h, ok := gw.Functions[*fn]
+		if !ok {
+			return fmt.Errorf("unknown function %q (one of %s)", *fn, strings.Join(routes.Functions, ", "))
+		}
+		if resp, err = h(ctx, ev); err != nil {
+			return err
+		}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(resp)
+}

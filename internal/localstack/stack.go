@@ -1,0 +1,373 @@
+package localstack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/sandmanhq/sandman/internal/apigw"
+	"github.com/sandmanhq/sandman/internal/app"
+	"github.com/sandmanhq/sandman/internal/dynamo"
+	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/localsandbox"
+	"github.com/sandmanhq/sandman/internal/routes"
+	"github.com/sandmanhq/sandman/internal/sweep"
+)
+
+// Environment variables of the local stack, on top of internal/app's.
+const (
+	EnvAddr          = "SANDMAN_ADDR"           // listen address, default 127.0.0.1:8080
+	EnvSweepInterval = "SANDMAN_SWEEP_INTERVAL" // idle-pause schedule, default 5m
+	EnvInMemory      = "SANDMAN_DDB_IN_MEMORY"  // "1": DynamoDB Local keeps nothing
+	EnvStateDir      = "SANDMAN_STATE_DIR"      // default .sandman
+	EnvDevAPIKey     = "SANDMAN_DEV_API_KEY"    // the dev key; default generated once and kept in the state dir
+)
+
+// Defaults of the local stack.
+const (
+	DefaultAddr          = "127.0.0.1:8080"
+	DefaultSweepInterval = 5 * time.Minute
+	DefaultStateDir      = ".sandman"
+	DefaultTable         = "sandman"
+	// DefaultWebhookSecret signs the local provider's webhooks when
+	// SANDMAN_WEBHOOK_SECRET is unset. It is printed in the banner: a dev
+	// secret, never a production one.
+	DefaultWebhookSecret = "whsec_sandman_dev"
+	// DevAccountID owns the dev API key.
+	DevAccountID = "dev"
+)
+
+// Options configure Run. Zero values take the environment, then the defaults.
+type Options struct {
+	Getenv func(string) string // default os.Getenv
+	Out    io.Writer           // the banner; default os.Stdout
+	Log    *slog.Logger        // default JSON to stderr
+	// Ready, when set, receives the API's base URL once it serves.
+	Ready func(baseURL string)
+}
+
+// Run starts the local stack and serves until ctx ends: DynamoDB Local
+// (started with scripts/dynamodb-local.sh unless DYNAMODB_ENDPOINT is set;
+// data kept under the state dir unless SANDMAN_DDB_IN_MEMORY=1), the table
+// (created if missing), the local process provider (webhooks to its own
+// /v1/webhooks/e2b), every HTTP function behind the local API Gateway, the
+// idle-pause function every SANDMAN_SWEEP_INTERVAL, and lifecycle events as
+// JSON lines in <state dir>/events.jsonl. On return everything it started
+// is stopped; sandboxes keep their state.
+func Run(ctx context.Context, opts Options) error {
+	getenv := opts.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	out := opts.Out
+	if out == nil {
+		out = os.Stdout
+	}
+	env := func(k, def string) string {
+		if v := getenv(k); v != "" {
+			return v
+		}
+		return def
+	}
+	interval, err := time.ParseDuration(env(EnvSweepInterval, DefaultSweepInterval.String()))
+	if err != nil || interval <= 0 {
+		return fmt.Errorf("%s=%q is not a positive duration", EnvSweepInterval, getenv(EnvSweepInterval))
+	}
+	stateDir := env(EnvStateDir, DefaultStateDir)
+	if err := os.MkdirAll(stateDir, 0o755); err != nil {
+		return fmt.Errorf("create state dir: %w", err)
+	}
+
+	ln, err := net.Listen("tcp", env(EnvAddr, DefaultAddr))
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", env(EnvAddr, DefaultAddr), err)
+	}
+	defer ln.Close()
+	baseURL := "http://" + ln.Addr().String()
+
+	endpoint := getenv(app.EnvDynamoEndpoint)
+	if endpoint == "" {
+		ddb, err := StartDynamoDBLocal(ctx, stateDir, getenv(EnvInMemory) == "1")
+		if err != nil {
+			return err
+		}
+		defer ddb.Stop()
+		endpoint = ddb.Endpoint
+	}
+
+	defaults := map[string]string{
+		app.EnvTable:           DefaultTable,
+		app.EnvDynamoEndpoint:  endpoint,
+		app.EnvProvider:        localsandbox.ProviderName,
+		app.EnvLocalDir:        filepath.Join(stateDir, "sandboxes"),
+		app.EnvLocalWebhookURL: baseURL + "/v1/webhooks/e2b",
+		app.EnvWebhookSecret:   DefaultWebhookSecret,
+		app.EnvEventsFile:      filepath.Join(stateDir, "events.jsonl"),
+	}
+	appEnv := func(k string) string {
+		if v := getenv(k); v != "" {
+			return v
+		}
+		return defaults[k]
+	}
+	cfg, err := app.ConfigFromEnv(appEnv)
+	if err != nil {
+		return err
+	}
+	client, err := dynamo.NewClient(ctx, cfg.DynamoEndpoint)
+	if err != nil {
+		return err
+	}
+	if err := EnsureTable(ctx, client, cfg.Table); err != nil {
+		return err
+	}
+	a, err := app.New(ctx, cfg, app.Needs{Provider: true, WebhookSecret: true}, app.Deps{Log: opts.Log})
+	if err != nil {
+		return err
+	}
+	defer a.Close(context.WithoutCancel(ctx))
+
+	gw, err := NewGateway(a)
+	if err != nil {
+		return err
+	}
+	devKey, err := ensureDevKey(ctx, a.Store, getenv(EnvDevAPIKey), stateDir)
+	if err != nil {
+		return err
+	}
+	sweepCfg, err := sweep.ConfigFromEnv(getenv)
+	if err != nil {
+		return err
+	}
+	idle := sweep.NewHandler(sweep.New(a.Service, sweepCfg, a.Log), a.Log)
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	if lp, ok := a.Provider.(*localsandbox.Provider); ok {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := lp.Run(ctx); err != nil {
+				a.Log.Error("local provider timeouts stopped", "err", err)
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		RunSchedule(ctx, interval, idle.Handle, a.Log)
+	}()
+
+	srv := &http.Server{Handler: gw, ReadHeaderTimeout: 10 * time.Second}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	printBanner(out, baseURL, devKey, a.WebhookSecret, interval, cfg, stateDir)
+	if opts.Ready != nil {
+		opts.Ready(baseURL)
+	}
+
+	select {
+	case <-ctx.Done():
+	case err = <-serveErr:
+	}
+	a.Log.Info("local stack stopping")
+	shutdownCtx, stop := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer stop()
+	_ = srv.Shutdown(shutdownCtx)
+	cancel()
+	wg.Wait()
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}
+
+// NewGateway returns the local API Gateway serving every HTTP function of a.
+func NewGateway(a *app.App) (*Gateway, error) {
+	fns := map[string]HTTPHandler{}
+	for _, rt := range routes.Table {
+		if _, done := fns[rt.Function]; done {
+			continue
+		}
+		if rt.Function == routes.Webhook {
+			h, err := a.WebhookHandler()
+			if err != nil {
+				return nil, err
+			}
+			fns[rt.Function] = h.Handle
+			continue
+		}
+		h, err := a.HTTPHandler(rt.Function)
+		if err != nil {
+			return nil, err
+		}
+		fns[rt.Function] = h.Handle
+	}
+	return &Gateway{Functions: fns, CORSOrigin: a.Config.CORSOrigin, Log: a.Log}, nil
+}
+
+// RunSchedule invokes fn with an EventBridge scheduled event every interval
+// until ctx ends, as the stack's rate() rule does. Each invocation gets a
+// deadline of the interval (like a Lambda timeout), and runs never overlap
+// (like reserved concurrency 1).
+func RunSchedule[T any](ctx context.Context, interval time.Duration, fn func(context.Context, events.CloudWatchEvent) (T, error), log *slog.Logger) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			ictx, cancel := context.WithTimeout(ctx, interval)
+			if _, err := fn(ictx, ScheduledEvent(now)); err != nil && ctx.Err() == nil {
+				log.Error("scheduled invocation failed", "err", err)
+			}
+			cancel()
+		}
+	}
+}
+
+// ScheduledEvent returns the EventBridge "Scheduled Event" the idle-pause
+// rule sends at t.
+func ScheduledEvent(t time.Time) events.CloudWatchEvent {
+	return events.CloudWatchEvent{
+		Version: "0", ID: newRequestID(), DetailType: "Scheduled Event", Source: "aws.events",
+		AccountID: "000000000000", Time: t.UTC(), Region: "local",
+		Resources: []string{"arn:aws:events:local:000000000000:rule/sandman-idlepause"},
+		Detail:    []byte("{}"),
+	}
+}
+
+// EnsureTable creates the sessions table unless it exists.
+func EnsureTable(ctx context.Context, client *dynamodb.Client, table string) error {
+	_, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
+	var nf *types.ResourceNotFoundException
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &nf):
+		return dynamo.CreateTable(ctx, client, table)
+	default:
+		return fmt.Errorf("describe table %s: %w", table, err)
+	}
+}
+
+// ensureDevKey stores the dev API key for account "dev" and returns it: the
+// given one, else the one kept in <state dir>/dev_api_key, else a new one
+// (then kept there so restarts print the same key).
+func ensureDevKey(ctx context.Context, store lifecycle.Store, key, stateDir string) (string, error) {
+	path := filepath.Join(stateDir, "dev_api_key")
+	if key == "" {
+		if b, err := os.ReadFile(path); err == nil {
+			key = strings.TrimSpace(string(b))
+		}
+	}
+	if key == "" {
+		key, _ = apigw.NewAPIKey()
+		if err := os.WriteFile(path, []byte(key+"\n"), 0o600); err != nil {
+			return "", fmt.Errorf("keep dev api key: %w", err)
+		}
+	}
+	err := store.PutAPIKey(ctx, lifecycle.APIKey{Hash: apigw.HashAPIKey(key), AccountID: DevAccountID, CreatedAt: time.Now().UTC()})
+	if err != nil && !lifecycle.IsCode(err, lifecycle.CodeConflict) {
+		return "", fmt.Errorf("store dev api key: %w", err)
+	}
+	return key, nil
+}
+
+func printBanner(w io.Writer, baseURL, key, secret string, interval time.Duration, cfg app.Config, stateDir string) {
+	fmt.Fprintf(w, `
+Sandman is ready on %[1]s
+  DynamoDB Local   %[5]s (table %[6]s)
+  provider         %[7]s (sandboxes in %[8]s)
+  idle pause       every %[4]s
+  events           %[9]s
+  webhook secret   %[3]s
+  dev API key      %[2]s  (account %[10]s)
+
+Try:
+  curl -s -X POST %[1]s/v1/sessions -H 'x-api-key: %[2]s' -H 'content-type: application/json' -d '{"template":"web","idle_timeout_seconds":120}'
+  curl -s %[1]s/v1/sessions -H 'x-api-key: %[2]s'
+  curl -s %[1]s/v1/sessions/SESSION_ID/status -H 'x-api-key: %[2]s'
+
+Ctrl-C stops the stack; sandboxes keep their state.
+`, baseURL, key, secret, interval, cfg.DynamoEndpoint, cfg.Table, cfg.Provider, cfg.LocalDir, cfg.EventsFile, DevAccountID)
+}
+
+// DynamoDBLocal is a DynamoDB Local started by scripts/dynamodb-local.sh.
+type DynamoDBLocal struct {
+	Endpoint string
+	script   string
+	pidfile  string
+}
+
+// StartDynamoDBLocal starts DynamoDB Local through scripts/dynamodb-local.sh
+// (installing it on first use), keeping its data under stateDir/dynamodb
+// unless inMemory. The script is found from the working directory upwards.
+func StartDynamoDBLocal(ctx context.Context, stateDir string, inMemory bool) (*DynamoDBLocal, error) {
+	script, err := findScript("scripts/dynamodb-local.sh")
+	if err != nil {
+		return nil, err
+	}
+	absState, err := filepath.Abs(stateDir)
+	if err != nil {
+		return nil, err
+	}
+	d := &DynamoDBLocal{script: script, pidfile: filepath.Join(absState, "dynamodb-local.pid")}
+	_ = d.Stop() // a previous run killed hard may have left one behind
+	args := []string{script, "start", "--pidfile", d.pidfile}
+	if inMemory {
+		args = append(args, "--in-memory")
+	} else {
+		args = append(args, "--data-dir", filepath.Join(absState, "dynamodb"))
+	}
+	cmd := exec.CommandContext(ctx, "bash", args...)
+	cmd.Stderr = os.Stderr
+	b, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("start DynamoDB Local: %w", err)
+	}
+	d.Endpoint = strings.TrimSpace(string(b))
+	return d, nil
+}
+
+// Stop stops the DynamoDB Local instance.
+func (d *DynamoDBLocal) Stop() error {
+	cmd := exec.Command("bash", d.script, "stop", "--pidfile", d.pidfile)
+	cmd.Stderr = io.Discard
+	return cmd.Run()
+}
+
+func findScript(rel string) (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		p := filepath.Join(dir, rel)
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("%s not found from the working directory up: run from the repository", rel)
+		}
+		dir = parent
+	}
+}

@@ -1,0 +1,69 @@
+// Package webhook serves POST /v1/webhooks/{provider} (routes.Webhook): it
+// takes a provider's signed lifecycle webhook as an API Gateway HTTP API
+// (payload v2) request, checks it, and hands the parsed event to
+// lifecycle.Service.ApplyProviderEvent, which owns every rule about what the
+// event does to a session (DESIGN.md "Webhooks": timestamp ordering, dedupe
+// on the event id, unknown sandboxes acknowledged). This package only
+// decides whether a request is a genuine, well-formed event.
+//
+// # Order of checks
+//
+// A request is refused at the first check it fails, and nothing past that
+// check runs:
+//
+//  1. Size: a body over the limit (WithMaxBodyBytes, default
+//     DefaultMaxBodyBytes, 256 KiB, after base64 decoding) answers 413 too_large.
+//  2. Transport decoding: when API Gateway set isBase64Encoded the body is
+//     decoded to the raw bytes the provider sent; invalid base64 answers
+//     400 invalid. Everything below sees only the raw bytes.
+//  3. Provider: the {provider} path parameter picks a Format by its Name;
+//     an unknown one answers 404 not_found.
+//  4. Signature: Format.Verify checks the signature over the raw bytes, in
+//     constant time, before anything parses them. A missing or bad
+//     signature, or a missing or unsupported signature version, answers
+//     401 unauthorized.
+//  5. Parse: Format.Parse turns the bytes into a lifecycle.ProviderEvent; a
+//     malformed body answers 400 invalid.
+//  6. Apply: lifecycle.Service.ApplyProviderEvent, bounded by the request
+//     timeout (29 s by default, under API Gateway's 30 s). Every outcome
+//     (applied, recorded, stale, duplicate, unknown_sandbox) answers
+//     200 {"status":"ok","outcome":"<outcome>"}: the provider has delivered
+//     the event and must not retry it. A store failure (or a panic) answers
+//     500 internal, and a lost race or timeout 503 unavailable with
+//     Retry-After (5 s by default), so the provider retries; the timestamp
+//     and dedupe rules make the retry safe.
+//
+// Errors use the API's envelope {"status":"error","error":"...",
+// "error_type":"..."}, the status table apigw.StatusFor, and the same CORS
+// and Cache-Control headers as internal/apigw. No API key is asked for: the
+// signature is the authentication. Header names are matched
+// case-insensitively.
+//
+// # Provider names
+//
+// A Format has two names. Name is the path segment it answers on
+// ("/v1/webhooks/e2b"); the event it parses is stamped with the provider
+// name sessions are stored with (lifecycle.Session.Provider), because
+// ApplyProviderEvent finds the session by (provider, sandbox id). They
+// differ for the local stack: the local process provider sends E2B-format
+// webhooks to /v1/webhooks/e2b, but its sessions are stored with provider
+// "local", so it runs NewE2B("local", secret). In AWS the E2B format
+// stamps "e2b". Adding a second provider's format is one more Format; the
+// rules do not change.
+//
+// # Logging
+//
+// Every request that reaches step 6 logs one line "webhook" with the
+// outcome, event_id, provider, sandbox_id, type, event timestamp and the
+// session the event names (sandman_session_id in E2B's sandbox metadata,
+// when present); unknown_sandbox is logged at warn, a store failure at
+// error. Refused requests log at warn with the reason but never the body.
+//
+// # Fixtures
+//
+// events/webhooks holds signed sample deliveries (see its README.md). The
+// package's tests generate them, check that they verify and deliver them;
+// `go generate ./internal/webhook/` rewrites them and the fuzz seed corpus.
+//
+//go:generate go test . -run ^TestFixtures$ -update
+package webhook

@@ -1,0 +1,285 @@
+package webhook
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/sandmanhq/sandman/internal/apigw"
+	"github.com/sandmanhq/sandman/internal/lifecycle"
+)
+
+// DefaultMaxBodyBytes is the largest webhook body accepted, in bytes after
+// base64 decoding: 256 KiB. E2B's lifecycle events are well under 4 KiB;
+// the limit only keeps a flood of large bodies from costing hashing time.
+const DefaultMaxBodyBytes = 256 << 10
+
+// DefaultRetryAfter is the Retry-After sent with a 503 (ours: 5 s).
+const DefaultRetryAfter = 5 * time.Second
+
+// ProviderParam is the route's path parameter naming the provider, as in
+// routes.Table's "POST /v1/webhooks/{provider}".
+const ProviderParam = "provider"
+
+// Applier applies one verified provider event. *lifecycle.Service is the
+// implementation; tests may pass their own.
+type Applier interface {
+	// ApplyProviderEvent applies ev and says what it did. Errors: from the
+	// store only; the handler answers 5xx so the provider retries.
+	ApplyProviderEvent(ctx context.Context, ev lifecycle.ProviderEvent) (lifecycle.WebhookOutcome, error)
+}
+
+var _ Applier = (*lifecycle.Service)(nil)
+
+// Handler serves POST /v1/webhooks/{provider} (see the package comment for
+// the order of checks and the status of each). Build it with New; it is
+// safe for concurrent use.
+type Handler struct {
+	applier     Applier
+	formats     map[string]Format
+	maxBody     int
+	retryAfter  time.Duration
+	timeout     time.Duration
+	allowOrigin string
+	log         *slog.Logger
+}
+
+// Option configures a Handler.
+type Option func(*Handler)
+
+// WithMaxBodyBytes sets the largest body accepted, in bytes after base64
+// decoding (default DefaultMaxBodyBytes). n must be positive.
+func WithMaxBodyBytes(n int) Option { return func(h *Handler) { h.maxBody = n } }
+
+// WithRetryAfter sets the Retry-After of a 503 (default DefaultRetryAfter).
+func WithRetryAfter(d time.Duration) Option { return func(h *Handler) { h.retryAfter = d } }
+
+// WithRequestTimeout bounds each request's context (default
+// apigw.DefaultRequestTimeout, 29 s, under API Gateway's 30 s integration
+// timeout); the Lambda deadline, when sooner, still applies.
+func WithRequestTimeout(d time.Duration) Option { return func(h *Handler) { h.timeout = d } }
+
+// WithAllowOrigin sets Access-Control-Allow-Origin (default "*"), as the
+// API's other functions send it (app.Config.CORSOrigin).
+func WithAllowOrigin(origin string) Option { return func(h *Handler) { h.allowOrigin = origin } }
+
+// WithLogger sets the logger (default slog.Default()).
+func WithLogger(l *slog.Logger) Option { return func(h *Handler) { h.log = l } }
+
+// New returns a Handler that applies events through applier and accepts the
+// given formats, each on the path segment its Name returns. Errors: no
+// format, a nil format, two formats with one name, a name that is empty or
+// not lowercase, or a non-positive body limit.
+func New(applier Applier, formats []Format, opts ...Option) (*Handler, error) {
+	if applier == nil {
+		return nil, errors.New("webhook handler needs an applier")
+	}
+	if len(formats) == 0 {
+		return nil, errors.New("webhook handler needs at least one format")
+	}
+	h := &Handler{
+		applier:     applier,
+		formats:     make(map[string]Format, len(formats)),
+		maxBody:     DefaultMaxBodyBytes,
+		retryAfter:  DefaultRetryAfter,
+		timeout:     apigw.DefaultRequestTimeout,
+		allowOrigin: "*",
+		log:         slog.Default(),
+	}
+	for _, f := range formats {
+		if f == nil {
+			return nil, errors.New("webhook handler: nil format")
+		}
+		name := f.Name()
+		if name == "" || name != strings.ToLower(name) {
+			return nil, fmt.Errorf("webhook handler: format name %q must be non-empty and lowercase", name)
+		}
+		if _, dup := h.formats[name]; dup {
+			return nil, fmt.Errorf("webhook handler: two formats named %q", name)
+		}
+		h.formats[name] = f
+	}
+	for _, o := range opts {
+		o(h)
+	}
+	if h.maxBody <= 0 {
+		return nil, fmt.Errorf("webhook handler: body limit %d bytes must be positive", h.maxBody)
+	}
+	if h.timeout <= 0 {
+		h.timeout = apigw.DefaultRequestTimeout
+	}
+	if h.allowOrigin == "" {
+		h.allowOrigin = "*"
+	}
+	if h.log == nil {
+		h.log = slog.Default()
+	}
+	// The request's attributes ride on ctx (apigw.WithLogAttrs); wrapping an
+	// already wrapped handler changes nothing.
+	h.log = slog.New(apigw.NewLogHandler(h.log.Handler()))
+	return h, nil
+}
+
+// okBody is the 200 answer: the event was delivered, whatever it did.
+type okBody struct {
+	Status  string `json:"status"`  // always "ok"
+	Outcome string `json:"outcome"` // applied, recorded, stale, duplicate, unknown_sandbox
+}
+
+// Handle serves one request. It always returns a response and a nil error:
+// a Lambda error would make API Gateway answer its own 500 without the
+// envelope.
+func (h *Handler) Handle(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	requestID := req.RequestContext.RequestID
+	// Every line logged under ctx, the service's included, carries these.
+	ctx = apigw.WithLogAttrs(ctx, slog.String("request_id", requestID), slog.String("route", req.RouteKey))
+
+	ev, err := h.VerifyAndParse(req)
+	if err != nil {
+		h.log.WarnContext(ctx, "webhook refused", "provider", clip(req.PathParameters[ProviderParam]),
+			"error_type", errorType(err), "reason", err.Error())
+		return h.errorResponse(err, requestID), nil
+	}
+
+	ctx = apigw.WithLogAttrs(ctx, slog.String("event_id", ev.ID), slog.String("provider", ev.Provider),
+		slog.String("sandbox_id", ev.SandboxID), slog.String("type", string(ev.Type)),
+		slog.String("event_time", ev.Timestamp.Format(time.RFC3339Nano)), slog.String("session_id", ev.SessionID))
+	outcome, err := h.apply(ctx, ev.ProviderEvent)
+	if err != nil {
+		h.log.ErrorContext(ctx, "webhook not applied", "err", err)
+		return h.errorResponse(h.applyError(err), requestID), nil
+	}
+	level := slog.LevelInfo
+	if outcome == lifecycle.WebhookUnknownSandbox {
+		level = slog.LevelWarn
+	}
+	h.log.Log(ctx, level, "webhook", "outcome", string(outcome))
+	return h.jsonResponse(http.StatusOK, okBody{Status: "ok", Outcome: string(outcome)}), nil
+}
+
+// apply calls the applier within the request timeout; a panic in it becomes
+// an error (a 500), as in apigw.
+func (h *Handler) apply(ctx context.Context, ev lifecycle.ProviderEvent) (outcome lifecycle.WebhookOutcome, err error) {
+	ctx, cancel := context.WithTimeout(ctx, h.timeout)
+	defer cancel()
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panic applying webhook %s: %v\n%s", ev.ID, p, debug.Stack())
+		}
+	}()
+	return h.applier.ApplyProviderEvent(ctx, ev)
+}
+
+// VerifyAndParse runs every check before the apply step on req: size,
+// base64 decoding, provider lookup, signature, parse. It needs no store, so
+// it can be fuzzed and benchmarked on its own.
+// Errors: too_large, invalid (bad base64, malformed body), not_found
+// (unknown provider), unauthorized (signature).
+func (h *Handler) VerifyAndParse(req events.APIGatewayV2HTTPRequest) (Event, error) {
+	body, err := h.rawBody(req)
+	if err != nil {
+		return Event{}, err
+	}
+	name := req.PathParameters[ProviderParam]
+	f, ok := h.formats[name]
+	if !ok {
+		return Event{}, lifecycle.Errorf(lifecycle.CodeNotFound, "no webhook provider %q", clip(name))
+	}
+	headers := lowerKeys(req.Headers)
+	if err := f.Verify(headers, body); err != nil {
+		return Event{}, asCode(err, lifecycle.CodeUnauthorized, "the webhook signature could not be verified")
+	}
+	ev, err := f.Parse(body)
+	if err != nil {
+		return Event{}, asCode(err, lifecycle.CodeInvalid, "the webhook body is not a valid event")
+	}
+	return ev, nil
+}
+
+// rawBody returns the bytes the provider sent: req.Body, decoded from
+// base64 when API Gateway flagged it. Errors: too_large, invalid.
+func (h *Handler) rawBody(req events.APIGatewayV2HTTPRequest) ([]byte, error) {
+	limit := h.maxBody
+	if req.IsBase64Encoded {
+		limit = base64.StdEncoding.EncodedLen(h.maxBody)
+	}
+	if len(req.Body) > limit {
+		return nil, h.tooLarge()
+	}
+	if !req.IsBase64Encoded {
+		return []byte(req.Body), nil
+	}
+	body, err := base64.StdEncoding.DecodeString(req.Body)
+	if err != nil {
+		return nil, lifecycle.Errorf(lifecycle.CodeInvalid, "the body is flagged base64 but is not valid base64")
+	}
+	if len(body) > h.maxBody {
+		return nil, h.tooLarge()
+	}
+	return body, nil
+}
+
+func (h *Handler) tooLarge() error {
+	return lifecycle.Errorf(lifecycle.CodeTooLarge, "the webhook body is over the limit of %d bytes", h.maxBody)
+}
+
+// applyError turns a failure of ApplyProviderEvent into the error to
+// answer. The provider must retry, so nothing here is a 4xx: a lost race
+// (conflict after the service's own retries) or a timeout becomes 503 with
+// Retry-After, anything else 500 with no detail.
+func (h *Handler) applyError(err error) error {
+	code := lifecycle.ErrorCode(err)
+	if code == lifecycle.CodeConflict || code == lifecycle.CodeUnavailable ||
+		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return &lifecycle.Error{Code: lifecycle.CodeUnavailable, RetryAfter: h.retryAfter,
+			Message: "the webhook could not be recorded right now; retry later", Err: err}
+	}
+	// Outermost, so the envelope shows internal whatever code err carries.
+	return &lifecycle.Error{Code: lifecycle.CodeInternal, Message: "apply webhook", Err: err}
+}
+
+// asCode returns err when it is a *lifecycle.Error of code, and otherwise a
+// new one of code with message, wrapping err: a Format that forgot to
+// classify its error cannot turn a refusal into a 500 or a 200.
+func asCode(err error, code lifecycle.Code, message string) error {
+	if lifecycle.ErrorCode(err) == code {
+		return err
+	}
+	return &lifecycle.Error{Code: code, Message: message, Err: err}
+}
+
+// errorType returns the envelope's error_type of err.
+func errorType(err error) string {
+	var le *lifecycle.Error
+	if errors.As(err, &le) {
+		return le.ErrorType()
+	}
+	return string(lifecycle.CodeInternal)
+}
+
+// lowerKeys returns headers with lowercase names. API Gateway's payload v2
+// already lowercases them; other callers may not.
+func lowerKeys(headers map[string]string) map[string]string {
+	out := make(map[string]string, len(headers))
+	for k, v := range headers {
+		out[strings.ToLower(k)] = v
+	}
+	return out
+}
+
+// clip shortens a caller-supplied string before it goes into a message.
+func clip(s string) string {
+	const max = 64
+	if len(s) > max {
+		return s[:max] + "…"
+	}
+	return s
+}
