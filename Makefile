@@ -3,7 +3,32 @@ SHELL := /bin/bash
 GO    ?= go
 FUNCTIONS := sessions status resume snapshot reconnect webhook idlepause
 
-.PHONY: test lint build clean
+.PHONY: test lint build clean run apikey invoke sandman smoke synth deploy
+
+SANDMAN_BIN := build/sandman
+
+## run: the whole stack locally on DynamoDB Local and the local provider (Ctrl-C stops it)
+run: sandman
+	$(SANDMAN_BIN) run
+
+## apikey: print a new API key for ACCOUNT, stored hashed in the configured table
+apikey: sandman
+	@test -n "$(ACCOUNT)" || { echo "usage: make apikey ACCOUNT=<id>" >&2; exit 2; }
+	@$(SANDMAN_BIN) apikey -account "$(ACCOUNT)"
+
+## invoke: run one function's handler once on an event, e.g. make invoke FN=status EVENT=events/api/get_status.json
+invoke: sandman
+	@test -n "$(FN)" -a -n "$(EVENT)" || { echo "usage: make invoke FN=<function> EVENT=<file>" >&2; exit 2; }
+	@$(SANDMAN_BIN) invoke -fn "$(FN)" -event "$(EVENT)"
+
+## smoke: start the local stack on a free port and drive a real session through its lifecycle over HTTP
+smoke:
+	bash scripts/smoke.sh
+
+# The local binary: the local stack, its commands, and the local sandboxes' process.
+sandman:
+	@mkdir -p build
+	$(GO) build -o $(SANDMAN_BIN) ./internal/cmd/sandman
 
 ## test: every test, against a throwaway DynamoDB Local, with -race
 test:
@@ -20,6 +45,14 @@ build:
 	  CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w' \
 	    -o build/lambda/$$fn/bootstrap ./functions/$$fn || exit 1; \
 	done
+
+## synth: synthesize the CDK stack offline into cdk.out (needs Node; no AWS credentials)
+synth: build
+	bash scripts/cdk.sh synth --quiet
+
+## deploy: deploy the stack to the AWS account of your credentials (see README, Deploy)
+deploy: build
+	bash scripts/cdk.sh deploy
 
 clean:
 	rm -rf build cdk.out

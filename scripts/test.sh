@@ -11,6 +11,8 @@ set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
 mkdir -p .sandman
+# jsii (the CDK tests) prints an end-of-life banner for Node 20; it works.
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20
 export DYNAMODB_LOCAL_PIDFILE="$repo/.sandman/dynamodb-local-test.pid"
 
 bash scripts/dynamodb-local.sh stop >/dev/null 2>&1 || true

@@ -16,6 +16,10 @@ const (
 	WebhookStale          WebhookOutcome = "stale"           // not newer than the last applied event: ignored
 	WebhookDuplicate      WebhookOutcome = "duplicate"       // this event id was seen before
 	WebhookUnknownSandbox WebhookOutcome = "unknown_sandbox" // no session holds this sandbox
+	// WebhookDeferred: the session is in a transitional state; the operation
+	// under way (create, pause, resume) records the outcome itself, and if it
+	// dies the sweep reconciles the expired lease from the provider's state.
+	WebhookDeferred WebhookOutcome = "deferred"
 )
 
 func (s *Service) webhookDedupeTTL() time.Duration {
@@ -34,8 +38,9 @@ func (s *Service) webhookDedupeTTL() time.Duration {
 //
 // Rules: paused → paused; resumed → running and counts as activity (traffic
 // woke it); killed → expired (a session we killed stays killed); updated →
-// records the new provider timeout; created → recorded (create itself moves
-// provisioning to running). Final sessions only record nothing.
+// records the new provider timeout; created → recorded. A session in a
+// transitional state (provisioning, pausing, resuming) is left to the
+// operation under way (WebhookDeferred); a final one records nothing.
 // Errors: from the store only (the caller answers 5xx so the provider retries).
 func (s *Service) ApplyProviderEvent(ctx context.Context, ev ProviderEvent) (WebhookOutcome, error) {
 	outcome, err := s.applyProviderEvent(ctx, ev)
@@ -82,6 +87,12 @@ func (s *Service) applyTo(ctx context.Context, sess *Session, ev ProviderEvent) 
 	if sess.State.Final() {
 		return WebhookRecorded, nil
 	}
+	if sess.State.Transitional() {
+		// Writing here would bump the version under the operation in flight
+		// and make its own settling write fail; it records the result, with
+		// its own reason (idle, request), a moment later.
+		return WebhookDeferred, nil
+	}
 	from := sess.State
 	now := s.now()
 	sess.LastProviderEventAt = ev.Timestamp
@@ -100,8 +111,7 @@ func (s *Service) applyTo(ctx context.Context, sess *Session, ev ProviderEvent) 
 			sess.SandboxExpiresAt = ev.Timestamp.Add(ev.Timeout)
 		}
 	}
-	// Create owns provisioning → running; a webhook racing it only records.
-	if to != "" && to != from && from != StateProvisioning && CanTransition(from, to) {
+	if to != "" && to != from && CanTransition(from, to) {
 		if err := sess.Transition(to, ReasonWebhook, now, s.Policy); err != nil {
 			return "", err
 		}

@@ -222,10 +222,15 @@ func NewGateway(a *app.App) (*Gateway, error) {
 	return &Gateway{Functions: fns, CORSOrigin: a.Config.CORSOrigin, Log: a.Log}, nil
 }
 
+// scheduleTimeout is the deadline of one scheduled invocation, the idle-pause
+// function's Lambda timeout in the stack (5 min).
+const scheduleTimeout = 5 * time.Minute
+
 // RunSchedule invokes fn with an EventBridge scheduled event every interval
 // until ctx ends, as the stack's rate() rule does. Each invocation gets a
-// deadline of the interval (like a Lambda timeout), and runs never overlap
-// (like reserved concurrency 1).
+// deadline of scheduleTimeout (the function's Lambda timeout), and runs never
+// overlap (like reserved concurrency 1): a tick that comes while a run is
+// under way is dropped.
 func RunSchedule[T any](ctx context.Context, interval time.Duration, fn func(context.Context, events.CloudWatchEvent) (T, error), log *slog.Logger) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -234,7 +239,7 @@ func RunSchedule[T any](ctx context.Context, interval time.Duration, fn func(con
 		case <-ctx.Done():
 			return
 		case now := <-t.C:
-			ictx, cancel := context.WithTimeout(ctx, interval)
+			ictx, cancel := context.WithTimeout(ctx, scheduleTimeout)
 			if _, err := fn(ictx, ScheduledEvent(now)); err != nil && ctx.Err() == nil {
 				log.Error("scheduled invocation failed", "err", err)
 			}

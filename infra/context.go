@@ -1,0 +1,92 @@
+package infra
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+)
+
+// CDK context keys the app reads (cdk.json "context", or `cdk synth -c
+// key=value`). Unset keys keep the SandmanStackProps defaults.
+const (
+	// ContextStackName is the stack's name. Default DefaultStackName.
+	ContextStackName = "sandman:stackName"
+	// ContextFunctionsDir is SandmanStackProps.FunctionsDir.
+	ContextFunctionsDir = "sandman:functionsDir"
+	// ContextProvider is SandmanStackProps.Provider.
+	ContextProvider = "sandman:provider"
+	// ContextProviderAPIKeySecretName is SandmanStackProps.ProviderAPIKeySecretName.
+	ContextProviderAPIKeySecretName = "sandman:providerApiKeySecretName"
+	// ContextWebhookSecretName is SandmanStackProps.WebhookSecretName.
+	ContextWebhookSecretName = "sandman:webhookSecretName"
+	// ContextCORSAllowOrigins is SandmanStackProps.CORSAllowOrigins: a JSON
+	// list in cdk.json, or a comma-separated string on the command line.
+	ContextCORSAllowOrigins = "sandman:corsAllowOrigins"
+)
+
+// DefaultStackName is the stack's name when ContextStackName is unset.
+const DefaultStackName = "Sandman"
+
+// PropsFromContext reads the stack's name and props from scope's CDK context.
+// The stack's environment comes from CDK_DEFAULT_ACCOUNT and
+// CDK_DEFAULT_REGION, which the CDK CLI sets when it has credentials; without
+// them the stack is environment-agnostic (synthesis works offline).
+func PropsFromContext(scope constructs.Construct) (string, *SandmanStackProps, error) {
+	node := scope.Node()
+	str := func(key string) (string, error) {
+		switch v := node.TryGetContext(jsii.String(key)).(type) {
+		case nil:
+			return "", nil
+		case string:
+			return v, nil
+		default:
+			return "", fmt.Errorf("context %s: want a string, got %T", key, v)
+		}
+	}
+	name, err := str(ContextStackName)
+	if err != nil {
+		return "", nil, err
+	}
+	if name == "" {
+		name = DefaultStackName
+	}
+	props := &SandmanStackProps{}
+	for key, dst := range map[string]*string{
+		ContextFunctionsDir:             &props.FunctionsDir,
+		ContextProvider:                 &props.Provider,
+		ContextProviderAPIKeySecretName: &props.ProviderAPIKeySecretName,
+		ContextWebhookSecretName:        &props.WebhookSecretName,
+	} {
+		if *dst, err = str(key); err != nil {
+			return "", nil, err
+		}
+	}
+	switch v := node.TryGetContext(jsii.String(ContextCORSAllowOrigins)).(type) {
+	case nil:
+	case string:
+		for _, origin := range strings.Split(v, ",") {
+			if origin = strings.TrimSpace(origin); origin != "" {
+				props.CORSAllowOrigins = append(props.CORSAllowOrigins, origin)
+			}
+		}
+	case []interface{}:
+		for _, item := range v {
+			origin, ok := item.(string)
+			if !ok {
+				return "", nil, fmt.Errorf("context %s: want a list of strings, got an item of type %T", ContextCORSAllowOrigins, item)
+			}
+			props.CORSAllowOrigins = append(props.CORSAllowOrigins, origin)
+		}
+	default:
+		return "", nil, fmt.Errorf("context %s: want a list or a comma-separated string, got %T", ContextCORSAllowOrigins, v)
+	}
+	account, region := os.Getenv("CDK_DEFAULT_ACCOUNT"), os.Getenv("CDK_DEFAULT_REGION")
+	if account != "" && region != "" {
+		props.Env = &awscdk.Environment{Account: jsii.String(account), Region: jsii.String(region)}
+	}
+	return name, props, nil
+}

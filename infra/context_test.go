@@ -1,0 +1,89 @@
+package infra
+
+import (
+	"testing"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/jsii-runtime-go"
+)
+
+func TestPropsFromContext(t *testing.T) {
+	newApp := func(t *testing.T, ctx map[string]any) awscdk.App {
+		t.Helper()
+		return awscdk.NewApp(&awscdk.AppProps{Context: &ctx, Outdir: jsii.String(t.TempDir())})
+	}
+
+	t.Run("Defaults", func(t *testing.T) {
+		t.Setenv("CDK_DEFAULT_ACCOUNT", "")
+		t.Setenv("CDK_DEFAULT_REGION", "")
+		name, props, err := PropsFromContext(newApp(t, map[string]any{}))
+		if err != nil {
+			t.Fatalf("PropsFromContext: %v", err)
+		}
+		if got, want := name, DefaultStackName; got != want {
+			t.Errorf("name: got %q, want %q", got, want)
+		}
+		if got, want := canonical(props.withDefaults().CORSAllowOrigins), canonical([]string{"*"}); got != want {
+			t.Errorf("CORSAllowOrigins: got %s, want %s", got, want)
+		}
+		if props.Env != nil {
+			t.Errorf("Env: got %v, want nil (environment-agnostic)", props.Env)
+		}
+	})
+
+	t.Run("OK", func(t *testing.T) {
+		t.Setenv("CDK_DEFAULT_ACCOUNT", "123456789012")
+		t.Setenv("CDK_DEFAULT_REGION", "eu-west-1")
+		name, props, err := PropsFromContext(newApp(t, map[string]any{
+			ContextStackName:                "SandmanDev",
+			ContextFunctionsDir:             "/tmp/fns",
+			ContextProvider:                 "local",
+			ContextProviderAPIKeySecretName: "dev/key",
+			ContextWebhookSecretName:        "dev/hook",
+			ContextCORSAllowOrigins:         "https://a.example, https://b.example",
+		}))
+		if err != nil {
+			t.Fatalf("PropsFromContext: %v", err)
+		}
+		if got, want := name, "SandmanDev"; got != want {
+			t.Errorf("name: got %q, want %q", got, want)
+		}
+		for _, c := range []struct{ got, want string }{
+			{props.FunctionsDir, "/tmp/fns"},
+			{props.Provider, "local"},
+			{props.ProviderAPIKeySecretName, "dev/key"},
+			{props.WebhookSecretName, "dev/hook"},
+		} {
+			if c.got != c.want {
+				t.Errorf("got %q, want %q", c.got, c.want)
+			}
+		}
+		if got, want := canonical(props.CORSAllowOrigins), canonical([]string{"https://a.example", "https://b.example"}); got != want {
+			t.Errorf("CORSAllowOrigins: got %s, want %s", got, want)
+		}
+		if props.Env == nil || *props.Env.Account != "123456789012" || *props.Env.Region != "eu-west-1" {
+			t.Errorf("Env: got %+v, want 123456789012/eu-west-1", props.Env)
+		}
+	})
+
+	t.Run("OriginsList", func(t *testing.T) {
+		_, props, err := PropsFromContext(newApp(t, map[string]any{ContextCORSAllowOrigins: []any{"https://a.example"}}))
+		if err != nil {
+			t.Fatalf("PropsFromContext: %v", err)
+		}
+		if got, want := canonical(props.CORSAllowOrigins), canonical([]string{"https://a.example"}); got != want {
+			t.Errorf("CORSAllowOrigins: got %s, want %s", got, want)
+		}
+	})
+
+	t.Run("ErrInvalid", func(t *testing.T) {
+		for key, value := range map[string]any{
+			ContextFunctionsDir:     42,
+			ContextCORSAllowOrigins: []any{1, 2},
+		} {
+			if _, _, err := PropsFromContext(newApp(t, map[string]any{key: value})); err == nil {
+				t.Errorf("context %s=%v: got nil, want an error", key, value)
+			}
+		}
+	})
+}

@@ -1,0 +1,229 @@
+package infra
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/sandmanhq/sandman/internal/routes"
+)
+
+// statement is one IAM policy statement as it decodes.
+type statement struct {
+	effect    string
+	actions   []string
+	resources []any
+	raw       map[string]any
+}
+
+// statements returns every statement of every AWS::IAM::Policy and of every
+// role's inline policies, by logical ID of the role it is attached to.
+func (s *synthesized) statements(tb testing.TB) map[string][]statement {
+	tb.Helper()
+	out := make(map[string][]statement)
+	add := func(roleID string, doc any) {
+		list, _ := doc.(map[string]any)["Statement"].([]any)
+		for _, item := range list {
+			raw := item.(map[string]any)
+			st := statement{raw: raw, actions: strs(raw["Action"])}
+			st.effect, _ = raw["Effect"].(string)
+			if res, ok := raw["Resource"].([]any); ok {
+				st.resources = res
+			} else {
+				st.resources = []any{raw["Resource"]}
+			}
+			out[roleID] = append(out[roleID], st)
+		}
+	}
+	for id, p := range s.ofType("AWS::IAM::Policy") {
+		roles, _ := prop(p, "Roles").([]any)
+		if len(roles) == 0 {
+			tb.Errorf("policy %s is attached to no role", id)
+		}
+		for _, r := range roles {
+			roleID, _ := r.(map[string]any)["Ref"].(string)
+			add(roleID, prop(p, "PolicyDocument"))
+		}
+	}
+	for id, r := range s.ofType("AWS::IAM::Role") {
+		policies, _ := prop(r, "Policies").([]any)
+		for _, p := range policies {
+			add(id, p.(map[string]any)["PolicyDocument"])
+		}
+	}
+	return out
+}
+
+// functionActions returns the allowed actions of function name's role, each
+// with the canonical JSON of the resources it applies to.
+func (s *synthesized) functionActions(tb testing.TB, all map[string][]statement, name string) map[string][]string {
+	tb.Helper()
+	out := make(map[string][]string)
+	for _, st := range all[s.logicalID(tb, constructID(name)+"Role")] {
+		if st.effect != "Allow" {
+			continue
+		}
+		for _, a := range st.actions {
+			for _, r := range st.resources {
+				out[a] = append(out[a], canonical(r))
+			}
+		}
+	}
+	return out
+}
+
+func TestIAM(t *testing.T) {
+	s := MustDefaultStack(t)
+	all := s.statements(t)
+
+	t.Run("NoWildcardActions", func(t *testing.T) {
+		n := 0
+		for roleID, list := range all {
+			for _, st := range list {
+				n++
+				if _, ok := st.raw["NotAction"]; ok {
+					t.Errorf("role %s: statement uses NotAction: %s", roleID, canonical(st.raw))
+				}
+				if len(st.actions) == 0 {
+					t.Errorf("role %s: statement without actions: %s", roleID, canonical(st.raw))
+				}
+				for _, a := range st.actions {
+					if strings.Contains(a, "*") {
+						t.Errorf("role %s: wildcard action %q in %s", roleID, a, canonical(st.raw))
+					}
+				}
+			}
+		}
+		if n == 0 {
+			t.Fatal("no IAM policy statements found")
+		}
+	})
+
+	t.Run("NoManagedPolicies", func(t *testing.T) {
+		for id, r := range s.ofType("AWS::IAM::Role") {
+			if arns, ok := r.Properties["ManagedPolicyArns"]; ok {
+				t.Errorf("role %s: ManagedPolicyArns %s, want none", id, canonical(arns))
+			}
+		}
+	})
+
+	t.Run("OneRolePerFunction", func(t *testing.T) {
+		if got, want := len(s.ofType("AWS::IAM::Role")), len(routes.Functions); got != want {
+			t.Errorf("roles: got %d, want %d", got, want)
+		}
+	})
+
+	tableID := s.logicalID(t, "SessionsTable")
+	tableResources := []string{
+		canonical(getAtt(tableID, "Arn")),
+		canonical(map[string]any{"Fn::Join": []any{"", []any{getAtt(tableID, "Arn"), "/index/*"}}}),
+	}
+	readOnly := []string{
+		"dynamodb:BatchGetItem", "dynamodb:ConditionCheckItem", "dynamodb:DescribeTable", "dynamodb:GetItem",
+		"dynamodb:GetRecords", "dynamodb:GetShardIterator", "dynamodb:Query", "dynamodb:Scan",
+	}
+	always := []string{"logs:CreateLogStream", "logs:PutLogEvents", "xray:PutTraceSegments", "xray:PutTelemetryRecords"}
+
+	t.Run("StatusReadsOnly", func(t *testing.T) {
+		actions := s.functionActions(t, all, routes.Status)
+		for a := range actions {
+			if !slices.Contains(readOnly, a) && !slices.Contains(always, a) {
+				t.Errorf("status may %s, want read-only table access and logging only", a)
+			}
+		}
+		for _, a := range []string{"dynamodb:GetItem", "dynamodb:Query"} {
+			if !same(sorted(actions[a]), sorted(tableResources)) {
+				t.Errorf("status %s on %v, want the table and its indexes", a, actions[a])
+			}
+		}
+	})
+
+	t.Run("WebhookCannotDelete", func(t *testing.T) {
+		actions := s.functionActions(t, all, routes.Webhook)
+		var dynamo []string
+		for a := range actions {
+			if strings.HasPrefix(a, "dynamodb:") {
+				dynamo = append(dynamo, a)
+			}
+		}
+		if got, want := sorted(dynamo), sorted([]string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query"}); !same(got, want) {
+			t.Errorf("webhook table actions: got %v, want %v", got, want)
+		}
+		if _, ok := actions["dynamodb:DeleteItem"]; ok {
+			t.Error("webhook may dynamodb:DeleteItem")
+		}
+		for _, a := range webhookTableActions {
+			if !same(sorted(actions[a]), sorted(tableResources)) {
+				t.Errorf("webhook %s on %v, want the table and its indexes", a, actions[a])
+			}
+		}
+	})
+
+	t.Run("ReadWrite", func(t *testing.T) {
+		for _, name := range []string{routes.Sessions, routes.Resume, routes.Snapshot, routes.Reconnect, routes.IdlePause} {
+			actions := s.functionActions(t, all, name)
+			for _, a := range []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:Query"} {
+				if !same(sorted(actions[a]), sorted(tableResources)) {
+					t.Errorf("%s %s on %v, want the table and its indexes", name, a, actions[a])
+				}
+			}
+		}
+	})
+
+	t.Run("PutEvents", func(t *testing.T) {
+		bus := canonical(getAtt(s.logicalID(t, "EventBus"), "Arn"))
+		var got []string
+		for _, name := range routes.Functions {
+			resources, ok := s.functionActions(t, all, name)["events:PutEvents"]
+			if !ok {
+				continue
+			}
+			got = append(got, name)
+			if !same(resources, []string{bus}) {
+				t.Errorf("%s events:PutEvents on %v, want only the lifecycle bus", name, resources)
+			}
+		}
+		if want := publisherFunctions; !same(sorted(got), sorted(want)) {
+			t.Errorf("functions that may PutEvents: got %v, want %v", got, want)
+		}
+	})
+
+	t.Run("Secrets", func(t *testing.T) {
+		readers := map[string][]string{} // secret name -> functions
+		for _, name := range routes.Functions {
+			for a, resources := range s.functionActions(t, all, name) {
+				if !strings.HasPrefix(a, "secretsmanager:") {
+					continue
+				}
+				if a != "secretsmanager:GetSecretValue" && a != "secretsmanager:DescribeSecret" {
+					t.Errorf("%s may %s, want read only", name, a)
+				}
+				if a != "secretsmanager:GetSecretValue" {
+					continue
+				}
+				for _, r := range resources {
+					for _, secret := range []string{DefaultProviderAPIKeySecretName, DefaultWebhookSecretName} {
+						if strings.Contains(r, ":secret:"+secret+"-??????") {
+							readers[secret] = append(readers[secret], name)
+						}
+					}
+				}
+			}
+		}
+		if got, want := sorted(readers[DefaultProviderAPIKeySecretName]), sorted(providerKeyFunctions); !same(got, want) {
+			t.Errorf("provider key readers: got %v, want %v", got, want)
+		}
+		if got, want := readers[DefaultWebhookSecretName], []string{routes.Webhook}; !same(got, want) {
+			t.Errorf("webhook key readers: got %v, want %v", got, want)
+		}
+	})
+
+	t.Run("LambdaTrust", func(t *testing.T) {
+		for id, r := range s.ofType("AWS::IAM::Role") {
+			doc := canonical(prop(r, "AssumeRolePolicyDocument"))
+			if !strings.Contains(doc, `"lambda.amazonaws.com"`) || strings.Count(doc, `"Service"`) != 1 {
+				t.Errorf("role %s: trust policy %s, want Lambda only", id, doc)
+			}
+		}
+	})
+}

@@ -1,0 +1,106 @@
+package infra
+
+import (
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
+)
+
+// AddNagChecks applies cdk-nag's AwsSolutions rule pack to scope (usually the
+// app) as an aspect. Findings become stack annotations at synthesis: errors
+// fail `cdk synth`, and NewSandmanStack suppresses, with a reason each, the
+// findings it accepts (see NagSuppressions).
+func AddNagChecks(scope constructs.IConstruct) { addNagChecks(scope, false) }
+
+// addNagChecks is AddNagChecks; logIgnores also logs every suppressed finding
+// as an info annotation (the tests count them).
+func addNagChecks(scope constructs.IConstruct, logIgnores bool) {
+	awscdk.Aspects_Of(scope).Add(cdknag.NewAwsSolutionsChecks(&cdknag.NagPackProps{
+		Verbose:    jsii.Bool(true),
+		LogIgnores: jsii.Bool(logIgnores),
+	}), nil)
+}
+
+// NagSuppression is one accepted cdk-nag finding: the rule, the reason it is
+// acceptable here, and what it is attached to.
+type NagSuppression struct {
+	// RuleID is the cdk-nag rule, e.g. "AwsSolutions-IAM5".
+	RuleID string
+	// AppliesTo narrows an IAM5 suppression to one finding (a regular
+	// expression in cdk-nag's /.../ form); "" suppresses the rule on the
+	// resource and its children.
+	AppliesTo string
+	// Reason says why the finding is acceptable.
+	Reason string
+	// On names the resources it is attached to.
+	On string
+}
+
+// The accepted findings. Nothing else is suppressed: any other finding fails
+// the stack tests and `cdk synth`.
+var (
+	nagXRay = NagSuppression{
+		RuleID:    "AwsSolutions-IAM5",
+		AppliesTo: `/^Resource::\*$/`,
+		Reason: "X-Ray active tracing (Tracing ACTIVE) needs xray:PutTraceSegments and xray:PutTelemetryRecords, " +
+			"which do not support resource-level permissions; the actions themselves are listed, not wildcarded.",
+		On: "every function's execution role",
+	}
+	nagTableIndexes = NagSuppression{
+		RuleID:    "AwsSolutions-IAM5",
+		AppliesTo: `/^Resource::<SessionsTable[0-9A-F]{8}\.Arn>\/index\/\*$/`,
+		Reason: "The functions query the sessions table's own GSIs (internal/tabledef.Indexes); <table ARN>/index/* " +
+			"covers exactly those indexes of this one table, and the actions are listed per function, not wildcarded.",
+		On: "every function's execution role",
+	}
+	nagRoutesAuth = NagSuppression{
+		RuleID: "AwsSolutions-APIG4",
+		Reason: "Every route authenticates inside its function: the API routes check the API key " +
+			"(Authorization: Bearer or x-api-key, stored hashed, DESIGN.md \"HTTP API\") and answer 401 before any work; " +
+			"the webhook route verifies the provider's signature over the raw body in constant time. " +
+			"An API Gateway authorizer would only repeat the same check.",
+		On: "the HTTP API's routes",
+	}
+	nagDLQ = NagSuppression{
+		RuleID: "AwsSolutions-SQS3",
+		Reason: "This queue is itself the dead-letter queue of the idle pause schedule's EventBridge target; " +
+			"nothing consumes it automatically, and its depth has an alarm.",
+		On: "the idle pause schedule's dead-letter queue",
+	}
+)
+
+// NagSuppressions lists every suppression NewSandmanStack adds.
+func NagSuppressions() []NagSuppression {
+	return []NagSuppression{nagXRay, nagTableIndexes, nagRoutesAuth, nagDLQ}
+}
+
+// cdk returns s in cdk-nag's form.
+func (s NagSuppression) cdk() *cdknag.NagPackSuppression {
+	out := &cdknag.NagPackSuppression{Id: jsii.String(s.RuleID), Reason: jsii.String(s.Reason)}
+	if s.AppliesTo != "" {
+		out.AppliesTo = &[]interface{}{&cdknag.RegexAppliesTo{Regex: jsii.String(s.AppliesTo)}}
+	}
+	return out
+}
+
+// suppress attaches suppressions to construct and its children.
+func suppress(construct constructs.IConstruct, suppressions ...NagSuppression) {
+	list := make([]*cdknag.NagPackSuppression, 0, len(suppressions))
+	for _, s := range suppressions {
+		list = append(list, s.cdk())
+	}
+	cdknag.NagSuppressions_AddResourceSuppressions(construct, &list, jsii.Bool(true))
+}
+
+// suppressFunctionRole accepts the IAM5 findings of a function's role.
+func suppressFunctionRole(role awsiam.IRole) { suppress(role, nagXRay, nagTableIndexes) }
+
+// suppressRoutes accepts the missing API Gateway authorizer on every route.
+func suppressRoutes(api awsapigatewayv2.HttpApi) { suppress(api, nagRoutesAuth) }
+
+// suppressDLQ accepts that the dead-letter queue has no dead-letter queue.
+func suppressDLQ(queue awssqs.Queue) { suppress(queue, nagDLQ) }

@@ -1,0 +1,574 @@
+// Package infra is Sandman's AWS CDK stack: the sessions table, the seven
+// Lambda functions, the HTTP API in front of them, the idle-pause schedule,
+// the lifecycle event bus, the secrets the functions read and the alarms on
+// all of it (DESIGN.md; STYLE.md rule 11).
+//
+// The table's keys, indexes and TTL attribute come from internal/tabledef and
+// the functions, routes and schedule from internal/routes, so the stack and
+// the code that runs in it cannot drift. The CDK app that synthesizes the
+// stack lives in infra/app; cdk.json at the repository root runs it, and
+// scripts/cdk.sh installs the pinned CDK CLI that reads cdk.json.
+//
+// Synthesis needs Node.js (jsii runs the CDK in a Node child process) and the
+// built function binaries (`make build`), but no AWS credentials.
+package infra
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigateway"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2integrations"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/sandmanhq/sandman/internal/routes"
+	"github.com/sandmanhq/sandman/internal/tabledef"
+)
+
+// Environment variables the stack sets on the functions. The functions read
+// them once per cold start.
+const (
+	// EnvTable is the sessions table's name (every function).
+	EnvTable = "SANDMAN_TABLE"
+	// EnvEventBus is the lifecycle event bus's name (every function; only
+	// the publishers are allowed to PutEvents on it).
+	EnvEventBus = "SANDMAN_EVENT_BUS"
+	// EnvProvider names the sandbox provider, e.g. "e2b" (every function).
+	EnvProvider = "SANDMAN_PROVIDER"
+	// EnvProviderAPIKeySecret is the Secrets Manager name of the secret
+	// holding the provider's API key (only the functions that call the
+	// provider: sessions, resume, snapshot, reconnect, idlepause).
+	EnvProviderAPIKeySecret = "SANDMAN_PROVIDER_API_KEY_SECRET"
+	// EnvWebhookSigningKeySecret is the Secrets Manager name of the secret
+	// holding the provider's webhook signing key (webhook only).
+	EnvWebhookSigningKeySecret = "SANDMAN_WEBHOOK_SIGNING_KEY_SECRET"
+)
+
+// Defaults for the zero values of SandmanStackProps.
+const (
+	DefaultFunctionsDir             = "build/lambda"
+	DefaultProvider                 = "e2b"
+	DefaultProviderAPIKeySecretName = "sandman/provider-api-key"
+	DefaultWebhookSecretName        = "sandman/webhook-signing-key"
+	// DefaultThrottleRateLimit is the default stage's steady-state limit in
+	// requests per second, across all routes.
+	DefaultThrottleRateLimit = 50
+	// DefaultThrottleBurstLimit is the default stage's burst, in requests.
+	DefaultThrottleBurstLimit = 100
+	// DefaultLogRetention applies to every function's and the API's logs.
+	DefaultLogRetention = awslogs.RetentionDays_ONE_MONTH
+)
+
+// CORSAllowHeaders are the request headers a browser may send cross-origin:
+// the two ways of passing an API key, the JSON body and idempotent creates.
+var CORSAllowHeaders = []string{"Authorization", "x-api-key", "Content-Type", "Idempotency-Key"}
+
+// SandmanStackProps configures NewSandmanStack. Every zero value means the
+// documented default, so &SandmanStackProps{} is a production stack.
+type SandmanStackProps struct {
+	awscdk.StackProps
+
+	// FunctionsDir holds one subdirectory per function (routes.Functions),
+	// each containing the `bootstrap` binary `make build` produces. Default
+	// DefaultFunctionsDir, relative to the working directory.
+	FunctionsDir string
+	// Provider is the sandbox provider the functions use. Default "e2b".
+	Provider string
+	// ProviderAPIKeySecretName is the name of an existing Secrets Manager
+	// secret holding the provider's API key. Default
+	// DefaultProviderAPIKeySecretName.
+	ProviderAPIKeySecretName string
+	// WebhookSecretName is the name of an existing Secrets Manager secret
+	// holding the provider's webhook signing key. Default
+	// DefaultWebhookSecretName.
+	WebhookSecretName string
+
+	// CORSAllowOrigins are the origins browsers may call the API from.
+	// Default ["*"]: the API authenticates with keys, not cookies.
+	CORSAllowOrigins []string
+	// ThrottleRateLimit (requests per second) and ThrottleBurstLimit
+	// (requests) limit the API's default stage. Defaults
+	// DefaultThrottleRateLimit and DefaultThrottleBurstLimit.
+	ThrottleRateLimit  float64
+	ThrottleBurstLimit float64
+
+	// TableRemovalPolicy applies to the sessions table. Default RETAIN, so
+	// deleting the stack never deletes sessions.
+	TableRemovalPolicy awscdk.RemovalPolicy
+	// DisableDeletionProtection turns off the table's deletion protection
+	// (on by default), e.g. for a throwaway development stack.
+	DisableDeletionProtection bool
+	// DisablePointInTimeRecovery turns off the table's point-in-time
+	// recovery (on by default).
+	DisablePointInTimeRecovery bool
+	// LogRetention is how long function and API logs are kept. Default
+	// DefaultLogRetention.
+	LogRetention awslogs.RetentionDays
+}
+
+// withDefaults returns a copy of p with every zero value replaced by its
+// default. A nil p is all defaults.
+func (p *SandmanStackProps) withDefaults() SandmanStackProps {
+	var out SandmanStackProps
+	if p != nil {
+		out = *p
+	}
+	if out.FunctionsDir == "" {
+		out.FunctionsDir = DefaultFunctionsDir
+	}
+	if out.Provider == "" {
+		out.Provider = DefaultProvider
+	}
+	if out.ProviderAPIKeySecretName == "" {
+		out.ProviderAPIKeySecretName = DefaultProviderAPIKeySecretName
+	}
+	if out.WebhookSecretName == "" {
+		out.WebhookSecretName = DefaultWebhookSecretName
+	}
+	if len(out.CORSAllowOrigins) == 0 {
+		out.CORSAllowOrigins = []string{"*"}
+	}
+	if out.ThrottleRateLimit == 0 {
+		out.ThrottleRateLimit = DefaultThrottleRateLimit
+	}
+	if out.ThrottleBurstLimit == 0 {
+		out.ThrottleBurstLimit = DefaultThrottleBurstLimit
+	}
+	if out.TableRemovalPolicy == "" {
+		out.TableRemovalPolicy = awscdk.RemovalPolicy_RETAIN
+	}
+	if out.LogRetention == "" {
+		out.LogRetention = DefaultLogRetention
+	}
+	return out
+}
+
+// BootstrapPath returns where the built binary of function name is expected:
+// <dir>/<name>/bootstrap.
+func BootstrapPath(dir, name string) string {
+	return filepath.Join(dir, name, "bootstrap")
+}
+
+// CheckFunctionsDir reports the first function of routes.Functions whose
+// bootstrap binary is missing from dir (or is not a regular file). Call it
+// before NewSandmanStack: the CDK aborts synthesis on a missing asset with a
+// less helpful message.
+func CheckFunctionsDir(dir string) error {
+	for _, name := range routes.Functions {
+		path := BootstrapPath(dir, name)
+		info, err := os.Stat(path)
+		if err != nil {
+			return fmt.Errorf("function %s: %w (run `make build`)", name, err)
+		}
+		if !info.Mode().IsRegular() {
+			return fmt.Errorf("function %s: %s is not a regular file", name, path)
+		}
+	}
+	return nil
+}
+
+// NewSandmanStack defines the whole Sandman deployment in one stack. props may
+// be nil (all defaults). Its outputs are ApiUrl, TableName and EventBusName.
+//
+// The function binaries are read from props.FunctionsDir at synthesis; see
+// CheckFunctionsDir.
+func NewSandmanStack(scope constructs.Construct, id string, props *SandmanStackProps) awscdk.Stack {
+	p := props.withDefaults()
+	stack := awscdk.NewStack(scope, jsii.String(id), &p.StackProps)
+
+	table := newTable(stack, p)
+	bus := awsevents.NewEventBus(stack, jsii.String("EventBus"), &awsevents.EventBusProps{
+		Description: jsii.String("Sandman session lifecycle events (source \"sandman\")"),
+	})
+	providerKey := awssecretsmanager.Secret_FromSecretNameV2(stack, jsii.String("ProviderApiKeySecret"), jsii.String(p.ProviderAPIKeySecretName))
+	webhookKey := awssecretsmanager.Secret_FromSecretNameV2(stack, jsii.String("WebhookSigningKeySecret"), jsii.String(p.WebhookSecretName))
+
+	functions := make(map[string]awslambda.Function, len(functionSpecs))
+	for _, spec := range functionSpecs {
+		fn := newFunction(stack, spec, p, table, bus)
+		grant(spec, fn, table, bus, providerKey, webhookKey)
+		functions[spec.name] = fn
+	}
+	for _, name := range routes.Functions {
+		if _, ok := functions[name]; !ok {
+			awscdk.Annotations_Of(stack).AddError(jsii.String(fmt.Sprintf("infra: function %s of routes.Functions has no functionSpec", name)))
+		}
+	}
+
+	stage := newHTTPAPI(stack, p, functions)
+	dlq := newSchedule(stack, functions[routes.IdlePause])
+	newAlarms(stack, functions, dlq)
+
+	awscdk.NewCfnOutput(stack, jsii.String("ApiUrl"), &awscdk.CfnOutputProps{
+		Description: jsii.String("Base URL of the HTTP API (routes start with /v1)"),
+		Value:       stage.Url(),
+	})
+	awscdk.NewCfnOutput(stack, jsii.String("TableName"), &awscdk.CfnOutputProps{
+		Description: jsii.String("Name of the sessions table"),
+		Value:       table.TableName(),
+	})
+	awscdk.NewCfnOutput(stack, jsii.String("EventBusName"), &awscdk.CfnOutputProps{
+		Description: jsii.String("Name of the lifecycle event bus"),
+		Value:       bus.EventBusName(),
+	})
+	return stack
+}
+
+// newTable creates the sessions table exactly as internal/tabledef describes
+// it. An attribute type tabledef uses but this function does not know fails
+// synthesis with an error annotation.
+func newTable(stack awscdk.Stack, p SandmanStackProps) awsdynamodb.Table {
+	table := awsdynamodb.NewTable(stack, jsii.String("SessionsTable"), &awsdynamodb.TableProps{
+		PartitionKey:        &awsdynamodb.Attribute{Name: jsii.String(tabledef.PartitionKey), Type: awsdynamodb.AttributeType_STRING},
+		SortKey:             &awsdynamodb.Attribute{Name: jsii.String(tabledef.SortKey), Type: awsdynamodb.AttributeType_STRING},
+		BillingMode:         awsdynamodb.BillingMode_PAY_PER_REQUEST,
+		TimeToLiveAttribute: jsii.String(tabledef.TTLAttribute),
+		PointInTimeRecoverySpecification: &awsdynamodb.PointInTimeRecoverySpecification{
+			PointInTimeRecoveryEnabled: jsii.Bool(!p.DisablePointInTimeRecovery),
+		},
+		DeletionProtection: jsii.Bool(!p.DisableDeletionProtection),
+		RemovalPolicy:      p.TableRemovalPolicy,
+	})
+	for _, ix := range tabledef.Indexes {
+		gsi := &awsdynamodb.GlobalSecondaryIndexProps{
+			IndexName:      jsii.String(ix.Name),
+			PartitionKey:   attribute(stack, ix.PartitionKey, ix.PartitionType),
+			ProjectionType: awsdynamodb.ProjectionType_ALL,
+		}
+		if ix.SortKey != "" {
+			gsi.SortKey = attribute(stack, ix.SortKey, ix.SortType)
+		}
+		table.AddGlobalSecondaryIndex(gsi)
+	}
+	return table
+}
+
+// attribute maps a tabledef attribute to its CDK form.
+func attribute(stack awscdk.Stack, name, typ string) *awsdynamodb.Attribute {
+	a := &awsdynamodb.Attribute{Name: jsii.String(name)}
+	switch typ {
+	case tabledef.TypeString:
+		a.Type = awsdynamodb.AttributeType_STRING
+	case tabledef.TypeNumber:
+		a.Type = awsdynamodb.AttributeType_NUMBER
+	default:
+		awscdk.Annotations_Of(stack).AddError(jsii.String(fmt.Sprintf("tabledef: attribute %s has unknown type %q", name, typ)))
+		a.Type = awsdynamodb.AttributeType_STRING
+	}
+	return a
+}
+
+// tableAccess is what a function may do with the sessions table.
+type tableAccess int
+
+const (
+	// tableRead allows reads only (GrantReadData).
+	tableRead tableAccess = iota
+	// tableReadWrite allows reads and writes (GrantReadWriteData).
+	tableReadWrite
+	// tableWebhook allows exactly webhookTableActions: no delete.
+	tableWebhook
+)
+
+// webhookTableActions are the only table actions the webhook function gets:
+// read the session, put the dedupe claim, apply the event, find the session by
+// sandbox through the by_sandbox index.
+var webhookTableActions = []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query"}
+
+// functionSpec is one function's settings and grants.
+type functionSpec struct {
+	name        string
+	description string
+	// timeout is the Lambda timeout. API functions stay under API Gateway's
+	// 30 s integration limit so they never work on after the client got a
+	// 503.
+	timeout time.Duration
+	// memoryMB is the Lambda memory size in MB (CPU scales with it).
+	memoryMB float64
+	table    tableAccess
+	// publishes is true for functions that publish lifecycle transitions
+	// (PutEvents on the bus).
+	publishes bool
+	// providerKey and webhookKey say which secret the function may read.
+	providerKey bool
+	webhookKey  bool
+	// reservedConcurrency caps concurrent executions; 0 means unreserved.
+	reservedConcurrency float64
+}
+
+// functionSpecs lists every function of routes.Functions, in that order.
+//
+// Timeouts, chosen here (DESIGN.md is silent):
+//   - status, webhook: 10 s (database only, a few single-item operations);
+//   - sessions, resume, snapshot: 29 s, just under API Gateway's 30 s
+//     integration timeout (resume makes two provider attempts with backoff);
+//   - reconnect: 20 s, the provider probe's 15 s default plus margin;
+//   - idlepause: 4 min 50 s, so a run ends before the next rate(5 minutes)
+//     tick; the sweeper stops before its deadline and leaves the rest for the
+//     next run.
+var functionSpecs = []functionSpec{
+	{name: routes.Sessions, description: "Sandman sessions API: create, list, get, heartbeat, delete",
+		timeout: 29 * time.Second, memoryMB: 256, table: tableReadWrite, publishes: true, providerKey: true},
+	{name: routes.Status, description: "Sandman session status (database only)",
+		timeout: 10 * time.Second, memoryMB: 128, table: tableRead},
+	{name: routes.Resume, description: "Sandman resume a paused session",
+		timeout: 29 * time.Second, memoryMB: 256, table: tableReadWrite, publishes: true, providerKey: true},
+	{name: routes.Snapshot, description: "Sandman snapshot (pause now, idempotent)",
+		timeout: 29 * time.Second, memoryMB: 256, table: tableReadWrite, publishes: true, providerKey: true},
+	{name: routes.Reconnect, description: "Sandman reconnect probe",
+		timeout: 20 * time.Second, memoryMB: 256, table: tableReadWrite, publishes: true, providerKey: true},
+	{name: routes.Webhook, description: "Sandman provider webhook receiver",
+		timeout: 10 * time.Second, memoryMB: 256, table: tableWebhook, publishes: true, webhookKey: true},
+	{name: routes.IdlePause, description: "Sandman scheduled idle pause and reconciler",
+		timeout: 4*time.Minute + 50*time.Second, memoryMB: 512, table: tableReadWrite, publishes: true, providerKey: true,
+		reservedConcurrency: 1},
+}
+
+// constructID returns the construct id prefix of a function's resources,
+// e.g. "IdlepauseFunction".
+func constructID(name string) string {
+	return strings.ToUpper(name[:1]) + name[1:] + "Function"
+}
+
+// newFunction creates one function with its own role, log group and
+// environment. The role starts empty: grant adds what the function needs.
+func newFunction(stack awscdk.Stack, spec functionSpec, p SandmanStackProps, table awsdynamodb.Table, bus awsevents.EventBus) awslambda.Function {
+	id := constructID(spec.name)
+	role := awsiam.NewRole(stack, jsii.String(id+"Role"), &awsiam.RoleProps{
+		AssumedBy:   awsiam.NewServicePrincipal(jsii.String("lambda.amazonaws.com"), nil),
+		Description: jsii.String("Execution role of the Sandman " + spec.name + " function"),
+	})
+	logs := awslogs.NewLogGroup(stack, jsii.String(id+"Logs"), &awslogs.LogGroupProps{
+		Retention: p.LogRetention,
+	})
+	logs.GrantWrite(role)
+	suppressFunctionRole(role)
+
+	env := map[string]*string{
+		EnvTable:    table.TableName(),
+		EnvEventBus: bus.EventBusName(),
+		EnvProvider: jsii.String(p.Provider),
+	}
+	if spec.providerKey {
+		env[EnvProviderAPIKeySecret] = jsii.String(p.ProviderAPIKeySecretName)
+	}
+	if spec.webhookKey {
+		env[EnvWebhookSigningKeySecret] = jsii.String(p.WebhookSecretName)
+	}
+
+	fp := &awslambda.FunctionProps{
+		Description:           jsii.String(spec.description),
+		Runtime:               awslambda.Runtime_PROVIDED_AL2023(),
+		Architecture:          awslambda.Architecture_ARM_64(),
+		Handler:               jsii.String("bootstrap"),
+		Code:                  awslambda.Code_FromAsset(jsii.String(filepath.Join(p.FunctionsDir, spec.name)), nil),
+		Timeout:               awscdk.Duration_Seconds(jsii.Number(spec.timeout.Seconds())),
+		MemorySize:            jsii.Number(spec.memoryMB),
+		Role:                  role,
+		LogGroup:              logs,
+		LoggingFormat:         awslambda.LoggingFormat_JSON,
+		ApplicationLogLevelV2: awslambda.ApplicationLogLevel_INFO,
+		SystemLogLevelV2:      awslambda.SystemLogLevel_WARN,
+		Tracing:               awslambda.Tracing_ACTIVE,
+		Environment:           &env,
+	}
+	if spec.reservedConcurrency > 0 {
+		fp.ReservedConcurrentExecutions = jsii.Number(spec.reservedConcurrency)
+	}
+	if spec.name == routes.IdlePause {
+		// A failed or throttled sweep is not retried: the next tick, five
+		// minutes later, does the same work with fresher data.
+		fp.RetryAttempts = jsii.Number(0)
+		fp.MaxEventAge = awscdk.Duration_Minutes(jsii.Number(4))
+	}
+	return awslambda.NewFunction(stack, jsii.String(id), fp)
+}
+
+// grant gives fn exactly the access spec lists.
+func grant(spec functionSpec, fn awslambda.Function, table awsdynamodb.Table, bus awsevents.EventBus, providerKey, webhookKey awssecretsmanager.ISecret) {
+	switch spec.table {
+	case tableRead:
+		table.GrantReadData(fn)
+	case tableReadWrite:
+		table.GrantReadWriteData(fn)
+	case tableWebhook:
+		table.Grant(fn, *jsii.Strings(webhookTableActions...)...)
+	}
+	if spec.publishes {
+		bus.GrantPutEventsTo(fn, nil)
+	}
+	if spec.providerKey {
+		providerKey.GrantRead(fn, nil)
+	}
+	if spec.webhookKey {
+		webhookKey.GrantRead(fn, nil)
+	}
+}
+
+// accessLogFormat is the API's access log line: one JSON object of HTTP API
+// context variables ($context.* as API Gateway documents them for HTTP APIs).
+const accessLogFormat = `{"requestId":"$context.requestId","ip":"$context.identity.sourceIp",` +
+	`"userAgent":"$context.identity.userAgent","requestTime":"$context.requestTime",` +
+	`"requestTimeEpoch":"$context.requestTimeEpoch","httpMethod":"$context.httpMethod",` +
+	`"routeKey":"$context.routeKey","path":"$context.path","status":"$context.status",` +
+	`"protocol":"$context.protocol","responseLength":"$context.responseLength",` +
+	`"responseLatency":"$context.responseLatency","integrationLatency":"$context.integrationLatency",` +
+	`"integrationStatus":"$context.integrationStatus","integrationError":"$context.integrationErrorMessage",` +
+	`"errorMessage":"$context.error.message"}`
+
+// accessLogSettings implements awsapigatewayv2.IAccessLogSettings.
+type accessLogSettings struct {
+	destination awsapigatewayv2.IAccessLogDestination
+	format      awsapigateway.AccessLogFormat
+}
+
+var _ awsapigatewayv2.IAccessLogSettings = (*accessLogSettings)(nil)
+
+// Destination returns where access logs go.
+func (s *accessLogSettings) Destination() awsapigatewayv2.IAccessLogDestination { return s.destination }
+
+// Format returns the access log line format.
+func (s *accessLogSettings) Format() awsapigateway.AccessLogFormat { return s.format }
+
+// newHTTPAPI creates the HTTP API with every route of routes.Table, each to
+// its function through a payload v2 Lambda integration, and its $default
+// stage with throttling and JSON access logs. It returns the stage.
+func newHTTPAPI(stack awscdk.Stack, p SandmanStackProps, functions map[string]awslambda.Function) awsapigatewayv2.HttpStage {
+	api := awsapigatewayv2.NewHttpApi(stack, jsii.String("HttpApi"), &awsapigatewayv2.HttpApiProps{
+		Description:        jsii.String("Sandman control plane API"),
+		CreateDefaultStage: jsii.Bool(false),
+		CorsPreflight: &awsapigatewayv2.CorsPreflightOptions{
+			AllowOrigins: jsii.Strings(p.CORSAllowOrigins...),
+			AllowHeaders: jsii.Strings(CORSAllowHeaders...),
+			AllowMethods: &[]awsapigatewayv2.CorsHttpMethod{
+				awsapigatewayv2.CorsHttpMethod_GET,
+				awsapigatewayv2.CorsHttpMethod_POST,
+				awsapigatewayv2.CorsHttpMethod_DELETE,
+				awsapigatewayv2.CorsHttpMethod_OPTIONS,
+			},
+			ExposeHeaders: jsii.Strings("Retry-After"),
+			MaxAge:        awscdk.Duration_Hours(jsii.Number(1)),
+		},
+	})
+
+	accessLogs := awslogs.NewLogGroup(stack, jsii.String("HttpApiAccessLogs"), &awslogs.LogGroupProps{
+		Retention: p.LogRetention,
+	})
+	stage := awsapigatewayv2.NewHttpStage(stack, jsii.String("HttpApiDefaultStage"), &awsapigatewayv2.HttpStageProps{
+		HttpApi:    api,
+		StageName:  jsii.String("$default"),
+		AutoDeploy: jsii.Bool(true),
+		Throttle: &awsapigatewayv2.ThrottleSettings{
+			RateLimit:  jsii.Number(p.ThrottleRateLimit),
+			BurstLimit: jsii.Number(p.ThrottleBurstLimit),
+		},
+		AccessLogSettings: &accessLogSettings{
+			destination: awsapigatewayv2.NewLogGroupLogDestination(accessLogs),
+			format:      awsapigateway.AccessLogFormat_Custom(jsii.String(accessLogFormat)),
+		},
+	})
+
+	integrations := make(map[string]awsapigatewayv2integrations.HttpLambdaIntegration)
+	for _, r := range routes.Table {
+		fn, ok := functions[r.Function]
+		if !ok {
+			awscdk.Annotations_Of(stack).AddError(jsii.String(fmt.Sprintf("infra: route %s: unknown function %s", r.Key(), r.Function)))
+			continue
+		}
+		integration, ok := integrations[r.Function]
+		if !ok {
+			integration = awsapigatewayv2integrations.NewHttpLambdaIntegration(
+				jsii.String(constructID(r.Function)+"Integration"), fn,
+				&awsapigatewayv2integrations.HttpLambdaIntegrationProps{
+					PayloadFormatVersion: awsapigatewayv2.PayloadFormatVersion_VERSION_2_0(),
+				})
+			integrations[r.Function] = integration
+		}
+		api.AddRoutes(&awsapigatewayv2.AddRoutesOptions{
+			Path:        jsii.String(r.Path),
+			Methods:     &[]awsapigatewayv2.HttpMethod{awsapigatewayv2.HttpMethod(r.Method)},
+			Integration: integration,
+		})
+	}
+	suppressRoutes(api)
+	return stage
+}
+
+// newSchedule invokes fn on routes.ScheduleExpression and returns the
+// encrypted, SSL-only dead-letter queue of events EventBridge could not
+// deliver.
+func newSchedule(stack awscdk.Stack, fn awslambda.Function) awssqs.Queue {
+	dlq := awssqs.NewQueue(stack, jsii.String("IdlePauseScheduleDLQ"), &awssqs.QueueProps{
+		Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
+		EnforceSSL:      jsii.Bool(true),
+		RetentionPeriod: awscdk.Duration_Days(jsii.Number(14)),
+	})
+	suppressDLQ(dlq)
+	awsevents.NewRule(stack, jsii.String("IdlePauseSchedule"), &awsevents.RuleProps{
+		Description: jsii.String("Invokes the Sandman idle pause sweep"),
+		Schedule:    awsevents.Schedule_Expression(jsii.String(routes.ScheduleExpression)),
+		Targets: &[]awsevents.IRuleTarget{
+			awseventstargets.NewLambdaFunction(fn, &awseventstargets.LambdaFunctionProps{
+				DeadLetterQueue: dlq,
+				// An undelivered tick is worthless after the next one.
+				MaxEventAge:   awscdk.Duration_Minutes(jsii.Number(5)),
+				RetryAttempts: jsii.Number(2),
+			}),
+		},
+	})
+	return dlq
+}
+
+// newAlarms creates an alarm on each function's errors and throttles and on
+// the schedule DLQ's depth. Each fires on any occurrence in a 5 minute period;
+// missing data (no invocations) is not breaching. The alarms have no actions:
+// wire them to a topic or an incident tool per deployment.
+func newAlarms(stack awscdk.Stack, functions map[string]awslambda.Function, dlq awssqs.Queue) {
+	period := &awscloudwatch.MetricOptions{Period: awscdk.Duration_Minutes(jsii.Number(5))}
+	for _, spec := range functionSpecs {
+		fn := functions[spec.name]
+		id := constructID(spec.name)
+		awscloudwatch.NewAlarm(stack, jsii.String(id+"ErrorsAlarm"), &awscloudwatch.AlarmProps{
+			AlarmDescription:   jsii.String("Sandman " + spec.name + " function errors"),
+			Metric:             fn.MetricErrors(period),
+			Threshold:          jsii.Number(1),
+			EvaluationPeriods:  jsii.Number(1),
+			ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+			TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
+		})
+		awscloudwatch.NewAlarm(stack, jsii.String(id+"ThrottlesAlarm"), &awscloudwatch.AlarmProps{
+			AlarmDescription:   jsii.String("Sandman " + spec.name + " function throttles"),
+			Metric:             fn.MetricThrottles(period),
+			Threshold:          jsii.Number(1),
+			EvaluationPeriods:  jsii.Number(1),
+			ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+			TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
+		})
+	}
+	awscloudwatch.NewAlarm(stack, jsii.String("IdlePauseScheduleDLQAlarm"), &awscloudwatch.AlarmProps{
+		AlarmDescription: jsii.String("Sandman idle pause schedule events in the dead-letter queue"),
+		Metric: dlq.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{
+			Period:    awscdk.Duration_Minutes(jsii.Number(5)),
+			Statistic: jsii.String("Maximum"),
+		}),
+		Threshold:          jsii.Number(0),
+		EvaluationPeriods:  jsii.Number(1),
+		ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD,
+		TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
+	})
+}

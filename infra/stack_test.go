@@ -1,0 +1,620 @@
+package infra
+
+import (
+	"encoding/json"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/sandmanhq/sandman/internal/routes"
+	"github.com/sandmanhq/sandman/internal/tabledef"
+)
+
+// providerKeyFunctions call the sandbox provider; webhook reads the webhook
+// key; publishers put lifecycle events on the bus (the issue's grant table).
+var (
+	providerKeyFunctions = []string{routes.Sessions, routes.Resume, routes.Snapshot, routes.Reconnect, routes.IdlePause}
+	publisherFunctions   = []string{routes.Sessions, routes.Resume, routes.Snapshot, routes.Reconnect, routes.Webhook, routes.IdlePause}
+)
+
+// overrideProps sets every prop to a non-default value.
+func overrideProps(tb testing.TB) *SandmanStackProps {
+	return &SandmanStackProps{
+		FunctionsDir:               MustFunctionsDir(tb),
+		Provider:                   "local",
+		ProviderAPIKeySecretName:   "dev/provider-key",
+		WebhookSecretName:          "dev/webhook-key",
+		CORSAllowOrigins:           []string{"https://app.example.com", "https://admin.example.com"},
+		ThrottleRateLimit:          10,
+		ThrottleBurstLimit:         20,
+		TableRemovalPolicy:         awscdk.RemovalPolicy_DESTROY,
+		DisableDeletionProtection:  true,
+		DisablePointInTimeRecovery: true,
+		LogRetention:               awslogs.RetentionDays_ONE_WEEK,
+	}
+}
+
+func TestTable(t *testing.T) {
+	s := MustDefaultStack(t)
+	tables := s.ofType("AWS::DynamoDB::Table")
+	if got, want := len(tables), 1; got != want {
+		t.Fatalf("tables: got %d, want %d", got, want)
+	}
+	table := s.resource(t, s.logicalID(t, "SessionsTable"), "AWS::DynamoDB::Table")
+
+	t.Run("KeySchema", func(t *testing.T) {
+		want := []any{
+			map[string]any{"AttributeName": tabledef.PartitionKey, "KeyType": "HASH"},
+			map[string]any{"AttributeName": tabledef.SortKey, "KeyType": "RANGE"},
+		}
+		if got := prop(table, "KeySchema"); !same(got, want) {
+			t.Errorf("KeySchema: got %s, want %s", canonical(got), canonical(want))
+		}
+	})
+
+	t.Run("AttributeDefinitions", func(t *testing.T) {
+		want := map[string]string{tabledef.PartitionKey: tabledef.TypeString, tabledef.SortKey: tabledef.TypeString}
+		for _, ix := range tabledef.Indexes {
+			want[ix.PartitionKey] = ix.PartitionType
+			if ix.SortKey != "" {
+				want[ix.SortKey] = ix.SortType
+			}
+		}
+		got := make(map[string]string)
+		for _, d := range prop(table, "AttributeDefinitions").([]any) {
+			d := d.(map[string]any)
+			got[d["AttributeName"].(string)] = d["AttributeType"].(string)
+		}
+		if !same(got, want) {
+			t.Errorf("AttributeDefinitions: got %s, want %s", canonical(got), canonical(want))
+		}
+	})
+
+	t.Run("GlobalSecondaryIndexes", func(t *testing.T) {
+		var want []any
+		for _, ix := range tabledef.Indexes {
+			schema := []any{map[string]any{"AttributeName": ix.PartitionKey, "KeyType": "HASH"}}
+			if ix.SortKey != "" {
+				schema = append(schema, map[string]any{"AttributeName": ix.SortKey, "KeyType": "RANGE"})
+			}
+			want = append(want, map[string]any{
+				"IndexName":  ix.Name,
+				"KeySchema":  schema,
+				"Projection": map[string]any{"ProjectionType": "ALL"},
+			})
+		}
+		if got := prop(table, "GlobalSecondaryIndexes"); !same(got, want) {
+			t.Errorf("GlobalSecondaryIndexes: got %s, want %s", canonical(got), canonical(want))
+		}
+	})
+
+	t.Run("TTL", func(t *testing.T) {
+		want := map[string]any{"AttributeName": tabledef.TTLAttribute, "Enabled": true}
+		if got := prop(table, "TimeToLiveSpecification"); !same(got, want) {
+			t.Errorf("TimeToLiveSpecification: got %s, want %s", canonical(got), canonical(want))
+		}
+	})
+
+	t.Run("Defaults", func(t *testing.T) {
+		if got, want := prop(table, "BillingMode"), "PAY_PER_REQUEST"; got != want {
+			t.Errorf("BillingMode: got %v, want %v", got, want)
+		}
+		if got, want := prop(table, "PointInTimeRecoverySpecification"), map[string]any{"PointInTimeRecoveryEnabled": true}; !same(got, want) {
+			t.Errorf("PointInTimeRecoverySpecification: got %s, want %s", canonical(got), canonical(want))
+		}
+		if got, want := prop(table, "DeletionProtectionEnabled"), true; got != want {
+			t.Errorf("DeletionProtectionEnabled: got %v, want %v", got, want)
+		}
+		if got, want := table.DeletionPolicy, "Retain"; got != want {
+			t.Errorf("DeletionPolicy: got %q, want %q", got, want)
+		}
+		if got, want := table.UpdateReplacePolicy, "Retain"; got != want {
+			t.Errorf("UpdateReplacePolicy: got %q, want %q", got, want)
+		}
+	})
+
+	t.Run("Overrides", func(t *testing.T) {
+		o := MustSynth(t, overrideProps(t))
+		table := o.resource(t, o.logicalID(t, "SessionsTable"), "AWS::DynamoDB::Table")
+		if got, want := prop(table, "PointInTimeRecoverySpecification"), map[string]any{"PointInTimeRecoveryEnabled": false}; !same(got, want) {
+			t.Errorf("PointInTimeRecoverySpecification: got %s, want %s", canonical(got), canonical(want))
+		}
+		if got, want := prop(table, "DeletionProtectionEnabled"), false; got != want {
+			t.Errorf("DeletionProtectionEnabled: got %v, want %v", got, want)
+		}
+		if got, want := table.DeletionPolicy, "Delete"; got != want {
+			t.Errorf("DeletionPolicy: got %q, want %q", got, want)
+		}
+	})
+}
+
+func TestFunctions(t *testing.T) {
+	s := MustDefaultStack(t)
+	mustMatch(t, "function count", func() {
+		s.template.ResourceCountIs(jsii.String("AWS::Lambda::Function"), jsii.Number(len(routes.Functions)))
+	})
+	mustMatch(t, "every function is provided.al2023 on arm64 with active tracing and JSON logs", func() {
+		s.template.AllResourcesProperties(jsii.String("AWS::Lambda::Function"), map[string]any{
+			"Runtime":       "provided.al2023",
+			"Architectures": []string{"arm64"},
+			"Handler":       "bootstrap",
+			"TracingConfig": map[string]any{"Mode": "Active"},
+			"LoggingConfig": assertions.Match_ObjectLike(&map[string]any{"LogFormat": "JSON", "ApplicationLogLevel": "INFO"}),
+		})
+	})
+
+	tableID, busID := s.logicalID(t, "SessionsTable"), s.logicalID(t, "EventBus")
+	for _, name := range routes.Functions {
+		t.Run(name, func(t *testing.T) {
+			fn := s.resource(t, s.functionID(t, name), "AWS::Lambda::Function")
+			if got, want := prop(fn, "Runtime"), "provided.al2023"; got != want {
+				t.Errorf("Runtime: got %v, want %v", got, want)
+			}
+			if got, want := prop(fn, "Architectures"), []any{"arm64"}; !same(got, want) {
+				t.Errorf("Architectures: got %v, want %v", got, want)
+			}
+			if got, want := prop(fn, "Handler"), "bootstrap"; got != want {
+				t.Errorf("Handler: got %v, want %v", got, want)
+			}
+			if got, want := prop(fn, "TracingConfig"), map[string]any{"Mode": "Active"}; !same(got, want) {
+				t.Errorf("TracingConfig: got %s, want %s", canonical(got), canonical(want))
+			}
+			logsID := s.logicalID(t, constructID(name)+"Logs")
+			wantLogging := map[string]any{"LogFormat": "JSON", "ApplicationLogLevel": "INFO", "SystemLogLevel": "WARN", "LogGroup": ref(logsID)}
+			if got := prop(fn, "LoggingConfig"); !same(got, wantLogging) {
+				t.Errorf("LoggingConfig: got %s, want %s", canonical(got), canonical(wantLogging))
+			}
+			logs := s.resource(t, logsID, "AWS::Logs::LogGroup")
+			if got, want := prop(logs, "RetentionInDays"), 30.0; got != want {
+				t.Errorf("log RetentionInDays: got %v, want %v", got, want)
+			}
+			if got, want := prop(fn, "Role"), getAtt(s.logicalID(t, constructID(name)+"Role"), "Arn"); !same(got, want) {
+				t.Errorf("Role: got %s, want %s", canonical(got), canonical(want))
+			}
+			if _, ok := prop(fn, "Code").(map[string]any)["S3Key"]; !ok {
+				t.Errorf("Code: got %s, want an S3 asset", canonical(prop(fn, "Code")))
+			}
+
+			timeout, _ := prop(fn, "Timeout").(float64)
+			switch name {
+			case routes.IdlePause:
+				if timeout < 240 || timeout >= 300 {
+					t.Errorf("Timeout: got %v s, want 240..299 s (under the 5 minute schedule)", timeout)
+				}
+			case routes.Reconnect:
+				if timeout < 20 || timeout > 29 {
+					t.Errorf("Timeout: got %v s, want 20..29 s (15 s probe, under API Gateway's 30 s)", timeout)
+				}
+			default:
+				if timeout < 10 || timeout > 29 {
+					t.Errorf("Timeout: got %v s, want 10..29 s (under API Gateway's 30 s)", timeout)
+				}
+			}
+			if memory, _ := prop(fn, "MemorySize").(float64); memory < 128 {
+				t.Errorf("MemorySize: got %v MB, want at least 128", memory)
+			}
+
+			wantEnv := map[string]any{EnvTable: ref(tableID), EnvEventBus: ref(busID), EnvProvider: "e2b"}
+			if slices.Contains(providerKeyFunctions, name) {
+				wantEnv[EnvProviderAPIKeySecret] = DefaultProviderAPIKeySecretName
+			}
+			if name == routes.Webhook {
+				wantEnv[EnvWebhookSigningKeySecret] = DefaultWebhookSecretName
+			}
+			gotEnv := prop(fn, "Environment").(map[string]any)["Variables"]
+			if !same(gotEnv, wantEnv) {
+				t.Errorf("Environment: got %s, want %s", canonical(gotEnv), canonical(wantEnv))
+			}
+
+			reserved, hasReserved := prop(fn, "ReservedConcurrentExecutions").(float64)
+			if name == routes.IdlePause {
+				if got, want := reserved, 1.0; !hasReserved || got != want {
+					t.Errorf("ReservedConcurrentExecutions: got %v, want %v", prop(fn, "ReservedConcurrentExecutions"), want)
+				}
+			} else if hasReserved {
+				t.Errorf("ReservedConcurrentExecutions: got %v, want unset", reserved)
+			}
+		})
+	}
+
+	t.Run("Overrides", func(t *testing.T) {
+		o := MustSynth(t, overrideProps(t))
+		fn := o.resource(t, o.functionID(t, routes.Sessions), "AWS::Lambda::Function")
+		env := prop(fn, "Environment").(map[string]any)["Variables"].(map[string]any)
+		if got, want := env[EnvProvider], "local"; got != want {
+			t.Errorf("%s: got %v, want %v", EnvProvider, got, want)
+		}
+		if got, want := env[EnvProviderAPIKeySecret], "dev/provider-key"; got != want {
+			t.Errorf("%s: got %v, want %v", EnvProviderAPIKeySecret, got, want)
+		}
+		webhook := o.resource(t, o.functionID(t, routes.Webhook), "AWS::Lambda::Function")
+		if got, want := prop(webhook, "Environment").(map[string]any)["Variables"].(map[string]any)[EnvWebhookSigningKeySecret], "dev/webhook-key"; got != want {
+			t.Errorf("%s: got %v, want %v", EnvWebhookSigningKeySecret, got, want)
+		}
+		logs := o.resource(t, o.logicalID(t, constructID(routes.Sessions)+"Logs"), "AWS::Logs::LogGroup")
+		if got, want := prop(logs, "RetentionInDays"), 7.0; got != want {
+			t.Errorf("log RetentionInDays: got %v, want %v", got, want)
+		}
+	})
+}
+
+func TestSchedule(t *testing.T) {
+	s := MustDefaultStack(t)
+	fnID := s.functionID(t, routes.IdlePause)
+	dlqID := s.logicalID(t, "IdlePauseScheduleDLQ")
+	ruleID := s.logicalID(t, "IdlePauseSchedule")
+
+	rules := s.ofType("AWS::Events::Rule")
+	if got, want := len(rules), 1; got != want {
+		t.Fatalf("rules: got %d, want %d", got, want)
+	}
+	rule := s.resource(t, ruleID, "AWS::Events::Rule")
+	if got, want := prop(rule, "ScheduleExpression"), routes.ScheduleExpression; got != want {
+		t.Errorf("ScheduleExpression: got %v, want %v", got, want)
+	}
+	if got, want := prop(rule, "State"), "ENABLED"; got != want {
+		t.Errorf("State: got %v, want %v", got, want)
+	}
+	if _, ok := rule.Properties["EventBusName"]; ok {
+		t.Errorf("EventBusName: got %v, want the default bus (schedules run only there)", prop(rule, "EventBusName"))
+	}
+	targets, _ := prop(rule, "Targets").([]any)
+	if got, want := len(targets), 1; got != want {
+		t.Fatalf("targets: got %d, want %d", got, want)
+	}
+	target := targets[0].(map[string]any)
+	if got, want := target["Arn"], getAtt(fnID, "Arn"); !same(got, want) {
+		t.Errorf("target Arn: got %s, want %s", canonical(got), canonical(want))
+	}
+	if got, want := target["DeadLetterConfig"], map[string]any{"Arn": getAtt(dlqID, "Arn")}; !same(got, want) {
+		t.Errorf("target DeadLetterConfig: got %s, want %s", canonical(got), canonical(want))
+	}
+	if got, want := target["RetryPolicy"], map[string]any{"MaximumEventAgeInSeconds": 300, "MaximumRetryAttempts": 2}; !same(got, want) {
+		t.Errorf("target RetryPolicy: got %s, want %s", canonical(got), canonical(want))
+	}
+
+	t.Run("InvokePermission", func(t *testing.T) {
+		mustMatch(t, "EventBridge may invoke idlepause from this rule only", func() {
+			s.template.HasResourceProperties(jsii.String("AWS::Lambda::Permission"), map[string]any{
+				"Action":       "lambda:InvokeFunction",
+				"FunctionName": getAtt(fnID, "Arn"),
+				"Principal":    "events.amazonaws.com",
+				"SourceArn":    getAtt(ruleID, "Arn"),
+			})
+		})
+	})
+
+	t.Run("AsyncInvokeConfig", func(t *testing.T) {
+		configs := s.ofType("AWS::Lambda::EventInvokeConfig")
+		if got, want := len(configs), 1; got != want {
+			t.Fatalf("event invoke configs: got %d, want %d", got, want)
+		}
+		for _, c := range configs {
+			if got, want := prop(c, "FunctionName"), ref(fnID); !same(got, want) {
+				t.Errorf("FunctionName: got %s, want %s", canonical(got), canonical(want))
+			}
+			if got, want := prop(c, "MaximumRetryAttempts"), 0.0; got != want {
+				t.Errorf("MaximumRetryAttempts: got %v, want %v", got, want)
+			}
+			if age, _ := prop(c, "MaximumEventAgeInSeconds").(float64); age < 60 || age >= 300 {
+				t.Errorf("MaximumEventAgeInSeconds: got %v, want 60..299 (dropped before the next tick)", age)
+			}
+		}
+	})
+
+	t.Run("DeadLetterQueue", func(t *testing.T) {
+		if got, want := len(s.ofType("AWS::SQS::Queue")), 1; got != want {
+			t.Fatalf("queues: got %d, want %d", got, want)
+		}
+		dlq := s.resource(t, dlqID, "AWS::SQS::Queue")
+		if got, want := prop(dlq, "SqsManagedSseEnabled"), true; got != want {
+			t.Errorf("SqsManagedSseEnabled: got %v, want %v", got, want)
+		}
+		if got, want := prop(dlq, "MessageRetentionPeriod"), 1209600.0; got != want {
+			t.Errorf("MessageRetentionPeriod: got %v s, want %v s (14 days)", got, want)
+		}
+		mustMatch(t, "the queue policy denies requests without TLS", func() {
+			s.template.HasResourceProperties(jsii.String("AWS::SQS::QueuePolicy"), map[string]any{
+				"Queues": []any{ref(dlqID)},
+				"PolicyDocument": map[string]any{
+					"Statement": assertions.Match_ArrayWith(&[]any{
+						assertions.Match_ObjectLike(&map[string]any{
+							"Effect":    "Deny",
+							"Condition": map[string]any{"Bool": map[string]any{"aws:SecureTransport": "false"}},
+						}),
+					}),
+				},
+			})
+		})
+	})
+}
+
+func TestEventBus(t *testing.T) {
+	s := MustDefaultStack(t)
+	if got, want := len(s.ofType("AWS::Events::EventBus")), 1; got != want {
+		t.Fatalf("event buses: got %d, want %d", got, want)
+	}
+	s.resource(t, s.logicalID(t, "EventBus"), "AWS::Events::EventBus")
+}
+
+func TestRoutes(t *testing.T) {
+	s := MustDefaultStack(t)
+	apiID := s.logicalID(t, "HttpApi")
+
+	got := make(map[string]cfnResource)
+	for _, r := range s.ofType("AWS::ApiGatewayV2::Route") {
+		key, _ := prop(r, "RouteKey").(string)
+		if _, dup := got[key]; dup {
+			t.Errorf("route %q defined twice", key)
+		}
+		got[key] = r
+	}
+	var want []string
+	for _, r := range routes.Table {
+		want = append(want, r.Key())
+	}
+	if !same(keys(got), sorted(want)) {
+		t.Fatalf("route keys: got %v, want %v", keys(got), sorted(want))
+	}
+
+	for _, r := range routes.Table {
+		t.Run(r.Key(), func(t *testing.T) {
+			route := got[r.Key()]
+			if got, want := prop(route, "ApiId"), ref(apiID); !same(got, want) {
+				t.Errorf("ApiId: got %s, want %s", canonical(got), canonical(want))
+			}
+			// Target is {"Fn::Join": ["", ["integrations/", {"Ref": <integration>}]]}.
+			join, _ := prop(route, "Target").(map[string]any)["Fn::Join"].([]any)
+			if len(join) != 2 {
+				t.Fatalf("Target: got %s, want a Fn::Join", canonical(prop(route, "Target")))
+			}
+			parts, _ := join[1].([]any)
+			if len(parts) != 2 || parts[0] != "integrations/" {
+				t.Fatalf("Target: got %s, want integrations/<ref>", canonical(prop(route, "Target")))
+			}
+			integrationID, _ := parts[1].(map[string]any)["Ref"].(string)
+			integration := s.resource(t, integrationID, "AWS::ApiGatewayV2::Integration")
+			if got, want := prop(integration, "IntegrationType"), "AWS_PROXY"; got != want {
+				t.Errorf("IntegrationType: got %v, want %v", got, want)
+			}
+			if got, want := prop(integration, "PayloadFormatVersion"), "2.0"; got != want {
+				t.Errorf("PayloadFormatVersion: got %v, want %v", got, want)
+			}
+			if got, want := prop(integration, "IntegrationUri"), getAtt(s.functionID(t, r.Function), "Arn"); !same(got, want) {
+				t.Errorf("IntegrationUri: got %s, want %s (function %s)", canonical(got), canonical(want), r.Function)
+			}
+		})
+	}
+
+	t.Run("InvokePermissions", func(t *testing.T) {
+		perRoute := make(map[string]int)
+		for _, r := range routes.Table {
+			perRoute[r.Function]++
+		}
+		for _, name := range routes.Functions {
+			fnID := s.functionID(t, name)
+			n := 0
+			for _, p := range s.ofType("AWS::Lambda::Permission") {
+				if same(prop(p, "FunctionName"), getAtt(fnID, "Arn")) && prop(p, "Principal") == "apigateway.amazonaws.com" {
+					n++
+				}
+			}
+			if got, want := n, perRoute[name]; got != want {
+				t.Errorf("API Gateway invoke permissions of %s: got %d, want %d (one per route)", name, got, want)
+			}
+		}
+	})
+}
+
+func TestHTTPAPI(t *testing.T) {
+	s := MustDefaultStack(t)
+	if got, want := len(s.ofType("AWS::ApiGatewayV2::Api")), 1; got != want {
+		t.Fatalf("APIs: got %d, want %d", got, want)
+	}
+	api := s.resource(t, s.logicalID(t, "HttpApi"), "AWS::ApiGatewayV2::Api")
+	if got, want := prop(api, "ProtocolType"), "HTTP"; got != want {
+		t.Errorf("ProtocolType: got %v, want %v", got, want)
+	}
+
+	t.Run("CORS", func(t *testing.T) {
+		cors, _ := prop(api, "CorsConfiguration").(map[string]any)
+		if got, want := cors["AllowOrigins"], []any{"*"}; !same(got, want) {
+			t.Errorf("AllowOrigins: got %v, want %v", got, want)
+		}
+		if got, want := cors["AllowHeaders"], []any{"Authorization", "x-api-key", "Content-Type", "Idempotency-Key"}; !same(got, want) {
+			t.Errorf("AllowHeaders: got %v, want %v", got, want)
+		}
+		methods := strs(cors["AllowMethods"])
+		for _, m := range []string{"GET", "POST", "DELETE", "OPTIONS"} {
+			if !slices.Contains(methods, m) {
+				t.Errorf("AllowMethods: got %v, want it to contain %s", methods, m)
+			}
+		}
+	})
+
+	t.Run("DefaultStage", func(t *testing.T) {
+		stages := s.ofType("AWS::ApiGatewayV2::Stage")
+		if got, want := len(stages), 1; got != want {
+			t.Fatalf("stages: got %d, want %d", got, want)
+		}
+		stage := s.resource(t, s.logicalID(t, "HttpApiDefaultStage"), "AWS::ApiGatewayV2::Stage")
+		if got, want := prop(stage, "StageName"), "$default"; got != want {
+			t.Errorf("StageName: got %v, want %v", got, want)
+		}
+		if got, want := prop(stage, "AutoDeploy"), true; got != want {
+			t.Errorf("AutoDeploy: got %v, want %v", got, want)
+		}
+		wantThrottle := map[string]any{"ThrottlingRateLimit": DefaultThrottleRateLimit, "ThrottlingBurstLimit": DefaultThrottleBurstLimit}
+		if got := prop(stage, "DefaultRouteSettings"); !same(got, wantThrottle) {
+			t.Errorf("DefaultRouteSettings: got %s, want %s", canonical(got), canonical(wantThrottle))
+		}
+		logs, _ := prop(stage, "AccessLogSettings").(map[string]any)
+		logsID := s.logicalID(t, "HttpApiAccessLogs")
+		if got, want := logs["DestinationArn"], getAtt(logsID, "Arn"); !same(got, want) {
+			t.Errorf("access log DestinationArn: got %s, want %s", canonical(got), canonical(want))
+		}
+		format, _ := logs["Format"].(string)
+		var fields map[string]string
+		if err := json.Unmarshal([]byte(format), &fields); err != nil {
+			t.Errorf("access log Format %q is not a JSON object of strings: %v", format, err)
+		}
+		for _, v := range []string{"$context.requestId", "$context.routeKey", "$context.status", "$context.identity.sourceIp"} {
+			if !slices.Contains(mapValues(fields), v) {
+				t.Errorf("access log Format: got %q, want it to log %s", format, v)
+			}
+		}
+		if got, want := prop(s.resource(t, logsID, "AWS::Logs::LogGroup"), "RetentionInDays"), 30.0; got != want {
+			t.Errorf("access log RetentionInDays: got %v, want %v", got, want)
+		}
+	})
+
+	t.Run("Overrides", func(t *testing.T) {
+		o := MustSynth(t, overrideProps(t))
+		api := o.resource(t, o.logicalID(t, "HttpApi"), "AWS::ApiGatewayV2::Api")
+		if got, want := prop(api, "CorsConfiguration").(map[string]any)["AllowOrigins"], []any{"https://app.example.com", "https://admin.example.com"}; !same(got, want) {
+			t.Errorf("AllowOrigins: got %v, want %v", got, want)
+		}
+		stage := o.resource(t, o.logicalID(t, "HttpApiDefaultStage"), "AWS::ApiGatewayV2::Stage")
+		if got, want := prop(stage, "DefaultRouteSettings"), map[string]any{"ThrottlingRateLimit": 10, "ThrottlingBurstLimit": 20}; !same(got, want) {
+			t.Errorf("DefaultRouteSettings: got %s, want %s", canonical(got), canonical(want))
+		}
+	})
+}
+
+// mapValues returns m's values.
+func mapValues(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for _, v := range m {
+		out = append(out, v)
+	}
+	return out
+}
+
+func TestAlarms(t *testing.T) {
+	s := MustDefaultStack(t)
+	alarms := s.ofType("AWS::CloudWatch::Alarm")
+	if got, want := len(alarms), 2*len(routes.Functions)+1; got != want {
+		t.Errorf("alarms: got %d, want %d (errors and throttles per function, DLQ depth)", got, want)
+	}
+	// find returns the alarms on metric in namespace with the given dimension.
+	find := func(namespace, metric string, dimension map[string]any) []cfnResource {
+		var out []cfnResource
+		for _, a := range alarms {
+			if prop(a, "Namespace") == namespace && prop(a, "MetricName") == metric && same(prop(a, "Dimensions"), []any{dimension}) {
+				out = append(out, a)
+			}
+		}
+		return out
+	}
+	for _, name := range routes.Functions {
+		for _, metric := range []string{"Errors", "Throttles"} {
+			t.Run(name+"/"+metric, func(t *testing.T) {
+				found := find("AWS/Lambda", metric, map[string]any{"Name": "FunctionName", "Value": ref(s.functionID(t, name))})
+				if got, want := len(found), 1; got != want {
+					t.Fatalf("alarms: got %d, want %d", got, want)
+				}
+				a := found[0]
+				if got, want := prop(a, "ComparisonOperator"), "GreaterThanOrEqualToThreshold"; got != want {
+					t.Errorf("ComparisonOperator: got %v, want %v", got, want)
+				}
+				if got, want := prop(a, "Threshold"), 1.0; got != want {
+					t.Errorf("Threshold: got %v, want %v", got, want)
+				}
+				if got, want := prop(a, "TreatMissingData"), "notBreaching"; got != want {
+					t.Errorf("TreatMissingData: got %v, want %v", got, want)
+				}
+			})
+		}
+	}
+	t.Run("DLQDepth", func(t *testing.T) {
+		dlqID := s.logicalID(t, "IdlePauseScheduleDLQ")
+		found := find("AWS/SQS", "ApproximateNumberOfMessagesVisible", map[string]any{"Name": "QueueName", "Value": getAtt(dlqID, "QueueName")})
+		if got, want := len(found), 1; got != want {
+			t.Fatalf("alarms: got %d, want %d", got, want)
+		}
+		a := found[0]
+		if got, want := prop(a, "ComparisonOperator"), "GreaterThanThreshold"; got != want {
+			t.Errorf("ComparisonOperator: got %v, want %v", got, want)
+		}
+		if got, want := prop(a, "Threshold"), 0.0; got != want {
+			t.Errorf("Threshold: got %v, want %v", got, want)
+		}
+		if got, want := prop(a, "Statistic"), "Maximum"; got != want {
+			t.Errorf("Statistic: got %v, want %v", got, want)
+		}
+	})
+}
+
+func TestOutputs(t *testing.T) {
+	s := MustDefaultStack(t)
+	apiURL, ok := s.doc.Outputs["ApiUrl"]
+	if !ok {
+		t.Fatalf("outputs: got %v, want ApiUrl", keys(s.doc.Outputs))
+	}
+	if url := canonical(apiURL.Value); !strings.Contains(url, `"Ref": "`+s.logicalID(t, "HttpApi")+`"`) || !strings.Contains(url, ".execute-api.") {
+		t.Errorf("ApiUrl: got %s, want the HTTP API's execute-api URL", url)
+	}
+	for name, want := range map[string]any{
+		"TableName":    ref(s.logicalID(t, "SessionsTable")),
+		"EventBusName": ref(s.logicalID(t, "EventBus")),
+	} {
+		out, ok := s.doc.Outputs[name]
+		if !ok {
+			t.Errorf("outputs: got %v, want %s", keys(s.doc.Outputs), name)
+			continue
+		}
+		if !same(out.Value, want) {
+			t.Errorf("%s: got %s, want %s", name, canonical(out.Value), canonical(want))
+		}
+		if out.Description == "" {
+			t.Errorf("%s: no description", name)
+		}
+	}
+}
+
+func TestCheckFunctionsDir(t *testing.T) {
+	t.Run("OK", func(t *testing.T) {
+		if err := CheckFunctionsDir(MustFunctionsDir(t)); err != nil {
+			t.Errorf("CheckFunctionsDir: %v", err)
+		}
+	})
+	t.Run("ErrMissing", func(t *testing.T) {
+		dir := MustFunctionsDir(t)
+		if err := os.Remove(BootstrapPath(dir, routes.Reconnect)); err != nil {
+			t.Fatal(err)
+		}
+		err := CheckFunctionsDir(dir)
+		if err == nil || !strings.Contains(err.Error(), routes.Reconnect) {
+			t.Errorf("CheckFunctionsDir: got %v, want an error naming %s", err, routes.Reconnect)
+		}
+	})
+	t.Run("ErrNotAFile", func(t *testing.T) {
+		dir := MustFunctionsDir(t)
+		path := BootstrapPath(dir, routes.Status)
+		if err := os.Remove(path); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Mkdir(path, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := CheckFunctionsDir(dir); err == nil {
+			t.Error("CheckFunctionsDir: got nil, want an error for a directory named bootstrap")
+		}
+	})
+}
+
+func TestFunctionSpecsCoverRoutes(t *testing.T) {
+	var names []string
+	for _, spec := range functionSpecs {
+		names = append(names, spec.name)
+	}
+	if got, want := names, routes.Functions; !same(got, want) {
+		t.Errorf("functionSpecs: got %v, want routes.Functions %v", got, want)
+	}
+}

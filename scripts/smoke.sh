@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# smoke.sh drives the local stack over real HTTP, as a newcomer would with
+# curl: it builds the sandman binary, starts `sandman run` on a free loopback
+# port with a 2 s sweep interval and its own state folder, and then
+#   creates a `web` session and fetches its preview URL, heartbeats, reads
+#   status, snapshots twice, reconnects (paused, and the sandbox process stays
+#   stopped), restarts the stack (sessions and paused sandboxes survive),
+#   resumes and fetches the preview again, lets a session with a 60 s idle
+#   timeout go idle and sees the sweep pause it (status paused, an event with
+#   reason idle in events.jsonl), deletes everything, stops the stack and
+#   checks that no sandbox process is left.
+# It prints one line per check and ends with "smoke: N passed, M failed".
+set -euo pipefail
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$repo"
+for tool in curl jq; do
+  if ! command -v "$tool" >/dev/null; then
+    echo "smoke: installing $tool" >&2
+    (apt-get update -qq && apt-get install -y -qq "$tool") >/dev/null
+  fi
+done
+
+go build -o build/sandman ./internal/cmd/sandman
+state="$(mktemp -d /tmp/sandman-smoke.XXXXXX)"
+passed=0 failed=0 pid=""
+
+ok()   { passed=$((passed + 1)); echo "ok   $*"; }
+fail() { failed=$((failed + 1)); echo "FAIL $*"; }
+check() { # check NAME GOT WANT
+  if [ "$2" = "$3" ]; then ok "$1"; else fail "$1: got '$2', want '$3'"; fi
+}
+
+start_stack() {
+  : > "$state/out.log"
+  SANDMAN_ADDR=127.0.0.1:0 SANDMAN_STATE_DIR="$state" SANDMAN_SWEEP_INTERVAL=2s \
+    ./build/sandman run >"$state/out.log" 2>>"$state/err.log" &
+  pid=$!
+  for _ in $(seq 1 120); do
+    base="$(sed -n 's/^Sandman is ready on \(http[^ ]*\).*/\1/p' "$state/out.log")"
+    [ -n "$base" ] && break
+    kill -0 "$pid" 2>/dev/null || { tail -20 "$state/err.log"; echo "smoke: sandman run exited"; exit 1; }
+    sleep 0.5
+  done
+  [ -n "$base" ] || { tail -20 "$state/err.log"; echo "smoke: sandman run never got ready"; exit 1; }
+  key="$(cat "$state/dev_api_key")"
+}
+
+stop_stack() {
+  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+    kill -INT "$pid"
+    wait "$pid" || true
+  fi
+  pid=""
+}
+
+cleanup() {
+  stop_stack
+  # leave nothing behind even when a check failed half way
+  for f in "$state"/sandboxes/*/sandbox.json; do
+    [ -f "$f" ] && kill -KILL -- "-$(jq -r .pgid "$f")" 2>/dev/null || true
+  done
+  bash scripts/dynamodb-local.sh stop --pidfile "$state/dynamodb-local.pid" >/dev/null 2>&1 || true
+  rm -rf "$state"
+}
+trap cleanup EXIT
+
+api() { # api METHOD PATH [BODY] -> body on stdout, status in $code
+  local out
+  out="$(curl -s -w '\n%{http_code}' -X "$1" "$base$2" -H "x-api-key: $key" \
+    -H 'content-type: application/json' ${3:+-d "$3"})"
+  code="${out##*$'\n'}"
+  body="${out%$'\n'*}"
+}
+
+proc_state() { # proc_state SESSION_SANDBOX_ID -> the sandbox process state letter, or "gone"
+  local f="$state/sandboxes/$1/sandbox.json" p
+  [ -f "$f" ] || { echo gone; return; }
+  p="$(jq -r .pid "$f")"
+  [ -r "/proc/$p/stat" ] || { echo gone; return; }
+  sed 's/.*) \(.\).*/\1/' "/proc/$p/stat"
+}
+
+start_stack
+echo "smoke: stack at $base, state in $state"
+
+api POST /v1/sessions '{"template":"web","idle_timeout_seconds":600}'
+check "create web session: 201" "$code" 201
+id="$(jq -r .id <<<"$body")"; sandbox="$(jq -r .sandbox_id <<<"$body")"; url="$(jq -r .preview_url <<<"$body")"
+check "create web session: running" "$(jq -r .state <<<"$body")" running
+check "preview URL answers" "$(curl -s -m 5 -o /dev/null -w '%{http_code}' "$url")" 200
+
+api POST "/v1/sessions/$id/activity"
+check "heartbeat: 204" "$code" 204
+api GET "/v1/sessions/$id/status"
+check "status: running" "$(jq -r '.state + " " + (.sandbox_paused|tostring)' <<<"$body")" "running false"
+
+api POST "/v1/sessions/$id/snapshot"
+check "snapshot 1: 200 paused" "$code $(jq -r .paused <<<"$body")" "200 true"
+api POST "/v1/sessions/$id/snapshot"
+check "snapshot 2: 200 paused" "$code $(jq -r .paused <<<"$body")" "200 true"
+check "sandbox process stopped (T)" "$(proc_state "$sandbox")" T
+
+api GET "/v1/sessions/$id/reconnect"
+check "reconnect: paused" "$code $(jq -r .status <<<"$body")" "200 paused"
+check "reconnect did not wake the sandbox" "$(proc_state "$sandbox")" T
+check "preview does not answer while paused" "$(curl -s -m 1 -o /dev/null -w '%{http_code}' "$url" || true)" 000
+
+stop_stack
+check "sandbox stays paused while the stack is down" "$(proc_state "$sandbox")" T
+start_stack
+echo "smoke: restarted at $base"
+api GET "/v1/sessions/$id/status"
+check "after restart: session kept, paused" "$code $(jq -r .state <<<"$body")" "200 paused"
+
+api POST "/v1/sessions/$id/resume"
+check "resume after restart: 200 running" "$code $(jq -r .session.state <<<"$body")" "200 running"
+url="$(jq -r .preview_url <<<"$body")"
+check "preview answers again" "$(curl -s -m 5 -o /dev/null -w '%{http_code}' "$url")" 200
+
+api POST /v1/sessions '{"template":"base","idle_timeout_seconds":60}'
+check "create idle candidate: 201" "$code" 201
+idle_id="$(jq -r .id <<<"$body")"; idle_sandbox="$(jq -r .sandbox_id <<<"$body")"
+state_now=""
+for _ in $(seq 1 60); do # the deadline is 60 s out; the sweep runs every 2 s
+  api GET "/v1/sessions/$idle_id/status"
+  state_now="$(jq -r .state <<<"$body")"
+  [ "$state_now" = paused ] && break
+  sleep 2
+done
+check "idle session paused by the sweep" "$state_now" paused
+check "idle pause event in events.jsonl" \
+  "$(jq -c --arg id "$idle_id" 'select(.detail.session_id == $id and .detail.to == "paused") | .detail.reason' "$state/events.jsonl" | head -1)" '"idle"'
+check "idle sandbox process stopped (T)" "$(proc_state "$idle_sandbox")" T
+
+for s in "$id" "$idle_id"; do
+  api DELETE "/v1/sessions/$s"
+  check "delete $s: 200 killed" "$code $(jq -r .state <<<"$body")" "200 killed"
+done
+api DELETE "/v1/sessions/$id"
+check "delete twice: 200" "$code" 200
+stop_stack
+
+left=0
+for p in /proc/[0-9]*; do
+  if tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -q -- "$state/sandboxes"; then left=$((left + 1)); fi
+done
+check "no sandbox process left" "$left" 0
+check "no sandbox directory left" "$(find "$state/sandboxes" -mindepth 1 -maxdepth 1 | wc -l)" 0
+
+echo "smoke: $passed passed, $failed failed"
+[ "$failed" = 0 ]
