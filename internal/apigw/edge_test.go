@@ -39,10 +39,15 @@ func TestAuth(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ev := MustEvent(t, "sessions-list.json")
+			// Removals first: withHeader matches any case, so removing
+			// "x-api-key" after setting "X-Api-Key" would drop both.
 			for k, v := range tc.headers {
 				if v == "" {
 					withHeader(k, "")(&ev)
-				} else {
+				}
+			}
+			for k, v := range tc.headers {
+				if v != "" {
 					ev.Headers[k] = v // exact case, as a non-AWS caller might send it
 				}
 			}

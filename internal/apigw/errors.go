@@ -2,10 +2,7 @@ package apigw
 
 import (
 	"errors"
-	"fmt"
 	"net/http"
-	"strconv"
-	"time"
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 )
@@ -33,39 +30,29 @@ func StatusFor(code lifecycle.Code) int {
 	return http.StatusInternalServerError
 }
 
-// errorBody is the error envelope of DESIGN.md ("HTTP API").
-type errorBody struct {
-	Status    string `json:"status"`     // always "error"
-	Error     string `json:"error"`      // a human sentence
-	ErrorType string `json:"error_type"` // the code, or a more specific type such as sandbox_paused
-}
-
-// internalMessage is the sentence of every 500: the detail goes to the log.
-const internalMessage = "something went wrong on our side; if it keeps happening, report request id %s"
-
-// mapError turns err into the error response and reports whether it is an
-// application error (one a caller can act on) rather than a bug.
-func mapError(err error, requestID string) (response, bool) {
-	var le *lifecycle.Error
-	if errors.As(err, &le) && le.Code != lifecycle.CodeInternal {
-		if status, ok := statusByCode[le.Code]; ok {
-			resp := response{status: status, body: errorBody{Status: "error", Error: le.Message, ErrorType: le.ErrorType()}}
-			if le.RetryAfter > 0 {
-				resp.headers = map[string]string{"Retry-After": retryAfterSeconds(le.RetryAfter)}
-			}
-			return resp, true
-		}
+// ErrorType returns the error_type Responder.Error answers err with: the
+// type of the *lifecycle.Error in err's chain (lifecycle.Error.ErrorType,
+// such as "not_found" or "sandbox_paused") when it is an application error,
+// and "internal" for anything else. Handlers log it next to the status.
+func ErrorType(err error) string {
+	if le, ok := appError(err); ok {
+		return le.ErrorType()
 	}
-	return response{status: http.StatusInternalServerError, body: errorBody{
-		Status: "error", Error: fmt.Sprintf(internalMessage, requestID), ErrorType: string(lifecycle.CodeInternal),
-	}}, false
+	return string(lifecycle.CodeInternal)
 }
 
-// retryAfterSeconds formats d as a Retry-After value: whole seconds, rounded
-// up, at least 1 (RFC 9110 section 10.2.3).
-func retryAfterSeconds(d time.Duration) string {
-	s := int64((d + time.Second - 1) / time.Second)
-	return strconv.FormatInt(max(s, 1), 10)
+// appError returns the *lifecycle.Error in err's chain when it is one a
+// caller can act on: its code is in statusByCode and is not internal.
+// Anything else is a bug, answered 500 with no detail.
+func appError(err error) (*lifecycle.Error, bool) {
+	var le *lifecycle.Error
+	if !errors.As(err, &le) || le.Code == lifecycle.CodeInternal {
+		return nil, false
+	}
+	if _, ok := statusByCode[le.Code]; !ok {
+		return nil, false
+	}
+	return le, true
 }
 
 // invalidf returns a CodeInvalid *lifecycle.Error; the message names the

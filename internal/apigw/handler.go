@@ -1,9 +1,7 @@
 package apigw
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -16,13 +14,9 @@ import (
 	"github.com/sandmanhq/sandman/internal/routes"
 )
 
-// CORS answers (DESIGN.md: CORS headers on every response).
-const (
-	corsAllowHeaders  = "Authorization, x-api-key, Content-Type, Idempotency-Key"
-	corsAllowMethods  = "GET, POST, DELETE, OPTIONS"
-	corsExposeHeaders = "Retry-After, Location, Idempotent-Replayed"
-	corsMaxAgeSeconds = "600"
-)
+// corsMaxAgeSeconds is the Access-Control-Max-Age of a preflight answer, in
+// seconds.
+const corsMaxAgeSeconds = "600"
 
 // DefaultRequestTimeout bounds one request when Options.RequestTimeout is
 // zero: 29 s, just under API Gateway's 30 s integration timeout, so a slow
@@ -47,13 +41,13 @@ type routeFunc func(ctx context.Context, r *request) (response, error)
 // Handler serves the API routes of one Lambda function. Build it with New;
 // it is safe for concurrent use.
 type Handler struct {
-	function    string
-	svc         *lifecycle.Service
-	keys        KeyStore
-	log         *slog.Logger
-	allowOrigin string
-	timeout     time.Duration
-	routes      map[string]routeFunc // by route key
+	function string
+	svc      *lifecycle.Service
+	keys     KeyStore
+	log      *slog.Logger
+	respond  Responder
+	timeout  time.Duration
+	routes   map[string]routeFunc // by route key
 }
 
 // New returns the Handler of function (routes.Sessions, routes.Status,
@@ -66,21 +60,18 @@ func New(function string, svc *lifecycle.Service, keys KeyStore, opts Options) (
 		return nil, fmt.Errorf("apigw: a service and a key store are required")
 	}
 	h := &Handler{
-		function:    function,
-		svc:         svc,
-		keys:        keys,
-		log:         opts.Log,
-		allowOrigin: opts.AllowOrigin,
-		timeout:     opts.RequestTimeout,
-		routes:      map[string]routeFunc{},
+		function: function,
+		svc:      svc,
+		keys:     keys,
+		log:      opts.Log,
+		respond:  Responder{AllowOrigin: opts.AllowOrigin}, // "" is "*"
+		timeout:  opts.RequestTimeout,
+		routes:   map[string]routeFunc{},
 	}
 	if h.log == nil {
 		h.log = slog.Default()
 	}
 	h.log = slog.New(NewLogHandler(h.log.Handler()))
-	if h.allowOrigin == "" {
-		h.allowOrigin = "*"
-	}
 	if h.timeout <= 0 {
 		h.timeout = DefaultRequestTimeout
 	}
@@ -139,22 +130,27 @@ func (h *Handler) Handle(ctx context.Context, ev events.APIGatewayV2HTTPRequest)
 	defer cancel()
 
 	resp, err := h.serve(ctx, r)
+	var out events.APIGatewayV2HTTPResponse
 	level := slog.LevelInfo
 	var errType string
 	if err != nil {
 		var known bool
-		resp, known = mapError(err, r.requestID)
-		errType = resp.body.(errorBody).ErrorType
+		out, known = h.respond.Error(err, r.requestID)
+		errType = ErrorType(err)
 		switch {
 		case !known:
 			level = slog.LevelError
 			h.log.ErrorContext(ctx, "request failed", "route", ev.RouteKey, "err", err)
-		case resp.status >= 500:
+		case out.StatusCode >= 500:
 			level = slog.LevelWarn
 			h.log.WarnContext(ctx, "request failed", "route", ev.RouteKey, "error_type", errType, "err", err)
 		}
+	} else if out, err = h.respond.JSON(resp.status, resp.body, resp.headers); err != nil {
+		h.log.ErrorContext(ctx, "encode response", "err", err)
 	}
-	out := h.encode(ctx, resp)
+	if out.StatusCode == http.StatusUnauthorized { // an API key is the challenge; Responder leaves it to us
+		out.Headers["WWW-Authenticate"] = `Bearer realm="sandman"`
+	}
 
 	attrs := []slog.Attr{
 		slog.String("route", ev.RouteKey),
@@ -193,51 +189,4 @@ func (h *Handler) serve(ctx context.Context, r *request) (resp response, err err
 	}
 	r.accountID = account
 	return route(ctx, r)
-}
-
-// encode builds the API Gateway response: JSON body, CORS and caching
-// headers, and WWW-Authenticate on 401.
-func (h *Handler) encode(ctx context.Context, resp response) events.APIGatewayV2HTTPResponse {
-	headers := map[string]string{
-		"Access-Control-Allow-Origin":   h.allowOrigin,
-		"Access-Control-Allow-Headers":  corsAllowHeaders,
-		"Access-Control-Allow-Methods":  corsAllowMethods,
-		"Access-Control-Expose-Headers": corsExposeHeaders,
-		"Cache-Control":                 "no-store",
-	}
-	if h.allowOrigin != "*" {
-		headers["Vary"] = "Origin"
-	}
-	if resp.status == http.StatusUnauthorized {
-		headers["WWW-Authenticate"] = `Bearer realm="sandman"`
-	}
-	for k, v := range resp.headers {
-		headers[k] = v
-	}
-	out := events.APIGatewayV2HTTPResponse{StatusCode: resp.status, Headers: headers}
-	if resp.body == nil {
-		return out
-	}
-	b, err := marshal(resp.body)
-	if err != nil {
-		h.log.ErrorContext(ctx, "encode response", "err", err)
-		out.StatusCode = http.StatusInternalServerError
-		b, _ = marshal(errorBody{Status: "error", Error: "the response could not be encoded", ErrorType: string(lifecycle.CodeInternal)})
-	}
-	headers["Content-Type"] = "application/json; charset=utf-8"
-	out.Body = string(b)
-	return out
-}
-
-// marshal encodes v as JSON without HTML escaping (the API is not HTML, and
-// "<key>" reads better than "\u003ckey\u003e") and without the trailing
-// newline.
-func marshal(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }

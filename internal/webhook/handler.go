@@ -43,13 +43,13 @@ var _ Applier = (*lifecycle.Service)(nil)
 // the order of checks and the status of each). Build it with New; it is
 // safe for concurrent use.
 type Handler struct {
-	applier     Applier
-	formats     map[string]Format
-	maxBody     int
-	retryAfter  time.Duration
-	timeout     time.Duration
-	allowOrigin string
-	log         *slog.Logger
+	applier    Applier
+	formats    map[string]Format
+	maxBody    int
+	retryAfter time.Duration
+	timeout    time.Duration
+	respond    apigw.Responder
+	log        *slog.Logger
 }
 
 // Option configures a Handler.
@@ -69,7 +69,9 @@ func WithRequestTimeout(d time.Duration) Option { return func(h *Handler) { h.ti
 
 // WithAllowOrigin sets Access-Control-Allow-Origin (default "*"), as the
 // API's other functions send it (app.Config.CORSOrigin).
-func WithAllowOrigin(origin string) Option { return func(h *Handler) { h.allowOrigin = origin } }
+func WithAllowOrigin(origin string) Option {
+	return func(h *Handler) { h.respond.AllowOrigin = origin }
+}
 
 // WithLogger sets the logger (default slog.Default()).
 func WithLogger(l *slog.Logger) Option { return func(h *Handler) { h.log = l } }
@@ -86,13 +88,13 @@ func New(applier Applier, formats []Format, opts ...Option) (*Handler, error) {
 		return nil, errors.New("webhook handler needs at least one format")
 	}
 	h := &Handler{
-		applier:     applier,
-		formats:     make(map[string]Format, len(formats)),
-		maxBody:     DefaultMaxBodyBytes,
-		retryAfter:  DefaultRetryAfter,
-		timeout:     apigw.DefaultRequestTimeout,
-		allowOrigin: "*",
-		log:         slog.Default(),
+		applier:    applier,
+		formats:    make(map[string]Format, len(formats)),
+		maxBody:    DefaultMaxBodyBytes,
+		retryAfter: DefaultRetryAfter,
+		timeout:    apigw.DefaultRequestTimeout,
+		respond:    apigw.Responder{AllowOrigin: "*"},
+		log:        slog.Default(),
 	}
 	for _, f := range formats {
 		if f == nil {
@@ -115,9 +117,6 @@ func New(applier Applier, formats []Format, opts ...Option) (*Handler, error) {
 	}
 	if h.timeout <= 0 {
 		h.timeout = apigw.DefaultRequestTimeout
-	}
-	if h.allowOrigin == "" {
-		h.allowOrigin = "*"
 	}
 	if h.log == nil {
 		h.log = slog.Default()
@@ -145,8 +144,9 @@ func (h *Handler) Handle(ctx context.Context, req events.APIGatewayV2HTTPRequest
 	ev, err := h.VerifyAndParse(req)
 	if err != nil {
 		h.log.WarnContext(ctx, "webhook refused", "provider", clip(req.PathParameters[ProviderParam]),
-			"error_type", errorType(err), "reason", err.Error())
-		return h.errorResponse(err, requestID), nil
+			"error_type", apigw.ErrorType(err), "reason", err.Error())
+		resp, _ := h.respond.Error(err, requestID) // logged above
+		return resp, nil
 	}
 
 	ctx = apigw.WithLogAttrs(ctx, slog.String("event_id", ev.ID), slog.String("provider", ev.Provider),
@@ -155,14 +155,16 @@ func (h *Handler) Handle(ctx context.Context, req events.APIGatewayV2HTTPRequest
 	outcome, err := h.apply(ctx, ev.ProviderEvent)
 	if err != nil {
 		h.log.ErrorContext(ctx, "webhook not applied", "err", err)
-		return h.errorResponse(h.applyError(err), requestID), nil
+		resp, _ := h.respond.Error(h.applyError(err), requestID) // logged above
+		return resp, nil
 	}
 	level := slog.LevelInfo
 	if outcome == lifecycle.WebhookUnknownSandbox {
 		level = slog.LevelWarn
 	}
 	h.log.Log(ctx, level, "webhook", "outcome", string(outcome))
-	return h.jsonResponse(http.StatusOK, okBody{Status: "ok", Outcome: string(outcome)}), nil
+	resp, _ := h.respond.JSON(http.StatusOK, okBody{Status: "ok", Outcome: string(outcome)}, nil) // strings always encode
+	return resp, nil
 }
 
 // apply calls the applier within the request timeout; a panic in it becomes
@@ -254,15 +256,6 @@ func asCode(err error, code lifecycle.Code, message string) error {
 		return err
 	}
 	return &lifecycle.Error{Code: code, Message: message, Err: err}
-}
-
-// errorType returns the envelope's error_type of err.
-func errorType(err error) string {
-	var le *lifecycle.Error
-	if errors.As(err, &le) {
-		return le.ErrorType()
-	}
-	return string(lifecycle.CodeInternal)
 }
 
 // lowerKeys returns headers with lowercase names. API Gateway's payload v2

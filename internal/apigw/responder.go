@@ -1,0 +1,130 @@
+package apigw
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/sandmanhq/sandman/internal/lifecycle"
+)
+
+// CORS answers (DESIGN.md: CORS headers on every response).
+const (
+	corsAllowHeaders  = "Authorization, x-api-key, Content-Type, Idempotency-Key"
+	corsAllowMethods  = "GET, POST, DELETE, OPTIONS"
+	corsExposeHeaders = "Retry-After, Location, Idempotent-Replayed"
+)
+
+// Responder builds the API Gateway HTTP API (payload 2.0) responses of
+// every Sandman HTTP function: Handler's API routes and the webhook
+// function (internal/webhook). It is a plain value, safe for concurrent
+// use; the zero value allows any origin.
+type Responder struct {
+	// AllowOrigin is sent as Access-Control-Allow-Origin; "" means "*".
+	// Any other value also sends Vary: Origin.
+	AllowOrigin string
+}
+
+// errorBody is the error envelope of DESIGN.md ("HTTP API").
+type errorBody struct {
+	Status    string `json:"status"`     // always "error"
+	Error     string `json:"error"`      // a human sentence
+	ErrorType string `json:"error_type"` // the code, or a more specific type such as sandbox_paused
+}
+
+// internalMessage is the sentence of every 500: the detail goes to the log.
+const internalMessage = "something went wrong on our side; if it keeps happening, report request id %s"
+
+// JSON returns a response of status whose body is body encoded as JSON
+// (without HTML escaping or a trailing newline), with the headers every API
+// answer carries: Content-Type: application/json; charset=utf-8 (only when
+// there is a body), Cache-Control: no-store, Access-Control-Allow-Origin,
+// -Allow-Headers, -Allow-Methods and -Expose-Headers, and Vary: Origin when
+// the origin is not "*". headers are added last and win over these. A nil
+// body sends no body.
+//
+// The error is non-nil only when body cannot be encoded; the response is
+// then already the 500 internal envelope, and the caller logs the error.
+func (r Responder) JSON(status int, body any, headers map[string]string) (events.APIGatewayV2HTTPResponse, error) {
+	origin := r.AllowOrigin
+	if origin == "" {
+		origin = "*"
+	}
+	out := events.APIGatewayV2HTTPResponse{StatusCode: status, Headers: map[string]string{
+		"Access-Control-Allow-Origin":   origin,
+		"Access-Control-Allow-Headers":  corsAllowHeaders,
+		"Access-Control-Allow-Methods":  corsAllowMethods,
+		"Access-Control-Expose-Headers": corsExposeHeaders,
+		"Cache-Control":                 "no-store",
+	}}
+	if origin != "*" {
+		out.Headers["Vary"] = "Origin"
+	}
+	for k, v := range headers {
+		out.Headers[k] = v
+	}
+	if body == nil {
+		return out, nil
+	}
+	b, err := marshal(body)
+	if err != nil {
+		err = fmt.Errorf("encode %d response: %w", status, err)
+		out.StatusCode = http.StatusInternalServerError
+		// An envelope of strings always encodes.
+		b, _ = marshal(errorBody{Status: "error", Error: "the response could not be encoded", ErrorType: string(lifecycle.CodeInternal)})
+	}
+	out.Headers["Content-Type"] = "application/json; charset=utf-8"
+	out.Body = string(b)
+	return out, err
+}
+
+// Error returns the error envelope {"status":"error","error":"<sentence>",
+// "error_type":"<type>"} for err, with JSON's headers. known reports
+// whether err is an application error a caller can act on: a
+// *lifecycle.Error in err's chain whose code is in StatusFor's table and is
+// not internal. Then the status is StatusFor(code), the sentence is its
+// Message, the type is ErrorType(err), and a positive RetryAfter adds
+// Retry-After in whole seconds, rounded up (at least 1). Anything else
+// (known false) answers 500 internal with a generic sentence that names
+// only requestID: the caller logs err, whose detail never reaches the API's
+// caller.
+func (r Responder) Error(err error, requestID string) (resp events.APIGatewayV2HTTPResponse, known bool) {
+	le, known := appError(err)
+	if !known {
+		resp, _ = r.JSON(http.StatusInternalServerError, errorBody{ // strings always encode
+			Status: "error", Error: fmt.Sprintf(internalMessage, requestID), ErrorType: string(lifecycle.CodeInternal),
+		}, nil)
+		return resp, false
+	}
+	var headers map[string]string
+	if le.RetryAfter > 0 {
+		headers = map[string]string{"Retry-After": retryAfterSeconds(le.RetryAfter)}
+	}
+	resp, _ = r.JSON(StatusFor(le.Code), errorBody{Status: "error", Error: le.Message, ErrorType: le.ErrorType()}, headers)
+	return resp, true
+}
+
+// retryAfterSeconds formats d as a Retry-After value: whole seconds, rounded
+// up, at least 1 (RFC 9110 section 10.2.3).
+func retryAfterSeconds(d time.Duration) string {
+	s := int64((d + time.Second - 1) / time.Second)
+	return strconv.FormatInt(max(s, 1), 10)
+}
+
+// marshal encodes v as JSON without HTML escaping (the API is not HTML, and
+// "<key>" reads better than "\u003ckey\u003e") and without the trailing
+// newline.
+func marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
