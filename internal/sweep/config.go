@@ -17,7 +17,7 @@ const (
 	EnvRate            = "SANDMAN_SWEEP_RATE"             // Config.Rate, provider calls per second, default 20; "inf" for none
 	EnvBurst           = "SANDMAN_SWEEP_BURST"            // Config.Burst, default the concurrency
 	EnvPageSize        = "SANDMAN_SWEEP_PAGE_SIZE"        // Config.PageSize, default 100, at most 1000
-	EnvDeadlineMargin  = "SANDMAN_SWEEP_DEADLINE_MARGIN"  // Config.DeadlineMargin, default 20s
+	EnvDeadlineMargin  = "SANDMAN_SWEEP_DEADLINE_MARGIN"  // Config.DeadlineMargin, default 45s
 	EnvReconcileSample = "SANDMAN_SWEEP_RECONCILE_SAMPLE" // Config.ReconcileSample, default 500; negative: off
 	EnvDormancyAge     = "SANDMAN_SWEEP_DORMANCY_AGE"     // Config.DormancyAge, default 0: off
 )

@@ -20,7 +20,7 @@ const (
 	DefaultConcurrency     = 16
 	DefaultRate            = rate.Limit(20) // provider calls per second
 	DefaultPageSize        = 100
-	DefaultDeadlineMargin  = 20 * time.Second
+	DefaultDeadlineMargin  = 45 * time.Second
 	DefaultReconcileSample = 500
 	DefaultCallTimeout     = 30 * time.Second
 )
@@ -41,7 +41,8 @@ type Config struct {
 	// (default 100, at most 1000).
 	PageSize int
 	// DeadlineMargin: a run stops taking new work once the context's
-	// deadline is nearer than this (default 20 s), leaving time for the work
+	// deadline is nearer than this (default 45 s: more than one provider call
+	// timeout, 30 s), leaving time for the work
 	// under way to finish and for the summary to be logged.
 	DeadlineMargin time.Duration
 	// ReconcileSample is how many of the provider's sandboxes phase 3
