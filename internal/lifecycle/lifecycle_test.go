@@ -152,22 +152,54 @@ func TestPolicy(t *testing.T) {
 	}
 	s := &lifecycle.Session{State: lifecycle.StateRunning, SandboxID: "sb", IdleTimeout: 10 * time.Minute}
 	s.RecordActivity(t0, 0)
-	if got, want := p.ProviderTimeout(s, t0), 12*time.Minute; got != want {
+	// deadline 10 min + grace 2 min + headroom 5 min
+	if got, want := p.ProviderTimeout(s, t0), 17*time.Minute; got != want {
 		t.Fatalf("ProviderTimeout = %v, want %v", got, want)
 	}
-	s.SandboxExpiresAt = t0.Add(12 * time.Minute)
-	if p.NeedsProviderRefresh(s, t0) {
-		t.Fatal("refresh wanted while the provider timeout matches")
-	}
-	s.RecordActivity(t0.Add(8*time.Minute), 0)
-	if !p.NeedsProviderRefresh(s, t0.Add(8*time.Minute)) {
-		t.Fatal("no refresh with 4 min left on a 10 min idle timeout")
-	}
-	s.IdleTimeout = 24 * time.Hour
-	s.RecordActivity(t0.Add(9*time.Minute), 0)
-	if got, want := p.ProviderTimeout(s, t0.Add(9*time.Minute)), p.MaxProviderTimeout; got != want {
-		t.Fatalf("ProviderTimeout = %v, want the cap %v", got, want)
-	}
+	s.SandboxExpiresAt = t0.Add(17 * time.Minute)
+	t.Run("NoRefreshWithinHeadroom", func(t *testing.T) {
+		now := t0.Add(5 * time.Minute)
+		s.RecordActivity(now, 0) // deadline 15 min; 15+2 <= 17
+		if p.NeedsProviderRefresh(s, now) {
+			t.Fatal("refresh wanted while the provider timeout still covers deadline + grace")
+		}
+	})
+	t.Run("RefreshPastHeadroom", func(t *testing.T) {
+		now := t0.Add(5*time.Minute + time.Second)
+		s.RecordActivity(now, 0) // deadline 15:01; 17:01 > 17
+		if !p.NeedsProviderRefresh(s, now) {
+			t.Fatal("no refresh although the provider would pause before deadline + grace")
+		}
+		if got, want := now.Add(p.ProviderTimeout(s, now)), s.IdleDeadline.Add(p.ProviderGrace+5*time.Minute); !got.Equal(want) {
+			t.Fatalf("refreshed expiry = %v, want %v", got, want)
+		}
+	})
+	t.Run("LifetimeGetsNoHeadroom", func(t *testing.T) {
+		l := &lifecycle.Session{State: lifecycle.StateRunning, SandboxID: "sb", IdleTimeout: 10 * time.Minute,
+			MaxLifetime: 5 * time.Minute, RunningSince: t0}
+		l.RecordActivity(t0, 0)
+		if got, want := p.ProviderTimeout(l, t0), 7*time.Minute; got != want {
+			t.Fatalf("ProviderTimeout = %v, want lifetime + grace %v", got, want)
+		}
+	})
+	t.Run("CappedByPlan", func(t *testing.T) {
+		long := &lifecycle.Session{State: lifecycle.StateRunning, SandboxID: "sb", IdleTimeout: 24 * time.Hour}
+		long.RecordActivity(t0, 0)
+		if got, want := p.ProviderTimeout(long, t0), p.MaxProviderTimeout; got != want {
+			t.Fatalf("ProviderTimeout = %v, want the cap %v", got, want)
+		}
+		long.SandboxExpiresAt = t0.Add(p.MaxProviderTimeout)
+		now := t0.Add(20 * time.Minute)
+		long.RecordActivity(now, 0)
+		if p.NeedsProviderRefresh(long, now) {
+			t.Fatal("refresh wanted with 40 of 60 capped minutes left")
+		}
+		now = t0.Add(31 * time.Minute)
+		long.RecordActivity(now, 0)
+		if !p.NeedsProviderRefresh(long, now) {
+			t.Fatal("no refresh with 29 of 60 capped minutes left")
+		}
+	})
 }
 
 func TestErrors(t *testing.T) {

@@ -73,12 +73,23 @@ func (p Policy) MaxLifetime(seconds int64) (time.Duration, error) {
 	return d, nil
 }
 
-// ProviderTimeout returns the timeout to set on the provider for a running
-// session at now: its pause deadline plus ProviderGrace, measured from now,
-// at least one second and at most MaxProviderTimeout. DESIGN.md ("Belt and
-// braces").
+// ProviderTimeout returns the provider-side timeout to set for a running
+// session at now (DESIGN.md "Belt and braces"), at least one second and at
+// most MaxProviderTimeout. It aims at the idle deadline plus ProviderGrace
+// plus a headroom of half the idle timeout, so that heartbeats can move the
+// idle deadline that far before the provider must be told again (see
+// NeedsProviderRefresh); a max lifetime deadline, which never moves, gets no
+// headroom. Ours: without the headroom either every heartbeat write costs a
+// provider call, or the provider pauses sandboxes before their idle timeout
+// (measured with internal/costsim). The price is a looser guard while the
+// control plane is down: a sandbox pauses itself at most grace plus half an
+// idle timeout after its deadline.
 func (p Policy) ProviderTimeout(s *Session, now time.Time) time.Duration {
-	d := s.PauseDeadline().Add(p.ProviderGrace).Sub(now)
+	target := s.IdleDeadline.Add(p.ProviderGrace + s.IdleTimeout/2)
+	if l := s.LifetimeDeadline(); !l.IsZero() && l.Add(p.ProviderGrace).Before(target) {
+		target = l.Add(p.ProviderGrace)
+	}
+	d := target.Sub(now)
 	if d < time.Second {
 		d = time.Second
 	}
@@ -89,17 +100,21 @@ func (p Policy) ProviderTimeout(s *Session, now time.Time) time.Duration {
 }
 
 // NeedsProviderRefresh reports whether a running session's provider-side
-// timeout should be pushed out at now. Ours: when the provider would stop the
-// sandbox before the pause deadline plus grace and less than half an idle
-// timeout is left on it, so a busy session costs about one provider call per
-// half idle timeout rather than one per heartbeat.
+// timeout must be pushed out at now: when the provider would stop the
+// sandbox before the pause deadline plus ProviderGrace. Thanks to
+// ProviderTimeout's headroom that is about one provider call per half idle
+// timeout of activity, not one per heartbeat. When the deadline plus grace
+// lies beyond MaxProviderTimeout (an idle timeout longer than the provider's
+// plan allows), the provider cannot hold it; the timeout is then refreshed
+// once less than half of MaxProviderTimeout is left, and a session idle for
+// longer than that is paused by the provider before its idle timeout.
 func (p Policy) NeedsProviderRefresh(s *Session, now time.Time) bool {
 	if s.State != StateRunning || s.SandboxID == "" {
 		return false
 	}
 	want := s.PauseDeadline().Add(p.ProviderGrace)
-	if !s.SandboxExpiresAt.Before(want) {
-		return false
+	if p.MaxProviderTimeout > 0 && want.Sub(now) > p.MaxProviderTimeout {
+		return s.SandboxExpiresAt.Sub(now) < p.MaxProviderTimeout/2
 	}
-	return s.SandboxExpiresAt.Sub(now) < s.IdleTimeout/2
+	return s.SandboxExpiresAt.Before(want)
 }
