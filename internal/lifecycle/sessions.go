@@ -33,9 +33,9 @@ func (s *Service) Status(ctx context.Context, accountID, id string) (*Session, E
 
 // Heartbeat records activity on a running session. Heartbeats within
 // Policy.ActivityGranularity of the last recorded one are answered without a
-// write. When the provider-side timeout is running short it is pushed out to
-// the new pause deadline plus grace (a failure there is logged, the heartbeat
-// still counts). It returns whether a write happened.
+// write. When the provider would pause the sandbox before the new pause
+// deadline plus grace, its timeout is pushed out (Policy.ProviderTimeout,
+// with headroom; a failure there is logged, the heartbeat still counts). It returns whether a write happened.
 // Errors: not_found, forbidden, conflict (TypeSandboxPaused when paused or
 // pausing; plain conflict for any other non-running state).
 func (s *Service) Heartbeat(ctx context.Context, accountID, id string) (bool, error) {
@@ -66,8 +66,8 @@ func (s *Service) Heartbeat(ctx context.Context, accountID, id string) (bool, er
 	return wrote, err
 }
 
-// refreshProviderTimeout pushes the provider-side timeout out to the pause
-// deadline plus grace and records it on sess (not yet written).
+// refreshProviderTimeout pushes the provider-side timeout out (see
+// Policy.ProviderTimeout) and records it on sess (not yet written).
 func (s *Service) refreshProviderTimeout(ctx context.Context, sess *Session, now time.Time) {
 	timeout := s.Policy.ProviderTimeout(sess, now)
 	pctx, cancel := context.WithTimeout(ctx, s.callTimeout())

@@ -56,13 +56,16 @@
 //
 // # Not done: provider-timeout repair
 //
-// While a session runs, the provider's own timeout is kept at the pause
-// deadline plus Policy.ProviderGrace (set at create and resume, and pushed out
-// by heartbeats when it runs short). The sweep does not look for running
-// sessions whose provider timeout fell behind that mark: the idle index is
-// keyed by the pause deadline alone, so finding them needs a table scan or a
-// further index. The consequence of such a lag is bounded: the sandbox pauses
-// itself early (pause-on-timeout), the provider's webhook or phase 3 brings
-// the table in line, and the next resume brings it back. An index keyed by
-// sandbox_expires_at over running sessions would make them findable.
+// While a session runs, the provider's own timeout is kept past the pause
+// deadline plus Policy.ProviderGrace (set at create and resume with a headroom
+// of half the idle timeout, and pushed out by heartbeats when the deadline
+// catches up with it; see lifecycle.Policy.NeedsProviderRefresh). A lag can
+// only come from a failed refresh (logged by the heartbeat). The sweep does
+// not look for running sessions whose provider timeout fell behind: the idle
+// index is keyed by the pause deadline alone, so finding them needs a table
+// scan or a further index. The consequence is bounded: the sandbox pauses
+// itself before its idle deadline (pause-on-timeout), the provider's webhook
+// or phase 3 brings the table in line, and the next resume brings it back. An
+// index keyed by sandbox_expires_at over running sessions would make them
+// findable.
 package sweep

@@ -1,0 +1,237 @@
+package costsim
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/sandmanhq/sandman/internal/lifecycle"
+)
+
+// Policy names a way of running sandboxes whose bill the simulator computes.
+type Policy string
+
+// The policies compared by the replay (see the package comment for what each
+// does to the sandbox).
+const (
+	// NeverPause keeps the sandbox running from the session's first activity
+	// to its last and kills it there: no sweep, no provider timeout.
+	NeverPause Policy = "never-pause"
+	// CronSweep is the seed projects' design: every heartbeat is written, a
+	// sweep every Config.SweepInterval pauses a running sandbox whose idle
+	// deadline has passed, and there is no provider-side guard.
+	CronSweep Policy = "cron-sweep"
+	// Sandman is ours: heartbeats coalesced to Policy.ActivityGranularity,
+	// the same sweep, and a provider timeout with pause-on-timeout set by
+	// lifecycle.Policy.ProviderTimeout (idle deadline + ProviderGrace + half
+	// the idle timeout) and refreshed when
+	// lifecycle.Policy.NeedsProviderRefresh says so.
+	Sandman Policy = "sandman"
+)
+
+// Valid reports whether p is one of the known policies.
+func (p Policy) Valid() bool {
+	return p == NeverPause || p == CronSweep || p == Sandman
+}
+
+// Outage is a window during which the control plane is down: no sweep runs and
+// every API call (create, heartbeat, resume) fails. The provider keeps
+// running, so provider-side timeouts still fire. A zero Duration means no
+// outage.
+type Outage struct {
+	// Start is the offset of the outage from Config.Epoch.
+	Start time.Duration
+	// Duration is how long the control plane stays down.
+	Duration time.Duration
+}
+
+// Down reports whether the control plane is down at offset at (from
+// Config.Epoch). The window is half-open: [Start, Start+Duration).
+func (o Outage) Down(at time.Duration) bool {
+	return o.Duration > 0 && at >= o.Start && at < o.Start+o.Duration
+}
+
+// Scenario is one row of the report: a policy and the faults it runs under.
+// NeverPause ignores SweepFailureRate and Outage (it has no control plane in
+// the loop).
+type Scenario struct {
+	// Name labels the row in the report, e.g. "sandman, 5% missed sweeps".
+	Name string
+	// Policy is what runs the sandboxes.
+	Policy Policy
+	// SweepFailureRate is the probability, 0..1, that a scheduled sweep does
+	// not run at all (a failed or throttled invocation). Draws come from one
+	// stream seeded by Config.Seed, one draw per tick, so two scenarios with
+	// the same rate miss the same ticks.
+	SweepFailureRate float64
+	// Outage is a control-plane outage; zero for none.
+	Outage Outage
+}
+
+// TraceParams are the distributions of the synthetic trace (package comment,
+// "Trace"). Durations are time.Duration; medians are of log-normal
+// distributions and Sigma is the standard deviation of the underlying normal.
+type TraceParams struct {
+	// HeartbeatInterval is the client's heartbeat period while the user is
+	// active; each interval is drawn uniformly in
+	// [HeartbeatInterval-HeartbeatJitter, HeartbeatInterval+HeartbeatJitter].
+	HeartbeatInterval time.Duration
+	HeartbeatJitter   time.Duration
+	// DiurnalTrough is the session start rate at the quietest hour (03:00
+	// UTC) relative to the busiest (15:00 UTC), 0..1; the rate follows a
+	// raised cosine between them.
+	DiurnalTrough float64
+	// WeekendFactor scales the start rate on days 6 and 7 (Saturday and
+	// Sunday; Config.Epoch is a Monday), 0..1.
+	WeekendFactor float64
+	// BurstMedian and BurstSigma give the log-normal length of one burst of
+	// activity, clamped to [1 s, BurstMax].
+	BurstMedian time.Duration
+	BurstSigma  float64
+	BurstMax    time.Duration
+	// LeaveProbability is the chance, after each burst, that the user leaves
+	// for good and the session ends; the number of bursts is geometric with
+	// mean 1/LeaveProbability.
+	LeaveProbability float64
+	// ShortGapShare is the share of idle gaps drawn from the short (log-normal)
+	// component; the rest come from the long (Pareto) component.
+	ShortGapShare float64
+	// ShortGapMedian and ShortGapSigma give the log-normal short gap.
+	ShortGapMedian time.Duration
+	ShortGapSigma  float64
+	// LongGapMin (the Pareto scale x_m) and LongGapAlpha (its shape) give the
+	// long, heavy-tailed gap.
+	LongGapMin   time.Duration
+	LongGapAlpha float64
+	// GapMax clamps every gap.
+	GapMax time.Duration
+}
+
+// Config is one run of the simulator. Start from DefaultConfig.
+type Config struct {
+	// Seed makes the run reproducible: the same Config gives the same Report.
+	Seed uint64
+	// Sessions is how many sessions the trace holds.
+	Sessions int
+	// Days is the window, in days from Epoch, over which sessions start. A
+	// session that starts late runs past it; the replay runs until every
+	// sandbox is paused or killed (at most Tail after the last activity).
+	Days int
+	// Epoch is the simulated time of offset zero. It must be a Monday 00:00
+	// UTC for the weekday pattern to mean what it says.
+	Epoch time.Time
+	// Trace holds the distributions of the synthetic trace.
+	Trace TraceParams
+	// Lifecycle is the idle policy the pausing policies run: its
+	// DefaultIdleTimeout is every session's idle timeout, and Sandman uses its
+	// ActivityGranularity, ProviderGrace and provider-timeout rules.
+	Lifecycle lifecycle.Policy
+	// SweepInterval is the period of the idle-pause sweep; ticks fall at
+	// Epoch + k*SweepInterval. DESIGN.md: 5 min.
+	SweepInterval time.Duration
+	// ResumeWait is how long a user waits for one resume. E2B publishes about
+	// 1 s. The replay treats resumes as instant and reports the wait as
+	// Result.UserWait.
+	ResumeWait time.Duration
+	// Tail bounds the replay: sweeps stop Tail after the last activity of the
+	// trace and a sandbox still running then is billed up to that point and
+	// counted in Result.RunningAtEnd.
+	Tail time.Duration
+	// VCPUs and PricePerVCPUSecond (US dollars) turn billed time into money.
+	// An assumption, not a quote: E2B has published about $0.000014 per vCPU
+	// per second, and 2 vCPUs is its default sandbox. Memory is not priced.
+	VCPUs              int
+	PricePerVCPUSecond float64
+	// Scenarios are the report's rows, in order.
+	Scenarios []Scenario
+}
+
+// DefaultConfig returns the configuration of the published report: seed 1,
+// 1,000 sessions starting over 7 days, lifecycle.DefaultPolicy (10 min idle
+// timeout, 30 s granularity, 2 min grace), a 5 min sweep, and seven
+// scenarios: never pause; the cron sweep with 0 % and 5 % missed sweeps;
+// Sandman with 0 % and 5 % missed sweeps; and both pausing policies through a
+// 6 h control-plane outage (Tuesday 14:00-20:00 UTC, the busy hours).
+func DefaultConfig() Config {
+	outage := Outage{Start: 24*time.Hour + 14*time.Hour, Duration: 6 * time.Hour}
+	return Config{
+		Seed:     1,
+		Sessions: 1000,
+		Days:     7,
+		Epoch:    time.Date(2026, time.January, 5, 0, 0, 0, 0, time.UTC), // a Monday
+		Trace: TraceParams{
+			HeartbeatInterval: 30 * time.Second,
+			HeartbeatJitter:   5 * time.Second,
+			DiurnalTrough:     0.15,
+			WeekendFactor:     0.6,
+			BurstMedian:       8 * time.Minute,
+			BurstSigma:        1.0,
+			BurstMax:          4 * time.Hour,
+			LeaveProbability:  0.12,
+			ShortGapShare:     0.7,
+			ShortGapMedian:    90 * time.Second,
+			ShortGapSigma:     1.2,
+			LongGapMin:        20 * time.Minute,
+			LongGapAlpha:      1.1,
+			GapMax:            36 * time.Hour,
+		},
+		Lifecycle:          lifecycle.DefaultPolicy(),
+		SweepInterval:      5 * time.Minute,
+		ResumeWait:         time.Second,
+		Tail:               48 * time.Hour,
+		VCPUs:              2,
+		PricePerVCPUSecond: 0.000014,
+		Scenarios: []Scenario{
+			{Name: "never pause", Policy: NeverPause},
+			{Name: "cron sweep", Policy: CronSweep},
+			{Name: "cron sweep, 5% missed sweeps", Policy: CronSweep, SweepFailureRate: 0.05},
+			{Name: "sandman", Policy: Sandman},
+			{Name: "sandman, 5% missed sweeps", Policy: Sandman, SweepFailureRate: 0.05},
+			{Name: "cron sweep, 6 h outage", Policy: CronSweep, Outage: outage},
+			{Name: "sandman, 6 h outage", Policy: Sandman, Outage: outage},
+		},
+	}
+}
+
+// Validate returns nil when c can be run, or an error listing every field out
+// of range.
+func (c Config) Validate() error {
+	t := c.Trace
+	var errs []error
+	check := func(ok bool, format string, args ...any) {
+		if !ok {
+			errs = append(errs, fmt.Errorf(format, args...))
+		}
+	}
+	check(c.Sessions > 0, "sessions must be positive, got %d", c.Sessions)
+	check(c.Days > 0, "days must be positive, got %d", c.Days)
+	check(t.HeartbeatInterval > 0, "heartbeat interval must be positive")
+	check(t.HeartbeatJitter >= 0 && t.HeartbeatJitter < t.HeartbeatInterval,
+		"heartbeat jitter must be in [0, heartbeat interval)")
+	check(t.DiurnalTrough > 0 && t.DiurnalTrough <= 1, "diurnal trough must be in (0, 1]")
+	check(t.WeekendFactor > 0 && t.WeekendFactor <= 1, "weekend factor must be in (0, 1]")
+	check(t.BurstMedian > 0 && t.BurstSigma >= 0 && t.BurstMax >= time.Second,
+		"burst median, sigma and max must be positive (max at least 1s)")
+	check(t.LeaveProbability > 0 && t.LeaveProbability <= 1, "leave probability must be in (0, 1]")
+	check(t.ShortGapShare >= 0 && t.ShortGapShare <= 1, "short gap share must be in [0, 1]")
+	check(t.ShortGapMedian > 0 && t.ShortGapSigma >= 0, "short gap median must be positive")
+	check(t.LongGapMin > 0 && t.LongGapAlpha > 0, "long gap min and alpha must be positive")
+	check(t.GapMax >= time.Second, "gap max must be at least 1s")
+	check(c.Lifecycle.DefaultIdleTimeout > 0, "idle timeout must be positive")
+	check(c.Lifecycle.ActivityGranularity >= 0, "activity granularity must not be negative")
+	check(c.Lifecycle.ProviderGrace >= 0, "provider grace must not be negative")
+	check(c.SweepInterval > 0, "sweep interval must be positive")
+	check(c.ResumeWait >= 0, "resume wait must not be negative")
+	check(c.Tail > 0, "tail must be positive")
+	check(c.VCPUs > 0 && c.PricePerVCPUSecond >= 0, "vcpus must be positive and price not negative")
+	for i, s := range c.Scenarios {
+		check(s.Policy.Valid(), "scenario %d (%q): unknown policy %q", i, s.Name, s.Policy)
+		check(s.SweepFailureRate >= 0 && s.SweepFailureRate <= 1,
+			"scenario %d (%q): sweep failure rate must be in [0, 1]", i, s.Name)
+		check(s.Outage.Duration >= 0, "scenario %d (%q): outage duration must not be negative", i, s.Name)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("invalid costsim config: %w", err)
+	}
+	return nil
+}

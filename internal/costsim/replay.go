@@ -1,0 +1,418 @@
+package costsim
+
+import (
+	"container/heap"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/sandmanhq/sandman/internal/lifecycle"
+)
+
+// sweepStream is the PCG stream of the sweep-failure draws; session streams
+// are their index, so it never collides with one.
+const sweepStream = 1 << 63
+
+// sandboxID is every simulated session's sandbox id: the lifecycle rules only
+// ask that there is one.
+const sandboxID = "sbx_sim"
+
+// Run generates cfg's trace and replays every scenario on it. It is
+// Replay(cfg, Generate(cfg)) for configurations known to be good, such as
+// DefaultConfig: it panics when cfg fails Validate (call Validate first on
+// untrusted input) or when the replay breaks an invariant, which is a bug.
+func Run(cfg Config) Report {
+	tr, err := Generate(cfg)
+	if err != nil {
+		panic(err)
+	}
+	r, err := Replay(cfg, tr)
+	if err != nil {
+		panic(err)
+	}
+	return r
+}
+
+// Replay runs every scenario of cfg over tr on a simulated clock and returns
+// the report. The never-pause bill is always computed, for the savings column,
+// whether or not a scenario asks for it.
+// Errors: cfg fails Validate, tr is empty or not in time order, or (a bug) the
+// replay asked the lifecycle table for a transition it forbids.
+func Replay(cfg Config, tr Trace) (Report, error) {
+	if err := cfg.Validate(); err != nil {
+		return Report{}, err
+	}
+	if err := tr.validate(); err != nil {
+		return Report{}, err
+	}
+	r := Report{Config: cfg, Trace: stats(tr, cfg.Lifecycle.DefaultIdleTimeout)}
+	base, err := replay(cfg, tr, Scenario{Name: "never pause", Policy: NeverPause})
+	if err != nil {
+		return Report{}, err
+	}
+	r.NeverPauseMinutes = base.BilledMinutes
+	for _, sc := range cfg.Scenarios {
+		res, err := replay(cfg, tr, sc)
+		if err != nil {
+			return Report{}, fmt.Errorf("scenario %q: %w", sc.Name, err)
+		}
+		res.RatioToFloor = ratio(res.BilledMinutes, r.Trace.ActiveMinutes)
+		res.SavingsPercent = 100 * ratio(r.NeverPauseMinutes-res.BilledMinutes, r.NeverPauseMinutes)
+		r.Results = append(r.Results, res)
+	}
+	return r, nil
+}
+
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
+}
+
+// eventKind orders events that fall on the same instant: the user's request
+// first, then the provider's timeout, then the sweep. So a heartbeat landing
+// on a sweep tick wins, as the sweep's conditional write makes it do.
+type eventKind uint8
+
+const (
+	evHeartbeat eventKind = iota
+	evTimeout
+	evSweep
+)
+
+// event is one entry of the replay's queue. at is an offset from the epoch.
+type event struct {
+	at   time.Duration
+	kind eventKind
+	sess int    // session index; unused for sweeps
+	gen  uint64 // provider-timeout generation; a stale one is ignored
+}
+
+// eventQueue is a min-heap of events by (at, kind, sess): a total order, so
+// the replay is deterministic.
+type eventQueue []event
+
+func (q eventQueue) Len() int { return len(q) }
+func (q eventQueue) Less(i, j int) bool {
+	a, b := q[i], q[j]
+	if a.at != b.at {
+		return a.at < b.at
+	}
+	if a.kind != b.kind {
+		return a.kind < b.kind
+	}
+	return a.sess < b.sess
+}
+func (q eventQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+func (q *eventQueue) Push(x any)   { *q = append(*q, x.(event)) }
+func (q *eventQueue) Pop() any {
+	old := *q
+	e := old[len(old)-1]
+	*q = old[:len(old)-1]
+	return e
+}
+
+// simSession is one session's replay state: the lifecycle row as the control
+// plane would hold it, plus what the provider bills.
+type simSession struct {
+	index      int
+	tr         *SessionTrace
+	next       int // index of the next heartbeat to deliver
+	burst      int // index of the burst of the last delivered heartbeat
+	row        lifecycle.Session
+	created    bool
+	since      time.Duration // start of the current billed (running) span
+	lastActive time.Duration // the user's real last heartbeat, recorded or not
+	gen        uint64        // current provider-timeout generation
+}
+
+// sim replays one scenario.
+type sim struct {
+	cfg       Config
+	sc        Scenario
+	pol       lifecycle.Policy
+	gran      time.Duration // heartbeat coalescing granularity
+	guard     bool          // provider-side timeout set and refreshed (Sandman)
+	end       time.Duration // sweeps stop here (last activity + Tail)
+	q         eventQueue
+	sessions  []simSession
+	sweepRNG  *rand.Rand
+	pending   int // sessions with heartbeats still to deliver
+	running   int // sandboxes running now
+	billed    time.Duration
+	overshoot []time.Duration
+	res       Result
+	err       error
+}
+
+func replay(cfg Config, tr Trace, sc Scenario) (Result, error) {
+	m := &sim{
+		cfg:      cfg,
+		sc:       sc,
+		pol:      cfg.Lifecycle,
+		guard:    sc.Policy == Sandman,
+		sessions: make([]simSession, len(tr.Sessions)),
+		sweepRNG: rand.New(rand.NewPCG(cfg.Seed, sweepStream)),
+		res:      Result{Scenario: sc},
+	}
+	if sc.Policy == Sandman {
+		m.gran = cfg.Lifecycle.ActivityGranularity
+	}
+	var last time.Duration
+	for i := range tr.Sessions {
+		s := &tr.Sessions[i]
+		m.sessions[i].index, m.sessions[i].tr = i, s
+		m.push(event{at: s.Heartbeats[0], kind: evHeartbeat, sess: i})
+		last = max(last, s.Heartbeats[len(s.Heartbeats)-1])
+	}
+	m.pending = len(tr.Sessions)
+	m.end = last + cfg.Tail
+	if sc.Policy != NeverPause {
+		m.push(event{at: 0, kind: evSweep})
+	}
+	for m.q.Len() > 0 && m.err == nil {
+		e := heap.Pop(&m.q).(event)
+		switch e.kind {
+		case evHeartbeat:
+			m.heartbeat(e.sess, e.at)
+		case evTimeout:
+			m.timeout(e.sess, e.at, e.gen)
+		case evSweep:
+			m.sweep(e.at)
+		}
+	}
+	if m.err != nil {
+		return Result{}, m.err
+	}
+	for i := range m.sessions {
+		if s := &m.sessions[i]; s.row.State == lifecycle.StateRunning {
+			m.billed += m.end - s.since
+			m.res.RunningAtEnd++
+		}
+	}
+	m.finish()
+	return m.res, nil
+}
+
+func (m *sim) push(e event) { heap.Push(&m.q, e) }
+
+// now is the simulated wall-clock time of offset at.
+func (m *sim) now(at time.Duration) time.Time { return m.cfg.Epoch.Add(at) }
+
+// transition applies a lifecycle transition, remembering the first error.
+func (m *sim) transition(s *simSession, to lifecycle.State, reason string, at time.Duration) {
+	if err := s.row.Transition(to, reason, m.now(at), m.pol); err != nil && m.err == nil {
+		m.err = fmt.Errorf("replay at %s: %w", at, err)
+	}
+}
+
+// heartbeat delivers session i's next request and queues the one after.
+func (m *sim) heartbeat(i int, at time.Duration) {
+	s := &m.sessions[i]
+	s.next++
+	final := s.next == len(s.tr.Heartbeats)
+	if final {
+		m.pending--
+	} else {
+		m.push(event{at: s.tr.Heartbeats[s.next], kind: evHeartbeat, sess: i})
+	}
+	s.lastActive = at
+	for s.tr.Bursts[s.burst].End < at && s.burst+1 < len(s.tr.Bursts) {
+		s.burst++
+	}
+	m.res.Heartbeats++
+
+	if m.sc.Policy == NeverPause {
+		if !s.created {
+			m.create(s, at)
+		}
+		if final {
+			m.transition(s, lifecycle.StateKilled, lifecycle.ReasonRequest, at)
+			m.stopBilling(s, at)
+		}
+		return
+	}
+	if m.sc.Outage.Down(at) {
+		// The API is down: the request fails. If the sandbox is running the
+		// user keeps working in it; if it is paused (or was never created)
+		// the user is blocked until the control plane is back.
+		m.res.RefusedRequests++
+		if s.row.State != lifecycle.StateRunning {
+			m.res.BlockedRequests++
+		}
+		return
+	}
+	switch {
+	case !s.created:
+		m.create(s, at)
+	case s.row.State == lifecycle.StatePaused:
+		m.resume(s, at)
+	default:
+		m.touch(s, at)
+	}
+}
+
+// create mirrors lifecycle.Service.Create: activity recorded, the provider
+// timeout set by Policy.ProviderTimeout (Sandman only), running.
+func (m *sim) create(s *simSession, at time.Duration) {
+	now := m.now(at)
+	s.created = true
+	s.row = lifecycle.Session{
+		SandboxID: sandboxID, State: lifecycle.StateProvisioning,
+		IdleTimeout: m.pol.DefaultIdleTimeout, CreatedAt: now, UpdatedAt: now,
+	}
+	s.row.RecordActivity(now, 0)
+	if m.guard {
+		s.row.SandboxExpiresAt = now.Add(m.pol.ProviderTimeout(&s.row, now))
+	}
+	m.transition(s, lifecycle.StateRunning, lifecycle.ReasonRequest, at)
+	m.startBilling(s, at)
+}
+
+// resume mirrors lifecycle.Service.Resume on a paused session: the user's
+// request found it paused and waited for the resume.
+func (m *sim) resume(s *simSession, at time.Duration) {
+	now := m.now(at)
+	m.res.Resumes++
+	m.transition(s, lifecycle.StateResuming, lifecycle.ReasonRequest, at)
+	var timeout time.Duration
+	if m.guard {
+		probe := s.row.Clone()
+		probe.RecordActivity(now, 0)
+		probe.RunningSince = now
+		timeout = m.pol.ProviderTimeout(probe, now)
+	}
+	s.row.RecordActivity(now, 0)
+	if m.guard {
+		s.row.SandboxExpiresAt = now.Add(timeout)
+	}
+	m.transition(s, lifecycle.StateRunning, lifecycle.ReasonRequest, at)
+	m.startBilling(s, at)
+}
+
+// touch mirrors lifecycle.Service.Heartbeat on a running session: coalesced
+// by the granularity, and the provider timeout pushed out when
+// NeedsProviderRefresh says so (Sandman only).
+func (m *sim) touch(s *simSession, at time.Duration) {
+	now := m.now(at)
+	if !s.row.RecordActivity(now, m.gran) {
+		return
+	}
+	s.row.UpdatedAt = now
+	m.res.HeartbeatWrites++
+	if m.guard && m.pol.NeedsProviderRefresh(&s.row, now) {
+		s.row.SandboxExpiresAt = now.Add(m.pol.ProviderTimeout(&s.row, now))
+		m.res.ProviderRefreshes++
+		m.armTimeout(s)
+	}
+}
+
+// startBilling marks the sandbox running from at and, under Sandman, arms the
+// provider timeout.
+func (m *sim) startBilling(s *simSession, at time.Duration) {
+	s.since = at
+	m.running++
+	if m.guard {
+		m.armTimeout(s)
+	}
+}
+
+// stopBilling ends the running span at at and disarms the provider timeout.
+func (m *sim) stopBilling(s *simSession, at time.Duration) {
+	m.billed += at - s.since
+	m.running--
+	s.gen++
+}
+
+// armTimeout queues the provider's timeout at the row's SandboxExpiresAt; an
+// earlier one still queued goes stale.
+func (m *sim) armTimeout(s *simSession) {
+	s.gen++
+	m.push(event{at: s.row.SandboxExpiresAt.Sub(m.cfg.Epoch), kind: evTimeout, sess: s.index, gen: s.gen})
+}
+
+// timeout is the provider pausing a running sandbox at its timeout
+// (pause-on-timeout). Its webhook is taken to reach the table at once.
+func (m *sim) timeout(i int, at time.Duration, gen uint64) {
+	s := &m.sessions[i]
+	if gen != s.gen || s.row.State != lifecycle.StateRunning {
+		return
+	}
+	m.res.ProviderPauses++
+	m.transition(s, lifecycle.StatePaused, lifecycle.ReasonWebhook, at)
+	if m.paused(s, at) < 0 {
+		m.res.EarlyProviderPauses++
+	}
+}
+
+// sweep is one scheduled idle-pause run: unless it fails or the control
+// plane is down, every running session that lifecycle.Session.Due says is
+// due is paused (running → pausing → paused, reason idle).
+func (m *sim) sweep(at time.Duration) {
+	failed := m.sweepRNG.Float64() < m.sc.SweepFailureRate
+	if failed || m.sc.Outage.Down(at) {
+		m.res.SweepsMissed++
+	} else {
+		m.res.SweepsRun++
+		now := m.now(at)
+		for i := range m.sessions {
+			s := &m.sessions[i]
+			if !s.row.Due(now) {
+				continue
+			}
+			m.res.SweepPauses++
+			m.transition(s, lifecycle.StatePausing, lifecycle.ReasonIdle, at)
+			m.transition(s, lifecycle.StatePaused, lifecycle.ReasonIdle, at)
+			m.paused(s, at)
+		}
+	}
+	if next := at + m.cfg.SweepInterval; (m.pending > 0 || m.running > 0) && next <= m.end {
+		m.push(event{at: next, kind: evSweep})
+	}
+}
+
+// paused records a pause at at: billing stops and the overshoot against the
+// user's real last activity is sampled and returned.
+func (m *sim) paused(s *simSession, at time.Duration) time.Duration {
+	m.stopBilling(s, at)
+	o := at - (s.lastActive + s.row.IdleTimeout)
+	m.overshoot = append(m.overshoot, o)
+	if b := s.tr.Bursts[s.burst]; b.Start <= at && at < b.End {
+		m.res.Interrupted++
+	}
+	return o
+}
+
+// finish turns the accumulators into the result's figures.
+func (m *sim) finish() {
+	r := &m.res
+	r.BilledMinutes = m.billed.Minutes()
+	r.CostUSD = m.billed.Seconds() * float64(m.cfg.VCPUs) * m.cfg.PricePerVCPUSecond
+	r.UserWait = time.Duration(r.Resumes) * m.cfg.ResumeWait
+	r.Pauses = len(m.overshoot)
+	if r.Pauses == 0 {
+		return
+	}
+	slices.Sort(m.overshoot)
+	for _, o := range m.overshoot {
+		if o < 0 {
+			r.EarlyPauses++
+		}
+	}
+	r.OvershootP50 = percentile(m.overshoot, 0.50)
+	r.OvershootP99 = percentile(m.overshoot, 0.99)
+	r.OvershootMin = m.overshoot[0]
+	r.OvershootMax = m.overshoot[len(m.overshoot)-1]
+}
+
+// percentile returns the nearest-rank p-quantile (0 < p ≤ 1) of sorted.
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	k := int(math.Ceil(float64(len(sorted))*p)) - 1
+	return sorted[min(max(k, 0), len(sorted)-1)]
+}

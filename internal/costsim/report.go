@@ -1,0 +1,287 @@
+package costsim
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Report is the outcome of a replay: the trace's shape and one Result per
+// scenario, in Config.Scenarios order.
+type Report struct {
+	// Config is the configuration that produced the report.
+	Config Config
+	// Trace describes the replayed trace; Trace.ActiveMinutes is the floor.
+	Trace TraceStats
+	// NeverPauseMinutes is what never pausing bills, the baseline of
+	// Result.SavingsPercent.
+	NeverPauseMinutes float64
+	// Results holds one entry per scenario.
+	Results []Result
+}
+
+// TraceStats describes a trace. Durations are time.Duration; percentiles
+// are nearest-rank.
+type TraceStats struct {
+	Sessions   int
+	Bursts     int
+	Heartbeats int
+	// Gaps is the number of idle gaps between bursts (the leave after the
+	// last burst is not a gap).
+	Gaps int
+	// GapsOverIdleTimeout counts gaps longer than the idle timeout: the ones
+	// a pausing policy can save on.
+	GapsOverIdleTimeout int
+	// ActiveMinutes is the sum of burst lengths in minutes: the floor, the
+	// least any policy can bill.
+	ActiveMinutes float64
+	// BurstP50..GapP99 are the percentiles of burst and gap lengths.
+	BurstP50, BurstP90, BurstP99 time.Duration
+	GapP50, GapP90, GapP99       time.Duration
+	// SessionP50 and SessionP90 are percentiles of a session's length, first
+	// to last activity.
+	SessionP50, SessionP90 time.Duration
+	// LastActivity is the offset from the epoch of the trace's last heartbeat.
+	LastActivity time.Duration
+}
+
+// Result is what one scenario bills and what it costs the users.
+type Result struct {
+	// Scenario is the row's policy and faults.
+	Scenario Scenario
+	// BilledMinutes is the sum, in minutes, of the time sandboxes ran.
+	// Paused time is not billed for compute.
+	BilledMinutes float64
+	// RatioToFloor is BilledMinutes over Report.Trace.ActiveMinutes.
+	RatioToFloor float64
+	// SavingsPercent is 100 * (never-pause - BilledMinutes) / never-pause.
+	SavingsPercent float64
+	// CostUSD is BilledMinutes priced at Config.PricePerVCPUSecond for
+	// Config.VCPUs (an assumption, US dollars).
+	CostUSD float64
+	// Resumes counts user requests that found the sandbox paused and waited
+	// for a resume; UserWait is Resumes * Config.ResumeWait.
+	Resumes  int
+	UserWait time.Duration
+	// Pauses counts pauses, by the sweep (SweepPauses) or by the provider's
+	// own timeout (ProviderPauses). Never pause has none.
+	Pauses, SweepPauses, ProviderPauses int
+	// EarlyPauses counts pauses that came before the idle timeout had run
+	// from the user's real last activity (negative overshoot);
+	// EarlyProviderPauses those of them made by the provider's timeout.
+	// Outside an outage Sandman's rules allow no early provider pause (the
+	// provider timeout stays at least ProviderGrace past the recorded idle
+	// deadline), so its early pauses are the sweep's, at most
+	// ActivityGranularity early (coalescing).
+	EarlyPauses, EarlyProviderPauses int
+	// Overshoot of a pause is pause time - (real last activity + idle
+	// timeout): how long the sandbox ran past the idle timeout. Negative
+	// when it paused early. P50 and P99 are nearest-rank over all pauses.
+	OvershootP50, OvershootP99, OvershootMin, OvershootMax time.Duration
+	// SweepsRun and SweepsMissed count sweep ticks that ran and that did not
+	// (a failure draw or the control plane down).
+	SweepsRun, SweepsMissed int
+	// Heartbeats counts user requests delivered; HeartbeatWrites those that
+	// were written (not coalesced, not a create or resume).
+	Heartbeats, HeartbeatWrites int
+	// ProviderRefreshes counts provider set-timeout calls made by heartbeats.
+	ProviderRefreshes int
+	// RefusedRequests counts user requests that failed because the control
+	// plane was down; BlockedRequests those of them that found no running
+	// sandbox, so the user could not work until it came back.
+	RefusedRequests, BlockedRequests int
+	// Interrupted counts pauses that came while the user was in the middle
+	// of a burst of activity. Only an outage causes them: no heartbeat gets
+	// through to push the provider timeout out.
+	Interrupted int
+	// RunningAtEnd counts sandboxes still running when the replay stopped
+	// (Config.Tail after the last activity); they are billed up to then.
+	RunningAtEnd int
+}
+
+// stats describes tr; gaps longer than idle count as pausable.
+func stats(tr Trace, idle time.Duration) TraceStats {
+	st := TraceStats{Sessions: len(tr.Sessions)}
+	var bursts, gaps, spans []time.Duration
+	var active time.Duration
+	for _, s := range tr.Sessions {
+		st.Heartbeats += len(s.Heartbeats)
+		for j, b := range s.Bursts {
+			bursts = append(bursts, b.End-b.Start)
+			active += b.End - b.Start
+			if j > 0 {
+				g := b.Start - s.Bursts[j-1].End
+				gaps = append(gaps, g)
+				if g > idle {
+					st.GapsOverIdleTimeout++
+				}
+			}
+		}
+		first, last := s.Heartbeats[0], s.Heartbeats[len(s.Heartbeats)-1]
+		spans = append(spans, last-first)
+		st.LastActivity = max(st.LastActivity, last)
+	}
+	slices.Sort(bursts)
+	slices.Sort(gaps)
+	slices.Sort(spans)
+	st.Bursts, st.Gaps, st.ActiveMinutes = len(bursts), len(gaps), active.Minutes()
+	st.BurstP50, st.BurstP90, st.BurstP99 = percentile(bursts, 0.5), percentile(bursts, 0.9), percentile(bursts, 0.99)
+	st.GapP50, st.GapP90, st.GapP99 = percentile(gaps, 0.5), percentile(gaps, 0.9), percentile(gaps, 0.99)
+	st.SessionP50, st.SessionP90 = percentile(spans, 0.5), percentile(spans, 0.9)
+	return st
+}
+
+// Markdown renders the report as a Markdown section (level-2 heading): the
+// results table, an operations table, and the method with every parameter
+// and the seed, so the figures can be reproduced.
+func (r Report) Markdown() string {
+	var b strings.Builder
+	c, t, st := r.Config, r.Config.Trace, r.Trace
+	pol := c.Lifecycle
+	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+
+	w("## Cost replay: what pausing idle sandboxes saves\n\n")
+	w("%s sessions starting over %d simulated days (seed %d, %s heartbeats), replayed on a simulated clock "+
+		"under each policy. The floor is the time users were actually active (the sum of their bursts), the least "+
+		"any policy can bill. Prices assume %d vCPUs at $%s per vCPU-second (an assumption; memory not priced).\n\n",
+		commas(st.Sessions), c.Days, c.Seed, commas(st.Heartbeats), c.VCPUs, strconv.FormatFloat(c.PricePerVCPUSecond, 'f', -1, 64))
+
+	w("| policy | billed sandbox-min | × floor | saved vs never pause | cost (USD) | resumes waited for | pauses | early pauses | overshoot p50 (s) | overshoot p99 (s) | overshoot max (s) | sweeps run / missed |\n")
+	w("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	floorCost := st.ActiveMinutes * 60 * float64(c.VCPUs) * c.PricePerVCPUSecond
+	w("| floor (active time) | %s | 1.00 | %s | %s | — | — | — | — | — | — | — |\n",
+		commas(int(st.ActiveMinutes+0.5)), pct(100*ratio(r.NeverPauseMinutes-st.ActiveMinutes, r.NeverPauseMinutes)), usd(floorCost))
+	for _, res := range r.Results {
+		if res.Scenario.Policy == NeverPause {
+			w("| %s | %s | %.2f | %s | %s | — | — | — | — | — | — | — |\n", res.Scenario.Name,
+				commas(int(res.BilledMinutes+0.5)), res.RatioToFloor, pct(res.SavingsPercent), usd(res.CostUSD))
+			continue
+		}
+		w("| %s | %s | %.2f | %s | %s | %s | %s | %s | %s | %s | %s | %s / %s |\n", res.Scenario.Name,
+			commas(int(res.BilledMinutes+0.5)), res.RatioToFloor, pct(res.SavingsPercent), usd(res.CostUSD),
+			commas(res.Resumes), commas(res.Pauses), commas(res.EarlyPauses),
+			secs(res.OvershootP50), secs(res.OvershootP99), secs(res.OvershootMax),
+			commas(res.SweepsRun), commas(res.SweepsMissed))
+	}
+
+	w("\n### Operations\n\n")
+	w("| policy | heartbeats | heartbeat writes | provider timeout refreshes | pauses by sweep | pauses by provider timeout | of which early | earliest pause (s) | requests refused (outage) | of which blocked | pauses under an active user | user wait for resumes (s) | running at end |\n")
+	w("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, res := range r.Results {
+		if res.Scenario.Policy == NeverPause {
+			continue
+		}
+		w("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", res.Scenario.Name,
+			commas(res.Heartbeats), commas(res.HeartbeatWrites), commas(res.ProviderRefreshes),
+			commas(res.SweepPauses), commas(res.ProviderPauses), commas(res.EarlyProviderPauses), secs(res.OvershootMin),
+			commas(res.RefusedRequests), commas(res.BlockedRequests), commas(res.Interrupted),
+			secs(res.UserWait), commas(res.RunningAtEnd))
+	}
+
+	w("\n### Method\n\n")
+	w("- **Trace** (`internal/costsim`, seed %d; each session draws from its own PCG stream seeded by (seed, index)). "+
+		"Session starts are spread over %d days by a diurnal rate: a raised cosine from %g× at 03:00 UTC to 1× at 15:00 UTC, "+
+		"times %g on Saturday and Sunday. A session is a run of activity bursts, log-normal with median %s and σ %g "+
+		"(clamped to 1 s..%s), separated by idle gaps from a mixture: %.0f%% log-normal with median %s and σ %g "+
+		"(seconds to minutes), %.0f%% Pareto with x_m %s and α %g (tens of minutes to hours; heavy-tailed), all gaps clamped to 1 s..%s. "+
+		"After each burst the user leaves for good with probability %g (geometric, mean %.1f bursts). While active the client "+
+		"sends a heartbeat every %s ± %s (uniform), plus one at the burst's end. Drawn times have 1 ms resolution.\n",
+		c.Seed, c.Days, t.DiurnalTrough, t.WeekendFactor, human(t.BurstMedian), t.BurstSigma, human(t.BurstMax),
+		100*t.ShortGapShare, human(t.ShortGapMedian), t.ShortGapSigma, 100*(1-t.ShortGapShare), human(t.LongGapMin),
+		t.LongGapAlpha, human(t.GapMax), t.LeaveProbability, 1/t.LeaveProbability,
+		human(t.HeartbeatInterval), human(t.HeartbeatJitter))
+	w("- **This trace**: %s bursts (p50 %s, p90 %s, p99 %s), %s gaps (p50 %s, p90 %s, p99 %s; %s longer than the %s idle timeout), "+
+		"session length first to last activity p50 %s, p90 %s; last activity %s after the epoch.\n",
+		commas(st.Bursts), human(st.BurstP50), human(st.BurstP90), human(st.BurstP99),
+		commas(st.Gaps), human(st.GapP50), human(st.GapP90), human(st.GapP99), commas(st.GapsOverIdleTimeout),
+		human(pol.DefaultIdleTimeout), human(st.SessionP50), human(st.SessionP90), human(st.LastActivity))
+	w("- **Replay**: event-driven on a simulated clock (no real time): one priority queue of user requests, sweep ticks "+
+		"(every %s, at epoch + k·%s) and provider timeouts, exact to the nanosecond. At the same instant a user request goes "+
+		"first, then a provider timeout, then the sweep. Pauses and resumes take no simulated time; a resume's wait is "+
+		"reported as %s per resume (E2B's published figure) and the provider's paused webhook reaches the table at once. "+
+		"The replay ends when every sandbox is paused or killed, or %s after the last activity.\n",
+		human(c.SweepInterval), human(c.SweepInterval), human(c.ResumeWait), human(c.Tail))
+	headroom := pol.DefaultIdleTimeout / 2
+	w("- **Policies**: *never pause* runs each sandbox from the session's first activity to its last and kills it there "+
+		"(a perfect kill, so its bill is a lower bound of never pausing). *cron sweep* (the seeds' design) writes every "+
+		"heartbeat and pauses a sandbox when a sweep sees last activity + %s passed; no provider-side guard. *sandman* "+
+		"runs the real rules of `internal/lifecycle` (`Session.RecordActivity` with %s coalescing, `Session.Due`/`PauseDeadline`, "+
+		"`Policy.ProviderTimeout` and `Policy.NeedsProviderRefresh`): at create and resume the provider timeout is set to the "+
+		"idle deadline + %s grace + %s headroom (half the idle timeout), and a written heartbeat pushes it out again when the "+
+		"provider would otherwise pause before the pause deadline + grace, at most once per %s of running time; at it the "+
+		"provider pauses the sandbox itself. A user request that finds the sandbox paused resumes it (a resume waited for). "+
+		"Missed sweeps are independent draws per tick; an outage stops sweeps and fails every request (create, heartbeat, resume) "+
+		"while the provider keeps running.\n",
+		human(pol.DefaultIdleTimeout), human(pol.ActivityGranularity), human(pol.ProviderGrace), human(headroom), human(headroom))
+	w("- **Measures**: billed = time running (paused time is not billed for compute; storage of paused snapshots is not priced). " +
+		"Overshoot of a pause = pause time − (the user's real last request + idle timeout); negative means the sandbox paused " +
+		"before the idle timeout had run (an early pause). Percentiles are nearest-rank over all pauses.\n")
+	w("- **Guard bounds** (Sandman): after every written heartbeat the provider timeout lies between %s and %s past the "+
+		"recorded idle deadline, which lags the user's real one by less than the %s coalescing. So while the control plane is "+
+		"up the provider never pauses a sandbox before its idle timeout, and Sandman's only early pauses are sweeps at most %s "+
+		"early. Whatever the sweep does (missed ticks, an outage), no sandbox runs more than %s (grace + headroom) past its "+
+		"idle timeout. During an outage heartbeats are refused and do not move the deadline, so the provider also pauses "+
+		"users who are still working (pauses under an active user) and they stay blocked until the control plane is back.\n",
+		human(pol.ProviderGrace), human(pol.ProviderGrace+headroom), human(pol.ActivityGranularity),
+		human(pol.ActivityGranularity), human(pol.ProviderGrace+headroom))
+	if pol.MaxProviderTimeout > 0 && pol.DefaultIdleTimeout+pol.ProviderGrace+headroom > pol.MaxProviderTimeout {
+		w("  These bounds do not hold here: the idle timeout + grace + headroom exceeds the provider's %s maximum timeout, "+
+			"so the provider can pause a sandbox before its idle timeout (see `Policy.NeedsProviderRefresh`).\n", human(pol.MaxProviderTimeout))
+	}
+	var outages []Outage
+	for _, res := range r.Results {
+		if o := res.Scenario.Outage; o.Duration > 0 && !slices.Contains(outages, o) {
+			outages = append(outages, o)
+			w("- **Outage**: the control plane is down %s from %s (offset %s from the epoch) in the scenarios that name it.\n",
+				human(o.Duration), c.Epoch.Add(o.Start).Format("Mon 15:04 MST"), human(o.Start))
+		}
+	}
+	return b.String()
+}
+
+// commas formats n with thousands separators.
+func commas(n int) string {
+	s := strconv.Itoa(n)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var out []byte
+	for i := range len(s) {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			out = append(out, ',')
+		}
+		out = append(out, s[i])
+	}
+	if neg {
+		return "-" + string(out)
+	}
+	return string(out)
+}
+
+func pct(p float64) string { return fmt.Sprintf("%.1f %%", p) }
+
+func usd(v float64) string { return "$" + fmt.Sprintf("%.2f", v) }
+
+// secs renders d in whole seconds, rounded.
+func secs(d time.Duration) string { return commas(int(d.Round(time.Second) / time.Second)) }
+
+// human renders d compactly: "36 h", "3 d 4 h", "2 h 7 min", "8 min", "1.5 s".
+func human(d time.Duration) string {
+	switch {
+	case d >= time.Hour && d%time.Hour == 0:
+		return fmt.Sprintf("%d h", d/time.Hour)
+	case d >= 48*time.Hour:
+		h := d.Round(time.Hour)
+		return fmt.Sprintf("%d d %d h", h/(24*time.Hour), (h%(24*time.Hour))/time.Hour)
+	case d >= time.Hour:
+		m := d.Round(time.Minute)
+		return fmt.Sprintf("%d h %d min", m/time.Hour, (m%time.Hour)/time.Minute)
+	case d >= time.Minute && d%time.Minute == 0:
+		return fmt.Sprintf("%d min", d/time.Minute)
+	case d >= time.Minute:
+		return fmt.Sprintf("%.1f min", d.Minutes())
+	default:
+		return fmt.Sprintf("%g s", d.Round(100*time.Millisecond).Seconds())
+	}
+}

@@ -1,0 +1,160 @@
+package costsim
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"time"
+)
+
+// Burst is one stretch of user activity, as offsets from Config.Epoch. The
+// user's first heartbeat of the burst is at Start and the last at End.
+type Burst struct {
+	Start, End time.Duration
+}
+
+// SessionTrace is what one user does: bursts of activity separated by idle
+// gaps, then leaving for good after the last burst. Heartbeats are the
+// requests the client sends, as offsets from Config.Epoch, ascending; each
+// burst's first and last heartbeat fall on its Start and End.
+type SessionTrace struct {
+	Bursts     []Burst
+	Heartbeats []time.Duration
+}
+
+// Trace is the input of a replay: every session's activity.
+type Trace struct {
+	Sessions []SessionTrace
+}
+
+// NewSessionTrace returns a session made of bursts (ascending, not
+// overlapping) whose heartbeats come exactly every interval from each burst's
+// Start, plus one at its End (a non-positive interval gives only those
+// two). It builds hand-written traces for Replay.
+func NewSessionTrace(interval time.Duration, bursts ...Burst) SessionTrace {
+	st := SessionTrace{Bursts: bursts}
+	for _, b := range bursts {
+		step := interval
+		if step <= 0 {
+			step = b.End - b.Start + 1
+		}
+		for h := b.Start; h < b.End; h += step {
+			st.Heartbeats = append(st.Heartbeats, h)
+		}
+		st.Heartbeats = append(st.Heartbeats, b.End)
+	}
+	return st
+}
+
+// Generate draws the synthetic trace of cfg (package comment, "Trace"). Each
+// session has its own random stream, seeded by (cfg.Seed, session index), so
+// the trace of session i does not depend on how many sessions there are.
+// Errors: cfg fails Validate.
+func Generate(cfg Config) (Trace, error) {
+	if err := cfg.Validate(); err != nil {
+		return Trace{}, err
+	}
+	tr := Trace{Sessions: make([]SessionTrace, cfg.Sessions)}
+	for i := range tr.Sessions {
+		rng := rand.New(rand.NewPCG(cfg.Seed, uint64(i)))
+		tr.Sessions[i] = cfg.Trace.session(rng, cfg.Days)
+	}
+	return tr, nil
+}
+
+// session draws one session starting within days of the epoch.
+func (p TraceParams) session(rng *rand.Rand, days int) SessionTrace {
+	var st SessionTrace
+	t := p.start(rng, days)
+	for {
+		b := Burst{Start: t, End: t + clamp(logNormal(rng, p.BurstMedian, p.BurstSigma), time.Second, p.BurstMax)}
+		st.Bursts = append(st.Bursts, b)
+		for h := b.Start; h < b.End; h += p.heartbeatInterval(rng) {
+			st.Heartbeats = append(st.Heartbeats, h)
+		}
+		st.Heartbeats = append(st.Heartbeats, b.End)
+		if rng.Float64() < p.LeaveProbability {
+			return st
+		}
+		t = b.End + p.gap(rng)
+	}
+}
+
+// start draws a session start by rejection from the diurnal, weekday-weighted
+// rate: a raised cosine from DiurnalTrough at 03:00 UTC to 1 at 15:00 UTC,
+// times WeekendFactor on days 6 and 7.
+func (p TraceParams) start(rng *rand.Rand, days int) time.Duration {
+	span := time.Duration(days) * 24 * time.Hour
+	for {
+		at := ms(rng.Float64() * float64(span))
+		hour := float64(at%(24*time.Hour)) / float64(time.Hour)
+		rate := p.DiurnalTrough + (1-p.DiurnalTrough)*(1-math.Cos(2*math.Pi*(hour-3)/24))/2
+		if day := int(at / (24 * time.Hour)); day%7 >= 5 {
+			rate *= p.WeekendFactor
+		}
+		if rng.Float64() < rate {
+			return at
+		}
+	}
+}
+
+// heartbeatInterval draws the time to the client's next heartbeat.
+func (p TraceParams) heartbeatInterval(rng *rand.Rand) time.Duration {
+	j := (2*rng.Float64() - 1) * float64(p.HeartbeatJitter)
+	return max(ms(float64(p.HeartbeatInterval)+j), time.Millisecond)
+}
+
+// gap draws one idle gap from the short/long mixture.
+func (p TraceParams) gap(rng *rand.Rand) time.Duration {
+	var g time.Duration
+	if rng.Float64() < p.ShortGapShare {
+		g = logNormal(rng, p.ShortGapMedian, p.ShortGapSigma)
+	} else {
+		// Pareto by inversion: x_m / U^(1/alpha), U in (0, 1].
+		u := 1 - rng.Float64()
+		g = ms(float64(p.LongGapMin) / math.Pow(u, 1/p.LongGapAlpha))
+	}
+	return clamp(g, time.Second, p.GapMax)
+}
+
+// logNormal draws exp(N(ln median, sigma²)), rounded to milliseconds.
+func logNormal(rng *rand.Rand, median time.Duration, sigma float64) time.Duration {
+	return ms(float64(median) * math.Exp(sigma*rng.NormFloat64()))
+}
+
+// ms converts nanoseconds to a Duration truncated to whole milliseconds, the
+// resolution of every drawn time. Values beyond a Duration saturate.
+func ms(ns float64) time.Duration {
+	if ns >= math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return time.Duration(ns).Truncate(time.Millisecond)
+}
+
+func clamp(d, lo, hi time.Duration) time.Duration { return min(max(d, lo), hi) }
+
+// validate checks the invariants the replay relies on.
+func (t Trace) validate() error {
+	if len(t.Sessions) == 0 {
+		return fmt.Errorf("invalid trace: no sessions")
+	}
+	for i, s := range t.Sessions {
+		if len(s.Bursts) == 0 || len(s.Heartbeats) == 0 {
+			return fmt.Errorf("invalid trace: session %d has no bursts or no heartbeats", i)
+		}
+		for j := 1; j < len(s.Heartbeats); j++ {
+			if s.Heartbeats[j] < s.Heartbeats[j-1] {
+				return fmt.Errorf("invalid trace: session %d heartbeat %d goes back in time", i, j)
+			}
+		}
+		for j, b := range s.Bursts {
+			if b.End < b.Start || (j > 0 && b.Start < s.Bursts[j-1].End) {
+				return fmt.Errorf("invalid trace: session %d burst %d is reversed or overlaps", i, j)
+			}
+		}
+		if s.Heartbeats[0] < 0 {
+			return fmt.Errorf("invalid trace: session %d starts before the epoch", i)
+		}
+	}
+	return nil
+}
