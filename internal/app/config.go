@@ -64,6 +64,10 @@ const (
 	EnvProviderGrace       = "SANDMAN_PROVIDER_GRACE"       // ProviderGrace, default 2m
 	EnvMaxProviderTimeout  = "SANDMAN_MAX_PROVIDER_TIMEOUT" // MaxProviderTimeout, default 1h
 	EnvLeaseDuration       = "SANDMAN_LEASE_DURATION"       // LeaseDuration, default 5m
+
+	// Provider call bounds (lifecycle.Service).
+	EnvProbeTimeout        = "SANDMAN_PROBE_TIMEOUT"         // reconnect's live probe, default 15s
+	EnvProviderCallTimeout = "SANDMAN_PROVIDER_CALL_TIMEOUT" // every other provider call, default 30s
 )
 
 // The provider names EnvProvider accepts.
@@ -99,6 +103,9 @@ type Config struct {
 	CORSOrigin string // "" means "*"
 	LogLevel   slog.Level
 	Policy     lifecycle.Policy
+
+	ProbeTimeout        time.Duration // 0: lifecycle.Service's default (15 s)
+	ProviderCallTimeout time.Duration // 0: lifecycle.Service's default (30 s)
 }
 
 // ConfigFromEnv reads the Config from getenv (os.Getenv in production).
@@ -165,6 +172,8 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		{EnvProviderGrace, &p.ProviderGrace},
 		{EnvMaxProviderTimeout, &p.MaxProviderTimeout},
 		{EnvLeaseDuration, &p.LeaseDuration},
+		{EnvProbeTimeout, &c.ProbeTimeout},
+		{EnvProviderCallTimeout, &c.ProviderCallTimeout},
 	} {
 		v := get(o.name)
 		if v == "" {
