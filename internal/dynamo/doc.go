@@ -17,7 +17,7 @@
 // idle_timeout_ms and max_lifetime_ms (N, durations in milliseconds), and the
 // times created_at, updated_at, last_activity_at, idle_deadline,
 // running_since, paused_at, lease_expires_at, sandbox_expires_at,
-// last_provider_event_at.
+// last_provider_event_at, state_changed_at.
 //
 // Times are stored as fixed-width RFC 3339 UTC strings with nanoseconds,
 // "2006-01-02T15:04:05.000000000Z" (timeLayout): exact to the nanosecond and

@@ -58,6 +58,7 @@ func runningSession(id, account string, now time.Time) *lifecycle.Session {
 		RunningSince:        now,
 		SandboxExpiresAt:    now.Add(12 * time.Minute),
 		LastProviderEventAt: now.Add(-time.Second),
+		StateChangedAt:      now.Add(-2 * time.Second),
 	}
 }
 

@@ -62,6 +62,7 @@ type sessionItem struct {
 	LeaseExpiresAt      string `dynamodbav:"lease_expires_at,omitempty"`
 	SandboxExpiresAt    string `dynamodbav:"sandbox_expires_at,omitempty"`
 	LastProviderEventAt string `dynamodbav:"last_provider_event_at,omitempty"`
+	StateChangedAt      string `dynamodbav:"state_changed_at,omitempty"`
 
 	// PauseDeadline is Session.PauseDeadline() in timeLayout, present only
 	// while the session is in the idle index: Guard.DueBy's exact re-check.
@@ -165,6 +166,7 @@ func toSessionItem(s *lifecycle.Session) sessionItem {
 		LeaseExpiresAt:      formatTime(s.LeaseExpiresAt),
 		SandboxExpiresAt:    formatTime(s.SandboxExpiresAt),
 		LastProviderEventAt: formatTime(s.LastProviderEventAt),
+		StateChangedAt:      formatTime(s.StateChangedAt),
 		OwnerKey:            s.AccountID,
 		OwnerSort:           s.CreatedAt.UTC().Format(timeLayout) + "#" + s.ID,
 	}
@@ -225,6 +227,7 @@ func (it sessionItem) session() (*lifecycle.Session, error) {
 		{"lease_expires_at", it.LeaseExpiresAt, &s.LeaseExpiresAt},
 		{"sandbox_expires_at", it.SandboxExpiresAt, &s.SandboxExpiresAt},
 		{"last_provider_event_at", it.LastProviderEventAt, &s.LastProviderEventAt},
+		{"state_changed_at", it.StateChangedAt, &s.StateChangedAt},
 	}
 	for _, f := range times {
 		if *f.dst, err = parseTime(f.name, f.v); err != nil {

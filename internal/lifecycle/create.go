@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -72,6 +73,15 @@ func (s *Service) Create(ctx context.Context, accountID string, in CreateInput) 
 	})
 	cancel()
 	if err != nil {
+		if errors.Is(err, ErrProviderTransient) || errors.Is(err, context.DeadlineExceeded) {
+			// The provider may have made the sandbox and lost the answer.
+			wctx, wcancel := settleContext(ctx)
+			if kerr := s.killOrphans(wctx, sess.ID); kerr != nil {
+				s.log().WarnContext(ctx, "look for a sandbox the failed create may have made; the sweep reaps it later",
+					"session_id", sess.ID, "err", kerr)
+			}
+			wcancel()
+		}
 		if ferr := s.transition(ctx, sess, StateFailed, ReasonRequest, Guard{}); ferr != nil {
 			s.log().ErrorContext(ctx, "mark session failed", "session_id", sess.ID, "err", ferr)
 		}
@@ -114,7 +124,7 @@ func (s *Service) newSession(accountID string, in CreateInput) (*Session, error)
 	sess := &Session{
 		ID: s.newID(), AccountID: accountID, Provider: s.Provider.Name(), Template: in.Template,
 		Metadata: in.Metadata, State: StateProvisioning, Reason: ReasonRequest,
-		IdleTimeout: idle, MaxLifetime: life, CreatedAt: now, UpdatedAt: now,
+		IdleTimeout: idle, MaxLifetime: life, CreatedAt: now, UpdatedAt: now, StateChangedAt: now,
 		LeaseExpiresAt: now.Add(s.Policy.LeaseDuration),
 	}
 	return sess, nil

@@ -163,3 +163,41 @@ func (s *Service) killOrphans(ctx context.Context, sessionID string) error {
 	}
 	return nil
 }
+
+// ReapOrphan kills a provider sandbox that no live session holds, once it is
+// older than a lease: one tagged (MetadataSessionID) with a session that is
+// final, holds another sandbox, or never recorded it because its create died
+// (the table is read strongly, so a create that just committed is safe). The
+// sweep calls it for listed sandboxes the table does not know and for those
+// of final sessions: it closes leaks such as a create whose answer was lost
+// after the provider made the sandbox, or a resume that raced a delete (E2B:
+// the delete answered 204 but the sandbox ended up running). An untagged
+// sandbox is not Sandman's and is left alone. It returns whether it killed.
+// Errors: unavailable (provider trouble), or the store's.
+func (s *Service) ReapOrphan(ctx context.Context, sb Sandbox) (bool, error) {
+	id := sb.Metadata[MetadataSessionID]
+	if id == "" {
+		return false, nil
+	}
+	now := s.now()
+	if !sb.StartedAt.IsZero() && now.Sub(sb.StartedAt) < s.Policy.LeaseDuration {
+		return false, nil
+	}
+	sess, err := s.Store.GetSession(ctx, id)
+	switch {
+	case IsCode(err, CodeNotFound):
+	case err != nil:
+		return false, err
+	case sess.SandboxID == sb.ID && !sess.State.Final():
+		return false, nil // held: the index was behind
+	case sess.State == StateProvisioning && now.Before(sess.LeaseExpiresAt):
+		return false, nil // its create is still under way
+	}
+	pctx, cancel := context.WithTimeout(ctx, s.callTimeout())
+	defer cancel()
+	if err := s.Provider.Kill(pctx, sb.ID); err != nil && !errors.Is(err, ErrSandboxGone) {
+		return false, s.providerError(err, "kill an orphaned sandbox")
+	}
+	s.log().InfoContext(ctx, "killed orphaned sandbox", "session_id", id, "sandbox_id", sb.ID)
+	return true, nil
+}

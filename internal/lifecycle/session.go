@@ -35,6 +35,10 @@ type Session struct {
 	// LastProviderEventAt is the timestamp of the newest provider webhook
 	// applied; older deliveries are ignored (DESIGN.md "Webhooks").
 	LastProviderEventAt time.Time
+	// StateChangedAt is when the last transition was committed. A provider
+	// webhook older than it describes a state Sandman has already moved past
+	// and is not applied (DESIGN.md "Webhooks": never move backwards).
+	StateChangedAt time.Time
 }
 
 // Transition reasons, carried on the session and in lifecycle events.
@@ -103,7 +107,7 @@ func (s *Session) Transition(to State, reason string, now time.Time, p Policy) e
 	if err := CheckTransition(s.State, to); err != nil {
 		return err
 	}
-	s.State, s.Reason, s.UpdatedAt = to, reason, now
+	s.State, s.Reason, s.UpdatedAt, s.StateChangedAt = to, reason, now, now
 	s.LeaseExpiresAt = time.Time{}
 	if to.Transitional() {
 		s.LeaseExpiresAt = now.Add(p.LeaseDuration)

@@ -36,6 +36,12 @@ func (s *Service) webhookDedupeTTL() time.Duration {
 // provider's retry instead of being swallowed as a duplicate; the timestamp
 // rule makes the re-application a no-op.
 //
+// A paused or resumed event older than the session's last committed
+// transition (StateChangedAt) is stale too: it describes a state Sandman has
+// moved past. This compares the provider's clock with ours; skew of a few
+// seconds at worst leaves a disagreement the sweep's provider-list check
+// repairs.
+//
 // Rules: paused → paused; resumed → running and counts as activity (traffic
 // woke it); killed → expired (a session we killed stays killed); updated →
 // records the new provider timeout; created → recorded. A session in a
@@ -93,6 +99,11 @@ func (s *Service) applyTo(ctx context.Context, sess *Session, ev ProviderEvent) 
 		// its own reason (idle, request), a moment later.
 		return WebhookDeferred, nil
 	}
+	if (ev.Type == ProviderEventPaused || ev.Type == ProviderEventResumed) && ev.Timestamp.Before(sess.StateChangedAt) {
+		// It describes a state Sandman has moved past since (a late paused
+		// after our own resume): applying it would move the session back.
+		return WebhookStale, nil
+	}
 	from := sess.State
 	now := s.now()
 	sess.LastProviderEventAt = ev.Timestamp
@@ -115,6 +126,8 @@ func (s *Service) applyTo(ctx context.Context, sess *Session, ev ProviderEvent) 
 		if err := sess.Transition(to, ReasonWebhook, now, s.Policy); err != nil {
 			return "", err
 		}
+		// The change happened at the provider when the event says.
+		sess.StateChangedAt = ev.Timestamp
 		if err := s.commit(ctx, sess, from, Guard{}); err != nil {
 			return "", err
 		}

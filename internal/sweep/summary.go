@@ -26,8 +26,12 @@ type Summary struct {
 	Leases int `json:"leases"`
 	// Listed: provider sandboxes compared with the table.
 	Listed int `json:"listed"`
-	// Unknown: listed sandboxes that no session holds (logged, not killed).
+	// Unknown: listed sandboxes that no session holds.
 	Unknown int `json:"unknown"`
+	// OrphansKilled: listed sandboxes killed because no live session holds
+	// them (lifecycle.Service.ReapOrphan): leaked by a create whose answer
+	// was lost, or alive after their session was killed or expired.
+	OrphansKilled int `json:"orphans_killed"`
 	// Reconciled: sessions moved to the state their provider reports, from an
 	// expired lease or a provider-list disagreement.
 	Reconciled int `json:"reconciled"`
@@ -63,6 +67,7 @@ func (s Summary) LogValue() slog.Value {
 		slog.Int("leases", s.Leases),
 		slog.Int("listed", s.Listed),
 		slog.Int("unknown", s.Unknown),
+		slog.Int("orphans_killed", s.OrphansKilled),
 		slog.Int("reconciled", s.Reconciled),
 		slog.Int("reconcile_failed", s.ReconcileFailed),
 		slog.Int("dormant", s.Dormant),

@@ -386,9 +386,8 @@ func (r *run) compare(ctx context.Context, sb lifecycle.Sandbox) {
 	sess, err := r.sw.store.FindBySandbox(ctx, r.sw.provider.Name(), sb.ID)
 	switch {
 	case lifecycle.IsCode(err, lifecycle.CodeNotFound):
-		// Maybe a create still in flight, maybe a leak: an operator decides.
-		log.InfoContext(ctx, "provider sandbox unknown to the table", "session_id", sb.Metadata[lifecycle.MetadataSessionID])
 		r.add(&r.sum.Unknown, 1)
+		r.reap(ctx, sb, log)
 		return
 	case err != nil:
 		log.WarnContext(ctx, "look up listed sandbox", "err", err)
@@ -401,6 +400,25 @@ func (r *run) compare(ctx context.Context, sb lifecycle.Sandbox) {
 		r.reconcile(ctx, sess)
 	case sess.State.Final():
 		log.WarnContext(ctx, "provider sandbox of a finished session still exists", "session_id", sess.ID, "state", sess.State)
+		r.reap(ctx, sb, log)
+	}
+}
+
+// reap kills a listed sandbox no live session holds (Service.ReapOrphan);
+// one that is not Sandman's, or too young to judge, is left alone.
+func (r *run) reap(ctx context.Context, sb lifecycle.Sandbox, log *slog.Logger) {
+	if !r.begin(ctx) {
+		return
+	}
+	killed, err := r.sw.svc.ReapOrphan(ctx, sb)
+	switch {
+	case err != nil:
+		log.WarnContext(ctx, "kill orphaned sandbox failed; the next run retries", "err", err)
+		r.add(&r.sum.ReconcileFailed, 1)
+	case killed:
+		r.add(&r.sum.OrphansKilled, 1)
+	default:
+		log.InfoContext(ctx, "provider sandbox unknown to the table, left alone", "session_id", sb.Metadata[lifecycle.MetadataSessionID])
 	}
 }
 

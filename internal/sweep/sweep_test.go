@@ -584,3 +584,46 @@ func TestRunDormancy(t *testing.T) {
 		})
 	}
 }
+
+func TestRunReapsOrphans(t *testing.T) {
+	e := MustEnv(t)
+	s := MustSessions(t, e, 2)
+	create := func(meta map[string]string) lifecycle.Sandbox {
+		t.Helper()
+		sb, err := e.prov.Create(t.Context(), lifecycle.CreateRequest{Template: "base", AutoPause: true, Metadata: meta})
+		if err != nil {
+			t.Fatalf("create sandbox: %v", err)
+		}
+		return sb
+	}
+	// A create whose answer was lost: the provider made a sandbox tagged with
+	// a session that never recorded it (here: one that does not exist).
+	lost := create(map[string]string{lifecycle.MetadataSessionID: "ses_lostlostlostlostlostlostlo"})
+	// A session killed while its sandbox lived on (a resume raced the delete).
+	killed := s[0]
+	if err := e.svc.Transition(t.Context(), killed, lifecycle.StateKilled, lifecycle.ReasonRequest, lifecycle.Guard{}); err != nil {
+		t.Fatalf("mark killed: %v", err)
+	}
+	// Not Sandman's: no tag.
+	untagged := create(nil)
+	e.clock.Advance(e.svc.Policy.LeaseDuration + time.Second)
+	// Too young to judge: made just now.
+	young := create(map[string]string{lifecycle.MetadataSessionID: "ses_youngyoungyoungyoungyoungyo"})
+
+	sum := MustRun(t, t.Context(), MustSweeper(t, e, sweep.Config{}))
+
+	if got, want := sum.OrphansKilled, 2; got != want {
+		t.Errorf("orphans killed = %d, want %d", got, want)
+	}
+	for _, id := range []string{lost.ID, killed.SandboxID} {
+		if _, ok := e.prov.Sandbox(id); ok {
+			t.Errorf("orphan %s still exists", id)
+		}
+	}
+	for _, id := range []string{untagged.ID, young.ID, s[1].SandboxID} {
+		if _, ok := e.prov.Sandbox(id); !ok {
+			t.Errorf("sandbox %s was killed; it is not an orphan", id)
+		}
+	}
+	MustState(t, e, s[1].ID, lifecycle.StateRunning)
+}
