@@ -3,7 +3,7 @@ SHELL := /bin/bash
 GO    ?= go
 FUNCTIONS := sessions status resume snapshot reconnect webhook idlepause
 
-.PHONY: test lint build clean run apikey invoke sandman smoke synth deploy
+.PHONY: test lint build clean run apikey invoke sandman smoke synth deploy bench
 
 SANDMAN_BIN := build/sandman
 
@@ -45,6 +45,10 @@ build:
 	  CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w' \
 	    -o build/lambda/$$fn/bootstrap ./functions/$$fn || exit 1; \
 	done
+
+## bench: benchmarks and the cost report into bench-results/ (copied to docs/BENCH.md)
+bench:
+	bash scripts/bench.sh
 
 ## synth: synthesize the CDK stack offline into cdk.out (needs Node; no AWS credentials)
 synth: build

@@ -1,0 +1,33 @@
+// Package bench measures Sandman for `make bench` (scripts/bench.sh, which
+// runs internal/cmd/bench against its own in-memory DynamoDB Local): the
+// figures of docs/BENCH.md. Every figure is measured in the run that reports
+// it; nothing here is a constant written down from an earlier run.
+//
+// The figures, one Run function each:
+//
+//   - RunStatus: latency of GET /v1/sessions/{id}/status through the real
+//     status apigw.Handler (API Gateway v2 event, x-api-key auth: one
+//     GetItem for the key, one for the session) against a raw DynamoDB
+//     GetItem of the same session item, interleaved in one loop.
+//   - RunSweep: one idle sweep (internal/sweep) over a table of many running
+//     sessions of which some are idle, with a fake provider whose pause
+//     takes a real, fixed latency; its wall time against the bound
+//     idle × latency ÷ concurrency, the DynamoDB operations it issued
+//     (counted on the wire, see OpCounter: Scan must be 0), and a check that
+//     exactly the idle sessions were paused and no other session was
+//     touched.
+//   - RunWebhook: signed E2B deliveries through the real webhook.Handler
+//     (verify, parse, find the session by sandbox, conditional transition,
+//     dedupe claim), sequential and from concurrent senders.
+//   - RunColdStart: each Lambda function built as the real `bootstrap`
+//     binary, its zipped size as deployed (linux/arm64) and, on this machine
+//     (linux/amd64), its init duration and first invocations against
+//     RuntimeAPI, a minimal Lambda Runtime API served in process (AWS's
+//     Runtime Interface Emulator is not available here).
+//
+// Report gathers them with the Machine they ran on and renders the markdown
+// report (Report.Markdown) and the raw figures (JSON).
+//
+// Latencies are measured on the client side with the monotonic clock and
+// reported in milliseconds. Percentiles are nearest-rank (Summarize).
+package bench
