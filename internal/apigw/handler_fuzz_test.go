@@ -401,6 +401,15 @@ func (s *fuzzStore) Claim(_ context.Context, key, value string, _ time.Duration,
 	return true, value, nil
 }
 
+func (s *fuzzStore) ReleaseClaim(_ context.Context, key, value string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.claims[key] == value {
+		delete(s.claims, key)
+	}
+	return nil
+}
+
 func (s *fuzzStore) PutAPIKey(_ context.Context, k lifecycle.APIKey) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -220,6 +220,7 @@ func New(ctx context.Context, cfg Config, needs Needs, deps Deps) (*App, error) 
 
 	a.Service = lifecycle.NewService(a.Store, a.Provider, a.Publisher, clock, cfg.Policy, a.Log)
 	a.Service.ProbeTimeout, a.Service.CallTimeout = cfg.ProbeTimeout, cfg.ProviderCallTimeout
+	a.Service.Deployment = cfg.Deployment
 	ok = true
 	return a, nil
 }

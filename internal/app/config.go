@@ -65,6 +65,11 @@ const (
 	EnvMaxProviderTimeout  = "SANDMAN_MAX_PROVIDER_TIMEOUT" // MaxProviderTimeout, default 1h
 	EnvLeaseDuration       = "SANDMAN_LEASE_DURATION"       // LeaseDuration, default 5m
 
+	// EnvDeployment names this deployment; it tags every sandbox created so
+	// deployments sharing one provider account never touch each other's
+	// sandboxes. Default: the table name.
+	EnvDeployment = "SANDMAN_DEPLOYMENT"
+
 	// Provider call bounds (lifecycle.Service).
 	EnvProbeTimeout        = "SANDMAN_PROBE_TIMEOUT"         // reconnect's live probe, default 15s
 	EnvProviderCallTimeout = "SANDMAN_PROVIDER_CALL_TIMEOUT" // every other provider call, default 30s
@@ -104,6 +109,7 @@ type Config struct {
 	LogLevel   slog.Level
 	Policy     lifecycle.Policy
 
+	Deployment          string        // default: Table
 	ProbeTimeout        time.Duration // 0: lifecycle.Service's default (15 s)
 	ProviderCallTimeout time.Duration // 0: lifecycle.Service's default (30 s)
 }
@@ -129,10 +135,14 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		EventBus:             get(EnvEventBus),
 		EventsFile:           get(EnvEventsFile),
 		CORSOrigin:           get(EnvCORSOrigin),
+		Deployment:           get(EnvDeployment),
 		Policy:               lifecycle.DefaultPolicy(),
 	}
 	if c.Table == "" {
 		return Config{}, fmt.Errorf("%s is required: the name of the sessions table", EnvTable)
+	}
+	if c.Deployment == "" {
+		c.Deployment = c.Table
 	}
 	switch c.Provider {
 	case "":

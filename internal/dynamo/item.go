@@ -63,6 +63,8 @@ type sessionItem struct {
 	SandboxExpiresAt    string `dynamodbav:"sandbox_expires_at,omitempty"`
 	LastProviderEventAt string `dynamodbav:"last_provider_event_at,omitempty"`
 	StateChangedAt      string `dynamodbav:"state_changed_at,omitempty"`
+	// WriteID identifies the write that stored this version (newWriteID).
+	WriteID string `dynamodbav:"write_id,omitempty"`
 
 	// PauseDeadline is Session.PauseDeadline() in timeLayout, present only
 	// while the session is in the idle index: Guard.DueBy's exact re-check.
@@ -97,6 +99,7 @@ type claimItem struct {
 	Value     string `dynamodbav:"value"`
 	ClaimedAt string `dynamodbav:"claimed_at"` // timeLayout
 	TTL       int64  `dynamodbav:"ttl"`        // epoch seconds (tabledef.TTLAttribute)
+	WriteID   string `dynamodbav:"write_id"`   // see newWriteID
 }
 
 // Shard returns the due-index shard of a session id: fnv32a(id) modulo

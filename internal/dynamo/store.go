@@ -2,6 +2,8 @@ package dynamo
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -61,10 +63,15 @@ func (st *Store) CreateSession(ctx context.Context, s *lifecycle.Session) error 
 	next := s.Clone()
 	next.Version = 1
 	cond := expression.AttributeNotExists(expression.Name(tabledef.PartitionKey))
-	err := st.put(ctx, toSessionItem(next), cond, false)
+	it := toSessionItem(next)
+	it.WriteID = newWriteID()
+	err := st.put(ctx, it, cond, true)
 	var failed *types.ConditionalCheckFailedException
-	if errors.As(err, &failed) {
+	if errors.As(err, &failed) && !wroteIt(failed.Item, it.WriteID) {
 		return lifecycle.Errorf(lifecycle.CodeConflict, "session %s already exists", s.ID)
+	}
+	if failed != nil {
+		err = nil // our own write, committed before the SDK retried it
 	}
 	if err != nil {
 		return fmt.Errorf("create session %s: %w", s.ID, err)
@@ -194,16 +201,46 @@ func (st *Store) UpdateSession(ctx context.Context, s *lifecycle.Session, from l
 	if !guard.DueBy.IsZero() {
 		cond = cond.And(expression.Name(attrPauseDeadline).LessThanEqual(expression.Value(formatTime(guard.DueBy))))
 	}
-	err := st.put(ctx, toSessionItem(next), cond, true)
+	it := toSessionItem(next)
+	it.WriteID = newWriteID()
+	err := st.put(ctx, it, cond, true)
 	var failed *types.ConditionalCheckFailedException
 	if errors.As(err, &failed) {
-		return explainUpdateFailure(s, from, guard, failed.Item)
+		if !wroteIt(failed.Item, it.WriteID) {
+			return explainUpdateFailure(s, from, guard, failed.Item)
+		}
+		err = nil // our own write, committed before the SDK retried it
 	}
 	if err != nil {
 		return fmt.Errorf("update session %s: %w", s.ID, err)
 	}
 	s.Version = next.Version
 	return nil
+}
+
+// newWriteID returns a random id for one logical write. The SDK retries a
+// PutItem whose answer was lost (a timeout, a 5xx) even when the first
+// attempt committed; the retry then fails its own condition. Every item
+// carries the write_id of the write that stored it, so such a failure is
+// recognised as our own success instead of a lost race (which would make
+// Create kill a sandbox the table records as running, or drop the event of a
+// committed transition).
+func newWriteID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// wroteIt reports whether old, an item returned by a failed condition
+// (ALL_OLD), was stored by the write with id writeID.
+func wroteIt(old map[string]types.AttributeValue, writeID string) bool {
+	var v struct {
+		WriteID string `dynamodbav:"write_id"`
+	}
+	if len(old) == 0 || attributevalue.UnmarshalMap(old, &v) != nil {
+		return false
+	}
+	return v.WriteID == writeID
 }
 
 // idleNotBackwards is the condition that the stored idle deadline is not
@@ -349,12 +386,15 @@ func (st *Store) Claim(ctx context.Context, key, value string, ttl time.Duration
 	if time.Unix(expiresSec, 0).Before(expires) {
 		expiresSec++
 	}
-	it := claimItem{PK: claimPK(key), SK: claimSort, Value: value, ClaimedAt: formatTime(now), TTL: expiresSec}
+	it := claimItem{PK: claimPK(key), SK: claimSort, Value: value, ClaimedAt: formatTime(now), TTL: expiresSec, WriteID: newWriteID()}
 	cond := expression.AttributeNotExists(expression.Name(tabledef.PartitionKey)).
 		Or(expression.Name(tabledef.TTLAttribute).LessThan(expression.Value(now.Unix())))
 	err := st.put(ctx, it, cond, true)
 	var failed *types.ConditionalCheckFailedException
-	if errors.As(err, &failed) {
+	if errors.As(err, &failed) && wroteIt(failed.Item, it.WriteID) {
+		return true, value, nil // our own claim, committed before the SDK retried it
+	}
+	if failed != nil {
 		var old claimItem
 		if len(failed.Item) == 0 {
 			return false, "", fmt.Errorf("claim %s: condition failed without a stored claim", key)
@@ -368,6 +408,31 @@ func (st *Store) Claim(ctx context.Context, key, value string, ttl time.Duration
 		return false, "", fmt.Errorf("claim %s: %w", key, err)
 	}
 	return true, value, nil
+}
+
+// ReleaseClaim deletes the claim of key if it still holds value, so the key
+// can be claimed again; a claim that is gone or holds another value is left
+// as it is (no error).
+func (st *Store) ReleaseClaim(ctx context.Context, key, value string) error {
+	if key == "" {
+		return lifecycle.Errorf(lifecycle.CodeInvalid, "claim key is required")
+	}
+	expr, err := expression.NewBuilder().WithCondition(expression.Name("value").Equal(expression.Value(value))).Build()
+	if err != nil {
+		return fmt.Errorf("build condition: %w", err)
+	}
+	_, err = st.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+		TableName:                 aws.String(st.table),
+		Key:                       itemKey(claimPK(key), claimSort),
+		ConditionExpression:       expr.Condition(),
+		ExpressionAttributeNames:  expr.Names(),
+		ExpressionAttributeValues: expr.Values(),
+	})
+	var failed *types.ConditionalCheckFailedException
+	if err != nil && !errors.As(err, &failed) {
+		return fmt.Errorf("release claim %s: %w", key, err)
+	}
+	return nil
 }
 
 // PutAPIKey stores k under its hash. Errors: invalid for an empty hash or

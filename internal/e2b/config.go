@@ -93,7 +93,7 @@ type Config struct {
 	// come from the timeouts above and the caller's context.
 	HTTPClient *http.Client
 	// Sleep waits d or until ctx ends, returning ctx's error in that case.
-	// Tests replace it so no test sleeps. Default: a timer.
+	// Tests replace it so no test sleeps. Default: lifecycle.Sleep.
 	Sleep func(ctx context.Context, d time.Duration) error
 	// EnvdURL returns the base URL of a sandbox's envd, to which Probe adds
 	// "/health". Tests point it at a local server. Default
@@ -132,7 +132,7 @@ func (c Config) withDefaults() Config {
 		c.HTTPClient = defaultHTTPClient()
 	}
 	if c.Sleep == nil {
-		c.Sleep = sleep
+		c.Sleep = lifecycle.Sleep
 	}
 	if c.Clock == nil {
 		c.Clock = lifecycle.SystemClock{}
@@ -159,16 +159,4 @@ func defaultHTTPClient() *http.Client {
 	t.MaxIdleConnsPerHost = 16
 	t.IdleConnTimeout = 90 * time.Second
 	return &http.Client{Transport: t}
-}
-
-// sleep waits d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

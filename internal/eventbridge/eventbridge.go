@@ -91,8 +91,8 @@ func WithBackoff(base, maxDelay time.Duration) Option {
 }
 
 // WithSleep replaces the wait between attempts. sleep must return ctx's
-// error early when ctx is done. Tests pass one that records the wait and
-// returns at once.
+// error early when ctx is done. The default is lifecycle.Sleep; tests pass
+// one that records the wait and returns at once.
 func WithSleep(sleep func(ctx context.Context, d time.Duration) error) Option {
 	return func(p *Publisher) { p.sleep = sleep }
 }
@@ -122,7 +122,7 @@ func New(client API, busName string, opts ...Option) *Publisher {
 		maxAttempts: DefaultMaxAttempts,
 		baseDelay:   DefaultBaseDelay,
 		maxDelay:    DefaultMaxDelay,
-		sleep:       sleepTimer,
+		sleep:       lifecycle.Sleep,
 		log:         slog.Default(),
 	}
 	for _, o := range opts {
@@ -309,18 +309,6 @@ func (p *Publisher) backoff(n int) time.Duration {
 	}
 	half := d / 2
 	return half + rand.N(d-half+1)
-}
-
-// sleepTimer waits d or until ctx is done.
-func sleepTimer(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 func containsErr(errs []error, err error) bool {

@@ -110,7 +110,7 @@ func WithSeed(seed uint64) Option {
 }
 
 // WithSleep replaces the wait used for Fault.Delay. sleep must return early
-// with ctx's error when ctx is done. The default waits on a timer; a test can
+// with ctx's error when ctx is done. The default is lifecycle.Sleep; a test can
 // pass one that records the delay instead of waiting.
 func WithSleep(sleep func(ctx context.Context, d time.Duration) error) Option {
 	return func(p *Provider) { p.sleep = sleep }
@@ -162,7 +162,7 @@ func New(opts ...Option) *Provider {
 	p := &Provider{
 		name:      DefaultName,
 		clock:     lifecycle.SystemClock{},
-		sleep:     sleepTimer,
+		sleep:     lifecycle.Sleep,
 		sandboxes: make(map[string]*sandbox),
 		faults:    make(map[Op]Fault),
 		failNext:  make(map[Op][]error),
@@ -597,16 +597,4 @@ func hasAll(have, want map[string]string) bool {
 		}
 	}
 	return true
-}
-
-// sleepTimer waits d or until ctx is done.
-func sleepTimer(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

@@ -1,6 +1,7 @@
 package lifecycle
 
 import (
+	"context"
 	"sync"
 	"time"
 )
@@ -48,4 +49,24 @@ func (c *ManualClock) Advance(d time.Duration) time.Time {
 	defer c.mu.Unlock()
 	c.now = c.now.Add(d)
 	return c.now
+}
+
+// Sleep waits d or until ctx ends, whichever comes first. It returns nil when
+// d has passed and ctx.Err() when ctx ends first. A d of zero or less returns
+// at once: nil, unless ctx is already done, in which case ctx.Err().
+//
+// It is the default wait of every injectable sleep option; tests replace
+// those options so that no test sleeps.
+func Sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }

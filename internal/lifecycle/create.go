@@ -20,24 +20,35 @@ type CreateInput struct {
 	IdempotencyKey string
 }
 
-// MetadataSessionID is the provider metadata key that ties a sandbox back to
-// its session.
-const MetadataSessionID = "sandman_session_id"
+// Provider metadata keys Sandman sets on every sandbox it creates.
+const (
+	// MetadataSessionID ties a sandbox back to its session.
+	MetadataSessionID = "sandman_session_id"
+	// MetadataDeployment names the Sandman deployment (Service.Deployment)
+	// that created it, so deployments sharing one provider account never
+	// reap each other's sandboxes.
+	MetadataDeployment = "sandman_deployment"
+)
 
 // Create creates a session for accountID and its sandbox: the session is
 // written as provisioning (with a lease) before the provider is asked, then
 // moved to running with its preview URL, or to failed. It returns the session
 // and whether it is an Idempotency-Key replay.
+// A create that fails gives its Idempotency-Key back, so a retry with the
+// same key tries again; a replay returns the session of the create that
+// succeeded (or is still under way: conflict).
 // Errors: invalid (bad input, unknown template), conflict (same
-// Idempotency-Key still in flight), unavailable (provider trouble).
+// Idempotency-Key still in flight, or the session was deleted meanwhile),
+// unavailable (provider trouble).
 func (s *Service) Create(ctx context.Context, accountID string, in CreateInput) (*Session, bool, error) {
 	sess, err := s.newSession(accountID, in)
 	if err != nil {
 		return nil, false, err
 	}
+	var claimKey string
 	if in.IdempotencyKey != "" {
-		key := "idempotency#" + accountID + "#" + in.IdempotencyKey
-		claimed, stored, err := s.Store.Claim(ctx, key, sess.ID, s.idempotencyTTL(), s.now())
+		claimKey = "idempotency#" + accountID + "#" + in.IdempotencyKey
+		claimed, stored, err := s.Store.Claim(ctx, claimKey, sess.ID, s.idempotencyTTL(), s.now())
 		if err != nil {
 			return nil, false, fmt.Errorf("claim idempotency key: %w", err)
 		}
@@ -53,7 +64,21 @@ func (s *Service) Create(ctx context.Context, accountID string, in CreateInput) 
 			return prior, true, nil
 		}
 	}
+	// release gives the Idempotency-Key back when this create fails, so a
+	// retry with the same key makes a new attempt instead of replaying the
+	// failure (or waiting 24 h on a session that was never written).
+	release := func() {
+		if claimKey == "" {
+			return
+		}
+		wctx, cancel := settleContext(ctx)
+		defer cancel()
+		if err := s.Store.ReleaseClaim(wctx, claimKey, sess.ID); err != nil {
+			s.log().WarnContext(ctx, "release idempotency key", "session_id", sess.ID, "err", err)
+		}
+	}
 	if err := s.Store.CreateSession(ctx, sess); err != nil {
+		release()
 		return nil, false, fmt.Errorf("create session: %w", err)
 	}
 	s.publish(ctx, NewEvent(sess, ""))
@@ -61,6 +86,9 @@ func (s *Service) Create(ctx context.Context, accountID string, in CreateInput) 
 	now := s.now()
 	sess.RecordActivity(now, 0)
 	meta := map[string]string{MetadataSessionID: sess.ID}
+	if s.Deployment != "" {
+		meta[MetadataDeployment] = s.Deployment
+	}
 	for k, v := range sess.Metadata {
 		meta[k] = v
 	}
@@ -72,25 +100,34 @@ func (s *Service) Create(ctx context.Context, accountID string, in CreateInput) 
 		Metadata:  meta,
 	})
 	cancel()
+	// The outcome is recorded even when the caller has gone away.
+	wctx, wcancel := settleContext(ctx)
+	defer wcancel()
 	if err != nil {
 		if errors.Is(err, ErrProviderTransient) || errors.Is(err, context.DeadlineExceeded) {
 			// The provider may have made the sandbox and lost the answer.
-			wctx, wcancel := settleContext(ctx)
 			if kerr := s.killOrphans(wctx, sess.ID); kerr != nil {
 				s.log().WarnContext(ctx, "look for a sandbox the failed create may have made; the sweep reaps it later",
 					"session_id", sess.ID, "err", kerr)
 			}
-			wcancel()
 		}
-		if ferr := s.transition(ctx, sess, StateFailed, ReasonRequest, Guard{}); ferr != nil {
+		if ferr := s.transition(wctx, sess, StateFailed, ReasonRequest, Guard{}); ferr != nil {
 			s.log().ErrorContext(ctx, "mark session failed", "session_id", sess.ID, "err", ferr)
 		}
+		release()
 		return nil, false, s.providerError(err, "create the sandbox")
 	}
 	sess.SandboxID, sess.PreviewURL, sess.SandboxExpiresAt = sb.ID, sb.PreviewURL, sb.ExpiresAt
-	if err := s.transition(ctx, sess, StateRunning, ReasonRequest, Guard{}); err != nil {
-		// The row moved under us (a reconcile or a delete): do not leak the sandbox.
-		s.killQuietly(ctx, sb.ID)
+	if err := s.transition(wctx, sess, StateRunning, ReasonRequest, Guard{}); err != nil {
+		// The row moved under us (a delete, or a reconcile of an expired
+		// lease); the store already told our own retried write apart from a
+		// lost race. Do not leak the sandbox.
+		s.killQuietly(wctx, sb.ID)
+		release()
+		if IsCode(err, CodeConflict) {
+			return nil, false, &Error{Code: CodeConflict, Err: err,
+				Message: "the session was deleted while its sandbox was being created; the sandbox was killed"}
+		}
 		return nil, false, fmt.Errorf("record running session: %w", err)
 	}
 	return sess, false, nil

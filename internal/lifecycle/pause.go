@@ -16,11 +16,16 @@ func settleContext(ctx context.Context) (context.Context, context.CancelFunc) {
 }
 
 // Pause pauses a running session: running → pausing (conditional, plus guard),
-// the provider's pause, then pausing → paused. The provider saying the
-// sandbox is gone makes it expired; any other provider failure rolls it back
-// to running so it is retried later. Used by snapshot (reason request) and
-// the sweep (reason idle, guard.DueBy = now so a heartbeat that landed
-// mid-sweep wins).
+// the provider's pause, then pausing → paused. Used by snapshot (reason
+// request) and the sweep (reason idle, guard.DueBy = now so a heartbeat that
+// landed mid-sweep wins).
+//
+// A failed pause is not taken at its word: a timeout may hide a pause that
+// happened, and "gone" may be one of E2B's spurious 404s. The session is put
+// in the state the provider reports when asked again (Service.observe):
+// paused (the pause happened: success), running (rolled back, retried later),
+// expired (gone, confirmed). When the provider cannot say, the session stays
+// pausing and the sweep reconciles it once its lease runs out.
 // Errors: conflict (lost the race or not running: nothing written),
 // unavailable (TypeSandboxExpired or TypeSandboxUnreachable).
 func (s *Service) Pause(ctx context.Context, sess *Session, reason string, guard Guard) error {
@@ -32,22 +37,70 @@ func (s *Service) Pause(ctx context.Context, sess *Session, reason string, guard
 	cancel()
 	wctx, wcancel := settleContext(ctx)
 	defer wcancel()
-	switch {
-	case err == nil:
-		if werr := s.transition(wctx, sess, StatePaused, reason, Guard{}); werr != nil {
-			return s.settledElsewhere(wctx, sess, StatePaused, werr)
+	to := StatePaused
+	if err != nil {
+		obs, oerr := s.observe(wctx, sess.SandboxID)
+		if oerr != nil {
+			s.log().WarnContext(ctx, "pause outcome unknown; the lease reconciles it",
+				"session_id", sess.ID, "err", err, "observe_err", oerr)
+			return s.providerError(err, "pause the sandbox")
 		}
+		to = obs.state
+	}
+	if werr := s.transition(wctx, sess, to, reason, Guard{}); werr != nil {
+		if err == nil || to == StatePaused {
+			return s.settledElsewhere(wctx, sess, to, werr)
+		}
+		s.log().ErrorContext(ctx, "record failed pause", "session_id", sess.ID, "to", to, "err", werr)
+	}
+	switch to {
+	case StatePaused:
 		return nil
-	case errors.Is(err, ErrSandboxGone):
-		if werr := s.transition(wctx, sess, StateExpired, reason, Guard{}); werr != nil {
-			s.log().ErrorContext(ctx, "mark session expired", "session_id", sess.ID, "err", werr)
+	case StateExpired:
+		return s.providerError(ErrSandboxGone, "pause the sandbox")
+	}
+	return s.providerError(notGone(err, "pause", sess.SandboxID), "pause the sandbox")
+}
+
+// notGone turns a "gone" that a second look contradicted into a transient
+// failure, so the caller hears "retry" rather than "expired".
+func notGone(err error, op, sandboxID string) error {
+	if errors.Is(err, ErrSandboxGone) {
+		return Transientf(op, sandboxID, 0, "the provider reported the sandbox gone, then present")
+	}
+	return err
+}
+
+// observation is what the provider says of a sandbox when asked again.
+type observation struct {
+	state   State   // StateRunning, StatePaused or StateExpired
+	sandbox Sandbox // when it exists
+}
+
+// observe reads a sandbox's state through the provider's control API (never
+// waking it). "Gone" is confirmed by a second read after ConfirmGoneDelay:
+// E2B reports 1-3 % of sandboxes "not found" long before their timeout
+// (providers/e2b.md), and expiring a session clears its sandbox for good.
+// Errors: the provider could not say (transient, or the second read failed).
+func (s *Service) observe(ctx context.Context, sandboxID string) (observation, error) {
+	for attempt := 0; ; attempt++ {
+		pctx, cancel := context.WithTimeout(ctx, s.callTimeout())
+		sb, err := s.Provider.Get(pctx, sandboxID)
+		cancel()
+		switch {
+		case err == nil && sb.State == SandboxPaused:
+			return observation{state: StatePaused, sandbox: sb}, nil
+		case err == nil:
+			return observation{state: StateRunning, sandbox: sb}, nil
+		case !errors.Is(err, ErrSandboxGone):
+			return observation{}, err
+		case attempt > 0:
+			return observation{state: StateExpired}, nil
 		}
-	default:
-		if werr := s.transition(wctx, sess, StateRunning, reason, Guard{}); werr != nil {
-			s.log().ErrorContext(ctx, "roll back failed pause", "session_id", sess.ID, "err", werr)
+		if err := s.sleep(ctx, orDefault(s.ConfirmGoneDelay, 2*time.Second)); err != nil {
+			return observation{}, err
 		}
 	}
-	return s.providerError(err, "pause the sandbox")
 }
 
 // settledElsewhere handles a lost race on the write that records a provider

@@ -49,11 +49,23 @@ func (s *Service) Reconnect(ctx context.Context, accountID, id string) (Reconnec
 	pctx, cancel := context.WithTimeout(ctx, s.probeTimeout())
 	probe, err := s.Provider.Probe(pctx, sess.SandboxID)
 	cancel()
+	if errors.Is(err, ErrSandboxGone) {
+		// Confirm before clearing the sandbox for good (see observe).
+		obs, oerr := s.observe(ctx, sess.SandboxID)
+		switch {
+		case oerr != nil:
+			err = oerr
+		case obs.state == StateExpired:
+			res.Status = ReconnectExpired
+			s.reconcileTo(ctx, sess, StateExpired)
+			return res, nil
+		case obs.state == StatePaused:
+			err, probe = nil, Probe{State: SandboxPaused}
+		default:
+			err = Transientf("probe", sess.SandboxID, 0, "the provider reported the sandbox gone, then running")
+		}
+	}
 	switch {
-	case errors.Is(err, ErrSandboxGone):
-		res.Status = ReconnectExpired
-		s.reconcileTo(ctx, sess, StateExpired)
-		return res, nil
 	case err != nil:
 		s.log().WarnContext(ctx, "reconnect probe failed", "session_id", sess.ID, "sandbox_id", sess.SandboxID, "err", err)
 		res.Status = ReconnectUnreachable
@@ -105,25 +117,21 @@ func (s *Service) Reconcile(ctx context.Context, sess *Session) (bool, error) {
 		if sess.State != StateProvisioning {
 			return false, nil
 		}
-		if err := s.killOrphans(ctx, sess.ID); err != nil {
+		// The conditional write first: it fails if the create committed
+		// meanwhile, and then its sandbox must not be killed.
+		if err := s.transition(ctx, sess, StateFailed, ReasonReconcile, Guard{}); err != nil {
 			return false, err
 		}
-		return true, s.transition(ctx, sess, StateFailed, ReasonReconcile, Guard{})
+		if err := s.killOrphans(ctx, sess.ID); err != nil {
+			s.log().WarnContext(ctx, "kill the sandbox of a dead create; the sweep reaps it later", "session_id", sess.ID, "err", err)
+		}
+		return true, nil
 	}
-	pctx, cancel := context.WithTimeout(ctx, s.callTimeout())
-	sb, err := s.Provider.Get(pctx, sess.SandboxID)
-	cancel()
-	var to State
-	switch {
-	case errors.Is(err, ErrSandboxGone):
-		to = StateExpired
-	case err != nil:
+	obs, err := s.observe(ctx, sess.SandboxID)
+	if err != nil {
 		return false, s.providerError(err, "read the sandbox")
-	case sb.State == SandboxPaused:
-		to = StatePaused
-	default:
-		to = StateRunning
 	}
+	to, sb := obs.state, obs.sandbox
 	if to == sess.State {
 		return false, nil
 	}
@@ -169,15 +177,17 @@ func (s *Service) killOrphans(ctx context.Context, sessionID string) error {
 // final, holds another sandbox, or never recorded it because its create died
 // (the table is read strongly, so a create that just committed is safe). The
 // sweep calls it for listed sandboxes the table does not know and for those
-// of final sessions: it closes leaks such as a create whose answer was lost
+// of killed and failed sessions: it closes leaks such as a create whose answer was lost
 // after the provider made the sandbox, or a resume that raced a delete (E2B:
-// the delete answered 204 but the sandbox ended up running). An untagged
-// sandbox is not Sandman's and is left alone. It returns whether it killed.
+// the delete answered 204 but the sandbox ended up running). A sandbox that
+// is untagged, or tagged with another deployment (MetadataDeployment), is
+// not this Sandman's and is left alone; so is one whose session expired
+// (see below). It returns whether it killed.
 // Errors: unavailable (provider trouble), or the store's.
 func (s *Service) ReapOrphan(ctx context.Context, sb Sandbox) (bool, error) {
 	id := sb.Metadata[MetadataSessionID]
-	if id == "" {
-		return false, nil
+	if id == "" || (s.Deployment != "" && sb.Metadata[MetadataDeployment] != s.Deployment) {
+		return false, nil // not ours, or another deployment's
 	}
 	now := s.now()
 	if !sb.StartedAt.IsZero() && now.Sub(sb.StartedAt) < s.Policy.LeaseDuration {
@@ -190,6 +200,12 @@ func (s *Service) ReapOrphan(ctx context.Context, sb Sandbox) (bool, error) {
 		return false, err
 	case sess.SandboxID == sb.ID && !sess.State.Final():
 		return false, nil // held: the index was behind
+	case sess.State == StateExpired && sess.Reason != ReasonDormant:
+		// The provider said it was gone, twice, yet it is here: killing it
+		// could lose the user's files. Left for an operator (logged). A
+		// dormant session's sandbox was meant to die: its kill is retried.
+		s.log().WarnContext(ctx, "sandbox of an expired session is alive; left alone", "session_id", id, "sandbox_id", sb.ID)
+		return false, nil
 	case sess.State == StateProvisioning && now.Before(sess.LeaseExpiresAt):
 		return false, nil // its create is still under way
 	}

@@ -37,24 +37,46 @@ func (s *Service) resume(ctx context.Context, sess *Session) error {
 	sb, err := s.resumeWithRetry(ctx, sess)
 	wctx, cancel := settleContext(ctx)
 	defer cancel()
-	if err == nil {
-		now := s.now()
-		sess.RecordActivity(now, 0)
-		sess.PreviewURL = sb.PreviewURL
-		sess.SandboxExpiresAt = sb.ExpiresAt
-		if werr := s.transition(wctx, sess, StateRunning, ReasonRequest, Guard{}); werr != nil {
-			return s.settledElsewhere(wctx, sess, StateRunning, werr)
+	to := StateRunning
+	if err != nil {
+		// As for pause: ask again before believing a failure.
+		obs, oerr := s.observe(wctx, sess.SandboxID)
+		if oerr != nil {
+			s.log().WarnContext(ctx, "resume outcome unknown; the lease reconciles it",
+				"session_id", sess.ID, "err", err, "observe_err", oerr)
+			return s.providerError(err, "resume the sandbox")
 		}
-		return nil
+		to, sb = obs.state, obs.sandbox
 	}
-	to := StatePaused
-	if errors.Is(err, ErrSandboxGone) {
-		to = StateExpired
+	if to == StateRunning {
+		sess.RecordActivity(s.now(), 0)
+		if sb.PreviewURL != "" {
+			sess.PreviewURL = sb.PreviewURL
+		}
+		sess.SandboxExpiresAt = sb.ExpiresAt
 	}
 	if werr := s.transition(wctx, sess, to, ReasonRequest, Guard{}); werr != nil {
-		s.log().ErrorContext(ctx, "record failed resume", "session_id", sess.ID, "to", to, "err", werr)
+		if to != StateRunning {
+			s.log().ErrorContext(ctx, "record failed resume", "session_id", sess.ID, "to", to, "err", werr)
+			return s.providerError(err, "resume the sandbox")
+		}
+		serr := s.settledElsewhere(wctx, sess, StateRunning, werr)
+		if serr != nil {
+			// Someone else moved it meanwhile (a delete): do not leave a
+			// running sandbox behind a session that no longer wants it.
+			if cur, gerr := s.Store.GetSession(wctx, sess.ID); gerr == nil && cur.State.Final() {
+				s.killQuietly(wctx, sess.SandboxID)
+			}
+		}
+		return serr
 	}
-	return s.providerError(err, "resume the sandbox")
+	switch to {
+	case StateRunning:
+		return nil
+	case StateExpired:
+		return s.providerError(ErrSandboxGone, "resume the sandbox")
+	}
+	return s.providerError(notGone(err, "resume", sess.SandboxID), "resume the sandbox")
 }
 
 // resumeWithRetry asks the provider to resume, retrying transient failures.

@@ -32,6 +32,14 @@ type Service struct {
 	// waiting ResumeBackoff (default 1 s, doubled each time) in between.
 	ResumeAttempts int
 	ResumeBackoff  time.Duration
+	// Deployment names this Sandman deployment (default: none). It is set as
+	// provider metadata (MetadataDeployment) on every sandbox created, and
+	// the sweep only lists and reaps sandboxes that carry it, so deployments
+	// sharing one provider account leave each other's sandboxes alone.
+	Deployment string
+	// ConfirmGoneDelay is how long to wait before asking the provider a
+	// second time about a sandbox it reported gone (default 2 s).
+	ConfirmGoneDelay time.Duration
 	// RetryAfter is sent with 503s when the provider gave no hint (default 5 s).
 	RetryAfter time.Duration
 	// IdempotencyTTL is how long an Idempotency-Key is remembered (default 24 h).
@@ -90,14 +98,7 @@ func (s *Service) sleep(ctx context.Context, d time.Duration) error {
 	if s.Sleep != nil {
 		return s.Sleep(ctx, d)
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return Sleep(ctx, d)
 }
 
 func (s *Service) newID() string {
@@ -129,9 +130,14 @@ func (s *Service) commit(ctx context.Context, sess *Session, from State, guard G
 	return nil
 }
 
-// publish sends one event. A publish failure does not undo the committed
-// write: it is logged with the event so it can be replayed.
+// publish sends one event. It runs on a context detached from the caller's
+// (a committed transition is announced even when the request has gone), and
+// a publish failure does not undo the committed write: it is logged with the
+// event so it can be replayed. Delivery is therefore at most once after the
+// publisher's own retries; see the README ("Events out").
 func (s *Service) publish(ctx context.Context, ev Event) {
+	ctx, cancel := settleContext(ctx)
+	defer cancel()
 	s.log().InfoContext(ctx, "session transition", "session_id", ev.SessionID, "account_id", ev.AccountID,
 		"from", ev.From, "to", ev.To, "version", ev.Version, "reason", ev.Reason)
 	if s.Publisher == nil {

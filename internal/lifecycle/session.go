@@ -47,6 +47,7 @@ const (
 	ReasonIdle      = "idle"      // the sweep found the idle deadline or max lifetime passed
 	ReasonWebhook   = "webhook"   // a provider webhook reported it
 	ReasonReconcile = "reconcile" // the sweep or a probe found the provider disagreeing
+	ReasonDormant   = "dormant"   // the sweep retired a session paused for too long (ours)
 )
 
 // HasSnapshot reports whether the session's sandbox is held as a paused

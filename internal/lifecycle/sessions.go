@@ -55,7 +55,13 @@ func (s *Service) Heartbeat(ctx context.Context, accountID, id string) (bool, er
 		}
 		sess.UpdatedAt = now
 		if s.Policy.NeedsProviderRefresh(sess, now) {
-			s.refreshProviderTimeout(ctx, sess, now)
+			if err := s.refreshProviderTimeout(ctx, sess, now); errors.Is(err, ErrSandboxGone) {
+				// E2B answers 404 for a sandbox that paused itself: the
+				// table is behind. Put it right and answer as it truly is.
+				if err := s.heartbeatOnMissing(ctx, sess); err != nil || sess.State != StateRunning {
+					return err
+				}
+			}
 		}
 		if err := s.commit(ctx, sess, StateRunning, Guard{}); err != nil {
 			return raced(err)
@@ -68,15 +74,37 @@ func (s *Service) Heartbeat(ctx context.Context, accountID, id string) (bool, er
 
 // refreshProviderTimeout pushes the provider-side timeout out (see
 // Policy.ProviderTimeout) and records it on sess (not yet written).
-func (s *Service) refreshProviderTimeout(ctx context.Context, sess *Session, now time.Time) {
+func (s *Service) refreshProviderTimeout(ctx context.Context, sess *Session, now time.Time) error {
 	timeout := s.Policy.ProviderTimeout(sess, now)
 	pctx, cancel := context.WithTimeout(ctx, s.callTimeout())
 	defer cancel()
 	if err := s.Provider.SetTimeout(pctx, sess.SandboxID, timeout); err != nil {
 		s.log().WarnContext(ctx, "extend provider timeout", "session_id", sess.ID, "sandbox_id", sess.SandboxID, "err", err)
-		return
+		return err
 	}
 	sess.SandboxExpiresAt = now.Add(timeout)
+	return nil
+}
+
+// heartbeatOnMissing handles a heartbeat whose provider timeout refresh found
+// no running sandbox: it reconciles the session with the provider and
+// reports its true state (nil while it is still running: the heartbeat goes
+// on).
+func (s *Service) heartbeatOnMissing(ctx context.Context, sess *Session) error {
+	wctx, cancel := settleContext(ctx)
+	defer cancel()
+	if _, err := s.Reconcile(wctx, sess); err != nil {
+		s.log().WarnContext(ctx, "reconcile after a failed timeout refresh", "session_id", sess.ID, "err", err)
+		return raced(err)
+	}
+	switch sess.State {
+	case StatePaused:
+		return &Error{Code: CodeConflict, Type: TypeSandboxPaused,
+			Message: "the session is paused; resume it before sending activity"}
+	case StateExpired:
+		return s.providerError(ErrSandboxGone, "extend the sandbox's timeout")
+	}
+	return nil
 }
 
 // Delete kills the session's sandbox and marks it killed. Deleting a killed
@@ -95,6 +123,9 @@ func (s *Service) Delete(ctx context.Context, accountID, id string) (*Session, e
 				return s.providerError(err, "kill the sandbox")
 			}
 		}
-		return raced(s.transition(ctx, sess, StateKilled, ReasonRequest, Guard{}))
+		// Recorded even when the caller has gone: the sandbox is dead.
+		wctx, cancel := settleContext(ctx)
+		defer cancel()
+		return raced(s.transition(wctx, sess, StateKilled, ReasonRequest, Guard{}))
 	})
 }

@@ -37,6 +37,10 @@ type Store interface {
 	// expires it after ttl. It returns claimed=false and the stored value when
 	// one exists: used for webhook dedupe and Idempotency-Key replays.
 	Claim(ctx context.Context, key, value string, ttl time.Duration, now time.Time) (claimed bool, stored string, err error)
+	// ReleaseClaim deletes key's claim if it still holds value, so the key
+	// can be claimed again (an Idempotency-Key whose create failed). A claim
+	// that is gone or holds another value is left alone without an error.
+	ReleaseClaim(ctx context.Context, key, value string) error
 
 	// PutAPIKey stores an API key by the SHA-256 hash of its secret.
 	// Errors: conflict when the hash exists.

@@ -17,8 +17,9 @@ const (
 	WebhookDuplicate      WebhookOutcome = "duplicate"       // this event id was seen before
 	WebhookUnknownSandbox WebhookOutcome = "unknown_sandbox" // no session holds this sandbox
 	// WebhookDeferred: the session is in a transitional state; the operation
-	// under way (create, pause, resume) records the outcome itself, and if it
-	// dies the sweep reconciles the expired lease from the provider's state.
+	// under way (create, pause, resume) records the outcome itself. The event
+	// is not claimed, and the webhook asks the provider to deliver it again
+	// (503); if the operation died, the sweep reconciles the expired lease.
 	WebhookDeferred WebhookOutcome = "deferred"
 )
 
@@ -53,7 +54,9 @@ func (s *Service) ApplyProviderEvent(ctx context.Context, ev ProviderEvent) (Web
 	if err != nil {
 		return "", err
 	}
-	if outcome == WebhookUnknownSandbox {
+	if outcome == WebhookUnknownSandbox || outcome == WebhookDeferred {
+		// Not claimed: a deferred event is to be delivered again (the
+		// webhook answers 503) once the operation under way has settled.
 		return outcome, nil
 	}
 	claimed, _, err := s.Store.Claim(ctx, "webhook#"+ev.Provider+"#"+ev.ID, string(ev.Type), s.webhookDedupeTTL(), s.now())
@@ -118,7 +121,7 @@ func (s *Service) applyTo(ctx context.Context, sess *Session, ev ProviderEvent) 
 	case ProviderEventKilled:
 		to = StateExpired
 	case ProviderEventUpdated:
-		if ev.Timeout > 0 {
+		if ev.Timeout > 0 && from == StateRunning { // a paused sandbox has no timeout running
 			sess.SandboxExpiresAt = ev.Timestamp.Add(ev.Timeout)
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sandmanhq/sandman/internal/e2bhook"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 )
 
@@ -179,7 +180,7 @@ func (p *Provider) Create(ctx context.Context, req lifecycle.CreateRequest) (sb 
 	}
 	p.log.Info("sandbox created", "sandbox_id", id, "template", rec.Template, "pid", rec.PID,
 		"port", rec.Port, "timeout_s", rec.TimeoutSeconds, "auto_pause", rec.AutoPause)
-	p.notify(eventCreated, rec, now, "")
+	p.notify(lifecycle.ProviderEventCreated, rec, now, "")
 	return p.sandbox(rec, lifecycle.SandboxRunning), nil
 }
 
@@ -383,7 +384,7 @@ func (p *Provider) pauseLocked(ctx context.Context, op string, rec record, now t
 		return fmt.Errorf("%s sandbox %s: %w", op, rec.ID, err)
 	}
 	p.log.Info("sandbox paused", "sandbox_id", rec.ID, "op", op)
-	p.notify(eventPaused, rec, now, "")
+	p.notify(lifecycle.ProviderEventPaused, rec, now, "")
 	return nil
 }
 
@@ -430,7 +431,7 @@ func (p *Provider) Resume(ctx context.Context, sandboxID string, timeout time.Du
 		return lifecycle.Sandbox{}, fmt.Errorf("resume sandbox %s: %w", sandboxID, err)
 	}
 	p.log.Info("sandbox resumed", "sandbox_id", sandboxID, "timeout_s", rec.TimeoutSeconds)
-	p.notify(eventResumed, rec, now, "")
+	p.notify(lifecycle.ProviderEventResumed, rec, now, "")
 	return p.sandbox(rec, lifecycle.SandboxRunning), nil
 }
 
@@ -536,7 +537,7 @@ func (p *Provider) Kill(ctx context.Context, sandboxID string) error {
 	if err != nil {
 		return err
 	}
-	return p.killLocked(ctx, opKill, rec, p.clock.Now(), killReasonRequest)
+	return p.killLocked(ctx, opKill, rec, p.clock.Now(), e2bhook.KillRequest)
 }
 
 // killLocked kills a live sandbox and removes its directory; the caller
@@ -552,7 +553,7 @@ func (p *Provider) killLocked(ctx context.Context, op string, rec record, now ti
 		return err
 	}
 	p.log.Info("sandbox killed", "sandbox_id", rec.ID, "reason", reason)
-	p.notify(eventKilled, rec, now, reason)
+	p.notify(lifecycle.ProviderEventKilled, rec, now, reason)
 	return nil
 }
 
@@ -584,7 +585,7 @@ func (p *Provider) Close(ctx context.Context) error {
 }
 
 // notify sends a webhook of type typ for rec, when webhooks are configured.
-func (p *Provider) notify(typ string, rec record, now time.Time, killReason string) {
+func (p *Provider) notify(typ lifecycle.ProviderEventType, rec record, now time.Time, killReason string) {
 	if p.hooks != nil {
 		p.hooks.send(p.newEvent(typ, rec, now, killReason))
 	}

@@ -24,6 +24,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandmanhq/sandman/internal/e2bhook"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 )
 
@@ -497,16 +498,16 @@ func TestEnforceTimeouts(t *testing.T) {
 	}
 	reasons := map[string]string{}
 	for _, d := range hooks.Deliveries() {
-		var ev webhookEvent
+		var ev e2bhook.Body
 		if err := json.Unmarshal(d.Body, &ev); err != nil {
 			t.Fatal(err)
 		}
 		reasons[ev.SandboxID+" "+ev.Type] = ev.EventData.KillReason
 	}
-	if got, ok := reasons[killing.ID+" "+eventKilled]; !ok || got != killReasonTimeout {
-		t.Errorf("killed webhook of the expired sandbox: kill_reason %q (sent %v), want %q", got, ok, killReasonTimeout)
+	if got, ok := reasons[killing.ID+" "+e2bhook.TypeKilled]; !ok || got != e2bhook.KillTimeout {
+		t.Errorf("killed webhook of the expired sandbox: kill_reason %q (sent %v), want %q", got, ok, e2bhook.KillTimeout)
 	}
-	if _, ok := reasons[pausing.ID+" "+eventPaused]; !ok {
+	if _, ok := reasons[pausing.ID+" "+e2bhook.TypePaused]; !ok {
 		t.Errorf("no paused webhook for the expired AutoPause sandbox; got %v", slices.Collect(maps.Keys(reasons)))
 	}
 }
@@ -525,7 +526,7 @@ func TestRunPausesExpired(t *testing.T) {
 	for paused := false; !paused; {
 		select {
 		case ev := <-hooks.events:
-			paused = ev.Type == eventPaused && ev.SandboxID == sb.ID
+			paused = ev.Type == e2bhook.TypePaused && ev.SandboxID == sb.ID
 		case <-deadline:
 			t.Fatal("Run did not pause the expired sandbox")
 		}
@@ -571,10 +572,12 @@ func TestWebhooks(t *testing.T) {
 		t.Fatalf("Flush: %v", err)
 	}
 
-	wantAt := map[string]time.Time{eventCreated: t0, eventPaused: pausedAt, eventResumed: resumedAt, eventKilled: killedAt}
+	wantAt := map[string]time.Time{e2bhook.TypeCreated: t0, e2bhook.TypePaused: pausedAt, e2bhook.TypeResumed: resumedAt, e2bhook.TypeKilled: killedAt}
 	wantKeys := []string{"event_category", "event_data", "event_label", "id", "sandbox_build_id", "sandbox_execution_id",
 		"sandbox_id", "sandbox_team_id", "sandbox_template_id", "timestamp", "type", "version"}
-	byType := map[string]webhookEvent{}
+	// E2B's event_label of each type (shared/providers/e2b.md).
+	wantLabel := map[string]string{e2bhook.TypeCreated: "create", e2bhook.TypePaused: "pause", e2bhook.TypeResumed: "resume", e2bhook.TypeKilled: "kill"}
+	byType := map[string]e2bhook.Body{}
 	eventIDs := map[string]bool{}
 	for _, d := range hooks.Deliveries() {
 		if got, want := d.Header.Get("e2b-signature"), e2bSignature(secret, d.Body); got != want {
@@ -595,7 +598,7 @@ func TestWebhooks(t *testing.T) {
 		if got := slices.Sorted(maps.Keys(raw)); !slices.Equal(got, wantKeys) {
 			t.Errorf("body fields = %v, want %v", got, wantKeys)
 		}
-		var ev webhookEvent
+		var ev e2bhook.Body
 		if err := json.Unmarshal(d.Body, &ev); err != nil {
 			t.Fatal(err)
 		}
@@ -608,7 +611,7 @@ func TestWebhooks(t *testing.T) {
 		if err != nil || !ts.Equal(wantAt[ev.Type]) {
 			t.Errorf("%s timestamp = %q, want %v", ev.Type, ev.Timestamp, wantAt[ev.Type])
 		}
-		if ev.Version != "v2" || ev.EventCategory != "lifecycle" || ev.EventLabel != eventLabels[ev.Type] ||
+		if ev.Version != "v2" || ev.EventCategory != "lifecycle" || ev.EventLabel != wantLabel[ev.Type] ||
 			ev.SandboxID != sb.ID || ev.SandboxTemplateID != TemplateBase || ev.SandboxTeamID != DefaultTeamID ||
 			ev.SandboxExecutionID == "" || ev.SandboxBuildID == "" {
 			t.Errorf("%s event = %+v", ev.Type, ev)
@@ -617,25 +620,25 @@ func TestWebhooks(t *testing.T) {
 			t.Errorf("%s sandbox_metadata = %v, want %v", ev.Type, ev.EventData.SandboxMetadata, md)
 		}
 	}
-	if got, want := slices.Sorted(maps.Keys(byType)), []string{eventCreated, eventKilled, eventPaused, eventResumed}; !slices.Equal(got, want) {
+	if got, want := slices.Sorted(maps.Keys(byType)), []string{e2bhook.TypeCreated, e2bhook.TypeKilled, e2bhook.TypePaused, e2bhook.TypeResumed}; !slices.Equal(got, want) {
 		t.Fatalf("event types = %v, want %v", got, want)
 	}
 	if got, want := len(eventIDs), 4; got != want {
 		t.Errorf("distinct event ids = %d, want %d", got, want)
 	}
-	if ex := byType[eventPaused].EventData.Execution; ex == nil || ex.ExecutionTime != 90_000 {
+	if ex := byType[e2bhook.TypePaused].EventData.Execution; ex == nil || ex.ExecutionTime != 90_000 {
 		t.Errorf("paused execution = %+v, want execution_time 90000 ms", ex)
 	}
-	if ex := byType[eventKilled].EventData.Execution; ex == nil || ex.ExecutionTime != 30_000 {
+	if ex := byType[e2bhook.TypeKilled].EventData.Execution; ex == nil || ex.ExecutionTime != 30_000 {
 		t.Errorf("killed execution = %+v, want execution_time 30000 ms (since the resume)", ex)
 	}
-	if got, want := byType[eventKilled].EventData.KillReason, killReasonRequest; got != want {
+	if got, want := byType[e2bhook.TypeKilled].EventData.KillReason, e2bhook.KillRequest; got != want {
 		t.Errorf("kill_reason = %q, want %q", got, want)
 	}
-	if byType[eventCreated].EventData.Execution != nil || byType[eventCreated].EventData.KillReason != "" {
-		t.Errorf("created event_data = %+v, want only sandbox_metadata", byType[eventCreated].EventData)
+	if byType[e2bhook.TypeCreated].EventData.Execution != nil || byType[e2bhook.TypeCreated].EventData.KillReason != "" {
+		t.Errorf("created event_data = %+v, want only sandbox_metadata", byType[e2bhook.TypeCreated].EventData)
 	}
-	if byType[eventResumed].SandboxExecutionID == byType[eventCreated].SandboxExecutionID {
+	if byType[e2bhook.TypeResumed].SandboxExecutionID == byType[e2bhook.TypeCreated].SandboxExecutionID {
 		t.Error("resume kept the execution id, want a new execution")
 	}
 }

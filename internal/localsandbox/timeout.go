@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"time"
 
+	"github.com/sandmanhq/sandman/internal/e2bhook"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 )
 
@@ -94,7 +95,7 @@ func (p *Provider) expire(ctx context.Context, id string, now time.Time) error {
 	if rec.AutoPause {
 		return p.pauseLocked(ctx, opTimeout, rec, now)
 	}
-	return p.killLocked(ctx, opTimeout, rec, now, killReasonTimeout)
+	return p.killLocked(ctx, opTimeout, rec, now, e2bhook.KillTimeout)
 }
 
 // prune removes the directory of sandbox id if, under its lock, its process

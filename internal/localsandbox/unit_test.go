@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/sandmanhq/sandman/internal/e2bhook"
+	"github.com/sandmanhq/sandman/internal/lifecycle"
 )
 
 func TestParseProcStat(t *testing.T) {
@@ -105,13 +106,13 @@ type hookServer struct {
 	mu         sync.Mutex
 	deliveries []delivery
 	statuses   []int
-	events     chan webhookEvent // every well-formed body, buffered
+	events     chan e2bhook.Body // every well-formed body, buffered
 }
 
 // MustHookServer starts a hookServer that first answers statuses, in turn.
 func MustHookServer(tb testing.TB, statuses ...int) *hookServer {
 	tb.Helper()
-	h := &hookServer{statuses: statuses, events: make(chan webhookEvent, 100)}
+	h := &hookServer{statuses: statuses, events: make(chan e2bhook.Body, 100)}
 	h.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(r.Body)
 		if err != nil {
@@ -125,7 +126,7 @@ func MustHookServer(tb testing.TB, statuses ...int) *hookServer {
 			status, h.statuses = h.statuses[0], h.statuses[1:]
 		}
 		h.mu.Unlock()
-		var ev webhookEvent
+		var ev e2bhook.Body
 		if status < 300 && json.Unmarshal(body, &ev) == nil {
 			h.events <- ev
 		}
@@ -166,7 +167,7 @@ func TestNotifierRetries(t *testing.T) {
 			}
 			n := newNotifier(cfg)
 			p := &Provider{cfg: cfg}
-			n.send(p.newEvent(eventCreated, record{ID: newID(), Template: TemplateBase, ExecutionID: newUUID()}, time.Now(), ""))
+			n.send(p.newEvent(lifecycle.ProviderEventCreated, record{ID: newID(), Template: TemplateBase, ExecutionID: newUUID()}, time.Now(), ""))
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			if err := n.close(ctx); err != nil {
@@ -190,7 +191,7 @@ func TestNotifierRetries(t *testing.T) {
 				t.Errorf("distinct e2b-delivery-id = %d, want one per attempt (%d)", got, want)
 			}
 			// After close nothing more is sent.
-			n.send(p.newEvent(eventKilled, record{ID: newID()}, time.Now(), killReasonRequest))
+			n.send(p.newEvent(lifecycle.ProviderEventKilled, record{ID: newID()}, time.Now(), e2bhook.KillRequest))
 			if err := n.flush(ctx); err != nil {
 				t.Fatalf("flush: %v", err)
 			}

@@ -3,7 +3,6 @@ package localsandbox
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,94 +12,32 @@ import (
 	"time"
 
 	"github.com/sandmanhq/sandman/internal/e2bhook"
+	"github.com/sandmanhq/sandman/internal/lifecycle"
 )
 
-// E2B's webhook event types and their labels (shared/providers/e2b.md,
-// "Lifecycle webhooks"). The local provider sends these four.
-const (
-	eventCreated = "sandbox.lifecycle.created"
-	eventPaused  = "sandbox.lifecycle.paused"
-	eventResumed = "sandbox.lifecycle.resumed"
-	eventKilled  = "sandbox.lifecycle.killed"
-)
-
-// eventLabels maps an event type to its event_label.
-var eventLabels = map[string]string{
-	eventCreated: "create",
-	eventPaused:  "pause",
-	eventResumed: "resume",
-	eventKilled:  "kill",
-}
-
-// E2B's kill_reason values the local provider reports.
-const (
-	killReasonRequest = "request"
-	killReasonTimeout = "timeout"
-)
-
-// webhookEvent is the JSON body of an E2B lifecycle webhook, version "v2".
-// Field names are E2B's, exactly.
-type webhookEvent struct {
-	ID                 string           `json:"id"`
-	Version            string           `json:"version"`
-	Type               string           `json:"type"`
-	Timestamp          string           `json:"timestamp"`
-	EventCategory      string           `json:"event_category"`
-	EventLabel         string           `json:"event_label"`
-	SandboxID          string           `json:"sandbox_id"`
-	SandboxExecutionID string           `json:"sandbox_execution_id"`
-	SandboxTemplateID  string           `json:"sandbox_template_id"`
-	SandboxBuildID     string           `json:"sandbox_build_id"`
-	SandboxTeamID      string           `json:"sandbox_team_id"`
-	EventData          webhookEventData `json:"event_data"`
-}
-
-// webhookEventData is event_data: sandbox_metadata always, execution on
-// paused and killed, kill_reason on killed.
-type webhookEventData struct {
-	SandboxMetadata map[string]string `json:"sandbox_metadata"`
-	Execution       *webhookExecution `json:"execution,omitempty"`
-	KillReason      string            `json:"kill_reason,omitempty"`
-}
-
-// webhookExecution describes the run that a pause or kill ended.
-type webhookExecution struct {
-	StartedAt     string `json:"started_at"`     // RFC 3339
-	VCPUCount     int    `json:"vcpu_count"`     // the host's CPUs: a local sandbox has no quota
-	MemoryMB      int    `json:"memory_mb"`      // 0: a local sandbox has no memory quota
-	ExecutionTime int64  `json:"execution_time"` // milliseconds the run lasted
-}
-
-// newEvent returns the webhook event of type typ for rec at now. killReason
-// is used by killed events only.
-func (p *Provider) newEvent(typ string, rec record, now time.Time, killReason string) webhookEvent {
-	md := rec.Metadata
-	if md == nil {
-		md = map[string]string{}
-	}
-	ev := webhookEvent{
-		ID:                 newUUID(),
-		Version:            "v2",
-		Type:               typ,
-		Timestamp:          now.UTC().Format(time.RFC3339Nano),
-		EventCategory:      "lifecycle",
-		EventLabel:         eventLabels[typ],
-		SandboxID:          rec.ID,
-		SandboxExecutionID: rec.ExecutionID,
-		SandboxTemplateID:  rec.Template,
-		SandboxBuildID:     "local-" + rec.Template,
-		SandboxTeamID:      p.cfg.TeamID,
-		EventData:          webhookEventData{SandboxMetadata: md},
-	}
-	if typ == eventPaused || typ == eventKilled {
-		ev.EventData.Execution = &webhookExecution{
+// newEvent returns the webhook body of type typ for rec at now, in E2B's
+// wire format (e2bhook.Body). killReason is used by killed events only: one
+// of the e2bhook Kill constants. Paused and killed events carry the run that
+// ended: the host's CPU count as vcpu_count (a local sandbox has no quota),
+// memory_mb 0 (no memory quota) and execution_time in milliseconds.
+func (p *Provider) newEvent(typ lifecycle.ProviderEventType, rec record, now time.Time, killReason string) e2bhook.Body {
+	ev := e2bhook.NewBody(lifecycle.ProviderEvent{
+		ID:         newUUID(),
+		Type:       typ,
+		SandboxID:  rec.ID,
+		Timestamp:  now,
+		KillReason: killReason,
+	}, rec.Metadata)
+	ev.SandboxExecutionID = rec.ExecutionID
+	ev.SandboxTemplateID = rec.Template
+	ev.SandboxBuildID = "local-" + rec.Template
+	ev.SandboxTeamID = p.cfg.TeamID
+	if typ == lifecycle.ProviderEventPaused || typ == lifecycle.ProviderEventKilled {
+		ev.EventData.Execution = &e2bhook.Execution{
 			StartedAt:     rec.ExecutionStartedAt.UTC().Format(time.RFC3339Nano),
-			VCPUCount:     runtime.NumCPU(),
-			ExecutionTime: max(now.Sub(rec.ExecutionStartedAt), 0).Milliseconds(),
+			VCPUCount:     int64(runtime.NumCPU()),
+			ExecutionTime: float64(max(now.Sub(rec.ExecutionStartedAt), 0).Milliseconds()),
 		}
-	}
-	if typ == eventKilled {
-		ev.EventData.KillReason = killReason
 	}
 	return ev
 }
@@ -134,10 +71,11 @@ func newNotifier(cfg Config) *notifier {
 	}
 }
 
-// send queues ev for delivery and returns at once. After close it only logs.
-func (n *notifier) send(ev webhookEvent) {
+// send queues ev for delivery and returns at once. After close it only logs;
+// a body e2bhook.Build refuses is logged and not sent.
+func (n *notifier) send(ev e2bhook.Body) {
 	log := n.log.With("event_id", ev.ID, "type", ev.Type, "sandbox_id", ev.SandboxID)
-	body, err := json.Marshal(ev)
+	body, err := e2bhook.Build(ev)
 	if err != nil {
 		log.Error("encode webhook", "err", err)
 		return
@@ -184,11 +122,7 @@ func (n *notifier) deliver(log *slog.Logger, eventID string, body []byte) {
 			return
 		}
 		log.Info("webhook attempt failed; retrying", "attempt", attempt, "backoff", wait, "err", err)
-		t := time.NewTimer(wait)
-		select {
-		case <-t.C:
-		case <-n.ctx.Done():
-			t.Stop()
+		if err := lifecycle.Sleep(n.ctx, wait); err != nil {
 			log.Warn("webhook not delivered: the provider closed", "attempt", attempt)
 			return
 		}
@@ -205,12 +139,9 @@ func (n *notifier) post(body []byte) (retry bool, err error) {
 	if err != nil {
 		return false, fmt.Errorf("build webhook request: %w", err)
 	}
+	req.Header = e2bhook.Header(n.secret, n.webhookID, newUUID(), body)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "sandman-localsandbox")
-	req.Header.Set("e2b-webhook-id", n.webhookID)
-	req.Header.Set("e2b-delivery-id", newUUID())
-	req.Header.Set("e2b-signature-version", "v1")
-	req.Header.Set("e2b-signature", e2bhook.Sign(n.secret, body))
 	resp, err := n.client.Do(req)
 	if err != nil {
 		return true, fmt.Errorf("post webhook: %w", err)

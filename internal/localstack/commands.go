@@ -89,6 +89,32 @@ func resolveTarget(ctx context.Context, getenv func(string) string) (*target, er
 	return t, nil
 }
 
+// openApp resolves the table the process environment points at
+// (resolveTarget), reads the app configuration with the target's defaults
+// and builds the app with needs and deps. When needs.WebhookSecret and no
+// secret is configured it uses DefaultWebhookSecret, the local stack's. The
+// caller closes the app, then calls t.cleanup; on error both are done.
+func openApp(ctx context.Context, needs app.Needs, deps app.Deps) (*target, *app.App, error) {
+	t, err := resolveTarget(ctx, os.Getenv)
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg, err := app.ConfigFromEnv(t.getenv)
+	if err != nil {
+		t.cleanup()
+		return nil, nil, err
+	}
+	if needs.WebhookSecret && cfg.WebhookSecret == "" && cfg.WebhookSecretSecret == "" {
+		cfg.WebhookSecret = DefaultWebhookSecret
+	}
+	a, err := app.New(ctx, cfg, needs, deps)
+	if err != nil {
+		t.cleanup()
+		return nil, nil, err
+	}
+	return t, a, nil
+}
+
 // runningEndpoint returns the endpoint of the DynamoDB Local that a running
 // local stack started.
 func runningEndpoint(stateDir string) (string, error) {
@@ -121,25 +147,17 @@ func APIKeyCommand(ctx context.Context, args []string, w io.Writer) error {
 	if *account == "" {
 		return errors.New("-account is required, e.g. make apikey ACCOUNT=acme")
 	}
-	t, err := resolveTarget(ctx, os.Getenv)
+	t, a, err := openApp(ctx, app.Needs{}, app.Deps{Log: app.NewLogger(io.Discard, 0)})
 	if err != nil {
 		return err
 	}
 	defer t.cleanup()
-	cfg, err := app.ConfigFromEnv(t.getenv)
-	if err != nil {
-		return err
-	}
-	a, err := app.New(ctx, cfg, app.Needs{}, app.Deps{Log: app.NewLogger(io.Discard, 0)})
-	if err != nil {
-		return err
-	}
 	defer a.Close(ctx)
 	key, err := apigw.IssueAPIKey(ctx, a.Store, *account, time.Now().UTC())
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "stored in %s, table %s, for account %s\n", t.where, cfg.Table, *account)
+	fmt.Fprintf(os.Stderr, "stored in %s, table %s, for account %s\n", t.where, a.Config.Table, *account)
 	fmt.Fprintln(w, key)
 	return nil
 }
@@ -162,23 +180,12 @@ func InvokeCommand(ctx context.Context, args []string, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	t, err := resolveTarget(ctx, os.Getenv)
+	needs := app.Needs{Provider: *fn != routes.Status && *fn != routes.Webhook, WebhookSecret: *fn == routes.Webhook}
+	t, a, err := openApp(ctx, needs, app.Deps{})
 	if err != nil {
 		return err
 	}
 	defer t.cleanup()
-	cfg, err := app.ConfigFromEnv(t.getenv)
-	if err != nil {
-		return err
-	}
-	needs := app.Needs{Provider: *fn != routes.Status && *fn != routes.Webhook, WebhookSecret: *fn == routes.Webhook}
-	if needs.WebhookSecret && cfg.WebhookSecret == "" && cfg.WebhookSecretSecret == "" {
-		cfg.WebhookSecret = DefaultWebhookSecret
-	}
-	a, err := app.New(ctx, cfg, needs, app.Deps{})
-	if err != nil {
-		return err
-	}
 	defer a.Close(ctx)
 
 	var resp any

@@ -138,6 +138,13 @@ func (s *crashStore) Claim(ctx context.Context, key, value string, ttl time.Dura
 	return s.s.Claim(ctx, key, value, ttl, now)
 }
 
+func (s *crashStore) ReleaseClaim(ctx context.Context, key, value string) error {
+	if err := s.c.alive(); err != nil {
+		return err
+	}
+	return s.s.ReleaseClaim(ctx, key, value)
+}
+
 func (s *crashStore) PutAPIKey(ctx context.Context, k lifecycle.APIKey) error {
 	if err := s.c.alive(); err != nil {
 		return err

@@ -14,11 +14,18 @@
 //  3. Provider list: up to Config.ReconcileSample sandboxes of the provider's
 //     list are compared with the table (Store.FindBySandbox). A session that
 //     is running in the table but paused at the provider, or the reverse (a
-//     missed webhook), is reconciled. A sandbox the table does not know is
-//     logged, never killed: it may be a create still in flight.
+//     missed webhook), is reconciled. Only this deployment's sandboxes are
+//     listed (lifecycle.MetadataDeployment), and each run continues where
+//     the last run of a warm container stopped. A sandbox no live session
+//     holds (a create whose answer was lost, a session killed while a
+//     resume raced it) is killed once it is older than a lease
+//     (lifecycle.Service.ReapOrphan); one whose create may still be under
+//     way, or whose session expired because the provider called it gone, is
+//     left alone and logged.
 //  4. Dormancy (only when Config.DormancyAge > 0): paused sessions paused
-//     longer than DormancyAge (lifecycle.IndexPaused) have their sandbox
-//     killed and become expired, reason reconcile.
+//     longer than DormancyAge (lifecycle.IndexPaused) become expired, reason
+//     dormant (a conditional write, so a resume that landed meanwhile wins),
+//     then their sandbox is killed; a kill that fails is retried by phase 3.
 //
 // # Limits
 //

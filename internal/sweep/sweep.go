@@ -103,6 +103,13 @@ type Sweeper struct {
 	log      *slog.Logger
 	cfg      Config
 	limiter  *rate.Limiter
+
+	// listMu guards listToken: where phase 3 of the next run starts in the
+	// provider's list, so successive runs of a warm Lambda container walk
+	// the whole list instead of the same first ReconcileSample sandboxes. A
+	// cold start begins at the head again.
+	listMu    sync.Mutex
+	listToken string
 }
 
 // New returns a Sweeper that works through svc and its Store, Provider and
@@ -335,7 +342,9 @@ func (r *run) reconcile(ctx context.Context, sess *lifecycle.Session) {
 }
 
 // providerList is phase 3: compare up to ReconcileSample of the provider's
-// sandboxes with the table and reconcile running/paused disagreements.
+// sandboxes (only this deployment's, when the service names one) with the
+// table, reconcile running/paused disagreements and reap orphans. Each run
+// continues where the previous run of this Sweeper stopped.
 func (r *run) providerList(ctx context.Context) {
 	sample := r.sw.cfg.ReconcileSample
 	if sample < 0 {
@@ -344,7 +353,18 @@ func (r *run) providerList(ctx context.Context) {
 	var g errgroup.Group
 	g.SetLimit(r.sw.cfg.Concurrency)
 	defer func() { _ = g.Wait() }()
-	token := ""
+	var filter map[string]string
+	if d := r.sw.svc.Deployment; d != "" {
+		filter = map[string]string{lifecycle.MetadataDeployment: d}
+	}
+	r.sw.listMu.Lock()
+	token := r.sw.listToken
+	r.sw.listMu.Unlock()
+	defer func() {
+		r.sw.listMu.Lock()
+		r.sw.listToken = token
+		r.sw.listMu.Unlock()
+	}()
 	for seen := 0; seen < sample; {
 		if !r.begin(ctx) {
 			return
@@ -352,12 +372,14 @@ func (r *run) providerList(ctx context.Context) {
 		lctx, cancel := context.WithTimeout(ctx, r.sw.cfg.CallTimeout)
 		page, err := r.sw.provider.List(lctx, lifecycle.ListRequest{
 			States:    []lifecycle.SandboxState{lifecycle.SandboxRunning, lifecycle.SandboxPaused},
+			Metadata:  filter,
 			Limit:     min(r.sw.cfg.PageSize, sample-seen),
 			PageToken: token,
 		})
 		cancel()
 		if err != nil {
 			r.sw.log.WarnContext(ctx, "list provider sandboxes", "err", err)
+			token = "" // a stale page token must not fail every later run
 			return
 		}
 		r.add(&r.sum.Listed, len(page.Sandboxes))
@@ -372,10 +394,10 @@ func (r *run) providerList(ctx context.Context) {
 				return nil
 			})
 		}
-		if page.NextToken == "" || len(page.Sandboxes) == 0 {
+		token = page.NextToken
+		if token == "" || len(page.Sandboxes) == 0 {
 			return
 		}
-		token = page.NextToken
 	}
 }
 
@@ -440,11 +462,12 @@ func (r *run) dormant(ctx context.Context) {
 	}
 }
 
-// retire kills one dormant session's sandbox and marks the session expired.
-// The index entry is re-read strongly first, so a session resumed since the
-// (eventually consistent) index was read keeps its sandbox. The kill comes
-// before the write: a kill that fails leaves the session paused for the next
-// run, rather than an expired session whose sandbox lives on unrecorded.
+// retire marks one dormant session expired and kills its sandbox. The
+// conditional write comes first and acts as the lock: a session resumed
+// since the (eventually consistent) index was read fails it and keeps its
+// sandbox. A kill that fails after the write leaves the sandbox of an
+// expired session with reason dormant, which phase 3 reaps on a later run
+// (lifecycle.Service.ReapOrphan).
 func (r *run) retire(ctx context.Context, found *lifecycle.Session) {
 	log := r.sw.log.With("session_id", found.ID)
 	sess, err := r.sw.store.GetSession(ctx, found.ID)
@@ -457,25 +480,19 @@ func (r *run) retire(ctx context.Context, found *lifecycle.Session) {
 		log.DebugContext(ctx, "dormant candidate moved meanwhile", "state", sess.State)
 		return
 	}
-	if sess.SandboxID != "" {
-		if !r.begin(ctx) {
-			return
-		}
+	sandboxID, pausedAt := sess.SandboxID, sess.PausedAt
+	if err := r.sw.svc.Transition(ctx, sess, lifecycle.StateExpired, lifecycle.ReasonDormant, lifecycle.Guard{}); err != nil {
+		log.DebugContext(ctx, "dormant candidate moved meanwhile", "err", err)
+		return
+	}
+	if sandboxID != "" && r.begin(ctx) {
 		kctx, cancel := context.WithTimeout(ctx, r.sw.cfg.CallTimeout)
-		err := r.sw.provider.Kill(kctx, sess.SandboxID)
+		err := r.sw.provider.Kill(kctx, sandboxID)
 		cancel()
 		if err != nil && !errors.Is(err, lifecycle.ErrSandboxGone) {
-			log.WarnContext(ctx, "kill dormant sandbox; the next run retries", "sandbox_id", sess.SandboxID, "err", err)
+			log.WarnContext(ctx, "kill dormant sandbox; phase 3 of a later run retries", "sandbox_id", sandboxID, "err", err)
 			r.add(&r.sum.ReconcileFailed, 1)
-			return
 		}
-	}
-	sandboxID, pausedAt := sess.SandboxID, sess.PausedAt
-	if err := r.sw.svc.Transition(ctx, sess, lifecycle.StateExpired, lifecycle.ReasonReconcile, lifecycle.Guard{}); err != nil {
-		// Its sandbox is gone either way; whoever moved it will find out.
-		log.WarnContext(ctx, "mark dormant session expired", "sandbox_id", sandboxID, "err", err)
-		r.add(&r.sum.ReconcileFailed, 1)
-		return
 	}
 	log.InfoContext(ctx, "retired dormant session", "sandbox_id", sandboxID, "paused_at", pausedAt)
 	r.add(&r.sum.DormantKilled, 1)

@@ -28,7 +28,10 @@
 //     timeout (29 s by default, under API Gateway's 30 s). Every outcome
 //     (applied, recorded, stale, duplicate, unknown_sandbox) answers
 //     200 {"status":"ok","outcome":"<outcome>"}: the provider has delivered
-//     the event and must not retry it. A store failure (or a panic) answers
+//     the event and must not retry it. The outcome deferred (the session is
+//     mid-operation: create, pause or resume) answers 503 unavailable with
+//     Retry-After instead, so the provider delivers it again once the
+//     operation has settled. A store failure (or a panic) answers
 //     500 internal, and a lost race or timeout 503 unavailable with
 //     Retry-After (5 s by default), so the provider retries; the timestamp
 //     and dedupe rules make the retry safe.

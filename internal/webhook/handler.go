@@ -130,7 +130,7 @@ func New(applier Applier, formats []Format, opts ...Option) (*Handler, error) {
 // okBody is the 200 answer: the event was delivered, whatever it did.
 type okBody struct {
 	Status  string `json:"status"`  // always "ok"
-	Outcome string `json:"outcome"` // applied, recorded, stale, duplicate, unknown_sandbox
+	Outcome string `json:"outcome"` // applied, recorded, stale, duplicate, unknown_sandbox (deferred answers 503)
 }
 
 // Handle serves one request. It always returns a response and a nil error:
@@ -156,6 +156,14 @@ func (h *Handler) Handle(ctx context.Context, req events.APIGatewayV2HTTPRequest
 	if err != nil {
 		h.log.ErrorContext(ctx, "webhook not applied", "err", err)
 		resp, _ := h.respond.Error(h.applyError(err), requestID) // logged above
+		return resp, nil
+	}
+	if outcome == lifecycle.WebhookDeferred {
+		// The session is mid-operation: ask the provider to deliver again
+		// once it has settled (the event was not claimed).
+		h.log.InfoContext(ctx, "webhook", "outcome", string(outcome))
+		resp, _ := h.respond.Error(&lifecycle.Error{Code: lifecycle.CodeUnavailable, RetryAfter: h.retryAfter,
+			Message: "the session is changing state; deliver this event again shortly"}, requestID)
 		return resp, nil
 	}
 	level := slog.LevelInfo
