@@ -485,16 +485,18 @@ func (r *run) retire(ctx context.Context, found *lifecycle.Session) {
 		log.DebugContext(ctx, "dormant candidate moved meanwhile", "err", err)
 		return
 	}
-	if sandboxID != "" && r.begin(ctx) {
-		kctx, cancel := context.WithTimeout(ctx, r.sw.cfg.CallTimeout)
-		err := r.sw.provider.Kill(kctx, sandboxID)
-		cancel()
-		if err != nil && !errors.Is(err, lifecycle.ErrSandboxGone) {
-			log.WarnContext(ctx, "kill dormant sandbox; phase 3 of a later run retries", "sandbox_id", sandboxID, "err", err)
-			r.add(&r.sum.ReconcileFailed, 1)
-		}
-	}
 	log.InfoContext(ctx, "retired dormant session", "sandbox_id", sandboxID, "paused_at", pausedAt)
+	if sandboxID == "" || !r.begin(ctx) {
+		return // out of time: phase 3 of a later run kills it
+	}
+	kctx, cancel := context.WithTimeout(ctx, r.sw.cfg.CallTimeout)
+	err = r.sw.provider.Kill(kctx, sandboxID)
+	cancel()
+	if err != nil && !errors.Is(err, lifecycle.ErrSandboxGone) {
+		log.WarnContext(ctx, "kill dormant sandbox; phase 3 of a later run retries", "sandbox_id", sandboxID, "err", err)
+		r.add(&r.sum.ReconcileFailed, 1)
+		return
+	}
 	r.add(&r.sum.DormantKilled, 1)
 }
 

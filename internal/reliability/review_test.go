@@ -1,0 +1,818 @@
+package reliability_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"golang.org/x/time/rate"
+
+	"github.com/sandmanhq/sandman/internal/dynamo"
+	"github.com/sandmanhq/sandman/internal/dynamotest"
+	"github.com/sandmanhq/sandman/internal/e2bhook"
+	"github.com/sandmanhq/sandman/internal/fakeprovider"
+	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/reliability"
+	"github.com/sandmanhq/sandman/internal/sweep"
+)
+
+// Regression tests for the defects a code review confirmed, one test per
+// finding. Each is built so that the code before the fixes fails it; the
+// comment marked "Old code:" says what that code did.
+
+// errorType returns the error_type err would carry in the API's envelope,
+// or "" when err is not a *lifecycle.Error.
+func errorType(err error) string {
+	var e *lifecycle.Error
+	if errors.As(err, &e) {
+		return e.ErrorType()
+	}
+	return ""
+}
+
+// MustSessions returns every session of the test account.
+func (w *world) MustSessions(tb testing.TB) []*lifecycle.Session {
+	tb.Helper()
+	page, err := w.store.ListSessions(tb.Context(), account, "", 100)
+	if err != nil {
+		tb.Fatalf("list sessions: %v", err)
+	}
+	return page.Sessions
+}
+
+// MustSnapshot pauses a session through the API and fails the test if that
+// fails.
+func (w *world) MustSnapshot(tb testing.TB, id string) {
+	tb.Helper()
+	if _, err := w.svc.Snapshot(tb.Context(), account, id); err != nil {
+		tb.Fatalf("snapshot %s: %v", id, err)
+	}
+}
+
+// sandboxState returns the provider's state of a sandbox, or "gone".
+func (w *world) sandboxState(id string) lifecycle.SandboxState {
+	sb, ok := w.fake.Sandbox(id)
+	if !ok {
+		return "gone"
+	}
+	return sb.State
+}
+
+// Finding 1: an Idempotency-Key claimed by a create whose CreateSession
+// failed blocked every retry with that key for 24 h.
+func TestReviewIdempotencyKeyReleasedAfterStoreFailure(t *testing.T) {
+	w := MustWorld(t, 1)
+	var once sync.Once
+	w.store.SetRefuse(func(_ *lifecycle.Session, from lifecycle.State) error {
+		var err error
+		if from == "" {
+			once.Do(func() { err = errors.New("ProvisionedThroughputExceededException (injected)") })
+		}
+		return err
+	})
+	in := lifecycle.CreateInput{Template: "base", IdempotencyKey: "k-store"}
+	if _, _, err := w.svc.Create(t.Context(), account, in); err == nil {
+		t.Fatal("first create: want the injected store error")
+	}
+	// Old code: 409 "still in progress" for every retry until the claim expired.
+	sess, replayed, err := w.svc.Create(t.Context(), account, in)
+	if err != nil {
+		t.Fatalf("retry with the same key: %v (code %s)", err, lifecycle.ErrorCode(err))
+	}
+	if replayed || sess.State != lifecycle.StateRunning {
+		t.Errorf("retry: replayed=%v state=%s, want a fresh running session", replayed, sess.State)
+	}
+	again, replayed, err := w.svc.Create(t.Context(), account, in)
+	if err != nil {
+		t.Fatalf("replay: %v", err)
+	}
+	if !replayed || again.ID != sess.ID {
+		t.Errorf("replay: replayed=%v id=%s, want a replay of %s", replayed, again.ID, sess.ID)
+	}
+	if got, want := w.fake.Calls(fakeprovider.OpCreate), 1; got != want {
+		t.Errorf("provider creates = %d, want %d", got, want)
+	}
+}
+
+// Finding 2: retrying with the same Idempotency-Key a create that answered
+// 503 replayed the failed session instead of trying again.
+func TestReviewIdempotencyKeyReleasedAfterProviderFailure(t *testing.T) {
+	w := MustWorld(t, 1)
+	w.fake.FailNext(fakeprovider.OpCreate, nil)
+	in := lifecycle.CreateInput{Template: "base", IdempotencyKey: "k-provider"}
+	_, _, err := w.svc.Create(t.Context(), account, in)
+	if got, want := lifecycle.ErrorCode(err), lifecycle.CodeUnavailable; got != want {
+		t.Fatalf("first create: code %s (%v), want %s", got, err, want)
+	}
+	// Old code: 200 with replayed=true and the failed session, no second provider create.
+	sess, replayed, err := w.svc.Create(t.Context(), account, in)
+	if err != nil {
+		t.Fatalf("retry with the same key: %v", err)
+	}
+	if replayed || sess.State != lifecycle.StateRunning {
+		t.Errorf("retry: replayed=%v state=%s, want a fresh running session", replayed, sess.State)
+	}
+	if got, want := w.fake.Calls(fakeprovider.OpCreate), 2; got != want {
+		t.Errorf("provider creates = %d, want %d", got, want)
+	}
+	running := 0
+	for _, s := range w.MustSessions(t) {
+		if s.State == lifecycle.StateRunning {
+			running++
+		}
+	}
+	if got, want := running, 1; got != want {
+		t.Errorf("running sessions = %d, want %d", got, want)
+	}
+	if got, want := len(w.fake.Sandboxes()), 1; got != want {
+		t.Errorf("provider sandboxes = %d, want %d", got, want)
+	}
+}
+
+// cancelAfterCreate cancels the request's context right after the provider
+// made the sandbox, as API Gateway's 29 s timeout or a client disconnect
+// would.
+type cancelAfterCreate struct {
+	lifecycle.Provider
+	cancel context.CancelFunc
+}
+
+func (p *cancelAfterCreate) Create(ctx context.Context, req lifecycle.CreateRequest) (lifecycle.Sandbox, error) {
+	sb, err := p.Provider.Create(ctx, req)
+	p.cancel()
+	return sb, err
+}
+
+// Finding 3: the write recording a successful provider create ran on the
+// request's context.
+func TestReviewCreateSettlesAfterCancel(t *testing.T) {
+	w := MustWorld(t, 1)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	w.svc.Provider = &cancelAfterCreate{Provider: w.svc.Provider, cancel: cancel}
+	// Old code: the running write failed with "context canceled", Create killed the
+	// sandbox and answered 500.
+	sess, _, err := w.svc.Create(ctx, account, lifecycle.CreateInput{Template: "base"})
+	if ctx.Err() == nil {
+		t.Fatal("the request context was not cancelled: the test did not test anything")
+	}
+	if err != nil {
+		t.Fatalf("create: %v (code %s)", err, lifecycle.ErrorCode(err))
+	}
+	got := w.MustSession(t, sess.ID)
+	if got.State != lifecycle.StateRunning || got.SandboxID == "" {
+		t.Errorf("stored %s with sandbox %q, want running with its sandbox", got.State, got.SandboxID)
+	}
+	if st := w.sandboxState(sess.SandboxID); st != lifecycle.SandboxRunning {
+		t.Errorf("provider sandbox %s, want running", st)
+	}
+	w.MustHistory(t, sess.ID)
+}
+
+// lostAnswerClient forwards every DynamoDB request and, once armed, throws
+// away the answer of the first PutItem whose body holds the armed string,
+// answering 500 instead, so the SDK retries a write that committed. (Its
+// twin in internal/dynamo's tests checks the store alone.)
+type lostAnswerClient struct {
+	inner aws.HTTPClient
+
+	mu    sync.Mutex
+	match string
+	lose  bool
+	lost  int
+	sent  int
+}
+
+// Arm makes the next PutItem whose body contains match lose its answer.
+func (c *lostAnswerClient) Arm(match string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.match, c.lose, c.lost, c.sent = match, true, 0, 0
+}
+
+// Counts returns the answers lost and the matching PutItems sent since Arm.
+func (c *lostAnswerClient) Counts() (lost, sent int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lost, c.sent
+}
+
+// Do forwards req; see lostAnswerClient.
+func (c *lostAnswerClient) Do(req *http.Request) (*http.Response, error) {
+	c.mu.Lock()
+	match := c.match
+	c.mu.Unlock()
+	matched := false
+	if match != "" && strings.HasSuffix(req.Header.Get("X-Amz-Target"), ".PutItem") && req.Body != nil {
+		body, err := io.ReadAll(req.Body)
+		if err != nil {
+			return nil, err
+		}
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		matched = bytes.Contains(body, []byte(match))
+	}
+	lose := false
+	if matched {
+		c.mu.Lock()
+		c.sent++
+		lose, c.lose = c.lose, false
+		c.mu.Unlock()
+	}
+	resp, err := c.inner.Do(req)
+	if !lose || err != nil {
+		return resp, err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+	c.mu.Lock()
+	c.lost++
+	c.mu.Unlock()
+	return &http.Response{
+		StatusCode: http.StatusInternalServerError, Status: "500 Internal Server Error",
+		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header:  http.Header{"Content-Type": {"application/x-amz-json-1.0"}},
+		Body:    io.NopCloser(strings.NewReader(`{"__type":"com.amazonaws.dynamodb.v20120810#InternalServerError","message":"answer lost (injected)"}`)),
+		Request: req,
+	}, nil
+}
+
+// MustLossyWorld returns a world whose store sits on a fresh table reached
+// through a lostAnswerClient, with SDK retries that do not wait.
+func MustLossyWorld(tb testing.TB) (*world, *lostAnswerClient) {
+	tb.Helper()
+	w := MustWorld(tb, 1)
+	table := dynamotest.MustTable(tb)
+	hc := &lostAnswerClient{inner: awshttp.NewBuildableClient().WithTimeout(10 * time.Second)}
+	client := dynamodb.New(dynamodb.Options{
+		BaseEndpoint: aws.String(os.Getenv(dynamotest.EndpointEnv)),
+		Region:       dynamo.LocalRegion,
+		Credentials:  credentials.NewStaticCredentialsProvider("local", "local", ""),
+		HTTPClient:   hc,
+		Retryer: retry.NewStandard(func(o *retry.StandardOptions) {
+			o.MaxAttempts = 5
+			o.Backoff = retry.BackoffDelayerFunc(func(int, error) (time.Duration, error) { return 0, nil })
+		}),
+		DisableValidateResponseChecksum: true,
+	})
+	w.store = reliability.NewRecordingStore(dynamo.New(client, table, dynamo.WithLogger(quiet())))
+	w.svc.Store = w.store
+	w.sweeper = MustSweeper(tb, w.svc)
+	return w, hc
+}
+
+// MustHaveRetried fails the test unless one answer was lost and the SDK sent
+// the write again.
+func MustHaveRetried(tb testing.TB, hc *lostAnswerClient) {
+	tb.Helper()
+	lost, sent := hc.Counts()
+	if lost != 1 || sent < 2 {
+		tb.Fatalf("answers lost = %d, matching writes sent = %d; want 1 lost and a retry", lost, sent)
+	}
+}
+
+// Finding 4: a PutItem whose answer was lost after it committed was retried
+// by the SDK, failed its own condition and was taken for a lost race.
+func TestReviewLostWriteAnswer(t *testing.T) {
+	t.Run("CreateRunning", func(t *testing.T) {
+		w, hc := MustLossyWorld(t)
+		hc.Arm(`"state":{"S":"running"}`)
+		// Old code: conflict on the provisioning → running write; Create killed the
+		// sandbox of a session the table records as running, and published no event.
+		sess, _, err := w.svc.Create(t.Context(), account, lifecycle.CreateInput{Template: "base"})
+		if err != nil {
+			t.Fatalf("create: %v", err)
+		}
+		MustHaveRetried(t, hc)
+		got := w.MustSession(t, sess.ID)
+		if got.State != lifecycle.StateRunning || got.SandboxID != sess.SandboxID {
+			t.Errorf("stored %s with sandbox %q, want running with %q", got.State, got.SandboxID, sess.SandboxID)
+		}
+		if st := w.sandboxState(sess.SandboxID); st != lifecycle.SandboxRunning {
+			t.Errorf("provider sandbox %s, want running", st)
+		}
+		if got, want := len(w.events.For(sess.ID)), 2; got != want {
+			t.Errorf("events = %d, want %d (created, provisioning → running)", got, want)
+		}
+		w.MustHistory(t, sess.ID)
+	})
+
+	t.Run("IdempotencyClaim", func(t *testing.T) {
+		w, hc := MustLossyWorld(t)
+		in := lifecycle.CreateInput{Template: "base", IdempotencyKey: "k-lost-claim"}
+		hc.Arm("idempotency#")
+		// Old code: the retried claim saw our own claim, found no session under it
+		// yet and answered 409 "still in progress".
+		sess, replayed, err := w.svc.Create(t.Context(), account, in)
+		if err != nil {
+			t.Fatalf("create: %v", err)
+		}
+		MustHaveRetried(t, hc)
+		if replayed || sess.State != lifecycle.StateRunning {
+			t.Errorf("create: replayed=%v state=%s, want a fresh running session", replayed, sess.State)
+		}
+		again, replayed, err := w.svc.Create(t.Context(), account, in)
+		if err != nil || !replayed || again.ID != sess.ID {
+			t.Errorf("replay: id=%v replayed=%v err=%v, want a replay of %s", again, replayed, err, sess.ID)
+		}
+		if got, want := w.fake.Calls(fakeprovider.OpCreate), 1; got != want {
+			t.Errorf("provider creates = %d, want %d", got, want)
+		}
+		w.MustHistory(t, sess.ID)
+	})
+}
+
+// Finding 5: a pause that failed after the provider paused was rolled back
+// to running.
+func TestReviewAmbiguousPause(t *testing.T) {
+	t.Run("AnswerLost", func(t *testing.T) {
+		w := MustWorld(t, 1)
+		sess := w.MustCreate(t, 600)
+		w.fake.SetFault(fakeprovider.OpPause, fakeprovider.Fault{Rate: 1, Applied: true})
+		// Old code: 503 and the table rolled back to running while the sandbox was paused.
+		_, err := w.svc.Snapshot(t.Context(), account, sess.ID)
+		w.fake.ClearFaults()
+		if err != nil {
+			t.Errorf("snapshot: %v, want success (the provider paused)", err)
+		}
+		if got := w.MustSession(t, sess.ID).State; got != lifecycle.StatePaused {
+			t.Errorf("table %s, want paused", got)
+		}
+		if st := w.sandboxState(sess.SandboxID); st != lifecycle.SandboxPaused {
+			t.Errorf("provider %s, want paused", st)
+		}
+		w.MustHistory(t, sess.ID)
+	})
+
+	t.Run("PausedMeanwhile", func(t *testing.T) {
+		w := MustWorld(t, 1)
+		sess := w.MustCreate(t, 600)
+		w.fake.SetOnCall(func(op fakeprovider.Op, id string) {
+			if op == fakeprovider.OpPause {
+				w.fake.SetState(id, lifecycle.SandboxPaused) // it paused itself (timeout) as we asked
+				w.fake.FailNext(fakeprovider.OpPause, nil)   // and our call timed out
+			}
+		})
+		// Old code: rolled back to running (503) though the sandbox was paused.
+		_, err := w.svc.Snapshot(t.Context(), account, sess.ID)
+		w.fake.SetOnCall(nil)
+		if err != nil {
+			t.Errorf("snapshot: %v, want success (the sandbox is paused)", err)
+		}
+		if got := w.MustSession(t, sess.ID).State; got != lifecycle.StatePaused {
+			t.Errorf("table %s, want paused", got)
+		}
+	})
+
+	t.Run("StillRunning", func(t *testing.T) {
+		// Old code did this too; this guards the fix against believing every failure.
+		w := MustWorld(t, 1)
+		sess := w.MustCreate(t, 600)
+		w.fake.FailNext(fakeprovider.OpPause, nil)
+		_, err := w.svc.Snapshot(t.Context(), account, sess.ID)
+		if got, want := lifecycle.ErrorCode(err), lifecycle.CodeUnavailable; got != want {
+			t.Errorf("snapshot: code %s (%v), want %s", got, err, want)
+		}
+		if got, want := errorType(err), lifecycle.TypeSandboxUnreachable; got != want {
+			t.Errorf("snapshot: error_type %q, want %q", got, want)
+		}
+		if got := w.MustSession(t, sess.ID).State; got != lifecycle.StateRunning {
+			t.Errorf("table %s, want running (rolled back)", got)
+		}
+		if st := w.sandboxState(sess.SandboxID); st != lifecycle.SandboxRunning {
+			t.Errorf("provider %s, want running", st)
+		}
+		w.MustHistory(t, sess.ID)
+	})
+
+	t.Run("OutcomeUnknown", func(t *testing.T) {
+		w := MustWorld(t, 1)
+		sess := w.MustCreate(t, 600)
+		w.fake.SetFault(fakeprovider.OpPause, fakeprovider.Fault{Rate: 1, Applied: true})
+		w.fake.SetFault(fakeprovider.OpGet, fakeprovider.Fault{Rate: 1})
+		// Old code: rolled back to running at once, never asking the provider.
+		_, err := w.svc.Snapshot(t.Context(), account, sess.ID)
+		w.fake.ClearFaults()
+		if got, want := lifecycle.ErrorCode(err), lifecycle.CodeUnavailable; got != want {
+			t.Errorf("snapshot: code %s (%v), want %s", got, err, want)
+		}
+		if got := w.MustSession(t, sess.ID).State; got != lifecycle.StatePausing {
+			t.Fatalf("table %s, want pausing until the lease runs out", got)
+		}
+		w.clock.Advance(w.svc.Policy.LeaseDuration + time.Minute)
+		sum := w.MustSweep(t)
+		if got := w.MustSession(t, sess.ID).State; got != lifecycle.StatePaused {
+			t.Errorf("after the sweep: table %s, want paused (the provider paused)", got)
+		}
+		if sum.Reconciled != 1 {
+			t.Errorf("sweep reconciled %d sessions, want 1 (%+v)", sum.Reconciled, sum)
+		}
+		w.MustHistory(t, sess.ID)
+	})
+}
+
+// Finding 6: one spurious "gone" (E2B reports 1-3 % of sandboxes not found
+// early) expired the session, and the reaper then killed its live sandbox.
+func TestReviewSpuriousGone(t *testing.T) {
+	reconnect := func(t *testing.T, w *world, id string) lifecycle.ReconnectResult {
+		t.Helper()
+		res, err := w.svc.Reconnect(t.Context(), account, id)
+		if err != nil {
+			t.Fatalf("reconnect: %v", err)
+		}
+		return res
+	}
+
+	t.Run("ProbeGoneOnce", func(t *testing.T) {
+		w := MustWorld(t, 1)
+		sess := w.MustCreate(t, 600)
+		w.fake.FailNext(fakeprovider.OpProbe, lifecycle.ErrSandboxGone)
+		// Old code: status expired and the session's sandbox cleared for good.
+		res := reconnect(t, w, sess.ID)
+		if got, want := res.Status, lifecycle.ReconnectUnreachable; got != want {
+			t.Errorf("reconnect status %s, want %s", got, want)
+		}
+		got := w.MustSession(t, sess.ID)
+		if got.State != lifecycle.StateRunning || got.SandboxID != sess.SandboxID {
+			t.Errorf("stored %s with sandbox %q, want running with %q", got.State, got.SandboxID, sess.SandboxID)
+		}
+	})
+
+	t.Run("ProbeAndGetGoneOnce", func(t *testing.T) {
+		w := MustWorld(t, 1)
+		sess := w.MustCreate(t, 600)
+		w.fake.FailNext(fakeprovider.OpProbe, lifecycle.ErrSandboxGone)
+		w.fake.FailNext(fakeprovider.OpGet, lifecycle.ErrSandboxGone)
+		// Old code: expired on the first gone.
+		res := reconnect(t, w, sess.ID)
+		if res.Status == lifecycle.ReconnectExpired {
+			t.Errorf("reconnect status %s after gone answers that were not consecutive reads", res.Status)
+		}
+		if got := w.MustSession(t, sess.ID).State; got != lifecycle.StateRunning {
+			t.Errorf("stored %s, want running", got)
+		}
+	})
+
+	t.Run("PauseGoneOnce", func(t *testing.T) {
+		w := MustWorld(t, 1)
+		sess := w.MustCreate(t, 600)
+		w.fake.FailNext(fakeprovider.OpPause, lifecycle.ErrSandboxGone)
+		// Old code: 503 sandbox_expired and the session expired.
+		_, err := w.svc.Snapshot(t.Context(), account, sess.ID)
+		if got, want := errorType(err), lifecycle.TypeSandboxUnreachable; got != want {
+			t.Errorf("snapshot: error_type %q (%v), want %q", got, err, want)
+		}
+		got := w.MustSession(t, sess.ID)
+		if got.State != lifecycle.StateRunning || got.SandboxID != sess.SandboxID {
+			t.Errorf("stored %s with sandbox %q, want running with %q", got.State, got.SandboxID, sess.SandboxID)
+		}
+		w.MustHistory(t, sess.ID)
+	})
+
+	t.Run("GoneTwice", func(t *testing.T) {
+		// Old code did this too; this guards the fix against never expiring.
+		w := MustWorld(t, 1)
+		sess := w.MustCreate(t, 600)
+		w.fake.Forget(sess.SandboxID)
+		res := reconnect(t, w, sess.ID)
+		if got, want := res.Status, lifecycle.ReconnectExpired; got != want {
+			t.Errorf("reconnect status %s, want %s", got, want)
+		}
+		got := w.MustSession(t, sess.ID)
+		if got.State != lifecycle.StateExpired || got.SandboxID != "" {
+			t.Errorf("stored %s with sandbox %q, want expired without one", got.State, got.SandboxID)
+		}
+		w.MustHistory(t, sess.ID)
+	})
+
+	t.Run("ExpiredNotReaped", func(t *testing.T) {
+		w := MustWorld(t, 1)
+		sess := w.MustCreate(t, 600)
+		// Three wrong "gone" answers in a row: the session is expired though its
+		// sandbox lives on.
+		w.fake.FailNext(fakeprovider.OpProbe, lifecycle.ErrSandboxGone)
+		w.fake.FailNext(fakeprovider.OpGet, lifecycle.ErrSandboxGone)
+		w.fake.FailNext(fakeprovider.OpGet, lifecycle.ErrSandboxGone)
+		if res := reconnect(t, w, sess.ID); res.Status != lifecycle.ReconnectExpired {
+			t.Fatalf("reconnect status %s, want expired (setup)", res.Status)
+		}
+		w.clock.Advance(w.svc.Policy.LeaseDuration + time.Minute) // old enough to be reaped
+		sb, ok := w.fake.Sandbox(sess.SandboxID)
+		if !ok {
+			t.Fatal("sandbox vanished (setup)")
+		}
+		// Old code: ReapOrphan killed it (its session is final), losing the user's files.
+		killed, err := w.svc.ReapOrphan(t.Context(), sb)
+		if err != nil || killed {
+			t.Errorf("reap: killed=%v err=%v, want it left alone", killed, err)
+		}
+		sum := w.MustSweep(t)
+		if st := w.sandboxState(sess.SandboxID); st != lifecycle.SandboxRunning {
+			t.Errorf("after the sweep: provider %s, want running (left for an operator)", st)
+		}
+		if sum.OrphansKilled != 0 {
+			t.Errorf("sweep killed %d orphans, want 0 (%+v)", sum.OrphansKilled, sum)
+		}
+	})
+}
+
+// MustDormantWorld returns a world holding one session paused 48 h ago and a
+// sweeper that retires sessions paused longer than 24 h.
+func MustDormantWorld(tb testing.TB) (*world, *lifecycle.Session, *sweep.Sweeper) {
+	tb.Helper()
+	w := MustWorld(tb, 1)
+	sess := w.MustCreate(tb, 600)
+	w.MustSnapshot(tb, sess.ID)
+	w.clock.Advance(48 * time.Hour)
+	sw := sweep.New(w.svc, sweep.Config{Rate: rate.Inf, Concurrency: 4, ReconcileSample: 10_000, DormancyAge: 24 * time.Hour}, quiet())
+	return w, sess, sw
+}
+
+// MustRun runs sw once and fails the test if the run could not start.
+func MustRun(tb testing.TB, sw *sweep.Sweeper) sweep.Summary {
+	tb.Helper()
+	sum, err := sw.Run(tb.Context())
+	if err != nil {
+		tb.Fatalf("sweep: %v", err)
+	}
+	return sum
+}
+
+// Finding 7: retiring a dormant session read it, killed its sandbox, then
+// wrote: a resume in between was left running without a sandbox.
+func TestReviewDormancy(t *testing.T) {
+	t.Run("ResumeBetweenReadAndWrite", func(t *testing.T) {
+		w, sess, sw := MustDormantWorld(t)
+		var once sync.Once
+		w.store.SetRefuse(func(next *lifecycle.Session, from lifecycle.State) error {
+			if from != lifecycle.StatePaused || next.State != lifecycle.StateExpired {
+				return nil // the resume's own writes come through here too
+			}
+			once.Do(func() {
+				if _, err := w.svc.Resume(context.Background(), account, sess.ID); err != nil {
+					t.Errorf("resume racing the sweep: %v", err)
+				}
+			})
+			return nil
+		})
+		// Old code: the sandbox was killed before this write; the resume found it gone.
+		sum := MustRun(t, sw)
+		w.store.SetRefuse(nil)
+		if got := w.MustSession(t, sess.ID).State; got != lifecycle.StateRunning {
+			t.Errorf("table %s, want running (the resume won)", got)
+		}
+		if st := w.sandboxState(sess.SandboxID); st != lifecycle.SandboxRunning {
+			t.Errorf("provider %s, want running", st)
+		}
+		if sum.DormantKilled != 0 {
+			t.Errorf("sweep retired %d sessions, want 0 (%+v)", sum.DormantKilled, sum)
+		}
+	})
+
+	t.Run("ResumeDuringKill", func(t *testing.T) {
+		w, sess, sw := MustDormantWorld(t)
+		var once sync.Once
+		w.fake.SetOnCall(func(op fakeprovider.Op, _ string) {
+			if op != fakeprovider.OpKill {
+				return
+			}
+			once.Do(func() {
+				if _, err := w.svc.Resume(context.Background(), account, sess.ID); !lifecycle.IsCode(err, lifecycle.CodeConflict) {
+					t.Errorf("resume of a retired session: %v, want conflict", err)
+				}
+			})
+		})
+		// Old code: the resume landed before the write: a running session whose sandbox was killed.
+		MustRun(t, sw)
+		w.fake.SetOnCall(nil)
+		got := w.MustSession(t, sess.ID)
+		if got.State != lifecycle.StateExpired || got.Reason != lifecycle.ReasonDormant {
+			t.Errorf("table %s (%s), want expired (dormant)", got.State, got.Reason)
+		}
+		if st := w.sandboxState(sess.SandboxID); st != "gone" {
+			t.Errorf("provider %s, want gone", st)
+		}
+	})
+
+	t.Run("KillFails", func(t *testing.T) {
+		w, sess, sw := MustDormantWorld(t)
+		w.fake.FailNext(fakeprovider.OpKill, nil)
+		// Old code: a failed kill left the session paused and counted nothing as dormant;
+		// there was no expired (dormant) session for phase 3 to reap the sandbox of.
+		sum := MustRun(t, sw)
+		got := w.MustSession(t, sess.ID)
+		if got.State != lifecycle.StateExpired || got.Reason != lifecycle.ReasonDormant {
+			t.Fatalf("after the first run: table %s (%s), want expired (dormant)", got.State, got.Reason)
+		}
+		if st := w.sandboxState(sess.SandboxID); st != lifecycle.SandboxPaused {
+			t.Fatalf("after the first run: provider %s, want paused (the kill failed)", st)
+		}
+		if sum.ReconcileFailed != 1 {
+			t.Errorf("first run: reconcile_failed %d, want 1 (%+v)", sum.ReconcileFailed, sum)
+		}
+		sum = MustRun(t, sw)
+		if st := w.sandboxState(sess.SandboxID); st != "gone" {
+			t.Errorf("after the second run: provider %s, want gone (reaped by phase 3)", st)
+		}
+		if sum.OrphansKilled != 1 {
+			t.Errorf("second run killed %d orphans, want 1 (%+v)", sum.OrphansKilled, sum)
+		}
+	})
+}
+
+// Finding 8: the sweep listed and reaped every sandbox of the provider
+// account, those of other deployments sharing it included.
+func TestReviewDeploymentTag(t *testing.T) {
+	w := MustWorld(t, 1)
+	w.svc.Deployment = "a"
+	sess := w.MustCreate(t, 600)
+	sb, ok := w.fake.Sandbox(sess.SandboxID)
+	if !ok {
+		t.Fatal("sandbox missing")
+	}
+	if got, want := sb.Metadata[lifecycle.MetadataDeployment], "a"; got != want {
+		t.Errorf("sandbox metadata %s = %q, want %q", lifecycle.MetadataDeployment, got, want)
+	}
+	// An orphan of deployment a: tagged with a session its table never recorded.
+	orphan, err := w.fake.Create(t.Context(), lifecycle.CreateRequest{Template: "base", Timeout: time.Hour, AutoPause: true,
+		Metadata: map[string]string{lifecycle.MetadataSessionID: "ses_never_written", lifecycle.MetadataDeployment: "a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.clock.Advance(w.svc.Policy.LeaseDuration + time.Minute) // old enough to be reaped
+
+	svcB := lifecycle.NewService(w.store, w.calls, w.events, w.clock, lifecycle.DefaultPolicy(), quiet())
+	svcB.Deployment = "b"
+	// Old code: deployment b's sweep listed a's sandboxes and killed a's orphan.
+	sumB := MustRun(t, MustSweeper(t, svcB))
+	if sumB.Listed != 0 || sumB.OrphansKilled != 0 {
+		t.Errorf("deployment b's sweep listed %d and killed %d, want 0 and 0 (%+v)", sumB.Listed, sumB.OrphansKilled, sumB)
+	}
+	if killed, err := svcB.ReapOrphan(t.Context(), orphan); err != nil || killed {
+		t.Errorf("deployment b reaping a's orphan: killed=%v err=%v, want left alone", killed, err)
+	}
+	if st := w.sandboxState(orphan.ID); st != lifecycle.SandboxRunning {
+		t.Fatalf("a's orphan after b's sweep: %s, want running", st)
+	}
+	// Deployment a's own sweep reaps it: the orphan was reapable all along.
+	sumA := w.MustSweep(t)
+	if st := w.sandboxState(orphan.ID); st != "gone" {
+		t.Errorf("a's orphan after a's sweep: %s, want gone (%+v)", st, sumA)
+	}
+	if st := w.sandboxState(sess.SandboxID); st != lifecycle.SandboxRunning {
+		t.Errorf("a's session sandbox: %s, want running", st)
+	}
+}
+
+// Finding 9: a resume whose provider call succeeded after the session was
+// deleted left a running sandbox behind a killed session.
+func TestReviewResumeRacingDelete(t *testing.T) {
+	w := MustWorld(t, 1)
+	sess := w.MustCreate(t, 600)
+	w.MustSnapshot(t, sess.ID)
+	var once sync.Once
+	w.fake.SetOnCall(func(op fakeprovider.Op, _ string) {
+		if op != fakeprovider.OpResume {
+			return
+		}
+		once.Do(func() {
+			// The delete's kill is answered as done, yet the sandbox survives it (E2B).
+			w.fake.FailNext(fakeprovider.OpKill, lifecycle.ErrSandboxGone)
+			if _, err := w.svc.Delete(context.Background(), account, sess.ID); err != nil {
+				t.Errorf("delete racing the resume: %v", err)
+			}
+		})
+	})
+	// Old code: the resume's write lost to the delete and the resumed sandbox ran on.
+	_, err := w.svc.Resume(t.Context(), account, sess.ID)
+	w.fake.SetOnCall(nil)
+	if !lifecycle.IsCode(err, lifecycle.CodeConflict) {
+		t.Errorf("resume: %v, want conflict (deleted meanwhile)", err)
+	}
+	if got := w.MustSession(t, sess.ID).State; got != lifecycle.StateKilled {
+		t.Errorf("table %s, want killed", got)
+	}
+	if st := w.sandboxState(sess.SandboxID); st != "gone" {
+		t.Errorf("provider %s, want gone: a running sandbox behind a killed session", st)
+	}
+	w.MustHistory(t, sess.ID)
+}
+
+// Finding 10: a heartbeat whose timeout refresh found the sandbox paused
+// (E2B answers 404 for a paused sandbox) treated it as gone.
+func TestReviewHeartbeatOnSelfPausedSandbox(t *testing.T) {
+	w := MustWorld(t, 1)
+	sess := w.MustCreate(t, 600)
+	// Past half the idle timeout the provider's timeout must be pushed out.
+	now := w.clock.Advance(6 * time.Minute)
+	probe := w.MustSession(t, sess.ID)
+	probe.RecordActivity(now, 0)
+	if !w.svc.Policy.NeedsProviderRefresh(probe, now) {
+		t.Fatal("setup: the heartbeat would not refresh the provider timeout")
+	}
+	w.fake.SetState(sess.SandboxID, lifecycle.SandboxPaused)
+	// The fake's SetTimeout on a paused sandbox succeeds; E2B answers 404.
+	w.fake.FailNext(fakeprovider.OpSetTimeout, lifecycle.ErrSandboxGone)
+	// Old code: the refresh failure was only logged; the heartbeat answered 204 and the
+	// table stayed running behind a paused sandbox.
+	_, err := w.svc.Heartbeat(t.Context(), account, sess.ID)
+	if got, want := lifecycle.ErrorCode(err), lifecycle.CodeConflict; got != want {
+		t.Errorf("heartbeat: code %s (%v), want %s", got, err, want)
+	}
+	if got, want := errorType(err), lifecycle.TypeSandboxPaused; got != want {
+		t.Errorf("heartbeat: error_type %q, want %q", got, want)
+	}
+	if got, want := w.fake.Calls(fakeprovider.OpSetTimeout), 1; got != want {
+		t.Errorf("set_timeout calls = %d, want %d", got, want)
+	}
+	got := w.MustSession(t, sess.ID)
+	if got.State != lifecycle.StatePaused || got.SandboxID != sess.SandboxID {
+		t.Errorf("stored %s with sandbox %q, want paused with %q", got.State, got.SandboxID, sess.SandboxID)
+	}
+	if st := w.sandboxState(sess.SandboxID); st != lifecycle.SandboxPaused {
+		t.Errorf("provider %s, want paused", st)
+	}
+	w.MustHistory(t, sess.ID)
+}
+
+// Finding 11: webhooks. An updated event set a provider timeout on a paused
+// session; an event for a session mid-operation was claimed, so its
+// redelivery after the operation settled was swallowed as a duplicate.
+func TestReviewWebhooks(t *testing.T) {
+	t.Run("UpdatedOnPaused", func(t *testing.T) {
+		w := MustWorld(t, 1)
+		sess := w.MustCreate(t, 600)
+		w.MustSnapshot(t, sess.ID)
+		at := w.clock.Advance(time.Second)
+		d := reliability.Delivery{Event: lifecycle.ProviderEvent{ID: "evt_updated_paused", Provider: e2bhook.Provider,
+			Type: lifecycle.ProviderEventUpdated, SandboxID: sess.SandboxID, Timestamp: at, Timeout: time.Hour}}
+		status, outcome, err := w.deliver(t.Context(), d, "r-updated")
+		if err != nil || status != http.StatusOK {
+			t.Fatalf("deliver: status %d outcome %s err %v", status, outcome, err)
+		}
+		got := w.MustSession(t, sess.ID)
+		// Old code: sandbox_expires_at = at + 1 h on a paused session.
+		if !got.SandboxExpiresAt.IsZero() {
+			t.Errorf("paused session has sandbox_expires_at %s, want none", got.SandboxExpiresAt)
+		}
+		if got.State != lifecycle.StatePaused || !got.LastProviderEventAt.Equal(at) {
+			t.Errorf("stored %s, last provider event %s; want paused, %s", got.State, got.LastProviderEventAt, at)
+		}
+	})
+
+	t.Run("DeferredRedelivered", func(t *testing.T) {
+		w := MustWorld(t, 1)
+		sess := w.MustCreate(t, 600)
+		var (
+			once        sync.Once
+			d           reliability.Delivery
+			firstStatus int
+			firstErr    error
+		)
+		// Between the provider's pause and the write recording it, traffic wakes
+		// the sandbox and its resumed webhook arrives.
+		w.store.SetRefuse(func(next *lifecycle.Session, from lifecycle.State) error {
+			if from != lifecycle.StatePausing || next.State != lifecycle.StatePaused {
+				return nil
+			}
+			once.Do(func() {
+				w.fake.SetState(sess.SandboxID, lifecycle.SandboxRunning)
+				d = reliability.Delivery{Event: lifecycle.ProviderEvent{ID: "evt_resumed_mid_pause", Provider: e2bhook.Provider,
+					Type: lifecycle.ProviderEventResumed, SandboxID: sess.SandboxID, Timestamp: w.clock.Now().Add(time.Second)}}
+				firstStatus, _, firstErr = w.deliver(context.Background(), d, "r-first")
+			})
+			return nil
+		})
+		w.MustSnapshot(t, sess.ID)
+		w.store.SetRefuse(nil)
+		if firstErr != nil || firstStatus != http.StatusServiceUnavailable {
+			t.Fatalf("delivery mid-pause: status %d err %v, want 503", firstStatus, firstErr)
+		}
+		w.clock.Advance(2 * time.Second)
+		// Old code: the first delivery claimed the event id; this one was a duplicate
+		// and the session stayed paused while its sandbox ran.
+		status, outcome, err := w.deliver(t.Context(), d, "r-again")
+		if err != nil || status != http.StatusOK || outcome != string(lifecycle.WebhookApplied) {
+			t.Errorf("redelivery: status %d outcome %s err %v, want 200 applied", status, outcome, err)
+		}
+		if got := w.MustSession(t, sess.ID).State; got != lifecycle.StateRunning {
+			t.Errorf("table %s, want running as the provider", got)
+		}
+		status, outcome, err = w.deliver(t.Context(), d, "r-third")
+		if err != nil || status != http.StatusOK || outcome != string(lifecycle.WebhookDuplicate) {
+			t.Errorf("third delivery: status %d outcome %s err %v, want 200 duplicate", status, outcome, err)
+		}
+		w.MustHistory(t, sess.ID)
+	})
+}
