@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/sandmanhq/sandman/internal/apigw"
 	"github.com/sandmanhq/sandman/internal/app"
 	"github.com/sandmanhq/sandman/internal/dynamo"
+	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/localsandbox"
 	"github.com/sandmanhq/sandman/internal/routes"
 	"github.com/sandmanhq/sandman/internal/sweep"
@@ -28,6 +30,7 @@ type target struct {
 	getenv  func(string) string // app configuration with local defaults
 	cleanup func()
 	where   string // for messages
+	local   bool   // DynamoDB Local (not a real AWS table)
 }
 
 // resolveTarget picks the table the configuration points at: DYNAMODB_ENDPOINT
@@ -50,7 +53,7 @@ func resolveTarget(ctx context.Context, getenv func(string) string) (*target, er
 	awsConfigured := (getenv("AWS_REGION") != "" || getenv("AWS_PROFILE") != "") && getenv(app.EnvTable) != ""
 	switch {
 	case endpoint != "":
-		t.where = "DynamoDB at " + endpoint
+		t.where, t.local = "DynamoDB at "+endpoint, true
 	case awsConfigured:
 		t.where = "DynamoDB table " + getenv(app.EnvTable) + " (AWS)"
 	default:
@@ -64,7 +67,7 @@ func resolveTarget(ctx context.Context, getenv func(string) string) (*target, er
 			t.cleanup = func() { _ = ddb.Stop() }
 			endpoint = ddb.Endpoint
 		}
-		t.where = "DynamoDB Local at " + endpoint
+		t.where, t.local = "DynamoDB Local at "+endpoint, true
 		client, err := dynamo.NewClient(ctx, endpoint)
 		if err != nil {
 			t.cleanup()
@@ -169,12 +172,15 @@ func APIKeyCommand(ctx context.Context, args []string, w io.Writer) error {
 func InvokeCommand(ctx context.Context, args []string, w io.Writer) error {
 	fs := flag.NewFlagSet("invoke", flag.ContinueOnError)
 	fn := fs.String("fn", "", "function: "+strings.Join(routes.Functions, ", "))
-	eventFile := fs.String("event", "", "JSON event file, e.g. events/api/get_status.json")
+	eventFile := fs.String("event", "", "JSON event file, e.g. events/api/status.json")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *fn == "" || *eventFile == "" {
-		return errors.New("-fn and -event are required, e.g. make invoke FN=status EVENT=events/api/get_status.json")
+		return errors.New("-fn and -event are required, e.g. make invoke FN=status EVENT=events/api/status.json")
+	}
+	if !slices.Contains(routes.Functions, *fn) {
+		return fmt.Errorf("unknown function %q (one of %s)", *fn, strings.Join(routes.Functions, ", "))
 	}
 	raw, err := os.ReadFile(*eventFile)
 	if err != nil {
@@ -208,13 +214,18 @@ func InvokeCommand(ctx context.Context, args []string, w io.Writer) error {
 		if err := json.Unmarshal(raw, &ev); err != nil {
 			return fmt.Errorf("decode API Gateway v2 event %s: %w", *eventFile, err)
 		}
-		gw, err := NewGateway(a)
+		if t.local {
+			// The fixtures in events/api authenticate with the documented
+			// dev key; make it valid on a local table, as sam local would.
+			err := a.Store.PutAPIKey(ctx, lifecycle.APIKey{Hash: apigw.HashAPIKey(apigw.DevAPIKey),
+				AccountID: apigw.DevAccountID, CreatedAt: time.Now().UTC()})
+			if err != nil && !lifecycle.IsCode(err, lifecycle.CodeConflict) {
+				return err
+			}
+		}
+		h, err := FunctionHandler(a, *fn)
 		if err != nil {
 			return err
-		}
-		h, ok := gw.Functions[*fn]
-		if !ok {
-			return fmt.Errorf("unknown function %q (one of %s)", *fn, strings.Join(routes.Functions, ", "))
 		}
 		if resp, err = h(ctx, ev); err != nil {
 			return err

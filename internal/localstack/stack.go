@@ -205,21 +205,31 @@ func NewGateway(a *app.App) (*Gateway, error) {
 		if _, done := fns[rt.Function]; done {
 			continue
 		}
-		if rt.Function == routes.Webhook {
-			h, err := a.WebhookHandler()
-			if err != nil {
-				return nil, err
-			}
-			fns[rt.Function] = h.Handle
-			continue
-		}
-		h, err := a.HTTPHandler(rt.Function)
+		h, err := FunctionHandler(a, rt.Function)
 		if err != nil {
 			return nil, err
 		}
-		fns[rt.Function] = h.Handle
+		fns[rt.Function] = h
 	}
 	return &Gateway{Functions: fns, CORSOrigin: a.Config.CORSOrigin, Log: a.Log}, nil
+}
+
+// FunctionHandler returns the handler of one HTTP function, as its Lambda
+// main builds it. The webhook function needs a loaded with the webhook
+// secret (app.Needs.WebhookSecret).
+func FunctionHandler(a *app.App, function string) (HTTPHandler, error) {
+	if function == routes.Webhook {
+		h, err := a.WebhookHandler()
+		if err != nil {
+			return nil, err
+		}
+		return h.Handle, nil
+	}
+	h, err := a.HTTPHandler(function)
+	if err != nil {
+		return nil, err
+	}
+	return h.Handle, nil
 }
 
 // scheduleTimeout is the deadline of one scheduled invocation, the idle-pause
