@@ -94,6 +94,7 @@ type App struct {
 	WebhookSecret string
 
 	closers []func(context.Context) error
+	keys    apigw.KeyStore // the store, behind a KeyCache unless turned off
 }
 
 // Load reads the Config from the process environment and builds the App
@@ -221,6 +222,10 @@ func New(ctx context.Context, cfg Config, needs Needs, deps Deps) (*App, error) 
 	a.Service = lifecycle.NewService(a.Store, a.Provider, a.Publisher, clock, cfg.Policy, a.Log)
 	a.Service.ProbeTimeout, a.Service.CallTimeout = cfg.ProbeTimeout, cfg.ProviderCallTimeout
 	a.Service.Deployment = cfg.Deployment
+	a.keys = a.Store
+	if cfg.APIKeyCacheTTL >= 0 {
+		a.keys = apigw.NewKeyCache(a.Store, cfg.APIKeyCacheTTL, clock)
+	}
 	ok = true
 	return a, nil
 }
@@ -252,7 +257,7 @@ func (a *App) newProvider(cfg Config, apiKey string, clock lifecycle.Clock) (lif
 // HTTPHandler returns the API handler of function (routes.Sessions, ...)
 // over the App's service and store, with the configured CORS origin.
 func (a *App) HTTPHandler(function string) (*apigw.Handler, error) {
-	return apigw.New(function, a.Service, a.Store, apigw.Options{AllowOrigin: a.Config.CORSOrigin, Log: a.Log})
+	return apigw.New(function, a.Service, a.keys, apigw.Options{AllowOrigin: a.Config.CORSOrigin, Log: a.Log})
 }
 
 // Close releases what New opened (the events file, the local provider's

@@ -51,7 +51,7 @@ func TestConfigFromEnv(t *testing.T) {
 			app.EnvTable: "sessions", app.EnvProvider: "FAKE", app.EnvIdleTimeout: "15m",
 			app.EnvActivityGranularity: "10s", app.EnvLeaseDuration: "90s", app.EnvLogLevel: "debug",
 			app.EnvWebhookSigningKeySecret: "sandman/webhook-signing-key", app.EnvCORSOrigin: "https://app.example.com",
-			app.EnvProbeTimeout: "5s", app.EnvProviderCallTimeout: "45s",
+			app.EnvProbeTimeout: "5s", app.EnvProviderCallTimeout: "45s", app.EnvAPIKeyCacheTTL: "0",
 		}))
 		if err != nil {
 			t.Fatal(err)
@@ -59,7 +59,8 @@ func TestConfigFromEnv(t *testing.T) {
 		if c.Provider != app.ProviderFake || c.Policy.DefaultIdleTimeout != 15*time.Minute ||
 			c.Policy.ActivityGranularity != 10*time.Second || c.Policy.LeaseDuration != 90*time.Second ||
 			c.LogLevel != slog.LevelDebug || c.WebhookSecretSecret != "sandman/webhook-signing-key" ||
-			c.CORSOrigin != "https://app.example.com" || c.ProbeTimeout != 5*time.Second || c.ProviderCallTimeout != 45*time.Second {
+			c.CORSOrigin != "https://app.example.com" || c.ProbeTimeout != 5*time.Second || c.ProviderCallTimeout != 45*time.Second ||
+			c.APIKeyCacheTTL >= 0 || c.Deployment != "sessions" {
 			t.Errorf("config = %+v", c)
 		}
 	})
@@ -78,6 +79,7 @@ func TestConfigFromEnv(t *testing.T) {
 		{"ErrDefaultAboveMax", map[string]string{app.EnvIdleTimeout: "48h"}, app.EnvIdleTimeout},
 		{"ErrLogLevel", map[string]string{app.EnvLogLevel: "loud"}, app.EnvLogLevel},
 		{"ErrProbeTimeout", map[string]string{app.EnvProbeTimeout: "0s"}, app.EnvProbeTimeout},
+		{"ErrKeyCacheTTL", map[string]string{app.EnvAPIKeyCacheTTL: "-1m"}, app.EnvAPIKeyCacheTTL},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.name != "ErrNoTable" {

@@ -70,6 +70,10 @@ const (
 	// sandboxes. Default: the table name.
 	EnvDeployment = "SANDMAN_DEPLOYMENT"
 
+	// EnvAPIKeyCacheTTL is how long a warm function trusts an API key it has
+	// looked up (apigw.KeyCache), default 1m; "0" turns the cache off.
+	EnvAPIKeyCacheTTL = "SANDMAN_API_KEY_CACHE_TTL"
+
 	// Provider call bounds (lifecycle.Service).
 	EnvProbeTimeout        = "SANDMAN_PROBE_TIMEOUT"         // reconnect's live probe, default 15s
 	EnvProviderCallTimeout = "SANDMAN_PROVIDER_CALL_TIMEOUT" // every other provider call, default 30s
@@ -110,6 +114,7 @@ type Config struct {
 	Policy     lifecycle.Policy
 
 	Deployment          string        // default: Table
+	APIKeyCacheTTL      time.Duration // 0: apigw.DefaultKeyCacheTTL; negative: off
 	ProbeTimeout        time.Duration // 0: lifecycle.Service's default (15 s)
 	ProviderCallTimeout time.Duration // 0: lifecycle.Service's default (30 s)
 }
@@ -143,6 +148,16 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	}
 	if c.Deployment == "" {
 		c.Deployment = c.Table
+	}
+	if v := get(EnvAPIKeyCacheTTL); v != "" {
+		d, err := time.ParseDuration(v) // "0" parses as 0
+		if err != nil || d < 0 {
+			return Config{}, fmt.Errorf("%s=%q: want a duration such as 1m, or 0 for no cache", EnvAPIKeyCacheTTL, v)
+		}
+		if d == 0 {
+			d = -1 // off
+		}
+		c.APIKeyCacheTTL = d
 	}
 	switch c.Provider {
 	case "":
