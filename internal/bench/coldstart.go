@@ -424,12 +424,16 @@ func (c *coldEvents) payloads(ctx context.Context, run int) ([][]byte, string, e
 		}
 		return c.apiEvents("api/snapshot.json", id, nil, "events/api/snapshot.json on a paused session (200, no provider call)")
 	case routes.Reconnect:
-		id, err := c.session(ctx, tag, lifecycle.StateRunning)
+		// An expired session: the answer needs no provider call. A running
+		// one would measure the probe's deliberate wait instead: the fresh
+		// process's fake provider does not know its sandbox, and "gone" is
+		// confirmed by a second look after lifecycle.Service.ConfirmGoneDelay.
+		id, err := c.session(ctx, tag, lifecycle.StateExpired)
 		if err != nil {
 			return nil, "", err
 		}
 		return c.apiEvents("api/reconnect.json", id, nil,
-			"events/api/reconnect.json on a running session (200 expired: the process's fake provider has no sandbox, the probe says gone)")
+			"events/api/reconnect.json on an expired session (200 expired, no provider call)")
 	case routes.Webhook:
 		return c.webhookEvents(ctx, tag)
 	case routes.IdlePause:
@@ -456,6 +460,8 @@ func (c *coldEvents) session(ctx context.Context, tag string, state lifecycle.St
 		s.RunningSince, s.SandboxExpiresAt = now, now.Add(12*time.Minute)
 	case lifecycle.StatePaused:
 		s.PausedAt = now
+	case lifecycle.StateExpired:
+		s.SandboxID = "" // expiry clears it
 	}
 	if err := c.store.CreateSession(ctx, s); err != nil {
 		return "", err

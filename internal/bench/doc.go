@@ -5,10 +5,14 @@
 //
 // The figures, one Run function each:
 //
-//   - RunStatus: latency of GET /v1/sessions/{id}/status through the real
-//     status apigw.Handler (API Gateway v2 event, x-api-key auth: one
-//     GetItem for the key, one for the session) against a raw DynamoDB
-//     GetItem of the same session item, interleaved in one loop.
+//   - RunStatus: latency of GET /v1/sessions/{id}/status through the
+//     status function's handler built as production builds it (app.New,
+//     App.HTTPHandler), once with the API-key cache as deployed (one
+//     GetItem, the session, per warm request) and once with it turned off
+//     (one GetItem for the key, one for the session), against a raw
+//     DynamoDB GetItem of the same session item, interleaved in one loop.
+//     The functions' DynamoDB requests are counted by a CountingProxy in
+//     front of DynamoDB Local, since app.New builds its own client.
 //   - RunSweep: one idle sweep (internal/sweep) over a table of many running
 //     sessions of which some are idle, with a fake provider whose pause
 //     takes a real, fixed latency; its wall time against the bound

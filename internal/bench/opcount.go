@@ -95,14 +95,19 @@ type countingClient struct {
 	counter *OpCounter
 }
 
-// Do counts req by its X-Amz-Target ("unknown" when it has none) and sends it.
+// Do counts req by its X-Amz-Target and sends it.
 func (cc countingClient) Do(req *http.Request) (*http.Response, error) {
-	op := strings.TrimPrefix(req.Header.Get(targetHeader), targetPrefix)
-	if op == "" {
-		op = "unknown"
-	}
-	cc.counter.Add(op)
+	cc.counter.Add(operation(req.Header))
 	return cc.next.Do(req)
+}
+
+// operation returns the DynamoDB operation a request's headers name
+// (X-Amz-Target), "unknown" when they name none.
+func operation(h http.Header) string {
+	if op := strings.TrimPrefix(h.Get(targetHeader), targetPrefix); op != "" {
+		return op
+	}
+	return "unknown"
 }
 
 // NewCountingClient returns a DynamoDB Local client built exactly as

@@ -51,7 +51,7 @@ func run(ctx context.Context, args []string) error {
 	only := fs.String("only", strings.Join(figures, ","), "comma-separated figures to run: "+strings.Join(figures, ", "))
 
 	var status bench.StatusConfig
-	fs.IntVar(&status.Requests, "status-requests", 2000, "status requests (and raw GetItems) measured")
+	fs.IntVar(&status.Requests, "status-requests", 2000, "status rounds measured (each: status key cached, status key uncached, raw GetItem via the proxy and direct)")
 	var sw bench.SweepConfig
 	fs.IntVar(&sw.Sessions, "sweep-sessions", 100_000, "running sessions in the sweep's table")
 	fs.IntVar(&sw.Idle, "sweep-idle", 10_000, "of them, past their pause deadline")
@@ -128,6 +128,9 @@ func run(ctx context.Context, args []string) error {
 			failed("status", err)
 		} else {
 			rep.Status = &r
+			if !r.Check.OK {
+				failed("status check", fmt.Errorf("%s", strings.Join(r.Check.Problems, "; ")))
+			}
 		}
 	}
 	if selected["webhook"] {
