@@ -1,22 +1,13 @@
 package reliability_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"io"
 	"net/http"
-	"os"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/aws/retry"
-	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
-	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"golang.org/x/time/rate"
 
 	"github.com/sandmanhq/sandman/internal/dynamo"
@@ -181,105 +172,17 @@ func TestReviewCreateSettlesAfterCancel(t *testing.T) {
 	w.MustHistory(t, sess.ID)
 }
 
-// lostAnswerClient forwards every DynamoDB request and, once armed, throws
-// away the answer of the first PutItem whose body holds the armed string,
-// answering 500 instead, so the SDK retries a write that committed. (Its
-// twin in internal/dynamo's tests checks the store alone.)
-type lostAnswerClient struct {
-	inner aws.HTTPClient
-
-	mu    sync.Mutex
-	match string
-	lose  bool
-	lost  int
-	sent  int
-}
-
-// Arm makes the next PutItem whose body contains match lose its answer.
-func (c *lostAnswerClient) Arm(match string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.match, c.lose, c.lost, c.sent = match, true, 0, 0
-}
-
-// Counts returns the answers lost and the matching PutItems sent since Arm.
-func (c *lostAnswerClient) Counts() (lost, sent int) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.lost, c.sent
-}
-
-// Do forwards req; see lostAnswerClient.
-func (c *lostAnswerClient) Do(req *http.Request) (*http.Response, error) {
-	c.mu.Lock()
-	match := c.match
-	c.mu.Unlock()
-	matched := false
-	if match != "" && strings.HasSuffix(req.Header.Get("X-Amz-Target"), ".PutItem") && req.Body != nil {
-		body, err := io.ReadAll(req.Body)
-		if err != nil {
-			return nil, err
-		}
-		req.Body = io.NopCloser(bytes.NewReader(body))
-		matched = bytes.Contains(body, []byte(match))
-	}
-	lose := false
-	if matched {
-		c.mu.Lock()
-		c.sent++
-		lose, c.lose = c.lose, false
-		c.mu.Unlock()
-	}
-	resp, err := c.inner.Do(req)
-	if !lose || err != nil {
-		return resp, err
-	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	_ = resp.Body.Close()
-	c.mu.Lock()
-	c.lost++
-	c.mu.Unlock()
-	return &http.Response{
-		StatusCode: http.StatusInternalServerError, Status: "500 Internal Server Error",
-		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-		Header:  http.Header{"Content-Type": {"application/x-amz-json-1.0"}},
-		Body:    io.NopCloser(strings.NewReader(`{"__type":"com.amazonaws.dynamodb.v20120810#InternalServerError","message":"answer lost (injected)"}`)),
-		Request: req,
-	}, nil
-}
-
 // MustLossyWorld returns a world whose store sits on a fresh table reached
-// through a lostAnswerClient, with SDK retries that do not wait.
-func MustLossyWorld(tb testing.TB) (*world, *lostAnswerClient) {
+// through a dynamotest.LostAnswerClient, with SDK retries that do not wait.
+func MustLossyWorld(tb testing.TB) (*world, *dynamotest.LostAnswerClient) {
 	tb.Helper()
 	w := MustWorld(tb, 1)
 	table := dynamotest.MustTable(tb)
-	hc := &lostAnswerClient{inner: awshttp.NewBuildableClient().WithTimeout(10 * time.Second)}
-	client := dynamodb.New(dynamodb.Options{
-		BaseEndpoint: aws.String(os.Getenv(dynamotest.EndpointEnv)),
-		Region:       dynamo.LocalRegion,
-		Credentials:  credentials.NewStaticCredentialsProvider("local", "local", ""),
-		HTTPClient:   hc,
-		Retryer: retry.NewStandard(func(o *retry.StandardOptions) {
-			o.MaxAttempts = 5
-			o.Backoff = retry.BackoffDelayerFunc(func(int, error) (time.Duration, error) { return 0, nil })
-		}),
-		DisableValidateResponseChecksum: true,
-	})
+	client, hc := dynamotest.MustLossyClient(tb)
 	w.store = reliability.NewRecordingStore(dynamo.New(client, table, dynamo.WithLogger(quiet())))
 	w.svc.Store = w.store
 	w.sweeper = MustSweeper(tb, w.svc)
 	return w, hc
-}
-
-// MustHaveRetried fails the test unless one answer was lost and the SDK sent
-// the write again.
-func MustHaveRetried(tb testing.TB, hc *lostAnswerClient) {
-	tb.Helper()
-	lost, sent := hc.Counts()
-	if lost != 1 || sent < 2 {
-		tb.Fatalf("answers lost = %d, matching writes sent = %d; want 1 lost and a retry", lost, sent)
-	}
 }
 
 // Finding 4: a PutItem whose answer was lost after it committed was retried
@@ -294,7 +197,7 @@ func TestReviewLostWriteAnswer(t *testing.T) {
 		if err != nil {
 			t.Fatalf("create: %v", err)
 		}
-		MustHaveRetried(t, hc)
+		dynamotest.MustHaveRetried(t, hc)
 		got := w.MustSession(t, sess.ID)
 		if got.State != lifecycle.StateRunning || got.SandboxID != sess.SandboxID {
 			t.Errorf("stored %s with sandbox %q, want running with %q", got.State, got.SandboxID, sess.SandboxID)
@@ -318,7 +221,7 @@ func TestReviewLostWriteAnswer(t *testing.T) {
 		if err != nil {
 			t.Fatalf("create: %v", err)
 		}
-		MustHaveRetried(t, hc)
+		dynamotest.MustHaveRetried(t, hc)
 		if replayed || sess.State != lifecycle.StateRunning {
 			t.Errorf("create: replayed=%v state=%s, want a fresh running session", replayed, sess.State)
 		}
