@@ -16,7 +16,7 @@ apikey: sandman
 	@test -n "$(ACCOUNT)" || { echo "usage: make apikey ACCOUNT=<id>" >&2; exit 2; }
 	@$(SANDMAN_BIN) apikey -account "$(ACCOUNT)"
 
-## invoke: run one function's handler once on an event, e.g. make invoke FN=status EVENT=events/api/get_status.json
+## invoke: run one function's handler once on an event, e.g. make invoke FN=status EVENT=events/api/status.json
 invoke: sandman
 	@test -n "$(FN)" -a -n "$(EVENT)" || { echo "usage: make invoke FN=<function> EVENT=<file>" >&2; exit 2; }
 	@$(SANDMAN_BIN) invoke -fn "$(FN)" -event "$(EVENT)"

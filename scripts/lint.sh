@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # lint.sh is the one lint gate (STYLE.md rule 12): gofmt, go vet, staticcheck
-# and a `go mod tidy` diff check. staticcheck is installed into .tools/bin on
-# first use from the Go module proxy.
+# and a `go mod tidy` diff check. staticcheck (pinned below) is installed into
+# .tools/bin on first use from the Go module proxy.
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -17,9 +17,11 @@ fi
 
 go vet ./... || status=1
 
+# Pinned, so a new staticcheck release cannot break CI on its own.
+staticcheck_version=v0.8.2
 bin="$repo/.tools/bin"
-if [ ! -x "$bin/staticcheck" ]; then
-  GOBIN="$bin" go install honnef.co/go/tools/cmd/staticcheck@latest
+if ! "$bin/staticcheck" -version 2>/dev/null | grep -q "(${staticcheck_version#v})"; then
+  GOBIN="$bin" go install "honnef.co/go/tools/cmd/staticcheck@$staticcheck_version"
 fi
 "$bin/staticcheck" ./... || status=1
 

@@ -23,6 +23,11 @@ done
 
 go build -o build/sandman ./internal/cmd/sandman
 state="$(mktemp -d /tmp/sandman-smoke.XXXXXX)"
+# The stack starts its own DynamoDB Local (data under $state, so the restart
+# below really restarts it) and its own table: nothing from the caller's
+# shell may point it elsewhere.
+unset DYNAMODB_ENDPOINT SANDMAN_TABLE SANDMAN_PROVIDER SANDMAN_EVENT_BUS SANDMAN_EVENTS_FILE \
+  SANDMAN_LOCAL_DIR SANDMAN_LOCAL_WEBHOOK_URL SANDMAN_DEV_API_KEY SANDMAN_DDB_IN_MEMORY
 passed=0 failed=0 pid=""
 
 ok()   { passed=$((passed + 1)); echo "ok   $*"; }
@@ -133,6 +138,8 @@ check "idle pause event in events.jsonl" \
   "$(jq -c --arg id "$idle_id" 'select(.detail.session_id == $id and .detail.to == "paused") | .detail.reason' "$state/events.jsonl" | head -1)" '"idle"'
 check "idle sandbox process stopped (T)" "$(proc_state "$idle_sandbox")" T
 
+sandbox_pids="$(cat "$state"/sandboxes/*/sandbox.json 2>/dev/null | jq -r .pid)"
+check "sandbox processes seen before the deletes" "$(wc -w <<<"$sandbox_pids" | tr -d ' ')" 2
 for s in "$id" "$idle_id"; do
   api DELETE "/v1/sessions/$s"
   check "delete $s: 200 killed" "$code $(jq -r .state <<<"$body")" "200 killed"
@@ -142,8 +149,11 @@ check "delete twice: 200" "$code" 200
 stop_stack
 
 left=0
-for p in /proc/[0-9]*; do
-  if tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -q -- "$state/sandboxes"; then left=$((left + 1)); fi
+for p in /proc/[0-9]*; do # a sandbox process runs in its own folder under $state/sandboxes
+  case "$(readlink "$p/cwd" 2>/dev/null)" in "$state/sandboxes/"*) left=$((left + 1)) ;; esac
+done
+for pid in $sandbox_pids; do
+  [ -e "/proc/$pid" ] && left=$((left + 1))
 done
 check "no sandbox process left" "$left" 0
 check "no sandbox directory left" "$(find "$state/sandboxes" -mindepth 1 -maxdepth 1 | wc -l)" 0

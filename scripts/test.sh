@@ -13,9 +13,9 @@ cd "$repo"
 mkdir -p .sandman
 # jsii (the CDK tests) prints an end-of-life banner for Node 20; it works.
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20
-export DYNAMODB_LOCAL_PIDFILE="$repo/.sandman/dynamodb-local-test.pid"
+# One pidfile per run, so two runs in one tree never stop each other's.
+export DYNAMODB_LOCAL_PIDFILE="$repo/.sandman/dynamodb-local-test-$$.pid"
 
-bash scripts/dynamodb-local.sh stop >/dev/null 2>&1 || true
 trap 'bash scripts/dynamodb-local.sh stop >/dev/null 2>&1 || true' EXIT
 DYNAMODB_ENDPOINT="$(bash scripts/dynamodb-local.sh start --in-memory)"
 export DYNAMODB_ENDPOINT

@@ -119,6 +119,29 @@ func (h *Handler) Routes() []string {
 	return keys
 }
 
+// settleReserve is the time a request leaves before its Lambda deadline for
+// the work that records a provider call's outcome after the request's own
+// budget ran out (lifecycle's settle writes take at most 10 s).
+const settleReserve = 12 * time.Second
+
+// RequestBudget returns how long a request may run: limit, cut so that
+// settleReserve (or, with less than twice that left, half of what is left)
+// remains before ctx's deadline, the Lambda's. Without it a slow provider
+// would use the whole Lambda and the outcome writes, the claim release and
+// the 503 answer would be killed with the function.
+func RequestBudget(ctx context.Context, limit time.Duration) time.Duration {
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return limit
+	}
+	left := time.Until(dl)
+	reserve := settleReserve
+	if left < 2*settleReserve {
+		reserve = left / 2
+	}
+	return max(min(limit, left-reserve), 0)
+}
+
 // Handle serves one API Gateway HTTP API (payload 2.0) request. It never
 // returns an error: failures are error responses (with CORS headers), so
 // API Gateway never substitutes its own bare 500.
@@ -126,7 +149,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.APIGatewayV2HTTPRequest)
 	start := time.Now()
 	r := newRequest(&ev)
 	ctx = WithLogAttrs(ctx, slog.String("request_id", r.requestID))
-	ctx, cancel := context.WithTimeout(ctx, h.timeout)
+	ctx, cancel := context.WithTimeout(ctx, RequestBudget(ctx, h.timeout))
 	defer cancel()
 
 	resp, err := h.serve(ctx, r)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -90,6 +91,9 @@ func decodeCursor(s, index string) (cursor, error) {
 			return cursor{}, errBadCursor()
 		case typ == tabledef.TypeString && (v.S == nil || v.N != nil):
 			return cursor{}, errBadCursor()
+		case typ == tabledef.TypeString && (*v.S == "" || len(*v.S) > maxCursorValue):
+			// DynamoDB would refuse it with a ValidationException (a 500).
+			return cursor{}, errBadCursor()
 		case typ == tabledef.TypeNumber && (v.N == nil || v.S != nil):
 			return cursor{}, errBadCursor()
 		case typ == tabledef.TypeNumber:
@@ -98,8 +102,18 @@ func decodeCursor(s, index string) (cursor, error) {
 			}
 		}
 	}
+	// Every index query returns session items only: a key of anything else
+	// was not issued by this store.
+	if pk := c.Key[tabledef.PartitionKey].S; !strings.HasPrefix(*pk, sessionPK("")) || len(*pk) == len(sessionPK("")) ||
+		*c.Key[tabledef.SortKey].S != sessionSort {
+		return cursor{}, errBadCursor()
+	}
 	return c, nil
 }
+
+// maxCursorValue bounds a string in a cursor's key, in bytes: far above any
+// key this store writes, far below DynamoDB's 1,024-byte sort key limit.
+const maxCursorValue = 512
 
 // keyTypes returns the attributes of a LastEvaluatedKey of a query on index:
 // the table's keys and the index's keys, with their types.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -20,8 +21,10 @@ type CreateInput struct {
 	IdempotencyKey string
 }
 
-// Provider metadata keys Sandman sets on every sandbox it creates.
+// Provider metadata keys Sandman sets on every sandbox it creates. Every key
+// starting with MetadataPrefix is reserved: a create naming one is refused.
 const (
+	MetadataPrefix = "sandman_"
 	// MetadataSessionID ties a sandbox back to its session.
 	MetadataSessionID = "sandman_session_id"
 	// MetadataDeployment names the Sandman deployment (Service.Deployment)
@@ -47,7 +50,9 @@ func (s *Service) Create(ctx context.Context, accountID string, in CreateInput) 
 	}
 	var claimKey string
 	if in.IdempotencyKey != "" {
-		claimKey = "idempotency#" + accountID + "#" + in.IdempotencyKey
+		// Length-prefixed, so no account id or key containing '#' can
+		// collide with another account's.
+		claimKey = fmt.Sprintf("idempotency#%d:%s#%s", len(accountID), accountID, in.IdempotencyKey)
 		claimed, stored, err := s.Store.Claim(ctx, claimKey, sess.ID, s.idempotencyTTL(), s.now())
 		if err != nil {
 			return nil, false, fmt.Errorf("claim idempotency key: %w", err)
@@ -60,6 +65,9 @@ func (s *Service) Create(ctx context.Context, accountID string, in CreateInput) 
 			}
 			if err != nil {
 				return nil, false, err
+			}
+			if prior.AccountID != accountID { // cannot happen with the key above; never leak a session
+				return nil, false, fmt.Errorf("idempotency key %q names session %s of another account", in.IdempotencyKey, prior.ID)
 			}
 			return prior, true, nil
 		}
@@ -85,12 +93,13 @@ func (s *Service) Create(ctx context.Context, accountID string, in CreateInput) 
 
 	now := s.now()
 	sess.RecordActivity(now, 0)
-	meta := map[string]string{MetadataSessionID: sess.ID}
-	if s.Deployment != "" {
-		meta[MetadataDeployment] = s.Deployment
-	}
+	meta := make(map[string]string, len(sess.Metadata)+2)
 	for k, v := range sess.Metadata {
 		meta[k] = v
+	}
+	meta[MetadataSessionID] = sess.ID // reserved keys last: callers cannot set them
+	if s.Deployment != "" {
+		meta[MetadataDeployment] = s.Deployment
 	}
 	pctx, cancel := context.WithTimeout(ctx, s.callTimeout())
 	sb, err := s.Provider.Create(pctx, CreateRequest{
@@ -175,8 +184,8 @@ func validateMetadata(m map[string]string) error {
 		if k == "" || len(k) > maxMetadataKeyLen {
 			return Errorf(CodeInvalid, "metadata keys must be 1 to %d characters", maxMetadataKeyLen)
 		}
-		if k == MetadataSessionID {
-			return Errorf(CodeInvalid, "metadata key %q is reserved", k)
+		if strings.HasPrefix(k, MetadataPrefix) {
+			return Errorf(CodeInvalid, "metadata keys starting with %q are reserved (got %q)", MetadataPrefix, k)
 		}
 		if len(v) > maxMetadataValueLen {
 			return Errorf(CodeInvalid, "metadata value for %q must be at most %d characters", k, maxMetadataValueLen)

@@ -136,6 +136,7 @@ func TestPolicy(t *testing.T) {
 		{"TooShort", 59, 0, true},
 		{"TooLong", 86401, 0, true},
 		{"Negative", -1, 0, true},
+		{"Wraps", 18446744134, 0, true}, // × 1e9 ns would wrap around to 60 s
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := p.IdleTimeout(tc.seconds)

@@ -51,12 +51,12 @@ func (p Policy) IdleTimeout(seconds int64) (time.Duration, error) {
 	if seconds == 0 {
 		return p.DefaultIdleTimeout, nil
 	}
-	d := time.Duration(seconds) * time.Second
-	if seconds < 0 || d < p.MinIdleTimeout || d > p.MaxIdleTimeout {
+	// Compared in seconds before converting: a huge value must not wrap.
+	if seconds < int64(p.MinIdleTimeout/time.Second) || seconds > int64(p.MaxIdleTimeout/time.Second) {
 		return 0, Errorf(CodeInvalid, "idle_timeout_seconds must be between %d and %d",
 			int64(p.MinIdleTimeout/time.Second), int64(p.MaxIdleTimeout/time.Second))
 	}
-	return d, nil
+	return time.Duration(seconds) * time.Second, nil
 }
 
 // MaxLifetime validates a requested max lifetime in seconds (0 means none)
@@ -65,12 +65,11 @@ func (p Policy) MaxLifetime(seconds int64) (time.Duration, error) {
 	if seconds == 0 {
 		return 0, nil
 	}
-	d := time.Duration(seconds) * time.Second
-	if seconds < 0 || d < p.MinIdleTimeout || d > p.MaxLifetimeLimit {
+	if seconds < int64(p.MinIdleTimeout/time.Second) || seconds > int64(p.MaxLifetimeLimit/time.Second) {
 		return 0, Errorf(CodeInvalid, "max_lifetime_seconds must be 0 (no limit) or between %d and %d",
 			int64(p.MinIdleTimeout/time.Second), int64(p.MaxLifetimeLimit/time.Second))
 	}
-	return d, nil
+	return time.Duration(seconds) * time.Second, nil
 }
 
 // ProviderTimeout returns the provider-side timeout to set for a running

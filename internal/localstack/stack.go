@@ -140,7 +140,12 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
-	defer a.Close(context.WithoutCancel(ctx))
+	defer func() {
+		// Flushes the local provider's webhooks; bounded so a stop never hangs.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		_ = a.Close(cctx)
+	}()
 
 	gw, err := NewGateway(a)
 	if err != nil {
@@ -233,8 +238,8 @@ func FunctionHandler(a *app.App, function string) (HTTPHandler, error) {
 }
 
 // scheduleTimeout is the deadline of one scheduled invocation, the idle-pause
-// function's Lambda timeout in the stack (5 min).
-const scheduleTimeout = 5 * time.Minute
+// function's Lambda timeout in the stack (infra: 4 min 50 s).
+const scheduleTimeout = 4*time.Minute + 50*time.Second
 
 // RunSchedule invokes fn with an EventBridge scheduled event every interval
 // until ctx ends, as the stack's rate() rule does. Each invocation gets a
@@ -356,6 +361,7 @@ func StartDynamoDBLocal(ctx context.Context, stateDir string, inMemory bool) (*D
 	cmd.Stderr = os.Stderr
 	b, err := cmd.Output()
 	if err != nil {
+		_ = d.Stop() // interrupted while it was starting: leave no Java behind
 		return nil, fmt.Errorf("start DynamoDB Local: %w", err)
 	}
 	d.Endpoint = strings.TrimSpace(string(b))

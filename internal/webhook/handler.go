@@ -178,7 +178,7 @@ func (h *Handler) Handle(ctx context.Context, req events.APIGatewayV2HTTPRequest
 // apply calls the applier within the request timeout; a panic in it becomes
 // an error (a 500), as in apigw.
 func (h *Handler) apply(ctx context.Context, ev lifecycle.ProviderEvent) (outcome lifecycle.WebhookOutcome, err error) {
-	ctx, cancel := context.WithTimeout(ctx, h.timeout)
+	ctx, cancel := context.WithTimeout(ctx, apigw.RequestBudget(ctx, h.timeout))
 	defer cancel()
 	defer func() {
 		if p := recover(); p != nil {

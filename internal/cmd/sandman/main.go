@@ -37,6 +37,10 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	go func() {
+		<-ctx.Done()
+		stop() // a second Ctrl-C ends the process at once
+	}()
 	var err error
 	switch cmd, args := os.Args[1], os.Args[2:]; cmd {
 	case "run":
