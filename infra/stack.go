@@ -74,10 +74,6 @@ const (
 	DefaultLogRetention = awslogs.RetentionDays_ONE_MONTH
 )
 
-// CORSAllowHeaders are the request headers a browser may send cross-origin:
-// the two ways of passing an API key, the JSON body and idempotent creates.
-var CORSAllowHeaders = []string{"Authorization", "x-api-key", "Content-Type", "Idempotency-Key"}
-
 // SandmanStackProps configures NewSandmanStack. Every zero value means the
 // documented default, so &SandmanStackProps{} is a production stack.
 type SandmanStackProps struct {
@@ -99,7 +95,9 @@ type SandmanStackProps struct {
 	WebhookSecretName string
 
 	// CORSAllowOrigins are the origins browsers may call the API from.
-	// Default ["*"]: the API authenticates with keys, not cookies.
+	// Default ["*"]: the API authenticates with keys, not cookies. The rest
+	// of the CORS configuration is internal/routes' (CORSAllowHeaders and
+	// the like), shared with the functions and the local stack.
 	CORSAllowOrigins []string
 	// ThrottleRateLimit (requests per second) and ThrottleBurstLimit
 	// (requests) limit the API's default stage. Defaults
@@ -141,7 +139,7 @@ func (p *SandmanStackProps) withDefaults() SandmanStackProps {
 		out.WebhookSecretName = DefaultWebhookSecretName
 	}
 	if len(out.CORSAllowOrigins) == 0 {
-		out.CORSAllowOrigins = []string{"*"}
+		out.CORSAllowOrigins = []string{routes.CORSAnyOrigin}
 	}
 	if out.ThrottleRateLimit == 0 {
 		out.ThrottleRateLimit = DefaultThrottleRateLimit
@@ -285,10 +283,13 @@ const (
 	tableWebhook
 )
 
-// webhookTableActions are the only table actions the webhook function gets:
-// read the session, put the dedupe claim, apply the event, find the session by
-// sandbox through the by_sandbox index.
-var webhookTableActions = []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query"}
+// webhookTableActions are the only table actions the webhook function gets,
+// exactly the calls internal/dynamo makes for it: read the session
+// (GetItem), put the dedupe claim and write the updated session (PutItem:
+// the store writes whole items and never calls UpdateItem), find the session
+// by sandbox through the by_sandbox index (Query). No DeleteItem: only the
+// sessions function's create releases a claim.
+var webhookTableActions = []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query"}
 
 // functionSpec is one function's settings and grants.
 type functionSpec struct {
@@ -313,11 +314,20 @@ type functionSpec struct {
 
 // functionSpecs lists every function of routes.Functions, in that order.
 //
-// Timeouts, chosen here (DESIGN.md is silent):
-//   - status, webhook: 10 s (database only, a few single-item operations);
-//   - sessions, resume, snapshot: 29 s, just under API Gateway's 30 s
-//     integration timeout (resume makes two provider attempts with backoff);
-//   - reconnect: 20 s, the provider probe's 15 s default plus margin;
+// Timeouts, chosen here (DESIGN.md is silent). An HTTP function's request
+// budget is apigw.RequestBudget: at most 29 s, and it keeps a settle reserve
+// of 12 s before the Lambda deadline (half the time left when less than
+// 24 s remain) to record the outcome and answer, so a Lambda timeout T
+// leaves a request min(29 s, T - 12 s) when T >= 24 s, else T/2:
+//   - status: 10 s (database only, a few single-item operations: 5 s of
+//     request);
+//   - webhook: 15 s (database only, like status, but each event is a few
+//     reads and conditional writes: 7.5 s of request, room for the SDK's
+//     retries under throttling, where 10 s left 5 s);
+//   - sessions, resume, snapshot, reconnect: 29 s, just under API Gateway's
+//     30 s integration timeout, for 17 s of request (resume makes two
+//     provider attempts with backoff; reconnect's live probe takes up to its
+//     15 s default, which a shorter timeout would cut);
 //   - idlepause: 4 min 50 s, so a run ends before the next rate(5 minutes)
 //     tick; the sweeper stops before its deadline and leaves the rest for the
 //     next run.
@@ -331,9 +341,9 @@ var functionSpecs = []functionSpec{
 	{name: routes.Snapshot, description: "Sandman snapshot (pause now, idempotent)",
 		timeout: 29 * time.Second, memoryMB: 256, table: tableReadWrite, publishes: true, providerKey: true},
 	{name: routes.Reconnect, description: "Sandman reconnect probe",
-		timeout: 20 * time.Second, memoryMB: 256, table: tableReadWrite, publishes: true, providerKey: true},
+		timeout: 29 * time.Second, memoryMB: 256, table: tableReadWrite, publishes: true, providerKey: true},
 	{name: routes.Webhook, description: "Sandman provider webhook receiver",
-		timeout: 10 * time.Second, memoryMB: 256, table: tableWebhook, publishes: true, webhookKey: true},
+		timeout: 15 * time.Second, memoryMB: 256, table: tableWebhook, publishes: true, webhookKey: true},
 	{name: routes.IdlePause, description: "Sandman scheduled idle pause and reconciler",
 		timeout: 4*time.Minute + 50*time.Second, memoryMB: 512, table: tableReadWrite, publishes: true, providerKey: true,
 		reservedConcurrency: 1},
@@ -452,17 +462,14 @@ func newHTTPAPI(stack awscdk.Stack, p SandmanStackProps, functions map[string]aw
 	api := awsapigatewayv2.NewHttpApi(stack, jsii.String("HttpApi"), &awsapigatewayv2.HttpApiProps{
 		Description:        jsii.String("Sandman control plane API"),
 		CreateDefaultStage: jsii.Bool(false),
+		// API Gateway answers preflights itself and replaces the functions'
+		// CORS headers with these (internal/routes' one configuration).
 		CorsPreflight: &awsapigatewayv2.CorsPreflightOptions{
-			AllowOrigins: jsii.Strings(p.CORSAllowOrigins...),
-			AllowHeaders: jsii.Strings(CORSAllowHeaders...),
-			AllowMethods: &[]awsapigatewayv2.CorsHttpMethod{
-				awsapigatewayv2.CorsHttpMethod_GET,
-				awsapigatewayv2.CorsHttpMethod_POST,
-				awsapigatewayv2.CorsHttpMethod_DELETE,
-				awsapigatewayv2.CorsHttpMethod_OPTIONS,
-			},
-			ExposeHeaders: jsii.Strings("Retry-After"),
-			MaxAge:        awscdk.Duration_Hours(jsii.Number(1)),
+			AllowOrigins:  jsii.Strings(p.CORSAllowOrigins...),
+			AllowHeaders:  jsii.Strings(routes.CORSAllowHeaders...),
+			AllowMethods:  corsMethods(),
+			ExposeHeaders: jsii.Strings(routes.CORSExposeHeaders...),
+			MaxAge:        awscdk.Duration_Seconds(jsii.Number(routes.CORSMaxAgeSeconds)),
 		},
 	})
 
@@ -507,6 +514,15 @@ func newHTTPAPI(stack awscdk.Stack, p SandmanStackProps, functions map[string]aw
 	}
 	suppressRoutes(api)
 	return stage
+}
+
+// corsMethods returns routes.CORSAllowMethods as CDK CORS methods.
+func corsMethods() *[]awsapigatewayv2.CorsHttpMethod {
+	out := make([]awsapigatewayv2.CorsHttpMethod, len(routes.CORSAllowMethods))
+	for i, m := range routes.CORSAllowMethods {
+		out[i] = awsapigatewayv2.CorsHttpMethod(m)
+	}
+	return &out
 }
 
 // newSchedule invokes fn on routes.ScheduleExpression and returns the

@@ -1,17 +1,20 @@
 package infra
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/sandmanhq/sandman/internal/apigw"
 	"github.com/sandmanhq/sandman/internal/routes"
 	"github.com/sandmanhq/sandman/internal/tabledef"
 )
@@ -22,6 +25,18 @@ var (
 	providerKeyFunctions = []string{routes.Sessions, routes.Resume, routes.Snapshot, routes.Reconnect, routes.IdlePause}
 	publisherFunctions   = []string{routes.Sessions, routes.Resume, routes.Snapshot, routes.Reconnect, routes.Webhook, routes.IdlePause}
 )
+
+// probeTimeout is reconnect's live probe timeout, lifecycle.Service's
+// default.
+const probeTimeout = 15 * time.Second
+
+// requestBudget returns the request budget apigw.RequestBudget gives a
+// function whose Lambda timeout is timeout, when its invocation starts.
+func requestBudget(timeout time.Duration) time.Duration {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	return apigw.RequestBudget(ctx, apigw.DefaultRequestTimeout)
+}
 
 // overrideProps sets every prop to a non-default value.
 func overrideProps(tb testing.TB) *SandmanStackProps {
@@ -182,14 +197,20 @@ func TestFunctions(t *testing.T) {
 			}
 
 			timeout, _ := prop(fn, "Timeout").(float64)
+			budget := requestBudget(time.Duration(timeout * float64(time.Second)))
 			switch name {
 			case routes.IdlePause:
 				if timeout < 240 || timeout >= 300 {
 					t.Errorf("Timeout: got %v s, want 240..299 s (under the 5 minute schedule)", timeout)
 				}
 			case routes.Reconnect:
-				if timeout < 20 || timeout > 29 {
-					t.Errorf("Timeout: got %v s, want 20..29 s (15 s probe, under API Gateway's 30 s)", timeout)
+				if timeout > 29 || budget < probeTimeout {
+					t.Errorf("Timeout: got %v s (a request budget of %v), want at most 29 s (under API Gateway's 30 s) "+
+						"and a budget of at least the %v probe", timeout, budget, probeTimeout)
+				}
+			case routes.Webhook:
+				if timeout < 15 || timeout > 29 {
+					t.Errorf("Timeout: got %v s, want 15..29 s (under API Gateway's 30 s)", timeout)
 				}
 			default:
 				if timeout < 10 || timeout > 29 {
@@ -427,14 +448,31 @@ func TestHTTPAPI(t *testing.T) {
 		if got, want := cors["AllowOrigins"], []any{"*"}; !same(got, want) {
 			t.Errorf("AllowOrigins: got %v, want %v", got, want)
 		}
-		if got, want := cors["AllowHeaders"], []any{"Authorization", "x-api-key", "Content-Type", "Idempotency-Key"}; !same(got, want) {
-			t.Errorf("AllowHeaders: got %v, want %v", got, want)
+		// API Gateway replaces the functions' CORS headers with these, so
+		// they must be exactly the lists the functions and the local stack
+		// use.
+		if got, want := strs(cors["AllowHeaders"]), routes.CORSAllowHeaders; !slices.Equal(got, want) {
+			t.Errorf("AllowHeaders: got %v, want routes.CORSAllowHeaders %v", got, want)
+		}
+		if got, want := strs(cors["ExposeHeaders"]), routes.CORSExposeHeaders; !slices.Equal(got, want) {
+			t.Errorf("ExposeHeaders: got %v, want routes.CORSExposeHeaders %v", got, want)
+		}
+		for _, h := range []string{"Retry-After", "Location", "Idempotent-Replayed"} { // what apigw sends
+			if !slices.Contains(strs(cors["ExposeHeaders"]), h) {
+				t.Errorf("ExposeHeaders: got %v, want it to contain %s", cors["ExposeHeaders"], h)
+			}
 		}
 		methods := strs(cors["AllowMethods"])
+		if got, want := methods, routes.CORSAllowMethods; !slices.Equal(got, want) {
+			t.Errorf("AllowMethods: got %v, want routes.CORSAllowMethods %v", got, want)
+		}
 		for _, m := range []string{"GET", "POST", "DELETE", "OPTIONS"} {
 			if !slices.Contains(methods, m) {
 				t.Errorf("AllowMethods: got %v, want it to contain %s", methods, m)
 			}
+		}
+		if got, want := cors["MaxAge"], float64(routes.CORSMaxAgeSeconds); got != want {
+			t.Errorf("MaxAge: got %v, want %v s", got, want)
 		}
 	})
 

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+	"strconv"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -15,8 +16,8 @@ import (
 )
 
 // corsMaxAgeSeconds is the Access-Control-Max-Age of a preflight answer, in
-// seconds.
-const corsMaxAgeSeconds = "600"
+// seconds (routes.CORSMaxAgeSeconds, as the stack configures API Gateway).
+var corsMaxAgeSeconds = strconv.Itoa(routes.CORSMaxAgeSeconds)
 
 // DefaultRequestTimeout bounds one request when Options.RequestTimeout is
 // zero: 29 s, just under API Gateway's 30 s integration timeout, so a slow

@@ -6,18 +6,23 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/routes"
 )
 
-// CORS answers (DESIGN.md: CORS headers on every response).
-const (
-	corsAllowHeaders  = "Authorization, x-api-key, Content-Type, Idempotency-Key"
-	corsAllowMethods  = "GET, POST, DELETE, OPTIONS"
-	corsExposeHeaders = "Retry-After, Location, Idempotent-Replayed"
+// CORS header values (DESIGN.md: CORS headers on every response), from the
+// API's one CORS configuration in internal/routes. In AWS, API Gateway
+// replaces them with that same configuration; they matter when a function
+// is called without it (tests, `make invoke`).
+var (
+	corsAllowHeaders  = strings.Join(routes.CORSAllowHeaders, ", ")
+	corsAllowMethods  = strings.Join(routes.CORSAllowMethods, ", ")
+	corsExposeHeaders = strings.Join(routes.CORSExposeHeaders, ", ")
 )
 
 // Responder builds the API Gateway HTTP API (payload 2.0) responses of
@@ -44,16 +49,17 @@ const internalMessage = "something went wrong on our side; if it keeps happening
 // (without HTML escaping or a trailing newline), with the headers every API
 // answer carries: Content-Type: application/json; charset=utf-8 (only when
 // there is a body), Cache-Control: no-store, Access-Control-Allow-Origin,
-// -Allow-Headers, -Allow-Methods and -Expose-Headers, and Vary: Origin when
-// the origin is not "*". headers are added last and win over these. A nil
-// body sends no body.
+// -Allow-Headers, -Allow-Methods and -Expose-Headers (the lists of
+// routes.CORSAllowHeaders, CORSAllowMethods and CORSExposeHeaders, joined
+// with ", "), and Vary: Origin when the origin is not "*". headers are added
+// last and win over these. A nil body sends no body.
 //
 // The error is non-nil only when body cannot be encoded; the response is
 // then already the 500 internal envelope, and the caller logs the error.
 func (r Responder) JSON(status int, body any, headers map[string]string) (events.APIGatewayV2HTTPResponse, error) {
 	origin := r.AllowOrigin
 	if origin == "" {
-		origin = "*"
+		origin = routes.CORSAnyOrigin
 	}
 	out := events.APIGatewayV2HTTPResponse{StatusCode: status, Headers: map[string]string{
 		"Access-Control-Allow-Origin":   origin,
@@ -62,7 +68,7 @@ func (r Responder) JSON(status int, body any, headers map[string]string) (events
 		"Access-Control-Expose-Headers": corsExposeHeaders,
 		"Cache-Control":                 "no-store",
 	}}
-	if origin != "*" {
+	if origin != routes.CORSAnyOrigin {
 		out.Headers["Vary"] = "Origin"
 	}
 	for k, v := range headers {

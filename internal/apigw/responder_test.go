@@ -5,19 +5,21 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/sandmanhq/sandman/internal/apigw"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/routes"
 )
 
 // apiHeaders are the headers every answer carries with the default origin.
 var apiHeaders = map[string]string{
 	"Cache-Control":                 "no-store",
 	"Access-Control-Allow-Origin":   "*",
-	"Access-Control-Allow-Headers":  "Authorization, x-api-key, Content-Type, Idempotency-Key",
+	"Access-Control-Allow-Headers":  "Authorization, Content-Type, Idempotency-Key, x-api-key",
 	"Access-Control-Allow-Methods":  "GET, POST, DELETE, OPTIONS",
 	"Access-Control-Expose-Headers": "Retry-After, Location, Idempotent-Replayed",
 	"Vary":                          "",
@@ -38,6 +40,32 @@ func wantHeaders(tb testing.TB, got, want map[string]string) {
 	for k, w := range want {
 		if g, ok := got[k]; g != w || (w == "" && ok) {
 			tb.Errorf("%s = %q (sent %v), want %q", k, g, ok, w)
+		}
+	}
+}
+
+// safelisted are the response headers every browser lets scripts read
+// without Access-Control-Expose-Headers (Fetch standard, "CORS-safelisted
+// response-header name"), plus the CORS and Vary headers themselves.
+var safelisted = []string{"Cache-Control", "Content-Language", "Content-Length", "Content-Type",
+	"Expires", "Last-Modified", "Pragma", "Vary"}
+
+// wantExposed checks that a browser script may read every header of got:
+// each is safelisted, a CORS header, or listed in
+// Access-Control-Expose-Headers (which in AWS is routes.CORSExposeHeaders,
+// whatever the function sends).
+func wantExposed(tb testing.TB, got map[string]string) {
+	tb.Helper()
+	exposed := strings.Split(got["Access-Control-Expose-Headers"], ", ")
+	if !slices.Equal(exposed, routes.CORSExposeHeaders) {
+		tb.Errorf("Access-Control-Expose-Headers = %q, want routes.CORSExposeHeaders %q", exposed, routes.CORSExposeHeaders)
+	}
+	for k := range got {
+		if slices.Contains(safelisted, k) || strings.HasPrefix(k, "Access-Control-") {
+			continue
+		}
+		if !slices.ContainsFunc(routes.CORSExposeHeaders, func(e string) bool { return strings.EqualFold(e, k) }) {
+			tb.Errorf("%s is sent but not in routes.CORSExposeHeaders %q: browsers hide it", k, routes.CORSExposeHeaders)
 		}
 	}
 }
@@ -134,6 +162,7 @@ func TestResponderError(t *testing.T) {
 			// WWW-Authenticate is the API handler's to add: a webhook's 401 has none.
 			wantHeaders(t, resp.Headers, with(apiHeaders, map[string]string{
 				"Content-Type": "application/json; charset=utf-8", "WWW-Authenticate": ""}))
+			wantExposed(t, resp.Headers)
 		})
 	}
 }

@@ -48,8 +48,8 @@ var deployed = map[string]deployedFunction{
 	routes.Status:    {10 * time.Second, 128},
 	routes.Resume:    {29 * time.Second, 256},
 	routes.Snapshot:  {29 * time.Second, 256},
-	routes.Reconnect: {20 * time.Second, 256},
-	routes.Webhook:   {10 * time.Second, 256},
+	routes.Reconnect: {29 * time.Second, 256},
+	routes.Webhook:   {15 * time.Second, 256},
 	routes.IdlePause: {4*time.Minute + 50*time.Second, 512},
 }
 

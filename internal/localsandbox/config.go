@@ -50,8 +50,9 @@ type Config struct {
 	// Command starts a sandbox child; the provider appends the child's flags
 	// (see RunSandbox). Default: this executable followed by "sandbox".
 	Command []string
-	// Env is added to the environment the child inherits from this process
-	// (os.Environ()), "KEY=value" each.
+	// Env is added to the child's environment, "KEY=value" each. The child
+	// inherits only PATH, HOME, LANG, TZ and TMPDIR from this process (when
+	// set), never its secrets; Env wins over them.
 	Env []string
 	// Clock tells the time for timeouts, records and webhook timestamps.
 	// Default lifecycle.SystemClock.

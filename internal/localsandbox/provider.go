@@ -214,7 +214,7 @@ func (p *Provider) startChild(id, template string) (*exec.Cmd, chan struct{}, in
 
 	cmd := exec.Command(p.cfg.Command[0], append(slices.Clone(p.cfg.Command[1:]), childArgs(id, template)...)...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), p.cfg.Env...)
+	cmd.Env = childEnv(p.cfg.Env)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = childSysProcAttr()
 
@@ -252,6 +252,27 @@ func (p *Provider) startChild(id, template string) (*exec.Cmd, chan struct{}, in
 		p.log.Debug("sandbox child reaped", "sandbox_id", id, "pid", pid, "status", err)
 	}()
 	return cmd, exited, port, nil
+}
+
+// childEnvKeys are the variables a sandbox child inherits from the control
+// plane, when set: what a process needs to find programs, its home, its
+// language, its time zone and its temporary directory. Nothing else
+// passes, so the control plane's secrets (SANDMAN_WEBHOOK_SECRET, the
+// provider API key, AWS credentials) never reach code running in a sandbox,
+// as an E2B sandbox never sees its creator's environment.
+var childEnvKeys = []string{"PATH", "HOME", "LANG", "TZ", "TMPDIR"}
+
+// childEnv returns a sandbox child's environment, "KEY=value" each: the
+// childEnvKeys this process has, then extra (Config.Env), which wins over
+// them.
+func childEnv(extra []string) []string {
+	env := make([]string, 0, len(childEnvKeys)+len(extra))
+	for _, k := range childEnvKeys {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	return append(env, extra...)
 }
 
 // awaitServing waits until a new web sandbox answers HTTP, its child exits,

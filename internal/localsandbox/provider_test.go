@@ -397,6 +397,62 @@ func TestRestart(t *testing.T) {
 	}
 }
 
+// ProcEnviron reads the environment of pid from /proc/<pid>/environ, on its
+// own (not through the provider), as a map of name to value.
+func ProcEnviron(tb testing.TB, pid int) map[string]string {
+	tb.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil {
+		tb.Fatalf("read /proc/%d/environ: %v", pid, err)
+	}
+	env := map[string]string{}
+	for _, kv := range strings.Split(strings.TrimSuffix(string(b), "\x00"), "\x00") {
+		k, v, _ := strings.Cut(kv, "=")
+		if _, dup := env[k]; dup {
+			tb.Errorf("the environment of %d has %s twice", pid, k)
+		}
+		env[k] = v
+	}
+	return env
+}
+
+// TestChildEnvironment: a sandbox child gets only the allow-listed variables
+// of the control plane and Config.Env, never the control plane's secrets.
+// Not parallel: it sets this process's environment.
+func TestChildEnvironment(t *testing.T) {
+	secrets := []string{"SANDMAN_WEBHOOK_SECRET", "SANDMAN_PROVIDER_API_KEY", "AWS_ACCESS_KEY_ID",
+		"AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"}
+	for _, k := range secrets {
+		t.Setenv(k, "secret-"+k)
+	}
+	t.Setenv("TZ", "UTC")
+	t.Setenv("LANG", "en_US.UTF-8")
+	cmd, env := childCommand()
+	p := MustProvider(t, Config{Command: cmd, Env: append(env, "LANG=C.UTF-8", "SANDBOX_ONLY=1")})
+	sb := MustCreate(t, p, lifecycle.CreateRequest{Template: TemplateBase})
+	got := ProcEnviron(t, MustRecord(t, p, sb.ID).PID)
+
+	for _, k := range secrets {
+		if v, ok := got[k]; ok {
+			t.Errorf("the child has %s=%q, want it absent", k, v)
+		}
+	}
+	want := map[string]string{
+		envChild:       "1",       // Config.Env: the test binary runs as the child
+		"SANDBOX_ONLY": "1",       // Config.Env
+		"TZ":           "UTC",     // allow-listed, from this process
+		"LANG":         "C.UTF-8", // Config.Env wins over this process's
+	}
+	for _, k := range []string{"PATH", "HOME", "TMPDIR"} { // allow-listed, when set
+		if v, ok := os.LookupEnv(k); ok {
+			want[k] = v
+		}
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("the child's environment = %v, want exactly %v", got, want)
+	}
+}
+
 func TestGoneWhenKilledOutside(t *testing.T) {
 	p := MustProvider(t, Config{})
 	ctx := MustContext(t)

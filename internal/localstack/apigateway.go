@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"strconv"
@@ -34,25 +35,60 @@ const maxBodyBytes = 10 << 20
 // request against routes.Table (the same table the CDK stack deploys), turns
 // it into the payload v2 event API Gateway would send, calls the function's
 // handler, and turns the handler's response back into HTTP.
+//
+// It applies CORS as API Gateway does once CORS is configured on the API
+// ("Configure CORS for HTTP APIs in API Gateway", developer guide), with the
+// configuration the CDK stack deploys (routes.CORSAllowHeaders,
+// CORSAllowMethods, CORSExposeHeaders, CORSMaxAgeSeconds):
+//   - it answers every OPTIONS request itself, 204 with no body, and calls no
+//     function; the answer carries Access-Control-Allow-Origin, -Allow-Methods,
+//     -Allow-Headers and -Max-Age when the request is a preflight (it has
+//     Origin and Access-Control-Request-Method headers) from an allowed
+//     origin;
+//   - it drops every Access-Control-* header a function answers, and adds
+//     Access-Control-Allow-Origin and -Expose-Headers when the request has an
+//     Origin header from an allowed origin.
+//
+// So a header that works locally works in AWS, and one the functions send but
+// the configuration lacks fails locally too.
 type Gateway struct {
 	// Functions maps a function name (routes.Sessions, ...) to its handler.
 	Functions map[string]HTTPHandler
-	// CORSOrigin is sent on preflight answers (API Gateway answers OPTIONS
-	// itself when CORS is configured); default "*".
+	// CORSOrigin is the one allowed origin, as the stack's
+	// CORSAllowOrigins; "" or "*" (the default) allows every origin and
+	// answers Access-Control-Allow-Origin: *. Any other value allows only a
+	// request whose Origin header is exactly it.
 	CORSOrigin string
-	Log        *slog.Logger
+	// Log receives integration failures. Default slog.Default().
+	Log *slog.Logger
 	// Now returns the request time (default time.Now).
 	Now func() time.Time
 }
 
 var _ http.Handler = (*Gateway)(nil)
 
+// CORS header values, from the API's one configuration in internal/routes.
+var (
+	corsAllowHeaders  = strings.Join(routes.CORSAllowHeaders, ", ")
+	corsAllowMethods  = strings.Join(routes.CORSAllowMethods, ", ")
+	corsExposeHeaders = strings.Join(routes.CORSExposeHeaders, ", ")
+	corsMaxAge        = strconv.Itoa(routes.CORSMaxAgeSeconds)
+)
+
 // ServeHTTP routes one request.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodOptions {
-		g.preflight(w)
+		g.preflight(w, r)
 		return
 	}
+	if origin, ok := g.allowedOrigin(r); ok {
+		// Set before anything is written, so gateway errors carry them too;
+		// a function's own Access-Control-* headers are dropped below.
+		w.Header().Set("Access-Control-Allow-Origin", origin)
+		w.Header().Set("Access-Control-Expose-Headers", corsExposeHeaders)
+	}
+	// API Gateway's HTTP API routes on, and sends, the decoded path: see
+	// Event.
 	route, params, ok := Match(r.Method, r.URL.Path)
 	if !ok {
 		writeGatewayError(w, http.StatusNotFound, "Not Found")
@@ -80,7 +116,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeGatewayError(w, http.StatusInternalServerError, "Internal Server Error")
 		return
 	}
-	if err := WriteResponse(w, resp); err != nil {
+	if err := WriteResponse(w, withoutCORS(resp)); err != nil {
 		g.log().Error("write response", "function", route.Function, "err", err)
 	}
 }
@@ -92,17 +128,50 @@ func (g *Gateway) log() *slog.Logger {
 	return g.Log
 }
 
-func (g *Gateway) preflight(w http.ResponseWriter) {
-	origin := g.CORSOrigin
-	if origin == "" {
-		origin = "*"
+// allowedOrigin returns the Access-Control-Allow-Origin to answer r with, and
+// false when r is not a CORS request (no Origin header) or its origin is not
+// allowed: then API Gateway adds no CORS header.
+func (g *Gateway) allowedOrigin(r *http.Request) (string, bool) {
+	origin := r.Header.Get("Origin")
+	switch {
+	case origin == "":
+		return "", false
+	case g.CORSOrigin == "" || g.CORSOrigin == routes.CORSAnyOrigin:
+		return routes.CORSAnyOrigin, true
+	case origin == g.CORSOrigin:
+		return origin, true
 	}
-	h := w.Header()
-	h.Set("Access-Control-Allow-Origin", origin)
-	h.Set("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS")
-	h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Idempotency-Key, X-Api-Key")
-	h.Set("Access-Control-Max-Age", "3600")
+	return "", false
+}
+
+// preflight answers an OPTIONS request as API Gateway does when CORS is
+// configured: 204, with the preflight headers when r is a preflight from an
+// allowed origin.
+func (g *Gateway) preflight(w http.ResponseWriter, r *http.Request) {
+	if origin, ok := g.allowedOrigin(r); ok && r.Header.Get("Access-Control-Request-Method") != "" {
+		h := w.Header()
+		h.Set("Access-Control-Allow-Origin", origin)
+		h.Set("Access-Control-Allow-Methods", corsAllowMethods)
+		h.Set("Access-Control-Allow-Headers", corsAllowHeaders)
+		h.Set("Access-Control-Max-Age", corsMaxAge)
+	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// withoutCORS returns resp without its Access-Control-* headers (any case),
+// which API Gateway ignores once CORS is configured on the API. resp's maps
+// are not modified.
+func withoutCORS(resp events.APIGatewayV2HTTPResponse) events.APIGatewayV2HTTPResponse {
+	isCORS := func(name string) bool { return strings.HasPrefix(strings.ToLower(name), "access-control-") }
+	if resp.Headers != nil {
+		resp.Headers = maps.Clone(resp.Headers)
+		maps.DeleteFunc(resp.Headers, func(k, _ string) bool { return isCORS(k) })
+	}
+	if resp.MultiValueHeaders != nil {
+		resp.MultiValueHeaders = maps.Clone(resp.MultiValueHeaders)
+		maps.DeleteFunc(resp.MultiValueHeaders, func(k string, _ []string) bool { return isCORS(k) })
+	}
+	return resp
 }
 
 // Match finds the route for method and path in routes.Table and returns its
@@ -141,6 +210,15 @@ func Match(method, path string) (routes.Route, map[string]string, bool) {
 }
 
 // Event builds the payload v2 event API Gateway sends for r on route.
+//
+// RawPath and RequestContext.HTTP.Path are both the decoded path
+// (r.URL.Path), as an HTTP API sends them: the payload documentation only
+// shows "/my/path" for both, and live captures show an HTTP API decoding the
+// path before routing and sending it decoded in both fields ("/a%20b"
+// arrives as "/a b"; "/a%2Fb" as "/a/b", so a %2F inside {id} makes two
+// segments and no route matches), unlike REST APIs and function URLs, which
+// keep the escapes (github.com/hotsock/voker, vokerhttp/testdata). params
+// are decoded too, as Match takes them from the decoded path.
 func (g *Gateway) Event(r *http.Request, route routes.Route, params map[string]string, body []byte) events.APIGatewayV2HTTPRequest {
 	now := time.Now
 	if g.Now != nil {

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -116,7 +117,10 @@ func referenceMatch(method, path string) (routes.Route, map[string]string, bool)
 // testdata/fuzz/FuzzEvent.
 //
 // Invariants: nothing panics; OPTIONS answers the 204 preflight and calls
-// no function; a request Match refuses answers API Gateway's 404
+// no function; the function's own Access-Control-* headers never reach the
+// client, and the answer carries routes' CORS headers exactly when the
+// request has an Origin header (for OPTIONS, also
+// Access-Control-Request-Method); a request Match refuses answers API Gateway's 404
 // {"message":...} and calls no function; a matched one calls exactly its
 // route's function with a payload v2 event carrying the route key, method,
 // path, raw query, path parameters, lowercase header names without the
@@ -127,6 +131,8 @@ func referenceMatch(method, path string) (routes.Route, map[string]string, bool)
 // byte for byte.
 func FuzzEvent(f *testing.F) {
 	f.Add("POST", "/v1/sessions/ses_1/resume", "a=1&a=2", "X-Api-Key: k\nCookie: a=1; b=2", []byte(`{"x":1}`), "application/json")
+	f.Add("GET", "/v1/sessions/ses_1/status", "", "Origin: https://app.example.com", []byte(nil), "")
+	f.Add("OPTIONS", "/v1/sessions", "", "Origin: https://app.example.com\nAccess-Control-Request-Method: POST", []byte(nil), "")
 	f.Fuzz(func(t *testing.T, method, path, query, headerLines string, body []byte, contentType string) {
 		r := &http.Request{
 			Method: method, URL: &url.URL{Path: path, RawQuery: query}, Proto: "HTTP/1.1",
@@ -168,12 +174,15 @@ func FuzzEvent(f *testing.F) {
 					}
 				}
 				return events.APIGatewayV2HTTPResponse{StatusCode: http.StatusOK,
+					Headers: map[string]string{"Access-Control-Allow-Origin": "https://function.example",
+						"Access-Control-Expose-Headers": "X-Function-Only"},
 					Body: base64.StdEncoding.EncodeToString(raw), IsBase64Encoded: true}, nil
 			}
 		}
 		rec := httptest.NewRecorder()
 		gw.ServeHTTP(rec, r)
 
+		checkCORS(t, r, rec.Header())
 		route, params, matched := localstack.Match(method, path)
 		switch {
 		case method == http.MethodOptions:
@@ -196,6 +205,35 @@ func FuzzEvent(f *testing.F) {
 		}
 		checkEvent(t, got, r, route, params, body, cookieParts)
 	})
+}
+
+// checkCORS checks the CORS headers of one answer of a Gateway whose
+// CORSOrigin is the default (FuzzEvent's doc): only the configured ones, and
+// only for a request with an Origin (and, for OPTIONS, an
+// Access-Control-Request-Method) header.
+func checkCORS(t *testing.T, r *http.Request, got http.Header) {
+	t.Helper()
+	want := map[string]string{}
+	switch {
+	case r.Header.Get("Origin") == "":
+	case r.Method != http.MethodOptions:
+		want["Access-Control-Allow-Origin"] = "*"
+		want["Access-Control-Expose-Headers"] = strings.Join(routes.CORSExposeHeaders, ", ")
+	case r.Header.Get("Access-Control-Request-Method") != "":
+		want["Access-Control-Allow-Origin"] = "*"
+		want["Access-Control-Allow-Methods"] = strings.Join(routes.CORSAllowMethods, ", ")
+		want["Access-Control-Allow-Headers"] = strings.Join(routes.CORSAllowHeaders, ", ")
+		want["Access-Control-Max-Age"] = strconv.Itoa(routes.CORSMaxAgeSeconds)
+	}
+	cors := map[string]string{}
+	for k, vs := range got {
+		if strings.HasPrefix(strings.ToLower(k), "access-control-") {
+			cors[k] = strings.Join(vs, "|")
+		}
+	}
+	if !maps.Equal(cors, want) {
+		t.Errorf("CORS headers = %v, want %v", cors, want)
+	}
 }
 
 // checkEvent checks one event Gateway built (FuzzEvent's doc).

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/base64"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -99,6 +101,8 @@ func TestGateway(t *testing.T) {
 	})
 	t.Run("Preflight", func(t *testing.T) {
 		req, _ := http.NewRequest("OPTIONS", srv.URL+"/v1/sessions", nil)
+		req.Header.Set("Origin", "https://app.example.com")
+		req.Header.Set("Access-Control-Request-Method", "POST")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -106,6 +110,169 @@ func TestGateway(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusNoContent || resp.Header.Get("Access-Control-Allow-Origin") != "*" {
 			t.Fatalf("preflight = %d %v", resp.StatusCode, resp.Header)
+		}
+	})
+}
+
+// corsFunction answers 200 with its own CORS headers, in both header maps
+// and in mixed case, which API Gateway drops once CORS is configured on the
+// API.
+func corsFunction(calls *int) localstack.HTTPHandler {
+	return func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+		*calls++
+		return events.APIGatewayV2HTTPResponse{StatusCode: http.StatusOK,
+			Headers: map[string]string{
+				"Access-Control-Allow-Origin":   "https://function.example",
+				"access-control-expose-headers": "X-Function-Only",
+				"Vary":                          "Origin",
+			},
+			MultiValueHeaders: map[string][]string{"Access-Control-Max-Age": {"5"}, "X-Test": {"1"}},
+		}, nil
+	}
+}
+
+// corsHeaders returns the Access-Control-* headers of h, one value each.
+func corsHeaders(h http.Header) map[string]string {
+	out := map[string]string{}
+	for k, vs := range h {
+		if strings.HasPrefix(strings.ToLower(k), "access-control-") {
+			out[k] = strings.Join(vs, "|")
+		}
+	}
+	return out
+}
+
+// TestGatewayCORS: the local gateway applies routes' CORS configuration as
+// API Gateway does, whatever the function sends.
+func TestGatewayCORS(t *testing.T) {
+	const app = "https://app.example.com"
+	preflightHeaders := func(origin string) map[string]string {
+		return map[string]string{
+			"Access-Control-Allow-Origin":  origin,
+			"Access-Control-Allow-Methods": strings.Join(routes.CORSAllowMethods, ", "),
+			"Access-Control-Allow-Headers": strings.Join(routes.CORSAllowHeaders, ", "),
+			"Access-Control-Max-Age":       strconv.Itoa(routes.CORSMaxAgeSeconds),
+		}
+	}
+	responseHeaders := func(origin string) map[string]string {
+		return map[string]string{
+			"Access-Control-Allow-Origin":   origin,
+			"Access-Control-Expose-Headers": strings.Join(routes.CORSExposeHeaders, ", "),
+		}
+	}
+	for _, tc := range []struct {
+		name       string
+		corsOrigin string // Gateway.CORSOrigin
+		method     string
+		path       string
+		headers    map[string]string
+		wantStatus int
+		wantCalls  int
+		want       map[string]string // every Access-Control-* header of the answer
+	}{
+		{"PreflightAnyOrigin", "", "OPTIONS", "/v1/sessions/ses_1/status",
+			map[string]string{"Origin": app, "Access-Control-Request-Method": "GET"}, 204, 0, preflightHeaders("*")},
+		{"PreflightOneOrigin", app, "OPTIONS", "/v1/sessions",
+			map[string]string{"Origin": app, "Access-Control-Request-Method": "POST"}, 204, 0, preflightHeaders(app)},
+		{"PreflightOtherOrigin", app, "OPTIONS", "/v1/sessions",
+			map[string]string{"Origin": "https://other.example", "Access-Control-Request-Method": "POST"}, 204, 0, map[string]string{}},
+		{"OptionsWithoutOrigin", "", "OPTIONS", "/v1/sessions",
+			map[string]string{"Access-Control-Request-Method": "POST"}, 204, 0, map[string]string{}},
+		{"OptionsWithoutRequestMethod", "", "OPTIONS", "/v1/sessions",
+			map[string]string{"Origin": app}, 204, 0, map[string]string{}},
+		{"FunctionHeadersReplaced", "", "GET", "/v1/sessions/ses_1/status",
+			map[string]string{"Origin": app}, 200, 1, responseHeaders("*")},
+		{"FunctionHeadersReplacedOneOrigin", app, "GET", "/v1/sessions/ses_1/status",
+			map[string]string{"Origin": app}, 200, 1, responseHeaders(app)},
+		{"FunctionHeadersDroppedOtherOrigin", app, "GET", "/v1/sessions/ses_1/status",
+			map[string]string{"Origin": "https://other.example"}, 200, 1, map[string]string{}},
+		{"FunctionHeadersDroppedWithoutOrigin", "", "GET", "/v1/sessions/ses_1/status",
+			nil, 200, 1, map[string]string{}},
+		{"GatewayError", "", "GET", "/v1/nope",
+			map[string]string{"Origin": app}, 404, 0, responseHeaders("*")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			calls := 0
+			gw := &localstack.Gateway{CORSOrigin: tc.corsOrigin,
+				Functions: map[string]localstack.HTTPHandler{routes.Status: corsFunction(&calls)}}
+			req := httptest.NewRequest(tc.method, tc.path, nil)
+			for k, v := range tc.headers {
+				req.Header.Set(k, v)
+			}
+			rec := httptest.NewRecorder()
+			gw.ServeHTTP(rec, req)
+			if got, want := rec.Code, tc.wantStatus; got != want {
+				t.Errorf("status = %d, want %d", got, want)
+			}
+			if got, want := calls, tc.wantCalls; got != want {
+				t.Errorf("function calls = %d, want %d", got, want)
+			}
+			if got, want := corsHeaders(rec.Header()), tc.want; !maps.Equal(got, want) {
+				t.Errorf("CORS headers = %v, want %v", got, want)
+			}
+			if tc.wantCalls > 0 {
+				if got, want := rec.Header().Get("X-Test"), "1"; got != want {
+					t.Errorf("X-Test = %q, want %q: other function headers must pass", got, want)
+				}
+				if got, want := rec.Header().Get("Vary"), "Origin"; got != want {
+					t.Errorf("Vary = %q, want %q: other function headers must pass", got, want)
+				}
+			}
+		})
+	}
+}
+
+// TestGatewayPath: the path is decoded before routing and sent decoded, as
+// API Gateway's HTTP API does (see Gateway.Event).
+func TestGatewayPath(t *testing.T) {
+	var calls []events.APIGatewayV2HTTPRequest
+	gw := &localstack.Gateway{Functions: map[string]localstack.HTTPHandler{
+		routes.Status: func(_ context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+			calls = append(calls, ev)
+			return events.APIGatewayV2HTTPResponse{StatusCode: http.StatusOK}, nil
+		},
+	}}
+
+	t.Run("EncodedSlashSplitsTheID", func(t *testing.T) {
+		calls = nil
+		req := httptest.NewRequest("GET", "/v1/sessions/ses%2F1/status", nil)
+		if got, want := req.URL.EscapedPath(), "/v1/sessions/ses%2F1/status"; got != want {
+			t.Fatalf("the request's escaped path = %q, want %q", got, want)
+		}
+		rec := httptest.NewRecorder()
+		gw.ServeHTTP(rec, req)
+		if got, want := rec.Code, http.StatusNotFound; got != want {
+			t.Errorf("status = %d, want %d", got, want)
+		}
+		if got, want := len(calls), 0; got != want {
+			t.Errorf("function calls = %d, want %d", got, want)
+		}
+	})
+	t.Run("EncodedSpaceIsDecoded", func(t *testing.T) {
+		calls = nil
+		rec := httptest.NewRecorder()
+		gw.ServeHTTP(rec, httptest.NewRequest("GET", "/v1/sessions/ses%201/status?q=a%20b", nil))
+		if got, want := rec.Code, http.StatusOK; got != want {
+			t.Fatalf("status = %d, want %d", got, want)
+		}
+		if got, want := len(calls), 1; got != want {
+			t.Fatalf("function calls = %d, want %d", got, want)
+		}
+		ev := calls[0]
+		if got, want := ev.RawPath, "/v1/sessions/ses 1/status"; got != want {
+			t.Errorf("RawPath = %q, want %q", got, want)
+		}
+		if got, want := ev.RequestContext.HTTP.Path, "/v1/sessions/ses 1/status"; got != want {
+			t.Errorf("RequestContext.HTTP.Path = %q, want %q", got, want)
+		}
+		if got, want := ev.PathParameters["id"], "ses 1"; got != want {
+			t.Errorf("id = %q, want %q", got, want)
+		}
+		if got, want := ev.RawQueryString, "q=a%20b"; got != want {
+			t.Errorf("RawQueryString = %q, want %q", got, want)
+		}
+		if got, want := ev.QueryStringParameters["q"], "a b"; got != want {
+			t.Errorf("query q = %q, want %q", got, want)
 		}
 	})
 }
