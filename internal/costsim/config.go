@@ -3,6 +3,7 @@ package costsim
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
@@ -27,12 +28,24 @@ const (
 	// the idle timeout) and refreshed when
 	// lifecycle.Policy.NeedsProviderRefresh says so.
 	Sandman Policy = "sandman"
+	// SandmanTimers is Sandman with the deadline timers of DESIGN.md
+	// "Precise pausing" (issue 19), which the real code does not have yet:
+	// each sweep tick arms a timer for every running session whose pause
+	// deadline (or away deadline) falls before the next tick +
+	// Config.TimerMargin, a write that sets a deadline before then arms one
+	// at once, and a fired timer re-reads the session and pauses it only if
+	// it is still due, re-arming when the deadline moved. The sweep and the
+	// provider timeout stay as in Sandman.
+	SandmanTimers Policy = "sandman-timers"
 )
 
 // Valid reports whether p is one of the known policies.
 func (p Policy) Valid() bool {
-	return p == NeverPause || p == CronSweep || p == Sandman
+	return p == NeverPause || p == CronSweep || p == Sandman || p == SandmanTimers
 }
+
+// Timers reports whether p arms deadline timers.
+func (p Policy) Timers() bool { return p == SandmanTimers }
 
 // Outage is a window during which the control plane is down: no sweep runs and
 // every API call (create, heartbeat, resume) fails. The provider keeps
@@ -66,6 +79,20 @@ type Scenario struct {
 	SweepFailureRate float64
 	// Outage is a control-plane outage; zero for none.
 	Outage Outage
+	// Presence turns on the client channel's presence (DESIGN.md "Client
+	// channel"), which the real code does not have yet: when the client is
+	// gone or hidden its away deadline is set to now + Config.AwayTimeout
+	// and the session pauses at the earlier of its pause deadline and the
+	// away deadline, reason "away"; a client that comes back clears it.
+	// Sandman and SandmanTimers only.
+	Presence bool
+	// AwayProbability is the chance, 0..1, that the client is gone or hidden
+	// for an idle gap (from the gap's start, the burst's last heartbeat, to
+	// the next burst): a gap is away when its draw (SessionTrace.Away) is
+	// below it. The user who leaves for good after the last burst closes the
+	// page when Config.LeaveClosesPage says so, whatever this is. Used only
+	// with Presence.
+	AwayProbability float64
 }
 
 // TraceParams are the distributions of the synthetic trace (package comment,
@@ -137,6 +164,28 @@ type Config struct {
 	// trace and a sandbox still running then is billed up to that point and
 	// counted in Result.RunningAtEnd.
 	Tail time.Duration
+	// TimerMargin widens the horizon of the deadline timers: a sweep tick
+	// arms a timer for every running session due before the next tick +
+	// TimerMargin, and a write arms one at once when it sets a deadline
+	// before the next tick + TimerMargin (ours: 1 min, so one missed tick
+	// still leaves the first minute after it armed). SweepInterval +
+	// TimerMargin must stay within SQS's 15 min maximum message delay.
+	TimerMargin time.Duration
+	// TimerLateness is how long after its due time a timer's pause lands:
+	// the queue's delivery and the pauser's start (ours: 1 s). The timer's
+	// delay is the time to the deadline rounded up to a whole second (SQS
+	// DelaySeconds is an integer), so a timer pause lands within 1 s +
+	// TimerLateness after the deadline it was armed for.
+	TimerLateness time.Duration
+	// AwayTimeout is how long after its client left a session pauses with
+	// Scenario.Presence (DESIGN.md: away_timeout, default 2 min; 0 turns
+	// presence off).
+	AwayTimeout time.Duration
+	// LeaveClosesPage says the user who leaves for good after the session's
+	// last burst closes the page, so with Scenario.Presence the session
+	// gets an away deadline then whatever Scenario.AwayProbability is
+	// (issue 19: "the user who leaves for good closes the page").
+	LeaveClosesPage bool
 	// VCPUs and PricePerVCPUSecond (US dollars) turn billed time into money.
 	// An assumption, not a quote: E2B has published about $0.000014 per vCPU
 	// per second, and 2 vCPUs is its default sandbox. Memory is not priced.
@@ -146,14 +195,59 @@ type Config struct {
 	Scenarios []Scenario
 }
 
+// DefaultOutage is the report's control-plane outage: 6 h from Tuesday 14:00
+// UTC, the busy hours.
+var DefaultOutage = Outage{Start: 24*time.Hour + 14*time.Hour, Duration: 6 * time.Hour}
+
+// DefaultAwayProbabilities are the away_prob values of the report's presence
+// rows (issue 19: 0, 0.5 and 1).
+var DefaultAwayProbabilities = []float64{0, 0.5, 1}
+
+// DefaultScenarios returns the report's rows: never pause; the cron sweep
+// and Sandman today, each with no faults, with missedRate of the sweeps
+// missed, and through outage; Sandman with timers with no faults and with
+// missedRate; Sandman with timers and presence at each of awayProbs; and
+// Sandman with timers through outage. Rows whose fault is zero (a zero rate,
+// a zero outage) are left out.
+func DefaultScenarios(missedRate float64, outage Outage, awayProbs []float64) []Scenario {
+	missed := fmt.Sprintf("%s%% missed sweeps", strconv.FormatFloat(100*missedRate, 'f', -1, 64))
+	down := fmt.Sprintf("%s outage", human(outage.Duration))
+	sc := []Scenario{
+		{Name: "never pause", Policy: NeverPause},
+		{Name: "cron sweep", Policy: CronSweep},
+	}
+	if missedRate > 0 {
+		sc = append(sc, Scenario{Name: "cron sweep, " + missed, Policy: CronSweep, SweepFailureRate: missedRate})
+	}
+	sc = append(sc, Scenario{Name: "sandman", Policy: Sandman})
+	if missedRate > 0 {
+		sc = append(sc, Scenario{Name: "sandman, " + missed, Policy: Sandman, SweepFailureRate: missedRate})
+	}
+	if outage.Duration > 0 {
+		sc = append(sc,
+			Scenario{Name: "cron sweep, " + down, Policy: CronSweep, Outage: outage},
+			Scenario{Name: "sandman, " + down, Policy: Sandman, Outage: outage})
+	}
+	sc = append(sc, Scenario{Name: "sandman + timers", Policy: SandmanTimers})
+	if missedRate > 0 {
+		sc = append(sc, Scenario{Name: "sandman + timers, " + missed, Policy: SandmanTimers, SweepFailureRate: missedRate})
+	}
+	for _, p := range awayProbs {
+		sc = append(sc, Scenario{Name: "sandman + timers + presence, away_prob " + strconv.FormatFloat(p, 'f', -1, 64),
+			Policy: SandmanTimers, Presence: true, AwayProbability: p})
+	}
+	if outage.Duration > 0 {
+		sc = append(sc, Scenario{Name: "sandman + timers, " + down, Policy: SandmanTimers, Outage: outage})
+	}
+	return sc
+}
+
 // DefaultConfig returns the configuration of the published report: seed 1,
 // 1,000 sessions starting over 7 days, lifecycle.DefaultPolicy (10 min idle
-// timeout, 30 s granularity, 2 min grace), a 5 min sweep, and seven
-// scenarios: never pause; the cron sweep with 0 % and 5 % missed sweeps;
-// Sandman with 0 % and 5 % missed sweeps; and both pausing policies through a
-// 6 h control-plane outage (Tuesday 14:00-20:00 UTC, the busy hours).
+// timeout, 30 s granularity, 2 min grace), a 5 min sweep, timers with a 1 min
+// margin landing 1 s late, a 2 min away timeout, and the scenarios of
+// DefaultScenarios(0.05, DefaultOutage, DefaultAwayProbabilities).
 func DefaultConfig() Config {
-	outage := Outage{Start: 24*time.Hour + 14*time.Hour, Duration: 6 * time.Hour}
 	return Config{
 		Seed:     1,
 		Sessions: 1000,
@@ -179,19 +273,19 @@ func DefaultConfig() Config {
 		SweepInterval:      5 * time.Minute,
 		ResumeWait:         time.Second,
 		Tail:               48 * time.Hour,
+		TimerMargin:        time.Minute,
+		TimerLateness:      time.Second,
+		AwayTimeout:        2 * time.Minute,
+		LeaveClosesPage:    true,
 		VCPUs:              2,
 		PricePerVCPUSecond: 0.000014,
-		Scenarios: []Scenario{
-			{Name: "never pause", Policy: NeverPause},
-			{Name: "cron sweep", Policy: CronSweep},
-			{Name: "cron sweep, 5% missed sweeps", Policy: CronSweep, SweepFailureRate: 0.05},
-			{Name: "sandman", Policy: Sandman},
-			{Name: "sandman, 5% missed sweeps", Policy: Sandman, SweepFailureRate: 0.05},
-			{Name: "cron sweep, 6 h outage", Policy: CronSweep, Outage: outage},
-			{Name: "sandman, 6 h outage", Policy: Sandman, Outage: outage},
-		},
+		Scenarios:          DefaultScenarios(0.05, DefaultOutage, DefaultAwayProbabilities),
 	}
 }
+
+// sqsMaxDelay is SQS's maximum message delay (DelaySeconds at most 900),
+// the longest a timer can wait in AWS (DESIGN.md "Precise pausing").
+const sqsMaxDelay = 15 * time.Minute
 
 // Validate returns nil when c can be run, or an error listing every field out
 // of range.
@@ -224,11 +318,19 @@ func (c Config) Validate() error {
 	check(c.ResumeWait >= 0, "resume wait must not be negative")
 	check(c.Tail > 0, "tail must be positive")
 	check(c.VCPUs > 0 && c.PricePerVCPUSecond >= 0, "vcpus must be positive and price not negative")
+	check(c.TimerMargin >= 0 && c.SweepInterval+c.TimerMargin <= sqsMaxDelay,
+		"timer margin must not be negative and sweep interval + timer margin must be at most SQS's 15m maximum delay")
+	check(c.TimerLateness >= 0, "timer lateness must not be negative")
+	check(c.AwayTimeout >= 0, "away timeout must not be negative")
 	for i, s := range c.Scenarios {
 		check(s.Policy.Valid(), "scenario %d (%q): unknown policy %q", i, s.Name, s.Policy)
 		check(s.SweepFailureRate >= 0 && s.SweepFailureRate <= 1,
 			"scenario %d (%q): sweep failure rate must be in [0, 1]", i, s.Name)
 		check(s.Outage.Duration >= 0, "scenario %d (%q): outage duration must not be negative", i, s.Name)
+		check(s.AwayProbability >= 0 && s.AwayProbability <= 1,
+			"scenario %d (%q): away probability must be in [0, 1]", i, s.Name)
+		check(!s.Presence || s.Policy == Sandman || s.Policy == SandmanTimers,
+			"scenario %d (%q): presence needs the sandman or sandman-timers policy", i, s.Name)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("invalid costsim config: %w", err)

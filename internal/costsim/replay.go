@@ -19,6 +19,10 @@ const sweepStream = 1 << 63
 // ask that there is one.
 const sandboxID = "sbx_sim"
 
+// reasonAway is the transition reason of a pause at the away deadline
+// (DESIGN.md "Events out"); internal/lifecycle has no constant for it yet.
+const reasonAway = "away"
+
 // Run generates cfg's trace and replays every scenario on it. It is
 // Replay(cfg, Generate(cfg)) for configurations known to be good, such as
 // DefaultConfig: it panics when cfg fails Validate (call Validate first on
@@ -47,7 +51,7 @@ func Replay(cfg Config, tr Trace) (Report, error) {
 	if err := tr.validate(); err != nil {
 		return Report{}, err
 	}
-	r := Report{Config: cfg, Trace: stats(tr, cfg.Lifecycle.DefaultIdleTimeout)}
+	r := Report{Config: cfg, Trace: stats(tr, cfg.Lifecycle.DefaultIdleTimeout, cfg.AwayTimeout)}
 	base, err := replay(cfg, tr, Scenario{Name: "never pause", Policy: NeverPause})
 	if err != nil {
 		return Report{}, err
@@ -73,13 +77,15 @@ func ratio(a, b float64) float64 {
 }
 
 // eventKind orders events that fall on the same instant: the user's request
-// first, then the provider's timeout, then the sweep. So a heartbeat landing
-// on a sweep tick wins, as the sweep's conditional write makes it do.
+// first, then the provider's timeout, then a deadline timer, then the sweep.
+// So a heartbeat landing on a timer or a sweep tick wins, as their
+// conditional writes make it do.
 type eventKind uint8
 
 const (
 	evHeartbeat eventKind = iota
 	evTimeout
+	evTimer
 	evSweep
 )
 
@@ -127,6 +133,11 @@ type simSession struct {
 	since      time.Duration // start of the current billed (running) span
 	lastActive time.Duration // the user's real last heartbeat, recorded or not
 	gen        uint64        // current provider-timeout generation
+	// away is the away deadline (offset) while awaySet: the client left at
+	// away - Config.AwayTimeout and has not come back (Scenario.Presence).
+	away    time.Duration
+	awaySet bool
+	left    int // index of the last burst whose end was handled, -1 before
 }
 
 // sim replays one scenario.
@@ -136,6 +147,8 @@ type sim struct {
 	pol       lifecycle.Policy
 	gran      time.Duration // heartbeat coalescing granularity
 	guard     bool          // provider-side timeout set and refreshed (Sandman)
+	timers    bool          // deadline timers (SandmanTimers)
+	presence  bool          // away deadlines (Scenario.Presence with an away timeout)
 	end       time.Duration // sweeps stop here (last activity + Tail)
 	q         eventQueue
 	sessions  []simSession
@@ -153,18 +166,20 @@ func replay(cfg Config, tr Trace, sc Scenario) (Result, error) {
 		cfg:      cfg,
 		sc:       sc,
 		pol:      cfg.Lifecycle,
-		guard:    sc.Policy == Sandman,
+		guard:    sc.Policy == Sandman || sc.Policy == SandmanTimers,
+		timers:   sc.Policy.Timers(),
+		presence: sc.Presence && cfg.AwayTimeout > 0,
 		sessions: make([]simSession, len(tr.Sessions)),
 		sweepRNG: rand.New(rand.NewPCG(cfg.Seed, sweepStream)),
 		res:      Result{Scenario: sc},
 	}
-	if sc.Policy == Sandman {
+	if m.guard {
 		m.gran = cfg.Lifecycle.ActivityGranularity
 	}
 	var last time.Duration
 	for i := range tr.Sessions {
 		s := &tr.Sessions[i]
-		m.sessions[i].index, m.sessions[i].tr = i, s
+		m.sessions[i].index, m.sessions[i].tr, m.sessions[i].left = i, s, -1
 		m.push(event{at: s.Heartbeats[0], kind: evHeartbeat, sess: i})
 		last = max(last, s.Heartbeats[len(s.Heartbeats)-1])
 	}
@@ -180,6 +195,8 @@ func replay(cfg Config, tr Trace, sc Scenario) (Result, error) {
 			m.heartbeat(e.sess, e.at)
 		case evTimeout:
 			m.timeout(e.sess, e.at, e.gen)
+		case evTimer:
+			m.timer(e.sess, e.at)
 		case evSweep:
 			m.sweep(e.at)
 		}
@@ -238,13 +255,16 @@ func (m *sim) heartbeat(i int, at time.Duration) {
 	if m.sc.Outage.Down(at) {
 		// The API is down: the request fails. If the sandbox is running the
 		// user keeps working in it; if it is paused (or was never created)
-		// the user is blocked until the control plane is back.
+		// the user is blocked until the control plane is back. The client
+		// channel is down too: presence changes are lost.
 		m.res.RefusedRequests++
 		if s.row.State != lifecycle.StateRunning {
 			m.res.BlockedRequests++
 		}
 		return
 	}
+	// A client that comes back clears the away deadline.
+	s.awaySet = false
 	switch {
 	case !s.created:
 		m.create(s, at)
@@ -252,6 +272,34 @@ func (m *sim) heartbeat(i int, at time.Duration) {
 		m.resume(s, at)
 	default:
 		m.touch(s, at)
+	}
+	if m.presence && at == s.tr.Bursts[s.burst].End && s.left < s.burst {
+		m.leave(s, at)
+	}
+}
+
+// leave handles the end of the burst of the heartbeat just delivered at at
+// (Scenario.Presence): when the client is gone or hidden for the gap that
+// follows (its draw is below Scenario.AwayProbability) or the user leaves
+// for good and Config.LeaveClosesPage, the away deadline is set to at +
+// Config.AwayTimeout and, with timers, the disconnect handler arms a timer
+// for the session's deadline at once (DESIGN.md "Precise pausing").
+func (m *sim) leave(s *simSession, at time.Duration) {
+	s.left = s.burst
+	var away bool
+	if s.burst == len(s.tr.Bursts)-1 {
+		away = m.cfg.LeaveClosesPage
+	} else if s.burst < len(s.tr.Away) {
+		away = s.tr.Away[s.burst] < m.sc.AwayProbability
+	}
+	if !away || s.row.State != lifecycle.StateRunning {
+		return
+	}
+	s.away, s.awaySet = at+m.cfg.AwayTimeout, true
+	m.res.AwayDeadlines++
+	if m.timers {
+		d, _ := m.deadline(s)
+		m.armTimer(s, at, d)
 	}
 }
 
@@ -270,6 +318,7 @@ func (m *sim) create(s *simSession, at time.Duration) {
 	}
 	m.transition(s, lifecycle.StateRunning, lifecycle.ReasonRequest, at)
 	m.startBilling(s, at)
+	m.wrote(s, at)
 }
 
 // resume mirrors lifecycle.Service.Resume on a paused session: the user's
@@ -291,6 +340,7 @@ func (m *sim) resume(s *simSession, at time.Duration) {
 	}
 	m.transition(s, lifecycle.StateRunning, lifecycle.ReasonRequest, at)
 	m.startBilling(s, at)
+	m.wrote(s, at)
 }
 
 // touch mirrors lifecycle.Service.Heartbeat on a running session: coalesced
@@ -308,6 +358,110 @@ func (m *sim) touch(s *simSession, at time.Duration) {
 		m.res.ProviderRefreshes++
 		m.armTimeout(s)
 	}
+	m.wrote(s, at)
+}
+
+// wrote follows a write at at that set the session's deadline (a create, a
+// resume, a written heartbeat): with timers, one is armed at once when the
+// deadline falls before the next sweep tick + Config.TimerMargin, the
+// horizon the last tick armed for (issue 19: "a write that sets a deadline
+// before the next tick arms its timer at once").
+func (m *sim) wrote(s *simSession, at time.Duration) {
+	if !m.timers {
+		return
+	}
+	if d, _ := m.deadline(s); d < m.horizon(at) {
+		m.armTimer(s, at, d)
+	}
+}
+
+// deadline returns the offset at which a running session is due and
+// whether that is its away deadline: its pause deadline
+// (lifecycle.Session.PauseDeadline), or the away deadline when that is set
+// and earlier (DESIGN.md "Client channel": presence only brings the pause
+// forward, never back).
+func (m *sim) deadline(s *simSession) (time.Duration, bool) {
+	d := s.row.PauseDeadline().Sub(m.cfg.Epoch)
+	if s.awaySet && s.away < d {
+		return s.away, true
+	}
+	return d, false
+}
+
+// due reports whether session s is running and due at at, and the reason of
+// its pause: lifecycle.ReasonIdle, or reasonAway at the away deadline.
+// Without an away deadline it is lifecycle.Session.Due.
+func (m *sim) due(s *simSession, at time.Duration) (bool, string) {
+	if s.row.State != lifecycle.StateRunning {
+		return false, ""
+	}
+	d, away := m.deadline(s)
+	switch {
+	case d > at:
+		return false, ""
+	case away:
+		return true, reasonAway
+	default:
+		return true, lifecycle.ReasonIdle
+	}
+}
+
+// horizon is the next sweep tick at or after at (ticks fall at epoch +
+// k*SweepInterval; one at at itself runs after the requests and timers of
+// that instant) plus Config.TimerMargin: a write before that tick arms a
+// timer for a deadline before the horizon, as the tick before it did.
+func (m *sim) horizon(at time.Duration) time.Duration {
+	i := m.cfg.SweepInterval
+	return (at+i-1)/i*i + m.cfg.TimerMargin
+}
+
+// armTimer sends a timer at at for a deadline: the delay is the time to the
+// deadline rounded up to a whole second (SQS DelaySeconds), and the timer's
+// pause lands Config.TimerLateness after the delay runs out.
+func (m *sim) armTimer(s *simSession, at, deadline time.Duration) {
+	delay := max(deadline-at, 0)
+	delay = (delay + time.Second - 1).Truncate(time.Second)
+	m.res.TimersArmed++
+	m.push(event{at: at + delay + m.cfg.TimerLateness, kind: evTimer, sess: s.index})
+}
+
+// timer is a fired deadline timer: the pauser re-reads the session and
+// pauses it only if it is still due (the sweep's conditional write), and
+// re-arms when its deadline moved but still falls before the horizon; later
+// deadlines are left to the next tick. A duplicate finds nothing to do. While
+// the control plane is down the pauser cannot read the table and the timer
+// is lost (taken to end in the dead-letter queue; the sweep and the provider
+// timeout are the backstops).
+func (m *sim) timer(i int, at time.Duration) {
+	s := &m.sessions[i]
+	if m.sc.Outage.Down(at) {
+		m.res.TimersLost++
+		return
+	}
+	if ok, reason := m.due(s, at); ok {
+		m.res.TimerPauses++
+		m.pause(s, at, reason)
+		return
+	}
+	m.res.TimersIdle++
+	if s.row.State != lifecycle.StateRunning {
+		return
+	}
+	if d, _ := m.deadline(s); d < m.horizon(at) {
+		m.res.TimerRearms++
+		m.armTimer(s, at, d)
+	}
+}
+
+// pause is the control plane's conditional pause of a due session at at
+// (running → pausing → paused) for reason.
+func (m *sim) pause(s *simSession, at time.Duration, reason string) {
+	m.transition(s, lifecycle.StatePausing, reason, at)
+	m.transition(s, lifecycle.StatePaused, reason, at)
+	if reason == reasonAway {
+		m.res.AwayPauses++
+	}
+	m.paused(s, at)
 }
 
 // startBilling marks the sandbox running from at and, under Sandman, arms the
@@ -349,24 +503,29 @@ func (m *sim) timeout(i int, at time.Duration, gen uint64) {
 }
 
 // sweep is one scheduled idle-pause run: unless it fails or the control
-// plane is down, every running session that lifecycle.Session.Due says is
-// due is paused (running → pausing → paused, reason idle).
+// plane is down, every running session that is due (lifecycle.Session.Due,
+// or its away deadline passed) is paused (running → pausing → paused,
+// reason idle or away), and with timers a timer is armed for every other
+// running session due before the next tick + Config.TimerMargin.
 func (m *sim) sweep(at time.Duration) {
 	failed := m.sweepRNG.Float64() < m.sc.SweepFailureRate
 	if failed || m.sc.Outage.Down(at) {
 		m.res.SweepsMissed++
 	} else {
 		m.res.SweepsRun++
-		now := m.now(at)
+		horizon := at + m.cfg.SweepInterval + m.cfg.TimerMargin
 		for i := range m.sessions {
 			s := &m.sessions[i]
-			if !s.row.Due(now) {
+			if ok, reason := m.due(s, at); ok {
+				m.res.SweepPauses++
+				m.pause(s, at, reason)
 				continue
 			}
-			m.res.SweepPauses++
-			m.transition(s, lifecycle.StatePausing, lifecycle.ReasonIdle, at)
-			m.transition(s, lifecycle.StatePaused, lifecycle.ReasonIdle, at)
-			m.paused(s, at)
+			if m.timers && s.row.State == lifecycle.StateRunning {
+				if d, _ := m.deadline(s); d < horizon {
+					m.armTimer(s, at, d)
+				}
+			}
 		}
 	}
 	if next := at + m.cfg.SweepInterval; (m.pending > 0 || m.running > 0) && next <= m.end {
@@ -375,10 +534,16 @@ func (m *sim) sweep(at time.Duration) {
 }
 
 // paused records a pause at at: billing stops and the overshoot against the
-// user's real last activity is sampled and returned.
+// deadline the user's real behaviour gives (the real last activity + idle
+// timeout, or the away deadline when the client is away and that is
+// earlier) is sampled and returned.
 func (m *sim) paused(s *simSession, at time.Duration) time.Duration {
 	m.stopBilling(s, at)
-	o := at - (s.lastActive + s.row.IdleTimeout)
+	target := s.lastActive + s.row.IdleTimeout
+	if s.awaySet {
+		target = min(target, s.away)
+	}
+	o := at - target
 	m.overshoot = append(m.overshoot, o)
 	if b := s.tr.Bursts[s.burst]; b.Start <= at && at < b.End {
 		m.res.Interrupted++

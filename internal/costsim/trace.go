@@ -20,6 +20,12 @@ type Burst struct {
 type SessionTrace struct {
 	Bursts     []Burst
 	Heartbeats []time.Duration
+	// Away holds one presence draw per idle gap, uniform in [0, 1): Away[j]
+	// is for the gap after burst j, and the client is gone or hidden for
+	// that gap when Away[j] < Scenario.AwayProbability. Nil (hand-written
+	// traces) means the client stays visible through every gap; otherwise
+	// it holds len(Bursts)-1 draws.
+	Away []float64
 }
 
 // Trace is the input of a replay: every session's activity.
@@ -57,10 +63,24 @@ func Generate(cfg Config) (Trace, error) {
 	tr := Trace{Sessions: make([]SessionTrace, cfg.Sessions)}
 	for i := range tr.Sessions {
 		rng := rand.New(rand.NewPCG(cfg.Seed, uint64(i)))
-		tr.Sessions[i] = cfg.Trace.session(rng, cfg.Days)
+		st := cfg.Trace.session(rng, cfg.Days)
+		// Presence draws come from a stream of their own, so adding them
+		// changed no other draw, and the same gaps are away at every
+		// probability above their draw (away_prob 1 ⊇ 0.5 ⊇ 0).
+		away := rand.New(rand.NewPCG(cfg.Seed, presenceStream|uint64(i)))
+		st.Away = make([]float64, len(st.Bursts)-1)
+		for j := range st.Away {
+			st.Away[j] = away.Float64()
+		}
+		tr.Sessions[i] = st
 	}
 	return tr, nil
 }
+
+// presenceStream marks the PCG streams of the presence draws: session i
+// draws from presenceStream|i, which collides neither with the session
+// streams (their index, below 2^62) nor with sweepStream (2^63).
+const presenceStream = 1 << 62
 
 // session draws one session starting within days of the epoch.
 func (p TraceParams) session(rng *rand.Rand, days int) SessionTrace {
@@ -150,6 +170,14 @@ func (t Trace) validate() error {
 		for j, b := range s.Bursts {
 			if b.End < b.Start || (j > 0 && b.Start < s.Bursts[j-1].End) {
 				return fmt.Errorf("invalid trace: session %d burst %d is reversed or overlaps", i, j)
+			}
+		}
+		if s.Away != nil && len(s.Away) != len(s.Bursts)-1 {
+			return fmt.Errorf("invalid trace: session %d has %d presence draws for %d gaps", i, len(s.Away), len(s.Bursts)-1)
+		}
+		for _, a := range s.Away {
+			if a < 0 || a >= 1 {
+				return fmt.Errorf("invalid trace: session %d has a presence draw outside [0, 1)", i)
 			}
 		}
 		if s.Heartbeats[0] < 0 {
