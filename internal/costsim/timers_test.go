@@ -67,7 +67,7 @@ func TestTimerPausesAtDeadline(t *testing.T) {
 				t.Errorf("resumes = %d, want %d", got, want)
 			}
 			// Billed 1:00.25 .. 21:01+late and 41:00.25 .. 56:01+late.
-			if got, want := res.BilledMinutes, (35*time.Minute+1500*time.Millisecond+2*late).Minutes(); !approx(got, want) {
+			if got, want := res.BilledMinutes, (35*time.Minute + 1500*time.Millisecond + 2*late).Minutes(); !approx(got, want) {
 				t.Errorf("billed = %v minutes, want %v", got, want)
 			}
 		})
