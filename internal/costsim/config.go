@@ -193,6 +193,9 @@ type Config struct {
 	PricePerVCPUSecond float64
 	// Scenarios are the report's rows, in order.
 	Scenarios []Scenario
+	// Scale is the scale simulation Run adds to the report (issue 19,
+	// "Scale"); a zero Scale.Sessions leaves it out.
+	Scale ScaleConfig
 }
 
 // DefaultOutage is the report's control-plane outage: 6 h from Tuesday 14:00
@@ -245,8 +248,9 @@ func DefaultScenarios(missedRate float64, outage Outage, awayProbs []float64) []
 // DefaultConfig returns the configuration of the published report: seed 1,
 // 1,000 sessions starting over 7 days, lifecycle.DefaultPolicy (10 min idle
 // timeout, 30 s granularity, 2 min grace), a 5 min sweep, timers with a 1 min
-// margin landing 1 s late, a 2 min away timeout, and the scenarios of
-// DefaultScenarios(0.05, DefaultOutage, DefaultAwayProbabilities).
+// margin landing 1 s late, a 2 min away timeout, the scenarios of
+// DefaultScenarios(0.05, DefaultOutage, DefaultAwayProbabilities), and the
+// scale simulation of DefaultScale.
 func DefaultConfig() Config {
 	return Config{
 		Seed:     1,
@@ -280,6 +284,7 @@ func DefaultConfig() Config {
 		VCPUs:              2,
 		PricePerVCPUSecond: 0.000014,
 		Scenarios:          DefaultScenarios(0.05, DefaultOutage, DefaultAwayProbabilities),
+		Scale:              DefaultScale(),
 	}
 }
 
@@ -331,6 +336,9 @@ func (c Config) Validate() error {
 			"scenario %d (%q): away probability must be in [0, 1]", i, s.Name)
 		check(!s.Presence || s.Policy == Sandman || s.Policy == SandmanTimers,
 			"scenario %d (%q): presence needs the sandman or sandman-timers policy", i, s.Name)
+	}
+	if err := c.Scale.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("invalid costsim config: %w", err)

@@ -23,8 +23,9 @@ const sandboxID = "sbx_sim"
 // (DESIGN.md "Events out"); internal/lifecycle has no constant for it yet.
 const reasonAway = "away"
 
-// Run generates cfg's trace and replays every scenario on it. It is
-// Replay(cfg, Generate(cfg)) for configurations known to be good, such as
+// Run generates cfg's trace, replays every scenario on it, and adds the
+// scale simulation of cfg.Scale. It is Replay(cfg, Generate(cfg)) plus
+// RunScale(cfg.Scale) for configurations known to be good, such as
 // DefaultConfig: it panics when cfg fails Validate (call Validate first on
 // untrusted input) or when the replay breaks an invariant, which is a bug.
 func Run(cfg Config) Report {
@@ -34,6 +35,9 @@ func Run(cfg Config) Report {
 	}
 	r, err := Replay(cfg, tr)
 	if err != nil {
+		panic(err)
+	}
+	if r.Scale, err = RunScale(cfg.Scale); err != nil {
 		panic(err)
 	}
 	return r

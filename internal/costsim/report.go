@@ -21,6 +21,8 @@ type Report struct {
 	NeverPauseMinutes float64
 	// Results holds one entry per scenario.
 	Results []Result
+	// Scale is the scale simulation (Run only; Replay leaves it empty).
+	Scale ScaleReport
 }
 
 // TraceStats describes a trace. Durations are time.Duration; percentiles
@@ -279,6 +281,8 @@ func (r Report) Markdown() string {
 				human(o.Duration), c.Epoch.Add(o.Start).Format("Mon 15:04 MST"), human(o.Start))
 		}
 	}
+	b.WriteString(r.Scale.Markdown())
+	r.otherCallsMarkdown(w)
 	return b.String()
 }
 
@@ -451,4 +455,28 @@ func (r Report) targetsMarkdown(w func(string, ...any)) {
 			commas(outT.Interrupted), commas(today.Interrupted), met(ok), commas(outT.Resumes), commas(today.Resumes),
 			100*ratio(float64(outT.Resumes-today.Resumes), float64(today.Resumes)))
 	}
+}
+
+// otherCallsMarkdown puts the scale simulation's load next to the other
+// provider calls the replay's timers row makes per pause, scaled to the
+// scale simulation's pauses.
+func (r Report) otherCallsMarkdown(w func(string, ...any)) {
+	sc := r.Scale.Config
+	timers, ok := r.find(func(res Result) bool {
+		return res.Scenario.Policy == SandmanTimers && !res.Scenario.Presence && noFaults(res)
+	})
+	if len(r.Scale.Results) == 0 || !ok || timers.Pauses == 0 {
+		return
+	}
+	perPause := func(n int) float64 { return float64(n) / float64(timers.Pauses) }
+	other := timers.Resumes + timers.ProviderRefreshes + r.Trace.Sessions
+	perWindow := perPause(other) * float64(sc.DueRate) * (sc.RateWindow.Seconds() / sc.SweepInterval.Seconds())
+	w("- Other calls share the limit. Per pause, the replay's *%s* row also makes %.2f resumes, %.2f provider-timeout "+
+		"refreshes and %.2f creates (%s, %s and %s in all). If those scale with the pauses, %s pauses per %s bring %s of "+
+		"them per %s: %.1f× the limit on their own, before any pause. Whether a set-timeout counts against the limit decides "+
+		"whether the provider-side guard (one refresh per half idle timeout of activity) fits at this scale.\n",
+		timers.Scenario.Name, perPause(timers.Resumes), perPause(timers.ProviderRefreshes), perPause(r.Trace.Sessions),
+		commas(timers.Resumes), commas(timers.ProviderRefreshes), commas(r.Trace.Sessions),
+		commas(sc.DueRate), human(sc.SweepInterval), commas(int(perWindow+0.5)), human(sc.RateWindow),
+		perWindow/float64(sc.RateLimit))
 }
