@@ -144,7 +144,9 @@ func RunScale(c ScaleConfig) (ScaleReport, error) {
 	}
 	slices.Sort(due)
 
-	atTick := func(d time.Duration) time.Duration { return (d + c.SweepInterval - 1) / c.SweepInterval * c.SweepInterval }
+	atTick := func(d time.Duration) time.Duration {
+		return (d + c.SweepInterval - 1) / c.SweepInterval * c.SweepInterval
+	}
 	onTimer := func(d time.Duration) time.Duration {
 		return (d+time.Second-1)/time.Second*time.Second + c.TimerLateness
 	}
