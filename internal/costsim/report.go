@@ -341,14 +341,39 @@ func (r Report) timersMarkdown(w func(string, ...any)) {
 		}
 		if !head {
 			w("\n### Timers and presence\n\n")
-			w("| policy | timers armed | pauses by timer | fired, nothing due | re-armed | lost (outage) | away deadlines set | pauses at an away deadline |\n")
-			w("|---|---:|---:|---:|---:|---:|---:|---:|\n")
+			w("| policy | timers armed | pauses by timer | fired, nothing due | re-armed | lost (outage) | away deadlines set | pauses at an away deadline | assumptions |\n")
+			w("|---|---:|---:|---:|---:|---:|---:|---:|---|\n")
 			head = true
 		}
-		w("| %s | %s | %s | %s | %s | %s | %s | %s |\n", res.Scenario.Name,
+		w("| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", res.Scenario.Name,
 			commas(res.TimersArmed), commas(res.TimerPauses), commas(res.TimersIdle), commas(res.TimerRearms),
-			commas(res.TimersLost), commas(res.AwayDeadlines), commas(res.AwayPauses))
+			commas(res.TimersLost), commas(res.AwayDeadlines), commas(res.AwayPauses), r.assumptions(res.Scenario))
 	}
+}
+
+// assumptions lists the modelled parameters a timers or presence row rests
+// on, for the cell next to its figures.
+func (r Report) assumptions(sc Scenario) string {
+	c := r.Config
+	var a []string
+	if sc.Policy.Timers() {
+		a = append(a, fmt.Sprintf("timers armed to next tick + %s, land ≤ 1 s + %s late", human(c.TimerMargin), human(c.TimerLateness)))
+	}
+	if sc.Presence {
+		leave := "leaving user closes the page"
+		if !c.LeaveClosesPage {
+			leave = "leaving user keeps the page"
+		}
+		a = append(a, fmt.Sprintf("away for a gap with p = %g (independent of its length), away_timeout %s, %s",
+			sc.AwayProbability, human(c.AwayTimeout), leave))
+	}
+	if sc.SweepFailureRate > 0 {
+		a = append(a, fmt.Sprintf("%g %% of ticks missed (a missed tick arms nothing)", 100*sc.SweepFailureRate))
+	}
+	if sc.Outage.Duration > 0 {
+		a = append(a, "timers firing in the outage are lost")
+	}
+	return strings.Join(a, "; ")
 }
 
 // Targets of issue 19 for the cost replay.

@@ -1,28 +1,112 @@
 // Command cmd prints the cost replay report of package costsim as Markdown:
 //
-//	go run ./internal/costsim/cmd [-seed 1] [-sessions 1000] [-days 7]
+//	go run ./internal/costsim/cmd [flags]
 //
-// Without flags it prints the report of costsim.DefaultConfig, the one the
-// bench runner embeds in docs/BENCH.md.
+// Every parameter of the replay is a flag (`-h` lists them with their
+// defaults): the seed, the trace's shape, the idle policy, the sweep, the
+// timers (margin, lateness), presence (away timeout, away probabilities,
+// whether the leaving user closes the page), the faults and the scale
+// simulation. Without flags it prints the report of costsim.DefaultConfig,
+// the one the bench runner embeds in docs/BENCH.md. Bad flag values exit 2
+// with every problem listed.
 package main
 
 import (
 	"flag"
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
 
 	"github.com/sandmanhq/sandman/internal/costsim"
 )
 
 func main() {
 	cfg := costsim.DefaultConfig()
-	flag.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "random seed of the trace and of missed sweeps")
-	flag.IntVar(&cfg.Sessions, "sessions", cfg.Sessions, "number of sessions")
-	flag.IntVar(&cfg.Days, "days", cfg.Days, "days over which sessions start")
+	t, pol, sc := &cfg.Trace, &cfg.Lifecycle, &cfg.Scale
+	fs := flag.CommandLine
+
+	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "random seed of the trace, the presence draws and the missed sweeps")
+	fs.IntVar(&cfg.Sessions, "sessions", cfg.Sessions, "number of sessions")
+	fs.IntVar(&cfg.Days, "days", cfg.Days, "days over which sessions start")
+
+	fs.DurationVar(&t.HeartbeatInterval, "heartbeat-interval", t.HeartbeatInterval, "client heartbeat period while active")
+	fs.DurationVar(&t.HeartbeatJitter, "heartbeat-jitter", t.HeartbeatJitter, "uniform jitter (±) of each heartbeat interval")
+	fs.Float64Var(&t.DiurnalTrough, "diurnal-trough", t.DiurnalTrough, "start rate at 03:00 UTC relative to 15:00 UTC, (0, 1]")
+	fs.Float64Var(&t.WeekendFactor, "weekend-factor", t.WeekendFactor, "start rate on Saturday and Sunday relative to weekdays, (0, 1]")
+	fs.DurationVar(&t.BurstMedian, "burst-median", t.BurstMedian, "median of the log-normal burst length")
+	fs.Float64Var(&t.BurstSigma, "burst-sigma", t.BurstSigma, "sigma of the log-normal burst length")
+	fs.DurationVar(&t.BurstMax, "burst-max", t.BurstMax, "longest burst")
+	fs.Float64Var(&t.LeaveProbability, "leave-prob", t.LeaveProbability, "chance the user leaves for good after each burst, (0, 1]")
+	fs.Float64Var(&t.ShortGapShare, "short-gap-share", t.ShortGapShare, "share of idle gaps from the short (log-normal) component, [0, 1]")
+	fs.DurationVar(&t.ShortGapMedian, "short-gap-median", t.ShortGapMedian, "median of the short (log-normal) gap")
+	fs.Float64Var(&t.ShortGapSigma, "short-gap-sigma", t.ShortGapSigma, "sigma of the short (log-normal) gap")
+	fs.DurationVar(&t.LongGapMin, "long-gap-min", t.LongGapMin, "scale x_m of the long (Pareto) gap")
+	fs.Float64Var(&t.LongGapAlpha, "long-gap-alpha", t.LongGapAlpha, "shape alpha of the long (Pareto) gap")
+	fs.DurationVar(&t.GapMax, "gap-max", t.GapMax, "longest idle gap")
+
+	fs.DurationVar(&pol.DefaultIdleTimeout, "idle-timeout", pol.DefaultIdleTimeout, "every session's idle timeout")
+	fs.DurationVar(&pol.ActivityGranularity, "granularity", pol.ActivityGranularity, "heartbeat coalescing (sandman rows)")
+	fs.DurationVar(&pol.ProviderGrace, "provider-grace", pol.ProviderGrace, "provider timeout grace past the pause deadline (sandman rows)")
+	fs.DurationVar(&pol.MaxProviderTimeout, "max-provider-timeout", pol.MaxProviderTimeout, "provider's longest timeout (E2B Hobby 1h, Pro 24h)")
+	fs.DurationVar(&cfg.SweepInterval, "sweep-interval", cfg.SweepInterval, "period of the idle-pause sweep")
+	fs.DurationVar(&cfg.ResumeWait, "resume-wait", cfg.ResumeWait, "how long a user waits for one resume")
+	fs.DurationVar(&cfg.Tail, "tail", cfg.Tail, "the replay stops this long after the last activity")
+
+	fs.DurationVar(&cfg.TimerMargin, "timer-margin", cfg.TimerMargin, "timers are armed for deadlines before the next tick + this")
+	fs.DurationVar(&cfg.TimerLateness, "timer-lateness", cfg.TimerLateness, "how late a timer's pause lands after its whole-second delay")
+	fs.DurationVar(&cfg.AwayTimeout, "away-timeout", cfg.AwayTimeout, "presence: pause this long after the client left (0 = off)")
+	fs.BoolVar(&cfg.LeaveClosesPage, "leave-closes-page", cfg.LeaveClosesPage, "presence: the user who leaves for good closes the page")
+	awayProbs := floats(costsim.DefaultAwayProbabilities)
+	fs.Var(&awayProbs, "away-prob", "presence rows: comma-separated chances that the client is away for an idle gap")
+	missed := fs.Float64("missed-sweeps", 0.05, "share of sweep ticks missed in the missed-sweeps rows (0 = no such rows)")
+	outage := costsim.DefaultOutage
+	fs.DurationVar(&outage.Start, "outage-start", outage.Start, "control-plane outage: offset from the epoch (a Monday 00:00 UTC)")
+	fs.DurationVar(&outage.Duration, "outage", outage.Duration, "control-plane outage length (0 = no outage rows)")
+	fs.IntVar(&cfg.VCPUs, "vcpus", cfg.VCPUs, "vCPUs per sandbox (pricing)")
+	fs.Float64Var(&cfg.PricePerVCPUSecond, "price", cfg.PricePerVCPUSecond, "US dollars per vCPU-second (pricing)")
+
+	fs.Uint64Var(&sc.Seed, "scale-seed", sc.Seed, "scale simulation: random seed of the deadlines")
+	fs.IntVar(&sc.Sessions, "scale-sessions", sc.Sessions, "scale simulation: sessions tracked (0 = leave it out)")
+	fs.IntVar(&sc.DueRate, "scale-due", sc.DueRate, "scale simulation: pause deadlines per sweep interval")
+	fs.IntVar(&sc.Intervals, "scale-intervals", sc.Intervals, "scale simulation: sweep intervals simulated")
+	fs.IntVar(&sc.RateLimit, "scale-limit", sc.RateLimit, "scale simulation: provider lifecycle calls allowed per window")
+	fs.DurationVar(&sc.RateWindow, "scale-window", sc.RateWindow, "scale simulation: the provider's rate window")
+	fs.IntVar(&sc.Burst, "scale-burst", sc.Burst, "scale simulation: the pauser's token bucket depth")
+	fs.Float64Var(&sc.OtherShare, "scale-other-share", sc.OtherShare, "scale simulation: share of the limit taken by other calls in its row, [0, 1)")
+	fs.DurationVar(&sc.MassDisconnect, "scale-mass-disconnect", sc.MassDisconnect, "scale simulation: away timeout of the mass-disconnect row (0 = no row)")
 	flag.Parse()
+
+	cfg.Scenarios = costsim.DefaultScenarios(*missed, outage, awayProbs)
+	// The scale simulation runs the same sweep and timers.
+	sc.SweepInterval, sc.TimerLateness = cfg.SweepInterval, cfg.TimerLateness
 	if err := cfg.Validate(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
 	fmt.Print(costsim.Run(cfg).Markdown())
+}
+
+// floats is a flag.Value holding a comma-separated list of numbers in [0, 1].
+type floats []float64
+
+func (f *floats) String() string {
+	s := make([]string, len(*f))
+	for i, v := range *f {
+		s[i] = strconv.FormatFloat(v, 'f', -1, 64)
+	}
+	return strings.Join(s, ",")
+}
+
+func (f *floats) Set(v string) error {
+	var out []float64
+	for _, part := range strings.Split(v, ",") {
+		x, err := strconv.ParseFloat(strings.TrimSpace(part), 64)
+		if err != nil || x < 0 || x > 1 {
+			return fmt.Errorf("%q is not a probability in [0, 1]", part)
+		}
+		out = append(out, x)
+	}
+	*f = out
+	return nil
 }
