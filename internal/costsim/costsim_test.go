@@ -62,6 +62,7 @@ func TestRunIsDeterministic(t *testing.T) {
 		cfg := costsim.DefaultConfig()
 		cfg.Seed = 2
 		cfg.Sessions = 100
+		cfg.Scale.Sessions = 0
 		other := costsim.Run(cfg)
 		if got, same := other.Trace.ActiveMinutes, a.Trace.ActiveMinutes; got == same {
 			t.Fatalf("seed 2 gave the same floor as seed 1 (%v minutes)", got)

@@ -206,6 +206,7 @@ func TestPresenceNeverKeepsRunning(t *testing.T) {
 func TestAwayProbZeroEqualsTimersOnly(t *testing.T) {
 	cfg := costsim.DefaultConfig()
 	cfg.Sessions = 300
+	cfg.Scale.Sessions = 0 // not needed here
 	cfg.Scenarios = []costsim.Scenario{
 		{Name: "timers", Policy: costsim.SandmanTimers},
 		{Name: "presence 0", Policy: costsim.SandmanTimers, Presence: true},
@@ -342,4 +343,59 @@ func TestInvalidTimerConfig(t *testing.T) {
 			t.Fatalf("Replay accepted two presence draws for one gap")
 		}
 	})
+}
+
+// TestPublishedTimerFigures pins the default run's timers, presence and
+// scale figures that the package comment ("Timers and presence") quotes, so
+// a change that moves them fails here and the comment gets updated with it.
+func TestPublishedTimerFigures(t *testing.T) {
+	r := MustDefaultReport(t)
+	mins := func(m float64) int { return int(m + 0.5) }
+	secs := func(d time.Duration) int { return int(d.Round(time.Second) / time.Second) }
+	tenths := func(d time.Duration) int { return int(d.Round(100*time.Millisecond) / (100 * time.Millisecond)) }
+	timers := MustResult(t, r, "sandman + timers")
+	missed := MustResult(t, r, "sandman + timers, 5% missed sweeps")
+	p0 := MustResult(t, r, "sandman + timers + presence, away_prob 0")
+	p5 := MustResult(t, r, "sandman + timers + presence, away_prob 0.5")
+	p1 := MustResult(t, r, "sandman + timers + presence, away_prob 1")
+	out := MustResult(t, r, "sandman + timers, 6 h outage")
+	sc := r.Scale.Results
+	tests := []struct {
+		name      string
+		got, want int
+	}{
+		{"timers billed minutes", mins(timers.BilledMinutes), 153480},
+		{"timers resumes", timers.Resumes, 2482},
+		{"timers pauses", timers.Pauses, 3482},
+		{"timers early pauses", timers.EarlyPauses, 2181},
+		{"timers earliest pause s", secs(timers.OvershootMin), -29},
+		{"timers overshoot p50 s", secs(timers.OvershootP50), -6},
+		{"timers overshoot p99 s", secs(timers.OvershootP99), 2},
+		{"timers overshoot max s", secs(timers.OvershootMax), 2},
+		{"timers 5% missed billed minutes", mins(missed.BilledMinutes), 153703},
+		{"timers 5% missed overshoot p99 s", secs(missed.OvershootP99), 147},
+		{"timers 5% missed overshoot max s", secs(missed.OvershootMax), 239},
+		{"presence 0 billed minutes", mins(p0.BilledMinutes), 145642},
+		{"presence 0.5 billed minutes", mins(p5.BilledMinutes), 134151},
+		{"presence 0.5 resumes", p5.Resumes, 3416},
+		{"presence 1 billed minutes", mins(p1.BilledMinutes), 122293},
+		{"presence 1 resumes", p1.Resumes, 4247},
+		{"gaps between away and idle timeouts", r.Trace.GapsAwayToIdle, 1782},
+		{"timers outage billed minutes", mins(out.BilledMinutes), 145093},
+		{"timers outage overshoot max s", secs(out.OvershootMax), 401},
+		{"timers outage resumes", out.Resumes, 2328},
+		{"scale sweep p50 ds", tenths(sc[0].LatenessP50), 2251},
+		{"scale sweep p99 ds", tenths(sc[0].LatenessP99), 2985},
+		{"scale timers p50 ds", tenths(sc[1].LatenessP50), 17},
+		{"scale timers max ds", tenths(sc[1].LatenessMax), 20},
+		{"scale shared p99 ds", tenths(sc[2].LatenessP99), 49},
+		{"scale shared max ds", tenths(sc[2].LatenessMax), 51},
+		{"scale mass p99 ds", tenths(sc[3].LatenessP99), 1335},
+		{"scale mass max ds", tenths(sc[3].LatenessMax), 1515},
+	}
+	for _, tt := range tests {
+		if tt.got != tt.want {
+			t.Errorf("%s = %d, want %d (update the package comment with it)", tt.name, tt.got, tt.want)
+		}
+	}
 }
