@@ -72,16 +72,18 @@ type Result struct {
 	// for a resume; UserWait is Resumes * Config.ResumeWait.
 	Resumes  int
 	UserWait time.Duration
-	// Pauses counts pauses, by the sweep (SweepPauses) or by the provider's
-	// own timeout (ProviderPauses). Never pause has none.
+	// Pauses counts pauses, by the sweep (SweepPauses), by the provider's
+	// own timeout (ProviderPauses) or by a deadline timer (TimerPauses).
+	// Never pause has none.
 	Pauses, SweepPauses, ProviderPauses int
 	// EarlyPauses counts pauses that came before the idle timeout had run
 	// from the user's real last activity (negative overshoot);
 	// EarlyProviderPauses those of them made by the provider's timeout.
 	// Outside an outage Sandman's rules allow no early provider pause (the
 	// provider timeout stays at least ProviderGrace past the recorded idle
-	// deadline), so its early pauses are the sweep's, at most
-	// ActivityGranularity early (coalescing).
+	// deadline), so its early pauses are the sweep's or a timer's, at most
+	// ActivityGranularity early (coalescing). A pause at an away deadline
+	// is early only if it comes before that deadline.
 	EarlyPauses, EarlyProviderPauses int
 	// Overshoot of a pause is pause time - (real last activity + idle
 	// timeout): how long the sandbox ran past the idle timeout. Negative
