@@ -399,3 +399,33 @@ func TestPublishedTimerFigures(t *testing.T) {
 		}
 	}
 }
+
+// TestTargetsMarkdown: the targets section judges each target from the
+// figures of the run, and names the assumptions it rests on.
+func TestTargetsMarkdown(t *testing.T) {
+	r := MustDefaultReport(t)
+	md := r.Markdown()
+	timers := MustResult(t, r, "sandman + timers")
+	p5 := MustResult(t, r, "sandman + timers + presence, away_prob 0.5")
+	cron := MustResult(t, r, "cron sweep")
+	verdict := func(ok bool) string {
+		if ok {
+			return "**met**"
+		}
+		return "**not met**"
+	}
+	p99 := int(timers.OvershootP99.Round(time.Second) / time.Second)
+	spread := float64(p5.Resumes-cron.Resumes) / float64(cron.Resumes)
+	for _, want := range []string{
+		"### Targets (issue 19)",
+		"overshoot p99 " + strconv.Itoa(p99) + " s (target ≤ 10 s): " + verdict(timers.OvershootP99 <= 10*time.Second),
+		"(target ≤ 1.25×): " + verdict(p5.RatioToFloor <= 1.25),
+		"target within ±5 %): " + verdict(spread >= -0.05 && spread <= 0.05),
+		"an away timeout of 2 min", "timer pause lands 1 s after",
+		"### Scale", "| sandman + timers + presence, away_prob 0.5 |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("Markdown lacks %q", want)
+		}
+	}
+}
