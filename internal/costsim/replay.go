@@ -150,7 +150,7 @@ type sim struct {
 	sc        Scenario
 	pol       lifecycle.Policy
 	gran      time.Duration // heartbeat coalescing granularity
-	guard     bool          // provider-side timeout set and refreshed (Sandman)
+	guard     bool          // provider-side timeout set and refreshed (Sandman, SandmanTimers)
 	timers    bool          // deadline timers (SandmanTimers)
 	presence  bool          // away deadlines (Scenario.Presence with an away timeout)
 	end       time.Duration // sweeps stop here (last activity + Tail)
