@@ -598,6 +598,12 @@ func (p *Provider) SetTimeout(ctx context.Context, sandboxID string, timeout tim
 // now+timeout, within the plan maximum. When out is non-nil the extended
 // session is written into it.
 func (p *Provider) extend(ctx context.Context, op string, a sandboxAnswer, timeout time.Duration, out *sandboxAnswer) error {
+	return p.extendSession(ctx, op, a, timeout, out, false)
+}
+
+// extendSession is extend; replaced is true when a's session replaced the
+// one a first attempt addressed (it is tried once).
+func (p *Provider) extendSession(ctx context.Context, op string, a sandboxAnswer, timeout time.Duration, out *sandboxAnswer, replaced bool) error {
 	name := a.Sandbox.Name
 	dl := deadline(a.Sandbox, a.Session)
 	want := p.cfg.Clock.Now().Add(timeout)
@@ -621,6 +627,25 @@ func (p *Provider) extend(ctx context.Context, op string, a sandboxAnswer, timeo
 	if err != nil {
 		return err
 	}
+	if r.status == http.StatusBadRequest {
+		// A concurrent extension may have used up the room: read again
+		// before calling the 400 an error.
+		// Or the session stopped, or a resume replaced it, in between.
+		again, gerr := p.get(ctx, op, name, false)
+		switch {
+		case gerr != nil:
+		case again.Sandbox.Status != statusRunning && again.Sandbox.Status != statusPending:
+			return lifecycle.NewProviderError(lifecycle.ErrSandboxGone, op, name,
+				fmt.Errorf("its session is %s, not running", again.Sandbox.Status))
+		case p.enough(again, want):
+			if out != nil {
+				*out = again
+			}
+			return nil
+		case again.Sandbox.CurrentSessionID != sessionID && !replaced:
+			return p.extendSession(ctx, op, again, timeout, out, true)
+		}
+	}
 	if !r.ok() {
 		return p.statusError(op, name, r)
 	}
@@ -633,6 +658,16 @@ func (p *Provider) extend(ctx context.Context, op string, a sandboxAnswer, timeo
 		out.Sandbox.ExpiresAt = 0 // the session's new timeout rules
 	}
 	return nil
+}
+
+// enough reports whether a's session is running and lasts until want, or
+// has reached the plan maximum (no extension can help).
+func (p *Provider) enough(a sandboxAnswer, want time.Time) bool {
+	if a.Sandbox.Status != statusRunning && a.Sandbox.Status != statusPending {
+		return false
+	}
+	room := p.cfg.MaxSessionTimeout - time.Duration(a.Session.Timeout)*time.Millisecond
+	return !deadline(a.Sandbox, a.Session).Before(want) || room < time.Second
 }
 
 // Probe checks a sandbox without booting it: GET ?resume=false. A running

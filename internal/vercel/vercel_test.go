@@ -765,3 +765,72 @@ func TestScoping(t *testing.T) {
 		}
 	})
 }
+
+func TestCreateLegacyRuntime(t *testing.T) {
+	f, p := setup(t, verceltest.Options{}, func(c *vercel.Config) {
+		c.Templates = map[string]vercel.Template{"node": {Runtime: "node24", PreviewPort: 8080, VCPUs: 4}}
+	})
+	sb, err := p.Create(context.Background(), lifecycle.CreateRequest{Template: "node", Timeout: time.Minute, AutoPause: true,
+		Metadata: map[string]string{lifecycle.MetadataSessionID: "ses_node"}})
+	if err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	rec := mustSandbox(t, f, "ses_node")
+	if rec.Runtime != "node24" || rec.Image != "" || !slices.Equal(rec.Ports, []int{8080}) {
+		t.Errorf("fake holds runtime %q image %q ports %v; want node24, no image, [8080]", rec.Runtime, rec.Image, rec.Ports)
+	}
+	if got, err := p.Get(context.Background(), sb.ID); err != nil || got.Template != "node" || got.PreviewURL != sb.PreviewURL {
+		t.Errorf("Get = %+v, %v; want template node and the 8080 route %s", got, err, sb.PreviewURL)
+	}
+}
+
+// TestConcurrent races pauses, resumes, probes and timeout refreshes on one
+// sandbox (run with -race): every call ends in a classified outcome and the
+// fake ends in a state the calls can explain.
+func TestConcurrent(t *testing.T) {
+	f, p := setup(t, verceltest.Options{}, nil)
+	sb := create(t, p, "ses_race", nil)
+	var wg sync.WaitGroup
+	errs := make(chan error, 80)
+	for i := range 80 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx := context.Background()
+			var err error
+			switch i % 4 {
+			case 0:
+				err = p.Pause(ctx, sb.ID)
+			case 1:
+				_, err = p.Resume(ctx, sb.ID, 10*time.Minute)
+			case 2:
+				_, err = p.Probe(ctx, sb.ID)
+			case 3:
+				err = p.SetTimeout(ctx, sb.ID, 20*time.Minute)
+				if errors.Is(err, lifecycle.ErrSandboxGone) {
+					err = nil // stopped by a concurrent pause: what the service reconciles
+				}
+			}
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Errorf("call failed: %v", err)
+		}
+	}
+	rec := mustSandbox(t, f, sb.ID)
+	if got, want := f.Boots(), len(rec.SessionIDs); got != want {
+		t.Errorf("boots = %d, sessions = %d; want one session per boot", got, want)
+	}
+	if rec.Status != verceltest.StatusRunning && rec.Status != verceltest.StatusStopped {
+		t.Errorf("final status %s, want running or stopped", rec.Status)
+	}
+	for _, id := range rec.SessionIDs {
+		if se, _ := f.Session(id); se.Status != verceltest.StatusStopped && id != rec.CurrentSessionID {
+			t.Errorf("old session %s is %s; only the current session may run", id, se.Status)
+		}
+	}
+}

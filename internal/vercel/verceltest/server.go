@@ -145,6 +145,7 @@ type Sandbox struct {
 	CurrentSessionID   string
 	CurrentSnapshotID  string
 	Image              string
+	Runtime            string
 	Timeout            time.Duration // the default of new sessions
 	Ports              []int
 	Tags               map[string]string
@@ -343,7 +344,7 @@ func (s *Server) Sandbox(project, name string) (Sandbox, bool) {
 	return Sandbox{
 		ProjectID: sb.project, Name: sb.name, Persistent: sb.persistent, Status: s.statusOf(sb),
 		CurrentSessionID: sb.currentSessionID, CurrentSnapshotID: sb.currentSnapshotID,
-		Image: sb.image, Timeout: ms(sb.timeout), Ports: slices.Clone(sb.ports), Tags: cloneMap(sb.tags),
+		Image: sb.image, Runtime: sb.runtime, Timeout: ms(sb.timeout), Ports: slices.Clone(sb.ports), Tags: cloneMap(sb.tags),
 		SnapshotExpiration: ms(sb.snapshotExpiration), SessionIDs: slices.Clone(sb.sessions),
 		CreatedAt: at(sb.createdAt),
 	}, true
