@@ -723,6 +723,25 @@ func (p *Provider) Kill(ctx context.Context, sandboxID string) error {
 	})
 }
 
+// Check verifies the configuration with one list request (limit 1): the
+// token, team and project must be accepted. Call it at start-up: a wrong
+// project would otherwise surface as 404s, which read as gone sandboxes.
+// Errors: transient; a plain error for a refused token, team or project.
+func (p *Provider) Check(ctx context.Context) error {
+	const op = "check"
+	return p.retry(ctx, op, "", func(ctx context.Context) error {
+		r, err := p.roundTrip(ctx, request{op: op, method: http.MethodGet, path: []string{"v2", "sandboxes"},
+			query: url.Values{"project": {p.cfg.ProjectID}, "limit": {"1"}}, timeout: p.cfg.RequestTimeout})
+		if err != nil {
+			return err
+		}
+		if !r.ok() {
+			return p.statusError(op, "", r)
+		}
+		return nil
+	})
+}
+
 // withSandbox checks sandboxID and runs attempt under retry.
 func (p *Provider) withSandbox(ctx context.Context, op, sandboxID string, attempt func(ctx context.Context) error) error {
 	if !validName(sandboxID) {

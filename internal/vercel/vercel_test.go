@@ -834,3 +834,26 @@ func TestConcurrent(t *testing.T) {
 		}
 	}
 }
+
+func TestCheck(t *testing.T) {
+	for name, tc := range map[string]struct {
+		change func(*vercel.Config)
+		want   string
+	}{
+		"OK":             {nil, "nil"},
+		"ErrProject":     {func(c *vercel.Config) { c.ProjectID = "prj_other" }, "plain"},
+		"ErrTeam":        {func(c *vercel.Config) { c.TeamID = "team_other" }, "plain"},
+		"ErrToken":       {func(c *vercel.Config) { c.Token = "nope" }, "plain"},
+		"ErrUnavailable": {func(c *vercel.Config) { c.MaxRetries = -1 }, "transient"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f, p := setup(t, verceltest.Options{}, tc.change)
+			if tc.want == "transient" {
+				f.Fail(verceltest.OpList, verceltest.Fault{Status: 503})
+			}
+			if got := kindOf(p.Check(context.Background())); got != tc.want {
+				t.Errorf("Check = %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
