@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -855,5 +856,83 @@ func TestCheck(t *testing.T) {
 				t.Errorf("Check = %s, want %s", got, tc.want)
 			}
 		})
+	}
+}
+
+// recorder records every request a provider sends.
+type recorder struct {
+	mu   sync.Mutex
+	reqs []*http.Request
+}
+
+func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	r.mu.Lock()
+	r.reqs = append(r.reqs, req.Clone(context.Background()))
+	r.mu.Unlock()
+	return http.DefaultTransport.RoundTrip(req)
+}
+
+func TestScopeOnEveryCall(t *testing.T) {
+	rec := &recorder{}
+	_, p := setup(t, verceltest.Options{}, func(c *vercel.Config) { c.HTTPClient = &http.Client{Transport: rec} })
+	ctx := context.Background()
+	sb := create(t, p, "ses_scope", nil)
+	steps := []error{p.Pause(ctx, sb.ID)}
+	_, err := p.Resume(ctx, sb.ID, time.Minute)
+	steps = append(steps, err, p.SetTimeout(ctx, sb.ID, time.Hour))
+	_, err = p.List(ctx, lifecycle.ListRequest{})
+	steps = append(steps, err, p.Check(ctx), p.Kill(ctx, sb.ID))
+	for i, err := range steps {
+		if err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.reqs) < 8 {
+		t.Fatalf("only %d requests recorded", len(rec.reqs))
+	}
+	for _, r := range rec.reqs {
+		q := r.URL.Query()
+		if got := q.Get("teamId"); got != verceltest.DefaultTeamID {
+			t.Errorf("%s %s: teamId %q, want %q", r.Method, r.URL.Path, got, verceltest.DefaultTeamID)
+		}
+		if got := r.Header.Get("Authorization"); got != "Bearer "+verceltest.DefaultToken {
+			t.Errorf("%s %s: Authorization %q", r.Method, r.URL.Path, got)
+		}
+		switch {
+		case r.URL.Path == "/v2/sandboxes":
+			if q.Get("project") != project {
+				t.Errorf("list without project: %s", r.URL)
+			}
+		case strings.HasPrefix(r.URL.Path, "/v2/sandboxes/sessions/"):
+		case strings.HasPrefix(r.URL.Path, "/v2/sandboxes/"):
+			if q.Get("projectId") != project {
+				t.Errorf("%s %s without projectId", r.Method, r.URL)
+			}
+		}
+	}
+}
+
+func TestTeamSlug(t *testing.T) {
+	rec := &recorder{}
+	_, p := setup(t, verceltest.Options{}, func(c *vercel.Config) {
+		c.HTTPClient = &http.Client{Transport: rec}
+		c.TeamID, c.TeamSlug = "", "my-team"
+	})
+	_ = p.Check(context.Background()) // the fake serves teamId only: refused
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if q := rec.reqs[0].URL.Query(); q.Get("slug") != "my-team" || q.Has("teamId") {
+		t.Errorf("query %v, want slug=my-team and no teamId", q)
+	}
+}
+
+func TestListErrBadCursor(t *testing.T) {
+	_, p := setup(t, verceltest.Options{}, nil)
+	_, err := p.List(context.Background(), lifecycle.ListRequest{PageToken: "not-a-cursor"})
+	var ae *vercel.APIError
+	if kindOf(err) != "plain" || !errors.As(err, &ae) || ae.Status != 400 {
+		t.Errorf("List = %v, want a plain 400", err)
 	}
 }
