@@ -104,11 +104,12 @@ type createBody struct {
 	Region             string            `json:"region"`
 }
 
-// createKeys are the create body's field names (the sheet's list); any
-// other key is a 400, so a misspelt field is caught.
+// createKeys are the create body's field names (the sheet's list, plus
+// networkId and mounts, which @vercel/sandbox 3.5.0 also sends; accepted
+// and ignored); any other key is a 400, so a misspelt field is caught.
 var createKeys = []string{"projectId", "name", "image", "runtime", "source", "resources", "timeout",
 	"ports", "env", "tags", "persistent", "snapshotExpiration", "keepLastSnapshots", "networkPolicy",
-	"region", "failoverRegions"}
+	"region", "failoverRegions", "networkId", "mounts"}
 
 type sourceBody struct {
 	Type       string `json:"type"`
@@ -132,8 +133,10 @@ type updateBody struct {
 	Region             *string           `json:"region"`
 }
 
+// updateKeys are PATCH's field names, networkId and mounts as for create.
 var updateKeys = []string{"persistent", "timeout", "ports", "tags", "resources", "networkPolicy",
-	"snapshotExpiration", "keepLastSnapshots", "currentSnapshotId", "region", "failoverRegions"}
+	"snapshotExpiration", "keepLastSnapshots", "currentSnapshotId", "region", "failoverRegions",
+	"networkId", "mounts"}
 
 type extendBody struct {
 	Duration int64 `json:"duration"`
