@@ -13,7 +13,7 @@
 //     at its deadline Vercel stops the session and snapshots it by itself.
 //     The name makes create idempotent: a retry whose first attempt did
 //     create the sandbox gets 400 for the taken name and adopts it after
-//     checking its session tag (vercel/eve #394).
+//     checking that its tags are the ones sent (vercel/eve #394).
 //   - Pause: stop the current session (blocking: it returns once the
 //     snapshot is taken), read fresh with a get so a stale session id is
 //     never stopped.
@@ -141,7 +141,7 @@ func (t Template) ports() []int {
 // sent in ms, capped at Config.MaxSessionTimeout and at least 1 s; 0 sends
 // none (Vercel's 5 min applies). Only the sandman_* metadata become tags
 // (at most 5). Retried. Errors: transient; conflict when the name is taken
-// by a sandbox of another session; a plain error for an unknown template,
+// by a sandbox with other tags (another session or deployment); a plain error for an unknown template,
 // a bad token, or a 400.
 func (p *Provider) Create(ctx context.Context, req lifecycle.CreateRequest) (lifecycle.Sandbox, error) {
 	const op = "create"
@@ -192,7 +192,7 @@ func (p *Provider) Create(ctx context.Context, req lifecycle.CreateRequest) (lif
 		}
 		if r.status == http.StatusBadRequest {
 			// Perhaps our own earlier attempt took the name.
-			return p.adopt(ctx, name, req.Metadata[lifecycle.MetadataSessionID], tmpl, r, &sb)
+			return p.adopt(ctx, name, tags, tmpl, r, &sb)
 		}
 		if !r.ok() {
 			return p.statusError(op, "", r)
@@ -218,11 +218,11 @@ func (p *Provider) Create(ctx context.Context, req lifecycle.CreateRequest) (lif
 }
 
 // adopt handles a 400 to create: when the name is taken by a sandbox
-// tagged with the same session, that sandbox is ours (an earlier attempt
-// whose answer was lost) and is returned in *sb, resumed if it has stopped
-// since; when it belongs to someone else the 400 becomes a conflict;
-// otherwise the 400 stands.
-func (p *Provider) adopt(ctx context.Context, name, sessionID string, tmpl Template, bad reply, sb *lifecycle.Sandbox) error {
+// carrying exactly the tags we sent (the same session and deployment), that
+// sandbox is ours (an earlier attempt whose answer was lost) and is
+// returned in *sb, resumed if it has stopped since; when it carries other
+// tags the 400 becomes a conflict; when the name is free the 400 stands.
+func (p *Provider) adopt(ctx context.Context, name string, tags map[string]string, tmpl Template, bad reply, sb *lifecycle.Sandbox) error {
 	const op = "create"
 	a, err := p.get(ctx, op, name, false)
 	if errors.Is(err, lifecycle.ErrSandboxGone) {
@@ -231,7 +231,7 @@ func (p *Provider) adopt(ctx context.Context, name, sessionID string, tmpl Templ
 	if err != nil {
 		return err
 	}
-	if sessionID == "" || a.Sandbox.Tags[lifecycle.MetadataSessionID] != sessionID {
+	if !maps.Equal(a.Sandbox.Tags, tags) {
 		return lifecycle.NewProviderError(lifecycle.ErrSandboxConflict, op, name,
 			fmt.Errorf("the name is taken by another session's sandbox: %w", parseAPIError(bad)))
 	}
