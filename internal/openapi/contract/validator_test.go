@@ -71,7 +71,7 @@ func TestValidate(t *testing.T) {
 		{"ErrBodyOn204", "no body", contract.Exchange{Method: "POST", Path: "/v1/sessions/{id}/activity",
 			PathParams: map[string]string{"id": "ses_aaaaaaaaaaaaaaaaaaaaaaaaaa"}, Status: 204, Body: []byte(`{}`)}},
 		{"ErrMissingLocation", "Location", contract.Exchange{Method: "POST", Path: "/v1/sessions", Status: 201,
-			Headers: jsonHeaders, Body: []byte(session)}},
+			RequestBody: []byte(`{"template":"base"}`), Headers: jsonHeaders, Body: []byte(session)}},
 		{"ErrAcceptedBadRequest", "request", contract.Exchange{Method: "POST", Path: "/v1/sessions", Status: 201,
 			RequestBody: []byte(`{"idle_timeout_seconds":"ten"}`),
 			Headers:     map[string]string{"Content-Type": "application/json", "Location": "/v1/sessions/ses_aaaaaaaaaaaaaaaaaaaaaaaaaa"},
