@@ -158,7 +158,7 @@ sm() { SANDMAN_URL="$base" SANDMAN_API_KEY="$key" ./build/sandman sessions "$@";
 cli_id="$(sm create --template web --idle-timeout 5m --metadata via=cli -o json | jq -r .id)"
 check "cli create: running" "$(sm get "$cli_id" -o json | jq -r .state)" running
 check "cli list shows it" "$(sm list | grep -c "^$cli_id .*running")" 1
-check "cli snapshot: paused" "$(sm snapshot "$cli_id" -o json | jq -r '.paused|tostring + " " + .session.state')" "true paused"
+check "cli snapshot: paused" "$(sm snapshot "$cli_id" -o json | jq -r '(.paused|tostring) + " " + .session.state')" "true paused"
 check "cli status: paused" "$(sm status "$cli_id" -o json | jq -r .state)" paused
 check "cli reconnect: paused" "$(sm reconnect "$cli_id" -o json | jq -r .status)" paused
 check "cli watch --until paused" "$(sm watch "$cli_id" --until paused -o json | tail -1 | jq -r .state)" paused
