@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
+
 	"github.com/sandmanhq/sandman/internal/apigw"
 	"github.com/sandmanhq/sandman/internal/cli"
 	"github.com/sandmanhq/sandman/internal/dynamo"
@@ -18,11 +20,13 @@ import (
 	"github.com/sandmanhq/sandman/internal/fakeprovider"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/localstack"
+	"github.com/sandmanhq/sandman/internal/openapi/contract"
 	"github.com/sandmanhq/sandman/internal/routes"
 )
 
 // api is the real HTTP API (every apigw function behind the local API
-// Gateway) over a fresh DynamoDB Local table and the fake provider.
+// Gateway) over a fresh DynamoDB Local table and the fake provider; every
+// answer the CLI gets is checked against the OpenAPI document too.
 type api struct {
 	url   string
 	prov  *fakeprovider.Provider
@@ -46,13 +50,23 @@ func MustAPI(tb testing.TB) *api {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	validator, err := contract.NewValidator(ctx)
+	if err != nil {
+		tb.Fatal(err)
+	}
 	gw := &localstack.Gateway{Functions: map[string]localstack.HTTPHandler{}}
 	for _, fn := range []string{routes.Sessions, routes.Status, routes.Resume, routes.Snapshot, routes.Reconnect} {
 		h, err := apigw.New(fn, svc, store, apigw.Options{})
 		if err != nil {
 			tb.Fatal(err)
 		}
-		gw.Functions[fn] = h.Handle
+		gw.Functions[fn] = func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+			resp, err := h.Handle(ctx, ev)
+			if verr := validator.Validate(ctx, contract.FromAPIGateway(ev, resp)); verr != nil {
+				tb.Errorf("contract: %v", verr)
+			}
+			return resp, err
+		}
 	}
 	srv := httptest.NewServer(gw)
 	tb.Cleanup(srv.Close)
