@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# lint.sh is the one lint gate (STYLE.md rule 12): gofmt, go vet, staticcheck
-# and a `go mod tidy` diff check. staticcheck (pinned below) is installed into
+# lint.sh is the one lint gate (STYLE.md rule 12): gofmt, go vet, staticcheck,
+# a `go mod tidy` diff check, and the OpenAPI TypeScript check
+# (scripts/openapi-ts.sh). staticcheck (pinned below) is installed into
 # .tools/bin on first use from the Go module proxy.
 set -euo pipefail
 
@@ -36,5 +37,9 @@ if ! diff -q "$tmp/go.mod" go.mod >/dev/null || ! diff -q "$tmp/go.sum" go.sum >
   status=1
 fi
 
-[ "$status" = 0 ] && echo "lint: gofmt, go vet, staticcheck and go mod tidy are clean"
+# The OpenAPI document makes a TypeScript client that type-checks (npm tools
+# pinned in the script, installed into .tools/openapi-ts on first use).
+bash scripts/openapi-ts.sh || status=1
+
+[ "$status" = 0 ] && echo "lint: gofmt, go vet, staticcheck, go mod tidy and the OpenAPI TypeScript check are clean"
 exit "$status"

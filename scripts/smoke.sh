@@ -7,8 +7,10 @@
 #   stopped), restarts the stack (sessions and paused sandboxes survive),
 #   resumes and fetches the preview again, lets a session with a 60 s idle
 #   timeout go idle and sees the sweep pause it (status paused, an event with
-#   reason idle in events.jsonl), deletes everything, stops the stack and
-#   checks that no sandbox process is left.
+#   reason idle in events.jsonl), deletes everything, checks the served
+#   OpenAPI document, drives one more session through its whole lifecycle
+#   with the CLI (`sandman sessions`), stops the stack and checks that no
+#   sandbox process is left.
 # It prints one line per check and ends with "smoke: N passed, M failed".
 set -euo pipefail
 
@@ -146,6 +148,28 @@ for s in "$id" "$idle_id"; do
 done
 api DELETE "/v1/sessions/$id"
 check "delete twice: 200" "$code" 200
+
+# The OpenAPI document the stack serves, without a key, is docs/openapi.json.
+check "GET /v1/openapi.json is docs/openapi.json" \
+  "$(curl -s "$base/v1/openapi.json" | jq -S -c . | md5sum)" "$(jq -S -c . docs/openapi.json | md5sum)"
+
+# One full lifecycle through the CLI (sandman sessions) over the same API.
+sm() { SANDMAN_URL="$base" SANDMAN_API_KEY="$key" ./build/sandman sessions "$@"; }
+cli_id="$(sm create --template web --idle-timeout 5m --metadata via=cli -o json | jq -r .id)"
+check "cli create: running" "$(sm get "$cli_id" -o json | jq -r .state)" running
+check "cli list shows it" "$(sm list | grep -c "^$cli_id .*running")" 1
+check "cli snapshot: paused" "$(sm snapshot "$cli_id" -o json | jq -r '(.paused|tostring) + " " + .session.state')" "true paused"
+check "cli status: paused" "$(sm status "$cli_id" -o json | jq -r .state)" paused
+check "cli reconnect: paused" "$(sm reconnect "$cli_id" -o json | jq -r .status)" paused
+check "cli watch --until paused" "$(sm watch "$cli_id" --until paused -o json | tail -1 | jq -r .state)" paused
+cli_url="$(sm resume "$cli_id" -o json | jq -r 'select(.session.state == "running") | .preview_url')"
+check "cli resume: preview answers" "$(curl -s -m 5 -o /dev/null -w '%{http_code}' "$cli_url")" 200
+check "cli delete: killed" "$(sm delete "$cli_id" -o json | jq -r .state)" killed
+check "cli watch ends at killed" "$(sm watch "$cli_id" | tail -1 | awk '{print $2}')" killed
+rc=0; sm get ses_aaaaaaaaaaaaaaaaaaaaaaaaaa >/dev/null 2>&1 || rc=$?
+check "cli exit status of not_found" "$rc" 6
+rc=0; SANDMAN_URL="$base" SANDMAN_API_KEY=sk_wrong ./build/sandman sessions list >/dev/null 2>&1 || rc=$?
+check "cli exit status of unauthorized" "$rc" 4
 stop_stack
 
 left=0

@@ -174,6 +174,7 @@ func TestInternalError(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Handle returned an error: %v", err)
 	}
+	checkContract(t, ev, resp)
 	r := result{status: resp.StatusCode, headers: resp.Headers, body: resp.Body}
 	e := wantError(t, r, 500, "internal", ev.RequestContext.RequestID)
 	if strings.Contains(e.Error, "secret detail") || strings.Contains(e.Error, "dynamodb") {

@@ -49,6 +49,7 @@ type Handler struct {
 	respond  Responder
 	timeout  time.Duration
 	routes   map[string]routeFunc // by route key
+	public   map[string]bool      // route keys that take no API key (routes.AuthNone)
 }
 
 // New returns the Handler of function (routes.Sessions, routes.Status,
@@ -68,6 +69,7 @@ func New(function string, svc *lifecycle.Service, keys KeyStore, opts Options) (
 		respond:  Responder{AllowOrigin: opts.AllowOrigin}, // "" is "*"
 		timeout:  opts.RequestTimeout,
 		routes:   map[string]routeFunc{},
+		public:   map[string]bool{},
 	}
 	if h.log == nil {
 		h.log = slog.Default()
@@ -86,6 +88,7 @@ func New(function string, svc *lifecycle.Service, keys KeyStore, opts Options) (
 			return nil, fmt.Errorf("apigw: route %q of function %q has no handler in apigw", rt.Key(), function)
 		}
 		h.routes[rt.Key()] = impl
+		h.public[rt.Key()] = rt.Auth() == routes.AuthNone
 	}
 	if len(h.routes) == 0 {
 		return nil, fmt.Errorf("apigw: function %q serves no API routes", function)
@@ -93,7 +96,7 @@ func New(function string, svc *lifecycle.Service, keys KeyStore, opts Options) (
 	return h, nil
 }
 
-// implementations maps every API-key route key of routes.Table to its
+// implementations maps every route key of routes.Table to its
 // implementation; New checks the two agree.
 func (h *Handler) implementations() map[string]routeFunc {
 	return map[string]routeFunc{
@@ -106,6 +109,7 @@ func (h *Handler) implementations() map[string]routeFunc {
 		"POST /v1/sessions/{id}/resume":   h.resume,
 		"POST /v1/sessions/{id}/snapshot": h.snapshot,
 		"GET /v1/sessions/{id}/reconnect": h.reconnect,
+		"GET " + routes.OpenAPIPath:       h.openAPIDocument,
 	}
 }
 
@@ -206,6 +210,9 @@ func (h *Handler) serve(ctx context.Context, r *request) (resp response, err err
 	route, ok := h.routes[r.event.RouteKey]
 	if !ok {
 		return response{}, lifecycle.Errorf(lifecycle.CodeNotFound, "no route %s %s", r.method(), truncate(r.path(), 128))
+	}
+	if h.public[r.event.RouteKey] {
+		return route(ctx, r)
 	}
 	account, err := authenticate(ctx, h.keys, r)
 	if err != nil {

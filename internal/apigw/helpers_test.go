@@ -154,7 +154,8 @@ func (h *harness) invoke(tb testing.TB, ev events.APIGatewayV2HTTPRequest) resul
 	return h.invokeFunction(tb, fn, ev)
 }
 
-// invokeFunction sends ev to the named function's handler.
+// invokeFunction sends ev to the named function's handler and checks the
+// answer against the OpenAPI document (checkContract).
 func (h *harness) invokeFunction(tb testing.TB, fn string, ev events.APIGatewayV2HTTPRequest) result {
 	tb.Helper()
 	hd := h.handlers[fn]
@@ -165,6 +166,7 @@ func (h *harness) invokeFunction(tb testing.TB, fn string, ev events.APIGatewayV
 	if err != nil {
 		tb.Fatalf("Handle(%s) returned an error: %v", ev.RouteKey, err)
 	}
+	checkContract(tb, ev, resp)
 	return result{status: resp.StatusCode, headers: resp.Headers, body: resp.Body}
 }
 

@@ -2,9 +2,11 @@ package apigw
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/openapi"
 )
 
 // status serves GET /v1/sessions/{id}/status: from the database only, no
@@ -86,4 +88,10 @@ func (h *Handler) reconnect(ctx context.Context, r *request) (response, error) {
 		PreviewURL: nullable(sess.PreviewURL),
 		Lifecycle:  newEnvelopeJSON(lifecycle.NewEnvelope(sess, h.svc.Clock.Now().UTC())),
 	}}, nil
+}
+
+// openAPIDocument serves GET /v1/openapi.json: the API's OpenAPI 3.1
+// document (internal/openapi), to anyone (no API key; routes.AuthNone).
+func (h *Handler) openAPIDocument(_ context.Context, _ *request) (response, error) {
+	return response{status: http.StatusOK, body: json.RawMessage(openapi.Document())}, nil
 }

@@ -41,6 +41,33 @@ var Table = []Route{
 	{"POST", "/v1/sessions/{id}/snapshot", Snapshot},
 	{"GET", "/v1/sessions/{id}/reconnect", Reconnect},
 	{"POST", "/v1/webhooks/{provider}", Webhook},
+	{"GET", OpenAPIPath, Sessions},
+}
+
+// OpenAPIPath is the path of the API's OpenAPI 3.1 document (DESIGN.md
+// "Operators"; internal/openapi), served by the sessions function.
+const OpenAPIPath = "/v1/openapi.json"
+
+// How a route authenticates its caller (Route.Auth).
+const (
+	AuthAPIKey    = "api_key"   // exactly one of Authorization: Bearer <key> or x-api-key
+	AuthSignature = "signature" // the provider's webhook signature over the raw body
+	AuthNone      = "none"      // anyone: the OpenAPI document
+)
+
+// Auth returns how the route authenticates its caller: AuthSignature for
+// the webhook function's routes, AuthNone for the OpenAPI document,
+// AuthAPIKey for every other route. The OpenAPI document's security
+// requirements must agree (a test in internal/openapi checks it).
+func (r Route) Auth() string {
+	switch {
+	case r.Function == Webhook:
+		return AuthSignature
+	case r.Method == "GET" && r.Path == OpenAPIPath:
+		return AuthNone
+	default:
+		return AuthAPIKey
+	}
 }
 
 // ScheduleExpression is the EventBridge schedule that invokes IdlePause.

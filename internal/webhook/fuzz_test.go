@@ -38,10 +38,12 @@ func FuzzHandler(f *testing.F) {
 		if !b64 && !utf8.Valid(body) {
 			b64 = true // API Gateway base64-encodes what is not text
 		}
-		resp, err := h.Handle(t.Context(), NewRequest(provider, headers, body, b64))
+		req := NewRequest(provider, headers, body, b64)
+		resp, err := h.Handle(t.Context(), req)
 		if err != nil {
 			t.Fatalf("Handle returned an error: %v", err)
 		}
+		checkContract(t, req, resp)
 
 		var out map[string]string
 		if err := json.Unmarshal([]byte(resp.Body), &out); err != nil {

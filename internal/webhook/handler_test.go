@@ -124,8 +124,8 @@ type reply struct {
 }
 
 // MustDeliver runs req through the handler and decodes the answer, failing
-// the test when the handler returns an error or a body that is not a JSON
-// object of strings.
+// the test when the handler returns an error, an answer that does not match
+// the OpenAPI document, or a body that is not a JSON object of strings.
 func (h *harness) MustDeliver(tb testing.TB, req events.APIGatewayV2HTTPRequest) reply {
 	tb.Helper()
 	return mustHandle(tb, h.handler, req)
@@ -137,6 +137,7 @@ func mustHandle(tb testing.TB, hd *webhook.Handler, req events.APIGatewayV2HTTPR
 	if err != nil {
 		tb.Fatalf("Handle returned an error: %v", err)
 	}
+	checkContract(tb, req, resp)
 	var body map[string]string
 	if err := json.Unmarshal([]byte(resp.Body), &body); err != nil {
 		tb.Fatalf("response body %q: %v", resp.Body, err)
@@ -383,11 +384,13 @@ func TestDuplicateConcurrent(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			resp, err := h.handler.Handle(context.Background(), MustFixtureRequest(t, "apigw-e2b-paused.json"))
+			req := MustFixtureRequest(t, "apigw-e2b-paused.json")
+			resp, err := h.handler.Handle(context.Background(), req)
 			if err != nil {
 				t.Errorf("Handle: %v", err)
 				return
 			}
+			checkContract(t, req, resp)
 			var body map[string]string
 			_ = json.Unmarshal([]byte(resp.Body), &body)
 			replies[i] = reply{status: resp.StatusCode, body: body}

@@ -4,6 +4,7 @@
 //	sandman apikey -account ID         mint an API key for an account (make apikey)
 //	sandman invoke -fn NAME -event F   run one function's handler once on an event (make invoke)
 //	sandman sandbox ...                a local sandbox process (started by the local provider)
+//	sandman sessions list|get|...      the API's client for operators and scripts (internal/cli)
 //
 // Configuration is environment variables: internal/app's (SANDMAN_TABLE,
 // DYNAMODB_ENDPOINT, SANDMAN_PROVIDER, ...) and internal/localstack's
@@ -17,6 +18,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/sandmanhq/sandman/internal/cli"
 	"github.com/sandmanhq/sandman/internal/localsandbox"
 	"github.com/sandmanhq/sandman/internal/localstack"
 )
@@ -28,6 +30,8 @@ commands:
   apikey    print a new API key for an account (-account ID)
   invoke    run one function's handler once (-fn NAME -event FILE)
   sandbox   (internal) a local sandbox process
+  sessions  list|get|create|delete|resume|snapshot|status|reconnect|watch over the HTTP API
+            (SANDMAN_URL, SANDMAN_API_KEY; sandman sessions help)
 `
 
 func main() {
@@ -51,6 +55,10 @@ func main() {
 		err = localstack.InvokeCommand(ctx, args, os.Stdout)
 	case "sandbox":
 		err = localsandbox.RunSandbox(args)
+	case "sessions":
+		code := cli.Main(ctx, args, cli.Env{Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv})
+		stop()
+		os.Exit(code)
 	case "-h", "-help", "--help", "help":
 		fmt.Print(usage)
 	default:

@@ -1,0 +1,301 @@
+// Package cli is the `sandman sessions` command: an operator's and a
+// script's client of Sandman's HTTP API (docs/openapi.json), configured by
+// SANDMAN_URL and SANDMAN_API_KEY.
+//
+//	sandman sessions list|get|create|delete|resume|snapshot|status|reconnect|watch
+//
+// Output is a human table by default and the API's JSON with -o json (watch
+// writes one JSON object per line). The exit status says what went wrong,
+// by the error envelope's error_type (ExitCode); the table is in the README.
+//
+// watch follows a session through a Follower. Today that is PollFollower,
+// which polls GET /v1/sessions/{id}/status (no provider call, not activity);
+// once the WebSocket client channel exists (DESIGN.md "Client channel") a
+// follower over it replaces the poller behind the same interface.
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Client calls Sandman's HTTP API with one API key. The zero value is not
+// usable; set BaseURL and APIKey.
+type Client struct {
+	// BaseURL is the API's root, e.g. http://127.0.0.1:8080 or the stack's
+	// ApiUrl output (without /v1).
+	BaseURL string
+	// APIKey is sent as Authorization: Bearer.
+	APIKey string
+	// HTTP does the requests; nil means a client with a 60 s timeout.
+	HTTP *http.Client
+}
+
+// APIError is an error answer of the API: its HTTP status and its error
+// envelope {"status":"error","error","error_type"}. RetryAfter is the
+// Retry-After header, zero when absent.
+type APIError struct {
+	Status     int
+	Message    string
+	ErrorType  string
+	RetryAfter time.Duration
+}
+
+// Error returns the API's sentence with the type and status.
+func (e *APIError) Error() string {
+	return fmt.Sprintf("%s (%s, HTTP %d)", e.Message, e.ErrorType, e.Status)
+}
+
+// Session is a session as the API answers it (docs/openapi.json, Session).
+// Times are RFC 3339 strings; nil when null.
+type Session struct {
+	ID                 string            `json:"id"`
+	AccountID          string            `json:"account_id"`
+	Provider           string            `json:"provider"`
+	Template           string            `json:"template"`
+	State              string            `json:"state"`
+	Reason             string            `json:"reason"`
+	SandboxID          *string           `json:"sandbox_id"`
+	PreviewURL         *string           `json:"preview_url"`
+	Metadata           map[string]string `json:"metadata"`
+	IdleTimeoutSeconds int64             `json:"idle_timeout_seconds"`
+	MaxLifetimeSeconds int64             `json:"max_lifetime_seconds"`
+	Version            int64             `json:"version"`
+	CreatedAt          *string           `json:"created_at"`
+	UpdatedAt          *string           `json:"updated_at"`
+	LastActivityAt     *string           `json:"last_activity_at"`
+	IdleDeadline       *string           `json:"idle_deadline"`
+	HibernateAfter     *string           `json:"hibernate_after"`
+	RunningSince       *string           `json:"running_since"`
+	PausedAt           *string           `json:"paused_at"`
+	SandboxExpiresAt   *string           `json:"sandbox_expires_at"`
+}
+
+// SessionList is one page of GET /v1/sessions.
+type SessionList struct {
+	Sessions   []Session `json:"sessions"`
+	NextCursor *string   `json:"next_cursor"`
+}
+
+// Envelope is the lifecycle envelope of status and reconnect.
+type Envelope struct {
+	ServerTime       *string `json:"server_time"`
+	State            string  `json:"state"`
+	LastActivityAt   *string `json:"last_activity_at"`
+	HibernateAfter   *string `json:"hibernate_after"`
+	SandboxExpiresAt *string `json:"sandbox_expires_at"`
+}
+
+// Status answers GET /v1/sessions/{id}/status.
+type Status struct {
+	SessionID     string   `json:"session_id"`
+	State         string   `json:"state"`
+	SandboxPaused bool     `json:"sandbox_paused"`
+	HasSnapshot   bool     `json:"has_snapshot"`
+	PreviewURL    *string  `json:"preview_url"`
+	Lifecycle     Envelope `json:"lifecycle"`
+}
+
+// ResumeResult answers POST /v1/sessions/{id}/resume.
+type ResumeResult struct {
+	PreviewURL *string `json:"preview_url"`
+	Session    Session `json:"session"`
+}
+
+// SnapshotResult answers POST /v1/sessions/{id}/snapshot.
+type SnapshotResult struct {
+	Paused  bool    `json:"paused"`
+	Session Session `json:"session"`
+}
+
+// ReconnectResult answers GET /v1/sessions/{id}/reconnect.
+type ReconnectResult struct {
+	Status     string   `json:"status"`
+	SessionID  string   `json:"session_id"`
+	State      string   `json:"state"`
+	ExpiresAt  *string  `json:"expires_at"`
+	PreviewURL *string  `json:"preview_url"`
+	Lifecycle  Envelope `json:"lifecycle"`
+}
+
+// CreateRequest is the body of POST /v1/sessions; zero fields are left out
+// (the deployment's defaults apply).
+type CreateRequest struct {
+	Template           string            `json:"template,omitempty"`
+	IdleTimeoutSeconds int64             `json:"idle_timeout_seconds,omitempty"`
+	MaxLifetimeSeconds int64             `json:"max_lifetime_seconds,omitempty"`
+	Metadata           map[string]string `json:"metadata,omitempty"`
+}
+
+// finalStates are the states a session never leaves.
+var finalStates = map[string]bool{"expired": true, "killed": true, "failed": true}
+
+// do sends one request and decodes a 2xx JSON answer into out (when out is
+// not nil), returning the raw body too. Errors: *APIError for an error
+// answer, a wrapped error for a network failure or an answer that is not
+// the API's.
+func (c *Client) do(ctx context.Context, method, path string, query url.Values, body any, headers map[string]string, out any) ([]byte, error) {
+	u := strings.TrimRight(c.BaseURL, "/") + path
+	if len(query) > 0 {
+		u += "?" + query.Encode()
+	}
+	var rd io.Reader = http.NoBody
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return nil, fmt.Errorf("encode request: %w", err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, rd)
+	if err != nil {
+		return nil, fmt.Errorf("build request: %w", err)
+	}
+	req.Header.Set("Authorization", "Bearer "+c.APIKey)
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", "sandman-cli")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	hc := c.HTTP
+	if hc == nil {
+		hc = &http.Client{Timeout: 60 * time.Second}
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: read answer: %w", method, path, err)
+	}
+	if resp.StatusCode >= 400 {
+		return raw, apiError(resp, raw)
+	}
+	if out != nil {
+		if err := json.Unmarshal(raw, out); err != nil {
+			return raw, fmt.Errorf("%s %s: answer %d is not the API's JSON: %w", method, path, resp.StatusCode, err)
+		}
+	}
+	return raw, nil
+}
+
+// apiError decodes an error answer's envelope; an answer without one (a
+// proxy's page) keeps its status with error_type "" and a generic message.
+func apiError(resp *http.Response, raw []byte) error {
+	e := &APIError{Status: resp.StatusCode}
+	var env struct {
+		Error     string `json:"error"`
+		ErrorType string `json:"error_type"`
+	}
+	if json.Unmarshal(raw, &env) == nil && env.ErrorType != "" {
+		e.Message, e.ErrorType = env.Error, env.ErrorType
+	} else {
+		e.Message = fmt.Sprintf("the server answered %s without the API's error envelope", resp.Status)
+	}
+	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
+		e.RetryAfter = time.Duration(s) * time.Second
+	}
+	return e
+}
+
+// sessionPath returns /v1/sessions/{id}[/suffix], the id path-escaped.
+func sessionPath(id, suffix string) string {
+	p := "/v1/sessions/" + url.PathEscape(id)
+	if suffix != "" {
+		p += "/" + suffix
+	}
+	return p
+}
+
+// List returns one page of the caller's sessions, newest first; limit 1..100
+// (0: the API's default, 20), cursor "" for the first page.
+func (c *Client) List(ctx context.Context, limit int, cursor string) (SessionList, []byte, error) {
+	q := url.Values{}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	if cursor != "" {
+		q.Set("cursor", cursor)
+	}
+	var out SessionList
+	raw, err := c.do(ctx, http.MethodGet, "/v1/sessions", q, nil, nil, &out)
+	return out, raw, err
+}
+
+// Get returns one session.
+func (c *Client) Get(ctx context.Context, id string) (Session, []byte, error) {
+	var out Session
+	raw, err := c.do(ctx, http.MethodGet, sessionPath(id, ""), nil, nil, nil, &out)
+	return out, raw, err
+}
+
+// Create creates a session; a non-empty idempotencyKey is sent as
+// Idempotency-Key (a repeat answers the first create's session).
+func (c *Client) Create(ctx context.Context, in CreateRequest, idempotencyKey string) (Session, []byte, error) {
+	var h map[string]string
+	if idempotencyKey != "" {
+		h = map[string]string{"Idempotency-Key": idempotencyKey}
+	}
+	var out Session
+	raw, err := c.do(ctx, http.MethodPost, "/v1/sessions", nil, in, h, &out)
+	return out, raw, err
+}
+
+// Delete kills the session's sandbox and returns the killed session.
+func (c *Client) Delete(ctx context.Context, id string) (Session, []byte, error) {
+	var out Session
+	raw, err := c.do(ctx, http.MethodDelete, sessionPath(id, ""), nil, nil, nil, &out)
+	return out, raw, err
+}
+
+// Resume resumes a paused session (a running one answers as is).
+func (c *Client) Resume(ctx context.Context, id string) (ResumeResult, []byte, error) {
+	var out ResumeResult
+	raw, err := c.do(ctx, http.MethodPost, sessionPath(id, "resume"), nil, nil, nil, &out)
+	return out, raw, err
+}
+
+// Snapshot pauses the session now (idempotent).
+func (c *Client) Snapshot(ctx context.Context, id string) (SnapshotResult, []byte, error) {
+	var out SnapshotResult
+	raw, err := c.do(ctx, http.MethodPost, sessionPath(id, "snapshot"), nil, nil, nil, &out)
+	return out, raw, err
+}
+
+// Status returns the session's state from the database (no provider call).
+func (c *Client) Status(ctx context.Context, id string) (Status, []byte, error) {
+	var out Status
+	raw, err := c.do(ctx, http.MethodGet, sessionPath(id, "status"), nil, nil, nil, &out)
+	return out, raw, err
+}
+
+// Reconnect probes the session's sandbox live (never waking a paused one).
+func (c *Client) Reconnect(ctx context.Context, id string) (ReconnectResult, []byte, error) {
+	var out ReconnectResult
+	raw, err := c.do(ctx, http.MethodGet, sessionPath(id, "reconnect"), nil, nil, nil, &out)
+	return out, raw, err
+}
+
+// isTransient reports whether err is worth another poll: a 503 or a
+// network failure.
+func isTransient(err error) bool {
+	var ae *APIError
+	if errors.As(err, &ae) {
+		return ae.Status == http.StatusServiceUnavailable
+	}
+	return !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
+}

@@ -1,0 +1,87 @@
+package contract_test
+
+import (
+	"bytes"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/sandmanhq/sandman/internal/openapi"
+	"github.com/sandmanhq/sandman/internal/openapi/contract"
+	"github.com/sandmanhq/sandman/internal/routes"
+)
+
+// TestLint lints the document with kin-openapi's own OpenAPI 3.1
+// validation, and shows the lint catches a broken document.
+func TestLint(t *testing.T) {
+	t.Run("OK", func(t *testing.T) {
+		if _, err := contract.Load(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("ErrDanglingRef", func(t *testing.T) {
+		broken := bytes.Replace(openapi.Document(), []byte(`"#/components/schemas/Session"`), []byte(`"#/components/schemas/Sesion"`), 1)
+		if _, err := contract.LoadData(t.Context(), broken); err == nil {
+			t.Fatal("a $ref to a missing schema passed the lint")
+		}
+	})
+	t.Run("ErrBadSchema", func(t *testing.T) {
+		broken := bytes.Replace(openapi.Document(), []byte(`"minimum": 60`), []byte(`"minimum": "sixty"`), 1)
+		if _, err := contract.LoadData(t.Context(), broken); err == nil {
+			t.Fatal("a string minimum passed the lint")
+		}
+	})
+}
+
+// TestParity: every route of routes.Table is an operation of the document
+// with the same authentication, and the document has no other operation.
+func TestParity(t *testing.T) {
+	v, err := contract.NewValidator(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table []string
+	for _, rt := range routes.Table {
+		table = append(table, rt.Key())
+		op := v.Operation(rt.Method, rt.Path)
+		if op == nil {
+			t.Errorf("route %s is in internal/routes but not in docs/openapi.json", rt.Key())
+			continue
+		}
+		sec := v.Security(op)
+		var got string
+		switch {
+		case len(sec) == 0 && rt.Function == routes.Webhook:
+			got = routes.AuthSignature // a signature is no OpenAPI security scheme
+		case len(sec) == 0:
+			got = routes.AuthNone
+		default:
+			var schemes []string
+			for _, req := range sec {
+				for name := range req {
+					schemes = append(schemes, name)
+				}
+			}
+			slices.Sort(schemes)
+			if want := []string{"bearerApiKey", "headerApiKey"}; !slices.Equal(schemes, want) {
+				t.Errorf("%s: security schemes %v, want either of %v", rt.Key(), schemes, want)
+			}
+			got = routes.AuthAPIKey
+		}
+		if want := rt.Auth(); got != want {
+			t.Errorf("%s: the document says auth %s, internal/routes says %s", rt.Key(), got, want)
+		}
+		if op.OperationID == "" {
+			t.Errorf("%s: no operationId (generators name methods after it)", rt.Key())
+		}
+	}
+	slices.Sort(table)
+	for _, key := range v.Operations() {
+		if !slices.Contains(table, key) {
+			t.Errorf("operation %s is in docs/openapi.json but not in internal/routes", key)
+		}
+	}
+	if got, want := strings.Join(v.Operations(), "\n"), strings.Join(table, "\n"); got != want {
+		t.Logf("document:\n%s\ntable:\n%s", got, want)
+	}
+}
