@@ -4,6 +4,7 @@
 //	sandman apikey -account ID         mint an API key for an account (make apikey)
 //	sandman invoke -fn NAME -event F   run one function's handler once on an event (make invoke)
 //	sandman sandbox ...                a local sandbox process (started by the local provider)
+//	sandman fake e2b [-addr HOST:PORT] a provider's fake on its own, state in memory
 //
 // Configuration is environment variables: internal/app's (SANDMAN_TABLE,
 // DYNAMODB_ENDPOINT, SANDMAN_PROVIDER, ...) and internal/localstack's
@@ -28,6 +29,7 @@ commands:
   apikey    print a new API key for an account (-account ID)
   invoke    run one function's handler once (-fn NAME -event FILE)
   sandbox   (internal) a local sandbox process
+  fake      serve a provider's fake API on its own (fake e2b -addr 127.0.0.1:PORT)
 `
 
 func main() {
@@ -51,6 +53,8 @@ func main() {
 		err = localstack.InvokeCommand(ctx, args, os.Stdout)
 	case "sandbox":
 		err = localsandbox.RunSandbox(args)
+	case "fake":
+		err = fakeCommand(ctx, args, os.Stdout, os.Stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Print(usage)
 	default:

@@ -17,6 +17,8 @@
 //     envdAccessToken (v2 create is always secure) and domain; get with
 //     cpuCount, memoryMB, diskSizeMB and envdVersion too; list items carry
 //     no domain;
+//   - takes connect without a body (timeout 300 s) and reports get's
+//     lifecycle {autoResume, onTimeout};
 //   - refuses timeout 0 on create (400); v2 create defaults it to 300 s, the
 //     deprecated route to 15 s; a timeout above the plan's maximum run
 //     length on create is a 400;
@@ -581,6 +583,13 @@ type detailBody struct {
 	EnvdAccessToken string            `json:"envdAccessToken,omitempty"`
 	Metadata        map[string]string `json:"metadata,omitempty"`
 	Domain          string            `json:"domain"`
+	Lifecycle       lifecycleBody     `json:"lifecycle"`
+}
+
+// lifecycleBody is get's lifecycle (E2B's SandboxLifecycle).
+type lifecycleBody struct {
+	AutoResume bool   `json:"autoResume"`
+	OnTimeout  string `json:"onTimeout"` // "pause" or "kill"
 }
 
 // listedBody is one item of list (E2B's ListedSandbox): no domain.
@@ -675,6 +684,7 @@ func detail(sb *Sandbox) detailBody {
 		StartedAt: sb.StartedAt.Format(time.RFC3339Nano), EndAt: sb.EndAt.Format(time.RFC3339Nano),
 		CPUCount: 2, MemoryMB: 512, DiskSizeMB: 1024, EnvdVersion: EnvdVersion, EnvdAccessToken: sb.AccessToken,
 		Metadata: cloneMap(sb.Metadata), Domain: Domain,
+		Lifecycle: lifecycleBody{AutoResume: sb.AutoResume, OnTimeout: map[bool]string{true: "pause", false: "kill"}[sb.AutoPause]},
 	}
 }
 
@@ -823,7 +833,8 @@ func (s *Server) capped(sb *Sandbox, now time.Time, timeout time.Duration) time.
 }
 
 // connect resumes a paused sandbox (201) or extends a running one's timeout
-// to at least now+timeout (200), capped at the run length either way.
+// to at least now+timeout (200), capped at the run length either way. The
+// body is optional: an omitted timeout is 300 s (DefaultTimeout).
 func (s *Server) connect(op Op, w http.ResponseWriter, r *http.Request) {
 	var in timeoutReq
 	if !s.decode(op, w, r, &in, "timeout") {
@@ -831,8 +842,8 @@ func (s *Server) connect(op Op, w http.ResponseWriter, r *http.Request) {
 	}
 	s.noteQuery(op, r)
 	if in.Timeout == nil {
-		writeError(w, http.StatusBadRequest, "timeout is required")
-		return
+		secs := int64(DefaultTimeout / time.Second)
+		in.Timeout = &secs
 	}
 	if *in.Timeout < 0 {
 		writeError(w, http.StatusBadRequest, "Timeout must be greater than or equal to 0")

@@ -224,3 +224,27 @@ func TestFakeHealthWithoutToken(t *testing.T) {
 		t.Errorf("envd /health without a token: %d, want 204", resp.StatusCode)
 	}
 }
+
+// TestFakeSDKShapes: what E2B's JS SDK 2.51.0 relies on, found by running it
+// against the fake: connect without a body, get's lifecycle.
+func TestFakeSDKShapes(t *testing.T) {
+	srv := e2btest.NewServer(t)
+	id := create(t, srv, `{"templateID":"base","timeout":60,"autoPause":true,"autoResume":{"enabled":true}}`)["sandboxID"].(string)
+	if st, b := call(t, srv, "POST", "/v2/sandboxes/"+id+"/connect", "", nil); st != http.StatusOK {
+		t.Errorf("connect without a body: %d %s, want 200", st, b)
+	}
+	got, _ := srv.Sandbox(id)
+	if want := srv.Clock.Now().Add(300 * time.Second); !got.EndAt.Equal(want) {
+		t.Errorf("endAt after a bodiless connect = %v, want %v", got.EndAt, want)
+	}
+	var info struct {
+		Lifecycle struct {
+			AutoResume bool   `json:"autoResume"`
+			OnTimeout  string `json:"onTimeout"`
+		} `json:"lifecycle"`
+	}
+	call(t, srv, "GET", "/sandboxes/"+id, "", &info)
+	if !info.Lifecycle.AutoResume || info.Lifecycle.OnTimeout != "pause" {
+		t.Errorf("lifecycle = %+v, want autoResume true, onTimeout pause", info.Lifecycle)
+	}
+}
