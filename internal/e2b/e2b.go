@@ -66,7 +66,10 @@ import (
 // Name is the provider name stored on sessions.
 const Name = "e2b"
 
-var _ lifecycle.Provider = (*Provider)(nil)
+var (
+	_ lifecycle.Provider        = (*Provider)(nil)
+	_ lifecycle.TimeoutReporter = (*Provider)(nil)
+)
 
 // Provider is the E2B lifecycle.Provider. It is safe for concurrent use.
 type Provider struct {
