@@ -12,6 +12,12 @@
 #   with the CLI (`sandman sessions`), stops the stack and checks that no
 #   sandbox process is left.
 # It prints one line per check and ends with "smoke: N passed, M failed".
+#
+# SANDMAN_PROVIDER=e2b-fake runs the same walk on the E2B adapter against the
+# fake E2B (`sandman fake e2b`, started here so its state outlives the
+# restart): the sandbox's state is read from the fake's API instead of
+# /proc, and the preview URL (which does not resolve) is only checked for
+# E2B's form.
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -25,12 +31,14 @@ done
 
 go build -o build/sandman ./internal/cmd/sandman
 state="$(mktemp -d /tmp/sandman-smoke.XXXXXX)"
+provider="${SANDMAN_PROVIDER:-local}"
+case "$provider" in local | e2b-fake) ;; *) echo "smoke: SANDMAN_PROVIDER=$provider: want local or e2b-fake" >&2; exit 2 ;; esac
 # The stack starts its own DynamoDB Local (data under $state, so the restart
 # below really restarts it) and its own table: nothing from the caller's
 # shell may point it elsewhere.
 unset DYNAMODB_ENDPOINT SANDMAN_TABLE SANDMAN_PROVIDER SANDMAN_EVENT_BUS SANDMAN_EVENTS_FILE \
   SANDMAN_LOCAL_DIR SANDMAN_LOCAL_WEBHOOK_URL SANDMAN_DEV_API_KEY SANDMAN_DDB_IN_MEMORY
-passed=0 failed=0 pid=""
+passed=0 failed=0 pid="" fake_pid="" fake=""
 
 ok()   { passed=$((passed + 1)); echo "ok   $*"; }
 fail() { failed=$((failed + 1)); echo "FAIL $*"; }
@@ -38,9 +46,22 @@ check() { # check NAME GOT WANT
   if [ "$2" = "$3" ]; then ok "$1"; else fail "$1: got '$2', want '$3'"; fi
 }
 
+start_fake() { # the fake E2B, once for the whole run
+  ./build/sandman fake e2b -addr 127.0.0.1:0 >"$state/fake.out" 2>>"$state/fake.log" &
+  fake_pid=$!
+  for _ in $(seq 1 40); do
+    fake="$(sed -n 's/^fake e2b listening on \(http[^ ]*\).*/\1/p' "$state/fake.out")"
+    [ -n "$fake" ] && return
+    sleep 0.25
+  done
+  echo "smoke: sandman fake e2b never got ready"; exit 1
+}
+
 start_stack() {
   : > "$state/out.log"
-  SANDMAN_ADDR=127.0.0.1:0 SANDMAN_STATE_DIR="$state" SANDMAN_SWEEP_INTERVAL=2s \
+  local env=()
+  [ "$provider" = e2b-fake ] && env=(SANDMAN_PROVIDER=e2b-fake SANDMAN_E2B_BASE_URL="$fake")
+  env "${env[@]}" SANDMAN_ADDR=127.0.0.1:0 SANDMAN_STATE_DIR="$state" SANDMAN_SWEEP_INTERVAL=2s \
     ./build/sandman run >"$state/out.log" 2>>"$state/err.log" &
   pid=$!
   for _ in $(seq 1 120); do
@@ -63,6 +84,7 @@ stop_stack() {
 
 cleanup() {
   stop_stack
+  [ -n "$fake_pid" ] && kill -INT "$fake_pid" 2>/dev/null && wait "$fake_pid" 2>/dev/null || true
   # leave nothing behind even when a check failed half way
   for f in "$state"/sandboxes/*/sandbox.json; do
     [ -f "$f" ] && kill -KILL -- "-$(jq -r .pgid "$f")" 2>/dev/null || true
@@ -80,7 +102,20 @@ api() { # api METHOD PATH [BODY] -> body on stdout, status in $code
   body="${out%$'\n'*}"
 }
 
+fake_api() { # fake_api PATH -> the fake E2B's answer; status in $fcode
+  local out
+  out="$(curl -s -w '\n%{http_code}' "$fake$1" -H 'x-api-key: e2b_test_key')"
+  fcode="${out##*$'\n'}"
+  fbody="${out%$'\n'*}"
+}
+
 proc_state() { # proc_state SESSION_SANDBOX_ID -> the sandbox process state letter, or "gone"
+  if [ "$provider" = e2b-fake ]; then # the fake's view: paused as T, running as R
+    fake_api "/sandboxes/$1"
+    [ "$fcode" = 200 ] || { echo gone; return; }
+    case "$(jq -r .state <<<"$fbody")" in paused) echo T ;; running) echo R ;; *) echo "?" ;; esac
+    return
+  fi
   local f="$state/sandboxes/$1/sandbox.json" p
   [ -f "$f" ] || { echo gone; return; }
   p="$(jq -r .pid "$f")"
@@ -88,14 +123,23 @@ proc_state() { # proc_state SESSION_SANDBOX_ID -> the sandbox process state lett
   sed 's/.*) \(.\).*/\1/' "/proc/$p/stat"
 }
 
+preview_check() { # preview_check NAME URL WANT_CODE SANDBOX
+  if [ "$provider" = e2b-fake ]; then
+    check "$1 (E2B form only)" "$2" "https://3000-$4.e2b.test"
+  else
+    check "$1" "$(curl -s -m 5 -o /dev/null -w '%{http_code}' "$2" || true)" "$3"
+  fi
+}
+
+[ "$provider" = e2b-fake ] && start_fake
 start_stack
-echo "smoke: stack at $base, state in $state"
+echo "smoke: stack at $base, state in $state, provider $provider${fake:+ (fake E2B at $fake)}"
 
 api POST /v1/sessions '{"template":"web","idle_timeout_seconds":600}'
 check "create web session: 201" "$code" 201
 id="$(jq -r .id <<<"$body")"; sandbox="$(jq -r .sandbox_id <<<"$body")"; url="$(jq -r .preview_url <<<"$body")"
 check "create web session: running" "$(jq -r .state <<<"$body")" running
-check "preview URL answers" "$(curl -s -m 5 -o /dev/null -w '%{http_code}' "$url")" 200
+preview_check "preview URL answers" "$url" 200 "$sandbox"
 
 api POST "/v1/sessions/$id/activity"
 check "heartbeat: 204" "$code" 204
@@ -111,7 +155,7 @@ check "sandbox process stopped (T)" "$(proc_state "$sandbox")" T
 api GET "/v1/sessions/$id/reconnect"
 check "reconnect: paused" "$code $(jq -r .status <<<"$body")" "200 paused"
 check "reconnect did not wake the sandbox" "$(proc_state "$sandbox")" T
-check "preview does not answer while paused" "$(curl -s -m 1 -o /dev/null -w '%{http_code}' "$url" || true)" 000
+preview_check "preview does not answer while paused" "$url" 000 "$sandbox"
 
 stop_stack
 check "sandbox stays paused while the stack is down" "$(proc_state "$sandbox")" T
@@ -123,7 +167,7 @@ check "after restart: session kept, paused" "$code $(jq -r .state <<<"$body")" "
 api POST "/v1/sessions/$id/resume"
 check "resume after restart: 200 running" "$code $(jq -r .session.state <<<"$body")" "200 running"
 url="$(jq -r .preview_url <<<"$body")"
-check "preview answers again" "$(curl -s -m 5 -o /dev/null -w '%{http_code}' "$url")" 200
+preview_check "preview answers again" "$url" 200 "$sandbox"
 
 api POST /v1/sessions '{"template":"base","idle_timeout_seconds":60}'
 check "create idle candidate: 201" "$code" 201
@@ -140,8 +184,14 @@ check "idle pause event in events.jsonl" \
   "$(jq -c --arg id "$idle_id" 'select(.detail.session_id == $id and .detail.to == "paused") | .detail.reason' "$state/events.jsonl" | head -1)" '"idle"'
 check "idle sandbox process stopped (T)" "$(proc_state "$idle_sandbox")" T
 
-sandbox_pids="$(cat "$state"/sandboxes/*/sandbox.json 2>/dev/null | jq -r .pid)"
-check "sandbox processes seen before the deletes" "$(wc -w <<<"$sandbox_pids" | tr -d ' ')" 2
+if [ "$provider" = e2b-fake ]; then
+  sandbox_pids=""
+  fake_api /v2/sandboxes
+  check "sandboxes at the fake E2B before the deletes" "$(jq length <<<"$fbody")" 2
+else
+  sandbox_pids="$(cat "$state"/sandboxes/*/sandbox.json 2>/dev/null | jq -r .pid)"
+  check "sandbox processes seen before the deletes" "$(wc -w <<<"$sandbox_pids" | tr -d ' ')" 2
+fi
 for s in "$id" "$idle_id"; do
   api DELETE "/v1/sessions/$s"
   check "delete $s: 200 killed" "$code $(jq -r .state <<<"$body")" "200 killed"
@@ -180,7 +230,12 @@ for pid in $sandbox_pids; do
   [ -e "/proc/$pid" ] && left=$((left + 1))
 done
 check "no sandbox process left" "$left" 0
-check "no sandbox directory left" "$(find "$state/sandboxes" -mindepth 1 -maxdepth 1 | wc -l)" 0
+if [ "$provider" = e2b-fake ]; then
+  fake_api /v2/sandboxes
+  check "no sandbox left at the fake E2B" "$fcode $(jq length <<<"$fbody")" "200 0"
+else
+  check "no sandbox directory left" "$(find "$state/sandboxes" -mindepth 1 -maxdepth 1 | wc -l)" 0
+fi
 
 echo "smoke: $passed passed, $failed failed"
 [ "$failed" = 0 ]

@@ -52,14 +52,12 @@ type Config struct {
 	// PreviewPort is the sandbox port whose URL becomes PreviewURL,
 	// https://<port>-<sandboxID>.<domain>. Default DefaultPreviewPort.
 	PreviewPort int
-	// Secure creates sandboxes with "secure": true. E2B then answers create
-	// and connect with an envdAccessToken that envd wants as X-Access-Token.
-	// The trade-off: the token lives only in this Provider's memory (it is a
-	// secret and Sandman does not store it), and a Lambda invocation does
-	// not remember what an earlier one created. A probe without the token is
-	// refused by envd with 401 or 403; Probe takes that refusal as proof that
-	// envd is alive, so Secure weakens the probe to "something answered for
-	// this sandbox" whenever the token is unknown. Default false.
+	// Secure sends "secure": true on create. The v2 create E2B serves is
+	// always secure whatever this says: it answers an envdAccessToken that
+	// envd wants as X-Access-Token for its API (the token lives only in this
+	// Provider's memory; Sandman does not store it). Probe needs no token:
+	// envd's /health answers without one; a 401 or 403 from there still
+	// counts as alive. Default false.
 	Secure bool
 	// AutoResume creates sandboxes with "autoResume": {"enabled": true}, so
 	// traffic to a paused sandbox wakes it (E2B then sends a resumed

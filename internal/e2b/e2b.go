@@ -1,11 +1,29 @@
 // Package e2b is the lifecycle.Provider for E2B, over E2B's REST API as
-// shared/providers/e2b.md describes it: create, get, list, pause, connect
-// (resume), set timeout and kill on the control API, and a live probe of the
-// in-sandbox daemon (envd) through E2B's proxy.
+// shared/providers/e2b.md describes it (its section "Checked against the
+// real spec" first): create, get, list, pause, connect (resume), set timeout
+// and kill on the control API, and a live probe of the in-sandbox daemon
+// (envd) through E2B's proxy.
+//
+// Routes: create and connect use the v2 routes (POST /v2/sandboxes, POST
+// /v2/sandboxes/{id}/connect) that E2B's SDK 2.51.0 uses; the /sandboxes
+// forms are deprecated. Get, pause, set timeout and kill have only the
+// /sandboxes/{id} forms; list is GET /v2/sandboxes.
+//
+// Expiries: E2B silently caps a connect or set-timeout at the last start +
+// the plan's maximum run length and still answers 200/204, so the expiry
+// asked for is not always the one applied. Resume and SetTimeoutUntil read
+// the sandbox back (GET, its endAt) and report what E2B applied.
+//
+// Domains: list items carry no domain, so preview URLs never come from a
+// list: the Provider remembers the domain each sandbox was created, connected
+// or read with (in memory, bounded), and uses Config.Domain for one it has
+// not seen.
 //
 // Errors follow lifecycle.Provider: 404 is lifecycle.ErrSandboxGone, 409
-// lifecycle.ErrSandboxConflict (except where the API documents it as
-// success: pause of a paused sandbox), and 429, 5xx, timeouts and connection
+// lifecycle.ErrSandboxConflict (except on pause, where it is success when
+// the sandbox reads paused afterwards and a conflict when it is being killed,
+// and on set timeout, where it means pausing, killing or snapshotting and is
+// transient), and 429, 5xx, timeouts and connection
 // errors lifecycle.ErrProviderTransient with the Retry-After E2B sent. A 401
 // or 403 is a plain error saying the API key is wrong or missing, and any
 // other 4xx a plain error carrying E2B's {"code","message"}: both are
@@ -33,6 +51,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -47,13 +66,17 @@ import (
 // Name is the provider name stored on sessions.
 const Name = "e2b"
 
-var _ lifecycle.Provider = (*Provider)(nil)
+var (
+	_ lifecycle.Provider        = (*Provider)(nil)
+	_ lifecycle.TimeoutReporter = (*Provider)(nil)
+)
 
 // Provider is the E2B lifecycle.Provider. It is safe for concurrent use.
 type Provider struct {
 	cfg    Config
 	base   *url.URL
-	tokens tokenCache
+	tokens tokenCache // envd access tokens
+	domain tokenCache // sandbox domains
 }
 
 // New returns a Provider for cfg, filling in defaults (see Config).
@@ -67,18 +90,20 @@ func New(cfg Config) (*Provider, error) {
 	if err != nil || (base.Scheme != "https" && base.Scheme != "http") || base.Host == "" {
 		return nil, fmt.Errorf("e2b: base url %q is not an absolute http(s) URL", cfg.BaseURL)
 	}
-	return &Provider{cfg: cfg, base: base, tokens: tokenCache{m: map[string]string{}}}, nil
+	return &Provider{cfg: cfg, base: base, tokens: tokenCache{m: map[string]string{}},
+		domain: tokenCache{m: map[string]string{}}}, nil
 }
 
 // Name returns "e2b".
 func (p *Provider) Name() string { return Name }
 
 // PreviewURL returns the URL of the configured preview port of a sandbox in
-// domain ("" for Config.Domain): https://<port>-<sandboxID>.<domain>.
+// domain ("" for the domain this Provider last saw the sandbox with, else
+// Config.Domain): https://<port>-<sandboxID>.<domain>.
 // Visiting it wakes a paused sandbox that has auto-resume on.
 func (p *Provider) PreviewURL(sandboxID, domain string) string {
 	if domain == "" {
-		domain = p.cfg.Domain
+		domain = p.domainOf(sandboxID)
 	}
 	return fmt.Sprintf("https://%d-%s.%s", p.cfg.PreviewPort, sandboxID, domain)
 }
@@ -86,13 +111,23 @@ func (p *Provider) PreviewURL(sandboxID, domain string) string {
 // envdURL returns the base URL of a sandbox's envd.
 func (p *Provider) envdURL(sandboxID, domain string) string {
 	if domain == "" {
-		domain = p.cfg.Domain
+		domain = p.domainOf(sandboxID)
 	}
 	if p.cfg.EnvdURL != nil {
 		return p.cfg.EnvdURL(sandboxID, domain)
 	}
 	return fmt.Sprintf("https://%d-%s.%s", EnvdPort, sandboxID, domain)
 }
+
+// domainOf returns the domain this Provider last saw sandboxID with, or
+// Config.Domain.
+func (p *Provider) domainOf(sandboxID string) string {
+	return orString(p.domain.get(sandboxID), p.cfg.Domain)
+}
+
+// DefaultCreateTimeout is the timeout E2B's v2 create applies when none is
+// sent (providers/e2b.md, "Checked against the real spec").
+const DefaultCreateTimeout = 300 * time.Second
 
 // apiURL returns the control API URL of path segments, each escaped.
 func (p *Provider) apiURL(query url.Values, segments ...string) string {
@@ -101,10 +136,11 @@ func (p *Provider) apiURL(query url.Values, segments ...string) string {
 	return u.String()
 }
 
-// Create starts a sandbox from req.Template with req.Timeout (rounded up to
-// whole seconds; 0 sends none and E2B's default applies), autoPause, and
-// req.Metadata. E2B's create answer carries no times, so StartedAt is now and
-// ExpiresAt now+Timeout by Config.Clock (zero when Timeout is 0). Never
+// Create starts a sandbox (POST /v2/sandboxes) from req.Template with
+// req.Timeout (rounded up to whole seconds; 0 sends none and E2B's default,
+// DefaultCreateTimeout, applies), autoPause, and req.Metadata. E2B's create
+// answer carries no times, so StartedAt is now and ExpiresAt now+timeout by
+// Config.Clock (a create above the plan's maximum is a 400, not capped). Never
 // retried (see the package doc). Errors: transient; a plain error for a
 // missing template, a bad API key, or a 4xx such as a timeout above the
 // plan's maximum.
@@ -124,7 +160,7 @@ func (p *Provider) Create(ctx context.Context, req lifecycle.CreateRequest) (lif
 		body.AutoResume = &autoResumeBody{Enabled: true}
 	}
 	r, err := p.roundTrip(ctx, request{
-		op: op, method: http.MethodPost, url: p.apiURL(nil, "sandboxes"),
+		op: op, method: http.MethodPost, url: p.apiURL(nil, "v2", "sandboxes"),
 		body: body, timeout: p.cfg.RequestTimeout, apiKey: true,
 	})
 	if err != nil {
@@ -141,6 +177,7 @@ func (p *Provider) Create(ctx context.Context, req lifecycle.CreateRequest) (lif
 		return lifecycle.Sandbox{}, decodeError(op, "", fmt.Errorf("bad sandboxID %q", out.SandboxID))
 	}
 	p.tokens.put(out.SandboxID, out.EnvdAccessToken)
+	p.domain.put(out.SandboxID, out.Domain)
 	now := p.cfg.Clock.Now().UTC()
 	sb := lifecycle.Sandbox{
 		ID:         out.SandboxID,
@@ -150,9 +187,11 @@ func (p *Provider) Create(ctx context.Context, req lifecycle.CreateRequest) (lif
 		PreviewURL: p.PreviewURL(out.SandboxID, out.Domain),
 		Metadata:   copyMap(req.Metadata),
 	}
-	if body.Timeout > 0 {
-		sb.ExpiresAt = now.Add(time.Duration(body.Timeout) * time.Second)
+	timeout := time.Duration(body.Timeout) * time.Second
+	if timeout == 0 {
+		timeout = DefaultCreateTimeout
 	}
+	sb.ExpiresAt = now.Add(timeout)
 	return sb, nil
 }
 
@@ -190,6 +229,7 @@ func (p *Provider) get(ctx context.Context, op, sandboxID string) (lifecycle.San
 	if d.SandboxID == "" {
 		d.SandboxID = sandboxID
 	}
+	p.domain.put(sandboxID, d.Domain)
 	sb, err := p.sandbox(d)
 	if err != nil {
 		return lifecycle.Sandbox{}, "", decodeError(op, sandboxID, err)
@@ -197,7 +237,8 @@ func (p *Provider) get(ctx context.Context, op, sandboxID string) (lifecycle.San
 	return sb, d.Domain, nil
 }
 
-// sandbox converts E2B's sandbox detail to the domain's Sandbox.
+// sandbox converts E2B's sandbox detail (or list item) to the domain's
+// Sandbox; the preview URL's domain is the one remembered for the sandbox.
 func (p *Provider) sandbox(d sandboxDetail) (lifecycle.Sandbox, error) {
 	sb := lifecycle.Sandbox{
 		ID:        d.SandboxID,
@@ -209,7 +250,7 @@ func (p *Provider) sandbox(d sandboxDetail) (lifecycle.Sandbox, error) {
 	case lifecycle.SandboxRunning:
 		sb.State = lifecycle.SandboxRunning
 		sb.ExpiresAt = d.EndAt.UTC()
-		sb.PreviewURL = p.PreviewURL(d.SandboxID, d.Domain)
+		sb.PreviewURL = p.PreviewURL(d.SandboxID, "") // list items carry no domain
 	case lifecycle.SandboxPaused:
 		sb.State = lifecycle.SandboxPaused
 		sb.PausedAt = d.EndAt.UTC()
@@ -219,9 +260,9 @@ func (p *Provider) sandbox(d sandboxDetail) (lifecycle.Sandbox, error) {
 	return sb, nil
 }
 
-// List returns one page of GET /v2/sandboxes: req.States (default running
-// and paused) as state=running,paused, req.Metadata as one url-encoded
-// metadata=k%3Dv parameter, req.Limit as limit (0: E2B's default) and
+// List returns one page of GET /v2/sandboxes (newest first): req.States
+// (default running and paused) as state=running,paused, req.Metadata as one
+// metadata parameter (see MetadataFilter), req.Limit as limit (0: E2B's default) and
 // req.PageToken as nextToken. The next page's token is E2B's X-Next-Token
 // header. Retried. Errors: transient; a plain error for a state other than
 // running or paused, or a 4xx such as a token E2B did not issue.
@@ -240,11 +281,7 @@ func (p *Provider) List(ctx context.Context, req lifecycle.ListRequest) (lifecyc
 	}
 	q := url.Values{"state": {strings.Join(names, ",")}}
 	if len(req.Metadata) > 0 {
-		md := url.Values{}
-		for k, v := range req.Metadata {
-			md.Set(k, v)
-		}
-		q.Set("metadata", md.Encode())
+		q.Set("metadata", MetadataFilter(req.Metadata))
 	}
 	if req.Limit > 0 {
 		q.Set("limit", strconv.Itoa(req.Limit))
@@ -282,9 +319,28 @@ func (p *Provider) List(ctx context.Context, req lifecycle.ListRequest) (lifecyc
 	return page, err
 }
 
+// MetadataFilter encodes a metadata filter as list's metadata query value,
+// before the query string's own encoding: each key and value
+// percent-encoded, pairs joined k=v&k2=v2 in key order, and that string
+// percent-encoded again. With the query string's encoding on top, E2B's
+// server decodes it three times (providers/e2b.md: the SDK sends
+// note%3Dx%252526y%25253Dz for {note: "x&y=z"}), so a value holding
+// + % & = or a space filters on exactly that value.
+func MetadataFilter(md map[string]string) string {
+	keys := slices.Sorted(maps.Keys(md))
+	pairs := make([]string, len(keys))
+	for i, k := range keys {
+		pairs[i] = url.QueryEscape(k) + "=" + url.QueryEscape(md[k])
+	}
+	return url.QueryEscape(strings.Join(pairs, "&"))
+}
+
 // Pause snapshots a running sandbox (POST /sandboxes/{id}/pause, 204). E2B's
-// 409 means it is already paused, which is success. Retried, each attempt
-// bounded by Config.PauseTimeout. Errors: gone, transient.
+// 409 means either already paused (success) or being killed, so on a 409
+// Pause reads the sandbox back: paused (or pausing, which reads paused) is
+// success, 404 gone, anything else a conflict. Retried, each attempt
+// bounded by Config.PauseTimeout. Errors: gone, conflict (being killed or
+// running after all), transient.
 func (p *Provider) Pause(ctx context.Context, sandboxID string) error {
 	const op = "pause"
 	return p.withSandbox(ctx, op, sandboxID, func(ctx context.Context) error {
@@ -298,21 +354,30 @@ func (p *Provider) Pause(ctx context.Context, sandboxID string) error {
 		case r.ok():
 			return nil
 		case r.status == http.StatusConflict:
-			p.cfg.Logger.DebugContext(ctx, "e2b sandbox already paused", "sandbox_id", sandboxID)
-			return nil
+			sb, _, gerr := p.get(ctx, op, sandboxID)
+			switch {
+			case gerr != nil:
+				return gerr
+			case sb.State == lifecycle.SandboxPaused:
+				p.cfg.Logger.DebugContext(ctx, "e2b sandbox already paused", "sandbox_id", sandboxID)
+				return nil
+			default:
+				return p.statusError(op, sandboxID, r)
+			}
 		default:
 			return p.statusError(op, sandboxID, r)
 		}
 	})
 }
 
-// Resume connects to a sandbox (POST /sandboxes/{id}/connect with the
+// Resume connects to a sandbox (POST /v2/sandboxes/{id}/connect with the
 // timeout in whole seconds, rounded up): E2B resumes a paused one (201) or
-// only extends a running one's timeout (200). Connect's answer carries no
-// times: ExpiresAt is now+timeout by Config.Clock, exact after a resume and
-// a lower bound for a running sandbox whose timeout was already later.
-// StartedAt and Metadata are not known and left zero. Never retried (see the
-// package doc). Errors: gone, conflict (E2B is killing it), transient; a
+// only extends a running one's timeout (200), capping the expiry at the last
+// start + the plan's maximum run length either way. Connect's answer carries
+// no times, so Resume reads the sandbox back (GET) and reports the endAt
+// E2B applied as ExpiresAt, with StartedAt and Metadata; if that read fails,
+// ExpiresAt is now+timeout by Config.Clock (logged), an upper bound when
+// capped. Connect is never retried (see the package doc). Errors: gone, conflict (E2B is killing it), transient; a
 // plain error for a timeout under one second.
 func (p *Provider) Resume(ctx context.Context, sandboxID string, timeout time.Duration) (lifecycle.Sandbox, error) {
 	const op = "resume"
@@ -325,7 +390,7 @@ func (p *Provider) Resume(ctx context.Context, sandboxID string, timeout time.Du
 	secs := seconds(timeout)
 	r, err := p.roundTrip(ctx, request{
 		op: op, sandboxID: sandboxID, method: http.MethodPost,
-		url:  p.apiURL(nil, "sandboxes", sandboxID, "connect"),
+		url:  p.apiURL(nil, "v2", "sandboxes", sandboxID, "connect"),
 		body: timeoutBody{Timeout: secs}, timeout: p.cfg.RequestTimeout, apiKey: true,
 	})
 	if err != nil {
@@ -339,20 +404,33 @@ func (p *Provider) Resume(ctx context.Context, sandboxID string, timeout time.Du
 		return lifecycle.Sandbox{}, decodeError(op, sandboxID, err)
 	}
 	p.tokens.put(sandboxID, out.EnvdAccessToken)
-	return lifecycle.Sandbox{
+	p.domain.put(sandboxID, out.Domain)
+	sb := lifecycle.Sandbox{
 		ID:         sandboxID,
 		Template:   out.TemplateID,
 		State:      lifecycle.SandboxRunning,
 		ExpiresAt:  p.cfg.Clock.Now().UTC().Add(time.Duration(secs) * time.Second),
 		PreviewURL: p.PreviewURL(sandboxID, out.Domain),
-	}, nil
+	}
+	got, _, err := p.get(ctx, op, sandboxID)
+	if err != nil || got.State != lifecycle.SandboxRunning {
+		p.cfg.Logger.WarnContext(ctx, "e2b: could not read back the expiry connect applied; assuming the one asked for",
+			"sandbox_id", sandboxID, "expires_at", sb.ExpiresAt, "err", err, "state", got.State)
+		return sb, nil
+	}
+	sb.ExpiresAt, sb.StartedAt, sb.Metadata = got.ExpiresAt, got.StartedAt, got.Metadata
+	return sb, nil
 }
 
 // SetTimeout sets a running sandbox's timeout to now+timeout, rounded up to
-// whole seconds (POST /sandboxes/{id}/timeout, 204); it may shorten it.
+// whole seconds (POST /sandboxes/{id}/timeout, 204); it may shorten it. E2B
+// silently caps it at the last start + the plan's maximum run length (see
+// SetTimeoutUntil for the expiry applied). A 409 (pausing, being killed,
+// snapshotting) is transient: retried, then returned as transient.
 // Retried. Errors: gone, transient; a plain error for a timeout under one
-// second. E2B appears to keep timers only for running sandboxes, so calling
-// it on a paused one likely answers 404 (gone): call it on running ones.
+// second, or a 400 once the run-length limit has passed. E2B keeps timers
+// only for running sandboxes, so calling it on a paused one answers 404
+// (gone): call it on running ones.
 func (p *Provider) SetTimeout(ctx context.Context, sandboxID string, timeout time.Duration) error {
 	const op = "set timeout"
 	if timeout < time.Second {
@@ -364,14 +442,35 @@ func (p *Provider) SetTimeout(ctx context.Context, sandboxID string, timeout tim
 			url:  p.apiURL(nil, "sandboxes", sandboxID, "timeout"),
 			body: timeoutBody{Timeout: seconds(timeout)}, timeout: p.cfg.RequestTimeout, apiKey: true,
 		})
-		if err != nil {
+		switch {
+		case err != nil:
 			return err
-		}
-		if !r.ok() {
+		case r.status == http.StatusConflict:
+			return lifecycle.NewProviderError(lifecycle.ErrProviderTransient, op, sandboxID, parseAPIError(r))
+		case !r.ok():
 			return p.statusError(op, sandboxID, r)
 		}
 		return nil
 	})
+}
+
+// SetTimeoutUntil is SetTimeout followed by a read of the sandbox (GET): it
+// returns the expiry E2B really applied, which is earlier than
+// now+timeout when E2B capped it at the plan's run length. Errors: as
+// SetTimeout and Get.
+func (p *Provider) SetTimeoutUntil(ctx context.Context, sandboxID string, timeout time.Duration) (time.Time, error) {
+	if err := p.SetTimeout(ctx, sandboxID, timeout); err != nil {
+		return time.Time{}, err
+	}
+	sb, err := p.Get(ctx, sandboxID)
+	if err != nil {
+		return time.Time{}, err
+	}
+	if sb.State != lifecycle.SandboxRunning {
+		return time.Time{}, lifecycle.NewProviderError(lifecycle.ErrSandboxConflict, "set timeout", sandboxID,
+			fmt.Errorf("sandbox is %s after its timeout was set", sb.State))
+	}
+	return sb.ExpiresAt, nil
 }
 
 // Probe checks a sandbox live without waking it. It reads the state through
@@ -440,6 +539,7 @@ func (p *Provider) Kill(ctx context.Context, sandboxID string) error {
 			return err
 		case r.ok() || r.status == http.StatusNotFound:
 			p.tokens.forget(sandboxID)
+			p.domain.forget(sandboxID)
 			return nil
 		default:
 			return p.statusError(op, sandboxID, r)

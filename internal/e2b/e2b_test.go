@@ -159,8 +159,9 @@ func TestCreate(t *testing.T) {
 		if got, want := sb.Timeout, 10*time.Minute; got != want {
 			t.Errorf("server timeout = %v, want %v", got, want)
 		}
-		if !sb.AutoPause || sb.AutoResume || sb.Secure {
-			t.Errorf("server flags autoPause=%v autoResume=%v secure=%v, want true false false", sb.AutoPause, sb.AutoResume, sb.Secure)
+		// v2 create is always secure (providers/e2b.md).
+		if !sb.AutoPause || sb.AutoResume || !sb.Secure {
+			t.Errorf("server flags autoPause=%v autoResume=%v secure=%v, want true false true", sb.AutoPause, sb.AutoResume, sb.Secure)
 		}
 		if got, want := sb.Metadata[lifecycle.MetadataSessionID], "ses_1"; got != want {
 			t.Errorf("server metadata = %q, want %q", got, want)
@@ -601,7 +602,7 @@ func TestList(t *testing.T) {
 		p, _ := MustProvider(t, srv)
 		seed(t, srv)
 		ids, pages := collect(t, p, lifecycle.ListRequest{Metadata: map[string]string{"team": "a"}, Limit: 2})
-		if got, want := strings.Join(ids, ","), "sbx1,sbx2,sbx4"; got != want {
+		if got, want := strings.Join(ids, ","), "sbx4,sbx2,sbx1"; got != want { // newest first
 			t.Errorf("ids = %s, want %s", got, want)
 		}
 		if got, want := pages, 2; got != want {
@@ -622,7 +623,10 @@ func TestList(t *testing.T) {
 		if page.NextToken != "" {
 			t.Errorf("NextToken = %q, want none", page.NextToken)
 		}
-		if got, want := page.Sandboxes[1].State, lifecycle.SandboxPaused; got != want {
+		if got, want := page.Sandboxes[3].ID, "sbx2"; got != want { // newest first
+			t.Errorf("fourth sandbox = %q, want %q", got, want)
+		}
+		if got, want := page.Sandboxes[3].State, lifecycle.SandboxPaused; got != want {
 			t.Errorf("sbx2 state = %q, want %q", got, want)
 		}
 	})
@@ -634,7 +638,7 @@ func TestList(t *testing.T) {
 			States:   []lifecycle.SandboxState{lifecycle.SandboxRunning},
 			Metadata: map[string]string{"team": "a", "x": "y&z=w"},
 		})
-		if got, want := strings.Join(ids, ","), "sbx1,sbx4"; got != want {
+		if got, want := strings.Join(ids, ","), "sbx4,sbx1"; got != want {
 			t.Errorf("ids = %s, want %s", got, want)
 		}
 	})
@@ -851,12 +855,17 @@ func TestSetTimeout(t *testing.T) {
 			t.Errorf("timeout requests = %d, want %d", got, want)
 		}
 	})
-	t.Run("ErrAbovePlanMaximum", func(t *testing.T) {
+	t.Run("AbovePlanMaximumIsCapped", func(t *testing.T) {
+		// E2B caps silently at the last start + the plan maximum.
 		srv := e2btest.NewServer(t)
 		p, _ := MustProvider(t, srv)
-		MustPut(t, srv, "sbx", lifecycle.SandboxRunning, srv.Clock.Now().Add(time.Minute))
-		if err := p.SetTimeout(ctx, "sbx", 25*time.Hour); err == nil || isProviderError(err) {
-			t.Errorf("err = %v, want a plain error", err)
+		sb := MustPut(t, srv, "sbx", lifecycle.SandboxRunning, srv.Clock.Now().Add(time.Minute))
+		got, err := p.SetTimeoutUntil(ctx, "sbx", 25*time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := sb.StartedAt.Add(e2btest.MaxRunLength); !got.Equal(want) {
+			t.Errorf("expiry = %v, want %v (capped)", got, want)
 		}
 	})
 	t.Run("ErrShortTimeout", func(t *testing.T) {
@@ -1012,9 +1021,9 @@ func TestProbe(t *testing.T) {
 			t.Errorf("refused tokens = %d, want 0", got)
 		}
 	})
-	t.Run("SecureWithoutTokenCountsAsAlive", func(t *testing.T) {
+	t.Run("SecureWithoutToken", func(t *testing.T) {
 		// A fresh Provider (a new Lambda invocation) does not know the
-		// token; envd's refusal still shows the sandbox answers.
+		// token; envd's /health needs none.
 		srv := e2btest.NewServer(t)
 		creator, _ := MustProvider(t, srv, func(c *e2b.Config) { c.Secure = true })
 		sb, err := creator.Create(ctx, lifecycle.CreateRequest{Template: "base", Timeout: time.Minute})
@@ -1029,7 +1038,7 @@ func TestProbe(t *testing.T) {
 		if got, want := got.State, lifecycle.SandboxRunning; got != want {
 			t.Errorf("State = %q, want %q", got, want)
 		}
-		if got, want := srv.RefusedTokens(), 1; got != want {
+		if got, want := srv.RefusedTokens(), 0; got != want {
 			t.Errorf("refused tokens = %d, want %d", got, want)
 		}
 	})

@@ -97,6 +97,15 @@ type Provider interface {
 	Kill(ctx context.Context, sandboxID string) error
 }
 
+// TimeoutReporter is implemented by a Provider whose applied timeout may
+// differ from the one asked for (E2B silently caps it at the last start +
+// the plan's maximum run length: providers/e2b.md). SetTimeoutUntil is
+// SetTimeout that returns the expiry the provider really applied; the
+// service records that one. Errors: as SetTimeout.
+type TimeoutReporter interface {
+	SetTimeoutUntil(ctx context.Context, sandboxID string, timeout time.Duration) (time.Time, error)
+}
+
 // Provider error kinds, for errors.Is.
 var (
 	ErrSandboxGone       = errors.New("sandbox is gone")

@@ -78,11 +78,17 @@ func (s *Service) refreshProviderTimeout(ctx context.Context, sess *Session, now
 	timeout := s.Policy.ProviderTimeout(sess, now)
 	pctx, cancel := context.WithTimeout(ctx, s.callTimeout())
 	defer cancel()
-	if err := s.Provider.SetTimeout(pctx, sess.SandboxID, timeout); err != nil {
+	expires, err := now.Add(timeout), error(nil)
+	if r, ok := s.Provider.(TimeoutReporter); ok {
+		expires, err = r.SetTimeoutUntil(pctx, sess.SandboxID, timeout)
+	} else {
+		err = s.Provider.SetTimeout(pctx, sess.SandboxID, timeout)
+	}
+	if err != nil {
 		s.log().WarnContext(ctx, "extend provider timeout", "session_id", sess.ID, "sandbox_id", sess.SandboxID, "err", err)
 		return err
 	}
-	sess.SandboxExpiresAt = now.Add(timeout)
+	sess.SandboxExpiresAt = expires
 	return nil
 }
 

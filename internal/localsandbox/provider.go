@@ -17,7 +17,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sandmanhq/sandman/internal/e2bhook"
+	"github.com/sandmanhq/sandman/internal/e2b/e2bhook"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 )
 

@@ -7,7 +7,7 @@ import (
 	"io/fs"
 	"time"
 
-	"github.com/sandmanhq/sandman/internal/e2bhook"
+	"github.com/sandmanhq/sandman/internal/e2b/e2bhook"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 )
 

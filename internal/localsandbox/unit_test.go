@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sandmanhq/sandman/internal/e2bhook"
+	"github.com/sandmanhq/sandman/internal/e2b/e2bhook"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 )
 

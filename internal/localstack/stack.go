@@ -125,6 +125,19 @@ func Run(ctx context.Context, opts Options) error {
 		}
 		return defaults[k]
 	}
+	var deps app.Deps
+	if getenv(app.EnvProvider) == ProviderE2BFake {
+		log := opts.Log
+		if log == nil {
+			log = slog.Default()
+		}
+		p, stopFake, err := startE2BFake(getenv(app.EnvE2BBaseURL), log)
+		if err != nil {
+			return err
+		}
+		defer stopFake()
+		deps.Provider, appEnv = p, e2bFakeEnv(appEnv)
+	}
 	cfg, err := app.ConfigFromEnv(appEnv)
 	if err != nil {
 		return err
@@ -136,7 +149,8 @@ func Run(ctx context.Context, opts Options) error {
 	if err := EnsureTable(ctx, client, cfg.Table); err != nil {
 		return err
 	}
-	a, err := app.New(ctx, cfg, app.Needs{Provider: true, WebhookSecret: true}, app.Deps{Log: opts.Log})
+	deps.Log = opts.Log
+	a, err := app.New(ctx, cfg, app.Needs{Provider: true, WebhookSecret: true}, deps)
 	if err != nil {
 		return err
 	}

@@ -23,7 +23,10 @@
 //     signature, or a missing or unsupported signature version, answers
 //     401 unauthorized.
 //  5. Parse: Format.Parse turns the bytes into a lifecycle.ProviderEvent; a
-//     malformed body answers 400 invalid.
+//     malformed body answers 400 invalid. A well-formed event of a kind
+//     Sandman does not use (E2B: sandbox.lifecycle.checkpointed, or a type
+//     added later; ErrIgnored) answers 200 {"status":"ok","outcome":
+//     "ignored"} and changes nothing, so the provider does not retry it.
 //  6. Apply: lifecycle.Service.ApplyProviderEvent, bounded by the request
 //     timeout (29 s by default, under API Gateway's 30 s). Every outcome
 //     (applied, recorded, stale, duplicate, unknown_sandbox) answers

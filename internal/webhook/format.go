@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/sandmanhq/sandman/internal/e2bhook"
+	"github.com/sandmanhq/sandman/internal/e2b/e2bhook"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 )
 
@@ -24,9 +24,18 @@ type Format interface {
 	Verify(headers map[string]string, body []byte) error
 	// Parse decodes a verified body. The event's Provider is the name the
 	// provider's sessions are stored with (lifecycle.Session.Provider),
-	// which may differ from Name. Errors: invalid (malformed body).
+	// which may differ from Name. Errors: one wrapping ErrIgnored for a
+	// well-formed event the rules do not use (answered 200, nothing done);
+	// invalid (malformed body).
 	Parse(body []byte) (Event, error)
 }
+
+// ErrIgnored is wrapped by a Format's Parse error for a verified,
+// well-formed event of a kind Sandman does not use (E2B:
+// sandbox.lifecycle.checkpointed, or a type added later). The handler
+// acknowledges it with 200, outcome "ignored", so the provider does not
+// retry it, and changes nothing.
+var ErrIgnored = errors.New("webhook event is ignored")
 
 // Event is a verified, parsed delivery: the provider event the lifecycle
 // rules apply, plus what is only logged.
@@ -39,7 +48,7 @@ type Event struct {
 }
 
 // E2B is E2B's webhook format (shared/providers/e2b.md, "Lifecycle
-// webhooks"; the wire details are internal/e2bhook's). Build it with NewE2B.
+// webhooks"; the wire details are internal/e2b/e2bhook's). Build it with NewE2B.
 type E2B struct {
 	provider string
 	secrets  []string
@@ -106,11 +115,15 @@ func (f *E2B) Verify(headers map[string]string, body []byte) error {
 	return nil
 }
 
-// Parse decodes an E2B lifecycle event (e2bhook.Parse) and stamps it with
-// the configured provider name; SessionID is the sandbox metadata's
-// lifecycle.MetadataSessionID. Errors: invalid.
+// Parse decodes an E2B lifecycle event (e2bhook.Parse: the v2 body, or the
+// v1 camelCase one of E2B's docs) and stamps it with the configured provider
+// name; SessionID is the sandbox metadata's lifecycle.MetadataSessionID.
+// Errors: ErrIgnored for a type Sandman does not use; invalid.
 func (f *E2B) Parse(body []byte) (Event, error) {
 	ev, err := e2bhook.Parse(body)
+	if errors.Is(err, e2bhook.ErrIgnoredType) {
+		return Event{}, fmt.Errorf("%w: %w", ErrIgnored, err)
+	}
 	if err != nil {
 		return Event{}, err
 	}

@@ -7,7 +7,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/sandmanhq/sandman/internal/e2bhook"
+	"github.com/sandmanhq/sandman/internal/e2b/e2bhook"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/webhook"
 )
@@ -22,7 +22,9 @@ import (
 // 401, 404, 413 with a JSON body (the error envelope on errors); and an
 // event reaches the rules only when the provider is e2b, the version v1 and
 // the signature verifies over the decoded bytes, and then it carries the
-// configured provider name, an id, a sandbox id and a known type.
+// configured provider name, an id, a sandbox id and a known type; a 200
+// "ignored" (a well-formed event of a type Sandman does not use) needs the
+// same valid signature and applies nothing.
 func FuzzHandler(f *testing.F) {
 	f.Add("e2b", "v1", "", []byte(`{}`), false, true)
 	f.Fuzz(func(t *testing.T, provider, version, sig string, body []byte, b64, sign bool) {
@@ -53,12 +55,18 @@ func FuzzHandler(f *testing.F) {
 			http.StatusBadRequest: "invalid", http.StatusUnauthorized: "unauthorized",
 			http.StatusNotFound: "not_found", http.StatusRequestEntityTooLarge: "too_large",
 		}
-		switch resp.StatusCode {
-		case http.StatusOK:
+		ignored := resp.StatusCode == http.StatusOK && out["outcome"] == "ignored"
+		if ignored && (provider != webhook.E2BName || !e2bhook.Verify(TestSecret, body, sig)) {
+			t.Fatalf("an event was acknowledged as ignored without a valid signature")
+		}
+		switch {
+		case ignored:
+		case resp.StatusCode == http.StatusOK:
 			if got, want := out["outcome"], string(lifecycle.WebhookApplied); got != want {
 				t.Errorf("outcome = %q, want %q", got, want)
 			}
-		case http.StatusBadRequest, http.StatusUnauthorized, http.StatusNotFound, http.StatusRequestEntityTooLarge:
+		case resp.StatusCode == http.StatusBadRequest, resp.StatusCode == http.StatusUnauthorized,
+			resp.StatusCode == http.StatusNotFound, resp.StatusCode == http.StatusRequestEntityTooLarge:
 			if got, want := out["error_type"], wantType[resp.StatusCode]; got != want || out["status"] != "error" {
 				t.Errorf("status %d body = %v, want the envelope with error_type %q", resp.StatusCode, out, want)
 			}
@@ -67,7 +75,7 @@ func FuzzHandler(f *testing.F) {
 		}
 
 		evs := a.Events()
-		if got, want := len(evs) == 1, resp.StatusCode == http.StatusOK; got != want {
+		if got, want := len(evs) == 1, resp.StatusCode == http.StatusOK && !ignored; got != want {
 			t.Fatalf("applied %d events with status %d", len(evs), resp.StatusCode)
 		}
 		if len(evs) == 0 {

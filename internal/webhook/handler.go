@@ -130,8 +130,12 @@ func New(applier Applier, formats []Format, opts ...Option) (*Handler, error) {
 // okBody is the 200 answer: the event was delivered, whatever it did.
 type okBody struct {
 	Status  string `json:"status"`  // always "ok"
-	Outcome string `json:"outcome"` // applied, recorded, stale, duplicate, unknown_sandbox (deferred answers 503)
+	Outcome string `json:"outcome"` // applied, recorded, stale, duplicate, unknown_sandbox, ignored (deferred answers 503)
 }
+
+// outcomeIgnored answers a verified event of a kind Sandman does not use
+// (ErrIgnored): nothing is claimed or changed.
+const outcomeIgnored = "ignored"
 
 // Handle serves one request. It always returns a response and a nil error:
 // a Lambda error would make API Gateway answer its own 500 without the
@@ -142,6 +146,12 @@ func (h *Handler) Handle(ctx context.Context, req events.APIGatewayV2HTTPRequest
 	ctx = apigw.WithLogAttrs(ctx, slog.String("request_id", requestID), slog.String("route", req.RouteKey))
 
 	ev, err := h.VerifyAndParse(req)
+	if errors.Is(err, ErrIgnored) {
+		h.log.InfoContext(ctx, "webhook", "outcome", outcomeIgnored, "provider", clip(req.PathParameters[ProviderParam]),
+			"reason", err.Error())
+		resp, _ := h.respond.JSON(http.StatusOK, okBody{Status: "ok", Outcome: outcomeIgnored}, nil) // strings always encode
+		return resp, nil
+	}
 	if err != nil {
 		h.log.WarnContext(ctx, "webhook refused", "provider", clip(req.PathParameters[ProviderParam]),
 			"error_type", apigw.ErrorType(err), "reason", err.Error())
@@ -192,7 +202,8 @@ func (h *Handler) apply(ctx context.Context, ev lifecycle.ProviderEvent) (outcom
 // base64 decoding, provider lookup, signature, parse. It needs no store, so
 // it can be fuzzed and benchmarked on its own.
 // Errors: too_large, invalid (bad base64, malformed body), not_found
-// (unknown provider), unauthorized (signature).
+// (unknown provider), unauthorized (signature), and one wrapping ErrIgnored
+// for a verified event of a kind Sandman does not use.
 func (h *Handler) VerifyAndParse(req events.APIGatewayV2HTTPRequest) (Event, error) {
 	body, err := h.rawBody(req)
 	if err != nil {
@@ -208,6 +219,9 @@ func (h *Handler) VerifyAndParse(req events.APIGatewayV2HTTPRequest) (Event, err
 		return Event{}, asCode(err, lifecycle.CodeUnauthorized, "the webhook signature could not be verified")
 	}
 	ev, err := f.Parse(body)
+	if errors.Is(err, ErrIgnored) {
+		return Event{}, err
+	}
 	if err != nil {
 		return Event{}, asCode(err, lifecycle.CodeInvalid, "the webhook body is not a valid event")
 	}

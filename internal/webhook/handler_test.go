@@ -17,7 +17,7 @@ import (
 
 	"github.com/sandmanhq/sandman/internal/dynamo"
 	"github.com/sandmanhq/sandman/internal/dynamotest"
-	"github.com/sandmanhq/sandman/internal/e2bhook"
+	"github.com/sandmanhq/sandman/internal/e2b/e2bhook"
 	"github.com/sandmanhq/sandman/internal/fakeprovider"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/webhook"
@@ -492,7 +492,7 @@ func TestMalformed(t *testing.T) {
 		"NotObject":     []byte(`["sandbox.lifecycle.paused"]`),
 		"Empty":         nil,
 		"TrailingData":  append(MustBuild(t, fixtureBody(t, e2bhook.TypePaused)), []byte(` {}`)...),
-		"UnknownType":   bytes.Replace(MustBuild(t, fixtureBody(t, e2bhook.TypePaused)), []byte(`lifecycle.paused`), []byte(`lifecycle.exploded`), 1),
+		"MissingType":   bytes.Replace(MustBuild(t, fixtureBody(t, e2bhook.TypePaused)), []byte(`"type":"sandbox.lifecycle.paused",`), nil, 1),
 		"MissingSandbox": bytes.Replace(MustBuild(t, fixtureBody(t, e2bhook.TypePaused)),
 			[]byte(`"sandbox_id":"fake_1"`), []byte(`"sandbox_id":""`), 1),
 		"BadTimestamp": bytes.Replace(MustBuild(t, fixtureBody(t, e2bhook.TypePaused)),
@@ -506,6 +506,46 @@ func TestMalformed(t *testing.T) {
 				t.Errorf("version = %d, want %d (unchanged)", got, want)
 			}
 		})
+	}
+}
+
+// TestUnknownTypeIgnored: a signed, well-formed event of a type Sandman
+// does not use (checkpointed today, any later one) is 200 "ignored", never
+// a 400 that E2B would retry, and changes nothing (providers/e2b.md).
+func TestUnknownTypeIgnored(t *testing.T) {
+	h := MustHarness(t)
+	sess := h.MustSession(t)
+	for _, typ := range []string{e2bhook.TypeCheckpointed, "sandbox.lifecycle.exploded"} {
+		t.Run(typ, func(t *testing.T) {
+			raw := bytes.Replace(MustBuild(t, fixtureBody(t, e2bhook.TypePaused)),
+				[]byte(e2bhook.TypePaused), []byte(typ), 1)
+			req := NewRequest(webhook.E2BName, SignedHeaders(TestSecret, "d-"+typ, raw), raw, false)
+			wantOK(t, h.MustDeliver(t, req), "ignored")
+			if got, want := h.MustGet(t).Version, sess.Version; got != want {
+				t.Errorf("version = %d, want %d (unchanged)", got, want)
+			}
+		})
+	}
+	t.Run("WrongSignatureStill401", func(t *testing.T) {
+		raw := bytes.Replace(MustBuild(t, fixtureBody(t, e2bhook.TypePaused)),
+			[]byte(e2bhook.TypePaused), []byte(e2bhook.TypeCheckpointed), 1)
+		req := NewRequest(webhook.E2BName, SignedHeaders("whsec_someone_else", "d", raw), raw, false)
+		wantError(t, h.MustDeliver(t, req), http.StatusUnauthorized, "unauthorized")
+	})
+}
+
+// TestV1CamelCaseBody: the v1 camelCase body of E2B's public docs applies
+// like the v2 one.
+func TestV1CamelCaseBody(t *testing.T) {
+	h := MustHarness(t)
+	sess := h.MustSession(t)
+	raw := []byte(`{"version":"v1","id":"evt-v1-paused","type":"sandbox.lifecycle.paused",` +
+		`"eventData":{"sandbox_metadata":{"sandman_session_id":"` + sess.ID + `"}},` +
+		`"sandboxId":"` + sess.SandboxID + `","sandboxTemplateId":"base","timestamp":"2026-01-15T10:10:00Z"}`)
+	req := NewRequest(webhook.E2BName, SignedHeaders(TestSecret, "d", raw), raw, false)
+	wantOK(t, h.MustDeliver(t, req), lifecycle.WebhookApplied)
+	if got, want := h.MustGet(t).State, lifecycle.StatePaused; got != want {
+		t.Errorf("state = %q, want %q", got, want)
 	}
 }
 

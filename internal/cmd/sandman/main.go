@@ -5,6 +5,7 @@
 //	sandman invoke -fn NAME -event F   run one function's handler once on an event (make invoke)
 //	sandman sandbox ...                a local sandbox process (started by the local provider)
 //	sandman sessions list|get|...      the API's client for operators and scripts (internal/cli)
+//	sandman fake e2b [-addr HOST:PORT] a provider's fake on its own, state in memory
 //
 // Configuration is environment variables: internal/app's (SANDMAN_TABLE,
 // DYNAMODB_ENDPOINT, SANDMAN_PROVIDER, ...) and internal/localstack's
@@ -32,6 +33,7 @@ commands:
   sandbox   (internal) a local sandbox process
   sessions  list|get|create|delete|resume|snapshot|status|reconnect|watch over the HTTP API
             (SANDMAN_URL, SANDMAN_API_KEY; sandman sessions help)
+  fake      serve a provider's fake API on its own (fake e2b -addr 127.0.0.1:PORT)
 `
 
 func main() {
@@ -59,6 +61,8 @@ func main() {
 		code := cli.Main(ctx, args, cli.Env{Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv})
 		stop()
 		os.Exit(code)
+	case "fake":
+		err = fakeCommand(ctx, args, os.Stdout, os.Stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Print(usage)
 	default:

@@ -1,16 +1,44 @@
-// Package e2btest is a fake E2B for tests: a loopback control API and a
-// loopback sandbox proxy that behave as shared/providers/e2b.md describes,
-// over real state (running and paused sandboxes, timeouts that pause or kill
-// on the injected clock, paging by token), with faults injected on demand.
+// Package e2btest is a fake E2B: a control API and a sandbox proxy that
+// behave as shared/providers/e2b.md's section "Checked against the real
+// spec" describes, over real state (running, paused, pausing and killing
+// sandboxes, timeouts that pause or kill on the clock, paging by token),
+// with faults injected on demand. NewServer runs it on loopback for a test
+// on a manual clock; New builds one on any clock for `sandman fake e2b`.
 //
-// The control API checks X-API-Key (401 otherwise) and decodes request
-// bodies strictly (field names compared exactly), so a misspelt field name
-// is a 400. The proxy serves
-// envd's GET /<sandboxID>/health: 204 for a running sandbox (401 without the
-// right X-Access-Token for a secure one), 502 for an absent one or a paused
-// one, except that a paused sandbox with auto-resume is woken by the request,
-// as E2B's proxy does. Every proxy request is counted, so a test can prove
-// that a probe of a paused sandbox never went near the sandbox.
+// As real E2B does, the control API:
+//   - serves create and connect on the v2 routes (POST /v2/sandboxes,
+//     POST /v2/sandboxes/{id}/connect) and still on the deprecated
+//     /sandboxes forms; get, pause, set timeout and kill on /sandboxes/{id};
+//     list on GET /v2/sandboxes;
+//   - checks X-API-Key (401 otherwise);
+//   - ignores unknown JSON fields and unknown query parameters (each is
+//     recorded, see UnknownFields, so a test can still catch a misspelling);
+//   - answers create and connect with clientID, envdVersion, a string
+//     envdAccessToken (v2 create is always secure) and domain; get with
+//     cpuCount, memoryMB, diskSizeMB and envdVersion too; list items carry
+//     no domain;
+//   - takes connect without a body (timeout 300 s) and reports get's
+//     lifecycle {autoResume, onTimeout};
+//   - refuses timeout 0 on create (400); v2 create defaults it to 300 s, the
+//     deprecated route to 15 s; a timeout above the plan's maximum run
+//     length on create is a 400;
+//   - caps connect and set timeout silently at the last start + MaxRunLength
+//     (200/204); set timeout once that limit has passed is a 400, and set
+//     timeout 0 expires the sandbox now;
+//   - answers 409 to pause, connect and set timeout of a sandbox that is
+//     being killed, and to set timeout and connect of one that is pausing;
+//     a pausing sandbox reads as paused, a killing one as 404; pause of a
+//     paused one is 409 "already paused";
+//   - lists newest first, clamps limit above 100 to 100, and decodes the
+//     metadata filter three times (query, then the value, then each pair),
+//     as E2B's server does.
+//
+// The proxy serves envd's GET /<sandboxID>/health: 204 for a running
+// sandbox, with or without an access token (a wrong token is still counted,
+// see RefusedTokens), 502 for an absent or paused one, except that a paused
+// sandbox with auto-resume is woken by the request, as E2B's proxy does.
+// Every proxy request is counted, so a test can prove that a probe of a
+// paused sandbox never went near the sandbox.
 package e2btest
 
 import (
@@ -18,6 +46,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -34,16 +63,23 @@ import (
 
 // Defaults of a new Server.
 const (
-	// APIKey is the only key the fake control API accepts.
+	// APIKey is the only key the fake control API accepts by default.
 	APIKey = "e2b_test_key"
 	// Domain is the sandbox domain the fake reports.
 	Domain = "e2b.test"
-	// MaxTimeout is the plan's maximum run length (E2B Hobby: 1 h); a larger
-	// timeout is answered 400.
-	MaxTimeout = time.Hour
-	// DefaultTimeout applies when create names no timeout (ours: E2B's API
-	// default, 15 s).
-	DefaultTimeout = 15 * time.Second
+	// MaxRunLength is the plan's maximum run length since the last start
+	// (E2B Hobby: 1 h).
+	MaxRunLength = time.Hour
+	// MaxTimeout is kept for older tests: the plan maximum, MaxRunLength.
+	MaxTimeout = MaxRunLength
+	// DefaultTimeout applies when a v2 create names no timeout (E2B: 300 s).
+	DefaultTimeout = 300 * time.Second
+	// DefaultTimeoutV1 applies when a deprecated create names none (15 s).
+	DefaultTimeoutV1 = 15 * time.Second
+	// ClientID is the clientID every answer carries.
+	ClientID = "6532622b"
+	// EnvdVersion is the envdVersion every answer carries.
+	EnvdVersion = "0.2.0"
 )
 
 // Op names one kind of request, for counting and fault injection.
@@ -51,14 +87,23 @@ type Op string
 
 // The operations the fake serves.
 const (
-	OpCreate  Op = "create"  // POST /sandboxes
+	OpCreate  Op = "create"  // POST /v2/sandboxes (or deprecated POST /sandboxes)
 	OpGet     Op = "get"     // GET /sandboxes/{id}
 	OpList    Op = "list"    // GET /v2/sandboxes
 	OpPause   Op = "pause"   // POST /sandboxes/{id}/pause
-	OpConnect Op = "connect" // POST /sandboxes/{id}/connect
+	OpConnect Op = "connect" // POST /v2/sandboxes/{id}/connect (or deprecated /sandboxes/{id}/connect)
 	OpTimeout Op = "timeout" // POST /sandboxes/{id}/timeout
 	OpKill    Op = "kill"    // DELETE /sandboxes/{id}
 	OpHealth  Op = "health"  // GET <proxy>/{id}/health (envd)
+)
+
+// Transition is a state a sandbox passes through.
+type Transition string
+
+// The transitions a test can hold a sandbox in (Sandbox.Transition).
+const (
+	Pausing Transition = "pausing" // reads as paused; set timeout and connect answer 409
+	Killing Transition = "killing" // reads as 404; pause, connect and set timeout answer 409
 )
 
 // Fault replaces the answer to one request. The zero Status with neither
@@ -82,7 +127,12 @@ type Sandbox struct {
 	ID         string
 	TemplateID string
 	State      lifecycle.SandboxState // running or paused
-	StartedAt  time.Time
+	// Transition, when set, is a pause or kill in progress (see Pausing and
+	// Killing).
+	Transition Transition
+	// StartedAt is the last start (create or resume): the run-length cap
+	// counts from it.
+	StartedAt time.Time
 	// EndAt is E2B's endAt: when the timeout fires while running, when it
 	// paused while paused.
 	EndAt       time.Time
@@ -90,7 +140,7 @@ type Sandbox struct {
 	AutoPause   bool
 	AutoResume  bool
 	Secure      bool
-	AccessToken string // envd token of a secure sandbox
+	AccessToken string // envd token
 	Metadata    map[string]string
 	EnvVars     map[string]string
 }
@@ -102,68 +152,132 @@ func (sb *Sandbox) clone() Sandbox {
 	return c
 }
 
+// Options configures New. Every field is optional.
+type Options struct {
+	// Now tells the time. Default time.Now.
+	Now func() time.Time
+	// APIKey is the key the control API accepts. Default APIKey.
+	APIKey string
+	// MaxRunLength is the plan's maximum run length. Default MaxRunLength.
+	MaxRunLength time.Duration
+	// Logger, when set, receives one line per request.
+	Logger *slog.Logger
+}
+
 // Server is the fake E2B. Its methods are safe for concurrent use.
 type Server struct {
-	// API is the control API; point Config.BaseURL at API.URL.
+	// API is the control API of NewServer; point Config.BaseURL at API.URL.
 	API *httptest.Server
-	// Proxy is the sandbox proxy serving envd; see EnvdURL.
+	// Proxy is the sandbox proxy of NewServer, serving envd; see EnvdURL.
 	Proxy *httptest.Server
-	// Clock drives timeouts and the times the API reports.
+	// Clock drives timeouts and the times the API reports (NewServer only).
 	Clock *lifecycle.ManualClock
 
+	opts      Options
 	mu        sync.Mutex
 	seq       int
 	sandboxes map[string]*Sandbox
 	seqOf     map[string]int
 	faults    map[Op][]Fault
+	sticky    map[Op]Fault
 	counts    map[Op]int
+	unknown   []string
+	old       int
 	proxyHits int
 	keyLeaks  int
 	refused   int
 	hanging   chan Op
 	closing   chan struct{}
+	closeOnce sync.Once
+	api       http.Handler
+	proxy     http.Handler
 }
 
-// NewServer starts a fake E2B on loopback and stops it when tb ends. Its
-// clock starts at 2026-01-02T03:04:05Z.
-func NewServer(tb testing.TB) *Server {
-	tb.Helper()
+// New returns a fake E2B with no listener: serve Handler (or APIHandler and
+// ProxyHandler) yourself, and call Close when done to release hanging
+// requests.
+func New(opts Options) *Server {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.APIKey == "" {
+		opts.APIKey = APIKey
+	}
+	if opts.MaxRunLength == 0 {
+		opts.MaxRunLength = MaxRunLength
+	}
 	s := &Server{
-		Clock:     lifecycle.NewManualClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)),
+		opts:      opts,
 		sandboxes: map[string]*Sandbox{},
 		seqOf:     map[string]int{},
 		faults:    map[Op][]Fault{},
+		sticky:    map[Op]Fault{},
 		counts:    map[Op]int{},
 		hanging:   make(chan Op, 64),
 		closing:   make(chan struct{}),
 	}
 	api := http.NewServeMux()
-	api.Handle("POST /sandboxes", s.api(OpCreate, s.create))
-	api.Handle("GET /sandboxes/{id}", s.api(OpGet, s.get))
-	api.Handle("GET /v2/sandboxes", s.api(OpList, s.list))
-	api.Handle("POST /sandboxes/{id}/pause", s.api(OpPause, s.pause))
-	api.Handle("POST /sandboxes/{id}/connect", s.api(OpConnect, s.connect))
-	api.Handle("POST /sandboxes/{id}/timeout", s.api(OpTimeout, s.setTimeout))
-	api.Handle("DELETE /sandboxes/{id}", s.api(OpKill, s.kill))
+	api.Handle("POST /v2/sandboxes", s.handle(OpCreate, s.createV2))
+	api.Handle("POST /sandboxes", s.handle(OpCreate, s.deprecated(s.createV1)))
+	api.Handle("GET /sandboxes/{id}", s.handle(OpGet, s.get))
+	api.Handle("GET /v2/sandboxes", s.handle(OpList, s.list))
+	api.Handle("POST /sandboxes/{id}/pause", s.handle(OpPause, s.pause))
+	api.Handle("POST /v2/sandboxes/{id}/connect", s.handle(OpConnect, s.connect))
+	api.Handle("POST /sandboxes/{id}/connect", s.handle(OpConnect, s.deprecated(s.connect)))
+	api.Handle("POST /sandboxes/{id}/timeout", s.handle(OpTimeout, s.setTimeout))
+	api.Handle("DELETE /sandboxes/{id}", s.handle(OpKill, s.kill))
 	proxy := http.NewServeMux()
 	proxy.Handle("GET /{id}/health", s.faulty(OpHealth, http.HandlerFunc(s.health)))
-	s.API = httptest.NewServer(api)
-	s.Proxy = httptest.NewServer(s.countProxy(proxy))
+	s.api = s.logged("api", api)
+	s.proxy = s.logged("proxy", s.countProxy(proxy))
+	return s
+}
+
+// NewServer starts a fake E2B on loopback, on a manual clock starting at
+// 2026-01-02T03:04:05Z, and stops it when tb ends.
+func NewServer(tb testing.TB) *Server {
+	tb.Helper()
+	clock := lifecycle.NewManualClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	s := New(Options{Now: clock.Now})
+	s.Clock = clock
+	s.API = httptest.NewServer(s.api)
+	s.Proxy = httptest.NewServer(s.proxy)
 	tb.Cleanup(func() {
-		close(s.closing)
+		s.Close()
 		s.API.Close()
 		s.Proxy.Close()
 	})
 	return s
 }
 
-// Config returns an e2b.Config aimed at this server: its URLs, key, domain
-// and clock, and a Sleep that returns at once (honouring ctx) so retries
-// never sleep in tests.
+// APIHandler serves the control API.
+func (s *Server) APIHandler() http.Handler { return s.api }
+
+// ProxyHandler serves envd behind the proxy: GET /<sandboxID>/health.
+func (s *Server) ProxyHandler() http.Handler { return s.proxy }
+
+// ProxyPrefix is where Handler serves the proxy: <base>/_proxy/<id>/health.
+const ProxyPrefix = "/_proxy"
+
+// Handler serves the control API and, under ProxyPrefix, the proxy, on one
+// address (for `sandman fake e2b`).
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle(ProxyPrefix+"/", http.StripPrefix(ProxyPrefix, s.proxy))
+	mux.Handle("/", s.api)
+	return mux
+}
+
+// Close releases requests held by Hang faults. It is idempotent.
+func (s *Server) Close() { s.closeOnce.Do(func() { close(s.closing) }) }
+
+// Config returns an e2b.Config aimed at this NewServer: its URLs, key,
+// domain and clock, and a Sleep that returns at once (honouring ctx) so
+// retries never sleep in tests.
 func (s *Server) Config() e2b.Config {
 	return e2b.Config{
 		BaseURL: s.API.URL,
-		APIKey:  APIKey,
+		APIKey:  s.opts.APIKey,
 		Domain:  Domain,
 		EnvdURL: s.EnvdURL,
 		Clock:   s.Clock,
@@ -202,11 +316,50 @@ func (s *Server) Fail(op Op, faults ...Fault) {
 	s.faults[op] = append(s.faults[op], faults...)
 }
 
+// FailAll answers every request of op with f (after queued Fail faults)
+// until the returned function is called.
+func (s *Server) FailAll(op Op, f Fault) (stop func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sticky[op] = f
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		delete(s.sticky, op)
+	}
+}
+
 // Requests returns how many requests of op arrived, faulted ones included.
 func (s *Server) Requests(op Op) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.counts[op]
+}
+
+// UnknownFields returns every unknown JSON field and query parameter the
+// control API ignored, as "<op> <name>", in arrival order.
+func (s *Server) UnknownFields() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.unknown)
+}
+
+// DeprecatedRequests returns how many requests used a deprecated route
+// (POST /sandboxes, POST /sandboxes/{id}/connect).
+func (s *Server) DeprecatedRequests() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.old
+}
+
+// deprecated counts a request to a deprecated route before serving it.
+func (s *Server) deprecated(h func(Op, http.ResponseWriter, *http.Request)) func(Op, http.ResponseWriter, *http.Request) {
+	return func(op Op, w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		s.old++
+		s.mu.Unlock()
+		h(op, w, r)
+	}
 }
 
 // ProxyRequests returns how many requests of any kind reached the proxy.
@@ -224,8 +377,8 @@ func (s *Server) ProxyKeyLeaks() int {
 	return s.keyLeaks
 }
 
-// RefusedTokens returns how many health checks of a secure sandbox were
-// refused for a missing or wrong X-Access-Token.
+// RefusedTokens returns how many health checks carried an X-Access-Token
+// that is not the sandbox's (envd's /health answers 204 anyway).
 func (s *Server) RefusedTokens() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -235,15 +388,41 @@ func (s *Server) RefusedTokens() int {
 // Hanging reports the op of each request that a Hang fault is holding.
 func (s *Server) Hanging() <-chan Op { return s.hanging }
 
-// api wraps a control API handler: count, fault, key check.
-func (s *Server) api(op Op, h http.HandlerFunc) http.Handler {
+func (s *Server) now() time.Time { return s.opts.Now().UTC() }
+
+// handle wraps a control API handler: count, fault, key check.
+func (s *Server) handle(op Op, h func(Op, http.ResponseWriter, *http.Request)) http.Handler {
 	return s.faulty(op, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("X-API-Key") != APIKey {
+		if r.Header.Get("X-API-Key") != s.opts.APIKey {
 			writeError(w, http.StatusUnauthorized, "Invalid API key, it must start with 'e2b_' prefix")
 			return
 		}
-		h(w, r)
+		h(op, w, r)
 	}))
+}
+
+// logged writes one log line per request when Options.Logger is set.
+func (s *Server) logged(part string, next http.Handler) http.Handler {
+	if s.opts.Logger == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		start := time.Now()
+		next.ServeHTTP(rec, r)
+		s.opts.Logger.Info("e2b fake", "part", part, "method", r.Method, "path", r.URL.Path,
+			"query", r.URL.RawQuery, "status", rec.status, "ms", time.Since(start).Milliseconds())
+	})
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (r *statusRecorder) WriteHeader(status int) {
+	r.status = status
+	r.ResponseWriter.WriteHeader(status)
 }
 
 // faulty counts requests of op and serves the next queued fault, if any.
@@ -251,9 +430,11 @@ func (s *Server) faulty(op Op, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		s.counts[op]++
-		var f Fault
+		f, hasSticky := s.sticky[op]
 		if q := s.faults[op]; len(q) > 0 {
 			f, s.faults[op] = q[0], q[1:]
+		} else if !hasSticky {
+			f = Fault{}
 		}
 		s.mu.Unlock()
 		switch {
@@ -315,9 +496,9 @@ func (s *Server) store(sb *Sandbox) {
 // endAt pauses (autoPause, endAt becomes the pause time, which is the same
 // instant) or is killed. Callers hold mu.
 func (s *Server) expire() {
-	now := s.Clock.Now()
+	now := s.now()
 	for id, sb := range s.sandboxes {
-		if sb.State != lifecycle.SandboxRunning || sb.EndAt.After(now) {
+		if sb.State != lifecycle.SandboxRunning || sb.Transition != "" || sb.EndAt.After(now) {
 			continue
 		}
 		if sb.AutoPause {
@@ -329,8 +510,22 @@ func (s *Server) expire() {
 }
 
 // lookup returns the sandbox of the request's {id} after expiry, or answers
-// 404 and returns nil. Callers hold mu.
+// 404 (also for one being killed, as E2B does) and returns nil. Callers hold
+// mu.
 func (s *Server) lookup(w http.ResponseWriter, r *http.Request) *Sandbox {
+	s.expire()
+	id := r.PathValue("id")
+	sb, ok := s.sandboxes[id]
+	if !ok || sb.Transition == Killing {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("sandbox %q not found", id))
+		return nil
+	}
+	return sb
+}
+
+// lookupAny is lookup that also returns a sandbox being killed. Callers
+// hold mu.
+func (s *Server) lookupAny(w http.ResponseWriter, r *http.Request) *Sandbox {
 	s.expire()
 	id := r.PathValue("id")
 	sb, ok := s.sandboxes[id]
@@ -339,6 +534,11 @@ func (s *Server) lookup(w http.ResponseWriter, r *http.Request) *Sandbox {
 		return nil
 	}
 	return sb
+}
+
+// readsPaused reports whether sb reads as paused: paused, or pausing.
+func readsPaused(sb *Sandbox) bool {
+	return sb.State == lifecycle.SandboxPaused || sb.Transition == Pausing
 }
 
 // The wire shapes, written from providers/e2b.md independently of the
@@ -356,47 +556,96 @@ type createBody struct {
 	Secure   bool              `json:"secure"`
 }
 
+var createFields = []string{"templateID", "timeout", "autoPause", "autoResume", "metadata", "envVars", "secure"}
+
+// createdBody answers create and connect (E2B's Sandbox schema).
 type createdBody struct {
-	SandboxID       string  `json:"sandboxID"`
-	TemplateID      string  `json:"templateID"`
-	EnvdVersion     string  `json:"envdVersion"`
-	EnvdAccessToken *string `json:"envdAccessToken"`
-	Domain          string  `json:"domain"`
+	SandboxID       string `json:"sandboxID"`
+	TemplateID      string `json:"templateID"`
+	ClientID        string `json:"clientID"`
+	EnvdVersion     string `json:"envdVersion"`
+	EnvdAccessToken string `json:"envdAccessToken,omitempty"`
+	Domain          string `json:"domain"`
 }
 
+// detailBody answers get (E2B's SandboxDetail).
 type detailBody struct {
-	SandboxID  string            `json:"sandboxID"`
-	TemplateID string            `json:"templateID"`
-	State      string            `json:"state"`
-	StartedAt  string            `json:"startedAt"`
-	EndAt      string            `json:"endAt"`
-	Metadata   map[string]string `json:"metadata"`
-	Domain     string            `json:"domain"`
+	SandboxID       string            `json:"sandboxID"`
+	TemplateID      string            `json:"templateID"`
+	ClientID        string            `json:"clientID"`
+	State           string            `json:"state"`
+	StartedAt       string            `json:"startedAt"`
+	EndAt           string            `json:"endAt"`
+	CPUCount        int               `json:"cpuCount"`
+	MemoryMB        int               `json:"memoryMB"`
+	DiskSizeMB      int               `json:"diskSizeMB"`
+	EnvdVersion     string            `json:"envdVersion"`
+	EnvdAccessToken string            `json:"envdAccessToken,omitempty"`
+	Metadata        map[string]string `json:"metadata,omitempty"`
+	Domain          string            `json:"domain"`
+	Lifecycle       lifecycleBody     `json:"lifecycle"`
+}
+
+// lifecycleBody is get's lifecycle (E2B's SandboxLifecycle).
+type lifecycleBody struct {
+	AutoResume bool   `json:"autoResume"`
+	OnTimeout  string `json:"onTimeout"` // "pause" or "kill"
+}
+
+// listedBody is one item of list (E2B's ListedSandbox): no domain.
+type listedBody struct {
+	SandboxID   string            `json:"sandboxID"`
+	TemplateID  string            `json:"templateID"`
+	ClientID    string            `json:"clientID"`
+	State       string            `json:"state"`
+	StartedAt   string            `json:"startedAt"`
+	EndAt       string            `json:"endAt"`
+	CPUCount    int               `json:"cpuCount"`
+	MemoryMB    int               `json:"memoryMB"`
+	DiskSizeMB  int               `json:"diskSizeMB"`
+	EnvdVersion string            `json:"envdVersion"`
+	Metadata    map[string]string `json:"metadata,omitempty"`
 }
 
 type timeoutReq struct {
 	Timeout *int64 `json:"timeout"`
 }
 
-func (s *Server) create(w http.ResponseWriter, r *http.Request) {
+func (s *Server) createV2(op Op, w http.ResponseWriter, r *http.Request) { s.create(op, w, r, true) }
+func (s *Server) createV1(op Op, w http.ResponseWriter, r *http.Request) { s.create(op, w, r, false) }
+
+// create serves both create routes; v2 is always secure and defaults the
+// timeout to 300 s, the deprecated one to 15 s.
+func (s *Server) create(op Op, w http.ResponseWriter, r *http.Request, v2 bool) {
 	var in createBody
-	if !decode(w, r, &in, "templateID", "timeout", "autoPause", "autoResume", "metadata", "envVars", "secure") {
+	if !s.decode(op, w, r, &in, createFields...) {
 		return
 	}
+	s.noteQuery(op, r)
 	if in.TemplateID == "" {
 		writeError(w, http.StatusBadRequest, "templateID is required")
 		return
 	}
-	timeout := DefaultTimeout
+	timeout := DefaultTimeoutV1
+	if v2 {
+		timeout = DefaultTimeout
+	}
 	if in.Timeout != nil {
-		var ok bool
-		if timeout, ok = checkTimeout(w, *in.Timeout); !ok {
+		switch secs := *in.Timeout; {
+		case secs <= 0:
+			writeError(w, http.StatusBadRequest, "Timeout must be greater than 0")
 			return
+		case secs > int64(s.opts.MaxRunLength/time.Second):
+			writeError(w, http.StatusBadRequest,
+				fmt.Sprintf("Timeout cannot be greater than %d hours", int64(s.opts.MaxRunLength/time.Hour)))
+			return
+		default:
+			timeout = time.Duration(secs) * time.Second
 		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	now := s.Clock.Now()
+	now := s.now()
 	sb := &Sandbox{
 		ID:         fmt.Sprintf("isbx%016d", s.seq+1),
 		TemplateID: in.TemplateID,
@@ -406,7 +655,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		Timeout:    timeout,
 		AutoPause:  in.AutoPause,
 		AutoResume: in.AutoResume != nil && in.AutoResume.Enabled,
-		Secure:     in.Secure,
+		Secure:     in.Secure || v2,
 		Metadata:   cloneMap(in.Metadata),
 		EnvVars:    cloneMap(in.EnvVars),
 	}
@@ -418,23 +667,37 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 }
 
 func created(sb *Sandbox) createdBody {
-	out := createdBody{SandboxID: sb.ID, TemplateID: sb.TemplateID, EnvdVersion: "0.2.0", Domain: Domain}
-	if sb.Secure {
-		tok := sb.AccessToken
-		out.EnvdAccessToken = &tok
+	return createdBody{SandboxID: sb.ID, TemplateID: sb.TemplateID, ClientID: ClientID,
+		EnvdVersion: EnvdVersion, EnvdAccessToken: sb.AccessToken, Domain: Domain}
+}
+
+func stateOf(sb *Sandbox) string {
+	if readsPaused(sb) {
+		return string(lifecycle.SandboxPaused)
 	}
-	return out
+	return string(sb.State)
 }
 
 func detail(sb *Sandbox) detailBody {
 	return detailBody{
-		SandboxID: sb.ID, TemplateID: sb.TemplateID, State: string(sb.State),
+		SandboxID: sb.ID, TemplateID: sb.TemplateID, ClientID: ClientID, State: stateOf(sb),
 		StartedAt: sb.StartedAt.Format(time.RFC3339Nano), EndAt: sb.EndAt.Format(time.RFC3339Nano),
+		CPUCount: 2, MemoryMB: 512, DiskSizeMB: 1024, EnvdVersion: EnvdVersion, EnvdAccessToken: sb.AccessToken,
 		Metadata: cloneMap(sb.Metadata), Domain: Domain,
+		Lifecycle: lifecycleBody{AutoResume: sb.AutoResume, OnTimeout: map[bool]string{true: "pause", false: "kill"}[sb.AutoPause]},
 	}
 }
 
-func (s *Server) get(w http.ResponseWriter, r *http.Request) {
+func listed(sb *Sandbox) listedBody {
+	return listedBody{
+		SandboxID: sb.ID, TemplateID: sb.TemplateID, ClientID: ClientID, State: stateOf(sb),
+		StartedAt: sb.StartedAt.Format(time.RFC3339Nano), EndAt: sb.EndAt.Format(time.RFC3339Nano),
+		CPUCount: 2, MemoryMB: 512, DiskSizeMB: 1024, EnvdVersion: EnvdVersion, Metadata: cloneMap(sb.Metadata),
+	}
+}
+
+func (s *Server) get(op Op, w http.ResponseWriter, r *http.Request) {
+	s.noteQuery(op, r)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if sb := s.lookup(w, r); sb != nil {
@@ -442,43 +705,43 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// list serves GET /v2/sandboxes: state (comma-separated), metadata (one
-// url-encoded query of key=value pairs, all of which must match), limit
-// (1..100, default 100) and nextToken (a token this server issued: the
-// creation sequence number of the next sandbox).
-func (s *Server) list(w http.ResponseWriter, r *http.Request) {
+// list serves GET /v2/sandboxes: state (comma-separated), metadata
+// (decoded three times: see DecodeMetadataFilter; all pairs must match),
+// limit (at least 1; above 100 clamped to 100; default 100) and nextToken (a
+// token this server issued), newest first. order, startedAfter and template
+// are accepted and ignored, like any other unknown parameter.
+func (s *Server) list(op Op, w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	for k := range q {
-		if !slices.Contains([]string{"state", "metadata", "limit", "nextToken"}, k) {
-			writeError(w, http.StatusBadRequest, fmt.Sprintf("unknown query parameter %q", k))
-			return
+		if !slices.Contains([]string{"state", "metadata", "limit", "nextToken", "order", "startedAfter", "template"}, k) {
+			s.note(op, k)
 		}
 	}
-	states := map[lifecycle.SandboxState]bool{lifecycle.SandboxRunning: true, lifecycle.SandboxPaused: true}
+	states := map[string]bool{"running": true, "paused": true}
 	if v := q.Get("state"); v != "" {
-		states = map[lifecycle.SandboxState]bool{}
+		states = map[string]bool{}
 		for _, name := range strings.Split(v, ",") {
-			st := lifecycle.SandboxState(name)
-			if st != lifecycle.SandboxRunning && st != lifecycle.SandboxPaused {
+			if name != "running" && name != "paused" {
 				writeError(w, http.StatusBadRequest, fmt.Sprintf("invalid state %q", name))
 				return
 			}
-			states[st] = true
+			states[name] = true
 		}
 	}
-	md, err := url.ParseQuery(q.Get("metadata"))
+	md, err := DecodeMetadataFilter(q.Get("metadata"))
 	if err != nil {
-		writeError(w, http.StatusBadRequest, "invalid metadata query")
+		writeError(w, http.StatusBadRequest, "error when parsing metadata: "+err.Error())
 		return
 	}
 	limit := 100
 	if v := q.Get("limit"); v != "" {
-		if limit, err = strconv.Atoi(v); err != nil || limit < 1 || limit > 100 {
-			writeError(w, http.StatusBadRequest, "limit must be between 1 and 100")
+		if limit, err = strconv.Atoi(v); err != nil || limit < 1 {
+			writeError(w, http.StatusBadRequest, "limit must be at least 1")
 			return
 		}
+		limit = min(limit, 100)
 	}
-	from := 0
+	from := -1
 	if v := q.Get("nextToken"); v != "" {
 		if from, err = strconv.Atoi(strings.TrimPrefix(v, "tok-")); err != nil || !strings.HasPrefix(v, "tok-") {
 			writeError(w, http.StatusBadRequest, "invalid next token")
@@ -490,111 +753,160 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 	s.expire()
 	var match []*Sandbox
 	for _, sb := range s.sandboxes {
-		if s.seqOf[sb.ID] >= from && states[sb.State] && hasMetadata(sb, md) {
+		if sb.Transition == Killing || (from >= 0 && s.seqOf[sb.ID] > from) {
+			continue
+		}
+		if states[stateOf(sb)] && hasMetadata(sb, md) {
 			match = append(match, sb)
 		}
 	}
-	slices.SortFunc(match, func(a, b *Sandbox) int { return s.seqOf[a.ID] - s.seqOf[b.ID] })
+	slices.SortFunc(match, func(a, b *Sandbox) int { return s.seqOf[b.ID] - s.seqOf[a.ID] })
 	if len(match) > limit {
 		w.Header().Set("X-Next-Token", "tok-"+strconv.Itoa(s.seqOf[match[limit].ID]))
 		match = match[:limit]
 	}
-	out := make([]detailBody, 0, len(match))
+	out := make([]listedBody, 0, len(match))
 	for _, sb := range match {
-		out = append(out, detail(sb))
+		out = append(out, listed(sb))
 	}
 	writeJSON(w, http.StatusOK, out)
 }
 
+// DecodeMetadataFilter decodes list's metadata query value (already
+// decoded once from the query string) the way E2B's server does: the value
+// is percent-decoded again, split into k=v pairs at '&', and each key and
+// value percent-decoded a third time. Errors: a malformed escape.
+func DecodeMetadataFilter(v string) (url.Values, error) {
+	if v == "" {
+		return url.Values{}, nil
+	}
+	once, err := url.QueryUnescape(v)
+	if err != nil {
+		return nil, err
+	}
+	return url.ParseQuery(once)
+}
+
 func hasMetadata(sb *Sandbox, md url.Values) bool {
 	for k := range md {
-		if sb.Metadata[k] != md.Get(k) {
+		if v, ok := sb.Metadata[k]; !ok || v != md.Get(k) {
 			return false
 		}
 	}
 	return true
 }
 
-func (s *Server) pause(w http.ResponseWriter, r *http.Request) {
+func (s *Server) pause(op Op, w http.ResponseWriter, r *http.Request) {
+	s.noteQuery(op, r)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	sb := s.lookup(w, r)
-	if sb == nil {
-		return
+	sb := s.lookupAny(w, r)
+	switch {
+	case sb == nil:
+	case sb.Transition == Killing:
+		writeError(w, http.StatusConflict, "Sandbox cannot be paused while in 'killing' state")
+	case readsPaused(sb):
+		writeError(w, http.StatusConflict, fmt.Sprintf("Sandbox %s is already paused", sb.ID))
+	default:
+		sb.State, sb.EndAt = lifecycle.SandboxPaused, s.now()
+		w.WriteHeader(http.StatusNoContent)
 	}
-	if sb.State == lifecycle.SandboxPaused {
-		writeError(w, http.StatusConflict, fmt.Sprintf("sandbox %q is already paused", sb.ID))
-		return
+}
+
+// conflicted answers 409 for a sandbox in a transition. Callers hold mu.
+func conflicted(w http.ResponseWriter, sb *Sandbox) bool {
+	if sb.Transition == "" {
+		return false
 	}
-	sb.State, sb.EndAt = lifecycle.SandboxPaused, s.Clock.Now()
-	w.WriteHeader(http.StatusNoContent)
+	writeError(w, http.StatusConflict, fmt.Sprintf("Sandbox %s is in '%s' state", sb.ID, sb.Transition))
+	return true
+}
+
+// capped returns the end time of a timeout asked for at now on sb: at most
+// the last start + the run-length cap.
+func (s *Server) capped(sb *Sandbox, now time.Time, timeout time.Duration) time.Time {
+	end := now.Add(timeout)
+	if limit := sb.StartedAt.Add(s.opts.MaxRunLength); end.After(limit) {
+		return limit
+	}
+	return end
 }
 
 // connect resumes a paused sandbox (201) or extends a running one's timeout
-// to at least now+timeout (200).
-func (s *Server) connect(w http.ResponseWriter, r *http.Request) {
+// to at least now+timeout (200), capped at the run length either way. The
+// body is optional: an omitted timeout is 300 s (DefaultTimeout).
+func (s *Server) connect(op Op, w http.ResponseWriter, r *http.Request) {
 	var in timeoutReq
-	if !decode(w, r, &in, "timeout") {
+	if !s.decode(op, w, r, &in, "timeout") {
 		return
 	}
+	s.noteQuery(op, r)
 	if in.Timeout == nil {
-		writeError(w, http.StatusBadRequest, "timeout is required")
+		secs := int64(DefaultTimeout / time.Second)
+		in.Timeout = &secs
+	}
+	if *in.Timeout < 0 {
+		writeError(w, http.StatusBadRequest, "Timeout must be greater than or equal to 0")
 		return
 	}
-	timeout, ok := checkTimeout(w, *in.Timeout)
-	if !ok {
-		return
-	}
+	timeout := time.Duration(*in.Timeout) * time.Second
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	sb := s.lookup(w, r)
-	if sb == nil {
+	sb := s.lookupAny(w, r)
+	if sb == nil || conflicted(w, sb) {
 		return
 	}
-	now := s.Clock.Now()
+	now := s.now()
 	sb.Timeout = timeout
 	if sb.State == lifecycle.SandboxPaused {
-		sb.State, sb.StartedAt, sb.EndAt = lifecycle.SandboxRunning, now, now.Add(timeout)
+		sb.State, sb.StartedAt = lifecycle.SandboxRunning, now
+		sb.EndAt = s.capped(sb, now, timeout)
 		writeJSON(w, http.StatusCreated, created(sb))
 		return
 	}
-	if end := now.Add(timeout); end.After(sb.EndAt) {
+	if end := s.capped(sb, now, timeout); end.After(sb.EndAt) {
 		sb.EndAt = end
 	}
 	writeJSON(w, http.StatusOK, created(sb))
 }
 
-// setTimeout sets a running sandbox's endAt to now+timeout. A paused sandbox
-// answers 404: E2B keeps timers only for running sandboxes (an assumption
-// from its API's source, not from its documentation).
-func (s *Server) setTimeout(w http.ResponseWriter, r *http.Request) {
+// setTimeout sets a running sandbox's endAt to now+timeout, capped at the
+// run length; 0 expires it now. A paused sandbox answers 404: E2B keeps
+// timers only for running sandboxes (from its API's source).
+func (s *Server) setTimeout(op Op, w http.ResponseWriter, r *http.Request) {
 	var in timeoutReq
-	if !decode(w, r, &in, "timeout") {
+	if !s.decode(op, w, r, &in, "timeout") {
 		return
 	}
-	if in.Timeout == nil {
-		writeError(w, http.StatusBadRequest, "timeout is required")
-		return
-	}
-	timeout, ok := checkTimeout(w, *in.Timeout)
-	if !ok {
+	s.noteQuery(op, r)
+	if in.Timeout == nil || *in.Timeout < 0 {
+		writeError(w, http.StatusBadRequest, "timeout is required and must not be negative")
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	sb := s.lookup(w, r)
-	if sb == nil {
+	sb := s.lookupAny(w, r)
+	if sb == nil || conflicted(w, sb) {
 		return
 	}
 	if sb.State != lifecycle.SandboxRunning {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("sandbox %q is not running", sb.ID))
 		return
 	}
-	sb.Timeout, sb.EndAt = timeout, s.Clock.Now().Add(timeout)
+	now := s.now()
+	limit := sb.StartedAt.Add(s.opts.MaxRunLength)
+	if !now.Before(limit) {
+		writeError(w, http.StatusBadRequest, "Sandbox has reached its maximum run length")
+		return
+	}
+	sb.Timeout = time.Duration(*in.Timeout) * time.Second
+	sb.EndAt = s.capped(sb, now, sb.Timeout)
+	s.expire()
 	w.WriteHeader(http.StatusNoContent)
 }
 
-func (s *Server) kill(w http.ResponseWriter, r *http.Request) {
+func (s *Server) kill(op Op, w http.ResponseWriter, r *http.Request) {
+	s.noteQuery(op, r)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if sb := s.lookup(w, r); sb != nil {
@@ -603,65 +915,73 @@ func (s *Server) kill(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// health is envd's /health behind E2B's proxy.
+// health is envd's /health behind E2B's proxy; it needs no access token.
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.expire()
 	sb, ok := s.sandboxes[r.PathValue("id")]
 	switch {
-	case !ok:
+	case !ok || sb.Transition == Killing:
 		http.Error(w, "sandbox not found", http.StatusBadGateway)
 		return
-	case sb.State == lifecycle.SandboxPaused && !sb.AutoResume:
+	case readsPaused(sb) && !sb.AutoResume:
 		http.Error(w, "sandbox is not running", http.StatusBadGateway)
 		return
 	case sb.State == lifecycle.SandboxPaused:
-		now := s.Clock.Now()
-		sb.State, sb.StartedAt, sb.EndAt = lifecycle.SandboxRunning, now, now.Add(sb.Timeout)
+		now := s.now()
+		sb.State, sb.StartedAt = lifecycle.SandboxRunning, now
+		sb.EndAt = s.capped(sb, now, sb.Timeout)
 	}
-	if sb.Secure && r.Header.Get("X-Access-Token") != sb.AccessToken {
+	if tok := r.Header.Get("X-Access-Token"); tok != "" && tok != sb.AccessToken {
 		s.refused++
-		http.Error(w, "unauthorized", http.StatusUnauthorized)
-		return
 	}
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// checkTimeout validates a timeout in seconds against the plan maximum.
-func checkTimeout(w http.ResponseWriter, secs int64) (time.Duration, bool) {
-	if secs < 0 || secs > int64(MaxTimeout/time.Second) {
-		writeError(w, http.StatusBadRequest,
-			fmt.Sprintf("Timeout cannot be greater than %d hours", int64(MaxTimeout/time.Hour)))
-		return 0, false
-	}
-	if secs == 0 {
-		return DefaultTimeout, true
-	}
-	return time.Duration(secs) * time.Second, true
+// note records an ignored field or parameter. Callers do not hold mu.
+func (s *Server) note(op Op, name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.unknown = append(s.unknown, string(op)+" "+name)
 }
 
-// decode reads a JSON object body strictly: a key that is not exactly one
-// of keys (E2B's field names are case-sensitive; encoding/json is not) is a
-// 400, as is a body that does not decode into v.
-func decode(w http.ResponseWriter, r *http.Request, v any, keys ...string) bool {
+// noteQuery records every query parameter of a route that takes none.
+func (s *Server) noteQuery(op Op, r *http.Request) {
+	for k := range r.URL.Query() {
+		s.note(op, k)
+	}
+}
+
+// decode reads a JSON object body: a key that is not exactly one of keys
+// (E2B's field names are case-sensitive; encoding/json is not) is ignored,
+// as E2B ignores it, and recorded (UnknownFields); a body that is not a
+// JSON object, or a known field of the wrong type, is a 400. An empty body
+// is an empty object.
+func (s *Server) decode(op Op, w http.ResponseWriter, r *http.Request, v any, keys ...string) bool {
 	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<20))
 	if err != nil {
 		writeError(w, http.StatusRequestEntityTooLarge, "body too large")
 		return false
+	}
+	if len(strings.TrimSpace(string(b))) == 0 {
+		b = []byte("{}")
 	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(b, &fields); err != nil {
 		writeError(w, http.StatusBadRequest, "invalid body: "+err.Error())
 		return false
 	}
-	for k := range fields {
-		if !slices.Contains(keys, k) {
-			writeError(w, http.StatusBadRequest, fmt.Sprintf("invalid body: unknown field %q", k))
-			return false
+	known := map[string]json.RawMessage{}
+	for k, raw := range fields {
+		if slices.Contains(keys, k) {
+			known[k] = raw
+		} else {
+			s.note(op, k)
 		}
 	}
-	if err := json.Unmarshal(b, v); err != nil {
+	kb, _ := json.Marshal(known) // raw messages that decoded re-encode
+	if err := json.Unmarshal(kb, v); err != nil {
 		writeError(w, http.StatusBadRequest, "invalid body: "+err.Error())
 		return false
 	}

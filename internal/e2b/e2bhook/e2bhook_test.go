@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sandmanhq/sandman/internal/e2bhook"
+	"github.com/sandmanhq/sandman/internal/e2b/e2bhook"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 )
 
@@ -252,8 +252,10 @@ func TestParse(t *testing.T) {
 			name, raw string
 			want      time.Duration
 		}{
-			{"Seconds", `300`, 5 * time.Minute},
-			{"FractionalSeconds", `90.7`, 90 * time.Second},
+			// E2B sends the end time; a number's unit would be a guess.
+			{"Seconds", `300`, 0},
+			{"FractionalSeconds", `90.7`, 0},
+			{"EndTimeFractional", `"2026-01-02T03:05:35.7Z"`, 90 * time.Second},
 			{"EndTime", `"2026-01-02T03:14:05Z"`, 10 * time.Minute},
 			{"EndTimeWithOffset", `"2026-01-02T04:06:05+01:00"`, 2 * time.Minute},
 			{"EndTimeInPast", `"2026-01-02T03:00:00Z"`, 0},
@@ -313,7 +315,7 @@ func TestParseInvalid(t *testing.T) {
 		{"Null", `null`, "version"},
 		{"TrailingData", killedBody + `{}`, "more than one"},
 		{"MissingVersion", valid(func(m map[string]any) { delete(m, "version") }), "version"},
-		{"OldVersion", valid(func(m map[string]any) { m["version"] = "v1" }), "version"},
+		{"UnknownVersion", valid(func(m map[string]any) { m["version"] = "v3" }), "version"},
 		{"UnknownType", valid(func(m map[string]any) { m["type"] = "sandbox.lifecycle.snapshotted" }), "type"},
 		{"MissingType", valid(func(m map[string]any) { delete(m, "type") }), "type"},
 		{"MissingID", valid(func(m map[string]any) { delete(m, "id") }), "id"},
@@ -379,20 +381,21 @@ func TestBuild(t *testing.T) {
 		if got, want := string(data["sandbox_metadata"]), `{"k":"v"}`; got != want {
 			t.Errorf("sandbox_metadata = %s, want %s", got, want)
 		}
-		if got, want := string(data["set_timeout"]), `900`; got != want {
+		if got, want := string(data["set_timeout"]), `"2026-01-02T03:19:05.123456789Z"`; got != want { // the end time
 			t.Errorf("set_timeout = %s, want %s", got, want)
 		}
 		if got, want := string(m["event_label"]), `"update"`; got != want {
 			t.Errorf("event_label = %s, want %s", got, want)
 		}
 	})
-	t.Run("MetadataAlwaysAnObject", func(t *testing.T) {
+	t.Run("MetadataAbsentWhenNone", func(t *testing.T) {
+		// E2B leaves sandbox_metadata out for a sandbox without metadata.
 		b, err := e2bhook.Build(e2bhook.NewBody(event(lifecycle.ProviderEventCreated), nil))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !strings.Contains(string(b), `"sandbox_metadata":{}`) {
-			t.Errorf("body %s, want an empty sandbox_metadata object", b)
+		if strings.Contains(string(b), `sandbox_metadata`) {
+			t.Errorf("body %s, want no sandbox_metadata", b)
 		}
 	})
 	t.Run("ErrUnknownType", func(t *testing.T) {
@@ -466,4 +469,74 @@ func FuzzVerifyAndParse(f *testing.F) {
 			t.Fatalf("round trip changed the event: %+v became %+v", ev, again)
 		}
 	})
+}
+
+// The tests below each check one webhook fact of providers/e2b.md "Checked
+// against the real spec"; each failed on the parser before it followed it.
+
+func TestFactUnknownTypeIsIgnored(t *testing.T) {
+	for _, typ := range []string{e2bhook.TypeCheckpointed, "sandbox.lifecycle.teleported"} {
+		body := `{"id":"e1","version":"v2","type":"` + typ + `","timestamp":"2026-01-02T03:04:05Z","sandbox_id":"s1","event_data":{}}`
+		_, err := e2bhook.Parse([]byte(body))
+		if !errors.Is(err, e2bhook.ErrIgnoredType) {
+			t.Errorf("%s: err = %v, want ErrIgnoredType", typ, err)
+		}
+	}
+}
+
+func TestFactOptionalFieldsAbsent(t *testing.T) {
+	body := `{"id":"e1","version":"v2","type":"sandbox.lifecycle.paused","timestamp":"2026-01-02T03:04:05Z","sandbox_id":"s1"}`
+	ev, err := e2bhook.Parse([]byte(body))
+	if err != nil {
+		t.Fatalf("no event_category, event_label or event_data: %v", err)
+	}
+	if ev.Type != lifecycle.ProviderEventPaused || ev.SandboxID != "s1" {
+		t.Errorf("event = %+v", ev)
+	}
+}
+
+func TestFactSetTimeoutIsEndTime(t *testing.T) {
+	body := `{"id":"e1","version":"v2","type":"sandbox.lifecycle.updated","timestamp":"2026-01-02T03:04:05Z",` +
+		`"sandbox_id":"s1","event_data":{"set_timeout":"2026-01-02T03:34:05Z"}}`
+	ev, err := e2bhook.Parse([]byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := ev.Timestamp.Add(ev.Timeout), time.Date(2026, 1, 2, 3, 34, 5, 0, time.UTC); !got.Equal(want) {
+		t.Errorf("end = %v, want %v", got, want)
+	}
+	built := e2bhook.NewBody(lifecycle.ProviderEvent{ID: "e", SandboxID: "s", Type: lifecycle.ProviderEventUpdated,
+		Timestamp: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), Timeout: 30 * time.Minute}, nil)
+	if got, want := string(built.EventData.SetTimeout), `"2026-01-02T03:34:05Z"`; got != want {
+		t.Errorf("NewBody set_timeout = %s, want %s", got, want)
+	}
+}
+
+func TestFactV1CamelCaseBody(t *testing.T) {
+	// The shape E2B's public docs show.
+	body := `{
+  "version": "v1",
+  "id": "evt-1",
+  "type": "sandbox.lifecycle.killed",
+  "eventData": {
+    "sandbox_metadata": {"sandman_session_id": "ses_1"},
+    "execution": {"started_at": "2025-08-06T20:58:24Z", "vcpu_count": 2, "memory_mb": 512, "execution_time": 1000},
+    "kill_reason": "timeout"
+  },
+  "sandboxBuildId": "build-1",
+  "sandboxExecutionId": "exec-1",
+  "sandboxId": "isbx1",
+  "sandboxTeamId": "team-1",
+  "sandboxTemplateId": "base",
+  "timestamp": "2025-08-06T20:59:24Z"
+}`
+	ev, err := e2bhook.Parse([]byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := lifecycle.ProviderEvent{ID: "evt-1", Provider: e2bhook.Provider, Type: lifecycle.ProviderEventKilled,
+		SandboxID: "isbx1", Timestamp: time.Date(2025, 8, 6, 20, 59, 24, 0, time.UTC), KillReason: "timeout"}
+	if ev != want {
+		t.Errorf("event = %+v, want %+v", ev, want)
+	}
 }

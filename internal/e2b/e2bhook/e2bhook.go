@@ -9,11 +9,18 @@
 // the trailing = removed). It is not an HMAC. Verify compares in constant
 // time; verify before Parse, over the exact bytes received.
 //
-// E2B's docs do not pin the shape of event_data.set_timeout. Parse accepts a
-// JSON number of seconds or a string holding an RFC 3339 end time (the
-// timeout is then the end time minus the event's timestamp), truncated to
-// whole seconds; any other shape, or a value that is not between one second
-// and MaxTimeout, is ignored and the event carries no Timeout.
+// event_data.set_timeout on updated events is the new END TIME, an RFC 3339
+// string (providers/e2b.md, "Checked against the real spec"); Parse turns it
+// into a timeout (the end time minus the event's timestamp, truncated to
+// whole seconds). Any other shape, or a timeout that is not between one
+// second and MaxTimeout, is ignored and the event carries no Timeout.
+//
+// Shapes Parse accepts: the orchestrator's "v2" body with snake_case fields,
+// where event_category, event_label and event_data.sandbox_metadata may be
+// absent; and the "v1" camelCase body E2B's public docs show (sandboxId,
+// eventData, ...). A well-formed event of a type Sandman does not use
+// (sandbox.lifecycle.checkpointed, sent on fork, or any type added later)
+// is ErrIgnoredType: the receiver acknowledges it and does nothing.
 package e2bhook
 
 import (
@@ -25,9 +32,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
@@ -58,7 +63,17 @@ const (
 	TypeResumed = "sandbox.lifecycle.resumed"
 	TypeUpdated = "sandbox.lifecycle.updated"
 	TypeKilled  = "sandbox.lifecycle.killed"
+	// TypeCheckpointed is sent on fork; Sandman ignores it.
+	TypeCheckpointed = "sandbox.lifecycle.checkpointed"
 )
+
+// BodyVersionV1 is the version of the camelCase body E2B's docs show.
+const BodyVersionV1 = "v1"
+
+// ErrIgnoredType is wrapped by Parse's error for a well-formed event whose
+// type Sandman does not use (see the package doc): acknowledge it, do
+// nothing.
+var ErrIgnoredType = errors.New("e2b webhook event type is not one Sandman uses")
 
 // The kill reasons E2B documents for killed events.
 const (
@@ -108,15 +123,29 @@ type Body struct {
 	EventData          EventData `json:"event_data"`
 }
 
+// BodyV1 holds the camelCase names of E2B's public docs' body (version
+// "v1"; its eventData keeps snake_case keys inside). Parse reads them where
+// the snake_case ones are absent.
+type BodyV1 struct {
+	SandboxID          string     `json:"sandboxId"`
+	SandboxExecutionID string     `json:"sandboxExecutionId"`
+	SandboxTemplateID  string     `json:"sandboxTemplateId"`
+	SandboxBuildID     string     `json:"sandboxBuildId"`
+	SandboxTeamID      string     `json:"sandboxTeamId"`
+	EventCategory      string     `json:"eventCategory"`
+	EventLabel         string     `json:"eventLabel"`
+	EventData          *EventData `json:"eventData"`
+}
+
 // EventData is a body's event_data.
 type EventData struct {
-	// SandboxMetadata is the sandbox's metadata; E2B always sends it.
-	SandboxMetadata map[string]string `json:"sandbox_metadata"`
+	// SandboxMetadata is the sandbox's metadata; absent when it has none.
+	SandboxMetadata map[string]string `json:"sandbox_metadata,omitempty"`
 	// Execution is sent on paused and killed events.
 	Execution *Execution `json:"execution,omitempty"`
 	// KillReason is sent on killed events: one of the Kill constants.
 	KillReason string `json:"kill_reason,omitempty"`
-	// SetTimeout is sent on updated events; its shape is not documented
+	// SetTimeout is sent on updated events: the new end time, RFC 3339
 	// (see the package doc).
 	SetTimeout json.RawMessage `json:"set_timeout,omitempty"`
 }
@@ -175,13 +204,16 @@ func VerifyAndParse(secret string, h http.Header, body []byte) (lifecycle.Provid
 	return Parse(body)
 }
 
-// Parse maps a webhook body to a lifecycle.ProviderEvent: the E2B type to
-// the domain type, id, sandbox_id, timestamp (in UTC), kill_reason on killed
-// events, and set_timeout on updated events (see the package doc). Other
-// fields are read but not mapped. It does not verify the signature.
-// Errors: CodeInvalid naming the field, for a body that is not one JSON
-// object, a version other than "v2", an unknown type, or a missing or bad
-// id, sandbox_id or timestamp (RFC 3339, in years 2000..9999 once in UTC).
+// Parse maps a webhook body (v2 snake_case or v1 camelCase, see the package
+// doc) to a lifecycle.ProviderEvent: the E2B type to the domain type, id,
+// sandbox_id, timestamp (in UTC), kill_reason on killed events, and
+// set_timeout on updated events. Other fields are read but not mapped. It
+// does not verify the signature.
+// Errors: an error wrapping ErrIgnoredType (a *lifecycle.Error of
+// CodeInvalid too) for a well-formed event of a type Sandman does not use;
+// CodeInvalid naming the field, for a body that is not one JSON object, a
+// version other than "v2" or "v1", a missing type, or a missing or bad id,
+// sandbox_id or timestamp (RFC 3339, in years 2000..9999 once in UTC).
 func Parse(body []byte) (lifecycle.ProviderEvent, error) {
 	var b Body
 	dec := json.NewDecoder(bytes.NewReader(body))
@@ -191,18 +223,33 @@ func Parse(body []byte) (lifecycle.ProviderEvent, error) {
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return lifecycle.ProviderEvent{}, invalid("the webhook body holds more than one JSON value", nil)
 	}
-	if b.Version != BodyVersion {
-		return lifecycle.ProviderEvent{}, invalid(fmt.Sprintf("webhook field version must be %q, got %q", BodyVersion, b.Version), nil)
+	if b.Version != BodyVersion && b.Version != BodyVersionV1 {
+		return lifecycle.ProviderEvent{}, invalid(fmt.Sprintf("webhook field version must be %q or %q, got %q", BodyVersion, BodyVersionV1, b.Version), nil)
 	}
-	t, ok := types[b.Type]
-	if !ok {
-		return lifecycle.ProviderEvent{}, invalid(fmt.Sprintf("webhook field type %q is not a known event type", b.Type), nil)
+	var v1 BodyV1
+	if err := json.Unmarshal(body, &v1); err != nil {
+		return lifecycle.ProviderEvent{}, decodeError(err)
 	}
+	if b.SandboxID == "" {
+		b.SandboxID = v1.SandboxID
+	}
+	if v1.EventData != nil && b.EventData.SandboxMetadata == nil && b.EventData.Execution == nil &&
+		b.EventData.KillReason == "" && len(b.EventData.SetTimeout) == 0 {
+		b.EventData = *v1.EventData
+	}
+	if b.Type == "" {
+		return lifecycle.ProviderEvent{}, invalid("webhook field type is missing", nil)
+	}
+	t, known := types[b.Type]
 	if err := checkID("id", b.ID); err != nil {
 		return lifecycle.ProviderEvent{}, err
 	}
 	if err := checkID("sandbox_id", b.SandboxID); err != nil {
 		return lifecycle.ProviderEvent{}, err
+	}
+	if !known {
+		return lifecycle.ProviderEvent{}, &lifecycle.Error{Code: lifecycle.CodeInvalid,
+			Message: fmt.Sprintf("webhook type %q is not one Sandman uses", clip(b.Type)), Err: ErrIgnoredType}
 	}
 	if b.Timestamp == "" {
 		return lifecycle.ProviderEvent{}, invalid("webhook field timestamp is missing", nil)
@@ -230,8 +277,8 @@ func Parse(body []byte) (lifecycle.ProviderEvent, error) {
 // NewBody returns the body E2B would send for ev: version v2, the E2B type,
 // event_category and event_label, the timestamp in RFC 3339 with
 // nanoseconds, metadata as sandbox_metadata (an empty object when nil),
-// kill_reason on killed events and set_timeout in whole seconds on updated
-// events with a Timeout. The other sandbox_* fields are left for the caller.
+// kill_reason on killed events and set_timeout, the end time
+// (timestamp + Timeout, RFC 3339), on updated events with a Timeout. The other sandbox_* fields are left for the caller.
 func NewBody(ev lifecycle.ProviderEvent, metadata map[string]string) Body {
 	b := Body{
 		ID:            ev.ID,
@@ -239,22 +286,25 @@ func NewBody(ev lifecycle.ProviderEvent, metadata map[string]string) Body {
 		Timestamp:     ev.Timestamp.UTC().Format(time.RFC3339Nano),
 		EventCategory: EventCategory,
 		SandboxID:     ev.SandboxID,
-		EventData:     EventData{SandboxMetadata: map[string]string{}},
 	}
 	for name, t := range types {
 		if t.domain == ev.Type {
 			b.Type, b.EventLabel = name, t.label
 		}
 	}
-	for k, v := range metadata {
-		b.EventData.SandboxMetadata[k] = v
+	if len(metadata) > 0 {
+		b.EventData.SandboxMetadata = make(map[string]string, len(metadata))
+		for k, v := range metadata {
+			b.EventData.SandboxMetadata[k] = v
+		}
 	}
 	switch ev.Type {
 	case lifecycle.ProviderEventKilled:
 		b.EventData.KillReason = ev.KillReason
 	case lifecycle.ProviderEventUpdated:
-		if secs := int64(ev.Timeout / time.Second); secs > 0 {
-			b.EventData.SetTimeout = json.RawMessage(strconv.FormatInt(secs, 10))
+		if secs := ev.Timeout / time.Second; secs > 0 {
+			end := ev.Timestamp.UTC().Add(secs * time.Second).Format(time.RFC3339Nano)
+			b.EventData.SetTimeout, _ = json.Marshal(end) // a string always encodes
 		}
 	}
 	return b
@@ -273,36 +323,35 @@ func Build(b Body) ([]byte, error) {
 	return out, nil
 }
 
-// setTimeout reads event_data.set_timeout (see the package doc); 0 when
-// absent or not understood.
+// setTimeout reads event_data.set_timeout, an RFC 3339 end time (see the
+// package doc); 0 when absent or not understood (a number included: E2B
+// sends an end time, and a number's unit would be a guess).
 func setTimeout(raw json.RawMessage, at time.Time) time.Duration {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 {
 		return 0
 	}
-	var d time.Duration
-	var secs float64
 	var end string
-	switch {
-	case json.Unmarshal(raw, &secs) == nil:
-		if math.IsNaN(secs) || secs > float64(MaxTimeout/time.Second) {
-			return 0
-		}
-		d = time.Duration(secs * float64(time.Second))
-	case json.Unmarshal(raw, &end) == nil:
-		t, err := time.Parse(time.RFC3339Nano, end)
-		if err != nil {
-			return 0
-		}
-		d = t.Sub(at)
-	default:
+	if json.Unmarshal(raw, &end) != nil {
 		return 0
 	}
-	d = d.Truncate(time.Second)
+	t, err := time.Parse(time.RFC3339Nano, end)
+	if err != nil {
+		return 0
+	}
+	d := t.Sub(at).Truncate(time.Second)
 	if d < time.Second || d > MaxTimeout {
 		return 0
 	}
 	return d
+}
+
+// clip shortens a sender-supplied string before it goes into a message.
+func clip(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "…"
+	}
+	return s
 }
 
 // checkID requires a present, bounded id field.
