@@ -22,6 +22,9 @@ const (
 	// DefaultCreateTimeout bounds a create until the sandbox is started
 	// (Daytona itself waits up to 30 s before answering).
 	DefaultCreateTimeout = 90 * time.Second
+	// DefaultBuildTimeout bounds a create from an image (ImagePrefix) until
+	// started: Daytona builds the image first (ours: 10 min).
+	DefaultBuildTimeout = 10 * time.Minute
 	// DefaultStopTimeout bounds a pause until the sandbox is stopped.
 	DefaultStopTimeout = 60 * time.Second
 	// DefaultStartTimeout bounds a resume from stopped or paused until the
@@ -99,6 +102,9 @@ type Config struct {
 	RequestTimeout time.Duration
 	// CreateTimeout bounds a create until started. Default DefaultCreateTimeout.
 	CreateTimeout time.Duration
+	// BuildTimeout bounds a create from an image until started.
+	// Default DefaultBuildTimeout.
+	BuildTimeout time.Duration
 	// StopTimeout bounds a pause until stopped. Default DefaultStopTimeout.
 	StopTimeout time.Duration
 	// StartTimeout bounds a resume until started. Default DefaultStartTimeout.
@@ -152,6 +158,7 @@ func (c Config) withDefaults() Config {
 	}
 	c.RequestTimeout = orDefault(c.RequestTimeout, DefaultRequestTimeout)
 	c.CreateTimeout = orDefault(c.CreateTimeout, DefaultCreateTimeout)
+	c.BuildTimeout = orDefault(c.BuildTimeout, DefaultBuildTimeout)
 	c.StopTimeout = orDefault(c.StopTimeout, DefaultStopTimeout)
 	c.StartTimeout = orDefault(c.StartTimeout, DefaultStartTimeout)
 	c.RestoreTimeout = orDefault(c.RestoreTimeout, DefaultRestoreTimeout)

@@ -195,7 +195,8 @@ func (p *Provider) previewPort(template string) int {
 // configured archive, delete and TTL intervals; AutoPause false makes it
 // ephemeral (deleted when the guard stops it, as E2B kills on timeout).
 // It then waits up to CreateTimeout until the sandbox is started and
-// fetches its preview URL. A sandbox that ends in error or build_failed
+// fetches its preview URL (BuildTimeout instead for an image, which
+// Daytona builds first). A sandbox that ends in error or build_failed
 // is deleted and a plain error returned. Errors: transient (the sandbox
 // may exist: find it by its labels); plain for a bad template or request.
 func (p *Provider) Create(ctx context.Context, req lifecycle.CreateRequest) (lifecycle.Sandbox, error) {
@@ -236,7 +237,11 @@ func (p *Provider) Create(ctx context.Context, req lifecycle.CreateRequest) (lif
 		return lifecycle.Sandbox{}, fmt.Errorf("create sandbox: daytona answered without an id")
 	}
 	p.remember(d.ID, p.guard(d))
-	d, err := p.await(ctx, op, d, p.cfg.CreateTimeout, func(d sandboxBody) bool { return d.State == "started" })
+	wait := p.cfg.CreateTimeout
+	if body.BuildInfo != nil {
+		wait = p.cfg.BuildTimeout
+	}
+	d, err := p.await(ctx, op, d, wait, func(d sandboxBody) bool { return d.State == "started" })
 	if err != nil {
 		if errors.Is(err, lifecycle.ErrSandboxGone) && d.ID != "" {
 			// It failed to start: delete it so it does not hold resources
@@ -525,7 +530,7 @@ func (p *Provider) Resume(ctx context.Context, sandboxID string, timeout time.Du
 		switch {
 		case d.State == "started" && d.DesiredState == "started":
 			if !woke {
-				if err := p.SetTimeout(ctx, sandboxID, timeout); err != nil {
+				if err := p.refresh(ctx, op, sandboxID, m, p.guard(d)); err != nil {
 					return lifecycle.Sandbox{}, err
 				}
 				d.LastActivityAt = p.cfg.Clock.Now()
@@ -598,7 +603,13 @@ func (p *Provider) SetTimeout(ctx context.Context, sandboxID string, timeout tim
 	if timeout < time.Second {
 		return fmt.Errorf("set timeout of sandbox %s: timeout %s is under one second", sandboxID, timeout)
 	}
-	if err := p.setGuard(ctx, op, sandboxID, guardMinutes(timeout), -1); err != nil {
+	return p.refresh(ctx, op, sandboxID, guardMinutes(timeout), -1)
+}
+
+// refresh sets the guard interval to m (see setGuard) and re-anchors
+// Daytona's idle clock with POST /last-activity.
+func (p *Provider) refresh(ctx context.Context, op, sandboxID string, m, current int64) error {
+	if err := p.setGuard(ctx, op, sandboxID, m, current); err != nil {
 		return err
 	}
 	return p.retry(ctx, op, sandboxID, 0, func(ctx context.Context) error {
