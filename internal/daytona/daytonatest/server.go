@@ -177,7 +177,8 @@ type Options struct {
 }
 
 // StateChange is one sandbox state change, as Daytona's
-// sandbox.state.updated webhook reports it.
+// sandbox.state.updated webhook reports it. A new sandbox's first change
+// has OldState "" (Daytona sends sandbox.created for it).
 type StateChange struct {
 	SandboxID string
 	OldState  string
