@@ -905,3 +905,47 @@ func TestPreviewURLFromAnswer(t *testing.T) {
 		t.Fatalf("preview url = %q, want the region's domain from the answer", sb.PreviewURL)
 	}
 }
+
+// TestConcurrent drives many sandboxes at once through one Provider (run
+// with -race): each ends in the state its own calls asked for.
+func TestConcurrent(t *testing.T) {
+	e := MustEnv(t, daytonatest.Options{})
+	const n = 16
+	for i := range n {
+		MustPut(t, e, "sb-"+strings.Repeat("x", i+1), "started")
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			id := "sb-" + strings.Repeat("x", i+1)
+			ctx := context.Background()
+			if err := e.p.SetTimeout(ctx, id, time.Duration(i+1)*time.Minute); err != nil {
+				errs <- err
+				return
+			}
+			if i%2 == 0 {
+				errs <- e.p.Pause(ctx, id)
+				return
+			}
+			_, err := e.p.Resume(ctx, id, 5*time.Minute)
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range n {
+		want := "started"
+		if i%2 == 0 {
+			want = "stopped"
+		}
+		mustState(t, e, "sb-"+strings.Repeat("x", i+1), want)
+	}
+}

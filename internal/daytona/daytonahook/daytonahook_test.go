@@ -76,6 +76,21 @@ func TestVerify(t *testing.T) {
 			t.Fatalf("event = %+v, want %+v", ev, want)
 		}
 	})
+	t.Run("RetryKeepsID", func(t *testing.T) {
+		// Svix retries a message with the same svix-id (and a new timestamp
+		// and signature): both deliveries carry one dedupe key.
+		a, err := v.VerifyAndParse(mustHeader(t, "msg_7", now.Add(-4*time.Minute), stateBody), []byte(stateBody))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := v.VerifyAndParse(mustHeader(t, "msg_7", now, stateBody), []byte(stateBody))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a != b || a.ID != "msg_7" {
+			t.Fatalf("deliveries = %+v / %+v, want one event with id msg_7", a, b)
+		}
+	})
 	t.Run("WebhookHeaders", func(t *testing.T) {
 		h := mustHeader(t, "msg_2", now, stateBody)
 		b := http.Header{}
