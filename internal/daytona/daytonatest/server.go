@@ -16,8 +16,9 @@
 // start that woke a sandbox, so a test can prove that a probe of a stopped
 // sandbox never started it.
 //
-// Standard library and internal/lifecycle (for its Clock) only; Server is
-// safe for concurrent use.
+// NewServer and Handler serve it standalone (StandaloneOptions); Start
+// serves it for a test, and ProviderConfig aims the adapter at it with a
+// Sleep that advances a manual clock. Server is safe for concurrent use.
 package daytonatest
 
 import (

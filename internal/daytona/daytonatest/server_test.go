@@ -1,6 +1,7 @@
 package daytonatest_test
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandmanhq/sandman/internal/daytona"
 	"github.com/sandmanhq/sandman/internal/daytona/daytonatest"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 )
@@ -256,5 +258,37 @@ func TestAuthAndRoutes(t *testing.T) {
 	}
 	if got := srv.Wakes("sb"); got != 1 {
 		t.Errorf("wakes = %d, want 1", got)
+	}
+}
+
+// TestProviderConfig: the adapter on ProviderConfig settles slow
+// transitions by advancing the manual clock, never by sleeping.
+func TestProviderConfig(t *testing.T) {
+	clock := lifecycle.NewManualClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	opts := daytonatest.StandaloneOptions()
+	opts.Clock, opts.StopTime = clock, time.Hour
+	srv, hs := daytonatest.Start(t, opts)
+	cfg := srv.ProviderConfig(hs.URL)
+	cfg.StopTimeout, cfg.PollInterval = 2*time.Hour, 5*time.Minute
+	p, err := daytona.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := p.Create(context.Background(), lifecycle.CreateRequest{Template: "base", Timeout: 3 * time.Hour, AutoPause: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	if err := p.Pause(context.Background(), sb.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := srv.Sandbox(sb.ID); !ok || got.State != daytonatest.StateStopped {
+		t.Fatalf("after pause: %+v", got)
+	}
+	if took := time.Since(began); took > 10*time.Second {
+		t.Errorf("pause took %s of real time", took)
+	}
+	if got := clock.Now().Sub(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)); got < time.Hour {
+		t.Errorf("clock advanced %s, want at least the hour-long stop", got)
 	}
 }
