@@ -499,8 +499,9 @@ func (p *Provider) Pause(ctx context.Context, sandboxID string) error {
 // StartTimeout, or RestoreTimeout once it is seen archived or restoring:
 // restoring from object storage is slow, and is logged at Info with how
 // long it took), and returns it with a fresh PreviewURL (the token changes
-// on every start from stopped or archived). A started sandbox only gets
-// its guard refreshed (SetTimeout). ExpiresAt is lastActivityAt plus the
+// on every start from stopped or archived). A started sandbox only has its
+// guard extended (as SetTimeout does) when now+timeout is later than its
+// current expiry; it is never shortened. ExpiresAt is lastActivityAt plus the
 // interval; Daytona counts a start as activity. Errors: gone, conflict (a
 // delete is in flight), transient (including still starting at the
 // deadline); plain for a 400 such as a quota.
@@ -529,11 +530,12 @@ func (p *Provider) Resume(ctx context.Context, sandboxID string, timeout time.Du
 		}
 		switch {
 		case d.State == "started" && d.DesiredState == "started":
-			if !woke {
+			if now := p.cfg.Clock.Now(); !woke && now.Add(time.Duration(m)*time.Minute).After(p.expiresAt(d)) {
+				// Running already: only ever extend its guard, never shorten it.
 				if err := p.refresh(ctx, op, sandboxID, m, p.guard(d)); err != nil {
 					return lifecycle.Sandbox{}, err
 				}
-				d.LastActivityAt = p.cfg.Clock.Now()
+				d.LastActivityAt = now
 				if p.cfg.PauseMode == PausePause && d.AutoPauseInterval > 0 {
 					d.AutoPauseInterval = m
 				} else {

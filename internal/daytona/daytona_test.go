@@ -563,6 +563,20 @@ func TestResume(t *testing.T) {
 			t.Errorf("resumed = %+v, want ExpiresAt %s and a preview url", got, want)
 		}
 	})
+	t.Run("RunningNeverShortened", func(t *testing.T) {
+		e := MustEnv(t, daytonatest.Options{})
+		MustPut(t, e, "sb-1", "started", func(sb *daytonatest.Sandbox) { sb.AutoStop = 30 })
+		got, err := e.p.Resume(context.Background(), "sb-1", 5*time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if stored := mustState(t, e, "sb-1", "started"); stored.AutoStop != 30 || !got.ExpiresAt.Equal(t0.Add(30*time.Minute)) {
+			t.Fatalf("autoStop = %d, ExpiresAt = %s; want 30 and %s", stored.AutoStop, got.ExpiresAt, t0.Add(30*time.Minute))
+		}
+		if n := e.srv.Requests(daytonatest.OpTimer) + e.srv.Requests(daytonatest.OpActivity); n != 0 {
+			t.Errorf("guard writes = %d, want 0", n)
+		}
+	})
 	t.Run("RecoverableError", func(t *testing.T) {
 		e := MustEnv(t, daytonatest.Options{})
 		MustPut(t, e, "sb-1", "error", func(sb *daytonatest.Sandbox) { sb.Recoverable = true })
@@ -806,6 +820,23 @@ func TestRateLimit(t *testing.T) {
 		_, err := e.p.Resume(context.Background(), "sb-1", time.Minute)
 		if !isKind(err, lifecycle.ErrProviderTransient) || lifecycle.RetryAfter(err) != 40*time.Second {
 			t.Fatalf("err = %v (retry after %s), want transient with 40s", err, lifecycle.RetryAfter(err))
+		}
+	})
+	t.Run("FailUntilStopped", func(t *testing.T) {
+		e := MustEnv(t, daytonatest.Options{})
+		MustPut(t, e, "sb-1", "started")
+		stop := e.srv.FailUntil(daytonatest.OpAny, daytonatest.Fault{Status: 429, RetryAfter: 90})
+		for _, call := range []func() error{
+			func() error { return e.p.Pause(context.Background(), "sb-1") },
+			func() error { return e.p.Kill(context.Background(), "sb-1") },
+		} {
+			if err := call(); !isKind(err, lifecycle.ErrProviderTransient) || lifecycle.RetryAfter(err) != 90*time.Second {
+				t.Fatalf("err = %v, want transient with 90s", err)
+			}
+		}
+		stop()
+		if err := e.p.Pause(context.Background(), "sb-1"); err != nil {
+			t.Fatal(err)
 		}
 	})
 	t.Run("PlainRetryAfter", func(t *testing.T) {

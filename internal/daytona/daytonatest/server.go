@@ -264,6 +264,7 @@ type Server struct {
 	seqOf      map[string]int
 	tombstones []tombstone
 	faults     map[Op][]Fault
+	sticky     map[Op]Fault
 	counts     map[Op]int
 	wakes      map[string]int
 	window     map[string]int // requests per bucket in the current minute
@@ -299,6 +300,7 @@ func NewServer(opts Options) *Server {
 		sandboxes: map[string]*Sandbox{},
 		seqOf:     map[string]int{},
 		faults:    map[Op][]Fault{},
+		sticky:    map[Op]Fault{},
 		counts:    map[Op]int{},
 		wakes:     map[string]int{},
 		window:    map[string]int{},
@@ -418,6 +420,20 @@ func (s *Server) Fail(op Op, faults ...Fault) {
 	s.faults[op] = append(s.faults[op], faults...)
 }
 
+// FailUntil makes every request of op (OpAny: of any operation) answer f
+// until the returned stop function is called. Queued Fail faults are
+// served first.
+func (s *Server) FailUntil(op Op, f Fault) (stop func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sticky[op] = f
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		delete(s.sticky, op)
+	}
+}
+
 // Requests returns how many requests of op arrived (OpAny: all), faulted
 // and refused ones included.
 func (s *Server) Requests(op Op) int {
@@ -433,12 +449,19 @@ func (s *Server) Requests(op Op) int {
 	return s.counts[op]
 }
 
-// Wakes returns how many times the sandbox of id was started from stopped,
-// paused, archived or error (a start, resume, restore or recover); a probe
-// must never add to it.
+// Wakes returns how many times the sandbox of id ("": of every sandbox)
+// was started from stopped, paused, archived or error (a start, resume,
+// restore or recover); a probe must never add to it.
 func (s *Server) Wakes(id string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if id == "" {
+		n := 0
+		for _, c := range s.wakes {
+			n += c
+		}
+		return n
+	}
 	return s.wakes[id]
 }
 
@@ -462,6 +485,11 @@ func (s *Server) wrap(op Op, h func(http.ResponseWriter, *http.Request)) http.Ha
 			if q := s.faults[k]; len(q) > 0 {
 				f, s.faults[k] = q[0], q[1:]
 				break
+			}
+		}
+		for _, k := range []Op{op, OpAny} {
+			if sf, ok := s.sticky[k]; ok && f == (Fault{}) {
+				f = sf
 			}
 		}
 		limited, retry := false, 0
