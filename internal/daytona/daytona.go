@@ -3,7 +3,8 @@
 //
 // Mapping (daytona.md "State machine"): started is running; stopped,
 // paused and archived are paused (resumable with POST /start); destroyed
-// and a 404 are gone; error with recoverable true is paused too (Resume
+// and a 404 are gone, and so is any sandbox whose desiredState is destroyed
+// (a delete is under way); error with recoverable true is paused too (Resume
 // recovers it), error without it and build_failed are gone, since nothing
 // brings them back (their cause is in the error); every other state, and
 // any state this package does not know, is transitional: Get and Probe
@@ -20,7 +21,7 @@
 // token on every start from stopped or archived. SetTimeout keeps the guard
 // past the idle deadline: POST /last-activity re-anchors Daytona's idle
 // clock to now, and the interval itself is set only when it differs from
-// the one this process last set. Probe is GET /sandbox/{id} only: it never
+// the sandbox's. Probe is GET /sandbox/{id} only: it never
 // goes through the preview proxy, so it never counts as activity and never
 // starts anything. Kill is DELETE (404 is success; 409, a change in
 // progress, is retried). List filters by labels (a JSON object) and follows
@@ -41,7 +42,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
@@ -65,9 +65,6 @@ var _ lifecycle.Provider = (*Provider)(nil)
 type Provider struct {
 	cfg  Config
 	base *url.URL
-
-	mu        sync.Mutex
-	intervals map[string]int64 // guard interval (minutes) this process last set, per sandbox
 }
 
 // New returns a Provider for cfg, filling in defaults (see Config).
@@ -85,7 +82,7 @@ func New(cfg Config) (*Provider, error) {
 	if cfg.PauseMode != PauseStop && cfg.PauseMode != PausePause {
 		return nil, fmt.Errorf("daytona: pause mode %q is neither %q nor %q", cfg.PauseMode, PauseStop, PausePause)
 	}
-	return &Provider{cfg: cfg, base: base, intervals: map[string]int64{}}, nil
+	return &Provider{cfg: cfg, base: base}, nil
 }
 
 // Name returns "daytona".
@@ -103,6 +100,9 @@ const (
 
 // classify maps a sandbox to its class (see the package doc).
 func classify(d sandboxBody) class {
+	if d.DesiredState == "destroyed" {
+		return classGone // being deleted: nothing brings it back
+	}
 	switch d.State {
 	case "started":
 		return classRunning
@@ -122,6 +122,9 @@ func classify(d sandboxBody) class {
 // goneError reports a sandbox in a state nothing brings back.
 func goneError(op string, d sandboxBody) error {
 	msg := "sandbox is " + d.State
+	if d.DesiredState == "destroyed" && d.State != "destroyed" {
+		msg += ", being deleted"
+	}
 	if d.ErrorReason != "" {
 		msg += ": " + d.ErrorReason
 	}
@@ -236,7 +239,6 @@ func (p *Provider) Create(ctx context.Context, req lifecycle.CreateRequest) (lif
 	if d.ID == "" {
 		return lifecycle.Sandbox{}, fmt.Errorf("create sandbox: daytona answered without an id")
 	}
-	p.remember(d.ID, p.guard(d))
 	wait := p.cfg.CreateTimeout
 	if body.BuildInfo != nil {
 		wait = p.cfg.BuildTimeout
@@ -464,9 +466,6 @@ func (p *Provider) Pause(ctx context.Context, sandboxID string) error {
 			return nil
 		case classify(d) == classGone:
 			return goneError(op, d)
-		case d.DesiredState == "destroyed":
-			return lifecycle.NewProviderError(lifecycle.ErrSandboxConflict, op, sandboxID,
-				fmt.Errorf("sandbox is being deleted (%s)", d.State))
 		case d.State == "started" && d.DesiredState == "started":
 			err := p.retry(ctx, op, sandboxID, 0, func(ctx context.Context) error {
 				return p.call(ctx, request{op: op, sandboxID: sandboxID, method: http.MethodPost,
@@ -552,9 +551,6 @@ func (p *Provider) Resume(ctx context.Context, sandboxID string, timeout time.Du
 			return sb, nil
 		case classify(d) == classGone:
 			return lifecycle.Sandbox{}, goneError(op, d)
-		case d.DesiredState == "destroyed":
-			return lifecycle.Sandbox{}, lifecycle.NewProviderError(lifecycle.ErrSandboxConflict, op, sandboxID,
-				fmt.Errorf("sandbox is being deleted (%s)", d.State))
 		case classify(d) == classResumable:
 			if err := p.setGuard(ctx, op, sandboxID, m, p.guard(d)); err != nil {
 				return lifecycle.Sandbox{}, err
@@ -589,14 +585,19 @@ func (p *Provider) Resume(ctx context.Context, sandboxID string, timeout time.Du
 	}
 }
 
-// SetTimeout keeps Daytona's guard at now+timeout: it sets the guard
-// interval (POST /autostop/{min}, or /autopause in PausePause mode) to
-// timeout in whole minutes, rounded up, unless this process already set
-// that value, and re-anchors Daytona's idle clock with POST
-// /sandbox/{id}/last-activity. Usually one call. Daytona buffers activity
-// refreshes for up to 10 s, so callers refresh well before the guard
-// fires (lifecycle.Policy.NeedsProviderRefresh does). Retried. Errors:
-// gone, transient; plain for a timeout under one second.
+// SetTimeout keeps Daytona's guard at now+timeout on a started sandbox:
+// it reads the sandbox (GET), sets the guard interval (POST
+// /autostop/{min}, or /autopause in PausePause mode) to timeout in whole
+// minutes, rounded up, when it differs, and re-anchors Daytona's idle clock
+// with POST /sandbox/{id}/last-activity: usually two calls, one of them a
+// read. Daytona buffers activity refreshes for up to 10 s, so callers
+// refresh well before the guard fires (lifecycle.Policy.NeedsProviderRefresh
+// does). A sandbox that is no longer running (stopped by the guard,
+// stopping, archived, being deleted) answers ErrSandboxGone, as E2B's 404
+// does for a sandbox that paused itself: the lifecycle service then
+// reconciles the session through Get. Retried. Errors: gone, transient
+// (including a sandbox still starting); plain for a timeout under one
+// second.
 func (p *Provider) SetTimeout(ctx context.Context, sandboxID string, timeout time.Duration) error {
 	const op = "set timeout"
 	if err := checkID(op, sandboxID); err != nil {
@@ -605,7 +606,25 @@ func (p *Provider) SetTimeout(ctx context.Context, sandboxID string, timeout tim
 	if timeout < time.Second {
 		return fmt.Errorf("set timeout of sandbox %s: timeout %s is under one second", sandboxID, timeout)
 	}
-	return p.refresh(ctx, op, sandboxID, guardMinutes(timeout), -1)
+	var d sandboxBody
+	err := p.retry(ctx, op, sandboxID, 0, func(ctx context.Context) error {
+		var err error
+		if d, err = p.get(ctx, op, sandboxID); err != nil {
+			return err
+		}
+		switch {
+		case classify(d) == classRunning && d.DesiredState == "started":
+			return nil
+		case classify(d) == classTransitional && d.DesiredState == "started":
+			return p.transitionalError(op, d)
+		}
+		return lifecycle.NewProviderError(lifecycle.ErrSandboxGone, op, sandboxID,
+			fmt.Errorf("sandbox is %s (desired %s), not running", d.State, d.DesiredState))
+	})
+	if err != nil {
+		return err
+	}
+	return p.refresh(ctx, op, sandboxID, guardMinutes(timeout), p.guard(d))
 }
 
 // refresh sets the guard interval to m (see setGuard) and re-anchors
@@ -620,54 +639,20 @@ func (p *Provider) refresh(ctx context.Context, op, sandboxID string, m, current
 	})
 }
 
-// setGuard sets the guard interval to m minutes unless the sandbox is
-// known to have it (current, or -1 for unknown, and this process's memory).
+// setGuard sets the guard interval to m minutes unless current (the
+// sandbox's, as just read) already is m.
 func (p *Provider) setGuard(ctx context.Context, op, sandboxID string, m, current int64) error {
-	if current == m || p.known(sandboxID) == m {
-		p.remember(sandboxID, m)
+	if current == m {
 		return nil
 	}
 	timer := "autostop"
 	if p.cfg.PauseMode == PausePause {
 		timer = "autopause"
 	}
-	err := p.retry(ctx, op, sandboxID, 0, func(ctx context.Context) error {
+	return p.retry(ctx, op, sandboxID, 0, func(ctx context.Context) error {
 		return p.call(ctx, request{op: op, sandboxID: sandboxID, method: http.MethodPost,
 			path: []string{"sandbox", sandboxID, timer, strconv.FormatInt(m, 10)}}, nil)
 	})
-	if err != nil {
-		return err
-	}
-	p.remember(sandboxID, m)
-	return nil
-}
-
-// maxRemembered bounds the guard interval memory; past it, it is cleared
-// and intervals are simply set again.
-const maxRemembered = 8192
-
-func (p *Provider) remember(sandboxID string, m int64) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if len(p.intervals) >= maxRemembered {
-		clear(p.intervals)
-	}
-	p.intervals[sandboxID] = m
-}
-
-func (p *Provider) known(sandboxID string) int64 {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if m, ok := p.intervals[sandboxID]; ok {
-		return m
-	}
-	return -1
-}
-
-func (p *Provider) forget(sandboxID string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	delete(p.intervals, sandboxID)
 }
 
 // Probe reads the sandbox through GET /sandbox/{id} only: Daytona's
@@ -712,7 +697,6 @@ func (p *Provider) Kill(ctx context.Context, sandboxID string) error {
 	})
 	switch {
 	case err == nil, errors.Is(err, lifecycle.ErrSandboxGone):
-		p.forget(sandboxID)
 		return nil
 	case errors.Is(err, lifecycle.ErrSandboxConflict):
 		var pe *lifecycle.ProviderError

@@ -309,7 +309,7 @@ func TestGetMapsEveryState(t *testing.T) {
 	cases := map[string]want{
 		"started": running, "stopped": paused, "paused": paused, "archived": paused,
 		"destroyed": gone, "build_failed": gone, "error": gone, "error-recoverable": paused,
-		"creating": transient, "restoring": transient, "destroying": transient, "starting": transient,
+		"creating": transient, "restoring": transient, "destroying": gone, "starting": transient,
 		"stopping": transient, "pending_build": transient, "building_snapshot": transient,
 		"unknown": transient, "pulling_snapshot": transient, "archiving": transient, "resizing": transient,
 		"snapshotting": transient, "forking": transient, "pausing": transient, "resuming": transient,
@@ -469,11 +469,14 @@ func TestPause(t *testing.T) {
 			t.Fatalf("err = %v, want transient naming stopping", err)
 		}
 	})
-	t.Run("ErrBeingDeleted", func(t *testing.T) {
+	t.Run("ErrBeingDeletedIsGone", func(t *testing.T) {
 		e := MustEnv(t, daytonatest.Options{})
 		MustPut(t, e, "sb-1", "destroying")
-		if err := e.p.Pause(context.Background(), "sb-1"); !isKind(err, lifecycle.ErrSandboxConflict) {
-			t.Fatalf("err = %v, want conflict", err)
+		if err := e.p.Pause(context.Background(), "sb-1"); !isKind(err, lifecycle.ErrSandboxGone) {
+			t.Fatalf("err = %v, want gone", err)
+		}
+		if _, err := e.p.Resume(context.Background(), "sb-1", time.Minute); !isKind(err, lifecycle.ErrSandboxGone) {
+			t.Fatalf("resume err = %v, want gone", err)
 		}
 	})
 	t.Run("ErrGone", func(t *testing.T) {
@@ -655,6 +658,19 @@ func TestSetTimeout(t *testing.T) {
 	mustState(t, e, "sb-1", "started")
 	e.clock.Advance(2 * time.Minute)
 	mustState(t, e, "sb-1", "stopped")
+	// Stopped by the guard: not running any more, which the lifecycle
+	// service hears as gone (as E2B's 404) and reconciles through Get.
+	writes := e.srv.Requests(daytonatest.OpTimer) + e.srv.Requests(daytonatest.OpActivity)
+	if err := e.p.SetTimeout(context.Background(), "sb-1", time.Hour); !isKind(err, lifecycle.ErrSandboxGone) {
+		t.Fatalf("err = %v, want gone for a stopped sandbox", err)
+	}
+	if got := e.srv.Requests(daytonatest.OpTimer) + e.srv.Requests(daytonatest.OpActivity); got != writes {
+		t.Errorf("a stopped sandbox got %d guard writes", got-writes)
+	}
+	MustPut(t, e, "sb-2", "starting")
+	if err := e.p.SetTimeout(context.Background(), "sb-2", time.Hour); !isKind(err, lifecycle.ErrProviderTransient) {
+		t.Fatalf("err = %v, want transient for a starting sandbox", err)
+	}
 	if err := e.p.SetTimeout(context.Background(), "nope", time.Minute); !isKind(err, lifecycle.ErrSandboxGone) {
 		t.Fatalf("err = %v, want gone", err)
 	}
