@@ -26,6 +26,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -170,6 +171,9 @@ type Options struct {
 	// BucketCreate, BucketLifecycle); a missing bucket takes Daytona's
 	// tier-1 limit (10000, 300, 10000). Windows are whole minutes of Clock.
 	RateLimits map[string]int
+
+	// Logger, when set, gets one line per request: method, path, status.
+	Logger *slog.Logger
 
 	// OnStateChange, when set, is called (outside the server's lock, in
 	// order) with every state change: the fields of Daytona's
@@ -348,8 +352,29 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, http.StatusNotFound, fmt.Sprintf("Cannot %s %s", r.Method, r.URL.Path))
 	})
-	return mux
+	if s.opts.Logger == nil {
+		return mux
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		mux.ServeHTTP(sw, r)
+		s.opts.Logger.Info("fake daytona", "method", r.Method, "path", r.URL.Path, "status", sw.status)
+	})
 }
+
+// statusWriter remembers the status written, for the request log.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(status int) {
+	w.status = status
+	w.ResponseWriter.WriteHeader(status)
+}
+
+// Unwrap lets http.ResponseController reach the connection (Fault.Drop).
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // Put stores sb as if Daytona held it, replacing a sandbox of that id.
 // Empty fields get defaults: DesiredState the one State implies, Class,
@@ -499,11 +524,9 @@ func (s *Server) wrap(op Op, h func(http.ResponseWriter, *http.Request)) http.Ha
 		s.mu.Unlock()
 		switch {
 		case f.Drop:
-			if hj, ok := w.(http.Hijacker); ok {
-				if conn, _, err := hj.Hijack(); err == nil {
-					conn.Close()
-					return
-				}
+			if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+				conn.Close()
+				return
 			}
 			panic(http.ErrAbortHandler)
 		case f.Status == http.StatusTooManyRequests:

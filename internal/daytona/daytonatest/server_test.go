@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
@@ -223,7 +224,24 @@ func TestRateLimitHeaders(t *testing.T) {
 }
 
 func TestAuthAndRoutes(t *testing.T) {
-	srv, c, _ := mustStart(t, daytonatest.Options{})
+	var logs strings.Builder
+	var logMu sync.Mutex
+	srv, c, _ := mustStart(t, daytonatest.Options{Logger: slog.New(slog.NewTextHandler(writerFunc(func(b []byte) (int, error) {
+		logMu.Lock()
+		defer logMu.Unlock()
+		return logs.Write(b)
+	}), nil))})
+	t.Cleanup(func() {
+		logMu.Lock()
+		defer logMu.Unlock()
+		if !strings.Contains(logs.String(), "method=GET path=/sandbox/sb status=401") {
+			t.Errorf("request log lacks the refused GET: %s", logs.String())
+		}
+	})
+	srv.Fail(daytonatest.OpGet, daytonatest.Fault{Drop: true})
+	if _, err := http.Get(c.url + "/sandbox/x"); err == nil {
+		t.Error("a dropped request got an answer")
+	}
 	srv.Put(daytonatest.Sandbox{ID: "sb", State: "started", AutoDelete: -1})
 	bad := c
 	bad.key = "wrong"
@@ -292,3 +310,7 @@ func TestProviderConfig(t *testing.T) {
 		t.Errorf("clock advanced %s, want at least the hour-long stop", got)
 	}
 }
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
