@@ -1,0 +1,288 @@
+package daytona
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sandmanhq/sandman/internal/lifecycle"
+)
+
+// maxBody bounds how much of an answer is read (ours: a list page of 200
+// sandboxes is far below it).
+const maxBody = 8 << 20
+
+// request is one HTTP call to Daytona's control API.
+type request struct {
+	op        string // the lifecycle operation, e.g. "pause"
+	sandboxID string // "" for create and list
+	method    string
+	path      []string // segments after the base URL, each escaped
+	query     url.Values
+	body      any // JSON-encoded when non-nil
+}
+
+// reply is an answer read in full.
+type reply struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (r reply) ok() bool { return r.status >= 200 && r.status < 300 }
+
+// apiError is Daytona's answer to a failed call, the cause inside the
+// errors Provider returns.
+type apiError struct {
+	Status  int
+	Message string
+}
+
+func (e *apiError) Error() string {
+	msg := e.Message
+	if msg == "" {
+		msg = http.StatusText(e.Status)
+	}
+	return fmt.Sprintf("daytona answered %d: %s", e.Status, msg)
+}
+
+// roundTrip makes one attempt at rq. No answer at all (connection error,
+// timeout, cancelled context) is a transient *ProviderError wrapping the
+// cause; any answer is returned for the operation to interpret.
+func (p *Provider) roundTrip(ctx context.Context, rq request) (reply, error) {
+	var body io.Reader
+	if rq.body != nil {
+		b, err := json.Marshal(rq.body)
+		if err != nil {
+			return reply{}, fmt.Errorf("%s: encode request: %w", describe(rq.op, rq.sandboxID), err)
+		}
+		body = bytes.NewReader(b)
+	}
+	u := p.base.JoinPath(rq.path...)
+	u.RawQuery = rq.query.Encode()
+	actx, cancel := context.WithTimeout(ctx, p.cfg.RequestTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(actx, rq.method, u.String(), body)
+	if err != nil {
+		return reply{}, fmt.Errorf("%s: build request: %w", describe(rq.op, rq.sandboxID), err)
+	}
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", "sandman-daytona")
+	req.Header.Set("X-Daytona-Source", "sandman")
+	req.Header.Set("Authorization", "Bearer "+p.cfg.APIKey)
+	if p.cfg.OrganizationID != "" {
+		req.Header.Set("X-Daytona-Organization-ID", p.cfg.OrganizationID)
+	}
+	if rq.body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := p.cfg.HTTPClient.Do(req)
+	if err != nil {
+		return reply{}, lifecycle.NewProviderError(lifecycle.ErrProviderTransient, rq.op, rq.sandboxID,
+			fmt.Errorf("no answer from %s %s://%s: %w", rq.method, u.Scheme, u.Host, err))
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	if err != nil {
+		return reply{}, lifecycle.NewProviderError(lifecycle.ErrProviderTransient, rq.op, rq.sandboxID,
+			fmt.Errorf("read answer from %s://%s: %w", u.Scheme, u.Host, err))
+	}
+	return reply{status: resp.StatusCode, header: resp.Header, body: b}, nil
+}
+
+// call makes one attempt at rq and decodes a 2xx answer into out (when
+// non-nil); any other status is classified by statusError.
+func (p *Provider) call(ctx context.Context, rq request, out any) error {
+	r, err := p.roundTrip(ctx, rq)
+	if err != nil {
+		return err
+	}
+	if !r.ok() {
+		return p.statusError(rq.op, rq.sandboxID, r)
+	}
+	if out != nil {
+		if err := json.Unmarshal(r.body, out); err != nil {
+			return fmt.Errorf("%s: decode daytona answer: %w", describe(rq.op, rq.sandboxID), err)
+		}
+	}
+	return nil
+}
+
+// statusError classifies an answer that is not a success of the operation
+// (providers/daytona.md): 404 gone (for a call about one sandbox), 409
+// conflict, 429 and 5xx transient with the Retry-After Daytona sent
+// (RetryAfterOf), 401/403 a plain error about the key or the organization,
+// any other status (400, 422) a plain error carrying Daytona's message.
+// The *apiError is the cause in every case, so callers can read its status.
+func (p *Provider) statusError(op, sandboxID string, r reply) error {
+	cause := parseAPIError(r)
+	switch {
+	case r.status == http.StatusNotFound && sandboxID != "":
+		return lifecycle.NewProviderError(lifecycle.ErrSandboxGone, op, sandboxID, cause)
+	case r.status == http.StatusConflict:
+		return lifecycle.NewProviderError(lifecycle.ErrSandboxConflict, op, sandboxID, cause)
+	case r.status == http.StatusTooManyRequests || r.status >= 500:
+		e := lifecycle.NewProviderError(lifecycle.ErrProviderTransient, op, sandboxID, cause)
+		e.RetryAfter = RetryAfterOf(r.header, p.cfg.Clock.Now())
+		return e
+	case r.status == http.StatusUnauthorized:
+		return fmt.Errorf("%s: the Daytona API key is wrong or missing: %w", describe(op, sandboxID), cause)
+	case r.status == http.StatusForbidden:
+		return fmt.Errorf("%s: Daytona refused the organization (suspended, or region not allowed): %w", describe(op, sandboxID), cause)
+	default:
+		return fmt.Errorf("%s: %w", describe(op, sandboxID), cause)
+	}
+}
+
+// statusOf returns the HTTP status inside err, or 0.
+func statusOf(err error) int {
+	var ae *apiError
+	if errors.As(err, &ae) {
+		return ae.Status
+	}
+	return 0
+}
+
+// parseAPIError reads Daytona's error body ({"statusCode","error",
+// "message"}), falling back to the start of the raw body.
+func parseAPIError(r reply) *apiError {
+	e := &apiError{Status: r.status}
+	var body errorBody
+	if err := json.Unmarshal(r.body, &body); err == nil {
+		switch m := body.Message.(type) {
+		case string:
+			e.Message = m
+		case []any:
+			parts := make([]string, 0, len(m))
+			for _, v := range m {
+				parts = append(parts, fmt.Sprint(v))
+			}
+			e.Message = strings.Join(parts, ", ")
+		}
+		if e.Message == "" {
+			e.Message = body.Error
+		}
+		if e.Message != "" {
+			return e
+		}
+	}
+	msg := strings.TrimSpace(string(r.body))
+	if len(msg) > 200 {
+		msg = msg[:200] + "…"
+	}
+	e.Message = msg
+	return e
+}
+
+// describe names an operation for plain error messages.
+func describe(op, sandboxID string) string {
+	if sandboxID == "" {
+		return op + " sandboxes"
+	}
+	return op + " sandbox " + sandboxID
+}
+
+// RetryAfterOf reads how long Daytona asks a client to wait: the largest
+// of the suffixed Retry-After-<bucket> headers (sent on 429, one per
+// throttled bucket: authenticated, sandbox-create, sandbox-lifecycle) and
+// the plain Retry-After (sent only when failed authentications are
+// throttled), each delay-seconds or an HTTP date relative to now
+// (providers/daytona.md "REST API"). It returns 0 when there is none or
+// none is valid; values over 24 h are ignored.
+func RetryAfterOf(h http.Header, now time.Time) time.Duration {
+	var best time.Duration
+	for k, vs := range h {
+		if !strings.EqualFold(k, "Retry-After") && !strings.HasPrefix(strings.ToLower(k), "retry-after-") {
+			continue
+		}
+		for _, v := range vs {
+			if d := parseRetryAfter(v, now); d > best {
+				best = d
+			}
+		}
+	}
+	return best
+}
+
+func parseRetryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if s, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if s <= 0 || s > int64(24*time.Hour/time.Second) {
+			return 0
+		}
+		return time.Duration(s) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		if d := t.Sub(now); d > 0 && d <= 24*time.Hour {
+			return d
+		}
+	}
+	return 0
+}
+
+// retry runs attempt until it succeeds, fails for good or the retries run
+// out. Transient failures are retried up to MaxRetries times, conflicts
+// (409) up to conflicts times, after a jittered exponential backoff that
+// honours RetryAfter; a RetryAfter beyond RetryMaxWait, or a wait that
+// would outlast ctx's deadline, ends the retries with the last error.
+// Callers pass only idempotent operations.
+func (p *Provider) retry(ctx context.Context, op, sandboxID string, conflicts int, attempt func(ctx context.Context) error) error {
+	transient, conflict := 0, 0
+	for n := 0; ; n++ {
+		err := attempt(ctx)
+		switch {
+		case err == nil || ctx.Err() != nil:
+			return err
+		case errors.Is(err, lifecycle.ErrProviderTransient) && transient < p.cfg.MaxRetries:
+			transient++
+		case errors.Is(err, lifecycle.ErrSandboxConflict) && conflict < conflicts:
+			conflict++
+		default:
+			return err
+		}
+		wait, ok := p.backoff(ctx, n, lifecycle.RetryAfter(err))
+		if !ok {
+			return err
+		}
+		p.cfg.Logger.DebugContext(ctx, "daytona call failed, retrying",
+			"op", op, "sandbox_id", sandboxID, "attempt", n+1, "wait", wait, "err", err)
+		if serr := p.cfg.Sleep(ctx, wait); serr != nil {
+			return err
+		}
+	}
+}
+
+// backoff returns the wait before retry n (0-based): RetryBase doubled n
+// times, capped at RetryMaxWait, jittered to between half and all of it,
+// and at least retryAfter. False when retryAfter exceeds RetryMaxWait or
+// the wait would outlast ctx's deadline.
+func (p *Provider) backoff(ctx context.Context, n int, retryAfter time.Duration) (time.Duration, bool) {
+	if retryAfter > p.cfg.RetryMaxWait {
+		return 0, false
+	}
+	d := p.cfg.RetryMaxWait
+	if n < 32 {
+		if b := p.cfg.RetryBase << n; b > 0 && b < d {
+			d = b
+		}
+	}
+	d = d/2 + rand.N(d/2+1)
+	if retryAfter > d {
+		d = retryAfter
+	}
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= d {
+		return 0, false
+	}
+	return d, true
+}
+
+func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }
