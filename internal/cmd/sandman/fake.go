@@ -14,21 +14,56 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sandmanhq/sandman/internal/daytona/daytonatest"
 	"github.com/sandmanhq/sandman/internal/e2b/e2btest"
+	"github.com/sandmanhq/sandman/internal/vercel/verceltest"
 )
 
-// fakeProvider builds a provider's fake as one HTTP handler, logging one
-// line per request to log, and says how to aim a client at it (printed
-// after the base URL). close releases what the fake holds.
-type fakeProvider func(log *slog.Logger) (h http.Handler, hint string, close func())
+// fakeProvider builds a provider's fake served at base as one HTTP handler,
+// logging one line per request to log, and says how to aim a client at it
+// (printed after the base URL). close releases what the fake holds.
+type fakeProvider func(log *slog.Logger, base string) (h http.Handler, hint string, close func())
 
 // fakes is the registry of `sandman fake <provider>`: one line per provider.
 var fakes = map[string]fakeProvider{
-	"e2b": func(log *slog.Logger) (http.Handler, string, func()) {
+	"e2b": func(log *slog.Logger, _ string) (http.Handler, string, func()) {
 		f := e2btest.New(e2btest.Options{Logger: log})
 		return f.Handler(), fmt.Sprintf("E2B_API_URL=<base url> E2B_API_KEY=%s (domain %s; envd at <base url>%s/<id>/health)",
 			e2btest.APIKey, e2btest.Domain, e2btest.ProxyPrefix), f.Close
 	},
+	"daytona": func(log *slog.Logger, _ string) (http.Handler, string, func()) {
+		o := daytonatest.StandaloneOptions()
+		o.Logger = log
+		f := daytonatest.NewServer(o)
+		return f.Handler(), fmt.Sprintf("DAYTONA_API_URL=<base url> DAYTONA_API_KEY=%s", f.APIKey()), func() {}
+	},
+	"vercel": func(log *slog.Logger, base string) (http.Handler, string, func()) {
+		f := verceltest.NewServer(verceltest.Options{RouteURL: verceltest.PreviewURLs(base)})
+		return logRequests(log, f.Handler()), fmt.Sprintf("VERCEL_TOKEN=%s teamId=%s project=%s (the SDK has no base URL option: route its fetch to <base url>)",
+			verceltest.DefaultToken, verceltest.DefaultTeamID, verceltest.DefaultProjectID), f.Close
+	},
+}
+
+// logRequests logs one line per request (method, path, status) for fakes
+// that do not log themselves.
+func logRequests(log *slog.Logger, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		h.ServeHTTP(rec, r)
+		log.Info("request", "method", r.Method, "path", r.URL.Path, "status", rec.status)
+	})
+}
+
+// statusRecorder remembers the status a handler wrote.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+// WriteHeader records code and passes it on.
+func (r *statusRecorder) WriteHeader(code int) {
+	r.status = code
+	r.ResponseWriter.WriteHeader(code)
 }
 
 // fakeCommand serves a provider's fake on its own until ctx ends:
@@ -55,12 +90,12 @@ func fakeCommand(ctx context.Context, args []string, out, logOut io.Writer) erro
 		return fmt.Errorf("listen on %s: %w", *addr, err)
 	}
 	log := slog.New(slog.NewTextHandler(logOut, nil))
-	h, hint, closeFake := build(log)
+	base := "http://" + ln.Addr().String()
+	h, hint, closeFake := build(log, base)
 	defer closeFake()
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
-	base := "http://" + ln.Addr().String()
 	fmt.Fprintf(out, "fake %s listening on %s\n  %s\n", name, base, strings.ReplaceAll(hint, "<base url>", base))
 	select {
 	case <-ctx.Done():

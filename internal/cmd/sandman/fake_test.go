@@ -9,39 +9,56 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sandmanhq/sandman/internal/daytona/daytonatest"
+	"github.com/sandmanhq/sandman/internal/vercel/verceltest"
 )
 
-// TestFakeCommand: `sandman fake e2b` serves the fake E2B on a free port,
-// answers a v2 create, logs a line per request, and stops when ctx ends.
+// TestFakeCommand: `sandman fake <provider>` serves each provider's fake on
+// a free port, answers an authorised request of that provider's API, logs a
+// line per request, and stops when ctx ends.
 func TestFakeCommand(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	outR, outW := io.Pipe()
-	logs := &syncWriter{b: &strings.Builder{}}
-	done := make(chan error, 1)
-	go func() { done <- fakeCommand(ctx, []string{"e2b", "-addr", "127.0.0.1:0"}, outW, logs) }()
-	line, err := bufio.NewReader(outR).ReadString('\n')
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _, _ = io.Copy(io.Discard, outR) }()
-	base := strings.TrimSpace(strings.TrimPrefix(line, "fake e2b listening on "))
-	req, _ := http.NewRequest(http.MethodPost, base+"/v2/sandboxes", strings.NewReader(`{"templateID":"base"}`))
-	req.Header.Set("X-API-Key", "e2b_test_key")
-	client := &http.Client{Timeout: 5 * time.Second}
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if got, want := resp.StatusCode, http.StatusCreated; got != want {
-		t.Errorf("create: %d, want %d", got, want)
-	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Errorf("fakeCommand: %v", err)
-	}
-	if !strings.Contains(logs.String(), "path=/v2/sandboxes") {
-		t.Errorf("no request log line in %q", logs.String())
+	for _, tc := range []struct {
+		name, method, path, body, header, value string
+		want                                    int
+	}{
+		{"e2b", http.MethodPost, "/v2/sandboxes", `{"templateID":"base"}`, "X-API-Key", "e2b_test_key", http.StatusCreated},
+		{"daytona", http.MethodGet, "/sandbox", "", "Authorization", "Bearer " + daytonatest.DefaultAPIKey, http.StatusOK},
+		{"vercel", http.MethodGet, "/v2/sandboxes?teamId=" + verceltest.DefaultTeamID + "&project=" + verceltest.DefaultProjectID,
+			"", "Authorization", "Bearer " + verceltest.DefaultToken, http.StatusOK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			outR, outW := io.Pipe()
+			logs := &syncWriter{b: &strings.Builder{}}
+			done := make(chan error, 1)
+			go func() { done <- fakeCommand(ctx, []string{tc.name, "-addr", "127.0.0.1:0"}, outW, logs) }()
+			line, err := bufio.NewReader(outR).ReadString('\n')
+			if err != nil {
+				t.Fatal(err)
+			}
+			go func() { _, _ = io.Copy(io.Discard, outR) }()
+			base := strings.TrimSpace(strings.TrimPrefix(line, "fake "+tc.name+" listening on "))
+			req, _ := http.NewRequest(tc.method, base+tc.path, strings.NewReader(tc.body))
+			req.Header.Set(tc.header, tc.value)
+			client := &http.Client{Timeout: 5 * time.Second}
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if got := resp.StatusCode; got != tc.want {
+				t.Errorf("%s %s: %d, want %d", tc.method, tc.path, got, tc.want)
+			}
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("fakeCommand: %v", err)
+			}
+			path, _, _ := strings.Cut(tc.path, "?")
+			if !strings.Contains(logs.String(), "path="+path) {
+				t.Errorf("no request log line in %q", logs.String())
+			}
+		})
 	}
 	if err := fakeCommand(context.Background(), []string{"nosuch"}, io.Discard, io.Discard); err == nil {
 		t.Error("fake nosuch: no error")
