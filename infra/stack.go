@@ -316,7 +316,7 @@ type functionSpec struct {
 //
 // Timeouts, chosen here (DESIGN.md is silent). An HTTP function's request
 // budget is apigw.RequestBudget: at most 29 s, and it keeps a settle reserve
-// of 12 s before the Lambda deadline (half the time left when less than
+// (lifecycle.SettleReserve, 12 s) before the Lambda deadline (half the time left when less than
 // 24 s remain) to record the outcome and answer, so a Lambda timeout T
 // leaves a request min(29 s, T - 12 s) when T >= 24 s, else T/2:
 //   - status: 10 s (database only, a few single-item operations: 5 s of

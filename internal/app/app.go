@@ -219,9 +219,8 @@ func New(ctx context.Context, cfg Config, needs Needs, deps Deps) (*App, error) 
 		}
 	}
 
-	a.Service = lifecycle.NewService(a.Store, a.Provider, a.Publisher, clock, cfg.Policy, a.Log)
-	a.Service.ProbeTimeout, a.Service.CallTimeout = cfg.ProbeTimeout, cfg.ProviderCallTimeout
-	a.Service.Deployment = cfg.Deployment
+	a.Service = lifecycle.NewService(lifecycle.Config{Store: a.Store, Provider: a.Provider, Publisher: a.Publisher, Clock: clock,
+		Policy: cfg.Policy, Log: a.Log, ProbeTimeout: cfg.ProbeTimeout, CallTimeout: cfg.ProviderCallTimeout, Deployment: cfg.Deployment})
 	a.keys = a.Store
 	if cfg.APIKeyCacheTTL >= 0 {
 		a.keys = apigw.NewKeyCache(a.Store, cfg.APIKeyCacheTTL, clock)

@@ -98,7 +98,7 @@ func newWebhookBench(ctx context.Context, env *Env, table string) (*webhookBench
 		b.published.Add(int64(len(evs)))
 		return nil
 	})
-	b.svc = lifecycle.NewService(store, b.provider, pub, lifecycle.SystemClock{}, lifecycle.DefaultPolicy(), env.Log)
+	b.svc = lifecycle.NewService(lifecycle.Config{Store: store, Provider: b.provider, Publisher: pub, Clock: lifecycle.SystemClock{}, Policy: lifecycle.DefaultPolicy(), Log: env.Log})
 	format, err := webhook.NewE2B(b.provider.Name(), benchWebhookSecret)
 	if err != nil {
 		return nil, err

@@ -152,7 +152,7 @@ func TestReviewCreateSettlesAfterCancel(t *testing.T) {
 	w := MustWorld(t, 1)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	w.svc.Provider = &cancelAfterCreate{Provider: w.svc.Provider, cancel: cancel}
+	w.rewire(t, func(c *lifecycle.Config) { c.Provider = &cancelAfterCreate{Provider: c.Provider, cancel: cancel} })
 	// Old code: the running write failed with "context canceled", Create killed the
 	// sandbox and answered 500.
 	sess, _, err := w.svc.Create(ctx, account, lifecycle.CreateInput{Template: "base"})
@@ -180,8 +180,7 @@ func MustLossyWorld(tb testing.TB) (*world, *dynamotest.LostAnswerClient) {
 	table := dynamotest.MustTable(tb)
 	client, hc := dynamotest.MustLossyClient(tb)
 	w.store = reliability.NewRecordingStore(dynamo.New(client, table, dynamo.WithLogger(quiet())))
-	w.svc.Store = w.store
-	w.sweeper = MustSweeper(tb, w.svc)
+	w.rewire(tb, func(c *lifecycle.Config) { c.Store = w.store })
 	return w, hc
 }
 
@@ -313,7 +312,7 @@ func TestReviewAmbiguousPause(t *testing.T) {
 		if got := w.MustSession(t, sess.ID).State; got != lifecycle.StatePausing {
 			t.Fatalf("table %s, want pausing until the lease runs out", got)
 		}
-		w.clock.Advance(w.svc.Policy.LeaseDuration + time.Minute)
+		w.clock.Advance(w.svc.Policy().LeaseDuration + time.Minute)
 		sum := w.MustSweep(t)
 		if got := w.MustSession(t, sess.ID).State; got != lifecycle.StatePaused {
 			t.Errorf("after the sweep: table %s, want paused (the provider paused)", got)
@@ -410,7 +409,7 @@ func TestReviewSpuriousGone(t *testing.T) {
 		if res := reconnect(t, w, sess.ID); res.Status != lifecycle.ReconnectExpired {
 			t.Fatalf("reconnect status %s, want expired (setup)", res.Status)
 		}
-		w.clock.Advance(w.svc.Policy.LeaseDuration + time.Minute) // old enough to be reaped
+		w.clock.Advance(w.svc.Policy().LeaseDuration + time.Minute) // old enough to be reaped
 		sb, ok := w.fake.Sandbox(sess.SandboxID)
 		if !ok {
 			t.Fatal("sandbox vanished (setup)")
@@ -538,7 +537,7 @@ func TestReviewDormancy(t *testing.T) {
 // account, those of other deployments sharing it included.
 func TestReviewDeploymentTag(t *testing.T) {
 	w := MustWorld(t, 1)
-	w.svc.Deployment = "a"
+	w.rewire(t, func(c *lifecycle.Config) { c.Deployment = "a" })
 	sess := w.MustCreate(t, 600)
 	sb, ok := w.fake.Sandbox(sess.SandboxID)
 	if !ok {
@@ -553,10 +552,9 @@ func TestReviewDeploymentTag(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.clock.Advance(w.svc.Policy.LeaseDuration + time.Minute) // old enough to be reaped
+	w.clock.Advance(w.svc.Policy().LeaseDuration + time.Minute) // old enough to be reaped
 
-	svcB := lifecycle.NewService(w.store, w.calls, w.events, w.clock, lifecycle.DefaultPolicy(), quiet())
-	svcB.Deployment = "b"
+	svcB := lifecycle.NewService(lifecycle.Config{Store: w.store, Provider: w.calls, Publisher: w.events, Clock: w.clock, Policy: lifecycle.DefaultPolicy(), Log: quiet(), Deployment: "b"})
 	// Old code: deployment b's sweep listed a's sandboxes and killed a's orphan.
 	sumB := MustRun(t, MustSweeper(t, svcB))
 	if sumB.Listed != 0 || sumB.OrphansKilled != 0 {
@@ -621,7 +619,7 @@ func TestReviewHeartbeatOnSelfPausedSandbox(t *testing.T) {
 	now := w.clock.Advance(6 * time.Minute)
 	probe := w.MustSession(t, sess.ID)
 	probe.RecordActivity(now, 0)
-	if !w.svc.Policy.NeedsProviderRefresh(probe, now) {
+	if !w.svc.Policy().NeedsProviderRefresh(probe, now) {
 		t.Fatal("setup: the heartbeat would not refresh the provider timeout")
 	}
 	w.fake.SetState(sess.SandboxID, lifecycle.SandboxPaused)
