@@ -63,7 +63,7 @@ func (w *world) sandboxState(id string) lifecycle.SandboxState {
 
 // Finding 1: an Idempotency-Key claimed by a create whose CreateSession
 // failed blocked every retry with that key for 24 h.
-func TestReviewIdempotencyKeyReleasedAfterStoreFailure(t *testing.T) {
+func TestIdempotencyKeyReleasedAfterStoreFailure(t *testing.T) {
 	w := MustWorld(t, 1)
 	var once sync.Once
 	w.store.SetRefuse(func(_ *lifecycle.Session, from lifecycle.State) error {
@@ -99,7 +99,7 @@ func TestReviewIdempotencyKeyReleasedAfterStoreFailure(t *testing.T) {
 
 // Finding 2: retrying with the same Idempotency-Key a create that answered
 // 503 replayed the failed session instead of trying again.
-func TestReviewIdempotencyKeyReleasedAfterProviderFailure(t *testing.T) {
+func TestIdempotencyKeyReleasedAfterProviderFailure(t *testing.T) {
 	w := MustWorld(t, 1)
 	w.fake.FailNext(fakeprovider.OpCreate, nil)
 	in := lifecycle.CreateInput{Template: "base", IdempotencyKey: "k-provider"}
@@ -148,7 +148,7 @@ func (p *cancelAfterCreate) Create(ctx context.Context, req lifecycle.CreateRequ
 
 // Finding 3: the write recording a successful provider create ran on the
 // request's context.
-func TestReviewCreateSettlesAfterCancel(t *testing.T) {
+func TestCreateRecordsOutcomeAfterCallerCancels(t *testing.T) {
 	w := MustWorld(t, 1)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
@@ -186,7 +186,7 @@ func MustLossyWorld(tb testing.TB) (*world, *dynamotest.LostAnswerClient) {
 
 // Finding 4: a PutItem whose answer was lost after it committed was retried
 // by the SDK, failed its own condition and was taken for a lost race.
-func TestReviewLostWriteAnswer(t *testing.T) {
+func TestLostWriteAnswerIsOwnSuccess(t *testing.T) {
 	t.Run("CreateRunning", func(t *testing.T) {
 		w, hc := MustLossyWorld(t)
 		hc.Arm(`"state":{"S":"running"}`)
@@ -237,7 +237,7 @@ func TestReviewLostWriteAnswer(t *testing.T) {
 
 // Finding 5: a pause that failed after the provider paused was rolled back
 // to running.
-func TestReviewAmbiguousPause(t *testing.T) {
+func TestFailedPauseBelievesProviderState(t *testing.T) {
 	t.Run("AnswerLost", func(t *testing.T) {
 		w := MustWorld(t, 1)
 		sess := w.MustCreate(t, 600)
@@ -326,7 +326,7 @@ func TestReviewAmbiguousPause(t *testing.T) {
 
 // Finding 6: one spurious "gone" (E2B reports 1-3 % of sandboxes not found
 // early) expired the session, and the reaper then killed its live sandbox.
-func TestReviewSpuriousGone(t *testing.T) {
+func TestGoneConfirmedBeforeExpiry(t *testing.T) {
 	reconnect := func(t *testing.T, w *world, id string) lifecycle.ReconnectResult {
 		t.Helper()
 		res, err := w.svc.Reconnect(t.Context(), account, id)
@@ -453,7 +453,7 @@ func MustRun(tb testing.TB, sw *sweep.Sweeper) sweep.Summary {
 
 // Finding 7: retiring a dormant session read it, killed its sandbox, then
 // wrote: a resume in between was left running without a sandbox.
-func TestReviewDormancy(t *testing.T) {
+func TestDormantSessionExpiredBeforeKill(t *testing.T) {
 	t.Run("ResumeBetweenReadAndWrite", func(t *testing.T) {
 		w, sess, sw := MustDormantWorld(t)
 		var once sync.Once
@@ -535,7 +535,7 @@ func TestReviewDormancy(t *testing.T) {
 
 // Finding 8: the sweep listed and reaped every sandbox of the provider
 // account, those of other deployments sharing it included.
-func TestReviewDeploymentTag(t *testing.T) {
+func TestSweepReapsOnlyItsDeployment(t *testing.T) {
 	w := MustWorld(t, 1)
 	w.rewire(t, func(c *lifecycle.Config) { c.Deployment = "a" })
 	sess := w.MustCreate(t, 600)
@@ -578,7 +578,7 @@ func TestReviewDeploymentTag(t *testing.T) {
 
 // Finding 9: a resume whose provider call succeeded after the session was
 // deleted left a running sandbox behind a killed session.
-func TestReviewResumeRacingDelete(t *testing.T) {
+func TestResumeRacingDeleteKillsSandbox(t *testing.T) {
 	w := MustWorld(t, 1)
 	sess := w.MustCreate(t, 600)
 	w.MustSnapshot(t, sess.ID)
@@ -612,7 +612,7 @@ func TestReviewResumeRacingDelete(t *testing.T) {
 
 // Finding 10: a heartbeat whose timeout refresh found the sandbox paused
 // (E2B answers 404 for a paused sandbox) treated it as gone.
-func TestReviewHeartbeatOnSelfPausedSandbox(t *testing.T) {
+func TestHeartbeatOnSelfPausedSandbox(t *testing.T) {
 	w := MustWorld(t, 1)
 	sess := w.MustCreate(t, 600)
 	// Past half the idle timeout the provider's timeout must be pushed out.
@@ -650,7 +650,7 @@ func TestReviewHeartbeatOnSelfPausedSandbox(t *testing.T) {
 // Finding 11: webhooks. An updated event set a provider timeout on a paused
 // session; an event for a session mid-operation was claimed, so its
 // redelivery after the operation settled was swallowed as a duplicate.
-func TestReviewWebhooks(t *testing.T) {
+func TestWebhookRules(t *testing.T) {
 	t.Run("UpdatedOnPaused", func(t *testing.T) {
 		w := MustWorld(t, 1)
 		sess := w.MustCreate(t, 600)
