@@ -369,4 +369,3 @@ func validSession(s *lifecycle.Session) error {
 	}
 	return nil
 }
-
