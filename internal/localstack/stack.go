@@ -25,6 +25,7 @@ import (
 	"github.com/sandmanhq/sandman/internal/dynamo"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/localsandbox"
+	"github.com/sandmanhq/sandman/internal/providers"
 	"github.com/sandmanhq/sandman/internal/routes"
 	"github.com/sandmanhq/sandman/internal/sweep"
 )
@@ -136,7 +137,7 @@ func Run(ctx context.Context, opts Options) error {
 	if err := EnsureTable(ctx, client, cfg.Table); err != nil {
 		return err
 	}
-	a, err := app.New(ctx, cfg, app.Needs{Provider: true, WebhookSecret: true}, app.Deps{Log: opts.Log})
+	a, err := app.New(ctx, cfg, app.Needs{Provider: true, WebhookSecret: true}, Deps(opts.Log))
 	if err != nil {
 		return err
 	}
@@ -224,7 +225,7 @@ func NewGateway(a *app.App) (*Gateway, error) {
 // secret (app.Needs.WebhookSecret).
 func FunctionHandler(a *app.App, function string) (HTTPHandler, error) {
 	if function == routes.Webhook {
-		h, err := a.WebhookHandler()
+		h, err := providers.WebhookHandler(a)
 		if err != nil {
 			return nil, err
 		}
