@@ -22,10 +22,10 @@ import (
 
 	"github.com/sandmanhq/sandman/internal/apigw"
 	"github.com/sandmanhq/sandman/internal/app"
-	"github.com/sandmanhq/sandman/internal/jsonl"
-	"github.com/sandmanhq/sandman/internal/providers"
 	"github.com/sandmanhq/sandman/internal/dynamotest"
+	"github.com/sandmanhq/sandman/internal/jsonl"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/providers"
 	"github.com/sandmanhq/sandman/internal/routes"
 )
 
