@@ -13,9 +13,9 @@
 // Needs{Provider: true} and fail at cold start when its key is missing.
 //
 // Secrets: SANDMAN_PROVIDER_API_KEY_SECRET and SANDMAN_WEBHOOK_SECRET_SECRET
-// (or SANDMAN_WEBHOOK_SIGNING_KEY_SECRET, the name infra/stack.go sets) name
-// Secrets Manager secrets whose SecretString is the value itself (plain
-// text, surrounding whitespace trimmed). Locally SANDMAN_PROVIDER_API_KEY
+// (the names infra/stack.go sets, internal/envnames) name Secrets Manager
+// secrets whose SecretString is the value itself (plain text, surrounding
+// whitespace trimmed). Locally SANDMAN_PROVIDER_API_KEY
 // and SANDMAN_WEBHOOK_SECRET hold the values. Only the secrets a function
 // needs are fetched.
 //

@@ -52,7 +52,7 @@ func TestConfigFromEnv(t *testing.T) {
 		c, err := app.ConfigFromEnv(env(map[string]string{
 			app.EnvTable: "sessions", app.EnvProvider: "FAKE", app.EnvIdleTimeout: "15m",
 			app.EnvActivityGranularity: "10s", app.EnvLeaseDuration: "90s", app.EnvLogLevel: "debug",
-			app.EnvWebhookSigningKeySecret: "sandman/webhook-signing-key", app.EnvCORSOrigin: "https://app.example.com",
+			app.EnvWebhookSecretSecret: "sandman/webhook-signing-key", app.EnvCORSOrigin: "https://app.example.com",
 			app.EnvProbeTimeout: "5s", app.EnvProviderCallTimeout: "45s", app.EnvAPIKeyCacheTTL: "0",
 		}))
 		if err != nil {
@@ -75,7 +75,6 @@ func TestConfigFromEnv(t *testing.T) {
 		{"ErrUnknownProvider", map[string]string{app.EnvProvider: "docker"}, app.EnvProvider},
 		{"ErrKeyTwice", map[string]string{app.EnvProviderAPIKey: "k", app.EnvProviderAPIKeySecret: "s"}, app.EnvProviderAPIKeySecret},
 		{"ErrWebhookSecretTwice", map[string]string{app.EnvWebhookSecret: "k", app.EnvWebhookSecretSecret: "s"}, app.EnvWebhookSecretSecret},
-		{"ErrWebhookAliasDiffers", map[string]string{app.EnvWebhookSecretSecret: "a", app.EnvWebhookSigningKeySecret: "b"}, app.EnvWebhookSigningKeySecret},
 		{"ErrBadDuration", map[string]string{app.EnvProviderGrace: "two minutes"}, app.EnvProviderGrace},
 		{"ErrNegativeDuration", map[string]string{app.EnvMaxProviderTimeout: "-1h"}, app.EnvMaxProviderTimeout},
 		{"ErrDefaultAboveMax", map[string]string{app.EnvIdleTimeout: "48h"}, app.EnvIdleTimeout},

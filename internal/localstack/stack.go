@@ -23,6 +23,7 @@ import (
 	"github.com/sandmanhq/sandman/internal/apigw"
 	"github.com/sandmanhq/sandman/internal/app"
 	"github.com/sandmanhq/sandman/internal/dynamo"
+	"github.com/sandmanhq/sandman/internal/envnames"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/localsandbox"
 	"github.com/sandmanhq/sandman/internal/providers"
@@ -32,11 +33,11 @@ import (
 
 // Environment variables of the local stack, on top of internal/app's.
 const (
-	EnvAddr          = "SANDMAN_ADDR"           // listen address, default 127.0.0.1:8080
-	EnvSweepInterval = "SANDMAN_SWEEP_INTERVAL" // idle-pause schedule, default 5m
-	EnvInMemory      = "SANDMAN_DDB_IN_MEMORY"  // "1": DynamoDB Local keeps nothing
-	EnvStateDir      = "SANDMAN_STATE_DIR"      // default .sandman
-	EnvDevAPIKey     = "SANDMAN_DEV_API_KEY"    // the dev key; default generated once and kept in the state dir
+	EnvAddr          = envnames.Addr          // listen address, default 127.0.0.1:8080
+	EnvSweepInterval = envnames.SweepInterval // idle-pause schedule, default 5m
+	EnvInMemory      = envnames.InMemory      // "1": DynamoDB Local keeps nothing
+	EnvStateDir      = envnames.StateDir      // default .sandman
+	EnvDevAPIKey     = envnames.DevAPIKey     // the dev key; default generated once and kept in the state dir
 )
 
 // Defaults of the local stack.
