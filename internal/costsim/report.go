@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sandmanhq/sandman/internal/numfmt"
 )
 
 // Report is the outcome of a replay: the trace's shape and one Result per
@@ -146,24 +148,24 @@ func (r Report) Markdown() string {
 	w("%s sessions starting over %d simulated days (seed %d, %s heartbeats), replayed on a simulated clock "+
 		"under each policy. The floor is the time users were actually active (the sum of their bursts), the least "+
 		"any policy can bill. Prices assume %d vCPUs at $%s per vCPU-second (an assumption; memory not priced).\n\n",
-		commas(st.Sessions), c.Days, c.Seed, commas(st.Heartbeats), c.VCPUs, strconv.FormatFloat(c.PricePerVCPUSecond, 'f', -1, 64))
+		numfmt.Thousands(st.Sessions), c.Days, c.Seed, numfmt.Thousands(st.Heartbeats), c.VCPUs, strconv.FormatFloat(c.PricePerVCPUSecond, 'f', -1, 64))
 
 	w("| policy | billed sandbox-min | × floor | saved vs never pause | cost (USD) | resumes waited for | pauses | early pauses | overshoot p50 (s) | overshoot p99 (s) | overshoot max (s) | sweeps run / missed |\n")
 	w("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	floorCost := st.ActiveMinutes * 60 * float64(c.VCPUs) * c.PricePerVCPUSecond
 	w("| floor (active time) | %s | 1.00 | %s | %s | — | — | — | — | — | — | — |\n",
-		commas(int(st.ActiveMinutes+0.5)), pct(100*ratio(r.NeverPauseMinutes-st.ActiveMinutes, r.NeverPauseMinutes)), usd(floorCost))
+		numfmt.Thousands(int(st.ActiveMinutes+0.5)), pct(100*ratio(r.NeverPauseMinutes-st.ActiveMinutes, r.NeverPauseMinutes)), usd(floorCost))
 	for _, res := range r.Results {
 		if res.Scenario.Policy == NeverPause {
 			w("| %s | %s | %.2f | %s | %s | — | — | — | — | — | — | — |\n", res.Scenario.Name,
-				commas(int(res.BilledMinutes+0.5)), res.RatioToFloor, pct(res.SavingsPercent), usd(res.CostUSD))
+				numfmt.Thousands(int(res.BilledMinutes+0.5)), res.RatioToFloor, pct(res.SavingsPercent), usd(res.CostUSD))
 			continue
 		}
 		w("| %s | %s | %.2f | %s | %s | %s | %s | %s | %s | %s | %s | %s / %s |\n", res.Scenario.Name,
-			commas(int(res.BilledMinutes+0.5)), res.RatioToFloor, pct(res.SavingsPercent), usd(res.CostUSD),
-			commas(res.Resumes), commas(res.Pauses), commas(res.EarlyPauses),
+			numfmt.Thousands(int(res.BilledMinutes+0.5)), res.RatioToFloor, pct(res.SavingsPercent), usd(res.CostUSD),
+			numfmt.Thousands(res.Resumes), numfmt.Thousands(res.Pauses), numfmt.Thousands(res.EarlyPauses),
 			secs(res.OvershootP50), secs(res.OvershootP99), secs(res.OvershootMax),
-			commas(res.SweepsRun), commas(res.SweepsMissed))
+			numfmt.Thousands(res.SweepsRun), numfmt.Thousands(res.SweepsMissed))
 	}
 
 	w("\n### Operations\n\n")
@@ -174,10 +176,10 @@ func (r Report) Markdown() string {
 			continue
 		}
 		w("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", res.Scenario.Name,
-			commas(res.Heartbeats), commas(res.HeartbeatWrites), commas(res.ProviderRefreshes),
-			commas(res.SweepPauses), commas(res.ProviderPauses), commas(res.EarlyProviderPauses), secs(res.OvershootMin),
-			commas(res.RefusedRequests), commas(res.BlockedRequests), commas(res.Interrupted),
-			secs(res.UserWait), commas(res.RunningAtEnd))
+			numfmt.Thousands(res.Heartbeats), numfmt.Thousands(res.HeartbeatWrites), numfmt.Thousands(res.ProviderRefreshes),
+			numfmt.Thousands(res.SweepPauses), numfmt.Thousands(res.ProviderPauses), numfmt.Thousands(res.EarlyProviderPauses), secs(res.OvershootMin),
+			numfmt.Thousands(res.RefusedRequests), numfmt.Thousands(res.BlockedRequests), numfmt.Thousands(res.Interrupted),
+			secs(res.UserWait), numfmt.Thousands(res.RunningAtEnd))
 	}
 
 	w("\n### Method\n\n")
@@ -194,8 +196,8 @@ func (r Report) Markdown() string {
 		human(t.HeartbeatInterval), human(t.HeartbeatJitter))
 	w("- **This trace**: %s bursts (p50 %s, p90 %s, p99 %s), %s gaps (p50 %s, p90 %s, p99 %s; %s longer than the %s idle timeout), "+
 		"session length first to last activity p50 %s, p90 %s; last activity %s after the epoch.\n",
-		commas(st.Bursts), human(st.BurstP50), human(st.BurstP90), human(st.BurstP99),
-		commas(st.Gaps), human(st.GapP50), human(st.GapP90), human(st.GapP99), commas(st.GapsOverIdleTimeout),
+		numfmt.Thousands(st.Bursts), human(st.BurstP50), human(st.BurstP90), human(st.BurstP99),
+		numfmt.Thousands(st.Gaps), human(st.GapP50), human(st.GapP90), human(st.GapP99), numfmt.Thousands(st.GapsOverIdleTimeout),
 		human(pol.DefaultIdleTimeout), human(st.SessionP50), human(st.SessionP90), human(st.LastActivity))
 	w("- **Replay**: event-driven on a simulated clock (no real time): one priority queue of user requests, sweep ticks "+
 		"(every %s, at epoch + k·%s) and provider timeouts, exact to the nanosecond. At the same instant a user request goes "+
@@ -241,30 +243,12 @@ func (r Report) Markdown() string {
 	return b.String()
 }
 
-// commas formats n with thousands separators.
-func commas(n int) string {
-	s := strconv.Itoa(n)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var out []byte
-	for i := range len(s) {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			out = append(out, ',')
-		}
-		out = append(out, s[i])
-	}
-	if neg {
-		return "-" + string(out)
-	}
-	return string(out)
-}
-
 func pct(p float64) string { return fmt.Sprintf("%.1f %%", p) }
 
 func usd(v float64) string { return "$" + fmt.Sprintf("%.2f", v) }
 
 // secs renders d in whole seconds, rounded.
-func secs(d time.Duration) string { return commas(int(d.Round(time.Second) / time.Second)) }
+func secs(d time.Duration) string { return numfmt.Thousands(int(d.Round(time.Second) / time.Second)) }
 
 // human renders d compactly: "36 h", "3 d 4 h", "2 h 7 min", "8 min", "1.5 s".
 func human(d time.Duration) string {

@@ -1,6 +1,6 @@
 // Command cmd prints the cost replay report of package costsim as Markdown:
 //
-//	go run ./internal/costsim/cmd [-seed 1] [-sessions 1000] [-days 7]
+//	go run ./internal/cmd/costsim [-seed 1] [-sessions 1000] [-days 7]
 //
 // Without flags it prints the report of costsim.DefaultConfig, the one the
 // bench runner embeds in docs/BENCH.md.
