@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
 	"strconv"
@@ -158,9 +159,9 @@ func (b *webhookBench) request(raw []byte, deliveryID string) events.APIGatewayV
 // own delivery and request id.
 func signedDelivery(tmpl events.APIGatewayV2HTTPRequest, raw []byte, deliveryID string) events.APIGatewayV2HTTPRequest {
 	req := tmpl
-	req.Headers = map[string]string{}
-	for k, v := range tmpl.Headers {
-		req.Headers[k] = v
+	req.Headers = maps.Clone(tmpl.Headers)
+	if req.Headers == nil {
+		req.Headers = map[string]string{}
 	}
 	req.Headers["content-length"] = strconv.Itoa(len(raw))
 	for k, vs := range e2bhook.Header(benchWebhookSecret, benchWebhookID, deliveryID, raw) {
