@@ -298,9 +298,6 @@ func newStatusApp(ctx context.Context, env *Env, endpoint, table string, clock l
 	return a, h, nil
 }
 
-// SessionID returns the id of the session the requests read.
-func (b *StatusBench) SessionID() string { return b.sessionID }
-
 // KeyCacheTTL returns the API-key cache TTL of the warm status function.
 func (b *StatusBench) KeyCacheTTL() time.Duration { return b.keyTTL }
 

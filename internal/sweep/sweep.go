@@ -119,9 +119,6 @@ func New(svc *lifecycle.Service, cfg Config, log *slog.Logger) *Sweeper {
 	}
 }
 
-// Config returns the configuration in use, defaults filled in.
-func (sw *Sweeper) Config() Config { return sw.cfg }
-
 // Run sweeps once: the four phases of the package doc, in order, each
 // bounded by the context's deadline less Config.DeadlineMargin. It logs the
 // summary once and returns it. It returns an error only when the run could
