@@ -36,35 +36,36 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/sandmanhq/sandman/internal/envnames"
 	"github.com/sandmanhq/sandman/internal/routes"
 	"github.com/sandmanhq/sandman/internal/tabledef"
 )
 
-// Environment variables the stack sets on the functions. The functions read
-// them once per cold start.
+// Environment variables the stack sets on the functions, named once in
+// internal/envnames (the functions read them there, once per cold start).
 const (
 	// EnvTable is the sessions table's name (every function).
-	EnvTable = "SANDMAN_TABLE"
+	EnvTable = envnames.Table
 	// EnvEventBus is the lifecycle event bus's name (every function; only
 	// the publishers are allowed to PutEvents on it).
-	EnvEventBus = "SANDMAN_EVENT_BUS"
+	EnvEventBus = envnames.EventBus
 	// EnvProvider names the sandbox provider, e.g. "e2b" (every function).
-	EnvProvider = "SANDMAN_PROVIDER"
+	EnvProvider = envnames.Provider
 	// EnvProviderAPIKeySecret is the Secrets Manager name of the secret
 	// holding the provider's API key (only the functions that call the
 	// provider: sessions, resume, snapshot, reconnect, idlepause).
-	EnvProviderAPIKeySecret = "SANDMAN_PROVIDER_API_KEY_SECRET"
-	// EnvWebhookSigningKeySecret is the Secrets Manager name of the secret
+	EnvProviderAPIKeySecret = envnames.ProviderAPIKeySecret
+	// EnvWebhookSecretSecret is the Secrets Manager name of the secret
 	// holding the provider's webhook signing key (webhook only).
-	EnvWebhookSigningKeySecret = "SANDMAN_WEBHOOK_SIGNING_KEY_SECRET"
+	EnvWebhookSecretSecret = envnames.WebhookSecretSecret
 )
 
 // Defaults for the zero values of SandmanStackProps.
 const (
 	DefaultFunctionsDir             = "build/lambda"
 	DefaultProvider                 = "e2b"
-	DefaultProviderAPIKeySecretName = "sandman/provider-api-key"
-	DefaultWebhookSecretName        = "sandman/webhook-signing-key"
+	DefaultProviderAPIKeySecretName = envnames.DefaultProviderAPIKeySecretName
+	DefaultWebhookSecretName        = envnames.DefaultWebhookSecretName
 	// DefaultThrottleRateLimit is the default stage's steady-state limit in
 	// requests per second, across all routes.
 	DefaultThrottleRateLimit = 50
@@ -316,7 +317,7 @@ type functionSpec struct {
 //
 // Timeouts, chosen here (DESIGN.md is silent). An HTTP function's request
 // budget is apigw.RequestBudget: at most 29 s, and it keeps a settle reserve
-// of 12 s before the Lambda deadline (half the time left when less than
+// (lifecycle.SettleReserve, 12 s) before the Lambda deadline (half the time left when less than
 // 24 s remain) to record the outcome and answer, so a Lambda timeout T
 // leaves a request min(29 s, T - 12 s) when T >= 24 s, else T/2:
 //   - status: 10 s (database only, a few single-item operations: 5 s of
@@ -378,7 +379,7 @@ func newFunction(stack awscdk.Stack, spec functionSpec, p SandmanStackProps, tab
 		env[EnvProviderAPIKeySecret] = jsii.String(p.ProviderAPIKeySecretName)
 	}
 	if spec.webhookKey {
-		env[EnvWebhookSigningKeySecret] = jsii.String(p.WebhookSecretName)
+		env[EnvWebhookSecretSecret] = jsii.String(p.WebhookSecretName)
 	}
 
 	fp := &awslambda.FunctionProps{

@@ -226,7 +226,7 @@ func TestFunctions(t *testing.T) {
 				wantEnv[EnvProviderAPIKeySecret] = DefaultProviderAPIKeySecretName
 			}
 			if name == routes.Webhook {
-				wantEnv[EnvWebhookSigningKeySecret] = DefaultWebhookSecretName
+				wantEnv[EnvWebhookSecretSecret] = DefaultWebhookSecretName
 			}
 			gotEnv := prop(fn, "Environment").(map[string]any)["Variables"]
 			if !same(gotEnv, wantEnv) {
@@ -255,8 +255,8 @@ func TestFunctions(t *testing.T) {
 			t.Errorf("%s: got %v, want %v", EnvProviderAPIKeySecret, got, want)
 		}
 		webhook := o.resource(t, o.functionID(t, routes.Webhook), "AWS::Lambda::Function")
-		if got, want := prop(webhook, "Environment").(map[string]any)["Variables"].(map[string]any)[EnvWebhookSigningKeySecret], "dev/webhook-key"; got != want {
-			t.Errorf("%s: got %v, want %v", EnvWebhookSigningKeySecret, got, want)
+		if got, want := prop(webhook, "Environment").(map[string]any)["Variables"].(map[string]any)[EnvWebhookSecretSecret], "dev/webhook-key"; got != want {
+			t.Errorf("%s: got %v, want %v", EnvWebhookSecretSecret, got, want)
 		}
 		logs := o.resource(t, o.logicalID(t, constructID(routes.Sessions)+"Logs"), "AWS::Logs::LogGroup")
 		if got, want := prop(logs, "RetentionInDays"), 7.0; got != want {

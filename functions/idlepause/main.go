@@ -12,13 +12,14 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/sandmanhq/sandman/internal/app"
+	"github.com/sandmanhq/sandman/internal/providers"
 	"github.com/sandmanhq/sandman/internal/routes"
 	"github.com/sandmanhq/sandman/internal/sweep"
 )
 
 func main() {
 	ctx := context.Background()
-	a, err := app.Load(ctx, app.Needs{Provider: true})
+	a, err := app.Load(ctx, app.Needs{Provider: true}, app.Deps{Providers: providers.Lambda()})
 	if err != nil {
 		slog.Error("cold start failed", "function", routes.IdlePause, "err", err)
 		os.Exit(1)

@@ -17,7 +17,7 @@ import (
 
 func main() {
 	ctx := context.Background()
-	a, err := app.Load(ctx, app.Needs{})
+	a, err := app.Load(ctx, app.Needs{}, app.Deps{})
 	if err != nil {
 		slog.Error("cold start failed", "function", routes.Status, "err", err)
 		os.Exit(1)

@@ -15,16 +15,17 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/sandmanhq/sandman/internal/app"
+	"github.com/sandmanhq/sandman/internal/providers"
 	"github.com/sandmanhq/sandman/internal/routes"
 )
 
 func main() {
-	a, err := app.Load(context.Background(), app.Needs{WebhookSecret: true})
+	a, err := app.Load(context.Background(), app.Needs{WebhookSecret: true}, app.Deps{})
 	if err != nil {
 		slog.Error("cold start failed", "function", routes.Webhook, "err", err)
 		os.Exit(1)
 	}
-	h, err := a.WebhookHandler()
+	h, err := providers.WebhookHandler(a)
 	if err != nil {
 		a.Log.Error("cold start failed", "function", routes.Webhook, "err", err)
 		os.Exit(1)

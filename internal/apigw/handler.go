@@ -126,8 +126,8 @@ func (h *Handler) Routes() []string {
 
 // settleReserve is the time a request leaves before its Lambda deadline for
 // the work that records a provider call's outcome after the request's own
-// budget ran out (lifecycle's settle writes take at most 10 s).
-const settleReserve = 12 * time.Second
+// budget ran out (lifecycle.SettleReserve).
+const settleReserve = lifecycle.SettleReserve
 
 // RequestBudget returns how long a request may run: limit, cut so that
 // settleReserve (or, with less than twice that left, half of what is left)

@@ -234,8 +234,8 @@ func newFuzzFixture(tb testing.TB) *fuzzFixture {
 	store := newFuzzStore()
 	clock := lifecycle.NewManualClock(t0)
 	log := slog.New(slog.DiscardHandler)
-	svc := lifecycle.NewService(store, fakeprovider.New(fakeprovider.WithClock(clock)), nil, clock, lifecycle.DefaultPolicy(), log)
-	svc.Sleep = func(ctx context.Context, _ time.Duration) error { return ctx.Err() }
+	svc := lifecycle.NewService(lifecycle.Config{Store: store, Provider: fakeprovider.New(fakeprovider.WithClock(clock)), Clock: clock,
+		Policy: lifecycle.DefaultPolicy(), Log: log, Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }})
 	if err := store.PutAPIKey(ctx, lifecycle.APIKey{Hash: apigw.HashAPIKey(apigw.DevAPIKey), AccountID: apigw.DevAccountID, CreatedAt: t0}); err != nil {
 		tb.Fatal(err)
 	}

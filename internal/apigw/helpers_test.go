@@ -102,8 +102,8 @@ func MustHarness(tb testing.TB, opts ...func(*apigw.Options)) *harness {
 	logs := &syncBuffer{}
 	log := apigwLogger(logs)
 	rec := &recorder{}
-	svc := lifecycle.NewService(store, prov, rec, clock, lifecycle.DefaultPolicy(), log)
-	svc.Sleep = func(ctx context.Context, _ time.Duration) error { return ctx.Err() }
+	svc := lifecycle.NewService(lifecycle.Config{Store: store, Provider: prov, Publisher: rec, Clock: clock, Policy: lifecycle.DefaultPolicy(), Log: log,
+		Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }})
 
 	ctx := tb.Context()
 	if err := store.PutAPIKey(ctx, lifecycle.APIKey{Hash: apigw.HashAPIKey(apigw.DevAPIKey), AccountID: apigw.DevAccountID, CreatedAt: t0}); err != nil {

@@ -86,7 +86,7 @@ func (h *Handler) reconnect(ctx context.Context, r *request) (response, error) {
 		State:      string(sess.State),
 		ExpiresAt:  timestamp(res.ExpiresAt),
 		PreviewURL: nullable(sess.PreviewURL),
-		Lifecycle:  newEnvelopeJSON(lifecycle.NewEnvelope(sess, h.svc.Clock.Now().UTC())),
+		Lifecycle:  newEnvelopeJSON(lifecycle.NewEnvelope(sess, h.svc.Now())),
 	}}, nil
 }
 

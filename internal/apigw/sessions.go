@@ -8,11 +8,10 @@ import (
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 )
 
-// List page sizes of GET /v1/sessions (ours; lifecycle.Service.List allows
-// 1..100).
+// List page sizes of GET /v1/sessions: lifecycle's, defined once there.
 const (
-	defaultListLimit = 20
-	maxListLimit     = 100
+	defaultListLimit = lifecycle.DefaultListLimit
+	maxListLimit     = lifecycle.MaxListLimit
 )
 
 // createSessionBody is the body of POST /v1/sessions. Zero

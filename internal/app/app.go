@@ -13,9 +13,9 @@
 // Needs{Provider: true} and fail at cold start when its key is missing.
 //
 // Secrets: SANDMAN_PROVIDER_API_KEY_SECRET and SANDMAN_WEBHOOK_SECRET_SECRET
-// (or SANDMAN_WEBHOOK_SIGNING_KEY_SECRET, the name infra/stack.go sets) name
-// Secrets Manager secrets whose SecretString is the value itself (plain
-// text, surrounding whitespace trimmed). Locally SANDMAN_PROVIDER_API_KEY
+// (the names infra/stack.go sets, internal/envnames) name Secrets Manager
+// secrets whose SecretString is the value itself (plain text, surrounding
+// whitespace trimmed). Locally SANDMAN_PROVIDER_API_KEY
 // and SANDMAN_WEBHOOK_SECRET hold the values. Only the secrets a function
 // needs are fetched.
 //
@@ -41,13 +41,8 @@ import (
 
 	"github.com/sandmanhq/sandman/internal/apigw"
 	"github.com/sandmanhq/sandman/internal/dynamo"
-	"github.com/sandmanhq/sandman/internal/e2b"
 	"github.com/sandmanhq/sandman/internal/eventbridge"
-	"github.com/sandmanhq/sandman/internal/fakeprovider"
-	"github.com/sandmanhq/sandman/internal/jsonl"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
-	"github.com/sandmanhq/sandman/internal/localsandbox"
-	"github.com/sandmanhq/sandman/internal/webhook"
 )
 
 // secretTimeout bounds fetching one secret at cold start.
@@ -69,8 +64,11 @@ type SecretsAPI interface {
 	GetSecretValue(ctx context.Context, in *secretsmanager.GetSecretValueInput, optFns ...func(*secretsmanager.Options)) (*secretsmanager.GetSecretValueOutput, error)
 }
 
-// Deps overrides what New would otherwise build; every field is optional.
-// Tests use it to inject a clock, a provider or a fake Secrets Manager.
+// Deps is what a main composes into New; every field is optional. A
+// function that calls the provider passes the Providers it links
+// (internal/providers for the Lambda functions, internal/localstack for the
+// local stack), so a function that does not, links none. Tests inject a
+// clock, a provider or a fake Secrets Manager.
 type Deps struct {
 	Log         *slog.Logger
 	Clock       lifecycle.Clock // default lifecycle.SystemClock
@@ -78,7 +76,27 @@ type Deps struct {
 	EventBridge eventbridge.API // default a client from the AWS default config
 	Provider    lifecycle.Provider
 	Publisher   lifecycle.Publisher
+	// Providers builds the provider named by SANDMAN_PROVIDER when the
+	// function needs one (Needs.Provider) and Provider is nil.
+	Providers map[string]ProviderFactory
+	// OpenEventsFile opens the publisher of SANDMAN_EVENTS_FILE (the local
+	// stack's JSON-lines file, internal/jsonl); nil: the variable is refused.
+	OpenEventsFile func(path string) (lifecycle.Publisher, func(context.Context) error, error)
 }
+
+// ProviderParams is what a ProviderFactory builds a provider from: the
+// configuration, the secrets New fetched, the clock and the logger.
+type ProviderParams struct {
+	Config        Config
+	APIKey        string // the provider API key (e2b); "" for providers without one
+	WebhookSecret string // the webhook signing secret, when the function has it
+	Clock         lifecycle.Clock
+	Log           *slog.Logger
+}
+
+// ProviderFactory builds one provider. close, when not nil, is called by
+// App.Close. Errors: the provider's configuration is unusable.
+type ProviderFactory func(p ProviderParams) (provider lifecycle.Provider, close func(context.Context) error, err error)
 
 // App is one cold start's wiring. Its fields are ready to use and shared by
 // every invocation.
@@ -98,13 +116,14 @@ type App struct {
 }
 
 // Load reads the Config from the process environment and builds the App
-// (New). Call it once, in main, before lambda.Start.
-func Load(ctx context.Context, needs Needs) (*App, error) {
+// from it and what the main composes (New). Call it once, in main, before
+// lambda.Start.
+func Load(ctx context.Context, needs Needs, deps Deps) (*App, error) {
 	cfg, err := ConfigFromEnv(os.Getenv)
 	if err != nil {
 		return nil, err
 	}
-	return New(ctx, cfg, needs, Deps{})
+	return New(ctx, cfg, needs, deps)
 }
 
 // NewLogger returns the JSON logger every function uses, writing to w at
@@ -188,7 +207,7 @@ func New(ctx context.Context, cfg Config, needs Needs, deps Deps) (*App, error) 
 	if a.Provider == nil {
 		if !needs.Provider {
 			a.Provider = noProvider{name: cfg.Provider}
-		} else if a.Provider, err = a.newProvider(cfg, providerKey, clock); err != nil {
+		} else if a.Provider, err = a.newProvider(cfg, deps.Providers, providerKey, clock); err != nil {
 			return nil, err
 		}
 	}
@@ -207,21 +226,23 @@ func New(ctx context.Context, cfg Config, needs Needs, deps Deps) (*App, error) 
 			}
 			a.Publisher = eventbridge.New(client, cfg.EventBus, eventbridge.WithLogger(a.Log))
 		case cfg.EventsFile != "":
-			p, err := jsonl.Open(cfg.EventsFile)
+			if deps.OpenEventsFile == nil {
+				return nil, fmt.Errorf("%s is the local stack's; this build cannot write it", EnvEventsFile)
+			}
+			p, closeFn, err := deps.OpenEventsFile(cfg.EventsFile)
 			if err != nil {
 				return nil, err
 			}
 			a.Publisher = p
-			a.closers = append(a.closers, func(context.Context) error { return p.Close() })
+			a.closers = append(a.closers, closeFn)
 		default:
 			a.Log.WarnContext(ctx, "no event destination configured: lifecycle events are only logged",
 				"hint", EnvEventBus+" or "+EnvEventsFile)
 		}
 	}
 
-	a.Service = lifecycle.NewService(a.Store, a.Provider, a.Publisher, clock, cfg.Policy, a.Log)
-	a.Service.ProbeTimeout, a.Service.CallTimeout = cfg.ProbeTimeout, cfg.ProviderCallTimeout
-	a.Service.Deployment = cfg.Deployment
+	a.Service = lifecycle.NewService(lifecycle.Config{Store: a.Store, Provider: a.Provider, Publisher: a.Publisher, Clock: clock,
+		Policy: cfg.Policy, Log: a.Log, ProbeTimeout: cfg.ProbeTimeout, CallTimeout: cfg.ProviderCallTimeout, Deployment: cfg.Deployment})
 	a.keys = a.Store
 	if cfg.APIKeyCacheTTL >= 0 {
 		a.keys = apigw.NewKeyCache(a.Store, cfg.APIKeyCacheTTL, clock)
@@ -230,28 +251,20 @@ func New(ctx context.Context, cfg Config, needs Needs, deps Deps) (*App, error) 
 	return a, nil
 }
 
-// newProvider builds the configured provider.
-func (a *App) newProvider(cfg Config, apiKey string, clock lifecycle.Clock) (lifecycle.Provider, error) {
-	switch cfg.Provider {
-	case ProviderE2B:
-		p, err := e2b.New(e2b.Config{APIKey: apiKey, BaseURL: cfg.E2BBaseURL, Domain: cfg.E2BDomain, Clock: clock, Logger: a.Log})
-		if err != nil {
-			return nil, fmt.Errorf("e2b provider: %w", err)
-		}
-		return p, nil
-	case ProviderLocal:
-		p, err := localsandbox.New(localsandbox.Config{Dir: cfg.LocalDir, WebhookURL: cfg.LocalWebhookURL,
-			WebhookSecret: a.WebhookSecret, Clock: clock, Logger: a.Log})
-		if err != nil {
-			return nil, fmt.Errorf("local provider: %w", err)
-		}
-		a.closers = append(a.closers, p.Close)
-		return p, nil
-	case ProviderFake:
-		a.Log.Warn("using the in-memory fake provider: sandboxes live only in this process")
-		return fakeprovider.New(fakeprovider.WithClock(clock)), nil
+// newProvider builds the configured provider with its factory.
+func (a *App) newProvider(cfg Config, factories map[string]ProviderFactory, apiKey string, clock lifecycle.Clock) (lifecycle.Provider, error) {
+	build, ok := factories[cfg.Provider]
+	if !ok {
+		return nil, fmt.Errorf("%s=%q is not a provider this build knows", EnvProvider, cfg.Provider)
 	}
-	return nil, fmt.Errorf("%s=%q is not a provider this build knows", EnvProvider, cfg.Provider)
+	p, closeFn, err := build(ProviderParams{Config: cfg, APIKey: apiKey, WebhookSecret: a.WebhookSecret, Clock: clock, Log: a.Log})
+	if err != nil {
+		return nil, fmt.Errorf("%s provider: %w", cfg.Provider, err)
+	}
+	if closeFn != nil {
+		a.closers = append(a.closers, closeFn)
+	}
+	return p, nil
 }
 
 // HTTPHandler returns the API handler of function (routes.Sessions, ...)
@@ -316,16 +329,3 @@ func (noProvider) Probe(context.Context, string) (lifecycle.Probe, error) {
 	return lifecycle.Probe{}, errNoProvider
 }
 func (noProvider) Kill(context.Context, string) error { return errNoProvider }
-
-// WebhookHandler returns the webhook function's handler: E2B-format
-// deliveries on /v1/webhooks/e2b, verified with the webhook secret and
-// stamped with this deployment's provider name (the local provider sends
-// E2B-format webhooks too). It needs an App loaded with Needs.WebhookSecret.
-func (a *App) WebhookHandler() (*webhook.Handler, error) {
-	format, err := webhook.NewE2B(a.Provider.Name(), a.WebhookSecret)
-	if err != nil {
-		return nil, err
-	}
-	return webhook.New(a.Service, []webhook.Format{format},
-		webhook.WithLogger(a.Log), webhook.WithAllowOrigin(a.Config.CORSOrigin))
-}

@@ -23,7 +23,9 @@ import (
 	"github.com/sandmanhq/sandman/internal/apigw"
 	"github.com/sandmanhq/sandman/internal/app"
 	"github.com/sandmanhq/sandman/internal/dynamotest"
+	"github.com/sandmanhq/sandman/internal/jsonl"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/providers"
 	"github.com/sandmanhq/sandman/internal/routes"
 )
 
@@ -50,7 +52,7 @@ func TestConfigFromEnv(t *testing.T) {
 		c, err := app.ConfigFromEnv(env(map[string]string{
 			app.EnvTable: "sessions", app.EnvProvider: "FAKE", app.EnvIdleTimeout: "15m",
 			app.EnvActivityGranularity: "10s", app.EnvLeaseDuration: "90s", app.EnvLogLevel: "debug",
-			app.EnvWebhookSigningKeySecret: "sandman/webhook-signing-key", app.EnvCORSOrigin: "https://app.example.com",
+			app.EnvWebhookSecretSecret: "sandman/webhook-signing-key", app.EnvCORSOrigin: "https://app.example.com",
 			app.EnvProbeTimeout: "5s", app.EnvProviderCallTimeout: "45s", app.EnvAPIKeyCacheTTL: "0",
 		}))
 		if err != nil {
@@ -73,7 +75,6 @@ func TestConfigFromEnv(t *testing.T) {
 		{"ErrUnknownProvider", map[string]string{app.EnvProvider: "docker"}, app.EnvProvider},
 		{"ErrKeyTwice", map[string]string{app.EnvProviderAPIKey: "k", app.EnvProviderAPIKeySecret: "s"}, app.EnvProviderAPIKeySecret},
 		{"ErrWebhookSecretTwice", map[string]string{app.EnvWebhookSecret: "k", app.EnvWebhookSecretSecret: "s"}, app.EnvWebhookSecretSecret},
-		{"ErrWebhookAliasDiffers", map[string]string{app.EnvWebhookSecretSecret: "a", app.EnvWebhookSigningKeySecret: "b"}, app.EnvWebhookSigningKeySecret},
 		{"ErrBadDuration", map[string]string{app.EnvProviderGrace: "two minutes"}, app.EnvProviderGrace},
 		{"ErrNegativeDuration", map[string]string{app.EnvMaxProviderTimeout: "-1h"}, app.EnvMaxProviderTimeout},
 		{"ErrDefaultAboveMax", map[string]string{app.EnvIdleTimeout: "48h"}, app.EnvIdleTimeout},
@@ -146,13 +147,31 @@ func baseConfig(tb testing.TB, provider string) app.Config {
 	return c
 }
 
+// wired adds what a Lambda main composes (the providers it links) and the
+// local stack's events file to deps.
+func wired(deps app.Deps) app.Deps {
+	if deps.Providers == nil {
+		deps.Providers = providers.Lambda()
+	}
+	if deps.OpenEventsFile == nil {
+		deps.OpenEventsFile = func(path string) (lifecycle.Publisher, func(context.Context) error, error) {
+			p, err := jsonl.Open(path)
+			if err != nil {
+				return nil, nil, err
+			}
+			return p, func(context.Context) error { return p.Close() }, nil
+		}
+	}
+	return deps
+}
+
 // MustApp builds an App and closes it when the test ends.
 func MustApp(tb testing.TB, cfg app.Config, needs app.Needs, deps app.Deps) *app.App {
 	tb.Helper()
 	if deps.Log == nil {
 		deps.Log = slog.New(slog.NewJSONHandler(io.Discard, nil))
 	}
-	a, err := app.New(tb.Context(), cfg, needs, deps)
+	a, err := app.New(tb.Context(), cfg, needs, wired(deps))
 	if err != nil {
 		tb.Fatalf("app.New: %v", err)
 	}
@@ -181,7 +200,7 @@ func TestNewSecrets(t *testing.T) {
 		}
 	})
 	t.Run("ErrProviderKeyMissing", func(t *testing.T) {
-		_, err := app.New(t.Context(), cfg, app.Needs{Provider: true}, app.Deps{Log: quiet})
+		_, err := app.New(t.Context(), cfg, app.Needs{Provider: true}, wired(app.Deps{Log: quiet}))
 		if err == nil || !strings.Contains(err.Error(), app.EnvProviderAPIKeySecret) {
 			t.Fatalf("err = %v, want one naming %s", err, app.EnvProviderAPIKeySecret)
 		}
@@ -189,7 +208,7 @@ func TestNewSecrets(t *testing.T) {
 	t.Run("ErrSecretRead", func(t *testing.T) {
 		c := cfg
 		c.ProviderAPIKeySecret = "sandman/absent"
-		_, err := app.New(t.Context(), c, app.Needs{Provider: true}, app.Deps{Secrets: newFakeSecrets(nil), Log: quiet})
+		_, err := app.New(t.Context(), c, app.Needs{Provider: true}, wired(app.Deps{Secrets: newFakeSecrets(nil), Log: quiet}))
 		if err == nil || !strings.Contains(err.Error(), "sandman/absent") {
 			t.Fatalf("err = %v, want one naming the secret", err)
 		}

@@ -6,77 +6,40 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sandmanhq/sandman/internal/envnames"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 )
 
-// Environment variables read by ConfigFromEnv. Durations are Go durations
-// ("90s", "10m", "24h").
+// Environment variables read by ConfigFromEnv, named once in
+// internal/envnames (see there for what each means).
 const (
-	// EnvTable is the sessions table's name. Required.
-	EnvTable = "SANDMAN_TABLE"
-	// EnvDynamoEndpoint is DynamoDB Local's endpoint, e.g.
-	// "http://127.0.0.1:8000"; unset in AWS.
-	EnvDynamoEndpoint = "DYNAMODB_ENDPOINT"
-	// EnvProvider names the sandbox provider: "e2b" (default), "local" (the
-	// process provider of the local stack) or "fake" (in memory, per
-	// process: demos and smoke tests only).
-	EnvProvider = "SANDMAN_PROVIDER"
-	// EnvProviderAPIKey is the provider's API key in plain text (local use).
-	EnvProviderAPIKey = "SANDMAN_PROVIDER_API_KEY"
-	// EnvProviderAPIKeySecret names (or is the ARN of) a Secrets Manager
-	// secret whose SecretString is the provider's API key (AWS use).
-	EnvProviderAPIKeySecret = "SANDMAN_PROVIDER_API_KEY_SECRET"
-	// EnvWebhookSecret is the provider's webhook signing secret in plain
-	// text (local use).
-	EnvWebhookSecret = "SANDMAN_WEBHOOK_SECRET"
-	// EnvWebhookSecretSecret names a Secrets Manager secret whose
-	// SecretString is the webhook signing secret (AWS use).
-	EnvWebhookSecretSecret = "SANDMAN_WEBHOOK_SECRET_SECRET"
-	// EnvWebhookSigningKeySecret is accepted as another name for
-	// EnvWebhookSecretSecret: it is the name infra/stack.go sets.
-	EnvWebhookSigningKeySecret = "SANDMAN_WEBHOOK_SIGNING_KEY_SECRET"
-	// EnvE2BBaseURL overrides E2B's control API URL (default https://api.e2b.app).
-	EnvE2BBaseURL = "SANDMAN_E2B_BASE_URL"
-	// EnvE2BDomain overrides E2B's sandbox domain (default e2b.app).
-	EnvE2BDomain = "SANDMAN_E2B_DOMAIN"
-	// EnvLocalDir is the local provider's state folder (default .sandman/sandboxes).
-	EnvLocalDir = "SANDMAN_LOCAL_DIR"
-	// EnvLocalWebhookURL is where the local provider sends its signed
-	// webhooks ("" sends none); it needs the webhook secret.
-	EnvLocalWebhookURL = "SANDMAN_LOCAL_WEBHOOK_URL"
-	// EnvEventBus is the EventBridge bus lifecycle events go to.
-	EnvEventBus = "SANDMAN_EVENT_BUS"
-	// EnvEventsFile is a JSON-lines file lifecycle events go to when no bus
-	// is set (the local stack).
-	EnvEventsFile = "SANDMAN_EVENTS_FILE"
-	// EnvCORSOrigin is the Access-Control-Allow-Origin of API responses
-	// (default "*").
-	EnvCORSOrigin = "SANDMAN_CORS_ORIGIN"
-	// EnvLogLevel is debug, info (default), warn or error.
-	EnvLogLevel = "SANDMAN_LOG_LEVEL"
-
-	// Policy overrides (lifecycle.Policy; defaults from DESIGN.md there).
-	EnvIdleTimeout         = "SANDMAN_IDLE_TIMEOUT"         // DefaultIdleTimeout, default 10m
-	EnvMinIdleTimeout      = "SANDMAN_MIN_IDLE_TIMEOUT"     // MinIdleTimeout, default 1m
-	EnvMaxIdleTimeout      = "SANDMAN_MAX_IDLE_TIMEOUT"     // MaxIdleTimeout, default 24h
-	EnvMaxLifetimeLimit    = "SANDMAN_MAX_LIFETIME_LIMIT"   // MaxLifetimeLimit, default 720h
-	EnvActivityGranularity = "SANDMAN_ACTIVITY_GRANULARITY" // ActivityGranularity, default 30s
-	EnvProviderGrace       = "SANDMAN_PROVIDER_GRACE"       // ProviderGrace, default 2m
-	EnvMaxProviderTimeout  = "SANDMAN_MAX_PROVIDER_TIMEOUT" // MaxProviderTimeout, default 1h
-	EnvLeaseDuration       = "SANDMAN_LEASE_DURATION"       // LeaseDuration, default 5m
-
-	// EnvDeployment names this deployment; it tags every sandbox created so
-	// deployments sharing one provider account never touch each other's
-	// sandboxes. Default: the table name.
-	EnvDeployment = "SANDMAN_DEPLOYMENT"
-
-	// EnvAPIKeyCacheTTL is how long a warm function trusts an API key it has
-	// looked up (apigw.KeyCache), default 1m; "0" turns the cache off.
-	EnvAPIKeyCacheTTL = "SANDMAN_API_KEY_CACHE_TTL"
-
-	// Provider call bounds (lifecycle.Service).
-	EnvProbeTimeout        = "SANDMAN_PROBE_TIMEOUT"         // reconnect's live probe, default 15s
-	EnvProviderCallTimeout = "SANDMAN_PROVIDER_CALL_TIMEOUT" // every other provider call, default 30s
+	EnvTable                = envnames.Table
+	EnvDynamoEndpoint       = envnames.DynamoEndpoint
+	EnvProvider             = envnames.Provider
+	EnvProviderAPIKey       = envnames.ProviderAPIKey
+	EnvProviderAPIKeySecret = envnames.ProviderAPIKeySecret
+	EnvWebhookSecret        = envnames.WebhookSecret
+	EnvWebhookSecretSecret  = envnames.WebhookSecretSecret
+	EnvE2BBaseURL           = envnames.E2BBaseURL
+	EnvE2BDomain            = envnames.E2BDomain
+	EnvLocalDir             = envnames.LocalDir
+	EnvLocalWebhookURL      = envnames.LocalWebhookURL
+	EnvEventBus             = envnames.EventBus
+	EnvEventsFile           = envnames.EventsFile
+	EnvCORSOrigin           = envnames.CORSOrigin
+	EnvLogLevel             = envnames.LogLevel
+	EnvIdleTimeout          = envnames.IdleTimeout
+	EnvMinIdleTimeout       = envnames.MinIdleTimeout
+	EnvMaxIdleTimeout       = envnames.MaxIdleTimeout
+	EnvMaxLifetimeLimit     = envnames.MaxLifetimeLimit
+	EnvActivityGranularity  = envnames.ActivityGranularity
+	EnvProviderGrace        = envnames.ProviderGrace
+	EnvMaxProviderTimeout   = envnames.MaxProviderTimeout
+	EnvLeaseDuration        = envnames.LeaseDuration
+	EnvDeployment           = envnames.Deployment
+	EnvAPIKeyCacheTTL       = envnames.APIKeyCacheTTL
+	EnvProbeTimeout         = envnames.ProbeTimeout
+	EnvProviderCallTimeout  = envnames.ProviderCallTimeout
 )
 
 // The provider names EnvProvider accepts.
@@ -166,12 +129,6 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	default:
 		return Config{}, fmt.Errorf("%s=%q is not a provider: want %s, %s or %s",
 			EnvProvider, c.Provider, ProviderE2B, ProviderLocal, ProviderFake)
-	}
-	if alias := get(EnvWebhookSigningKeySecret); alias != "" {
-		if c.WebhookSecretSecret != "" && c.WebhookSecretSecret != alias {
-			return Config{}, fmt.Errorf("%s and %s name different secrets; set one", EnvWebhookSecretSecret, EnvWebhookSigningKeySecret)
-		}
-		c.WebhookSecretSecret = alias
 	}
 	if c.ProviderAPIKey != "" && c.ProviderAPIKeySecret != "" {
 		return Config{}, fmt.Errorf("set only one of %s and %s", EnvProviderAPIKey, EnvProviderAPIKeySecret)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -108,9 +109,9 @@ func (e *Env) Fixture(rel string) ([]byte, error) {
 // path parameter, raw path and request-context path.
 func withSessionID(req events.APIGatewayV2HTTPRequest, fixtureID, id string) events.APIGatewayV2HTTPRequest {
 	out := req
-	out.PathParameters = map[string]string{}
-	for k, v := range req.PathParameters {
-		out.PathParameters[k] = v
+	out.PathParameters = maps.Clone(req.PathParameters)
+	if out.PathParameters == nil {
+		out.PathParameters = map[string]string{}
 	}
 	out.PathParameters["id"] = id
 	out.RawPath = replaceID(req.RawPath, fixtureID, id)

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/sandmanhq/sandman/internal/numfmt"
 )
 
 // Report file names inside the output directory.
@@ -140,7 +142,7 @@ func (r *Report) statusSection(b *strings.Builder, s *StatusResult) {
 	p("takes the API key from the warm container's key cache (`apigw.KeyCache`, TTL %s s) and reads DynamoDB once per ", trimFloat(s.KeyCacheTTLSeconds))
 	p("request, for the session. The second has `SANDMAN_API_KEY_CACHE_TTL=0`, so it reads the key and then the ")
 	p("session: two `GetItem`s. Both are compared with a raw, strongly consistent `GetItem` of the same session item. ")
-	p("There were %s rounds, each with one request of every row, interleaved (the first of each round rotating), ", thousands(s.Requests))
+	p("There were %s rounds, each with one request of every row, interleaved (the first of each round rotating), ", numfmt.Thousands(s.Requests))
 	p("after %d unmeasured rounds. The measured rounds took %.1f s.\n\n", s.Warmup, s.Seconds)
 	p("The functions build their own DynamoDB client (`dynamo.NewClient` on `DYNAMODB_ENDPOINT`). To count their requests ")
 	p("on the wire, that endpoint is a counting reverse proxy on 127.0.0.1 in front of DynamoDB Local (`bench.CountingProxy`). ")
@@ -160,7 +162,7 @@ func (r *Report) statusSection(b *strings.Builder, s *StatusResult) {
 	} {
 		l := row.r.Latency
 		p("| %s | %s | %s | **%.3f** | %.3f | **%.3f** | %.3f | %.3f | ×%.2f | ×%.2f |\n", row.name, opsEach(row.r.Ops, s.Requests),
-			thousands(l.N), l.P50MS, l.P90MS, l.P99MS, l.MeanMS, l.MaxMS, row.r.RatioP50, row.r.RatioP99)
+			numfmt.Thousands(l.N), l.P50MS, l.P90MS, l.P99MS, l.MeanMS, l.MaxMS, row.r.RatioP50, row.r.RatioP99)
 	}
 	c, u := s.Cached.Latency, s.Uncached.Latency
 	p("\n**status with the key cached ÷ GetItem: ×%.2f at p50, ×%.2f at p99. ", s.Cached.RatioP50, s.Cached.RatioP99)
@@ -181,7 +183,7 @@ func (r *Report) sweepSection(b *strings.Builder, s *SweepResult) {
 	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
 	p("## 2. Idle sweep at scale\n\n")
 	p("One `sweep.Sweeper.Run` over a table of %s running sessions, %s of them past their pause deadline. ",
-		thousands(s.Sessions), thousands(s.Idle))
+		numfmt.Thousands(s.Sessions), numfmt.Thousands(s.Idle))
 	p("Every provider pause takes %s ms (a real sleep in the fake provider, `fakeprovider.Fault.Delay`). ", trimFloat(s.PauseLatencyMS))
 	p("Concurrency %d, provider rate limit %s, page size %d; phase 3 (provider-list reconcile) %s and dormancy off, ",
 		s.Concurrency, s.Rate, s.PageSize, s.ReconcileSample)
@@ -189,23 +191,23 @@ func (r *Report) sweepSection(b *strings.Builder, s *SweepResult) {
 	p("| | |\n|---|--:|\n")
 	p("| wall time of the run | **%.2f s** |\n", s.WallSeconds)
 	p("| bound: idle × latency ÷ concurrency = %s × %s s ÷ %d | %.2f s |\n",
-		thousands(s.Idle), trimFloat(s.PauseLatencyMS/1000), s.Concurrency, s.BoundSeconds)
+		numfmt.Thousands(s.Idle), trimFloat(s.PauseLatencyMS/1000), s.Concurrency, s.BoundSeconds)
 	p("| wall ÷ bound | ×%.2f |\n", s.WallOverBound)
 	if c := s.Control; c != nil {
 		p("| control: the same sweep of %s other sessions with no provider latency | %.2f s (%.0f PutItem/s) |\n",
-			thousands(c.Idle), c.WallSeconds, c.WritesPerSecond)
+			numfmt.Thousands(c.Idle), c.WallSeconds, c.WritesPerSecond)
 	}
 	p("| pauses per second | %.0f |\n", s.PausesPerSecond)
 	p("| sweep summary | candidates %s, paused %s, failed %d, skipped %d, expired %d, incomplete %v |\n\n",
-		thousands(s.Summary.Candidates), thousands(s.Summary.Paused), s.Summary.Failed, s.Summary.Skipped, s.Summary.Expired, s.Summary.Incomplete)
+		numfmt.Thousands(s.Summary.Candidates), numfmt.Thousands(s.Summary.Paused), s.Summary.Failed, s.Summary.Skipped, s.Summary.Expired, s.Summary.Incomplete)
 	if c := s.Control; c != nil {
 		p("The bound counts only the provider's latency. The control run, made right after on the same table, pauses ")
-		p("%s further sessions (seeded due 2 minutes after the first run's clock, untouched by it) with the provider ", thousands(c.Idle))
+		p("%s further sessions (seeded due 2 minutes after the first run's clock, untouched by it) with the provider ", numfmt.Thousands(c.Idle))
 		p("answering at once: its %.2f s is what the two conditional writes per pause and the sweep's own work cost on this ", c.WallSeconds)
 		p("machine, with DynamoDB Local sharing its %d CPUs. A sweep takes at least about the larger of the two: ", r.Machine.CPUs)
 		p("when the control time is near or above the bound, the table (here DynamoDB Local on a shared machine), not the provider ")
 		p("latency or the concurrency, sets the pace. ")
-		p("Control run: summary paused %s, provider pause calls %s, Scan %d", thousands(c.Summary.Paused), thousands(c.ProviderPauseCalls), c.Scans)
+		p("Control run: summary paused %s, provider pause calls %s, Scan %d", numfmt.Thousands(c.Summary.Paused), numfmt.Thousands(c.ProviderPauseCalls), c.Scans)
 		if c.OK {
 			p(", as expected.\n\n")
 		} else {
@@ -218,7 +220,7 @@ func (r *Report) sweepSection(b *strings.Builder, s *SweepResult) {
 	p("| **Scan** | **%d** |\n", s.Scans)
 	for _, op := range sortedOps(s.Ops) {
 		if op != OpScan {
-			p("| %s | %s |\n", op, thousands64(s.Ops[op]))
+			p("| %s | %s |\n", op, numfmt.Thousands(s.Ops[op]))
 		}
 	}
 	p("\n")
@@ -230,15 +232,15 @@ func (r *Report) sweepSection(b *strings.Builder, s *SweepResult) {
 	p("Check of the outcome (after the run, not timed): %s.\n\n", verdict)
 	p("| what | count | expected |\n|---|--:|--:|\n")
 	active := s.Sessions - s.Idle
-	p("| provider pause calls | %s | %s |\n", thousands(c.ProviderPauseCalls), thousands(s.Idle))
+	p("| provider pause calls | %s | %s |\n", numfmt.Thousands(c.ProviderPauseCalls), numfmt.Thousands(s.Idle))
 	p("| other provider calls | %d | 0 |\n", c.ProviderOtherCalls)
-	p("| provider sandboxes paused / running | %s / %s | %s / %s |\n", thousands(c.ProviderPaused), thousands(c.ProviderRunning), thousands(s.Idle), thousands(active))
-	p("| sessions in the paused index, paused for idle | %s | %s |\n", thousands(c.TablePaused), thousands(s.Idle))
-	p("| sessions in the idle index (running) | %s | %s |\n", thousands(c.TableIdleIndex), thousands(active))
-	p("| of those, still at version 1 (never written) | %s | %s |\n", thousands(c.TableUntouched), thousands(active))
-	p("| lifecycle events published | %s | %s |\n\n", thousands64(c.Events), thousands(2*s.Idle))
+	p("| provider sandboxes paused / running | %s / %s | %s / %s |\n", numfmt.Thousands(c.ProviderPaused), numfmt.Thousands(c.ProviderRunning), numfmt.Thousands(s.Idle), numfmt.Thousands(active))
+	p("| sessions in the paused index, paused for idle | %s | %s |\n", numfmt.Thousands(c.TablePaused), numfmt.Thousands(s.Idle))
+	p("| sessions in the idle index (running) | %s | %s |\n", numfmt.Thousands(c.TableIdleIndex), numfmt.Thousands(active))
+	p("| of those, still at version 1 (never written) | %s | %s |\n", numfmt.Thousands(c.TableUntouched), numfmt.Thousands(active))
+	p("| lifecycle events published | %s | %s |\n\n", numfmt.Thousands(c.Events), numfmt.Thousands(2*s.Idle))
 	p("Seeding (not part of the figure): %s sessions written with %s, %d at a time, in %.1f s (%.0f items/s); ",
-		thousands(s.Seed.Items), s.Seed.Method, s.Seed.Workers, s.Seed.Seconds, s.Seed.ItemsPerSecond)
+		numfmt.Thousands(s.Seed.Items), s.Seed.Method, s.Seed.Workers, s.Seed.Seconds, s.Seed.ItemsPerSecond)
 	p("DynamoDB requests: %s.\n\n", opsList(s.Seed.Ops))
 }
 
@@ -254,9 +256,9 @@ func (r *Report) webhookSection(b *strings.Builder, w *WebhookResult) {
 	p("| senders | deliveries | wall s | events/s | p50 ms | p90 ms | p99 ms | max ms | events published |\n")
 	p("|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, run := range []WebhookRun{w.Sequential, w.Concurrent} {
-		p("| %d | %s | %.2f | **%.0f** | %.3f | %.3f | %.3f | %.3f | %s |\n", run.Senders, thousands(run.Deliveries),
+		p("| %d | %s | %.2f | **%.0f** | %.3f | %.3f | %.3f | %.3f | %s |\n", run.Senders, numfmt.Thousands(run.Deliveries),
 			run.WallSeconds, run.EventsPerSecond, run.Latency.P50MS, run.Latency.P90MS, run.Latency.P99MS,
-			run.Latency.MaxMS, thousands64(run.Published))
+			run.Latency.MaxMS, numfmt.Thousands(run.Published))
 	}
 	p("\nDynamoDB requests per delivery (sequential run): %s.\n\n", perDelivery(w.Sequential.Ops, w.Sequential.Deliveries))
 }
@@ -307,7 +309,7 @@ func opsList(ops map[string]int64) string {
 	}
 	var parts []string
 	for _, op := range sortedOps(ops) {
-		parts = append(parts, fmt.Sprintf("%s %s", op, thousands64(ops[op])))
+		parts = append(parts, fmt.Sprintf("%s %s", op, numfmt.Thousands(ops[op])))
 	}
 	return strings.Join(parts, ", ")
 }
@@ -336,7 +338,7 @@ func opsEach(ops map[string]int64, n int) string {
 		if ops[op]%int64(n) != 0 {
 			each = fmt.Sprintf("%.4f", float64(ops[op])/float64(n))
 		}
-		parts = append(parts, fmt.Sprintf("%s %s (%s)", op, each, thousands64(ops[op])))
+		parts = append(parts, fmt.Sprintf("%s %s (%s)", op, each, numfmt.Thousands(ops[op])))
 	}
 	return strings.Join(parts, ", ")
 }
@@ -358,26 +360,6 @@ func trimFloat(f float64) string {
 	s := fmt.Sprintf("%.3f", f)
 	s = strings.TrimRight(s, "0")
 	return strings.TrimSuffix(s, ".")
-}
-
-// thousands renders n with comma separators: 100000 → "100,000".
-func thousands(n int) string { return thousands64(int64(n)) }
-
-func thousands64(n int64) string {
-	s := fmt.Sprint(n)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var out []byte
-	for i := range len(s) {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			out = append(out, ',')
-		}
-		out = append(out, s[i])
-	}
-	if neg {
-		return "-" + string(out)
-	}
-	return string(out)
 }
 
 // formatSeconds renders a run time: "9 min 12 s" or "48.2 s".

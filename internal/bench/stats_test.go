@@ -114,11 +114,3 @@ func TestOpCounter(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) Do(r *http.Request) (*http.Response, error) { return f(r) }
-
-func TestThousands(t *testing.T) {
-	for n, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", 100000: "100,000", -1234567: "-1,234,567"} {
-		if got := thousands64(n); got != want {
-			t.Errorf("thousands64(%d) = %q, want %q", n, got, want)
-		}
-	}
-}

@@ -185,7 +185,7 @@ func NewStatusBench(ctx context.Context, env *Env, clock lifecycle.Clock) (*Stat
 	}
 	// Status never calls the provider (DESIGN.md; its function has no
 	// provider credentials); the fake only creates the session's sandbox.
-	svc := lifecycle.NewService(store, fakeprovider.New(fakeprovider.WithClock(clock)), nil, clock, lifecycle.DefaultPolicy(), env.Log)
+	svc := lifecycle.NewService(lifecycle.Config{Store: store, Provider: fakeprovider.New(fakeprovider.WithClock(clock)), Clock: clock, Policy: lifecycle.DefaultPolicy(), Log: env.Log})
 	sess, _, err := svc.Create(ctx, apigw.DevAccountID, lifecycle.CreateInput{Template: "base"})
 	if err != nil {
 		return nil, nil, fmt.Errorf("create the session: %w", err)
@@ -297,9 +297,6 @@ func newStatusApp(ctx context.Context, env *Env, endpoint, table string, clock l
 	}
 	return a, h, nil
 }
-
-// SessionID returns the id of the session the requests read.
-func (b *StatusBench) SessionID() string { return b.sessionID }
 
 // KeyCacheTTL returns the API-key cache TTL of the warm status function.
 func (b *StatusBench) KeyCacheTTL() time.Duration { return b.keyTTL }

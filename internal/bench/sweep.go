@@ -288,7 +288,7 @@ func (sb *sweepBench) sweeper(events *atomic.Int64) *sweep.Sweeper {
 		events.Add(int64(len(evs)))
 		return nil
 	})
-	svc := lifecycle.NewService(sb.store, sb.provider, pub, sb.clock, lifecycle.DefaultPolicy(), sb.env.Log)
+	svc := lifecycle.NewService(lifecycle.Config{Store: sb.store, Provider: sb.provider, Publisher: pub, Clock: sb.clock, Policy: lifecycle.DefaultPolicy(), Log: sb.env.Log})
 	return sweep.New(svc, sweep.Config{
 		Concurrency:     sb.cfg.Concurrency,
 		Rate:            sb.cfg.Rate,

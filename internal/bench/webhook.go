@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
 	"strconv"
@@ -98,7 +99,7 @@ func newWebhookBench(ctx context.Context, env *Env, table string) (*webhookBench
 		b.published.Add(int64(len(evs)))
 		return nil
 	})
-	b.svc = lifecycle.NewService(store, b.provider, pub, lifecycle.SystemClock{}, lifecycle.DefaultPolicy(), env.Log)
+	b.svc = lifecycle.NewService(lifecycle.Config{Store: store, Provider: b.provider, Publisher: pub, Clock: lifecycle.SystemClock{}, Policy: lifecycle.DefaultPolicy(), Log: env.Log})
 	format, err := webhook.NewE2B(b.provider.Name(), benchWebhookSecret)
 	if err != nil {
 		return nil, err
@@ -158,9 +159,9 @@ func (b *webhookBench) request(raw []byte, deliveryID string) events.APIGatewayV
 // own delivery and request id.
 func signedDelivery(tmpl events.APIGatewayV2HTTPRequest, raw []byte, deliveryID string) events.APIGatewayV2HTTPRequest {
 	req := tmpl
-	req.Headers = map[string]string{}
-	for k, v := range tmpl.Headers {
-		req.Headers[k] = v
+	req.Headers = maps.Clone(tmpl.Headers)
+	if req.Headers == nil {
+		req.Headers = map[string]string{}
 	}
 	req.Headers["content-length"] = strconv.Itoa(len(raw))
 	for k, vs := range e2bhook.Header(benchWebhookSecret, benchWebhookID, deliveryID, raw) {

@@ -40,8 +40,8 @@ func MustAPI(tb testing.TB) *api {
 	store := dynamo.New(dynamotest.MustClient(tb), dynamotest.MustTable(tb))
 	clock := lifecycle.NewManualClock(time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC))
 	prov := fakeprovider.New(fakeprovider.WithClock(clock))
-	svc := lifecycle.NewService(store, prov, nil, clock, lifecycle.DefaultPolicy(), nil)
-	svc.Sleep = func(ctx context.Context, _ time.Duration) error { return ctx.Err() }
+	svc := lifecycle.NewService(lifecycle.Config{Store: store, Provider: prov, Clock: clock, Policy: lifecycle.DefaultPolicy(),
+		Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }})
 	ctx := tb.Context()
 	if err := store.PutAPIKey(ctx, lifecycle.APIKey{Hash: apigw.HashAPIKey(apigw.DevAPIKey), AccountID: apigw.DevAccountID}); err != nil {
 		tb.Fatal(err)

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sandmanhq/sandman/internal/numfmt"
 )
 
 // Report is the outcome of a replay: the trace's shape and one Result per
@@ -169,24 +171,24 @@ func (r Report) Markdown() string {
 	w("%s sessions starting over %d simulated days (seed %d, %s heartbeats), replayed on a simulated clock "+
 		"under each policy. The floor is the time users were actually active (the sum of their bursts), the least "+
 		"any policy can bill. Prices assume %d vCPUs at $%s per vCPU-second (an assumption; memory not priced).\n\n",
-		commas(st.Sessions), c.Days, c.Seed, commas(st.Heartbeats), c.VCPUs, strconv.FormatFloat(c.PricePerVCPUSecond, 'f', -1, 64))
+		numfmt.Thousands(st.Sessions), c.Days, c.Seed, numfmt.Thousands(st.Heartbeats), c.VCPUs, strconv.FormatFloat(c.PricePerVCPUSecond, 'f', -1, 64))
 
 	w("| policy | billed sandbox-min | × floor | saved vs never pause | cost (USD) | resumes waited for | pauses | early pauses | overshoot p50 (s) | overshoot p99 (s) | overshoot max (s) | sweeps run / missed |\n")
 	w("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	floorCost := st.ActiveMinutes * 60 * float64(c.VCPUs) * c.PricePerVCPUSecond
 	w("| floor (active time) | %s | 1.00 | %s | %s | — | — | — | — | — | — | — |\n",
-		commas(int(st.ActiveMinutes+0.5)), pct(100*ratio(r.NeverPauseMinutes-st.ActiveMinutes, r.NeverPauseMinutes)), usd(floorCost))
+		numfmt.Thousands(int(st.ActiveMinutes+0.5)), pct(100*ratio(r.NeverPauseMinutes-st.ActiveMinutes, r.NeverPauseMinutes)), usd(floorCost))
 	for _, res := range r.Results {
 		if res.Scenario.Policy == NeverPause {
 			w("| %s | %s | %.2f | %s | %s | — | — | — | — | — | — | — |\n", res.Scenario.Name,
-				commas(int(res.BilledMinutes+0.5)), res.RatioToFloor, pct(res.SavingsPercent), usd(res.CostUSD))
+				numfmt.Thousands(int(res.BilledMinutes+0.5)), res.RatioToFloor, pct(res.SavingsPercent), usd(res.CostUSD))
 			continue
 		}
 		w("| %s | %s | %.2f | %s | %s | %s | %s | %s | %s | %s | %s | %s / %s |\n", res.Scenario.Name,
-			commas(int(res.BilledMinutes+0.5)), res.RatioToFloor, pct(res.SavingsPercent), usd(res.CostUSD),
-			commas(res.Resumes), commas(res.Pauses), commas(res.EarlyPauses),
+			numfmt.Thousands(int(res.BilledMinutes+0.5)), res.RatioToFloor, pct(res.SavingsPercent), usd(res.CostUSD),
+			numfmt.Thousands(res.Resumes), numfmt.Thousands(res.Pauses), numfmt.Thousands(res.EarlyPauses),
 			secs(res.OvershootP50), secs(res.OvershootP99), secs(res.OvershootMax),
-			commas(res.SweepsRun), commas(res.SweepsMissed))
+			numfmt.Thousands(res.SweepsRun), numfmt.Thousands(res.SweepsMissed))
 	}
 
 	w("\n### Operations\n\n")
@@ -197,10 +199,10 @@ func (r Report) Markdown() string {
 			continue
 		}
 		w("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", res.Scenario.Name,
-			commas(res.Heartbeats), commas(res.HeartbeatWrites), commas(res.ProviderRefreshes),
-			commas(res.SweepPauses), commas(res.ProviderPauses), commas(res.EarlyProviderPauses), secs(res.OvershootMin),
-			commas(res.RefusedRequests), commas(res.BlockedRequests), commas(res.Interrupted),
-			secs(res.UserWait), commas(res.RunningAtEnd))
+			numfmt.Thousands(res.Heartbeats), numfmt.Thousands(res.HeartbeatWrites), numfmt.Thousands(res.ProviderRefreshes),
+			numfmt.Thousands(res.SweepPauses), numfmt.Thousands(res.ProviderPauses), numfmt.Thousands(res.EarlyProviderPauses), secs(res.OvershootMin),
+			numfmt.Thousands(res.RefusedRequests), numfmt.Thousands(res.BlockedRequests), numfmt.Thousands(res.Interrupted),
+			secs(res.UserWait), numfmt.Thousands(res.RunningAtEnd))
 	}
 	r.timersMarkdown(w)
 	r.targetsMarkdown(w)
@@ -219,8 +221,8 @@ func (r Report) Markdown() string {
 		human(t.HeartbeatInterval), human(t.HeartbeatJitter))
 	w("- **This trace**: %s bursts (p50 %s, p90 %s, p99 %s), %s gaps (p50 %s, p90 %s, p99 %s; %s longer than the %s idle timeout), "+
 		"session length first to last activity p50 %s, p90 %s; last activity %s after the epoch.\n",
-		commas(st.Bursts), human(st.BurstP50), human(st.BurstP90), human(st.BurstP99),
-		commas(st.Gaps), human(st.GapP50), human(st.GapP90), human(st.GapP99), commas(st.GapsOverIdleTimeout),
+		numfmt.Thousands(st.Bursts), human(st.BurstP50), human(st.BurstP90), human(st.BurstP99),
+		numfmt.Thousands(st.Gaps), human(st.GapP50), human(st.GapP90), human(st.GapP99), numfmt.Thousands(st.GapsOverIdleTimeout),
 		human(pol.DefaultIdleTimeout), human(st.SessionP50), human(st.SessionP90), human(st.LastActivity))
 	w("- **Replay**: event-driven on a simulated clock (no real time): one priority queue of user requests, sweep ticks "+
 		"(every %s, at epoch + k·%s), provider timeouts and deadline timers, exact to the nanosecond. At the same instant a "+
@@ -288,30 +290,12 @@ func (r Report) Markdown() string {
 	return b.String()
 }
 
-// commas formats n with thousands separators.
-func commas(n int) string {
-	s := strconv.Itoa(n)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var out []byte
-	for i := range len(s) {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			out = append(out, ',')
-		}
-		out = append(out, s[i])
-	}
-	if neg {
-		return "-" + string(out)
-	}
-	return string(out)
-}
-
 func pct(p float64) string { return fmt.Sprintf("%.1f %%", p) }
 
 func usd(v float64) string { return "$" + fmt.Sprintf("%.2f", v) }
 
 // secs renders d in whole seconds, rounded.
-func secs(d time.Duration) string { return commas(int(d.Round(time.Second) / time.Second)) }
+func secs(d time.Duration) string { return numfmt.Thousands(int(d.Round(time.Second) / time.Second)) }
 
 // human renders d compactly: "36 h", "3 d 4 h", "2 h 7 min", "8 min", "1.5 s".
 func human(d time.Duration) string {
@@ -348,8 +332,8 @@ func (r Report) timersMarkdown(w func(string, ...any)) {
 			head = true
 		}
 		w("| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", res.Scenario.Name,
-			commas(res.TimersArmed), commas(res.TimerPauses), commas(res.TimersIdle), commas(res.TimerRearms),
-			commas(res.TimersLost), commas(res.AwayDeadlines), commas(res.AwayPauses), r.assumptions(res.Scenario))
+			numfmt.Thousands(res.TimersArmed), numfmt.Thousands(res.TimerPauses), numfmt.Thousands(res.TimersIdle), numfmt.Thousands(res.TimerRearms),
+			numfmt.Thousands(res.TimersLost), numfmt.Thousands(res.AwayDeadlines), numfmt.Thousands(res.AwayPauses), r.assumptions(res.Scenario))
 	}
 }
 
@@ -445,8 +429,8 @@ func (r Report) targetsMarkdown(w func(string, ...any)) {
 			"one by up to the %s coalescing, and a timer now pauses on that deadline rather than up to a sweep interval "+
 			"after it.\n",
 			timers.Scenario.Name, secs(timers.OvershootP99), secs(targetTimersP99), met(timers.OvershootP99 <= targetTimersP99),
-			human(c.TimerLateness), human(c.TimerMargin), human(c.SweepInterval), commas(timers.EarlyPauses),
-			commas(timers.Pauses), secs(timers.OvershootMin), human(c.Lifecycle.ActivityGranularity))
+			human(c.TimerLateness), human(c.TimerMargin), human(c.SweepInterval), numfmt.Thousands(timers.EarlyPauses),
+			numfmt.Thousands(timers.Pauses), secs(timers.OvershootMin), human(c.Lifecycle.ActivityGranularity))
 	}
 	if okP {
 		w("- *%s*: billed %.2f× the floor (target ≤ %.2f×): %s. Assumes an away timeout of %s, a client gone or hidden "+
@@ -457,16 +441,16 @@ func (r Report) targetsMarkdown(w func(string, ...any)) {
 		if okC {
 			spread := ratio(float64(presence.Resumes-cron.Resumes), float64(cron.Resumes))
 			w("- *%s*: %s resumes waited for against the cron sweep's %s (%+.1f %%; target within ±%.0f %%): %s. ",
-				presence.Scenario.Name, commas(presence.Resumes), commas(cron.Resumes), 100*spread,
+				presence.Scenario.Name, numfmt.Thousands(presence.Resumes), numfmt.Thousands(cron.Resumes), 100*spread,
 				100*targetResumeSpread, met(math.Abs(spread) <= targetResumeSpread))
 			w("An away client's gap that outlasts the away timeout ends in a pause and a resume; %s of this trace's %s gaps "+
 				"last between the away timeout (%s) and the idle timeout (%s), so at away_prob %g about %s of them become resumes "+
 				"that the cron sweep (or timers without presence) never makes. Presence trades those waits (%s each, "+
 				"assumed) for the billed minutes above; a faithful model cannot have both unless absence is told apart from a "+
 				"short look away (a longer away timeout, or away only for a closed page).\n",
-				commas(r.Trace.GapsAwayToIdle), commas(r.Trace.Gaps), human(c.AwayTimeout),
+				numfmt.Thousands(r.Trace.GapsAwayToIdle), numfmt.Thousands(r.Trace.Gaps), human(c.AwayTimeout),
 				human(c.Lifecycle.DefaultIdleTimeout), presence.Scenario.AwayProbability,
-				commas(int(presence.Scenario.AwayProbability*float64(r.Trace.GapsAwayToIdle)+0.5)), human(c.ResumeWait))
+				numfmt.Thousands(int(presence.Scenario.AwayProbability*float64(r.Trace.GapsAwayToIdle)+0.5)), human(c.ResumeWait))
 		}
 	}
 	if okO && okOT {
@@ -477,9 +461,9 @@ func (r Report) targetsMarkdown(w func(string, ...any)) {
 			"blocked, %s against %s pauses under an active user: %s. Resumes waited for: %s against %s (%+.1f %%), the "+
 			"price of pausing on the deadline that timers pay in every row. Assumes timers that fire during the outage are "+
 			"lost; the provider timeout bounds the overshoot as before.\n",
-			outT.Scenario.Name, today.Scenario.Name, commas(int(outT.BilledMinutes+0.5)), commas(int(today.BilledMinutes+0.5)),
-			secs(outT.OvershootMax), secs(today.OvershootMax), commas(outT.BlockedRequests), commas(today.BlockedRequests),
-			commas(outT.Interrupted), commas(today.Interrupted), met(ok), commas(outT.Resumes), commas(today.Resumes),
+			outT.Scenario.Name, today.Scenario.Name, numfmt.Thousands(int(outT.BilledMinutes+0.5)), numfmt.Thousands(int(today.BilledMinutes+0.5)),
+			secs(outT.OvershootMax), secs(today.OvershootMax), numfmt.Thousands(outT.BlockedRequests), numfmt.Thousands(today.BlockedRequests),
+			numfmt.Thousands(outT.Interrupted), numfmt.Thousands(today.Interrupted), met(ok), numfmt.Thousands(outT.Resumes), numfmt.Thousands(today.Resumes),
 			100*ratio(float64(outT.Resumes-today.Resumes), float64(today.Resumes)))
 	}
 }
@@ -503,7 +487,7 @@ func (r Report) otherCallsMarkdown(w func(string, ...any)) {
 		"them per %s: %.1f× the limit on their own, before any pause. Whether a set-timeout counts against the limit decides "+
 		"whether the provider-side guard (one refresh per half idle timeout of activity) fits at this scale.\n",
 		timers.Scenario.Name, perPause(timers.Resumes), perPause(timers.ProviderRefreshes), perPause(r.Trace.Sessions),
-		commas(timers.Resumes), commas(timers.ProviderRefreshes), commas(r.Trace.Sessions),
-		commas(sc.DueRate), human(sc.SweepInterval), commas(int(perWindow+0.5)), human(sc.RateWindow),
+		numfmt.Thousands(timers.Resumes), numfmt.Thousands(timers.ProviderRefreshes), numfmt.Thousands(r.Trace.Sessions),
+		numfmt.Thousands(sc.DueRate), human(sc.SweepInterval), numfmt.Thousands(int(perWindow+0.5)), human(sc.RateWindow),
 		perWindow/float64(sc.RateLimit))
 }

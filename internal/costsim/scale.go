@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/sandmanhq/sandman/internal/numfmt"
 	"golang.org/x/time/rate"
 )
 
@@ -219,25 +220,25 @@ func (s ScaleReport) Markdown() string {
 	}
 	c := s.Config
 	out := fmt.Sprintf("\n### Scale: how late pauses land at %s sessions, %s due per %s\n\n",
-		commas(c.Sessions), commas(c.DueRate), human(c.SweepInterval))
+		numfmt.Thousands(c.Sessions), numfmt.Thousands(c.DueRate), human(c.SweepInterval))
 	out += fmt.Sprintf("%s pause deadlines (a Poisson process at %s per %s for %s, seed %d), each drained by a pauser "+
 		"limited to the provider's %s lifecycle calls per %s (issue 19's figure for E2B) by a token bucket "+
 		"(`golang.org/x/time/rate`) of depth %d, first come first served, on a simulated clock. A pause call takes no time "+
 		"beyond its token; lateness = when it is granted − its deadline.\n\n",
-		commas(c.DueRate*c.Intervals), commas(c.DueRate), human(c.SweepInterval), human(time.Duration(c.Intervals)*c.SweepInterval),
-		c.Seed, commas(c.RateLimit), human(c.RateWindow), c.Burst)
+		numfmt.Thousands(c.DueRate*c.Intervals), numfmt.Thousands(c.DueRate), human(c.SweepInterval), human(time.Duration(c.Intervals)*c.SweepInterval),
+		c.Seed, numfmt.Thousands(c.RateLimit), human(c.RateWindow), c.Burst)
 	out += "| row | pauses | pauser rate (calls/s) | most calls in one window | lateness p50 (s) | lateness p99 (s) | lateness max (s) | within 10 s |\n"
 	out += "|---|---:|---:|---:|---:|---:|---:|---:|\n"
 	for _, r := range s.Results {
-		out += fmt.Sprintf("| %s | %s | %.0f | %s | %.1f | %.1f | %.1f | %.1f %% |\n", r.Name, commas(r.Pauses), r.CallsPerSecond,
-			commas(r.PeakPerWindow), r.LatenessP50.Seconds(), r.LatenessP99.Seconds(), r.LatenessMax.Seconds(), 100*r.Within10s)
+		out += fmt.Sprintf("| %s | %s | %.0f | %s | %.1f | %.1f | %.1f | %.1f %% |\n", r.Name, numfmt.Thousands(r.Pauses), r.CallsPerSecond,
+			numfmt.Thousands(r.PeakPerWindow), r.LatenessP50.Seconds(), r.LatenessP99.Seconds(), r.LatenessMax.Seconds(), 100*r.Within10s)
 	}
 	out += fmt.Sprintf("\n- *sweep only* requests each pause at the first tick at or after its deadline, so every tick "+
 		"finds about %s due at once and drains them at the limit. *timers* request each at its deadline rounded up to a "+
 		"whole second + %s. The timers' sweep arms at least %s timers per tick (the deadlines before the next tick, plus "+
 		"those in the margin): at least %s SQS SendMessageBatch calls (10 messages each), which cost no provider calls.\n",
-		commas(c.DueRate), human(c.TimerLateness), commas(c.DueRate), commas((c.DueRate+9)/10))
+		numfmt.Thousands(c.DueRate), human(c.TimerLateness), numfmt.Thousands(c.DueRate), numfmt.Thousands((c.DueRate+9)/10))
 	out += fmt.Sprintf("- The %s sessions enter only through the %s due per %s: the sparse index the sweep reads holds the "+
-		"running ones, and paused sessions cost no calls until they resume.\n", commas(c.Sessions), commas(c.DueRate), human(c.SweepInterval))
+		"running ones, and paused sessions cost no calls until they resume.\n", numfmt.Thousands(c.Sessions), numfmt.Thousands(c.DueRate), human(c.SweepInterval))
 	return out
 }

@@ -22,8 +22,8 @@ import (
 
 // Page size bounds of the lifecycle.Store contract.
 const (
-	maxListLimit = 100
-	maxDueLimit  = 1000
+	maxListLimit = lifecycle.MaxListLimit
+	maxDueLimit  = lifecycle.MaxDuePageSize
 )
 
 // Store is the DynamoDB implementation of lifecycle.Store on one table laid

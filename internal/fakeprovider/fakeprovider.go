@@ -116,11 +116,6 @@ func WithSleep(sleep func(ctx context.Context, d time.Duration) error) Option {
 	return func(p *Provider) { p.sleep = sleep }
 }
 
-// WithOnCall sets the hook called at the start of every call; see SetOnCall.
-func WithOnCall(f func(op Op, sandboxID string)) Option {
-	return func(p *Provider) { p.onCall = f }
-}
-
 // Provider is the in-memory provider. Build it with New.
 type Provider struct {
 	name  string

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 )
@@ -48,101 +49,118 @@ func (s *Service) Create(ctx context.Context, accountID string, in CreateInput) 
 	if err != nil {
 		return nil, false, err
 	}
-	var claimKey string
-	if in.IdempotencyKey != "" {
-		// Length-prefixed, so no account id or key containing '#' can
-		// collide with another account's.
-		claimKey = fmt.Sprintf("idempotency#%d:%s#%s", len(accountID), accountID, in.IdempotencyKey)
-		claimed, stored, err := s.Store.Claim(ctx, claimKey, sess.ID, s.idempotencyTTL(), s.now())
-		if err != nil {
-			return nil, false, fmt.Errorf("claim idempotency key: %w", err)
-		}
-		if !claimed {
-			prior, err := s.Store.GetSession(ctx, stored)
-			if IsCode(err, CodeNotFound) {
-				return nil, false, &Error{Code: CodeConflict, RetryAfter: time.Second,
-					Message: "a create with this Idempotency-Key is still in progress"}
-			}
-			if err != nil {
-				return nil, false, err
-			}
-			if prior.AccountID != accountID { // cannot happen with the key above; never leak a session
-				return nil, false, fmt.Errorf("idempotency key %q names session %s of another account", in.IdempotencyKey, prior.ID)
-			}
-			return prior, true, nil
-		}
+	prior, release, err := s.claimIdempotencyKey(ctx, accountID, in.IdempotencyKey, sess.ID)
+	if err != nil || prior != nil {
+		return prior, prior != nil, err
 	}
-	// release gives the Idempotency-Key back when this create fails, so a
-	// retry with the same key makes a new attempt instead of replaying the
-	// failure (or waiting 24 h on a session that was never written).
-	release := func() {
-		if claimKey == "" {
-			return
+	if err := s.createSandbox(ctx, sess, release); err != nil {
+		return nil, false, err
+	}
+	return sess, false, nil
+}
+
+// claimIdempotencyKey claims key (when set) for accountID's new session
+// sessionID. It returns the session of an earlier create that claimed the
+// key (a replay), or else a release func that gives the key back when this
+// create fails, so a retry with the same key makes a new attempt instead of
+// replaying the failure (or waiting IdempotencyTTL on a session that was
+// never written). release is never nil and does nothing without a key.
+// Errors: conflict (the earlier create is still under way), the store's.
+func (s *Service) claimIdempotencyKey(ctx context.Context, accountID, key, sessionID string) (*Session, func(), error) {
+	if key == "" {
+		return nil, func() {}, nil
+	}
+	// Length-prefixed, so no account id or key containing '#' can collide
+	// with another account's.
+	claimKey := fmt.Sprintf("idempotency#%d:%s#%s", len(accountID), accountID, key)
+	claimed, stored, err := s.cfg.Store.Claim(ctx, claimKey, sessionID, s.cfg.IdempotencyTTL, s.now())
+	if err != nil {
+		return nil, nil, fmt.Errorf("claim idempotency key: %w", err)
+	}
+	if !claimed {
+		prior, err := s.cfg.Store.GetSession(ctx, stored)
+		if IsCode(err, CodeNotFound) {
+			return nil, nil, &Error{Code: CodeConflict, RetryAfter: time.Second,
+				Message: "a create with this Idempotency-Key is still in progress"}
 		}
+		if err != nil {
+			return nil, nil, err
+		}
+		if prior.AccountID != accountID { // cannot happen with the key above; never leak a session
+			return nil, nil, fmt.Errorf("idempotency key %q names session %s of another account", key, prior.ID)
+		}
+		return prior, nil, nil
+	}
+	release := func() {
 		wctx, cancel := settleContext(ctx)
 		defer cancel()
-		if err := s.Store.ReleaseClaim(wctx, claimKey, sess.ID); err != nil {
-			s.log().WarnContext(ctx, "release idempotency key", "session_id", sess.ID, "err", err)
+		if err := s.cfg.Store.ReleaseClaim(wctx, claimKey, sessionID); err != nil {
+			s.log().WarnContext(ctx, "release idempotency key", "session_id", sessionID, "err", err)
 		}
 	}
-	if err := s.Store.CreateSession(ctx, sess); err != nil {
+	return nil, release, nil
+}
+
+// createSandbox writes sess (provisioning), asks the provider for its
+// sandbox and records the outcome: running, or failed. release runs when the
+// create fails.
+func (s *Service) createSandbox(ctx context.Context, sess *Session, release func()) error {
+	if err := s.cfg.Store.CreateSession(ctx, sess); err != nil {
 		release()
-		return nil, false, fmt.Errorf("create session: %w", err)
+		return fmt.Errorf("create session: %w", err)
 	}
 	s.publish(ctx, NewEvent(sess, ""))
 
 	now := s.now()
 	sess.RecordActivity(now, 0)
-	meta := make(map[string]string, len(sess.Metadata)+2)
-	for k, v := range sess.Metadata {
-		meta[k] = v
+	meta := maps.Clone(sess.Metadata)
+	if meta == nil {
+		meta = make(map[string]string, 2)
 	}
 	meta[MetadataSessionID] = sess.ID // reserved keys last: callers cannot set them
-	if s.Deployment != "" {
-		meta[MetadataDeployment] = s.Deployment
+	if s.cfg.Deployment != "" {
+		meta[MetadataDeployment] = s.cfg.Deployment
 	}
-	pctx, cancel := context.WithTimeout(ctx, s.callTimeout())
-	sb, err := s.Provider.Create(pctx, CreateRequest{
+	provider := s.provider(sess)
+	req := CreateRequest{
 		Template:  sess.Template,
-		Timeout:   s.Policy.ProviderTimeout(sess, now),
+		Timeout:   s.cfg.Policy.ProviderTimeout(sess, now),
 		AutoPause: true,
 		Metadata:  meta,
-	})
-	cancel()
-	// The outcome is recorded even when the caller has gone away.
-	wctx, wcancel := settleContext(ctx)
-	defer wcancel()
-	if err != nil {
-		if errors.Is(err, ErrProviderTransient) || errors.Is(err, context.DeadlineExceeded) {
-			// The provider may have made the sandbox and lost the answer.
-			if kerr := s.killOrphans(wctx, sess.ID); kerr != nil {
-				s.log().WarnContext(ctx, "look for a sandbox the failed create may have made; the sweep reaps it later",
-					"session_id", sess.ID, "err", kerr)
+	}
+	return settle(ctx, s.cfg.CallTimeout, func(pctx context.Context) (Sandbox, error) {
+		return provider.Create(pctx, req)
+	}, func(wctx context.Context, sb Sandbox, err error) error {
+		if err != nil {
+			if errors.Is(err, ErrProviderTransient) || errors.Is(err, context.DeadlineExceeded) {
+				// The provider may have made the sandbox and lost the answer.
+				if kerr := s.killOrphans(wctx, sess); kerr != nil {
+					s.log().WarnContext(ctx, "look for a sandbox the failed create may have made; the sweep reaps it later",
+						"session_id", sess.ID, "err", kerr)
+				}
 			}
+			if ferr := s.transition(wctx, sess, StateFailed, ReasonRequest, Guard{}); ferr != nil {
+				s.log().ErrorContext(ctx, "mark session failed", "session_id", sess.ID, "err", ferr)
+			}
+			release()
+			return s.providerError(err, "create the sandbox")
 		}
-		if ferr := s.transition(wctx, sess, StateFailed, ReasonRequest, Guard{}); ferr != nil {
-			s.log().ErrorContext(ctx, "mark session failed", "session_id", sess.ID, "err", ferr)
+		sess.SandboxID, sess.PreviewURL, sess.SandboxExpiresAt = sb.ID, sb.PreviewURL, sb.ExpiresAt
+		if err := s.transition(wctx, sess, StateRunning, ReasonRequest, Guard{}); err != nil {
+			// The row moved under us (a delete, or a reconcile of an expired
+			// lease); the store already told our own retried write apart
+			// from a lost race. Do not leak the sandbox.
+			s.killQuietly(wctx, sess, sb.ID)
+			release()
+			if IsCode(err, CodeConflict) {
+				return &Error{Code: CodeConflict, Err: err,
+					Message: "the session was deleted while its sandbox was being created; the sandbox was killed"}
+			}
+			return fmt.Errorf("record running session: %w", err)
 		}
-		release()
-		return nil, false, s.providerError(err, "create the sandbox")
-	}
-	sess.SandboxID, sess.PreviewURL, sess.SandboxExpiresAt = sb.ID, sb.PreviewURL, sb.ExpiresAt
-	if err := s.transition(wctx, sess, StateRunning, ReasonRequest, Guard{}); err != nil {
-		// The row moved under us (a delete, or a reconcile of an expired
-		// lease); the store already told our own retried write apart from a
-		// lost race. Do not leak the sandbox.
-		s.killQuietly(wctx, sb.ID)
-		release()
-		if IsCode(err, CodeConflict) {
-			return nil, false, &Error{Code: CodeConflict, Err: err,
-				Message: "the session was deleted while its sandbox was being created; the sandbox was killed"}
-		}
-		return nil, false, fmt.Errorf("record running session: %w", err)
-	}
-	return sess, false, nil
+		return nil
+	})
 }
-
-func (s *Service) idempotencyTTL() time.Duration { return orDefault(s.IdempotencyTTL, 24*time.Hour) }
 
 // newSession validates in and returns the provisioning session to write.
 func (s *Service) newSession(accountID string, in CreateInput) (*Session, error) {
@@ -155,11 +173,11 @@ func (s *Service) newSession(accountID string, in CreateInput) (*Session, error)
 	if len(in.IdempotencyKey) > maxIdempotencyKey {
 		return nil, Errorf(CodeInvalid, "Idempotency-Key must be at most %d characters", maxIdempotencyKey)
 	}
-	idle, err := s.Policy.IdleTimeout(in.IdleTimeoutSeconds)
+	idle, err := s.cfg.Policy.IdleTimeout(in.IdleTimeoutSeconds)
 	if err != nil {
 		return nil, err
 	}
-	life, err := s.Policy.MaxLifetime(in.MaxLifetimeSeconds)
+	life, err := s.cfg.Policy.MaxLifetime(in.MaxLifetimeSeconds)
 	if err != nil {
 		return nil, err
 	}
@@ -168,10 +186,10 @@ func (s *Service) newSession(accountID string, in CreateInput) (*Session, error)
 	}
 	now := s.now()
 	sess := &Session{
-		ID: s.newID(), AccountID: accountID, Provider: s.Provider.Name(), Template: in.Template,
+		ID: s.cfg.NewID(), AccountID: accountID, Provider: s.ProviderName(), Template: in.Template,
 		Metadata: in.Metadata, State: StateProvisioning, Reason: ReasonRequest,
 		IdleTimeout: idle, MaxLifetime: life, CreatedAt: now, UpdatedAt: now, StateChangedAt: now,
-		LeaseExpiresAt: now.Add(s.Policy.LeaseDuration),
+		LeaseExpiresAt: now.Add(s.cfg.Policy.LeaseDuration),
 	}
 	return sess, nil
 }
@@ -194,11 +212,12 @@ func validateMetadata(m map[string]string) error {
 	return nil
 }
 
-// killQuietly kills a sandbox nobody will track, logging a failure.
-func (s *Service) killQuietly(ctx context.Context, sandboxID string) {
-	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.callTimeout())
+// killQuietly kills sess's sandbox sandboxID that nobody will track,
+// logging a failure.
+func (s *Service) killQuietly(ctx context.Context, sess *Session, sandboxID string) {
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.CallTimeout)
 	defer cancel()
-	if err := s.Provider.Kill(pctx, sandboxID); err != nil {
+	if err := s.provider(sess).Kill(pctx, sandboxID); err != nil {
 		s.log().ErrorContext(ctx, "kill untracked sandbox", "sandbox_id", sandboxID, "err", err)
 	}
 }

@@ -6,15 +6,6 @@ import (
 	"time"
 )
 
-// settleTimeout bounds the write that records a provider call's outcome. It
-// runs even when the caller's context is done, so a cancelled request does not
-// strand a session in a transitional state until its lease runs out.
-const settleTimeout = 10 * time.Second
-
-func settleContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
-}
-
 // Pause pauses a running session: running → pausing (conditional, plus guard),
 // the provider's pause, then pausing → paused. Used by snapshot (reason
 // request) and the sweep (reason idle, guard.DueBy = now so a heartbeat that
@@ -32,34 +23,45 @@ func (s *Service) Pause(ctx context.Context, sess *Session, reason string, guard
 	if err := s.transition(ctx, sess, StatePausing, reason, guard); err != nil {
 		return raced(err)
 	}
-	pctx, cancel := context.WithTimeout(ctx, s.callTimeout())
-	err := s.Provider.Pause(pctx, sess.SandboxID)
-	cancel()
-	wctx, wcancel := settleContext(ctx)
-	defer wcancel()
-	to := StatePaused
-	if err != nil {
-		obs, oerr := s.observe(wctx, sess.SandboxID)
-		if oerr != nil {
-			s.log().WarnContext(ctx, "pause outcome unknown; the lease reconciles it",
-				"session_id", sess.ID, "err", err, "observe_err", oerr)
-			return s.providerError(err, "pause the sandbox")
+	provider := s.provider(sess)
+	return settle(ctx, s.cfg.CallTimeout, func(pctx context.Context) (struct{}, error) {
+		return struct{}{}, provider.Pause(pctx, sess.SandboxID)
+	}, func(wctx context.Context, _ struct{}, err error) error {
+		to := StatePaused
+		if err != nil {
+			obs, oerr := s.observe(wctx, sess)
+			if oerr != nil {
+				s.log().WarnContext(ctx, "pause outcome unknown; the lease reconciles it",
+					"session_id", sess.ID, "err", err, "observe_err", oerr)
+				return s.providerError(err, "pause the sandbox")
+			}
+			to = obs.state
 		}
-		to = obs.state
-	}
-	if werr := s.transition(wctx, sess, to, reason, Guard{}); werr != nil {
-		if err == nil || to == StatePaused {
-			return s.settledElsewhere(wctx, sess, to, werr)
+		if werr := s.transition(wctx, sess, to, reason, Guard{}); werr != nil {
+			if err == nil || to == StatePaused {
+				return s.settledElsewhere(wctx, sess, to, werr)
+			}
+			s.log().ErrorContext(ctx, "record failed pause", "session_id", sess.ID, "to", to, "err", werr)
 		}
-		s.log().ErrorContext(ctx, "record failed pause", "session_id", sess.ID, "to", to, "err", werr)
+		switch to {
+		case StatePaused:
+			return nil
+		case StateExpired:
+			return s.providerError(ErrSandboxGone, "pause the sandbox")
+		}
+		return s.providerError(notGone(err, "pause", sess.SandboxID), "pause the sandbox")
+	})
+}
+
+// PauseIfDue pauses a running session whose pause deadline is at or before
+// now (the sweep's idle phase, reason idle). The write's condition re-checks
+// the deadline, so a heartbeat that landed since sess was read wins.
+// Errors: as Pause; conflict also when sess is no longer due.
+func (s *Service) PauseIfDue(ctx context.Context, sess *Session, now time.Time) error {
+	if !sess.Due(now) {
+		return Errorf(CodeConflict, "session %s is %s and not due to pause", sess.ID, sess.State)
 	}
-	switch to {
-	case StatePaused:
-		return nil
-	case StateExpired:
-		return s.providerError(ErrSandboxGone, "pause the sandbox")
-	}
-	return s.providerError(notGone(err, "pause", sess.SandboxID), "pause the sandbox")
+	return s.Pause(ctx, sess, ReasonIdle, Guard{DueBy: now})
 }
 
 // notGone turns a "gone" that a second look contradicted into a transient
@@ -82,10 +84,11 @@ type observation struct {
 // E2B reports 1-3 % of sandboxes "not found" long before their timeout
 // (providers/e2b.md), and expiring a session clears its sandbox for good.
 // Errors: the provider could not say (transient, or the second read failed).
-func (s *Service) observe(ctx context.Context, sandboxID string) (observation, error) {
+func (s *Service) observe(ctx context.Context, sess *Session) (observation, error) {
+	provider := s.provider(sess)
 	for attempt := 0; ; attempt++ {
-		pctx, cancel := context.WithTimeout(ctx, s.callTimeout())
-		sb, err := s.Provider.Get(pctx, sandboxID)
+		pctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
+		sb, err := provider.Get(pctx, sess.SandboxID)
 		cancel()
 		switch {
 		case err == nil && sb.State == SandboxPaused:
@@ -97,7 +100,7 @@ func (s *Service) observe(ctx context.Context, sandboxID string) (observation, e
 		case attempt > 0:
 			return observation{state: StateExpired}, nil
 		}
-		if err := s.sleep(ctx, orDefault(s.ConfirmGoneDelay, 2*time.Second)); err != nil {
+		if err := s.sleep(ctx, s.cfg.ConfirmGoneDelay); err != nil {
 			return observation{}, err
 		}
 	}
@@ -110,7 +113,7 @@ func (s *Service) settledElsewhere(ctx context.Context, sess *Session, want Stat
 	if !IsCode(werr, CodeConflict) {
 		return werr
 	}
-	cur, err := s.Store.GetSession(ctx, sess.ID)
+	cur, err := s.cfg.Store.GetSession(ctx, sess.ID)
 	if err != nil {
 		return werr
 	}

@@ -34,58 +34,57 @@ func (s *Service) resume(ctx context.Context, sess *Session) error {
 	if err := s.transition(ctx, sess, StateResuming, ReasonRequest, Guard{}); err != nil {
 		return raced(err)
 	}
-	sb, err := s.resumeWithRetry(ctx, sess)
-	wctx, cancel := settleContext(ctx)
-	defer cancel()
-	to := StateRunning
-	if err != nil {
-		// As for pause: ask again before believing a failure.
-		obs, oerr := s.observe(wctx, sess.SandboxID)
-		if oerr != nil {
-			s.log().WarnContext(ctx, "resume outcome unknown; the lease reconciles it",
-				"session_id", sess.ID, "err", err, "observe_err", oerr)
-			return s.providerError(err, "resume the sandbox")
-		}
-		to, sb = obs.state, obs.sandbox
-	}
-	if to == StateRunning {
-		sess.RecordActivity(s.now(), 0)
-		if sb.PreviewURL != "" {
-			sess.PreviewURL = sb.PreviewURL
-		}
-		sess.SandboxExpiresAt = sb.ExpiresAt
-	}
-	if werr := s.transition(wctx, sess, to, ReasonRequest, Guard{}); werr != nil {
-		if to != StateRunning {
-			s.log().ErrorContext(ctx, "record failed resume", "session_id", sess.ID, "to", to, "err", werr)
-			return s.providerError(err, "resume the sandbox")
-		}
-		serr := s.settledElsewhere(wctx, sess, StateRunning, werr)
-		if serr != nil {
-			// Someone else moved it meanwhile (a delete): do not leave a
-			// running sandbox behind a session that no longer wants it.
-			if cur, gerr := s.Store.GetSession(wctx, sess.ID); gerr == nil && cur.State.Final() {
-				s.killQuietly(wctx, sess.SandboxID)
+	// No bound on the whole call: each attempt has its own (resumeWithRetry).
+	return settle(ctx, 0, func(ctx context.Context) (Sandbox, error) {
+		return s.resumeWithRetry(ctx, sess)
+	}, func(wctx context.Context, sb Sandbox, err error) error {
+		to := StateRunning
+		if err != nil {
+			// As for pause: ask again before believing a failure.
+			obs, oerr := s.observe(wctx, sess)
+			if oerr != nil {
+				s.log().WarnContext(ctx, "resume outcome unknown; the lease reconciles it",
+					"session_id", sess.ID, "err", err, "observe_err", oerr)
+				return s.providerError(err, "resume the sandbox")
 			}
+			to, sb = obs.state, obs.sandbox
 		}
-		return serr
-	}
-	switch to {
-	case StateRunning:
-		return nil
-	case StateExpired:
-		return s.providerError(ErrSandboxGone, "resume the sandbox")
-	}
-	return s.providerError(notGone(err, "resume", sess.SandboxID), "resume the sandbox")
+		if to == StateRunning {
+			sess.RecordActivity(s.now(), 0)
+			if sb.PreviewURL != "" {
+				sess.PreviewURL = sb.PreviewURL
+			}
+			sess.SandboxExpiresAt = sb.ExpiresAt
+		}
+		if werr := s.transition(wctx, sess, to, ReasonRequest, Guard{}); werr != nil {
+			if to != StateRunning {
+				s.log().ErrorContext(ctx, "record failed resume", "session_id", sess.ID, "to", to, "err", werr)
+				return s.providerError(err, "resume the sandbox")
+			}
+			serr := s.settledElsewhere(wctx, sess, StateRunning, werr)
+			if serr != nil {
+				// Someone else moved it meanwhile (a delete): do not leave a
+				// running sandbox behind a session that no longer wants it.
+				if cur, gerr := s.cfg.Store.GetSession(wctx, sess.ID); gerr == nil && cur.State.Final() {
+					s.killQuietly(wctx, sess, sess.SandboxID)
+				}
+			}
+			return serr
+		}
+		switch to {
+		case StateRunning:
+			return nil
+		case StateExpired:
+			return s.providerError(ErrSandboxGone, "resume the sandbox")
+		}
+		return s.providerError(notGone(err, "resume", sess.SandboxID), "resume the sandbox")
+	})
 }
 
 // resumeWithRetry asks the provider to resume, retrying transient failures.
 func (s *Service) resumeWithRetry(ctx context.Context, sess *Session) (Sandbox, error) {
-	attempts := s.ResumeAttempts
-	if attempts <= 0 {
-		attempts = 2
-	}
-	backoff := orDefault(s.ResumeBackoff, time.Second)
+	attempts, backoff := s.cfg.ResumeAttempts, s.cfg.ResumeBackoff
+	provider := s.provider(sess)
 	var err error
 	for i := 0; i < attempts; i++ {
 		if i > 0 {
@@ -101,9 +100,9 @@ func (s *Service) resumeWithRetry(ctx context.Context, sess *Session) (Sandbox, 
 		probe := sess.Clone()
 		probe.RecordActivity(now, 0)
 		probe.RunningSince = now
-		pctx, cancel := context.WithTimeout(ctx, s.callTimeout())
+		pctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
 		var sb Sandbox
-		sb, err = s.Provider.Resume(pctx, sess.SandboxID, s.Policy.ProviderTimeout(probe, now))
+		sb, err = provider.Resume(pctx, sess.SandboxID, s.cfg.Policy.ProviderTimeout(probe, now))
 		cancel()
 		if err == nil {
 			return sb, nil

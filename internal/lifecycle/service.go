@@ -3,7 +3,6 @@ package lifecycle
 import (
 	"context"
 	"crypto/rand"
-	"encoding/base32"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -11,22 +10,35 @@ import (
 	"time"
 )
 
-// Service is Sandman's lifecycle logic: every API operation, the pause the
-// sweep uses, and the webhook rules. It talks to the world only through
-// Store, Provider and Publisher, so it runs the same in Lambda, in the local
-// stack and in tests. Every state change is a conditional write through
-// Store.UpdateSession and publishes one Event once committed.
+// Service is Sandman's lifecycle logic: every API operation, the sweep's
+// operations (pause when due, reconcile, reap, retire dormant sessions) and
+// the webhook rules. It talks to the world only through Store, Provider and
+// Publisher, so it runs the same in Lambda, in the local stack and in tests.
+// Every state change is a conditional write through Store.UpdateSession and
+// publishes one Event once committed. Build it with NewService; its
+// configuration is fixed from then on.
 type Service struct {
-	Store     Store
-	Provider  Provider
-	Publisher Publisher // may be nil: events are then only logged
-	Clock     Clock
-	Policy    Policy
-	Log       *slog.Logger
+	cfg Config
+}
 
-	// CallTimeout bounds each provider call (default 30 s).
+// Config is what a Service is built from (NewService). Store and Provider
+// are required; every other zero field means the default named on it, filled
+// in once by NewService.
+type Config struct {
+	Store Store
+	// Provider runs the sandboxes. Sessions name the provider that holds
+	// their sandbox (Session.Provider); the service holds one today and
+	// looks it up by that name (Service.providerFor), the seam where more
+	// providers would be added.
+	Provider  Provider
+	Publisher Publisher    // may be nil: events are then only logged
+	Clock     Clock        // default SystemClock
+	Policy    Policy       // the zero Policy means DefaultPolicy()
+	Log       *slog.Logger // default slog.Default()
+
+	// CallTimeout bounds each provider call (default DefaultCallTimeout).
 	CallTimeout time.Duration
-	// ProbeTimeout bounds reconnect's live probe (default 15 s).
+	// ProbeTimeout bounds reconnect's live probe (default DefaultProbeTimeout).
 	ProbeTimeout time.Duration
 	// ResumeAttempts is how many times resume asks the provider (default 2),
 	// waiting ResumeBackoff (default 1 s, doubled each time) in between.
@@ -46,10 +58,52 @@ type Service struct {
 	IdempotencyTTL time.Duration
 	// WebhookDedupeTTL is how long a webhook event id is remembered (default 7 days).
 	WebhookDedupeTTL time.Duration
-	// Sleep waits d or until ctx ends; tests replace it (default: a timer).
+	// Sleep waits d or until ctx ends; tests replace it (default: Sleep, a timer).
 	Sleep func(ctx context.Context, d time.Duration) error
-	// NewID returns a new session id (default: "ses_" + 26 random base32 characters).
+	// NewID returns a new session id (default NewSessionID).
 	NewID func() string
+}
+
+// Defaults of Config and of the callers that bound provider calls.
+const (
+	DefaultCallTimeout      = 30 * time.Second
+	DefaultProbeTimeout     = 15 * time.Second
+	defaultResumeAttempts   = 2
+	defaultResumeBackoff    = time.Second
+	defaultConfirmGoneDelay = 2 * time.Second
+	defaultRetryAfter       = 5 * time.Second
+	defaultIdempotencyTTL   = 24 * time.Hour
+	defaultWebhookDedupeTTL = 7 * 24 * time.Hour
+)
+
+// withDefaults returns c with every zero field set to its default.
+func (c Config) withDefaults() Config {
+	if c.Clock == nil {
+		c.Clock = SystemClock{}
+	}
+	if c.Policy == (Policy{}) {
+		c.Policy = DefaultPolicy()
+	}
+	if c.Log == nil {
+		c.Log = slog.Default()
+	}
+	c.CallTimeout = orDefault(c.CallTimeout, DefaultCallTimeout)
+	c.ProbeTimeout = orDefault(c.ProbeTimeout, DefaultProbeTimeout)
+	if c.ResumeAttempts <= 0 {
+		c.ResumeAttempts = defaultResumeAttempts
+	}
+	c.ResumeBackoff = orDefault(c.ResumeBackoff, defaultResumeBackoff)
+	c.ConfirmGoneDelay = orDefault(c.ConfirmGoneDelay, defaultConfirmGoneDelay)
+	c.RetryAfter = orDefault(c.RetryAfter, defaultRetryAfter)
+	c.IdempotencyTTL = orDefault(c.IdempotencyTTL, defaultIdempotencyTTL)
+	c.WebhookDedupeTTL = orDefault(c.WebhookDedupeTTL, defaultWebhookDedupeTTL)
+	if c.Sleep == nil {
+		c.Sleep = Sleep
+	}
+	if c.NewID == nil {
+		c.NewID = NewSessionID
+	}
+	return c
 }
 
 // maxConflictRetries bounds how often an operation re-reads a session after
@@ -65,18 +119,36 @@ const (
 	maxIdempotencyKey   = 255
 )
 
-// NewService returns a Service with the defaults above filled in. Store,
-// Provider and Clock are required; publisher and log may be nil.
-func NewService(store Store, provider Provider, publisher Publisher, clock Clock, policy Policy, log *slog.Logger) *Service {
-	if log == nil {
-		log = slog.Default()
-	}
-	return &Service{Store: store, Provider: provider, Publisher: publisher, Clock: clock, Policy: policy, Log: log}
+// NewService returns a Service built from cfg with the defaults of Config
+// filled in. cfg.Store and cfg.Provider are required.
+func NewService(cfg Config) *Service {
+	return &Service{cfg: cfg.withDefaults()}
 }
 
-func (s *Service) callTimeout() time.Duration  { return orDefault(s.CallTimeout, 30*time.Second) }
-func (s *Service) probeTimeout() time.Duration { return orDefault(s.ProbeTimeout, 15*time.Second) }
-func (s *Service) retryAfter() time.Duration   { return orDefault(s.RetryAfter, 5*time.Second) }
+// Config returns the configuration in use, defaults filled in. Tests build a
+// variant of a service from it.
+func (s *Service) Config() Config { return s.cfg }
+
+// Policy returns the timers the service applies.
+func (s *Service) Policy() Policy { return s.cfg.Policy }
+
+// Now returns the service clock's time in UTC: the time its rules use.
+func (s *Service) Now() time.Time { return s.now() }
+
+// Deployment returns the deployment name sandboxes are tagged with ("" for
+// none).
+func (s *Service) Deployment() string { return s.cfg.Deployment }
+
+// ProviderName returns the name of the provider new sessions are created on.
+func (s *Service) ProviderName() string { return s.cfg.Provider.Name() }
+
+// providerFor returns the provider named name. The service holds one
+// provider today, whatever the name; a service holding several would look
+// the session's (Session.Provider) up here.
+func (s *Service) providerFor(string) Provider { return s.cfg.Provider }
+
+// provider returns the provider of sess's sandbox.
+func (s *Service) provider(sess *Session) Provider { return s.providerFor(sess.Provider) }
 
 func orDefault(d, def time.Duration) time.Duration {
 	if d > 0 {
@@ -85,43 +157,22 @@ func orDefault(d, def time.Duration) time.Duration {
 	return def
 }
 
-func (s *Service) now() time.Time { return s.Clock.Now().UTC() }
+func (s *Service) now() time.Time { return s.cfg.Clock.Now().UTC() }
 
-func (s *Service) log() *slog.Logger {
-	if s.Log == nil {
-		return slog.Default()
-	}
-	return s.Log
-}
+func (s *Service) log() *slog.Logger { return s.cfg.Log }
 
-func (s *Service) sleep(ctx context.Context, d time.Duration) error {
-	if s.Sleep != nil {
-		return s.Sleep(ctx, d)
-	}
-	return Sleep(ctx, d)
-}
+func (s *Service) sleep(ctx context.Context, d time.Duration) error { return s.cfg.Sleep(ctx, d) }
 
-func (s *Service) newID() string {
-	if s.NewID != nil {
-		return s.NewID()
-	}
-	return NewSessionID()
-}
-
-// NewSessionID returns "ses_" followed by 26 lowercase base32 characters
-// (128 random bits).
+// NewSessionID returns "ses_" followed by 26 characters of crypto/rand.Text
+// (base32, 130 random bits), lowercased.
 func NewSessionID() string {
-	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		panic(fmt.Sprintf("crypto/rand: %v", err)) // never fails on supported platforms
-	}
-	return "ses_" + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:]))
+	return "ses_" + strings.ToLower(rand.Text())
 }
 
 // commit writes sess, conditional on it still having state from and its
 // current version, and publishes the transition when the state changed.
 func (s *Service) commit(ctx context.Context, sess *Session, from State, guard Guard) error {
-	if err := s.Store.UpdateSession(ctx, sess, from, guard); err != nil {
+	if err := s.cfg.Store.UpdateSession(ctx, sess, from, guard); err != nil {
 		return err
 	}
 	if sess.State != from {
@@ -140,10 +191,10 @@ func (s *Service) publish(ctx context.Context, ev Event) {
 	defer cancel()
 	s.log().InfoContext(ctx, "session transition", "session_id", ev.SessionID, "account_id", ev.AccountID,
 		"from", ev.From, "to", ev.To, "version", ev.Version, "reason", ev.Reason)
-	if s.Publisher == nil {
+	if s.cfg.Publisher == nil {
 		return
 	}
-	if err := s.Publisher.Publish(ctx, ev); err != nil {
+	if err := s.cfg.Publisher.Publish(ctx, ev); err != nil {
 		s.log().ErrorContext(ctx, "publish lifecycle event", "session_id", ev.SessionID, "to", ev.To,
 			"version", ev.Version, "err", err)
 	}
@@ -152,23 +203,16 @@ func (s *Service) publish(ctx context.Context, ev Event) {
 // transition moves sess to state to for reason and commits it.
 func (s *Service) transition(ctx context.Context, sess *Session, to State, reason string, guard Guard) error {
 	from := sess.State
-	if err := sess.Transition(to, reason, s.now(), s.Policy); err != nil {
+	if err := sess.Transition(to, reason, s.now(), s.cfg.Policy); err != nil {
 		return err
 	}
 	return s.commit(ctx, sess, from, guard)
 }
 
-// Transition moves sess to state to for reason with a conditional write and
-// publishes the event. It is the building block the sweep uses.
-// Errors: conflict (refused by the table or a lost race), not_found.
-func (s *Service) Transition(ctx context.Context, sess *Session, to State, reason string, guard Guard) error {
-	return s.transition(ctx, sess, to, reason, guard)
-}
-
 // owned reads a session and checks that account owns it.
 // Errors: not_found, forbidden.
 func (s *Service) owned(ctx context.Context, accountID, id string) (*Session, error) {
-	sess, err := s.Store.GetSession(ctx, id)
+	sess, err := s.cfg.Store.GetSession(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -226,7 +270,7 @@ func (s *Service) providerError(err error, what string) error {
 	case errors.Is(err, ErrProviderTransient), errors.Is(err, context.DeadlineExceeded):
 		ra := RetryAfter(err)
 		if ra <= 0 {
-			ra = s.retryAfter()
+			ra = s.cfg.RetryAfter
 		}
 		return &Error{Code: CodeUnavailable, Type: TypeSandboxUnreachable, RetryAfter: ra,
 			Message: fmt.Sprintf("the sandbox provider did not answer while trying to %s; retry later", what), Err: err}

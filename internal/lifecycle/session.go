@@ -1,6 +1,9 @@
 package lifecycle
 
-import "time"
+import (
+	"maps"
+	"time"
+)
 
 // Session is one user session and the sandbox that backs it. Times are UTC;
 // a zero time means "not set". Version starts at 1 on create and the store
@@ -139,11 +142,6 @@ func (s *Session) Transition(to State, reason string, now time.Time, p Policy) e
 // Clone returns a deep copy of s.
 func (s *Session) Clone() *Session {
 	c := *s
-	if s.Metadata != nil {
-		c.Metadata = make(map[string]string, len(s.Metadata))
-		for k, v := range s.Metadata {
-			c.Metadata[k] = v
-		}
-	}
+	c.Metadata = maps.Clone(s.Metadata)
 	return &c
 }

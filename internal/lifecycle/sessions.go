@@ -11,13 +11,13 @@ func (s *Service) Get(ctx context.Context, accountID, id string) (*Session, erro
 	return s.owned(ctx, accountID, id)
 }
 
-// List returns accountID's sessions newest first, limit per page (1..100),
+// List returns accountID's sessions newest first, limit per page (1..MaxListLimit),
 // after cursor. Errors: invalid (limit or cursor).
 func (s *Service) List(ctx context.Context, accountID, cursor string, limit int) (SessionPage, error) {
-	if limit < 1 || limit > 100 {
-		return SessionPage{}, Errorf(CodeInvalid, "limit must be between 1 and 100")
+	if limit < 1 || limit > MaxListLimit {
+		return SessionPage{}, Errorf(CodeInvalid, "limit must be between 1 and %d", MaxListLimit)
 	}
-	return s.Store.ListSessions(ctx, accountID, cursor, limit)
+	return s.cfg.Store.ListSessions(ctx, accountID, cursor, limit)
 }
 
 // Status returns the session and its lifecycle envelope from the database
@@ -50,11 +50,11 @@ func (s *Service) Heartbeat(ctx context.Context, accountID, id string) (bool, er
 			return Errorf(CodeConflict, "the session is %s; only a running session takes activity", sess.State)
 		}
 		now := s.now()
-		if !sess.RecordActivity(now, s.Policy.ActivityGranularity) {
+		if !sess.RecordActivity(now, s.cfg.Policy.ActivityGranularity) {
 			return nil
 		}
 		sess.UpdatedAt = now
-		if s.Policy.NeedsProviderRefresh(sess, now) {
+		if s.cfg.Policy.NeedsProviderRefresh(sess, now) {
 			if err := s.refreshProviderTimeout(ctx, sess, now); errors.Is(err, ErrSandboxGone) {
 				// E2B answers 404 for a sandbox that paused itself: the
 				// table is behind. Put it right and answer as it truly is.
@@ -75,14 +75,14 @@ func (s *Service) Heartbeat(ctx context.Context, accountID, id string) (bool, er
 // refreshProviderTimeout pushes the provider-side timeout out (see
 // Policy.ProviderTimeout) and records it on sess (not yet written).
 func (s *Service) refreshProviderTimeout(ctx context.Context, sess *Session, now time.Time) error {
-	timeout := s.Policy.ProviderTimeout(sess, now)
-	pctx, cancel := context.WithTimeout(ctx, s.callTimeout())
+	timeout := s.cfg.Policy.ProviderTimeout(sess, now)
+	pctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
 	defer cancel()
 	expires, err := now.Add(timeout), error(nil)
-	if r, ok := s.Provider.(TimeoutReporter); ok {
+	if r, ok := s.provider(sess).(TimeoutReporter); ok {
 		expires, err = r.SetTimeoutUntil(pctx, sess.SandboxID, timeout)
 	} else {
-		err = s.Provider.SetTimeout(pctx, sess.SandboxID, timeout)
+		err = s.provider(sess).SetTimeout(pctx, sess.SandboxID, timeout)
 	}
 	if err != nil {
 		s.log().WarnContext(ctx, "extend provider timeout", "session_id", sess.ID, "sandbox_id", sess.SandboxID, "err", err)
@@ -122,8 +122,8 @@ func (s *Service) Delete(ctx context.Context, accountID, id string) (*Session, e
 			return nil
 		}
 		if sess.SandboxID != "" && !sess.State.Final() {
-			pctx, cancel := context.WithTimeout(ctx, s.callTimeout())
-			err := s.Provider.Kill(pctx, sess.SandboxID)
+			pctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
+			err := s.provider(sess).Kill(pctx, sess.SandboxID)
 			cancel()
 			if err != nil && !errors.Is(err, ErrSandboxGone) {
 				return s.providerError(err, "kill the sandbox")

@@ -3,7 +3,6 @@ package lifecycle
 import (
 	"context"
 	"fmt"
-	"time"
 )
 
 // WebhookOutcome says what applying a provider event did.
@@ -22,10 +21,6 @@ const (
 	// (503); if the operation died, the sweep reconciles the expired lease.
 	WebhookDeferred WebhookOutcome = "deferred"
 )
-
-func (s *Service) webhookDedupeTTL() time.Duration {
-	return orDefault(s.WebhookDedupeTTL, 7*24*time.Hour)
-}
 
 // ApplyProviderEvent applies one verified provider webhook (DESIGN.md
 // "Webhooks"). The event is applied only when its timestamp is newer than the
@@ -59,7 +54,7 @@ func (s *Service) ApplyProviderEvent(ctx context.Context, ev ProviderEvent) (Web
 		// webhook answers 503) once the operation under way has settled.
 		return outcome, nil
 	}
-	claimed, _, err := s.Store.Claim(ctx, "webhook#"+ev.Provider+"#"+ev.ID, string(ev.Type), s.webhookDedupeTTL(), s.now())
+	claimed, _, err := s.cfg.Store.Claim(ctx, "webhook#"+ev.Provider+"#"+ev.ID, string(ev.Type), s.cfg.WebhookDedupeTTL, s.now())
 	if err != nil {
 		return "", fmt.Errorf("record webhook event %s: %w", ev.ID, err)
 	}
@@ -73,7 +68,7 @@ func (s *Service) applyProviderEvent(ctx context.Context, ev ProviderEvent) (Web
 	var err error
 	for attempt := 0; attempt < maxConflictRetries; attempt++ {
 		var sess *Session
-		sess, err = s.Store.FindBySandbox(ctx, ev.Provider, ev.SandboxID)
+		sess, err = s.cfg.Store.FindBySandbox(ctx, ev.Provider, ev.SandboxID)
 		if IsCode(err, CodeNotFound) {
 			return WebhookUnknownSandbox, nil
 		}
@@ -126,7 +121,7 @@ func (s *Service) applyTo(ctx context.Context, sess *Session, ev ProviderEvent) 
 		}
 	}
 	if to != "" && to != from && CanTransition(from, to) {
-		if err := sess.Transition(to, ReasonWebhook, now, s.Policy); err != nil {
+		if err := sess.Transition(to, ReasonWebhook, now, s.cfg.Policy); err != nil {
 			return "", err
 		}
 		// The change happened at the provider when the event says.

@@ -150,7 +150,7 @@ func APIKeyCommand(ctx context.Context, args []string, w io.Writer) error {
 	if *account == "" {
 		return errors.New("-account is required, e.g. make apikey ACCOUNT=acme")
 	}
-	t, a, err := openApp(ctx, app.Needs{}, app.Deps{Log: app.NewLogger(io.Discard, 0)})
+	t, a, err := openApp(ctx, app.Needs{}, Deps(app.NewLogger(io.Discard, 0)))
 	if err != nil {
 		return err
 	}
@@ -187,7 +187,7 @@ func InvokeCommand(ctx context.Context, args []string, w io.Writer) error {
 		return err
 	}
 	needs := app.Needs{Provider: *fn != routes.Status && *fn != routes.Webhook, WebhookSecret: *fn == routes.Webhook}
-	t, a, err := openApp(ctx, needs, app.Deps{})
+	t, a, err := openApp(ctx, needs, Deps(nil))
 	if err != nil {
 		return err
 	}

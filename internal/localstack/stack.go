@@ -23,19 +23,21 @@ import (
 	"github.com/sandmanhq/sandman/internal/apigw"
 	"github.com/sandmanhq/sandman/internal/app"
 	"github.com/sandmanhq/sandman/internal/dynamo"
+	"github.com/sandmanhq/sandman/internal/envnames"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/localsandbox"
+	"github.com/sandmanhq/sandman/internal/providers"
 	"github.com/sandmanhq/sandman/internal/routes"
 	"github.com/sandmanhq/sandman/internal/sweep"
 )
 
 // Environment variables of the local stack, on top of internal/app's.
 const (
-	EnvAddr          = "SANDMAN_ADDR"           // listen address, default 127.0.0.1:8080
-	EnvSweepInterval = "SANDMAN_SWEEP_INTERVAL" // idle-pause schedule, default 5m
-	EnvInMemory      = "SANDMAN_DDB_IN_MEMORY"  // "1": DynamoDB Local keeps nothing
-	EnvStateDir      = "SANDMAN_STATE_DIR"      // default .sandman
-	EnvDevAPIKey     = "SANDMAN_DEV_API_KEY"    // the dev key; default generated once and kept in the state dir
+	EnvAddr          = envnames.Addr          // listen address, default 127.0.0.1:8080
+	EnvSweepInterval = envnames.SweepInterval // idle-pause schedule, default 5m
+	EnvInMemory      = envnames.InMemory      // "1": DynamoDB Local keeps nothing
+	EnvStateDir      = envnames.StateDir      // default .sandman
+	EnvDevAPIKey     = envnames.DevAPIKey     // the dev key; default generated once and kept in the state dir
 )
 
 // Defaults of the local stack.
@@ -125,7 +127,7 @@ func Run(ctx context.Context, opts Options) error {
 		}
 		return defaults[k]
 	}
-	var deps app.Deps
+	deps := Deps(opts.Log)
 	if getenv(app.EnvProvider) == ProviderE2BFake {
 		log := opts.Log
 		if log == nil {
@@ -149,7 +151,6 @@ func Run(ctx context.Context, opts Options) error {
 	if err := EnsureTable(ctx, client, cfg.Table); err != nil {
 		return err
 	}
-	deps.Log = opts.Log
 	a, err := app.New(ctx, cfg, app.Needs{Provider: true, WebhookSecret: true}, deps)
 	if err != nil {
 		return err
@@ -238,7 +239,7 @@ func NewGateway(a *app.App) (*Gateway, error) {
 // secret (app.Needs.WebhookSecret).
 func FunctionHandler(a *app.App, function string) (HTTPHandler, error) {
 	if function == routes.Webhook {
-		h, err := a.WebhookHandler()
+		h, err := providers.WebhookHandler(a)
 		if err != nil {
 			return nil, err
 		}

@@ -186,13 +186,15 @@ func newChaos(tb testing.TB, cfg chaosConfig, seed uint64) *chaos {
 	}
 	// Every id the service generates joins the pool at once, so operations
 	// can hit a session whose create is still in flight.
-	c.w.svc.NewID = func() string {
-		id := lifecycle.NewSessionID()
-		c.mu.Lock()
-		c.ids = append(c.ids, id)
-		c.mu.Unlock()
-		return id
-	}
+	c.w.rewire(tb, func(cfg *lifecycle.Config) {
+		cfg.NewID = func() string {
+			id := lifecycle.NewSessionID()
+			c.mu.Lock()
+			c.ids = append(c.ids, id)
+			c.mu.Unlock()
+			return id
+		}
+	})
 	c.w.fake.SetOnCall(c.maybeLose)
 	c.w.store.SetRefuse(c.maybeRefuse)
 	return c
@@ -516,7 +518,7 @@ func (c *chaos) finalPass(ctx context.Context, rng *rand.Rand) error {
 			}
 		}
 	}
-	c.w.clock.Advance(c.w.svc.Policy.LeaseDuration + time.Second)
+	c.w.clock.Advance(c.w.svc.Policy().LeaseDuration + time.Second)
 	sum, err := c.w.sweeper.Run(ctx)
 	if err != nil {
 		return fmt.Errorf("final sweep: %w", err)

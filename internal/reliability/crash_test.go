@@ -127,9 +127,10 @@ func runCrash(t *testing.T, tc crashCase) {
 	// The dying process: the same table, provider, publisher and clock,
 	// seen through the Crasher.
 	crasher := &reliability.Crasher{At: tc.at}
-	dying := lifecycle.NewService(crasher.Store(w.store), crasher.Provider(w.fake), w.events, w.clock, w.svc.Policy, quiet())
-	dying.Sleep = w.svc.Sleep
-	dying.NewID = func() string { id = lifecycle.NewSessionID(); return id }
+	cfg := w.svc.Config()
+	cfg.Store, cfg.Provider, cfg.Log = crasher.Store(w.store), crasher.Provider(w.fake), quiet()
+	cfg.NewID = func() string { id = lifecycle.NewSessionID(); return id }
+	dying := lifecycle.NewService(cfg)
 	if err := tc.run(ctx, w, dying, id); !errors.Is(err, reliability.ErrCrashed) {
 		t.Fatalf("operation returned %v, want the crash", err)
 	}

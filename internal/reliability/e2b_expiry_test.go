@@ -24,7 +24,8 @@ func TestE2BRecordedExpiryIsApplied(t *testing.T) {
 		t.Fatal(err)
 	}
 	store := dynamo.New(dynamotest.MustClient(t), dynamotest.MustTable(t), dynamo.WithLogger(quiet()))
-	svc := lifecycle.NewService(store, p, &reliability.EventLog{}, srv.Clock, lifecycle.DefaultPolicy(), quiet())
+	svc := lifecycle.NewService(lifecycle.Config{Store: store, Provider: p, Publisher: &reliability.EventLog{},
+		Clock: srv.Clock, Policy: lifecycle.DefaultPolicy(), Log: quiet()})
 	sess, _, err := svc.Create(t.Context(), account, lifecycle.CreateInput{Template: "base", IdleTimeoutSeconds: 1200})
 	if err != nil {
 		t.Fatal(err)

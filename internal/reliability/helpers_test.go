@@ -80,22 +80,38 @@ func MustWorld(tb testing.TB, seed uint64) *world {
 	calls := &countingProvider{Provider: fake, results: map[string]map[string]int{}}
 	store := reliability.NewRecordingStore(dynamo.New(dynamotest.MustClient(tb), dynamotest.MustTable(tb), dynamo.WithLogger(quiet())))
 	events := &reliability.EventLog{}
-	svc := lifecycle.NewService(store, calls, events, clock, lifecycle.DefaultPolicy(), quiet())
-	svc.Sleep = func(ctx context.Context, _ time.Duration) error { return ctx.Err() } // resume backoff: no waiting
-	format, err := webhook.NewE2B(fake.Name(), webhookSecret)
+	svc := lifecycle.NewService(lifecycle.Config{Store: store, Provider: calls, Publisher: events, Clock: clock, Policy: lifecycle.DefaultPolicy(), Log: quiet(),
+		Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }}) // resume backoff: no waiting
+	w := &world{
+		clock: clock, fake: fake, calls: calls, store: store, events: events, svc: svc,
+		observer: reliability.NewObserver(fake, clock),
+	}
+	w.wire(tb)
+	return w
+}
+
+// wire builds the sweep and the webhook handler over w.svc.
+func (w *world) wire(tb testing.TB) {
+	tb.Helper()
+	format, err := webhook.NewE2B(w.fake.Name(), webhookSecret)
 	if err != nil {
 		tb.Fatalf("webhook format: %v", err)
 	}
-	hooks, err := webhook.New(svc, []webhook.Format{format}, webhook.WithLogger(quiet()))
+	hooks, err := webhook.New(w.svc, []webhook.Format{format}, webhook.WithLogger(quiet()))
 	if err != nil {
 		tb.Fatalf("webhook handler: %v", err)
 	}
-	return &world{
-		clock: clock, fake: fake, calls: calls, store: store, events: events, svc: svc,
-		sweeper:  MustSweeper(tb, svc),
-		hooks:    hooks,
-		observer: reliability.NewObserver(fake, clock),
-	}
+	w.sweeper, w.hooks = MustSweeper(tb, w.svc), hooks
+}
+
+// rewire rebuilds w's service from its configuration as edit changes it,
+// and the sweep and webhook handler over the new service.
+func (w *world) rewire(tb testing.TB, edit func(*lifecycle.Config)) {
+	tb.Helper()
+	cfg := w.svc.Config()
+	edit(&cfg)
+	w.svc = lifecycle.NewService(cfg)
+	w.wire(tb)
 }
 
 // MustSweeper returns a sweeper on svc without a rate limit and with

@@ -55,7 +55,7 @@ func TestCreateWithLostAnswerLeaksNothing(t *testing.T) {
 func TestDeleteDuringCreateLeaksNothing(t *testing.T) {
 	w := MustWorld(t, 1)
 	var id string
-	w.svc.NewID = func() string { id = lifecycle.NewSessionID(); return id }
+	w.rewire(t, func(c *lifecycle.Config) { c.NewID = func() string { id = lifecycle.NewSessionID(); return id } })
 	w.fake.SetOnCall(func(op fakeprovider.Op, _ string) {
 		if op == fakeprovider.OpCreate {
 			if _, err := w.svc.Delete(t.Context(), account, id); err != nil { // provisioning → killed

@@ -8,18 +8,22 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"github.com/sandmanhq/sandman/internal/envnames"
 )
 
-// Environment variables read by ConfigFromEnv; unset means the default.
+// Environment variables read by ConfigFromEnv (named in internal/envnames);
+// unset means the default. Provider calls are bounded by the services
+// SANDMAN_PROVIDER_CALL_TIMEOUT.
 // Durations are Go durations ("20s", "720h").
 const (
-	EnvConcurrency     = "SANDMAN_SWEEP_CONCURRENCY"      // Config.Concurrency, default 16
-	EnvRate            = "SANDMAN_SWEEP_RATE"             // Config.Rate, provider calls per second, default 20; "inf" for none
-	EnvBurst           = "SANDMAN_SWEEP_BURST"            // Config.Burst, default the concurrency
-	EnvPageSize        = "SANDMAN_SWEEP_PAGE_SIZE"        // Config.PageSize, default 100, at most 1000
-	EnvDeadlineMargin  = "SANDMAN_SWEEP_DEADLINE_MARGIN"  // Config.DeadlineMargin, default 45s
-	EnvReconcileSample = "SANDMAN_SWEEP_RECONCILE_SAMPLE" // Config.ReconcileSample, default 500; negative: off
-	EnvDormancyAge     = "SANDMAN_SWEEP_DORMANCY_AGE"     // Config.DormancyAge, default 0: off
+	EnvConcurrency     = envnames.SweepConcurrency     // Config.Concurrency, default 16
+	EnvRate            = envnames.SweepRate            // Config.Rate, provider calls per second, default 20; "inf" for none
+	EnvBurst           = envnames.SweepBurst           // Config.Burst, default the concurrency
+	EnvPageSize        = envnames.SweepPageSize        // Config.PageSize, default 100, at most lifecycle.MaxDuePageSize
+	EnvDeadlineMargin  = envnames.SweepDeadlineMargin  // Config.DeadlineMargin, default 45s
+	EnvReconcileSample = envnames.SweepReconcileSample // Config.ReconcileSample, default 500; negative: off
+	EnvDormancyAge     = envnames.SweepDormancyAge     // Config.DormancyAge, default 0: off
 )
 
 // ConfigFromEnv reads a Config from getenv (os.Getenv in production), once

@@ -22,11 +22,10 @@ const (
 	DefaultPageSize        = 100
 	DefaultDeadlineMargin  = 45 * time.Second
 	DefaultReconcileSample = 500
-	DefaultCallTimeout     = 30 * time.Second
 )
 
 // maxPageSize is the largest page lifecycle.Store.FindDue accepts.
-const maxPageSize = 1000
+const maxPageSize = lifecycle.MaxDuePageSize
 
 // Config tunes a Sweeper. The zero value of every field means its default.
 type Config struct {
@@ -42,7 +41,7 @@ type Config struct {
 	PageSize int
 	// DeadlineMargin: a run stops taking new work once the context's
 	// deadline is nearer than this (default 45 s: more than one provider call
-	// timeout, 30 s), leaving time for the work
+	// timeout, lifecycle.DefaultCallTimeout), leaving time for the work
 	// under way to finish and for the summary to be logged.
 	DeadlineMargin time.Duration
 	// ReconcileSample is how many of the provider's sandboxes phase 3
@@ -53,9 +52,6 @@ type Config struct {
 	// longer than this and marks the session expired. Zero (the default)
 	// keeps paused sessions forever.
 	DormancyAge time.Duration
-	// CallTimeout bounds each provider call the sweep makes itself (List and
-	// Kill; the service bounds its own) (default 30 s).
-	CallTimeout time.Duration
 	// Wall tells the wall-clock time that the context's deadline is compared
 	// with (default lifecycle.SystemClock). It is separate from the
 	// service's clock, which decides what is due, so tests can move each.
@@ -83,9 +79,6 @@ func (c Config) withDefaults() Config {
 	if c.ReconcileSample == 0 {
 		c.ReconcileSample = DefaultReconcileSample
 	}
-	if c.CallTimeout <= 0 {
-		c.CallTimeout = DefaultCallTimeout
-	}
 	if c.Wall == nil {
 		c.Wall = lifecycle.SystemClock{}
 	}
@@ -96,13 +89,10 @@ func (c Config) withDefaults() Config {
 // between runs except its rate limiter, and is safe for concurrent use:
 // overlapping runs are decided by the table's conditional writes.
 type Sweeper struct {
-	svc      *lifecycle.Service
-	store    lifecycle.Store
-	provider lifecycle.Provider
-	clock    lifecycle.Clock
-	log      *slog.Logger
-	cfg      Config
-	limiter  *rate.Limiter
+	svc     *lifecycle.Service
+	log     *slog.Logger
+	cfg     Config
+	limiter *rate.Limiter
 
 	// listMu guards listToken: where phase 3 of the next run starts in the
 	// provider's list, so successive runs of a warm Lambda container walk
@@ -112,26 +102,22 @@ type Sweeper struct {
 	listToken string
 }
 
-// New returns a Sweeper that works through svc and its Store, Provider and
-// Clock. log may be nil (slog.Default()).
+// New returns a Sweeper that works through svc's operations: every read,
+// write and provider call is the service's (bounded by its call timeout,
+// SANDMAN_PROVIDER_CALL_TIMEOUT), and svc's clock decides what is due. log
+// may be nil (slog.Default()).
 func New(svc *lifecycle.Service, cfg Config, log *slog.Logger) *Sweeper {
 	if log == nil {
 		log = slog.Default()
 	}
 	cfg = cfg.withDefaults()
 	return &Sweeper{
-		svc:      svc,
-		store:    svc.Store,
-		provider: svc.Provider,
-		clock:    svc.Clock,
-		log:      log,
-		cfg:      cfg,
-		limiter:  rate.NewLimiter(cfg.Rate, cfg.Burst),
+		svc:     svc,
+		log:     log,
+		cfg:     cfg,
+		limiter: rate.NewLimiter(cfg.Rate, cfg.Burst),
 	}
 }
-
-// Config returns the configuration in use, defaults filled in.
-func (sw *Sweeper) Config() Config { return sw.cfg }
 
 // Run sweeps once: the four phases of the package doc, in order, each
 // bounded by the context's deadline less Config.DeadlineMargin. It logs the
@@ -141,7 +127,7 @@ func (sw *Sweeper) Config() Config { return sw.cfg }
 // when work was left undone, reported as Summary.Incomplete.
 func (sw *Sweeper) Run(ctx context.Context) (Summary, error) {
 	start := sw.cfg.Wall.Now()
-	r := &run{sw: sw, now: sw.clock.Now().UTC()}
+	r := &run{sw: sw, now: sw.svc.Now()}
 	if err := r.idle(ctx); err != nil {
 		sw.log.ErrorContext(ctx, "idle sweep could not start", "err", err)
 		return Summary{}, err
@@ -214,7 +200,7 @@ func (r *run) eachDue(ctx context.Context, ix lifecycle.DueIndex, before time.Ti
 			r.incomplete()
 			return nil
 		}
-		res, err := r.sw.store.FindDue(ctx, lifecycle.DueQuery{Index: ix, Before: before, Limit: r.sw.cfg.PageSize, Cursor: cursor})
+		res, err := r.sw.svc.FindDue(ctx, lifecycle.DueQuery{Index: ix, Before: before, Limit: r.sw.cfg.PageSize, Cursor: cursor})
 		if err != nil {
 			if page == 0 {
 				return fmt.Errorf("find due sessions in the %s index: %w", ix, err)
@@ -259,10 +245,10 @@ func (r *run) pause(ctx context.Context, sess *lifecycle.Session) {
 	if !r.begin(ctx) {
 		return
 	}
-	err := r.sw.svc.Pause(ctx, sess, lifecycle.ReasonIdle, lifecycle.Guard{DueBy: r.now})
+	err := r.sw.svc.PauseIfDue(ctx, sess, r.now)
 	switch pauseOutcome(err) {
 	case outcomePaused:
-		lag := r.sw.clock.Now().Sub(due)
+		lag := r.sw.svc.Now().Sub(due)
 		r.mu.Lock()
 		r.sum.Paused++
 		r.lags = append(r.lags, lag)
@@ -353,10 +339,6 @@ func (r *run) providerList(ctx context.Context) {
 	var g errgroup.Group
 	g.SetLimit(r.sw.cfg.Concurrency)
 	defer func() { _ = g.Wait() }()
-	var filter map[string]string
-	if d := r.sw.svc.Deployment; d != "" {
-		filter = map[string]string{lifecycle.MetadataDeployment: d}
-	}
 	r.sw.listMu.Lock()
 	token := r.sw.listToken
 	r.sw.listMu.Unlock()
@@ -369,14 +351,7 @@ func (r *run) providerList(ctx context.Context) {
 		if !r.begin(ctx) {
 			return
 		}
-		lctx, cancel := context.WithTimeout(ctx, r.sw.cfg.CallTimeout)
-		page, err := r.sw.provider.List(lctx, lifecycle.ListRequest{
-			States:    []lifecycle.SandboxState{lifecycle.SandboxRunning, lifecycle.SandboxPaused},
-			Metadata:  filter,
-			Limit:     min(r.sw.cfg.PageSize, sample-seen),
-			PageToken: token,
-		})
-		cancel()
+		page, err := r.sw.svc.ListSandboxes(ctx, token, min(r.sw.cfg.PageSize, sample-seen))
 		if err != nil {
 			r.sw.log.WarnContext(ctx, "list provider sandboxes", "err", err)
 			token = "" // a stale page token must not fail every later run
@@ -405,7 +380,7 @@ func (r *run) providerList(ctx context.Context) {
 // session when the two disagree about running versus paused.
 func (r *run) compare(ctx context.Context, sb lifecycle.Sandbox) {
 	log := r.sw.log.With("sandbox_id", sb.ID, "sandbox_state", sb.State)
-	sess, err := r.sw.store.FindBySandbox(ctx, r.sw.provider.Name(), sb.ID)
+	sess, err := r.sw.svc.SessionOfSandbox(ctx, sb)
 	switch {
 	case lifecycle.IsCode(err, lifecycle.CodeNotFound):
 		r.add(&r.sum.Unknown, 1)
@@ -462,37 +437,26 @@ func (r *run) dormant(ctx context.Context) {
 	}
 }
 
-// retire marks one dormant session expired and kills its sandbox. The
-// conditional write comes first and acts as the lock: a session resumed
-// since the (eventually consistent) index was read fails it and keeps its
-// sandbox. A kill that fails after the write leaves the sandbox of an
-// expired session with reason dormant, which phase 3 reaps on a later run
-// (lifecycle.Service.ReapOrphan).
+// retire marks one dormant session expired and kills its sandbox
+// (lifecycle.Service.ExpireDormant, then KillDormantSandbox once the rate
+// limit allows). Out of time after the write, or a kill that fails, leaves
+// the sandbox to phase 3 of a later run (lifecycle.Service.ReapOrphan).
 func (r *run) retire(ctx context.Context, found *lifecycle.Session) {
 	log := r.sw.log.With("session_id", found.ID)
-	sess, err := r.sw.store.GetSession(ctx, found.ID)
+	sess, sandboxID, err := r.sw.svc.ExpireDormant(ctx, found.ID, r.now.Add(-r.sw.cfg.DormancyAge))
 	if err != nil {
 		log.WarnContext(ctx, "read dormant session", "err", err)
 		r.add(&r.sum.ReconcileFailed, 1)
 		return
 	}
-	if sess.State != lifecycle.StatePaused || sess.PausedAt.After(r.now.Add(-r.sw.cfg.DormancyAge)) {
-		log.DebugContext(ctx, "dormant candidate moved meanwhile", "state", sess.State)
-		return
+	if sess == nil {
+		return // moved meanwhile
 	}
-	sandboxID, pausedAt := sess.SandboxID, sess.PausedAt
-	if err := r.sw.svc.Transition(ctx, sess, lifecycle.StateExpired, lifecycle.ReasonDormant, lifecycle.Guard{}); err != nil {
-		log.DebugContext(ctx, "dormant candidate moved meanwhile", "err", err)
-		return
-	}
-	log.InfoContext(ctx, "retired dormant session", "sandbox_id", sandboxID, "paused_at", pausedAt)
+	log.InfoContext(ctx, "retired dormant session", "sandbox_id", sandboxID, "paused_at", sess.PausedAt)
 	if sandboxID == "" || !r.begin(ctx) {
 		return // out of time: phase 3 of a later run kills it
 	}
-	kctx, cancel := context.WithTimeout(ctx, r.sw.cfg.CallTimeout)
-	err = r.sw.provider.Kill(kctx, sandboxID)
-	cancel()
-	if err != nil && !errors.Is(err, lifecycle.ErrSandboxGone) {
+	if err := r.sw.svc.KillDormantSandbox(ctx, sess, sandboxID); err != nil {
 		log.WarnContext(ctx, "kill dormant sandbox; phase 3 of a later run retries", "sandbox_id", sandboxID, "err", err)
 		r.add(&r.sum.ReconcileFailed, 1)
 		return

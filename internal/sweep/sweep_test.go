@@ -75,7 +75,7 @@ func MustEnv(tb testing.TB, opts ...fakeprovider.Option) *env {
 	clock := lifecycle.NewManualClock(t0)
 	prov := fakeprovider.New(append([]fakeprovider.Option{fakeprovider.WithClock(clock)}, opts...)...)
 	store := &hookStore{Store: dynamo.New(client, table, dynamo.WithLogger(quiet()))}
-	svc := lifecycle.NewService(store, prov, nil, clock, lifecycle.DefaultPolicy(), quiet())
+	svc := lifecycle.NewService(lifecycle.Config{Store: store, Provider: prov, Clock: clock, Policy: lifecycle.DefaultPolicy(), Log: quiet()})
 	return &env{clock: clock, prov: prov, store: store, svc: svc}
 }
 
@@ -141,7 +141,7 @@ func MustState(tb testing.TB, e *env, id string, want lifecycle.State) *lifecycl
 func MustUpdate(tb testing.TB, e *env, sess *lifecycle.Session, to lifecycle.State) {
 	tb.Helper()
 	from := sess.State
-	if err := sess.Transition(to, lifecycle.ReasonRequest, e.clock.Now(), e.svc.Policy); err != nil {
+	if err := sess.Transition(to, lifecycle.ReasonRequest, e.clock.Now(), e.svc.Policy()); err != nil {
 		tb.Fatalf("transition %s: %v", sess.ID, err)
 	}
 	if err := e.store.UpdateSession(tb.Context(), sess, from, lifecycle.Guard{}); err != nil {
@@ -436,7 +436,7 @@ func TestRunLeases(t *testing.T) {
 	provisioning := &lifecycle.Session{
 		ID: lifecycle.NewSessionID(), AccountID: account, Provider: e.prov.Name(), Template: "base",
 		State: lifecycle.StateProvisioning, Reason: lifecycle.ReasonRequest, IdleTimeout: idleTimeout,
-		CreatedAt: e.clock.Now(), UpdatedAt: e.clock.Now(), LeaseExpiresAt: e.clock.Now().Add(e.svc.Policy.LeaseDuration),
+		CreatedAt: e.clock.Now(), UpdatedAt: e.clock.Now(), LeaseExpiresAt: e.clock.Now().Add(e.svc.Policy().LeaseDuration),
 	}
 	if err := e.store.CreateSession(t.Context(), provisioning); err != nil {
 		t.Fatalf("create provisioning session: %v", err)
@@ -452,7 +452,7 @@ func TestRunLeases(t *testing.T) {
 	})
 
 	t.Run("Reconciled", func(t *testing.T) {
-		e.clock.Advance(e.svc.Policy.LeaseDuration + time.Second)
+		e.clock.Advance(e.svc.Policy().LeaseDuration + time.Second)
 		sum := MustRun(t, t.Context(), sw)
 		if got, want := sum.Leases, 4; got != want {
 			t.Errorf("leases = %d, want %d", got, want)
@@ -601,12 +601,15 @@ func TestRunReapsOrphans(t *testing.T) {
 	lost := create(map[string]string{lifecycle.MetadataSessionID: "ses_lostlostlostlostlostlostlo"})
 	// A session killed while its sandbox lived on (a resume raced the delete).
 	killed := s[0]
-	if err := e.svc.Transition(t.Context(), killed, lifecycle.StateKilled, lifecycle.ReasonRequest, lifecycle.Guard{}); err != nil {
+	if err := killed.Transition(lifecycle.StateKilled, lifecycle.ReasonRequest, e.clock.Now(), e.svc.Policy()); err != nil {
 		t.Fatalf("mark killed: %v", err)
+	}
+	if err := e.store.UpdateSession(t.Context(), killed, lifecycle.StateRunning, lifecycle.Guard{}); err != nil {
+		t.Fatalf("write killed: %v", err)
 	}
 	// Not Sandman's: no tag.
 	untagged := create(nil)
-	e.clock.Advance(e.svc.Policy.LeaseDuration + time.Second)
+	e.clock.Advance(e.svc.Policy().LeaseDuration + time.Second)
 	// Too young to judge: made just now.
 	young := create(map[string]string{lifecycle.MetadataSessionID: "ses_youngyoungyoungyoungyoungyo"})
 

@@ -74,7 +74,9 @@ func BenchmarkVerifyAndParse(b *testing.B) {
 func mustQuietHandler(tb testing.TB, h *harness) *webhook.Handler {
 	tb.Helper()
 	quiet := slog.New(slog.NewJSONHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	h.service.Log = quiet
+	cfg := h.service.Config()
+	cfg.Log = quiet
+	h.service = lifecycle.NewService(cfg)
 	return MustHandler(tb, h.service, h.provider.Name(), webhook.WithLogger(quiet))
 }
 

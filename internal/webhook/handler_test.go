@@ -61,8 +61,8 @@ func mustHarnessOn(tb testing.TB, store *dynamo.Store, opts ...webhook.Option) *
 		h.published = append(h.published, evs...)
 		return nil
 	})
-	h.service = lifecycle.NewService(store, h.provider, pub, clock, lifecycle.DefaultPolicy(), log)
-	h.service.NewID = func() string { return FixtureSessionID }
+	h.service = lifecycle.NewService(lifecycle.Config{Store: store, Provider: h.provider, Publisher: pub, Clock: clock, Policy: lifecycle.DefaultPolicy(), Log: log,
+		NewID: func() string { return FixtureSessionID }})
 	h.handler = MustHandler(tb, h.service, h.provider.Name(), append([]webhook.Option{webhook.WithLogger(log)}, opts...)...)
 	return h
 }

@@ -63,7 +63,7 @@ func (w *world) sandboxState(id string) lifecycle.SandboxState {
 
 // Finding 1: an Idempotency-Key claimed by a create whose CreateSession
 // failed blocked every retry with that key for 24 h.
-func TestReviewIdempotencyKeyReleasedAfterStoreFailure(t *testing.T) {
+func TestIdempotencyKeyReleasedAfterStoreFailure(t *testing.T) {
 	w := MustWorld(t, 1)
 	var once sync.Once
 	w.store.SetRefuse(func(_ *lifecycle.Session, from lifecycle.State) error {
@@ -99,7 +99,7 @@ func TestReviewIdempotencyKeyReleasedAfterStoreFailure(t *testing.T) {
 
 // Finding 2: retrying with the same Idempotency-Key a create that answered
 // 503 replayed the failed session instead of trying again.
-func TestReviewIdempotencyKeyReleasedAfterProviderFailure(t *testing.T) {
+func TestIdempotencyKeyReleasedAfterProviderFailure(t *testing.T) {
 	w := MustWorld(t, 1)
 	w.fake.FailNext(fakeprovider.OpCreate, nil)
 	in := lifecycle.CreateInput{Template: "base", IdempotencyKey: "k-provider"}
@@ -148,11 +148,11 @@ func (p *cancelAfterCreate) Create(ctx context.Context, req lifecycle.CreateRequ
 
 // Finding 3: the write recording a successful provider create ran on the
 // request's context.
-func TestReviewCreateSettlesAfterCancel(t *testing.T) {
+func TestCreateRecordsOutcomeAfterCallerCancels(t *testing.T) {
 	w := MustWorld(t, 1)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	w.svc.Provider = &cancelAfterCreate{Provider: w.svc.Provider, cancel: cancel}
+	w.rewire(t, func(c *lifecycle.Config) { c.Provider = &cancelAfterCreate{Provider: c.Provider, cancel: cancel} })
 	// Old code: the running write failed with "context canceled", Create killed the
 	// sandbox and answered 500.
 	sess, _, err := w.svc.Create(ctx, account, lifecycle.CreateInput{Template: "base"})
@@ -180,14 +180,13 @@ func MustLossyWorld(tb testing.TB) (*world, *dynamotest.LostAnswerClient) {
 	table := dynamotest.MustTable(tb)
 	client, hc := dynamotest.MustLossyClient(tb)
 	w.store = reliability.NewRecordingStore(dynamo.New(client, table, dynamo.WithLogger(quiet())))
-	w.svc.Store = w.store
-	w.sweeper = MustSweeper(tb, w.svc)
+	w.rewire(tb, func(c *lifecycle.Config) { c.Store = w.store })
 	return w, hc
 }
 
 // Finding 4: a PutItem whose answer was lost after it committed was retried
 // by the SDK, failed its own condition and was taken for a lost race.
-func TestReviewLostWriteAnswer(t *testing.T) {
+func TestLostWriteAnswerIsOwnSuccess(t *testing.T) {
 	t.Run("CreateRunning", func(t *testing.T) {
 		w, hc := MustLossyWorld(t)
 		hc.Arm(`"state":{"S":"running"}`)
@@ -238,7 +237,7 @@ func TestReviewLostWriteAnswer(t *testing.T) {
 
 // Finding 5: a pause that failed after the provider paused was rolled back
 // to running.
-func TestReviewAmbiguousPause(t *testing.T) {
+func TestFailedPauseBelievesProviderState(t *testing.T) {
 	t.Run("AnswerLost", func(t *testing.T) {
 		w := MustWorld(t, 1)
 		sess := w.MustCreate(t, 600)
@@ -313,7 +312,7 @@ func TestReviewAmbiguousPause(t *testing.T) {
 		if got := w.MustSession(t, sess.ID).State; got != lifecycle.StatePausing {
 			t.Fatalf("table %s, want pausing until the lease runs out", got)
 		}
-		w.clock.Advance(w.svc.Policy.LeaseDuration + time.Minute)
+		w.clock.Advance(w.svc.Policy().LeaseDuration + time.Minute)
 		sum := w.MustSweep(t)
 		if got := w.MustSession(t, sess.ID).State; got != lifecycle.StatePaused {
 			t.Errorf("after the sweep: table %s, want paused (the provider paused)", got)
@@ -327,7 +326,7 @@ func TestReviewAmbiguousPause(t *testing.T) {
 
 // Finding 6: one spurious "gone" (E2B reports 1-3 % of sandboxes not found
 // early) expired the session, and the reaper then killed its live sandbox.
-func TestReviewSpuriousGone(t *testing.T) {
+func TestGoneConfirmedBeforeExpiry(t *testing.T) {
 	reconnect := func(t *testing.T, w *world, id string) lifecycle.ReconnectResult {
 		t.Helper()
 		res, err := w.svc.Reconnect(t.Context(), account, id)
@@ -410,7 +409,7 @@ func TestReviewSpuriousGone(t *testing.T) {
 		if res := reconnect(t, w, sess.ID); res.Status != lifecycle.ReconnectExpired {
 			t.Fatalf("reconnect status %s, want expired (setup)", res.Status)
 		}
-		w.clock.Advance(w.svc.Policy.LeaseDuration + time.Minute) // old enough to be reaped
+		w.clock.Advance(w.svc.Policy().LeaseDuration + time.Minute) // old enough to be reaped
 		sb, ok := w.fake.Sandbox(sess.SandboxID)
 		if !ok {
 			t.Fatal("sandbox vanished (setup)")
@@ -454,7 +453,7 @@ func MustRun(tb testing.TB, sw *sweep.Sweeper) sweep.Summary {
 
 // Finding 7: retiring a dormant session read it, killed its sandbox, then
 // wrote: a resume in between was left running without a sandbox.
-func TestReviewDormancy(t *testing.T) {
+func TestDormantSessionExpiredBeforeKill(t *testing.T) {
 	t.Run("ResumeBetweenReadAndWrite", func(t *testing.T) {
 		w, sess, sw := MustDormantWorld(t)
 		var once sync.Once
@@ -536,9 +535,9 @@ func TestReviewDormancy(t *testing.T) {
 
 // Finding 8: the sweep listed and reaped every sandbox of the provider
 // account, those of other deployments sharing it included.
-func TestReviewDeploymentTag(t *testing.T) {
+func TestSweepReapsOnlyItsDeployment(t *testing.T) {
 	w := MustWorld(t, 1)
-	w.svc.Deployment = "a"
+	w.rewire(t, func(c *lifecycle.Config) { c.Deployment = "a" })
 	sess := w.MustCreate(t, 600)
 	sb, ok := w.fake.Sandbox(sess.SandboxID)
 	if !ok {
@@ -553,10 +552,9 @@ func TestReviewDeploymentTag(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.clock.Advance(w.svc.Policy.LeaseDuration + time.Minute) // old enough to be reaped
+	w.clock.Advance(w.svc.Policy().LeaseDuration + time.Minute) // old enough to be reaped
 
-	svcB := lifecycle.NewService(w.store, w.calls, w.events, w.clock, lifecycle.DefaultPolicy(), quiet())
-	svcB.Deployment = "b"
+	svcB := lifecycle.NewService(lifecycle.Config{Store: w.store, Provider: w.calls, Publisher: w.events, Clock: w.clock, Policy: lifecycle.DefaultPolicy(), Log: quiet(), Deployment: "b"})
 	// Old code: deployment b's sweep listed a's sandboxes and killed a's orphan.
 	sumB := MustRun(t, MustSweeper(t, svcB))
 	if sumB.Listed != 0 || sumB.OrphansKilled != 0 {
@@ -580,7 +578,7 @@ func TestReviewDeploymentTag(t *testing.T) {
 
 // Finding 9: a resume whose provider call succeeded after the session was
 // deleted left a running sandbox behind a killed session.
-func TestReviewResumeRacingDelete(t *testing.T) {
+func TestResumeRacingDeleteKillsSandbox(t *testing.T) {
 	w := MustWorld(t, 1)
 	sess := w.MustCreate(t, 600)
 	w.MustSnapshot(t, sess.ID)
@@ -614,14 +612,14 @@ func TestReviewResumeRacingDelete(t *testing.T) {
 
 // Finding 10: a heartbeat whose timeout refresh found the sandbox paused
 // (E2B answers 404 for a paused sandbox) treated it as gone.
-func TestReviewHeartbeatOnSelfPausedSandbox(t *testing.T) {
+func TestHeartbeatOnSelfPausedSandbox(t *testing.T) {
 	w := MustWorld(t, 1)
 	sess := w.MustCreate(t, 600)
 	// Past half the idle timeout the provider's timeout must be pushed out.
 	now := w.clock.Advance(6 * time.Minute)
 	probe := w.MustSession(t, sess.ID)
 	probe.RecordActivity(now, 0)
-	if !w.svc.Policy.NeedsProviderRefresh(probe, now) {
+	if !w.svc.Policy().NeedsProviderRefresh(probe, now) {
 		t.Fatal("setup: the heartbeat would not refresh the provider timeout")
 	}
 	w.fake.SetState(sess.SandboxID, lifecycle.SandboxPaused)
@@ -652,7 +650,7 @@ func TestReviewHeartbeatOnSelfPausedSandbox(t *testing.T) {
 // Finding 11: webhooks. An updated event set a provider timeout on a paused
 // session; an event for a session mid-operation was claimed, so its
 // redelivery after the operation settled was swallowed as a duplicate.
-func TestReviewWebhooks(t *testing.T) {
+func TestWebhookRules(t *testing.T) {
 	t.Run("UpdatedOnPaused", func(t *testing.T) {
 		w := MustWorld(t, 1)
 		sess := w.MustCreate(t, 600)

@@ -1,0 +1,49 @@
+package app_test
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/sandmanhq/sandman/internal/app"
+	"github.com/sandmanhq/sandman/internal/envnames"
+	"github.com/sandmanhq/sandman/internal/localstack"
+	"github.com/sandmanhq/sandman/internal/sweep"
+)
+
+// TestEnvContract ties internal/envnames to its readers: every variable the
+// functions' readers (app.ConfigFromEnv, sweep.ConfigFromEnv) ask for is
+// named in envnames.Functions, and every name there is asked for. The stack's
+// side (every variable it sets is one of envnames.Functions) is
+// infra.TestStackEnvContract.
+func TestEnvContract(t *testing.T) {
+	asked := map[string]bool{}
+	getenv := func(name string) string {
+		asked[name] = true
+		if name == envnames.Table {
+			return "sessions" // required: without it the reader stops early
+		}
+		return ""
+	}
+	if _, err := app.ConfigFromEnv(getenv); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sweep.ConfigFromEnv(getenv); err != nil {
+		t.Fatal(err)
+	}
+	for name := range asked {
+		if !slices.Contains(envnames.Functions, name) {
+			t.Errorf("%s is read but not named in envnames.Functions", name)
+		}
+	}
+	for _, name := range envnames.Functions {
+		if !asked[name] {
+			t.Errorf("envnames.Functions names %s, which no reader asks for", name)
+		}
+	}
+	for _, name := range []string{localstack.EnvAddr, localstack.EnvSweepInterval, localstack.EnvInMemory,
+		localstack.EnvStateDir, localstack.EnvDevAPIKey} {
+		if !slices.Contains(envnames.LocalStack, name) {
+			t.Errorf("the local stack reads %s, not named in envnames.LocalStack", name)
+		}
+	}
+}

@@ -1,0 +1,17 @@
+package dynamo_test
+
+import (
+	"testing"
+
+	"github.com/sandmanhq/sandman/internal/dynamo"
+	"github.com/sandmanhq/sandman/internal/dynamotest"
+	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/storetest"
+)
+
+// TestStoreContract runs the lifecycle.Store contract on DynamoDB Local.
+func TestStoreContract(t *testing.T) {
+	storetest.Run(t, func(tb testing.TB) lifecycle.Store {
+		return dynamo.New(dynamotest.MustClient(tb), dynamotest.MustTable(tb))
+	})
+}

@@ -1,0 +1,194 @@
+package lifecycle
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Reconcile puts one session into the state its provider reports, read
+// through the control API (never waking a paused sandbox). The sweep calls it
+// for sessions whose lease expired and for running sessions the provider's
+// list disagrees with. A provisioning session without a sandbox becomes
+// failed. It returns whether the session changed.
+// Errors: unavailable (provider trouble: try next run), conflict (lost a
+// race: someone else moved it).
+func (s *Service) Reconcile(ctx context.Context, sess *Session) (bool, error) {
+	if sess.State.Final() {
+		return false, nil
+	}
+	if sess.SandboxID == "" {
+		if sess.State != StateProvisioning {
+			return false, nil
+		}
+		// The conditional write first: it fails if the create committed
+		// meanwhile, and then its sandbox must not be killed.
+		if err := s.transition(ctx, sess, StateFailed, ReasonReconcile, Guard{}); err != nil {
+			return false, err
+		}
+		if err := s.killOrphans(ctx, sess); err != nil {
+			s.log().WarnContext(ctx, "kill the sandbox of a dead create; the sweep reaps it later", "session_id", sess.ID, "err", err)
+		}
+		return true, nil
+	}
+	obs, err := s.observe(ctx, sess)
+	if err != nil {
+		return false, s.providerError(err, "read the sandbox")
+	}
+	to, sb := obs.state, obs.sandbox
+	if to == sess.State {
+		return false, nil
+	}
+	if to == StatePaused && sess.State == StateProvisioning {
+		to = StateRunning // the sandbox exists; the sweep pauses it when due
+	}
+	if to == StateRunning {
+		sess.SandboxExpiresAt = sb.ExpiresAt
+		if sb.PreviewURL != "" {
+			sess.PreviewURL = sb.PreviewURL
+		}
+		if sess.State == StatePaused || sess.State == StateResuming {
+			// Traffic woke it or a resume finished without us: activity.
+			sess.RecordActivity(s.now(), 0)
+		}
+	}
+	if err := s.transition(ctx, sess, to, ReasonReconcile, Guard{}); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// killOrphans kills sandboxes the provider tagged with sessionID: a create
+// that died between the provider call and the table write leaves one.
+func (s *Service) killOrphans(ctx context.Context, sess *Session) error {
+	sessionID, provider := sess.ID, s.provider(sess)
+	pctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
+	defer cancel()
+	page, err := provider.List(pctx, ListRequest{Metadata: map[string]string{MetadataSessionID: sessionID}})
+	if err != nil {
+		return s.providerError(err, "list sandboxes")
+	}
+	for _, sb := range page.Sandboxes {
+		if err := provider.Kill(pctx, sb.ID); err != nil && !errors.Is(err, ErrSandboxGone) {
+			return s.providerError(err, "kill an orphaned sandbox")
+		}
+		s.log().InfoContext(ctx, "killed orphaned sandbox", "session_id", sessionID, "sandbox_id", sb.ID)
+	}
+	return nil
+}
+
+// ReapOrphan kills a provider sandbox that no live session holds, once it is
+// older than a lease: one tagged (MetadataSessionID) with a session that is
+// final, holds another sandbox, or never recorded it because its create died
+// (the table is read strongly, so a create that just committed is safe). The
+// sweep calls it for listed sandboxes the table does not know and for those
+// of killed and failed sessions: it closes leaks such as a create whose answer was lost
+// after the provider made the sandbox, or a resume that raced a delete (E2B:
+// the delete answered 204 but the sandbox ended up running). A sandbox that
+// is untagged, or tagged with another deployment (MetadataDeployment), is
+// not this Sandman's and is left alone; so is one whose session expired
+// (see below). It returns whether it killed.
+// Errors: unavailable (provider trouble), or the store's.
+func (s *Service) ReapOrphan(ctx context.Context, sb Sandbox) (bool, error) {
+	id := sb.Metadata[MetadataSessionID]
+	if id == "" || (s.cfg.Deployment != "" && sb.Metadata[MetadataDeployment] != s.cfg.Deployment) {
+		return false, nil // not ours, or another deployment's
+	}
+	now := s.now()
+	if !sb.StartedAt.IsZero() && now.Sub(sb.StartedAt) < s.cfg.Policy.LeaseDuration {
+		return false, nil
+	}
+	sess, err := s.cfg.Store.GetSession(ctx, id)
+	switch {
+	case IsCode(err, CodeNotFound):
+	case err != nil:
+		return false, err
+	case sess.SandboxID == sb.ID && !sess.State.Final():
+		return false, nil // held: the index was behind
+	case sess.State == StateExpired && sess.Reason != ReasonDormant:
+		// The provider said it was gone, twice, yet it is here: killing it
+		// could lose the user's files. Left for an operator (logged). A
+		// dormant session's sandbox was meant to die: its kill is retried.
+		s.log().WarnContext(ctx, "sandbox of an expired session is alive; left alone", "session_id", id, "sandbox_id", sb.ID)
+		return false, nil
+	case sess.State == StateProvisioning && now.Before(sess.LeaseExpiresAt):
+		return false, nil // its create is still under way
+	}
+	pctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
+	defer cancel()
+	if err := s.providerFor(s.ProviderName()).Kill(pctx, sb.ID); err != nil && !errors.Is(err, ErrSandboxGone) {
+		return false, s.providerError(err, "kill an orphaned sandbox")
+	}
+	s.log().InfoContext(ctx, "killed orphaned sandbox", "session_id", id, "sandbox_id", sb.ID)
+	return true, nil
+}
+
+// FindDue returns one page of the sessions of a due index (Store.FindDue):
+// the sweep's work lists. Errors: the store's (invalid for a foreign cursor).
+func (s *Service) FindDue(ctx context.Context, q DueQuery) (SessionPage, error) {
+	return s.cfg.Store.FindDue(ctx, q)
+}
+
+// ListSandboxes returns one page of the provider's running and paused
+// sandboxes, only this deployment's when the service names one, within
+// CallTimeout. Errors: the provider's.
+func (s *Service) ListSandboxes(ctx context.Context, pageToken string, limit int) (SandboxPage, error) {
+	var filter map[string]string
+	if d := s.cfg.Deployment; d != "" {
+		filter = map[string]string{MetadataDeployment: d}
+	}
+	pctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
+	defer cancel()
+	return s.providerFor(s.ProviderName()).List(pctx, ListRequest{
+		States:    []SandboxState{SandboxRunning, SandboxPaused},
+		Metadata:  filter,
+		Limit:     limit,
+		PageToken: pageToken,
+	})
+}
+
+// SessionOfSandbox returns the session that holds a listed sandbox of the
+// provider (Store.FindBySandbox). Errors: not_found, the store's.
+func (s *Service) SessionOfSandbox(ctx context.Context, sb Sandbox) (*Session, error) {
+	return s.cfg.Store.FindBySandbox(ctx, s.ProviderName(), sb.ID)
+}
+
+// ExpireDormant marks session id expired (reason dormant) if it is still
+// paused and was paused at or before pausedBefore: the sweep's dormancy rule
+// (ours: sessions paused longer than SANDMAN_SWEEP_DORMANCY_AGE give their
+// sandbox up). The session is read again first, and the conditional write
+// acts as the lock: a session resumed since the (eventually consistent)
+// index was read fails it and keeps its sandbox. It returns the expired
+// session and the id of the sandbox it held ("" for none), which the caller
+// then kills (KillDormantSandbox); a nil session when it moved meanwhile.
+// Errors: the store's read.
+func (s *Service) ExpireDormant(ctx context.Context, id string, pausedBefore time.Time) (*Session, string, error) {
+	sess, err := s.cfg.Store.GetSession(ctx, id)
+	if err != nil {
+		return nil, "", err
+	}
+	if sess.State != StatePaused || sess.PausedAt.After(pausedBefore) {
+		s.log().DebugContext(ctx, "dormant candidate moved meanwhile", "session_id", id, "state", sess.State)
+		return nil, "", nil
+	}
+	sandboxID := sess.SandboxID
+	if err := s.transition(ctx, sess, StateExpired, ReasonDormant, Guard{}); err != nil {
+		s.log().DebugContext(ctx, "dormant candidate moved meanwhile", "session_id", id, "err", err)
+		return nil, "", nil
+	}
+	return sess, sandboxID, nil
+}
+
+// KillDormantSandbox kills sandboxID, the sandbox of sess that
+// ExpireDormant retired, within CallTimeout. A sandbox already gone is
+// success. A kill that fails leaves the sandbox of an expired session with
+// reason dormant, which ReapOrphan kills on a later sweep.
+// Errors: the provider's.
+func (s *Service) KillDormantSandbox(ctx context.Context, sess *Session, sandboxID string) error {
+	pctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
+	defer cancel()
+	if err := s.provider(sess).Kill(pctx, sandboxID); err != nil && !errors.Is(err, ErrSandboxGone) {
+		return err
+	}
+	return nil
+}

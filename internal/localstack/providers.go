@@ -1,0 +1,44 @@
+package localstack
+
+import (
+	"context"
+	"log/slog"
+	"maps"
+
+	"github.com/sandmanhq/sandman/internal/app"
+	"github.com/sandmanhq/sandman/internal/jsonl"
+	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/localsandbox"
+	"github.com/sandmanhq/sandman/internal/providers"
+)
+
+// Deps returns what the local stack composes into app.New on top of log:
+// every provider it can run (the Lambda functions' e2b and fake, plus the
+// local provider whose sandboxes are processes) and the JSON-lines events
+// file. The Lambda functions link none of the local ones.
+func Deps(log *slog.Logger) app.Deps {
+	all := maps.Clone(providers.Lambda())
+	all[app.ProviderLocal] = Local
+	return app.Deps{Log: log, Providers: all, OpenEventsFile: openEventsFile}
+}
+
+// Local builds the local provider (internal/localsandbox) under the
+// configured directory, sending E2B-format webhooks to the configured URL
+// signed with the webhook secret.
+func Local(p app.ProviderParams) (lifecycle.Provider, func(context.Context) error, error) {
+	prov, err := localsandbox.New(localsandbox.Config{Dir: p.Config.LocalDir, WebhookURL: p.Config.LocalWebhookURL,
+		WebhookSecret: p.WebhookSecret, Clock: p.Clock, Logger: p.Log})
+	if err != nil {
+		return nil, nil, err
+	}
+	return prov, prov.Close, nil
+}
+
+// openEventsFile opens the JSON-lines publisher of SANDMAN_EVENTS_FILE.
+func openEventsFile(path string) (lifecycle.Publisher, func(context.Context) error, error) {
+	p, err := jsonl.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	return p, func(context.Context) error { return p.Close() }, nil
+}
