@@ -26,6 +26,7 @@ package webclienttest
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"slices"
@@ -70,12 +71,15 @@ type Server struct {
 	log    Log
 	conns  map[int]*websocket.Conn
 	mux    *http.ServeMux
+	// changed is closed and replaced whenever the log or the open
+	// connections change (see Wait).
+	changed chan struct{}
 }
 
 // New returns a Server that accepts tokens and starts with status (a status
 // body, e.g. {"state":"running","preview_url":…}).
 func New(status json.RawMessage, tokens ...string) *Server {
-	s := &Server{tokens: tokens, status: status, conns: map[int]*websocket.Conn{}, mux: http.NewServeMux()}
+	s := &Server{tokens: tokens, status: status, conns: map[int]*websocket.Conn{}, mux: http.NewServeMux(), changed: make(chan struct{})}
 	files := webclient.Handler()
 	s.mux.Handle("GET /sandman.js", files)
 	s.mux.Handle("GET /console/", files)
@@ -155,6 +159,30 @@ func (s *Server) Drop() {
 	}
 }
 
+// Wait blocks until cond holds for the log (checked now and after every
+// change) or ctx ends, whose error it then returns.
+func (s *Server) Wait(ctx context.Context, cond func(Log) bool) error {
+	for {
+		s.mu.Lock()
+		ch := s.changed
+		s.mu.Unlock()
+		if cond(s.Log()) {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("wait for the scripted channel: %w", ctx.Err())
+		}
+	}
+}
+
+// notify wakes Wait; s.mu must be held.
+func (s *Server) notify() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
 // Log returns a copy of what the server saw.
 func (s *Server) Log() Log {
 	s.mu.Lock()
@@ -180,6 +208,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	ok := token != "" && slices.Contains(s.tokens, token)
 	idx := len(s.log.Connects)
 	s.log.Connects = append(s.log.Connects, Connect{Token: token, Accepted: ok, At: time.Now().UTC()})
+	s.notify()
 	s.mu.Unlock()
 	if !ok {
 		http.Error(w, `{"status":"error","error":"the client token is not valid","error_type":"unauthorized"}`, http.StatusUnauthorized)
@@ -193,11 +222,13 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	s.conns[idx] = c
+	s.notify()
 	first := sessionMessage(s.status)
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
 		delete(s.conns, idx)
+		s.notify()
 		s.mu.Unlock()
 		c.CloseNow()
 	}()
@@ -216,6 +247,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		}
 		s.mu.Lock()
 		s.log.Messages = append(s.log.Messages, Message{Conn: idx, Data: slices.Clone(data), At: time.Now().UTC()})
+		s.notify()
 		s.mu.Unlock()
 	}
 }
