@@ -48,6 +48,7 @@
  * @typedef {"connecting"|"open"|"reconnecting"|"closed"} ConnectionState
  */
 
+const MAX_TIMER_MS = 2 ** 31 - 1;
 const DEFAULT_INPUT_EVENTS = ["pointerdown", "keydown", "wheel", "touchstart", "scroll", "mousemove"];
 
 /**
@@ -281,6 +282,12 @@ export class SandmanSession extends EventTarget {
     this._refreshTimer = null;
     if (this.expiresAt == null || !this.options.onTokenExpired) return;
     const wait = Math.max(0, this.expiresAt - this._refreshBefore - Date.now());
+    // setTimeout fires at once for delays over 2^31-1 ms (24.8 days): wait
+    // in steps and look again.
+    if (wait > MAX_TIMER_MS) {
+      this._refreshTimer = setTimeout(() => this._armRefresh(), MAX_TIMER_MS);
+      return;
+    }
     this._refreshTimer = setTimeout(() => {
       this._refreshTimer = null;
       this._refresh("expiring");

@@ -71,6 +71,8 @@ type Server struct {
 	log    Log
 	conns  map[int]*websocket.Conn
 	mux    *http.ServeMux
+	// onMessage, when set, sees every client message after it is logged.
+	onMessage func(data []byte)
 	// changed is closed and replaced whenever the log or the open
 	// connections change (see Wait).
 	changed chan struct{}
@@ -248,7 +250,11 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		s.log.Messages = append(s.log.Messages, Message{Conn: idx, Data: slices.Clone(data), At: time.Now().UTC()})
 		s.notify()
+		on := s.onMessage
 		s.mu.Unlock()
+		if on != nil {
+			on(data)
+		}
 	}
 }
 

@@ -320,6 +320,21 @@ try {
     await page.evaluate(() => window.s.close());
     await page.close();
   });
+  await test("a far expiry (past setTimeout's 24.8-day limit) does not refresh at once", async () => {
+    const page = await freshPage();
+    await page.evaluate(() => {
+      window.calls = [];
+      window.s = window.sandman.connect({
+        url: "/v1/ws", token: "tok-1", expiresAt: "2099-01-01T00:00:00Z",
+        onTokenExpired: (reason) => { window.calls.push(reason); return "tok-1"; },
+      });
+    });
+    await until("open", () => page.evaluate(() => window.s.connectionState === "open"));
+    await page.clock.runFor(60 * 60_000);
+    assert.deepEqual(await page.evaluate(() => window.calls), []);
+    await page.evaluate(() => window.s.close());
+    await page.close();
+  });
 } finally {
   await context.close();
   server.stdin.end();
