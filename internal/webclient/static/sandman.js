@@ -182,6 +182,10 @@ export class SandmanSession extends EventTarget {
 
   // --- internals ---
 
+  /**
+   * @param {string} type
+   * @param {unknown} detail
+   */
   _emit(type, detail) {
     this.dispatchEvent(new CustomEvent(type, { detail }));
   }
@@ -252,6 +256,7 @@ export class SandmanSession extends EventTarget {
     ws.onerror = () => {}; // a close always follows
   }
 
+  /** @param {string} message */
   _failResumes(message) {
     const ws = this._resumeWaiters;
     this._resumeWaiters = [];
@@ -318,6 +323,7 @@ export class SandmanSession extends EventTarget {
     return this._refreshing;
   }
 
+  /** @param {object} obj */
   _send(obj) {
     const ws = this._ws;
     if (!ws || !this._opened || ws.readyState !== 1) return false;
