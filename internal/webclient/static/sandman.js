@@ -14,8 +14,9 @@
 // The server pushes {"type":"session","session":<status body>} at connect and
 // after every committed transition. The client sends
 // {"action":"heartbeat","visible":true|false} on user input (at most one per
-// heartbeatIntervalMs, 30 s by default: the server's activity granularity)
-// and at once when the page's visibility changes, and {"action":"resume"}.
+// heartbeatIntervalMs, 30 s by default: the server's activity granularity),
+// at once when the page's visibility changes, and at connect only when the
+// page is hidden (a new connection counts as visible); and {"action":"resume"}.
 // It reconnects after a drop with capped exponential backoff and jitter, and
 // asks the app for a fresh token (onTokenExpired) shortly before the token
 // expires and whenever a connect is refused (a WebSocket handshake refused
@@ -129,8 +130,9 @@ export class SandmanSession extends EventTarget {
 
   /**
    * Asks the server to resume the session ({"action":"resume"}). Resolves
-   * when a "session" event says running, rejects when the channel closes
-   * first or timeoutMs (default 60000) passes.
+   * when a "session" event says running (at once when it already is),
+   * rejects when not connected, when the channel closes first, or when
+   * timeoutMs (default 60000) passes.
    * @param {{timeoutMs?: number}} [o]
    * @returns {Promise<void>}
    */
@@ -139,6 +141,10 @@ export class SandmanSession extends EventTarget {
     return new Promise((resolve, reject) => {
       if (!this._send({ action: "resume" })) {
         reject(new Error("sandman: not connected"));
+        return;
+      }
+      if (this.status?.state === "running") {
+        resolve(); // nothing to wait for: no transition will be pushed
         return;
       }
       const w = {
@@ -223,8 +229,11 @@ export class SandmanSession extends EventTarget {
       this.attempt = 0;
       this.connectionState = "open";
       this._emit("connection", { state: "open", attempt: 0 });
-      // Presence starts with the connect: say whether the page is visible.
-      this._sendHeartbeat();
+      // The server counts a new connection as a visible client; say so only
+      // when the page is hidden, or when input arrived while disconnected.
+      // (A heartbeat is activity; an open connection alone is not, DESIGN.md
+      // "Activity and idle", so reconnects do not bump the idle deadline.)
+      if (!this._visible() || this._pendingInput) this._sendHeartbeat();
     };
     ws.onmessage = (ev) => {
       if (this._ws !== ws) return;
@@ -349,7 +358,8 @@ export class SandmanSession extends EventTarget {
     if (!this._visible()) return;
     const since = Date.now() - this._lastHeartbeat;
     if (since >= this._hbInterval) {
-      this._sendHeartbeat();
+      // Not connected: remember it; the next open sends it.
+      if (!this._sendHeartbeat()) this._pendingInput = true;
       return;
     }
     if (this._pendingInput) return;

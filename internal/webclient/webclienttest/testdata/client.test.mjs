@@ -154,12 +154,15 @@ try {
     await page.evaluate(() => {
       window.s = window.sandman.connect({ url: "/v1/ws", token: "tok-1" }); // default 30 s interval
     });
-    // The connect itself reports presence: one heartbeat, visible.
-    await until("connect heartbeat", async () => (await heartbeats()).length === n0 + 1);
-    assert.deepEqual((await heartbeats()).at(-1), { action: "heartbeat", visible: true });
+    await until("open", () => page.evaluate(() => window.s.connectionState === "open"));
+    // A visible page's connect is not activity: no heartbeat.
+    await never("a heartbeat at a visible connect", async () => (await heartbeats()).length > n0);
 
-    // Input inside the first 30 s: nothing now, one trailing heartbeat when the window ends.
+    // The first input goes out at once; the burst behind it is held and sent
+    // once when the 30 s window ends.
     await page.click("#field");
+    await until("leading heartbeat", async () => (await heartbeats()).length === n0 + 1);
+    assert.deepEqual((await heartbeats()).at(-1), { action: "heartbeat", visible: true });
     await page.keyboard.type("hello");
     await page.mouse.wheel(0, 100);
     await never("a heartbeat inside the throttle window", async () => (await heartbeats()).length > n0 + 1);
@@ -174,7 +177,7 @@ try {
 
     // Input after a quiet interval goes out at once, the burst behind it is held.
     await page.keyboard.press("a");
-    await until("leading heartbeat", async () => (await heartbeats()).length === n0 + 3);
+    await until("leading heartbeat after quiet", async () => (await heartbeats()).length === n0 + 3);
     for (let i = 0; i < 10; i++) await page.keyboard.press("b");
     await never("a second heartbeat in the window", async () => (await heartbeats()).length > n0 + 3);
 
@@ -190,6 +193,15 @@ try {
     await until("visible heartbeat", async () => (await heartbeats()).length === n0 + 5);
     assert.deepEqual((await heartbeats()).at(-1), { action: "heartbeat", visible: true });
     await page.evaluate(() => window.s.close());
+
+    // A page that connects while hidden says so at once.
+    await setVisibility(page, "hidden");
+    await page.evaluate(() => {
+      window.s = window.sandman.connect({ url: "/v1/ws", token: "tok-1" });
+    });
+    await until("hidden connect heartbeat", async () => (await heartbeats()).length === n0 + 6);
+    assert.deepEqual((await heartbeats()).at(-1), { action: "heartbeat", visible: false });
+    await page.evaluate(() => window.s.close());
     await page.close();
   });
 
@@ -199,7 +211,9 @@ try {
     await page.evaluate(() => {
       window.s = window.sandman.connect({ url: "/v1/ws", token: "tok-1", heartbeatIntervalMs: 5_000 });
     });
-    await until("connect heartbeat", async () => (await heartbeats()).length === n0 + 1);
+    await until("open", () => page.evaluate(() => window.s.connectionState === "open"));
+    await page.keyboard.press("a");
+    await until("leading heartbeat", async () => (await heartbeats()).length === n0 + 1);
     await page.keyboard.press("a");
     await page.clock.runFor(4_999);
     await never("a heartbeat before 5 s", async () => (await heartbeats()).length > n0 + 1);
@@ -251,6 +265,12 @@ try {
     const ev = await until("reconnecting after reset", () =>
       page.evaluate(() => window.conn.filter((c) => c.state === "reconnecting")[7]));
     assert.equal(ev.delayMs, 750, "backoff starts over after a successful open");
+    // Input while disconnected is sent as soon as the channel is back.
+    const n0 = (await heartbeats()).length;
+    await page.keyboard.press("x");
+    await page.clock.runFor(750);
+    await until("reopened again", () => page.evaluate(() => window.s.connectionState === "open"));
+    await until("held input heartbeat", async () => (await heartbeats()).length === n0 + 1);
     await page.evaluate(() => window.s.close());
     await page.close();
   });
