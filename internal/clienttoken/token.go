@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 )
@@ -228,4 +229,21 @@ func decodePayload(raw []byte) (Claims, error) {
 		IssuedAt:  time.Unix(iat, 0).UTC(),
 		ExpiresAt: time.Unix(exp, 0).UTC(),
 	}, nil
+}
+
+// HTTPStatus maps a Verify or VerifyFor error to its HTTP status (DESIGN.md
+// "Client channel": refused with 401/403): 403 for ErrWrongSession, 401 for
+// ErrMalformed, ErrBadSignature and ErrExpired, and 0 for nil or any other
+// error (which is not the caller's fault and maps to 500).
+func HTTPStatus(err error) int {
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, ErrWrongSession):
+		return http.StatusForbidden
+	case errors.Is(err, ErrMalformed), errors.Is(err, ErrBadSignature), errors.Is(err, ErrExpired):
+		return http.StatusUnauthorized
+	default:
+		return 0
+	}
 }

@@ -3,6 +3,7 @@ package clienttoken
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -355,4 +356,25 @@ func FuzzVerify(f *testing.F) {
 		}
 		t.Fatalf("Verify accepted %q (%+v), which was never minted", token, c)
 	})
+}
+
+func TestHTTPStatus(t *testing.T) {
+	cases := []struct {
+		err  error
+		want int
+	}{
+		{nil, 0},
+		{ErrMalformed, 401},
+		{ErrBadSignature, 401},
+		{ErrExpired, 401},
+		{ErrWrongSession, 403},
+		{fmt.Errorf("status: %w", ErrWrongSession), 403},
+		{errors.New("boom"), 0},
+		{ErrInvalid, 0},
+	}
+	for _, c := range cases {
+		if got := HTTPStatus(c.err); got != c.want {
+			t.Errorf("HTTPStatus(%v) = %d, want %d", c.err, got, c.want)
+		}
+	}
 }
