@@ -36,7 +36,7 @@
 // Verify returns one of ErrMalformed, ErrBadSignature, ErrExpired (all
 // meaning 401 unauthorized: the caller must fetch a new token) or
 // ErrWrongSession (403 forbidden: a valid token for another session). Use
-// errors.Is. A key id the set does not hold is ErrBadSignature: after a
+// errors.Is, or HTTPStatus for the status code. A key id the set does not hold is ErrBadSignature: after a
 // rotation the old tokens simply stop verifying.
 //
 // # Keys and rotation
