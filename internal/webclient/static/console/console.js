@@ -1,0 +1,164 @@
+// The Sandman console: lists the account's sessions through the local dev
+// API (contract in internal/webclient's package doc), opens one client
+// channel per live session with sandman.js, and renders every push. It never
+// polls: after the first list, state changes arrive on the channel.
+import { connect } from "/sandman.js";
+
+const API = "/console/api/sessions";
+const FINAL = new Set(["killed", "expired", "failed"]);
+
+/** @type {Map<string, {el: HTMLElement, channel: import("/sandman.js").SandmanSession|null, session: any}>} */
+const cards = new Map();
+const list = /** @type {HTMLElement} */ (document.getElementById("sessions"));
+const notice = /** @type {HTMLElement} */ (document.getElementById("notice"));
+const cardTemplate = /** @type {HTMLTemplateElement} */ (document.getElementById("card"));
+
+/**
+ * fetch with JSON in and out; throws the error envelope's sentence.
+ * @param {string} method
+ * @param {string} path
+ * @param {any} [body]
+ */
+async function api(method, path, body) {
+  const res = await fetch(path, {
+    method,
+    headers: body === undefined ? {} : { "Content-Type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  const data = text ? JSON.parse(text) : null;
+  if (!res.ok) throw new Error(data?.error ?? `${method} ${path}: HTTP ${res.status}`);
+  return data;
+}
+
+function say(message) {
+  notice.textContent = message;
+}
+
+/** @param {string} id */
+function tokenFor(id) {
+  return api("POST", `${API}/${encodeURIComponent(id)}/client-tokens`);
+}
+
+/** @param {any} session */
+async function addSession(session) {
+  if (cards.has(session.id)) return;
+  list.querySelector(".empty")?.remove();
+  const el = /** @type {HTMLElement} */ (cardTemplate.content.firstElementChild.cloneNode(true));
+  el.dataset.id = session.id;
+  el.querySelector(".id").textContent = session.id;
+  const card = { el, channel: null, session };
+  cards.set(session.id, card);
+  list.prepend(el);
+  render(card, session);
+
+  const act = (sel, fn) => el.querySelector(sel).addEventListener("click", async (ev) => {
+    const button = /** @type {HTMLButtonElement} */ (ev.currentTarget);
+    button.disabled = true;
+    try {
+      await fn();
+      say("");
+    } catch (e) {
+      say(String(e.message ?? e));
+    } finally {
+      button.disabled = false;
+      render(card, card.session);
+    }
+  });
+  const path = `${API}/${encodeURIComponent(session.id)}`;
+  act(".pause", () => api("POST", `${path}/snapshot`));
+  act(".resume", () => api("POST", `${path}/resume`));
+  act(".delete", async () => {
+    const killed = await api("DELETE", path);
+    if (killed) render(card, { ...card.session, ...killed });
+  });
+  act(".resume-preview", () => card.channel ? card.channel.resume() : api("POST", `${path}/resume`));
+
+  if (FINAL.has(session.state)) return;
+  try {
+    const t = await tokenFor(session.id);
+    card.channel = connect({
+      url: t.ws_url,
+      token: t.token,
+      expiresAt: t.expires_at,
+      onTokenExpired: () => tokenFor(session.id),
+    });
+    card.channel.on("session", (s) => render(card, { ...card.session, ...s, id: session.id }));
+  } catch (e) {
+    say(`no live channel for ${session.id}: ${e.message ?? e}`);
+  }
+}
+
+/**
+ * Shows a session's state: badge, preview iframe when running, sleeping
+ * card when paused, buttons that fit the state.
+ * @param {{el: HTMLElement, channel: any, session: any}} card
+ * @param {any} s the session or status body
+ */
+function render(card, s) {
+  card.session = s;
+  const { el } = card;
+  const state = s.state ?? "unknown";
+  el.dataset.state = state;
+  const badge = /** @type {HTMLElement} */ (el.querySelector(".badge"));
+  badge.textContent = state;
+  badge.dataset.state = state;
+
+  const preview = /** @type {HTMLElement} */ (el.querySelector(".preview"));
+  const iframe = /** @type {HTMLIFrameElement} */ (el.querySelector("iframe"));
+  const sleeping = /** @type {HTMLElement} */ (el.querySelector(".sleeping"));
+  const running = state === "running" && s.preview_url;
+  preview.hidden = !running;
+  if (running && iframe.getAttribute("src") !== s.preview_url) iframe.src = s.preview_url;
+  if (!running && iframe.getAttribute("src")) iframe.removeAttribute("src");
+  sleeping.hidden = state !== "paused";
+
+  const link = el.querySelector(".link");
+  link.replaceChildren();
+  if (running) {
+    const a = document.createElement("a");
+    a.href = s.preview_url;
+    a.target = "_blank";
+    a.rel = "noopener";
+    a.textContent = "open preview";
+    link.append(a);
+  }
+
+  const final = FINAL.has(state);
+  /** @type {HTMLButtonElement} */ (el.querySelector(".pause")).disabled = state !== "running";
+  /** @type {HTMLButtonElement} */ (el.querySelector(".resume")).disabled = state !== "paused";
+  /** @type {HTMLButtonElement} */ (el.querySelector(".delete")).disabled = final;
+  if (final && card.channel) {
+    card.channel.close();
+    card.channel = null;
+  }
+}
+
+document.getElementById("create").addEventListener("submit", async (ev) => {
+  ev.preventDefault();
+  const form = /** @type {HTMLFormElement} */ (ev.currentTarget);
+  const f = new FormData(form);
+  const body = { template: String(f.get("template")) };
+  for (const k of ["idle_timeout_seconds", "away_timeout_seconds"]) {
+    const v = String(f.get(k) ?? "");
+    if (v !== "") body[k] = Number(v);
+  }
+  const button = form.querySelector("button");
+  button.disabled = true;
+  try {
+    const created = await api("POST", API, body);
+    await addSession(created.session ?? created);
+    say("");
+  } catch (e) {
+    say(String(e.message ?? e));
+  } finally {
+    button.disabled = false;
+  }
+});
+
+try {
+  const data = await api("GET", API);
+  for (const s of [...(data.sessions ?? [])].reverse()) await addSession(s);
+} catch (e) {
+  say(`cannot list sessions: ${e.message ?? e}`);
+}
