@@ -39,7 +39,8 @@ const (
 // and whether it is an Idempotency-Key replay.
 // A create that fails gives its Idempotency-Key back, so a retry with the
 // same key tries again; a replay returns the session of the create that
-// succeeded (or is still under way: conflict).
+// succeeded (or is still under way: conflict), and a key held by a create
+// known dead is given back (see claim.go).
 // Errors: invalid (bad input, unknown template), conflict (same
 // Idempotency-Key still in flight, or the session was deleted meanwhile),
 // unavailable (provider trouble).
@@ -48,27 +49,15 @@ func (s *Service) Create(ctx context.Context, accountID string, in CreateInput) 
 	if err != nil {
 		return nil, false, err
 	}
-	var claimKey string
+	var claimKey, claimValue string
 	if in.IdempotencyKey != "" {
-		// Length-prefixed, so no account id or key containing '#' can
-		// collide with another account's.
-		claimKey = fmt.Sprintf("idempotency#%d:%s#%s", len(accountID), accountID, in.IdempotencyKey)
-		claimed, stored, err := s.Store.Claim(ctx, claimKey, sess.ID, s.idempotencyTTL(), s.now())
+		claimKey = idempotencyClaimKey(accountID, in.IdempotencyKey)
+		claimValue = newClaimValue(sess.ID, s.now())
+		prior, err := s.claimIdempotencyKey(ctx, accountID, claimKey, claimValue)
 		if err != nil {
-			return nil, false, fmt.Errorf("claim idempotency key: %w", err)
+			return nil, false, err
 		}
-		if !claimed {
-			prior, err := s.Store.GetSession(ctx, stored)
-			if IsCode(err, CodeNotFound) {
-				return nil, false, &Error{Code: CodeConflict, RetryAfter: time.Second,
-					Message: "a create with this Idempotency-Key is still in progress"}
-			}
-			if err != nil {
-				return nil, false, err
-			}
-			if prior.AccountID != accountID { // cannot happen with the key above; never leak a session
-				return nil, false, fmt.Errorf("idempotency key %q names session %s of another account", in.IdempotencyKey, prior.ID)
-			}
+		if prior != nil {
 			return prior, true, nil
 		}
 	}
@@ -81,7 +70,7 @@ func (s *Service) Create(ctx context.Context, accountID string, in CreateInput) 
 		}
 		wctx, cancel := settleContext(ctx)
 		defer cancel()
-		if err := s.Store.ReleaseClaim(wctx, claimKey, sess.ID); err != nil {
+		if err := s.Store.ReleaseClaim(wctx, claimKey, claimValue); err != nil {
 			s.log().WarnContext(ctx, "release idempotency key", "session_id", sess.ID, "err", err)
 		}
 	}

@@ -1,0 +1,138 @@
+package reliability_test
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/reliability"
+)
+
+// Issue 14 regression tests that need the whole service on DynamoDB Local.
+
+// createCrashPoints are the steps of a create at which its process may die,
+// each leaving its Idempotency-Key claimed: before the session is written,
+// at the provider call, after the provider made the sandbox.
+var createCrashPoints = []struct {
+	name string
+	at   func(reliability.Step) bool
+}{
+	{"BeforeSessionWritten", writeStep("", lifecycle.StateProvisioning)},
+	{"AtProviderCreate", callStep("create")},
+	{"AfterProviderCreate", writeStep(lifecycle.StateProvisioning, lifecycle.StateRunning)},
+}
+
+// dyingCreate runs one create with an Idempotency-Key in a process that dies
+// at step at, and returns the id of the session it meant to write.
+func dyingCreate(t *testing.T, w *world, key string, at func(reliability.Step) bool) string {
+	t.Helper()
+	crasher := &reliability.Crasher{At: at}
+	dying := lifecycle.NewService(crasher.Store(w.store), crasher.Provider(w.fake), w.events, w.clock, w.svc.Policy, quiet())
+	var id string
+	var mu sync.Mutex
+	dying.NewID = func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		id = lifecycle.NewSessionID()
+		return id
+	}
+	_, _, err := dying.Create(t.Context(), account, lifecycle.CreateInput{Template: "base", IdempotencyKey: key})
+	if !errors.Is(err, reliability.ErrCrashed) {
+		t.Errorf("create %s returned %v, want the crash", key, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return id
+}
+
+// checkKeyResolved retries a create with key and fails the test unless the
+// key replays a live session or accepts a fresh create (issue 14 item 1).
+func checkKeyResolved(t *testing.T, w *world, key string) *lifecycle.Session {
+	t.Helper()
+	sess, replayed, err := w.svc.Create(t.Context(), account, lifecycle.CreateInput{Template: "base", IdempotencyKey: key})
+	switch {
+	case err != nil:
+		t.Errorf("key %s after the lease: %v (code %s), want a replay of a live session or a fresh create", key, err, lifecycle.ErrorCode(err))
+		return nil
+	case sess.State != lifecycle.StateRunning:
+		t.Errorf("key %s after the lease: replayed=%v a %s session (reason %s), want running", key, replayed, sess.State, sess.Reason)
+	}
+	again, replayed, err := w.svc.Create(t.Context(), account, lifecycle.CreateInput{Template: "base", IdempotencyKey: key})
+	if err != nil || !replayed || again.ID != sess.ID {
+		t.Errorf("key %s retried once more: %v replayed=%v, want a replay of %s", key, err, replayed, sess.ID)
+	}
+	return sess
+}
+
+// TestCreateClaimReleasedWhenSessionNeverWritten: a create that dies after
+// claiming its Idempotency-Key (before its session is written, at the
+// provider, or after the provider made the sandbox) no longer strands the
+// key: before the lease a retry hears "still in progress", after it the key
+// replays a live session or takes a fresh create, with or without a sweep
+// in between, and no sandbox of the dead create is left.
+func TestCreateClaimReleasedWhenSessionNeverWritten(t *testing.T) {
+	for _, cp := range createCrashPoints {
+		for _, sweepFirst := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/Sweep=%v", cp.name, sweepFirst), func(t *testing.T) {
+				w := MustWorld(t, 1)
+				key := "key-" + cp.name
+				dead := dyingCreate(t, w, key, cp.at)
+
+				_, _, err := w.svc.Create(t.Context(), account, lifecycle.CreateInput{Template: "base", IdempotencyKey: key})
+				if !lifecycle.IsCode(err, lifecycle.CodeConflict) {
+					t.Fatalf("retry within the lease: %v, want conflict (still in progress)", err)
+				}
+
+				w.clock.Advance(w.svc.Policy.LeaseDuration + time.Second)
+				if sweepFirst {
+					w.MustSweep(t)
+				}
+				sess := checkKeyResolved(t, w, key)
+				if sess != nil && sess.ID == dead {
+					t.Errorf("the key replays the dead create's session %s", dead)
+				}
+				if left := sandboxesTagged(w, dead); len(left) != 0 {
+					t.Errorf("sandboxes %v of the dead create are left", left)
+				}
+			})
+		}
+	}
+}
+
+// TestCrashMidCreateEveryKeyResolves is the crash test of issue 14: many
+// creates, each with its own Idempotency-Key, are in flight when their
+// process dies (at every crash point); after the lease every key either
+// replays a live session or accepts a fresh create, and no sandbox leaks.
+func TestCrashMidCreateEveryKeyResolves(t *testing.T) {
+	w := MustWorld(t, 1)
+	const clients = 24
+	var wg sync.WaitGroup
+	for i := range clients {
+		wg.Go(func() {
+			dyingCreate(t, w, fmt.Sprintf("burst-%d", i), createCrashPoints[i%len(createCrashPoints)].at)
+		})
+	}
+	wg.Wait()
+	w.clock.Advance(w.svc.Policy.LeaseDuration + time.Second)
+	w.MustSweep(t)
+	live := map[string]bool{}
+	var mu sync.Mutex
+	for i := range clients {
+		wg.Go(func() {
+			if sess := checkKeyResolved(t, w, fmt.Sprintf("burst-%d", i)); sess != nil {
+				mu.Lock()
+				live[sess.SandboxID] = true
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	for _, sb := range w.fake.Sandboxes() {
+		if sb.State != "gone" && !live[sb.ID] {
+			t.Errorf("sandbox %s (%s, session %s) belongs to no live session", sb.ID, sb.State, sb.Metadata[lifecycle.MetadataSessionID])
+		}
+	}
+}
