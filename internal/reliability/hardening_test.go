@@ -1,12 +1,14 @@
 package reliability_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/sandmanhq/sandman/internal/fakeprovider"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/reliability"
 )
@@ -135,4 +137,115 @@ func TestCrashMidCreateEveryKeyResolves(t *testing.T) {
 			t.Errorf("sandbox %s (%s, session %s) belongs to no live session", sb.ID, sb.State, sb.Metadata[lifecycle.MetadataSessionID])
 		}
 	}
+}
+
+// TestDeleteRecognisesOwnKillWebhook: the provider's "killed" webhook for
+// a kill Sandman asked for lands between the provider call and Sandman's own
+// write (issue 14 item 2). The session goes running → killed for the
+// request, never through expired, and no Session Expired event is published.
+func TestDeleteRecognisesOwnKillWebhook(t *testing.T) {
+	w := MustWorld(t, 1)
+	sess := w.MustCreate(t, 600)
+	var hookErr error
+	var once sync.Once
+	w.fake.SetOnCall(func(op fakeprovider.Op, id string) {
+		if op != fakeprovider.OpKill || id != sess.SandboxID {
+			return
+		}
+		once.Do(func() {
+			_, hookErr = w.svc.ApplyProviderEvent(context.Background(), lifecycle.ProviderEvent{
+				ID: "evt_own_kill", Provider: w.fake.Name(), Type: lifecycle.ProviderEventKilled,
+				SandboxID: sess.SandboxID, Timestamp: w.clock.Now(), KillReason: "request",
+			})
+		})
+	})
+	got, err := w.svc.Delete(t.Context(), account, sess.ID)
+	w.fake.SetOnCall(nil)
+	if err != nil || hookErr != nil {
+		t.Fatalf("delete: %v; webhook: %v", err, hookErr)
+	}
+	if got.State != lifecycle.StateKilled || got.Reason != lifecycle.ReasonRequest {
+		t.Errorf("delete answered %s (reason %s), want killed (request)", got.State, got.Reason)
+	}
+	for _, ev := range w.events.For(sess.ID) {
+		if ev.To == lifecycle.StateExpired {
+			t.Errorf("event %s→%s (%s) published for a delete", ev.From, ev.To, ev.Reason)
+		}
+	}
+	if st := w.sandboxState(sess.SandboxID); st != "gone" {
+		t.Errorf("provider %s, want gone", st)
+	}
+	w.MustHistory(t, sess.ID)
+}
+
+// racingStore makes the next writes of a session lose their race: before
+// each of the first len(moves) writes to killed, moves[i] commits a
+// competing write through the underlying store.
+type racingStore struct {
+	lifecycle.Store
+	mu    sync.Mutex
+	moves []func(ctx context.Context, s *lifecycle.Session) error
+}
+
+func (r *racingStore) UpdateSession(ctx context.Context, s *lifecycle.Session, from lifecycle.State, g lifecycle.Guard) error {
+	r.mu.Lock()
+	var move func(context.Context, *lifecycle.Session) error
+	if s.State == lifecycle.StateKilled && len(r.moves) > 0 {
+		move, r.moves = r.moves[0], r.moves[1:]
+	}
+	r.mu.Unlock()
+	if move != nil {
+		cur, err := r.Store.GetSession(ctx, s.ID)
+		if err != nil {
+			return err
+		}
+		if err := move(ctx, cur); err != nil {
+			return fmt.Errorf("competing write: %w", err)
+		}
+	}
+	return r.Store.UpdateSession(ctx, s, from, g)
+}
+
+// TestConcurrentDeleteAnswersKilled: a delete whose last attempt loses its
+// race to another delete answers 200 with the killed session, not 409
+// "changed meanwhile … found killed" (issue 14 item 5).
+func TestConcurrentDeleteAnswersKilled(t *testing.T) {
+	w := MustWorld(t, 1)
+	sess := w.MustCreate(t, 600)
+	touch := func(ctx context.Context, cur *lifecycle.Session) error { // another writer, e.g. a heartbeat
+		cur.UpdatedAt = cur.UpdatedAt.Add(time.Millisecond)
+		return w.store.UpdateSession(ctx, cur, cur.State, lifecycle.Guard{})
+	}
+	otherDelete := func(ctx context.Context, cur *lifecycle.Session) error {
+		from := cur.State
+		if err := cur.Transition(lifecycle.StateKilled, lifecycle.ReasonRequest, w.clock.Now(), w.svc.Policy); err != nil {
+			return err
+		}
+		return w.store.UpdateSession(ctx, cur, from, lifecycle.Guard{})
+	}
+	racing := &racingStore{Store: w.store, moves: []func(context.Context, *lifecycle.Session) error{touch, touch, otherDelete}}
+	svc := lifecycle.NewService(racing, w.fake, w.events, w.clock, w.svc.Policy, quiet())
+	got, err := svc.Delete(t.Context(), account, sess.ID)
+	if err != nil {
+		t.Fatalf("delete that lost to another delete: %v (code %s), want the killed session", err, lifecycle.ErrorCode(err))
+	}
+	if got.State != lifecycle.StateKilled {
+		t.Errorf("delete answered %s, want killed", got.State)
+	}
+
+	t.Run("Parallel", func(t *testing.T) {
+		sess := w.MustCreate(t, 600)
+		var wg sync.WaitGroup
+		for range 16 {
+			wg.Go(func() {
+				got, err := w.svc.Delete(t.Context(), account, sess.ID)
+				if err != nil || got.State != lifecycle.StateKilled {
+					t.Errorf("parallel delete: %v, want the killed session", err)
+				}
+			})
+			wg.Go(func() { _, _ = w.svc.Snapshot(t.Context(), account, sess.ID) })
+		}
+		wg.Wait()
+		w.MustHistory(t, sess.ID)
+	})
 }
