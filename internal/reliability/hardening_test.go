@@ -249,3 +249,42 @@ func TestConcurrentDeleteAnswersKilled(t *testing.T) {
 		w.MustHistory(t, sess.ID)
 	})
 }
+
+// TestWebhookFutureTimestampClamped: a signed event dated 2099 is clamped to
+// the receiver's clock, so the real events after it still apply (issue 14
+// item 3); one within the allowed skew keeps its timestamp.
+func TestWebhookFutureTimestampClamped(t *testing.T) {
+	w := MustWorld(t, 1)
+	sess := w.MustCreate(t, 600)
+	apply := func(id string, typ lifecycle.ProviderEventType, at time.Time) lifecycle.WebhookOutcome {
+		t.Helper()
+		out, err := w.svc.ApplyProviderEvent(t.Context(), lifecycle.ProviderEvent{
+			ID: id, Provider: w.fake.Name(), Type: typ, SandboxID: sess.SandboxID, Timestamp: at, Timeout: time.Hour,
+		})
+		if err != nil {
+			t.Fatalf("apply %s: %v", id, err)
+		}
+		return out
+	}
+	now := w.clock.Now()
+	if got, want := apply("evt_2099", lifecycle.ProviderEventUpdated, time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC)), lifecycle.WebhookRecorded; got != want {
+		t.Fatalf("future updated event: %s, want %s", got, want)
+	}
+	if got := w.MustSession(t, sess.ID).LastProviderEventAt; got.After(now.Add(lifecycle.MaxProviderClockSkew)) {
+		t.Fatalf("last provider event at %v, beyond the allowed skew of now %v", got, now)
+	}
+	w.clock.Advance(time.Second)
+	if got, want := apply("evt_paused", lifecycle.ProviderEventPaused, w.clock.Now()), lifecycle.WebhookApplied; got != want {
+		t.Fatalf("real paused event after the future one: %s, want %s", got, want)
+	}
+	if got, want := w.MustSession(t, sess.ID).State, lifecycle.StatePaused; got != want {
+		t.Errorf("state %s, want %s", got, want)
+	}
+	skewed := w.clock.Now().Add(2 * time.Minute) // within the skew: kept as is
+	if got, want := apply("evt_resumed", lifecycle.ProviderEventResumed, skewed), lifecycle.WebhookApplied; got != want {
+		t.Fatalf("resumed event within the skew: %s, want %s", got, want)
+	}
+	if got := w.MustSession(t, sess.ID).LastProviderEventAt; !got.Equal(skewed) {
+		t.Errorf("last provider event at %v, want %v (within the skew, not clamped)", got, skewed)
+	}
+}
