@@ -288,3 +288,29 @@ func TestWebhookFutureTimestampClamped(t *testing.T) {
 		t.Errorf("last provider event at %v, want %v (within the skew, not clamped)", got, skewed)
 	}
 }
+
+// TestKilledSessionStatusAndReconnectShowNoURL: after a delete, status shows
+// no preview_url and no sandbox_expires_at, and reconnect answers
+// no_sandbox without the dead URL (issue 14 item 6).
+func TestKilledSessionStatusAndReconnectShowNoURL(t *testing.T) {
+	w := MustWorld(t, 1)
+	sess := w.MustCreate(t, 600)
+	if _, err := w.svc.Delete(t.Context(), account, sess.ID); err != nil {
+		t.Fatal(err)
+	}
+	got, env, err := w.svc.Status(t.Context(), account, sess.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.PreviewURL != "" || !got.SandboxExpiresAt.IsZero() || !env.SandboxExpiresAt.IsZero() {
+		t.Errorf("killed session: preview_url %q, sandbox_expires_at %v (envelope %v), want neither",
+			got.PreviewURL, got.SandboxExpiresAt, env.SandboxExpiresAt)
+	}
+	res, err := w.svc.Reconnect(t.Context(), account, sess.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != lifecycle.ReconnectNoSandbox || res.Session.PreviewURL != "" {
+		t.Errorf("reconnect: %s with preview_url %q, want no_sandbox and none", res.Status, res.Session.PreviewURL)
+	}
+}
