@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // CreateInput is a validated-at-the-edge create request (DESIGN.md
@@ -47,6 +48,9 @@ const (
 func (s *Service) Create(ctx context.Context, accountID string, in CreateInput) (*Session, bool, error) {
 	sess, err := s.newSession(accountID, in)
 	if err != nil {
+		return nil, false, err
+	}
+	if err := s.checkTemplate(ctx, in.Template); err != nil {
 		return nil, false, err
 	}
 	var claimKey, claimValue string
@@ -138,7 +142,7 @@ func (s *Service) newSession(accountID string, in CreateInput) (*Session, error)
 	if in.Template == "" {
 		return nil, Errorf(CodeInvalid, "template is required")
 	}
-	if len(in.Template) > maxTemplateLen {
+	if utf8.RuneCountInString(in.Template) > maxTemplateLen {
 		return nil, Errorf(CodeInvalid, "template must be at most %d characters", maxTemplateLen)
 	}
 	if len(in.IdempotencyKey) > maxIdempotencyKey {
@@ -165,18 +169,25 @@ func (s *Service) newSession(accountID string, in CreateInput) (*Session, error)
 	return sess, nil
 }
 
+// validateMetadata checks a create's metadata: at most maxMetadataKeys
+// keys; keys of 1..maxMetadataKeyLen and values of at most
+// maxMetadataValueLen characters (Unicode code points), valid UTF-8; no key
+// starting with MetadataPrefix in any letter case (issue 14).
 func validateMetadata(m map[string]string) error {
 	if len(m) > maxMetadataKeys {
 		return Errorf(CodeInvalid, "metadata may hold at most %d keys", maxMetadataKeys)
 	}
 	for k, v := range m {
-		if k == "" || len(k) > maxMetadataKeyLen {
+		if !utf8.ValidString(k) || !utf8.ValidString(v) {
+			return Errorf(CodeInvalid, "metadata keys and values must be valid UTF-8")
+		}
+		if n := utf8.RuneCountInString(k); n == 0 || n > maxMetadataKeyLen {
 			return Errorf(CodeInvalid, "metadata keys must be 1 to %d characters", maxMetadataKeyLen)
 		}
-		if strings.HasPrefix(k, MetadataPrefix) {
-			return Errorf(CodeInvalid, "metadata keys starting with %q are reserved (got %q)", MetadataPrefix, k)
+		if strings.HasPrefix(strings.ToLower(k), MetadataPrefix) {
+			return Errorf(CodeInvalid, "metadata keys starting with %q (in any case) are reserved (got %q)", MetadataPrefix, k)
 		}
-		if len(v) > maxMetadataValueLen {
+		if utf8.RuneCountInString(v) > maxMetadataValueLen {
 			return Errorf(CodeInvalid, "metadata value for %q must be at most %d characters", k, maxMetadataValueLen)
 		}
 	}

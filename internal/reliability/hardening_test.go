@@ -314,3 +314,41 @@ func TestKilledSessionStatusAndReconnectShowNoURL(t *testing.T) {
 		t.Errorf("reconnect: %s with preview_url %q, want no_sandbox and none", res.Status, res.Session.PreviewURL)
 	}
 }
+
+// templateProvider is the fake provider with a fixed list of templates it
+// can check up front, as the local provider does.
+type templateProvider struct{ *fakeprovider.Provider }
+
+func (p templateProvider) CheckTemplate(_ context.Context, template string) error {
+	if template != "base" {
+		return lifecycle.Errorf(lifecycle.CodeInvalid, "unknown template %q", template)
+	}
+	return nil
+}
+
+// TestUnknownTemplateLeavesNoSession: a create naming a template the
+// provider does not have is refused before anything is written: no session
+// in the list, no provider call, the Idempotency-Key still free (issue 14
+// item 7).
+func TestUnknownTemplateLeavesNoSession(t *testing.T) {
+	w := MustWorld(t, 1)
+	svc := lifecycle.NewService(w.store, templateProvider{w.fake}, w.events, w.clock, w.svc.Policy, quiet())
+	_, _, err := svc.Create(t.Context(), account, lifecycle.CreateInput{Template: "nope", IdempotencyKey: "k"})
+	if !lifecycle.IsCode(err, lifecycle.CodeInvalid) {
+		t.Fatalf("create with an unknown template: %v, want invalid", err)
+	}
+	page, err := svc.List(t.Context(), account, "", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Sessions) != 0 {
+		t.Errorf("list holds %d sessions (first %s, %s), want none", len(page.Sessions), page.Sessions[0].ID, page.Sessions[0].State)
+	}
+	if got := w.fake.Calls(fakeprovider.OpCreate); got != 0 {
+		t.Errorf("provider creates = %d, want 0", got)
+	}
+	sess, replayed, err := svc.Create(t.Context(), account, lifecycle.CreateInput{Template: "base", IdempotencyKey: "k"})
+	if err != nil || replayed || sess.State != lifecycle.StateRunning {
+		t.Errorf("create with the same key and a real template: %v, replayed %v", err, replayed)
+	}
+}
