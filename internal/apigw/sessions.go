@@ -19,10 +19,10 @@ const (
 // idle_timeout_seconds means the default (600 s); zero max_lifetime_seconds
 // means no limit.
 type createSessionBody struct {
-	Template           string            `json:"template"`
-	IdleTimeoutSeconds int64             `json:"idle_timeout_seconds"`
-	MaxLifetimeSeconds int64             `json:"max_lifetime_seconds"`
-	Metadata           metadataBody      `json:"metadata"`
+	Template           string       `json:"template"`
+	IdleTimeoutSeconds int64        `json:"idle_timeout_seconds"`
+	MaxLifetimeSeconds int64        `json:"max_lifetime_seconds"`
+	Metadata           metadataBody `json:"metadata"`
 }
 
 // noBody is the body of routes that take none: empty, or {}.
