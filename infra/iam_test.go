@@ -1,7 +1,6 @@
 package infra
 
 import (
-	"slices"
 	"strings"
 	"testing"
 
@@ -113,67 +112,8 @@ func TestIAM(t *testing.T) {
 		}
 	})
 
-	tableID := s.logicalID(t, "SessionsTable")
-	tableResources := []string{
-		canonical(getAtt(tableID, "Arn")),
-		canonical(map[string]any{"Fn::Join": []any{"", []any{getAtt(tableID, "Arn"), "/index/*"}}}),
-	}
-	readOnly := []string{
-		"dynamodb:BatchGetItem", "dynamodb:ConditionCheckItem", "dynamodb:DescribeTable", "dynamodb:GetItem",
-		"dynamodb:GetRecords", "dynamodb:GetShardIterator", "dynamodb:Query", "dynamodb:Scan",
-	}
-	always := []string{"logs:CreateLogStream", "logs:PutLogEvents", "xray:PutTraceSegments", "xray:PutTelemetryRecords"}
-
-	t.Run("StatusReadsOnly", func(t *testing.T) {
-		actions := s.functionActions(t, all, routes.Status)
-		for a := range actions {
-			if !slices.Contains(readOnly, a) && !slices.Contains(always, a) {
-				t.Errorf("status may %s, want read-only table access and logging only", a)
-			}
-		}
-		for _, a := range []string{"dynamodb:GetItem", "dynamodb:Query"} {
-			if !same(sorted(actions[a]), sorted(tableResources)) {
-				t.Errorf("status %s on %v, want the table and its indexes", a, actions[a])
-			}
-		}
-	})
-
-	t.Run("WebhookLeastPrivilege", func(t *testing.T) {
-		actions := s.functionActions(t, all, routes.Webhook)
-		var dynamo []string
-		for a := range actions {
-			if strings.HasPrefix(a, "dynamodb:") {
-				dynamo = append(dynamo, a)
-			}
-		}
-		// Exactly what internal/dynamo calls for it: it never calls
-		// UpdateItem (whole items are written with PutItem) and only the
-		// sessions function deletes (a released claim).
-		if got, want := sorted(dynamo), sorted([]string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query"}); !same(got, want) {
-			t.Errorf("webhook table actions: got %v, want %v", got, want)
-		}
-		for _, a := range []string{"dynamodb:DeleteItem", "dynamodb:UpdateItem"} {
-			if _, ok := actions[a]; ok {
-				t.Errorf("webhook may %s", a)
-			}
-		}
-		for _, a := range webhookTableActions {
-			if !same(sorted(actions[a]), sorted(tableResources)) {
-				t.Errorf("webhook %s on %v, want the table and its indexes", a, actions[a])
-			}
-		}
-	})
-
-	t.Run("ReadWrite", func(t *testing.T) {
-		for _, name := range []string{routes.Sessions, routes.Resume, routes.Snapshot, routes.Reconnect, routes.IdlePause} {
-			actions := s.functionActions(t, all, name)
-			for _, a := range []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:Query"} {
-				if !same(sorted(actions[a]), sorted(tableResources)) {
-					t.Errorf("%s %s on %v, want the table and its indexes", name, a, actions[a])
-				}
-			}
-		}
-	})
+	// The table actions of every role are pinned by
+	// TestRoleTableActionsPinned (infra/hardening_test.go).
 
 	t.Run("PutEvents", func(t *testing.T) {
 		bus := canonical(getAtt(s.logicalID(t, "EventBus"), "Arn"))

@@ -50,13 +50,6 @@ var (
 			"which do not support resource-level permissions; the actions themselves are listed, not wildcarded.",
 		On: "every function's execution role",
 	}
-	nagTableIndexes = NagSuppression{
-		RuleID:    "AwsSolutions-IAM5",
-		AppliesTo: `/^Resource::<SessionsTable[0-9A-F]{8}\.Arn>\/index\/\*$/`,
-		Reason: "The functions query the sessions table's own GSIs (internal/tabledef.Indexes); <table ARN>/index/* " +
-			"covers exactly those indexes of this one table, and the actions are listed per function, not wildcarded.",
-		On: "every function's execution role",
-	}
 	nagRoutesAuth = NagSuppression{
 		RuleID: "AwsSolutions-APIG4",
 		Reason: "Every route authenticates inside its function: the API routes check the API key " +
@@ -75,7 +68,7 @@ var (
 
 // NagSuppressions lists every suppression NewSandmanStack adds.
 func NagSuppressions() []NagSuppression {
-	return []NagSuppression{nagXRay, nagTableIndexes, nagRoutesAuth, nagDLQ}
+	return []NagSuppression{nagXRay, nagRoutesAuth, nagDLQ}
 }
 
 // cdk returns s in cdk-nag's form.
@@ -97,7 +90,7 @@ func suppress(construct constructs.IConstruct, suppressions ...NagSuppression) {
 }
 
 // suppressFunctionRole accepts the IAM5 findings of a function's role.
-func suppressFunctionRole(role awsiam.IRole) { suppress(role, nagXRay, nagTableIndexes) }
+func suppressFunctionRole(role awsiam.IRole) { suppress(role, nagXRay) }
 
 // suppressRoutes accepts the missing API Gateway authorizer on every route.
 func suppressRoutes(api awsapigatewayv2.HttpApi) { suppress(api, nagRoutesAuth) }

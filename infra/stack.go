@@ -30,6 +30,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdadestinations"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
@@ -182,7 +183,8 @@ func CheckFunctionsDir(dir string) error {
 }
 
 // NewSandmanStack defines the whole Sandman deployment in one stack. props may
-// be nil (all defaults). Its outputs are ApiUrl, TableName and EventBusName.
+// be nil (all defaults). Its outputs are ApiUrl, WebhookUrl, TableName and
+// EventBusName.
 //
 // The function binaries are read from props.FunctionsDir at synthesis; see
 // CheckFunctionsDir.
@@ -216,6 +218,11 @@ func NewSandmanStack(scope constructs.Construct, id string, props *SandmanStackP
 	awscdk.NewCfnOutput(stack, jsii.String("ApiUrl"), &awscdk.CfnOutputProps{
 		Description: jsii.String("Base URL of the HTTP API (routes start with /v1)"),
 		Value:       stage.Url(),
+	})
+	// The exact URL to register with the provider (stage.Url() ends in "/").
+	awscdk.NewCfnOutput(stack, jsii.String("WebhookUrl"), &awscdk.CfnOutputProps{
+		Description: jsii.String("URL to register as the provider's webhook (" + p.Provider + ")"),
+		Value:       awscdk.Fn_Join(jsii.String(""), jsii.Strings(*stage.Url(), "v1/webhooks/"+p.Provider)),
 	})
 	awscdk.NewCfnOutput(stack, jsii.String("TableName"), &awscdk.CfnOutputProps{
 		Description: jsii.String("Name of the sessions table"),
@@ -272,25 +279,22 @@ func attribute(stack awscdk.Stack, name, typ string) *awsdynamodb.Attribute {
 	return a
 }
 
-// tableAccess is what a function may do with the sessions table.
-type tableAccess int
-
+// Table actions, exactly the calls internal/dynamo makes (issue 14: least
+// privilege for real). The store writes whole items with PutItem and never
+// calls UpdateItem, BatchGetItem, Scan or the table's stream.
 const (
-	// tableRead allows reads only (GrantReadData).
-	tableRead tableAccess = iota
-	// tableReadWrite allows reads and writes (GrantReadWriteData).
-	tableReadWrite
-	// tableWebhook allows exactly webhookTableActions: no delete.
-	tableWebhook
+	actionGetItem    = "dynamodb:GetItem"    // GetSession, GetAPIKey
+	actionPutItem    = "dynamodb:PutItem"    // CreateSession, UpdateSession, Claim
+	actionDeleteItem = "dynamodb:DeleteItem" // ReleaseClaim (an Idempotency-Key given back)
+	actionQuery      = "dynamodb:Query"      // ListSessions, FindBySandbox, FindDue, on indexes only
 )
 
-// webhookTableActions are the only table actions the webhook function gets,
-// exactly the calls internal/dynamo makes for it: read the session
-// (GetItem), put the dedupe claim and write the updated session (PutItem:
-// the store writes whole items and never calls UpdateItem), find the session
-// by sandbox through the by_sandbox index (Query). No DeleteItem: only the
-// sessions function's create releases a claim.
-var webhookTableActions = []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query"}
+// tableAccess is what one function may do with the sessions table: item
+// actions on the table, and Query on the named indexes only.
+type tableAccess struct {
+	actions []string
+	indexes []string
+}
 
 // functionSpec is one function's settings and grants.
 type functionSpec struct {
@@ -302,7 +306,9 @@ type functionSpec struct {
 	timeout time.Duration
 	// memoryMB is the Lambda memory size in MB (CPU scales with it).
 	memoryMB float64
-	table    tableAccess
+	// table lists the table actions and indexes the function's code calls
+	// (read from the store calls each handler reaches).
+	table tableAccess
 	// publishes is true for functions that publish lifecycle transitions
 	// (PutEvents on the bus).
 	publishes bool
@@ -334,20 +340,36 @@ type functionSpec struct {
 //     next run.
 var functionSpecs = []functionSpec{
 	{name: routes.Sessions, description: "Sandman sessions API: create, list, get, heartbeat, delete",
-		timeout: 29 * time.Second, memoryMB: 256, table: tableReadWrite, publishes: true, providerKey: true},
+		timeout: 29 * time.Second, memoryMB: 256, publishes: true, providerKey: true,
+		// auth and get: GetItem; create, heartbeat, delete: PutItem; a failed
+		// create gives its Idempotency-Key back: DeleteItem; list: by_owner.
+		table: tableAccess{actions: []string{actionGetItem, actionPutItem, actionDeleteItem}, indexes: []string{tabledef.IndexByOwner}}},
 	{name: routes.Status, description: "Sandman session status (database only)",
-		timeout: 10 * time.Second, memoryMB: 128, table: tableRead},
+		timeout: 10 * time.Second, memoryMB: 128,
+		table: tableAccess{actions: []string{actionGetItem}}},
 	{name: routes.Resume, description: "Sandman resume a paused session",
-		timeout: 29 * time.Second, memoryMB: 256, table: tableReadWrite, publishes: true, providerKey: true},
+		timeout: 29 * time.Second, memoryMB: 256, publishes: true, providerKey: true,
+		table: tableAccess{actions: []string{actionGetItem, actionPutItem}}},
 	{name: routes.Snapshot, description: "Sandman snapshot (pause now, idempotent)",
-		timeout: 29 * time.Second, memoryMB: 256, table: tableReadWrite, publishes: true, providerKey: true},
+		timeout: 29 * time.Second, memoryMB: 256, publishes: true, providerKey: true,
+		table: tableAccess{actions: []string{actionGetItem, actionPutItem}}},
 	{name: routes.Reconnect, description: "Sandman reconnect probe",
-		timeout: 29 * time.Second, memoryMB: 256, table: tableReadWrite, publishes: true, providerKey: true},
+		timeout: 29 * time.Second, memoryMB: 256, publishes: true, providerKey: true,
+		table: tableAccess{actions: []string{actionGetItem, actionPutItem}}},
 	{name: routes.Webhook, description: "Sandman provider webhook receiver",
-		timeout: 15 * time.Second, memoryMB: 256, table: tableWebhook, publishes: true, webhookKey: true},
+		timeout: 15 * time.Second, memoryMB: 256, publishes: true, webhookKey: true,
+		// the session by sandbox (by_sandbox), then PutItem for the update
+		// and the dedupe claim; no GetItem, no DeleteItem.
+		table: tableAccess{actions: []string{actionPutItem}, indexes: []string{tabledef.IndexBySandbox}}},
 	{name: routes.IdlePause, description: "Sandman scheduled idle pause and reconciler",
-		timeout: 4*time.Minute + 50*time.Second, memoryMB: 512, table: tableReadWrite, publishes: true, providerKey: true,
-		reservedConcurrency: 1},
+		timeout: 4*time.Minute + 50*time.Second, memoryMB: 512, publishes: true, providerKey: true,
+		// due sessions (idle, lease, paused), listed sandboxes (by_sandbox),
+		// re-reads (GetItem) and transitions (PutItem). No reserved
+		// concurrency (issue 14): it fails stack creation on accounts at the
+		// new-account concurrency quota, and the sweep is safe under overlap
+		// (every write conditional, DESIGN.md "Idle pause").
+		table: tableAccess{actions: []string{actionGetItem, actionPutItem},
+			indexes: []string{tabledef.IndexIdle, tabledef.IndexLease, tabledef.IndexPaused, tabledef.IndexBySandbox}}},
 }
 
 // constructID returns the construct id prefix of a function's resources,
@@ -394,31 +416,31 @@ func newFunction(stack awscdk.Stack, spec functionSpec, p SandmanStackProps, tab
 		LogGroup:              logs,
 		LoggingFormat:         awslambda.LoggingFormat_JSON,
 		ApplicationLogLevelV2: awslambda.ApplicationLogLevel_INFO,
-		SystemLogLevelV2:      awslambda.SystemLogLevel_WARN,
+		SystemLogLevelV2:      awslambda.SystemLogLevel_INFO, // keeps START/REPORT (duration, memory, init)
 		Tracing:               awslambda.Tracing_ACTIVE,
 		Environment:           &env,
 	}
 	if spec.reservedConcurrency > 0 {
 		fp.ReservedConcurrentExecutions = jsii.Number(spec.reservedConcurrency)
 	}
-	if spec.name == routes.IdlePause {
-		// A failed or throttled sweep is not retried: the next tick, five
-		// minutes later, does the same work with fresher data.
-		fp.RetryAttempts = jsii.Number(0)
-		fp.MaxEventAge = awscdk.Duration_Minutes(jsii.Number(4))
-	}
 	return awslambda.NewFunction(stack, jsii.String(id), fp)
 }
 
 // grant gives fn exactly the access spec lists.
 func grant(spec functionSpec, fn awslambda.Function, table awsdynamodb.Table, bus awsevents.EventBus, providerKey, webhookKey awssecretsmanager.ISecret) {
-	switch spec.table {
-	case tableRead:
-		table.GrantReadData(fn)
-	case tableReadWrite:
-		table.GrantReadWriteData(fn)
-	case tableWebhook:
-		table.Grant(fn, *jsii.Strings(webhookTableActions...)...)
+	fn.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions:   jsii.Strings(spec.table.actions...),
+		Resources: jsii.Strings(*table.TableArn()),
+	}))
+	if len(spec.table.indexes) > 0 {
+		arns := make([]string, len(spec.table.indexes))
+		for i, ix := range spec.table.indexes {
+			arns[i] = *table.TableArn() + "/index/" + ix
+		}
+		fn.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Actions:   jsii.Strings(actionQuery),
+			Resources: jsii.Strings(arns...),
+		}))
 	}
 	if spec.publishes {
 		bus.GrantPutEventsTo(fn, nil)
@@ -536,6 +558,15 @@ func newSchedule(stack awscdk.Stack, fn awslambda.Function) awssqs.Queue {
 		RetentionPeriod: awscdk.Duration_Days(jsii.Number(14)),
 	})
 	suppressDLQ(dlq)
+	// A failed or throttled sweep is not retried: the next tick, five
+	// minutes later, does the same work with fresher data. A sweep that
+	// errors goes to the same queue (on-failure destination, issue 14), so
+	// the DLQ alarm covers undelivered ticks and failed sweeps alike.
+	fn.ConfigureAsyncInvoke(&awslambda.EventInvokeConfigOptions{
+		RetryAttempts: jsii.Number(0),
+		MaxEventAge:   awscdk.Duration_Minutes(jsii.Number(4)),
+		OnFailure:     awslambdadestinations.NewSqsDestination(dlq),
+	})
 	awsevents.NewRule(stack, jsii.String("IdlePauseSchedule"), &awsevents.RuleProps{
 		Description: jsii.String("Invokes the Sandman idle pause sweep"),
 		Schedule:    awsevents.Schedule_Expression(jsii.String(routes.ScheduleExpression)),

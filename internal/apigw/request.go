@@ -169,7 +169,10 @@ func decodeOne(b []byte, dst any) error {
 func jsonError(err error, dst any) error {
 	var syntax *json.SyntaxError
 	var typ *json.UnmarshalTypeError
+	var app *lifecycle.Error
 	switch {
+	case errors.As(err, &app): // from a field's own UnmarshalJSON
+		return app
 	case errors.As(err, &syntax):
 		return invalidf("the request body is not valid JSON (at byte %d)", syntax.Offset)
 	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):

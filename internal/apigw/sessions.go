@@ -18,10 +18,10 @@ const (
 // idle_timeout_seconds means the default (600 s); zero max_lifetime_seconds
 // means no limit.
 type createSessionBody struct {
-	Template           string            `json:"template"`
-	IdleTimeoutSeconds int64             `json:"idle_timeout_seconds"`
-	MaxLifetimeSeconds int64             `json:"max_lifetime_seconds"`
-	Metadata           map[string]string `json:"metadata"`
+	Template           string       `json:"template"`
+	IdleTimeoutSeconds int64        `json:"idle_timeout_seconds"`
+	MaxLifetimeSeconds int64        `json:"max_lifetime_seconds"`
+	Metadata           metadataBody `json:"metadata"`
 }
 
 // noBody is the body of routes that take none: empty, or {}.
@@ -39,7 +39,7 @@ func (h *Handler) createSession(ctx context.Context, r *request) (response, erro
 		Template:           body.Template,
 		IdleTimeoutSeconds: body.IdleTimeoutSeconds,
 		MaxLifetimeSeconds: body.MaxLifetimeSeconds,
-		Metadata:           body.Metadata,
+		Metadata:           map[string]string(body.Metadata),
 	}
 	if key, ok := r.header("Idempotency-Key"); ok {
 		in.IdempotencyKey = strings.TrimSpace(key)

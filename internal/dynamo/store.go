@@ -74,7 +74,7 @@ func (st *Store) CreateSession(ctx context.Context, s *lifecycle.Session) error 
 		err = nil // our own write, committed before the SDK retried it
 	}
 	if err != nil {
-		return fmt.Errorf("create session %s: %w", s.ID, err)
+		return storeError("create session %s: %w", s.ID, err)
 	}
 	s.Version = 1
 	return nil
@@ -89,7 +89,7 @@ func (st *Store) GetSession(ctx context.Context, id string) (*lifecycle.Session,
 		ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("get session %s: %w", id, err)
+		return nil, storeError("get session %s: %w", id, err)
 	}
 	if len(out.Item) == 0 {
 		return nil, errSessionNotFound(id)
@@ -123,11 +123,11 @@ func (st *Store) ListSessions(ctx context.Context, accountID, cursorText string,
 	keyCond := expression.Key(tabledef.AttrOwnerKey).Equal(expression.Value(accountID))
 	items, more, err := st.query(ctx, tabledef.IndexByOwner, keyCond, false, start, limit)
 	if err != nil {
-		return lifecycle.SessionPage{}, fmt.Errorf("list sessions of account %s: %w", accountID, err)
+		return lifecycle.SessionPage{}, storeError("list sessions of account %s: %w", accountID, err)
 	}
 	page, err := decodePage(items)
 	if err != nil {
-		return lifecycle.SessionPage{}, fmt.Errorf("list sessions of account %s: %w", accountID, err)
+		return lifecycle.SessionPage{}, storeError("list sessions of account %s: %w", accountID, err)
 	}
 	if more {
 		if page.Cursor, err = cursorAfter(tabledef.IndexByOwner, 0, items[len(items)-1]); err != nil {
@@ -148,11 +148,11 @@ func (st *Store) FindBySandbox(ctx context.Context, provider, sandboxID string) 
 	keyCond := expression.Key(tabledef.AttrSandboxKey).Equal(expression.Value(sandboxKey(provider, sandboxID)))
 	items, _, err := st.query(ctx, tabledef.IndexBySandbox, keyCond, true, nil, 10)
 	if err != nil {
-		return nil, fmt.Errorf("find session of sandbox %s/%s: %w", provider, sandboxID, err)
+		return nil, storeError("find session of sandbox %s/%s: %w", provider, sandboxID, err)
 	}
 	page, err := decodePage(items)
 	if err != nil {
-		return nil, fmt.Errorf("find session of sandbox %s/%s: %w", provider, sandboxID, err)
+		return nil, storeError("find session of sandbox %s/%s: %w", provider, sandboxID, err)
 	}
 	if len(page.Sessions) == 0 {
 		return nil, lifecycle.Errorf(lifecycle.CodeNotFound, "no session holds %s sandbox %s", provider, sandboxID)
@@ -212,7 +212,7 @@ func (st *Store) UpdateSession(ctx context.Context, s *lifecycle.Session, from l
 		err = nil // our own write, committed before the SDK retried it
 	}
 	if err != nil {
-		return fmt.Errorf("update session %s: %w", s.ID, err)
+		return storeError("update session %s: %w", s.ID, err)
 	}
 	s.Version = next.Version
 	return nil
@@ -261,7 +261,7 @@ func explainUpdateFailure(s *lifecycle.Session, from lifecycle.State, guard life
 	}
 	var it sessionItem
 	if err := attributevalue.UnmarshalMap(old, &it); err != nil {
-		return fmt.Errorf("update session %s: decode stored item: %w", s.ID, err)
+		return storeError("update session %s: decode stored item: %w", s.ID, err)
 	}
 	switch {
 	case it.State != string(from) || it.Version != s.Version:
@@ -330,7 +330,7 @@ func (st *Store) FindDue(ctx context.Context, q lifecycle.DueQuery) (lifecycle.S
 		need := q.Limit - len(items)
 		got, more, err := st.query(ctx, ix.name, keyCond, true, start, need)
 		if err != nil {
-			return lifecycle.SessionPage{}, fmt.Errorf("find due sessions in %s shard %d: %w", ix.name, shard, err)
+			return lifecycle.SessionPage{}, storeError("find due sessions in %s shard %d: %w", ix.name, shard, err)
 		}
 		items = append(items, got...)
 		next := ""
@@ -357,7 +357,7 @@ func (st *Store) FindDue(ctx context.Context, q lifecycle.DueQuery) (lifecycle.S
 func dueInTime(ix dueIndex, items []map[string]types.AttributeValue, before time.Time, next string) (lifecycle.SessionPage, error) {
 	page, err := decodePage(items)
 	if err != nil {
-		return lifecycle.SessionPage{}, fmt.Errorf("find due sessions in %s: %w", ix.name, err)
+		return lifecycle.SessionPage{}, storeError("find due sessions in %s: %w", ix.name, err)
 	}
 	kept := page.Sessions[:0]
 	for _, s := range page.Sessions {
@@ -400,12 +400,12 @@ func (st *Store) Claim(ctx context.Context, key, value string, ttl time.Duration
 			return false, "", fmt.Errorf("claim %s: condition failed without a stored claim", key)
 		}
 		if err := attributevalue.UnmarshalMap(failed.Item, &old); err != nil {
-			return false, "", fmt.Errorf("claim %s: decode stored claim: %w", key, err)
+			return false, "", storeError("claim %s: decode stored claim: %w", key, err)
 		}
 		return false, old.Value, nil
 	}
 	if err != nil {
-		return false, "", fmt.Errorf("claim %s: %w", key, err)
+		return false, "", storeError("claim %s: %w", key, err)
 	}
 	return true, value, nil
 }
@@ -419,7 +419,7 @@ func (st *Store) ReleaseClaim(ctx context.Context, key, value string) error {
 	}
 	expr, err := expression.NewBuilder().WithCondition(expression.Name("value").Equal(expression.Value(value))).Build()
 	if err != nil {
-		return fmt.Errorf("build condition: %w", err)
+		return storeError("build condition: %w", err)
 	}
 	_, err = st.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 		TableName:                 aws.String(st.table),
@@ -430,7 +430,7 @@ func (st *Store) ReleaseClaim(ctx context.Context, key, value string) error {
 	})
 	var failed *types.ConditionalCheckFailedException
 	if err != nil && !errors.As(err, &failed) {
-		return fmt.Errorf("release claim %s: %w", key, err)
+		return storeError("release claim %s: %w", key, err)
 	}
 	return nil
 }
@@ -448,7 +448,7 @@ func (st *Store) PutAPIKey(ctx context.Context, k lifecycle.APIKey) error {
 		return lifecycle.Errorf(lifecycle.CodeConflict, "api key exists")
 	}
 	if err != nil {
-		return fmt.Errorf("put api key: %w", err)
+		return storeError("put api key: %w", err)
 	}
 	return nil
 }
@@ -462,18 +462,18 @@ func (st *Store) GetAPIKey(ctx context.Context, hash string) (lifecycle.APIKey, 
 		ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
-		return lifecycle.APIKey{}, fmt.Errorf("get api key: %w", err)
+		return lifecycle.APIKey{}, storeError("get api key: %w", err)
 	}
 	if len(out.Item) == 0 {
 		return lifecycle.APIKey{}, lifecycle.Errorf(lifecycle.CodeNotFound, "api key not found")
 	}
 	var it apiKeyItem
 	if err := attributevalue.UnmarshalMap(out.Item, &it); err != nil {
-		return lifecycle.APIKey{}, fmt.Errorf("decode api key: %w", err)
+		return lifecycle.APIKey{}, storeError("decode api key: %w", err)
 	}
 	created, err := parseTime("created_at", it.CreatedAt)
 	if err != nil {
-		return lifecycle.APIKey{}, fmt.Errorf("decode api key: %w", err)
+		return lifecycle.APIKey{}, storeError("decode api key: %w", err)
 	}
 	return lifecycle.APIKey{Hash: it.Hash, AccountID: it.AccountID, CreatedAt: created}, nil
 }
@@ -484,11 +484,11 @@ func (st *Store) GetAPIKey(ctx context.Context, hash string) (lifecycle.APIKey, 
 func (st *Store) put(ctx context.Context, item any, cond expression.ConditionBuilder, returnOld bool) error {
 	av, err := attributevalue.MarshalMap(item)
 	if err != nil {
-		return fmt.Errorf("encode item: %w", err)
+		return storeError("encode item: %w", err)
 	}
 	expr, err := expression.NewBuilder().WithCondition(cond).Build()
 	if err != nil {
-		return fmt.Errorf("build condition: %w", err)
+		return storeError("build condition: %w", err)
 	}
 	in := &dynamodb.PutItemInput{
 		TableName:                 aws.String(st.table),
@@ -511,7 +511,7 @@ func (st *Store) query(ctx context.Context, index string, keyCond expression.Key
 	start map[string]types.AttributeValue, limit int) ([]map[string]types.AttributeValue, bool, error) {
 	expr, err := expression.NewBuilder().WithKeyCondition(keyCond).Build()
 	if err != nil {
-		return nil, false, fmt.Errorf("build key condition: %w", err)
+		return nil, false, storeError("build key condition: %w", err)
 	}
 	var items []map[string]types.AttributeValue
 	for {
@@ -570,7 +570,7 @@ func itemKey(pk, sk string) map[string]types.AttributeValue {
 func decodeSession(av map[string]types.AttributeValue) (*lifecycle.Session, error) {
 	var it sessionItem
 	if err := attributevalue.UnmarshalMap(av, &it); err != nil {
-		return nil, fmt.Errorf("decode session item: %w", err)
+		return nil, storeError("decode session item: %w", err)
 	}
 	return it.session()
 }

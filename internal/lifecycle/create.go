@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"strings"
-	"time"
+	"unicode/utf8"
 )
 
 // CreateInput is a validated-at-the-edge create request (DESIGN.md
@@ -40,13 +40,17 @@ const (
 // and whether it is an Idempotency-Key replay.
 // A create that fails gives its Idempotency-Key back, so a retry with the
 // same key tries again; a replay returns the session of the create that
-// succeeded (or is still under way: conflict).
+// succeeded (or is still under way: conflict), and a key held by a create
+// known dead is given back (see claim.go).
 // Errors: invalid (bad input, unknown template), conflict (same
 // Idempotency-Key still in flight, or the session was deleted meanwhile),
 // unavailable (provider trouble).
 func (s *Service) Create(ctx context.Context, accountID string, in CreateInput) (*Session, bool, error) {
 	sess, err := s.newSession(accountID, in)
 	if err != nil {
+		return nil, false, err
+	}
+	if err := s.checkTemplate(ctx, sess); err != nil {
 		return nil, false, err
 	}
 	prior, release, err := s.claimIdempotencyKey(ctx, accountID, in.IdempotencyKey, sess.ID)
@@ -70,31 +74,16 @@ func (s *Service) claimIdempotencyKey(ctx context.Context, accountID, key, sessi
 	if key == "" {
 		return nil, func() {}, nil
 	}
-	// Length-prefixed, so no account id or key containing '#' can collide
-	// with another account's.
-	claimKey := fmt.Sprintf("idempotency#%d:%s#%s", len(accountID), accountID, key)
-	claimed, stored, err := s.cfg.Store.Claim(ctx, claimKey, sessionID, s.cfg.IdempotencyTTL, s.now())
-	if err != nil {
-		return nil, nil, fmt.Errorf("claim idempotency key: %w", err)
-	}
-	if !claimed {
-		prior, err := s.cfg.Store.GetSession(ctx, stored)
-		if IsCode(err, CodeNotFound) {
-			return nil, nil, &Error{Code: CodeConflict, RetryAfter: time.Second,
-				Message: "a create with this Idempotency-Key is still in progress"}
-		}
-		if err != nil {
-			return nil, nil, err
-		}
-		if prior.AccountID != accountID { // cannot happen with the key above; never leak a session
-			return nil, nil, fmt.Errorf("idempotency key %q names session %s of another account", key, prior.ID)
-		}
-		return prior, nil, nil
+	claimKey := idempotencyClaimKey(accountID, key)
+	claimValue := newClaimValue(sessionID, s.now())
+	prior, err := s.holdClaim(ctx, accountID, claimKey, claimValue)
+	if err != nil || prior != nil {
+		return prior, nil, err
 	}
 	release := func() {
 		wctx, cancel := settleContext(ctx)
 		defer cancel()
-		if err := s.cfg.Store.ReleaseClaim(wctx, claimKey, sessionID); err != nil {
+		if err := s.cfg.Store.ReleaseClaim(wctx, claimKey, claimValue); err != nil {
 			s.log().WarnContext(ctx, "release idempotency key", "session_id", sessionID, "err", err)
 		}
 	}
@@ -167,7 +156,7 @@ func (s *Service) newSession(accountID string, in CreateInput) (*Session, error)
 	if in.Template == "" {
 		return nil, Errorf(CodeInvalid, "template is required")
 	}
-	if len(in.Template) > maxTemplateLen {
+	if utf8.RuneCountInString(in.Template) > maxTemplateLen {
 		return nil, Errorf(CodeInvalid, "template must be at most %d characters", maxTemplateLen)
 	}
 	if len(in.IdempotencyKey) > maxIdempotencyKey {
@@ -194,18 +183,25 @@ func (s *Service) newSession(accountID string, in CreateInput) (*Session, error)
 	return sess, nil
 }
 
+// validateMetadata checks a create's metadata: at most maxMetadataKeys
+// keys; keys of 1..maxMetadataKeyLen and values of at most
+// maxMetadataValueLen characters (Unicode code points), valid UTF-8; no key
+// starting with MetadataPrefix in any letter case (issue 14).
 func validateMetadata(m map[string]string) error {
 	if len(m) > maxMetadataKeys {
 		return Errorf(CodeInvalid, "metadata may hold at most %d keys", maxMetadataKeys)
 	}
 	for k, v := range m {
-		if k == "" || len(k) > maxMetadataKeyLen {
+		if !utf8.ValidString(k) || !utf8.ValidString(v) {
+			return Errorf(CodeInvalid, "metadata keys and values must be valid UTF-8")
+		}
+		if n := utf8.RuneCountInString(k); n == 0 || n > maxMetadataKeyLen {
 			return Errorf(CodeInvalid, "metadata keys must be 1 to %d characters", maxMetadataKeyLen)
 		}
-		if strings.HasPrefix(k, MetadataPrefix) {
-			return Errorf(CodeInvalid, "metadata keys starting with %q are reserved (got %q)", MetadataPrefix, k)
+		if strings.HasPrefix(strings.ToLower(k), MetadataPrefix) {
+			return Errorf(CodeInvalid, "metadata keys starting with %q (in any case) are reserved (got %q)", MetadataPrefix, k)
 		}
-		if len(v) > maxMetadataValueLen {
+		if utf8.RuneCountInString(v) > maxMetadataValueLen {
 			return Errorf(CodeInvalid, "metadata value for %q must be at most %d characters", k, maxMetadataValueLen)
 		}
 	}

@@ -104,7 +104,8 @@ func (s *Session) RecordActivity(now time.Time, granularity time.Duration) bool 
 
 // Transition moves s to state to at now for reason, keeping the timestamps
 // that belong to each state: a lease for transitional states, RunningSince for
-// running, PausedAt for paused; expiry clears the sandbox fields. It does not
+// running, PausedAt for paused; expiry clears the sandbox fields, and every
+// final state the preview URL and the provider-side expiry. It does not
 // touch Version (the store owns it). Errors: CodeConflict when the
 // transition table does not allow it.
 func (s *Session) Transition(to State, reason string, now time.Time, p Policy) error {
@@ -135,6 +136,12 @@ func (s *Session) Transition(to State, reason string, now time.Time, p Policy) e
 	}
 	if to == StateExpired {
 		s.SandboxID, s.PreviewURL, s.SandboxExpiresAt = "", "", time.Time{}
+	}
+	if to.Final() {
+		// A final session advertises no URL and no expiry (issue 14): its
+		// sandbox is dead or dying. A killed session keeps its SandboxID for
+		// the record.
+		s.PreviewURL, s.SandboxExpiresAt = "", time.Time{}
 	}
 	return nil
 }

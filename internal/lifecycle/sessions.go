@@ -113,25 +113,55 @@ func (s *Service) heartbeatOnMissing(ctx context.Context, sess *Session) error {
 	return nil
 }
 
-// Delete kills the session's sandbox and marks it killed. Deleting a killed
-// session succeeds without a provider call. Errors: not_found, forbidden,
-// unavailable (the provider could not kill it; nothing changed).
+// Delete marks the session killed, then kills its sandbox. Deleting a
+// killed session succeeds without a provider call; so does a delete that
+// loses its race to another delete (deleting is idempotent).
+//
+// The kill is recorded before the provider is asked (issue 14): the
+// provider's own "killed" webhook, which may land before the provider's
+// answer does, then finds the session killed and changes nothing, so a
+// kill Sandman asked for is never taken for an expiry. A sandbox whose kill
+// fails is killed by the sweep, which reaps every sandbox of a killed
+// session (ReapOrphan); the failure is logged.
+// Errors: not_found, forbidden, conflict (lost every race, to writers other
+// than a delete).
 func (s *Service) Delete(ctx context.Context, accountID, id string) (*Session, error) {
-	return s.retryConflicts(ctx, accountID, id, func(sess *Session) error {
+	sess, err := s.retryConflicts(ctx, accountID, id, func(sess *Session) error {
 		if sess.State == StateKilled {
 			return nil
 		}
-		if sess.SandboxID != "" && !sess.State.Final() {
-			pctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
-			err := s.provider(sess).Kill(pctx, sess.SandboxID)
-			cancel()
-			if err != nil && !errors.Is(err, ErrSandboxGone) {
-				return s.providerError(err, "kill the sandbox")
-			}
+		live := sess.SandboxID != "" && !sess.State.Final()
+		if err := s.transition(ctx, sess, StateKilled, ReasonRequest, Guard{}); err != nil {
+			return raced(err)
 		}
-		// Recorded even when the caller has gone: the sandbox is dead.
-		wctx, cancel := settleContext(ctx)
-		defer cancel()
-		return raced(s.transition(wctx, sess, StateKilled, ReasonRequest, Guard{}))
+		if live {
+			s.killDeleted(ctx, sess)
+		}
+		return nil
 	})
+	if IsLostRace(err) {
+		return s.deletedMeanwhile(ctx, accountID, id, err)
+	}
+	return sess, err
+}
+
+// deletedMeanwhile answers a delete that lost its last race: when the
+// session is killed by now (another delete won), the delete succeeded.
+func (s *Service) deletedMeanwhile(ctx context.Context, accountID, id string, raceErr error) (*Session, error) {
+	cur, err := s.owned(ctx, accountID, id)
+	if err == nil && cur.State == StateKilled {
+		return cur, nil
+	}
+	return nil, raceErr
+}
+
+// killDeleted kills the sandbox of a session just marked killed, even when
+// the caller has gone; a failure is logged and left to the sweep.
+func (s *Service) killDeleted(ctx context.Context, sess *Session) {
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.CallTimeout)
+	defer cancel()
+	if err := s.provider(sess).Kill(pctx, sess.SandboxID); err != nil && !errors.Is(err, ErrSandboxGone) {
+		s.log().WarnContext(ctx, "kill the sandbox of a deleted session; the sweep reaps it",
+			"session_id", sess.ID, "sandbox_id", sess.SandboxID, "err", err)
+	}
 }

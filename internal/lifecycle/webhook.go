@@ -38,6 +38,9 @@ const (
 // seconds at worst leaves a disagreement the sweep's provider-list check
 // repairs.
 //
+// A timestamp more than MaxProviderClockSkew ahead of Sandman's clock is
+// clamped to now (see clampEventTime), so no event can poison the order.
+//
 // Rules: paused → paused; resumed → running and counts as activity (traffic
 // woke it); killed → expired (a session we killed stays killed); updated →
 // records the new provider timeout; created → recorded. A session in a
@@ -45,6 +48,7 @@ const (
 // operation under way (WebhookDeferred); a final one records nothing.
 // Errors: from the store only (the caller answers 5xx so the provider retries).
 func (s *Service) ApplyProviderEvent(ctx context.Context, ev ProviderEvent) (WebhookOutcome, error) {
+	ev = s.clampEventTime(ctx, ev)
 	outcome, err := s.applyProviderEvent(ctx, ev)
 	if err != nil {
 		return "", err

@@ -108,6 +108,18 @@ func (p *Provider) FilesDir(sandboxID string) (string, error) {
 	return dir, nil
 }
 
+var _ lifecycle.TemplateChecker = (*Provider)(nil)
+
+// CheckTemplate returns nil for a template of Templates. Errors: a
+// lifecycle CodeInvalid *Error naming the templates there are.
+func (p *Provider) CheckTemplate(_ context.Context, template string) error {
+	if !slices.Contains(Templates, template) {
+		return lifecycle.Errorf(lifecycle.CodeInvalid,
+			"Unknown template %q: the local provider has %q and %q.", template, TemplateBase, TemplateWeb)
+	}
+	return nil
+}
+
 // Create starts a sandbox from req.Template ("base" or "web") with the
 // provider-side timeout req.Timeout (0: Config.DefaultTimeout). A web
 // sandbox answers HTTP on its PreviewURL when Create returns. Errors: an
@@ -115,9 +127,8 @@ func (p *Provider) FilesDir(sandboxID string) (string, error) {
 // timeout that is negative or above Config.MaxTimeout; transient when ctx
 // is done; a plain error when the child cannot be started.
 func (p *Provider) Create(ctx context.Context, req lifecycle.CreateRequest) (sb lifecycle.Sandbox, err error) {
-	if !slices.Contains(Templates, req.Template) {
-		return lifecycle.Sandbox{}, fmt.Errorf("create sandbox: %w", lifecycle.Errorf(lifecycle.CodeInvalid,
-			"Unknown template %q: the local provider has %q and %q.", req.Template, TemplateBase, TemplateWeb))
+	if err := p.CheckTemplate(ctx, req.Template); err != nil {
+		return lifecycle.Sandbox{}, fmt.Errorf("create sandbox: %w", err)
 	}
 	timeout, err := p.timeout(req.Timeout, true)
 	if err != nil {
