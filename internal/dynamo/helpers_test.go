@@ -1,7 +1,6 @@
 package dynamo_test
 
 import (
-	"fmt"
 	"strconv"
 	"testing"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/sandmanhq/sandman/internal/dynamo"
 	"github.com/sandmanhq/sandman/internal/dynamotest"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/storetest"
 	"github.com/sandmanhq/sandman/internal/tabledef"
 )
 
@@ -36,31 +36,11 @@ func MustFixture(tb testing.TB) fixture {
 	return fixture{store: dynamo.New(client, table), client: client, table: table}
 }
 
-// runningSession returns a running session of account created at now with
-// every field set.
-func runningSession(id, account string, now time.Time) *lifecycle.Session {
-	return &lifecycle.Session{
-		ID:                  id,
-		AccountID:           account,
-		Provider:            "fake",
-		Template:            "base",
-		Metadata:            map[string]string{"project": "p-1", "user": "u-9"},
-		SandboxID:           "sbx-" + id,
-		PreviewURL:          "https://3000-sbx-" + id + ".example.test",
-		State:               lifecycle.StateRunning,
-		Reason:              lifecycle.ReasonRequest,
-		IdleTimeout:         10 * time.Minute,
-		MaxLifetime:         2 * time.Hour,
-		CreatedAt:           now,
-		UpdatedAt:           now,
-		LastActivityAt:      now,
-		IdleDeadline:        now.Add(10 * time.Minute),
-		RunningSince:        now,
-		SandboxExpiresAt:    now.Add(12 * time.Minute),
-		LastProviderEventAt: now.Add(-time.Second),
-		StateChangedAt:      now.Add(-2 * time.Second),
-	}
-}
+// runningSession and sessionID are the store contract's fixtures.
+var (
+	runningSession = storetest.RunningSession
+	sessionID      = storetest.SessionID
+)
 
 // MustCreate creates s in the fixture's store.
 func (f fixture) MustCreate(tb testing.TB, s *lifecycle.Session) {
@@ -188,5 +168,3 @@ func collectDue(tb testing.TB, store *dynamo.Store, q lifecycle.DueQuery) (ids m
 		q.Cursor = page.Cursor
 	}
 }
-
-func sessionID(i int) string { return fmt.Sprintf("ses_test%022d", i) }

@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"context"
+	"strconv"
 	"time"
 )
 
@@ -90,4 +91,21 @@ type APIKey struct {
 	Hash      string // lowercase hex SHA-256 of the secret
 	AccountID string
 	CreatedAt time.Time
+}
+
+// ValidStoredSession checks what every Store needs to write s: a session
+// with an id, an account and a known state.
+// Errors: invalid naming what is missing.
+func ValidStoredSession(s *Session) error {
+	switch {
+	case s == nil:
+		return Errorf(CodeInvalid, "session is required")
+	case s.ID == "":
+		return Errorf(CodeInvalid, "session id is required")
+	case s.AccountID == "":
+		return Errorf(CodeInvalid, "session %s has no account id", s.ID)
+	case !s.State.Valid():
+		return Errorf(CodeInvalid, "session %s has unknown state %s", s.ID, strconv.Quote(string(s.State)))
+	}
+	return nil
 }

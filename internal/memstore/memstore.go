@@ -355,17 +355,6 @@ func errSessionNotFound(id string) error {
 	return lifecycle.Errorf(lifecycle.CodeNotFound, "session %s not found", id)
 }
 
-// validSession checks what the store needs to write s (as internal/dynamo).
-func validSession(s *lifecycle.Session) error {
-	switch {
-	case s == nil:
-		return lifecycle.Errorf(lifecycle.CodeInvalid, "session is required")
-	case s.ID == "":
-		return lifecycle.Errorf(lifecycle.CodeInvalid, "session id is required")
-	case s.AccountID == "":
-		return lifecycle.Errorf(lifecycle.CodeInvalid, "session %s has no account id", s.ID)
-	case !s.State.Valid():
-		return lifecycle.Errorf(lifecycle.CodeInvalid, "session %s has unknown state %s", s.ID, strconv.Quote(string(s.State)))
-	}
-	return nil
-}
+// validSession checks what the store needs to write s
+// (lifecycle.ValidStoredSession).
+func validSession(s *lifecycle.Session) error { return lifecycle.ValidStoredSession(s) }

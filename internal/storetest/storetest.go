@@ -41,9 +41,9 @@ type fixture struct {
 	store lifecycle.Store
 }
 
-// runningSession returns a running session of account created at now with
-// every field set.
-func runningSession(id, account string, now time.Time) *lifecycle.Session {
+// RunningSession returns a running session of account created at now with
+// every field set: the stores' tests start from it.
+func RunningSession(id, account string, now time.Time) *lifecycle.Session {
 	return &lifecycle.Session{
 		ID:                  id,
 		AccountID:           account,
@@ -97,12 +97,13 @@ func (f fixture) MustTransition(tb testing.TB, s *lifecycle.Session, to lifecycl
 	}
 }
 
-func sessionID(i int) string { return fmt.Sprintf("ses_test%022d", i) }
+// SessionID returns the i-th test session id.
+func SessionID(i int) string { return fmt.Sprintf("ses_test%022d", i) }
 
 func testCreateSession(t *testing.T, newStore NewStore) {
 	t.Run("RoundTripsEveryField", func(t *testing.T) {
 		f := fixture{store: newStore(t)}
-		s := runningSession("ses_roundtrip", "acct_1", t0)
+		s := RunningSession("ses_roundtrip", "acct_1", t0)
 		s.PausedAt = t0.Add(-time.Hour) // not consistent with running, but every field must survive
 		s.LeaseExpiresAt = t0.Add(time.Minute)
 		s.Version = 42 // ignored: create always writes version 1
@@ -125,8 +126,8 @@ func testCreateSession(t *testing.T, newStore NewStore) {
 
 	t.Run("ErrConflict", func(t *testing.T) {
 		f := fixture{store: newStore(t)}
-		f.MustCreate(t, runningSession("ses_twice", "acct_1", t0))
-		again := runningSession("ses_twice", "acct_2", t0.Add(time.Hour))
+		f.MustCreate(t, RunningSession("ses_twice", "acct_1", t0))
+		again := RunningSession("ses_twice", "acct_2", t0.Add(time.Hour))
 		err := f.store.CreateSession(t.Context(), again)
 		if got, want := lifecycle.ErrorCode(err), lifecycle.CodeConflict; got != want {
 			t.Fatalf("second create: code %q (%v), want %q", got, err, want)
@@ -160,7 +161,7 @@ func countSet(s *lifecycle.Session) int {
 func testUpdateSession(t *testing.T, newStore NewStore) {
 	t.Run("OK", func(t *testing.T) {
 		f := fixture{store: newStore(t)}
-		s := runningSession("ses_ok", "acct_1", t0)
+		s := RunningSession("ses_ok", "acct_1", t0)
 		f.MustCreate(t, s)
 		f.MustTransition(t, s, lifecycle.StatePausing, t0.Add(time.Minute))
 		if got, want := s.Version, int64(2); got != want {
@@ -173,7 +174,7 @@ func testUpdateSession(t *testing.T, newStore NewStore) {
 
 	t.Run("ErrConflictStaleVersion", func(t *testing.T) {
 		f := fixture{store: newStore(t)}
-		s := runningSession("ses_stale", "acct_1", t0)
+		s := RunningSession("ses_stale", "acct_1", t0)
 		f.MustCreate(t, s)
 		stale := s.Clone()
 		f.MustTransition(t, s, lifecycle.StatePausing, t0.Add(time.Minute)) // now version 2
@@ -198,7 +199,7 @@ func testUpdateSession(t *testing.T, newStore NewStore) {
 
 	t.Run("ErrConflictWrongFromState", func(t *testing.T) {
 		f := fixture{store: newStore(t)}
-		s := runningSession("ses_from", "acct_1", t0)
+		s := RunningSession("ses_from", "acct_1", t0)
 		f.MustCreate(t, s)
 		before := f.MustGet(t, s.ID)
 		s.State = lifecycle.StatePaused // caller believes it is pausing
@@ -214,7 +215,7 @@ func testUpdateSession(t *testing.T, newStore NewStore) {
 
 	t.Run("ErrConflictTransitionNotAllowed", func(t *testing.T) {
 		f := fixture{store: newStore(t)}
-		s := runningSession("ses_refused", "acct_1", t0)
+		s := RunningSession("ses_refused", "acct_1", t0)
 		f.MustCreate(t, s)
 		f.MustTransition(t, s, lifecycle.StateKilled, t0.Add(time.Minute))
 		before := f.MustGet(t, s.ID)
@@ -235,7 +236,7 @@ func testUpdateSession(t *testing.T, newStore NewStore) {
 
 	t.Run("ErrConflictIdleDeadlineBackwards", func(t *testing.T) {
 		f := fixture{store: newStore(t)}
-		s := runningSession("ses_backwards", "acct_1", t0)
+		s := RunningSession("ses_backwards", "acct_1", t0)
 		f.MustCreate(t, s)
 		before := f.MustGet(t, s.ID)
 
@@ -276,7 +277,7 @@ func testUpdateSession(t *testing.T, newStore NewStore) {
 
 	t.Run("ErrNotFound", func(t *testing.T) {
 		f := fixture{store: newStore(t)}
-		s := runningSession("ses_ghost", "acct_1", t0)
+		s := RunningSession("ses_ghost", "acct_1", t0)
 		s.Version = 1
 		err := f.store.UpdateSession(t.Context(), s, lifecycle.StateRunning, lifecycle.Guard{})
 		if got, want := lifecycle.ErrorCode(err), lifecycle.CodeNotFound; got != want {
@@ -289,7 +290,7 @@ func testUpdateSession(t *testing.T, newStore NewStore) {
 
 	t.Run("GuardDueBy", func(t *testing.T) {
 		f := fixture{store: newStore(t)}
-		s := runningSession("ses_guard", "acct_1", t0) // pause deadline t0+10m
+		s := RunningSession("ses_guard", "acct_1", t0) // pause deadline t0+10m
 		f.MustCreate(t, s)
 		sweepAt := t0.Add(10 * time.Minute)
 		swept := s.Clone()
@@ -335,7 +336,7 @@ func testUpdateSession(t *testing.T, newStore NewStore) {
 func testUpdateSessionRace(t *testing.T, newStore NewStore) {
 	const racers = 50
 	f := fixture{store: newStore(t)}
-	s := runningSession("ses_race", "acct_1", t0)
+	s := RunningSession("ses_race", "acct_1", t0)
 	f.MustCreate(t, s)
 
 	var wg sync.WaitGroup
@@ -384,18 +385,18 @@ func testListSessions(t *testing.T, newStore NewStore) {
 	f := fixture{store: newStore(t)}
 	var wantA []string // newest first
 	for i := range 25 {
-		s := runningSession(sessionID(i), "acct_a", t0.Add(time.Duration(i)*time.Second))
+		s := RunningSession(SessionID(i), "acct_a", t0.Add(time.Duration(i)*time.Second))
 		f.MustCreate(t, s)
 		wantA = append([]string{s.ID}, wantA...)
 	}
 	// Two sessions created in the same nanosecond: ordered by id, descending.
 	for _, id := range []string{"ses_same_1", "ses_same_2"} {
-		f.MustCreate(t, runningSession(id, "acct_a", t0.Add(time.Hour)))
+		f.MustCreate(t, RunningSession(id, "acct_a", t0.Add(time.Hour)))
 	}
 	wantA = append([]string{"ses_same_2", "ses_same_1"}, wantA...)
 	var wantB []string
 	for i := range 3 {
-		s := runningSession(sessionID(100+i), "acct_b", t0.Add(time.Duration(i)*time.Second))
+		s := RunningSession(SessionID(100+i), "acct_b", t0.Add(time.Duration(i)*time.Second))
 		f.MustCreate(t, s)
 		wantB = append([]string{s.ID}, wantB...)
 	}
@@ -495,13 +496,13 @@ func testListSessions(t *testing.T, newStore NewStore) {
 
 func testFindBySandbox(t *testing.T, newStore NewStore) {
 	f := fixture{store: newStore(t)}
-	s := runningSession("ses_sbx", "acct_1", t0)
+	s := RunningSession("ses_sbx", "acct_1", t0)
 	f.MustCreate(t, s)
-	other := runningSession("ses_other", "acct_1", t0)
+	other := RunningSession("ses_other", "acct_1", t0)
 	other.Provider = "e2b" // same sandbox id under another provider
 	other.SandboxID = s.SandboxID
 	f.MustCreate(t, other)
-	noSandbox := runningSession("ses_nosbx", "acct_1", t0)
+	noSandbox := RunningSession("ses_nosbx", "acct_1", t0)
 	noSandbox.State, noSandbox.SandboxID, noSandbox.RunningSince = lifecycle.StateProvisioning, "", time.Time{}
 	f.MustCreate(t, noSandbox)
 
