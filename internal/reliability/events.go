@@ -47,7 +47,7 @@ func (l *EventLog) For(id string) []lifecycle.Event {
 }
 
 // reasons are the transition reasons events may carry (lifecycle.Reason*).
-var reasons = []string{lifecycle.ReasonRequest, lifecycle.ReasonIdle, lifecycle.ReasonWebhook, lifecycle.ReasonReconcile, lifecycle.ReasonDormant}
+var reasons = []string{lifecycle.ReasonRequest, lifecycle.ReasonIdle, lifecycle.ReasonAway, lifecycle.ReasonLifetime, lifecycle.ReasonWebhook, lifecycle.ReasonReconcile, lifecycle.ReasonDormant}
 
 // CheckEvents checks one session's published events against its recorded
 // writes: exactly one event per committed transition (a write that changed

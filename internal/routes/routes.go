@@ -13,6 +13,9 @@ const (
 	Reconnect = "reconnect"
 	Webhook   = "webhook"
 	IdlePause = "idlepause"
+	// Publisher is invoked by the table's DynamoDB stream; it publishes
+	// lifecycle events (internal/outbox).
+	Publisher = "publisher"
 )
 
 // Functions lists every Lambda function, HTTP and scheduled.

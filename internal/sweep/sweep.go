@@ -259,7 +259,7 @@ func (r *run) pause(ctx context.Context, sess *lifecycle.Session) {
 	if !r.begin(ctx) {
 		return
 	}
-	err := r.sw.svc.Pause(ctx, sess, lifecycle.ReasonIdle, lifecycle.Guard{DueBy: r.now})
+	err := r.sw.svc.Pause(ctx, sess, sess.PauseReason(), lifecycle.Guard{DueBy: r.now})
 	switch pauseOutcome(err) {
 	case outcomePaused:
 		lag := r.sw.clock.Now().Sub(due)
