@@ -142,7 +142,7 @@ func TestRouting(t *testing.T) {
 }
 
 func TestNew(t *testing.T) {
-	svc := lifecycle.NewService(nil, fakeprovider.New(), nil, lifecycle.SystemClock{}, lifecycle.DefaultPolicy(), nil)
+	svc := lifecycle.NewService(nil, fakeprovider.New(), lifecycle.SystemClock{}, lifecycle.DefaultPolicy(), nil)
 	for _, fn := range apiFunctions {
 		if _, err := apigw.New(fn, svc, failingKeys{}, apigw.Options{}); err != nil {
 			t.Errorf("New(%s): %v", fn, err)
@@ -164,7 +164,7 @@ func (failingKeys) GetAPIKey(context.Context, string) (lifecycle.APIKey, error) 
 
 func TestInternalError(t *testing.T) {
 	logs := &syncBuffer{}
-	svc := lifecycle.NewService(nil, fakeprovider.New(), nil, lifecycle.SystemClock{}, lifecycle.DefaultPolicy(), nil)
+	svc := lifecycle.NewService(nil, fakeprovider.New(), lifecycle.SystemClock{}, lifecycle.DefaultPolicy(), nil)
 	hd, err := apigw.New(routes.Sessions, svc, failingKeys{}, apigw.Options{Log: apigwLogger(logs)})
 	if err != nil {
 		t.Fatal(err)

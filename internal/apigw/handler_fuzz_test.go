@@ -231,7 +231,7 @@ func newFuzzFixture(tb testing.TB) *fuzzFixture {
 	store := newFuzzStore()
 	clock := lifecycle.NewManualClock(t0)
 	log := slog.New(slog.DiscardHandler)
-	svc := lifecycle.NewService(store, fakeprovider.New(fakeprovider.WithClock(clock)), nil, clock, lifecycle.DefaultPolicy(), log)
+	svc := lifecycle.NewService(store, fakeprovider.New(fakeprovider.WithClock(clock)), clock, lifecycle.DefaultPolicy(), log)
 	svc.Sleep = func(ctx context.Context, _ time.Duration) error { return ctx.Err() }
 	if err := store.PutAPIKey(ctx, lifecycle.APIKey{Hash: apigw.HashAPIKey(apigw.DevAPIKey), AccountID: apigw.DevAccountID, CreatedAt: t0}); err != nil {
 		tb.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"github.com/sandmanhq/sandman/internal/dynamo"
 	"github.com/sandmanhq/sandman/internal/fakeprovider"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/outbox"
 	"github.com/sandmanhq/sandman/internal/sweep"
 )
 
@@ -282,13 +283,14 @@ func (sb *sweepBench) sweep(ctx context.Context) (SweepResult, error) {
 }
 
 // sweeper returns a Sweeper as configured, phase 3 off, whose service
-// counts its published events into events.
+// counts the events of its committed transitions into events (published
+// in path, outbox.InPath).
 func (sb *sweepBench) sweeper(events *atomic.Int64) *sweep.Sweeper {
 	pub := lifecycle.PublisherFunc(func(_ context.Context, evs ...lifecycle.Event) error {
 		events.Add(int64(len(evs)))
 		return nil
 	})
-	svc := lifecycle.NewService(sb.store, sb.provider, pub, sb.clock, lifecycle.DefaultPolicy(), sb.env.Log)
+	svc := lifecycle.NewService(outbox.InPath(sb.store, pub), sb.provider, sb.clock, lifecycle.DefaultPolicy(), sb.env.Log)
 	return sweep.New(svc, sweep.Config{
 		Concurrency:     sb.cfg.Concurrency,
 		Rate:            sb.cfg.Rate,

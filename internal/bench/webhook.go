@@ -19,6 +19,7 @@ import (
 	"github.com/sandmanhq/sandman/internal/e2bhook"
 	"github.com/sandmanhq/sandman/internal/fakeprovider"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/outbox"
 	"github.com/sandmanhq/sandman/internal/webhook"
 )
 
@@ -98,7 +99,7 @@ func newWebhookBench(ctx context.Context, env *Env, table string) (*webhookBench
 		b.published.Add(int64(len(evs)))
 		return nil
 	})
-	b.svc = lifecycle.NewService(store, b.provider, pub, lifecycle.SystemClock{}, lifecycle.DefaultPolicy(), env.Log)
+	b.svc = lifecycle.NewService(outbox.InPath(store, pub), b.provider, lifecycle.SystemClock{}, lifecycle.DefaultPolicy(), env.Log)
 	format, err := webhook.NewE2B(b.provider.Name(), benchWebhookSecret)
 	if err != nil {
 		return nil, err

@@ -89,7 +89,7 @@ func (s *Service) Create(ctx context.Context, accountID string, in CreateInput) 
 		release()
 		return nil, false, fmt.Errorf("create session: %w", err)
 	}
-	s.publish(ctx, NewEvent(sess, ""))
+	s.logTransition(ctx, NewEvent(sess, ""))
 
 	now := s.now()
 	sess.RecordActivity(now, 0)

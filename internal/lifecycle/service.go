@@ -13,16 +13,17 @@ import (
 
 // Service is Sandman's lifecycle logic: every API operation, the pause the
 // sweep uses, and the webhook rules. It talks to the world only through
-// Store, Provider and Publisher, so it runs the same in Lambda, in the local
-// stack and in tests. Every state change is a conditional write through
-// Store.UpdateSession and publishes one Event once committed.
+// Store and Provider, so it runs the same in Lambda, in the local stack and
+// in tests. Every state change is a conditional write through
+// Store.UpdateSession; the committed session item is the record of the
+// transition, and the table's stream publishes its Event (internal/outbox,
+// DESIGN.md "Events out"), never the request.
 type Service struct {
-	Store     Store
-	Provider  Provider
-	Publisher Publisher // may be nil: events are then only logged
-	Clock     Clock
-	Policy    Policy
-	Log       *slog.Logger
+	Store    Store
+	Provider Provider
+	Clock    Clock
+	Policy   Policy
+	Log      *slog.Logger
 
 	// CallTimeout bounds each provider call (default 30 s).
 	CallTimeout time.Duration
@@ -66,12 +67,12 @@ const (
 )
 
 // NewService returns a Service with the defaults above filled in. Store,
-// Provider and Clock are required; publisher and log may be nil.
-func NewService(store Store, provider Provider, publisher Publisher, clock Clock, policy Policy, log *slog.Logger) *Service {
+// Provider and Clock are required; log may be nil.
+func NewService(store Store, provider Provider, clock Clock, policy Policy, log *slog.Logger) *Service {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Service{Store: store, Provider: provider, Publisher: publisher, Clock: clock, Policy: policy, Log: log}
+	return &Service{Store: store, Provider: provider, Clock: clock, Policy: policy, Log: log}
 }
 
 func (s *Service) callTimeout() time.Duration  { return orDefault(s.CallTimeout, 30*time.Second) }
@@ -119,34 +120,23 @@ func NewSessionID() string {
 }
 
 // commit writes sess, conditional on it still having state from and its
-// current version, and publishes the transition when the state changed.
+// current version, and logs the transition when the state changed. It
+// publishes nothing: the committed item is the outbox record.
 func (s *Service) commit(ctx context.Context, sess *Session, from State, guard Guard) error {
 	if err := s.Store.UpdateSession(ctx, sess, from, guard); err != nil {
 		return err
 	}
 	if sess.State != from {
-		s.publish(ctx, NewEvent(sess, from))
+		s.logTransition(ctx, NewEvent(sess, from))
 	}
 	return nil
 }
 
-// publish sends one event. It runs on a context detached from the caller's
-// (a committed transition is announced even when the request has gone), and
-// a publish failure does not undo the committed write: it is logged with the
-// event so it can be replayed. Delivery is therefore at most once after the
-// publisher's own retries; see the README ("Events out").
-func (s *Service) publish(ctx context.Context, ev Event) {
-	ctx, cancel := settleContext(ctx)
-	defer cancel()
+// logTransition logs a committed transition; its event is published by the
+// table's stream consumer (internal/outbox), with the same event_id.
+func (s *Service) logTransition(ctx context.Context, ev Event) {
 	s.log().InfoContext(ctx, "session transition", "session_id", ev.SessionID, "account_id", ev.AccountID,
-		"from", ev.From, "to", ev.To, "version", ev.Version, "reason", ev.Reason)
-	if s.Publisher == nil {
-		return
-	}
-	if err := s.Publisher.Publish(ctx, ev); err != nil {
-		s.log().ErrorContext(ctx, "publish lifecycle event", "session_id", ev.SessionID, "to", ev.To,
-			"version", ev.Version, "err", err)
-	}
+		"from", ev.From, "to", ev.To, "version", ev.Version, "reason", ev.Reason, "event_id", ev.EventID)
 }
 
 // transition moves sess to state to for reason and commits it.
@@ -158,8 +148,7 @@ func (s *Service) transition(ctx context.Context, sess *Session, to State, reaso
 	return s.commit(ctx, sess, from, guard)
 }
 
-// Transition moves sess to state to for reason with a conditional write and
-// publishes the event. It is the building block the sweep uses.
+// Transition moves sess to state to for reason with a conditional write. It is the building block the sweep uses.
 // Errors: conflict (refused by the table or a lost race), not_found.
 func (s *Service) Transition(ctx context.Context, sess *Session, to State, reason string, guard Guard) error {
 	return s.transition(ctx, sess, to, reason, guard)

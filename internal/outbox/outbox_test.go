@@ -231,7 +231,7 @@ func TestHandle(t *testing.T) {
 	ev := MustStreamEvent(t, "session-transitions.json")
 	t.Run("OK", func(t *testing.T) {
 		rec := &recorder{}
-		resp, err := outbox.NewHandler(rec, nil).Handle(context.Background(), ev)
+		resp, err := outbox.NewHandler(rec, quiet()).Handle(context.Background(), ev)
 		if err != nil || len(resp.BatchItemFailures) != 0 {
 			t.Fatalf("Handle = %+v, %v; want no failures", resp, err)
 		}
@@ -241,7 +241,7 @@ func TestHandle(t *testing.T) {
 	})
 	t.Run("DuplicateDelivery", func(t *testing.T) {
 		rec := &recorder{}
-		h := outbox.NewHandler(rec, nil)
+		h := outbox.NewHandler(rec, quiet())
 		for range 2 {
 			if _, err := h.Handle(context.Background(), ev); err != nil {
 				t.Fatal(err)
@@ -254,7 +254,7 @@ func TestHandle(t *testing.T) {
 	})
 	t.Run("ErrPublish", func(t *testing.T) {
 		rec := &recorder{fail: map[int]bool{0: true}}
-		resp, err := outbox.NewHandler(rec, nil).Handle(context.Background(), ev)
+		resp, err := outbox.NewHandler(rec, quiet()).Handle(context.Background(), ev)
 		if err != nil {
 			t.Fatalf("Handle returned %v; failures go in the response", err)
 		}

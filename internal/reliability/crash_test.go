@@ -124,10 +124,10 @@ func runCrash(t *testing.T, tc crashCase) {
 		}
 	}
 
-	// The dying process: the same table, provider, publisher and clock,
+	// The dying process: the same table, provider and clock,
 	// seen through the Crasher.
 	crasher := &reliability.Crasher{At: tc.at}
-	dying := lifecycle.NewService(crasher.Store(w.store), crasher.Provider(w.fake), w.events, w.clock, w.svc.Policy, quiet())
+	dying := lifecycle.NewService(crasher.Store(w.store), crasher.Provider(w.fake), w.clock, w.svc.Policy, quiet())
 	dying.Sleep = w.svc.Sleep
 	dying.NewID = func() string { id = lifecycle.NewSessionID(); return id }
 	if err := tc.run(ctx, w, dying, id); !errors.Is(err, reliability.ErrCrashed) {
@@ -206,7 +206,7 @@ func runCrash(t *testing.T, tc crashCase) {
 				t.Errorf("the table says %s, the provider %v (exists %v)", got.State, sb.State, ok)
 			}
 		}
-		evs := w.events.For(id)
+		evs := w.EventsFor(t, id)
 		if len(evs) == 0 {
 			t.Fatal("no events published")
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/sandmanhq/sandman/internal/e2bhook"
 	"github.com/sandmanhq/sandman/internal/fakeprovider"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/outbox"
 	"github.com/sandmanhq/sandman/internal/reliability"
 	"github.com/sandmanhq/sandman/internal/sweep"
 )
@@ -180,6 +181,8 @@ func MustLossyWorld(tb testing.TB) (*world, *dynamotest.LostAnswerClient) {
 	table := dynamotest.MustTable(tb)
 	client, hc := dynamotest.MustLossyClient(tb)
 	w.store = reliability.NewRecordingStore(dynamo.New(client, table, dynamo.WithLogger(quiet())))
+	streams, arn := dynamotest.MustStream(tb, table)
+	w.outbox = outbox.NewPoller(streams, arn, w.events, outbox.WithPollLogger(quiet()))
 	w.svc.Store = w.store
 	w.sweeper = MustSweeper(tb, w.svc)
 	return w, hc
@@ -205,7 +208,7 @@ func TestReviewLostWriteAnswer(t *testing.T) {
 		if st := w.sandboxState(sess.SandboxID); st != lifecycle.SandboxRunning {
 			t.Errorf("provider sandbox %s, want running", st)
 		}
-		if got, want := len(w.events.For(sess.ID)), 2; got != want {
+		if got, want := len(w.EventsFor(t, sess.ID)), 2; got != want {
 			t.Errorf("events = %d, want %d (created, provisioning → running)", got, want)
 		}
 		w.MustHistory(t, sess.ID)
@@ -555,7 +558,7 @@ func TestReviewDeploymentTag(t *testing.T) {
 	}
 	w.clock.Advance(w.svc.Policy.LeaseDuration + time.Minute) // old enough to be reaped
 
-	svcB := lifecycle.NewService(w.store, w.calls, w.events, w.clock, lifecycle.DefaultPolicy(), quiet())
+	svcB := lifecycle.NewService(w.store, w.calls, w.clock, lifecycle.DefaultPolicy(), quiet())
 	svcB.Deployment = "b"
 	// Old code: deployment b's sweep listed a's sandboxes and killed a's orphan.
 	sumB := MustRun(t, MustSweeper(t, svcB))

@@ -44,7 +44,7 @@ func FuzzScheduledEvent(f *testing.F) {
 			return // the runtime refuses it before the handler runs
 		}
 		clock := lifecycle.NewManualClock(t0)
-		svc := lifecycle.NewService(emptyStore{}, fakeprovider.New(fakeprovider.WithClock(clock)), nil, clock, lifecycle.DefaultPolicy(), quiet())
+		svc := lifecycle.NewService(emptyStore{}, fakeprovider.New(fakeprovider.WithClock(clock)), clock, lifecycle.DefaultPolicy(), quiet())
 		var logs syncBuffer
 		log := slog.New(slog.NewJSONHandler(&logs, nil))
 		h := sweep.NewHandler(sweep.New(svc, sweep.Config{Rate: rate.Inf}, log), log)

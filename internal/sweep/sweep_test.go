@@ -75,7 +75,7 @@ func MustEnv(tb testing.TB, opts ...fakeprovider.Option) *env {
 	clock := lifecycle.NewManualClock(t0)
 	prov := fakeprovider.New(append([]fakeprovider.Option{fakeprovider.WithClock(clock)}, opts...)...)
 	store := &hookStore{Store: dynamo.New(client, table, dynamo.WithLogger(quiet()))}
-	svc := lifecycle.NewService(store, prov, nil, clock, lifecycle.DefaultPolicy(), quiet())
+	svc := lifecycle.NewService(store, prov, clock, lifecycle.DefaultPolicy(), quiet())
 	return &env{clock: clock, prov: prov, store: store, svc: svc}
 }
 
