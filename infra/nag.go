@@ -47,7 +47,8 @@ var (
 		RuleID:    "AwsSolutions-IAM5",
 		AppliesTo: `/^Resource::\*$/`,
 		Reason: "X-Ray active tracing (Tracing ACTIVE) needs xray:PutTraceSegments and xray:PutTelemetryRecords, " +
-			"which do not support resource-level permissions; the actions themselves are listed, not wildcarded.",
+			"which do not support resource-level permissions; the actions themselves are listed, not wildcarded. " +
+			"The same holds for dynamodb:ListStreams, which the publisher's stream event source needs.",
 		On: "every function's execution role",
 	}
 	nagTableIndexes = NagSuppression{
@@ -65,6 +66,12 @@ var (
 			"An API Gateway authorizer would only repeat the same check.",
 		On: "the HTTP API's routes",
 	}
+	nagStreamDLQ = NagSuppression{
+		RuleID: "AwsSolutions-SQS3",
+		Reason: "This queue is itself the on-failure destination (dead-letter queue) of the publisher's stream " +
+			"event source mapping; it holds descriptions of record batches given up on, and its depth has an alarm.",
+		On: "the publisher's stream dead-letter queue",
+	}
 	nagDLQ = NagSuppression{
 		RuleID: "AwsSolutions-SQS3",
 		Reason: "This queue is itself the dead-letter queue of the idle pause schedule's EventBridge target; " +
@@ -75,7 +82,7 @@ var (
 
 // NagSuppressions lists every suppression NewSandmanStack adds.
 func NagSuppressions() []NagSuppression {
-	return []NagSuppression{nagXRay, nagTableIndexes, nagRoutesAuth, nagDLQ}
+	return []NagSuppression{nagXRay, nagTableIndexes, nagRoutesAuth, nagDLQ, nagStreamDLQ}
 }
 
 // cdk returns s in cdk-nag's form.
