@@ -28,40 +28,38 @@ func Publish(ctx context.Context, pub lifecycle.Publisher, changes []Change) (do
 		batch []lifecycle.Event
 		first []int // first[i]: index in changes of batch[i]
 	)
-	flush := func() error {
+	// flush publishes the batch; on failure the first change to deliver
+	// again is the batch's first (everything before it is done).
+	flush := func() (int, error) {
 		if len(batch) == 0 {
-			return nil
+			return 0, nil
 		}
 		if err := pub.Publish(ctx, batch...); err != nil {
-			return fmt.Errorf("publish %d events from stream record %s on: %w", len(batch), changes[first[0]].Sequence, err)
+			return first[0], fmt.Errorf("publish %d events from stream record %s on: %w", len(batch), changes[first[0]].Sequence, err)
 		}
 		batch, first = batch[:0], first[:0]
-		return nil
+		return 0, nil
 	}
 	for i, c := range changes {
 		ev, ok, err := c.Event()
 		if err != nil {
-			if ferr := flush(); ferr != nil {
-				return first[0], ferr
+			if at, ferr := flush(); ferr != nil {
+				return at, ferr
 			}
 			return i, err
 		}
 		if !ok {
-			if len(batch) == 0 {
-				done = i + 1
-			}
-			continue
+			continue // not a transition: done once everything before it is
 		}
 		batch, first = append(batch, ev), append(first, i)
 		if len(batch) == BatchSize {
-			if err := flush(); err != nil {
-				return first[0], err
+			if at, err := flush(); err != nil {
+				return at, err
 			}
-			done = i + 1
 		}
 	}
-	if err := flush(); err != nil {
-		return first[0], err
+	if at, err := flush(); err != nil {
+		return at, err
 	}
 	return len(changes), nil
 }
