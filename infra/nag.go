@@ -47,7 +47,8 @@ var (
 		RuleID:    "AwsSolutions-IAM5",
 		AppliesTo: `/^Resource::\*$/`,
 		Reason: "X-Ray active tracing (Tracing ACTIVE) needs xray:PutTraceSegments and xray:PutTelemetryRecords, " +
-			"which do not support resource-level permissions; the actions themselves are listed, not wildcarded.",
+			"which do not support resource-level permissions; the actions themselves are listed, not wildcarded. " +
+			"The same holds for dynamodb:ListStreams, which the publisher's stream event source needs.",
 		On: "every function's execution role",
 	}
 	nagRoutesAuth = NagSuppression{
@@ -57,6 +58,12 @@ var (
 			"the webhook route verifies the provider's signature over the raw body in constant time. " +
 			"An API Gateway authorizer would only repeat the same check.",
 		On: "the HTTP API's routes",
+	}
+	nagStreamDLQ = NagSuppression{
+		RuleID: "AwsSolutions-SQS3",
+		Reason: "This queue is itself the on-failure destination (dead-letter queue) of the publisher's stream " +
+			"event source mapping; it holds descriptions of record batches given up on, and its depth has an alarm.",
+		On: "the publisher's stream dead-letter queue",
 	}
 	nagDLQ = NagSuppression{
 		RuleID: "AwsSolutions-SQS3",
@@ -68,7 +75,7 @@ var (
 
 // NagSuppressions lists every suppression NewSandmanStack adds.
 func NagSuppressions() []NagSuppression {
-	return []NagSuppression{nagXRay, nagRoutesAuth, nagDLQ}
+	return []NagSuppression{nagXRay, nagRoutesAuth, nagDLQ, nagStreamDLQ}
 }
 
 // cdk returns s in cdk-nag's form.

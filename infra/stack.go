@@ -31,6 +31,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdadestinations"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdaeventsources"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
@@ -214,6 +215,7 @@ func NewSandmanStack(scope constructs.Construct, id string, props *SandmanStackP
 	stage := newHTTPAPI(stack, p, functions)
 	dlq := newSchedule(stack, functions[routes.IdlePause])
 	newAlarms(stack, functions, dlq)
+	newOutbox(stack, functions[routes.Publisher], table)
 
 	awscdk.NewCfnOutput(stack, jsii.String("ApiUrl"), &awscdk.CfnOutputProps{
 		Description: jsii.String("Base URL of the HTTP API (routes start with /v1)"),
@@ -249,6 +251,9 @@ func newTable(stack awscdk.Stack, p SandmanStackProps) awsdynamodb.Table {
 		},
 		DeletionProtection: jsii.Bool(!p.DisableDeletionProtection),
 		RemovalPolicy:      p.TableRemovalPolicy,
+		// The outbox: the publisher function reads every write's old and
+		// new image (DESIGN.md "Events out").
+		Stream: awsdynamodb.StreamViewType(tabledef.StreamViewType),
 	})
 	for _, ix := range tabledef.Indexes {
 		gsi := &awsdynamodb.GlobalSecondaryIndexProps{
@@ -307,10 +312,12 @@ type functionSpec struct {
 	// memoryMB is the Lambda memory size in MB (CPU scales with it).
 	memoryMB float64
 	// table lists the table actions and indexes the function's code calls
-	// (read from the store calls each handler reaches).
+	// (read from the store calls each handler reaches); none for the
+	// publisher, whose stream read the event source mapping grants.
 	table tableAccess
-	// publishes is true for functions that publish lifecycle transitions
-	// (PutEvents on the bus).
+	// publishes is true for the function that publishes lifecycle
+	// transitions (PutEvents on the bus): only the stream's publisher; the
+	// others write the table and publish nothing.
 	publishes bool
 	// providerKey and webhookKey say which secret the function may read.
 	providerKey bool
@@ -337,10 +344,13 @@ type functionSpec struct {
 //     15 s default, which a shorter timeout would cut);
 //   - idlepause: 4 min 50 s, so a run ends before the next rate(5 minutes)
 //     tick; the sweeper stops before its deadline and leaves the rest for the
-//     next run.
+//     next run;
+//   - publisher: 1 min: a batch of streamBatchSize records is at most
+//     streamBatchSize/10 PutEvents calls, each with the SDK's and the
+//     publisher's bounded retries (a few seconds at worst).
 var functionSpecs = []functionSpec{
 	{name: routes.Sessions, description: "Sandman sessions API: create, list, get, heartbeat, delete",
-		timeout: 29 * time.Second, memoryMB: 256, publishes: true, providerKey: true,
+		timeout: 29 * time.Second, memoryMB: 256, providerKey: true,
 		// auth and get: GetItem; create, heartbeat, delete: PutItem; a failed
 		// create gives its Idempotency-Key back: DeleteItem; list: by_owner.
 		table: tableAccess{actions: []string{actionGetItem, actionPutItem, actionDeleteItem}, indexes: []string{tabledef.IndexByOwner}}},
@@ -348,21 +358,21 @@ var functionSpecs = []functionSpec{
 		timeout: 10 * time.Second, memoryMB: 128,
 		table: tableAccess{actions: []string{actionGetItem}}},
 	{name: routes.Resume, description: "Sandman resume a paused session",
-		timeout: 29 * time.Second, memoryMB: 256, publishes: true, providerKey: true,
+		timeout: 29 * time.Second, memoryMB: 256, providerKey: true,
 		table: tableAccess{actions: []string{actionGetItem, actionPutItem}}},
 	{name: routes.Snapshot, description: "Sandman snapshot (pause now, idempotent)",
-		timeout: 29 * time.Second, memoryMB: 256, publishes: true, providerKey: true,
+		timeout: 29 * time.Second, memoryMB: 256, providerKey: true,
 		table: tableAccess{actions: []string{actionGetItem, actionPutItem}}},
 	{name: routes.Reconnect, description: "Sandman reconnect probe",
-		timeout: 29 * time.Second, memoryMB: 256, publishes: true, providerKey: true,
+		timeout: 29 * time.Second, memoryMB: 256, providerKey: true,
 		table: tableAccess{actions: []string{actionGetItem, actionPutItem}}},
 	{name: routes.Webhook, description: "Sandman provider webhook receiver",
-		timeout: 15 * time.Second, memoryMB: 256, publishes: true, webhookKey: true,
+		timeout: 15 * time.Second, memoryMB: 256, webhookKey: true,
 		// the session by sandbox (by_sandbox), then PutItem for the update
 		// and the dedupe claim; no GetItem, no DeleteItem.
 		table: tableAccess{actions: []string{actionPutItem}, indexes: []string{tabledef.IndexBySandbox}}},
 	{name: routes.IdlePause, description: "Sandman scheduled idle pause and reconciler",
-		timeout: 4*time.Minute + 50*time.Second, memoryMB: 512, publishes: true, providerKey: true,
+		timeout: 4*time.Minute + 50*time.Second, memoryMB: 512, providerKey: true,
 		// due sessions (idle, lease, paused), listed sandboxes (by_sandbox),
 		// re-reads (GetItem) and transitions (PutItem). No reserved
 		// concurrency (issue 14): it fails stack creation on accounts at the
@@ -370,6 +380,8 @@ var functionSpecs = []functionSpec{
 		// (every write conditional, DESIGN.md "Idle pause").
 		table: tableAccess{actions: []string{actionGetItem, actionPutItem},
 			indexes: []string{tabledef.IndexIdle, tabledef.IndexLease, tabledef.IndexPaused, tabledef.IndexBySandbox}}},
+	{name: routes.Publisher, description: "Sandman lifecycle event publisher (table stream to EventBridge)",
+		timeout: time.Minute, memoryMB: 128, publishes: true},
 }
 
 // constructID returns the construct id prefix of a function's resources,
@@ -428,10 +440,12 @@ func newFunction(stack awscdk.Stack, spec functionSpec, p SandmanStackProps, tab
 
 // grant gives fn exactly the access spec lists.
 func grant(spec functionSpec, fn awslambda.Function, table awsdynamodb.Table, bus awsevents.EventBus, providerKey, webhookKey awssecretsmanager.ISecret) {
-	fn.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-		Actions:   jsii.Strings(spec.table.actions...),
-		Resources: jsii.Strings(*table.TableArn()),
-	}))
+	if len(spec.table.actions) > 0 {
+		fn.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Actions:   jsii.Strings(spec.table.actions...),
+			Resources: jsii.Strings(*table.TableArn()),
+		}))
+	}
 	if len(spec.table.indexes) > 0 {
 		arns := make([]string, len(spec.table.indexes))
 		for i, ix := range spec.table.indexes {
@@ -613,6 +627,72 @@ func newAlarms(stack awscdk.Stack, functions map[string]awslambda.Function, dlq 
 		Metric: dlq.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{
 			Period:    awscdk.Duration_Minutes(jsii.Number(5)),
 			Statistic: jsii.String("Maximum"),
+		}),
+		Threshold:          jsii.Number(0),
+		EvaluationPeriods:  jsii.Number(1),
+		ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD,
+		TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
+	})
+}
+
+// Settings of the publisher's event source mapping on the table's stream
+// (ours; DESIGN.md "Events out" asks for at least once, in order per
+// session).
+const (
+	// streamBatchSize is the most records per invocation.
+	streamBatchSize = 100
+	// streamRetryAttempts bounds the retries of a failing batch (bisected
+	// on each error) before its records go to the dead-letter queue.
+	streamRetryAttempts = 10
+	// streamMaxRecordAge is how old a record may get before it goes to
+	// the dead-letter queue unpublished: the stream's own retention.
+	streamMaxRecordAge = 24 * time.Hour
+	// iteratorAgeAlarmMS is the iterator age (milliseconds) the publisher
+	// may fall behind the stream before its alarm fires: one minute.
+	iteratorAgeAlarmMS = 60_000
+)
+
+// newOutbox connects the table's stream to the publisher function: an event
+// source mapping from the oldest record (TRIM_HORIZON), one batch per shard
+// at a time (ParallelizationFactor 1 keeps each session's events in
+// order), batch item failures reported (the function names the first record
+// it could not publish, so retries start there), bisect-on-error, bounded
+// retries, and an on-failure destination: an encrypted, SSL-only SQS queue
+// receiving the description of every batch given up on. Alarms fire on the
+// iterator age (the publisher falling behind) and on anything in that
+// queue; errors and throttles have their alarms in newAlarms.
+func newOutbox(stack awscdk.Stack, fn awslambda.Function, table awsdynamodb.Table) {
+	dlq := awssqs.NewQueue(stack, jsii.String("PublisherStreamDLQ"), &awssqs.QueueProps{
+		Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
+		EnforceSSL:      jsii.Bool(true),
+		RetentionPeriod: awscdk.Duration_Days(jsii.Number(14)),
+	})
+	suppress(dlq, nagStreamDLQ)
+	fn.AddEventSource(awslambdaeventsources.NewDynamoEventSource(table, &awslambdaeventsources.DynamoEventSourceProps{
+		StartingPosition:        awslambda.StartingPosition_TRIM_HORIZON,
+		BatchSize:               jsii.Number(streamBatchSize),
+		ParallelizationFactor:   jsii.Number(1),
+		BisectBatchOnError:      jsii.Bool(true),
+		ReportBatchItemFailures: jsii.Bool(true),
+		RetryAttempts:           jsii.Number(streamRetryAttempts),
+		MaxRecordAge:            awscdk.Duration_Seconds(jsii.Number(streamMaxRecordAge.Seconds())),
+		OnFailure:               awslambdaeventsources.NewSqsDlq(dlq),
+	}))
+	period := awscdk.Duration_Minutes(jsii.Number(5))
+	awscloudwatch.NewAlarm(stack, jsii.String("PublisherIteratorAgeAlarm"), &awscloudwatch.AlarmProps{
+		AlarmDescription: jsii.String("Sandman publisher behind the table's stream (iterator age over 1 min)"),
+		Metric: fn.Metric(jsii.String("IteratorAge"), &awscloudwatch.MetricOptions{
+			Period: period, Statistic: jsii.String("Maximum"),
+		}),
+		Threshold:          jsii.Number(iteratorAgeAlarmMS),
+		EvaluationPeriods:  jsii.Number(1),
+		ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD,
+		TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
+	})
+	awscloudwatch.NewAlarm(stack, jsii.String("PublisherStreamDLQAlarm"), &awscloudwatch.AlarmProps{
+		AlarmDescription: jsii.String("Sandman stream records the publisher gave up on (dead-letter queue)"),
+		Metric: dlq.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{
+			Period: period, Statistic: jsii.String("Maximum"),
 		}),
 		Threshold:          jsii.Number(0),
 		EvaluationPeriods:  jsii.Number(1),

@@ -23,7 +23,7 @@ import (
 // key; publishers put lifecycle events on the bus (the grant table).
 var (
 	providerKeyFunctions = []string{routes.Sessions, routes.Resume, routes.Snapshot, routes.Reconnect, routes.IdlePause}
-	publisherFunctions   = []string{routes.Sessions, routes.Resume, routes.Snapshot, routes.Reconnect, routes.Webhook, routes.IdlePause}
+	publisherFunctions   = []string{routes.Publisher} // the table's stream publishes; no request does
 )
 
 // probeTimeout is reconnect's live probe timeout, lifecycle.Service's
@@ -212,6 +212,10 @@ func TestFunctions(t *testing.T) {
 				if timeout < 15 || timeout > 29 {
 					t.Errorf("Timeout: got %v s, want 15..29 s (under API Gateway's 30 s)", timeout)
 				}
+			case routes.Publisher:
+				if timeout < 30 || timeout > 300 {
+					t.Errorf("Timeout: got %v s, want 30..300 s (a batch's PutEvents with their retries)", timeout)
+				}
 			default:
 				if timeout < 10 || timeout > 29 {
 					t.Errorf("Timeout: got %v s, want 10..29 s (under API Gateway's 30 s)", timeout)
@@ -327,8 +331,8 @@ func TestSchedule(t *testing.T) {
 	})
 
 	t.Run("DeadLetterQueue", func(t *testing.T) {
-		if got, want := len(s.ofType("AWS::SQS::Queue")), 1; got != want {
-			t.Fatalf("queues: got %d, want %d", got, want)
+		if got, want := len(s.ofType("AWS::SQS::Queue")), 2; got != want {
+			t.Fatalf("queues: got %d, want %d (the schedule's and the stream's DLQ)", got, want)
 		}
 		dlq := s.resource(t, dlqID, "AWS::SQS::Queue")
 		if got, want := prop(dlq, "SqsManagedSseEnabled"), true; got != want {
@@ -534,8 +538,8 @@ func mapValues(m map[string]string) []string {
 func TestAlarms(t *testing.T) {
 	s := MustDefaultStack(t)
 	alarms := s.ofType("AWS::CloudWatch::Alarm")
-	if got, want := len(alarms), 2*len(routes.Functions)+1; got != want {
-		t.Errorf("alarms: got %d, want %d (errors and throttles per function, DLQ depth)", got, want)
+	if got, want := len(alarms), 2*len(routes.Functions)+3; got != want {
+		t.Errorf("alarms: got %d, want %d (errors and throttles per function, two DLQ depths, iterator age)", got, want)
 	}
 	// find returns the alarms on metric in namespace with the given dimension.
 	find := func(namespace, metric string, dimension map[string]any) []cfnResource {

@@ -20,6 +20,7 @@ import (
 	"github.com/sandmanhq/sandman/internal/dynamotest"
 	"github.com/sandmanhq/sandman/internal/fakeprovider"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/outbox"
 	"github.com/sandmanhq/sandman/internal/routes"
 )
 
@@ -35,7 +36,9 @@ const otherAccount = "acct_other"
 // apiFunctions are the functions apigw serves.
 var apiFunctions = []string{routes.Sessions, routes.Status, routes.Resume, routes.Snapshot, routes.Reconnect}
 
-// recorder is a lifecycle.Publisher that keeps every event.
+// recorder is a lifecycle.Publisher that keeps every event; the harness
+// feeds it through outbox.InPath, so it sees each transition the service
+// committed, as the table's stream would.
 type recorder struct {
 	mu     sync.Mutex
 	events []lifecycle.Event
@@ -102,7 +105,7 @@ func MustHarness(tb testing.TB, opts ...func(*apigw.Options)) *harness {
 	logs := &syncBuffer{}
 	log := apigwLogger(logs)
 	rec := &recorder{}
-	svc := lifecycle.NewService(lifecycle.Config{Store: store, Provider: prov, Publisher: rec, Clock: clock, Policy: lifecycle.DefaultPolicy(), Log: log,
+	svc := lifecycle.NewService(lifecycle.Config{Store: outbox.InPath(store, rec), Provider: prov, Clock: clock, Policy: lifecycle.DefaultPolicy(), Log: log,
 		Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }})
 
 	ctx := tb.Context()

@@ -1,8 +1,8 @@
 // Package app is the cold-start wiring every Lambda main shares: read the
 // configuration from the environment once (ConfigFromEnv), fetch secrets
 // once (Secrets Manager in AWS, plain environment variables locally), build
-// the SDK clients once, and return a ready lifecycle.Service with its Store,
-// Provider and Publisher. A main then builds its handler from the App and
+// the SDK clients once, and return a ready lifecycle.Service with its Store
+// and Provider. A main then builds its handler from the App and
 // calls lambda.Start; nothing is loaded per request.
 //
 // A function states what it needs (Needs): the status function reads the
@@ -19,9 +19,9 @@
 // and SANDMAN_WEBHOOK_SECRET hold the values. Only the secrets a function
 // needs are fetched.
 //
-// Events go to the EventBridge bus SANDMAN_EVENT_BUS, else to the JSON-lines
-// file SANDMAN_EVENTS_FILE, else nowhere but the log (a warning at cold
-// start says so).
+// Functions publish no events: the table's stream does (internal/outbox;
+// functions/publisher puts them on SANDMAN_EVENT_BUS, the local stack writes
+// SANDMAN_EVENTS_FILE).
 package app
 
 import (
@@ -36,12 +36,10 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
-	awseb "github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"github.com/sandmanhq/sandman/internal/apigw"
 	"github.com/sandmanhq/sandman/internal/dynamo"
-	"github.com/sandmanhq/sandman/internal/eventbridge"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 )
 
@@ -70,18 +68,13 @@ type SecretsAPI interface {
 // local stack), so a function that does not, links none. Tests inject a
 // clock, a provider or a fake Secrets Manager.
 type Deps struct {
-	Log         *slog.Logger
-	Clock       lifecycle.Clock // default lifecycle.SystemClock
-	Secrets     SecretsAPI      // default a client from the AWS default config
-	EventBridge eventbridge.API // default a client from the AWS default config
-	Provider    lifecycle.Provider
-	Publisher   lifecycle.Publisher
+	Log      *slog.Logger
+	Clock    lifecycle.Clock // default lifecycle.SystemClock
+	Secrets  SecretsAPI      // default a client from the AWS default config
+	Provider lifecycle.Provider
 	// Providers builds the provider named by SANDMAN_PROVIDER when the
 	// function needs one (Needs.Provider) and Provider is nil.
 	Providers map[string]ProviderFactory
-	// OpenEventsFile opens the publisher of SANDMAN_EVENTS_FILE (the local
-	// stack's JSON-lines file, internal/jsonl); nil: the variable is refused.
-	OpenEventsFile func(path string) (lifecycle.Publisher, func(context.Context) error, error)
 }
 
 // ProviderParams is what a ProviderFactory builds a provider from: the
@@ -101,12 +94,11 @@ type ProviderFactory func(p ProviderParams) (provider lifecycle.Provider, close 
 // App is one cold start's wiring. Its fields are ready to use and shared by
 // every invocation.
 type App struct {
-	Config    Config
-	Log       *slog.Logger
-	Store     *dynamo.Store
-	Provider  lifecycle.Provider
-	Publisher lifecycle.Publisher // nil: events are only logged
-	Service   *lifecycle.Service
+	Config   Config
+	Log      *slog.Logger
+	Store    *dynamo.Store
+	Provider lifecycle.Provider
+	Service  *lifecycle.Service
 	// WebhookSecret is the provider's webhook signing secret; "" unless
 	// Needs.WebhookSecret.
 	WebhookSecret string
@@ -133,8 +125,8 @@ func NewLogger(w io.Writer, level slog.Level) *slog.Logger {
 }
 
 // New builds the App for cfg: logger (JSON on stderr, also made the slog
-// default unless deps.Log is given), secrets, DynamoDB store, provider,
-// publisher and service. Errors name what is missing or failed.
+// default unless deps.Log is given), secrets, DynamoDB store, provider and
+// service. Errors name what is missing or failed.
 func New(ctx context.Context, cfg Config, needs Needs, deps Deps) (*App, error) {
 	a := &App{Config: cfg, Log: deps.Log}
 	if a.Log == nil {
@@ -212,36 +204,7 @@ func New(ctx context.Context, cfg Config, needs Needs, deps Deps) (*App, error) 
 		}
 	}
 
-	a.Publisher = deps.Publisher
-	if a.Publisher == nil {
-		switch {
-		case cfg.EventBus != "":
-			client := deps.EventBridge
-			if client == nil {
-				c, err := loadAWS()
-				if err != nil {
-					return nil, err
-				}
-				client = awseb.NewFromConfig(c)
-			}
-			a.Publisher = eventbridge.New(client, cfg.EventBus, eventbridge.WithLogger(a.Log))
-		case cfg.EventsFile != "":
-			if deps.OpenEventsFile == nil {
-				return nil, fmt.Errorf("%s is the local stack's; this build cannot write it", EnvEventsFile)
-			}
-			p, closeFn, err := deps.OpenEventsFile(cfg.EventsFile)
-			if err != nil {
-				return nil, err
-			}
-			a.Publisher = p
-			a.closers = append(a.closers, closeFn)
-		default:
-			a.Log.WarnContext(ctx, "no event destination configured: lifecycle events are only logged",
-				"hint", EnvEventBus+" or "+EnvEventsFile)
-		}
-	}
-
-	a.Service = lifecycle.NewService(lifecycle.Config{Store: a.Store, Provider: a.Provider, Publisher: a.Publisher, Clock: clock,
+	a.Service = lifecycle.NewService(lifecycle.Config{Store: a.Store, Provider: a.Provider, Clock: clock,
 		Policy: cfg.Policy, Log: a.Log, ProbeTimeout: cfg.ProbeTimeout, CallTimeout: cfg.ProviderCallTimeout, Deployment: cfg.Deployment})
 	a.keys = a.Store
 	if cfg.APIKeyCacheTTL >= 0 {
@@ -273,8 +236,7 @@ func (a *App) HTTPHandler(function string) (*apigw.Handler, error) {
 	return apigw.New(function, a.Service, a.keys, apigw.Options{AllowOrigin: a.Config.CORSOrigin, Log: a.Log})
 }
 
-// Close releases what New opened (the events file, the local provider's
-// webhook sender). Lambda functions never call it; the local stack and
+// Close releases what New opened (the local provider's webhook sender). Lambda functions never call it; the local stack and
 // tests do.
 func (a *App) Close(ctx context.Context) error {
 	var errs []error

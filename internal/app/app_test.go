@@ -1,7 +1,6 @@
 package app_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,14 +15,11 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awseb "github.com/aws/aws-sdk-go-v2/service/eventbridge"
-	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"github.com/sandmanhq/sandman/internal/apigw"
 	"github.com/sandmanhq/sandman/internal/app"
 	"github.com/sandmanhq/sandman/internal/dynamotest"
-	"github.com/sandmanhq/sandman/internal/jsonl"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/providers"
 	"github.com/sandmanhq/sandman/internal/routes"
@@ -117,23 +113,6 @@ func newFakeSecrets(values map[string]string) *fakeSecrets {
 	return &fakeSecrets{values: values, reads: map[string]int{}}
 }
 
-// fakeBus is an EventBridge API that accepts and keeps every entry.
-type fakeBus struct {
-	mu      sync.Mutex
-	entries []ebtypes.PutEventsRequestEntry
-}
-
-func (b *fakeBus) PutEvents(_ context.Context, in *awseb.PutEventsInput, _ ...func(*awseb.Options)) (*awseb.PutEventsOutput, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.entries = append(b.entries, in.Entries...)
-	out := &awseb.PutEventsOutput{}
-	for range in.Entries {
-		out.Entries = append(out.Entries, ebtypes.PutEventsResultEntry{EventId: aws.String("id")})
-	}
-	return out, nil
-}
-
 // baseConfig is a Config over a fresh DynamoDB Local table.
 func baseConfig(tb testing.TB, provider string) app.Config {
 	tb.Helper()
@@ -147,20 +126,10 @@ func baseConfig(tb testing.TB, provider string) app.Config {
 	return c
 }
 
-// wired adds what a Lambda main composes (the providers it links) and the
-// local stack's events file to deps.
+// wired adds what a Lambda main composes (the providers it links) to deps.
 func wired(deps app.Deps) app.Deps {
 	if deps.Providers == nil {
 		deps.Providers = providers.Lambda()
-	}
-	if deps.OpenEventsFile == nil {
-		deps.OpenEventsFile = func(path string) (lifecycle.Publisher, func(context.Context) error, error) {
-			p, err := jsonl.Open(path)
-			if err != nil {
-				return nil, nil, err
-			}
-			return p, func(context.Context) error { return p.Close() }, nil
-		}
 	}
 	return deps
 }
@@ -253,11 +222,10 @@ func TestNewSecrets(t *testing.T) {
 }
 
 // TestWiring drives the handlers an App builds end to end: create through
-// the sessions function (fake provider, events to a file), then status
+// the sessions function (fake provider), then status
 // through a status function that may not call the provider, over one table.
 func TestWiring(t *testing.T) {
 	cfg := baseConfig(t, app.ProviderFake)
-	cfg.EventsFile = filepath.Join(t.TempDir(), "events.jsonl")
 	sessions := MustApp(t, cfg, app.Needs{Provider: true}, app.Deps{})
 	if err := sessions.Store.PutAPIKey(t.Context(), lifecycle.APIKey{
 		Hash: apigw.HashAPIKey(apigw.DevAPIKey), AccountID: apigw.DevAccountID, CreatedAt: time.Now().UTC(),
@@ -280,7 +248,7 @@ func TestWiring(t *testing.T) {
 	}
 
 	statusCfg := cfg
-	statusCfg.Provider, statusCfg.EventsFile = app.ProviderE2B, "" // as the stack deploys it: no key, no events
+	statusCfg.Provider = app.ProviderE2B // as the stack deploys it: no key
 	status := MustApp(t, statusCfg, app.Needs{}, app.Deps{})
 	sh, err := status.HTTPHandler(routes.Status)
 	if err != nil {
@@ -293,41 +261,6 @@ func TestWiring(t *testing.T) {
 		t.Fatalf("status = %d %s, %v; want 200 running", resp.StatusCode, resp.Body, err)
 	}
 
-	f, err := os.Open(cfg.EventsFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	lines := 0
-	for sc := bufio.NewScanner(f); sc.Scan(); {
-		if strings.Contains(sc.Text(), created.ID) {
-			lines++
-		}
-	}
-	if got, want := lines, 2; got != want {
-		t.Errorf("event lines for the session = %d, want %d (provisioning, running)", got, want)
-	}
-}
-
-func TestEventBus(t *testing.T) {
-	cfg := baseConfig(t, app.ProviderFake)
-	cfg.EventBus = "sandman-events"
-	bus := &fakeBus{}
-	a := MustApp(t, cfg, app.Needs{Provider: true}, app.Deps{EventBridge: bus})
-	if _, _, err := a.Service.Create(t.Context(), "acct_1", lifecycle.CreateInput{Template: "base"}); err != nil {
-		t.Fatal(err)
-	}
-	bus.mu.Lock()
-	defer bus.mu.Unlock()
-	if got, want := len(bus.entries), 2; got != want {
-		t.Fatalf("entries = %d, want %d", got, want)
-	}
-	if got, want := aws.ToString(bus.entries[1].EventBusName), "sandman-events"; got != want {
-		t.Errorf("bus = %q, want %q", got, want)
-	}
-	if got, want := aws.ToString(bus.entries[1].DetailType), "Session Running"; got != want {
-		t.Errorf("detail-type = %q, want %q", got, want)
-	}
 }
 
 func mustEvent(tb testing.TB, name string) events.APIGatewayV2HTTPRequest {

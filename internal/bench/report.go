@@ -39,6 +39,7 @@ type Report struct {
 	Webhook   *WebhookResult   `json:"webhook,omitempty"`
 	ColdStart *ColdStartResult `json:"cold_start,omitempty"`
 	Cost      *CostSection     `json:"cost,omitempty"`
+	Outbox    *OutboxResult    `json:"outbox,omitempty"`
 
 	Errors []string `json:"errors,omitempty"`
 }
@@ -121,6 +122,9 @@ func (r *Report) Markdown() string {
 		p("\n")
 	default:
 		p("%s\n\n", r.Cost.Note)
+	}
+	if o := r.Outbox; o != nil {
+		r.outboxSection(&b, o)
 	}
 	if len(r.Errors) > 0 {
 		p("## Failures\n\n")

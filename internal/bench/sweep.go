@@ -14,6 +14,7 @@ import (
 	"github.com/sandmanhq/sandman/internal/dynamo"
 	"github.com/sandmanhq/sandman/internal/fakeprovider"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/outbox"
 	"github.com/sandmanhq/sandman/internal/sweep"
 )
 
@@ -282,13 +283,14 @@ func (sb *sweepBench) sweep(ctx context.Context) (SweepResult, error) {
 }
 
 // sweeper returns a Sweeper as configured, phase 3 off, whose service
-// counts its published events into events.
+// counts the events of its committed transitions into events (published
+// in path, outbox.InPath).
 func (sb *sweepBench) sweeper(events *atomic.Int64) *sweep.Sweeper {
 	pub := lifecycle.PublisherFunc(func(_ context.Context, evs ...lifecycle.Event) error {
 		events.Add(int64(len(evs)))
 		return nil
 	})
-	svc := lifecycle.NewService(lifecycle.Config{Store: sb.store, Provider: sb.provider, Publisher: pub, Clock: sb.clock, Policy: lifecycle.DefaultPolicy(), Log: sb.env.Log})
+	svc := lifecycle.NewService(lifecycle.Config{Store: outbox.InPath(sb.store, pub), Provider: sb.provider, Clock: sb.clock, Policy: lifecycle.DefaultPolicy(), Log: sb.env.Log})
 	return sweep.New(svc, sweep.Config{
 		Concurrency:     sb.cfg.Concurrency,
 		Rate:            sb.cfg.Rate,

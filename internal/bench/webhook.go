@@ -20,6 +20,7 @@ import (
 	"github.com/sandmanhq/sandman/internal/e2b/e2bhook"
 	"github.com/sandmanhq/sandman/internal/fakeprovider"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/outbox"
 	"github.com/sandmanhq/sandman/internal/webhook"
 )
 
@@ -99,7 +100,7 @@ func newWebhookBench(ctx context.Context, env *Env, table string) (*webhookBench
 		b.published.Add(int64(len(evs)))
 		return nil
 	})
-	b.svc = lifecycle.NewService(lifecycle.Config{Store: store, Provider: b.provider, Publisher: pub, Clock: lifecycle.SystemClock{}, Policy: lifecycle.DefaultPolicy(), Log: env.Log})
+	b.svc = lifecycle.NewService(lifecycle.Config{Store: outbox.InPath(store, pub), Provider: b.provider, Clock: lifecycle.SystemClock{}, Policy: lifecycle.DefaultPolicy(), Log: env.Log})
 	format, err := webhook.NewE2B(b.provider.Name(), benchWebhookSecret)
 	if err != nil {
 		return nil, err

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 )
 
 // Client settings. DynamoDB answers in milliseconds; a request that takes
@@ -53,4 +54,29 @@ func NewClient(ctx context.Context, endpoint string) (*dynamodb.Client, error) {
 		return nil, fmt.Errorf("load aws config: %w", err)
 	}
 	return dynamodb.NewFromConfig(cfg), nil
+}
+
+// NewStreamsClient returns a DynamoDB Streams client configured as NewClient
+// configures the table's: for AWS with endpoint "", else for DynamoDB Local
+// at endpoint (dummy credentials, region LocalRegion). The local outbox
+// poller (internal/outbox) reads the table's stream with it.
+func NewStreamsClient(ctx context.Context, endpoint string) (*dynamodbstreams.Client, error) {
+	httpClient := awshttp.NewBuildableClient().WithTimeout(requestTimeout)
+	if endpoint != "" {
+		return dynamodbstreams.New(dynamodbstreams.Options{
+			BaseEndpoint:     aws.String(endpoint),
+			Region:           LocalRegion,
+			Credentials:      credentials.NewStaticCredentialsProvider("local", "local", ""),
+			HTTPClient:       httpClient,
+			RetryMaxAttempts: retryMaxAttempts,
+		}), nil
+	}
+	cfg, err := config.LoadDefaultConfig(ctx,
+		config.WithHTTPClient(httpClient),
+		config.WithRetryMaxAttempts(retryMaxAttempts),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("load aws config: %w", err)
+	}
+	return dynamodbstreams.NewFromConfig(cfg), nil
 }

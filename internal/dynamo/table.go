@@ -21,8 +21,9 @@ const tableWait = 5 * time.Minute
 
 // CreateTable creates the sessions table called name exactly as
 // internal/tabledef defines it: string keys pk and sk, on-demand billing,
-// every index of tabledef.Indexes projecting all attributes, and TTL on
-// tabledef.TTLAttribute. It waits until the table is ACTIVE. The CDK stack
+// every index of tabledef.Indexes projecting all attributes, a stream of
+// view type tabledef.StreamViewType (the outbox internal/outbox reads), and
+// TTL on tabledef.TTLAttribute. It waits until the table is ACTIVE. The CDK stack
 // builds the same table from the same definition. Errors: the SDK's, wrapped
 // (a ResourceInUseException when the table exists).
 func CreateTable(ctx context.Context, client *dynamodb.Client, name string) error {
@@ -57,6 +58,10 @@ func CreateTable(ctx context.Context, client *dynamodb.Client, name string) erro
 			{AttributeName: aws.String(tabledef.SortKey), KeyType: types.KeyTypeRange},
 		},
 		GlobalSecondaryIndexes: gsis,
+		StreamSpecification: &types.StreamSpecification{
+			StreamEnabled:  aws.Bool(true),
+			StreamViewType: types.StreamViewType(tabledef.StreamViewType),
+		},
 	})
 	if err != nil {
 		return fmt.Errorf("create table %s: %w", name, err)
@@ -98,4 +103,32 @@ func DeleteTable(ctx context.Context, client *dynamodb.Client, name string) erro
 		return fmt.Errorf("wait for table %s to go: %w", name, err)
 	}
 	return nil
+}
+
+// EnableStream returns the ARN of the table's stream, first enabling one of
+// view type tabledef.StreamViewType when the table has none (a table made
+// before streams were part of its definition, e.g. a local stack's kept
+// data). Errors: the SDK's, wrapped; a stream of another view type.
+func EnableStream(ctx context.Context, client *dynamodb.Client, name string) (string, error) {
+	out, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)})
+	if err != nil {
+		return "", fmt.Errorf("describe table %s: %w", name, err)
+	}
+	if spec := out.Table.StreamSpecification; spec != nil && aws.ToBool(spec.StreamEnabled) {
+		if got := string(spec.StreamViewType); got != tabledef.StreamViewType {
+			return "", fmt.Errorf("table %s has a %s stream; the outbox needs %s", name, got, tabledef.StreamViewType)
+		}
+		return aws.ToString(out.Table.LatestStreamArn), nil
+	}
+	up, err := client.UpdateTable(ctx, &dynamodb.UpdateTableInput{
+		TableName: aws.String(name),
+		StreamSpecification: &types.StreamSpecification{
+			StreamEnabled:  aws.Bool(true),
+			StreamViewType: types.StreamViewType(tabledef.StreamViewType),
+		},
+	})
+	if err != nil {
+		return "", fmt.Errorf("enable stream on table %s: %w", name, err)
+	}
+	return aws.ToString(up.TableDescription.LatestStreamArn), nil
 }

@@ -98,7 +98,7 @@ func (s *Service) createSandbox(ctx context.Context, sess *Session, release func
 		release()
 		return fmt.Errorf("create session: %w", err)
 	}
-	s.publish(ctx, NewEvent(sess, ""))
+	s.logTransition(ctx, NewEvent(sess, ""))
 
 	now := s.now()
 	sess.RecordActivity(now, 0)

@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -9,8 +10,12 @@ import (
 // EventSource is the EventBridge source of every lifecycle event.
 const EventSource = "sandman"
 
-// Event is one committed transition, published once (DESIGN.md "Events out").
+// Event is one committed transition, published at least once (DESIGN.md
+// "Events out"): consumers dedupe on EventID.
 type Event struct {
+	// EventID is "<session_id>:<version>" (EventID), the same on every
+	// redelivery of the transition.
+	EventID   string    `json:"event_id"`
 	SessionID string    `json:"session_id"`
 	AccountID string    `json:"account_id"`
 	SandboxID string    `json:"sandbox_id,omitempty"`
@@ -35,9 +40,17 @@ func (e Event) DetailType() string {
 // must already carry its new state and version.
 func NewEvent(s *Session, from State) Event {
 	return Event{
+		EventID:   EventID(s.ID, s.Version),
 		SessionID: s.ID, AccountID: s.AccountID, SandboxID: s.SandboxID,
 		From: from, To: s.State, Version: s.Version, Reason: s.Reason, Time: s.UpdatedAt,
 	}
+}
+
+// EventID returns the id of the event of a session's transition to version:
+// "<session_id>:<version>" (DESIGN.md "Events out"). A version is written
+// once, so the id names one transition and is stable across redeliveries.
+func EventID(sessionID string, version int64) string {
+	return sessionID + ":" + strconv.FormatInt(version, 10)
 }
 
 // Publisher sends lifecycle events out: EventBridge in AWS, a JSON-lines file

@@ -61,7 +61,7 @@ func (s *Service) PauseIfDue(ctx context.Context, sess *Session, now time.Time) 
 	if !sess.Due(now) {
 		return Errorf(CodeConflict, "session %s is %s and not due to pause", sess.ID, sess.State)
 	}
-	return s.Pause(ctx, sess, ReasonIdle, Guard{DueBy: now})
+	return s.Pause(ctx, sess, sess.PauseReason(), Guard{DueBy: now})
 }
 
 // notGone turns a "gone" that a second look contradicted into a transient

@@ -12,11 +12,12 @@ import (
 
 // Service is Sandman's lifecycle logic: every API operation, the sweep's
 // operations (pause when due, reconcile, reap, retire dormant sessions) and
-// the webhook rules. It talks to the world only through Store, Provider and
-// Publisher, so it runs the same in Lambda, in the local stack and in tests.
-// Every state change is a conditional write through Store.UpdateSession and
-// publishes one Event once committed. Build it with NewService; its
-// configuration is fixed from then on.
+// the webhook rules. It talks to the world only through Store and Provider,
+// so it runs the same in Lambda, in the local stack and in tests. Every state
+// change is a conditional write through Store.UpdateSession; the committed
+// session item is the record of the transition, and the table's stream
+// publishes its Event (internal/outbox, DESIGN.md "Events out"), never the
+// request. Build it with NewService; its configuration is fixed from then on.
 type Service struct {
 	cfg Config
 }
@@ -30,11 +31,10 @@ type Config struct {
 	// their sandbox (Session.Provider); the service holds one today and
 	// looks it up by that name (Service.providerFor), the seam where more
 	// providers would be added.
-	Provider  Provider
-	Publisher Publisher    // may be nil: events are then only logged
-	Clock     Clock        // default SystemClock
-	Policy    Policy       // the zero Policy means DefaultPolicy()
-	Log       *slog.Logger // default slog.Default()
+	Provider Provider
+	Clock    Clock        // default SystemClock
+	Policy   Policy       // the zero Policy means DefaultPolicy()
+	Log      *slog.Logger // default slog.Default()
 
 	// CallTimeout bounds each provider call (default DefaultCallTimeout).
 	CallTimeout time.Duration
@@ -170,34 +170,23 @@ func NewSessionID() string {
 }
 
 // commit writes sess, conditional on it still having state from and its
-// current version, and publishes the transition when the state changed.
+// current version, and logs the transition when the state changed. It
+// publishes nothing: the committed item is the outbox record.
 func (s *Service) commit(ctx context.Context, sess *Session, from State, guard Guard) error {
 	if err := s.cfg.Store.UpdateSession(ctx, sess, from, guard); err != nil {
 		return err
 	}
 	if sess.State != from {
-		s.publish(ctx, NewEvent(sess, from))
+		s.logTransition(ctx, NewEvent(sess, from))
 	}
 	return nil
 }
 
-// publish sends one event. It runs on a context detached from the caller's
-// (a committed transition is announced even when the request has gone), and
-// a publish failure does not undo the committed write: it is logged with the
-// event so it can be replayed. Delivery is therefore at most once after the
-// publisher's own retries; see the README ("Events out").
-func (s *Service) publish(ctx context.Context, ev Event) {
-	ctx, cancel := settleContext(ctx)
-	defer cancel()
+// logTransition logs a committed transition; its event is published by the
+// table's stream consumer (internal/outbox), with the same event_id.
+func (s *Service) logTransition(ctx context.Context, ev Event) {
 	s.log().InfoContext(ctx, "session transition", "session_id", ev.SessionID, "account_id", ev.AccountID,
-		"from", ev.From, "to", ev.To, "version", ev.Version, "reason", ev.Reason)
-	if s.cfg.Publisher == nil {
-		return
-	}
-	if err := s.cfg.Publisher.Publish(ctx, ev); err != nil {
-		s.log().ErrorContext(ctx, "publish lifecycle event", "session_id", ev.SessionID, "to", ev.To,
-			"version", ev.Version, "err", err)
-	}
+		"from", ev.From, "to", ev.To, "version", ev.Version, "reason", ev.Reason, "event_id", ev.EventID)
 }
 
 // transition moves sess to state to for reason and commits it.

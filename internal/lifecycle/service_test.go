@@ -53,7 +53,7 @@ func newEnv(t *testing.T, edit ...func(*lifecycle.Config)) *env {
 	t.Helper()
 	clock := lifecycle.NewManualClock(svcT0)
 	e := &env{clock: clock, fake: fakeprovider.New(fakeprovider.WithClock(clock)), store: memstore.New(), events: &eventLog{}}
-	cfg := lifecycle.Config{Store: e.store, Provider: e.fake, Publisher: e.events, Clock: clock, Log: slog.New(slog.DiscardHandler),
+	cfg := lifecycle.Config{Store: e.store, Provider: e.fake, Clock: clock, Log: slog.New(slog.DiscardHandler),
 		Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }}
 	for _, f := range edit {
 		f(&cfg)

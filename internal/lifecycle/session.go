@@ -21,7 +21,7 @@ type Session struct {
 	State   State
 	Version int64
 	// Reason is why the last transition happened: ReasonRequest, ReasonIdle,
-	// ReasonWebhook, ReasonReconcile.
+	// ReasonAway, ReasonLifetime, ReasonWebhook, ReasonReconcile, ReasonDormant.
 	Reason string
 
 	IdleTimeout time.Duration // inactivity before a pause; see Policy.IdleTimeout
@@ -47,7 +47,9 @@ type Session struct {
 // Transition reasons, carried on the session and in lifecycle events.
 const (
 	ReasonRequest   = "request"   // an API call asked for it
-	ReasonIdle      = "idle"      // the sweep found the idle deadline or max lifetime passed
+	ReasonIdle      = "idle"      // the sweep found the idle deadline passed
+	ReasonAway      = "away"      // the away deadline passed: no visible client left (DESIGN.md "Client channel")
+	ReasonLifetime  = "lifetime"  // the max lifetime passed (DESIGN.md "Activity and idle")
 	ReasonWebhook   = "webhook"   // a provider webhook reported it
 	ReasonReconcile = "reconcile" // the sweep or a probe found the provider disagreeing
 	ReasonDormant   = "dormant"   // the sweep retired a session paused for too long (ours)
@@ -77,6 +79,17 @@ func (s *Session) PauseDeadline() time.Time {
 		d = l
 	}
 	return d
+}
+
+// PauseReason returns the reason of a pause at the pause deadline:
+// ReasonLifetime when the max lifetime comes before the idle deadline, else
+// ReasonIdle. (ReasonAway belongs to the away deadline of the client channel,
+// which sessions do not carry yet.)
+func (s *Session) PauseReason() string {
+	if l := s.LifetimeDeadline(); !l.IsZero() && (s.IdleDeadline.IsZero() || l.Before(s.IdleDeadline)) {
+		return ReasonLifetime
+	}
+	return ReasonIdle
 }
 
 // Due reports whether a running session should be paused at now.

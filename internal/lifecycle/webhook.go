@@ -25,7 +25,7 @@ const (
 // ApplyProviderEvent applies one verified provider webhook (DESIGN.md
 // "Webhooks"). The event is applied only when its timestamp is newer than the
 // session's LastProviderEventAt, so late or repeated deliveries never move a
-// session backwards; the write is conditional like any other and publishes its
+// session backwards; the write is conditional like any other and records its
 // transition. The event id is then claimed for WebhookDedupeTTL: a delivery
 // whose id was claimed before reports WebhookDuplicate. Claiming after the
 // write (not before) means a delivery that failed half way is applied by the

@@ -19,8 +19,10 @@ import (
 	"github.com/sandmanhq/sandman/internal/apigw"
 	"github.com/sandmanhq/sandman/internal/app"
 	"github.com/sandmanhq/sandman/internal/dynamo"
+	"github.com/sandmanhq/sandman/internal/jsonl"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/localsandbox"
+	"github.com/sandmanhq/sandman/internal/outbox"
 	"github.com/sandmanhq/sandman/internal/routes"
 	"github.com/sandmanhq/sandman/internal/sweep"
 )
@@ -186,7 +188,7 @@ func InvokeCommand(ctx context.Context, args []string, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	needs := app.Needs{Provider: *fn != routes.Status && *fn != routes.Webhook, WebhookSecret: *fn == routes.Webhook}
+	needs := app.Needs{Provider: *fn != routes.Status && *fn != routes.Webhook && *fn != routes.Publisher, WebhookSecret: *fn == routes.Webhook}
 	t, a, err := openApp(ctx, needs, Deps(nil))
 	if err != nil {
 		return err
@@ -196,6 +198,21 @@ func InvokeCommand(ctx context.Context, args []string, w io.Writer) error {
 
 	var resp any
 	switch *fn {
+	case routes.Publisher:
+		// The stream's records go where the local stack's poller writes:
+		// the events file (functions/publisher puts them on the bus).
+		var ev events.DynamoDBEvent
+		if err := json.Unmarshal(raw, &ev); err != nil {
+			return fmt.Errorf("decode DynamoDB Streams event %s: %w", *eventFile, err)
+		}
+		pub, err := jsonl.Open(a.Config.EventsFile)
+		if err != nil {
+			return err
+		}
+		defer pub.Close()
+		if resp, err = outbox.NewHandler(pub, a.Log).Handle(ctx, ev); err != nil {
+			return err
+		}
 	case routes.IdlePause:
 		var ev events.CloudWatchEvent
 		if err := json.Unmarshal(raw, &ev); err != nil {

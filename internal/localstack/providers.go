@@ -6,7 +6,6 @@ import (
 	"maps"
 
 	"github.com/sandmanhq/sandman/internal/app"
-	"github.com/sandmanhq/sandman/internal/jsonl"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/localsandbox"
 	"github.com/sandmanhq/sandman/internal/providers"
@@ -19,7 +18,7 @@ import (
 func Deps(log *slog.Logger) app.Deps {
 	all := maps.Clone(providers.Lambda())
 	all[app.ProviderLocal] = Local
-	return app.Deps{Log: log, Providers: all, OpenEventsFile: openEventsFile}
+	return app.Deps{Log: log, Providers: all}
 }
 
 // Local builds the local provider (internal/localsandbox) under the
@@ -32,13 +31,4 @@ func Local(p app.ProviderParams) (lifecycle.Provider, func(context.Context) erro
 		return nil, nil, err
 	}
 	return prov, prov.Close, nil
-}
-
-// openEventsFile opens the JSON-lines publisher of SANDMAN_EVENTS_FILE.
-func openEventsFile(path string) (lifecycle.Publisher, func(context.Context) error, error) {
-	p, err := jsonl.Open(path)
-	if err != nil {
-		return nil, nil, err
-	}
-	return p, func(context.Context) error { return p.Close() }, nil
 }

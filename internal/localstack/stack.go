@@ -24,8 +24,10 @@ import (
 	"github.com/sandmanhq/sandman/internal/app"
 	"github.com/sandmanhq/sandman/internal/dynamo"
 	"github.com/sandmanhq/sandman/internal/envnames"
+	"github.com/sandmanhq/sandman/internal/jsonl"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/localsandbox"
+	"github.com/sandmanhq/sandman/internal/outbox"
 	"github.com/sandmanhq/sandman/internal/providers"
 	"github.com/sandmanhq/sandman/internal/routes"
 	"github.com/sandmanhq/sandman/internal/sweep"
@@ -68,9 +70,12 @@ type Options struct {
 // data kept under the state dir unless SANDMAN_DDB_IN_MEMORY=1), the table
 // (created if missing), the local process provider (webhooks to its own
 // /v1/webhooks/e2b), every HTTP function behind the local API Gateway, the
-// idle-pause function every SANDMAN_SWEEP_INTERVAL, and lifecycle events as
-// JSON lines in <state dir>/events.jsonl. On return everything it started
-// is stopped; sandboxes keep their state.
+// idle-pause function every SANDMAN_SWEEP_INTERVAL, and the outbox: a
+// poller on the table's stream (every outbox.DefaultPollInterval) writing
+// lifecycle events as JSON lines to SANDMAN_EVENTS_FILE (default
+// <state dir>/events.jsonl), its position kept in
+// <state dir>/events.checkpoint.json. On return everything it started is
+// stopped; sandboxes keep their state.
 func Run(ctx context.Context, opts Options) error {
 	getenv := opts.Getenv
 	if getenv == nil {
@@ -162,6 +167,12 @@ func Run(ctx context.Context, opts Options) error {
 		_ = a.Close(cctx)
 	}()
 
+	poller, closeEvents, err := newOutbox(ctx, client, cfg, stateDir, a.Log)
+	if err != nil {
+		return err
+	}
+	defer closeEvents()
+
 	gw, err := NewGateway(a)
 	if err != nil {
 		return err
@@ -192,6 +203,11 @@ func Run(ctx context.Context, opts Options) error {
 	go func() {
 		defer wg.Done()
 		RunSchedule(ctx, interval, idle.Handle, a.Log)
+	}()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_ = poller.Run(ctx, outbox.DefaultPollInterval)
 	}()
 
 	srv := &http.Server{Handler: gw, ReadHeaderTimeout: 10 * time.Second}
@@ -287,6 +303,27 @@ func ScheduledEvent(t time.Time) events.CloudWatchEvent {
 		Resources: []string{"arn:aws:events:local:000000000000:rule/sandman-idlepause"},
 		Detail:    []byte("{}"),
 	}
+}
+
+// newOutbox returns the local publisher of lifecycle events: a poller on
+// the table's stream (enabled if the table predates it) writing JSON lines
+// to cfg.EventsFile, and a func closing the file.
+func newOutbox(ctx context.Context, client *dynamodb.Client, cfg app.Config, stateDir string, log *slog.Logger) (*outbox.Poller, func(), error) {
+	arn, err := dynamo.EnableStream(ctx, client, cfg.Table)
+	if err != nil {
+		return nil, nil, err
+	}
+	streams, err := dynamo.NewStreamsClient(ctx, cfg.DynamoEndpoint)
+	if err != nil {
+		return nil, nil, err
+	}
+	pub, err := jsonl.Open(cfg.EventsFile)
+	if err != nil {
+		return nil, nil, err
+	}
+	poller := outbox.NewPoller(streams, arn, pub, outbox.WithPollLogger(log),
+		outbox.WithCheckpointFile(filepath.Join(stateDir, "events.checkpoint.json")))
+	return poller, func() { _ = pub.Close() }, nil
 }
 
 // EnsureTable creates the sessions table unless it exists.

@@ -597,7 +597,9 @@ func (c *chaos) tags() map[string][]string {
 //     the table (what a client does), every session agrees, no exception.
 //  3. For every session: its writes form the version chain 1..n, each
 //     starting from the state the previous one wrote (CheckHistory), and
-//     its published events match its transitions one to one (CheckEvents).
+//     the events the outbox published from the table's stream cover its
+//     transitions: each at least once by event_id, none for a write that
+//     kept the state, in version order (CheckEvents).
 //  4. No strongly consistent read ever saw a version older than one
 //     already committed.
 //  5. No operation failed with an internal error that an injected store

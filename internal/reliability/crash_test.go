@@ -124,7 +124,7 @@ func runCrash(t *testing.T, tc crashCase) {
 		}
 	}
 
-	// The dying process: the same table, provider, publisher and clock,
+	// The dying process: the same table, provider and clock,
 	// seen through the Crasher.
 	crasher := &reliability.Crasher{At: tc.at}
 	cfg := w.svc.Config()
@@ -207,7 +207,7 @@ func runCrash(t *testing.T, tc crashCase) {
 				t.Errorf("the table says %s, the provider %v (exists %v)", got.State, sb.State, ok)
 			}
 		}
-		evs := w.events.For(id)
+		evs := w.EventsFor(t, id)
 		if len(evs) == 0 {
 			t.Fatal("no events published")
 		}

@@ -9,7 +9,6 @@ import (
 	"github.com/sandmanhq/sandman/internal/e2b"
 	"github.com/sandmanhq/sandman/internal/e2b/e2btest"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
-	"github.com/sandmanhq/sandman/internal/reliability"
 )
 
 // TestE2BRecordedExpiryIsApplied: heartbeats push E2B's timeout out, and
@@ -24,7 +23,7 @@ func TestE2BRecordedExpiryIsApplied(t *testing.T) {
 		t.Fatal(err)
 	}
 	store := dynamo.New(dynamotest.MustClient(t), dynamotest.MustTable(t), dynamo.WithLogger(quiet()))
-	svc := lifecycle.NewService(lifecycle.Config{Store: store, Provider: p, Publisher: &reliability.EventLog{},
+	svc := lifecycle.NewService(lifecycle.Config{Store: store, Provider: p,
 		Clock: srv.Clock, Policy: lifecycle.DefaultPolicy(), Log: quiet()})
 	sess, _, err := svc.Create(t.Context(), account, lifecycle.CreateInput{Template: "base", IdleTimeoutSeconds: 1200})
 	if err != nil {

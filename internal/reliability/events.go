@@ -9,8 +9,9 @@ import (
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 )
 
-// EventLog is a lifecycle.Publisher that keeps every event it is given. It
-// is safe for concurrent use.
+// EventLog is a lifecycle.Publisher that keeps every event it is given (the
+// tests give it to the outbox poller of the world's table). It is safe for
+// concurrent use.
 type EventLog struct {
 	mu     sync.Mutex
 	events []lifecycle.Event
@@ -47,23 +48,35 @@ func (l *EventLog) For(id string) []lifecycle.Event {
 }
 
 // reasons are the transition reasons events may carry (lifecycle.Reason*).
-var reasons = []string{lifecycle.ReasonRequest, lifecycle.ReasonIdle, lifecycle.ReasonWebhook, lifecycle.ReasonReconcile, lifecycle.ReasonDormant}
+var reasons = []string{lifecycle.ReasonRequest, lifecycle.ReasonIdle, lifecycle.ReasonAway, lifecycle.ReasonLifetime, lifecycle.ReasonWebhook, lifecycle.ReasonReconcile, lifecycle.ReasonDormant}
 
-// CheckEvents checks one session's published events against its recorded
-// writes: exactly one event per committed transition (a write that changed
-// the state, the create included), none for a write that kept the state,
-// versions unique, and each event's from, to and reason those of its write.
-// Events may arrive out of version order (two goroutines publish after
-// their own commits); they are compared by version. It returns one
+// CheckEvents checks one session's published events (in publication order)
+// against its recorded writes, as DESIGN.md "Events out" promises delivery:
+// at least once, identified by event_id. Every committed transition (a write
+// that changed the state, the create included) has at least one event with
+// its event_id ("<session_id>:<version>"); no event names a write that kept
+// the state or a version never written; copies of one event_id are
+// identical (a redelivery); each event's from, to and reason are those of
+// its write; and the first copies come in version order. It returns one
 // description per problem.
 func CheckEvents(writes []Write, events []lifecycle.Event) []string {
 	var problems []string
 	byVersion := map[int64]lifecycle.Event{}
+	var last int64
 	for _, ev := range events {
-		if prev, dup := byVersion[ev.Version]; dup {
-			problems = append(problems, fmt.Sprintf("two events for version %d: %s→%s and %s→%s",
-				ev.Version, prev.From, prev.To, ev.From, ev.To))
+		if want := lifecycle.EventID(ev.SessionID, ev.Version); ev.EventID != want {
+			problems = append(problems, fmt.Sprintf("event version %d has event_id %q, want %q", ev.Version, ev.EventID, want))
 		}
+		if prev, dup := byVersion[ev.Version]; dup {
+			if prev != ev {
+				problems = append(problems, fmt.Sprintf("two different events with event_id %s: %+v and %+v", ev.EventID, prev, ev))
+			}
+			continue
+		}
+		if ev.Version <= last {
+			problems = append(problems, fmt.Sprintf("event version %d published after version %d", ev.Version, last))
+		}
+		last = ev.Version
 		byVersion[ev.Version] = ev
 		if !slices.Contains(reasons, ev.Reason) {
 			problems = append(problems, fmt.Sprintf("event version %d has reason %q", ev.Version, ev.Reason))
@@ -87,7 +100,7 @@ func CheckEvents(writes []Write, events []lifecycle.Event) []string {
 		}
 	}
 	if got := len(byVersion); got != transitions {
-		problems = append(problems, fmt.Sprintf("%d events for %d transitions", got, transitions))
+		problems = append(problems, fmt.Sprintf("events for %d distinct versions, %d transitions", got, transitions))
 	}
 	return problems
 }

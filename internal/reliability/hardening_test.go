@@ -35,7 +35,7 @@ func dyingCreate(t *testing.T, w *world, key string, at func(reliability.Step) b
 	var id string
 	var mu sync.Mutex
 	dying := lifecycle.NewService(lifecycle.Config{Store: crasher.Store(w.store), Provider: crasher.Provider(w.fake),
-		Publisher: w.events, Clock: w.clock, Policy: w.svc.Policy(), Log: quiet(),
+		Clock: w.clock, Policy: w.svc.Policy(), Log: quiet(),
 		NewID: func() string {
 			mu.Lock()
 			defer mu.Unlock()
@@ -225,7 +225,7 @@ func TestConcurrentDeleteAnswersKilled(t *testing.T) {
 		return w.store.UpdateSession(ctx, cur, from, lifecycle.Guard{})
 	}
 	racing := &racingStore{Store: w.store, moves: []func(context.Context, *lifecycle.Session) error{touch, touch, otherDelete}}
-	svc := lifecycle.NewService(lifecycle.Config{Store: racing, Provider: w.fake, Publisher: w.events, Clock: w.clock, Policy: w.svc.Policy(), Log: quiet()})
+	svc := lifecycle.NewService(lifecycle.Config{Store: racing, Provider: w.fake, Clock: w.clock, Policy: w.svc.Policy(), Log: quiet()})
 	got, err := svc.Delete(t.Context(), account, sess.ID)
 	if err != nil {
 		t.Fatalf("delete that lost to another delete: %v (code %s), want the killed session", err, lifecycle.ErrorCode(err))
@@ -333,7 +333,7 @@ func (p templateProvider) CheckTemplate(_ context.Context, template string) erro
 // item 7).
 func TestUnknownTemplateLeavesNoSession(t *testing.T) {
 	w := MustWorld(t, 1)
-	svc := lifecycle.NewService(lifecycle.Config{Store: w.store, Provider: templateProvider{w.fake}, Publisher: w.events, Clock: w.clock, Policy: w.svc.Policy(), Log: quiet()})
+	svc := lifecycle.NewService(lifecycle.Config{Store: w.store, Provider: templateProvider{w.fake}, Clock: w.clock, Policy: w.svc.Policy(), Log: quiet()})
 	_, _, err := svc.Create(t.Context(), account, lifecycle.CreateInput{Template: "nope", IdempotencyKey: "k"})
 	if !lifecycle.IsCode(err, lifecycle.CodeInvalid) {
 		t.Fatalf("create with an unknown template: %v, want invalid", err)

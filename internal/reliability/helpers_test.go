@@ -19,6 +19,7 @@ import (
 	"github.com/sandmanhq/sandman/internal/dynamotest"
 	"github.com/sandmanhq/sandman/internal/fakeprovider"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/outbox"
 	"github.com/sandmanhq/sandman/internal/reliability"
 	"github.com/sandmanhq/sandman/internal/sweep"
 	"github.com/sandmanhq/sandman/internal/webhook"
@@ -58,14 +59,16 @@ func seedOverride(tb testing.TB) (uint64, bool) {
 func quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
 // world is one test's Sandman: a fresh DynamoDB Local table behind a
-// RecordingStore, the fake provider (behind a call counter), an EventLog,
+// RecordingStore, the fake provider (behind a call counter), the outbox
+// (the table's stream publishing into an EventLog),
 // a manual clock, and the sweep and webhook handler over one service.
 type world struct {
 	clock    *lifecycle.ManualClock
 	fake     *fakeprovider.Provider
 	calls    *countingProvider
 	store    *reliability.RecordingStore
-	events   *reliability.EventLog
+	events   *reliability.EventLog // what the outbox published, after MustDrain
+	outbox   *outbox.Poller        // the table's stream → events
 	svc      *lifecycle.Service
 	sweeper  *sweep.Sweeper
 	hooks    *webhook.Handler
@@ -78,12 +81,15 @@ func MustWorld(tb testing.TB, seed uint64) *world {
 	clock := lifecycle.NewManualClock(t0)
 	fake := fakeprovider.New(fakeprovider.WithClock(clock), fakeprovider.WithSeed(seed))
 	calls := &countingProvider{Provider: fake, results: map[string]map[string]int{}}
-	store := reliability.NewRecordingStore(dynamo.New(dynamotest.MustClient(tb), dynamotest.MustTable(tb), dynamo.WithLogger(quiet())))
+	table := dynamotest.MustTable(tb)
+	store := reliability.NewRecordingStore(dynamo.New(dynamotest.MustClient(tb), table, dynamo.WithLogger(quiet())))
 	events := &reliability.EventLog{}
-	svc := lifecycle.NewService(lifecycle.Config{Store: store, Provider: calls, Publisher: events, Clock: clock, Policy: lifecycle.DefaultPolicy(), Log: quiet(),
+	streams, arn := dynamotest.MustStream(tb, table)
+	svc := lifecycle.NewService(lifecycle.Config{Store: store, Provider: calls, Clock: clock, Policy: lifecycle.DefaultPolicy(), Log: quiet(),
 		Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }}) // resume backoff: no waiting
 	w := &world{
 		clock: clock, fake: fake, calls: calls, store: store, events: events, svc: svc,
+		outbox:   outbox.NewPoller(streams, arn, events, outbox.WithPollLogger(quiet())),
 		observer: reliability.NewObserver(fake, clock),
 	}
 	w.wire(tb)
@@ -183,10 +189,36 @@ func (w *world) MustHistory(tb testing.TB, id string) []reliability.Write {
 	for _, p := range reliability.CheckHistory(writes) {
 		tb.Errorf("session %s history: %s", id, p)
 	}
-	for _, p := range reliability.CheckEvents(writes, w.events.For(id)) {
+	for _, p := range reliability.CheckEvents(writes, w.EventsFor(tb, id)) {
 		tb.Errorf("session %s events: %s", id, p)
 	}
 	return writes
+}
+
+// MustDrain publishes everything committed so far: it polls the table's
+// stream until a poll finds nothing new. DynamoDB Local makes a record
+// readable when its write returns, so the second poll finds nothing; the
+// bound only keeps a broken stream from hanging the test.
+func (w *world) MustDrain(tb testing.TB) {
+	tb.Helper()
+	for range 100 {
+		n, err := w.outbox.Poll(tb.Context())
+		if err != nil {
+			tb.Fatalf("outbox poll: %v", err)
+		}
+		if n == 0 {
+			return
+		}
+	}
+	tb.Fatal("the outbox kept finding events after 100 polls")
+}
+
+// EventsFor drains the outbox and returns one session's events in
+// publication order.
+func (w *world) EventsFor(tb testing.TB, id string) []lifecycle.Event {
+	tb.Helper()
+	w.MustDrain(tb)
+	return w.events.For(id)
 }
 
 // countingProvider counts the outcome of every provider call by operation:

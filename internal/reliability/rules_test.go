@@ -15,6 +15,7 @@ import (
 	"github.com/sandmanhq/sandman/internal/e2b/e2bhook"
 	"github.com/sandmanhq/sandman/internal/fakeprovider"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/outbox"
 	"github.com/sandmanhq/sandman/internal/reliability"
 	"github.com/sandmanhq/sandman/internal/sweep"
 )
@@ -180,6 +181,8 @@ func MustLossyWorld(tb testing.TB) (*world, *dynamotest.LostAnswerClient) {
 	table := dynamotest.MustTable(tb)
 	client, hc := dynamotest.MustLossyClient(tb)
 	w.store = reliability.NewRecordingStore(dynamo.New(client, table, dynamo.WithLogger(quiet())))
+	streams, arn := dynamotest.MustStream(tb, table)
+	w.outbox = outbox.NewPoller(streams, arn, w.events, outbox.WithPollLogger(quiet()))
 	w.rewire(tb, func(c *lifecycle.Config) { c.Store = w.store })
 	return w, hc
 }
@@ -204,7 +207,7 @@ func TestLostWriteAnswerIsOwnSuccess(t *testing.T) {
 		if st := w.sandboxState(sess.SandboxID); st != lifecycle.SandboxRunning {
 			t.Errorf("provider sandbox %s, want running", st)
 		}
-		if got, want := len(w.events.For(sess.ID)), 2; got != want {
+		if got, want := len(w.EventsFor(t, sess.ID)), 2; got != want {
 			t.Errorf("events = %d, want %d (created, provisioning → running)", got, want)
 		}
 		w.MustHistory(t, sess.ID)
@@ -554,7 +557,7 @@ func TestSweepReapsOnlyItsDeployment(t *testing.T) {
 	}
 	w.clock.Advance(w.svc.Policy().LeaseDuration + time.Minute) // old enough to be reaped
 
-	svcB := lifecycle.NewService(lifecycle.Config{Store: w.store, Provider: w.calls, Publisher: w.events, Clock: w.clock, Policy: lifecycle.DefaultPolicy(), Log: quiet(), Deployment: "b"})
+	svcB := lifecycle.NewService(lifecycle.Config{Store: w.store, Provider: w.calls, Clock: w.clock, Policy: lifecycle.DefaultPolicy(), Log: quiet(), Deployment: "b"})
 	// Old code: deployment b's sweep listed a's sandboxes and killed a's orphan.
 	sumB := MustRun(t, MustSweeper(t, svcB))
 	if sumB.Listed != 0 || sumB.OrphansKilled != 0 {

@@ -13,10 +13,13 @@ const (
 	Reconnect = "reconnect"
 	Webhook   = "webhook"
 	IdlePause = "idlepause"
+	// Publisher is invoked by the table's DynamoDB stream; it publishes
+	// lifecycle events (internal/outbox).
+	Publisher = "publisher"
 )
 
-// Functions lists every Lambda function, HTTP and scheduled.
-var Functions = []string{Sessions, Status, Resume, Snapshot, Reconnect, Webhook, IdlePause}
+// Functions lists every Lambda function: HTTP, scheduled and stream.
+var Functions = []string{Sessions, Status, Resume, Snapshot, Reconnect, Webhook, IdlePause, Publisher}
 
 // Route is one API Gateway route: Key is the route key as API Gateway writes
 // it ("POST /v1/sessions/{id}/resume"), Function the Lambda that serves it.

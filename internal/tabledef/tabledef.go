@@ -26,6 +26,11 @@ const (
 	TTLAttribute = "ttl"
 )
 
+// StreamViewType is the view type of the table's DynamoDB stream: both
+// images, so the outbox (internal/outbox) sees the state before and after
+// every write (DESIGN.md "Events out").
+const StreamViewType = "NEW_AND_OLD_IMAGES"
+
 // Shards is how many partitions each due index is spread over (the shard is
 // a hash of the session id). Changing it needs a backfill of existing items.
 const Shards = 8

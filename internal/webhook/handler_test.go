@@ -20,6 +20,7 @@ import (
 	"github.com/sandmanhq/sandman/internal/e2b/e2bhook"
 	"github.com/sandmanhq/sandman/internal/fakeprovider"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/outbox"
 	"github.com/sandmanhq/sandman/internal/webhook"
 )
 
@@ -61,7 +62,7 @@ func mustHarnessOn(tb testing.TB, store *dynamo.Store, opts ...webhook.Option) *
 		h.published = append(h.published, evs...)
 		return nil
 	})
-	h.service = lifecycle.NewService(lifecycle.Config{Store: store, Provider: h.provider, Publisher: pub, Clock: clock, Policy: lifecycle.DefaultPolicy(), Log: log,
+	h.service = lifecycle.NewService(lifecycle.Config{Store: outbox.InPath(store, pub), Provider: h.provider, Clock: clock, Policy: lifecycle.DefaultPolicy(), Log: log,
 		NewID: func() string { return FixtureSessionID }})
 	h.handler = MustHandler(tb, h.service, h.provider.Name(), append([]webhook.Option{webhook.WithLogger(log)}, opts...)...)
 	return h

@@ -30,7 +30,7 @@ import (
 )
 
 // figures names what -only can select, in the order they run.
-var figures = []string{"status", "webhook", "sweep", "coldstart", "cost"}
+var figures = []string{"status", "webhook", "sweep", "coldstart", "cost", "outbox"}
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -64,6 +64,8 @@ func run(ctx context.Context, args []string) error {
 	fs.IntVar(&wh.Sequential, "webhook-sequential", 2000, "deliveries from one sender")
 	fs.IntVar(&wh.Concurrent, "webhook-concurrent", 4000, "deliveries from the concurrent senders together")
 	fs.IntVar(&wh.Senders, "webhook-senders", 8, "concurrent senders")
+	var ob bench.OutboxConfig
+	fs.IntVar(&ob.Rounds, "outbox-rounds", 200, "sessions per mode (in path, stream), each snapshotted and resumed once")
 	var cold bench.ColdStartConfig
 	fs.IntVar(&cold.Runs, "coldstart-runs", 11, "fresh processes per function")
 	if err := fs.Parse(args); err != nil {
@@ -172,6 +174,14 @@ func run(ctx context.Context, args []string) error {
 			failed("cost", err)
 		} else {
 			rep.Cost = sec
+		}
+	}
+
+	if selected["outbox"] {
+		if r, err := bench.RunOutbox(ctx, env, ob); err != nil {
+			failed("outbox", err)
+		} else {
+			rep.Outbox = &r
 		}
 	}
 

@@ -1,0 +1,37 @@
+// Command publisher is the Lambda function DynamoDB Streams invokes with the
+// sessions table's changes: it puts one EventBridge event per committed
+// transition on the bus SANDMAN_EVENT_BUS (internal/outbox, DESIGN.md
+// "Events out") and reports the records it could not publish as batch item
+// failures. It reads neither the table nor any secret.
+package main
+
+import (
+	"context"
+	"log/slog"
+	"os"
+
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/config"
+	awseb "github.com/aws/aws-sdk-go-v2/service/eventbridge"
+
+	"github.com/sandmanhq/sandman/internal/app"
+	"github.com/sandmanhq/sandman/internal/eventbridge"
+	"github.com/sandmanhq/sandman/internal/outbox"
+	"github.com/sandmanhq/sandman/internal/routes"
+)
+
+func main() {
+	var level slog.Level
+	if v := os.Getenv(app.EnvLogLevel); v != "" {
+		_ = level.UnmarshalText([]byte(v)) // an unknown level keeps info
+	}
+	log := app.NewLogger(os.Stderr, level)
+	bus := os.Getenv(app.EnvEventBus)
+	cfg, err := config.LoadDefaultConfig(context.Background())
+	if err != nil || bus == "" {
+		log.Error("cold start failed", "function", routes.Publisher, "bus", bus, "err", err)
+		os.Exit(1)
+	}
+	pub := eventbridge.New(awseb.NewFromConfig(cfg), bus, eventbridge.WithLogger(log))
+	lambda.Start(outbox.NewHandler(pub, log).Handle)
+}

@@ -1,0 +1,50 @@
+package outbox
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/sandmanhq/sandman/internal/lifecycle"
+)
+
+// InPath returns store with in-path publishing: each committed transition's
+// event (lifecycle.NewEvent, the same event and event_id the stream yields)
+// is published through pub right after its write returns, on the request's
+// path, as the functions did before the outbox. A function that dies
+// between the write and the publish loses the event, so production never
+// uses it: it is the baseline of `make bench` (request latency with
+// publishing in-path vs via the stream) and a way for handler tests to
+// observe transitions without reading a stream. A publish failure is
+// logged, never returned: the write has committed.
+func InPath(store lifecycle.Store, pub lifecycle.Publisher) lifecycle.Store {
+	return &inPathStore{Store: store, pub: pub}
+}
+
+type inPathStore struct {
+	lifecycle.Store
+	pub lifecycle.Publisher
+}
+
+func (s *inPathStore) CreateSession(ctx context.Context, sess *lifecycle.Session) error {
+	if err := s.Store.CreateSession(ctx, sess); err != nil {
+		return err
+	}
+	s.publish(ctx, lifecycle.NewEvent(sess, ""))
+	return nil
+}
+
+func (s *inPathStore) UpdateSession(ctx context.Context, sess *lifecycle.Session, from lifecycle.State, guard lifecycle.Guard) error {
+	if err := s.Store.UpdateSession(ctx, sess, from, guard); err != nil {
+		return err
+	}
+	if sess.State != from {
+		s.publish(ctx, lifecycle.NewEvent(sess, from))
+	}
+	return nil
+}
+
+func (s *inPathStore) publish(ctx context.Context, ev lifecycle.Event) {
+	if err := s.pub.Publish(context.WithoutCancel(ctx), ev); err != nil {
+		slog.Default().ErrorContext(ctx, "publish lifecycle event in path", "event_id", ev.EventID, "err", err)
+	}
+}
