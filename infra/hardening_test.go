@@ -21,6 +21,7 @@ func TestRoleTableActionsPinned(t *testing.T) {
 	all := s.statements(t)
 	tableID := s.logicalID(t, "SessionsTable")
 	table := canonical(getAtt(tableID, "Arn"))
+	stream := canonical(getAtt(tableID, "StreamArn"))
 	index := func(name string) string {
 		return canonical(map[string]any{"Fn::Join": []any{"", []any{getAtt(tableID, "Arn"), "/index/" + name}}})
 	}
@@ -46,6 +47,14 @@ func TestRoleTableActionsPinned(t *testing.T) {
 		routes.Webhook:   with(onTable("dynamodb:PutItem"), tabledef.IndexBySandbox),
 		routes.IdlePause: with(onTable("dynamodb:GetItem", "dynamodb:PutItem"),
 			tabledef.IndexIdle, tabledef.IndexLease, tabledef.IndexPaused, tabledef.IndexBySandbox),
+		// the stream only, granted by its event source mapping; no item
+		// access. ListStreams has no resource-level permission.
+		routes.Publisher: {
+			"dynamodb:DescribeStream":   {stream},
+			"dynamodb:GetShardIterator": {stream},
+			"dynamodb:GetRecords":       {stream},
+			"dynamodb:ListStreams":      {`"*"`},
+		},
 	}
 	for _, name := range routes.Functions {
 		got := map[string][]string{}

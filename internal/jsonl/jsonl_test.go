@@ -63,6 +63,7 @@ type line struct {
 	Source     string `json:"source"`
 	Time       string `json:"time"`
 	Detail     struct {
+		EventID   string `json:"event_id"`
 		SessionID string `json:"session_id"`
 		AccountID string `json:"account_id"`
 		SandboxID string `json:"sandbox_id"`

@@ -11,6 +11,7 @@ import (
 	"github.com/sandmanhq/sandman/internal/fakeprovider"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/memstore"
+	"github.com/sandmanhq/sandman/internal/outbox"
 )
 
 // The Service's rules, tested in memory: the store is internal/memstore
@@ -31,7 +32,9 @@ type env struct {
 	svc    *lifecycle.Service
 }
 
-// eventLog is a lifecycle.Publisher that keeps what it was given.
+// eventLog is a lifecycle.Publisher that keeps what it was given; the
+// service's store is wrapped in outbox.InPath, so it sees every committed
+// transition as the table's stream would.
 type eventLog struct{ events []lifecycle.Event }
 
 func (l *eventLog) Publish(_ context.Context, evs ...lifecycle.Event) error {
@@ -53,7 +56,7 @@ func newEnv(t *testing.T, edit ...func(*lifecycle.Config)) *env {
 	t.Helper()
 	clock := lifecycle.NewManualClock(svcT0)
 	e := &env{clock: clock, fake: fakeprovider.New(fakeprovider.WithClock(clock)), store: memstore.New(), events: &eventLog{}}
-	cfg := lifecycle.Config{Store: e.store, Provider: e.fake, Clock: clock, Log: slog.New(slog.DiscardHandler),
+	cfg := lifecycle.Config{Store: outbox.InPath(e.store, e.events), Provider: e.fake, Clock: clock, Log: slog.New(slog.DiscardHandler),
 		Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }}
 	for _, f := range edit {
 		f(&cfg)
@@ -183,7 +186,7 @@ func TestCreateIdempotencyKey(t *testing.T) {
 			t.Fatalf("retry: %v, replayed %v, %v; want a new running session", sess, replayed, err)
 		}
 	})
-	t.Run("ReplayDuringCreateReturnsTheProvisioningSession", func(t *testing.T) {
+	t.Run("ReplayDuringCreateIsStillInProgress", func(t *testing.T) {
 		e := newEnv(t)
 		var inner *lifecycle.Session
 		var replayed bool
@@ -195,8 +198,15 @@ func TestCreateIdempotencyKey(t *testing.T) {
 			}
 		})
 		first := e.mustCreate(t, lifecycle.CreateInput{IdempotencyKey: "k3"})
-		if err != nil || !replayed || inner.ID != first.ID || inner.State != lifecycle.StateProvisioning {
-			t.Fatalf("create during the first: %+v, replayed %v, %v; want the first, provisioning", inner, replayed, err)
+		// The first create holds the key and is under way (provisioning,
+		// within its lease): the retry is told to come back (409,
+		// Retry-After 1 s), and then replays the first session.
+		if !lifecycle.IsCode(err, lifecycle.CodeConflict) || inner != nil || replayed {
+			t.Fatalf("create during the first: %+v, replayed %v, %v; want conflict (still in progress)", inner, replayed, err)
+		}
+		again, replayed, err := e.svc.Create(t.Context(), acct, lifecycle.CreateInput{Template: "base", IdempotencyKey: "k3"})
+		if err != nil || !replayed || again.ID != first.ID {
+			t.Fatalf("retry after the first: %v, replayed %v, %v; want the first replayed", again, replayed, err)
 		}
 		if n := e.fake.Calls(fakeprovider.OpCreate); n != 1 {
 			t.Errorf("provider creates = %d, want 1", n)
