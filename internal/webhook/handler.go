@@ -218,7 +218,12 @@ func (h *Handler) VerifyAndParse(req events.APIGatewayV2HTTPRequest) (Event, err
 	if err := f.Verify(headers, body); err != nil {
 		return Event{}, asCode(err, lifecycle.CodeUnauthorized, "the webhook signature could not be verified")
 	}
-	ev, err := f.Parse(body)
+	var ev Event
+	if dp, ok := f.(DeliveryParser); ok {
+		ev, err = dp.ParseDelivery(headers, body)
+	} else {
+		ev, err = f.Parse(body)
+	}
 	if errors.Is(err, ErrIgnored) {
 		return Event{}, err
 	}
