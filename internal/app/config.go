@@ -227,9 +227,6 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	default:
 		return Config{}, fmt.Errorf("%s=%q: want stop or pause", EnvDaytonaPauseMode, c.DaytonaPauseMode)
 	}
-	if c.Enabled(ProviderVercel) && c.VercelProjectID == "" {
-		return Config{}, fmt.Errorf("%s is required with the vercel provider: the project sandboxes live in", EnvVercelProjectID)
-	}
 	if v := get(EnvLogLevel); v != "" {
 		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
 			return Config{}, fmt.Errorf("%s=%q: want debug, info, warn or error", EnvLogLevel, v)

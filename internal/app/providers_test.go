@@ -61,7 +61,6 @@ func TestConfigProviders(t *testing.T) {
 	}{
 		{"ErrUnknownInList", with(app.EnvProviders, "e2b,modal"), app.EnvProviders},
 		{"ErrUnknownDefault", with(app.EnvProvider, "modal"), app.EnvProvider},
-		{"ErrVercelWithoutProject", with(app.EnvProviders, "vercel"), app.EnvVercelProjectID},
 		{"ErrDaytonaKeyTwice", with(app.EnvDaytonaAPIKey, "k", app.EnvDaytonaAPIKeySecret, "s"), app.EnvDaytonaAPIKeySecret},
 		{"ErrVercelTokenTwice", with(app.EnvVercelToken, "k", app.EnvVercelTokenSecret, "s"), app.EnvVercelTokenSecret},
 		{"ErrPauseMode", with(app.EnvDaytonaPauseMode, "archive"), app.EnvDaytonaPauseMode},
