@@ -7,8 +7,6 @@ package providers
 
 import (
 	"context"
-	"fmt"
-	"strings"
 
 	"github.com/sandmanhq/sandman/internal/app"
 	"github.com/sandmanhq/sandman/internal/daytona"
@@ -80,8 +78,8 @@ func Fake(p app.ProviderParams) (lifecycle.Provider, func(context.Context) error
 // webhooks too), and Daytona's Svix-signed deliveries on
 // /v1/webhooks/daytona when daytona is enabled, their timestamps checked on
 // the service's clock. Vercel sends none. a must be loaded with
-// app.Needs.WebhookSecret. Errors: no enabled provider sends webhooks, or
-// a secret is unusable.
+// app.Needs.WebhookSecret. When no enabled provider sends webhooks (Vercel
+// only), every request answers 404. Errors: a secret is unusable.
 func WebhookHandler(a *app.App) (*webhook.Handler, error) {
 	var formats []webhook.Format
 	for _, name := range a.Config.Providers {
@@ -100,9 +98,6 @@ func WebhookHandler(a *app.App) (*webhook.Handler, error) {
 			return nil, err
 		}
 		formats = append(formats, format)
-	}
-	if len(formats) == 0 {
-		return nil, fmt.Errorf("no enabled provider (%s) sends webhooks", strings.Join(a.Config.Providers, ", "))
 	}
 	return webhook.New(a.Service, formats,
 		webhook.WithLogger(a.Log), webhook.WithAllowOrigin(a.Config.CORSOrigin))

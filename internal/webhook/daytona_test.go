@@ -277,3 +277,17 @@ func TestNewDaytona(t *testing.T) {
 		})
 	}
 }
+
+// TestNoFormat: a deployment whose providers send no webhooks (Vercel)
+// answers 404 to every provider.
+func TestNoFormat(t *testing.T) {
+	h, err := webhook.New(&stubApplier{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, provider := range []string{"e2b", "daytona", "vercel"} {
+		req := MustDaytonaRequest(t, "apigw-daytona-stopped.json")
+		req.PathParameters[webhook.ProviderParam] = provider
+		wantError(t, mustHandle(t, h, req), http.StatusNotFound, "not_found")
+	}
+}
