@@ -1,15 +1,22 @@
 package localstack
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/sandmanhq/sandman/internal/app"
+	"github.com/sandmanhq/sandman/internal/daytona/daytonahook"
 	"github.com/sandmanhq/sandman/internal/daytona/daytonatest"
 	"github.com/sandmanhq/sandman/internal/vercel/verceltest"
 )
@@ -21,7 +28,10 @@ import (
 // fake is started in-process on a loopback port, unless
 // SANDMAN_DAYTONA_BASE_URL or SANDMAN_VERCEL_BASE_URL names one already
 // running (`sandman fake daytona|vercel`), whose state then outlives a
-// restart of the stack. The fakes send no webhooks (the sweep reconciles);
+// restart of the stack. The in-process Daytona fake sends Svix-signed
+// sandbox.created and sandbox.state.updated webhooks to the stack's own
+// /v1/webhooks/daytona, as Daytona would; Vercel sends none (the sweep
+// reconciles);
 // Daytona's preview URLs (https://3000-<id>.proxy.daytona.test) do not
 // resolve, Vercel's point at the fake's own /_preview/ pages, which answer
 // 200 while the session runs and 410 once it stopped.
@@ -41,7 +51,7 @@ const DefaultDaytonaWebhookSecret = "whsec_c2FuZG1hbi1kYXl0b25hLWRldi1zZWNyZXQ="
 // internal/app's environment on top of getenv: the adapter's name as
 // SANDMAN_PROVIDER, aimed at the fake with the fake's credentials (each
 // unless set), and a function that stops what it started.
-func providerFakeEnv(provider string, getenv func(string) string, log *slog.Logger) (func(string) string, func(), error) {
+func providerFakeEnv(provider, stackURL string, getenv func(string) string, log *slog.Logger) (func(string) string, func(), error) {
 	set := map[string]string{} // always
 	def := map[string]string{} // unless getenv has it
 	var baseEnv string         // the variable naming a running fake
@@ -53,9 +63,15 @@ func providerFakeEnv(provider string, getenv func(string) string, log *slog.Logg
 		def[app.EnvDaytonaAPIKey] = daytonatest.DefaultAPIKey
 		def[app.EnvDaytonaWebhookSecret] = DefaultDaytonaWebhookSecret
 		handler = func(string) (http.Handler, func()) {
+			secret := getenv(app.EnvDaytonaWebhookSecret)
+			if secret == "" {
+				secret = DefaultDaytonaWebhookSecret
+			}
+			hooks := newSvixSender(stackURL+"/v1/webhooks/daytona", secret, log.With("component", "daytona-fake-webhooks"))
 			o := daytonatest.StandaloneOptions()
 			o.Logger = log.With("component", "daytona-fake")
-			return daytonatest.NewServer(o).Handler(), func() {}
+			o.OnStateChange = hooks.send
+			return daytonatest.NewServer(o).Handler(), hooks.close
 		}
 	case ProviderVercelFake:
 		baseEnv = app.EnvVercelBaseURL
@@ -102,4 +118,89 @@ func providerFakeEnv(provider string, getenv func(string) string, log *slog.Logg
 		}
 		return def[k]
 	}, stop, nil
+}
+
+// svixSender posts a Daytona fake's state changes to a webhook URL as
+// Daytona does through Svix (daytonahook's body and signature), one at a
+// time, in order. A delivery answered 5xx (the session is changing state)
+// is retried twice, a second apart; one that still fails is logged and
+// dropped (Daytona can lose events too: the sweep reconciles).
+type svixSender struct {
+	url, secret string
+	log         *slog.Logger
+	client      *http.Client
+	ch          chan daytonatest.StateChange
+	done        chan struct{}
+	closing     atomic.Bool // no retries once the stack stops
+}
+
+func newSvixSender(url, secret string, log *slog.Logger) *svixSender {
+	s := &svixSender{url: url, secret: secret, log: log, client: &http.Client{Timeout: 10 * time.Second},
+		ch: make(chan daytonatest.StateChange, 256), done: make(chan struct{})}
+	go s.run()
+	return s
+}
+
+// send queues one change; a full queue drops it (logged).
+func (s *svixSender) send(c daytonatest.StateChange) {
+	select {
+	case s.ch <- c:
+	default:
+		s.log.Warn("webhook queue full; event dropped", "sandbox_id", c.SandboxID, "new_state", c.NewState)
+	}
+}
+
+// close stops the sender once the queue is delivered.
+func (s *svixSender) close() {
+	s.closing.Store(true)
+	close(s.ch)
+	<-s.done
+}
+
+func (s *svixSender) run() {
+	defer close(s.done)
+	for c := range s.ch {
+		body := daytonahook.NewStateBody(c.SandboxID, daytonatest.DefaultOrganizationID, c.OldState, c.NewState, c.At)
+		if c.OldState == "" {
+			at := c.At.UTC().Format(time.RFC3339Nano)
+			body = daytonahook.Body{Event: daytonahook.TypeSandboxCreated, Timestamp: at, ID: c.SandboxID,
+				OrganizationID: daytonatest.DefaultOrganizationID, State: c.NewState, CreatedAt: at}
+		}
+		raw, err := json.Marshal(body)
+		if err != nil {
+			continue // a struct of strings always encodes
+		}
+		msgID := "msg_" + strings.ToLower(rand.Text())
+		for attempt := 0; attempt < 3; attempt++ {
+			if attempt > 0 {
+				time.Sleep(time.Second)
+			}
+			status, err := s.post(msgID, raw)
+			if (err == nil && status < 500) || s.closing.Load() {
+				break
+			}
+			s.log.Debug("webhook delivery failed", "sandbox_id", c.SandboxID, "status", status, "err", err, "attempt", attempt+1)
+		}
+	}
+}
+
+// post delivers one signed message and returns the answer's status.
+func (s *svixSender) post(msgID string, raw []byte) (int, error) {
+	h, err := daytonahook.Header(s.secret, msgID, time.Now(), raw)
+	if err != nil {
+		return 0, err
+	}
+	req, err := http.NewRequest(http.MethodPost, s.url, bytes.NewReader(raw))
+	if err != nil {
+		return 0, err
+	}
+	req.Header = h
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+	return resp.StatusCode, nil
 }

@@ -145,7 +145,7 @@ func Run(ctx context.Context, opts Options) error {
 		if log == nil {
 			log = slog.Default()
 		}
-		env, stopFake, err := providerFakeEnv(v, appEnv, log)
+		env, stopFake, err := providerFakeEnv(v, baseURL, appEnv, log)
 		if err != nil {
 			return err
 		}
