@@ -23,6 +23,17 @@ const (
 	ContextProviderAPIKeySecretName = "sandman:providerApiKeySecretName"
 	// ContextWebhookSecretName is SandmanStackProps.WebhookSecretName.
 	ContextWebhookSecretName = "sandman:webhookSecretName"
+	// ContextProviders is SandmanStackProps.Providers: a JSON list in
+	// cdk.json, or a comma-separated string on the command line.
+	ContextProviders = "sandman:providers"
+	// ContextProviderSettings is SandmanStackProps.ProviderSettings: a JSON
+	// object of strings in cdk.json, e.g. {"SANDMAN_VERCEL_PROJECT_ID": "prj_…"}.
+	ContextProviderSettings = "sandman:providerSettings"
+	// ContextDaytonaAPIKeySecretName, ContextDaytonaWebhookSecretName and
+	// ContextVercelTokenSecretName are the SandmanStackProps secret names.
+	ContextDaytonaAPIKeySecretName  = "sandman:daytonaApiKeySecretName"
+	ContextDaytonaWebhookSecretName = "sandman:daytonaWebhookSecretName"
+	ContextVercelTokenSecretName    = "sandman:vercelTokenSecretName"
 	// ContextCORSAllowOrigins is SandmanStackProps.CORSAllowOrigins: a JSON
 	// list in cdk.json, or a comma-separated string on the command line.
 	ContextCORSAllowOrigins = "sandman:corsAllowOrigins"
@@ -60,6 +71,9 @@ func PropsFromContext(scope constructs.Construct) (string, *SandmanStackProps, e
 		ContextProvider:                 &props.Provider,
 		ContextProviderAPIKeySecretName: &props.ProviderAPIKeySecretName,
 		ContextWebhookSecretName:        &props.WebhookSecretName,
+		ContextDaytonaAPIKeySecretName:  &props.DaytonaAPIKeySecretName,
+		ContextDaytonaWebhookSecretName: &props.DaytonaWebhookSecretName,
+		ContextVercelTokenSecretName:    &props.VercelTokenSecretName,
 	} {
 		if *dst, err = str(key); err != nil {
 			return "", nil, err
@@ -84,9 +98,52 @@ func PropsFromContext(scope constructs.Construct) (string, *SandmanStackProps, e
 	default:
 		return "", nil, fmt.Errorf("context %s: want a list or a comma-separated string, got %T", ContextCORSAllowOrigins, v)
 	}
+	if props.Providers, err = contextList(node, ContextProviders); err != nil {
+		return "", nil, err
+	}
+	switch v := node.TryGetContext(jsii.String(ContextProviderSettings)).(type) {
+	case nil:
+	case map[string]interface{}:
+		props.ProviderSettings = map[string]string{}
+		for k, item := range v {
+			s, ok := item.(string)
+			if !ok {
+				return "", nil, fmt.Errorf("context %s: %s: want a string, got %T", ContextProviderSettings, k, item)
+			}
+			props.ProviderSettings[k] = s
+		}
+	default:
+		return "", nil, fmt.Errorf("context %s: want an object of strings, got %T", ContextProviderSettings, v)
+	}
 	account, region := os.Getenv("CDK_DEFAULT_ACCOUNT"), os.Getenv("CDK_DEFAULT_REGION")
 	if account != "" && region != "" {
 		props.Env = &awscdk.Environment{Account: jsii.String(account), Region: jsii.String(region)}
 	}
 	return name, props, nil
+}
+
+// contextList reads key as a JSON list of strings or a comma-separated
+// string; blank items are dropped. Errors name the key.
+func contextList(node constructs.Node, key string) ([]string, error) {
+	var out []string
+	switch v := node.TryGetContext(jsii.String(key)).(type) {
+	case nil:
+	case string:
+		for _, item := range strings.Split(v, ",") {
+			if item = strings.TrimSpace(item); item != "" {
+				out = append(out, item)
+			}
+		}
+	case []interface{}:
+		for _, item := range v {
+			s, ok := item.(string)
+			if !ok {
+				return nil, fmt.Errorf("context %s: want a list of strings, got an item of type %T", key, item)
+			}
+			out = append(out, s)
+		}
+	default:
+		return nil, fmt.Errorf("context %s: want a list or a comma-separated string, got %T", key, v)
+	}
+	return out, nil
 }

@@ -33,7 +33,6 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdadestinations"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdaeventsources"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
@@ -60,6 +59,8 @@ const (
 	// EnvWebhookSecretSecret is the Secrets Manager name of the secret
 	// holding the provider's webhook signing key (webhook only).
 	EnvWebhookSecretSecret = envnames.WebhookSecretSecret
+	// EnvProviders lists the providers a create may name (every function).
+	EnvProviders = envnames.Providers
 )
 
 // Defaults for the zero values of SandmanStackProps.
@@ -68,6 +69,9 @@ const (
 	DefaultProvider                 = "e2b"
 	DefaultProviderAPIKeySecretName = envnames.DefaultProviderAPIKeySecretName
 	DefaultWebhookSecretName        = envnames.DefaultWebhookSecretName
+	DefaultDaytonaAPIKeySecretName  = envnames.DefaultDaytonaAPIKeySecretName
+	DefaultDaytonaWebhookSecretName = envnames.DefaultDaytonaWebhookSecretName
+	DefaultVercelTokenSecretName    = envnames.DefaultVercelTokenSecretName
 	// DefaultThrottleRateLimit is the default stage's steady-state limit in
 	// requests per second, across all routes.
 	DefaultThrottleRateLimit = 50
@@ -86,8 +90,27 @@ type SandmanStackProps struct {
 	// each containing the `bootstrap` binary `make build` produces. Default
 	// DefaultFunctionsDir, relative to the working directory.
 	FunctionsDir string
-	// Provider is the sandbox provider the functions use. Default "e2b".
+	// Provider is the default sandbox provider: the one a create that names
+	// none uses. Default "e2b".
 	Provider string
+	// Providers are the other providers a create may name ("e2b",
+	// "daytona", "vercel"). Only the enabled providers' secrets are read,
+	// each only by the functions that need it: API keys and tokens by the
+	// functions that call providers, webhook secrets (E2B, Daytona; Vercel
+	// sends none) by the webhook function.
+	Providers []string
+	// ProviderSettings are the providers' non-secret settings, by their
+	// environment variable (internal/envnames: SANDMAN_DAYTONA_* and
+	// SANDMAN_VERCEL_*, e.g. SANDMAN_VERCEL_PROJECT_ID, which vercel
+	// requires), set on the functions that call providers.
+	ProviderSettings map[string]string
+	// DaytonaAPIKeySecretName, DaytonaWebhookSecretName and
+	// VercelTokenSecretName name existing Secrets Manager secrets, read only
+	// when their provider is enabled. Defaults DefaultDaytonaAPIKeySecretName,
+	// DefaultDaytonaWebhookSecretName and DefaultVercelTokenSecretName.
+	DaytonaAPIKeySecretName  string
+	DaytonaWebhookSecretName string
+	VercelTokenSecretName    string
 	// ProviderAPIKeySecretName is the name of an existing Secrets Manager
 	// secret holding the provider's API key. Default
 	// DefaultProviderAPIKeySecretName.
@@ -141,6 +164,16 @@ func (p *SandmanStackProps) withDefaults() SandmanStackProps {
 	if out.WebhookSecretName == "" {
 		out.WebhookSecretName = DefaultWebhookSecretName
 	}
+	if out.DaytonaAPIKeySecretName == "" {
+		out.DaytonaAPIKeySecretName = DefaultDaytonaAPIKeySecretName
+	}
+	if out.DaytonaWebhookSecretName == "" {
+		out.DaytonaWebhookSecretName = DefaultDaytonaWebhookSecretName
+	}
+	if out.VercelTokenSecretName == "" {
+		out.VercelTokenSecretName = DefaultVercelTokenSecretName
+	}
+	out.Providers = enabledProviders(out.Provider, out.Providers)
 	if len(out.CORSAllowOrigins) == 0 {
 		out.CORSAllowOrigins = []string{routes.CORSAnyOrigin}
 	}
@@ -197,13 +230,12 @@ func NewSandmanStack(scope constructs.Construct, id string, props *SandmanStackP
 	bus := awsevents.NewEventBus(stack, jsii.String("EventBus"), &awsevents.EventBusProps{
 		Description: jsii.String("Sandman session lifecycle events (source \"sandman\")"),
 	})
-	providerKey := awssecretsmanager.Secret_FromSecretNameV2(stack, jsii.String("ProviderApiKeySecret"), jsii.String(p.ProviderAPIKeySecretName))
-	webhookKey := awssecretsmanager.Secret_FromSecretNameV2(stack, jsii.String("WebhookSigningKeySecret"), jsii.String(p.WebhookSecretName))
+	secrets := newProviderSecrets(stack, p)
 
 	functions := make(map[string]awslambda.Function, len(functionSpecs))
 	for _, spec := range functionSpecs {
 		fn := newFunction(stack, spec, p, table, bus)
-		grant(spec, fn, table, bus, providerKey, webhookKey)
+		grant(spec, fn, table, bus, secrets)
 		functions[spec.name] = fn
 	}
 	for _, name := range routes.Functions {
@@ -409,11 +441,13 @@ func newFunction(stack awscdk.Stack, spec functionSpec, p SandmanStackProps, tab
 		EnvEventBus: bus.EventBusName(),
 		EnvProvider: jsii.String(p.Provider),
 	}
-	if spec.providerKey {
-		env[EnvProviderAPIKeySecret] = jsii.String(p.ProviderAPIKeySecretName)
+	if len(p.Providers) > 1 {
+		env[EnvProviders] = jsii.String(strings.Join(p.Providers[1:], ","))
 	}
-	if spec.webhookKey {
-		env[EnvWebhookSecretSecret] = jsii.String(p.WebhookSecretName)
+	if spec.providerKey {
+		for k, v := range p.ProviderSettings {
+			env[k] = jsii.String(v)
+		}
 	}
 
 	fp := &awslambda.FunctionProps{
@@ -438,8 +472,9 @@ func newFunction(stack awscdk.Stack, spec functionSpec, p SandmanStackProps, tab
 	return awslambda.NewFunction(stack, jsii.String(id), fp)
 }
 
-// grant gives fn exactly the access spec lists.
-func grant(spec functionSpec, fn awslambda.Function, table awsdynamodb.Table, bus awsevents.EventBus, providerKey, webhookKey awssecretsmanager.ISecret) {
+// grant gives fn exactly the access spec lists, and points it at the
+// secrets it may read.
+func grant(spec functionSpec, fn awslambda.Function, table awsdynamodb.Table, bus awsevents.EventBus, secrets providerSecrets) {
 	if len(spec.table.actions) > 0 {
 		fn.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 			Actions:   jsii.Strings(spec.table.actions...),
@@ -459,11 +494,9 @@ func grant(spec functionSpec, fn awslambda.Function, table awsdynamodb.Table, bu
 	if spec.publishes {
 		bus.GrantPutEventsTo(fn, nil)
 	}
-	if spec.providerKey {
-		providerKey.GrantRead(fn, nil)
-	}
-	if spec.webhookKey {
-		webhookKey.GrantRead(fn, nil)
+	for _, s := range secrets.of(spec) {
+		fn.AddEnvironment(jsii.String(s.env), jsii.String(s.name), nil)
+		s.secret.GrantRead(fn, nil)
 	}
 }
 

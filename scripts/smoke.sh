@@ -17,7 +17,10 @@
 # fake E2B (`sandman fake e2b`, started here so its state outlives the
 # restart): the sandbox's state is read from the fake's API instead of
 # /proc, and the preview URL (which does not resolve) is only checked for
-# E2B's form.
+# E2B's form. SANDMAN_PROVIDER=daytona-fake and vercel-fake do the same on
+# the Daytona and Vercel adapters against their fakes (`sandman fake daytona`,
+# `sandman fake vercel`): Daytona's preview URL is checked for its form only,
+# Vercel's fake routes answer 200 while running and 410 once stopped.
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -32,7 +35,9 @@ done
 go build -o build/sandman ./internal/cmd/sandman
 state="$(mktemp -d /tmp/sandman-smoke.XXXXXX)"
 provider="${SANDMAN_PROVIDER:-local}"
-case "$provider" in local | e2b-fake) ;; *) echo "smoke: SANDMAN_PROVIDER=$provider: want local or e2b-fake" >&2; exit 2 ;; esac
+case "$provider" in local | e2b-fake | daytona-fake | vercel-fake) ;;
+  *) echo "smoke: SANDMAN_PROVIDER=$provider: want local, e2b-fake, daytona-fake or vercel-fake" >&2; exit 2 ;; esac
+fake_name="${provider%-fake}"
 # The stack starts its own DynamoDB Local (data under $state, so the restart
 # below really restarts it) and its own table: nothing from the caller's
 # shell may point it elsewhere.
@@ -46,21 +51,25 @@ check() { # check NAME GOT WANT
   if [ "$2" = "$3" ]; then ok "$1"; else fail "$1: got '$2', want '$3'"; fi
 }
 
-start_fake() { # the fake E2B, once for the whole run
-  ./build/sandman fake e2b -addr 127.0.0.1:0 >"$state/fake.out" 2>>"$state/fake.log" &
+start_fake() { # the provider's fake, once for the whole run
+  ./build/sandman fake "$fake_name" -addr 127.0.0.1:0 >"$state/fake.out" 2>>"$state/fake.log" &
   fake_pid=$!
   for _ in $(seq 1 40); do
-    fake="$(sed -n 's/^fake e2b listening on \(http[^ ]*\).*/\1/p' "$state/fake.out")"
+    fake="$(sed -n "s/^fake $fake_name listening on \(http[^ ]*\).*/\1/p" "$state/fake.out")"
     [ -n "$fake" ] && return
     sleep 0.25
   done
-  echo "smoke: sandman fake e2b never got ready"; exit 1
+  echo "smoke: sandman fake $fake_name never got ready"; exit 1
 }
 
 start_stack() {
   : > "$state/out.log"
   local env=()
-  [ "$provider" = e2b-fake ] && env=(SANDMAN_PROVIDER=e2b-fake SANDMAN_E2B_BASE_URL="$fake")
+  case "$provider" in
+    e2b-fake) env=(SANDMAN_PROVIDER=e2b-fake SANDMAN_E2B_BASE_URL="$fake") ;;
+    daytona-fake) env=(SANDMAN_PROVIDER=daytona-fake SANDMAN_DAYTONA_BASE_URL="$fake") ;;
+    vercel-fake) env=(SANDMAN_PROVIDER=vercel-fake SANDMAN_VERCEL_BASE_URL="$fake") ;;
+  esac
   env "${env[@]}" SANDMAN_ADDR=127.0.0.1:0 SANDMAN_STATE_DIR="$state" SANDMAN_SWEEP_INTERVAL=2s \
     ./build/sandman run >"$state/out.log" 2>>"$state/err.log" &
   pid=$!
@@ -102,9 +111,13 @@ api() { # api METHOD PATH [BODY] -> body on stdout, status in $code
   body="${out%$'\n'*}"
 }
 
-fake_api() { # fake_api PATH -> the fake E2B's answer; status in $fcode
-  local out
-  out="$(curl -s -w '\n%{http_code}' "$fake$1" -H 'x-api-key: e2b_test_key')"
+fake_api() { # fake_api PATH -> the provider fake's answer; status in $fcode
+  local out auth=(-H 'x-api-key: e2b_test_key')
+  case "$provider" in
+    daytona-fake) auth=(-H 'Authorization: Bearer dtn_test_key') ;;
+    vercel-fake) auth=(-H 'Authorization: Bearer vercel_test_token') ;;
+  esac
+  out="$(curl -s -w '\n%{http_code}' "$fake$1" "${auth[@]}")"
   fcode="${out##*$'\n'}"
   fbody="${out%$'\n'*}"
 }
@@ -116,6 +129,18 @@ proc_state() { # proc_state SESSION_SANDBOX_ID -> the sandbox process state lett
     case "$(jq -r .state <<<"$fbody")" in paused) echo T ;; running) echo R ;; *) echo "?" ;; esac
     return
   fi
+  if [ "$provider" = daytona-fake ]; then # stopped as T, started as R
+    fake_api "/sandbox/$1"
+    [ "$fcode" = 200 ] || { echo gone; return; }
+    case "$(jq -r .state <<<"$fbody")" in stopped) echo T ;; started) echo R ;; *) echo "?" ;; esac
+    return
+  fi
+  if [ "$provider" = vercel-fake ]; then # a stopped session as T, a running one as R
+    fake_api "/v2/sandboxes/$1?projectId=prj_sandmantest&teamId=team_sandmantest"
+    [ "$fcode" = 200 ] || { echo gone; return; }
+    case "$(jq -r .sandbox.status <<<"$fbody")" in stopped) echo T ;; running) echo R ;; *) echo "?" ;; esac
+    return
+  fi
   local f="$state/sandboxes/$1/sandbox.json" p
   [ -f "$f" ] || { echo gone; return; }
   p="$(jq -r .pid "$f")"
@@ -124,16 +149,27 @@ proc_state() { # proc_state SESSION_SANDBOX_ID -> the sandbox process state lett
 }
 
 preview_check() { # preview_check NAME URL WANT_CODE SANDBOX
-  if [ "$provider" = e2b-fake ]; then
-    check "$1 (E2B form only)" "$2" "https://3000-$4.e2b.test"
-  else
-    check "$1" "$(curl -s -m 5 -o /dev/null -w '%{http_code}' "$2" || true)" "$3"
-  fi
+  case "$provider" in
+    e2b-fake) check "$1 (E2B form only)" "$2" "https://3000-$4.e2b.test" ;;
+    daytona-fake) check "$1 (Daytona form only)" "${2%%\?*}" "https://3000-$4.proxy.daytona.test" ;;
+    vercel-fake) # the fake's route: 410 SANDBOX_STOPPED where a process would not answer
+      local want="$3"; [ "$want" = 000 ] && want=410
+      check "$1" "$(curl -s -m 5 -o /dev/null -w '%{http_code}' "$2" || true)" "$want" ;;
+    *) check "$1" "$(curl -s -m 5 -o /dev/null -w '%{http_code}' "$2" || true)" "$3" ;;
+  esac
 }
 
-[ "$provider" = e2b-fake ] && start_fake
+fake_count() { # fake_count -> how many sandboxes the provider fake lists
+  case "$provider" in
+    e2b-fake) fake_api /v2/sandboxes; jq length <<<"$fbody" ;;
+    daytona-fake) fake_api /sandbox; jq '.items | length' <<<"$fbody" ;;
+    vercel-fake) fake_api "/v2/sandboxes?project=prj_sandmantest&teamId=team_sandmantest"; jq '.sandboxes | length' <<<"$fbody" ;;
+  esac
+}
+
+[ "$provider" != local ] && start_fake
 start_stack
-echo "smoke: stack at $base, state in $state, provider $provider${fake:+ (fake E2B at $fake)}"
+echo "smoke: stack at $base, state in $state, provider $provider${fake:+ (fake $fake_name at $fake)}"
 
 api POST /v1/sessions '{"template":"web","idle_timeout_seconds":600}'
 check "create web session: 201" "$code" 201
@@ -184,10 +220,9 @@ check "idle pause event in events.jsonl" \
   "$(jq -c --arg id "$idle_id" 'select(.detail.session_id == $id and .detail.to == "paused") | .detail.reason' "$state/events.jsonl" | head -1)" '"idle"'
 check "idle sandbox process stopped (T)" "$(proc_state "$idle_sandbox")" T
 
-if [ "$provider" = e2b-fake ]; then
+if [ "$provider" != local ]; then
   sandbox_pids=""
-  fake_api /v2/sandboxes
-  check "sandboxes at the fake E2B before the deletes" "$(jq length <<<"$fbody")" 2
+  check "sandboxes at the fake $fake_name before the deletes" "$(fake_count)" 2
 else
   sandbox_pids="$(cat "$state"/sandboxes/*/sandbox.json 2>/dev/null | jq -r .pid)"
   check "sandbox processes seen before the deletes" "$(wc -w <<<"$sandbox_pids" | tr -d ' ')" 2
@@ -212,8 +247,9 @@ check "cli snapshot: paused" "$(sm snapshot "$cli_id" -o json | jq -r '(.paused|
 check "cli status: paused" "$(sm status "$cli_id" -o json | jq -r .state)" paused
 check "cli reconnect: paused" "$(sm reconnect "$cli_id" -o json | jq -r .status)" paused
 check "cli watch --until paused" "$(sm watch "$cli_id" --until paused -o json | tail -1 | jq -r .state)" paused
-cli_url="$(sm resume "$cli_id" -o json | jq -r 'select(.session.state == "running") | .preview_url')"
-check "cli resume: preview answers" "$(curl -s -m 5 -o /dev/null -w '%{http_code}' "$cli_url")" 200
+cli_resumed="$(sm resume "$cli_id" -o json)"
+cli_url="$(jq -r 'select(.session.state == "running") | .preview_url' <<<"$cli_resumed")"
+preview_check "cli resume: preview answers" "$cli_url" 200 "$(jq -r .session.sandbox_id <<<"$cli_resumed")"
 check "cli delete: killed" "$(sm delete "$cli_id" -o json | jq -r .state)" killed
 check "cli watch ends at killed" "$(sm watch "$cli_id" | tail -1 | awk '{print $2}')" killed
 rc=0; sm get ses_aaaaaaaaaaaaaaaaaaaaaaaaaa >/dev/null 2>&1 || rc=$?
@@ -230,9 +266,11 @@ for pid in $sandbox_pids; do
   [ -e "/proc/$pid" ] && left=$((left + 1))
 done
 check "no sandbox process left" "$left" 0
-if [ "$provider" = e2b-fake ]; then
-  fake_api /v2/sandboxes
-  check "no sandbox left at the fake E2B" "$fcode $(jq length <<<"$fbody")" "200 0"
+if [ "$provider" != local ]; then
+  for _ in $(seq 1 10); do # Daytona's list shows a deleted sandbox for a moment
+    n="$(fake_count)"; [ "$n" = 0 ] && break; sleep 0.5
+  done
+  check "no sandbox left at the fake $fake_name" "$n" 0
 else
   check "no sandbox directory left" "$(find "$state/sandboxes" -mindepth 1 -maxdepth 1 | wc -l)" 0
 fi

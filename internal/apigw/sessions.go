@@ -16,12 +16,13 @@ const (
 
 // createSessionBody is the body of POST /v1/sessions. Zero
 // idle_timeout_seconds means the default (600 s); zero max_lifetime_seconds
-// means no limit.
+// means no limit. An absent provider means the deployment's default.
 type createSessionBody struct {
 	Template           string       `json:"template"`
 	IdleTimeoutSeconds int64        `json:"idle_timeout_seconds"`
 	MaxLifetimeSeconds int64        `json:"max_lifetime_seconds"`
 	Metadata           metadataBody `json:"metadata"`
+	Provider           string       `json:"provider"`
 }
 
 // noBody is the body of routes that take none: empty, or {}.
@@ -40,6 +41,7 @@ func (h *Handler) createSession(ctx context.Context, r *request) (response, erro
 		IdleTimeoutSeconds: body.IdleTimeoutSeconds,
 		MaxLifetimeSeconds: body.MaxLifetimeSeconds,
 		Metadata:           map[string]string(body.Metadata),
+		Provider:           body.Provider,
 	}
 	if key, ok := r.header("Idempotency-Key"); ok {
 		in.IdempotencyKey = strings.TrimSpace(key)

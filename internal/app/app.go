@@ -68,12 +68,14 @@ type SecretsAPI interface {
 // local stack), so a function that does not, links none. Tests inject a
 // clock, a provider or a fake Secrets Manager.
 type Deps struct {
-	Log      *slog.Logger
-	Clock    lifecycle.Clock // default lifecycle.SystemClock
-	Secrets  SecretsAPI      // default a client from the AWS default config
+	Log     *slog.Logger
+	Clock   lifecycle.Clock // default lifecycle.SystemClock
+	Secrets SecretsAPI      // default a client from the AWS default config
+	// Provider, when set, is the default provider (SANDMAN_PROVIDER's)
+	// instead of the one its factory would build.
 	Provider lifecycle.Provider
-	// Providers builds the provider named by SANDMAN_PROVIDER when the
-	// function needs one (Needs.Provider) and Provider is nil.
+	// Providers builds each enabled provider (SANDMAN_PROVIDER and
+	// SANDMAN_PROVIDERS) when the function needs them (Needs.Provider).
 	Providers map[string]ProviderFactory
 }
 
@@ -81,7 +83,7 @@ type Deps struct {
 // configuration, the secrets New fetched, the clock and the logger.
 type ProviderParams struct {
 	Config        Config
-	APIKey        string // the provider API key (e2b); "" for providers without one
+	APIKey        string // the provider's API key or token (e2b, daytona, vercel); "" for the others
 	WebhookSecret string // the webhook signing secret, when the function has it
 	Clock         lifecycle.Clock
 	Log           *slog.Logger
@@ -94,14 +96,21 @@ type ProviderFactory func(p ProviderParams) (provider lifecycle.Provider, close 
 // App is one cold start's wiring. Its fields are ready to use and shared by
 // every invocation.
 type App struct {
-	Config   Config
-	Log      *slog.Logger
-	Store    *dynamo.Store
-	Provider lifecycle.Provider
-	Service  *lifecycle.Service
-	// WebhookSecret is the provider's webhook signing secret; "" unless
-	// Needs.WebhookSecret.
+	Config Config
+	Log    *slog.Logger
+	Store  *dynamo.Store
+	// Provider is the default provider; Providers every enabled one
+	// (Config.Providers), the default first.
+	Provider  lifecycle.Provider
+	Providers []lifecycle.Provider
+	Service   *lifecycle.Service
+	// WebhookSecret is the E2B-format webhook signing secret (E2B, the
+	// local provider); "" unless Needs.WebhookSecret and one of those is
+	// enabled, or the local provider sends webhooks.
 	WebhookSecret string
+	// DaytonaWebhookSecret is Daytona's Svix endpoint secret ("whsec_…");
+	// "" unless Needs.WebhookSecret and daytona is enabled.
+	DaytonaWebhookSecret string
 
 	closers []func(context.Context) error
 	keys    apigw.KeyStore // the store, behind a KeyCache unless turned off
@@ -128,6 +137,9 @@ func NewLogger(w io.Writer, level slog.Level) *slog.Logger {
 // default unless deps.Log is given), secrets, DynamoDB store, provider and
 // service. Errors name what is missing or failed.
 func New(ctx context.Context, cfg Config, needs Needs, deps Deps) (*App, error) {
+	if !cfg.Enabled(cfg.Provider) { // a Config built by hand: the default is always enabled
+		cfg.Providers = append([]string{cfg.Provider}, cfg.Providers...)
+	}
 	a := &App{Config: cfg, Log: deps.Log}
 	if a.Log == nil {
 		a.Log = NewLogger(os.Stderr, cfg.LogLevel)
@@ -173,18 +185,42 @@ func New(ctx context.Context, cfg Config, needs Needs, deps Deps) (*App, error) 
 		return fetchSecret(ctx, secrets, secretName)
 	}
 
-	var providerKey string
-	if needs.Provider && cfg.Provider == ProviderE2B && deps.Provider == nil {
-		var err error
-		if providerKey, err = secret("provider API key", cfg.ProviderAPIKey, cfg.ProviderAPIKeySecret,
-			EnvProviderAPIKey, EnvProviderAPIKeySecret); err != nil {
-			return nil, err
+	keys := map[string]string{} // provider name → its API key or token
+	if needs.Provider {
+		for _, name := range cfg.Providers {
+			if name == cfg.Provider && deps.Provider != nil {
+				continue
+			}
+			var err error
+			switch name {
+			case ProviderE2B:
+				keys[name], err = secret("e2b API key", cfg.ProviderAPIKey, cfg.ProviderAPIKeySecret,
+					EnvProviderAPIKey, EnvProviderAPIKeySecret)
+			case ProviderDaytona:
+				keys[name], err = secret("daytona API key", cfg.DaytonaAPIKey, cfg.DaytonaAPIKeySecret,
+					EnvDaytonaAPIKey, EnvDaytonaAPIKeySecret)
+			case ProviderVercel:
+				keys[name], err = secret("vercel token", cfg.VercelToken, cfg.VercelTokenSecret,
+					EnvVercelToken, EnvVercelTokenSecret)
+			}
+			if err != nil {
+				return nil, err
+			}
 		}
 	}
-	if needs.WebhookSecret || (needs.Provider && cfg.Provider == ProviderLocal && cfg.LocalWebhookURL != "") {
+	// E2B-format webhooks come from E2B, the local provider and the fake.
+	e2bFormat := cfg.Enabled(ProviderE2B) || cfg.Enabled(ProviderLocal) || cfg.Enabled(ProviderFake)
+	if (needs.WebhookSecret && e2bFormat) || (needs.Provider && cfg.Enabled(ProviderLocal) && cfg.LocalWebhookURL != "") {
 		var err error
 		if a.WebhookSecret, err = secret("webhook secret", cfg.WebhookSecret, cfg.WebhookSecretSecret,
 			EnvWebhookSecret, EnvWebhookSecretSecret); err != nil {
+			return nil, err
+		}
+	}
+	if needs.WebhookSecret && cfg.Enabled(ProviderDaytona) {
+		var err error
+		if a.DaytonaWebhookSecret, err = secret("daytona webhook secret", cfg.DaytonaWebhookSecret,
+			cfg.DaytonaWebhookSecretSecret, EnvDaytonaWebhookSecret, EnvDaytonaWebhookSecretSecret); err != nil {
 			return nil, err
 		}
 	}
@@ -195,16 +231,23 @@ func New(ctx context.Context, cfg Config, needs Needs, deps Deps) (*App, error) 
 	}
 	a.Store = dynamo.New(ddb, cfg.Table, dynamo.WithLogger(a.Log))
 
-	a.Provider = deps.Provider
-	if a.Provider == nil {
-		if !needs.Provider {
-			a.Provider = noProvider{name: cfg.Provider}
-		} else if a.Provider, err = a.newProvider(cfg, deps.Providers, providerKey, clock); err != nil {
-			return nil, err
+	for _, name := range cfg.Providers {
+		var p lifecycle.Provider
+		switch {
+		case name == cfg.Provider && deps.Provider != nil:
+			p = deps.Provider
+		case !needs.Provider:
+			p = noProvider{name: name}
+		default:
+			if p, err = a.newProvider(cfg, name, deps.Providers, keys[name], clock); err != nil {
+				return nil, err
+			}
 		}
+		a.Providers = append(a.Providers, p)
 	}
+	a.Provider = a.Providers[0]
 
-	a.Service = lifecycle.NewService(lifecycle.Config{Store: a.Store, Provider: a.Provider, Clock: clock,
+	a.Service = lifecycle.NewService(lifecycle.Config{Store: a.Store, Provider: a.Provider, Providers: a.Providers[1:], Clock: clock,
 		Policy: cfg.Policy, Log: a.Log, ProbeTimeout: cfg.ProbeTimeout, CallTimeout: cfg.ProviderCallTimeout, Deployment: cfg.Deployment})
 	a.keys = a.Store
 	if cfg.APIKeyCacheTTL >= 0 {
@@ -214,15 +257,15 @@ func New(ctx context.Context, cfg Config, needs Needs, deps Deps) (*App, error) 
 	return a, nil
 }
 
-// newProvider builds the configured provider with its factory.
-func (a *App) newProvider(cfg Config, factories map[string]ProviderFactory, apiKey string, clock lifecycle.Clock) (lifecycle.Provider, error) {
-	build, ok := factories[cfg.Provider]
+// newProvider builds the provider named name with its factory.
+func (a *App) newProvider(cfg Config, name string, factories map[string]ProviderFactory, apiKey string, clock lifecycle.Clock) (lifecycle.Provider, error) {
+	build, ok := factories[name]
 	if !ok {
-		return nil, fmt.Errorf("%s=%q is not a provider this build knows", EnvProvider, cfg.Provider)
+		return nil, fmt.Errorf("provider %q (%s/%s) is not one this build knows", name, EnvProvider, EnvProviders)
 	}
 	p, closeFn, err := build(ProviderParams{Config: cfg, APIKey: apiKey, WebhookSecret: a.WebhookSecret, Clock: clock, Log: a.Log})
 	if err != nil {
-		return nil, fmt.Errorf("%s provider: %w", cfg.Provider, err)
+		return nil, fmt.Errorf("%s provider: %w", name, err)
 	}
 	if closeFn != nil {
 		a.closers = append(a.closers, closeFn)

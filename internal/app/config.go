@@ -3,6 +3,7 @@ package app
 import (
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -40,14 +41,38 @@ const (
 	EnvAPIKeyCacheTTL       = envnames.APIKeyCacheTTL
 	EnvProbeTimeout         = envnames.ProbeTimeout
 	EnvProviderCallTimeout  = envnames.ProviderCallTimeout
+
+	EnvProviders                  = envnames.Providers
+	EnvDaytonaBaseURL             = envnames.DaytonaBaseURL
+	EnvDaytonaOrganizationID      = envnames.DaytonaOrganizationID
+	EnvDaytonaTarget              = envnames.DaytonaTarget
+	EnvDaytonaPauseMode           = envnames.DaytonaPauseMode
+	EnvDaytonaAutoArchive         = envnames.DaytonaAutoArchive
+	EnvDaytonaAutoDelete          = envnames.DaytonaAutoDelete
+	EnvDaytonaAPIKey              = envnames.DaytonaAPIKey
+	EnvDaytonaAPIKeySecret        = envnames.DaytonaAPIKeySecret
+	EnvDaytonaWebhookSecret       = envnames.DaytonaWebhookSecret
+	EnvDaytonaWebhookSecretSecret = envnames.DaytonaWebhookSecretSecret
+	EnvVercelBaseURL              = envnames.VercelBaseURL
+	EnvVercelTeamID               = envnames.VercelTeamID
+	EnvVercelProjectID            = envnames.VercelProjectID
+	EnvVercelMaxSessionTimeout    = envnames.VercelMaxSessionTimeout
+	EnvVercelToken                = envnames.VercelToken
+	EnvVercelTokenSecret          = envnames.VercelTokenSecret
 )
 
-// The provider names EnvProvider accepts.
+// The provider names EnvProvider and EnvProviders accept (DESIGN.md
+// "Providers"; the names sessions are stored with).
 const (
-	ProviderE2B   = "e2b"
-	ProviderLocal = "local"
-	ProviderFake  = "fake"
+	ProviderE2B     = "e2b"
+	ProviderDaytona = "daytona"
+	ProviderVercel  = "vercel"
+	ProviderLocal   = "local"
+	ProviderFake    = "fake"
 )
+
+// knownProviders lists the names EnvProvider and EnvProviders accept.
+var knownProviders = []string{ProviderE2B, ProviderDaytona, ProviderVercel, ProviderLocal, ProviderFake}
 
 // Config is everything a function reads from its environment, read once per
 // cold start. Secret values are not in it: Load resolves them.
@@ -55,9 +80,12 @@ type Config struct {
 	Table          string
 	DynamoEndpoint string // "" in AWS
 
-	Provider string // ProviderE2B, ProviderLocal or ProviderFake
-	// ProviderAPIKey and ProviderAPIKeySecret: at most one is set (plain
-	// value for local use, secret name for AWS).
+	// Provider is the default provider (one of knownProviders); Providers
+	// every enabled one, the default first, each once.
+	Provider  string
+	Providers []string
+	// ProviderAPIKey and ProviderAPIKeySecret: E2B's API key; at most one
+	// is set (plain value for local use, secret name for AWS).
 	ProviderAPIKey       string
 	ProviderAPIKeySecret string
 	// WebhookSecret and WebhookSecretSecret: likewise.
@@ -68,6 +96,33 @@ type Config struct {
 	E2BDomain       string // "" for the e2b package's default
 	LocalDir        string // "" for the localsandbox package's default
 	LocalWebhookURL string
+
+	// Daytona (shared/providers/daytona.md): the control API, organization
+	// and region ("" for the daytona package's defaults), the pause mode
+	// (daytona.PauseStop or PausePause; "" for stop), autoArchiveInterval
+	// and autoDeleteInterval (0: Daytona's defaults), the API key and the
+	// Svix webhook endpoint secret, each a plain value or a secret name.
+	DaytonaBaseURL             string
+	DaytonaOrganizationID      string
+	DaytonaTarget              string
+	DaytonaPauseMode           string
+	DaytonaAutoArchive         time.Duration
+	DaytonaAutoDelete          time.Duration
+	DaytonaAPIKey              string
+	DaytonaAPIKeySecret        string
+	DaytonaWebhookSecret       string
+	DaytonaWebhookSecretSecret string
+
+	// Vercel Sandbox (shared/providers/vercel-sandbox.md): the REST API,
+	// team and project, the plan's maximum session length (0: the vercel
+	// package's default, Hobby's 45 min), the token as a plain value or a
+	// secret name.
+	VercelBaseURL           string
+	VercelTeamID            string
+	VercelProjectID         string
+	VercelMaxSessionTimeout time.Duration
+	VercelToken             string
+	VercelTokenSecret       string
 
 	EventBus   string // EventBridge bus name or ARN; wins over EventsFile
 	EventsFile string // JSON-lines file when no bus is set
@@ -100,11 +155,26 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		E2BDomain:            get(EnvE2BDomain),
 		LocalDir:             get(EnvLocalDir),
 		LocalWebhookURL:      get(EnvLocalWebhookURL),
-		EventBus:             get(EnvEventBus),
-		EventsFile:           get(EnvEventsFile),
-		CORSOrigin:           get(EnvCORSOrigin),
-		Deployment:           get(EnvDeployment),
-		Policy:               lifecycle.DefaultPolicy(),
+
+		DaytonaBaseURL:             get(EnvDaytonaBaseURL),
+		DaytonaOrganizationID:      get(EnvDaytonaOrganizationID),
+		DaytonaTarget:              get(EnvDaytonaTarget),
+		DaytonaPauseMode:           strings.ToLower(get(EnvDaytonaPauseMode)),
+		DaytonaAPIKey:              get(EnvDaytonaAPIKey),
+		DaytonaAPIKeySecret:        get(EnvDaytonaAPIKeySecret),
+		DaytonaWebhookSecret:       get(EnvDaytonaWebhookSecret),
+		DaytonaWebhookSecretSecret: get(EnvDaytonaWebhookSecretSecret),
+		VercelBaseURL:              get(EnvVercelBaseURL),
+		VercelTeamID:               get(EnvVercelTeamID),
+		VercelProjectID:            get(EnvVercelProjectID),
+		VercelToken:                get(EnvVercelToken),
+		VercelTokenSecret:          get(EnvVercelTokenSecret),
+
+		EventBus:   get(EnvEventBus),
+		EventsFile: get(EnvEventsFile),
+		CORSOrigin: get(EnvCORSOrigin),
+		Deployment: get(EnvDeployment),
+		Policy:     lifecycle.DefaultPolicy(),
 	}
 	if c.Table == "" {
 		return Config{}, fmt.Errorf("%s is required: the name of the sessions table", EnvTable)
@@ -122,19 +192,40 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		}
 		c.APIKeyCacheTTL = d
 	}
-	switch c.Provider {
-	case "":
+	if c.Provider == "" {
 		c.Provider = ProviderE2B
-	case ProviderE2B, ProviderLocal, ProviderFake:
+	}
+	if !slices.Contains(knownProviders, c.Provider) {
+		return Config{}, fmt.Errorf("%s=%q is not a provider: want one of %s",
+			EnvProvider, c.Provider, strings.Join(knownProviders, ", "))
+	}
+	c.Providers = []string{c.Provider}
+	for _, name := range strings.Split(strings.ToLower(get(EnvProviders)), ",") {
+		name = strings.TrimSpace(name)
+		switch {
+		case name == "" || slices.Contains(c.Providers, name):
+		case !slices.Contains(knownProviders, name):
+			return Config{}, fmt.Errorf("%s names %q, not a provider: want some of %s",
+				EnvProviders, name, strings.Join(knownProviders, ", "))
+		default:
+			c.Providers = append(c.Providers, name)
+		}
+	}
+	for _, pair := range [][2]string{
+		{EnvProviderAPIKey, EnvProviderAPIKeySecret},
+		{EnvWebhookSecret, EnvWebhookSecretSecret},
+		{EnvDaytonaAPIKey, EnvDaytonaAPIKeySecret},
+		{EnvDaytonaWebhookSecret, EnvDaytonaWebhookSecretSecret},
+		{EnvVercelToken, EnvVercelTokenSecret},
+	} {
+		if get(pair[0]) != "" && get(pair[1]) != "" {
+			return Config{}, fmt.Errorf("set only one of %s and %s", pair[0], pair[1])
+		}
+	}
+	switch c.DaytonaPauseMode {
+	case "", "stop", "pause":
 	default:
-		return Config{}, fmt.Errorf("%s=%q is not a provider: want %s, %s or %s",
-			EnvProvider, c.Provider, ProviderE2B, ProviderLocal, ProviderFake)
-	}
-	if c.ProviderAPIKey != "" && c.ProviderAPIKeySecret != "" {
-		return Config{}, fmt.Errorf("set only one of %s and %s", EnvProviderAPIKey, EnvProviderAPIKeySecret)
-	}
-	if c.WebhookSecret != "" && c.WebhookSecretSecret != "" {
-		return Config{}, fmt.Errorf("set only one of %s and %s", EnvWebhookSecret, EnvWebhookSecretSecret)
+		return Config{}, fmt.Errorf("%s=%q: want stop or pause", EnvDaytonaPauseMode, c.DaytonaPauseMode)
 	}
 	if v := get(EnvLogLevel); v != "" {
 		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
@@ -156,6 +247,9 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		{EnvLeaseDuration, &p.LeaseDuration},
 		{EnvProbeTimeout, &c.ProbeTimeout},
 		{EnvProviderCallTimeout, &c.ProviderCallTimeout},
+		{EnvDaytonaAutoArchive, &c.DaytonaAutoArchive},
+		{EnvDaytonaAutoDelete, &c.DaytonaAutoDelete},
+		{EnvVercelMaxSessionTimeout, &c.VercelMaxSessionTimeout},
 	} {
 		v := get(o.name)
 		if v == "" {
@@ -173,3 +267,6 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	}
 	return c, nil
 }
+
+// Enabled reports whether provider is one of c.Providers.
+func (c Config) Enabled(provider string) bool { return slices.Contains(c.Providers, provider) }

@@ -17,6 +17,10 @@ type CreateInput struct {
 	IdleTimeoutSeconds int64
 	MaxLifetimeSeconds int64
 	Metadata           map[string]string
+	// Provider names the provider to create the sandbox on (one of
+	// Service.ProviderNames); "" means the default. The session keeps it
+	// for life.
+	Provider string
 	// IdempotencyKey, when set, makes a repeated create return the first
 	// result without a second sandbox.
 	IdempotencyKey string
@@ -42,7 +46,8 @@ const (
 // same key tries again; a replay returns the session of the create that
 // succeeded (or is still under way: conflict), and a key held by a create
 // known dead is given back (see claim.go).
-// Errors: invalid (bad input, unknown template), conflict (same
+// Errors: invalid (bad input, unknown template, a provider this service
+// does not hold), conflict (same
 // Idempotency-Key still in flight, or the session was deleted meanwhile),
 // unavailable (provider trouble).
 func (s *Service) Create(ctx context.Context, accountID string, in CreateInput) (*Session, bool, error) {
@@ -173,9 +178,13 @@ func (s *Service) newSession(accountID string, in CreateInput) (*Session, error)
 	if err := validateMetadata(in.Metadata); err != nil {
 		return nil, err
 	}
+	provider, err := s.chooseProvider(in.Provider)
+	if err != nil {
+		return nil, err
+	}
 	now := s.now()
 	sess := &Session{
-		ID: s.cfg.NewID(), AccountID: accountID, Provider: s.ProviderName(), Template: in.Template,
+		ID: s.cfg.NewID(), AccountID: accountID, Provider: provider, Template: in.Template,
 		Metadata: in.Metadata, State: StateProvisioning, Reason: ReasonRequest,
 		IdleTimeout: idle, MaxLifetime: life, CreatedAt: now, UpdatedAt: now, StateChangedAt: now,
 		LeaseExpiresAt: now.Add(s.cfg.Policy.LeaseDuration),

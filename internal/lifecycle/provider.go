@@ -27,6 +27,9 @@ type Sandbox struct {
 	PausedAt   time.Time // paused: when it was paused (E2B's endAt); running: zero
 	PreviewURL string    // URL of the preview port; may be "" when paused
 	Metadata   map[string]string
+	// Provider is the name of the provider that holds it, set by
+	// Service.ListSandboxes; "" means the service's default provider.
+	Provider string
 }
 
 // CreateRequest asks a provider for a new sandbox.

@@ -77,7 +77,8 @@ func (s *Service) killOrphans(ctx context.Context, sess *Session) error {
 	return nil
 }
 
-// ReapOrphan kills a provider sandbox that no live session holds, once it is
+// ReapOrphan kills a provider sandbox (on its provider, Sandbox.Provider)
+// that no live session holds, once it is
 // older than a lease: one tagged (MetadataSessionID) with a session that is
 // final, holds another sandbox, or never recorded it because its create died
 // (the table is read strongly, so a create that just committed is safe). The
@@ -116,7 +117,7 @@ func (s *Service) ReapOrphan(ctx context.Context, sb Sandbox) (bool, error) {
 	}
 	pctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
 	defer cancel()
-	if err := s.providerFor(s.ProviderName()).Kill(pctx, sb.ID); err != nil && !errors.Is(err, ErrSandboxGone) {
+	if err := s.providerFor(sb.Provider).Kill(pctx, sb.ID); err != nil && !errors.Is(err, ErrSandboxGone) {
 		return false, s.providerError(err, "kill an orphaned sandbox")
 	}
 	s.log().InfoContext(ctx, "killed orphaned sandbox", "session_id", id, "sandbox_id", sb.ID)
@@ -129,28 +130,36 @@ func (s *Service) FindDue(ctx context.Context, q DueQuery) (SessionPage, error) 
 	return s.cfg.Store.FindDue(ctx, q)
 }
 
-// ListSandboxes returns one page of the provider's running and paused
-// sandboxes, only this deployment's when the service names one, within
-// CallTimeout. Errors: the provider's.
-func (s *Service) ListSandboxes(ctx context.Context, pageToken string, limit int) (SandboxPage, error) {
+// ListSandboxes returns one page of the running and paused sandboxes of the
+// provider named provider ("" for the default; one of ProviderNames), only
+// this deployment's when the service names one, within CallTimeout. Each
+// sandbox carries the provider's name (Sandbox.Provider).
+// Errors: the provider's.
+func (s *Service) ListSandboxes(ctx context.Context, provider, pageToken string, limit int) (SandboxPage, error) {
 	var filter map[string]string
 	if d := s.cfg.Deployment; d != "" {
 		filter = map[string]string{MetadataDeployment: d}
 	}
 	pctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
 	defer cancel()
-	return s.providerFor(s.ProviderName()).List(pctx, ListRequest{
+	p := s.providerFor(provider)
+	page, err := p.List(pctx, ListRequest{
 		States:    []SandboxState{SandboxRunning, SandboxPaused},
 		Metadata:  filter,
 		Limit:     limit,
 		PageToken: pageToken,
 	})
+	for i := range page.Sandboxes {
+		page.Sandboxes[i].Provider = p.Name()
+	}
+	return page, err
 }
 
-// SessionOfSandbox returns the session that holds a listed sandbox of the
-// provider (Store.FindBySandbox). Errors: not_found, the store's.
+// SessionOfSandbox returns the session that holds a listed sandbox of its
+// provider (Sandbox.Provider; Store.FindBySandbox). Errors: not_found, the
+// store's.
 func (s *Service) SessionOfSandbox(ctx context.Context, sb Sandbox) (*Session, error) {
-	return s.cfg.Store.FindBySandbox(ctx, s.ProviderName(), sb.ID)
+	return s.cfg.Store.FindBySandbox(ctx, s.providerFor(sb.Provider).Name(), sb.ID)
 }
 
 // ExpireDormant marks session id expired (reason dormant) if it is still

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 )
@@ -20,6 +21,10 @@ import (
 // request. Build it with NewService; its configuration is fixed from then on.
 type Service struct {
 	cfg Config
+	// providers holds every configured provider by Name, the default
+	// (Config.Provider) included; names lists them, the default first.
+	providers map[string]Provider
+	names     []string
 }
 
 // Config is what a Service is built from (NewService). Store and Provider
@@ -27,14 +32,18 @@ type Service struct {
 // in once by NewService.
 type Config struct {
 	Store Store
-	// Provider runs the sandboxes. Sessions name the provider that holds
-	// their sandbox (Session.Provider); the service holds one today and
-	// looks it up by that name (Service.providerFor), the seam where more
-	// providers would be added.
+	// Provider is the default provider: new sessions that name none are
+	// created on it (DESIGN.md "Providers": otherwise the deployment's
+	// default).
 	Provider Provider
-	Clock    Clock        // default SystemClock
-	Policy   Policy       // the zero Policy means DefaultPolicy()
-	Log      *slog.Logger // default slog.Default()
+	// Providers are the other providers a create may name ("provider" of
+	// POST /v1/sessions), each by its Name; the default need not be
+	// repeated. A session keeps its provider for life (Session.Provider):
+	// every operation on it goes to the provider of that name.
+	Providers []Provider
+	Clock     Clock        // default SystemClock
+	Policy    Policy       // the zero Policy means DefaultPolicy()
+	Log       *slog.Logger // default slog.Default()
 
 	// CallTimeout bounds each provider call (default DefaultCallTimeout).
 	CallTimeout time.Duration
@@ -120,9 +129,22 @@ const (
 )
 
 // NewService returns a Service built from cfg with the defaults of Config
-// filled in. cfg.Store and cfg.Provider are required.
+// filled in. cfg.Store and cfg.Provider are required. Of two providers with
+// one name in cfg.Providers, the first is kept; the default always wins.
 func NewService(cfg Config) *Service {
-	return &Service{cfg: cfg.withDefaults()}
+	s := &Service{cfg: cfg.withDefaults(), providers: make(map[string]Provider, 1+len(cfg.Providers))}
+	for _, p := range append([]Provider{cfg.Provider}, cfg.Providers...) {
+		if p == nil {
+			continue
+		}
+		if _, dup := s.providers[p.Name()]; dup {
+			continue
+		}
+		s.providers[p.Name()] = p
+		s.names = append(s.names, p.Name())
+	}
+	slices.Sort(s.names[min(1, len(s.names)):]) // the default first, then by name
+	return s
 }
 
 // Config returns the configuration in use, defaults filled in. Tests build a
@@ -139,13 +161,28 @@ func (s *Service) Now() time.Time { return s.now() }
 // none).
 func (s *Service) Deployment() string { return s.cfg.Deployment }
 
-// ProviderName returns the name of the provider new sessions are created on.
+// ProviderName returns the name of the default provider: the one new
+// sessions that name none are created on.
 func (s *Service) ProviderName() string { return s.cfg.Provider.Name() }
 
-// providerFor returns the provider named name. The service holds one
-// provider today, whatever the name; a service holding several would look
-// the session's (Session.Provider) up here.
-func (s *Service) providerFor(string) Provider { return s.cfg.Provider }
+// ProviderNames returns the name of every configured provider, the default
+// first and the others sorted. The sweep lists each one's sandboxes.
+func (s *Service) ProviderNames() []string { return slices.Clone(s.names) }
+
+// providerFor returns the provider named name ("" names the default). A
+// name this service was not configured with (a session created by a
+// deployment that had it) gets a provider whose every call fails with an
+// error saying so: a 500 at the edge, logged, never a call to the wrong
+// provider.
+func (s *Service) providerFor(name string) Provider {
+	if name == "" {
+		return s.cfg.Provider
+	}
+	if p, ok := s.providers[name]; ok {
+		return p
+	}
+	return unconfiguredProvider{name: name}
+}
 
 // provider returns the provider of sess's sandbox.
 func (s *Service) provider(sess *Session) Provider { return s.providerFor(sess.Provider) }

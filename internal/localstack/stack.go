@@ -145,6 +145,18 @@ func Run(ctx context.Context, opts Options) error {
 		defer stopFake()
 		deps.Provider, appEnv = p, e2bFakeEnv(appEnv)
 	}
+	if v := getenv(app.EnvProvider); v == ProviderDaytonaFake || v == ProviderVercelFake {
+		log := opts.Log
+		if log == nil {
+			log = slog.Default()
+		}
+		env, stopFake, err := providerFakeEnv(v, baseURL, appEnv, log)
+		if err != nil {
+			return err
+		}
+		defer stopFake()
+		appEnv = env
+	}
 	cfg, err := app.ConfigFromEnv(appEnv)
 	if err != nil {
 		return err

@@ -94,12 +94,12 @@ type Sweeper struct {
 	cfg     Config
 	limiter *rate.Limiter
 
-	// listMu guards listToken: where phase 3 of the next run starts in the
-	// provider's list, so successive runs of a warm Lambda container walk
-	// the whole list instead of the same first ReconcileSample sandboxes. A
-	// cold start begins at the head again.
-	listMu    sync.Mutex
-	listToken string
+	// listMu guards listTokens: where phase 3 of the next run starts in
+	// each provider's list (by provider name), so successive runs of a warm
+	// Lambda container walk the whole list instead of the same first
+	// ReconcileSample sandboxes. A cold start begins at the head again.
+	listMu     sync.Mutex
+	listTokens map[string]string
 }
 
 // New returns a Sweeper that works through svc's operations: every read,
@@ -112,10 +112,11 @@ func New(svc *lifecycle.Service, cfg Config, log *slog.Logger) *Sweeper {
 	}
 	cfg = cfg.withDefaults()
 	return &Sweeper{
-		svc:     svc,
-		log:     log,
-		cfg:     cfg,
-		limiter: rate.NewLimiter(cfg.Rate, cfg.Burst),
+		svc:        svc,
+		log:        log,
+		cfg:        cfg,
+		limiter:    rate.NewLimiter(cfg.Rate, cfg.Burst),
+		listTokens: map[string]string{},
 	}
 }
 
@@ -327,42 +328,55 @@ func (r *run) reconcile(ctx context.Context, sess *lifecycle.Session) {
 	}
 }
 
-// providerList is phase 3: compare up to ReconcileSample of the provider's
+// providerList is phase 3: for every configured provider
+// (lifecycle.Service.ProviderNames), compare up to ReconcileSample of its
 // sandboxes (only this deployment's, when the service names one) with the
-// table, reconcile running/paused disagreements and reap orphans. Each run
-// continues where the previous run of this Sweeper stopped.
+// table, reconcile running/paused disagreements and reap orphans. A
+// provider that sends no webhooks (Vercel) has its drift found here. Each
+// run continues, per provider, where the previous run of this Sweeper
+// stopped.
 func (r *run) providerList(ctx context.Context) {
-	sample := r.sw.cfg.ReconcileSample
-	if sample < 0 {
+	if r.sw.cfg.ReconcileSample < 0 {
 		return
 	}
 	var g errgroup.Group
 	g.SetLimit(r.sw.cfg.Concurrency)
 	defer func() { _ = g.Wait() }()
+	for _, provider := range r.sw.svc.ProviderNames() {
+		if !r.listProvider(ctx, &g, provider) {
+			return
+		}
+	}
+}
+
+// listProvider walks up to ReconcileSample of one provider's sandboxes,
+// comparing each on g. It returns false when the run is out of time.
+func (r *run) listProvider(ctx context.Context, g *errgroup.Group, provider string) bool {
+	sample := r.sw.cfg.ReconcileSample
 	r.sw.listMu.Lock()
-	token := r.sw.listToken
+	token := r.sw.listTokens[provider]
 	r.sw.listMu.Unlock()
 	defer func() {
 		r.sw.listMu.Lock()
-		r.sw.listToken = token
+		r.sw.listTokens[provider] = token
 		r.sw.listMu.Unlock()
 	}()
 	for seen := 0; seen < sample; {
 		if !r.begin(ctx) {
-			return
+			return false
 		}
-		page, err := r.sw.svc.ListSandboxes(ctx, token, min(r.sw.cfg.PageSize, sample-seen))
+		page, err := r.sw.svc.ListSandboxes(ctx, provider, token, min(r.sw.cfg.PageSize, sample-seen))
 		if err != nil {
-			r.sw.log.WarnContext(ctx, "list provider sandboxes", "err", err)
+			r.sw.log.WarnContext(ctx, "list provider sandboxes", "provider", provider, "err", err)
 			token = "" // a stale page token must not fail every later run
-			return
+			return true
 		}
 		r.add(&r.sum.Listed, len(page.Sandboxes))
 		seen += len(page.Sandboxes)
 		for _, sb := range page.Sandboxes {
 			if r.outOfTime(ctx) {
 				r.incomplete()
-				return
+				return false
 			}
 			g.Go(func() error {
 				r.compare(ctx, sb)
@@ -371,15 +385,16 @@ func (r *run) providerList(ctx context.Context) {
 		}
 		token = page.NextToken
 		if token == "" || len(page.Sandboxes) == 0 {
-			return
+			return true
 		}
 	}
+	return true
 }
 
 // compare looks one listed sandbox up in the table and reconciles its
 // session when the two disagree about running versus paused.
 func (r *run) compare(ctx context.Context, sb lifecycle.Sandbox) {
-	log := r.sw.log.With("sandbox_id", sb.ID, "sandbox_state", sb.State)
+	log := r.sw.log.With("provider", sb.Provider, "sandbox_id", sb.ID, "sandbox_state", sb.State)
 	sess, err := r.sw.svc.SessionOfSandbox(ctx, sb)
 	switch {
 	case lifecycle.IsCode(err, lifecycle.CodeNotFound):

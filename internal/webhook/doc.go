@@ -72,5 +72,5 @@
 // package's tests generate them, check that they verify and deliver them;
 // `go generate ./internal/webhook/` rewrites them and the fuzz seed corpus.
 //
-//go:generate go test . -run ^TestFixtures$ -update
+//go:generate go test . -run ^Test(Daytona)?Fixtures$ -update
 package webhook

@@ -77,15 +77,13 @@ func WithAllowOrigin(origin string) Option {
 func WithLogger(l *slog.Logger) Option { return func(h *Handler) { h.log = l } }
 
 // New returns a Handler that applies events through applier and accepts the
-// given formats, each on the path segment its Name returns. Errors: no
-// format, a nil format, two formats with one name, a name that is empty or
-// not lowercase, or a non-positive body limit.
+// given formats, each on the path segment its Name returns. With no format
+// (a deployment whose providers send no webhooks: Vercel) every request
+// answers 404. Errors: a nil format, two formats with one name, a name that
+// is empty or not lowercase, or a non-positive body limit.
 func New(applier Applier, formats []Format, opts ...Option) (*Handler, error) {
 	if applier == nil {
 		return nil, errors.New("webhook handler needs an applier")
-	}
-	if len(formats) == 0 {
-		return nil, errors.New("webhook handler needs at least one format")
 	}
 	h := &Handler{
 		applier:    applier,
@@ -218,7 +216,12 @@ func (h *Handler) VerifyAndParse(req events.APIGatewayV2HTTPRequest) (Event, err
 	if err := f.Verify(headers, body); err != nil {
 		return Event{}, asCode(err, lifecycle.CodeUnauthorized, "the webhook signature could not be verified")
 	}
-	ev, err := f.Parse(body)
+	var ev Event
+	if dp, ok := f.(DeliveryParser); ok {
+		ev, err = dp.ParseDelivery(headers, body)
+	} else {
+		ev, err = f.Parse(body)
+	}
 	if errors.Is(err, ErrIgnored) {
 		return Event{}, err
 	}

@@ -759,7 +759,6 @@ func TestNew(t *testing.T) {
 		opts    []webhook.Option
 	}{
 		{"NoApplier", nil, []webhook.Format{f}, nil},
-		{"NoFormat", a, nil, nil},
 		{"NilFormat", a, []webhook.Format{nil}, nil},
 		{"DuplicateName", a, []webhook.Format{f, f}, nil},
 		{"ZeroLimit", a, []webhook.Format{f}, []webhook.Option{webhook.WithMaxBodyBytes(0)}},
