@@ -15,6 +15,7 @@ import (
 	"github.com/sandmanhq/sandman/internal/dynamotest"
 	"github.com/sandmanhq/sandman/internal/fakeprovider"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/outbox"
 	"github.com/sandmanhq/sandman/internal/webhook"
 )
 
@@ -38,7 +39,7 @@ func MustDaytonaHarness(tb testing.TB, secrets ...string) *harness {
 		h.published = append(h.published, evs...)
 		return nil
 	})
-	h.service = lifecycle.NewService(lifecycle.Config{Store: store, Provider: h.provider, Publisher: pub, Clock: clock,
+	h.service = lifecycle.NewService(lifecycle.Config{Store: outbox.InPath(store, pub), Provider: h.provider, Clock: clock,
 		Policy: lifecycle.DefaultPolicy(), Log: log, NewID: func() string { return FixtureSessionID }})
 	e2b, err := webhook.NewE2B("e2b", TestSecret)
 	if err != nil {
