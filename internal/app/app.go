@@ -75,6 +75,10 @@ type Deps struct {
 	// Providers builds the provider named by SANDMAN_PROVIDER when the
 	// function needs one (Needs.Provider) and Provider is nil.
 	Providers map[string]ProviderFactory
+	// Timers arms pause timers (lifecycle.Config.Timers; nil: none) and
+	// TimerHorizon is how far ahead (default lifecycle.DefaultTimerHorizon).
+	Timers       lifecycle.Timers
+	TimerHorizon time.Duration
 }
 
 // ProviderParams is what a ProviderFactory builds a provider from: the
@@ -205,7 +209,8 @@ func New(ctx context.Context, cfg Config, needs Needs, deps Deps) (*App, error) 
 	}
 
 	a.Service = lifecycle.NewService(lifecycle.Config{Store: a.Store, Provider: a.Provider, Clock: clock,
-		Policy: cfg.Policy, Log: a.Log, ProbeTimeout: cfg.ProbeTimeout, CallTimeout: cfg.ProviderCallTimeout, Deployment: cfg.Deployment})
+		Policy: cfg.Policy, Log: a.Log, ProbeTimeout: cfg.ProbeTimeout, CallTimeout: cfg.ProviderCallTimeout, Deployment: cfg.Deployment,
+		Timers: deps.Timers, TimerHorizon: deps.TimerHorizon})
 	a.keys = a.Store
 	if cfg.APIKeyCacheTTL >= 0 {
 		a.keys = apigw.NewKeyCache(a.Store, cfg.APIKeyCacheTTL, clock)
