@@ -37,10 +37,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/sandmanhq/sandman/internal/apigw"
 	"github.com/sandmanhq/sandman/internal/dynamo"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/sqstimer"
 )
 
 // secretTimeout bounds fetching one secret at cold start.
@@ -208,9 +210,17 @@ func New(ctx context.Context, cfg Config, needs Needs, deps Deps) (*App, error) 
 		}
 	}
 
+	timers := deps.Timers
+	if timers == nil && cfg.TimerQueueURL != "" {
+		c, err := loadAWS()
+		if err != nil {
+			return nil, err
+		}
+		timers = sqstimer.New(sqs.NewFromConfig(c), cfg.TimerQueueURL, clock)
+	}
 	a.Service = lifecycle.NewService(lifecycle.Config{Store: a.Store, Provider: a.Provider, Clock: clock,
 		Policy: cfg.Policy, Log: a.Log, ProbeTimeout: cfg.ProbeTimeout, CallTimeout: cfg.ProviderCallTimeout, Deployment: cfg.Deployment,
-		Timers: deps.Timers, TimerHorizon: deps.TimerHorizon})
+		Timers: timers, TimerHorizon: deps.TimerHorizon})
 	a.keys = a.Store
 	if cfg.APIKeyCacheTTL >= 0 {
 		a.keys = apigw.NewKeyCache(a.Store, cfg.APIKeyCacheTTL, clock)

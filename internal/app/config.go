@@ -40,6 +40,7 @@ const (
 	EnvAPIKeyCacheTTL       = envnames.APIKeyCacheTTL
 	EnvProbeTimeout         = envnames.ProbeTimeout
 	EnvProviderCallTimeout  = envnames.ProviderCallTimeout
+	EnvTimerQueueURL        = envnames.TimerQueueURL
 )
 
 // The provider names EnvProvider accepts.
@@ -80,6 +81,9 @@ type Config struct {
 	APIKeyCacheTTL      time.Duration // 0: apigw.DefaultKeyCacheTTL; negative: off
 	ProbeTimeout        time.Duration // 0: lifecycle.Service's default (15 s)
 	ProviderCallTimeout time.Duration // 0: lifecycle.Service's default (30 s)
+	// TimerQueueURL is the SQS queue of pause timers (internal/sqstimer);
+	// "" arms none unless Deps.Timers is given.
+	TimerQueueURL string
 }
 
 // ConfigFromEnv reads the Config from getenv (os.Getenv in production).
@@ -104,6 +108,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		EventsFile:           get(EnvEventsFile),
 		CORSOrigin:           get(EnvCORSOrigin),
 		Deployment:           get(EnvDeployment),
+		TimerQueueURL:        get(EnvTimerQueueURL),
 		Policy:               lifecycle.DefaultPolicy(),
 	}
 	if c.Table == "" {
