@@ -96,7 +96,7 @@ func TestArmKeepsTheEarliestTimer(t *testing.T) {
 		}
 	}
 	must(tm.Arm(ctx, "a", t0.Add(time.Minute)))
-	must(tm.Arm(ctx, "a", t0.Add(2*time.Minute))) // later: kept the first
+	must(tm.Arm(ctx, "a", t0.Add(2*time.Minute)))  // later: kept the first
 	must(tm.Arm(ctx, "a", t0.Add(30*time.Second))) // earlier: replaces it
 	must(tm.Arm(ctx, "b", t0.Add(-time.Second)))   // past: fires at once
 	live := h.live()
