@@ -106,17 +106,32 @@ func (h *Handler) deleteSession(ctx context.Context, r *request) (response, erro
 	return response{status: http.StatusOK, body: newSessionJSON(sess)}, nil
 }
 
+// activityBody is the optional body of POST /v1/sessions/{id}/activity.
+type activityBody struct {
+	// HoldSeconds, when present, is a busy hold in seconds (DESIGN.md
+	// "Client channel"; lifecycle.Service.Hold). Only an API key reaches
+	// this handler; a client-token route must refuse the field.
+	HoldSeconds *int64 `json:"hold_seconds"`
+}
+
 // heartbeat serves POST /v1/sessions/{id}/activity: 204; 409 sandbox_paused
-// when the session is paused.
+// when the session is paused; with {"hold_seconds": N} also a busy hold (400
+// when N is outside 60..86400).
 func (h *Handler) heartbeat(ctx context.Context, r *request) (response, error) {
 	id, err := r.sessionID()
 	if err != nil {
 		return response{}, err
 	}
-	if err := r.decodeJSON(&noBody{}, true); err != nil {
+	var body activityBody
+	if err := r.decodeJSON(&body, true); err != nil {
 		return response{}, err
 	}
-	if _, err := h.svc.Heartbeat(ctx, r.accountID, id); err != nil {
+	if body.HoldSeconds != nil {
+		_, err = h.svc.Hold(ctx, r.accountID, id, *body.HoldSeconds)
+	} else {
+		_, err = h.svc.Heartbeat(ctx, r.accountID, id)
+	}
+	if err != nil {
 		return response{}, err
 	}
 	return response{status: http.StatusNoContent}, nil

@@ -37,10 +37,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/sandmanhq/sandman/internal/apigw"
 	"github.com/sandmanhq/sandman/internal/dynamo"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/sqstimer"
 )
 
 // secretTimeout bounds fetching one secret at cold start.
@@ -77,6 +79,10 @@ type Deps struct {
 	// Providers builds each enabled provider (SANDMAN_PROVIDER and
 	// SANDMAN_PROVIDERS) when the function needs them (Needs.Provider).
 	Providers map[string]ProviderFactory
+	// Timers arms pause timers (lifecycle.Config.Timers; nil: none) and
+	// TimerHorizon is how far ahead (default lifecycle.DefaultTimerHorizon).
+	Timers       lifecycle.Timers
+	TimerHorizon time.Duration
 }
 
 // ProviderParams is what a ProviderFactory builds a provider from: the
@@ -247,8 +253,17 @@ func New(ctx context.Context, cfg Config, needs Needs, deps Deps) (*App, error) 
 	}
 	a.Provider = a.Providers[0]
 
+	timers := deps.Timers
+	if timers == nil && cfg.TimerQueueURL != "" {
+		c, err := loadAWS()
+		if err != nil {
+			return nil, err
+		}
+		timers = sqstimer.New(sqs.NewFromConfig(c), cfg.TimerQueueURL, clock)
+	}
 	a.Service = lifecycle.NewService(lifecycle.Config{Store: a.Store, Provider: a.Provider, Providers: a.Providers[1:], Clock: clock,
-		Policy: cfg.Policy, Log: a.Log, ProbeTimeout: cfg.ProbeTimeout, CallTimeout: cfg.ProviderCallTimeout, Deployment: cfg.Deployment})
+		Policy: cfg.Policy, Log: a.Log, ProbeTimeout: cfg.ProbeTimeout, CallTimeout: cfg.ProviderCallTimeout, Deployment: cfg.Deployment,
+		Timers: timers, TimerHorizon: deps.TimerHorizon})
 	a.keys = a.Store
 	if cfg.APIKeyCacheTTL >= 0 {
 		a.keys = apigw.NewKeyCache(a.Store, cfg.APIKeyCacheTTL, clock)

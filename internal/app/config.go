@@ -59,6 +59,7 @@ const (
 	EnvVercelMaxSessionTimeout    = envnames.VercelMaxSessionTimeout
 	EnvVercelToken                = envnames.VercelToken
 	EnvVercelTokenSecret          = envnames.VercelTokenSecret
+	EnvTimerQueueURL              = envnames.TimerQueueURL
 )
 
 // The provider names EnvProvider and EnvProviders accept (DESIGN.md
@@ -135,6 +136,9 @@ type Config struct {
 	APIKeyCacheTTL      time.Duration // 0: apigw.DefaultKeyCacheTTL; negative: off
 	ProbeTimeout        time.Duration // 0: lifecycle.Service's default (15 s)
 	ProviderCallTimeout time.Duration // 0: lifecycle.Service's default (30 s)
+	// TimerQueueURL is the SQS queue of pause timers (internal/sqstimer);
+	// "" arms none unless Deps.Timers is given.
+	TimerQueueURL string
 }
 
 // ConfigFromEnv reads the Config from getenv (os.Getenv in production).
@@ -170,11 +174,12 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		VercelToken:                get(EnvVercelToken),
 		VercelTokenSecret:          get(EnvVercelTokenSecret),
 
-		EventBus:   get(EnvEventBus),
-		EventsFile: get(EnvEventsFile),
-		CORSOrigin: get(EnvCORSOrigin),
-		Deployment: get(EnvDeployment),
-		Policy:     lifecycle.DefaultPolicy(),
+		EventBus:      get(EnvEventBus),
+		EventsFile:    get(EnvEventsFile),
+		CORSOrigin:    get(EnvCORSOrigin),
+		Deployment:    get(EnvDeployment),
+		TimerQueueURL: get(EnvTimerQueueURL),
+		Policy:        lifecycle.DefaultPolicy(),
 	}
 	if c.Table == "" {
 		return Config{}, fmt.Errorf("%s is required: the name of the sessions table", EnvTable)

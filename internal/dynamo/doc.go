@@ -15,7 +15,7 @@
 // A session item (sessionItem) holds id, account_id, provider, template,
 // metadata (M of S), sandbox_id, preview_url, state, version (N), reason,
 // idle_timeout_ms and max_lifetime_ms (N, durations in milliseconds), and the
-// times created_at, updated_at, last_activity_at, idle_deadline,
+// times created_at, updated_at, last_activity_at, idle_deadline, hold_until,
 // running_since, paused_at, lease_expires_at, sandbox_expires_at,
 // last_provider_event_at, state_changed_at.
 //

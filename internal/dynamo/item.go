@@ -57,6 +57,7 @@ type sessionItem struct {
 	UpdatedAt           string `dynamodbav:"updated_at,omitempty"`
 	LastActivityAt      string `dynamodbav:"last_activity_at,omitempty"`
 	IdleDeadline        string `dynamodbav:"idle_deadline,omitempty"`
+	HoldUntil           string `dynamodbav:"hold_until,omitempty"`
 	RunningSince        string `dynamodbav:"running_since,omitempty"`
 	PausedAt            string `dynamodbav:"paused_at,omitempty"`
 	LeaseExpiresAt      string `dynamodbav:"lease_expires_at,omitempty"`
@@ -164,6 +165,7 @@ func toSessionItem(s *lifecycle.Session) sessionItem {
 		UpdatedAt:           formatTime(s.UpdatedAt),
 		LastActivityAt:      formatTime(s.LastActivityAt),
 		IdleDeadline:        formatTime(s.IdleDeadline),
+		HoldUntil:           formatTime(s.HoldUntil),
 		RunningSince:        formatTime(s.RunningSince),
 		PausedAt:            formatTime(s.PausedAt),
 		LeaseExpiresAt:      formatTime(s.LeaseExpiresAt),
@@ -225,6 +227,7 @@ func (it sessionItem) session() (*lifecycle.Session, error) {
 		{"updated_at", it.UpdatedAt, &s.UpdatedAt},
 		{"last_activity_at", it.LastActivityAt, &s.LastActivityAt},
 		{"idle_deadline", it.IdleDeadline, &s.IdleDeadline},
+		{"hold_until", it.HoldUntil, &s.HoldUntil},
 		{"running_since", it.RunningSince, &s.RunningSince},
 		{"paused_at", it.PausedAt, &s.PausedAt},
 		{"lease_expires_at", it.LeaseExpiresAt, &s.LeaseExpiresAt},

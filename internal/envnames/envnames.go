@@ -64,6 +64,11 @@ const (
 	APIKeyCacheTTL      = "SANDMAN_API_KEY_CACHE_TTL"     // apigw.KeyCache's TTL; "0" turns it off
 	ProbeTimeout        = "SANDMAN_PROBE_TIMEOUT"         // reconnect's live probe
 	ProviderCallTimeout = "SANDMAN_PROVIDER_CALL_TIMEOUT" // every other provider call, the sweep's included
+
+	// TimerQueueURL is the SQS queue pause timers are sent to
+	// (internal/sqstimer); set by the stack on the functions that arm
+	// timers. Unset: no timers, the sweep alone pauses.
+	TimerQueueURL = "SANDMAN_TIMER_QUEUE_URL"
 )
 
 // The sweep's configuration (internal/sweep.ConfigFromEnv).
@@ -108,6 +113,7 @@ var (
 		IdleTimeout, MinIdleTimeout, MaxIdleTimeout, MaxLifetimeLimit, ActivityGranularity, ProviderGrace,
 		MaxProviderTimeout, LeaseDuration, Deployment, APIKeyCacheTTL, ProbeTimeout, ProviderCallTimeout,
 		SweepConcurrency, SweepRate, SweepBurst, SweepPageSize, SweepDeadlineMargin, SweepReconcileSample, SweepDormancyAge,
+		TimerQueueURL,
 	}
 	LocalStack = []string{Addr, SweepInterval, InMemory, StateDir, DevAPIKey}
 )

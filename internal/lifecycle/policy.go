@@ -59,6 +59,18 @@ func (p Policy) IdleTimeout(seconds int64) (time.Duration, error) {
 	return time.Duration(seconds) * time.Second, nil
 }
 
+// HoldDuration validates a busy hold in seconds (POST .../activity
+// hold_seconds): within the idle timeout bounds, MinIdleTimeout ..
+// MaxIdleTimeout (DESIGN.md "Client channel": N within the idle timeout
+// bounds). Errors: CodeInvalid naming hold_seconds.
+func (p Policy) HoldDuration(seconds int64) (time.Duration, error) {
+	if seconds < int64(p.MinIdleTimeout/time.Second) || seconds > int64(p.MaxIdleTimeout/time.Second) {
+		return 0, Errorf(CodeInvalid, "hold_seconds must be between %d and %d",
+			int64(p.MinIdleTimeout/time.Second), int64(p.MaxIdleTimeout/time.Second))
+	}
+	return time.Duration(seconds) * time.Second, nil
+}
+
 // MaxLifetime validates a requested max lifetime in seconds (0 means none)
 // and returns it. Errors: CodeInvalid naming max_lifetime_seconds.
 func (p Policy) MaxLifetime(seconds int64) (time.Duration, error) {
@@ -74,7 +86,8 @@ func (p Policy) MaxLifetime(seconds int64) (time.Duration, error) {
 
 // ProviderTimeout returns the provider-side timeout to set for a running
 // session at now (DESIGN.md "Belt and braces"), at least one second and at
-// most MaxProviderTimeout. It aims at the idle deadline plus ProviderGrace
+// most MaxProviderTimeout. It aims at the idle deadline (held back by a busy
+// hold, Session.HeldIdleDeadline) plus ProviderGrace
 // plus a headroom of half the idle timeout, so that heartbeats can move the
 // idle deadline that far before the provider must be told again (see
 // NeedsProviderRefresh); a max lifetime deadline, which never moves, gets no
@@ -84,7 +97,7 @@ func (p Policy) MaxLifetime(seconds int64) (time.Duration, error) {
 // control plane is down: a sandbox pauses itself at most grace plus half an
 // idle timeout after its deadline.
 func (p Policy) ProviderTimeout(s *Session, now time.Time) time.Duration {
-	target := s.IdleDeadline.Add(p.ProviderGrace + s.IdleTimeout/2)
+	target := s.HeldIdleDeadline().Add(p.ProviderGrace + s.IdleTimeout/2)
 	if l := s.LifetimeDeadline(); !l.IsZero() && l.Add(p.ProviderGrace).Before(target) {
 		target = l.Add(p.ProviderGrace)
 	}

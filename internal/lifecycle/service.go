@@ -71,6 +71,13 @@ type Config struct {
 	Sleep func(ctx context.Context, d time.Duration) error
 	// NewID returns a new session id (default NewSessionID).
 	NewID func() string
+	// Timers arms pause timers (DESIGN.md "Precise pausing"); nil arms none
+	// and leaves pausing to the sweep.
+	Timers Timers
+	// TimerHorizon: a committed running session whose pause deadline falls
+	// before now + TimerHorizon arms its timer at once (default
+	// DefaultTimerHorizon; set it to the sweep interval plus a margin).
+	TimerHorizon time.Duration
 }
 
 // Defaults of Config and of the callers that bound provider calls.
@@ -112,6 +119,7 @@ func (c Config) withDefaults() Config {
 	if c.NewID == nil {
 		c.NewID = NewSessionID
 	}
+	c.TimerHorizon = orDefault(c.TimerHorizon, DefaultTimerHorizon)
 	return c
 }
 
@@ -216,6 +224,7 @@ func (s *Service) commit(ctx context.Context, sess *Session, from State, guard G
 	if sess.State != from {
 		s.logTransition(ctx, NewEvent(sess, from))
 	}
+	s.armIfSoon(ctx, sess)
 	return nil
 }
 

@@ -42,6 +42,10 @@ type Session struct {
 	// webhook older than it describes a state Sandman has already moved past
 	// and is not applied (DESIGN.md "Webhooks": never move backwards).
 	StateChangedAt time.Time
+	// HoldUntil is a busy hold (DESIGN.md "Client channel"): no pause for
+	// idleness or absence before it (HeldIdleDeadline). Zero: none. Only
+	// moves forward (Hold).
+	HoldUntil time.Time
 }
 
 // Transition reasons, carried on the session and in lifecycle events.
@@ -70,11 +74,21 @@ func (s *Session) LifetimeDeadline() time.Time {
 	return s.RunningSince.Add(s.MaxLifetime)
 }
 
+// HeldIdleDeadline returns the idle deadline held back by a busy hold: the
+// later of IdleDeadline and HoldUntil.
+func (s *Session) HeldIdleDeadline() time.Time {
+	if s.HoldUntil.After(s.IdleDeadline) {
+		return s.HoldUntil
+	}
+	return s.IdleDeadline
+}
+
 // PauseDeadline returns when a running session is due to be paused: the
-// earlier of IdleDeadline and LifetimeDeadline. This is the idle index's sort
-// key.
+// earlier of the held idle deadline (HeldIdleDeadline) and LifetimeDeadline.
+// This is the idle index's sort key and what pause timers are armed for;
+// every deadline rule goes through it.
 func (s *Session) PauseDeadline() time.Time {
-	d := s.IdleDeadline
+	d := s.HeldIdleDeadline()
 	if l := s.LifetimeDeadline(); !l.IsZero() && (d.IsZero() || l.Before(d)) {
 		d = l
 	}
@@ -86,7 +100,7 @@ func (s *Session) PauseDeadline() time.Time {
 // ReasonIdle. (ReasonAway belongs to the away deadline of the client channel,
 // which sessions do not carry yet.)
 func (s *Session) PauseReason() string {
-	if l := s.LifetimeDeadline(); !l.IsZero() && (s.IdleDeadline.IsZero() || l.Before(s.IdleDeadline)) {
+	if l, d := s.LifetimeDeadline(), s.HeldIdleDeadline(); !l.IsZero() && (d.IsZero() || l.Before(d)) {
 		return ReasonLifetime
 	}
 	return ReasonIdle
@@ -96,6 +110,16 @@ func (s *Session) PauseReason() string {
 func (s *Session) Due(now time.Time) bool {
 	d := s.PauseDeadline()
 	return s.State == StateRunning && !d.IsZero() && !d.After(now)
+}
+
+// Hold records a busy hold of d from now: HoldUntil becomes now + d unless
+// it is already later. It reports whether HoldUntil moved.
+func (s *Session) Hold(now time.Time, d time.Duration) bool {
+	if until := now.Add(d); until.After(s.HoldUntil) {
+		s.HoldUntil = until
+		return true
+	}
+	return false
 }
 
 // RecordActivity records activity at now: LastActivityAt becomes now and

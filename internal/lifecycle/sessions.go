@@ -39,6 +39,26 @@ func (s *Service) Status(ctx context.Context, accountID, id string) (*Session, E
 // Errors: not_found, forbidden, conflict (TypeSandboxPaused when paused or
 // pausing; plain conflict for any other non-running state).
 func (s *Service) Heartbeat(ctx context.Context, accountID, id string) (bool, error) {
+	return s.activity(ctx, accountID, id, 0)
+}
+
+// Hold is a heartbeat that also records a busy hold of holdSeconds
+// (DESIGN.md "Client channel"; API key only, the HTTP edge's rule): the
+// session is not paused for idleness or absence before now + holdSeconds,
+// and the provider-side timeout follows (Policy.ProviderTimeout). A hold
+// never shortens one already recorded, and never postpones a max lifetime.
+// It reports whether a write happened. Errors: invalid (holdSeconds out of
+// Policy.HoldDuration's bounds), and as Heartbeat.
+func (s *Service) Hold(ctx context.Context, accountID, id string, holdSeconds int64) (bool, error) {
+	d, err := s.cfg.Policy.HoldDuration(holdSeconds)
+	if err != nil {
+		return false, err
+	}
+	return s.activity(ctx, accountID, id, d)
+}
+
+// activity records activity and, when hold > 0, a busy hold of hold.
+func (s *Service) activity(ctx context.Context, accountID, id string, hold time.Duration) (bool, error) {
 	wrote := false
 	_, err := s.retryConflicts(ctx, accountID, id, func(sess *Session) error {
 		switch sess.State {
@@ -50,7 +70,9 @@ func (s *Service) Heartbeat(ctx context.Context, accountID, id string) (bool, er
 			return Errorf(CodeConflict, "the session is %s; only a running session takes activity", sess.State)
 		}
 		now := s.now()
-		if !sess.RecordActivity(now, s.cfg.Policy.ActivityGranularity) {
+		recorded := sess.RecordActivity(now, s.cfg.Policy.ActivityGranularity)
+		held := hold > 0 && sess.Hold(now, hold)
+		if !recorded && !held {
 			return nil
 		}
 		sess.UpdatedAt = now

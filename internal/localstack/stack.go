@@ -27,6 +27,7 @@ import (
 	"github.com/sandmanhq/sandman/internal/jsonl"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/localsandbox"
+	"github.com/sandmanhq/sandman/internal/localtimer"
 	"github.com/sandmanhq/sandman/internal/outbox"
 	"github.com/sandmanhq/sandman/internal/providers"
 	"github.com/sandmanhq/sandman/internal/routes"
@@ -133,6 +134,10 @@ func Run(ctx context.Context, opts Options) error {
 		return defaults[k]
 	}
 	deps := Deps(opts.Log)
+	// Pause timers (DESIGN.md "Precise pausing"): in process, armed for
+	// deadlines before the next tick plus a minute.
+	timers := localtimer.New(localtimer.Options{Log: opts.Log})
+	deps.Timers, deps.TimerHorizon = timers, interval+time.Minute
 	if getenv(app.EnvProvider) == ProviderE2BFake {
 		log := opts.Log
 		if log == nil {
@@ -201,6 +206,11 @@ func Run(ctx context.Context, opts Options) error {
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	timers.Start(ctx, func(ctx context.Context, id string) error {
+		_, err := a.Service.FireTimer(ctx, id)
+		return err
+	})
+	defer func() { cancel(); timers.Close() }()
 	var wg sync.WaitGroup
 	if lp, ok := a.Provider.(*localsandbox.Provider); ok {
 		wg.Add(1)

@@ -107,6 +107,7 @@ func testCreateSession(t *testing.T, newStore NewStore) {
 		s.PausedAt = t0.Add(-time.Hour) // not consistent with running, but every field must survive
 		s.LeaseExpiresAt = t0.Add(time.Minute)
 		s.Version = 42 // ignored: create always writes version 1
+		s.HoldUntil = t0.Add(2 * time.Hour)
 		want := s.Clone()
 		want.Version = 1
 

@@ -8,7 +8,14 @@
 //     through the sparse idle index (lifecycle.IndexIdle, never a scan), are
 //     paused with lifecycle.Service.Pause, reason idle, guarded by
 //     Guard{DueBy: now}: the conditional write re-checks the deadline, so a
-//     heartbeat that lands between the query and the pause wins.
+//     heartbeat that lands between the query and the pause wins. When the
+//     service has timers (lifecycle.Config.Timers, DESIGN.md "Precise
+//     pausing"), the same query reaches TimerHorizon further (the next tick
+//     plus a margin) and every running session due in that window gets its
+//     timer armed (Service.ArmTimer, no provider call): it is paused on its
+//     deadline by lifecycle.Service.FireTimer, and this phase remains the
+//     backstop for a timer that was lost, and for long deadlines (an SQS
+//     delay is at most 15 min) that each tick re-arms as they come near.
 //  2. Leases: transitional sessions whose lease ran out (lifecycle.IndexLease)
 //     are put into the state their provider reports (Service.Reconcile).
 //  3. Provider list: up to Config.ReconcileSample sandboxes of the provider's

@@ -7,9 +7,15 @@ import "log/slog"
 // marshals to JSON with snake_case names. Counts are sessions unless said
 // otherwise; durations are whole milliseconds.
 type Summary struct {
-	// Candidates is how many running sessions past their pause deadline the
-	// idle index yielded this run.
+	// Candidates is how many running sessions the idle index yielded this
+	// run: past their pause deadline or, with timers, due within the timer
+	// window (lifecycle.Config.TimerHorizon).
 	Candidates int `json:"candidates"`
+	// Armed: candidates not yet due whose pause timer this run armed.
+	Armed int `json:"armed"`
+	// ArmFailed: candidates whose timer could not be armed; the next run
+	// tries again, and pauses them if they are due by then.
+	ArmFailed int `json:"arm_failed"`
 	// Paused: candidates this run paused.
 	Paused int `json:"paused"`
 	// Expired: candidates whose sandbox the provider said was gone; they are
@@ -60,6 +66,8 @@ type Summary struct {
 func (s Summary) LogValue() slog.Value {
 	return slog.GroupValue(
 		slog.Int("candidates", s.Candidates),
+		slog.Int("armed", s.Armed),
+		slog.Int("arm_failed", s.ArmFailed),
 		slog.Int("paused", s.Paused),
 		slog.Int("expired", s.Expired),
 		slog.Int("failed", s.Failed),

@@ -228,9 +228,37 @@ func (r *run) eachDue(ctx context.Context, ix lifecycle.DueIndex, before time.Ti
 	}
 }
 
-// idle is phase 1: pause running sessions past their pause deadline.
+// idle is phase 1: pause running sessions past their pause deadline and,
+// when the service has timers (DESIGN.md "Precise pausing"), arm a timer for
+// every running session due before the next tick plus a margin (the
+// service's TimerHorizon), so it pauses on its deadline and not at a later
+// tick. The window is one range query on the same sparse index.
 func (r *run) idle(ctx context.Context) error {
-	return r.eachDue(ctx, lifecycle.IndexIdle, r.now, &r.sum.Candidates, r.pause)
+	window := r.now
+	if cfg := r.sw.svc.Config(); cfg.Timers != nil {
+		window = r.now.Add(cfg.TimerHorizon)
+	}
+	return r.eachDue(ctx, lifecycle.IndexIdle, window, &r.sum.Candidates, func(ctx context.Context, sess *lifecycle.Session) {
+		if sess.State == lifecycle.StateRunning && !sess.Due(r.now) && !sess.PauseDeadline().IsZero() {
+			r.arm(ctx, sess)
+			return
+		}
+		r.pause(ctx, sess)
+	})
+}
+
+// arm arms the timer of a running session due within the window.
+func (r *run) arm(ctx context.Context, sess *lifecycle.Session) {
+	armed, err := r.sw.svc.ArmTimer(ctx, sess)
+	switch {
+	case err != nil:
+		r.sw.log.WarnContext(ctx, "arm pause timer; the next run tries again", "session_id", sess.ID, "err", err)
+		r.add(&r.sum.ArmFailed, 1)
+	case armed:
+		r.add(&r.sum.Armed, 1)
+	default:
+		r.add(&r.sum.Skipped, 1)
+	}
 }
 
 // pause pauses one idle candidate and counts the outcome.

@@ -1,0 +1,28 @@
+// Command pauser is the Lambda function fed by the timer queue (SQS, DESIGN.md
+// "Precise pausing"): each message fires one pause timer through
+// lifecycle.Service.FireTimer, which pauses the session only if it is still
+// due and re-arms it when its deadline moved (internal/sqstimer). The event
+// source mapping's maximum concurrency bounds the provider's rate.
+package main
+
+import (
+	"context"
+	"log/slog"
+	"os"
+
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/sandmanhq/sandman/internal/app"
+	"github.com/sandmanhq/sandman/internal/providers"
+	"github.com/sandmanhq/sandman/internal/sqstimer"
+)
+
+func main() {
+	ctx := context.Background()
+	a, err := app.Load(ctx, app.Needs{Provider: true}, app.Deps{Providers: providers.Lambda()})
+	if err != nil {
+		slog.Error("cold start failed", "function", "pauser", "err", err)
+		os.Exit(1)
+	}
+	lambda.Start(sqstimer.NewHandler(a.Service, a.Log).Handle)
+}

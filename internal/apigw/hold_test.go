@@ -1,0 +1,36 @@
+package apigw_test
+
+import (
+	"testing"
+	"time"
+)
+
+func TestHeartbeatBusyHold(t *testing.T) {
+	t.Parallel()
+	h := MustHarness(t)
+	s := h.mustCreate(t)
+
+	t.Run("Recorded", func(t *testing.T) {
+		now := h.clock.Advance(time.Minute)
+		r := h.invoke(t, MustEvent(t, "sessions-activity.json", withID(s.ID), withBody(`{"hold_seconds":7200}`)))
+		wantStatus(t, r, 204)
+		got := h.mustSession(t, s.ID)
+		if want := now.Add(2 * time.Hour); !got.HoldUntil.Equal(want) || !got.PauseDeadline().Equal(want) {
+			t.Errorf("hold_until %v, pause deadline %v; want both %v (stored and read back)", got.HoldUntil, got.PauseDeadline(), want)
+		}
+		st := mustDecode[sessionOut](t, h.invoke(t, MustEvent(t, "sessions-get.json", withID(s.ID))))
+		if st.HibernateAfter == nil || *st.HibernateAfter != ts(now.Add(2*time.Hour)) {
+			t.Errorf("hibernate_after = %v, want %s", st.HibernateAfter, ts(now.Add(2*time.Hour)))
+		}
+	})
+	for name, body := range map[string]string{
+		"ErrTooShort": `{"hold_seconds":59}`,
+		"ErrTooLong":  `{"hold_seconds":86401}`,
+		"ErrType":     `{"hold_seconds":"1h"}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := h.invoke(t, MustEvent(t, "sessions-activity.json", withID(s.ID), withBody(body)))
+			wantError(t, r, 400, "invalid", "hold_seconds")
+		})
+	}
+}
