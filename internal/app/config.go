@@ -3,6 +3,7 @@ package app
 import (
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"time"
 
@@ -40,6 +41,7 @@ const (
 	EnvAPIKeyCacheTTL       = envnames.APIKeyCacheTTL
 	EnvProbeTimeout         = envnames.ProbeTimeout
 	EnvProviderCallTimeout  = envnames.ProviderCallTimeout
+	EnvMaxRunning           = envnames.MaxRunning
 )
 
 // The provider names EnvProvider accepts.
@@ -80,6 +82,9 @@ type Config struct {
 	APIKeyCacheTTL      time.Duration // 0: apigw.DefaultKeyCacheTTL; negative: off
 	ProbeTimeout        time.Duration // 0: lifecycle.Service's default (15 s)
 	ProviderCallTimeout time.Duration // 0: lifecycle.Service's default (30 s)
+	// MaxRunning is lifecycle.Config.MaxRunning: sandboxes an account may
+	// hold running at once (0, the default: no limit).
+	MaxRunning int
 }
 
 // ConfigFromEnv reads the Config from getenv (os.Getenv in production).
@@ -121,6 +126,13 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 			d = -1 // off
 		}
 		c.APIKeyCacheTTL = d
+	}
+	if v := get(EnvMaxRunning); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return Config{}, fmt.Errorf("%s=%q: want a whole number of sandboxes, 0 for no limit", EnvMaxRunning, v)
+		}
+		c.MaxRunning = n
 	}
 	switch c.Provider {
 	case "":

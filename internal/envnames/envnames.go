@@ -41,6 +41,7 @@ const (
 	APIKeyCacheTTL      = "SANDMAN_API_KEY_CACHE_TTL"     // apigw.KeyCache's TTL; "0" turns it off
 	ProbeTimeout        = "SANDMAN_PROBE_TIMEOUT"         // reconnect's live probe
 	ProviderCallTimeout = "SANDMAN_PROVIDER_CALL_TIMEOUT" // every other provider call, the sweep's included
+	MaxRunning          = "SANDMAN_MAX_RUNNING"           // lifecycle.Config.MaxRunning: running sandboxes per account, 0 = no limit
 )
 
 // The sweep's configuration (internal/sweep.ConfigFromEnv).
@@ -78,6 +79,7 @@ var (
 		E2BBaseURL, E2BDomain, LocalDir, LocalWebhookURL, EventBus, EventsFile, CORSOrigin, LogLevel,
 		IdleTimeout, MinIdleTimeout, MaxIdleTimeout, MaxLifetimeLimit, ActivityGranularity, ProviderGrace,
 		MaxProviderTimeout, LeaseDuration, Deployment, APIKeyCacheTTL, ProbeTimeout, ProviderCallTimeout,
+		MaxRunning,
 		SweepConcurrency, SweepRate, SweepBurst, SweepPageSize, SweepDeadlineMargin, SweepReconcileSample, SweepDormancyAge,
 	}
 	LocalStack = []string{Addr, SweepInterval, InMemory, StateDir, DevAPIKey}

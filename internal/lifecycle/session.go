@@ -42,6 +42,12 @@ type Session struct {
 	// webhook older than it describes a state Sandman has already moved past
 	// and is not applied (DESIGN.md "Webhooks": never move backwards).
 	StateChangedAt time.Time
+
+	// RunningLimit is not stored: when positive, the write of this session
+	// that takes a running slot (RunningSlotDelta +1) is refused with
+	// quota_exceeded if the account already holds RunningLimit slots. The
+	// service sets it on creates and resumes (Config.MaxRunning).
+	RunningLimit int
 }
 
 // Transition reasons, carried on the session and in lifecycle events.
