@@ -44,6 +44,7 @@ const (
 const (
 	reasonConditionFailed = "ConditionalCheckFailed"
 	reasonTxConflict      = "TransactionConflict"
+	reasonThrottled       = "ThrottlingError"
 )
 
 // putMovingSlots writes session item it under cond together with a move of
@@ -123,8 +124,15 @@ func (st *Store) putMovingSlots(ctx context.Context, s *lifecycle.Session, it se
 			if err := sleepJitter(ctx, attempt); err != nil {
 				return nil, false, storeError("write session %s with its running slot: %w", s.ID, err)
 			}
+		case code(0) == reasonTxConflict || code(1) == reasonTxConflict ||
+			code(0) == reasonThrottled || code(1) == reasonThrottled:
+			// Still contended (or throttled) after the retries: the table is
+			// too busy for now, a 503 with Retry-After, never a 500.
+			return nil, false, &lifecycle.Error{Code: lifecycle.CodeUnavailable, RetryAfter: StoreRetryAfter,
+				Message: "the session store is busy; retry later",
+				Err:     fmt.Errorf("write session %s with its running slot: reasons %s, %s: %w", s.ID, code(0), code(1), err)}
 		default:
-			return nil, false, storeError("write session %s with its running slot: %w", s.ID, err)
+			return nil, false, storeError("write session %s with its running slot (reasons %s, %s): %w", s.ID, code(0), code(1), err)
 		}
 	}
 }
