@@ -317,12 +317,16 @@ func attribute(stack awscdk.Stack, name, typ string) *awsdynamodb.Attribute {
 }
 
 // Table actions, exactly the calls internal/dynamo makes (issue 14: least
-// privilege for real). The store writes whole items with PutItem and never
-// calls UpdateItem, BatchGetItem, Scan or the table's stream.
+// privilege for real). The store writes whole items with PutItem; a session
+// write that takes or releases a running slot is a TransactWriteItems of
+// that Put and an Update of the account's slot counter (internal/dynamo
+// quota.go), which IAM authorises as PutItem and UpdateItem. It never calls
+// BatchGetItem, Scan or the table's stream.
 const (
 	actionGetItem    = "dynamodb:GetItem"    // GetSession, GetAPIKey
 	actionPutItem    = "dynamodb:PutItem"    // CreateSession, UpdateSession, Claim
 	actionDeleteItem = "dynamodb:DeleteItem" // ReleaseClaim (an Idempotency-Key given back)
+	actionUpdateItem = "dynamodb:UpdateItem" // the running-slot counter, inside a session write's transaction
 	actionQuery      = "dynamodb:Query"      // ListSessions, FindBySandbox, FindDue, on indexes only
 )
 
@@ -383,26 +387,27 @@ type functionSpec struct {
 var functionSpecs = []functionSpec{
 	{name: routes.Sessions, description: "Sandman sessions API: create, list, get, heartbeat, delete",
 		timeout: 29 * time.Second, memoryMB: 256, providerKey: true,
-		// auth and get: GetItem; create, heartbeat, delete: PutItem; a failed
+		// auth and get: GetItem; create, heartbeat, delete: PutItem (and
+		// UpdateItem for the running-slot counter); a failed
 		// create gives its Idempotency-Key back: DeleteItem; list: by_owner.
-		table: tableAccess{actions: []string{actionGetItem, actionPutItem, actionDeleteItem}, indexes: []string{tabledef.IndexByOwner}}},
+		table: tableAccess{actions: []string{actionGetItem, actionPutItem, actionUpdateItem, actionDeleteItem}, indexes: []string{tabledef.IndexByOwner}}},
 	{name: routes.Status, description: "Sandman session status (database only)",
 		timeout: 10 * time.Second, memoryMB: 128,
 		table: tableAccess{actions: []string{actionGetItem}}},
 	{name: routes.Resume, description: "Sandman resume a paused session",
 		timeout: 29 * time.Second, memoryMB: 256, providerKey: true,
-		table: tableAccess{actions: []string{actionGetItem, actionPutItem}}},
+		table: tableAccess{actions: []string{actionGetItem, actionPutItem, actionUpdateItem}}},
 	{name: routes.Snapshot, description: "Sandman snapshot (pause now, idempotent)",
 		timeout: 29 * time.Second, memoryMB: 256, providerKey: true,
-		table: tableAccess{actions: []string{actionGetItem, actionPutItem}}},
+		table: tableAccess{actions: []string{actionGetItem, actionPutItem, actionUpdateItem}}},
 	{name: routes.Reconnect, description: "Sandman reconnect probe",
 		timeout: 29 * time.Second, memoryMB: 256, providerKey: true,
-		table: tableAccess{actions: []string{actionGetItem, actionPutItem}}},
+		table: tableAccess{actions: []string{actionGetItem, actionPutItem, actionUpdateItem}}},
 	{name: routes.Webhook, description: "Sandman provider webhook receiver",
 		timeout: 15 * time.Second, memoryMB: 256, webhookKey: true,
 		// the session by sandbox (by_sandbox), then PutItem for the update
 		// and the dedupe claim; no GetItem, no DeleteItem.
-		table: tableAccess{actions: []string{actionPutItem}, indexes: []string{tabledef.IndexBySandbox}}},
+		table: tableAccess{actions: []string{actionPutItem, actionUpdateItem}, indexes: []string{tabledef.IndexBySandbox}}},
 	{name: routes.IdlePause, description: "Sandman scheduled idle pause and reconciler",
 		timeout: 4*time.Minute + 50*time.Second, memoryMB: 512, providerKey: true,
 		// due sessions (idle, lease, paused), listed sandboxes (by_sandbox),
@@ -410,7 +415,7 @@ var functionSpecs = []functionSpec{
 		// concurrency (issue 14): it fails stack creation on accounts at the
 		// new-account concurrency quota, and the sweep is safe under overlap
 		// (every write conditional, DESIGN.md "Idle pause").
-		table: tableAccess{actions: []string{actionGetItem, actionPutItem},
+		table: tableAccess{actions: []string{actionGetItem, actionPutItem, actionUpdateItem},
 			indexes: []string{tabledef.IndexIdle, tabledef.IndexLease, tabledef.IndexPaused, tabledef.IndexBySandbox}}},
 	{name: routes.Publisher, description: "Sandman lifecycle event publisher (table stream to EventBridge)",
 		timeout: time.Minute, memoryMB: 128, publishes: true},

@@ -10,19 +10,20 @@ import (
 // statusByCode is the one table from application error code to HTTP status
 // (STYLE.md rule 4; DESIGN.md "HTTP API"). Nothing else decides a status.
 var statusByCode = map[lifecycle.Code]int{
-	lifecycle.CodeInvalid:      http.StatusBadRequest,
-	lifecycle.CodeUnauthorized: http.StatusUnauthorized,
-	lifecycle.CodeForbidden:    http.StatusForbidden,
-	lifecycle.CodeNotFound:     http.StatusNotFound,
-	lifecycle.CodeConflict:     http.StatusConflict,
-	lifecycle.CodeTooLarge:     http.StatusRequestEntityTooLarge,
-	lifecycle.CodeUnavailable:  http.StatusServiceUnavailable,
-	lifecycle.CodeInternal:     http.StatusInternalServerError,
+	lifecycle.CodeInvalid:       http.StatusBadRequest,
+	lifecycle.CodeUnauthorized:  http.StatusUnauthorized,
+	lifecycle.CodeForbidden:     http.StatusForbidden,
+	lifecycle.CodeNotFound:      http.StatusNotFound,
+	lifecycle.CodeConflict:      http.StatusConflict,
+	lifecycle.CodeTooLarge:      http.StatusRequestEntityTooLarge,
+	lifecycle.CodeQuotaExceeded: http.StatusTooManyRequests,
+	lifecycle.CodeUnavailable:   http.StatusServiceUnavailable,
+	lifecycle.CodeInternal:      http.StatusInternalServerError,
 }
 
 // StatusFor returns the HTTP status of an application error code: invalid
 // 400, unauthorized 401, forbidden 403, not_found 404, conflict 409,
-// too_large 413, unavailable 503, internal 500; any other code 500.
+// too_large 413, quota_exceeded 429, unavailable 503, internal 500; any other code 500.
 func StatusFor(code lifecycle.Code) int {
 	if s, ok := statusByCode[code]; ok {
 		return s

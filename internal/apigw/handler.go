@@ -34,6 +34,9 @@ type Options struct {
 	// RequestTimeout bounds each request's context (the Lambda deadline,
 	// when sooner, still applies). Default DefaultRequestTimeout.
 	RequestTimeout time.Duration
+	// PreviewProber checks a preview URL for diagnose (default
+	// lifecycle.HTTPPreviewProber(nil)); tests replace it.
+	PreviewProber lifecycle.PreviewProber
 }
 
 // routeFunc serves one route for an authenticated request.
@@ -48,6 +51,7 @@ type Handler struct {
 	log      *slog.Logger
 	respond  Responder
 	timeout  time.Duration
+	prober   lifecycle.PreviewProber
 	routes   map[string]routeFunc // by route key
 	public   map[string]bool      // route keys that take no API key (routes.AuthNone)
 }
@@ -68,6 +72,7 @@ func New(function string, svc *lifecycle.Service, keys KeyStore, opts Options) (
 		log:      opts.Log,
 		respond:  Responder{AllowOrigin: opts.AllowOrigin}, // "" is "*"
 		timeout:  opts.RequestTimeout,
+		prober:   opts.PreviewProber,
 		routes:   map[string]routeFunc{},
 		public:   map[string]bool{},
 	}
@@ -109,6 +114,7 @@ func (h *Handler) implementations() map[string]routeFunc {
 		"POST /v1/sessions/{id}/resume":   h.resume,
 		"POST /v1/sessions/{id}/snapshot": h.snapshot,
 		"GET /v1/sessions/{id}/reconnect": h.reconnect,
+		"GET /v1/sessions/{id}/diagnose":  h.diagnose,
 		"GET " + routes.OpenAPIPath:       h.openAPIDocument,
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -60,6 +61,7 @@ const (
 	EnvVercelToken                = envnames.VercelToken
 	EnvVercelTokenSecret          = envnames.VercelTokenSecret
 	EnvTimerQueueURL              = envnames.TimerQueueURL
+	EnvMaxRunning                 = envnames.MaxRunning
 )
 
 // The provider names EnvProvider and EnvProviders accept (DESIGN.md
@@ -139,6 +141,9 @@ type Config struct {
 	// TimerQueueURL is the SQS queue of pause timers (internal/sqstimer);
 	// "" arms none unless Deps.Timers is given.
 	TimerQueueURL string
+	// MaxRunning is lifecycle.Config.MaxRunning: sandboxes an account may
+	// hold running at once (0, the default: no limit).
+	MaxRunning int
 }
 
 // ConfigFromEnv reads the Config from getenv (os.Getenv in production).
@@ -196,6 +201,13 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 			d = -1 // off
 		}
 		c.APIKeyCacheTTL = d
+	}
+	if v := get(EnvMaxRunning); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return Config{}, fmt.Errorf("%s=%q: want a whole number of sandboxes, 0 for no limit", EnvMaxRunning, v)
+		}
+		c.MaxRunning = n
 	}
 	if c.Provider == "" {
 		c.Provider = ProviderE2B

@@ -64,13 +64,9 @@ func (st *Store) CreateSession(ctx context.Context, s *lifecycle.Session) error 
 	cond := expression.AttributeNotExists(expression.Name(tabledef.PartitionKey))
 	it := toSessionItem(next)
 	it.WriteID = newWriteID()
-	err := st.put(ctx, it, cond, true)
-	var failed *types.ConditionalCheckFailedException
-	if errors.As(err, &failed) && !wroteIt(failed.Item, it.WriteID) {
+	old, condFailed, err := st.write(ctx, s, it, cond, lifecycle.RunningSlotDelta("", s.State))
+	if condFailed && !wroteIt(old, it.WriteID) {
 		return lifecycle.Errorf(lifecycle.CodeConflict, "session %s already exists", s.ID)
-	}
-	if failed != nil {
-		err = nil // our own write, committed before the SDK retried it
 	}
 	if err != nil {
 		return storeError("create session %s: %w", s.ID, err)
@@ -202,19 +198,32 @@ func (st *Store) UpdateSession(ctx context.Context, s *lifecycle.Session, from l
 	}
 	it := toSessionItem(next)
 	it.WriteID = newWriteID()
-	err := st.put(ctx, it, cond, true)
-	var failed *types.ConditionalCheckFailedException
-	if errors.As(err, &failed) {
-		if !wroteIt(failed.Item, it.WriteID) {
-			return explainUpdateFailure(s, from, guard, failed.Item)
-		}
-		err = nil // our own write, committed before the SDK retried it
+	old, condFailed, err := st.write(ctx, s, it, cond, lifecycle.RunningSlotDelta(from, s.State))
+	if condFailed && !wroteIt(old, it.WriteID) {
+		return explainUpdateFailure(s, from, guard, old)
 	}
 	if err != nil {
 		return storeError("update session %s: %w", s.ID, err)
 	}
 	s.Version = next.Version
 	return nil
+}
+
+// write stores session item it under cond, moving its account's running
+// slots by delta in the same transaction when delta != 0 (quota.go). It
+// returns condFailed and the stored item when cond failed (the caller tells
+// its own retried write apart with wroteIt), else the store's error;
+// quota_exceeded when the counter refused a slot.
+func (st *Store) write(ctx context.Context, s *lifecycle.Session, it sessionItem, cond expression.ConditionBuilder, delta int) (map[string]types.AttributeValue, bool, error) {
+	if delta != 0 {
+		return st.putMovingSlots(ctx, s, it, cond, delta)
+	}
+	err := st.put(ctx, it, cond, true)
+	var failed *types.ConditionalCheckFailedException
+	if errors.As(err, &failed) {
+		return failed.Item, true, nil
+	}
+	return nil, false, err
 }
 
 // newWriteID returns a random id for one logical write. The SDK retries a

@@ -56,7 +56,7 @@ func (c *LostAnswerClient) Do(req *http.Request) (*http.Response, error) {
 	match := c.match
 	c.mu.Unlock()
 	matched := false
-	if match != "" && strings.HasSuffix(req.Header.Get("X-Amz-Target"), ".PutItem") && req.Body != nil {
+	if match != "" && isWrite(req.Header.Get("X-Amz-Target")) && req.Body != nil {
 		body, err := io.ReadAll(req.Body)
 		if err != nil {
 			return nil, err
@@ -123,4 +123,10 @@ func MustHaveRetried(tb testing.TB, hc *LostAnswerClient) {
 	if sent < 2 {
 		tb.Fatalf("matching PutItems sent = %d, want at least 2: the SDK did not retry", sent)
 	}
+}
+
+// isWrite reports whether target names a PutItem or a TransactWriteItems
+// (a session write that moves a running slot, internal/dynamo quota.go).
+func isWrite(target string) bool {
+	return strings.HasSuffix(target, ".PutItem") || strings.HasSuffix(target, ".TransactWriteItems")
 }

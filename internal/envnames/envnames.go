@@ -69,6 +69,7 @@ const (
 	// (internal/sqstimer); set by the stack on the functions that arm
 	// timers. Unset: no timers, the sweep alone pauses.
 	TimerQueueURL = "SANDMAN_TIMER_QUEUE_URL"
+	MaxRunning    = "SANDMAN_MAX_RUNNING" // lifecycle.Config.MaxRunning: running sandboxes per account, 0 = no limit
 )
 
 // The sweep's configuration (internal/sweep.ConfigFromEnv).
@@ -112,6 +113,7 @@ var (
 		VercelBaseURL, VercelTeamID, VercelProjectID, VercelMaxSessionTimeout, VercelToken, VercelTokenSecret, LocalWebhookURL, EventBus, EventsFile, CORSOrigin, LogLevel,
 		IdleTimeout, MinIdleTimeout, MaxIdleTimeout, MaxLifetimeLimit, ActivityGranularity, ProviderGrace,
 		MaxProviderTimeout, LeaseDuration, Deployment, APIKeyCacheTTL, ProbeTimeout, ProviderCallTimeout,
+		MaxRunning,
 		SweepConcurrency, SweepRate, SweepBurst, SweepPageSize, SweepDeadlineMargin, SweepReconcileSample, SweepDormancyAge,
 		TimerQueueURL,
 	}

@@ -47,7 +47,8 @@ const (
 // succeeded (or is still under way: conflict), and a key held by a create
 // known dead is given back (see claim.go).
 // Errors: invalid (bad input, unknown template, a provider this service
-// does not hold), conflict (same
+// does not hold), quota_exceeded (the account is at Config.MaxRunning;
+// nothing was asked of the provider), conflict (same
 // Idempotency-Key still in flight, or the session was deleted meanwhile),
 // unavailable (provider trouble).
 func (s *Service) Create(ctx context.Context, accountID string, in CreateInput) (*Session, bool, error) {
@@ -188,6 +189,7 @@ func (s *Service) newSession(accountID string, in CreateInput) (*Session, error)
 		Metadata: in.Metadata, State: StateProvisioning, Reason: ReasonRequest,
 		IdleTimeout: idle, MaxLifetime: life, CreatedAt: now, UpdatedAt: now, StateChangedAt: now,
 		LeaseExpiresAt: now.Add(s.cfg.Policy.LeaseDuration),
+		RunningLimit:   s.cfg.MaxRunning,
 	}
 	return sess, nil
 }

@@ -18,8 +18,11 @@ const (
 	CodeNotFound     Code = "not_found"    // 404: no such session
 	CodeConflict     Code = "conflict"     // 409: the state or version does not allow it
 	CodeTooLarge     Code = "too_large"    // 413: the request body is over the limit
-	CodeUnavailable  Code = "unavailable"  // 503: the provider is in trouble
-	CodeInternal     Code = "internal"     // 500: a bug; the detail goes to the log only
+	// CodeQuotaExceeded is 429: the account is at its max_running limit
+	// (DESIGN.md "Operators"; see quota.go).
+	CodeQuotaExceeded Code = "quota_exceeded"
+	CodeUnavailable   Code = "unavailable" // 503: the provider is in trouble
+	CodeInternal      Code = "internal"    // 500: a bug; the detail goes to the log only
 )
 
 // Error types that are more specific than their code. They are sent as
@@ -28,6 +31,7 @@ const (
 	TypeSandboxPaused      = "sandbox_paused"      // 409: heartbeat on a paused session
 	TypeSandboxExpired     = "sandbox_expired"     // 503: the provider says the sandbox is gone
 	TypeSandboxUnreachable = "sandbox_unreachable" // 503: transient provider failure
+	TypeQuotaExceeded      = "quota_exceeded"      // 429: the account is at its max_running limit
 )
 
 // Error is Sandman's one application error type. Message is a human sentence

@@ -11,7 +11,7 @@ import (
 // timeout set to the new pause deadline plus grace, then running with a fresh
 // preview URL. It counts as activity. A running session is returned as it is.
 // Errors: not_found, forbidden, conflict (pausing, resuming, or a final
-// state), unavailable (TypeSandboxExpired: the provider lost the sandbox and
+// state), quota_exceeded (the account is at Config.MaxRunning), unavailable (TypeSandboxExpired: the provider lost the sandbox and
 // the session is now expired; TypeSandboxUnreachable: back to paused, with a
 // retry-after).
 func (s *Service) Resume(ctx context.Context, accountID, id string) (*Session, error) {
@@ -31,6 +31,7 @@ func (s *Service) Resume(ctx context.Context, accountID, id string) (*Session, e
 }
 
 func (s *Service) resume(ctx context.Context, sess *Session) error {
+	sess.RunningLimit = s.cfg.MaxRunning // paused → resuming takes a running slot
 	if err := s.transition(ctx, sess, StateResuming, ReasonRequest, Guard{}); err != nil {
 		return raced(err)
 	}

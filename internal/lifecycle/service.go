@@ -69,6 +69,11 @@ type Config struct {
 	WebhookDedupeTTL time.Duration
 	// Sleep waits d or until ctx ends; tests replace it (default: Sleep, a timer).
 	Sleep func(ctx context.Context, d time.Duration) error
+	// MaxRunning is the most sessions an account may hold in a running
+	// slot (provisioning, running, pausing, resuming) at once; a create or
+	// resume beyond it answers quota_exceeded (429). 0 means no limit
+	// (DESIGN.md "Operators"; quota.go).
+	MaxRunning int
 	// NewID returns a new session id (default NewSessionID).
 	NewID func() string
 	// Timers arms pause timers (DESIGN.md "Precise pausing"); nil arms none

@@ -46,6 +46,12 @@ type Session struct {
 	// idleness or absence before it (HeldIdleDeadline). Zero: none. Only
 	// moves forward (Hold).
 	HoldUntil time.Time
+
+	// RunningLimit is not stored: when positive, the write of this session
+	// that takes a running slot (RunningSlotDelta +1) is refused with
+	// quota_exceeded if the account already holds RunningLimit slots. The
+	// service sets it on creates and resumes (Config.MaxRunning).
+	RunningLimit int
 }
 
 // Transition reasons, carried on the session and in lifecycle events.

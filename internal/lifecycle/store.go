@@ -10,8 +10,10 @@ import (
 // tests, see internal/dynamo). Every session write is conditional; a lost
 // race is a CodeConflict error and writes nothing.
 type Store interface {
-	// CreateSession writes a new session and sets s.Version to 1.
-	// Errors: conflict when the id exists.
+	// CreateSession writes a new session and sets s.Version to 1, taking a
+	// running slot of its account when its state holds one (quota.go).
+	// Errors: conflict when the id exists, quota_exceeded when
+	// s.RunningLimit > 0 and the account already holds that many slots.
 	CreateSession(ctx context.Context, s *Session) error
 	// GetSession reads one session. Errors: not_found.
 	GetSession(ctx context.Context, id string) (*Session, error)
@@ -27,7 +29,9 @@ type Store interface {
 	// or before it. When s.State != from the transition table must allow it.
 	// The idle deadline may never move backwards. On success s.Version is
 	// incremented. Errors: conflict (lost race, refused transition, deadline
-	// moved), not_found.
+	// moved), not_found, quota_exceeded (the write takes a running slot,
+	// s.RunningLimit > 0 and the account already holds that many). The
+	// account's slot counter moves in the same atomic write (quota.go).
 	UpdateSession(ctx context.Context, s *Session, from State, guard Guard) error
 	// FindDue returns sessions of one due index whose due time is at or
 	// before q.Before, across every shard, one page at a time.

@@ -30,6 +30,7 @@ type Store struct {
 	sessions map[string]*lifecycle.Session
 	claims   map[string]claim
 	keys     map[string]lifecycle.APIKey
+	running  map[string]int // account id → running slots held (lifecycle quota.go)
 }
 
 type claim struct {
@@ -45,6 +46,7 @@ func New() *Store {
 		sessions: map[string]*lifecycle.Session{},
 		claims:   map[string]claim{},
 		keys:     map[string]lifecycle.APIKey{},
+		running:  map[string]int{},
 	}
 }
 
@@ -60,8 +62,12 @@ func (st *Store) CreateSession(_ context.Context, s *lifecycle.Session) error {
 	if _, ok := st.sessions[s.ID]; ok {
 		return lifecycle.Errorf(lifecycle.CodeConflict, "session %s already exists", s.ID)
 	}
+	if err := st.moveSlots(s, ""); err != nil {
+		return err
+	}
 	next := s.Clone()
 	next.Version = 1
+	next.RunningLimit = 0 // not stored
 	st.sessions[s.ID] = next
 	s.Version = 1
 	return nil
@@ -142,7 +148,7 @@ func (st *Store) FindBySandbox(_ context.Context, provider, sandboxID string) (*
 // guard.DueBy. When s.State != from the transition must be allowed by
 // lifecycle.CheckTransition. On success s.Version is incremented.
 // Errors: invalid (malformed session), conflict (refused transition, lost
-// race, deadline moved), not_found.
+// race, deadline moved), not_found, quota_exceeded (see moveSlots).
 func (st *Store) UpdateSession(_ context.Context, s *lifecycle.Session, from lifecycle.State, guard lifecycle.Guard) error {
 	if err := validSession(s); err != nil {
 		return err
@@ -169,11 +175,35 @@ func (st *Store) UpdateSession(_ context.Context, s *lifecycle.Session, from lif
 			"the idle deadline of session %s cannot move backwards (stored %s, given %s)",
 			s.ID, old.IdleDeadline.Format(time.RFC3339Nano), s.IdleDeadline.Format(time.RFC3339Nano))
 	}
+	if err := st.moveSlots(s, from); err != nil {
+		return err
+	}
 	next := s.Clone()
 	next.Version = s.Version + 1
+	next.RunningLimit = 0 // not stored
 	st.sessions[s.ID] = next
 	s.Version = next.Version
 	return nil
+}
+
+// moveSlots moves s's account's running-slot counter for a write from state
+// from ("" for a create) to s.State, refusing a slot beyond s.RunningLimit.
+// The caller holds st.mu and writes the session right after, so the counter
+// and the session move together. Errors: quota_exceeded.
+func (st *Store) moveSlots(s *lifecycle.Session, from lifecycle.State) error {
+	d := lifecycle.RunningSlotDelta(from, s.State)
+	if d > 0 && s.RunningLimit > 0 && st.running[s.AccountID] >= s.RunningLimit {
+		return lifecycle.ErrQuotaExceeded(s.AccountID, s.RunningLimit)
+	}
+	st.running[s.AccountID] += d
+	return nil
+}
+
+// RunningSlots returns how many running slots accountID holds.
+func (st *Store) RunningSlots(_ context.Context, accountID string) (int, error) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.running[accountID], nil
 }
 
 // dueBy reports whether the stored session is running with a pause deadline

@@ -43,6 +43,7 @@ var Table = []Route{
 	{"POST", "/v1/sessions/{id}/resume", Resume},
 	{"POST", "/v1/sessions/{id}/snapshot", Snapshot},
 	{"GET", "/v1/sessions/{id}/reconnect", Reconnect},
+	{"GET", "/v1/sessions/{id}/diagnose", Sessions},
 	{"POST", "/v1/webhooks/{provider}", Webhook},
 	{"GET", OpenAPIPath, Sessions},
 }

@@ -1,0 +1,63 @@
+package apigw
+
+import (
+	"context"
+	"net/http"
+)
+
+// diagnoseJSON is the body of GET /v1/sessions/{id}/diagnose
+// (lifecycle.Diagnosis; DESIGN.md "Operators").
+type diagnoseJSON struct {
+	Session        sessionJSON      `json:"session"`
+	LeaseExpiresAt timestamp        `json:"lease_expires_at"`
+	LeaseExpired   bool             `json:"lease_expired"`
+	Provider       providerViewJSON `json:"provider"`
+	Preview        previewViewJSON  `json:"preview"`
+	Agree          bool             `json:"agree"`
+	Verdict        string           `json:"verdict"`
+}
+
+type providerViewJSON struct {
+	Checked bool    `json:"checked"`
+	State   *string `json:"state"` // "running", "paused", "gone"; null when not checked or unanswered
+	Error   *string `json:"error"`
+}
+
+type previewViewJSON struct {
+	Checked  bool    `json:"checked"`
+	Answered bool    `json:"answered"`
+	Status   *int    `json:"status"`
+	Error    *string `json:"error"`
+}
+
+// diagnose serves GET /v1/sessions/{id}/diagnose: read-only, not activity.
+func (h *Handler) diagnose(ctx context.Context, r *request) (response, error) {
+	id, err := r.sessionID()
+	if err != nil {
+		return response{}, err
+	}
+	d, err := h.svc.Diagnose(ctx, r.accountID, id, h.prober)
+	if err != nil {
+		return response{}, err
+	}
+	out := diagnoseJSON{
+		Session:        newSessionJSON(d.Session),
+		LeaseExpiresAt: timestamp(d.Session.LeaseExpiresAt),
+		LeaseExpired:   d.LeaseExpired,
+		Provider:       providerViewJSON{Checked: d.Provider.Checked, Error: nullable(d.Provider.Error)},
+		Preview:        previewViewJSON{Checked: d.Preview.Checked, Answered: d.Preview.Answered, Error: nullable(d.Preview.Error)},
+		Agree:          d.Agree,
+		Verdict:        d.Verdict,
+	}
+	switch {
+	case d.Provider.Gone:
+		out.Provider.State = nullable("gone")
+	case d.Provider.State != "":
+		out.Provider.State = nullable(string(d.Provider.State))
+	}
+	if d.Preview.Status != 0 {
+		st := d.Preview.Status
+		out.Preview.Status = &st
+	}
+	return response{status: http.StatusOK, body: out}, nil
+}
