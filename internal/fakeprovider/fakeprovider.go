@@ -6,7 +6,7 @@
 // errors at a seeded, reproducible rate, latency, and one-shot failures.
 //
 // Semantics, after E2B:
-//   - Sandbox ids are "fake_<n>", n counting from 1; the preview URL of a
+//   - Sandbox ids are "<name>_<n>" ("fake_<n>" by default), n counting from 1; the preview URL of a
 //     sandbox is "https://3000-<id>.fake.test".
 //   - A running sandbox whose timeout has passed (by the clock) is paused
 //     when it was created with AutoPause, and is gone otherwise. The check
@@ -183,7 +183,7 @@ func (p *Provider) Create(ctx context.Context, req lifecycle.CreateRequest) (lif
 		timeout := orDefault(req.Timeout)
 		sb := &sandbox{
 			seq:       p.seq,
-			id:        "fake_" + strconv.Itoa(p.seq),
+			id:        p.name + "_" + strconv.Itoa(p.seq),
 			template:  req.Template,
 			state:     lifecycle.SandboxRunning,
 			autoPause: req.AutoPause,
