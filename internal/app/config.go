@@ -42,6 +42,13 @@ const (
 	EnvProviderCallTimeout  = envnames.ProviderCallTimeout
 )
 
+// The client channel's variables (internal/envnames).
+const (
+	EnvClientTokenKeysSecret = envnames.ClientTokenKeysSecret
+	EnvClientTokenKeysFile   = envnames.ClientTokenKeysFile
+	EnvWSURL                 = envnames.WSURL
+)
+
 // The provider names EnvProvider accepts.
 const (
 	ProviderE2B   = "e2b"
@@ -80,6 +87,13 @@ type Config struct {
 	APIKeyCacheTTL      time.Duration // 0: apigw.DefaultKeyCacheTTL; negative: off
 	ProbeTimeout        time.Duration // 0: lifecycle.Service's default (15 s)
 	ProviderCallTimeout time.Duration // 0: lifecycle.Service's default (30 s)
+
+	// ClientTokenKeysSecret and ClientTokenKeysFile: at most one is set
+	// (Secrets Manager secret name in AWS, generated file locally); with
+	// neither, the deployment mints no client tokens.
+	ClientTokenKeysSecret string
+	ClientTokenKeysFile   string
+	WSURL                 string // the client channel's WebSocket URL; "" for none
 }
 
 // ConfigFromEnv reads the Config from getenv (os.Getenv in production).
@@ -106,6 +120,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		Deployment:           get(EnvDeployment),
 		Policy:               lifecycle.DefaultPolicy(),
 	}
+	c.ClientTokenKeysSecret, c.ClientTokenKeysFile, c.WSURL = get(EnvClientTokenKeysSecret), get(EnvClientTokenKeysFile), get(EnvWSURL)
 	if c.Table == "" {
 		return Config{}, fmt.Errorf("%s is required: the name of the sessions table", EnvTable)
 	}
@@ -132,6 +147,9 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	}
 	if c.ProviderAPIKey != "" && c.ProviderAPIKeySecret != "" {
 		return Config{}, fmt.Errorf("set only one of %s and %s", EnvProviderAPIKey, EnvProviderAPIKeySecret)
+	}
+	if c.ClientTokenKeysSecret != "" && c.ClientTokenKeysFile != "" {
+		return Config{}, fmt.Errorf("set only one of %s and %s", EnvClientTokenKeysSecret, EnvClientTokenKeysFile)
 	}
 	if c.WebhookSecret != "" && c.WebhookSecretSecret != "" {
 		return Config{}, fmt.Errorf("set only one of %s and %s", EnvWebhookSecret, EnvWebhookSecretSecret)

@@ -41,6 +41,18 @@ const (
 	APIKeyCacheTTL      = "SANDMAN_API_KEY_CACHE_TTL"     // apigw.KeyCache's TTL; "0" turns it off
 	ProbeTimeout        = "SANDMAN_PROBE_TIMEOUT"         // reconnect's live probe
 	ProviderCallTimeout = "SANDMAN_PROVIDER_CALL_TIMEOUT" // every other provider call, the sweep's included
+
+	// ClientTokenKeysSecret names the Secrets Manager secret holding the
+	// client-token key set (internal/clienttoken JSON); set by the stack for
+	// the functions that mint or verify client tokens.
+	ClientTokenKeysSecret = "SANDMAN_CLIENT_TOKEN_KEYS_SECRET"
+	// ClientTokenKeysFile is the local key-set file, generated on first use
+	// (clienttoken.LoadOrCreateFile); the local stack points it into its
+	// state folder.
+	ClientTokenKeysFile = "SANDMAN_CLIENT_TOKEN_KEYS_FILE"
+	// WSURL is the client channel's WebSocket URL, named in client-token
+	// answers ("ws_url").
+	WSURL = "SANDMAN_WS_URL"
 )
 
 // The sweep's configuration (internal/sweep.ConfigFromEnv).
@@ -78,6 +90,7 @@ var (
 		E2BBaseURL, E2BDomain, LocalDir, LocalWebhookURL, EventBus, EventsFile, CORSOrigin, LogLevel,
 		IdleTimeout, MinIdleTimeout, MaxIdleTimeout, MaxLifetimeLimit, ActivityGranularity, ProviderGrace,
 		MaxProviderTimeout, LeaseDuration, Deployment, APIKeyCacheTTL, ProbeTimeout, ProviderCallTimeout,
+		ClientTokenKeysSecret, ClientTokenKeysFile, WSURL,
 		SweepConcurrency, SweepRate, SweepBurst, SweepPageSize, SweepDeadlineMargin, SweepReconcileSample, SweepDormancyAge,
 	}
 	LocalStack = []string{Addr, SweepInterval, InMemory, StateDir, DevAPIKey}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/sandmanhq/sandman/internal/apigw"
 	"github.com/sandmanhq/sandman/internal/app"
+	"github.com/sandmanhq/sandman/internal/clienttoken"
 	"github.com/sandmanhq/sandman/internal/dynamo"
 	"github.com/sandmanhq/sandman/internal/envnames"
 	"github.com/sandmanhq/sandman/internal/jsonl"
@@ -125,6 +126,10 @@ func Run(ctx context.Context, opts Options) error {
 		app.EnvLocalWebhookURL: baseURL + "/v1/webhooks/e2b",
 		app.EnvWebhookSecret:   DefaultWebhookSecret,
 		app.EnvEventsFile:      filepath.Join(stateDir, "events.jsonl"),
+		app.EnvWSURL:           "ws://" + ln.Addr().String() + "/v1/ws",
+	}
+	if getenv(app.EnvClientTokenKeysSecret) == "" {
+		defaults[app.EnvClientTokenKeysFile] = filepath.Join(stateDir, clienttoken.DefaultFileName)
 	}
 	appEnv := func(k string) string {
 		if v := getenv(k); v != "" {
