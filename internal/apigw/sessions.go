@@ -22,6 +22,9 @@ type createSessionBody struct {
 	IdleTimeoutSeconds int64        `json:"idle_timeout_seconds"`
 	MaxLifetimeSeconds int64        `json:"max_lifetime_seconds"`
 	Metadata           metadataBody `json:"metadata"`
+	// AwayTimeoutSeconds: absent or null for the default (120 s), 0 for
+	// presence off (lifecycle.AwayTimeout).
+	AwayTimeoutSeconds *int64 `json:"away_timeout_seconds"`
 }
 
 // noBody is the body of routes that take none: empty, or {}.
@@ -40,6 +43,7 @@ func (h *Handler) createSession(ctx context.Context, r *request) (response, erro
 		IdleTimeoutSeconds: body.IdleTimeoutSeconds,
 		MaxLifetimeSeconds: body.MaxLifetimeSeconds,
 		Metadata:           map[string]string(body.Metadata),
+		AwayTimeoutSeconds: body.AwayTimeoutSeconds,
 	}
 	if key, ok := r.header("Idempotency-Key"); ok {
 		in.IdempotencyKey = strings.TrimSpace(key)
