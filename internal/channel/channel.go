@@ -53,26 +53,11 @@ const (
 const ConnTTL = 2 * time.Hour
 
 // Conn is one open WebSocket connection of a session.
-type Conn struct {
-	ID        string    // API Gateway's connectionId
-	SessionID string    // the session its token is scoped to
-	AccountID string    // the session's account
-	Visible   bool      // the client's page is visible
-	ExpiresAt time.Time // when the record may be dropped (TTL)
-}
+type Conn = lifecycle.ClientConn
 
-// Connections stores connections (the sessions table in AWS and locally,
-// internal/dynamo; Memory for tests).
-type Connections interface {
-	// PutConn stores c, replacing a record with its id.
-	PutConn(ctx context.Context, c Conn) error
-	// GetConn returns one connection. Errors: not_found.
-	GetConn(ctx context.Context, id string) (Conn, error)
-	// DeleteConn removes a connection; a missing one is no error.
-	DeleteConn(ctx context.Context, id string) error
-	// SessionConns returns every stored connection of a session.
-	SessionConns(ctx context.Context, sessionID string) ([]Conn, error)
-}
+// Connections stores connections (internal/dynamo in AWS and locally;
+// Memory for tests).
+type Connections = lifecycle.ClientConns
 
 // ErrGone is what a Pusher returns for a connection that no longer exists
 // (API Gateway's 410 Gone); the connection record is then deleted.
@@ -230,9 +215,9 @@ func (h *Handler) updatePresence(ctx context.Context, c Conn) {
 		h.log.ErrorContext(ctx, "list connections", "session_id", c.SessionID, "err", err)
 		return
 	}
-	present := false
+	present, now := false, h.svc.Now()
 	for _, o := range conns {
-		present = present || o.Visible
+		present = present || (o.Visible && o.ExpiresAt.After(now))
 	}
 	if _, _, err := h.svc.SetPresence(ctx, c.AccountID, c.SessionID, present); err != nil {
 		h.log.WarnContext(ctx, "set presence", "session_id", c.SessionID, "err", err)
@@ -267,6 +252,9 @@ func (h *Handler) Notify(ctx context.Context, ev lifecycle.Event) error {
 	}
 	var errs []error
 	for _, c := range conns {
+		if !c.ExpiresAt.After(h.svc.Now()) {
+			continue // past its TTL, not yet deleted by DynamoDB
+		}
 		if err := h.send(ctx, c, sess); err != nil && !errors.Is(err, ErrGone) {
 			errs = append(errs, fmt.Errorf("push to %s: %w", c.ID, err))
 		}

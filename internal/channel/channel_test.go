@@ -59,7 +59,7 @@ func (p *pusher) states(connID string) []string {
 
 type env struct {
 	clock  *lifecycle.ManualClock
-	store  *memstore.Store
+	store  lifecycle.Store
 	svc    *lifecycle.Service
 	tokens *clienttoken.Tokens
 	conns  *channel.Memory
@@ -71,7 +71,16 @@ type env struct {
 // Publish, as the outbox does (outbox.InPath).
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	e := &env{clock: lifecycle.NewManualClock(t0), store: memstore.New(), conns: channel.NewMemory(),
+	m := channel.NewMemory()
+	e := newEnvWith(t, memstore.New(), m)
+	e.conns = m
+	return e
+}
+
+// newEnvWith is newEnv over the given session and connection stores.
+func newEnvWith(t *testing.T, store lifecycle.Store, conns channel.Connections) *env {
+	t.Helper()
+	e := &env{clock: lifecycle.NewManualClock(t0), store: store,
 		push: &pusher{msgs: map[string][]channel.Push{}, gone: map[string]bool{}}}
 	var h *channel.Handler
 	pub := lifecycle.PublisherFunc(func(ctx context.Context, evs ...lifecycle.Event) error { return h.Publish(ctx, evs...) })
@@ -83,7 +92,7 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h, err = channel.New(e.svc, e.tokens, e.conns, e.push, slog.New(slog.DiscardHandler)); err != nil {
+	if h, err = channel.New(e.svc, e.tokens, conns, e.push, slog.New(slog.DiscardHandler)); err != nil {
 		t.Fatal(err)
 	}
 	e.h = h
