@@ -22,6 +22,7 @@ import (
 
 	"github.com/sandmanhq/sandman/internal/apigw"
 	"github.com/sandmanhq/sandman/internal/app"
+	"github.com/sandmanhq/sandman/internal/channel"
 	"github.com/sandmanhq/sandman/internal/clienttoken"
 	"github.com/sandmanhq/sandman/internal/dynamo"
 	"github.com/sandmanhq/sandman/internal/envnames"
@@ -32,6 +33,7 @@ import (
 	"github.com/sandmanhq/sandman/internal/providers"
 	"github.com/sandmanhq/sandman/internal/routes"
 	"github.com/sandmanhq/sandman/internal/sweep"
+	"github.com/sandmanhq/sandman/internal/webclient"
 )
 
 // Environment variables of the local stack, on top of internal/app's.
@@ -172,7 +174,14 @@ func Run(ctx context.Context, opts Options) error {
 		_ = a.Close(cctx)
 	}()
 
-	poller, closeEvents, err := newOutbox(ctx, client, cfg, stateDir, a.Log)
+	ws := NewWSGateway(a.Log)
+	chh, err := channel.New(a.Service, a.Tokens, a.Store, ws, a.Log)
+	if err != nil {
+		return err
+	}
+	ws.Handler = chh
+
+	poller, closeEvents, err := newOutbox(ctx, client, cfg, stateDir, a.Log, chh)
 	if err != nil {
 		return err
 	}
@@ -215,7 +224,14 @@ func Run(ctx context.Context, opts Options) error {
 		_ = poller.Run(ctx, outbox.DefaultPollInterval)
 	}()
 
-	srv := &http.Server{Handler: gw, ReadHeaderTimeout: 10 * time.Second}
+	mux := http.NewServeMux()
+	mux.Handle(WSPath, ws)
+	web := webclient.Handler()
+	mux.Handle("GET /sandman.js", web)
+	mux.Handle("GET /console/", web)
+	mux.Handle("GET /console", web)
+	mux.Handle("/", gw)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	printBanner(out, baseURL, devKey, a.WebhookSecret, interval, cfg, stateDir)
@@ -312,8 +328,9 @@ func ScheduledEvent(t time.Time) events.CloudWatchEvent {
 
 // newOutbox returns the local publisher of lifecycle events: a poller on
 // the table's stream (enabled if the table predates it) writing JSON lines
-// to cfg.EventsFile, and a func closing the file.
-func newOutbox(ctx context.Context, client *dynamodb.Client, cfg app.Config, stateDir string, log *slog.Logger) (*outbox.Poller, func(), error) {
+// to cfg.EventsFile and handing every event to notify (the client
+// channel's notifier), and a func closing the file.
+func newOutbox(ctx context.Context, client *dynamodb.Client, cfg app.Config, stateDir string, log *slog.Logger, notify lifecycle.Publisher) (*outbox.Poller, func(), error) {
 	arn, err := dynamo.EnableStream(ctx, client, cfg.Table)
 	if err != nil {
 		return nil, nil, err
@@ -326,7 +343,16 @@ func newOutbox(ctx context.Context, client *dynamodb.Client, cfg app.Config, sta
 	if err != nil {
 		return nil, nil, err
 	}
-	poller := outbox.NewPoller(streams, arn, pub, outbox.WithPollLogger(log),
+	both := lifecycle.PublisherFunc(func(ctx context.Context, evs ...lifecycle.Event) error {
+		if err := pub.Publish(ctx, evs...); err != nil {
+			return err
+		}
+		if err := notify.Publish(ctx, evs...); err != nil {
+			log.WarnContext(ctx, "client channel push", "err", err) // pushes are best effort
+		}
+		return nil
+	})
+	poller := outbox.NewPoller(streams, arn, both, outbox.WithPollLogger(log),
 		outbox.WithCheckpointFile(filepath.Join(stateDir, "events.checkpoint.json")))
 	return poller, func() { _ = pub.Close() }, nil
 }
