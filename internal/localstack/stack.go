@@ -224,14 +224,7 @@ func Run(ctx context.Context, opts Options) error {
 		_ = poller.Run(ctx, outbox.DefaultPollInterval)
 	}()
 
-	mux := http.NewServeMux()
-	mux.Handle(WSPath, ws)
-	web := webclient.Handler()
-	mux.Handle("GET /sandman.js", web)
-	mux.Handle("GET /console/", web)
-	mux.Handle("GET /console", web)
-	mux.Handle("/", gw)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: NewMux(gw, ws, devKey), ReadHeaderTimeout: 10 * time.Second}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	printBanner(out, baseURL, devKey, a.WebhookSecret, interval, cfg, stateDir)
@@ -253,6 +246,25 @@ func Run(ctx context.Context, opts Options) error {
 		err = nil
 	}
 	return err
+}
+
+// NewMux returns the local stack's HTTP handler: the client channel at
+// WSPath, the browser files (internal/webclient) at /sandman.js and
+// /console/, the console's dev routes (ConsoleAPI, forwarding with devKey)
+// under /console/api/, and every other path to the API gateway api.
+func NewMux(api http.Handler, ws http.Handler, devKey string) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle(WSPath, ws)
+	web := webclient.Handler()
+	mux.Handle("GET /sandman.js", web)
+	mux.Handle("GET /console/", web)
+	mux.Handle("GET /console", web)
+	console := ConsoleAPI(api, devKey)
+	for _, m := range []string{"GET", "POST", "DELETE"} {
+		mux.Handle(m+" /console/api/", console)
+	}
+	mux.Handle("/", api)
+	return mux
 }
 
 // NewGateway returns the local API Gateway serving every HTTP function of a.
