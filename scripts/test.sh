@@ -26,3 +26,8 @@ go test -race -timeout "${GOTEST_TIMEOUT:-20m}" "$@" ./...
 if [ -x scripts/smoke.sh ] && [ "$#" -eq 0 ]; then
   bash scripts/smoke.sh
 fi
+
+# The client channel end to end in headless Chromium (issue 18).
+if [ "$#" -eq 0 ]; then
+  bash scripts/browser.sh internal/localstack/testdata/fullstack.test.mjs
+fi

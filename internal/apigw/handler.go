@@ -11,6 +11,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/sandmanhq/sandman/internal/clienttoken"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/routes"
 )
@@ -37,6 +38,14 @@ type Options struct {
 	// PreviewProber checks a preview URL for diagnose (default
 	// lifecycle.HTTPPreviewProber(nil)); tests replace it.
 	PreviewProber lifecycle.PreviewProber
+	// Tokens mints and verifies client tokens (DESIGN.md "Client channel").
+	// Nil: the client-tokens route answers 503 and a client token is
+	// refused (401) on every route.
+	Tokens *clienttoken.Tokens
+	// WSURL is the WebSocket URL a client-token answer names ("ws_url"),
+	// such as "wss://abc.execute-api.eu-west-1.amazonaws.com/live"; "" for
+	// null.
+	WSURL string
 }
 
 // routeFunc serves one route for an authenticated request.
@@ -54,6 +63,9 @@ type Handler struct {
 	prober   lifecycle.PreviewProber
 	routes   map[string]routeFunc // by route key
 	public   map[string]bool      // route keys that take no API key (routes.AuthNone)
+	clientOK map[string]bool      // route keys that also take a client token
+	tokens   *clienttoken.Tokens
+	wsURL    string
 }
 
 // New returns the Handler of function (routes.Sessions, routes.Status,
@@ -75,6 +87,9 @@ func New(function string, svc *lifecycle.Service, keys KeyStore, opts Options) (
 		prober:   opts.PreviewProber,
 		routes:   map[string]routeFunc{},
 		public:   map[string]bool{},
+		clientOK: map[string]bool{},
+		tokens:   opts.Tokens,
+		wsURL:    opts.WSURL,
 	}
 	if h.log == nil {
 		h.log = slog.Default()
@@ -94,6 +109,7 @@ func New(function string, svc *lifecycle.Service, keys KeyStore, opts Options) (
 		}
 		h.routes[rt.Key()] = impl
 		h.public[rt.Key()] = rt.Auth() == routes.AuthNone
+		h.clientOK[rt.Key()] = rt.AcceptsClientToken()
 	}
 	if len(h.routes) == 0 {
 		return nil, fmt.Errorf("apigw: function %q serves no API routes", function)
@@ -116,6 +132,7 @@ func (h *Handler) implementations() map[string]routeFunc {
 		"GET /v1/sessions/{id}/reconnect": h.reconnect,
 		"GET /v1/sessions/{id}/diagnose":  h.diagnose,
 		"GET " + routes.OpenAPIPath:       h.openAPIDocument,
+		"POST " + routes.ClientTokensPath: h.createClientToken,
 	}
 }
 
@@ -219,6 +236,14 @@ func (h *Handler) serve(ctx context.Context, r *request) (resp response, err err
 	}
 	if h.public[r.event.RouteKey] {
 		return route(ctx, r)
+	}
+	if _, hasAuthz := r.header("Authorization"); hasAuthz {
+		if bearer, err := apiKey(r); err == nil && looksLikeClientToken(bearer) {
+			if r.accountID, err = h.clientTokenAuth(r, bearer); err != nil {
+				return response{}, err
+			}
+			return route(ctx, r)
+		}
 	}
 	account, err := authenticate(ctx, h.keys, r)
 	if err != nil {

@@ -257,6 +257,8 @@ type sessionOut struct {
 	RunningSince       *string           `json:"running_since"`
 	PausedAt           *string           `json:"paused_at"`
 	SandboxExpiresAt   *string           `json:"sandbox_expires_at"`
+	AwayTimeoutSeconds int64             `json:"away_timeout_seconds"`
+	AwayDeadline       *string           `json:"away_deadline"`
 }
 
 type envelopeOut struct {

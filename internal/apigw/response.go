@@ -60,6 +60,10 @@ type sessionJSON struct {
 	RunningSince     timestamp `json:"running_since"`
 	PausedAt         timestamp `json:"paused_at"`
 	SandboxExpiresAt timestamp `json:"sandbox_expires_at"`
+	// AwayTimeoutSeconds (0: presence off) and AwayDeadline (null unless
+	// the last visible client left): DESIGN.md "Client channel".
+	AwayTimeoutSeconds int64     `json:"away_timeout_seconds"`
+	AwayDeadline       timestamp `json:"away_deadline"`
 }
 
 func newSessionJSON(s *lifecycle.Session) sessionJSON {
@@ -92,6 +96,8 @@ func newSessionJSON(s *lifecycle.Session) sessionJSON {
 		RunningSince:       timestamp(s.RunningSince),
 		PausedAt:           timestamp(s.PausedAt),
 		SandboxExpiresAt:   timestamp(s.SandboxExpiresAt),
+		AwayTimeoutSeconds: int64(s.AwayTimeout / time.Second),
+		AwayDeadline:       timestamp(s.AwayDeadline),
 	}
 }
 

@@ -23,6 +23,9 @@ type createSessionBody struct {
 	MaxLifetimeSeconds int64        `json:"max_lifetime_seconds"`
 	Metadata           metadataBody `json:"metadata"`
 	Provider           string       `json:"provider"`
+	// AwayTimeoutSeconds: absent or null for the default (120 s), 0 for
+	// presence off (lifecycle.AwayTimeout).
+	AwayTimeoutSeconds *int64 `json:"away_timeout_seconds"`
 }
 
 // noBody is the body of routes that take none: empty, or {}.
@@ -42,6 +45,7 @@ func (h *Handler) createSession(ctx context.Context, r *request) (response, erro
 		MaxLifetimeSeconds: body.MaxLifetimeSeconds,
 		Metadata:           map[string]string(body.Metadata),
 		Provider:           body.Provider,
+		AwayTimeoutSeconds: body.AwayTimeoutSeconds,
 	}
 	if key, ok := r.header("Idempotency-Key"); ok {
 		in.IdempotencyKey = strings.TrimSpace(key)

@@ -40,6 +40,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/sandmanhq/sandman/internal/apigw"
+	"github.com/sandmanhq/sandman/internal/clienttoken"
 	"github.com/sandmanhq/sandman/internal/dynamo"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/sqstimer"
@@ -117,6 +118,10 @@ type App struct {
 	// DaytonaWebhookSecret is Daytona's Svix endpoint secret ("whsec_…");
 	// "" unless Needs.WebhookSecret and daytona is enabled.
 	DaytonaWebhookSecret string
+	// Tokens mints and verifies client tokens; nil when neither
+	// SANDMAN_CLIENT_TOKEN_KEYS_SECRET nor SANDMAN_CLIENT_TOKEN_KEYS_FILE
+	// is set.
+	Tokens *clienttoken.Tokens
 
 	closers []func(context.Context) error
 	keys    apigw.KeyStore // the store, behind a KeyCache unless turned off
@@ -231,6 +236,10 @@ func New(ctx context.Context, cfg Config, needs Needs, deps Deps) (*App, error) 
 		}
 	}
 
+	if err := a.loadTokens(ctx, cfg, clock, secret); err != nil {
+		return nil, err
+	}
+
 	ddb, err := dynamo.NewClient(ctx, cfg.DynamoEndpoint)
 	if err != nil {
 		return nil, err
@@ -291,7 +300,39 @@ func (a *App) newProvider(cfg Config, name string, factories map[string]Provider
 // HTTPHandler returns the API handler of function (routes.Sessions, ...)
 // over the App's service and store, with the configured CORS origin.
 func (a *App) HTTPHandler(function string) (*apigw.Handler, error) {
-	return apigw.New(function, a.Service, a.keys, apigw.Options{AllowOrigin: a.Config.CORSOrigin, Log: a.Log})
+	return apigw.New(function, a.Service, a.keys, apigw.Options{AllowOrigin: a.Config.CORSOrigin, Log: a.Log,
+		Tokens: a.Tokens, WSURL: a.Config.WSURL})
+}
+
+// loadTokens builds a.Tokens from the key set the configuration names: a
+// Secrets Manager secret whose SecretString is the key-set JSON, or a local
+// file generated on first use (internal/clienttoken). Neither set: nil.
+func (a *App) loadTokens(ctx context.Context, cfg Config, clock lifecycle.Clock,
+	secret func(what, plain, secretName, plainEnv, secretEnv string) (string, error)) error {
+	var keys clienttoken.KeySet
+	switch {
+	case cfg.ClientTokenKeysSecret != "":
+		raw, err := secret("client-token key set", "", cfg.ClientTokenKeysSecret, EnvClientTokenKeysFile, EnvClientTokenKeysSecret)
+		if err != nil {
+			return err
+		}
+		if keys, err = clienttoken.ParseKeySet([]byte(raw)); err != nil {
+			return fmt.Errorf("client-token key set in %s: %w", cfg.ClientTokenKeysSecret, err)
+		}
+	case cfg.ClientTokenKeysFile != "":
+		var err error
+		if keys, err = clienttoken.LoadOrCreateFile(cfg.ClientTokenKeysFile); err != nil {
+			return fmt.Errorf("client-token key file: %w", err)
+		}
+	default:
+		return nil
+	}
+	t, err := clienttoken.New(keys, clock)
+	if err != nil {
+		return fmt.Errorf("client-token keys: %w", err)
+	}
+	a.Tokens = t
+	return nil
 }
 
 // Close releases what New opened (the local provider's webhook sender). Lambda functions never call it; the local stack and

@@ -64,6 +64,13 @@ const (
 	EnvMaxRunning                 = envnames.MaxRunning
 )
 
+// The client channel's variables (internal/envnames).
+const (
+	EnvClientTokenKeysSecret = envnames.ClientTokenKeysSecret
+	EnvClientTokenKeysFile   = envnames.ClientTokenKeysFile
+	EnvWSURL                 = envnames.WSURL
+)
+
 // The provider names EnvProvider and EnvProviders accept (DESIGN.md
 // "Providers"; the names sessions are stored with).
 const (
@@ -144,6 +151,13 @@ type Config struct {
 	// MaxRunning is lifecycle.Config.MaxRunning: sandboxes an account may
 	// hold running at once (0, the default: no limit).
 	MaxRunning int
+
+	// ClientTokenKeysSecret and ClientTokenKeysFile: at most one is set
+	// (Secrets Manager secret name in AWS, generated file locally); with
+	// neither, the deployment mints no client tokens.
+	ClientTokenKeysSecret string
+	ClientTokenKeysFile   string
+	WSURL                 string // the client channel's WebSocket URL; "" for none
 }
 
 // ConfigFromEnv reads the Config from getenv (os.Getenv in production).
@@ -186,6 +200,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		TimerQueueURL: get(EnvTimerQueueURL),
 		Policy:        lifecycle.DefaultPolicy(),
 	}
+	c.ClientTokenKeysSecret, c.ClientTokenKeysFile, c.WSURL = get(EnvClientTokenKeysSecret), get(EnvClientTokenKeysFile), get(EnvWSURL)
 	if c.Table == "" {
 		return Config{}, fmt.Errorf("%s is required: the name of the sessions table", EnvTable)
 	}
@@ -243,6 +258,9 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	case "", "stop", "pause":
 	default:
 		return Config{}, fmt.Errorf("%s=%q: want stop or pause", EnvDaytonaPauseMode, c.DaytonaPauseMode)
+	}
+	if c.ClientTokenKeysSecret != "" && c.ClientTokenKeysFile != "" {
+		return Config{}, fmt.Errorf("set only one of %s and %s", EnvClientTokenKeysSecret, EnvClientTokenKeysFile)
 	}
 	if v := get(EnvLogLevel); v != "" {
 		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {

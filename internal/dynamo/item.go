@@ -64,6 +64,11 @@ type sessionItem struct {
 	SandboxExpiresAt    string `dynamodbav:"sandbox_expires_at,omitempty"`
 	LastProviderEventAt string `dynamodbav:"last_provider_event_at,omitempty"`
 	StateChangedAt      string `dynamodbav:"state_changed_at,omitempty"`
+	// AwayTimeoutMS (milliseconds; absent: presence off) and AwayDeadline
+	// (timeLayout; absent when no away deadline is set): the client
+	// channel's presence (lifecycle.Session.AwayDeadline).
+	AwayTimeoutMS int64  `dynamodbav:"away_timeout_ms,omitempty"`
+	AwayDeadline  string `dynamodbav:"away_deadline,omitempty"`
 	// WriteID identifies the write that stored this version (newWriteID).
 	WriteID string `dynamodbav:"write_id,omitempty"`
 
@@ -175,6 +180,7 @@ func toSessionItem(s *lifecycle.Session) sessionItem {
 		OwnerKey:            s.AccountID,
 		OwnerSort:           s.CreatedAt.UTC().Format(timeLayout) + "#" + s.ID,
 	}
+	it.AwayTimeoutMS, it.AwayDeadline = s.AwayTimeout.Milliseconds(), formatTime(s.AwayDeadline)
 	if len(s.Metadata) > 0 {
 		it.Metadata = s.Metadata
 	}
@@ -234,7 +240,9 @@ func (it sessionItem) session() (*lifecycle.Session, error) {
 		{"sandbox_expires_at", it.SandboxExpiresAt, &s.SandboxExpiresAt},
 		{"last_provider_event_at", it.LastProviderEventAt, &s.LastProviderEventAt},
 		{"state_changed_at", it.StateChangedAt, &s.StateChangedAt},
+		{"away_deadline", it.AwayDeadline, &s.AwayDeadline},
 	}
+	s.AwayTimeout = time.Duration(it.AwayTimeoutMS) * time.Millisecond
 	for _, f := range times {
 		if *f.dst, err = parseTime(f.name, f.v); err != nil {
 			return nil, fmt.Errorf("session %s: %w", it.ID, err)

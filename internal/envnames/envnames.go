@@ -70,6 +70,17 @@ const (
 	// timers. Unset: no timers, the sweep alone pauses.
 	TimerQueueURL = "SANDMAN_TIMER_QUEUE_URL"
 	MaxRunning    = "SANDMAN_MAX_RUNNING" // lifecycle.Config.MaxRunning: running sandboxes per account, 0 = no limit
+	// ClientTokenKeysSecret names the Secrets Manager secret holding the
+	// client-token key set (internal/clienttoken JSON); set by the stack for
+	// the functions that mint or verify client tokens.
+	ClientTokenKeysSecret = "SANDMAN_CLIENT_TOKEN_KEYS_SECRET"
+	// ClientTokenKeysFile is the local key-set file, generated on first use
+	// (clienttoken.LoadOrCreateFile); the local stack points it into its
+	// state folder.
+	ClientTokenKeysFile = "SANDMAN_CLIENT_TOKEN_KEYS_FILE"
+	// WSURL is the client channel's WebSocket URL, named in client-token
+	// answers ("ws_url").
+	WSURL = "SANDMAN_WS_URL"
 )
 
 // The sweep's configuration (internal/sweep.ConfigFromEnv).
@@ -114,6 +125,7 @@ var (
 		IdleTimeout, MinIdleTimeout, MaxIdleTimeout, MaxLifetimeLimit, ActivityGranularity, ProviderGrace,
 		MaxProviderTimeout, LeaseDuration, Deployment, APIKeyCacheTTL, ProbeTimeout, ProviderCallTimeout,
 		MaxRunning,
+		ClientTokenKeysSecret, ClientTokenKeysFile, WSURL,
 		SweepConcurrency, SweepRate, SweepBurst, SweepPageSize, SweepDeadlineMargin, SweepReconcileSample, SweepDormancyAge,
 		TimerQueueURL,
 	}

@@ -21,6 +21,9 @@ type CreateInput struct {
 	// Service.ProviderNames); "" means the default. The session keeps it
 	// for life.
 	Provider string
+	// AwayTimeoutSeconds: nil for DefaultAwayTimeout, 0 for presence off,
+	// else 1..MaxAwayTimeout in seconds (DESIGN.md "Client channel").
+	AwayTimeoutSeconds *int64
 	// IdempotencyKey, when set, makes a repeated create return the first
 	// result without a second sandbox.
 	IdempotencyKey string
@@ -183,11 +186,15 @@ func (s *Service) newSession(accountID string, in CreateInput) (*Session, error)
 	if err != nil {
 		return nil, err
 	}
+	away, err := AwayTimeout(in.AwayTimeoutSeconds)
+	if err != nil {
+		return nil, err
+	}
 	now := s.now()
 	sess := &Session{
 		ID: s.cfg.NewID(), AccountID: accountID, Provider: provider, Template: in.Template,
 		Metadata: in.Metadata, State: StateProvisioning, Reason: ReasonRequest,
-		IdleTimeout: idle, MaxLifetime: life, CreatedAt: now, UpdatedAt: now, StateChangedAt: now,
+		IdleTimeout: idle, MaxLifetime: life, AwayTimeout: away, CreatedAt: now, UpdatedAt: now, StateChangedAt: now,
 		LeaseExpiresAt: now.Add(s.cfg.Policy.LeaseDuration),
 		RunningLimit:   s.cfg.MaxRunning,
 	}

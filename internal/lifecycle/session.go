@@ -26,6 +26,9 @@ type Session struct {
 
 	IdleTimeout time.Duration // inactivity before a pause; see Policy.IdleTimeout
 	MaxLifetime time.Duration // 0: no limit; else pause at RunningSince+MaxLifetime
+	// AwayTimeout is how long the session runs on once its last visible
+	// client left; 0: presence is off (DESIGN.md "Client channel").
+	AwayTimeout time.Duration
 
 	CreatedAt        time.Time
 	UpdatedAt        time.Time
@@ -52,6 +55,10 @@ type Session struct {
 	// quota_exceeded if the account already holds RunningLimit slots. The
 	// service sets it on creates and resumes (Config.MaxRunning).
 	RunningLimit int
+	// AwayDeadline is when the session pauses for absence (reason away):
+	// set to now + AwayTimeout when its last visible client left, cleared
+	// when one comes back and by a pause (presence.go).
+	AwayDeadline time.Time
 }
 
 // Transition reasons, carried on the session and in lifecycle events.
@@ -90,22 +97,42 @@ func (s *Session) HeldIdleDeadline() time.Time {
 }
 
 // PauseDeadline returns when a running session is due to be paused: the
-// earlier of the held idle deadline (HeldIdleDeadline) and LifetimeDeadline.
-// This is the idle index's sort key and what pause timers are armed for;
-// every deadline rule goes through it.
+// earliest of the held idle deadline (HeldIdleDeadline), LifetimeDeadline
+// and the held away deadline (HeldAwayDeadline). This is the idle index's
+// sort key and what pause timers are armed for; every deadline rule goes
+// through it.
 func (s *Session) PauseDeadline() time.Time {
 	d := s.HeldIdleDeadline()
 	if l := s.LifetimeDeadline(); !l.IsZero() && (d.IsZero() || l.Before(d)) {
 		d = l
 	}
+	if a := s.HeldAwayDeadline(); !a.IsZero() && (d.IsZero() || a.Before(d)) {
+		d = a
+	}
 	return d
 }
 
+// HeldAwayDeadline returns the away deadline pushed back by a busy hold: a
+// session held busy is not paused for absence before HoldUntil (DESIGN.md
+// "Client channel", busy hold). Zero when no client left.
+func (s *Session) HeldAwayDeadline() time.Time {
+	if s.AwayDeadline.IsZero() {
+		return time.Time{}
+	}
+	if s.HoldUntil.After(s.AwayDeadline) {
+		return s.HoldUntil
+	}
+	return s.AwayDeadline
+}
+
 // PauseReason returns the reason of a pause at the pause deadline:
-// ReasonLifetime when the max lifetime comes before the idle deadline, else
-// ReasonIdle. (ReasonAway belongs to the away deadline of the client channel,
-// which sessions do not carry yet.)
+// ReasonAway when the away deadline comes first (DESIGN.md "Client
+// channel"), else ReasonLifetime when the max lifetime comes before the idle
+// deadline, else ReasonIdle.
 func (s *Session) PauseReason() string {
+	if a := s.HeldAwayDeadline(); !a.IsZero() && a.Equal(s.PauseDeadline()) {
+		return ReasonAway
+	}
 	if l, d := s.LifetimeDeadline(), s.HeldIdleDeadline(); !l.IsZero() && (d.IsZero() || l.Before(d)) {
 		return ReasonLifetime
 	}
@@ -170,8 +197,9 @@ func (s *Session) Transition(to State, reason string, now time.Time, p Policy) e
 		if s.PausedAt.IsZero() {
 			s.PausedAt = now
 		}
-		// A paused sandbox has no provider-side timeout running.
-		s.RunningSince, s.SandboxExpiresAt = time.Time{}, time.Time{}
+		// A paused sandbox has no provider-side timeout running, and no
+		// away deadline: absence cannot pause it twice.
+		s.RunningSince, s.SandboxExpiresAt, s.AwayDeadline = time.Time{}, time.Time{}, time.Time{}
 	case StatePausing, StateResuming:
 		// keep RunningSince/PausedAt: a rollback restores the state as it was
 	default:
@@ -184,7 +212,7 @@ func (s *Session) Transition(to State, reason string, now time.Time, p Policy) e
 		// A final session advertises no URL and no expiry (issue 14): its
 		// sandbox is dead or dying. A killed session keeps its SandboxID for
 		// the record.
-		s.PreviewURL, s.SandboxExpiresAt = "", time.Time{}
+		s.PreviewURL, s.SandboxExpiresAt, s.AwayDeadline = "", time.Time{}, time.Time{}
 	}
 	return nil
 }

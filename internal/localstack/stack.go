@@ -22,6 +22,8 @@ import (
 
 	"github.com/sandmanhq/sandman/internal/apigw"
 	"github.com/sandmanhq/sandman/internal/app"
+	"github.com/sandmanhq/sandman/internal/channel"
+	"github.com/sandmanhq/sandman/internal/clienttoken"
 	"github.com/sandmanhq/sandman/internal/dynamo"
 	"github.com/sandmanhq/sandman/internal/envnames"
 	"github.com/sandmanhq/sandman/internal/jsonl"
@@ -32,6 +34,7 @@ import (
 	"github.com/sandmanhq/sandman/internal/providers"
 	"github.com/sandmanhq/sandman/internal/routes"
 	"github.com/sandmanhq/sandman/internal/sweep"
+	"github.com/sandmanhq/sandman/internal/webclient"
 )
 
 // Environment variables of the local stack, on top of internal/app's.
@@ -126,6 +129,10 @@ func Run(ctx context.Context, opts Options) error {
 		app.EnvLocalWebhookURL: baseURL + "/v1/webhooks/e2b",
 		app.EnvWebhookSecret:   DefaultWebhookSecret,
 		app.EnvEventsFile:      filepath.Join(stateDir, "events.jsonl"),
+		app.EnvWSURL:           "ws://" + ln.Addr().String() + "/v1/ws",
+	}
+	if getenv(app.EnvClientTokenKeysSecret) == "" {
+		defaults[app.EnvClientTokenKeysFile] = filepath.Join(stateDir, clienttoken.DefaultFileName)
 	}
 	appEnv := func(k string) string {
 		if v := getenv(k); v != "" {
@@ -184,7 +191,14 @@ func Run(ctx context.Context, opts Options) error {
 		_ = a.Close(cctx)
 	}()
 
-	poller, closeEvents, err := newOutbox(ctx, client, cfg, stateDir, a.Log)
+	ws := NewWSGateway(a.Log)
+	chh, err := channel.New(a.Service, a.Tokens, a.Store, ws, a.Log)
+	if err != nil {
+		return err
+	}
+	ws.Handler = chh
+
+	poller, closeEvents, err := newOutbox(ctx, client, cfg, stateDir, a.Log, chh)
 	if err != nil {
 		return err
 	}
@@ -232,7 +246,7 @@ func Run(ctx context.Context, opts Options) error {
 		_ = poller.Run(ctx, outbox.DefaultPollInterval)
 	}()
 
-	srv := &http.Server{Handler: gw, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: NewMux(gw, ws, devKey), ReadHeaderTimeout: 10 * time.Second}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	printBanner(out, baseURL, devKey, a.WebhookSecret, interval, cfg, stateDir)
@@ -254,6 +268,25 @@ func Run(ctx context.Context, opts Options) error {
 		err = nil
 	}
 	return err
+}
+
+// NewMux returns the local stack's HTTP handler: the client channel at
+// WSPath, the browser files (internal/webclient) at /sandman.js and
+// /console/, the console's dev routes (ConsoleAPI, forwarding with devKey)
+// under /console/api/, and every other path to the API gateway api.
+func NewMux(api http.Handler, ws http.Handler, devKey string) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle(WSPath, ws)
+	web := webclient.Handler()
+	mux.Handle("GET /sandman.js", web)
+	mux.Handle("GET /console/", web)
+	mux.Handle("GET /console", web)
+	console := ConsoleAPI(api, devKey)
+	for _, m := range []string{"GET", "POST", "DELETE"} {
+		mux.Handle(m+" /console/api/", console)
+	}
+	mux.Handle("/", api)
+	return mux
 }
 
 // NewGateway returns the local API Gateway serving every HTTP function of a.
@@ -329,8 +362,9 @@ func ScheduledEvent(t time.Time) events.CloudWatchEvent {
 
 // newOutbox returns the local publisher of lifecycle events: a poller on
 // the table's stream (enabled if the table predates it) writing JSON lines
-// to cfg.EventsFile, and a func closing the file.
-func newOutbox(ctx context.Context, client *dynamodb.Client, cfg app.Config, stateDir string, log *slog.Logger) (*outbox.Poller, func(), error) {
+// to cfg.EventsFile and handing every event to notify (the client
+// channel's notifier), and a func closing the file.
+func newOutbox(ctx context.Context, client *dynamodb.Client, cfg app.Config, stateDir string, log *slog.Logger, notify lifecycle.Publisher) (*outbox.Poller, func(), error) {
 	arn, err := dynamo.EnableStream(ctx, client, cfg.Table)
 	if err != nil {
 		return nil, nil, err
@@ -343,7 +377,16 @@ func newOutbox(ctx context.Context, client *dynamodb.Client, cfg app.Config, sta
 	if err != nil {
 		return nil, nil, err
 	}
-	poller := outbox.NewPoller(streams, arn, pub, outbox.WithPollLogger(log),
+	both := lifecycle.PublisherFunc(func(ctx context.Context, evs ...lifecycle.Event) error {
+		if err := pub.Publish(ctx, evs...); err != nil {
+			return err
+		}
+		if err := notify.Publish(ctx, evs...); err != nil {
+			log.WarnContext(ctx, "client channel push", "err", err) // pushes are best effort
+		}
+		return nil
+	})
+	poller := outbox.NewPoller(streams, arn, both, outbox.WithPollLogger(log),
 		outbox.WithCheckpointFile(filepath.Join(stateDir, "events.checkpoint.json")))
 	return poller, func() { _ = pub.Close() }, nil
 }

@@ -44,6 +44,7 @@ var Table = []Route{
 	{"POST", "/v1/sessions/{id}/snapshot", Snapshot},
 	{"GET", "/v1/sessions/{id}/reconnect", Reconnect},
 	{"GET", "/v1/sessions/{id}/diagnose", Sessions},
+	{"POST", ClientTokensPath, Sessions},
 	{"POST", "/v1/webhooks/{provider}", Webhook},
 	{"GET", OpenAPIPath, Sessions},
 }
@@ -72,6 +73,21 @@ func (r Route) Auth() string {
 	default:
 		return AuthAPIKey
 	}
+}
+
+// ClientTokensPath is the route that mints a session-scoped client token
+// (DESIGN.md "Client channel"), served by the sessions function.
+const ClientTokensPath = "/v1/sessions/{id}/client-tokens"
+
+// AcceptsClientToken reports whether the route also takes a client token
+// (internal/clienttoken) as "Authorization: Bearer": that session's status,
+// activity and resume, and nothing else (DESIGN.md "Client channel").
+func (r Route) AcceptsClientToken() bool {
+	switch r.Key() {
+	case "GET /v1/sessions/{id}/status", "POST /v1/sessions/{id}/activity", "POST /v1/sessions/{id}/resume":
+		return true
+	}
+	return false
 }
 
 // ScheduleExpression is the EventBridge schedule that invokes IdlePause.

@@ -107,6 +107,7 @@ func testCreateSession(t *testing.T, newStore NewStore) {
 		s := RunningSession("ses_roundtrip", "acct_1", t0)
 		s.PausedAt = t0.Add(-time.Hour) // not consistent with running, but every field must survive
 		s.LeaseExpiresAt = t0.Add(time.Minute)
+		s.AwayTimeout, s.AwayDeadline = 90*time.Second, t0.Add(90*time.Second)
 		s.Version = 42 // ignored: create always writes version 1
 		s.HoldUntil = t0.Add(2 * time.Hour)
 		want := s.Clone()

@@ -8,6 +8,7 @@
 //	session         pk "SESSION#<id>"                   sk "SESSION"
 //	API key         pk "APIKEY#<sha256 hex>"             sk "APIKEY"
 //	claim           pk "CLAIM#<key>"                    sk "CLAIM"    (ttl set)
+//	connection      pk "CONN#<connection id>"           sk "CONN"     (ttl set)
 //
 // Indexes (all sparse: an item carries an index's keys only when it belongs):
 //
@@ -16,6 +17,7 @@
 //	idle        idle_shard (N), idle_due_at (N, epoch ms)   running sessions, due at the pause deadline
 //	lease       lease_shard (N), lease_due_at (N, epoch ms) transitional sessions, due at the lease expiry
 //	paused      paused_shard (N), paused_due_at (N, epoch ms) paused sessions, due at the pause time
+//	by_conn_session conn_session (S session id)              client-channel connections of a session
 package tabledef
 
 // Key and attribute names.
@@ -60,6 +62,13 @@ const (
 	IndexPaused    = "paused"
 )
 
+// IndexByConnSession holds client-channel connections by session, keyed by
+// AttrConnSession (DESIGN.md "Client channel").
+const (
+	IndexByConnSession = "by_conn_session"
+	AttrConnSession    = "conn_session"
+)
+
 // Index key attributes.
 const (
 	AttrSandboxKey  = "sandbox_key"
@@ -80,4 +89,5 @@ var Indexes = []Index{
 	{Name: IndexIdle, PartitionKey: AttrIdleShard, PartitionType: TypeNumber, SortKey: AttrIdleDue, SortType: TypeNumber},
 	{Name: IndexLease, PartitionKey: AttrLeaseShard, PartitionType: TypeNumber, SortKey: AttrLeaseDue, SortType: TypeNumber},
 	{Name: IndexPaused, PartitionKey: AttrPausedShard, PartitionType: TypeNumber, SortKey: AttrPausedDue, SortType: TypeNumber},
+	{Name: IndexByConnSession, PartitionKey: AttrConnSession, PartitionType: TypeString},
 }

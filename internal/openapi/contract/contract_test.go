@@ -63,7 +63,11 @@ func TestParity(t *testing.T) {
 				}
 			}
 			slices.Sort(schemes)
-			if want := []string{"bearerApiKey", "headerApiKey"}; !slices.Equal(schemes, want) {
+			want := []string{"bearerApiKey", "headerApiKey"}
+			if rt.AcceptsClientToken() {
+				want = []string{"bearerApiKey", "clientToken", "headerApiKey"}
+			}
+			if !slices.Equal(schemes, want) {
 				t.Errorf("%s: security schemes %v, want either of %v", rt.Key(), schemes, want)
 			}
 			got = routes.AuthAPIKey

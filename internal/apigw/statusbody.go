@@ -1,0 +1,21 @@
+package apigw
+
+import (
+	"time"
+
+	"github.com/sandmanhq/sandman/internal/lifecycle"
+)
+
+// StatusBody returns the body of GET /v1/sessions/{id}/status for sess at
+// now, ready for json.Marshal: the client channel pushes exactly this as
+// {"type":"session","session":<status body>} (DESIGN.md "Client channel").
+func StatusBody(sess *lifecycle.Session, now time.Time) any {
+	return statusJSON{
+		SessionID:     sess.ID,
+		State:         string(sess.State),
+		SandboxPaused: sess.State == lifecycle.StatePaused,
+		HasSnapshot:   sess.HasSnapshot(),
+		PreviewURL:    nullable(sess.PreviewURL),
+		Lifecycle:     newEnvelopeJSON(lifecycle.NewEnvelope(sess, now)),
+	}
+}

@@ -1,0 +1,277 @@
+// Package channel is the client channel's server side (DESIGN.md "Client
+// channel"): Lambda-style handlers for the API Gateway WebSocket API's
+// route keys $connect, $disconnect and $default over
+// events.APIGatewayWebsocketProxyRequest, and a Notifier that pushes
+// {"type":"session","session":<status body>} to every connection of a
+// session after each committed transition. The local gateway hands the
+// same events to the same Handler, so local and AWS cannot drift.
+//
+// Decisions (DESIGN.md is silent on them):
+//
+//   - $connect takes the client token from ?token= (internal/clienttoken);
+//     without a valid one it answers 401 and API Gateway refuses the
+//     upgrade. A token for a session the account no longer owns is 403.
+//   - A new connection counts as a visible client (sandman.js says
+//     otherwise with a heartbeat when the page is hidden): presence is
+//     "any visible connection of the session left". When the last one goes
+//     (disconnect, or a heartbeat with visible false) the session gets its
+//     away deadline (lifecycle.Service.SetPresence); a visible one clears it.
+//   - {"action":"heartbeat","visible":true} is activity, coalesced like HTTP
+//     heartbeats (lifecycle.Service.Heartbeat); a heartbeat on a paused
+//     session is not an error on the channel (the client learns the state
+//     from the push). {"action":"resume"} resumes; its outcome arrives as a
+//     push. Unknown actions answer 400 and are otherwise ignored.
+//   - Connections expire from the table after ConnTTL (API Gateway closes a
+//     WebSocket after 2 h at most).
+package channel
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/sandmanhq/sandman/internal/apigw"
+	"github.com/sandmanhq/sandman/internal/clienttoken"
+	"github.com/sandmanhq/sandman/internal/lifecycle"
+)
+
+// The WebSocket API's route keys.
+const (
+	RouteConnect    = "$connect"
+	RouteDisconnect = "$disconnect"
+	RouteDefault    = "$default"
+)
+
+// ConnTTL is how long a connection record lives without being refreshed:
+// 2 h, API Gateway's maximum WebSocket connection duration.
+const ConnTTL = 2 * time.Hour
+
+// Conn is one open WebSocket connection of a session.
+type Conn = lifecycle.ClientConn
+
+// Connections stores connections (internal/dynamo in AWS and locally;
+// Memory for tests).
+type Connections = lifecycle.ClientConns
+
+// ErrGone is what a Pusher returns for a connection that no longer exists
+// (API Gateway's 410 Gone); the connection record is then deleted.
+var ErrGone = errors.New("connection gone")
+
+// Pusher sends one message to one connection (the API Gateway Management
+// API's PostToConnection in AWS; the local gateway's live connections
+// locally). Errors: ErrGone (wrapped) for a closed connection.
+type Pusher interface {
+	Push(ctx context.Context, connID string, msg []byte) error
+}
+
+// Handler serves the three route keys. Build it with New.
+type Handler struct {
+	svc    *lifecycle.Service
+	tokens *clienttoken.Tokens
+	conns  Connections
+	push   Pusher
+	log    *slog.Logger
+}
+
+// New returns a Handler. All arguments but log are required.
+func New(svc *lifecycle.Service, tokens *clienttoken.Tokens, conns Connections, push Pusher, log *slog.Logger) (*Handler, error) {
+	if svc == nil || tokens == nil || conns == nil || push == nil {
+		return nil, fmt.Errorf("channel: a service, client tokens, a connection store and a pusher are required")
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Handler{svc: svc, tokens: tokens, conns: conns, push: push, log: log}, nil
+}
+
+// message is a client → server message.
+type message struct {
+	Action  string `json:"action"`
+	Visible *bool  `json:"visible"`
+}
+
+// Push is a server → client message.
+type Push struct {
+	Type    string `json:"type"`    // "session"
+	Session any    `json:"session"` // the status body (apigw.StatusBody)
+}
+
+// Handle serves one WebSocket event by its route key. Failures are status
+// codes in the response (401/403 refuse a $connect); it returns an error
+// only for a route key it does not know.
+func (h *Handler) Handle(ctx context.Context, req events.APIGatewayWebsocketProxyRequest) (events.APIGatewayProxyResponse, error) {
+	rc := req.RequestContext
+	var status int
+	switch rc.RouteKey {
+	case RouteConnect:
+		status = h.connect(ctx, rc.ConnectionID, req.QueryStringParameters["token"])
+	case RouteDisconnect:
+		status = h.disconnect(ctx, rc.ConnectionID)
+	case RouteDefault:
+		status = h.message(ctx, rc.ConnectionID, req.Body)
+	default:
+		return events.APIGatewayProxyResponse{StatusCode: http.StatusNotFound}, fmt.Errorf("channel: unknown route key %q", rc.RouteKey)
+	}
+	return events.APIGatewayProxyResponse{StatusCode: status}, nil
+}
+
+func (h *Handler) connect(ctx context.Context, connID, token string) int {
+	claims, err := h.tokens.Verify(token)
+	if err != nil {
+		return http.StatusUnauthorized
+	}
+	if _, err := h.svc.Get(ctx, claims.AccountID, claims.SessionID); err != nil {
+		return statusOf(err)
+	}
+	c := Conn{ID: connID, SessionID: claims.SessionID, AccountID: claims.AccountID, Visible: true,
+		ExpiresAt: h.svc.Now().Add(ConnTTL)}
+	if err := h.conns.PutConn(ctx, c); err != nil {
+		h.log.ErrorContext(ctx, "store connection", "connection_id", connID, "err", err)
+		return http.StatusInternalServerError
+	}
+	if _, _, err := h.svc.SetPresence(ctx, c.AccountID, c.SessionID, true); err != nil {
+		h.log.WarnContext(ctx, "presence on connect", "session_id", c.SessionID, "err", err)
+	}
+	return http.StatusOK
+}
+
+// Greet pushes the session's current status to connection connID: the
+// local gateway calls it once the upgrade is done (API Gateway accepts no
+// push during $connect).
+func (h *Handler) Greet(ctx context.Context, connID string) error {
+	c, err := h.conns.GetConn(ctx, connID)
+	if err != nil {
+		return err
+	}
+	sess, err := h.svc.Get(ctx, c.AccountID, c.SessionID)
+	if err != nil {
+		return err
+	}
+	return h.send(ctx, c, sess)
+}
+
+func (h *Handler) disconnect(ctx context.Context, connID string) int {
+	c, err := h.conns.GetConn(ctx, connID)
+	if err != nil {
+		return http.StatusOK // never stored, or already gone
+	}
+	if err := h.conns.DeleteConn(ctx, connID); err != nil {
+		h.log.ErrorContext(ctx, "delete connection", "connection_id", connID, "err", err)
+		return http.StatusInternalServerError
+	}
+	h.updatePresence(ctx, c)
+	return http.StatusOK
+}
+
+func (h *Handler) message(ctx context.Context, connID, body string) int {
+	c, err := h.conns.GetConn(ctx, connID)
+	if err != nil {
+		return http.StatusGone
+	}
+	var m message
+	if err := json.Unmarshal([]byte(body), &m); err != nil {
+		return http.StatusBadRequest
+	}
+	switch m.Action {
+	case "heartbeat":
+		visible := m.Visible == nil || *m.Visible
+		if visible != c.Visible {
+			c.Visible = visible
+			if err := h.conns.PutConn(ctx, c); err != nil {
+				h.log.ErrorContext(ctx, "store connection", "connection_id", connID, "err", err)
+				return http.StatusInternalServerError
+			}
+			h.updatePresence(ctx, c)
+		}
+		if visible {
+			if _, err := h.svc.Heartbeat(ctx, c.AccountID, c.SessionID); err != nil && !lifecycle.IsCode(err, lifecycle.CodeConflict) {
+				h.log.WarnContext(ctx, "channel heartbeat", "session_id", c.SessionID, "err", err)
+				return statusOf(err)
+			}
+		}
+		return http.StatusOK
+	case "resume":
+		if _, err := h.svc.Resume(ctx, c.AccountID, c.SessionID); err != nil {
+			h.log.WarnContext(ctx, "channel resume", "session_id", c.SessionID, "err", err)
+			// The state the resume left, if any, reaches the client as a push.
+			return statusOf(err)
+		}
+		return http.StatusOK
+	}
+	return http.StatusBadRequest
+}
+
+// updatePresence sets the session's presence from its connections: present
+// while any visible connection is left.
+func (h *Handler) updatePresence(ctx context.Context, c Conn) {
+	conns, err := h.conns.SessionConns(ctx, c.SessionID)
+	if err != nil {
+		h.log.ErrorContext(ctx, "list connections", "session_id", c.SessionID, "err", err)
+		return
+	}
+	present, now := false, h.svc.Now()
+	for _, o := range conns {
+		present = present || (o.Visible && o.ExpiresAt.After(now))
+	}
+	if _, _, err := h.svc.SetPresence(ctx, c.AccountID, c.SessionID, present); err != nil {
+		h.log.WarnContext(ctx, "set presence", "session_id", c.SessionID, "err", err)
+	}
+}
+
+// send pushes sess's status to c, deleting c when it is gone.
+func (h *Handler) send(ctx context.Context, c Conn, sess *lifecycle.Session) error {
+	msg, err := json.Marshal(Push{Type: "session", Session: apigw.StatusBody(sess, h.svc.Now())})
+	if err != nil {
+		return fmt.Errorf("encode push: %w", err)
+	}
+	err = h.push.Push(ctx, c.ID, msg)
+	if errors.Is(err, ErrGone) {
+		_ = h.conns.DeleteConn(ctx, c.ID)
+	}
+	return err
+}
+
+// Notify pushes the current status of the session of ev to every
+// connection of that session (the Notifier's work; fed by the lifecycle
+// event stream). Gone connections are deleted; other push failures are
+// logged and counted in the returned error.
+func (h *Handler) Notify(ctx context.Context, ev lifecycle.Event) error {
+	conns, err := h.conns.SessionConns(ctx, ev.SessionID)
+	if err != nil || len(conns) == 0 {
+		return err
+	}
+	sess, err := h.svc.Get(ctx, ev.AccountID, ev.SessionID)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, c := range conns {
+		if !c.ExpiresAt.After(h.svc.Now()) {
+			continue // past its TTL, not yet deleted by DynamoDB
+		}
+		if err := h.send(ctx, c, sess); err != nil && !errors.Is(err, ErrGone) {
+			errs = append(errs, fmt.Errorf("push to %s: %w", c.ID, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Publish makes the Handler a lifecycle.Publisher: the outbox (the table's
+// stream) hands it every committed transition.
+func (h *Handler) Publish(ctx context.Context, evs ...lifecycle.Event) error {
+	var errs []error
+	for _, ev := range evs {
+		errs = append(errs, h.Notify(ctx, ev))
+	}
+	return errors.Join(errs...)
+}
+
+func statusOf(err error) int {
+	return apigw.StatusFor(lifecycle.ErrorCode(err))
+}

@@ -1,0 +1,109 @@
+// Full-stack browser test (issue 18, Must show): the real local stack
+// (`sandman run`, DynamoDB Local in memory, the local provider, a 2 s sweep)
+// and the console in real headless Chromium. Run from the repository root:
+//
+//   bash scripts/browser.sh internal/localstack/testdata/fullstack.test.mjs
+//
+// Create a session (away timeout 3 s), see it running with its preview in the
+// iframe; pause it and see the sleeping card within 1 s with no status poll
+// (every request the page makes is counted); "Resume preview" and see the
+// preview load; close the page and see the session paused with reason away.
+import { createRequire } from "node:module";
+import { spawn, execFileSync } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import net from "node:net";
+import assert from "node:assert/strict";
+
+const require = createRequire(import.meta.url);
+const { chromium } = require("playwright-core");
+const started = Date.now();
+
+const port = await new Promise((res) => {
+  const s = net.createServer().listen(0, "127.0.0.1", () => { const p = s.address().port; s.close(() => res(p)); });
+});
+const dir = mkdtempSync(join(tmpdir(), "sandman-fullstack-"));
+const bin = join(dir, "sandman");
+execFileSync("go", ["build", "-o", bin, "./internal/cmd/sandman"], { stdio: "inherit" });
+const env = { ...process.env, SANDMAN_ADDR: `127.0.0.1:${port}`, SANDMAN_STATE_DIR: join(dir, "state"),
+  SANDMAN_DDB_IN_MEMORY: "1", SANDMAN_SWEEP_INTERVAL: "2s" };
+const server = spawn(bin, ["run"], { env, stdio: ["ignore", "pipe", "pipe"] });
+let out = "";
+server.stdout.on("data", (d) => { out += d; });
+server.stderr.on("data", (d) => { out += d; });
+const base = `http://127.0.0.1:${port}`;
+const key = await new Promise((resolve, reject) => {
+  const t = setInterval(() => {
+    const m = out.match(/dev API key\s+(sk_[a-z0-9]+)/);
+    if (m) { clearInterval(t); resolve(m[1]); }
+  }, 100);
+  server.on("exit", (code) => reject(new Error(`sandman run exited ${code}\n${out}`)));
+});
+const api = async (path) => (await fetch(base + path, { headers: { "x-api-key": key } })).json();
+
+const context = await chromium.launchPersistentContext(process.env.SANDMAN_USER_DATA_DIR, {
+  executablePath: process.env.SANDMAN_CHROMIUM,
+  args: JSON.parse(process.env.SANDMAN_CHROMIUM_ARGS),
+  headless: true,
+});
+let ok = false;
+try {
+  const page = await context.newPage();
+  const seen = [];
+  page.on("request", (r) => {
+    const u = new URL(r.url());
+    if (u.port === String(port) && (u.pathname.startsWith("/console/api/") || u.pathname.startsWith("/v1/"))) {
+      seen.push(`${r.method()} ${u.pathname}`);
+    }
+  });
+  page.on("pageerror", (e) => console.log("page error:", e.message));
+  await page.goto(base + "/console/");
+  await page.locator("input[name=away_timeout_seconds]").fill("3");
+  await page.getByRole("button", { name: "New session" }).click();
+  const card = page.locator("article.session").first();
+  await card.locator(".badge", { hasText: "running" }).waitFor({ timeout: 30_000 });
+  const id = await card.getAttribute("data-id");
+  await page.frameLocator("article.session iframe").locator("body").waitFor({ timeout: 30_000 });
+  const preview = (await api(`/v1/sessions/${id}`)).preview_url;
+  assert.ok(preview, "a running web session has a preview_url");
+  assert.equal(await card.locator("iframe").getAttribute("src"), preview);
+  console.log(`ok   create: ${id} running, preview ${preview} in the iframe`);
+
+  const before = seen.length;
+  const t0 = Date.now();
+  await card.getByRole("button", { name: "Pause", exact: true }).click();
+  await card.locator(".sleeping").waitFor({ state: "visible", timeout: 1_000 });
+  const pauseMs = Date.now() - t0;
+  const during = seen.slice(before);
+  assert.deepEqual(during.filter((r) => !r.endsWith("/v1/ws")), [`POST /console/api/sessions/${id}/snapshot`]);
+  assert.equal(seen.filter((r) => r.includes("/status")).length, 0, "no status poll");
+  console.log(`ok   pause: sleeping card after ${pauseMs} ms; requests while waiting: ${JSON.stringify(during)}`);
+
+  await card.getByRole("button", { name: "Resume preview" }).click();
+  await card.locator(".badge", { hasText: "running" }).waitFor({ timeout: 30_000 });
+  await page.frameLocator("article.session iframe").locator("body").waitFor({ timeout: 30_000 });
+  console.log("ok   resume preview: running, preview loaded");
+
+  await page.close();
+  const closed = Date.now();
+  let s;
+  for (;;) {
+    s = await api(`/v1/sessions/${id}`);
+    if (s.state === "paused") break;
+    if (Date.now() - closed > 20_000) throw new Error(`not paused 20 s after close: ${JSON.stringify(s)}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  assert.equal(s.reason, "away");
+  console.log(`ok   page closed: paused, reason away, after ${Date.now() - closed} ms (away timeout 3 s, sweep 2 s)`);
+  ok = true;
+} catch (e) {
+  console.log(`FAIL fullstack: ${e.stack ?? e}`);
+} finally {
+  await context.close();
+  server.kill("SIGINT");
+  await new Promise((r) => server.on("exit", r));
+  rmSync(dir, { recursive: true, force: true });
+}
+console.log(`fullstack: ${ok ? "passed" : "FAILED"} in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+process.exit(ok ? 0 : 1);
