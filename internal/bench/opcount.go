@@ -29,6 +29,9 @@ const (
 	OpUpdateItem     = "UpdateItem"
 	OpDeleteItem     = "DeleteItem"
 	OpBatchWriteItem = "BatchWriteItem"
+	// OpTransactWriteItems: a session write that takes or releases a
+	// running slot (the quota counter moves with it, lifecycle.SlotCounter).
+	OpTransactWriteItems = "TransactWriteItems"
 )
 
 // OpCounter counts DynamoDB requests by operation name, read from the
