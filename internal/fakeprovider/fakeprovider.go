@@ -6,7 +6,7 @@
 // errors at a seeded, reproducible rate, latency, and one-shot failures.
 //
 // Semantics, after E2B:
-//   - Sandbox ids are "<name>_<n>" ("fake_<n>" by default), n counting from 1; the preview URL of a
+//   - Sandbox ids are "fake_<n>" (WithIDPrefix changes "fake"), n counting from 1; the preview URL of a
 //     sandbox is "https://3000-<id>.fake.test".
 //   - A running sandbox whose timeout has passed (by the clock) is paused
 //     when it was created with AutoPause, and is gone otherwise. The check
@@ -99,6 +99,10 @@ type Option func(*Provider)
 // WithName sets the name Name returns (default DefaultName).
 func WithName(name string) Option { return func(p *Provider) { p.name = name } }
 
+// WithIDPrefix makes sandbox ids "<prefix>_<n>" instead of "fake_<n>", so
+// two fakes in one test never hand out the same id.
+func WithIDPrefix(prefix string) Option { return func(p *Provider) { p.idPrefix = prefix } }
+
 // WithClock sets the clock that timeouts are measured by (default
 // lifecycle.SystemClock).
 func WithClock(c lifecycle.Clock) Option { return func(p *Provider) { p.clock = c } }
@@ -118,9 +122,10 @@ func WithSleep(sleep func(ctx context.Context, d time.Duration) error) Option {
 
 // Provider is the in-memory provider. Build it with New.
 type Provider struct {
-	name  string
-	clock lifecycle.Clock
-	sleep func(ctx context.Context, d time.Duration) error
+	name     string
+	idPrefix string
+	clock    lifecycle.Clock
+	sleep    func(ctx context.Context, d time.Duration) error
 
 	mu        sync.Mutex
 	rng       *rand.Rand
@@ -156,6 +161,7 @@ type sandbox struct {
 func New(opts ...Option) *Provider {
 	p := &Provider{
 		name:      DefaultName,
+		idPrefix:  "fake",
 		clock:     lifecycle.SystemClock{},
 		sleep:     lifecycle.Sleep,
 		sandboxes: make(map[string]*sandbox),
@@ -183,7 +189,7 @@ func (p *Provider) Create(ctx context.Context, req lifecycle.CreateRequest) (lif
 		timeout := orDefault(req.Timeout)
 		sb := &sandbox{
 			seq:       p.seq,
-			id:        p.name + "_" + strconv.Itoa(p.seq),
+			id:        p.idPrefix + "_" + strconv.Itoa(p.seq),
 			template:  req.Template,
 			state:     lifecycle.SandboxRunning,
 			autoPause: req.AutoPause,

@@ -15,7 +15,7 @@ import (
 // provider.
 func TestRunProviderListEveryProvider(t *testing.T) {
 	e := MustEnv(t)
-	quietOther := fakeprovider.New(fakeprovider.WithClock(e.clock), fakeprovider.WithName("quiet"))
+	quietOther := fakeprovider.New(fakeprovider.WithClock(e.clock), fakeprovider.WithName("quiet"), fakeprovider.WithIDPrefix("quiet"))
 	cfg := e.svc.Config()
 	cfg.Providers = []lifecycle.Provider{quietOther}
 	e.svc = lifecycle.NewService(cfg)
