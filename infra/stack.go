@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -251,7 +252,7 @@ func NewSandmanStack(scope constructs.Construct, id string, props *SandmanStackP
 	for _, spec := range functionSpecs {
 		fn := newFunction(stack, spec, p, table, bus)
 		grant(spec, fn, table, bus, secrets)
-		if spec.armsTimers {
+		if slices.Contains(timerArmers, spec.name) {
 			grantArmTimers(fn, timerQueue)
 		}
 		functions[spec.name] = fn
@@ -373,11 +374,6 @@ type functionSpec struct {
 	// providerKey and webhookKey say which secret the function may read.
 	providerKey bool
 	webhookKey  bool
-	// armsTimers is true for the functions whose writes may set a pause
-	// deadline before the next sweep and so arm its timer at once
-	// (lifecycle.Service.ArmTimer): they may send to the timer queue
-	// (sqs:SendMessage only) and get its URL in envnames.TimerQueueURL.
-	armsTimers bool
 	// reservedConcurrency caps concurrent executions; 0 means unreserved.
 	reservedConcurrency float64
 }
@@ -409,7 +405,7 @@ type functionSpec struct {
 //     conditional writes; a timer the batch did not reach is delivered
 //     again after the queue's visibility timeout.
 var functionSpecs = []functionSpec{
-	{name: routes.Sessions, armsTimers: true, description: "Sandman sessions API: create, list, get, heartbeat, delete",
+	{name: routes.Sessions, description: "Sandman sessions API: create, list, get, heartbeat, delete",
 		timeout: 29 * time.Second, memoryMB: 256, providerKey: true,
 		// auth and get: GetItem; create, heartbeat, delete: PutItem; a failed
 		// create gives its Idempotency-Key back: DeleteItem; list: by_owner.
@@ -417,22 +413,22 @@ var functionSpecs = []functionSpec{
 	{name: routes.Status, description: "Sandman session status (database only)",
 		timeout: 10 * time.Second, memoryMB: 128,
 		table: tableAccess{actions: []string{actionGetItem}}},
-	{name: routes.Resume, armsTimers: true, description: "Sandman resume a paused session",
+	{name: routes.Resume, description: "Sandman resume a paused session",
 		timeout: 29 * time.Second, memoryMB: 256, providerKey: true,
 		table: tableAccess{actions: []string{actionGetItem, actionPutItem}}},
-	{name: routes.Snapshot, armsTimers: true, description: "Sandman snapshot (pause now, idempotent)",
+	{name: routes.Snapshot, description: "Sandman snapshot (pause now, idempotent)",
 		timeout: 29 * time.Second, memoryMB: 256, providerKey: true,
 		table: tableAccess{actions: []string{actionGetItem, actionPutItem}}},
-	{name: routes.Reconnect, armsTimers: true, description: "Sandman reconnect probe",
+	{name: routes.Reconnect, description: "Sandman reconnect probe",
 		timeout: 29 * time.Second, memoryMB: 256, providerKey: true,
 		table: tableAccess{actions: []string{actionGetItem, actionPutItem}}},
 	{name: routes.Webhook, description: "Sandman provider webhook receiver",
-		timeout: 15 * time.Second, memoryMB: 256, webhookKey: true, armsTimers: true,
+		timeout: 15 * time.Second, memoryMB: 256, webhookKey: true,
 		// the session by sandbox (by_sandbox), then PutItem for the update
 		// and the dedupe claim; no GetItem, no DeleteItem.
 		table: tableAccess{actions: []string{actionPutItem}, indexes: []string{tabledef.IndexBySandbox}}},
 	{name: routes.IdlePause, description: "Sandman scheduled idle pause and reconciler",
-		timeout: 4*time.Minute + 50*time.Second, memoryMB: 512, providerKey: true, armsTimers: true,
+		timeout: 4*time.Minute + 50*time.Second, memoryMB: 512, providerKey: true,
 		// due sessions (idle, lease, paused), listed sandboxes (by_sandbox),
 		// re-reads (GetItem) and transitions (PutItem). No reserved
 		// concurrency (issue 14): it fails stack creation on accounts at the
@@ -443,7 +439,7 @@ var functionSpecs = []functionSpec{
 	{name: routes.Publisher, description: "Sandman lifecycle event publisher (table stream to EventBridge)",
 		timeout: time.Minute, memoryMB: 128, publishes: true},
 	{name: routes.Pauser, description: "Sandman pause timers (timer queue to the provider)",
-		timeout: pauserTimeout, memoryMB: 256, providerKey: true, armsTimers: true,
+		timeout: pauserTimeout, memoryMB: 256, providerKey: true,
 		// FireTimer: the session (GetItem), then PauseIfDue's conditional
 		// transitions (PutItem) or a re-armed timer; no index, no delete.
 		// The queue's consume actions come from its event source mapping.
@@ -767,6 +763,14 @@ func newOutbox(stack awscdk.Stack, fn awslambda.Function, table awsdynamodb.Tabl
 		TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
 	})
 }
+
+// timerArmers are the functions whose writes may set a pause deadline before
+// the next sweep and so arm its timer at once (lifecycle.Service.ArmTimer),
+// and the pauser, which re-arms a timer whose deadline moved: they may send
+// to the timer queue (sqs:SendMessage only) and get its URL in
+// envnames.TimerQueueURL.
+var timerArmers = []string{routes.Sessions, routes.Resume, routes.Snapshot, routes.Reconnect, routes.Webhook,
+	routes.IdlePause, routes.Pauser}
 
 // Settings of the timer queue and the pauser's event source mapping (ours;
 // DESIGN.md "Precise pausing" asks for a timer that fires on the deadline,
