@@ -441,9 +441,11 @@ var functionSpecs = []functionSpec{
 	{name: routes.Pauser, description: "Sandman pause timers (timer queue to the provider)",
 		timeout: pauserTimeout, memoryMB: 256, providerKey: true,
 		// FireTimer: the session (GetItem), then PauseIfDue's conditional
-		// transitions (PutItem) or a re-armed timer; no index, no delete.
-		// The queue's consume actions come from its event source mapping.
-		table: tableAccess{actions: []string{actionGetItem, actionPutItem}}},
+		// transitions (PutItem; UpdateItem for main's running-slot counter,
+		// which a pause releases in one transaction with the put, like
+		// idlepause's) or a re-armed timer; no index, no delete. The
+		// queue's consume actions come from its event source mapping.
+		table: tableAccess{actions: []string{actionGetItem, actionPutItem, "dynamodb:UpdateItem"}}},
 }
 
 // constructID returns the construct id prefix of a function's resources,
