@@ -3,6 +3,7 @@ package infra
 import (
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -37,6 +38,10 @@ const (
 	// ContextCORSAllowOrigins is SandmanStackProps.CORSAllowOrigins: a JSON
 	// list in cdk.json, or a comma-separated string on the command line.
 	ContextCORSAllowOrigins = "sandman:corsAllowOrigins"
+	// ContextPauserConcurrency is SandmanStackProps.PauserConcurrency, the
+	// bound on the provider's pause rate from timers: a number in
+	// cdk.json, or a decimal string on the command line.
+	ContextPauserConcurrency = "sandman:pauserConcurrency"
 )
 
 // DefaultStackName is the stack's name when ContextStackName is unset.
@@ -114,6 +119,22 @@ func PropsFromContext(scope constructs.Construct) (string, *SandmanStackProps, e
 		}
 	default:
 		return "", nil, fmt.Errorf("context %s: want an object of strings, got %T", ContextProviderSettings, v)
+	}
+	switch v := node.TryGetContext(jsii.String(ContextPauserConcurrency)).(type) {
+	case nil:
+	case float64:
+		props.PauserConcurrency = v
+	case string:
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil {
+			return "", nil, fmt.Errorf("context %s: want a whole number, got %q", ContextPauserConcurrency, v)
+		}
+		props.PauserConcurrency = float64(n)
+	default:
+		return "", nil, fmt.Errorf("context %s: want a number, got %T", ContextPauserConcurrency, v)
+	}
+	if c := props.PauserConcurrency; c != 0 && (c < 2 || c > 1000 || c != float64(int(c))) {
+		return "", nil, fmt.Errorf("context %s: %v is outside Lambda's 2 to 1000", ContextPauserConcurrency, c)
 	}
 	account, region := os.Getenv("CDK_DEFAULT_ACCOUNT"), os.Getenv("CDK_DEFAULT_REGION")
 	if account != "" && region != "" {

@@ -76,13 +76,39 @@ func TestPropsFromContext(t *testing.T) {
 		}
 	})
 
+	t.Run("PauserConcurrency", func(t *testing.T) {
+		for _, value := range []any{40, "40"} {
+			_, props, err := PropsFromContext(newApp(t, map[string]any{ContextPauserConcurrency: value}))
+			if err != nil {
+				t.Fatalf("PropsFromContext(%v): %v", value, err)
+			}
+			if got, want := props.PauserConcurrency, 40.0; got != want {
+				t.Errorf("PauserConcurrency from %#v: got %v, want %v", value, got, want)
+			}
+		}
+		_, props, err := PropsFromContext(newApp(t, map[string]any{}))
+		if err != nil {
+			t.Fatalf("PropsFromContext: %v", err)
+		}
+		if got, want := props.withDefaults().PauserConcurrency, float64(DefaultPauserConcurrency); got != want {
+			t.Errorf("default PauserConcurrency: got %v, want %v", got, want)
+		}
+	})
+
 	t.Run("ErrInvalid", func(t *testing.T) {
-		for key, value := range map[string]any{
-			ContextFunctionsDir:     42,
-			ContextCORSAllowOrigins: []any{1, 2},
+		for _, c := range []struct {
+			key   string
+			value any
+		}{
+			{ContextFunctionsDir, 42},
+			{ContextCORSAllowOrigins, []any{1, 2}},
+			{ContextPauserConcurrency, 1},
+			{ContextPauserConcurrency, 1001},
+			{ContextPauserConcurrency, "five"},
+			{ContextPauserConcurrency, 2.5},
 		} {
-			if _, _, err := PropsFromContext(newApp(t, map[string]any{key: value})); err == nil {
-				t.Errorf("context %s=%v: got nil, want an error", key, value)
+			if _, _, err := PropsFromContext(newApp(t, map[string]any{c.key: c.value})); err == nil {
+				t.Errorf("context %s=%v: got nil, want an error", c.key, c.value)
 			}
 		}
 	})

@@ -47,6 +47,9 @@ func TestRoleTableActionsPinned(t *testing.T) {
 		routes.Webhook:   with(onTable("dynamodb:PutItem", "dynamodb:UpdateItem"), tabledef.IndexBySandbox),
 		routes.IdlePause: with(onTable("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"),
 			tabledef.IndexIdle, tabledef.IndexLease, tabledef.IndexPaused, tabledef.IndexBySandbox),
+		// FireTimer: GetItem, then PauseIfDue's conditional PutItem with
+		// the running-slot counter's UpdateItem (the quota), as idlepause.
+		routes.Pauser: onTable("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"),
 		// the stream only, granted by its event source mapping; no item
 		// access. ListStreams has no resource-level permission.
 		routes.Publisher: {

@@ -54,7 +54,9 @@ func TestNag(t *testing.T) {
 			// publisher's ListStreams shares X-Ray's "*".
 			"AwsSolutions-IAM5":  len(routes.Functions),
 			"AwsSolutions-APIG4": len(routes.Table),
-			"AwsSolutions-SQS3":  2, // the schedule's and the stream's DLQ
+			// the schedule's and the stream's DLQ; the timer queue's DLQ is
+			// named in its queue's redrive policy, so SQS3 does not fire.
+			"AwsSolutions-SQS3": 2,
 		}
 		if !same(got, want) {
 			t.Errorf("suppressed findings by rule: got %v, want %v\n%s", got, want, messages(s.infos))

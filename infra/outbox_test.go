@@ -25,14 +25,18 @@ func TestOutbox(t *testing.T) {
 	})
 
 	t.Run("EventSourceMapping", func(t *testing.T) {
-		esms := s.ofType("AWS::Lambda::EventSourceMapping")
+		// The publisher's mappings (the pauser's timer queue has its own,
+		// pinned by TestTimers).
+		esms := map[string]cfnResource{}
+		for id, m := range s.ofType("AWS::Lambda::EventSourceMapping") {
+			if same(prop(m, "FunctionName"), ref(fnID)) {
+				esms[id] = m
+			}
+		}
 		if got, want := len(esms), 1; got != want {
-			t.Fatalf("event source mappings: got %d, want %d", got, want)
+			t.Fatalf("publisher event source mappings: got %d, want %d", got, want)
 		}
 		for _, m := range esms {
-			if got, want := prop(m, "FunctionName"), ref(fnID); !same(got, want) {
-				t.Errorf("FunctionName: got %v, want the publisher %v", canonical(got), canonical(want))
-			}
 			if got, want := prop(m, "EventSourceArn"), getAtt(s.logicalID(t, "SessionsTable"), "StreamArn"); !same(got, want) {
 				t.Errorf("EventSourceArn: got %v, want the table's stream", canonical(got))
 			}

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/sandmanhq/sandman/internal/apigw"
+	"github.com/sandmanhq/sandman/internal/envnames"
 	"github.com/sandmanhq/sandman/internal/routes"
 	"github.com/sandmanhq/sandman/internal/tabledef"
 )
@@ -22,8 +23,12 @@ import (
 // providerKeyFunctions call the sandbox provider; webhook reads the webhook
 // key; publishers put lifecycle events on the bus (the grant table).
 var (
-	providerKeyFunctions = []string{routes.Sessions, routes.Resume, routes.Snapshot, routes.Reconnect, routes.IdlePause}
-	publisherFunctions   = []string{routes.Publisher} // the table's stream publishes; no request does
+	providerKeyFunctions = []string{routes.Sessions, routes.Resume, routes.Snapshot, routes.Reconnect, routes.IdlePause, routes.Pauser}
+	// timerFunctions arm pause timers: every function whose writes may set
+	// a deadline before the next sweep, and the pauser, which re-arms.
+	timerFunctions = []string{routes.Sessions, routes.Resume, routes.Snapshot, routes.Reconnect, routes.Webhook,
+		routes.IdlePause, routes.Pauser}
+	publisherFunctions = []string{routes.Publisher} // the table's stream publishes; no request does
 )
 
 // probeTimeout is reconnect's live probe timeout, lifecycle.Service's
@@ -212,6 +217,10 @@ func TestFunctions(t *testing.T) {
 				if timeout < 15 || timeout > 29 {
 					t.Errorf("Timeout: got %v s, want 15..29 s (under API Gateway's 30 s)", timeout)
 				}
+			case routes.Pauser:
+				if timeout < 30 || timeout > 120 {
+					t.Errorf("Timeout: got %v s, want 30..120 s (a batch of timers, each one provider pause)", timeout)
+				}
 			case routes.Publisher:
 				if timeout < 30 || timeout > 300 {
 					t.Errorf("Timeout: got %v s, want 30..300 s (a batch's PutEvents with their retries)", timeout)
@@ -231,6 +240,9 @@ func TestFunctions(t *testing.T) {
 			}
 			if name == routes.Webhook {
 				wantEnv[EnvWebhookSecretSecret] = DefaultWebhookSecretName
+			}
+			if slices.Contains(timerFunctions, name) {
+				wantEnv[envnames.TimerQueueURL] = ref(s.logicalID(t, "TimerQueue"))
 			}
 			gotEnv := prop(fn, "Environment").(map[string]any)["Variables"]
 			if !same(gotEnv, wantEnv) {
@@ -331,8 +343,8 @@ func TestSchedule(t *testing.T) {
 	})
 
 	t.Run("DeadLetterQueue", func(t *testing.T) {
-		if got, want := len(s.ofType("AWS::SQS::Queue")), 2; got != want {
-			t.Fatalf("queues: got %d, want %d (the schedule's and the stream's DLQ)", got, want)
+		if got, want := len(s.ofType("AWS::SQS::Queue")), 4; got != want {
+			t.Fatalf("queues: got %d, want %d (the schedule's and the stream's DLQ, the timer queue and its DLQ)", got, want)
 		}
 		dlq := s.resource(t, dlqID, "AWS::SQS::Queue")
 		if got, want := prop(dlq, "SqsManagedSseEnabled"), true; got != want {
@@ -538,8 +550,8 @@ func mapValues(m map[string]string) []string {
 func TestAlarms(t *testing.T) {
 	s := MustDefaultStack(t)
 	alarms := s.ofType("AWS::CloudWatch::Alarm")
-	if got, want := len(alarms), 2*len(routes.Functions)+3; got != want {
-		t.Errorf("alarms: got %d, want %d (errors and throttles per function, two DLQ depths, iterator age)", got, want)
+	if got, want := len(alarms), 2*len(routes.Functions)+5; got != want {
+		t.Errorf("alarms: got %d, want %d (errors and throttles per function, three DLQ depths, iterator age, timer age)", got, want)
 	}
 	// find returns the alarms on metric in namespace with the given dimension.
 	find := func(namespace, metric string, dimension map[string]any) []cfnResource {

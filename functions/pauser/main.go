@@ -14,6 +14,7 @@ import (
 
 	"github.com/sandmanhq/sandman/internal/app"
 	"github.com/sandmanhq/sandman/internal/providers"
+	"github.com/sandmanhq/sandman/internal/routes"
 	"github.com/sandmanhq/sandman/internal/sqstimer"
 )
 
@@ -21,7 +22,7 @@ func main() {
 	ctx := context.Background()
 	a, err := app.Load(ctx, app.Needs{Provider: true}, app.Deps{Providers: providers.Lambda()})
 	if err != nil {
-		slog.Error("cold start failed", "function", "pauser", "err", err)
+		slog.Error("cold start failed", "function", routes.Pauser, "err", err)
 		os.Exit(1)
 	}
 	lambda.Start(sqstimer.NewHandler(a.Service, a.Log).Handle)

@@ -51,6 +51,7 @@ var deployed = map[string]deployedFunction{
 	routes.Reconnect: {29 * time.Second, 256},
 	routes.Webhook:   {15 * time.Second, 256},
 	routes.IdlePause: {4*time.Minute + 50*time.Second, 512},
+	routes.Pauser:    {time.Minute, 256},
 }
 
 var defaultDeployed = deployedFunction{29 * time.Second, 256}
@@ -442,6 +443,12 @@ func (c *coldEvents) payloads(ctx context.Context, run int) ([][]byte, string, e
 			return nil, "", err
 		}
 		return [][]byte{raw, raw}, "events/scheduled/idlepause.json (a sweep of the small benchmark table)", nil
+	case routes.Pauser:
+		raw, err := c.env.Fixture("queue/pauser.json")
+		if err != nil {
+			return nil, "", err
+		}
+		return [][]byte{raw, raw}, "events/queue/pauser.json (an unknown session's timer fires idle, a malformed one is dropped; no provider call)", nil
 	}
 	return nil, "", fmt.Errorf("no cold-start event for function %q", c.function)
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/sandmanhq/sandman/internal/localsandbox"
 	"github.com/sandmanhq/sandman/internal/outbox"
 	"github.com/sandmanhq/sandman/internal/routes"
+	"github.com/sandmanhq/sandman/internal/sqstimer"
 	"github.com/sandmanhq/sandman/internal/sweep"
 )
 
@@ -211,6 +212,14 @@ func InvokeCommand(ctx context.Context, args []string, w io.Writer) error {
 		}
 		defer pub.Close()
 		if resp, err = outbox.NewHandler(pub, a.Log).Handle(ctx, ev); err != nil {
+			return err
+		}
+	case routes.Pauser:
+		var ev events.SQSEvent
+		if err := json.Unmarshal(raw, &ev); err != nil {
+			return fmt.Errorf("decode SQS event %s: %w", *eventFile, err)
+		}
+		if resp, err = sqstimer.NewHandler(a.Service, a.Log).Handle(ctx, ev); err != nil {
 			return err
 		}
 	case routes.IdlePause:

@@ -16,10 +16,13 @@ const (
 	// Publisher is invoked by the table's DynamoDB stream; it publishes
 	// lifecycle events (internal/outbox).
 	Publisher = "publisher"
+	// Pauser is fed by the timer queue (SQS); it fires pause timers
+	// (internal/sqstimer, DESIGN.md "Precise pausing").
+	Pauser = "pauser"
 )
 
-// Functions lists every Lambda function: HTTP, scheduled and stream.
-var Functions = []string{Sessions, Status, Resume, Snapshot, Reconnect, Webhook, IdlePause, Publisher}
+// Functions lists every Lambda function: HTTP, scheduled, stream and queue.
+var Functions = []string{Sessions, Status, Resume, Snapshot, Reconnect, Webhook, IdlePause, Publisher, Pauser}
 
 // Route is one API Gateway route: Key is the route key as API Gateway writes
 // it ("POST /v1/sessions/{id}/resume"), Function the Lambda that serves it.
