@@ -27,7 +27,10 @@ if [ -x scripts/smoke.sh ] && [ "$#" -eq 0 ]; then
   bash scripts/smoke.sh
 fi
 
-# The client channel end to end in headless Chromium (issue 18).
+# The client channel end to end in headless Chromium (issue 18), and the
+# browser client's own behaviours (heartbeat throttling, reconnect backoff,
+# token refresh) against a scripted channel.
 if [ "$#" -eq 0 ]; then
   bash scripts/browser.sh internal/localstack/testdata/fullstack.test.mjs
+  bash scripts/browser.sh internal/webclient/webclienttest/testdata/client.test.mjs
 fi
