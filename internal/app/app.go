@@ -244,7 +244,13 @@ func New(ctx context.Context, cfg Config, needs Needs, deps Deps) (*App, error) 
 	if err != nil {
 		return nil, err
 	}
-	a.Store = dynamo.New(ddb, cfg.Table, dynamo.WithLogger(a.Log))
+	storeOpts := []dynamo.Option{dynamo.WithLogger(a.Log)}
+	if cfg.MaxRunning == 0 {
+		// No quota: keep no per-account slot counter, so session writes stay
+		// single PutItems instead of transactions on one hot item per account.
+		storeOpts = append(storeOpts, dynamo.WithoutRunningSlots())
+	}
+	a.Store = dynamo.New(ddb, cfg.Table, storeOpts...)
 
 	for _, name := range cfg.Providers {
 		var p lifecycle.Provider

@@ -105,3 +105,31 @@ func TestQuotaConcurrentCreates(t *testing.T) {
 func asError(err error, target **lifecycle.Error) bool { return errors.As(err, target) }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// TestWithoutRunningSlots: a store built without the running-slot counter
+// (no quota configured) keeps no counter item, so creating and pausing
+// sessions never touches one per-account item; and it refuses a write that
+// asks it to enforce a limit it cannot count.
+func TestWithoutRunningSlots(t *testing.T) {
+	client, table := dynamotest.MustClient(t), dynamotest.MustTable(t)
+	store := dynamo.New(client, table, dynamo.WithoutRunningSlots())
+	clock := lifecycle.NewManualClock(time.Date(2026, 11, 23, 1, 0, 0, 0, time.UTC))
+	prov := fakeprovider.New(fakeprovider.WithClock(clock))
+	svc := lifecycle.NewService(lifecycle.Config{Store: store, Provider: prov, Clock: clock, Log: slog.New(slog.DiscardHandler)})
+	const account = "acct-noslots"
+	for range 3 {
+		if _, _, err := svc.Create(t.Context(), account, lifecycle.CreateInput{Template: "base"}); err != nil {
+			t.Fatalf("create: %v", err)
+		}
+	}
+	// The same table read through a counting store: no counter was kept.
+	if n, err := dynamo.New(client, table).RunningSlots(t.Context(), account); err != nil || n != 0 {
+		t.Errorf("running slots = %d, %v; want 0 (no counter item)", n, err)
+	}
+
+	limited := lifecycle.NewService(lifecycle.Config{Store: store, Provider: prov, Clock: clock, MaxRunning: 5,
+		Log: slog.New(slog.DiscardHandler)})
+	if _, _, err := limited.Create(t.Context(), account, lifecycle.CreateInput{Template: "base"}); err == nil {
+		t.Error("create with a running limit on a store without the counter: no error")
+	}
+}

@@ -31,6 +31,9 @@ type Store struct {
 	client *dynamodb.Client
 	table  string
 	log    *slog.Logger
+	// noSlots: the account running-slot counter is not kept
+	// (WithoutRunningSlots).
+	noSlots bool
 }
 
 var _ lifecycle.Store = (*Store)(nil)
@@ -41,6 +44,16 @@ type Option func(*Store)
 // WithLogger sets the logger for the few things the store reports without
 // failing (default slog.Default()).
 func WithLogger(l *slog.Logger) Option { return func(s *Store) { s.log = l } }
+
+// WithoutRunningSlots turns the per-account running-slot counter off: a
+// session write that takes or releases a slot is then one PutItem, not a
+// TransactWriteItems with the account's counter item. Use it when no
+// running quota is configured (lifecycle.Config.MaxRunning 0): the counter
+// is one item per account, so keeping it makes every start and stop of an
+// account's sessions contend on that item for nothing. A session write
+// with Session.RunningLimit set is refused (internal error) on such a
+// store, since it could not enforce the limit.
+func WithoutRunningSlots() Option { return func(s *Store) { s.noSlots = true } }
 
 // New returns a Store on the table called table (created with CreateTable or
 // the CDK stack) through client (see NewClient).
@@ -215,8 +228,11 @@ func (st *Store) UpdateSession(ctx context.Context, s *lifecycle.Session, from l
 // its own retried write apart with wroteIt), else the store's error;
 // quota_exceeded when the counter refused a slot.
 func (st *Store) write(ctx context.Context, s *lifecycle.Session, it sessionItem, cond expression.ConditionBuilder, delta int) (map[string]types.AttributeValue, bool, error) {
-	if delta != 0 {
+	if delta != 0 && !st.noSlots {
 		return st.putMovingSlots(ctx, s, it, cond, delta)
+	}
+	if st.noSlots && s.RunningLimit > 0 {
+		return nil, false, fmt.Errorf("write session %s with a running limit of %d: this store keeps no running-slot counter (WithoutRunningSlots)", s.ID, s.RunningLimit)
 	}
 	err := st.put(ctx, it, cond, true)
 	var failed *types.ConditionalCheckFailedException
