@@ -7,14 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/retry"
 )
 
 // maxBody bounds how much of an answer is read (ours: a list page of 200
@@ -214,19 +213,7 @@ func RetryAfterOf(h http.Header, now time.Time) time.Duration {
 }
 
 func parseRetryAfter(v string, now time.Time) time.Duration {
-	v = strings.TrimSpace(v)
-	if s, err := strconv.ParseInt(v, 10, 64); err == nil {
-		if s <= 0 || s > int64(24*time.Hour/time.Second) {
-			return 0
-		}
-		return time.Duration(s) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		if d := t.Sub(now); d > 0 && d <= 24*time.Hour {
-			return d
-		}
-	}
-	return 0
+	return retry.ParseAfter(v, now)
 }
 
 // retry runs attempt until it succeeds, fails for good or the retries run
@@ -266,23 +253,7 @@ func (p *Provider) retry(ctx context.Context, op, sandboxID string, conflicts in
 // and at least retryAfter. False when retryAfter exceeds RetryMaxWait or
 // the wait would outlast ctx's deadline.
 func (p *Provider) backoff(ctx context.Context, n int, retryAfter time.Duration) (time.Duration, bool) {
-	if retryAfter > p.cfg.RetryMaxWait {
-		return 0, false
-	}
-	d := p.cfg.RetryMaxWait
-	if n < 32 {
-		if b := p.cfg.RetryBase << n; b > 0 && b < d {
-			d = b
-		}
-	}
-	d = d/2 + rand.N(d/2+1)
-	if retryAfter > d {
-		d = retryAfter
-	}
-	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= d {
-		return 0, false
-	}
-	return d, true
+	return retry.Backoff(ctx, n, p.cfg.RetryBase, p.cfg.RetryMaxWait, retryAfter)
 }
 
 func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }

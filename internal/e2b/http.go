@@ -7,13 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/retry"
 )
 
 // maxBody bounds how much of an answer is read (ours: a list page of 100
@@ -163,22 +162,7 @@ func describe(op, sandboxID string) string {
 // (RFC 9110 §10.2.3), relative to now. It returns 0 for a missing, malformed
 // or past value.
 func parseRetryAfter(v string, now time.Time) time.Duration {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0
-	}
-	if s, err := strconv.ParseInt(v, 10, 64); err == nil {
-		if s <= 0 || s > int64(24*time.Hour/time.Second) {
-			return 0
-		}
-		return time.Duration(s) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		if d := t.Sub(now); d > 0 {
-			return d
-		}
-	}
-	return 0
+	return retry.ParseAfter(v, now)
 }
 
 // retry runs attempt until it succeeds, fails for good, or the retries run
@@ -209,21 +193,5 @@ func (p *Provider) retry(ctx context.Context, op, sandboxID string, attempt func
 // at least retryAfter. It returns false when the retry should not happen:
 // retryAfter exceeds RetryMaxWait or the wait would outlast ctx's deadline.
 func (p *Provider) backoff(ctx context.Context, n int, retryAfter time.Duration) (time.Duration, bool) {
-	if retryAfter > p.cfg.RetryMaxWait {
-		return 0, false
-	}
-	d := p.cfg.RetryMaxWait
-	if n < 32 {
-		if b := p.cfg.RetryBase << n; b > 0 && b < d {
-			d = b
-		}
-	}
-	d = d/2 + rand.N(d/2+1)
-	if retryAfter > d {
-		d = retryAfter
-	}
-	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= d {
-		return 0, false
-	}
-	return d, true
+	return retry.Backoff(ctx, n, p.cfg.RetryBase, p.cfg.RetryMaxWait, retryAfter)
 }
