@@ -186,6 +186,12 @@ type Config struct {
 	// gets an away deadline then whatever Scenario.AwayProbability is
 	// (issue 19: "the user who leaves for good closes the page").
 	LeaveClosesPage bool
+	// AwayFrontier lists away timeouts to replay, each with timers and
+	// presence at the target away_prob (0.5) and no faults, for the report's
+	// trade-off table: billed time against resumes waited for as the away
+	// timeout grows from DESIGN.md's default towards the idle timeout. Empty
+	// leaves the table out. Each entry must be positive.
+	AwayFrontier []time.Duration
 	// VCPUs and PricePerVCPUSecond (US dollars) turn billed time into money.
 	// An assumption, not a quote: E2B has published about $0.000014 per vCPU
 	// per second, and 2 vCPUs is its default sandbox. Memory is not priced.
@@ -205,6 +211,11 @@ var DefaultOutage = Outage{Start: 24*time.Hour + 14*time.Hour, Duration: 6 * tim
 // DefaultAwayProbabilities are the away_prob values of the report's presence
 // rows (issue 19: 0, 0.5 and 1).
 var DefaultAwayProbabilities = []float64{0, 0.5, 1}
+
+// DefaultAwayFrontier is the away timeouts of the report's trade-off table:
+// DESIGN.md's default (2 min) up to the default idle timeout (10 min).
+var DefaultAwayFrontier = []time.Duration{2 * time.Minute, 3 * time.Minute, 4 * time.Minute, 5 * time.Minute,
+	6 * time.Minute, 8 * time.Minute, 10 * time.Minute}
 
 // DefaultScenarios returns the report's rows: never pause; the cron sweep
 // and Sandman today, each with no faults, with missedRate of the sweeps
@@ -281,6 +292,7 @@ func DefaultConfig() Config {
 		TimerLateness:      time.Second,
 		AwayTimeout:        2 * time.Minute,
 		LeaveClosesPage:    true,
+		AwayFrontier:       DefaultAwayFrontier,
 		VCPUs:              2,
 		PricePerVCPUSecond: 0.000014,
 		Scenarios:          DefaultScenarios(0.05, DefaultOutage, DefaultAwayProbabilities),
@@ -327,6 +339,9 @@ func (c Config) Validate() error {
 		"timer margin must not be negative and sweep interval + timer margin must be at most SQS's 15m maximum delay")
 	check(c.TimerLateness >= 0, "timer lateness must not be negative")
 	check(c.AwayTimeout >= 0, "away timeout must not be negative")
+	for _, t := range c.AwayFrontier {
+		check(t > 0, "away frontier timeout %s must be positive", t)
+	}
 	for i, s := range c.Scenarios {
 		check(s.Policy.Valid(), "scenario %d (%q): unknown policy %q", i, s.Name, s.Policy)
 		check(s.SweepFailureRate >= 0 && s.SweepFailureRate <= 1,

@@ -70,6 +70,19 @@ func Replay(cfg Config, tr Trace) (Report, error) {
 		res.SavingsPercent = 100 * ratio(r.NeverPauseMinutes-res.BilledMinutes, r.NeverPauseMinutes)
 		r.Results = append(r.Results, res)
 	}
+	for _, t := range cfg.AwayFrontier {
+		fc := cfg
+		fc.AwayTimeout = t
+		res, err := replay(fc, tr, Scenario{Name: "away frontier " + human(t), Policy: SandmanTimers,
+			Presence: true, AwayProbability: targetAwayProbability})
+		if err != nil {
+			return Report{}, fmt.Errorf("away frontier %s: %w", t, err)
+		}
+		res.RatioToFloor = ratio(res.BilledMinutes, r.Trace.ActiveMinutes)
+		res.SavingsPercent = 100 * ratio(r.NeverPauseMinutes-res.BilledMinutes, r.NeverPauseMinutes)
+		r.Frontier = append(r.Frontier, FrontierPoint{AwayTimeout: t,
+			GapsAwayToIdle: stats(tr, cfg.Lifecycle.DefaultIdleTimeout, t).GapsAwayToIdle, Result: res})
+	}
 	return r, nil
 }
 

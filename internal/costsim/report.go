@@ -23,8 +23,20 @@ type Report struct {
 	NeverPauseMinutes float64
 	// Results holds one entry per scenario.
 	Results []Result
+	// Frontier holds one replay per Config.AwayFrontier entry, in order.
+	Frontier []FrontierPoint
 	// Scale is the scale simulation (Run only; Replay leaves it empty).
 	Scale ScaleReport
+}
+
+// FrontierPoint is the timers-and-presence row (away_prob 0.5, no faults)
+// replayed with one away timeout.
+type FrontierPoint struct {
+	AwayTimeout time.Duration
+	// GapsAwayToIdle counts the trace's gaps longer than AwayTimeout but not
+	// the idle timeout: where presence adds a pause and a resume.
+	GapsAwayToIdle int
+	Result         Result
 }
 
 // TraceStats describes a trace. Durations are time.Duration; percentiles
@@ -206,6 +218,7 @@ func (r Report) Markdown() string {
 	}
 	r.timersMarkdown(w)
 	r.targetsMarkdown(w)
+	r.frontierMarkdown(w)
 
 	w("\n### Method\n\n")
 	w("- **Trace** (`internal/costsim`, seed %d; each session draws from its own PCG stream seeded by (seed, index)). "+
@@ -257,7 +270,7 @@ func (r Report) Markdown() string {
 		w("  These bounds do not hold here: the idle timeout + grace + headroom exceeds the provider's %s maximum timeout, "+
 			"so the provider can pause a sandbox before its idle timeout (see `Policy.NeedsProviderRefresh`).\n", human(pol.MaxProviderTimeout))
 	}
-	w("- **Timers** (*+ timers*, modelled on DESIGN.md \"Precise pausing\" and issue 19; not in the real code yet): each sweep tick "+
+	w("- **Timers** (*+ timers*, modelled on DESIGN.md \"Precise pausing\" and issue 19; in the real code `lifecycle.Timers` with `internal/localtimer` or `internal/sqstimer`): each sweep tick "+
 		"that runs arms a timer for every running session whose deadline falls before the next tick + %s margin; a write that "+
 		"sets a deadline before the next tick + margin (a create, a resume, a written heartbeat) arms one at once, and so does "+
 		"every disconnect. A timer's delay is the time to the deadline rounded up to a whole second (SQS DelaySeconds) and "+
@@ -267,7 +280,7 @@ func (r Report) Markdown() string {
 		"here (see the scale simulation for one). While the control plane is down a firing timer is lost (assumed to end in "+
 		"the dead-letter queue); the sweep and the provider timeout stay the backstops, unchanged.\n",
 		human(c.TimerMargin), human(c.TimerLateness), human(time.Second+c.TimerLateness))
-	w("- **Presence** (*+ presence*, modelled on DESIGN.md \"Client channel\"; not in the real code yet): at the start of each idle "+
+	w("- **Presence** (*+ presence*, modelled on DESIGN.md \"Client channel\"; in the real code `lifecycle.Service.SetPresence` fed by `internal/channel`): at the start of each idle "+
 		"gap (the burst's last heartbeat) the client is gone or hidden with probability away_prob, drawn once per gap from a "+
 		"stream of its own (seed, 2^62 | index), independent of the gap's length, so the away gaps at 0.5 are among those at 1. "+
 		"%s Its away deadline is then that moment + %s (away_timeout) and it pauses at the earlier of that and its idle "+
@@ -466,6 +479,46 @@ func (r Report) targetsMarkdown(w func(string, ...any)) {
 			numfmt.Thousands(outT.Interrupted), numfmt.Thousands(today.Interrupted), met(ok), numfmt.Thousands(outT.Resumes), numfmt.Thousands(today.Resumes),
 			100*ratio(float64(outT.Resumes-today.Resumes), float64(today.Resumes)))
 	}
+}
+
+// frontierMarkdown renders the away-timeout trade-off: for each
+// Config.AwayFrontier entry, the billed ratio and the resumes against the
+// cron sweep's, each checked against its issue 19 target.
+func (r Report) frontierMarkdown(w func(string, ...any)) {
+	cron, ok := r.find(func(res Result) bool { return res.Scenario.Policy == CronSweep && noFaults(res) })
+	if len(r.Frontier) == 0 || !ok {
+		return
+	}
+	w("\n### Presence trade-off: the away timeout\n\n")
+	w("Timers and presence at away_prob %g, no faults, replayed once per away timeout on the same trace. A longer away "+
+		"timeout turns fewer short absences into a pause and a resume, and saves less.\n\n", targetAwayProbability)
+	w("| away timeout | gaps between it and the idle timeout | billed sandbox-min | × floor (target ≤ %.2f) | resumes waited for | vs cron sweep (target ±%.0f %%) | both targets |\n",
+		targetPresenceRatio, 100*targetResumeSpread)
+	w("|---:|---:|---:|---:|---:|---:|---|\n")
+	both := 0
+	for _, p := range r.Frontier {
+		res := p.Result
+		spread := ratio(float64(res.Resumes-cron.Resumes), float64(cron.Resumes))
+		okBilled, okResumes := res.RatioToFloor <= targetPresenceRatio, math.Abs(spread) <= targetResumeSpread
+		if okBilled && okResumes {
+			both++
+		}
+		w("| %s | %s | %s | %.2f %s | %s | %+.1f %% %s | %s |\n", human(p.AwayTimeout), numfmt.Thousands(p.GapsAwayToIdle),
+			numfmt.Thousands(int(res.BilledMinutes+0.5)), res.RatioToFloor, mark(okBilled), numfmt.Thousands(res.Resumes),
+			100*spread, mark(okResumes), map[bool]string{true: "met", false: "not met"}[okBilled && okResumes])
+	}
+	if both == 0 {
+		w("\nNo away timeout in the table meets both targets on this trace: the billed target needs short absences to pause, " +
+			"and every such pause is a resume the cron sweep never makes.\n")
+	}
+}
+
+// mark is a check or a cross for a target cell.
+func mark(ok bool) string {
+	if ok {
+		return "✓"
+	}
+	return "✗"
 }
 
 // otherCallsMarkdown puts the scale simulation's load next to the other

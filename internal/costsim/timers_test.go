@@ -429,3 +429,47 @@ func TestTargetsMarkdown(t *testing.T) {
 		}
 	}
 }
+
+// TestAwayFrontier: each frontier point is the presence row replayed with
+// its away timeout (the 2 min point equals the report's away_prob 0.5 row),
+// a longer away timeout never bills less or resumes more on the same trace,
+// and the table judges both targets from those figures.
+func TestAwayFrontier(t *testing.T) {
+	r := MustDefaultReport(t)
+	if got, want := len(r.Frontier), len(costsim.DefaultAwayFrontier); got != want {
+		t.Fatalf("frontier points = %d, want %d", got, want)
+	}
+	p5 := MustResult(t, r, "sandman + timers + presence, away_prob 0.5")
+	first := r.Frontier[0]
+	if first.AwayTimeout != r.Config.AwayTimeout {
+		t.Fatalf("first frontier point at %s, want the configured away timeout %s", first.AwayTimeout, r.Config.AwayTimeout)
+	}
+	if first.Result.BilledMinutes != p5.BilledMinutes || first.Result.Resumes != p5.Resumes {
+		t.Errorf("2 min point billed %v min with %d resumes, want the away_prob 0.5 row's %v with %d",
+			first.Result.BilledMinutes, first.Result.Resumes, p5.BilledMinutes, p5.Resumes)
+	}
+	if first.GapsAwayToIdle != r.Trace.GapsAwayToIdle {
+		t.Errorf("2 min point counts %d gaps, want the trace's %d", first.GapsAwayToIdle, r.Trace.GapsAwayToIdle)
+	}
+	for i := 1; i < len(r.Frontier); i++ {
+		a, b := r.Frontier[i-1], r.Frontier[i]
+		if b.Result.BilledMinutes < a.Result.BilledMinutes {
+			t.Errorf("away timeout %s bills %v min, less than %s's %v", b.AwayTimeout, b.Result.BilledMinutes, a.AwayTimeout, a.Result.BilledMinutes)
+		}
+		if b.Result.Resumes > a.Result.Resumes {
+			t.Errorf("away timeout %s resumes %d times, more than %s's %d", b.AwayTimeout, b.Result.Resumes, a.AwayTimeout, a.Result.Resumes)
+		}
+		if b.GapsAwayToIdle > a.GapsAwayToIdle {
+			t.Errorf("away timeout %s has %d gaps before the idle timeout, more than %s's %d", b.AwayTimeout, b.GapsAwayToIdle, a.AwayTimeout, a.GapsAwayToIdle)
+		}
+	}
+	if last := r.Frontier[len(r.Frontier)-1]; last.GapsAwayToIdle != 0 {
+		t.Errorf("at the idle timeout %d gaps remain between it and the idle timeout, want 0", last.GapsAwayToIdle)
+	}
+	md := r.Markdown()
+	for _, want := range []string{"### Presence trade-off: the away timeout", "| 2 min | 1,782 | 134,151 | 1.23 ✓ | 3,416 | +42.4 % ✗ | not met |"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("Markdown lacks %q", want)
+		}
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/sandmanhq/sandman/internal/costsim"
 )
@@ -59,6 +60,8 @@ func main() {
 	fs.BoolVar(&cfg.LeaveClosesPage, "leave-closes-page", cfg.LeaveClosesPage, "presence: the user who leaves for good closes the page")
 	awayProbs := floats(costsim.DefaultAwayProbabilities)
 	fs.Var(&awayProbs, "away-prob", "presence rows: comma-separated chances that the client is away for an idle gap")
+	frontier := durations(cfg.AwayFrontier)
+	fs.Var(&frontier, "away-frontier", "presence trade-off table: comma-separated away timeouts to replay at away_prob 0.5 (empty = no table)")
 	missed := fs.Float64("missed-sweeps", 0.05, "share of sweep ticks missed in the missed-sweeps rows (0 = no such rows)")
 	outage := costsim.DefaultOutage
 	fs.DurationVar(&outage.Start, "outage-start", outage.Start, "control-plane outage: offset from the epoch (a Monday 00:00 UTC)")
@@ -78,6 +81,7 @@ func main() {
 	flag.Parse()
 
 	cfg.Scenarios = costsim.DefaultScenarios(*missed, outage, awayProbs)
+	cfg.AwayFrontier = frontier
 	// The scale simulation runs the same sweep and timers.
 	sc.SweepInterval, sc.TimerLateness = cfg.SweepInterval, cfg.TimerLateness
 	if err := cfg.Validate(); err != nil {
@@ -108,5 +112,33 @@ func (f *floats) Set(v string) error {
 		out = append(out, x)
 	}
 	*f = out
+	return nil
+}
+
+// durations is a flag.Value holding a comma-separated list of durations; an
+// empty value is an empty list.
+type durations []time.Duration
+
+func (d *durations) String() string {
+	s := make([]string, len(*d))
+	for i, v := range *d {
+		s[i] = v.String()
+	}
+	return strings.Join(s, ",")
+}
+
+func (d *durations) Set(v string) error {
+	var out []time.Duration
+	for _, part := range strings.Split(v, ",") {
+		if part = strings.TrimSpace(part); part == "" {
+			continue
+		}
+		x, err := time.ParseDuration(part)
+		if err != nil {
+			return fmt.Errorf("%q is not a duration", part)
+		}
+		out = append(out, x)
+	}
+	*d = out
 	return nil
 }
