@@ -33,17 +33,9 @@ func CreateTable(ctx context.Context, client *dynamodb.Client, name string) erro
 	}
 	var gsis []types.GlobalSecondaryIndex
 	for _, ix := range tabledef.Indexes {
-		schema := []types.KeySchemaElement{{AttributeName: aws.String(ix.PartitionKey), KeyType: types.KeyTypeHash}}
-		attrTypes[ix.PartitionKey] = types.ScalarAttributeType(ix.PartitionType)
-		if ix.SortKey != "" {
-			schema = append(schema, types.KeySchemaElement{AttributeName: aws.String(ix.SortKey), KeyType: types.KeyTypeRange})
-			attrTypes[ix.SortKey] = types.ScalarAttributeType(ix.SortType)
-		}
-		gsis = append(gsis, types.GlobalSecondaryIndex{
-			IndexName:  aws.String(ix.Name),
-			KeySchema:  schema,
-			Projection: &types.Projection{ProjectionType: types.ProjectionTypeAll},
-		})
+		gsi, keyTypes := indexSpec(ix)
+		gsis = append(gsis, gsi)
+		maps.Copy(attrTypes, keyTypes)
 	}
 	var defs []types.AttributeDefinition
 	for _, name := range slices.Sorted(maps.Keys(attrTypes)) {
@@ -83,6 +75,93 @@ func CreateTable(ctx context.Context, client *dynamodb.Client, name string) erro
 		return fmt.Errorf("enable ttl on table %s: %w", name, err)
 	}
 	return nil
+}
+
+// indexSpec returns ix as a GSI projecting all attributes, and the types of
+// its key attributes.
+func indexSpec(ix tabledef.Index) (types.GlobalSecondaryIndex, map[string]types.ScalarAttributeType) {
+	keyTypes := map[string]types.ScalarAttributeType{ix.PartitionKey: types.ScalarAttributeType(ix.PartitionType)}
+	schema := []types.KeySchemaElement{{AttributeName: aws.String(ix.PartitionKey), KeyType: types.KeyTypeHash}}
+	if ix.SortKey != "" {
+		schema = append(schema, types.KeySchemaElement{AttributeName: aws.String(ix.SortKey), KeyType: types.KeyTypeRange})
+		keyTypes[ix.SortKey] = types.ScalarAttributeType(ix.SortType)
+	}
+	return types.GlobalSecondaryIndex{
+		IndexName:  aws.String(ix.Name),
+		KeySchema:  schema,
+		Projection: &types.Projection{ProjectionType: types.ProjectionTypeAll},
+	}, keyTypes
+}
+
+// indexPoll is how often EnsureIndexes re-reads a new index's status.
+const indexPoll = 250 * time.Millisecond
+
+// EnsureIndexes adds to the existing table called name every index of
+// tabledef.Indexes it lacks (a table kept from an older version, such as a
+// local stack's data folder from before the by_conn_session index), one
+// UpdateTable per index as DynamoDB requires, and waits until each is ACTIVE
+// (DynamoDB backfills it from the items already there). It returns the names
+// of the indexes it added, in tabledef order; none when the table is up to
+// date. An index of the same name with another key schema is left alone.
+// Errors: the SDK's, wrapped; an index not ACTIVE within 5 min.
+func EnsureIndexes(ctx context.Context, client *dynamodb.Client, name string) ([]string, error) {
+	out, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)})
+	if err != nil {
+		return nil, fmt.Errorf("describe table %s: %w", name, err)
+	}
+	have := map[string]bool{}
+	for _, g := range out.Table.GlobalSecondaryIndexes {
+		have[aws.ToString(g.IndexName)] = true
+	}
+	var added []string
+	for _, ix := range tabledef.Indexes {
+		if have[ix.Name] {
+			continue
+		}
+		gsi, keyTypes := indexSpec(ix)
+		var defs []types.AttributeDefinition
+		for _, attr := range slices.Sorted(maps.Keys(keyTypes)) {
+			defs = append(defs, types.AttributeDefinition{AttributeName: aws.String(attr), AttributeType: keyTypes[attr]})
+		}
+		_, err := client.UpdateTable(ctx, &dynamodb.UpdateTableInput{
+			TableName:            aws.String(name),
+			AttributeDefinitions: defs,
+			GlobalSecondaryIndexUpdates: []types.GlobalSecondaryIndexUpdate{{Create: &types.CreateGlobalSecondaryIndexAction{
+				IndexName: gsi.IndexName, KeySchema: gsi.KeySchema, Projection: gsi.Projection,
+			}}},
+		})
+		if err != nil {
+			return added, fmt.Errorf("add index %s to table %s: %w", ix.Name, name, err)
+		}
+		if err := waitIndexActive(ctx, client, name, ix.Name); err != nil {
+			return added, err
+		}
+		added = append(added, ix.Name)
+	}
+	return added, nil
+}
+
+// waitIndexActive polls the table until its index called index is ACTIVE,
+// for at most tableWait.
+func waitIndexActive(ctx context.Context, client *dynamodb.Client, table, index string) error {
+	ctx, cancel := context.WithTimeout(ctx, tableWait)
+	defer cancel()
+	for {
+		out, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
+		if err != nil {
+			return fmt.Errorf("wait for index %s of table %s: %w", index, table, err)
+		}
+		for _, g := range out.Table.GlobalSecondaryIndexes {
+			if aws.ToString(g.IndexName) == index && g.IndexStatus == types.IndexStatusActive {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("wait for index %s of table %s: %w", index, table, ctx.Err())
+		case <-time.After(indexPoll):
+		}
+	}
 }
 
 // DeleteTable deletes the table called name and waits until it is gone. A

@@ -391,13 +391,16 @@ func newOutbox(ctx context.Context, client *dynamodb.Client, cfg app.Config, sta
 	return poller, func() { _ = pub.Close() }, nil
 }
 
-// EnsureTable creates the sessions table unless it exists.
+// EnsureTable creates the sessions table unless it exists, and adds to an
+// existing one the indexes it lacks (a data folder kept from an older
+// version; dynamo.EnsureIndexes).
 func EnsureTable(ctx context.Context, client *dynamodb.Client, table string) error {
 	_, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
 	var nf *types.ResourceNotFoundException
 	switch {
 	case err == nil:
-		return nil
+		_, err := dynamo.EnsureIndexes(ctx, client, table)
+		return err
 	case errors.As(err, &nf):
 		return dynamo.CreateTable(ctx, client, table)
 	default:
