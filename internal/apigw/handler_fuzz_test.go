@@ -245,7 +245,7 @@ func newFuzzFixture(tb testing.TB) *fuzzFixture {
 	}
 	fx := &fuzzFixture{handlers: map[string]*apigw.Handler{}, otherKey: otherKey}
 	for _, fn := range apiFunctions {
-		h, err := apigw.New(fn, svc, store, apigw.Options{Log: log})
+		h, err := apigw.New(apigw.Config{Function: fn, Service: svc, Keys: store, Log: log})
 		if err != nil {
 			tb.Fatal(err)
 		}

@@ -99,6 +99,5 @@ func WebhookHandler(a *app.App) (*webhook.Handler, error) {
 		}
 		formats = append(formats, format)
 	}
-	return webhook.New(a.Service, formats,
-		webhook.WithLogger(a.Log), webhook.WithAllowOrigin(a.Config.CORSOrigin))
+	return webhook.New(webhook.Config{Applier: a.Service, Formats: formats, Log: a.Log, AllowOrigin: a.Config.CORSOrigin})
 }

@@ -74,7 +74,7 @@ func MustEnv(tb testing.TB, opts ...fakeprovider.Option) *env {
 	table := dynamotest.MustTable(tb)
 	clock := lifecycle.NewManualClock(t0)
 	prov := fakeprovider.New(append([]fakeprovider.Option{fakeprovider.WithClock(clock)}, opts...)...)
-	store := &hookStore{Store: dynamo.New(client, table, dynamo.WithLogger(quiet()))}
+	store := &hookStore{Store: dynamo.New(dynamo.Config{Client: client, Table: table, Log: quiet()})}
 	svc := lifecycle.NewService(lifecycle.Config{Store: store, Provider: prov, Clock: clock, Policy: lifecycle.DefaultPolicy(), Log: quiet()})
 	return &env{clock: clock, prov: prov, store: store, svc: svc}
 }
