@@ -101,7 +101,7 @@ func MustHarness(tb testing.TB, opts ...func(*apigw.Config)) *harness {
 	tb.Helper()
 	store := dynamo.New(dynamo.Config{Client: dynamotest.MustClient(tb), Table: dynamotest.MustTable(tb)})
 	clock := lifecycle.NewManualClock(t0)
-	prov := fakeprovider.New(fakeprovider.WithClock(clock))
+	prov := fakeprovider.New(fakeprovider.Config{Clock: clock})
 	logs := &syncBuffer{}
 	log := apigwLogger(logs)
 	rec := &recorder{}

@@ -35,7 +35,7 @@ func TestStoreStallIsUnavailable(t *testing.T) {
 		t.Fatal(err)
 	}
 	store := dynamo.New(dynamo.Config{Client: client, Table: "stalled"})
-	prov := fakeprovider.New(fakeprovider.WithClock(h.clock))
+	prov := fakeprovider.New(fakeprovider.Config{Clock: h.clock})
 	svc := lifecycle.NewService(lifecycle.Config{Store: store, Provider: prov, Clock: h.clock, Policy: lifecycle.DefaultPolicy(), Log: apigwLogger(h.logs)})
 	for _, tc := range []struct{ fn, event string }{
 		{routes.Sessions, "sessions-create.json"},

@@ -185,7 +185,7 @@ func NewStatusBench(ctx context.Context, env *Env, clock lifecycle.Clock) (*Stat
 	}
 	// Status never calls the provider (DESIGN.md; its function has no
 	// provider credentials); the fake only creates the session's sandbox.
-	svc := lifecycle.NewService(lifecycle.Config{Store: store, Provider: fakeprovider.New(fakeprovider.WithClock(clock)), Clock: clock, Policy: lifecycle.DefaultPolicy(), Log: env.Log})
+	svc := lifecycle.NewService(lifecycle.Config{Store: store, Provider: fakeprovider.New(fakeprovider.Config{Clock: clock}), Clock: clock, Policy: lifecycle.DefaultPolicy(), Log: env.Log})
 	sess, _, err := svc.Create(ctx, apigw.DevAccountID, lifecycle.CreateInput{Template: "base"})
 	if err != nil {
 		return nil, nil, fmt.Errorf("create the session: %w", err)

@@ -228,7 +228,7 @@ func newSweepBench(ctx context.Context, env *Env, cfg SweepConfig) (*sweepBench,
 		t0:       t0,
 		clock:    clock,
 		store:    dynamo.New(dynamo.Config{Client: env.Client, Table: table, Log: env.Log}),
-		provider: fakeprovider.New(fakeprovider.WithClock(clock)),
+		provider: fakeprovider.New(fakeprovider.Config{Clock: clock}),
 	}, drop, nil
 }
 

@@ -94,7 +94,7 @@ type webhookBench struct {
 }
 
 func newWebhookBench(ctx context.Context, env *Env, table string) (*webhookBench, error) {
-	b := &webhookBench{env: env, provider: fakeprovider.New()}
+	b := &webhookBench{env: env, provider: fakeprovider.New(fakeprovider.Config{})}
 	store := dynamo.New(dynamo.Config{Client: env.Client, Table: table, Log: env.Log})
 	pub := lifecycle.PublisherFunc(func(_ context.Context, evs ...lifecycle.Event) error {
 		b.published.Add(int64(len(evs)))

@@ -39,7 +39,7 @@ func MustAPI(tb testing.TB) *api {
 	tb.Helper()
 	store := dynamo.New(dynamo.Config{Client: dynamotest.MustClient(tb), Table: dynamotest.MustTable(tb)})
 	clock := lifecycle.NewManualClock(time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC))
-	prov := fakeprovider.New(fakeprovider.WithClock(clock))
+	prov := fakeprovider.New(fakeprovider.Config{Clock: clock})
 	svc := lifecycle.NewService(lifecycle.Config{Store: store, Provider: prov, Clock: clock, Policy: lifecycle.DefaultPolicy(),
 		Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }})
 	ctx := tb.Context()

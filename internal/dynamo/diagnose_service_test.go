@@ -20,7 +20,7 @@ import (
 func TestDiagnose(t *testing.T) {
 	store := dynamo.New(dynamo.Config{Client: dynamotest.MustClient(t), Table: dynamotest.MustTable(t)})
 	clock := lifecycle.NewManualClock(time.Date(2026, 11, 23, 1, 0, 0, 0, time.UTC))
-	prov := fakeprovider.New(fakeprovider.WithClock(clock))
+	prov := fakeprovider.New(fakeprovider.Config{Clock: clock})
 	svc := lifecycle.NewService(lifecycle.Config{Store: store, Provider: prov, Clock: clock,
 		Log: slog.New(slog.DiscardHandler)})
 	const account = "acct-diag"

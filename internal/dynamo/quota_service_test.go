@@ -23,7 +23,7 @@ import (
 func TestQuotaConcurrentCreates(t *testing.T) {
 	store := dynamo.New(dynamo.Config{Client: dynamotest.MustClient(t), Table: dynamotest.MustTable(t)})
 	clock := lifecycle.NewManualClock(time.Date(2026, 11, 23, 1, 0, 0, 0, time.UTC))
-	prov := fakeprovider.New(fakeprovider.WithClock(clock))
+	prov := fakeprovider.New(fakeprovider.Config{Clock: clock})
 	svc := lifecycle.NewService(lifecycle.Config{Store: store, Provider: prov, Clock: clock, MaxRunning: 10,
 		Log: slog.New(slog.DiscardHandler)})
 	const account, creates = "acct-quota", 50
@@ -114,7 +114,7 @@ func TestWithoutRunningSlots(t *testing.T) {
 	client, table := dynamotest.MustClient(t), dynamotest.MustTable(t)
 	store := dynamo.New(dynamo.Config{Client: client, Table: table, WithoutRunningSlots: true})
 	clock := lifecycle.NewManualClock(time.Date(2026, 11, 23, 1, 0, 0, 0, time.UTC))
-	prov := fakeprovider.New(fakeprovider.WithClock(clock))
+	prov := fakeprovider.New(fakeprovider.Config{Clock: clock})
 	svc := lifecycle.NewService(lifecycle.Config{Store: store, Provider: prov, Clock: clock, Log: slog.New(slog.DiscardHandler)})
 	const account = "acct-noslots"
 	for range 3 {

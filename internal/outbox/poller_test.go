@@ -38,7 +38,7 @@ func MustStreamTable(tb testing.TB) *streamTable {
 	streams, arn := dynamotest.MustStream(tb, name)
 	clock := lifecycle.NewManualClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	return &streamTable{store: dynamo.New(dynamo.Config{Client: client, Table: name}), arn: arn, streams: streams, clock: clock,
-		fake: fakeprovider.New(fakeprovider.WithClock(clock))}
+		fake: fakeprovider.New(fakeprovider.Config{Clock: clock})}
 }
 
 // service returns a lifecycle service over store.

@@ -68,7 +68,7 @@ func E2B(p app.ProviderParams) (lifecycle.Provider, func(context.Context) error,
 // process.
 func Fake(p app.ProviderParams) (lifecycle.Provider, func(context.Context) error, error) {
 	p.Log.Warn("using the in-memory fake provider: sandboxes live only in this process")
-	return fakeprovider.New(fakeprovider.WithClock(p.Clock)), nil, nil
+	return fakeprovider.New(fakeprovider.Config{Clock: p.Clock}), nil, nil
 }
 
 // WebhookHandler returns the webhook function's handler: E2B-format

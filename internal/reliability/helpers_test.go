@@ -79,7 +79,7 @@ type world struct {
 func MustWorld(tb testing.TB, seed uint64) *world {
 	tb.Helper()
 	clock := lifecycle.NewManualClock(t0)
-	fake := fakeprovider.New(fakeprovider.WithClock(clock), fakeprovider.WithSeed(seed))
+	fake := fakeprovider.New(fakeprovider.Config{Clock: clock, Seed: seed})
 	calls := &countingProvider{Provider: fake, results: map[string]map[string]int{}}
 	table := dynamotest.MustTable(tb)
 	store := reliability.NewRecordingStore(dynamo.New(dynamo.Config{Client: dynamotest.MustClient(tb), Table: table, Log: quiet()}))

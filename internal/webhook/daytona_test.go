@@ -31,7 +31,7 @@ func MustDaytonaHarness(tb testing.TB, secrets ...string) *harness {
 	store := dynamo.New(dynamo.Config{Client: dynamotest.MustClient(tb), Table: dynamotest.MustTable(tb)})
 	clock := lifecycle.NewManualClock(t0)
 	h := &harness{store: store, clock: clock, logs: &syncBuffer{}}
-	h.provider = fakeprovider.New(fakeprovider.WithClock(clock), fakeprovider.WithName(webhook.DaytonaName))
+	h.provider = fakeprovider.New(fakeprovider.Config{Clock: clock, Name: webhook.DaytonaName})
 	log := slog.New(slog.NewJSONHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	pub := lifecycle.PublisherFunc(func(_ context.Context, evs ...lifecycle.Event) error {
 		h.mu.Lock()

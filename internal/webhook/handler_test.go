@@ -54,7 +54,7 @@ func mustHarnessOn(tb testing.TB, store *dynamo.Store, opts ...func(*webhook.Con
 	tb.Helper()
 	clock := lifecycle.NewManualClock(t0)
 	h := &harness{store: store, clock: clock, logs: &syncBuffer{}}
-	h.provider = fakeprovider.New(fakeprovider.WithClock(clock))
+	h.provider = fakeprovider.New(fakeprovider.Config{Clock: clock})
 	log := slog.New(slog.NewJSONHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	pub := lifecycle.PublisherFunc(func(_ context.Context, evs ...lifecycle.Event) error {
 		h.mu.Lock()
