@@ -32,6 +32,6 @@ func main() {
 		log.Error("cold start failed", "function", routes.Publisher, "bus", bus, "err", err)
 		os.Exit(1)
 	}
-	pub := eventbridge.New(awseb.NewFromConfig(cfg), bus, eventbridge.WithLogger(log))
+	pub := eventbridge.New(eventbridge.Config{Client: awseb.NewFromConfig(cfg), Bus: bus, Log: log})
 	lambda.Start(outbox.NewHandler(pub, log).Handle)
 }

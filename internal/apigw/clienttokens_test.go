@@ -27,7 +27,7 @@ func MustTokenHarness(tb testing.TB) (*harness, *clienttoken.Tokens) {
 	tb.Helper()
 	var tokens *clienttoken.Tokens
 	var h *harness
-	h = MustHarness(tb, func(o *apigw.Options) {
+	h = MustHarness(tb, func(o *apigw.Config) {
 		keys := clienttoken.KeySet{Signing: clienttoken.Key{ID: "k1", Secret: []byte(strings.Repeat("s", 32))}}
 		t, err := clienttoken.New(keys, clockFunc(func() time.Time { return h.clock.Now() }))
 		if err != nil {

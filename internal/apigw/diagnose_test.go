@@ -31,7 +31,7 @@ type diagnoseOut struct {
 // (validated against the OpenAPI document), is read-only, and refuses
 // another account's session.
 func TestDiagnoseRoute(t *testing.T) {
-	h := MustHarness(t, func(o *apigw.Options) {
+	h := MustHarness(t, func(o *apigw.Config) {
 		o.PreviewProber = func(context.Context, string) (int, error) { return 200, nil }
 	})
 	s := h.mustCreate(t)

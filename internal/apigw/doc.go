@@ -46,7 +46,7 @@
 //     answers 500 internal with a generic sentence and the request id; the
 //     detail goes to the log only. A 401 adds WWW-Authenticate: Bearer.
 //   - Every response, errors included, carries the CORS headers
-//     (Access-Control-Allow-Origin from Options.AllowOrigin, default "*") and
+//     (Access-Control-Allow-Origin from Config.AllowOrigin, default "*") and
 //     Cache-Control: no-store.
 //   - Responder builds every response above (JSON for answers, Error for
 //     the envelope); the webhook function (internal/webhook) answers through

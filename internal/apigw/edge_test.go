@@ -93,7 +93,7 @@ func TestOptions(t *testing.T) {
 
 func TestCORSOrigin(t *testing.T) {
 	t.Parallel()
-	h := MustHarness(t, func(o *apigw.Options) { o.AllowOrigin = "https://app.example.com" })
+	h := MustHarness(t, func(o *apigw.Config) { o.AllowOrigin = "https://app.example.com" })
 	r := h.invoke(t, MustEvent(t, "sessions-list.json", withKey("")))
 	wantStatus(t, r, 401)
 	if got, want := r.headers["Access-Control-Allow-Origin"], "https://app.example.com"; got != want {
@@ -142,14 +142,14 @@ func TestRouting(t *testing.T) {
 }
 
 func TestNew(t *testing.T) {
-	svc := lifecycle.NewService(lifecycle.Config{Provider: fakeprovider.New(), Clock: lifecycle.SystemClock{}, Policy: lifecycle.DefaultPolicy()})
+	svc := lifecycle.NewService(lifecycle.Config{Provider: fakeprovider.New(fakeprovider.Config{}), Clock: lifecycle.SystemClock{}, Policy: lifecycle.DefaultPolicy()})
 	for _, fn := range apiFunctions {
-		if _, err := apigw.New(fn, svc, failingKeys{}, apigw.Options{}); err != nil {
+		if _, err := apigw.New(apigw.Config{Function: fn, Service: svc, Keys: failingKeys{}}); err != nil {
 			t.Errorf("New(%s): %v", fn, err)
 		}
 	}
 	for _, fn := range []string{routes.Webhook, routes.IdlePause, "nope"} {
-		if _, err := apigw.New(fn, svc, failingKeys{}, apigw.Options{}); err == nil {
+		if _, err := apigw.New(apigw.Config{Function: fn, Service: svc, Keys: failingKeys{}}); err == nil {
 			t.Errorf("New(%s) succeeded, want an error", fn)
 		}
 	}
@@ -164,8 +164,8 @@ func (failingKeys) GetAPIKey(context.Context, string) (lifecycle.APIKey, error) 
 
 func TestInternalError(t *testing.T) {
 	logs := &syncBuffer{}
-	svc := lifecycle.NewService(lifecycle.Config{Provider: fakeprovider.New(), Clock: lifecycle.SystemClock{}, Policy: lifecycle.DefaultPolicy()})
-	hd, err := apigw.New(routes.Sessions, svc, failingKeys{}, apigw.Options{Log: apigwLogger(logs)})
+	svc := lifecycle.NewService(lifecycle.Config{Provider: fakeprovider.New(fakeprovider.Config{}), Clock: lifecycle.SystemClock{}, Policy: lifecycle.DefaultPolicy()})
+	hd, err := apigw.New(apigw.Config{Function: routes.Sessions, Service: svc, Keys: failingKeys{}, Log: apigwLogger(logs)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,13 +20,24 @@ import (
 // seconds (routes.CORSMaxAgeSeconds, as the stack configures API Gateway).
 var corsMaxAgeSeconds = strconv.Itoa(routes.CORSMaxAgeSeconds)
 
-// DefaultRequestTimeout bounds one request when Options.RequestTimeout is
+// DefaultRequestTimeout bounds one request when Config.RequestTimeout is
 // zero: 29 s, just under API Gateway's 30 s integration timeout, so a slow
 // provider answers 503 rather than the gateway's bare 503.
 const DefaultRequestTimeout = 29 * time.Second
 
-// Options configures a Handler. The zero value takes every default.
-type Options struct {
+// Config is what a Handler is built from (New). Function, Service and Keys
+// are required; every other zero field means the default named on it,
+// filled in once by New.
+type Config struct {
+	// Function is the Lambda function whose routes the handler serves:
+	// routes.Sessions, routes.Status, routes.Resume, routes.Snapshot or
+	// routes.Reconnect. It serves exactly that function's rows of
+	// routes.Table.
+	Function string
+	// Service runs every operation.
+	Service *lifecycle.Service
+	// Keys authenticates callers (usually the same store the service uses).
+	Keys KeyStore
 	// AllowOrigin is sent as Access-Control-Allow-Origin. Default "*".
 	AllowOrigin string
 	// Log receives the access line of every request and error details.
@@ -68,35 +79,33 @@ type Handler struct {
 	wsURL    string
 }
 
-// New returns the Handler of function (routes.Sessions, routes.Status,
-// routes.Resume, routes.Snapshot or routes.Reconnect): it serves exactly
-// that function's rows of routes.Table. keys authenticates callers (usually
-// the same store the service uses). Errors: a function with no API routes,
-// or a route of the table without an implementation here.
-func New(function string, svc *lifecycle.Service, keys KeyStore, opts Options) (*Handler, error) {
-	if svc == nil || keys == nil {
+// New returns the Handler of cfg.Function with the defaults of Config
+// filled in. Errors: no Service or Keys, a function with no API routes, or
+// a route of the table without an implementation here.
+func New(cfg Config) (*Handler, error) {
+	if cfg.Service == nil || cfg.Keys == nil {
 		return nil, fmt.Errorf("apigw: a service and a key store are required")
 	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = DefaultRequestTimeout
+	}
+	function := cfg.Function
 	h := &Handler{
 		function: function,
-		svc:      svc,
-		keys:     keys,
-		log:      opts.Log,
-		respond:  Responder{AllowOrigin: opts.AllowOrigin}, // "" is "*"
-		timeout:  opts.RequestTimeout,
-		prober:   opts.PreviewProber,
+		svc:      cfg.Service,
+		keys:     cfg.Keys,
+		log:      slog.New(NewLogHandler(cfg.Log.Handler())),
+		respond:  Responder{AllowOrigin: cfg.AllowOrigin}, // "" is "*"
+		timeout:  cfg.RequestTimeout,
+		prober:   cfg.PreviewProber,
 		routes:   map[string]routeFunc{},
 		public:   map[string]bool{},
 		clientOK: map[string]bool{},
-		tokens:   opts.Tokens,
-		wsURL:    opts.WSURL,
-	}
-	if h.log == nil {
-		h.log = slog.Default()
-	}
-	h.log = slog.New(NewLogHandler(h.log.Handler()))
-	if h.timeout <= 0 {
-		h.timeout = DefaultRequestTimeout
+		tokens:   cfg.Tokens,
+		wsURL:    cfg.WSURL,
 	}
 	impls := h.implementations()
 	for _, rt := range routes.Table {

@@ -234,7 +234,7 @@ func newFuzzFixture(tb testing.TB) *fuzzFixture {
 	store := newFuzzStore()
 	clock := lifecycle.NewManualClock(t0)
 	log := slog.New(slog.DiscardHandler)
-	svc := lifecycle.NewService(lifecycle.Config{Store: store, Provider: fakeprovider.New(fakeprovider.WithClock(clock)), Clock: clock,
+	svc := lifecycle.NewService(lifecycle.Config{Store: store, Provider: fakeprovider.New(fakeprovider.Config{Clock: clock}), Clock: clock,
 		Policy: lifecycle.DefaultPolicy(), Log: log, Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }})
 	if err := store.PutAPIKey(ctx, lifecycle.APIKey{Hash: apigw.HashAPIKey(apigw.DevAPIKey), AccountID: apigw.DevAccountID, CreatedAt: t0}); err != nil {
 		tb.Fatal(err)
@@ -245,7 +245,7 @@ func newFuzzFixture(tb testing.TB) *fuzzFixture {
 	}
 	fx := &fuzzFixture{handlers: map[string]*apigw.Handler{}, otherKey: otherKey}
 	for _, fn := range apiFunctions {
-		h, err := apigw.New(fn, svc, store, apigw.Options{Log: log})
+		h, err := apigw.New(apigw.Config{Function: fn, Service: svc, Keys: store, Log: log})
 		if err != nil {
 			tb.Fatal(err)
 		}

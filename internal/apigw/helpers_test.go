@@ -97,11 +97,11 @@ type harness struct {
 }
 
 // MustHarness builds a harness; DevAPIKey belongs to DevAccountID.
-func MustHarness(tb testing.TB, opts ...func(*apigw.Options)) *harness {
+func MustHarness(tb testing.TB, opts ...func(*apigw.Config)) *harness {
 	tb.Helper()
-	store := dynamo.New(dynamotest.MustClient(tb), dynamotest.MustTable(tb))
+	store := dynamo.New(dynamo.Config{Client: dynamotest.MustClient(tb), Table: dynamotest.MustTable(tb)})
 	clock := lifecycle.NewManualClock(t0)
-	prov := fakeprovider.New(fakeprovider.WithClock(clock))
+	prov := fakeprovider.New(fakeprovider.Config{Clock: clock})
 	logs := &syncBuffer{}
 	log := apigwLogger(logs)
 	rec := &recorder{}
@@ -118,12 +118,13 @@ func MustHarness(tb testing.TB, opts ...func(*apigw.Options)) *harness {
 	}
 	h := &harness{store: store, prov: prov, clock: clock, svc: svc, events: rec, logs: logs,
 		handlers: map[string]*apigw.Handler{}, otherKey: other, byRouteKey: map[string]string{}}
-	o := apigw.Options{Log: log}
+	o := apigw.Config{Service: svc, Keys: store, Log: log}
 	for _, f := range opts {
 		f(&o)
 	}
 	for _, fn := range apiFunctions {
-		hd, err := apigw.New(fn, svc, store, o)
+		o.Function = fn
+		hd, err := apigw.New(o)
 		if err != nil {
 			tb.Fatalf("apigw.New(%s): %v", fn, err)
 		}

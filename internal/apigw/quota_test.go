@@ -14,7 +14,7 @@ func (h *harness) withMaxRunning(tb testing.TB, n int) {
 	cfg.MaxRunning = n
 	h.svc = lifecycle.NewService(cfg)
 	for _, fn := range apiFunctions {
-		hd, err := apigw.New(fn, h.svc, h.store, apigw.Options{Log: apigwLogger(h.logs)})
+		hd, err := apigw.New(apigw.Config{Function: fn, Service: h.svc, Keys: h.store, Log: apigwLogger(h.logs)})
 		if err != nil {
 			tb.Fatalf("apigw.New(%s): %v", fn, err)
 		}

@@ -34,8 +34,8 @@ func TestStoreStallIsUnavailable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store := dynamo.New(client, "stalled")
-	prov := fakeprovider.New(fakeprovider.WithClock(h.clock))
+	store := dynamo.New(dynamo.Config{Client: client, Table: "stalled"})
+	prov := fakeprovider.New(fakeprovider.Config{Clock: h.clock})
 	svc := lifecycle.NewService(lifecycle.Config{Store: store, Provider: prov, Clock: h.clock, Policy: lifecycle.DefaultPolicy(), Log: apigwLogger(h.logs)})
 	for _, tc := range []struct{ fn, event string }{
 		{routes.Sessions, "sessions-create.json"},
@@ -46,7 +46,7 @@ func TestStoreStallIsUnavailable(t *testing.T) {
 		{routes.Snapshot, "snapshot.json"},
 	} {
 		t.Run(tc.event, func(t *testing.T) {
-			hd, err := apigw.New(tc.fn, svc, h.store, apigw.Options{Log: apigwLogger(h.logs)})
+			hd, err := apigw.New(apigw.Config{Function: tc.fn, Service: svc, Keys: h.store, Log: apigwLogger(h.logs)})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -244,13 +244,9 @@ func New(ctx context.Context, cfg Config, needs Needs, deps Deps) (*App, error) 
 	if err != nil {
 		return nil, err
 	}
-	storeOpts := []dynamo.Option{dynamo.WithLogger(a.Log)}
-	if cfg.MaxRunning == 0 {
-		// No quota: keep no per-account slot counter, so session writes stay
-		// single PutItems instead of transactions on one hot item per account.
-		storeOpts = append(storeOpts, dynamo.WithoutRunningSlots())
-	}
-	a.Store = dynamo.New(ddb, cfg.Table, storeOpts...)
+	// No quota: keep no per-account slot counter, so session writes stay
+	// single PutItems instead of transactions on one hot item per account.
+	a.Store = dynamo.New(dynamo.Config{Client: ddb, Table: cfg.Table, Log: a.Log, WithoutRunningSlots: cfg.MaxRunning == 0})
 
 	for _, name := range cfg.Providers {
 		var p lifecycle.Provider
@@ -306,7 +302,7 @@ func (a *App) newProvider(cfg Config, name string, factories map[string]Provider
 // HTTPHandler returns the API handler of function (routes.Sessions, ...)
 // over the App's service and store, with the configured CORS origin.
 func (a *App) HTTPHandler(function string) (*apigw.Handler, error) {
-	return apigw.New(function, a.Service, a.keys, apigw.Options{AllowOrigin: a.Config.CORSOrigin, Log: a.Log,
+	return apigw.New(apigw.Config{Function: function, Service: a.Service, Keys: a.keys, AllowOrigin: a.Config.CORSOrigin, Log: a.Log,
 		Tokens: a.Tokens, WSURL: a.Config.WSURL})
 }
 

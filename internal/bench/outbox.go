@@ -154,10 +154,10 @@ func RunOutbox(ctx context.Context, env *Env, cfg OutboxConfig) (OutboxResult, e
 	defer srv.Close()
 	ebClient := awseb.New(awseb.Options{BaseEndpoint: aws.String(srv.URL), Region: dynamo.LocalRegion,
 		Credentials: credentials.NewStaticCredentialsProvider("local", "local", "")})
-	bus := eventbridge.New(ebClient, "bench-bus", eventbridge.WithLogger(env.Log))
+	bus := eventbridge.New(eventbridge.Config{Client: ebClient, Bus: "bench-bus", Log: env.Log})
 
-	commits := &commitClock{Store: dynamo.New(env.Client, table, dynamo.WithLogger(env.Log)), at: map[string]time.Time{}}
-	provider := fakeprovider.New()
+	commits := &commitClock{Store: dynamo.New(dynamo.Config{Client: env.Client, Table: table, Log: env.Log}), at: map[string]time.Time{}}
+	provider := fakeprovider.New(fakeprovider.Config{})
 	svc := func(store lifecycle.Store) *lifecycle.Service {
 		return lifecycle.NewService(lifecycle.Config{Store: store, Provider: provider, Clock: lifecycle.SystemClock{},
 			Policy: lifecycle.DefaultPolicy(), Log: env.Log, Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }})
@@ -165,7 +165,7 @@ func RunOutbox(ctx context.Context, env *Env, cfg OutboxConfig) (OutboxResult, e
 	modes := map[string]*lifecycle.Service{"in_path": svc(outbox.InPath(commits, bus)), "stream": svc(commits)}
 
 	got := &arrivals{at: map[string]time.Time{}}
-	poller := outbox.NewPoller(streams, arn, got, outbox.WithPollLogger(env.Log))
+	poller := outbox.NewPoller(outbox.PollerConfig{Streams: streams, StreamARN: arn, Publisher: got, Log: env.Log})
 	pctx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Add(1)

@@ -178,14 +178,14 @@ func NewStatusBench(ctx context.Context, env *Env, clock lifecycle.Clock) (*Stat
 		}
 	}()
 
-	store := dynamo.New(env.Client, table, dynamo.WithLogger(env.Log))
+	store := dynamo.New(dynamo.Config{Client: env.Client, Table: table, Log: env.Log})
 	if err := store.PutAPIKey(ctx, lifecycle.APIKey{Hash: apigw.HashAPIKey(apigw.DevAPIKey),
 		AccountID: apigw.DevAccountID, CreatedAt: clock.Now()}); err != nil {
 		return nil, nil, fmt.Errorf("store the dev api key: %w", err)
 	}
 	// Status never calls the provider (DESIGN.md; its function has no
 	// provider credentials); the fake only creates the session's sandbox.
-	svc := lifecycle.NewService(lifecycle.Config{Store: store, Provider: fakeprovider.New(fakeprovider.WithClock(clock)), Clock: clock, Policy: lifecycle.DefaultPolicy(), Log: env.Log})
+	svc := lifecycle.NewService(lifecycle.Config{Store: store, Provider: fakeprovider.New(fakeprovider.Config{Clock: clock}), Clock: clock, Policy: lifecycle.DefaultPolicy(), Log: env.Log})
 	sess, _, err := svc.Create(ctx, apigw.DevAccountID, lifecycle.CreateInput{Template: "base"})
 	if err != nil {
 		return nil, nil, fmt.Errorf("create the session: %w", err)

@@ -227,8 +227,8 @@ func newSweepBench(ctx context.Context, env *Env, cfg SweepConfig) (*sweepBench,
 		cfg:      cfg,
 		t0:       t0,
 		clock:    clock,
-		store:    dynamo.New(env.Client, table, dynamo.WithLogger(env.Log)),
-		provider: fakeprovider.New(fakeprovider.WithClock(clock)),
+		store:    dynamo.New(dynamo.Config{Client: env.Client, Table: table, Log: env.Log}),
+		provider: fakeprovider.New(fakeprovider.Config{Clock: clock}),
 	}, drop, nil
 }
 

@@ -94,8 +94,8 @@ type webhookBench struct {
 }
 
 func newWebhookBench(ctx context.Context, env *Env, table string) (*webhookBench, error) {
-	b := &webhookBench{env: env, provider: fakeprovider.New()}
-	store := dynamo.New(env.Client, table, dynamo.WithLogger(env.Log))
+	b := &webhookBench{env: env, provider: fakeprovider.New(fakeprovider.Config{})}
+	store := dynamo.New(dynamo.Config{Client: env.Client, Table: table, Log: env.Log})
 	pub := lifecycle.PublisherFunc(func(_ context.Context, evs ...lifecycle.Event) error {
 		b.published.Add(int64(len(evs)))
 		return nil
@@ -105,7 +105,7 @@ func newWebhookBench(ctx context.Context, env *Env, table string) (*webhookBench
 	if err != nil {
 		return nil, err
 	}
-	if b.handler, err = webhook.New(b.svc, []webhook.Format{format}, webhook.WithLogger(env.Log)); err != nil {
+	if b.handler, err = webhook.New(webhook.Config{Applier: b.svc, Formats: []webhook.Format{format}, Log: env.Log}); err != nil {
 		return nil, err
 	}
 	raw, err := env.Fixture("webhooks/apigw-e2b-paused.json")

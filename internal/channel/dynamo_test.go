@@ -16,7 +16,7 @@ import (
 // through the by_conn_session index; connect refused without a token,
 // push after a transition, presence → away deadline.
 func TestDynamoConnections(t *testing.T) {
-	store := dynamo.New(dynamotest.MustClient(t), dynamotest.MustTable(t))
+	store := dynamo.New(dynamo.Config{Client: dynamotest.MustClient(t), Table: dynamotest.MustTable(t)})
 	e := newEnvWith(t, store, store)
 	sess, tok := e.create(t, 30)
 

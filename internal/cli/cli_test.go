@@ -37,9 +37,9 @@ type api struct {
 // MustAPI starts the API on an httptest server.
 func MustAPI(tb testing.TB) *api {
 	tb.Helper()
-	store := dynamo.New(dynamotest.MustClient(tb), dynamotest.MustTable(tb))
+	store := dynamo.New(dynamo.Config{Client: dynamotest.MustClient(tb), Table: dynamotest.MustTable(tb)})
 	clock := lifecycle.NewManualClock(time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC))
-	prov := fakeprovider.New(fakeprovider.WithClock(clock))
+	prov := fakeprovider.New(fakeprovider.Config{Clock: clock})
 	svc := lifecycle.NewService(lifecycle.Config{Store: store, Provider: prov, Clock: clock, Policy: lifecycle.DefaultPolicy(),
 		Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }})
 	ctx := tb.Context()
@@ -56,7 +56,7 @@ func MustAPI(tb testing.TB) *api {
 	}
 	gw := &localstack.Gateway{Functions: map[string]localstack.HTTPHandler{}}
 	for _, fn := range []string{routes.Sessions, routes.Status, routes.Resume, routes.Snapshot, routes.Reconnect} {
-		h, err := apigw.New(fn, svc, store, apigw.Options{})
+		h, err := apigw.New(apigw.Config{Function: fn, Service: svc, Keys: store})
 		if err != nil {
 			tb.Fatal(err)
 		}

@@ -12,6 +12,6 @@ import (
 // TestStoreContract runs the lifecycle.Store contract on DynamoDB Local.
 func TestStoreContract(t *testing.T) {
 	storetest.Run(t, func(tb testing.TB) lifecycle.Store {
-		return dynamo.New(dynamotest.MustClient(tb), dynamotest.MustTable(tb))
+		return dynamo.New(dynamo.Config{Client: dynamotest.MustClient(tb), Table: dynamotest.MustTable(tb)})
 	})
 }

@@ -18,9 +18,9 @@ import (
 // on DynamoDB Local and the fake provider, and that a diagnosis writes
 // nothing and never wakes a sandbox.
 func TestDiagnose(t *testing.T) {
-	store := dynamo.New(dynamotest.MustClient(t), dynamotest.MustTable(t))
+	store := dynamo.New(dynamo.Config{Client: dynamotest.MustClient(t), Table: dynamotest.MustTable(t)})
 	clock := lifecycle.NewManualClock(time.Date(2026, 11, 23, 1, 0, 0, 0, time.UTC))
-	prov := fakeprovider.New(fakeprovider.WithClock(clock))
+	prov := fakeprovider.New(fakeprovider.Config{Clock: clock})
 	svc := lifecycle.NewService(lifecycle.Config{Store: store, Provider: prov, Clock: clock,
 		Log: slog.New(slog.DiscardHandler)})
 	const account = "acct-diag"

@@ -33,7 +33,7 @@ func MustFixture(tb testing.TB) fixture {
 	tb.Helper()
 	table := dynamotest.MustTable(tb)
 	client := dynamotest.MustClient(tb)
-	return fixture{store: dynamo.New(client, table), client: client, table: table}
+	return fixture{store: dynamo.New(dynamo.Config{Client: client, Table: table}), client: client, table: table}
 }
 
 // runningSession and sessionID are the store contract's fixtures.

@@ -21,9 +21,9 @@ import (
 // asking the provider; after one is paused one more create succeeds, and a
 // resume past the limit is refused the same way.
 func TestQuotaConcurrentCreates(t *testing.T) {
-	store := dynamo.New(dynamotest.MustClient(t), dynamotest.MustTable(t))
+	store := dynamo.New(dynamo.Config{Client: dynamotest.MustClient(t), Table: dynamotest.MustTable(t)})
 	clock := lifecycle.NewManualClock(time.Date(2026, 11, 23, 1, 0, 0, 0, time.UTC))
-	prov := fakeprovider.New(fakeprovider.WithClock(clock))
+	prov := fakeprovider.New(fakeprovider.Config{Clock: clock})
 	svc := lifecycle.NewService(lifecycle.Config{Store: store, Provider: prov, Clock: clock, MaxRunning: 10,
 		Log: slog.New(slog.DiscardHandler)})
 	const account, creates = "acct-quota", 50
@@ -112,9 +112,9 @@ func contains(s, sub string) bool { return strings.Contains(s, sub) }
 // asks it to enforce a limit it cannot count.
 func TestWithoutRunningSlots(t *testing.T) {
 	client, table := dynamotest.MustClient(t), dynamotest.MustTable(t)
-	store := dynamo.New(client, table, dynamo.WithoutRunningSlots())
+	store := dynamo.New(dynamo.Config{Client: client, Table: table, WithoutRunningSlots: true})
 	clock := lifecycle.NewManualClock(time.Date(2026, 11, 23, 1, 0, 0, 0, time.UTC))
-	prov := fakeprovider.New(fakeprovider.WithClock(clock))
+	prov := fakeprovider.New(fakeprovider.Config{Clock: clock})
 	svc := lifecycle.NewService(lifecycle.Config{Store: store, Provider: prov, Clock: clock, Log: slog.New(slog.DiscardHandler)})
 	const account = "acct-noslots"
 	for range 3 {
@@ -123,7 +123,7 @@ func TestWithoutRunningSlots(t *testing.T) {
 		}
 	}
 	// The same table read through a counting store: no counter was kept.
-	if n, err := dynamo.New(client, table).RunningSlots(t.Context(), account); err != nil || n != 0 {
+	if n, err := dynamo.New(dynamo.Config{Client: client, Table: table}).RunningSlots(t.Context(), account); err != nil || n != 0 {
 		t.Errorf("running slots = %d, %v; want 0 (no counter item)", n, err)
 	}
 

@@ -20,7 +20,7 @@ func MustLossyFixture(tb testing.TB) (fixture, *dynamotest.LostAnswerClient) {
 	tb.Helper()
 	table := dynamotest.MustTable(tb)
 	client, hc := dynamotest.MustLossyClient(tb)
-	return fixture{store: dynamo.New(client, table), client: client, table: table}, hc
+	return fixture{store: dynamo.New(dynamo.Config{Client: client, Table: table}), client: client, table: table}, hc
 }
 
 func TestWriteRetriedAfterLostAnswer(t *testing.T) {

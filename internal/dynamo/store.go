@@ -32,37 +32,43 @@ type Store struct {
 	table  string
 	log    *slog.Logger
 	// noSlots: the account running-slot counter is not kept
-	// (WithoutRunningSlots).
+	// (Config.WithoutRunningSlots).
 	noSlots bool
 }
 
 var _ lifecycle.Store = (*Store)(nil)
 
-// Option configures a Store.
-type Option func(*Store)
+// Config is what a Store is built from (New). Client and Table are
+// required; every other zero field means the default named on it, filled in
+// once by New.
+type Config struct {
+	// Client sends every request (see NewClient).
+	Client *dynamodb.Client
+	// Table is the name of the table, created with CreateTable or the CDK
+	// stack.
+	Table string
+	// Log receives the few things the store reports without failing.
+	// Default slog.Default().
+	Log *slog.Logger
+	// WithoutRunningSlots turns the per-account running-slot counter off: a
+	// session write that takes or releases a slot is then one PutItem, not a
+	// TransactWriteItems with the account's counter item. Set it when no
+	// running quota is configured (lifecycle.Config.MaxRunning 0): the
+	// counter is one item per account, so keeping it makes every start and
+	// stop of an account's sessions contend on that item for nothing. A
+	// session write with Session.RunningLimit set is refused (internal
+	// error) on such a store, since it could not enforce the limit.
+	// Default false: the counter is kept.
+	WithoutRunningSlots bool
+}
 
-// WithLogger sets the logger for the few things the store reports without
-// failing (default slog.Default()).
-func WithLogger(l *slog.Logger) Option { return func(s *Store) { s.log = l } }
-
-// WithoutRunningSlots turns the per-account running-slot counter off: a
-// session write that takes or releases a slot is then one PutItem, not a
-// TransactWriteItems with the account's counter item. Use it when no
-// running quota is configured (lifecycle.Config.MaxRunning 0): the counter
-// is one item per account, so keeping it makes every start and stop of an
-// account's sessions contend on that item for nothing. A session write
-// with Session.RunningLimit set is refused (internal error) on such a
-// store, since it could not enforce the limit.
-func WithoutRunningSlots() Option { return func(s *Store) { s.noSlots = true } }
-
-// New returns a Store on the table called table (created with CreateTable or
-// the CDK stack) through client (see NewClient).
-func New(client *dynamodb.Client, table string, opts ...Option) *Store {
-	s := &Store{client: client, table: table, log: slog.Default()}
-	for _, o := range opts {
-		o(s)
+// New returns a Store on cfg.Table through cfg.Client, with the defaults of
+// Config filled in.
+func New(cfg Config) *Store {
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
 	}
-	return s
+	return &Store{client: cfg.Client, table: cfg.Table, log: cfg.Log, noSlots: cfg.WithoutRunningSlots}
 }
 
 // CreateSession writes s as a new session with version 1 and sets s.Version
@@ -232,7 +238,7 @@ func (st *Store) write(ctx context.Context, s *lifecycle.Session, it sessionItem
 		return st.putMovingSlots(ctx, s, it, cond, delta)
 	}
 	if st.noSlots && s.RunningLimit > 0 {
-		return nil, false, fmt.Errorf("write session %s with a running limit of %d: this store keeps no running-slot counter (WithoutRunningSlots)", s.ID, s.RunningLimit)
+		return nil, false, fmt.Errorf("write session %s with a running limit of %d: this store keeps no running-slot counter (Config.WithoutRunningSlots)", s.ID, s.RunningLimit)
 	}
 	err := st.put(ctx, it, cond, true)
 	var failed *types.ConditionalCheckFailedException

@@ -77,28 +77,30 @@ var permanentCodes = map[string]bool{
 	"NotAuthorizedForDetailTypeException": true,
 }
 
-// Option configures a Publisher.
-type Option func(*Publisher)
-
-// WithMaxAttempts sets how many times an entry is sent at most, the first
-// time included (default DefaultMaxAttempts; values below 1 mean 1).
-func WithMaxAttempts(n int) Option { return func(p *Publisher) { p.maxAttempts = max(n, 1) } }
-
-// WithBackoff sets the wait before the first retry (doubling after) and the
-// cap of one wait (defaults DefaultBaseDelay and DefaultMaxDelay).
-func WithBackoff(base, maxDelay time.Duration) Option {
-	return func(p *Publisher) { p.baseDelay, p.maxDelay = base, maxDelay }
+// Config is what a Publisher is built from (New). Client and Bus are
+// required; every other zero field means the default named on it, filled in
+// once by New.
+type Config struct {
+	// Client sends PutEvents. Build it once at cold start and keep the SDK's
+	// default retryer on it: it retries calls that fail as a whole.
+	Client API
+	// Bus is the name or ARN of the event bus.
+	Bus string
+	// MaxAttempts is how many times an entry is sent at most, the first
+	// time included. Default (0 or less) DefaultMaxAttempts.
+	MaxAttempts int
+	// BaseDelay is the wait before the first retry, doubled after each.
+	// Default DefaultBaseDelay.
+	BaseDelay time.Duration
+	// MaxDelay caps one wait. Default DefaultMaxDelay.
+	MaxDelay time.Duration
+	// Sleep waits between attempts; it must return ctx's error early when
+	// ctx is done. Tests pass one that records the wait and returns at once.
+	// Default lifecycle.Sleep.
+	Sleep func(ctx context.Context, d time.Duration) error
+	// Log receives retries. Default slog.Default().
+	Log *slog.Logger
 }
-
-// WithSleep replaces the wait between attempts. sleep must return ctx's
-// error early when ctx is done. The default is lifecycle.Sleep; tests pass
-// one that records the wait and returns at once.
-func WithSleep(sleep func(ctx context.Context, d time.Duration) error) Option {
-	return func(p *Publisher) { p.sleep = sleep }
-}
-
-// WithLogger sets the logger for retries (default slog.Default()).
-func WithLogger(l *slog.Logger) Option { return func(p *Publisher) { p.log = l } }
 
 // Publisher puts lifecycle events on an EventBridge bus. It is safe for
 // concurrent use.
@@ -112,21 +114,32 @@ type Publisher struct {
 	log         *slog.Logger
 }
 
-// New returns a Publisher that puts events on the bus named busName (a name
-// or an ARN) through client. Build client once at cold start and keep the
-// SDK's default retryer on it: it retries calls that fail as a whole.
-func New(client API, busName string, opts ...Option) *Publisher {
+// New returns a Publisher that puts events on cfg.Bus through cfg.Client,
+// with the defaults of Config filled in.
+func New(cfg Config) *Publisher {
 	p := &Publisher{
-		client:      client,
-		bus:         busName,
-		maxAttempts: DefaultMaxAttempts,
-		baseDelay:   DefaultBaseDelay,
-		maxDelay:    DefaultMaxDelay,
-		sleep:       lifecycle.Sleep,
-		log:         slog.Default(),
+		client:      cfg.Client,
+		bus:         cfg.Bus,
+		maxAttempts: cfg.MaxAttempts,
+		baseDelay:   cfg.BaseDelay,
+		maxDelay:    cfg.MaxDelay,
+		sleep:       cfg.Sleep,
+		log:         cfg.Log,
 	}
-	for _, o := range opts {
-		o(p)
+	if p.maxAttempts <= 0 {
+		p.maxAttempts = DefaultMaxAttempts
+	}
+	if p.baseDelay <= 0 {
+		p.baseDelay = DefaultBaseDelay
+	}
+	if p.maxDelay <= 0 {
+		p.maxDelay = DefaultMaxDelay
+	}
+	if p.sleep == nil {
+		p.sleep = lifecycle.Sleep
+	}
+	if p.log == nil {
+		p.log = slog.Default()
 	}
 	return p
 }

@@ -240,7 +240,7 @@ func TestPublish(t *testing.T) {
 		s := &sleeps{}
 		evs := events(25)
 		evs[3].To = lifecycle.StateExpired // another detail-type, checked by the bus
-		if err := eventbridge.New(client, bus, eventbridge.WithSleep(s.sleep)).Publish(ctx, evs...); err != nil {
+		if err := eventbridge.New(eventbridge.Config{Client: client, Bus: bus, Sleep: s.sleep}).Publish(ctx, evs...); err != nil {
 			t.Fatalf("publish: %v", err)
 		}
 		calls := b.Calls()
@@ -268,7 +268,7 @@ func TestPublish(t *testing.T) {
 		b, client := MustBus(t, nil)
 		ev := events(1)[0]
 		ev.SandboxID = "sbx_1"
-		if err := eventbridge.New(client, bus).Publish(ctx, ev); err != nil {
+		if err := eventbridge.New(eventbridge.Config{Client: client, Bus: bus}).Publish(ctx, ev); err != nil {
 			t.Fatalf("publish: %v", err)
 		}
 		b.mu.Lock()
@@ -289,7 +289,7 @@ func TestPublish(t *testing.T) {
 			return ""
 		})
 		s := &sleeps{}
-		p := eventbridge.New(client, bus, eventbridge.WithSleep(s.sleep), eventbridge.WithBackoff(100*time.Millisecond, time.Second))
+		p := eventbridge.New(eventbridge.Config{Client: client, Bus: bus, Sleep: s.sleep, BaseDelay: 100 * time.Millisecond, MaxDelay: time.Second})
 		if err := p.Publish(ctx, events(25)...); err != nil {
 			t.Fatalf("publish: %v", err)
 		}
@@ -316,8 +316,7 @@ func TestPublish(t *testing.T) {
 			return ""
 		})
 		s := &sleeps{}
-		p := eventbridge.New(client, bus, eventbridge.WithSleep(s.sleep), eventbridge.WithMaxAttempts(3),
-			eventbridge.WithBackoff(100*time.Millisecond, 150*time.Millisecond))
+		p := eventbridge.New(eventbridge.Config{Client: client, Bus: bus, Sleep: s.sleep, MaxAttempts: 3, BaseDelay: 100 * time.Millisecond, MaxDelay: 150 * time.Millisecond})
 		err := p.Publish(ctx, events(25)...)
 		var de *eventbridge.DeliveryError
 		if !errors.As(err, &de) {
@@ -355,7 +354,7 @@ func TestPublish(t *testing.T) {
 			return ""
 		})
 		s := &sleeps{}
-		err := eventbridge.New(client, bus, eventbridge.WithSleep(s.sleep)).Publish(ctx, events(3)...)
+		err := eventbridge.New(eventbridge.Config{Client: client, Bus: bus, Sleep: s.sleep}).Publish(ctx, events(3)...)
 		var de *eventbridge.DeliveryError
 		if !errors.As(err, &de) || len(de.Failed) != 1 || de.Failed[0].Code != "MalformedDetail" {
 			t.Fatalf("publish = %v, want one MalformedDetail failure", err)
@@ -381,7 +380,7 @@ func TestPublish(t *testing.T) {
 			_, _ = io.WriteString(w, `{"__type":"ResourceNotFoundException","message":"Event bus sandman-test-bus does not exist."}`)
 		}))
 		s := &sleeps{}
-		err := eventbridge.New(client, bus, eventbridge.WithSleep(s.sleep)).Publish(ctx, events(12)...)
+		err := eventbridge.New(eventbridge.Config{Client: client, Bus: bus, Sleep: s.sleep}).Publish(ctx, events(12)...)
 		var de *eventbridge.DeliveryError
 		if !errors.As(err, &de) || len(de.Failed) != 12 {
 			t.Fatalf("publish = %v, want all 12 undelivered", err)
@@ -400,10 +399,10 @@ func TestPublish(t *testing.T) {
 	t.Run("ContextCancelledInBackoff", func(t *testing.T) {
 		b, client := MustBus(t, func(int, detail) string { return "ThrottlingException" })
 		ctx, cancel := context.WithCancel(ctx)
-		p := eventbridge.New(client, bus, eventbridge.WithSleep(func(ctx context.Context, _ time.Duration) error {
+		p := eventbridge.New(eventbridge.Config{Client: client, Bus: bus, Sleep: func(ctx context.Context, _ time.Duration) error {
 			cancel()
 			return ctx.Err()
-		}))
+		}})
 		err := p.Publish(ctx, events(2)...)
 		if !errors.Is(err, context.Canceled) {
 			t.Errorf("publish = %v, want context.Canceled", err)
@@ -418,7 +417,7 @@ func TestPublish(t *testing.T) {
 
 	t.Run("NoEvents", func(t *testing.T) {
 		b, client := MustBus(t, nil)
-		if err := eventbridge.New(client, bus).Publish(ctx); err != nil {
+		if err := eventbridge.New(eventbridge.Config{Client: client, Bus: bus}).Publish(ctx); err != nil {
 			t.Errorf("publish of nothing = %v", err)
 		}
 		if got := len(b.Calls()); got != 0 {
@@ -428,7 +427,7 @@ func TestPublish(t *testing.T) {
 
 	t.Run("Concurrent", func(t *testing.T) {
 		b, client := MustBus(t, nil)
-		p := eventbridge.New(client, bus)
+		p := eventbridge.New(eventbridge.Config{Client: client, Bus: bus})
 		var wg sync.WaitGroup
 		for range 4 {
 			wg.Go(func() {
@@ -464,7 +463,7 @@ func TestDeliveryErrorOrder(t *testing.T) {
 		return ""
 	})
 	s := &sleeps{}
-	err := eventbridge.New(client, bus, eventbridge.WithSleep(s.sleep), eventbridge.WithMaxAttempts(2)).Publish(context.Background(), events(2)...)
+	err := eventbridge.New(eventbridge.Config{Client: client, Bus: bus, Sleep: s.sleep, MaxAttempts: 2}).Publish(context.Background(), events(2)...)
 	var de *eventbridge.DeliveryError
 	if !errors.As(err, &de) {
 		t.Fatalf("publish = %v, want a *DeliveryError", err)

@@ -14,7 +14,7 @@ import (
 // under test retried.
 func ExampleProvider_FailNext() {
 	ctx := context.Background()
-	p := fakeprovider.New(fakeprovider.WithClock(lifecycle.NewManualClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))))
+	p := fakeprovider.New(fakeprovider.Config{Clock: lifecycle.NewManualClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))})
 	sb, _ := p.Create(ctx, lifecycle.CreateRequest{Template: "base", Timeout: time.Minute})
 	p.FailNext(fakeprovider.OpPause, lifecycle.ErrProviderTransient)
 

@@ -6,7 +6,7 @@
 // errors at a seeded, reproducible rate, latency, and one-shot failures.
 //
 // Semantics, after E2B:
-//   - Sandbox ids are "fake_<n>" (WithIDPrefix changes "fake"), n counting from 1; the preview URL of a
+//   - Sandbox ids are "fake_<n>" (Config.IDPrefix changes "fake"), n counting from 1; the preview URL of a
 //     sandbox is "https://3000-<id>.fake.test".
 //   - A running sandbox whose timeout has passed (by the clock) is paused
 //     when it was created with AutoPause, and is gone otherwise. The check
@@ -59,7 +59,7 @@ var Ops = []Op{OpCreate, OpGet, OpList, OpPause, OpResume, OpSetTimeout, OpProbe
 
 // Defaults of the fake.
 const (
-	// DefaultName is what Name returns unless WithName says otherwise.
+	// DefaultName is what Name returns unless Config.Name says otherwise.
 	DefaultName = "fake"
 	// DefaultTimeout is the provider-side timeout of a Create or Resume that
 	// names none: 300 s, E2B's default.
@@ -80,7 +80,7 @@ type Fault struct {
 	// (the default when nil), lifecycle.ErrSandboxGone or lifecycle.ErrSandboxConflict.
 	Kind error
 	// Rate is the chance, 0 to 1, that a call fails; values outside are
-	// clamped. Draws come from the fake's seeded source (see WithSeed).
+	// clamped. Draws come from the fake's seeded source (see Config.Seed).
 	Rate float64
 	// Delay is latency added to every call of the operation, before it takes
 	// effect. The wait ends early, failing the call, when ctx is done.
@@ -93,31 +93,24 @@ type Fault struct {
 	Applied bool
 }
 
-// Option configures a Provider.
-type Option func(*Provider)
-
-// WithName sets the name Name returns (default DefaultName).
-func WithName(name string) Option { return func(p *Provider) { p.name = name } }
-
-// WithIDPrefix makes sandbox ids "<prefix>_<n>" instead of "fake_<n>", so
-// two fakes in one test never hand out the same id.
-func WithIDPrefix(prefix string) Option { return func(p *Provider) { p.idPrefix = prefix } }
-
-// WithClock sets the clock that timeouts are measured by (default
-// lifecycle.SystemClock).
-func WithClock(c lifecycle.Clock) Option { return func(p *Provider) { p.clock = c } }
-
-// WithSeed seeds the source of fault draws (default 1), so a run that makes
-// the same calls in the same order fails the same calls.
-func WithSeed(seed uint64) Option {
-	return func(p *Provider) { p.rng = rand.New(rand.NewPCG(seed, seed^0x5eed)) }
-}
-
-// WithSleep replaces the wait used for Fault.Delay. sleep must return early
-// with ctx's error when ctx is done. The default is lifecycle.Sleep; a test can
-// pass one that records the delay instead of waiting.
-func WithSleep(sleep func(ctx context.Context, d time.Duration) error) Option {
-	return func(p *Provider) { p.sleep = sleep }
+// Config is what a Provider is built from (New). Every zero field means the
+// default named on it, filled in once by New.
+type Config struct {
+	// Name is what Name returns. Default DefaultName.
+	Name string
+	// IDPrefix makes sandbox ids "<prefix>_<n>". Default "fake"; give two
+	// fakes in one test different prefixes so they never hand out the same
+	// id.
+	IDPrefix string
+	// Clock measures timeouts. Default lifecycle.SystemClock.
+	Clock lifecycle.Clock
+	// Seed seeds the source of fault draws, so a run that makes the same
+	// calls in the same order fails the same calls. Default 1.
+	Seed uint64
+	// Sleep is the wait used for Fault.Delay; it must return early with
+	// ctx's error when ctx is done. A test can pass one that records the
+	// delay instead of waiting. Default lifecycle.Sleep.
+	Sleep func(ctx context.Context, d time.Duration) error
 }
 
 // Provider is the in-memory provider. Build it with New.
@@ -157,22 +150,35 @@ type sandbox struct {
 	metadata  map[string]string
 }
 
-// New returns an empty Provider.
-func New(opts ...Option) *Provider {
+// New returns an empty Provider built from cfg with the defaults of Config
+// filled in.
+func New(cfg Config) *Provider {
+	if cfg.Name == "" {
+		cfg.Name = DefaultName
+	}
+	if cfg.IDPrefix == "" {
+		cfg.IDPrefix = "fake"
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = lifecycle.SystemClock{}
+	}
+	if cfg.Seed == 0 {
+		cfg.Seed = 1
+	}
+	if cfg.Sleep == nil {
+		cfg.Sleep = lifecycle.Sleep
+	}
 	p := &Provider{
-		name:      DefaultName,
-		idPrefix:  "fake",
-		clock:     lifecycle.SystemClock{},
-		sleep:     lifecycle.Sleep,
+		name:      cfg.Name,
+		idPrefix:  cfg.IDPrefix,
+		clock:     cfg.Clock,
+		sleep:     cfg.Sleep,
+		rng:       rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x5eed)),
 		sandboxes: make(map[string]*sandbox),
 		faults:    make(map[Op]Fault),
 		failNext:  make(map[Op][]error),
 		calls:     make(map[Op]int),
 		callsFor:  make(map[callKey]int),
-	}
-	WithSeed(1)(p)
-	for _, o := range opts {
-		o(p)
 	}
 	return p
 }

@@ -15,10 +15,14 @@ import (
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 // MustNew returns a fake on a manual clock set to t0.
-func MustNew(tb testing.TB, opts ...fakeprovider.Option) (*fakeprovider.Provider, *lifecycle.ManualClock) {
+func MustNew(tb testing.TB, opts ...func(*fakeprovider.Config)) (*fakeprovider.Provider, *lifecycle.ManualClock) {
 	tb.Helper()
 	clock := lifecycle.NewManualClock(t0)
-	return fakeprovider.New(append([]fakeprovider.Option{fakeprovider.WithClock(clock)}, opts...)...), clock
+	cfg := fakeprovider.Config{Clock: clock}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	return fakeprovider.New(cfg), clock
 }
 
 // MustCreate creates a sandbox and kills it when the test ends.
@@ -34,12 +38,12 @@ func MustCreate(tb testing.TB, p *fakeprovider.Provider, req lifecycle.CreateReq
 
 func TestName(t *testing.T) {
 	t.Run("Default", func(t *testing.T) {
-		if got, want := fakeprovider.New().Name(), "fake"; got != want {
+		if got, want := fakeprovider.New(fakeprovider.Config{}).Name(), "fake"; got != want {
 			t.Errorf("Name() = %q, want %q", got, want)
 		}
 	})
-	t.Run("WithName", func(t *testing.T) {
-		if got, want := fakeprovider.New(fakeprovider.WithName("e2b")).Name(), "e2b"; got != want {
+	t.Run("ConfigName", func(t *testing.T) {
+		if got, want := fakeprovider.New(fakeprovider.Config{Name: "e2b"}).Name(), "e2b"; got != want {
 			t.Errorf("Name() = %q, want %q", got, want)
 		}
 	})
@@ -431,7 +435,7 @@ func TestFault(t *testing.T) {
 	})
 	t.Run("SeededRateIsReproducible", func(t *testing.T) {
 		pattern := func(seed uint64) string {
-			p, _ := MustNew(t, fakeprovider.WithSeed(seed))
+			p, _ := MustNew(t, func(c *fakeprovider.Config) { c.Seed = seed })
 			p.SetFault(fakeprovider.OpGet, fakeprovider.Fault{Kind: lifecycle.ErrSandboxGone, Rate: 0.3})
 			sb := MustCreate(t, p, lifecycle.CreateRequest{})
 			out := make([]byte, 200)
@@ -481,12 +485,14 @@ func TestFault(t *testing.T) {
 	t.Run("Delay", func(t *testing.T) {
 		var slept []time.Duration
 		var mu sync.Mutex
-		p, _ := MustNew(t, fakeprovider.WithSleep(func(ctx context.Context, d time.Duration) error {
-			mu.Lock()
-			defer mu.Unlock()
-			slept = append(slept, d)
-			return nil
-		}))
+		p, _ := MustNew(t, func(c *fakeprovider.Config) {
+			c.Sleep = func(ctx context.Context, d time.Duration) error {
+				mu.Lock()
+				defer mu.Unlock()
+				slept = append(slept, d)
+				return nil
+			}
+		})
 		p.SetFault(fakeprovider.OpList, fakeprovider.Fault{Delay: 250 * time.Millisecond})
 		for range 2 {
 			if _, err := p.List(ctx, lifecycle.ListRequest{}); err != nil {

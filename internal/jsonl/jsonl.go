@@ -49,13 +49,17 @@ type envelope struct {
 	Detail     lifecycle.Event `json:"detail"`
 }
 
-// Option configures a Publisher.
-type Option func(*Publisher)
-
-// WithFsync makes every Publish call fsync the file after its lines, so an
-// event that Publish reported sent survives a crash of the machine. Off by
-// default: the local stack does not need it and it costs a disk flush per call.
-func WithFsync(on bool) Option { return func(p *Publisher) { p.fsync = on } }
+// Config is what a Publisher is opened with (Open). Every zero field means
+// the default named on it, filled in once by Open.
+type Config struct {
+	// Path is the file appended to. Default DefaultPath.
+	Path string
+	// Fsync makes every Publish call fsync the file after its lines, so an
+	// event that Publish reported sent survives a crash of the machine.
+	// Default false: the local stack does not need it and it costs a disk
+	// flush per call.
+	Fsync bool
+}
 
 // Publisher appends lifecycle events to a JSON-lines file. Build it with
 // Open and Close it when done; it is safe for concurrent use.
@@ -68,17 +72,16 @@ type Publisher struct {
 	closed bool
 }
 
-// Open opens (creating it, and its directory, if needed) the file at path for
-// appending; "" means DefaultPath. The directory is created 0755, the file
-// 0644. Errors: the file system's, wrapped with the path.
-func Open(path string, opts ...Option) (*Publisher, error) {
+// Open opens (creating it, and its directory, if needed) the file at
+// cfg.Path for appending, with the defaults of Config filled in. The
+// directory is created 0755, the file 0644. Errors: the file system's,
+// wrapped with the path.
+func Open(cfg Config) (*Publisher, error) {
+	path := cfg.Path
 	if path == "" {
 		path = DefaultPath
 	}
-	p := &Publisher{path: path}
-	for _, o := range opts {
-		o(p)
-	}
+	p := &Publisher{path: path, fsync: cfg.Fsync}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("create events directory for %s: %w", path, err)
 	}

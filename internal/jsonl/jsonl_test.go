@@ -20,12 +20,12 @@ import (
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
-// MustOpen opens a publisher on path and closes it when the test ends.
-func MustOpen(tb testing.TB, path string, opts ...jsonl.Option) *jsonl.Publisher {
+// MustOpen opens a publisher with cfg and closes it when the test ends.
+func MustOpen(tb testing.TB, cfg jsonl.Config) *jsonl.Publisher {
 	tb.Helper()
-	p, err := jsonl.Open(path, opts...)
+	p, err := jsonl.Open(cfg)
 	if err != nil {
-		tb.Fatalf("open %s: %v", path, err)
+		tb.Fatalf("open %s: %v", cfg.Path, err)
 	}
 	tb.Cleanup(func() { _ = p.Close() })
 	return p
@@ -77,7 +77,7 @@ type line struct {
 
 func TestPublishShape(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "nested", "dir", "events.jsonl")
-	p := MustOpen(t, path)
+	p := MustOpen(t, jsonl.Config{Path: path})
 	if err := p.Publish(context.Background(), event("ses_1", lifecycle.StatePaused, 3)); err != nil {
 		t.Fatalf("publish: %v", err)
 	}
@@ -117,7 +117,7 @@ func TestPublishShape(t *testing.T) {
 
 func TestPublishConcurrent(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "events.jsonl")
-	p := MustOpen(t, path, jsonl.WithFsync(true))
+	p := MustOpen(t, jsonl.Config{Path: path, Fsync: true})
 	const workers, calls = 8, 25 // each call publishes 2 events
 	var wg sync.WaitGroup
 	errs := make(chan error, workers*calls)
@@ -167,7 +167,7 @@ func TestOpen(t *testing.T) {
 	t.Run("DefaultPath", func(t *testing.T) {
 		dir := t.TempDir()
 		t.Chdir(dir)
-		p := MustOpen(t, "")
+		p := MustOpen(t, jsonl.Config{})
 		if got, want := p.Path(), ".sandman/events.jsonl"; got != want {
 			t.Errorf("Path() = %q, want %q", got, want)
 		}
@@ -181,7 +181,7 @@ func TestOpen(t *testing.T) {
 	t.Run("Appends", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "events.jsonl")
 		for i := range 2 {
-			p := MustOpen(t, path)
+			p := MustOpen(t, jsonl.Config{Path: path})
 			if err := p.Publish(context.Background(), event(fmt.Sprint("ses_", i), lifecycle.StatePaused, 2)); err != nil {
 				t.Fatalf("publish: %v", err)
 			}
@@ -198,7 +198,7 @@ func TestOpen(t *testing.T) {
 		if err := os.WriteFile(file, nil, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := jsonl.Open(filepath.Join(file, "events.jsonl")); err == nil {
+		if _, err := jsonl.Open(jsonl.Config{Path: filepath.Join(file, "events.jsonl")}); err == nil {
 			t.Error("open under a regular file succeeded, want an error")
 		}
 	})
@@ -206,7 +206,7 @@ func TestOpen(t *testing.T) {
 
 func TestPublishFailures(t *testing.T) {
 	t.Run("ErrClosed", func(t *testing.T) {
-		p := MustOpen(t, filepath.Join(t.TempDir(), "events.jsonl"))
+		p := MustOpen(t, jsonl.Config{Path: filepath.Join(t.TempDir(), "events.jsonl")})
 		if err := p.Close(); err != nil {
 			t.Fatalf("close: %v", err)
 		}
@@ -219,7 +219,7 @@ func TestPublishFailures(t *testing.T) {
 	})
 	t.Run("ContextDone", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "events.jsonl")
-		p := MustOpen(t, path)
+		p := MustOpen(t, jsonl.Config{Path: path})
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 		err := p.Publish(ctx, event("ses_1", lifecycle.StatePaused, 2), event("ses_2", lifecycle.StatePaused, 2))
@@ -235,7 +235,7 @@ func TestPublishFailures(t *testing.T) {
 	})
 	t.Run("NoEvents", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "events.jsonl")
-		p := MustOpen(t, path)
+		p := MustOpen(t, jsonl.Config{Path: path})
 		if err := p.Publish(context.Background()); err != nil {
 			t.Errorf("publish of nothing = %v", err)
 		}

@@ -15,7 +15,7 @@ func twoProviders(t *testing.T) (*env, *fakeprovider.Provider) {
 	t.Helper()
 	var other *fakeprovider.Provider
 	e := newEnv(t, func(c *lifecycle.Config) {
-		other = fakeprovider.New(fakeprovider.WithClock(c.Clock), fakeprovider.WithName("other"))
+		other = fakeprovider.New(fakeprovider.Config{Clock: c.Clock, Name: "other"})
 		c.Providers = []lifecycle.Provider{other, c.Provider} // the default repeated: kept once
 	})
 	return e, other

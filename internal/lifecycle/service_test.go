@@ -55,7 +55,7 @@ func (l *eventLog) to(id string) []lifecycle.State {
 func newEnv(t *testing.T, edit ...func(*lifecycle.Config)) *env {
 	t.Helper()
 	clock := lifecycle.NewManualClock(svcT0)
-	e := &env{clock: clock, fake: fakeprovider.New(fakeprovider.WithClock(clock)), store: memstore.New(), events: &eventLog{}}
+	e := &env{clock: clock, fake: fakeprovider.New(fakeprovider.Config{Clock: clock}), store: memstore.New(), events: &eventLog{}}
 	cfg := lifecycle.Config{Store: outbox.InPath(e.store, e.events), Provider: e.fake, Clock: clock, Log: slog.New(slog.DiscardHandler),
 		Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }}
 	for _, f := range edit {
@@ -95,7 +95,7 @@ func (e *env) sandboxState(id string) lifecycle.SandboxState {
 }
 
 func TestNewServiceDefaults(t *testing.T) {
-	cfg := lifecycle.NewService(lifecycle.Config{Store: memstore.New(), Provider: fakeprovider.New()}).Config()
+	cfg := lifecycle.NewService(lifecycle.Config{Store: memstore.New(), Provider: fakeprovider.New(fakeprovider.Config{})}).Config()
 	if cfg.CallTimeout != lifecycle.DefaultCallTimeout || cfg.ProbeTimeout != lifecycle.DefaultProbeTimeout {
 		t.Errorf("timeouts %s/%s, want the defaults", cfg.CallTimeout, cfg.ProbeTimeout)
 	}

@@ -206,7 +206,7 @@ func InvokeCommand(ctx context.Context, args []string, w io.Writer) error {
 		if err := json.Unmarshal(raw, &ev); err != nil {
 			return fmt.Errorf("decode DynamoDB Streams event %s: %w", *eventFile, err)
 		}
-		pub, err := jsonl.Open(a.Config.EventsFile)
+		pub, err := jsonl.Open(jsonl.Config{Path: a.Config.EventsFile})
 		if err != nil {
 			return err
 		}

@@ -60,8 +60,10 @@ const (
 	DevAccountID = "dev"
 )
 
-// Options configure Run. Zero values take the environment, then the defaults.
-type Options struct {
+// Config is what Run starts the stack with. Every zero field means the
+// default named on it; the settings themselves come from the environment
+// (Getenv), then the defaults.
+type Config struct {
 	Getenv func(string) string // default os.Getenv
 	Out    io.Writer           // the banner; default os.Stdout
 	Log    *slog.Logger        // default JSON to stderr
@@ -80,7 +82,7 @@ type Options struct {
 // <state dir>/events.jsonl), its position kept in
 // <state dir>/events.checkpoint.json. On return everything it started is
 // stopped; sandboxes keep their state.
-func Run(ctx context.Context, opts Options) error {
+func Run(ctx context.Context, opts Config) error {
 	getenv := opts.Getenv
 	if getenv == nil {
 		getenv = os.Getenv
@@ -143,7 +145,7 @@ func Run(ctx context.Context, opts Options) error {
 	deps := Deps(opts.Log)
 	// Pause timers (DESIGN.md "Precise pausing"): in process, armed for
 	// deadlines before the next tick plus a minute.
-	timers := localtimer.New(localtimer.Options{Log: opts.Log})
+	timers := localtimer.New(localtimer.Config{Log: opts.Log})
 	deps.Timers, deps.TimerHorizon = timers, interval+time.Minute
 	if getenv(app.EnvProvider) == ProviderE2BFake {
 		log := opts.Log
@@ -373,7 +375,7 @@ func newOutbox(ctx context.Context, client *dynamodb.Client, cfg app.Config, sta
 	if err != nil {
 		return nil, nil, err
 	}
-	pub, err := jsonl.Open(cfg.EventsFile)
+	pub, err := jsonl.Open(jsonl.Config{Path: cfg.EventsFile})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -386,8 +388,8 @@ func newOutbox(ctx context.Context, client *dynamodb.Client, cfg app.Config, sta
 		}
 		return nil
 	})
-	poller := outbox.NewPoller(streams, arn, both, outbox.WithPollLogger(log),
-		outbox.WithCheckpointFile(filepath.Join(stateDir, "events.checkpoint.json")))
+	poller := outbox.NewPoller(outbox.PollerConfig{Streams: streams, StreamARN: arn, Publisher: both, Log: log,
+		CheckpointFile: filepath.Join(stateDir, "events.checkpoint.json")})
 	return poller, func() { _ = pub.Close() }, nil
 }
 

@@ -6,8 +6,8 @@
 // A session has at most one pending timer: arming again for a later time
 // keeps the earlier timer (it fires, finds the deadline moved and re-arms
 // through lifecycle.Service.FireTimer), arming for an earlier time replaces
-// it. A fired timer waits for one of Options.Concurrency slots and a token of
-// a rate limiter (Options.Rate fires per second, each at most one provider
+// it. A fired timer waits for one of Config.Concurrency slots and a token of
+// a rate limiter (Config.Rate fires per second, each at most one provider
 // pause) before calling the fire function, so a burst of deadlines never
 // exceeds the provider's rate. A fire that fails is logged and left to the
 // sweep, the backstop. Timers live in memory only: a restart loses them and
@@ -25,14 +25,15 @@ import (
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 )
 
-// Defaults of Options.
+// Defaults of Config.
 const (
 	DefaultConcurrency = 8
 	DefaultRate        = rate.Limit(20) // fires per second, the sweep's provider rate
 )
 
-// Options tunes Timers; every zero field means its default.
-type Options struct {
+// Config is what Timers are built from (New); every zero field means the
+// default named on it, filled in once by New.
+type Config struct {
 	// Concurrency is how many fires run at once (default 8).
 	Concurrency int
 	// Rate is how many fires start per second at most (default 20), with a
@@ -56,7 +57,7 @@ type FireFunc func(ctx context.Context, sessionID string) error
 // lifecycle.Config.Timers, then Start it with the service's FireTimer. It is
 // safe for concurrent use.
 type Timers struct {
-	opts    Options
+	opts    Config
 	limiter *rate.Limiter
 	slots   chan struct{}
 
@@ -75,9 +76,9 @@ type entry struct {
 
 var _ lifecycle.Timers = (*Timers)(nil)
 
-// New returns Timers with opts' defaults filled in. Timers armed before
-// Start are kept and fire once started.
-func New(opts Options) *Timers {
+// New returns Timers with the defaults of Config filled in. Timers armed
+// before Start are kept and fire once started.
+func New(opts Config) *Timers {
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = DefaultConcurrency
 	}

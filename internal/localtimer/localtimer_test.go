@@ -72,7 +72,7 @@ func (h *handFuncs) runAll() {
 }
 
 func newTimers(h *handFuncs, conc int) *localtimer.Timers {
-	return localtimer.New(localtimer.Options{Concurrency: conc, Rate: rate.Inf,
+	return localtimer.New(localtimer.Config{Concurrency: conc, Rate: rate.Inf,
 		Now: func() time.Time { return t0 }, AfterFunc: h.AfterFunc, Log: slog.New(slog.DiscardHandler)})
 }
 

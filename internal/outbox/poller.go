@@ -35,20 +35,27 @@ const DefaultPollInterval = 200 * time.Millisecond
 // busy shard cannot starve the others; the rest is read on the next Poll.
 const maxPagesPerShard = 20
 
-// PollerOption configures a Poller.
-type PollerOption func(*Poller)
-
-// WithCheckpointFile keeps, in the JSON file at path, the sequence number of
-// the last published record of every shard, so a poller started again (the
-// local stack restarted) continues after it instead of from the start of the
-// stream's retention. The file is rewritten (atomically, by rename) after
-// every Poll that published something. Without it a new Poller reads every
-// shard from its oldest record (at least once: consumers dedupe on
-// event_id).
-func WithCheckpointFile(path string) PollerOption { return func(p *Poller) { p.checkpointPath = path } }
-
-// WithPollLogger sets the poller's logger (default slog.Default()).
-func WithPollLogger(l *slog.Logger) PollerOption { return func(p *Poller) { p.log = l } }
+// PollerConfig is what a Poller is built from (NewPoller). Streams,
+// StreamARN and Publisher are required; every other zero field means the
+// default named on it, filled in once by NewPoller.
+type PollerConfig struct {
+	// Streams reads the stream.
+	Streams StreamsAPI
+	// StreamARN is the table's LatestStreamArn (see dynamo.EnableStream).
+	StreamARN string
+	// Publisher receives the transitions found.
+	Publisher lifecycle.Publisher
+	// CheckpointFile keeps, in the JSON file at this path, the sequence
+	// number of the last published record of every shard, so a poller
+	// started again (the local stack restarted) continues after it instead
+	// of from the start of the stream's retention. The file is rewritten
+	// (atomically, by rename) after every Poll that published something.
+	// Default "": no file, and a new Poller reads every shard from its
+	// oldest record (at least once: consumers dedupe on event_id).
+	CheckpointFile string
+	// Log receives poll failures. Default slog.Default().
+	Log *slog.Logger
+}
 
 // Poller reads a table's DynamoDB stream (DynamoDB Local's, locally) shard by
 // shard and publishes the transitions it finds, as the publisher function
@@ -85,13 +92,14 @@ type checkpointFile struct {
 	Shards    map[string]string `json:"shards"` // shard id → last published sequence number
 }
 
-// NewPoller returns a Poller of the stream streamARN (the table's
-// LatestStreamArn, see dynamo.EnableStream) publishing through pub.
-func NewPoller(api StreamsAPI, streamARN string, pub lifecycle.Publisher, opts ...PollerOption) *Poller {
-	p := &Poller{api: api, arn: streamARN, pub: pub, log: slog.Default(), shards: map[string]*shardState{}}
-	for _, o := range opts {
-		o(p)
+// NewPoller returns a Poller of the stream cfg.StreamARN publishing through
+// cfg.Publisher, with the defaults of PollerConfig filled in.
+func NewPoller(cfg PollerConfig) *Poller {
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
 	}
+	p := &Poller{api: cfg.Streams, arn: cfg.StreamARN, pub: cfg.Publisher, log: cfg.Log,
+		checkpointPath: cfg.CheckpointFile, shards: map[string]*shardState{}}
 	if p.checkpointPath != "" {
 		p.loadErr = p.loadCheckpoint()
 	}

@@ -37,8 +37,8 @@ func MustStreamTable(tb testing.TB) *streamTable {
 	name := dynamotest.MustTable(tb)
 	streams, arn := dynamotest.MustStream(tb, name)
 	clock := lifecycle.NewManualClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-	return &streamTable{store: dynamo.New(client, name), arn: arn, streams: streams, clock: clock,
-		fake: fakeprovider.New(fakeprovider.WithClock(clock))}
+	return &streamTable{store: dynamo.New(dynamo.Config{Client: client, Table: name}), arn: arn, streams: streams, clock: clock,
+		fake: fakeprovider.New(fakeprovider.Config{Clock: clock})}
 }
 
 // service returns a lifecycle service over store.
@@ -51,7 +51,7 @@ func quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
 // MustJSONL opens a JSON-lines publisher in a temporary directory.
 func MustJSONL(tb testing.TB) *jsonl.Publisher {
 	tb.Helper()
-	p, err := jsonl.Open(filepath.Join(tb.TempDir(), "events.jsonl"))
+	p, err := jsonl.Open(jsonl.Config{Path: filepath.Join(tb.TempDir(), "events.jsonl")})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func TestPollerCrashAfterCommit(t *testing.T) {
 	}
 
 	pub := MustJSONL(t)
-	poller := outbox.NewPoller(st.streams, st.arn, pub, outbox.WithPollLogger(quiet()))
+	poller := outbox.NewPoller(outbox.PollerConfig{Streams: st.streams, StreamARN: st.arn, Publisher: pub, Log: quiet()})
 	evs := pollUntil(t, poller, pub.Path(), 3)
 	// provisioning (create), running, then the dead function's pausing.
 	want := []string{lifecycle.EventID(sess.ID, 1), lifecycle.EventID(sess.ID, 2), lifecycle.EventID(sess.ID, stored.Version)}
@@ -167,7 +167,7 @@ func TestPollerCrashAfterCommit(t *testing.T) {
 	t.Run("DuplicateDelivery", func(t *testing.T) {
 		// A second poller with no checkpoint is a redelivery of every record.
 		again := MustJSONL(t)
-		evs2 := pollUntil(t, outbox.NewPoller(st.streams, st.arn, again, outbox.WithPollLogger(quiet())), again.Path(), 3)
+		evs2 := pollUntil(t, outbox.NewPoller(outbox.PollerConfig{Streams: st.streams, StreamARN: st.arn, Publisher: again, Log: quiet()}), again.Path(), 3)
 		if !slices.Equal(evs2, evs) {
 			t.Fatalf("redelivered %+v, want the same events %+v", evs2, evs)
 		}
@@ -198,7 +198,7 @@ func TestPollerIgnoresNonTransitions(t *testing.T) {
 		t.Fatal(err)
 	}
 	pub := MustJSONL(t)
-	poller := outbox.NewPoller(st.streams, st.arn, pub, outbox.WithPollLogger(quiet()))
+	poller := outbox.NewPoller(outbox.PollerConfig{Streams: st.streams, StreamARN: st.arn, Publisher: pub, Log: quiet()})
 	evs := pollUntil(t, poller, pub.Path(), 4)
 	var states []lifecycle.State
 	for i, ev := range evs {
@@ -225,7 +225,7 @@ func TestPollerCheckpoint(t *testing.T) {
 	}
 	cp := filepath.Join(t.TempDir(), "checkpoint.json")
 	pub := MustJSONL(t)
-	first := outbox.NewPoller(st.streams, st.arn, pub, outbox.WithCheckpointFile(cp), outbox.WithPollLogger(quiet()))
+	first := outbox.NewPoller(outbox.PollerConfig{Streams: st.streams, StreamARN: st.arn, Publisher: pub, CheckpointFile: cp, Log: quiet()})
 	pollUntil(t, first, pub.Path(), 2)
 
 	// The poller restarts (a new one on the same checkpoint) and a pause
@@ -233,7 +233,7 @@ func TestPollerCheckpoint(t *testing.T) {
 	if _, err := svc.Snapshot(t.Context(), "acct_1", sess.ID); err != nil {
 		t.Fatal(err)
 	}
-	second := outbox.NewPoller(st.streams, st.arn, pub, outbox.WithCheckpointFile(cp), outbox.WithPollLogger(quiet()))
+	second := outbox.NewPoller(outbox.PollerConfig{Streams: st.streams, StreamARN: st.arn, Publisher: pub, CheckpointFile: cp, Log: quiet()})
 	evs := pollUntil(t, second, pub.Path(), 4)
 	if got, want := ids(evs), []string{sess.ID + ":1", sess.ID + ":2", sess.ID + ":3", sess.ID + ":4"}; !slices.Equal(got, want) {
 		t.Fatalf("events %v, want %v (no redelivery after a checkpoint)", got, want)

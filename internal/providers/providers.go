@@ -68,7 +68,7 @@ func E2B(p app.ProviderParams) (lifecycle.Provider, func(context.Context) error,
 // process.
 func Fake(p app.ProviderParams) (lifecycle.Provider, func(context.Context) error, error) {
 	p.Log.Warn("using the in-memory fake provider: sandboxes live only in this process")
-	return fakeprovider.New(fakeprovider.WithClock(p.Clock)), nil, nil
+	return fakeprovider.New(fakeprovider.Config{Clock: p.Clock}), nil, nil
 }
 
 // WebhookHandler returns the webhook function's handler: E2B-format
@@ -99,6 +99,5 @@ func WebhookHandler(a *app.App) (*webhook.Handler, error) {
 		}
 		formats = append(formats, format)
 	}
-	return webhook.New(a.Service, formats,
-		webhook.WithLogger(a.Log), webhook.WithAllowOrigin(a.Config.CORSOrigin))
+	return webhook.New(webhook.Config{Applier: a.Service, Formats: formats, Log: a.Log, AllowOrigin: a.Config.CORSOrigin})
 }

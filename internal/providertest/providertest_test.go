@@ -21,7 +21,7 @@ func TestFakeProvider(t *testing.T) {
 	}
 	providertest.Run(t, providertest.Harness{New: func(tb testing.TB) providertest.Env {
 		clock := lifecycle.NewManualClock(time.Date(2026, 5, 1, 8, 0, 0, 0, time.UTC))
-		p := fakeprovider.New(fakeprovider.WithClock(clock))
+		p := fakeprovider.New(fakeprovider.Config{Clock: clock})
 		return providertest.Env{
 			Provider: p,
 			Template: "base",

@@ -22,7 +22,7 @@ func TestE2BRecordedExpiryIsApplied(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store := dynamo.New(dynamotest.MustClient(t), dynamotest.MustTable(t), dynamo.WithLogger(quiet()))
+	store := dynamo.New(dynamo.Config{Client: dynamotest.MustClient(t), Table: dynamotest.MustTable(t), Log: quiet()})
 	svc := lifecycle.NewService(lifecycle.Config{Store: store, Provider: p,
 		Clock: srv.Clock, Policy: lifecycle.DefaultPolicy(), Log: quiet()})
 	sess, _, err := svc.Create(t.Context(), account, lifecycle.CreateInput{Template: "base", IdleTimeoutSeconds: 1200})

@@ -79,17 +79,17 @@ type world struct {
 func MustWorld(tb testing.TB, seed uint64) *world {
 	tb.Helper()
 	clock := lifecycle.NewManualClock(t0)
-	fake := fakeprovider.New(fakeprovider.WithClock(clock), fakeprovider.WithSeed(seed))
+	fake := fakeprovider.New(fakeprovider.Config{Clock: clock, Seed: seed})
 	calls := &countingProvider{Provider: fake, results: map[string]map[string]int{}}
 	table := dynamotest.MustTable(tb)
-	store := reliability.NewRecordingStore(dynamo.New(dynamotest.MustClient(tb), table, dynamo.WithLogger(quiet())))
+	store := reliability.NewRecordingStore(dynamo.New(dynamo.Config{Client: dynamotest.MustClient(tb), Table: table, Log: quiet()}))
 	events := &reliability.EventLog{}
 	streams, arn := dynamotest.MustStream(tb, table)
 	svc := lifecycle.NewService(lifecycle.Config{Store: store, Provider: calls, Clock: clock, Policy: lifecycle.DefaultPolicy(), Log: quiet(),
 		Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }}) // resume backoff: no waiting
 	w := &world{
 		clock: clock, fake: fake, calls: calls, store: store, events: events, svc: svc,
-		outbox:   outbox.NewPoller(streams, arn, events, outbox.WithPollLogger(quiet())),
+		outbox:   outbox.NewPoller(outbox.PollerConfig{Streams: streams, StreamARN: arn, Publisher: events, Log: quiet()}),
 		observer: reliability.NewObserver(fake, clock),
 	}
 	w.wire(tb)
@@ -103,7 +103,7 @@ func (w *world) wire(tb testing.TB) {
 	if err != nil {
 		tb.Fatalf("webhook format: %v", err)
 	}
-	hooks, err := webhook.New(w.svc, []webhook.Format{format}, webhook.WithLogger(quiet()))
+	hooks, err := webhook.New(webhook.Config{Applier: w.svc, Formats: []webhook.Format{format}, Log: quiet()})
 	if err != nil {
 		tb.Fatalf("webhook handler: %v", err)
 	}

@@ -180,9 +180,9 @@ func MustLossyWorld(tb testing.TB) (*world, *dynamotest.LostAnswerClient) {
 	w := MustWorld(tb, 1)
 	table := dynamotest.MustTable(tb)
 	client, hc := dynamotest.MustLossyClient(tb)
-	w.store = reliability.NewRecordingStore(dynamo.New(client, table, dynamo.WithLogger(quiet())))
+	w.store = reliability.NewRecordingStore(dynamo.New(dynamo.Config{Client: client, Table: table, Log: quiet()}))
 	streams, arn := dynamotest.MustStream(tb, table)
-	w.outbox = outbox.NewPoller(streams, arn, w.events, outbox.WithPollLogger(quiet()))
+	w.outbox = outbox.NewPoller(outbox.PollerConfig{Streams: streams, StreamARN: arn, Publisher: w.events, Log: quiet()})
 	w.rewire(tb, func(c *lifecycle.Config) { c.Store = w.store })
 	return w, hc
 }

@@ -15,7 +15,7 @@ import (
 // provider.
 func TestRunProviderListEveryProvider(t *testing.T) {
 	e := MustEnv(t)
-	quietOther := fakeprovider.New(fakeprovider.WithClock(e.clock), fakeprovider.WithName("quiet"), fakeprovider.WithIDPrefix("quiet"))
+	quietOther := fakeprovider.New(fakeprovider.Config{Clock: e.clock, Name: "quiet", IDPrefix: "quiet"})
 	cfg := e.svc.Config()
 	cfg.Providers = []lifecycle.Provider{quietOther}
 	e.svc = lifecycle.NewService(cfg)

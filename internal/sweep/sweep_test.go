@@ -68,13 +68,17 @@ func (s *hookStore) setAfterFindDue(f func(q lifecycle.DueQuery, page lifecycle.
 }
 
 // MustEnv returns a fresh env on its own DynamoDB Local table.
-func MustEnv(tb testing.TB, opts ...fakeprovider.Option) *env {
+func MustEnv(tb testing.TB, opts ...func(*fakeprovider.Config)) *env {
 	tb.Helper()
 	client := dynamotest.MustClient(tb)
 	table := dynamotest.MustTable(tb)
 	clock := lifecycle.NewManualClock(t0)
-	prov := fakeprovider.New(append([]fakeprovider.Option{fakeprovider.WithClock(clock)}, opts...)...)
-	store := &hookStore{Store: dynamo.New(client, table, dynamo.WithLogger(quiet()))}
+	provCfg := fakeprovider.Config{Clock: clock}
+	for _, o := range opts {
+		o(&provCfg)
+	}
+	prov := fakeprovider.New(provCfg)
+	store := &hookStore{Store: dynamo.New(dynamo.Config{Client: client, Table: table, Log: quiet()})}
 	svc := lifecycle.NewService(lifecycle.Config{Store: store, Provider: prov, Clock: clock, Policy: lifecycle.DefaultPolicy(), Log: quiet()})
 	return &env{clock: clock, prov: prov, store: store, svc: svc}
 }
@@ -300,7 +304,7 @@ func TestRunIdle(t *testing.T) {
 	})
 
 	t.Run("ProviderFailuresRetriedNextRun", func(t *testing.T) {
-		e := MustEnv(t, fakeprovider.WithSeed(7))
+		e := MustEnv(t, func(c *fakeprovider.Config) { c.Seed = 7 })
 		sessions := MustSessions(t, e, 100)
 		e.clock.Set(t0.Add(11 * time.Minute))
 		e.prov.SetFault(fakeprovider.OpPause, fakeprovider.Fault{Rate: 0.3})
@@ -352,10 +356,12 @@ func TestRunIdle(t *testing.T) {
 		// manual wall clock instead of slept; the deadline leaves 20 s of
 		// work before the margin.
 		wall := lifecycle.NewManualClock(time.Now())
-		e := MustEnv(t, fakeprovider.WithSleep(func(ctx context.Context, d time.Duration) error {
-			wall.Advance(d)
-			return ctx.Err()
-		}))
+		e := MustEnv(t, func(c *fakeprovider.Config) {
+			c.Sleep = func(ctx context.Context, d time.Duration) error {
+				wall.Advance(d)
+				return ctx.Err()
+			}
+		})
 		sessions := MustSessions(t, e, 100)
 		e.clock.Set(t0.Add(11 * time.Minute))
 		e.prov.SetFault(fakeprovider.OpPause, fakeprovider.Fault{Delay: time.Second})

@@ -42,7 +42,7 @@ func TestSweepArmsTimersWithinTheWindow(t *testing.T) {
 	clock := lifecycle.NewManualClock(t0)
 	timers := &recordTimers{}
 	svc := lifecycle.NewService(lifecycle.Config{
-		Store: memstore.New(), Provider: fakeprovider.New(fakeprovider.WithClock(clock)), Clock: clock,
+		Store: memstore.New(), Provider: fakeprovider.New(fakeprovider.Config{Clock: clock}), Clock: clock,
 		Log: slog.New(slog.DiscardHandler), Timers: timers,
 		Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() },
 	})

@@ -77,7 +77,7 @@ func mustQuietHandler(tb testing.TB, h *harness) *webhook.Handler {
 	cfg := h.service.Config()
 	cfg.Log = quiet
 	h.service = lifecycle.NewService(cfg)
-	return MustHandler(tb, h.service, h.provider.Name(), webhook.WithLogger(quiet))
+	return MustHandler(tb, h.service, h.provider.Name(), func(c *webhook.Config) { c.Log = quiet })
 }
 
 func reportLatency(b *testing.B, lat []time.Duration) {

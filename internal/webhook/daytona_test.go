@@ -28,10 +28,10 @@ func MustDaytonaHarness(tb testing.TB, secrets ...string) *harness {
 	if len(secrets) == 0 {
 		secrets = []string{DaytonaTestSecret}
 	}
-	store := dynamo.New(dynamotest.MustClient(tb), dynamotest.MustTable(tb))
+	store := dynamo.New(dynamo.Config{Client: dynamotest.MustClient(tb), Table: dynamotest.MustTable(tb)})
 	clock := lifecycle.NewManualClock(t0)
 	h := &harness{store: store, clock: clock, logs: &syncBuffer{}}
-	h.provider = fakeprovider.New(fakeprovider.WithClock(clock), fakeprovider.WithName(webhook.DaytonaName))
+	h.provider = fakeprovider.New(fakeprovider.Config{Clock: clock, Name: webhook.DaytonaName})
 	log := slog.New(slog.NewJSONHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	pub := lifecycle.PublisherFunc(func(_ context.Context, evs ...lifecycle.Event) error {
 		h.mu.Lock()
@@ -49,7 +49,7 @@ func MustDaytonaHarness(tb testing.TB, secrets ...string) *harness {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if h.handler, err = webhook.New(h.service, []webhook.Format{e2b, dt}, webhook.WithLogger(log)); err != nil {
+	if h.handler, err = webhook.New(webhook.Config{Applier: h.service, Formats: []webhook.Format{e2b, dt}, Log: log}); err != nil {
 		tb.Fatal(err)
 	}
 	return h
@@ -282,7 +282,7 @@ func TestNewDaytona(t *testing.T) {
 // TestNoFormat: a deployment whose providers send no webhooks (Vercel)
 // answers 404 to every provider.
 func TestNoFormat(t *testing.T) {
-	h, err := webhook.New(&stubApplier{}, nil)
+	h, err := webhook.New(webhook.Config{Applier: &stubApplier{}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@
 // A request is refused at the first check it fails, and nothing past that
 // check runs:
 //
-//  1. Size: a body over the limit (WithMaxBodyBytes, default
+//  1. Size: a body over the limit (Config.MaxBodyBytes, default
 //     DefaultMaxBodyBytes, 256 KiB, after base64 decoding) answers 413 too_large.
 //  2. Transport decoding: when API Gateway set isBase64Encoded the body is
 //     decoded to the raw bytes the provider sent; invalid base64 answers

@@ -29,7 +29,7 @@ func FuzzHandler(f *testing.F) {
 	f.Add("e2b", "v1", "", []byte(`{}`), false, true)
 	f.Fuzz(func(t *testing.T, provider, version, sig string, body []byte, b64, sign bool) {
 		a := &stubApplier{outcome: lifecycle.WebhookApplied}
-		h := MustStubHandler(t, a, webhook.WithMaxBodyBytes(4096))
+		h := MustStubHandler(t, a, func(c *webhook.Config) { c.MaxBodyBytes = 4096 })
 		if sign {
 			sig = e2bhook.Sign(TestSecret, body)
 		}

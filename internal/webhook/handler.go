@@ -52,49 +52,66 @@ type Handler struct {
 	log        *slog.Logger
 }
 
-// Option configures a Handler.
-type Option func(*Handler)
-
-// WithMaxBodyBytes sets the largest body accepted, in bytes after base64
-// decoding (default DefaultMaxBodyBytes). n must be positive.
-func WithMaxBodyBytes(n int) Option { return func(h *Handler) { h.maxBody = n } }
-
-// WithRetryAfter sets the Retry-After of a 503 (default DefaultRetryAfter).
-func WithRetryAfter(d time.Duration) Option { return func(h *Handler) { h.retryAfter = d } }
-
-// WithRequestTimeout bounds each request's context (default
-// apigw.DefaultRequestTimeout, 29 s, under API Gateway's 30 s integration
-// timeout); the Lambda deadline, when sooner, still applies.
-func WithRequestTimeout(d time.Duration) Option { return func(h *Handler) { h.timeout = d } }
-
-// WithAllowOrigin sets Access-Control-Allow-Origin (default "*"), as the
-// API's other functions send it (app.Config.CORSOrigin).
-func WithAllowOrigin(origin string) Option {
-	return func(h *Handler) { h.respond.AllowOrigin = origin }
+// Config is what a Handler is built from (New). Applier is required; every
+// other zero field means the default named on it, filled in once by New.
+type Config struct {
+	// Applier applies each verified event (a *lifecycle.Service).
+	Applier Applier
+	// Formats are the webhook formats accepted, each on the path segment
+	// its Name returns. None (a deployment whose providers send no
+	// webhooks: Vercel): every request answers 404.
+	Formats []Format
+	// MaxBodyBytes is the largest body accepted, in bytes after base64
+	// decoding. Default DefaultMaxBodyBytes; a negative value is an error.
+	MaxBodyBytes int
+	// RetryAfter is the Retry-After of a 503. Default DefaultRetryAfter.
+	RetryAfter time.Duration
+	// RequestTimeout bounds each request's context; the Lambda deadline,
+	// when sooner, still applies. Default apigw.DefaultRequestTimeout
+	// (29 s, under API Gateway's 30 s integration timeout).
+	RequestTimeout time.Duration
+	// AllowOrigin is sent as Access-Control-Allow-Origin, as the API's
+	// other functions send it (app.Config.CORSOrigin). Default "*".
+	AllowOrigin string
+	// Log receives the access line of every request and error details; its
+	// handler is wrapped with apigw.NewLogHandler. Default slog.Default().
+	Log *slog.Logger
 }
 
-// WithLogger sets the logger (default slog.Default()).
-func WithLogger(l *slog.Logger) Option { return func(h *Handler) { h.log = l } }
-
-// New returns a Handler that applies events through applier and accepts the
-// given formats, each on the path segment its Name returns. With no format
-// (a deployment whose providers send no webhooks: Vercel) every request
-// answers 404. Errors: a nil format, two formats with one name, a name that
-// is empty or not lowercase, or a non-positive body limit.
-func New(applier Applier, formats []Format, opts ...Option) (*Handler, error) {
-	if applier == nil {
+// New returns a Handler built from cfg with the defaults of Config filled
+// in. Errors: no applier, a nil format, two formats with one name, a name
+// that is empty or not lowercase, or a negative body limit.
+func New(cfg Config) (*Handler, error) {
+	if cfg.Applier == nil {
 		return nil, errors.New("webhook handler needs an applier")
 	}
-	h := &Handler{
-		applier:    applier,
-		formats:    make(map[string]Format, len(formats)),
-		maxBody:    DefaultMaxBodyBytes,
-		retryAfter: DefaultRetryAfter,
-		timeout:    apigw.DefaultRequestTimeout,
-		respond:    apigw.Responder{AllowOrigin: "*"},
-		log:        slog.Default(),
+	if cfg.MaxBodyBytes < 0 {
+		return nil, fmt.Errorf("webhook handler: body limit %d bytes must be positive", cfg.MaxBodyBytes)
 	}
-	for _, f := range formats {
+	if cfg.MaxBodyBytes == 0 {
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.RetryAfter <= 0 {
+		cfg.RetryAfter = DefaultRetryAfter
+	}
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = apigw.DefaultRequestTimeout
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	h := &Handler{
+		applier:    cfg.Applier,
+		formats:    make(map[string]Format, len(cfg.Formats)),
+		maxBody:    cfg.MaxBodyBytes,
+		retryAfter: cfg.RetryAfter,
+		timeout:    cfg.RequestTimeout,
+		respond:    apigw.Responder{AllowOrigin: cfg.AllowOrigin}, // "" is "*"
+		// The request's attributes ride on ctx (apigw.WithLogAttrs); wrapping
+		// an already wrapped handler changes nothing.
+		log: slog.New(apigw.NewLogHandler(cfg.Log.Handler())),
+	}
+	for _, f := range cfg.Formats {
 		if f == nil {
 			return nil, errors.New("webhook handler: nil format")
 		}
@@ -107,21 +124,6 @@ func New(applier Applier, formats []Format, opts ...Option) (*Handler, error) {
 		}
 		h.formats[name] = f
 	}
-	for _, o := range opts {
-		o(h)
-	}
-	if h.maxBody <= 0 {
-		return nil, fmt.Errorf("webhook handler: body limit %d bytes must be positive", h.maxBody)
-	}
-	if h.timeout <= 0 {
-		h.timeout = apigw.DefaultRequestTimeout
-	}
-	if h.log == nil {
-		h.log = slog.Default()
-	}
-	// The request's attributes ride on ctx (apigw.WithLogAttrs); wrapping an
-	// already wrapped handler changes nothing.
-	h.log = slog.New(apigw.NewLogHandler(h.log.Handler()))
 	return h, nil
 }
 

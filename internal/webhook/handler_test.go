@@ -44,17 +44,17 @@ type harness struct {
 }
 
 // MustHarness returns a harness on a fresh table; opts configure the handler.
-func MustHarness(tb testing.TB, opts ...webhook.Option) *harness {
+func MustHarness(tb testing.TB, opts ...func(*webhook.Config)) *harness {
 	tb.Helper()
-	store := dynamo.New(dynamotest.MustClient(tb), dynamotest.MustTable(tb))
+	store := dynamo.New(dynamo.Config{Client: dynamotest.MustClient(tb), Table: dynamotest.MustTable(tb)})
 	return mustHarnessOn(tb, store, opts...)
 }
 
-func mustHarnessOn(tb testing.TB, store *dynamo.Store, opts ...webhook.Option) *harness {
+func mustHarnessOn(tb testing.TB, store *dynamo.Store, opts ...func(*webhook.Config)) *harness {
 	tb.Helper()
 	clock := lifecycle.NewManualClock(t0)
 	h := &harness{store: store, clock: clock, logs: &syncBuffer{}}
-	h.provider = fakeprovider.New(fakeprovider.WithClock(clock))
+	h.provider = fakeprovider.New(fakeprovider.Config{Clock: clock})
 	log := slog.New(slog.NewJSONHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	pub := lifecycle.PublisherFunc(func(_ context.Context, evs ...lifecycle.Event) error {
 		h.mu.Lock()
@@ -64,19 +64,23 @@ func mustHarnessOn(tb testing.TB, store *dynamo.Store, opts ...webhook.Option) *
 	})
 	h.service = lifecycle.NewService(lifecycle.Config{Store: outbox.InPath(store, pub), Provider: h.provider, Clock: clock, Policy: lifecycle.DefaultPolicy(), Log: log,
 		NewID: func() string { return FixtureSessionID }})
-	h.handler = MustHandler(tb, h.service, h.provider.Name(), append([]webhook.Option{webhook.WithLogger(log)}, opts...)...)
+	h.handler = MustHandler(tb, h.service, h.provider.Name(), append([]func(*webhook.Config){func(c *webhook.Config) { c.Log = log }}, opts...)...)
 	return h
 }
 
 // MustHandler returns a handler over a with the E2B format, signed with
-// TestSecret, stamping provider.
-func MustHandler(tb testing.TB, a webhook.Applier, provider string, opts ...webhook.Option) *webhook.Handler {
+// TestSecret, stamping provider; opts then change its Config.
+func MustHandler(tb testing.TB, a webhook.Applier, provider string, opts ...func(*webhook.Config)) *webhook.Handler {
 	tb.Helper()
 	f, err := webhook.NewE2B(provider, TestSecret)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	h, err := webhook.New(a, []webhook.Format{f}, opts...)
+	cfg := webhook.Config{Applier: a, Formats: []webhook.Format{f}}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	h, err := webhook.New(cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -556,7 +560,7 @@ func TestV1CamelCaseBody(t *testing.T) {
 
 // TestTooLarge: the size check comes first, before decoding or verifying.
 func TestTooLarge(t *testing.T) {
-	h := MustHarness(t, webhook.WithMaxBodyBytes(1024))
+	h := MustHarness(t, func(c *webhook.Config) { c.MaxBodyBytes = 1024 })
 	h.MustSession(t)
 	big := bytes.Repeat([]byte("x"), 1025)
 	fits := bytes.Repeat([]byte("x"), 1024)
@@ -598,7 +602,7 @@ func TestUnknownProvider(t *testing.T) {
 // TestStoreFailure: when the store fails the provider is told to retry: a
 // 500 without detail, and nothing was claimed, so the retry applies.
 func TestStoreFailure(t *testing.T) {
-	broken := dynamo.New(dynamotest.MustClient(t), "no-such-table-"+strings.ReplaceAll(t.Name(), "/", "_"))
+	broken := dynamo.New(dynamo.Config{Client: dynamotest.MustClient(t), Table: "no-such-table-" + strings.ReplaceAll(t.Name(), "/", "_")})
 	h := mustHarnessOn(t, broken)
 	r := h.MustDeliver(t, MustFixtureRequest(t, "apigw-e2b-paused.json"))
 	wantError(t, r, http.StatusInternalServerError, "internal")
@@ -632,9 +636,10 @@ func (s *stubApplier) Events() []lifecycle.ProviderEvent {
 
 // MustStubHandler returns a handler over a stub applier, with the E2B
 // format stamping "e2b".
-func MustStubHandler(tb testing.TB, a webhook.Applier, opts ...webhook.Option) *webhook.Handler {
+func MustStubHandler(tb testing.TB, a webhook.Applier, opts ...func(*webhook.Config)) *webhook.Handler {
 	tb.Helper()
-	return MustHandler(tb, a, "e2b", append([]webhook.Option{webhook.WithLogger(slog.New(slog.DiscardHandler))}, opts...)...)
+	quiet := func(c *webhook.Config) { c.Log = slog.New(slog.DiscardHandler) }
+	return MustHandler(tb, a, "e2b", append([]func(*webhook.Config){quiet}, opts...)...)
 }
 
 // TestApplyErrors: every failure of the apply step is a 5xx so the
@@ -654,7 +659,7 @@ func TestApplyErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			hd := MustStubHandler(t, &stubApplier{err: c.err}, webhook.WithRetryAfter(6500*time.Millisecond))
+			hd := MustStubHandler(t, &stubApplier{err: c.err}, func(c *webhook.Config) { c.RetryAfter = 6500 * time.Millisecond })
 			r := mustHandle(t, hd, MustFixtureRequest(t, "apigw-e2b-paused.json"))
 			wantError(t, r, c.status, c.errorType)
 			if got, want := r.header["Retry-After"], c.retryAfter; got != want {
@@ -693,7 +698,7 @@ func TestApplyFailures(t *testing.T) {
 		}
 	})
 	t.Run("Timeout", func(t *testing.T) {
-		hd := MustStubHandler(t, waitApplier{}, webhook.WithRequestTimeout(time.Millisecond))
+		hd := MustStubHandler(t, waitApplier{}, func(c *webhook.Config) { c.RequestTimeout = time.Millisecond })
 		r := mustHandle(t, hd, MustFixtureRequest(t, "apigw-e2b-paused.json"))
 		wantError(t, r, http.StatusServiceUnavailable, "unavailable")
 		if got, want := r.header["Retry-After"], "5"; got != want {
@@ -705,7 +710,7 @@ func TestApplyFailures(t *testing.T) {
 // TestResponseHeaders: answers carry the API's CORS and caching headers,
 // with the configured origin.
 func TestResponseHeaders(t *testing.T) {
-	hd := MustStubHandler(t, &stubApplier{outcome: lifecycle.WebhookStale}, webhook.WithAllowOrigin("https://app.example.test"))
+	hd := MustStubHandler(t, &stubApplier{outcome: lifecycle.WebhookStale}, func(c *webhook.Config) { c.AllowOrigin = "https://app.example.test" })
 	for name, req := range map[string]events.APIGatewayV2HTTPRequest{
 		"OK":    MustFixtureRequest(t, "apigw-e2b-paused.json"),
 		"Error": NewRequest("nope", nil, nil, false),
@@ -753,19 +758,17 @@ func TestNew(t *testing.T) {
 	}
 	a := &stubApplier{}
 	cases := []struct {
-		name    string
-		applier webhook.Applier
-		formats []webhook.Format
-		opts    []webhook.Option
+		name string
+		cfg  webhook.Config
 	}{
-		{"NoApplier", nil, []webhook.Format{f}, nil},
-		{"NilFormat", a, []webhook.Format{nil}, nil},
-		{"DuplicateName", a, []webhook.Format{f, f}, nil},
-		{"ZeroLimit", a, []webhook.Format{f}, []webhook.Option{webhook.WithMaxBodyBytes(0)}},
+		{"NoApplier", webhook.Config{Formats: []webhook.Format{f}}},
+		{"NilFormat", webhook.Config{Applier: a, Formats: []webhook.Format{nil}}},
+		{"DuplicateName", webhook.Config{Applier: a, Formats: []webhook.Format{f, f}}},
+		{"NegativeLimit", webhook.Config{Applier: a, Formats: []webhook.Format{f}, MaxBodyBytes: -1}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if _, err := webhook.New(c.applier, c.formats, c.opts...); err == nil {
+			if _, err := webhook.New(c.cfg); err == nil {
 				t.Error("New succeeded, want an error")
 			}
 		})

@@ -50,7 +50,7 @@ func main() {
 	var err error
 	switch cmd, args := os.Args[1], os.Args[2:]; cmd {
 	case "run":
-		err = localstack.Run(ctx, localstack.Options{})
+		err = localstack.Run(ctx, localstack.Config{})
 	case "apikey":
 		err = localstack.APIKeyCommand(ctx, args, os.Stdout)
 	case "invoke":
