@@ -1,6 +1,9 @@
 package infra
 
 import (
+	"encoding/json"
+	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -219,4 +222,98 @@ func TestClientChannel(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestTemplateAcyclic: no resource of the template depends on itself
+// through Ref, Fn::GetAtt, Fn::Sub or DependsOn. CloudFormation refuses a
+// cycle only at deploy time, and the channel wiring is where one could
+// come from (the channel function's environment and grants name the
+// WebSocket API whose routes invoke it).
+func TestTemplateAcyclic(t *testing.T) {
+	s := MustDefaultStack(t)
+	raw, err := json.Marshal(s.template.ToJSON())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Resources map[string]map[string]any `json:"Resources"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	sub := regexp.MustCompile(`\$\{([A-Za-z0-9]+)[.}]`)
+	deps := map[string]map[string]bool{}
+	var walk func(from string, v any)
+	walk = func(from string, v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, x := range v {
+				switch k {
+				case "Ref":
+					if id, ok := x.(string); ok {
+						deps[from][id] = true
+					}
+				case "Fn::GetAtt":
+					if l, ok := x.([]any); ok && len(l) > 0 {
+						deps[from][fmt.Sprint(l[0])] = true
+					}
+				case "Fn::Sub":
+					str, _ := x.(string)
+					if l, ok := x.([]any); ok && len(l) > 0 {
+						str, _ = l[0].(string)
+					}
+					for _, m := range sub.FindAllStringSubmatch(str, -1) {
+						deps[from][m[1]] = true
+					}
+				}
+				walk(from, x)
+			}
+		case []any:
+			for _, x := range v {
+				walk(from, x)
+			}
+		}
+	}
+	for id, r := range doc.Resources {
+		deps[id] = map[string]bool{}
+		walk(id, r["Properties"])
+		for _, d := range strs(r["DependsOn"]) {
+			deps[id][d] = true
+		}
+	}
+	const (
+		unseen = iota
+		onPath
+		done
+	)
+	state := map[string]int{}
+	var path []string
+	var visit func(id string) bool
+	visit = func(id string) bool {
+		switch state[id] {
+		case onPath:
+			t.Errorf("dependency cycle: %s -> %s", strings.Join(path, " -> "), id)
+			return false
+		case done:
+			return true
+		}
+		state[id] = onPath
+		path = append(path, id)
+		for d := range deps[id] {
+			if _, ok := doc.Resources[d]; ok && !visit(d) {
+				return false
+			}
+		}
+		path = path[:len(path)-1]
+		state[id] = done
+		return true
+	}
+	for _, id := range keys(doc.Resources) {
+		if !visit(id) {
+			return
+		}
+	}
+	if len(state) < 50 {
+		t.Errorf("walked %d resources; the template has more", len(state))
+	}
 }
