@@ -50,6 +50,12 @@ func TestRoleTableActionsPinned(t *testing.T) {
 		// FireTimer: GetItem, then PauseIfDue's conditional PutItem with
 		// the running-slot counter's UpdateItem (the quota), as idlepause.
 		routes.Pauser: onTable("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"),
+		// connections (put, get, delete, by session) and the session writes
+		// of heartbeats, presence and resume.
+		routes.Channel: with(onTable("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"),
+			tabledef.IndexByConnSession),
+		// the session and its connections; gone ones deleted; no session write.
+		routes.Notifier: with(onTable("dynamodb:GetItem", "dynamodb:DeleteItem"), tabledef.IndexByConnSession),
 		// the stream only, granted by its event source mapping; no item
 		// access. ListStreams has no resource-level permission.
 		routes.Publisher: {
@@ -159,7 +165,12 @@ func TestWebhookUrlOutput(t *testing.T) {
 func TestSweepFailureGoesToDLQ(t *testing.T) {
 	s := MustDefaultStack(t)
 	dlq := canonical(getAtt(s.logicalID(t, "IdlePauseScheduleDLQ"), "Arn"))
-	configs := s.ofType("AWS::Lambda::EventInvokeConfig")
+	configs := map[string]cfnResource{} // the idle pause function's (the notifier has its own, TestClientChannel)
+	for id, c := range s.ofType("AWS::Lambda::EventInvokeConfig") {
+		if same(prop(c, "FunctionName"), ref(s.functionID(t, routes.IdlePause))) {
+			configs[id] = c
+		}
+	}
 	if len(configs) != 1 {
 		t.Fatalf("%d EventInvokeConfig, want 1 (the idle pause function's)", len(configs))
 	}

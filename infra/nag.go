@@ -73,9 +73,42 @@ var (
 	}
 )
 
+// The client channel's accepted findings (infra/channel.go).
+var (
+	nagWebSocketAuth = NagSuppression{
+		RuleID: "AwsSolutions-APIG4",
+		Reason: "The WebSocket API's $connect verifies the session-scoped client token (?token=, HMAC, constant time, " +
+			"internal/clienttoken) in the channel function and answers 401/403, which refuses the upgrade; " +
+			"$default and $disconnect only act on connections $connect accepted and stored.",
+		On: "the WebSocket API's routes",
+	}
+	nagManageConnections = NagSuppression{
+		RuleID: "AwsSolutions-IAM5",
+		AppliesTo: `/^Resource::arn:<AWS::Partition>:execute-api:<AWS::Region>:<AWS::AccountId>:<WebSocketApi[0-9A-F]+>\/` +
+			WebSocketStageName + `\/\*\/@connections\/\*$/`,
+		Reason: "execute-api:ManageConnections on this one API's stage's @connections: connection ids are made by " +
+			"API Gateway at connect time, so the resource cannot name them.",
+		On: "the channel and notifier functions' roles",
+	}
+	nagClientTokenRotation = NagSuppression{
+		RuleID: "AwsSolutions-SMG4",
+		Reason: "The client-token key set is rotated by writing a two-key set (new signing key, old key still verifying " +
+			"for the 24 h a token may live, internal/clienttoken); an automatic single-value rotation would cut every " +
+			"token in flight.",
+		On: "the client-token key set secret",
+	}
+	nagNotifierDLQ = NagSuppression{
+		RuleID: "AwsSolutions-SQS3",
+		Reason: "This queue is itself the dead-letter queue of the notifier's rule target and on-failure destination; " +
+			"nothing consumes it automatically, and its depth has an alarm.",
+		On: "the notifier's dead-letter queue",
+	}
+)
+
 // NagSuppressions lists every suppression NewSandmanStack adds.
 func NagSuppressions() []NagSuppression {
-	return []NagSuppression{nagXRay, nagRoutesAuth, nagDLQ, nagStreamDLQ}
+	return []NagSuppression{nagXRay, nagRoutesAuth, nagDLQ, nagStreamDLQ,
+		nagWebSocketAuth, nagManageConnections, nagClientTokenRotation, nagNotifierDLQ}
 }
 
 // cdk returns s in cdk-nag's form.

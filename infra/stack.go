@@ -232,8 +232,8 @@ func CheckFunctionsDir(dir string) error {
 }
 
 // NewSandmanStack defines the whole Sandman deployment in one stack. props may
-// be nil (all defaults). Its outputs are ApiUrl, WebhookUrl, TableName and
-// EventBusName.
+// be nil (all defaults). Its outputs are ApiUrl, WebhookUrl, WebSocketUrl,
+// TableName and EventBusName.
 //
 // The function binaries are read from props.FunctionsDir at synthesis; see
 // CheckFunctionsDir.
@@ -268,6 +268,7 @@ func NewSandmanStack(scope constructs.Construct, id string, props *SandmanStackP
 	newAlarms(stack, functions, dlq)
 	newOutbox(stack, functions[routes.Publisher], table)
 	newTimers(stack, functions[routes.Pauser], timerQueue, timerDLQ, p)
+	wsStage := newClientChannel(stack, p, functions, bus)
 
 	awscdk.NewCfnOutput(stack, jsii.String("ApiUrl"), &awscdk.CfnOutputProps{
 		Description: jsii.String("Base URL of the HTTP API (routes start with /v1)"),
@@ -277,6 +278,10 @@ func NewSandmanStack(scope constructs.Construct, id string, props *SandmanStackP
 	awscdk.NewCfnOutput(stack, jsii.String("WebhookUrl"), &awscdk.CfnOutputProps{
 		Description: jsii.String("URL to register as the provider's webhook (" + p.Provider + ")"),
 		Value:       awscdk.Fn_Join(jsii.String(""), jsii.Strings(*stage.Url(), "v1/webhooks/"+p.Provider)),
+	})
+	awscdk.NewCfnOutput(stack, jsii.String("WebSocketUrl"), &awscdk.CfnOutputProps{
+		Description: jsii.String("URL of the client channel (WebSocket API); client-token answers carry it as ws_url"),
+		Value:       wsStage.Url(),
 	})
 	awscdk.NewCfnOutput(stack, jsii.String("TableName"), &awscdk.CfnOutputProps{
 		Description: jsii.String("Name of the sessions table"),
@@ -451,6 +456,22 @@ var functionSpecs = []functionSpec{
 		// idlepause's) or a re-armed timer; no index, no delete. The
 		// queue's consume actions come from its event source mapping.
 		table: tableAccess{actions: []string{actionGetItem, actionPutItem, "dynamodb:UpdateItem"}}},
+	// channel: 29 s like the API functions ($default's resume calls the
+	// provider; API Gateway's WebSocket integration timeout is 29 s too).
+	{name: routes.Channel, description: "Sandman client channel: WebSocket $connect, $disconnect, $default",
+		timeout: 29 * time.Second, memoryMB: 256, providerKey: true,
+		// connections: PutItem, GetItem, DeleteItem, Query by_conn_session;
+		// sessions: GetItem, PutItem (heartbeat, presence, resume) and
+		// UpdateItem (a resume's running slot).
+		table: tableAccess{actions: []string{actionGetItem, actionPutItem, actionUpdateItem, actionDeleteItem},
+			indexes: []string{tabledef.IndexByConnSession}}},
+	// notifier: 30 s, a session's connections pushed one after another, each
+	// push bounded by apigwmgmt.DefaultTimeout.
+	{name: routes.Notifier, description: "Sandman client channel notifier (lifecycle events to WebSocket pushes)",
+		timeout: 30 * time.Second, memoryMB: 128,
+		// the session (GetItem), its connections (by_conn_session), gone
+		// ones deleted (DeleteItem); no session write.
+		table: tableAccess{actions: []string{actionGetItem, actionDeleteItem}, indexes: []string{tabledef.IndexByConnSession}}},
 }
 
 // constructID returns the construct id prefix of a function's resources,
@@ -772,12 +793,13 @@ func newOutbox(stack awscdk.Stack, fn awslambda.Function, table awsdynamodb.Tabl
 }
 
 // timerArmers are the functions whose writes may set a pause deadline before
-// the next sweep and so arm its timer at once (lifecycle.Service.ArmTimer),
-// and the pauser, which re-arms a timer whose deadline moved: they may send
+// the next sweep and so arm its timer at once (lifecycle.Service.ArmTimer;
+// the channel's heartbeats, resumes and away deadlines included), and the
+// pauser, which re-arms a timer whose deadline moved: they may send
 // to the timer queue (sqs:SendMessage only) and get its URL in
 // envnames.TimerQueueURL.
 var timerArmers = []string{routes.Sessions, routes.Resume, routes.Snapshot, routes.Reconnect, routes.Webhook,
-	routes.IdlePause, routes.Pauser}
+	routes.IdlePause, routes.Pauser, routes.Channel}
 
 // Settings of the timer queue and the pauser's event source mapping (ours;
 // DESIGN.md "Precise pausing" asks for a timer that fires on the deadline,

@@ -3,6 +3,7 @@ package infra
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -23,11 +24,12 @@ import (
 // providerKeyFunctions call the sandbox provider; webhook reads the webhook
 // key; publishers put lifecycle events on the bus (the grant table).
 var (
-	providerKeyFunctions = []string{routes.Sessions, routes.Resume, routes.Snapshot, routes.Reconnect, routes.IdlePause, routes.Pauser}
+	providerKeyFunctions = []string{routes.Sessions, routes.Resume, routes.Snapshot, routes.Reconnect, routes.IdlePause, routes.Pauser,
+		routes.Channel} // the channel's $default resumes
 	// timerFunctions arm pause timers: every function whose writes may set
 	// a deadline before the next sweep, and the pauser, which re-arms.
 	timerFunctions = []string{routes.Sessions, routes.Resume, routes.Snapshot, routes.Reconnect, routes.Webhook,
-		routes.IdlePause, routes.Pauser}
+		routes.IdlePause, routes.Pauser, routes.Channel}
 	publisherFunctions = []string{routes.Publisher} // the table's stream publishes; no request does
 )
 
@@ -221,6 +223,10 @@ func TestFunctions(t *testing.T) {
 				if timeout < 30 || timeout > 120 {
 					t.Errorf("Timeout: got %v s, want 30..120 s (a batch of timers, each one provider pause)", timeout)
 				}
+			case routes.Notifier:
+				if timeout < 10 || timeout > 60 {
+					t.Errorf("Timeout: got %v s, want 10..60 s (one session's pushes)", timeout)
+				}
 			case routes.Publisher:
 				if timeout < 30 || timeout > 300 {
 					t.Errorf("Timeout: got %v s, want 30..300 s (a batch's PutEvents with their retries)", timeout)
@@ -244,7 +250,22 @@ func TestFunctions(t *testing.T) {
 			if slices.Contains(timerFunctions, name) {
 				wantEnv[envnames.TimerQueueURL] = ref(s.logicalID(t, "TimerQueue"))
 			}
-			gotEnv := prop(fn, "Environment").(map[string]any)["Variables"]
+			gotEnv := maps.Clone(prop(fn, "Environment").(map[string]any)["Variables"].(map[string]any))
+			// The client channel's variables (TestClientChannel pins their
+			// values); here: set on exactly the functions that use them.
+			for _, v := range []struct {
+				name string
+				on   []string
+			}{
+				{envnames.ClientTokenKeysSecret, clientTokenUsers},
+				{envnames.WSURL, []string{routes.Sessions}},
+				{envnames.WSManagementURL, pushers},
+			} {
+				if _, ok := gotEnv[v.name]; ok != slices.Contains(v.on, name) {
+					t.Errorf("%s set: %v, want %v", v.name, ok, !ok)
+				}
+				delete(gotEnv, v.name)
+			}
 			if !same(gotEnv, wantEnv) {
 				t.Errorf("Environment: got %s, want %s", canonical(gotEnv), canonical(wantEnv))
 			}
@@ -284,9 +305,14 @@ func TestSchedule(t *testing.T) {
 	dlqID := s.logicalID(t, "IdlePauseScheduleDLQ")
 	ruleID := s.logicalID(t, "IdlePauseSchedule")
 
-	rules := s.ofType("AWS::Events::Rule")
-	if got, want := len(rules), 1; got != want {
-		t.Fatalf("rules: got %d, want %d", got, want)
+	rules := 0 // scheduled rules (the notifier's rule matches events)
+	for _, r := range s.ofType("AWS::Events::Rule") {
+		if prop(r, "ScheduleExpression") != nil {
+			rules++
+		}
+	}
+	if got, want := rules, 1; got != want {
+		t.Fatalf("scheduled rules: got %d, want %d", got, want)
 	}
 	rule := s.resource(t, ruleID, "AWS::Events::Rule")
 	if got, want := prop(rule, "ScheduleExpression"), routes.ScheduleExpression; got != want {
@@ -325,7 +351,12 @@ func TestSchedule(t *testing.T) {
 	})
 
 	t.Run("AsyncInvokeConfig", func(t *testing.T) {
-		configs := s.ofType("AWS::Lambda::EventInvokeConfig")
+		configs := map[string]cfnResource{} // all but the notifier's (TestClientChannel)
+		for id, c := range s.ofType("AWS::Lambda::EventInvokeConfig") {
+			if !same(prop(c, "FunctionName"), ref(s.functionID(t, routes.Notifier))) {
+				configs[id] = c
+			}
+		}
 		if got, want := len(configs), 1; got != want {
 			t.Fatalf("event invoke configs: got %d, want %d", got, want)
 		}
@@ -343,8 +374,8 @@ func TestSchedule(t *testing.T) {
 	})
 
 	t.Run("DeadLetterQueue", func(t *testing.T) {
-		if got, want := len(s.ofType("AWS::SQS::Queue")), 4; got != want {
-			t.Fatalf("queues: got %d, want %d (the schedule's and the stream's DLQ, the timer queue and its DLQ)", got, want)
+		if got, want := len(s.ofType("AWS::SQS::Queue")), 5; got != want {
+			t.Fatalf("queues: got %d, want %d (the schedule's, the stream's and the notifier's DLQ, the timer queue and its DLQ)", got, want)
 		}
 		dlq := s.resource(t, dlqID, "AWS::SQS::Queue")
 		if got, want := prop(dlq, "SqsManagedSseEnabled"), true; got != want {
@@ -383,6 +414,9 @@ func TestRoutes(t *testing.T) {
 
 	got := make(map[string]cfnResource)
 	for _, r := range s.ofType("AWS::ApiGatewayV2::Route") {
+		if !same(prop(r, "ApiId"), ref(apiID)) {
+			continue // the WebSocket API's (TestClientChannel)
+		}
 		key, _ := prop(r, "RouteKey").(string)
 		if _, dup := got[key]; dup {
 			t.Errorf("route %q defined twice", key)
@@ -431,6 +465,7 @@ func TestRoutes(t *testing.T) {
 		for _, r := range routes.Table {
 			perRoute[r.Function]++
 		}
+		perRoute[routes.Channel] = 3 // the WebSocket API's $connect, $disconnect, $default
 		for _, name := range routes.Functions {
 			fnID := s.functionID(t, name)
 			n := 0
@@ -448,8 +483,14 @@ func TestRoutes(t *testing.T) {
 
 func TestHTTPAPI(t *testing.T) {
 	s := MustDefaultStack(t)
-	if got, want := len(s.ofType("AWS::ApiGatewayV2::Api")), 1; got != want {
-		t.Fatalf("APIs: got %d, want %d", got, want)
+	httpAPIs := 0 // the other is the client channel's WebSocket API
+	for _, a := range s.ofType("AWS::ApiGatewayV2::Api") {
+		if prop(a, "ProtocolType") == "HTTP" {
+			httpAPIs++
+		}
+	}
+	if got, want := httpAPIs, 1; got != want {
+		t.Fatalf("HTTP APIs: got %d, want %d", got, want)
 	}
 	api := s.resource(t, s.logicalID(t, "HttpApi"), "AWS::ApiGatewayV2::Api")
 	if got, want := prop(api, "ProtocolType"), "HTTP"; got != want {
@@ -490,7 +531,12 @@ func TestHTTPAPI(t *testing.T) {
 	})
 
 	t.Run("DefaultStage", func(t *testing.T) {
-		stages := s.ofType("AWS::ApiGatewayV2::Stage")
+		stages := map[string]cfnResource{} // the HTTP API's (TestClientChannel has the WebSocket stage)
+		for id, st := range s.ofType("AWS::ApiGatewayV2::Stage") {
+			if same(prop(st, "ApiId"), ref(s.logicalID(t, "HttpApi"))) {
+				stages[id] = st
+			}
+		}
 		if got, want := len(stages), 1; got != want {
 			t.Fatalf("stages: got %d, want %d", got, want)
 		}
@@ -550,8 +596,8 @@ func mapValues(m map[string]string) []string {
 func TestAlarms(t *testing.T) {
 	s := MustDefaultStack(t)
 	alarms := s.ofType("AWS::CloudWatch::Alarm")
-	if got, want := len(alarms), 2*len(routes.Functions)+5; got != want {
-		t.Errorf("alarms: got %d, want %d (errors and throttles per function, three DLQ depths, iterator age, timer age)", got, want)
+	if got, want := len(alarms), 2*len(routes.Functions)+6; got != want {
+		t.Errorf("alarms: got %d, want %d (errors and throttles per function, four DLQ depths, iterator age, timer age)", got, want)
 	}
 	// find returns the alarms on metric in namespace with the given dimension.
 	find := func(namespace, metric string, dimension map[string]any) []cfnResource {

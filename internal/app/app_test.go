@@ -210,6 +210,36 @@ func TestNewSecrets(t *testing.T) {
 			t.Fatalf("err = %v, want one naming %s", err, app.EnvWebhookSecret)
 		}
 	})
+	t.Run("ClientTokenKeysFromTheStacksSecret", func(t *testing.T) {
+		// The value Secrets Manager generates for infra's ClientTokenKeys:
+		// the template's signing_key_id and 64 generated alphanumerics.
+		arn := "arn:aws:secretsmanager:us-east-1:123456789012:secret:ClientTokenKeys-AbCdEf"
+		sm := newFakeSecrets(map[string]string{arn: `{"signing_key_id":"k1","secret":"Zx8kQ2mN7pR4tV1wY6bD3fH9jL0nP5sU2xA8cE4gI7kM1oQ6rT3vW9yB5dF0hJ2l"}`})
+		c := cfg
+		c.ClientTokenKeysSecret = arn
+		a := MustApp(t, c, app.Needs{}, app.Deps{Secrets: sm, Log: quiet})
+		if a.Tokens == nil {
+			t.Fatal("no client tokens: the client-tokens route would answer 503")
+		}
+		tok, _, err := a.Tokens.Mint("ses_1", "acct_1", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if claims, err := a.Tokens.VerifyFor(tok, "ses_1"); err != nil || claims.AccountID != "acct_1" {
+			t.Errorf("VerifyFor = %+v, %v", claims, err)
+		}
+		if got, want := sm.reads[arn], 1; got != want {
+			t.Errorf("secret reads = %d, want %d (once per cold start)", got, want)
+		}
+	})
+	t.Run("ErrClientTokenKeysMalformed", func(t *testing.T) {
+		sm := newFakeSecrets(map[string]string{"keys": `{"signing_key_id":"k1","secret":"short"}`})
+		c := cfg
+		c.ClientTokenKeysSecret = "keys"
+		if _, err := app.New(t.Context(), c, app.Needs{}, app.Deps{Secrets: sm, Log: quiet}); err == nil {
+			t.Fatal("a malformed key set loaded")
+		}
+	})
 	t.Run("PlainEnvKey", func(t *testing.T) {
 		c := cfg
 		c.ProviderAPIKey = "e2b_local_key"

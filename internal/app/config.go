@@ -69,6 +69,7 @@ const (
 	EnvClientTokenKeysSecret = envnames.ClientTokenKeysSecret
 	EnvClientTokenKeysFile   = envnames.ClientTokenKeysFile
 	EnvWSURL                 = envnames.WSURL
+	EnvWSManagementURL       = envnames.WSManagementURL
 )
 
 // The provider names EnvProvider and EnvProviders accept (DESIGN.md
@@ -158,6 +159,9 @@ type Config struct {
 	ClientTokenKeysSecret string
 	ClientTokenKeysFile   string
 	WSURL                 string // the client channel's WebSocket URL; "" for none
+	// WSManagementURL is the API Gateway Management API endpoint of the
+	// WebSocket stage (internal/apigwmgmt); "" locally.
+	WSManagementURL string
 }
 
 // ConfigFromEnv reads the Config from getenv (os.Getenv in production).
@@ -201,6 +205,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		Policy:        lifecycle.DefaultPolicy(),
 	}
 	c.ClientTokenKeysSecret, c.ClientTokenKeysFile, c.WSURL = get(EnvClientTokenKeysSecret), get(EnvClientTokenKeysFile), get(EnvWSURL)
+	c.WSManagementURL = get(EnvWSManagementURL)
 	if c.Table == "" {
 		return Config{}, fmt.Errorf("%s is required: the name of the sessions table", EnvTable)
 	}

@@ -23,6 +23,15 @@
 //     push. Unknown actions answer 400 and are otherwise ignored.
 //   - Connections expire from the table after ConnTTL (API Gateway closes a
 //     WebSocket after 2 h at most).
+//   - The status "at connect" is an answer to the client's first message,
+//     {"action":"hello"} (sandman.js sends it on open): API Gateway accepts
+//     no PostToConnection while $connect runs, so the server cannot push
+//     first in AWS, and the local gateway does not either, so local and AWS
+//     behave the same and the browser tests cover what AWS does. $default
+//     answers hello with one push of the current status body.
+//   - The Notifier (NewNotifier) is the push half alone: it needs the
+//     table and a Pusher but no client-token keys, so the AWS notifier
+//     function is given no secret (functions/notifier).
 package channel
 
 import (
@@ -72,22 +81,41 @@ type Pusher interface {
 
 // Handler serves the three route keys. Build it with New.
 type Handler struct {
-	svc    *lifecycle.Service
+	*Notifier
 	tokens *clienttoken.Tokens
-	conns  Connections
-	push   Pusher
-	log    *slog.Logger
 }
 
 // New returns a Handler. All arguments but log are required.
 func New(svc *lifecycle.Service, tokens *clienttoken.Tokens, conns Connections, push Pusher, log *slog.Logger) (*Handler, error) {
-	if svc == nil || tokens == nil || conns == nil || push == nil {
-		return nil, fmt.Errorf("channel: a service, client tokens, a connection store and a pusher are required")
+	if tokens == nil {
+		return nil, fmt.Errorf("channel: client tokens are required")
+	}
+	n, err := NewNotifier(svc, conns, push, log)
+	if err != nil {
+		return nil, err
+	}
+	return &Handler{Notifier: n, tokens: tokens}, nil
+}
+
+// Notifier pushes a session's status to its connections: after each
+// committed transition (Notify, Publish, HandleEvent) and in answer to a
+// client's hello. Build it with NewNotifier; safe for concurrent use.
+type Notifier struct {
+	svc   *lifecycle.Service
+	conns Connections
+	push  Pusher
+	log   *slog.Logger
+}
+
+// NewNotifier returns a Notifier. All arguments but log are required.
+func NewNotifier(svc *lifecycle.Service, conns Connections, push Pusher, log *slog.Logger) (*Notifier, error) {
+	if svc == nil || conns == nil || push == nil {
+		return nil, fmt.Errorf("channel: a service, a connection store and a pusher are required")
 	}
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Handler{svc: svc, tokens: tokens, conns: conns, push: push, log: log}, nil
+	return &Notifier{svc: svc, conns: conns, push: push, log: log}, nil
 }
 
 // message is a client → server message.
@@ -141,21 +169,6 @@ func (h *Handler) connect(ctx context.Context, connID, token string) int {
 	return http.StatusOK
 }
 
-// Greet pushes the session's current status to connection connID: the
-// local gateway calls it once the upgrade is done (API Gateway accepts no
-// push during $connect).
-func (h *Handler) Greet(ctx context.Context, connID string) error {
-	c, err := h.conns.GetConn(ctx, connID)
-	if err != nil {
-		return err
-	}
-	sess, err := h.svc.Get(ctx, c.AccountID, c.SessionID)
-	if err != nil {
-		return err
-	}
-	return h.send(ctx, c, sess)
-}
-
 func (h *Handler) disconnect(ctx context.Context, connID string) int {
 	c, err := h.conns.GetConn(ctx, connID)
 	if err != nil {
@@ -179,6 +192,20 @@ func (h *Handler) message(ctx context.Context, connID, body string) int {
 		return http.StatusBadRequest
 	}
 	switch m.Action {
+	case "hello":
+		// The status at connect (see the package doc): one push now.
+		sess, err := h.svc.Get(ctx, c.AccountID, c.SessionID)
+		if err == nil {
+			err = h.send(ctx, c, sess)
+		}
+		if err != nil {
+			h.log.WarnContext(ctx, "channel hello", "connection_id", connID, "err", err)
+			if errors.Is(err, ErrGone) {
+				return http.StatusGone
+			}
+			return statusOf(err)
+		}
+		return http.StatusOK
 	case "heartbeat":
 		visible := m.Visible == nil || *m.Visible
 		if visible != c.Visible {
@@ -225,7 +252,7 @@ func (h *Handler) updatePresence(ctx context.Context, c Conn) {
 }
 
 // send pushes sess's status to c, deleting c when it is gone.
-func (h *Handler) send(ctx context.Context, c Conn, sess *lifecycle.Session) error {
+func (h *Notifier) send(ctx context.Context, c Conn, sess *lifecycle.Session) error {
 	msg, err := json.Marshal(Push{Type: "session", Session: apigw.StatusBody(sess, h.svc.Now())})
 	if err != nil {
 		return fmt.Errorf("encode push: %w", err)
@@ -241,7 +268,7 @@ func (h *Handler) send(ctx context.Context, c Conn, sess *lifecycle.Session) err
 // connection of that session (the Notifier's work; fed by the lifecycle
 // event stream). Gone connections are deleted; other push failures are
 // logged and counted in the returned error.
-func (h *Handler) Notify(ctx context.Context, ev lifecycle.Event) error {
+func (h *Notifier) Notify(ctx context.Context, ev lifecycle.Event) error {
 	conns, err := h.conns.SessionConns(ctx, ev.SessionID)
 	if err != nil || len(conns) == 0 {
 		return err
@@ -262,9 +289,9 @@ func (h *Handler) Notify(ctx context.Context, ev lifecycle.Event) error {
 	return errors.Join(errs...)
 }
 
-// Publish makes the Handler a lifecycle.Publisher: the outbox (the table's
+// Publish makes the Notifier (and so the Handler) a lifecycle.Publisher: the outbox (the table's
 // stream) hands it every committed transition.
-func (h *Handler) Publish(ctx context.Context, evs ...lifecycle.Event) error {
+func (h *Notifier) Publish(ctx context.Context, evs ...lifecycle.Event) error {
 	var errs []error
 	for _, ev := range evs {
 		errs = append(errs, h.Notify(ctx, ev))

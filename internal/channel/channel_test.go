@@ -164,15 +164,28 @@ func TestConnect(t *testing.T) {
 	if _, err := e.conns.GetConn(t.Context(), "c0"); err == nil {
 		t.Fatal("a refused connect stored a connection")
 	}
-	t.Run("OKAndGreet", func(t *testing.T) {
+	t.Run("OKAndHello", func(t *testing.T) {
 		if got := e.send(t, channel.RouteConnect, "c1", tok, ""); got != http.StatusOK {
 			t.Fatalf("status %d, want 200", got)
 		}
-		if err := e.h.Greet(t.Context(), "c1"); err != nil {
-			t.Fatal(err)
+		if got := e.push.states("c1"); len(got) != 0 {
+			t.Fatalf("pushes %v during $connect; API Gateway accepts none", got)
+		}
+		if got := e.send(t, channel.RouteDefault, "c1", "", `{"action":"hello"}`); got != http.StatusOK {
+			t.Fatalf("hello: status %d, want 200", got)
 		}
 		if got := e.push.states("c1"); len(got) != 1 || got[0] != "running" {
 			t.Errorf("pushes %v, want [running]", got)
+		}
+	})
+	t.Run("ErrHelloGone", func(t *testing.T) {
+		e.send(t, channel.RouteConnect, "c2", tok, "")
+		e.push.gone["c2"] = true
+		if got := e.send(t, channel.RouteDefault, "c2", "", `{"action":"hello"}`); got != http.StatusGone {
+			t.Errorf("hello to a gone connection: %d, want 410", got)
+		}
+		if _, err := e.conns.GetConn(t.Context(), "c2"); !lifecycle.IsCode(err, lifecycle.CodeNotFound) {
+			t.Errorf("gone connection still stored (err %v)", err)
 		}
 	})
 }

@@ -57,7 +57,14 @@
 //	  ]
 //	}
 //
-// read with ParseKeySet. Locally LoadOrCreateFile keeps the same JSON in the
+// read with ParseKeySet. The stack creates that secret with a generated
+// value in the one-key form {"signing_key_id":"k1","secret":"<64
+// alphanumerics>"} (Secrets Manager generates top-level fields only; 64
+// alphanumerics are standard base64 of 48 bytes), which ParseKeySet also
+// reads; a rotation rewrites it in the form above. Functions read the set
+// at cold start, so a rotation first adds the new key as verifying, then,
+// once every instance has restarted, makes it the signing key (README,
+// Deploy). Locally LoadOrCreateFile keeps the same JSON in the
 // state folder (DefaultFileName, mode 0600), generating one random key on
 // first use.
 package clienttoken

@@ -89,6 +89,9 @@ func cloneKey(k Key) Key { return Key{ID: k.ID, Secret: append([]byte(nil), k.Se
 type keyFile struct {
 	SigningKeyID string        `json:"signing_key_id"`
 	Keys         []keyFileItem `json:"keys"`
+	// Secret is the one-key form: the signing key's secret, with no keys
+	// (see ParseKeySet).
+	Secret string `json:"secret,omitempty"`
 }
 
 type keyFileItem struct {
@@ -98,13 +101,25 @@ type keyFileItem struct {
 
 // ParseKeySet reads a key set from its JSON (a Secrets Manager secret's
 // SecretString or the local key file; shape in the package doc). Secrets
-// are standard base64. It returns an error wrapping ErrInvalid when the JSON
-// is not that shape, signing_key_id names no key, or the set fails
-// Validate.
+// are standard base64. It also reads the one-key form
+// {"signing_key_id":"k1","secret":"<standard base64>"}: what the stack's
+// generated Secrets Manager secret holds (infra: a template with
+// signing_key_id and a generated 64-character alphanumeric "secret", which
+// is standard base64 of 48 bytes; Secrets Manager can generate a top-level
+// field only). A rotation rewrites it in the keys form. It returns an error
+// wrapping ErrInvalid when the JSON is not one of those shapes (both
+// secret and keys set included), signing_key_id names no key, or the set
+// fails Validate.
 func ParseKeySet(data []byte) (KeySet, error) {
 	var f keyFile
 	if err := json.Unmarshal(data, &f); err != nil {
 		return KeySet{}, fmt.Errorf("%w: key set json: %v", ErrInvalid, err)
+	}
+	if f.Secret != "" {
+		if len(f.Keys) > 0 {
+			return KeySet{}, fmt.Errorf("%w: key set json has both secret and keys", ErrInvalid)
+		}
+		f.Keys = []keyFileItem{{ID: f.SigningKeyID, Secret: f.Secret}}
 	}
 	var set KeySet
 	found := false

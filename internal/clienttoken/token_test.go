@@ -253,11 +253,32 @@ func TestParseKeySet(t *testing.T) {
 			t.Errorf("round trip = %+v", again)
 		}
 	})
+	// The stack's generated secret: signing_key_id from the template and a
+	// generated 64-character alphanumeric secret (infra: excludePunctuation).
+	generated := "Zx8kQ2mN7pR4tV1wY6bD3fH9jL0nP5sU2xA8cE4gI7kM1oQ6rT3vW9yB5dF0hJ2l"
+	t.Run("OneKeyForm", func(t *testing.T) {
+		set, err := ParseKeySet([]byte(`{"signing_key_id":"k1","secret":"` + generated + `"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := set.Signing.ID, "k1"; got != want {
+			t.Errorf("signing = %q, want %q", got, want)
+		}
+		if got, want := len(set.Signing.Secret), 48; got != want {
+			t.Errorf("secret is %d bytes, want %d", got, want)
+		}
+		if len(set.Verifying) != 0 {
+			t.Errorf("verifying = %+v, want none", set.Verifying)
+		}
+	})
 	for name, doc := range map[string]string{
-		"NotJSON":      `nope`,
-		"NoSigningKey": `{"signing_key_id":"k9","keys":[{"id":"k1","secret":"` + secret + `"}]}`,
-		"BadBase64":    `{"signing_key_id":"k1","keys":[{"id":"k1","secret":"%%%"}]}`,
-		"ShortSecret":  `{"signing_key_id":"k1","keys":[{"id":"k1","secret":"AQE="}]}`,
+		"SecretAndKeys": `{"signing_key_id":"k1","secret":"` + generated + `","keys":[{"id":"k1","secret":"` + secret + `"}]}`,
+		"ShortOneKey":   `{"signing_key_id":"k1","secret":"AQE="}`,
+		"OneKeyNoID":    `{"secret":"` + generated + `"}`,
+		"NotJSON":       `nope`,
+		"NoSigningKey":  `{"signing_key_id":"k9","keys":[{"id":"k1","secret":"` + secret + `"}]}`,
+		"BadBase64":     `{"signing_key_id":"k1","keys":[{"id":"k1","secret":"%%%"}]}`,
+		"ShortSecret":   `{"signing_key_id":"k1","keys":[{"id":"k1","secret":"AQE="}]}`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			if _, err := ParseKeySet([]byte(doc)); !errors.Is(err, ErrInvalid) {

@@ -81,6 +81,12 @@ const (
 	// WSURL is the client channel's WebSocket URL, named in client-token
 	// answers ("ws_url").
 	WSURL = "SANDMAN_WS_URL"
+	// WSManagementURL is the WebSocket stage's callback URL,
+	// https://{api-id}.execute-api.{region}.amazonaws.com/{stage}, the
+	// endpoint of the API Gateway Management API pushes go through
+	// (internal/apigwmgmt); set by the stack on the channel and notifier
+	// functions. Unset locally: the local gateway pushes itself.
+	WSManagementURL = "SANDMAN_WS_MANAGEMENT_URL"
 )
 
 // The sweep's configuration (internal/sweep.ConfigFromEnv).
@@ -125,7 +131,7 @@ var (
 		IdleTimeout, MinIdleTimeout, MaxIdleTimeout, MaxLifetimeLimit, ActivityGranularity, ProviderGrace,
 		MaxProviderTimeout, LeaseDuration, Deployment, APIKeyCacheTTL, ProbeTimeout, ProviderCallTimeout,
 		MaxRunning,
-		ClientTokenKeysSecret, ClientTokenKeysFile, WSURL,
+		ClientTokenKeysSecret, ClientTokenKeysFile, WSURL, WSManagementURL,
 		SweepConcurrency, SweepRate, SweepBurst, SweepPageSize, SweepDeadlineMargin, SweepReconcileSample, SweepDormancyAge,
 		TimerQueueURL,
 	}

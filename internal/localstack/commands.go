@@ -18,6 +18,7 @@ import (
 
 	"github.com/sandmanhq/sandman/internal/apigw"
 	"github.com/sandmanhq/sandman/internal/app"
+	"github.com/sandmanhq/sandman/internal/clienttoken"
 	"github.com/sandmanhq/sandman/internal/dynamo"
 	"github.com/sandmanhq/sandman/internal/jsonl"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
@@ -86,6 +87,11 @@ func resolveTarget(ctx context.Context, getenv func(string) string) (*target, er
 		}
 	}
 	defaults[app.EnvDynamoEndpoint] = endpoint
+	if t.local && getenv(app.EnvClientTokenKeysSecret) == "" {
+		// The local stack's client-token keys, so `invoke -fn channel`
+		// accepts the tokens it minted.
+		defaults[app.EnvClientTokenKeysFile] = filepath.Join(stateDir, clienttoken.DefaultFileName)
+	}
 	t.getenv = func(k string) string {
 		if v := getenv(k); v != "" {
 			return v
@@ -189,7 +195,7 @@ func InvokeCommand(ctx context.Context, args []string, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	needs := app.Needs{Provider: *fn != routes.Status && *fn != routes.Webhook && *fn != routes.Publisher, WebhookSecret: *fn == routes.Webhook}
+	needs := app.Needs{Provider: *fn != routes.Status && *fn != routes.Webhook && *fn != routes.Publisher && *fn != routes.Notifier, WebhookSecret: *fn == routes.Webhook}
 	t, a, err := openApp(ctx, needs, Deps(nil))
 	if err != nil {
 		return err
@@ -233,6 +239,10 @@ func InvokeCommand(ctx context.Context, args []string, w io.Writer) error {
 		}
 		resp, err = sweep.NewHandler(sweep.New(a.Service, scfg, a.Log), a.Log).Handle(ctx, ev)
 		if err != nil {
+			return err
+		}
+	case routes.Channel, routes.Notifier:
+		if resp, err = invokeChannel(ctx, a, *fn, raw); err != nil {
 			return err
 		}
 	default:

@@ -76,7 +76,9 @@ func (g *WSGateway) event(route, connID string, r *http.Request, body string) ev
 
 // ServeHTTP runs $connect (a refusal answers its status before the
 // upgrade, as API Gateway does), then $default for each text message until
-// the socket closes, then $disconnect.
+// the socket closes, then $disconnect. Like API Gateway it pushes nothing
+// on its own at connect: the status arrives in answer to the client's
+// {"action":"hello"} (internal/channel).
 func (g *WSGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var b [12]byte
 	_, _ = rand.Read(b[:])
@@ -106,9 +108,6 @@ func (g *WSGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_, _ = g.Handler.Handle(context.WithoutCancel(ctx), g.event(channel.RouteDisconnect, connID, r, ""))
 		_ = c.CloseNow()
 	}()
-	if err := g.Handler.Greet(ctx, connID); err != nil {
-		g.Log.WarnContext(ctx, "greet connection", "connection_id", connID, "err", err)
-	}
 	for {
 		typ, data, err := c.Read(ctx)
 		if err != nil {

@@ -22,7 +22,7 @@ import (
 )
 
 // TestWSGateway: the local gateway refuses a connect without a valid token
-// before the upgrade, greets with the status body, pushes a committed
+// before the upgrade, answers hello with the status body, pushes a committed
 // transition, and a closed socket is a $disconnect (presence → away).
 func TestWSGateway(t *testing.T) {
 	clock := lifecycle.NewManualClock(time.Date(2026, 11, 23, 2, 0, 0, 0, time.UTC))
@@ -80,8 +80,11 @@ func TestWSGateway(t *testing.T) {
 		}
 		return p.Session.State
 	}
+	if err := c.Write(ctx, websocket.MessageText, []byte(`{"action":"hello"}`)); err != nil {
+		t.Fatal(err)
+	}
 	if got := read(); got != "running" {
-		t.Errorf("greeting state %s, want running", got)
+		t.Errorf("state in answer to hello %s, want running", got)
 	}
 	if _, err := svc.Snapshot(t.Context(), "acct_1", sess.ID); err != nil {
 		t.Fatal(err)

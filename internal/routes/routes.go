@@ -19,10 +19,18 @@ const (
 	// Pauser is fed by the timer queue (SQS); it fires pause timers
 	// (internal/sqstimer, DESIGN.md "Precise pausing").
 	Pauser = "pauser"
+	// Channel serves the WebSocket API's $connect, $disconnect and
+	// $default (internal/channel, DESIGN.md "Client channel").
+	Channel = "channel"
+	// Notifier is invoked by an EventBridge rule with each lifecycle event;
+	// it pushes the session's status to its WebSocket connections
+	// (channel.Notifier.HandleEvent).
+	Notifier = "notifier"
 )
 
-// Functions lists every Lambda function: HTTP, scheduled, stream and queue.
-var Functions = []string{Sessions, Status, Resume, Snapshot, Reconnect, Webhook, IdlePause, Publisher, Pauser}
+// Functions lists every Lambda function: HTTP, scheduled, stream, queue,
+// WebSocket and bus.
+var Functions = []string{Sessions, Status, Resume, Snapshot, Reconnect, Webhook, IdlePause, Publisher, Pauser, Channel, Notifier}
 
 // Route is one API Gateway route: Key is the route key as API Gateway writes
 // it ("POST /v1/sessions/{id}/resume"), Function the Lambda that serves it.

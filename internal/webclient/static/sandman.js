@@ -11,8 +11,10 @@
 //   session.addEventListener("session", (e) => render(e.detail)); // the status body
 //   await session.resume();
 //
-// The server pushes {"type":"session","session":<status body>} at connect and
-// after every committed transition. The client sends
+// The server pushes {"type":"session","session":<status body>} in answer to
+// the {"action":"hello"} the client sends as soon as the socket opens (API
+// Gateway cannot push during $connect, so the status at connect is asked
+// for) and after every committed transition. The client sends
 // {"action":"heartbeat","visible":true|false} on user input (at most one per
 // heartbeatIntervalMs, 30 s by default: the server's activity granularity),
 // at once when the page's visibility changes, and at connect only when the
@@ -229,6 +231,8 @@ export class SandmanSession extends EventTarget {
       this.attempt = 0;
       this.connectionState = "open";
       this._emit("connection", { state: "open", attempt: 0 });
+      // The current status: the server answers with one push.
+      this._send({ action: "hello" });
       // The server counts a new connection as a visible client; say so only
       // when the page is hidden, or when input arrived while disconnected.
       // (A heartbeat is activity; an open connection alone is not, DESIGN.md

@@ -63,6 +63,9 @@ func TestConsole(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.CloseNow()
+	if err := conn.Write(ctx, websocket.MessageText, []byte(`{"action":"hello"}`)); err != nil {
+		t.Fatal(err)
+	}
 	state := func() string {
 		t.Helper()
 		m := read(t, ctx, conn)

@@ -7,9 +7,11 @@
 //
 //   - the connect is refused with 401 unless ?token= is one of the valid
 //     tokens (SetTokens);
-//   - an accepted connection first gets {"type":"session","session":<status>}
-//     with the current status (SetStatus), and every later SetStatus pushes
-//     the same message to every open connection;
+//   - an accepted connection gets {"type":"session","session":<status>}
+//     with the current status (SetStatus) in answer to its
+//     {"action":"hello"} (nothing before: API Gateway cannot push during
+//     $connect), and every later SetStatus pushes the same message to every
+//     open connection;
 //   - every text message a client sends is recorded (Log).
 //
 // A small control API lets a script outside the process drive it (the
@@ -225,7 +227,6 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.conns[idx] = c
 	s.notify()
-	first := sessionMessage(s.status)
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
@@ -235,9 +236,6 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		c.CloseNow()
 	}()
 	ctx := r.Context()
-	if err := c.Write(ctx, websocket.MessageText, first); err != nil {
-		return
-	}
 	for {
 		typ, data, err := c.Read(ctx)
 		if err != nil {
@@ -251,7 +249,18 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		s.log.Messages = append(s.log.Messages, Message{Conn: idx, Data: slices.Clone(data), At: time.Now().UTC()})
 		s.notify()
 		on := s.onMessage
+		status := sessionMessage(s.status)
 		s.mu.Unlock()
+		// Like the real channel (and API Gateway, which cannot push during
+		// $connect), the status at connect answers the client's hello.
+		var m struct {
+			Action string `json:"action"`
+		}
+		if json.Unmarshal(data, &m) == nil && m.Action == "hello" {
+			if err := c.Write(ctx, websocket.MessageText, status); err != nil {
+				return
+			}
+		}
 		if on != nil {
 			on(data)
 		}

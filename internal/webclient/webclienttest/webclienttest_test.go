@@ -57,13 +57,16 @@ func TestServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.CloseNow()
+	if err := c.Write(ctx, websocket.MessageText, []byte(`{"action":"hello"}`)); err != nil {
+		t.Fatal(err)
+	}
 	if m := read(t, ctx, c); m["type"] != "session" || m["session"].(map[string]any)["state"] != "running" {
-		t.Fatalf("first message = %v", m)
+		t.Fatalf("answer to hello = %v", m)
 	}
 	if err := c.Write(ctx, websocket.MessageText, []byte(`{"action":"heartbeat","visible":true}`)); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Wait(ctx, func(l Log) bool { return len(l.Messages) == 1 }); err != nil {
+	if err := s.Wait(ctx, func(l Log) bool { return len(l.Messages) == 2 }); err != nil {
 		t.Fatal(err)
 	}
 	s.SetStatus(ctx, json.RawMessage(`{"state":"paused"}`))
@@ -77,10 +80,10 @@ func TestServer(t *testing.T) {
 	if !log.Connects[2].Accepted || log.Connects[0].Accepted || log.Connects[1].Accepted {
 		t.Errorf("accepted = %+v", log.Connects)
 	}
-	if got, want := len(log.Messages), 1; got != want {
+	if got, want := len(log.Messages), 2; got != want {
 		t.Fatalf("messages = %d, want %d", got, want)
 	}
-	if got, want := string(log.Messages[0].Data), `{"action":"heartbeat","visible":true}`; got != want {
+	if got, want := string(log.Messages[1].Data), `{"action":"heartbeat","visible":true}`; got != want {
 		t.Errorf("message = %s, want %s", got, want)
 	}
 	if got, want := log.Open, 1; got != want {

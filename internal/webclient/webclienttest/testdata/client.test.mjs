@@ -108,9 +108,10 @@ async function setVisibility(page, v) {
 }
 
 try {
-  await test("state events arrive (at connect and on every push)", async () => {
+  await test("state events arrive (at connect, asked for with hello, and on every push)", async () => {
     const page = await freshPage();
     const before = (await serverLog()).connects.length;
+    const sentBefore = (await serverLog()).messages.length;
     await page.evaluate(() => {
       window.events = [];
       window.s = window.sandman.connect({ url: "/v1/ws", token: "tok-1" });
@@ -121,6 +122,9 @@ try {
     assert.equal(log.connects.length, before + 1);
     assert.equal(log.connects.at(-1).token, "tok-1");
     assert.equal(await page.evaluate(() => window.events[0].state), "running");
+    // The first message on a new connection asks for the status (API
+    // Gateway cannot push during $connect; the server answers hello).
+    assert.deepEqual(log.messages[sentBefore]?.data, { action: "hello" });
     await control("POST", "/control/status", { state: "pausing", sandbox_paused: false });
     await control("POST", "/control/status", { state: "paused", sandbox_paused: true, preview_url: null });
     await until("two pushes", () => page.evaluate(() => window.events.length === 3));

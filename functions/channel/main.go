@@ -1,0 +1,45 @@
+// Command channel is the Lambda function behind the API Gateway WebSocket
+// API's three route keys, $connect (authorises the client token),
+// $disconnect and $default (hello, heartbeat and resume messages): one
+// channel.Handler dispatching by route key (internal/channel, DESIGN.md
+// "Client channel"). One function and not three: the three share every
+// dependency (the table, the client-token keys, the provider for resume,
+// the Management API for hello's answer), so one role holds the same grants
+// three would, and one pool of warm instances serves a client's connect,
+// messages and disconnect. Configuration comes from the environment once
+// per cold start (internal/app).
+package main
+
+import (
+	"context"
+	"log/slog"
+	"os"
+
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/sandmanhq/sandman/internal/apigwmgmt"
+	"github.com/sandmanhq/sandman/internal/app"
+	"github.com/sandmanhq/sandman/internal/channel"
+	"github.com/sandmanhq/sandman/internal/providers"
+	"github.com/sandmanhq/sandman/internal/routes"
+)
+
+func main() {
+	ctx := context.Background()
+	a, err := app.Load(ctx, app.Needs{Provider: true}, app.Deps{Providers: providers.Lambda()})
+	if err != nil {
+		slog.Error("cold start failed", "function", routes.Channel, "err", err)
+		os.Exit(1)
+	}
+	push, err := apigwmgmt.Load(ctx, a.Config.WSManagementURL)
+	if err != nil {
+		a.Log.Error("cold start failed", "function", routes.Channel, "err", err)
+		os.Exit(1)
+	}
+	h, err := channel.New(a.Service, a.Tokens, a.Store, push, a.Log)
+	if err != nil {
+		a.Log.Error("cold start failed", "function", routes.Channel, "err", err)
+		os.Exit(1)
+	}
+	lambda.Start(h.Handle)
+}
