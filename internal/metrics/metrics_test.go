@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -22,13 +23,22 @@ type syncBuffer struct {
 	mu     sync.Mutex
 	buf    bytes.Buffer
 	writes int
+	total  int
 }
 
 func (b *syncBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.writes++
+	b.total += len(p)
 	return b.buf.Write(p)
+}
+
+// writesBytes returns how many bytes were written in all.
+func (b *syncBuffer) writesBytes() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.total
 }
 
 // doc is one parsed EMF line.
@@ -52,6 +62,12 @@ type doc struct {
 // dimension set.
 func mustLines(t *testing.T, b *syncBuffer) []doc {
 	t.Helper()
+	return mustLinesAt(t, b, t0)
+}
+
+// mustLinesAt is mustLines for lines stamped at.
+func mustLinesAt(t *testing.T, b *syncBuffer, at time.Time) []doc {
+	t.Helper()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	text := b.buf.String()
@@ -71,8 +87,8 @@ func mustLines(t *testing.T, b *syncBuffer) []doc {
 		if err := json.Unmarshal([]byte(l), &d.root); err != nil {
 			t.Fatal(err)
 		}
-		if d.AWS.Timestamp != t0.UnixMilli() {
-			t.Errorf("Timestamp %d, want %d (ms)", d.AWS.Timestamp, t0.UnixMilli())
+		if d.AWS.Timestamp != at.UnixMilli() {
+			t.Errorf("Timestamp %d, want %d (ms)", d.AWS.Timestamp, at.UnixMilli())
 		}
 		if len(d.AWS.CloudWatchMetrics) == 0 {
 			t.Errorf("line without directives: %s", l)
@@ -240,34 +256,42 @@ func TestFlushPacksSeries(t *testing.T) {
 	}
 }
 
+// TestSweepLagKeepsEveryValue: a sweep's pauses and their lags. Every lag
+// is written (EMF holds 100 values per member, so n pauses take n/100
+// lines, rounded up), the pause count once, in the first line.
 func TestSweepLagKeepsEveryValue(t *testing.T) {
-	e, b := newEmitter("idlepause")
-	var want float64
-	for i := range 250 {
-		e.PauseLag(time.Duration(i) * time.Second)
-		want += float64(i)
-		e.Paused(lifecycle.ReasonIdle)
-	}
-	if err := e.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	lines := mustLines(t, b)
-	if len(lines) != 3 {
-		t.Fatalf("%d lines, want 3 (100 + 100 + 50 values)", len(lines))
-	}
-	var sum, pauses float64
-	var n int
-	for _, d := range lines {
-		s, c := d.value(t, metrics.SweepLag)
-		sum, n = sum+s, n+c
-		p, _ := d.value(t, metrics.Pauses)
-		pauses += p
-		if unit, _ := d.def(metrics.SweepLag); unit != "Seconds" {
-			t.Errorf("SweepLag unit %q, want Seconds", unit)
-		}
-	}
-	if n != 250 || sum != want || pauses != 250 {
-		t.Errorf("SweepLag %d values summing to %v, Pauses %v; want 250, %v, 250", n, sum, pauses, want)
+	for _, tc := range []struct{ n, lines int }{{1, 1}, {250, 3}, {1000, 10}} {
+		t.Run(fmt.Sprint(tc.n), func(t *testing.T) {
+			e, b := newEmitter("idlepause")
+			var want float64
+			for i := range tc.n {
+				e.PauseLag(time.Duration(i) * time.Second)
+				want += float64(i)
+				e.Paused(lifecycle.ReasonIdle)
+			}
+			if err := e.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			lines := mustLines(t, b)
+			if len(lines) != tc.lines {
+				t.Fatalf("%d lines, want %d", len(lines), tc.lines)
+			}
+			var sum float64
+			var n int
+			for i, d := range lines {
+				s, c := d.value(t, metrics.SweepLag)
+				sum, n = sum+s, n+c
+				if p, _ := d.value(t, metrics.Pauses); (i == 0) != (p == float64(tc.n)) {
+					t.Errorf("line %d: Pauses %v, want %d in the first line only", i, p, tc.n)
+				}
+				if unit, _ := d.def(metrics.SweepLag); unit != "Seconds" {
+					t.Errorf("SweepLag unit %q, want Seconds", unit)
+				}
+			}
+			if n != tc.n || sum != want {
+				t.Errorf("SweepLag %d values summing to %v; want %d, %v", n, sum, tc.n, want)
+			}
+		})
 	}
 }
 
