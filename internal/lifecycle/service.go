@@ -162,7 +162,7 @@ func NewService(cfg Config) *Service {
 		if _, dup := s.providers[p.Name()]; dup {
 			continue
 		}
-		if cfg.Metrics != nil {
+		if _, none := cfg.Metrics.(noMetrics); cfg.Metrics != nil && !none {
 			p = measure(p, cfg.Metrics)
 		}
 		if i == 0 {
