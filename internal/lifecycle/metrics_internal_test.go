@@ -139,3 +139,26 @@ func TestProviderErrorKind(t *testing.T) {
 		}
 	}
 }
+
+func TestServiceWrapsProvidersOnlyWithMetrics(t *testing.T) {
+	p := stubReporter{stubProvider{}}
+	plain := NewService(Config{Provider: p})
+	if plain.providerFor("") != Provider(p) {
+		t.Errorf("without metrics the provider is wrapped: %T", plain.providerFor(""))
+	}
+	// Rebuilt from its Config (whose Metrics is now the no-op default): still not wrapped.
+	if again := NewService(plain.Config()); again.providerFor("stub") != Provider(p) {
+		t.Errorf("rebuilt without metrics, the provider is wrapped: %T", again.providerFor("stub"))
+	}
+	m := &countingMetrics{errors: map[string]int{}}
+	measured := NewService(Config{Provider: p, Metrics: m})
+	for _, name := range []string{"", "stub"} {
+		got := measured.providerFor(name)
+		if got == Provider(p) {
+			t.Errorf("providerFor(%q): not wrapped with metrics", name)
+		}
+		if _, ok := got.(TimeoutReporter); !ok {
+			t.Errorf("providerFor(%q): lost TimeoutReporter", name)
+		}
+	}
+}
