@@ -1,7 +1,7 @@
 // Package infra is Sandman's AWS CDK stack: the sessions table, the seven
 // Lambda functions, the HTTP API in front of them, the idle-pause schedule,
-// the lifecycle event bus, the secrets the functions read and the alarms on
-// all of it (DESIGN.md; STYLE.md rule 11).
+// the lifecycle event bus, the secrets the functions read, the alarms on
+// all of it and a dashboard (dashboard.go) (DESIGN.md; STYLE.md rule 11).
 //
 // The table's keys, indexes and TTL attribute come from internal/tabledef and
 // the functions, routes and schedule from internal/routes, so the stack and
@@ -233,7 +233,7 @@ func CheckFunctionsDir(dir string) error {
 
 // NewSandmanStack defines the whole Sandman deployment in one stack. props may
 // be nil (all defaults). Its outputs are ApiUrl, WebhookUrl, WebSocketUrl,
-// TableName and EventBusName.
+// TableName, EventBusName and DashboardName.
 //
 // The function binaries are read from props.FunctionsDir at synthesis; see
 // CheckFunctionsDir.
@@ -269,6 +269,8 @@ func NewSandmanStack(scope constructs.Construct, id string, props *SandmanStackP
 	newOutbox(stack, functions[routes.Publisher], table)
 	newTimers(stack, functions[routes.Pauser], timerQueue, timerDLQ, p)
 	wsStage := newClientChannel(stack, p, functions, bus)
+	newErrorLogFilters(stack, functions)
+	dashboard := newDashboard(stack, functions) // after every alarm: it shows them all
 
 	awscdk.NewCfnOutput(stack, jsii.String("ApiUrl"), &awscdk.CfnOutputProps{
 		Description: jsii.String("Base URL of the HTTP API (routes start with /v1)"),
@@ -290,6 +292,10 @@ func NewSandmanStack(scope constructs.Construct, id string, props *SandmanStackP
 	awscdk.NewCfnOutput(stack, jsii.String("EventBusName"), &awscdk.CfnOutputProps{
 		Description: jsii.String("Name of the lifecycle event bus"),
 		Value:       bus.EventBusName(),
+	})
+	awscdk.NewCfnOutput(stack, jsii.String("DashboardName"), &awscdk.CfnOutputProps{
+		Description: jsii.String("Name of the CloudWatch dashboard (metrics in namespace Sandman, every alarm)"),
+		Value:       dashboard.DashboardName(),
 	})
 	return stack
 }

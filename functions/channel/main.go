@@ -20,13 +20,15 @@ import (
 	"github.com/sandmanhq/sandman/internal/apigwmgmt"
 	"github.com/sandmanhq/sandman/internal/app"
 	"github.com/sandmanhq/sandman/internal/channel"
+	"github.com/sandmanhq/sandman/internal/metrics"
 	"github.com/sandmanhq/sandman/internal/providers"
 	"github.com/sandmanhq/sandman/internal/routes"
 )
 
 func main() {
 	ctx := context.Background()
-	a, err := app.Load(ctx, app.Needs{Provider: true}, app.Deps{Providers: providers.Lambda()})
+	m := metrics.New(metrics.Config{Writer: os.Stdout, Function: routes.Channel})
+	a, err := app.Load(ctx, app.Needs{Provider: true}, app.Deps{Providers: providers.Lambda(), Metrics: m})
 	if err != nil {
 		slog.Error("cold start failed", "function", routes.Channel, "err", err)
 		os.Exit(1)
@@ -36,10 +38,10 @@ func main() {
 		a.Log.Error("cold start failed", "function", routes.Channel, "err", err)
 		os.Exit(1)
 	}
-	h, err := channel.New(a.Service, a.Tokens, a.Store, push, a.Log)
+	h, err := channel.New(a.Service, a.Tokens, a.Store, m.CountPushes(push), a.Log)
 	if err != nil {
 		a.Log.Error("cold start failed", "function", routes.Channel, "err", err)
 		os.Exit(1)
 	}
-	lambda.Start(h.Handle)
+	lambda.Start(metrics.Handler(m, h.Handle))
 }

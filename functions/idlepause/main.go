@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/sandmanhq/sandman/internal/app"
+	"github.com/sandmanhq/sandman/internal/metrics"
 	"github.com/sandmanhq/sandman/internal/providers"
 	"github.com/sandmanhq/sandman/internal/routes"
 	"github.com/sandmanhq/sandman/internal/sweep"
@@ -19,7 +20,8 @@ import (
 
 func main() {
 	ctx := context.Background()
-	a, err := app.Load(ctx, app.Needs{Provider: true}, app.Deps{Providers: providers.Lambda()})
+	m := metrics.New(metrics.Config{Writer: os.Stdout, Function: routes.IdlePause})
+	a, err := app.Load(ctx, app.Needs{Provider: true}, app.Deps{Providers: providers.Lambda(), Metrics: m})
 	if err != nil {
 		slog.Error("cold start failed", "function", routes.IdlePause, "err", err)
 		os.Exit(1)
@@ -30,5 +32,5 @@ func main() {
 		os.Exit(1)
 	}
 	h := sweep.NewHandler(sweep.New(a.Service, cfg, a.Log), a.Log)
-	lambda.Start(h.Handle)
+	lambda.Start(metrics.Handler(m, h.Handle))
 }

@@ -11,17 +11,20 @@ import (
 	"log/slog"
 	"os"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/sandmanhq/sandman/internal/apigwmgmt"
 	"github.com/sandmanhq/sandman/internal/app"
 	"github.com/sandmanhq/sandman/internal/channel"
+	"github.com/sandmanhq/sandman/internal/metrics"
 	"github.com/sandmanhq/sandman/internal/routes"
 )
 
 func main() {
 	ctx := context.Background()
-	a, err := app.Load(ctx, app.Needs{}, app.Deps{})
+	m := metrics.New(metrics.Config{Writer: os.Stdout, Function: routes.Notifier})
+	a, err := app.Load(ctx, app.Needs{}, app.Deps{Metrics: m})
 	if err != nil {
 		slog.Error("cold start failed", "function", routes.Notifier, "err", err)
 		os.Exit(1)
@@ -31,10 +34,13 @@ func main() {
 		a.Log.Error("cold start failed", "function", routes.Notifier, "err", err)
 		os.Exit(1)
 	}
-	h, err := channel.NewNotifier(a.Service, a.Store, push, a.Log)
+	h, err := channel.NewNotifier(a.Service, a.Store, m.CountPushes(push), a.Log)
 	if err != nil {
 		a.Log.Error("cold start failed", "function", routes.Notifier, "err", err)
 		os.Exit(1)
 	}
-	lambda.Start(h.HandleEvent)
+	// An asynchronous invocation's result is discarded; only the error counts.
+	lambda.Start(metrics.Handler(m, func(ctx context.Context, ev events.CloudWatchEvent) (struct{}, error) {
+		return struct{}{}, h.HandleEvent(ctx, ev)
+	}))
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/sandmanhq/sandman/internal/app"
+	"github.com/sandmanhq/sandman/internal/metrics"
 	"github.com/sandmanhq/sandman/internal/providers"
 	"github.com/sandmanhq/sandman/internal/routes"
 	"github.com/sandmanhq/sandman/internal/sqstimer"
@@ -20,10 +21,11 @@ import (
 
 func main() {
 	ctx := context.Background()
-	a, err := app.Load(ctx, app.Needs{Provider: true}, app.Deps{Providers: providers.Lambda()})
+	m := metrics.New(metrics.Config{Writer: os.Stdout, Function: routes.Pauser})
+	a, err := app.Load(ctx, app.Needs{Provider: true}, app.Deps{Providers: providers.Lambda(), Metrics: m})
 	if err != nil {
 		slog.Error("cold start failed", "function", routes.Pauser, "err", err)
 		os.Exit(1)
 	}
-	lambda.Start(sqstimer.NewHandler(a.Service, a.Log).Handle)
+	lambda.Start(metrics.Handler(m, sqstimer.NewHandler(a.Service, a.Log).Handle))
 }

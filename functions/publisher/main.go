@@ -2,7 +2,8 @@
 // sessions table's changes: it puts one EventBridge event per committed
 // transition on the bus SANDMAN_EVENT_BUS (internal/outbox, DESIGN.md
 // "Events out") and reports the records it could not publish as batch item
-// failures. It reads neither the table nor any secret.
+// failures. It reads neither the table nor any secret. It counts the events
+// it puts (EventsPublished, internal/metrics) on stdout.
 package main
 
 import (
@@ -16,6 +17,7 @@ import (
 
 	"github.com/sandmanhq/sandman/internal/app"
 	"github.com/sandmanhq/sandman/internal/eventbridge"
+	"github.com/sandmanhq/sandman/internal/metrics"
 	"github.com/sandmanhq/sandman/internal/outbox"
 	"github.com/sandmanhq/sandman/internal/routes"
 )
@@ -33,5 +35,6 @@ func main() {
 		os.Exit(1)
 	}
 	pub := eventbridge.New(eventbridge.Config{Client: awseb.NewFromConfig(cfg), Bus: bus, Log: log})
-	lambda.Start(outbox.NewHandler(pub, log).Handle)
+	m := metrics.New(metrics.Config{Writer: os.Stdout, Function: routes.Publisher, Log: log})
+	lambda.Start(metrics.Handler(m, outbox.NewHandler(m.Publisher(pub), log).Handle))
 }

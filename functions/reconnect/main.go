@@ -11,13 +11,15 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/sandmanhq/sandman/internal/app"
+	"github.com/sandmanhq/sandman/internal/metrics"
 	"github.com/sandmanhq/sandman/internal/providers"
 	"github.com/sandmanhq/sandman/internal/routes"
 )
 
 func main() {
 	ctx := context.Background()
-	a, err := app.Load(ctx, app.Needs{Provider: true}, app.Deps{Providers: providers.Lambda()})
+	m := metrics.New(metrics.Config{Writer: os.Stdout, Function: routes.Reconnect})
+	a, err := app.Load(ctx, app.Needs{Provider: true}, app.Deps{Providers: providers.Lambda(), Metrics: m})
 	if err != nil {
 		slog.Error("cold start failed", "function", routes.Reconnect, "err", err)
 		os.Exit(1)
@@ -27,5 +29,5 @@ func main() {
 		a.Log.Error("cold start failed", "function", routes.Reconnect, "err", err)
 		os.Exit(1)
 	}
-	lambda.Start(h.Handle)
+	lambda.Start(metrics.Handler(m, h.Handle))
 }

@@ -15,12 +15,14 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/sandmanhq/sandman/internal/app"
+	"github.com/sandmanhq/sandman/internal/metrics"
 	"github.com/sandmanhq/sandman/internal/providers"
 	"github.com/sandmanhq/sandman/internal/routes"
 )
 
 func main() {
-	a, err := app.Load(context.Background(), app.Needs{WebhookSecret: true}, app.Deps{})
+	m := metrics.New(metrics.Config{Writer: os.Stdout, Function: routes.Webhook})
+	a, err := app.Load(context.Background(), app.Needs{WebhookSecret: true}, app.Deps{Metrics: m})
 	if err != nil {
 		slog.Error("cold start failed", "function", routes.Webhook, "err", err)
 		os.Exit(1)
@@ -30,5 +32,5 @@ func main() {
 		a.Log.Error("cold start failed", "function", routes.Webhook, "err", err)
 		os.Exit(1)
 	}
-	lambda.Start(h.Handle)
+	lambda.Start(metrics.Handler(m, h.Handle))
 }

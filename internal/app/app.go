@@ -84,6 +84,10 @@ type Deps struct {
 	// TimerHorizon is how far ahead (default lifecycle.DefaultTimerHorizon).
 	Timers       lifecycle.Timers
 	TimerHorizon time.Duration
+	// Metrics receives the service's pauses, resumes, provider errors and
+	// pause lag (lifecycle.Config.Metrics; nil: none). The Lambda mains pass
+	// an internal/metrics Emitter writing EMF to stdout.
+	Metrics lifecycle.Metrics
 }
 
 // ProviderParams is what a ProviderFactory builds a provider from: the
@@ -274,7 +278,7 @@ func New(ctx context.Context, cfg Config, needs Needs, deps Deps) (*App, error) 
 	}
 	a.Service = lifecycle.NewService(lifecycle.Config{Store: a.Store, Provider: a.Provider, Providers: a.Providers[1:], Clock: clock,
 		Policy: cfg.Policy, Log: a.Log, ProbeTimeout: cfg.ProbeTimeout, CallTimeout: cfg.ProviderCallTimeout, Deployment: cfg.Deployment,
-		Timers: timers, TimerHorizon: deps.TimerHorizon, MaxRunning: cfg.MaxRunning})
+		Timers: timers, TimerHorizon: deps.TimerHorizon, MaxRunning: cfg.MaxRunning, Metrics: deps.Metrics})
 	a.keys = a.Store
 	if cfg.APIKeyCacheTTL >= 0 {
 		a.keys = apigw.NewKeyCache(a.Store, cfg.APIKeyCacheTTL, clock)

@@ -55,13 +55,20 @@ func (s *Service) Pause(ctx context.Context, sess *Session, reason string, guard
 
 // PauseIfDue pauses a running session whose pause deadline is at or before
 // now (the sweep's idle phase, reason idle). The write's condition re-checks
-// the deadline, so a heartbeat that landed since sess was read wins.
+// the deadline, so a heartbeat that landed since sess was read wins. A pause
+// it records reports its lag (Metrics.PauseLag: the service's clock when the
+// pause was recorded minus the deadline).
 // Errors: as Pause; conflict also when sess is no longer due.
 func (s *Service) PauseIfDue(ctx context.Context, sess *Session, now time.Time) error {
 	if !sess.Due(now) {
 		return Errorf(CodeConflict, "session %s is %s and not due to pause", sess.ID, sess.State)
 	}
-	return s.Pause(ctx, sess, sess.PauseReason(), Guard{DueBy: now})
+	deadline := sess.PauseDeadline()
+	if err := s.Pause(ctx, sess, sess.PauseReason(), Guard{DueBy: now}); err != nil {
+		return err
+	}
+	s.cfg.Metrics.PauseLag(max(s.now().Sub(deadline), 0))
+	return nil
 }
 
 // notGone turns a "gone" that a second look contradicted into a transient

@@ -23,8 +23,11 @@ type Service struct {
 	cfg Config
 	// providers holds every configured provider by Name, the default
 	// (Config.Provider) included; names lists them, the default first.
+	// With Config.Metrics set, each is wrapped to count its failures, and
+	// def is the default's wrapper (Config.Provider itself otherwise).
 	providers map[string]Provider
 	names     []string
+	def       Provider
 }
 
 // Config is what a Service is built from (NewService). Store and Provider
@@ -83,6 +86,9 @@ type Config struct {
 	// before now + TimerHorizon arms its timer at once (default
 	// DefaultTimerHorizon; set it to the sweep interval plus a margin).
 	TimerHorizon time.Duration
+	// Metrics receives pauses by reason, resumes, provider errors by kind
+	// and pause lag (metrics.go); nil keeps none.
+	Metrics Metrics
 }
 
 // Defaults of Config and of the callers that bound provider calls.
@@ -125,6 +131,9 @@ func (c Config) withDefaults() Config {
 		c.NewID = NewSessionID
 	}
 	c.TimerHorizon = orDefault(c.TimerHorizon, DefaultTimerHorizon)
+	if c.Metrics == nil {
+		c.Metrics = noMetrics{}
+	}
 	return c
 }
 
@@ -145,13 +154,19 @@ const (
 // filled in. cfg.Store and cfg.Provider are required. Of two providers with
 // one name in cfg.Providers, the first is kept; the default always wins.
 func NewService(cfg Config) *Service {
-	s := &Service{cfg: cfg.withDefaults(), providers: make(map[string]Provider, 1+len(cfg.Providers))}
-	for _, p := range append([]Provider{cfg.Provider}, cfg.Providers...) {
+	s := &Service{cfg: cfg.withDefaults(), providers: make(map[string]Provider, 1+len(cfg.Providers)), def: cfg.Provider}
+	for i, p := range append([]Provider{cfg.Provider}, cfg.Providers...) {
 		if p == nil {
 			continue
 		}
 		if _, dup := s.providers[p.Name()]; dup {
 			continue
+		}
+		if _, none := cfg.Metrics.(noMetrics); cfg.Metrics != nil && !none {
+			p = measure(p, cfg.Metrics)
+		}
+		if i == 0 {
+			s.def = p
 		}
 		s.providers[p.Name()] = p
 		s.names = append(s.names, p.Name())
@@ -189,7 +204,7 @@ func (s *Service) ProviderNames() []string { return slices.Clone(s.names) }
 // provider.
 func (s *Service) providerFor(name string) Provider {
 	if name == "" {
-		return s.cfg.Provider
+		return s.def
 	}
 	if p, ok := s.providers[name]; ok {
 		return p
@@ -228,6 +243,7 @@ func (s *Service) commit(ctx context.Context, sess *Session, from State, guard G
 	}
 	if sess.State != from {
 		s.logTransition(ctx, NewEvent(sess, from))
+		s.countTransition(from, sess)
 	}
 	s.armIfSoon(ctx, sess)
 	return nil

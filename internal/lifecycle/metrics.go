@@ -1,0 +1,184 @@
+package lifecycle
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Metrics receives what the Service did, for operators (DESIGN.md
+// "Operators", issue 22): internal/metrics writes it as CloudWatch embedded
+// metric format lines, one flush per invocation. The Service calls it only
+// after the fact it reports has happened (a committed write, a provider
+// call that returned); implementations must be safe for concurrent use and
+// must not block or fail. Config.Metrics nil means none is kept.
+type Metrics interface {
+	// Paused counts one committed transition into paused, by its reason
+	// (ReasonRequest, ReasonIdle, ReasonAway, ReasonLifetime, ReasonWebhook,
+	// ReasonReconcile).
+	Paused(reason string)
+	// Resumed counts one committed transition back to running from paused
+	// or resuming (a resume, or a provider's resumed webhook).
+	Resumed()
+	// ProviderError counts one provider call that failed, by the
+	// provider's name (Provider.Name, e.g. "e2b") and the failure's kind
+	// (ProviderErrorKind). A call the caller cancelled is not counted.
+	ProviderError(provider, kind string)
+	// PauseLag records how late a due session was paused: from its pause
+	// deadline (Session.PauseDeadline) to the moment its pause was
+	// recorded, by the sweep or by a fired timer (PauseIfDue). Never
+	// negative.
+	PauseLag(lag time.Duration)
+}
+
+// The kinds ProviderErrorKind returns: the dimension Kind of the
+// ProviderErrors metric.
+const (
+	ProviderErrorGone      = "gone"      // ErrSandboxGone: the provider says the sandbox does not exist
+	ProviderErrorConflict  = "conflict"  // ErrSandboxConflict: the sandbox's state refuses the call
+	ProviderErrorTransient = "transient" // ErrProviderTransient: 429, 5xx, network
+	ProviderErrorTimeout   = "timeout"   // the call's deadline passed (Config.CallTimeout)
+	ProviderErrorOther     = "other"     // anything else: a configuration problem or a bug
+)
+
+// ProviderErrorKinds lists every kind ProviderErrorKind returns, in a fixed
+// order (the dashboard's).
+var ProviderErrorKinds = []string{ProviderErrorGone, ProviderErrorConflict, ProviderErrorTransient,
+	ProviderErrorTimeout, ProviderErrorOther}
+
+// ProviderErrorKind classifies a provider call's error by the sentinels of
+// Provider (a *ProviderError's Kind wins over a deadline it wraps), then a
+// passed deadline; anything else is "other". It returns "" for nil and for
+// context.Canceled (the caller gave up: not the provider's failure).
+func ProviderErrorKind(err error) string {
+	switch {
+	case err == nil:
+		return ""
+	case errors.Is(err, ErrSandboxGone):
+		return ProviderErrorGone
+	case errors.Is(err, ErrSandboxConflict):
+		return ProviderErrorConflict
+	case errors.Is(err, ErrProviderTransient):
+		return ProviderErrorTransient
+	case errors.Is(err, context.DeadlineExceeded):
+		return ProviderErrorTimeout
+	case errors.Is(err, context.Canceled):
+		return ""
+	}
+	return ProviderErrorOther
+}
+
+// noMetrics is the Metrics of a Service built without one.
+type noMetrics struct{}
+
+func (noMetrics) Paused(string)                {}
+func (noMetrics) Resumed()                     {}
+func (noMetrics) ProviderError(string, string) {}
+func (noMetrics) PauseLag(time.Duration)       {}
+
+// countTransition reports a committed transition from → sess.State to the
+// metrics: a pause by its reason, a resume.
+func (s *Service) countTransition(from State, sess *Session) {
+	switch {
+	case sess.State == StatePaused && from != StatePaused:
+		s.cfg.Metrics.Paused(sess.Reason)
+	case sess.State == StateRunning && (from == StateResuming || from == StatePaused):
+		s.cfg.Metrics.Resumed()
+	}
+}
+
+// measure wraps p so that every failed call is counted by m
+// (Metrics.ProviderError). The wrapper keeps p's optional interfaces
+// (TimeoutReporter, TemplateChecker), so the Service's type checks see
+// what p offers, no more.
+func measure(p Provider, m Metrics) Provider {
+	base := &measuredProvider{p: p, m: m}
+	tr, isTR := p.(TimeoutReporter)
+	tc, isTC := p.(TemplateChecker)
+	switch {
+	case isTR && isTC:
+		return struct {
+			*measuredProvider
+			measuredTimeout
+			TemplateChecker
+		}{base, measuredTimeout{base, tr}, tc}
+	case isTR:
+		return struct {
+			*measuredProvider
+			measuredTimeout
+		}{base, measuredTimeout{base, tr}}
+	case isTC:
+		return struct {
+			*measuredProvider
+			TemplateChecker
+		}{base, tc}
+	}
+	return base
+}
+
+// measuredProvider is a Provider whose failures are counted.
+type measuredProvider struct {
+	p Provider
+	m Metrics
+}
+
+var _ Provider = (*measuredProvider)(nil)
+
+// count reports err, when it is a provider failure, and returns it.
+func (mp *measuredProvider) count(err error) error {
+	if kind := ProviderErrorKind(err); kind != "" {
+		mp.m.ProviderError(mp.p.Name(), kind)
+	}
+	return err
+}
+
+func (mp *measuredProvider) Name() string { return mp.p.Name() }
+
+func (mp *measuredProvider) Create(ctx context.Context, req CreateRequest) (Sandbox, error) {
+	sb, err := mp.p.Create(ctx, req)
+	return sb, mp.count(err)
+}
+
+func (mp *measuredProvider) Get(ctx context.Context, sandboxID string) (Sandbox, error) {
+	sb, err := mp.p.Get(ctx, sandboxID)
+	return sb, mp.count(err)
+}
+
+func (mp *measuredProvider) List(ctx context.Context, req ListRequest) (SandboxPage, error) {
+	page, err := mp.p.List(ctx, req)
+	return page, mp.count(err)
+}
+
+func (mp *measuredProvider) Pause(ctx context.Context, sandboxID string) error {
+	return mp.count(mp.p.Pause(ctx, sandboxID))
+}
+
+func (mp *measuredProvider) Resume(ctx context.Context, sandboxID string, timeout time.Duration) (Sandbox, error) {
+	sb, err := mp.p.Resume(ctx, sandboxID, timeout)
+	return sb, mp.count(err)
+}
+
+func (mp *measuredProvider) SetTimeout(ctx context.Context, sandboxID string, timeout time.Duration) error {
+	return mp.count(mp.p.SetTimeout(ctx, sandboxID, timeout))
+}
+
+func (mp *measuredProvider) Probe(ctx context.Context, sandboxID string) (Probe, error) {
+	pr, err := mp.p.Probe(ctx, sandboxID)
+	return pr, mp.count(err)
+}
+
+func (mp *measuredProvider) Kill(ctx context.Context, sandboxID string) error {
+	return mp.count(mp.p.Kill(ctx, sandboxID))
+}
+
+// measuredTimeout is the counted TimeoutReporter of a measured provider.
+type measuredTimeout struct {
+	mp *measuredProvider
+	tr TimeoutReporter
+}
+
+// SetTimeoutUntil calls the provider's and counts its failure.
+func (mt measuredTimeout) SetTimeoutUntil(ctx context.Context, sandboxID string, timeout time.Duration) (time.Time, error) {
+	at, err := mt.tr.SetTimeoutUntil(ctx, sandboxID, timeout)
+	return at, mt.mp.count(err)
+}
