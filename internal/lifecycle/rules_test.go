@@ -12,7 +12,6 @@ import (
 
 	"github.com/sandmanhq/sandman/internal/fakeprovider"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
-	"github.com/sandmanhq/sandman/internal/memstore"
 	"github.com/sandmanhq/sandman/internal/outbox"
 	"github.com/sandmanhq/sandman/internal/reliability"
 	"github.com/sandmanhq/sandman/internal/sweep"
@@ -29,27 +28,23 @@ import (
 // quiet discards the logs of the service and the sweep.
 var quiet = slog.New(slog.DiscardHandler)
 
-// world is one rule test's Sandman: memstore behind a RecordingStore, the
-// fake provider, a manual clock, the events every committed transition
-// published (outbox.InPath), and a sweep over the service.
+// world is one rule test's Sandman: env (memstore, the fake, a manual
+// clock) with a RecordingStore between the service and memstore, the events
+// every committed transition published (outbox.InPath), and a sweep over
+// the service.
 type world struct {
-	clock   *lifecycle.ManualClock
-	fake    *fakeprovider.Provider
-	store   *reliability.RecordingStore
-	events  *reliability.EventLog
-	svc     *lifecycle.Service
+	*env
+	rec     *reliability.RecordingStore
+	log     *reliability.EventLog
 	sweeper *sweep.Sweeper
 }
 
 // MustWorld builds a world whose service never waits between retries.
-func MustWorld(tb testing.TB) *world {
-	tb.Helper()
-	clock := lifecycle.NewManualClock(svcT0)
-	w := &world{clock: clock, fake: fakeprovider.New(fakeprovider.Config{Clock: clock}),
-		store: reliability.NewRecordingStore(memstore.New()), events: &reliability.EventLog{}}
-	w.svc = lifecycle.NewService(lifecycle.Config{Store: outbox.InPath(w.store, w.events), Provider: w.fake, Clock: clock, Log: quiet,
-		Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }})
-	w.sweeper = MustSweeper(tb, w.svc)
+func MustWorld(t *testing.T) *world {
+	t.Helper()
+	w := &world{env: newEnv(t), log: &reliability.EventLog{}}
+	w.rec = reliability.NewRecordingStore(w.store)
+	w.rewire(t, func(c *lifecycle.Config) { c.Store = outbox.InPath(w.rec, w.log) })
 	return w
 }
 
@@ -70,70 +65,44 @@ func MustSweeper(tb testing.TB, svc *lifecycle.Service) *sweep.Sweeper {
 	return sweep.New(svc, sweep.Config{Rate: rate.Inf, Concurrency: 4, ReconcileSample: 10_000}, quiet)
 }
 
-// MustSweep runs one sweep and fails the test if it could not start.
-func (w *world) MustSweep(tb testing.TB) sweep.Summary {
+// MustRun runs sw once and fails the test if the run could not start.
+func MustRun(tb testing.TB, sw *sweep.Sweeper) sweep.Summary {
 	tb.Helper()
-	return MustRun(tb, w.sweeper)
-}
-
-// MustCreate creates a running session with an idle timeout of idleSeconds.
-func (w *world) MustCreate(tb testing.TB, idleSeconds int64) *lifecycle.Session {
-	tb.Helper()
-	sess, _, err := w.svc.Create(tb.Context(), acct, lifecycle.CreateInput{Template: "base", IdleTimeoutSeconds: idleSeconds})
+	sum, err := sw.Run(tb.Context())
 	if err != nil {
-		tb.Fatalf("create session: %v", err)
+		tb.Fatalf("sweep: %v", err)
 	}
-	return sess
+	return sum
 }
 
-// MustSession reads a session from the store.
-func (w *world) MustSession(tb testing.TB, id string) *lifecycle.Session {
-	tb.Helper()
-	sess, err := w.store.GetSession(tb.Context(), id)
-	if err != nil {
-		tb.Fatalf("get session %s: %v", id, err)
-	}
-	return sess
+// mustIdle creates a running session with an idle timeout of idleSeconds.
+func (w *world) mustIdle(t *testing.T, idleSeconds int64) *lifecycle.Session {
+	t.Helper()
+	return w.mustCreate(t, lifecycle.CreateInput{IdleTimeoutSeconds: idleSeconds})
 }
 
-// MustSessions returns every session of the test account.
-func (w *world) MustSessions(tb testing.TB) []*lifecycle.Session {
-	tb.Helper()
-	page, err := w.store.ListSessions(tb.Context(), acct, "", lifecycle.MaxListLimit)
-	if err != nil {
-		tb.Fatalf("list sessions: %v", err)
-	}
-	return page.Sessions
-}
+// sandboxGone is sandboxState's answer for a sandbox the provider no
+// longer has.
+const sandboxGone lifecycle.SandboxState = "gone"
 
-// MustSnapshot pauses a session through the service and fails the test if
-// that fails.
-func (w *world) MustSnapshot(tb testing.TB, id string) {
-	tb.Helper()
-	if _, err := w.svc.Snapshot(tb.Context(), acct, id); err != nil {
-		tb.Fatalf("snapshot %s: %v", id, err)
+// wantStates fails the test unless sess is in state table in the store and
+// its sandbox in state provider at the provider.
+func (w *world) wantStates(t *testing.T, sess *lifecycle.Session, table lifecycle.State, provider lifecycle.SandboxState) {
+	t.Helper()
+	if got := w.mustGet(t, sess.ID).State; got != table {
+		t.Errorf("table %s, want %s", got, table)
 	}
-}
-
-// sandboxState returns the provider's state of a sandbox, or "gone".
-func (w *world) sandboxState(id string) lifecycle.SandboxState {
-	sb, ok := w.fake.Sandbox(id)
-	if !ok {
-		return "gone"
+	if got := w.sandboxState(sess.SandboxID); got != provider {
+		t.Errorf("provider %s, want %s", got, provider)
 	}
-	return sb.State
 }
 
 // MustHistory fails the test unless a session's recorded writes form an
 // unbroken version chain and its events match its transitions one to one.
 func (w *world) MustHistory(tb testing.TB, id string) {
 	tb.Helper()
-	writes := w.store.Writes(id)
-	for _, p := range reliability.CheckHistory(writes) {
-		tb.Errorf("session %s history: %s", id, p)
-	}
-	for _, p := range reliability.CheckEvents(writes, w.events.For(id)) {
-		tb.Errorf("session %s events: %s", id, p)
+	for _, p := range reliability.CheckSession(w.rec.Writes(id), w.log.For(id)) {
+		tb.Errorf("session %s %s", id, p)
 	}
 }
 
@@ -152,7 +121,7 @@ func errorType(err error) string {
 func TestIdempotencyKeyReleasedAfterStoreFailure(t *testing.T) {
 	w := MustWorld(t)
 	var once sync.Once
-	w.store.SetRefuse(func(_ *lifecycle.Session, from lifecycle.State) error {
+	w.rec.SetRefuse(func(_ *lifecycle.Session, from lifecycle.State) error {
 		var err error
 		if from == "" {
 			once.Do(func() { err = errors.New("ProvisionedThroughputExceededException (injected)") })
@@ -205,7 +174,11 @@ func TestIdempotencyKeyReleasedAfterProviderFailure(t *testing.T) {
 		t.Errorf("provider creates = %d, want %d", got, want)
 	}
 	running := 0
-	for _, s := range w.MustSessions(t) {
+	page, err := w.store.ListSessions(t.Context(), acct, "", lifecycle.MaxListLimit)
+	if err != nil {
+		t.Fatalf("list sessions: %v", err)
+	}
+	for _, s := range page.Sessions {
 		if s.State == lifecycle.StateRunning {
 			running++
 		}
@@ -248,7 +221,7 @@ func TestCreateRecordsOutcomeAfterCallerCancels(t *testing.T) {
 	if err != nil {
 		t.Fatalf("create: %v (code %s)", err, lifecycle.ErrorCode(err))
 	}
-	got := w.MustSession(t, sess.ID)
+	got := w.mustGet(t, sess.ID)
 	if got.State != lifecycle.StateRunning || got.SandboxID == "" {
 		t.Errorf("stored %s with sandbox %q, want running with its sandbox", got.State, got.SandboxID)
 	}
@@ -263,7 +236,7 @@ func TestCreateRecordsOutcomeAfterCallerCancels(t *testing.T) {
 func TestFailedPauseBelievesProviderState(t *testing.T) {
 	t.Run("AnswerLost", func(t *testing.T) {
 		w := MustWorld(t)
-		sess := w.MustCreate(t, 600)
+		sess := w.mustIdle(t, 600)
 		w.fake.SetFault(fakeprovider.OpPause, fakeprovider.Fault{Rate: 1, Applied: true})
 		// Old code: 503 and the table rolled back to running while the sandbox was paused.
 		_, err := w.svc.Snapshot(t.Context(), acct, sess.ID)
@@ -271,18 +244,13 @@ func TestFailedPauseBelievesProviderState(t *testing.T) {
 		if err != nil {
 			t.Errorf("snapshot: %v, want success (the provider paused)", err)
 		}
-		if got := w.MustSession(t, sess.ID).State; got != lifecycle.StatePaused {
-			t.Errorf("table %s, want paused", got)
-		}
-		if st := w.sandboxState(sess.SandboxID); st != lifecycle.SandboxPaused {
-			t.Errorf("provider %s, want paused", st)
-		}
+		w.wantStates(t, sess, lifecycle.StatePaused, lifecycle.SandboxPaused)
 		w.MustHistory(t, sess.ID)
 	})
 
 	t.Run("PausedMeanwhile", func(t *testing.T) {
 		w := MustWorld(t)
-		sess := w.MustCreate(t, 600)
+		sess := w.mustIdle(t, 600)
 		w.fake.SetOnCall(func(op fakeprovider.Op, id string) {
 			if op == fakeprovider.OpPause {
 				w.fake.SetState(id, lifecycle.SandboxPaused) // it paused itself (timeout) as we asked
@@ -295,7 +263,7 @@ func TestFailedPauseBelievesProviderState(t *testing.T) {
 		if err != nil {
 			t.Errorf("snapshot: %v, want success (the sandbox is paused)", err)
 		}
-		if got := w.MustSession(t, sess.ID).State; got != lifecycle.StatePaused {
+		if got := w.mustGet(t, sess.ID).State; got != lifecycle.StatePaused {
 			t.Errorf("table %s, want paused", got)
 		}
 	})
@@ -303,7 +271,7 @@ func TestFailedPauseBelievesProviderState(t *testing.T) {
 	t.Run("StillRunning", func(t *testing.T) {
 		// Old code did this too; this guards the fix against believing every failure.
 		w := MustWorld(t)
-		sess := w.MustCreate(t, 600)
+		sess := w.mustIdle(t, 600)
 		w.fake.FailNext(fakeprovider.OpPause, nil)
 		_, err := w.svc.Snapshot(t.Context(), acct, sess.ID)
 		if got, want := lifecycle.ErrorCode(err), lifecycle.CodeUnavailable; got != want {
@@ -312,18 +280,14 @@ func TestFailedPauseBelievesProviderState(t *testing.T) {
 		if got, want := errorType(err), lifecycle.TypeSandboxUnreachable; got != want {
 			t.Errorf("snapshot: error_type %q, want %q", got, want)
 		}
-		if got := w.MustSession(t, sess.ID).State; got != lifecycle.StateRunning {
-			t.Errorf("table %s, want running (rolled back)", got)
-		}
-		if st := w.sandboxState(sess.SandboxID); st != lifecycle.SandboxRunning {
-			t.Errorf("provider %s, want running", st)
-		}
+		// The table rolled back.
+		w.wantStates(t, sess, lifecycle.StateRunning, lifecycle.SandboxRunning)
 		w.MustHistory(t, sess.ID)
 	})
 
 	t.Run("OutcomeUnknown", func(t *testing.T) {
 		w := MustWorld(t)
-		sess := w.MustCreate(t, 600)
+		sess := w.mustIdle(t, 600)
 		w.fake.SetFault(fakeprovider.OpPause, fakeprovider.Fault{Rate: 1, Applied: true})
 		w.fake.SetFault(fakeprovider.OpGet, fakeprovider.Fault{Rate: 1})
 		// Old code: rolled back to running at once, never asking the provider.
@@ -332,12 +296,12 @@ func TestFailedPauseBelievesProviderState(t *testing.T) {
 		if got, want := lifecycle.ErrorCode(err), lifecycle.CodeUnavailable; got != want {
 			t.Errorf("snapshot: code %s (%v), want %s", got, err, want)
 		}
-		if got := w.MustSession(t, sess.ID).State; got != lifecycle.StatePausing {
+		if got := w.mustGet(t, sess.ID).State; got != lifecycle.StatePausing {
 			t.Fatalf("table %s, want pausing until the lease runs out", got)
 		}
 		w.clock.Advance(w.svc.Policy().LeaseDuration + time.Minute)
-		sum := w.MustSweep(t)
-		if got := w.MustSession(t, sess.ID).State; got != lifecycle.StatePaused {
+		sum := MustRun(t, w.sweeper)
+		if got := w.mustGet(t, sess.ID).State; got != lifecycle.StatePaused {
 			t.Errorf("after the sweep: table %s, want paused (the provider paused)", got)
 		}
 		if sum.Reconciled != 1 {
@@ -361,14 +325,14 @@ func TestGoneConfirmedBeforeExpiry(t *testing.T) {
 
 	t.Run("ProbeGoneOnce", func(t *testing.T) {
 		w := MustWorld(t)
-		sess := w.MustCreate(t, 600)
+		sess := w.mustIdle(t, 600)
 		w.fake.FailNext(fakeprovider.OpProbe, lifecycle.ErrSandboxGone)
 		// Old code: status expired and the session's sandbox cleared for good.
 		res := reconnect(t, w, sess.ID)
 		if got, want := res.Status, lifecycle.ReconnectUnreachable; got != want {
 			t.Errorf("reconnect status %s, want %s", got, want)
 		}
-		got := w.MustSession(t, sess.ID)
+		got := w.mustGet(t, sess.ID)
 		if got.State != lifecycle.StateRunning || got.SandboxID != sess.SandboxID {
 			t.Errorf("stored %s with sandbox %q, want running with %q", got.State, got.SandboxID, sess.SandboxID)
 		}
@@ -376,7 +340,7 @@ func TestGoneConfirmedBeforeExpiry(t *testing.T) {
 
 	t.Run("ProbeAndGetGoneOnce", func(t *testing.T) {
 		w := MustWorld(t)
-		sess := w.MustCreate(t, 600)
+		sess := w.mustIdle(t, 600)
 		w.fake.FailNext(fakeprovider.OpProbe, lifecycle.ErrSandboxGone)
 		w.fake.FailNext(fakeprovider.OpGet, lifecycle.ErrSandboxGone)
 		// Old code: expired on the first gone.
@@ -384,21 +348,21 @@ func TestGoneConfirmedBeforeExpiry(t *testing.T) {
 		if res.Status == lifecycle.ReconnectExpired {
 			t.Errorf("reconnect status %s after gone answers that were not consecutive reads", res.Status)
 		}
-		if got := w.MustSession(t, sess.ID).State; got != lifecycle.StateRunning {
+		if got := w.mustGet(t, sess.ID).State; got != lifecycle.StateRunning {
 			t.Errorf("stored %s, want running", got)
 		}
 	})
 
 	t.Run("PauseGoneOnce", func(t *testing.T) {
 		w := MustWorld(t)
-		sess := w.MustCreate(t, 600)
+		sess := w.mustIdle(t, 600)
 		w.fake.FailNext(fakeprovider.OpPause, lifecycle.ErrSandboxGone)
 		// Old code: 503 sandbox_expired and the session expired.
 		_, err := w.svc.Snapshot(t.Context(), acct, sess.ID)
 		if got, want := errorType(err), lifecycle.TypeSandboxUnreachable; got != want {
 			t.Errorf("snapshot: error_type %q (%v), want %q", got, err, want)
 		}
-		got := w.MustSession(t, sess.ID)
+		got := w.mustGet(t, sess.ID)
 		if got.State != lifecycle.StateRunning || got.SandboxID != sess.SandboxID {
 			t.Errorf("stored %s with sandbox %q, want running with %q", got.State, got.SandboxID, sess.SandboxID)
 		}
@@ -408,13 +372,13 @@ func TestGoneConfirmedBeforeExpiry(t *testing.T) {
 	t.Run("GoneTwice", func(t *testing.T) {
 		// Old code did this too; this guards the fix against never expiring.
 		w := MustWorld(t)
-		sess := w.MustCreate(t, 600)
+		sess := w.mustIdle(t, 600)
 		w.fake.Forget(sess.SandboxID)
 		res := reconnect(t, w, sess.ID)
 		if got, want := res.Status, lifecycle.ReconnectExpired; got != want {
 			t.Errorf("reconnect status %s, want %s", got, want)
 		}
-		got := w.MustSession(t, sess.ID)
+		got := w.mustGet(t, sess.ID)
 		if got.State != lifecycle.StateExpired || got.SandboxID != "" {
 			t.Errorf("stored %s with sandbox %q, want expired without one", got.State, got.SandboxID)
 		}
@@ -423,7 +387,7 @@ func TestGoneConfirmedBeforeExpiry(t *testing.T) {
 
 	t.Run("ExpiredNotReaped", func(t *testing.T) {
 		w := MustWorld(t)
-		sess := w.MustCreate(t, 600)
+		sess := w.mustIdle(t, 600)
 		// Three wrong "gone" answers in a row: the session is expired though its
 		// sandbox lives on.
 		w.fake.FailNext(fakeprovider.OpProbe, lifecycle.ErrSandboxGone)
@@ -442,7 +406,7 @@ func TestGoneConfirmedBeforeExpiry(t *testing.T) {
 		if err != nil || killed {
 			t.Errorf("reap: killed=%v err=%v, want it left alone", killed, err)
 		}
-		sum := w.MustSweep(t)
+		sum := MustRun(t, w.sweeper)
 		if st := w.sandboxState(sess.SandboxID); st != lifecycle.SandboxRunning {
 			t.Errorf("after the sweep: provider %s, want running (left for an operator)", st)
 		}
@@ -454,24 +418,16 @@ func TestGoneConfirmedBeforeExpiry(t *testing.T) {
 
 // MustDormantWorld returns a world holding one session paused 48 h ago and a
 // sweeper that retires sessions paused longer than 24 h.
-func MustDormantWorld(tb testing.TB) (*world, *lifecycle.Session, *sweep.Sweeper) {
-	tb.Helper()
-	w := MustWorld(tb)
-	sess := w.MustCreate(tb, 600)
-	w.MustSnapshot(tb, sess.ID)
+func MustDormantWorld(t *testing.T) (*world, *lifecycle.Session, *sweep.Sweeper) {
+	t.Helper()
+	w := MustWorld(t)
+	sess := w.mustIdle(t, 600)
+	if _, err := w.svc.Snapshot(t.Context(), acct, sess.ID); err != nil {
+		t.Fatalf("snapshot: %v", err)
+	}
 	w.clock.Advance(48 * time.Hour)
 	sw := sweep.New(w.svc, sweep.Config{Rate: rate.Inf, Concurrency: 4, ReconcileSample: 10_000, DormancyAge: 24 * time.Hour}, quiet)
 	return w, sess, sw
-}
-
-// MustRun runs sw once and fails the test if the run could not start.
-func MustRun(tb testing.TB, sw *sweep.Sweeper) sweep.Summary {
-	tb.Helper()
-	sum, err := sw.Run(tb.Context())
-	if err != nil {
-		tb.Fatalf("sweep: %v", err)
-	}
-	return sum
 }
 
 // Finding 7: retiring a dormant session read it, killed its sandbox, then
@@ -480,7 +436,7 @@ func TestDormantSessionExpiredBeforeKill(t *testing.T) {
 	t.Run("ResumeBetweenReadAndWrite", func(t *testing.T) {
 		w, sess, sw := MustDormantWorld(t)
 		var once sync.Once
-		w.store.SetRefuse(func(next *lifecycle.Session, from lifecycle.State) error {
+		w.rec.SetRefuse(func(next *lifecycle.Session, from lifecycle.State) error {
 			if from != lifecycle.StatePaused || next.State != lifecycle.StateExpired {
 				return nil // the resume's own writes come through here too
 			}
@@ -493,13 +449,9 @@ func TestDormantSessionExpiredBeforeKill(t *testing.T) {
 		})
 		// Old code: the sandbox was killed before this write; the resume found it gone.
 		sum := MustRun(t, sw)
-		w.store.SetRefuse(nil)
-		if got := w.MustSession(t, sess.ID).State; got != lifecycle.StateRunning {
-			t.Errorf("table %s, want running (the resume won)", got)
-		}
-		if st := w.sandboxState(sess.SandboxID); st != lifecycle.SandboxRunning {
-			t.Errorf("provider %s, want running", st)
-		}
+		w.rec.SetRefuse(nil)
+		// The resume won.
+		w.wantStates(t, sess, lifecycle.StateRunning, lifecycle.SandboxRunning)
 		if sum.DormantKilled != 0 {
 			t.Errorf("sweep retired %d sessions, want 0 (%+v)", sum.DormantKilled, sum)
 		}
@@ -521,7 +473,7 @@ func TestDormantSessionExpiredBeforeKill(t *testing.T) {
 		// Old code: the resume landed before the write: a running session whose sandbox was killed.
 		MustRun(t, sw)
 		w.fake.SetOnCall(nil)
-		got := w.MustSession(t, sess.ID)
+		got := w.mustGet(t, sess.ID)
 		if got.State != lifecycle.StateExpired || got.Reason != lifecycle.ReasonDormant {
 			t.Errorf("table %s (%s), want expired (dormant)", got.State, got.Reason)
 		}
@@ -536,7 +488,7 @@ func TestDormantSessionExpiredBeforeKill(t *testing.T) {
 		// Old code: a failed kill left the session paused and counted nothing as dormant;
 		// there was no expired (dormant) session for phase 3 to reap the sandbox of.
 		sum := MustRun(t, sw)
-		got := w.MustSession(t, sess.ID)
+		got := w.mustGet(t, sess.ID)
 		if got.State != lifecycle.StateExpired || got.Reason != lifecycle.ReasonDormant {
 			t.Fatalf("after the first run: table %s (%s), want expired (dormant)", got.State, got.Reason)
 		}
@@ -561,7 +513,7 @@ func TestDormantSessionExpiredBeforeKill(t *testing.T) {
 func TestSweepReapsOnlyItsDeployment(t *testing.T) {
 	w := MustWorld(t)
 	w.rewire(t, func(c *lifecycle.Config) { c.Deployment = "a" })
-	sess := w.MustCreate(t, 600)
+	sess := w.mustIdle(t, 600)
 	sb, ok := w.fake.Sandbox(sess.SandboxID)
 	if !ok {
 		t.Fatal("sandbox missing")
@@ -577,7 +529,7 @@ func TestSweepReapsOnlyItsDeployment(t *testing.T) {
 	}
 	w.clock.Advance(w.svc.Policy().LeaseDuration + time.Minute) // old enough to be reaped
 
-	svcB := lifecycle.NewService(lifecycle.Config{Store: w.store, Provider: w.fake, Clock: w.clock, Policy: lifecycle.DefaultPolicy(), Log: quiet, Deployment: "b"})
+	svcB := lifecycle.NewService(lifecycle.Config{Store: w.rec, Provider: w.fake, Clock: w.clock, Policy: lifecycle.DefaultPolicy(), Log: quiet, Deployment: "b"})
 	// Old code: deployment b's sweep listed a's sandboxes and killed a's orphan.
 	sumB := MustRun(t, MustSweeper(t, svcB))
 	if sumB.Listed != 0 || sumB.OrphansKilled != 0 {
@@ -590,7 +542,7 @@ func TestSweepReapsOnlyItsDeployment(t *testing.T) {
 		t.Fatalf("a's orphan after b's sweep: %s, want running", st)
 	}
 	// Deployment a's own sweep reaps it: the orphan was reapable all along.
-	sumA := w.MustSweep(t)
+	sumA := MustRun(t, w.sweeper)
 	if st := w.sandboxState(orphan.ID); st != "gone" {
 		t.Errorf("a's orphan after a's sweep: %s, want gone (%+v)", st, sumA)
 	}
@@ -603,8 +555,10 @@ func TestSweepReapsOnlyItsDeployment(t *testing.T) {
 // deleted left a running sandbox behind a killed session.
 func TestResumeRacingDeleteKillsSandbox(t *testing.T) {
 	w := MustWorld(t)
-	sess := w.MustCreate(t, 600)
-	w.MustSnapshot(t, sess.ID)
+	sess := w.mustIdle(t, 600)
+	if _, err := w.svc.Snapshot(t.Context(), acct, sess.ID); err != nil {
+		t.Fatalf("snapshot: %v", err)
+	}
 	var once sync.Once
 	w.fake.SetOnCall(func(op fakeprovider.Op, _ string) {
 		if op != fakeprovider.OpResume {
@@ -624,12 +578,8 @@ func TestResumeRacingDeleteKillsSandbox(t *testing.T) {
 	if !lifecycle.IsCode(err, lifecycle.CodeConflict) {
 		t.Errorf("resume: %v, want conflict (deleted meanwhile)", err)
 	}
-	if got := w.MustSession(t, sess.ID).State; got != lifecycle.StateKilled {
-		t.Errorf("table %s, want killed", got)
-	}
-	if st := w.sandboxState(sess.SandboxID); st != "gone" {
-		t.Errorf("provider %s, want gone: a running sandbox behind a killed session", st)
-	}
+	// Gone: otherwise a running sandbox sits behind a killed session.
+	w.wantStates(t, sess, lifecycle.StateKilled, sandboxGone)
 	w.MustHistory(t, sess.ID)
 }
 
@@ -637,10 +587,10 @@ func TestResumeRacingDeleteKillsSandbox(t *testing.T) {
 // (E2B answers 404 for a paused sandbox) treated it as gone.
 func TestHeartbeatOnSelfPausedSandbox(t *testing.T) {
 	w := MustWorld(t)
-	sess := w.MustCreate(t, 600)
+	sess := w.mustIdle(t, 600)
 	// Past half the idle timeout the provider's timeout must be pushed out.
 	now := w.clock.Advance(6 * time.Minute)
-	probe := w.MustSession(t, sess.ID)
+	probe := w.mustGet(t, sess.ID)
 	probe.RecordActivity(now, 0)
 	if !w.svc.Policy().NeedsProviderRefresh(probe, now) {
 		t.Fatal("setup: the heartbeat would not refresh the provider timeout")
@@ -660,7 +610,7 @@ func TestHeartbeatOnSelfPausedSandbox(t *testing.T) {
 	if got, want := w.fake.Calls(fakeprovider.OpSetTimeout), 1; got != want {
 		t.Errorf("set_timeout calls = %d, want %d", got, want)
 	}
-	got := w.MustSession(t, sess.ID)
+	got := w.mustGet(t, sess.ID)
 	if got.State != lifecycle.StatePaused || got.SandboxID != sess.SandboxID {
 		t.Errorf("stored %s with sandbox %q, want paused with %q", got.State, got.SandboxID, sess.SandboxID)
 	}
