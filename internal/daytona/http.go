@@ -204,7 +204,7 @@ func RetryAfterOf(h http.Header, now time.Time) time.Duration {
 			continue
 		}
 		for _, v := range vs {
-			if d := parseRetryAfter(v, now); d > best {
+			if d := retry.ParseAfter(v, now); d > best {
 				best = d
 			}
 		}
@@ -212,48 +212,27 @@ func RetryAfterOf(h http.Header, now time.Time) time.Duration {
 	return best
 }
 
-func parseRetryAfter(v string, now time.Time) time.Duration {
-	return retry.ParseAfter(v, now)
-}
-
 // retry runs attempt until it succeeds, fails for good or the retries run
-// out. Transient failures are retried up to MaxRetries times, conflicts
-// (409) up to conflicts times, after a jittered exponential backoff that
-// honours RetryAfter; a RetryAfter beyond RetryMaxWait, or a wait that
-// would outlast ctx's deadline, ends the retries with the last error.
-// Callers pass only idempotent operations.
+// out (retry.Do): transient failures are retried up to MaxRetries times,
+// conflicts (409) up to conflicts times, after a jittered exponential
+// backoff (RetryBase, RetryMaxWait) that honours RetryAfter. Callers pass
+// only idempotent operations.
 func (p *Provider) retry(ctx context.Context, op, sandboxID string, conflicts int, attempt func(ctx context.Context) error) error {
 	transient, conflict := 0, 0
-	for n := 0; ; n++ {
-		err := attempt(ctx)
+	retryable := func(err error, _ int) bool {
 		switch {
-		case err == nil || ctx.Err() != nil:
-			return err
 		case errors.Is(err, lifecycle.ErrProviderTransient) && transient < p.cfg.MaxRetries:
 			transient++
 		case errors.Is(err, lifecycle.ErrSandboxConflict) && conflict < conflicts:
 			conflict++
 		default:
-			return err
+			return false
 		}
-		wait, ok := p.backoff(ctx, n, lifecycle.RetryAfter(err))
-		if !ok {
-			return err
-		}
-		p.cfg.Logger.DebugContext(ctx, "daytona call failed, retrying",
-			"op", op, "sandbox_id", sandboxID, "attempt", n+1, "wait", wait, "err", err)
-		if serr := p.cfg.Sleep(ctx, wait); serr != nil {
-			return err
-		}
+		return true
 	}
-}
-
-// backoff returns the wait before retry n (0-based): RetryBase doubled n
-// times, capped at RetryMaxWait, jittered to between half and all of it,
-// and at least retryAfter. False when retryAfter exceeds RetryMaxWait or
-// the wait would outlast ctx's deadline.
-func (p *Provider) backoff(ctx context.Context, n int, retryAfter time.Duration) (time.Duration, bool) {
-	return retry.Backoff(ctx, n, p.cfg.RetryBase, p.cfg.RetryMaxWait, retryAfter)
+	return retry.Do(ctx, retry.Policy{Name: "daytona", Retryable: retryable, After: lifecycle.RetryAfter,
+		Base: p.cfg.RetryBase, MaxWait: p.cfg.RetryMaxWait, Sleep: p.cfg.Sleep, Log: p.cfg.Logger,
+	}, attempt, "op", op, "sandbox_id", sandboxID)
 }
 
 func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }

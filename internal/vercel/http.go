@@ -135,7 +135,7 @@ func (p *Provider) statusError(op, sandboxID string, r reply) error {
 		return lifecycle.NewProviderError(lifecycle.ErrSandboxConflict, op, sandboxID, cause)
 	case r.status == http.StatusTooManyRequests || r.status >= 500:
 		e := lifecycle.NewProviderError(lifecycle.ErrProviderTransient, op, sandboxID, cause)
-		e.RetryAfter = parseRetryAfter(r.header.Get("Retry-After"), p.cfg.Clock.Now())
+		e.RetryAfter = retry.ParseAfter(r.header.Get("Retry-After"), p.cfg.Clock.Now())
 		return e
 	case r.status == http.StatusUnauthorized || r.status == http.StatusForbidden:
 		return fmt.Errorf("%s: the Vercel token, team or project is wrong or missing: %w", describe(op, sandboxID), cause)
@@ -175,40 +175,16 @@ func describe(op, sandboxID string) string {
 	return op + " sandbox " + sandboxID
 }
 
-// parseRetryAfter reads a Retry-After header, delay-seconds (what Vercel
-// sends) or an HTTP date (RFC 9110 §10.2.3), relative to now; 0 for a
-// missing, malformed or past value.
-func parseRetryAfter(v string, now time.Time) time.Duration {
-	return retry.ParseAfter(v, now)
-}
-
 // retry runs attempt until it succeeds, fails for good, or the retries run
-// out. Only transient failures are retried, after an exponential backoff
-// (jittered) that honours the error's RetryAfter; a RetryAfter beyond
-// RetryMaxWait, or a wait that would outlast ctx's deadline, ends the
-// retries with the last error, whose RetryAfter the caller then sees.
+// out (retry.Do): only transient failures are retried, at most MaxRetries
+// times, after a jittered exponential backoff (RetryBase, RetryMaxWait)
+// that honours the error's RetryAfter; when the retries end, the caller
+// sees the last error's RetryAfter.
 func (p *Provider) retry(ctx context.Context, op, sandboxID string, attempt func(ctx context.Context) error) error {
-	for n := 0; ; n++ {
-		err := attempt(ctx)
-		if err == nil || !errors.Is(err, lifecycle.ErrProviderTransient) || n >= p.cfg.MaxRetries || ctx.Err() != nil {
-			return err
-		}
-		wait, ok := p.backoff(ctx, n, lifecycle.RetryAfter(err))
-		if !ok {
-			return err
-		}
-		p.cfg.Logger.DebugContext(ctx, "vercel call failed, retrying",
-			"op", op, "sandbox_id", sandboxID, "attempt", n+1, "wait", wait, "err", err)
-		if serr := p.cfg.Sleep(ctx, wait); serr != nil {
-			return err
-		}
-	}
-}
-
-// backoff returns the wait before retry n (0-based): RetryBase doubled n
-// times, capped at RetryMaxWait, jittered to between half and all of it,
-// and at least retryAfter. It returns false when retryAfter exceeds
-// RetryMaxWait or the wait would outlast ctx's deadline.
-func (p *Provider) backoff(ctx context.Context, n int, retryAfter time.Duration) (time.Duration, bool) {
-	return retry.Backoff(ctx, n, p.cfg.RetryBase, p.cfg.RetryMaxWait, retryAfter)
+	return retry.Do(ctx, retry.Policy{Name: "vercel", After: lifecycle.RetryAfter,
+		Retryable: func(err error, n int) bool {
+			return errors.Is(err, lifecycle.ErrProviderTransient) && n < p.cfg.MaxRetries
+		},
+		Base: p.cfg.RetryBase, MaxWait: p.cfg.RetryMaxWait, Sleep: p.cfg.Sleep, Log: p.cfg.Logger,
+	}, attempt, "op", op, "sandbox_id", sandboxID)
 }
