@@ -116,3 +116,15 @@ func Do(ctx context.Context, pol Policy, attempt func(ctx context.Context) error
 		}
 	}
 }
+
+// Limit reads a configured retry count: 0 means def, a negative value no
+// retries (0), anything else itself.
+func Limit(n, def int) int {
+	switch {
+	case n == 0:
+		return def
+	case n < 0:
+		return 0
+	}
+	return n
+}

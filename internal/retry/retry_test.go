@@ -139,3 +139,11 @@ func TestDo(t *testing.T) {
 		}
 	})
 }
+
+func TestLimit(t *testing.T) {
+	for _, tc := range []struct{ n, def, want int }{{0, 3, 3}, {-1, 3, 0}, {5, 3, 5}} {
+		if got := Limit(tc.n, tc.def); got != tc.want {
+			t.Errorf("Limit(%d, %d) = %d, want %d", tc.n, tc.def, got, tc.want)
+		}
+	}
+}
