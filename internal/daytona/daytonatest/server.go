@@ -22,11 +22,12 @@
 package daytonatest
 
 import (
+	"cmp"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -37,6 +38,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandmanhq/sandman/internal/fakehttp"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 )
 
@@ -245,8 +247,8 @@ type Sandbox struct {
 
 func (sb *Sandbox) clone() Sandbox {
 	c := *sb
-	c.Labels = cloneMap(sb.Labels)
-	c.Env = cloneMap(sb.Env)
+	c.Labels = maps.Clone(sb.Labels)
+	c.Env = maps.Clone(sb.Env)
 	return c
 }
 
@@ -539,9 +541,9 @@ func (s *Server) wrap(op Op, h func(http.ResponseWriter, *http.Request)) http.Ha
 			} else {
 				w.Header().Set("Retry-After-"+bucket, strconv.Itoa(secs))
 			}
-			s.writeError(w, r, f.Status, orString(f.Message, "ThrottlerException: Too Many Requests"))
+			s.writeError(w, r, f.Status, cmp.Or(f.Message, "ThrottlerException: Too Many Requests"))
 		case f.Status != 0:
-			s.writeError(w, r, f.Status, orString(f.Message, http.StatusText(f.Status)))
+			s.writeError(w, r, f.Status, cmp.Or(f.Message, http.StatusText(f.Status)))
 		case r.Header.Get("Authorization") != "Bearer "+s.opts.APIKey:
 			s.writeError(w, r, http.StatusUnauthorized, "Invalid credentials")
 		case limited:
@@ -654,7 +656,7 @@ type sandboxJSON struct {
 func (s *Server) toJSON(sb *Sandbox, withEnv bool) sandboxJSON {
 	out := sandboxJSON{
 		ID: sb.ID, OrganizationID: s.opts.OrganizationID, Name: sb.Name, State: sb.State,
-		DesiredState: sb.DesiredState, Recoverable: sb.Recoverable, Labels: cloneMap(sb.Labels),
+		DesiredState: sb.DesiredState, Recoverable: sb.Recoverable, Labels: maps.Clone(sb.Labels),
 		Public: sb.Public, Target: sb.Target, CPU: sb.CPU, GPU: sb.GPU, Memory: sb.Memory, Disk: sb.Disk,
 		AutoStopInterval: sb.AutoStop, AutoPauseInterval: sb.AutoPause,
 		AutoArchiveInterval: sb.AutoArchive, AutoDeleteInterval: sb.AutoDelete,
@@ -673,7 +675,7 @@ func (s *Server) toJSON(sb *Sandbox, withEnv bool) sandboxJSON {
 		out.Snapshot = &snap
 	}
 	if withEnv {
-		env := cloneMap(sb.Env)
+		env := maps.Clone(sb.Env)
 		if env == nil {
 			env = map[string]string{}
 		}
@@ -760,8 +762,8 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 	now := s.opts.Clock.Now().UTC()
 	id := fmt.Sprintf("%08x-0000-4000-8000-%012x", s.seq+1, s.seq+1)
 	sb := &Sandbox{
-		ID: id, Name: orString(in.Name, id), Snapshot: snapshot, Labels: cloneMap(in.Labels),
-		Env: cloneMap(in.Env), Public: in.Public, Target: orString(in.Target, DefaultTarget),
+		ID: id, Name: cmp.Or(in.Name, id), Snapshot: snapshot, Labels: maps.Clone(in.Labels),
+		Env: maps.Clone(in.Env), Public: in.Public, Target: cmp.Or(in.Target, DefaultTarget),
 		Class: s.opts.Class, CPU: 1, Memory: 1, Disk: 3, AutoStop: 15, AutoArchive: 10080, AutoDelete: -1,
 		CreatedAt: now, UpdatedAt: now, LastActivityAt: now, Token: s.newToken(),
 	}
@@ -845,7 +847,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 		}
 		limit = n
 	}
-	sortBy, order := orString(q.Get("sort"), "createdAt"), orString(q.Get("order"), "asc")
+	sortBy, order := cmp.Or(q.Get("sort"), "createdAt"), cmp.Or(q.Get("order"), "asc")
 	if !slices.Contains([]string{"createdAt", "lastActivityAt", "name", "cpu", "memoryGib", "diskGib"}, sortBy) ||
 		(order != "asc" && order != "desc") {
 		s.writeError(w, r, http.StatusBadRequest, "sort or order is not valid")
@@ -1143,7 +1145,7 @@ func (s *Server) labels(w http.ResponseWriter, r *http.Request) {
 	if sb == nil {
 		return
 	}
-	sb.Labels = cloneMap(in.Labels)
+	sb.Labels = maps.Clone(in.Labels)
 	s.writeJSON(w, http.StatusOK, map[string]any{"labels": sb.Labels})
 }
 
@@ -1420,7 +1422,7 @@ func (s *Server) flush() {
 }
 
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
-	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<20))
+	b, err := fakehttp.ReadBody(w, r)
 	if err != nil {
 		s.writeError(w, r, http.StatusRequestEntityTooLarge, "request entity too large")
 		return nil, false
@@ -1437,26 +1439,8 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, status int, 
 	})
 }
 
+// writeJSON answers v with Daytona's Content-Type.
 func (s *Server) writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
-}
-
-func orString(s, def string) string {
-	if s != "" {
-		return s
-	}
-	return def
-}
-
-func cloneMap(m map[string]string) map[string]string {
-	if m == nil {
-		return nil
-	}
-	c := make(map[string]string, len(m))
-	for k, v := range m {
-		c[k] = v
-	}
-	return c
+	fakehttp.WriteJSON(w, status, v)
 }

@@ -45,8 +45,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -58,6 +58,7 @@ import (
 	"time"
 
 	"github.com/sandmanhq/sandman/internal/e2b"
+	"github.com/sandmanhq/sandman/internal/fakehttp"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 )
 
@@ -147,8 +148,8 @@ type Sandbox struct {
 
 func (sb *Sandbox) clone() Sandbox {
 	c := *sb
-	c.Metadata = cloneMap(sb.Metadata)
-	c.EnvVars = cloneMap(sb.EnvVars)
+	c.Metadata = maps.Clone(sb.Metadata)
+	c.EnvVars = maps.Clone(sb.EnvVars)
 	return c
 }
 
@@ -656,14 +657,14 @@ func (s *Server) create(op Op, w http.ResponseWriter, r *http.Request, v2 bool) 
 		AutoPause:  in.AutoPause,
 		AutoResume: in.AutoResume != nil && in.AutoResume.Enabled,
 		Secure:     in.Secure || v2,
-		Metadata:   cloneMap(in.Metadata),
-		EnvVars:    cloneMap(in.EnvVars),
+		Metadata:   maps.Clone(in.Metadata),
+		EnvVars:    maps.Clone(in.EnvVars),
 	}
 	if sb.Secure {
 		sb.AccessToken = "envd-token-" + sb.ID
 	}
 	s.store(sb)
-	writeJSON(w, http.StatusCreated, created(sb))
+	fakehttp.WriteJSON(w, http.StatusCreated, created(sb))
 }
 
 func created(sb *Sandbox) createdBody {
@@ -683,7 +684,7 @@ func detail(sb *Sandbox) detailBody {
 		SandboxID: sb.ID, TemplateID: sb.TemplateID, ClientID: ClientID, State: stateOf(sb),
 		StartedAt: sb.StartedAt.Format(time.RFC3339Nano), EndAt: sb.EndAt.Format(time.RFC3339Nano),
 		CPUCount: 2, MemoryMB: 512, DiskSizeMB: 1024, EnvdVersion: EnvdVersion, EnvdAccessToken: sb.AccessToken,
-		Metadata: cloneMap(sb.Metadata), Domain: Domain,
+		Metadata: maps.Clone(sb.Metadata), Domain: Domain,
 		Lifecycle: lifecycleBody{AutoResume: sb.AutoResume, OnTimeout: map[bool]string{true: "pause", false: "kill"}[sb.AutoPause]},
 	}
 }
@@ -692,7 +693,7 @@ func listed(sb *Sandbox) listedBody {
 	return listedBody{
 		SandboxID: sb.ID, TemplateID: sb.TemplateID, ClientID: ClientID, State: stateOf(sb),
 		StartedAt: sb.StartedAt.Format(time.RFC3339Nano), EndAt: sb.EndAt.Format(time.RFC3339Nano),
-		CPUCount: 2, MemoryMB: 512, DiskSizeMB: 1024, EnvdVersion: EnvdVersion, Metadata: cloneMap(sb.Metadata),
+		CPUCount: 2, MemoryMB: 512, DiskSizeMB: 1024, EnvdVersion: EnvdVersion, Metadata: maps.Clone(sb.Metadata),
 	}
 }
 
@@ -701,7 +702,7 @@ func (s *Server) get(op Op, w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if sb := s.lookup(w, r); sb != nil {
-		writeJSON(w, http.StatusOK, detail(sb))
+		fakehttp.WriteJSON(w, http.StatusOK, detail(sb))
 	}
 }
 
@@ -769,7 +770,7 @@ func (s *Server) list(op Op, w http.ResponseWriter, r *http.Request) {
 	for _, sb := range match {
 		out = append(out, listed(sb))
 	}
-	writeJSON(w, http.StatusOK, out)
+	fakehttp.WriteJSON(w, http.StatusOK, out)
 }
 
 // DecodeMetadataFilter decodes list's metadata query value (already
@@ -861,13 +862,13 @@ func (s *Server) connect(op Op, w http.ResponseWriter, r *http.Request) {
 	if sb.State == lifecycle.SandboxPaused {
 		sb.State, sb.StartedAt = lifecycle.SandboxRunning, now
 		sb.EndAt = s.capped(sb, now, timeout)
-		writeJSON(w, http.StatusCreated, created(sb))
+		fakehttp.WriteJSON(w, http.StatusCreated, created(sb))
 		return
 	}
 	if end := s.capped(sb, now, timeout); end.After(sb.EndAt) {
 		sb.EndAt = end
 	}
-	writeJSON(w, http.StatusOK, created(sb))
+	fakehttp.WriteJSON(w, http.StatusOK, created(sb))
 }
 
 // setTimeout sets a running sandbox's endAt to now+timeout, capped at the
@@ -959,7 +960,7 @@ func (s *Server) noteQuery(op Op, r *http.Request) {
 // JSON object, or a known field of the wrong type, is a 400. An empty body
 // is an empty object.
 func (s *Server) decode(op Op, w http.ResponseWriter, r *http.Request, v any, keys ...string) bool {
-	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<20))
+	b, err := fakehttp.ReadBody(w, r)
 	if err != nil {
 		writeError(w, http.StatusRequestEntityTooLarge, "body too large")
 		return false
@@ -967,21 +968,15 @@ func (s *Server) decode(op Op, w http.ResponseWriter, r *http.Request, v any, ke
 	if len(strings.TrimSpace(string(b))) == 0 {
 		b = []byte("{}")
 	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(b, &fields); err != nil {
+	known, unknown, err := fakehttp.SplitFields(b, keys...)
+	if err != nil {
 		writeError(w, http.StatusBadRequest, "invalid body: "+err.Error())
 		return false
 	}
-	known := map[string]json.RawMessage{}
-	for k, raw := range fields {
-		if slices.Contains(keys, k) {
-			known[k] = raw
-		} else {
-			s.note(op, k)
-		}
+	for _, k := range unknown {
+		s.note(op, k)
 	}
-	kb, _ := json.Marshal(known) // raw messages that decoded re-encode
-	if err := json.Unmarshal(kb, v); err != nil {
+	if err := json.Unmarshal(known, v); err != nil {
 		writeError(w, http.StatusBadRequest, "invalid body: "+err.Error())
 		return false
 	}
@@ -989,22 +984,5 @@ func (s *Server) decode(op Op, w http.ResponseWriter, r *http.Request, v any, ke
 }
 
 func writeError(w http.ResponseWriter, status int, msg string) {
-	writeJSON(w, status, map[string]any{"code": status, "message": msg})
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
-}
-
-func cloneMap(m map[string]string) map[string]string {
-	if m == nil {
-		return nil
-	}
-	c := make(map[string]string, len(m))
-	for k, v := range m {
-		c[k] = v
-	}
-	return c
+	fakehttp.WriteJSON(w, status, map[string]any{"code": status, "message": msg})
 }
