@@ -16,7 +16,7 @@
 // start that woke a sandbox, so a test can prove that a probe of a stopped
 // sandbox never started it.
 //
-// NewServer and Handler serve it standalone (StandaloneOptions); Start
+// NewServer and Handler serve it standalone (StandaloneConfig); Start
 // serves it for a test, and ProviderConfig aims the adapter at it with a
 // Sleep that advances a manual clock. Server is safe for concurrent use.
 package daytonatest
@@ -42,9 +42,9 @@ import (
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 )
 
-// Defaults of Options.
+// Defaults of Config.
 const (
-	// DefaultAPIKey is the only key the fake accepts unless Options.APIKey
+	// DefaultAPIKey is the only key the fake accepts unless Config.APIKey
 	// says otherwise.
 	DefaultAPIKey = "dtn_test_key"
 	// DefaultProxyDomain is the preview proxy domain of preview URLs.
@@ -126,9 +126,9 @@ func bucketOf(op Op) string {
 	}
 }
 
-// Options configures a Server. The zero value is a fake whose transitions
+// Config configures a Server. The zero value is a fake whose transitions
 // settle at once, whose list is consistent, with tier-1 rate limits.
-type Options struct {
+type Config struct {
 	// APIKey is the accepted bearer key. Default DefaultAPIKey.
 	APIKey string
 	// Clock drives transitions, timers and reported times. Default the
@@ -261,7 +261,7 @@ type tombstone struct {
 
 // Server is the fake Daytona.
 type Server struct {
-	opts Options
+	opts Config
 
 	mu         sync.Mutex
 	seq        int
@@ -282,7 +282,7 @@ type Server struct {
 
 // NewServer returns a fake Daytona with opts' defaults filled in. Serve it
 // with Handler (e.g. httptest.NewServer(s.Handler()) or http.Server).
-func NewServer(opts Options) *Server {
+func NewServer(opts Config) *Server {
 	if opts.APIKey == "" {
 		opts.APIKey = DefaultAPIKey
 	}
@@ -315,7 +315,7 @@ func NewServer(opts Options) *Server {
 
 // Start serves a new fake with opts on a loopback httptest server that is
 // closed when tb ends, and returns both.
-func Start(tb testing.TB, opts Options) (*Server, *httptest.Server) {
+func Start(tb testing.TB, opts Config) (*Server, *httptest.Server) {
 	tb.Helper()
 	s := NewServer(opts)
 	hs := httptest.NewServer(s.Handler())

@@ -153,8 +153,8 @@ func (sb *Sandbox) clone() Sandbox {
 	return c
 }
 
-// Options configures New. Every field is optional.
-type Options struct {
+// Config configures New. Every field is optional.
+type Config struct {
 	// Now tells the time. Default time.Now.
 	Now func() time.Time
 	// APIKey is the key the control API accepts. Default APIKey.
@@ -174,7 +174,7 @@ type Server struct {
 	// Clock drives timeouts and the times the API reports (NewServer only).
 	Clock *lifecycle.ManualClock
 
-	opts      Options
+	opts      Config
 	mu        sync.Mutex
 	seq       int
 	sandboxes map[string]*Sandbox
@@ -197,7 +197,7 @@ type Server struct {
 // New returns a fake E2B with no listener: serve Handler (or APIHandler and
 // ProxyHandler) yourself, and call Close when done to release hanging
 // requests.
-func New(opts Options) *Server {
+func New(opts Config) *Server {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -239,7 +239,7 @@ func New(opts Options) *Server {
 func NewServer(tb testing.TB) *Server {
 	tb.Helper()
 	clock := lifecycle.NewManualClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
-	s := New(Options{Now: clock.Now})
+	s := New(Config{Now: clock.Now})
 	s.Clock = clock
 	s.API = httptest.NewServer(s.api)
 	s.Proxy = httptest.NewServer(s.proxy)
@@ -402,7 +402,7 @@ func (s *Server) handle(op Op, h func(Op, http.ResponseWriter, *http.Request)) h
 	}))
 }
 
-// logged writes one log line per request when Options.Logger is set.
+// logged writes one log line per request when Config.Logger is set.
 func (s *Server) logged(part string, next http.Handler) http.Handler {
 	if s.opts.Logger == nil {
 		return next

@@ -40,7 +40,7 @@ import (
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 )
 
-// Defaults of Options.
+// Defaults of Config.
 const (
 	// DefaultToken is the bearer token the fake accepts by default.
 	DefaultToken = "vercel_test_token"
@@ -90,7 +90,7 @@ const (
 	OpExtend   Op = "extend"   // POST /v2/sandboxes/sessions/{id}/extend-timeout
 	OpSnapshot Op = "snapshot" // POST /v2/sandboxes/sessions/{id}/snapshot
 	OpSession  Op = "session"  // GET /v2/sandboxes/sessions/{id}
-	OpPreview  Op = "preview"  // GET /_preview/{subdomain}/... (a route's URL, see Options.RouteURL)
+	OpPreview  Op = "preview"  // GET /_preview/{subdomain}/... (a route's URL, see Config.RouteURL)
 )
 
 // Fault replaces the answer to one request. The zero Fault is no fault.
@@ -114,8 +114,8 @@ type Fault struct {
 	Hang bool
 }
 
-// Options configure a Server; zero fields take the defaults above.
-type Options struct {
+// Config configures a Server; zero fields take the defaults above.
+type Config struct {
 	Token      string
 	TeamID     string
 	ProjectIDs []string
@@ -214,7 +214,7 @@ type snapshotRec struct {
 
 // Server is the fake. Its methods are safe for concurrent use.
 type Server struct {
-	opts    Options
+	opts    Config
 	handler http.Handler
 
 	mu        sync.Mutex
@@ -236,7 +236,7 @@ type Server struct {
 // NewServer returns a fake with opts (defaults filled in). Serve its
 // Handler at the root of a URL: the API paths are /v3/sandboxes and
 // /v2/sandboxes/...
-func NewServer(opts Options) *Server {
+func NewServer(opts Config) *Server {
 	if opts.Token == "" {
 		opts.Token = DefaultToken
 	}
@@ -291,8 +291,8 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // Close releases requests held by Hang faults.
 func (s *Server) Close() { s.closeOnce.Do(func() { close(s.closing) }) }
 
-// Options returns the options in force (defaults filled in).
-func (s *Server) Options() Options { return s.opts }
+// Config returns the configuration in force (defaults filled in).
+func (s *Server) Config() Config { return s.opts }
 
 // Fail queues faults for the next requests of op, one request each.
 func (s *Server) Fail(op Op, faults ...Fault) {
