@@ -251,12 +251,6 @@ func NewServer(tb testing.TB) *Server {
 	return s
 }
 
-// APIHandler serves the control API.
-func (s *Server) APIHandler() http.Handler { return s.api }
-
-// ProxyHandler serves envd behind the proxy: GET /<sandboxID>/health.
-func (s *Server) ProxyHandler() http.Handler { return s.proxy }
-
 // ProxyPrefix is where Handler serves the proxy: <base>/_proxy/<id>/health.
 const ProxyPrefix = "/_proxy"
 

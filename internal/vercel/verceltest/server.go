@@ -110,7 +110,7 @@ type Fault struct {
 	// connection without the answer: a commit whose answer was lost.
 	Lose bool
 	// Hang holds the request until the client gives up or the server
-	// closes; Server.Hanging reports that it arrived.
+	// closes.
 	Hang bool
 }
 
@@ -228,7 +228,6 @@ type Server struct {
 	counts    map[Op]int
 	boots     int
 	refused   int
-	hanging   chan Op
 	closing   chan struct{}
 	closeOnce sync.Once
 }
@@ -263,7 +262,6 @@ func NewServer(opts Config) *Server {
 		bySub:     map[string]*sessionRec{},
 		faults:    map[Op][]Fault{},
 		counts:    map[Op]int{},
-		hanging:   make(chan Op, 64),
 		closing:   make(chan struct{}),
 	}
 	mux := http.NewServeMux()
@@ -329,9 +327,6 @@ func (s *Server) Refused() int {
 	defer s.mu.Unlock()
 	return s.refused
 }
-
-// Hanging receives the op of every request held by a Hang fault.
-func (s *Server) Hanging() <-chan Op { return s.hanging }
 
 // Sandbox returns the named sandbox of project as the fake holds it now
 // (session deadlines applied).
@@ -474,10 +469,6 @@ func (s *Server) faulty(op Op, next http.Handler) http.Handler {
 		s.mu.Unlock()
 		switch {
 		case f.Hang:
-			select {
-			case s.hanging <- op:
-			default:
-			}
 			select {
 			case <-r.Context().Done():
 			case <-s.closing:
