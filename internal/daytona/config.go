@@ -3,11 +3,12 @@ package daytona
 import (
 	"context"
 	"log/slog"
-	"net"
 	"net/http"
 	"time"
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/provhttp"
+	"github.com/sandmanhq/sandman/internal/retry"
 )
 
 // Defaults of Config; each applies when its field is left zero.
@@ -163,26 +164,11 @@ func (c Config) withDefaults() Config {
 	c.StartTimeout = orDefault(c.StartTimeout, DefaultStartTimeout)
 	c.RestoreTimeout = orDefault(c.RestoreTimeout, DefaultRestoreTimeout)
 	c.PollInterval = orDefault(c.PollInterval, DefaultPollInterval)
-	c.MaxRetries = retries(c.MaxRetries, DefaultMaxRetries)
-	c.ConflictRetries = retries(c.ConflictRetries, DefaultConflictRetries)
+	c.MaxRetries = retry.Limit(c.MaxRetries, DefaultMaxRetries)
+	c.ConflictRetries = retry.Limit(c.ConflictRetries, DefaultConflictRetries)
 	c.RetryBase = orDefault(c.RetryBase, DefaultRetryBase)
 	c.RetryMaxWait = orDefault(c.RetryMaxWait, DefaultRetryMaxWait)
-	if c.HTTPClient == nil {
-		t := http.DefaultTransport.(*http.Transport).Clone()
-		t.DialContext = (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext
-		t.TLSHandshakeTimeout = 5 * time.Second
-		t.MaxIdleConnsPerHost = 16
-		c.HTTPClient = &http.Client{Transport: t}
-	}
-	if c.Sleep == nil {
-		c.Sleep = lifecycle.Sleep
-	}
-	if c.Clock == nil {
-		c.Clock = lifecycle.SystemClock{}
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	c.HTTPClient, c.Sleep, c.Clock, c.Logger = provhttp.OrDefaults(c.HTTPClient, c.Sleep, c.Clock, c.Logger)
 	return c
 }
 
@@ -191,14 +177,4 @@ func orDefault(d, def time.Duration) time.Duration {
 		return d
 	}
 	return def
-}
-
-func retries(n, def int) int {
-	switch {
-	case n == 0:
-		return def
-	case n < 0:
-		return 0
-	}
-	return n
 }

@@ -15,7 +15,7 @@ import (
 func TestConformance(t *testing.T) {
 	providertest.Run(t, providertest.Harness{New: func(tb testing.TB) providertest.Env {
 		clock := lifecycle.NewManualClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
-		srv, hs := daytonatest.Start(tb, daytonatest.Options{Clock: clock})
+		srv, hs := daytonatest.Start(tb, daytonatest.Config{Clock: clock})
 		p, err := daytona.New(srv.ProviderConfig(hs.URL))
 		if err != nil {
 			tb.Fatal(err)

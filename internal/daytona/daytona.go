@@ -45,6 +45,7 @@ import (
 	"time"
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/provhttp"
 )
 
 // Name is the provider name stored on sessions.
@@ -328,7 +329,7 @@ func (p *Provider) previewURL(ctx context.Context, op, sandboxID string, port in
 	}
 	u, perr := url.Parse(out.URL)
 	if perr != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return "", fmt.Errorf("%s: daytona answered a bad preview url %q", describe(op, sandboxID), out.URL)
+		return "", fmt.Errorf("%s: daytona answered a bad preview url %q", provhttp.Describe(op, sandboxID), out.URL)
 	}
 	if !p.cfg.Public && out.Token != "" {
 		q := u.Query()

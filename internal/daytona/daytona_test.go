@@ -55,7 +55,7 @@ var t0 = time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
 
 // MustEnv starts a fake Daytona with opts (its Clock is set here) and a
 // Provider for it; edits adjust the provider's config.
-func MustEnv(tb testing.TB, opts daytonatest.Options, edits ...func(*daytona.Config)) *env {
+func MustEnv(tb testing.TB, opts daytonatest.Config, edits ...func(*daytona.Config)) *env {
 	tb.Helper()
 	e := &env{clock: lifecycle.NewManualClock(t0), logs: &bytes.Buffer{}}
 	opts.Clock = e.clock
@@ -148,7 +148,7 @@ func TestNew(t *testing.T) {
 }
 
 func TestCreate(t *testing.T) {
-	e := MustEnv(t, daytonatest.Options{CreateTime: 45 * time.Second}, func(c *daytona.Config) {
+	e := MustEnv(t, daytonatest.Config{CreateTime: 45 * time.Second}, func(c *daytona.Config) {
 		c.AutoArchive, c.AutoDelete, c.TTL = 2*time.Hour, 24*time.Hour, 90*time.Minute+1
 		c.PreviewPorts = map[string]int{"base": 5173}
 	})
@@ -197,7 +197,7 @@ func TestCreate(t *testing.T) {
 }
 
 func TestCreatePublicNoToken(t *testing.T) {
-	e := MustEnv(t, daytonatest.Options{}, func(c *daytona.Config) { c.Public = true })
+	e := MustEnv(t, daytonatest.Config{}, func(c *daytona.Config) { c.Public = true })
 	sb := MustCreate(t, e, nil)
 	if strings.Contains(sb.PreviewURL, "DAYTONA_SANDBOX_AUTH_KEY") || !strings.HasPrefix(sb.PreviewURL, "https://3000-") {
 		t.Errorf("public preview url = %q", sb.PreviewURL)
@@ -205,7 +205,7 @@ func TestCreatePublicNoToken(t *testing.T) {
 }
 
 func TestCreatePauseMode(t *testing.T) {
-	e := MustEnv(t, daytonatest.Options{Class: "linux-vm"}, func(c *daytona.Config) { c.PauseMode = daytona.PausePause })
+	e := MustEnv(t, daytonatest.Config{Class: "linux-vm"}, func(c *daytona.Config) { c.PauseMode = daytona.PausePause })
 	sb := MustCreate(t, e, nil)
 	stored := mustState(t, e, sb.ID, daytonatest.StateStarted)
 	if stored.AutoPause != 13 || stored.AutoStop != 0 {
@@ -214,7 +214,7 @@ func TestCreatePauseMode(t *testing.T) {
 }
 
 func TestCreateImageBuild(t *testing.T) {
-	e := MustEnv(t, daytonatest.Options{BuildTime: 2 * time.Minute})
+	e := MustEnv(t, daytonatest.Config{BuildTime: 2 * time.Minute})
 	sb, err := e.p.Create(context.Background(), lifecycle.CreateRequest{Template: "image:python:3.12", Timeout: time.Minute, AutoPause: true})
 	if err != nil {
 		t.Fatal(err)
@@ -226,7 +226,7 @@ func TestCreateImageBuild(t *testing.T) {
 }
 
 func TestCreateNoAutoPauseIsEphemeral(t *testing.T) {
-	e := MustEnv(t, daytonatest.Options{})
+	e := MustEnv(t, daytonatest.Config{})
 	sb, err := e.p.Create(context.Background(), lifecycle.CreateRequest{Template: "base", Timeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
@@ -242,14 +242,14 @@ func TestCreateNoAutoPauseIsEphemeral(t *testing.T) {
 
 func TestCreateErrors(t *testing.T) {
 	t.Run("ErrUnknownSnapshot", func(t *testing.T) {
-		e := MustEnv(t, daytonatest.Options{Snapshots: []string{"base"}})
+		e := MustEnv(t, daytonatest.Config{Snapshots: []string{"base"}})
 		_, err := e.p.Create(context.Background(), lifecycle.CreateRequest{Template: "nope", Timeout: time.Minute, AutoPause: true})
 		if err == nil || isKind(err, lifecycle.ErrProviderTransient) || !strings.Contains(err.Error(), "Snapshot nope not found") {
 			t.Fatalf("err = %v, want a plain error with Daytona's message", err)
 		}
 	})
 	t.Run("ErrFailedToStartIsDeleted", func(t *testing.T) {
-		e := MustEnv(t, daytonatest.Options{CreateTime: time.Hour})
+		e := MustEnv(t, daytonatest.Config{CreateTime: time.Hour})
 		e.hook = func(n int) {
 			if n == 0 {
 				e.srv.Edit(onlyID(t, e), func(sb *daytonatest.Sandbox) {
@@ -266,14 +266,14 @@ func TestCreateErrors(t *testing.T) {
 		}
 	})
 	t.Run("ErrStuckCreatingIsTransient", func(t *testing.T) {
-		e := MustEnv(t, daytonatest.Options{CreateTime: time.Hour}, func(c *daytona.Config) { c.CreateTimeout = 30 * time.Second })
+		e := MustEnv(t, daytonatest.Config{CreateTime: time.Hour}, func(c *daytona.Config) { c.CreateTimeout = 30 * time.Second })
 		_, err := e.p.Create(context.Background(), lifecycle.CreateRequest{Template: "base", Timeout: time.Minute, AutoPause: true})
 		if !isKind(err, lifecycle.ErrProviderTransient) || !strings.Contains(err.Error(), "still creating") {
 			t.Fatalf("err = %v, want transient naming creating", err)
 		}
 	})
 	t.Run("ErrCreateNotRetried", func(t *testing.T) {
-		e := MustEnv(t, daytonatest.Options{})
+		e := MustEnv(t, daytonatest.Config{})
 		e.srv.Fail(daytonatest.OpCreate, daytonatest.Fault{Status: 503})
 		_, err := e.p.Create(context.Background(), lifecycle.CreateRequest{Template: "base", Timeout: time.Minute, AutoPause: true})
 		if !isKind(err, lifecycle.ErrProviderTransient) {
@@ -315,7 +315,7 @@ func TestGetMapsEveryState(t *testing.T) {
 		"snapshotting": transient, "forking": transient, "pausing": transient, "resuming": transient,
 		"11184809": transient, "hibernating": transient,
 	}
-	e := MustEnv(t, daytonatest.Options{}, func(c *daytona.Config) { c.MaxRetries = -1 })
+	e := MustEnv(t, daytonatest.Config{}, func(c *daytona.Config) { c.MaxRetries = -1 })
 	for name, w := range cases {
 		t.Run(name, func(t *testing.T) {
 			state, recoverable := strings.CutSuffix(name, "-recoverable")
@@ -361,7 +361,7 @@ func TestGetMapsEveryState(t *testing.T) {
 
 func TestProbe(t *testing.T) {
 	t.Run("RunningExpiresAt", func(t *testing.T) {
-		e := MustEnv(t, daytonatest.Options{})
+		e := MustEnv(t, daytonatest.Config{})
 		MustPut(t, e, "sb-1", "started", func(sb *daytonatest.Sandbox) { sb.LastActivityAt = t0.Add(-time.Minute) })
 		pr, err := e.p.Probe(context.Background(), "sb-1")
 		if err != nil {
@@ -372,7 +372,7 @@ func TestProbe(t *testing.T) {
 		}
 	})
 	t.Run("StoppedNeverStarted", func(t *testing.T) {
-		e := MustEnv(t, daytonatest.Options{})
+		e := MustEnv(t, daytonatest.Config{})
 		for _, st := range []string{"stopped", "archived", "paused"} {
 			MustPut(t, e, "sb-"+st, st)
 			pr, err := e.p.Probe(context.Background(), "sb-"+st)
@@ -389,7 +389,7 @@ func TestProbe(t *testing.T) {
 		}
 	})
 	t.Run("ErrGone", func(t *testing.T) {
-		e := MustEnv(t, daytonatest.Options{})
+		e := MustEnv(t, daytonatest.Config{})
 		if _, err := e.p.Probe(context.Background(), "nope"); !isKind(err, lifecycle.ErrSandboxGone) {
 			t.Fatalf("err = %v, want gone", err)
 		}
@@ -398,7 +398,7 @@ func TestProbe(t *testing.T) {
 
 func TestPause(t *testing.T) {
 	t.Run("StopsAndWaits", func(t *testing.T) {
-		e := MustEnv(t, daytonatest.Options{StopTime: 20 * time.Second})
+		e := MustEnv(t, daytonatest.Config{StopTime: 20 * time.Second})
 		MustPut(t, e, "sb-1", "started")
 		if err := e.p.Pause(context.Background(), "sb-1"); err != nil {
 			t.Fatal(err)
@@ -409,7 +409,7 @@ func TestPause(t *testing.T) {
 		}
 	})
 	t.Run("AlreadyPausedSucceeds", func(t *testing.T) {
-		e := MustEnv(t, daytonatest.Options{})
+		e := MustEnv(t, daytonatest.Config{})
 		for _, st := range []string{"stopped", "paused", "archived"} {
 			MustPut(t, e, "sb-"+st, st)
 			if err := e.p.Pause(context.Background(), "sb-"+st); err != nil {
@@ -421,7 +421,7 @@ func TestPause(t *testing.T) {
 		}
 	})
 	t.Run("WaitsForStartingFirst", func(t *testing.T) {
-		e := MustEnv(t, daytonatest.Options{StartTime: 10 * time.Second})
+		e := MustEnv(t, daytonatest.Config{StartTime: 10 * time.Second})
 		MustPut(t, e, "sb-1", "stopped")
 		if _, err := http.DefaultClient.Do(mustReq(t, e, http.MethodPost, "/sandbox/sb-1/start")); err != nil {
 			t.Fatal(err)
@@ -432,7 +432,7 @@ func TestPause(t *testing.T) {
 		mustState(t, e, "sb-1", "stopped")
 	})
 	t.Run("ConflictRetried", func(t *testing.T) {
-		e := MustEnv(t, daytonatest.Options{})
+		e := MustEnv(t, daytonatest.Config{})
 		MustPut(t, e, "sb-1", "started")
 		e.srv.Fail(daytonatest.OpStop, daytonatest.Fault{Status: 409, Message: "Sandbox state change in progress"})
 		if err := e.p.Pause(context.Background(), "sb-1"); err != nil {
@@ -444,7 +444,7 @@ func TestPause(t *testing.T) {
 		}
 	})
 	t.Run("PauseMode", func(t *testing.T) {
-		e := MustEnv(t, daytonatest.Options{}, func(c *daytona.Config) { c.PauseMode = daytona.PausePause })
+		e := MustEnv(t, daytonatest.Config{}, func(c *daytona.Config) { c.PauseMode = daytona.PausePause })
 		MustPut(t, e, "vm", "started", func(sb *daytonatest.Sandbox) { sb.Class, sb.AutoStop, sb.AutoPause = "linux-vm", 0, 15 })
 		MustPut(t, e, "ctr", "started")
 		for id, want := range map[string]string{"vm": "paused", "ctr": "stopped"} {
@@ -455,14 +455,14 @@ func TestPause(t *testing.T) {
 		}
 	})
 	t.Run("ErrEphemeralDeletedIsGone", func(t *testing.T) {
-		e := MustEnv(t, daytonatest.Options{})
+		e := MustEnv(t, daytonatest.Config{})
 		MustPut(t, e, "sb-1", "started", func(sb *daytonatest.Sandbox) { sb.AutoDelete = 0 })
 		if err := e.p.Pause(context.Background(), "sb-1"); !isKind(err, lifecycle.ErrSandboxGone) {
 			t.Fatalf("err = %v, want gone", err)
 		}
 	})
 	t.Run("ErrStuckStopping", func(t *testing.T) {
-		e := MustEnv(t, daytonatest.Options{StopTime: time.Hour})
+		e := MustEnv(t, daytonatest.Config{StopTime: time.Hour})
 		MustPut(t, e, "sb-1", "started")
 		err := e.p.Pause(context.Background(), "sb-1")
 		if !isKind(err, lifecycle.ErrProviderTransient) || !strings.Contains(err.Error(), "still stopping") {
@@ -470,7 +470,7 @@ func TestPause(t *testing.T) {
 		}
 	})
 	t.Run("ErrBeingDeletedIsGone", func(t *testing.T) {
-		e := MustEnv(t, daytonatest.Options{})
+		e := MustEnv(t, daytonatest.Config{})
 		MustPut(t, e, "sb-1", "destroying")
 		if err := e.p.Pause(context.Background(), "sb-1"); !isKind(err, lifecycle.ErrSandboxGone) {
 			t.Fatalf("err = %v, want gone", err)
@@ -480,7 +480,7 @@ func TestPause(t *testing.T) {
 		}
 	})
 	t.Run("ErrGone", func(t *testing.T) {
-		e := MustEnv(t, daytonatest.Options{})
+		e := MustEnv(t, daytonatest.Config{})
 		if err := e.p.Pause(context.Background(), "nope"); !isKind(err, lifecycle.ErrSandboxGone) {
 			t.Fatalf("err = %v, want gone", err)
 		}
@@ -499,7 +499,7 @@ func mustReq(tb testing.TB, e *env, method, path string) *http.Request {
 
 func TestResume(t *testing.T) {
 	t.Run("FromStoppedNewToken", func(t *testing.T) {
-		e := MustEnv(t, daytonatest.Options{StartTime: 5 * time.Second, StopTime: 5 * time.Second})
+		e := MustEnv(t, daytonatest.Config{StartTime: 5 * time.Second, StopTime: 5 * time.Second})
 		sb := MustCreate(t, e, nil)
 		if err := e.p.Pause(context.Background(), sb.ID); err != nil {
 			t.Fatal(err)
@@ -525,7 +525,7 @@ func TestResume(t *testing.T) {
 		}
 	})
 	t.Run("ArchivedRestoresWithLongerTimeout", func(t *testing.T) {
-		e := MustEnv(t, daytonatest.Options{RestoreTime: 4 * time.Minute})
+		e := MustEnv(t, daytonatest.Config{RestoreTime: 4 * time.Minute})
 		MustPut(t, e, "sb-1", "archived")
 		got, err := e.p.Resume(context.Background(), "sb-1", 10*time.Minute)
 		if err != nil {
@@ -539,7 +539,7 @@ func TestResume(t *testing.T) {
 		}
 	})
 	t.Run("ErrArchivedRestoreTooSlow", func(t *testing.T) {
-		e := MustEnv(t, daytonatest.Options{RestoreTime: time.Hour}, func(c *daytona.Config) { c.RestoreTimeout = 2 * time.Minute })
+		e := MustEnv(t, daytonatest.Config{RestoreTime: time.Hour}, func(c *daytona.Config) { c.RestoreTimeout = 2 * time.Minute })
 		MustPut(t, e, "sb-1", "archived")
 		_, err := e.p.Resume(context.Background(), "sb-1", 10*time.Minute)
 		if !isKind(err, lifecycle.ErrProviderTransient) || !strings.Contains(err.Error(), "still restoring") {
@@ -547,7 +547,7 @@ func TestResume(t *testing.T) {
 		}
 	})
 	t.Run("AlreadyStartedRefreshesOnly", func(t *testing.T) {
-		e := MustEnv(t, daytonatest.Options{})
+		e := MustEnv(t, daytonatest.Config{})
 		MustPut(t, e, "sb-1", "started", func(sb *daytonatest.Sandbox) { sb.LastActivityAt = t0.Add(-10 * time.Minute) })
 		got, err := e.p.Resume(context.Background(), "sb-1", 15*time.Minute)
 		if err != nil {
@@ -567,7 +567,7 @@ func TestResume(t *testing.T) {
 		}
 	})
 	t.Run("RunningNeverShortened", func(t *testing.T) {
-		e := MustEnv(t, daytonatest.Options{})
+		e := MustEnv(t, daytonatest.Config{})
 		MustPut(t, e, "sb-1", "started", func(sb *daytonatest.Sandbox) { sb.AutoStop = 30 })
 		got, err := e.p.Resume(context.Background(), "sb-1", 5*time.Minute)
 		if err != nil {
@@ -581,7 +581,7 @@ func TestResume(t *testing.T) {
 		}
 	})
 	t.Run("RecoverableError", func(t *testing.T) {
-		e := MustEnv(t, daytonatest.Options{})
+		e := MustEnv(t, daytonatest.Config{})
 		MustPut(t, e, "sb-1", "error", func(sb *daytonatest.Sandbox) { sb.Recoverable = true })
 		if _, err := e.p.Resume(context.Background(), "sb-1", time.Minute); err != nil {
 			t.Fatal(err)
@@ -592,7 +592,7 @@ func TestResume(t *testing.T) {
 		}
 	})
 	t.Run("PausedResumes", func(t *testing.T) {
-		e := MustEnv(t, daytonatest.Options{ResumeTime: 3 * time.Second})
+		e := MustEnv(t, daytonatest.Config{ResumeTime: 3 * time.Second})
 		MustPut(t, e, "sb-1", "paused", func(sb *daytonatest.Sandbox) { sb.Class = "linux-vm" })
 		if _, err := e.p.Resume(context.Background(), "sb-1", time.Minute); err != nil {
 			t.Fatal(err)
@@ -600,7 +600,7 @@ func TestResume(t *testing.T) {
 		mustState(t, e, "sb-1", "started")
 	})
 	t.Run("StartConflictRetried", func(t *testing.T) {
-		e := MustEnv(t, daytonatest.Options{})
+		e := MustEnv(t, daytonatest.Config{})
 		MustPut(t, e, "sb-1", "stopped")
 		e.srv.Fail(daytonatest.OpStart, daytonatest.Fault{Status: 409})
 		if _, err := e.p.Resume(context.Background(), "sb-1", time.Minute); err != nil {
@@ -611,7 +611,7 @@ func TestResume(t *testing.T) {
 		}
 	})
 	t.Run("ErrQuota", func(t *testing.T) {
-		e := MustEnv(t, daytonatest.Options{})
+		e := MustEnv(t, daytonatest.Config{})
 		MustPut(t, e, "sb-1", "stopped")
 		e.srv.Fail(daytonatest.OpStart, daytonatest.Fault{Status: 400, Message: "Total CPU limit exceeded"},
 			daytonatest.Fault{Status: 400, Message: "Total CPU limit exceeded"})
@@ -621,7 +621,7 @@ func TestResume(t *testing.T) {
 		}
 	})
 	t.Run("ErrGone", func(t *testing.T) {
-		e := MustEnv(t, daytonatest.Options{})
+		e := MustEnv(t, daytonatest.Config{})
 		MustPut(t, e, "sb-1", "build_failed")
 		if _, err := e.p.Resume(context.Background(), "sb-1", time.Minute); !isKind(err, lifecycle.ErrSandboxGone) {
 			t.Fatalf("err = %v, want gone", err)
@@ -633,7 +633,7 @@ func TestResume(t *testing.T) {
 }
 
 func TestSetTimeout(t *testing.T) {
-	e := MustEnv(t, daytonatest.Options{})
+	e := MustEnv(t, daytonatest.Config{})
 	MustPut(t, e, "sb-1", "started", func(sb *daytonatest.Sandbox) { sb.LastActivityAt = t0.Add(-5 * time.Minute) })
 	if err := e.p.SetTimeout(context.Background(), "sb-1", 25*time.Minute+time.Second); err != nil {
 		t.Fatal(err)
@@ -681,7 +681,7 @@ func TestSetTimeout(t *testing.T) {
 
 func TestKill(t *testing.T) {
 	t.Run("DeletesThenGone", func(t *testing.T) {
-		e := MustEnv(t, daytonatest.Options{DeleteTime: 5 * time.Second})
+		e := MustEnv(t, daytonatest.Config{DeleteTime: 5 * time.Second})
 		MustPut(t, e, "sb-1", "started")
 		if err := e.p.Kill(context.Background(), "sb-1"); err != nil {
 			t.Fatal(err)
@@ -700,7 +700,7 @@ func TestKill(t *testing.T) {
 		}
 	})
 	t.Run("ConflictRetried", func(t *testing.T) {
-		e := MustEnv(t, daytonatest.Options{})
+		e := MustEnv(t, daytonatest.Config{})
 		MustPut(t, e, "sb-1", "started")
 		e.srv.Fail(daytonatest.OpDelete, daytonatest.Fault{Status: 409}, daytonatest.Fault{Status: 409})
 		if err := e.p.Kill(context.Background(), "sb-1"); err != nil {
@@ -711,7 +711,7 @@ func TestKill(t *testing.T) {
 		}
 	})
 	t.Run("WhileStoppingRetriedUntilSettled", func(t *testing.T) {
-		e := MustEnv(t, daytonatest.Options{StopTime: 2 * time.Second})
+		e := MustEnv(t, daytonatest.Config{StopTime: 2 * time.Second})
 		MustPut(t, e, "sb-1", "started")
 		if _, err := http.DefaultClient.Do(mustReq(t, e, http.MethodPost, "/sandbox/sb-1/stop")); err != nil {
 			t.Fatal(err)
@@ -724,7 +724,7 @@ func TestKill(t *testing.T) {
 		}
 	})
 	t.Run("ErrStillConflictingIsTransient", func(t *testing.T) {
-		e := MustEnv(t, daytonatest.Options{}, func(c *daytona.Config) { c.ConflictRetries = 2 })
+		e := MustEnv(t, daytonatest.Config{}, func(c *daytona.Config) { c.ConflictRetries = 2 })
 		MustPut(t, e, "sb-1", "started")
 		e.srv.Fail(daytonatest.OpDelete, daytonatest.Fault{Status: 409}, daytonatest.Fault{Status: 409}, daytonatest.Fault{Status: 409})
 		if err := e.p.Kill(context.Background(), "sb-1"); !isKind(err, lifecycle.ErrProviderTransient) {
@@ -732,7 +732,7 @@ func TestKill(t *testing.T) {
 		}
 	})
 	t.Run("ErrLiveForks", func(t *testing.T) {
-		e := MustEnv(t, daytonatest.Options{})
+		e := MustEnv(t, daytonatest.Config{})
 		MustPut(t, e, "sb-1", "started")
 		e.srv.Fail(daytonatest.OpDelete, daytonatest.Fault{Status: 400, Message: "Sandbox has live forks"})
 		err := e.p.Kill(context.Background(), "sb-1")
@@ -741,7 +741,7 @@ func TestKill(t *testing.T) {
 		}
 	})
 	t.Run("ErroredSandboxDeleted", func(t *testing.T) {
-		e := MustEnv(t, daytonatest.Options{})
+		e := MustEnv(t, daytonatest.Config{})
 		MustPut(t, e, "sb-1", "error")
 		if err := e.p.Kill(context.Background(), "sb-1"); err != nil {
 			t.Fatal(err)
@@ -753,7 +753,7 @@ func TestKill(t *testing.T) {
 }
 
 func TestList(t *testing.T) {
-	e := MustEnv(t, daytonatest.Options{ListLag: 2 * time.Second})
+	e := MustEnv(t, daytonatest.Config{ListLag: 2 * time.Second})
 	for i, st := range []string{"started", "stopped", "archived", "started", "starting", "started"} {
 		dep := "dep-a"
 		if i == 5 {
@@ -819,7 +819,7 @@ func TestList(t *testing.T) {
 
 func TestRateLimit(t *testing.T) {
 	t.Run("BucketRetryAfterHonoured", func(t *testing.T) {
-		e := MustEnv(t, daytonatest.Options{})
+		e := MustEnv(t, daytonatest.Config{})
 		MustPut(t, e, "sb-1", "started")
 		e.srv.Fail(daytonatest.OpGet, daytonatest.Fault{Status: 429, RetryAfter: 3})
 		if _, err := e.p.Get(context.Background(), "sb-1"); err != nil {
@@ -830,7 +830,7 @@ func TestRateLimit(t *testing.T) {
 		}
 	})
 	t.Run("ErrRetryAfterBeyondMaxWait", func(t *testing.T) {
-		e := MustEnv(t, daytonatest.Options{})
+		e := MustEnv(t, daytonatest.Config{})
 		MustPut(t, e, "sb-1", "stopped")
 		e.srv.Fail(daytonatest.OpStart, daytonatest.Fault{Status: 429, RetryAfter: 40})
 		_, err := e.p.Resume(context.Background(), "sb-1", time.Minute)
@@ -839,7 +839,7 @@ func TestRateLimit(t *testing.T) {
 		}
 	})
 	t.Run("FailUntilStopped", func(t *testing.T) {
-		e := MustEnv(t, daytonatest.Options{})
+		e := MustEnv(t, daytonatest.Config{})
 		MustPut(t, e, "sb-1", "started")
 		stop := e.srv.FailUntil(daytonatest.OpAny, daytonatest.Fault{Status: 429, RetryAfter: 90})
 		for _, call := range []func() error{
@@ -856,7 +856,7 @@ func TestRateLimit(t *testing.T) {
 		}
 	})
 	t.Run("PlainRetryAfter", func(t *testing.T) {
-		e := MustEnv(t, daytonatest.Options{}, func(c *daytona.Config) { c.MaxRetries = -1 })
+		e := MustEnv(t, daytonatest.Config{}, func(c *daytona.Config) { c.MaxRetries = -1 })
 		e.srv.Fail(daytonatest.OpList, daytonatest.Fault{Status: 429, RetryAfter: 7, PlainRetryAfter: true})
 		_, err := e.p.List(context.Background(), lifecycle.ListRequest{})
 		if lifecycle.RetryAfter(err) != 7*time.Second {
@@ -864,7 +864,7 @@ func TestRateLimit(t *testing.T) {
 		}
 	})
 	t.Run("RealLimitOfCreateBucket", func(t *testing.T) {
-		e := MustEnv(t, daytonatest.Options{RateLimits: map[string]int{daytonatest.BucketCreate: 2}})
+		e := MustEnv(t, daytonatest.Config{RateLimits: map[string]int{daytonatest.BucketCreate: 2}})
 		MustCreate(t, e, nil)
 		MustCreate(t, e, nil)
 		_, err := e.p.Create(context.Background(), lifecycle.CreateRequest{Template: "base", Timeout: time.Minute, AutoPause: true})
@@ -892,7 +892,7 @@ func TestRateLimit(t *testing.T) {
 
 func TestTransportErrors(t *testing.T) {
 	t.Run("DropRetried", func(t *testing.T) {
-		e := MustEnv(t, daytonatest.Options{})
+		e := MustEnv(t, daytonatest.Config{})
 		MustPut(t, e, "sb-1", "started")
 		e.srv.Fail(daytonatest.OpGet, daytonatest.Fault{Drop: true}, daytonatest.Fault{Status: 502})
 		if _, err := e.p.Get(context.Background(), "sb-1"); err != nil {
@@ -903,14 +903,14 @@ func TestTransportErrors(t *testing.T) {
 		}
 	})
 	t.Run("ErrBadKey", func(t *testing.T) {
-		e := MustEnv(t, daytonatest.Options{}, func(c *daytona.Config) { c.APIKey = "wrong" })
+		e := MustEnv(t, daytonatest.Config{}, func(c *daytona.Config) { c.APIKey = "wrong" })
 		_, err := e.p.Get(context.Background(), "sb-1")
 		if err == nil || isKind(err, lifecycle.ErrProviderTransient) || !strings.Contains(err.Error(), "API key") {
 			t.Fatalf("err = %v, want a plain key error", err)
 		}
 	})
 	t.Run("ServesWithoutAPIPrefix", func(t *testing.T) {
-		e := MustEnv(t, daytonatest.Options{}, func(c *daytona.Config) {})
+		e := MustEnv(t, daytonatest.Config{}, func(c *daytona.Config) {})
 		p, err := daytona.New(daytona.Config{BaseURL: e.url, APIKey: e.srv.APIKey(), Clock: e.clock, Sleep: e.sleep})
 		if err != nil {
 			t.Fatal(err)
@@ -923,7 +923,7 @@ func TestTransportErrors(t *testing.T) {
 }
 
 func TestFakeTimers(t *testing.T) {
-	e := MustEnv(t, daytonatest.Options{StopTime: 10 * time.Second, ArchiveTime: time.Minute, DeleteTime: time.Second})
+	e := MustEnv(t, daytonatest.Config{StopTime: 10 * time.Second, ArchiveTime: time.Minute, DeleteTime: time.Second})
 	MustPut(t, e, "sb-1", "started", func(sb *daytonatest.Sandbox) { sb.AutoArchive, sb.AutoDelete = 60, 24*60 })
 	e.clock.Advance(15*time.Minute + 10*time.Second)
 	mustState(t, e, "sb-1", "stopped")
@@ -945,7 +945,7 @@ func TestFakeTimers(t *testing.T) {
 }
 
 func TestPreviewURLFromAnswer(t *testing.T) {
-	e := MustEnv(t, daytonatest.Options{ProxyDomain: "proxy.eu.daytona.works"})
+	e := MustEnv(t, daytonatest.Config{ProxyDomain: "proxy.eu.daytona.works"})
 	sb := MustCreate(t, e, nil)
 	u, err := url.Parse(sb.PreviewURL)
 	if err != nil || u.Host != "3000-"+sb.ID+".proxy.eu.daytona.works" {
@@ -956,7 +956,7 @@ func TestPreviewURLFromAnswer(t *testing.T) {
 // TestConcurrent drives many sandboxes at once through one Provider (run
 // with -race): each ends in the state its own calls asked for.
 func TestConcurrent(t *testing.T) {
-	e := MustEnv(t, daytonatest.Options{})
+	e := MustEnv(t, daytonatest.Config{})
 	const n = 16
 	for i := range n {
 		MustPut(t, e, "sb-"+strings.Repeat("x", i+1), "started")

@@ -1,18 +1,17 @@
 package daytona
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/provhttp"
 	"github.com/sandmanhq/sandman/internal/retry"
 )
 
@@ -31,13 +30,7 @@ type request struct {
 }
 
 // reply is an answer read in full.
-type reply struct {
-	status int
-	header http.Header
-	body   []byte
-}
-
-func (r reply) ok() bool { return r.status >= 200 && r.status < 300 }
+type reply = provhttp.Reply
 
 // apiError is Daytona's answer to a failed call, the cause inside the
 // errors Provider returns.
@@ -54,48 +47,19 @@ func (e *apiError) Error() string {
 	return fmt.Sprintf("daytona answered %d: %s", e.Status, msg)
 }
 
-// roundTrip makes one attempt at rq. No answer at all (connection error,
-// timeout, cancelled context) is a transient *ProviderError wrapping the
-// cause; any answer is returned for the operation to interpret.
+// roundTrip makes one attempt at rq (provhttp.RoundTrip). No answer at all
+// (connection error, timeout, cancelled context) is a transient
+// *ProviderError wrapping the cause; any answer is returned for the
+// operation to interpret.
 func (p *Provider) roundTrip(ctx context.Context, rq request) (reply, error) {
-	var body io.Reader
-	if rq.body != nil {
-		b, err := json.Marshal(rq.body)
-		if err != nil {
-			return reply{}, fmt.Errorf("%s: encode request: %w", describe(rq.op, rq.sandboxID), err)
-		}
-		body = bytes.NewReader(b)
-	}
 	u := p.base.JoinPath(rq.path...)
 	u.RawQuery = rq.query.Encode()
-	actx, cancel := context.WithTimeout(ctx, p.cfg.RequestTimeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(actx, rq.method, u.String(), body)
-	if err != nil {
-		return reply{}, fmt.Errorf("%s: build request: %w", describe(rq.op, rq.sandboxID), err)
-	}
-	req.Header.Set("Accept", "application/json")
-	req.Header.Set("User-Agent", "sandman-daytona")
-	req.Header.Set("X-Daytona-Source", "sandman")
-	req.Header.Set("Authorization", "Bearer "+p.cfg.APIKey)
+	h := http.Header{"User-Agent": {"sandman-daytona"}, "X-Daytona-Source": {"sandman"}, "Authorization": {"Bearer " + p.cfg.APIKey}}
 	if p.cfg.OrganizationID != "" {
-		req.Header.Set("X-Daytona-Organization-ID", p.cfg.OrganizationID)
+		h.Set("X-Daytona-Organization-ID", p.cfg.OrganizationID)
 	}
-	if rq.body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := p.cfg.HTTPClient.Do(req)
-	if err != nil {
-		return reply{}, lifecycle.NewProviderError(lifecycle.ErrProviderTransient, rq.op, rq.sandboxID,
-			fmt.Errorf("no answer from %s %s://%s: %w", rq.method, u.Scheme, u.Host, err))
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
-	if err != nil {
-		return reply{}, lifecycle.NewProviderError(lifecycle.ErrProviderTransient, rq.op, rq.sandboxID,
-			fmt.Errorf("read answer from %s://%s: %w", u.Scheme, u.Host, err))
-	}
-	return reply{status: resp.StatusCode, header: resp.Header, body: b}, nil
+	return provhttp.RoundTrip(ctx, p.cfg.HTTPClient, provhttp.Request{Op: rq.op, SandboxID: rq.sandboxID,
+		Method: rq.method, URL: u.String(), Body: rq.body, Header: h, Timeout: p.cfg.RequestTimeout, MaxBody: maxBody})
 }
 
 // call makes one attempt at rq and decodes a 2xx answer into out (when
@@ -105,12 +69,12 @@ func (p *Provider) call(ctx context.Context, rq request, out any) error {
 	if err != nil {
 		return err
 	}
-	if !r.ok() {
+	if !r.OK() {
 		return p.statusError(rq.op, rq.sandboxID, r)
 	}
 	if out != nil {
-		if err := json.Unmarshal(r.body, out); err != nil {
-			return fmt.Errorf("%s: decode daytona answer: %w", describe(rq.op, rq.sandboxID), err)
+		if err := json.Unmarshal(r.Body, out); err != nil {
+			return fmt.Errorf("%s: decode daytona answer: %w", provhttp.Describe(rq.op, rq.sandboxID), err)
 		}
 	}
 	return nil
@@ -125,20 +89,20 @@ func (p *Provider) call(ctx context.Context, rq request, out any) error {
 func (p *Provider) statusError(op, sandboxID string, r reply) error {
 	cause := parseAPIError(r)
 	switch {
-	case r.status == http.StatusNotFound && sandboxID != "":
+	case r.Status == http.StatusNotFound && sandboxID != "":
 		return lifecycle.NewProviderError(lifecycle.ErrSandboxGone, op, sandboxID, cause)
-	case r.status == http.StatusConflict:
+	case r.Status == http.StatusConflict:
 		return lifecycle.NewProviderError(lifecycle.ErrSandboxConflict, op, sandboxID, cause)
-	case r.status == http.StatusTooManyRequests || r.status >= 500:
+	case r.Status == http.StatusTooManyRequests || r.Status >= 500:
 		e := lifecycle.NewProviderError(lifecycle.ErrProviderTransient, op, sandboxID, cause)
-		e.RetryAfter = RetryAfterOf(r.header, p.cfg.Clock.Now())
+		e.RetryAfter = RetryAfterOf(r.Header, p.cfg.Clock.Now())
 		return e
-	case r.status == http.StatusUnauthorized:
-		return fmt.Errorf("%s: the Daytona API key is wrong or missing: %w", describe(op, sandboxID), cause)
-	case r.status == http.StatusForbidden:
-		return fmt.Errorf("%s: Daytona refused the organization (suspended, or region not allowed): %w", describe(op, sandboxID), cause)
+	case r.Status == http.StatusUnauthorized:
+		return fmt.Errorf("%s: the Daytona API key is wrong or missing: %w", provhttp.Describe(op, sandboxID), cause)
+	case r.Status == http.StatusForbidden:
+		return fmt.Errorf("%s: Daytona refused the organization (suspended, or region not allowed): %w", provhttp.Describe(op, sandboxID), cause)
 	default:
-		return fmt.Errorf("%s: %w", describe(op, sandboxID), cause)
+		return fmt.Errorf("%s: %w", provhttp.Describe(op, sandboxID), cause)
 	}
 }
 
@@ -154,9 +118,9 @@ func statusOf(err error) int {
 // parseAPIError reads Daytona's error body ({"statusCode","error",
 // "message"}), falling back to the start of the raw body.
 func parseAPIError(r reply) *apiError {
-	e := &apiError{Status: r.status}
+	e := &apiError{Status: r.Status}
 	var body errorBody
-	if err := json.Unmarshal(r.body, &body); err == nil {
+	if err := json.Unmarshal(r.Body, &body); err == nil {
 		switch m := body.Message.(type) {
 		case string:
 			e.Message = m
@@ -174,20 +138,8 @@ func parseAPIError(r reply) *apiError {
 			return e
 		}
 	}
-	msg := strings.TrimSpace(string(r.body))
-	if len(msg) > 200 {
-		msg = msg[:200] + "…"
-	}
-	e.Message = msg
+	e.Message = provhttp.Snippet(r.Body)
 	return e
-}
-
-// describe names an operation for plain error messages.
-func describe(op, sandboxID string) string {
-	if sandboxID == "" {
-		return op + " sandboxes"
-	}
-	return op + " sandbox " + sandboxID
 }
 
 // RetryAfterOf reads how long Daytona asks a client to wait: the largest
@@ -204,7 +156,7 @@ func RetryAfterOf(h http.Header, now time.Time) time.Duration {
 			continue
 		}
 		for _, v := range vs {
-			if d := parseRetryAfter(v, now); d > best {
+			if d := retry.ParseAfter(v, now); d > best {
 				best = d
 			}
 		}
@@ -212,48 +164,27 @@ func RetryAfterOf(h http.Header, now time.Time) time.Duration {
 	return best
 }
 
-func parseRetryAfter(v string, now time.Time) time.Duration {
-	return retry.ParseAfter(v, now)
-}
-
 // retry runs attempt until it succeeds, fails for good or the retries run
-// out. Transient failures are retried up to MaxRetries times, conflicts
-// (409) up to conflicts times, after a jittered exponential backoff that
-// honours RetryAfter; a RetryAfter beyond RetryMaxWait, or a wait that
-// would outlast ctx's deadline, ends the retries with the last error.
-// Callers pass only idempotent operations.
+// out (retry.Do): transient failures are retried up to MaxRetries times,
+// conflicts (409) up to conflicts times, after a jittered exponential
+// backoff (RetryBase, RetryMaxWait) that honours RetryAfter. Callers pass
+// only idempotent operations.
 func (p *Provider) retry(ctx context.Context, op, sandboxID string, conflicts int, attempt func(ctx context.Context) error) error {
 	transient, conflict := 0, 0
-	for n := 0; ; n++ {
-		err := attempt(ctx)
+	retryable := func(err error, _ int) bool {
 		switch {
-		case err == nil || ctx.Err() != nil:
-			return err
 		case errors.Is(err, lifecycle.ErrProviderTransient) && transient < p.cfg.MaxRetries:
 			transient++
 		case errors.Is(err, lifecycle.ErrSandboxConflict) && conflict < conflicts:
 			conflict++
 		default:
-			return err
+			return false
 		}
-		wait, ok := p.backoff(ctx, n, lifecycle.RetryAfter(err))
-		if !ok {
-			return err
-		}
-		p.cfg.Logger.DebugContext(ctx, "daytona call failed, retrying",
-			"op", op, "sandbox_id", sandboxID, "attempt", n+1, "wait", wait, "err", err)
-		if serr := p.cfg.Sleep(ctx, wait); serr != nil {
-			return err
-		}
+		return true
 	}
-}
-
-// backoff returns the wait before retry n (0-based): RetryBase doubled n
-// times, capped at RetryMaxWait, jittered to between half and all of it,
-// and at least retryAfter. False when retryAfter exceeds RetryMaxWait or
-// the wait would outlast ctx's deadline.
-func (p *Provider) backoff(ctx context.Context, n int, retryAfter time.Duration) (time.Duration, bool) {
-	return retry.Backoff(ctx, n, p.cfg.RetryBase, p.cfg.RetryMaxWait, retryAfter)
+	return retry.Do(ctx, retry.Policy{Name: "daytona", Retryable: retryable, After: lifecycle.RetryAfter,
+		Base: p.cfg.RetryBase, MaxWait: p.cfg.RetryMaxWait, Sleep: p.cfg.Sleep, Log: p.cfg.Logger,
+	}, attempt, "op", op, "sandbox_id", sandboxID)
 }
 
 func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }

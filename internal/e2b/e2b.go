@@ -166,11 +166,11 @@ func (p *Provider) Create(ctx context.Context, req lifecycle.CreateRequest) (lif
 	if err != nil {
 		return lifecycle.Sandbox{}, err
 	}
-	if !r.ok() {
+	if !r.OK() {
 		return lifecycle.Sandbox{}, p.statusError(op, "", r)
 	}
 	var out createdSandbox
-	if err := json.Unmarshal(r.body, &out); err != nil {
+	if err := json.Unmarshal(r.Body, &out); err != nil {
 		return lifecycle.Sandbox{}, decodeError(op, "", err)
 	}
 	if !validID(out.SandboxID) {
@@ -219,11 +219,11 @@ func (p *Provider) get(ctx context.Context, op, sandboxID string) (lifecycle.San
 	if err != nil {
 		return lifecycle.Sandbox{}, "", err
 	}
-	if !r.ok() {
+	if !r.OK() {
 		return lifecycle.Sandbox{}, "", p.statusError(op, sandboxID, r)
 	}
 	var d sandboxDetail
-	if err := json.Unmarshal(r.body, &d); err != nil {
+	if err := json.Unmarshal(r.Body, &d); err != nil {
 		return lifecycle.Sandbox{}, "", decodeError(op, sandboxID, err)
 	}
 	if d.SandboxID == "" {
@@ -298,15 +298,15 @@ func (p *Provider) List(ctx context.Context, req lifecycle.ListRequest) (lifecyc
 		if err != nil {
 			return err
 		}
-		if !r.ok() {
+		if !r.OK() {
 			return p.statusError(op, "", r)
 		}
 		var items []sandboxDetail
-		if err := json.Unmarshal(r.body, &items); err != nil {
+		if err := json.Unmarshal(r.Body, &items); err != nil {
 			return decodeError(op, "", err)
 		}
 		page = lifecycle.SandboxPage{Sandboxes: make([]lifecycle.Sandbox, 0, len(items)),
-			NextToken: r.header.Get("X-Next-Token")}
+			NextToken: r.Header.Get("X-Next-Token")}
 		for _, d := range items {
 			sb, err := p.sandbox(d)
 			if err != nil {
@@ -351,9 +351,9 @@ func (p *Provider) Pause(ctx context.Context, sandboxID string) error {
 		switch {
 		case err != nil:
 			return err
-		case r.ok():
+		case r.OK():
 			return nil
-		case r.status == http.StatusConflict:
+		case r.Status == http.StatusConflict:
 			sb, _, gerr := p.get(ctx, op, sandboxID)
 			switch {
 			case gerr != nil:
@@ -396,11 +396,11 @@ func (p *Provider) Resume(ctx context.Context, sandboxID string, timeout time.Du
 	if err != nil {
 		return lifecycle.Sandbox{}, err
 	}
-	if !r.ok() {
+	if !r.OK() {
 		return lifecycle.Sandbox{}, p.statusError(op, sandboxID, r)
 	}
 	var out createdSandbox
-	if err := json.Unmarshal(r.body, &out); err != nil {
+	if err := json.Unmarshal(r.Body, &out); err != nil {
 		return lifecycle.Sandbox{}, decodeError(op, sandboxID, err)
 	}
 	p.tokens.put(sandboxID, out.EnvdAccessToken)
@@ -445,9 +445,9 @@ func (p *Provider) SetTimeout(ctx context.Context, sandboxID string, timeout tim
 		switch {
 		case err != nil:
 			return err
-		case r.status == http.StatusConflict:
+		case r.Status == http.StatusConflict:
 			return lifecycle.NewProviderError(lifecycle.ErrProviderTransient, op, sandboxID, parseAPIError(r))
-		case !r.ok():
+		case !r.OK():
 			return p.statusError(op, sandboxID, r)
 		}
 		return nil
@@ -514,10 +514,10 @@ func (p *Provider) probe(ctx context.Context, sandboxID string) (lifecycle.Probe
 			fmt.Errorf("running but envd does not answer: %w", errors.Unwrap(err)))
 	}
 	switch {
-	case r.ok():
-	case r.status == http.StatusUnauthorized || r.status == http.StatusForbidden:
+	case r.OK():
+	case r.Status == http.StatusUnauthorized || r.Status == http.StatusForbidden:
 		p.cfg.Logger.DebugContext(ctx, "e2b envd refused the probe's token; taking the answer as alive",
-			"sandbox_id", sandboxID, "status", r.status)
+			"sandbox_id", sandboxID, "status", r.Status)
 	default:
 		return lifecycle.Probe{}, lifecycle.Transientf(op, sandboxID, 0,
 			"running but envd does not answer: %w", parseAPIError(r))
@@ -537,7 +537,7 @@ func (p *Provider) Kill(ctx context.Context, sandboxID string) error {
 		switch {
 		case err != nil:
 			return err
-		case r.ok() || r.status == http.StatusNotFound:
+		case r.OK() || r.Status == http.StatusNotFound:
 			p.tokens.forget(sandboxID)
 			p.domain.forget(sandboxID)
 			return nil

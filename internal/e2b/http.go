@@ -1,17 +1,15 @@
 package e2b
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/provhttp"
 	"github.com/sandmanhq/sandman/internal/retry"
 )
 
@@ -32,13 +30,7 @@ type request struct {
 }
 
 // reply is an answer read in full.
-type reply struct {
-	status int
-	header http.Header
-	body   []byte
-}
-
-func (r reply) ok() bool { return r.status >= 200 && r.status < 300 }
+type reply = provhttp.Reply
 
 // apiError is E2B's answer to a failed call, the cause inside the errors
 // Provider returns.
@@ -56,52 +48,20 @@ func (e *apiError) Error() string {
 	return fmt.Sprintf("e2b answered %d: %s", e.Status, msg)
 }
 
-// roundTrip makes one attempt at rq. A failure to get an answer (connection
-// error, timeout, cancelled context) is a transient *ProviderError that
-// wraps the cause, so errors.Is(err, context.Canceled) still tells a caller
-// it gave up itself. Any answer, whatever its status, is returned for the
+// roundTrip makes one attempt at rq (provhttp.RoundTrip): a failure to get
+// an answer is a transient *ProviderError, any answer is returned for the
 // operation to interpret.
 func (p *Provider) roundTrip(ctx context.Context, rq request) (reply, error) {
-	var body io.Reader
-	if rq.body != nil {
-		b, err := json.Marshal(rq.body)
-		if err != nil {
-			return reply{}, fmt.Errorf("%s: encode request: %w", describe(rq.op, rq.sandboxID), err)
-		}
-		body = bytes.NewReader(b)
-	}
-	actx, cancel := context.WithTimeout(ctx, rq.timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(actx, rq.method, rq.url, body)
-	if err != nil {
-		return reply{}, fmt.Errorf("%s: build request: %w", describe(rq.op, rq.sandboxID), err)
-	}
-	req.Header.Set("Accept", "application/json")
-	req.Header.Set("User-Agent", "sandman-e2b")
-	if rq.body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
+	h := http.Header{"User-Agent": {"sandman-e2b"}}
 	if rq.apiKey {
-		req.Header.Set("X-API-Key", p.cfg.APIKey)
+		h.Set("X-API-Key", p.cfg.APIKey)
 	}
 	for k, v := range rq.header {
-		req.Header.Set(k, v)
+		h.Set(k, v)
 	}
-	resp, err := p.cfg.HTTPClient.Do(req)
-	if err != nil {
-		return reply{}, lifecycle.NewProviderError(lifecycle.ErrProviderTransient, rq.op, rq.sandboxID,
-			fmt.Errorf("no answer from %s %s: %w", rq.method, hostOf(req), err))
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
-	if err != nil {
-		return reply{}, lifecycle.NewProviderError(lifecycle.ErrProviderTransient, rq.op, rq.sandboxID,
-			fmt.Errorf("read answer from %s: %w", hostOf(req), err))
-	}
-	return reply{status: resp.StatusCode, header: resp.Header, body: b}, nil
+	return provhttp.RoundTrip(ctx, p.cfg.HTTPClient, provhttp.Request{Op: rq.op, SandboxID: rq.sandboxID,
+		Method: rq.method, URL: rq.url, Body: rq.body, Header: h, Timeout: rq.timeout, MaxBody: maxBody})
 }
-
-func hostOf(req *http.Request) string { return req.URL.Scheme + "://" + req.URL.Host }
 
 // statusError classifies an answer that is not a success of the operation
 // (providers/e2b.md): 404 gone (for a call about one sandbox), 409 conflict,
@@ -112,86 +72,50 @@ func hostOf(req *http.Request) string { return req.URL.Scheme + "://" + req.URL.
 func (p *Provider) statusError(op, sandboxID string, r reply) error {
 	cause := parseAPIError(r)
 	switch {
-	case r.status == http.StatusNotFound && sandboxID != "":
+	case r.Status == http.StatusNotFound && sandboxID != "":
 		return lifecycle.NewProviderError(lifecycle.ErrSandboxGone, op, sandboxID, cause)
-	case r.status == http.StatusConflict:
+	case r.Status == http.StatusConflict:
 		return lifecycle.NewProviderError(lifecycle.ErrSandboxConflict, op, sandboxID, cause)
-	case r.status == http.StatusTooManyRequests || r.status >= 500:
+	case r.Status == http.StatusTooManyRequests || r.Status >= 500:
 		e := lifecycle.NewProviderError(lifecycle.ErrProviderTransient, op, sandboxID, cause)
-		e.RetryAfter = parseRetryAfter(r.header.Get("Retry-After"), p.cfg.Clock.Now())
+		e.RetryAfter = retry.ParseAfter(r.Header.Get("Retry-After"), p.cfg.Clock.Now())
 		return e
-	case r.status == http.StatusUnauthorized || r.status == http.StatusForbidden:
-		return fmt.Errorf("%s: the E2B API key is wrong or missing: %w", describe(op, sandboxID), cause)
+	case r.Status == http.StatusUnauthorized || r.Status == http.StatusForbidden:
+		return fmt.Errorf("%s: the E2B API key is wrong or missing: %w", provhttp.Describe(op, sandboxID), cause)
 	default:
-		return fmt.Errorf("%s: %w", describe(op, sandboxID), cause)
+		return fmt.Errorf("%s: %w", provhttp.Describe(op, sandboxID), cause)
 	}
 }
 
 // parseAPIError reads E2B's {"code","message"} body, falling back to the
 // start of the raw body when it is something else (a proxy's HTML page).
 func parseAPIError(r reply) *apiError {
-	e := &apiError{Status: r.status}
+	e := &apiError{Status: r.Status}
 	var body errorBody
-	if err := json.Unmarshal(r.body, &body); err == nil && (body.Message != "" || body.Code != 0) {
+	if err := json.Unmarshal(r.Body, &body); err == nil && (body.Message != "" || body.Code != 0) {
 		e.Code, e.Message = body.Code, body.Message
 		return e
 	}
-	msg := strings.TrimSpace(string(r.body))
-	if len(msg) > 200 {
-		msg = msg[:200] + "…"
-	}
-	e.Message = msg
+	e.Message = provhttp.Snippet(r.Body)
 	return e
 }
 
 // decodeError describes a success answer whose body is not what the API
 // documents: a plain error, since retrying will not help.
 func decodeError(op, sandboxID string, err error) error {
-	return fmt.Errorf("%s: decode e2b answer: %w", describe(op, sandboxID), err)
-}
-
-// describe names an operation for plain error messages: "pause sandbox x".
-func describe(op, sandboxID string) string {
-	if sandboxID == "" {
-		return op + " sandboxes"
-	}
-	return op + " sandbox " + sandboxID
-}
-
-// parseRetryAfter reads a Retry-After header, delay-seconds or an HTTP date
-// (RFC 9110 §10.2.3), relative to now. It returns 0 for a missing, malformed
-// or past value.
-func parseRetryAfter(v string, now time.Time) time.Duration {
-	return retry.ParseAfter(v, now)
+	return fmt.Errorf("%s: decode e2b answer: %w", provhttp.Describe(op, sandboxID), err)
 }
 
 // retry runs attempt until it succeeds, fails for good, or the retries run
-// out. Only transient failures are retried, after a jittered exponential
-// backoff that honours the error's RetryAfter; a RetryAfter beyond
-// RetryMaxWait, or a wait that would outlast ctx's deadline, ends the retries
-// with the last error. Callers pass only idempotent operations.
+// out (retry.Do): only transient failures are retried, at most MaxRetries
+// times, after a jittered exponential backoff (RetryBase, RetryMaxWait)
+// that honours the error's RetryAfter. Callers pass only idempotent
+// operations.
 func (p *Provider) retry(ctx context.Context, op, sandboxID string, attempt func(ctx context.Context) error) error {
-	for n := 0; ; n++ {
-		err := attempt(ctx)
-		if err == nil || !errors.Is(err, lifecycle.ErrProviderTransient) || n >= p.cfg.MaxRetries || ctx.Err() != nil {
-			return err
-		}
-		wait, ok := p.backoff(ctx, n, lifecycle.RetryAfter(err))
-		if !ok {
-			return err
-		}
-		p.cfg.Logger.DebugContext(ctx, "e2b call failed, retrying",
-			"op", op, "sandbox_id", sandboxID, "attempt", n+1, "wait", wait, "err", err)
-		if serr := p.cfg.Sleep(ctx, wait); serr != nil {
-			return err
-		}
-	}
-}
-
-// backoff returns the wait before retry n (0-based): RetryBase doubled n
-// times, capped at RetryMaxWait, jittered to between half and all of it, and
-// at least retryAfter. It returns false when the retry should not happen:
-// retryAfter exceeds RetryMaxWait or the wait would outlast ctx's deadline.
-func (p *Provider) backoff(ctx context.Context, n int, retryAfter time.Duration) (time.Duration, bool) {
-	return retry.Backoff(ctx, n, p.cfg.RetryBase, p.cfg.RetryMaxWait, retryAfter)
+	return retry.Do(ctx, retry.Policy{Name: "e2b", After: lifecycle.RetryAfter,
+		Retryable: func(err error, n int) bool {
+			return errors.Is(err, lifecycle.ErrProviderTransient) && n < p.cfg.MaxRetries
+		},
+		Base: p.cfg.RetryBase, MaxWait: p.cfg.RetryMaxWait, Sleep: p.cfg.Sleep, Log: p.cfg.Logger,
+	}, attempt, "op", op, "sandbox_id", sandboxID)
 }

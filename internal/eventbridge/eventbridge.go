@@ -23,6 +23,7 @@
 package eventbridge
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -120,26 +121,14 @@ func New(cfg Config) *Publisher {
 	p := &Publisher{
 		client:      cfg.Client,
 		bus:         cfg.Bus,
-		maxAttempts: cfg.MaxAttempts,
-		baseDelay:   cfg.BaseDelay,
-		maxDelay:    cfg.MaxDelay,
+		maxAttempts: cmp.Or(max(cfg.MaxAttempts, 0), DefaultMaxAttempts),
+		baseDelay:   cmp.Or(max(cfg.BaseDelay, 0), DefaultBaseDelay),
+		maxDelay:    cmp.Or(max(cfg.MaxDelay, 0), DefaultMaxDelay),
 		sleep:       cfg.Sleep,
-		log:         cfg.Log,
-	}
-	if p.maxAttempts <= 0 {
-		p.maxAttempts = DefaultMaxAttempts
-	}
-	if p.baseDelay <= 0 {
-		p.baseDelay = DefaultBaseDelay
-	}
-	if p.maxDelay <= 0 {
-		p.maxDelay = DefaultMaxDelay
+		log:         cmp.Or(cfg.Log, slog.Default()),
 	}
 	if p.sleep == nil {
 		p.sleep = lifecycle.Sleep
-	}
-	if p.log == nil {
-		p.log = slog.Default()
 	}
 	return p
 }

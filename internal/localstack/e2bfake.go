@@ -33,7 +33,7 @@ func startE2BFake(baseURL string, log *slog.Logger) (lifecycle.Provider, func(),
 		if err != nil {
 			return nil, nil, fmt.Errorf("listen for the fake e2b: %w", err)
 		}
-		fake := e2btest.New(e2btest.Options{Logger: log.With("component", "e2b-fake")})
+		fake := e2btest.New(e2btest.Config{Logger: log.With("component", "e2b-fake")})
 		srv := &http.Server{Handler: fake.Handler(), ReadHeaderTimeout: 10 * time.Second}
 		go func() {
 			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {

@@ -68,7 +68,7 @@ func providerFakeEnv(provider, stackURL string, getenv func(string) string, log 
 				secret = DefaultDaytonaWebhookSecret
 			}
 			hooks := newSvixSender(stackURL+"/v1/webhooks/daytona", secret, log.With("component", "daytona-fake-webhooks"))
-			o := daytonatest.StandaloneOptions()
+			o := daytonatest.StandaloneConfig()
 			o.Logger = log.With("component", "daytona-fake")
 			o.OnStateChange = hooks.send
 			return daytonatest.NewServer(o).Handler(), hooks.close
@@ -80,7 +80,7 @@ func providerFakeEnv(provider, stackURL string, getenv func(string) string, log 
 		def[app.EnvVercelTeamID] = verceltest.DefaultTeamID
 		def[app.EnvVercelProjectID] = verceltest.DefaultProjectID
 		handler = func(base string) (http.Handler, func()) {
-			f := verceltest.NewServer(verceltest.Options{RouteURL: verceltest.PreviewURLs(base)})
+			f := verceltest.NewServer(verceltest.Config{RouteURL: verceltest.PreviewURLs(base)})
 			return f.Handler(), f.Close
 		}
 	default:

@@ -104,3 +104,17 @@ func CheckEvents(writes []Write, events []lifecycle.Event) []string {
 	}
 	return problems
 }
+
+// CheckSession checks one session: its recorded writes (CheckHistory) and
+// its events against them (CheckEvents). Each problem is prefixed
+// "history: " or "events: ".
+func CheckSession(writes []Write, events []lifecycle.Event) []string {
+	var problems []string
+	for _, p := range CheckHistory(writes) {
+		problems = append(problems, "history: "+p)
+	}
+	for _, p := range CheckEvents(writes, events) {
+		problems = append(problems, "events: "+p)
+	}
+	return problems
+}

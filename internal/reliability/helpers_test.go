@@ -186,11 +186,8 @@ func (w *world) deliver(ctx context.Context, d reliability.Delivery, requestID s
 func (w *world) MustHistory(tb testing.TB, id string) []reliability.Write {
 	tb.Helper()
 	writes := w.store.Writes(id)
-	for _, p := range reliability.CheckHistory(writes) {
-		tb.Errorf("session %s history: %s", id, p)
-	}
-	for _, p := range reliability.CheckEvents(writes, w.EventsFor(tb, id)) {
-		tb.Errorf("session %s events: %s", id, p)
+	for _, p := range reliability.CheckSession(writes, w.EventsFor(tb, id)) {
+		tb.Errorf("session %s %s", id, p)
 	}
 	return writes
 }

@@ -1,11 +1,13 @@
-// Package retry holds the retry timing the provider adapters (internal/e2b,
-// internal/daytona, internal/vercel) share: reading a Retry-After header and
-// the jittered exponential backoff between attempts. It imports only the
-// standard library, so adapters use it without importing each other.
+// Package retry holds the retry loop the provider adapters (internal/e2b,
+// internal/daytona, internal/vercel) share: reading a Retry-After header,
+// the jittered exponential backoff between attempts, and Do, which retries
+// a call while a predicate allows. It imports only the standard library, so
+// adapters use it without importing each other.
 package retry
 
 import (
 	"context"
+	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
@@ -61,4 +63,68 @@ func Backoff(ctx context.Context, n int, base, maxWait, retryAfter time.Duration
 		return 0, false
 	}
 	return d, true
+}
+
+// Policy says how Do retries. Retryable, Sleep and Log are required.
+type Policy struct {
+	// Name names the caller in the debug line logged before each retry:
+	// "<Name> call failed, retrying".
+	Name string
+	// Retryable reports whether the failure err, after n retries (0 on the
+	// first failure), may be retried. It may count kinds of failure itself
+	// (Daytona retries 409s fewer times than transient failures).
+	Retryable func(err error, n int) bool
+	// After returns how long err asks the caller to wait (its Retry-After),
+	// 0 for no hint; nil means no error carries one.
+	After func(err error) time.Duration
+	// Base and MaxWait are Backoff's: the first wait, doubled on each
+	// retry, and the cap of one wait.
+	Base, MaxWait time.Duration
+	// Sleep waits d or until ctx ends, returning ctx's error then. Tests
+	// pass one that does not wait.
+	Sleep func(ctx context.Context, d time.Duration) error
+	// Log receives the debug line of each retry.
+	Log *slog.Logger
+}
+
+// Do calls attempt until it succeeds or fails for good, and returns its
+// last error (nil on success). A failure is retried when ctx is not done
+// and pol.Retryable allows it, after the wait Backoff gives for the retry
+// and the failure's Retry-After (pol.After); when Backoff says not to retry
+// (a Retry-After beyond MaxWait, or a wait past ctx's deadline), or the wait
+// is cut short by ctx, the last error is returned, its Retry-After intact
+// for the caller. attrs (slog key-value pairs such as "op", "pause") are
+// added to the debug line logged before each retry. Callers pass only
+// idempotent operations.
+func Do(ctx context.Context, pol Policy, attempt func(ctx context.Context) error, attrs ...any) error {
+	for n := 0; ; n++ {
+		err := attempt(ctx)
+		if err == nil || ctx.Err() != nil || !pol.Retryable(err, n) {
+			return err
+		}
+		var after time.Duration
+		if pol.After != nil {
+			after = pol.After(err)
+		}
+		wait, ok := Backoff(ctx, n, pol.Base, pol.MaxWait, after)
+		if !ok {
+			return err
+		}
+		pol.Log.DebugContext(ctx, pol.Name+" call failed, retrying", append(attrs, "attempt", n+1, "wait", wait, "err", err)...)
+		if serr := pol.Sleep(ctx, wait); serr != nil {
+			return err
+		}
+	}
+}
+
+// Limit reads a configured retry count: 0 means def, a negative value no
+// retries (0), anything else itself.
+func Limit(n, def int) int {
+	switch {
+	case n == 0:
+		return def
+	case n < 0:
+		return 0
+	}
+	return n
 }

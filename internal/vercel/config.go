@@ -3,11 +3,12 @@ package vercel
 import (
 	"context"
 	"log/slog"
-	"net"
 	"net/http"
 	"time"
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/provhttp"
+	"github.com/sandmanhq/sandman/internal/retry"
 )
 
 // Defaults of Config; each applies when its field is left zero.
@@ -156,29 +157,13 @@ func (c Config) withDefaults() Config {
 	c.RequestTimeout = orDefault(c.RequestTimeout, DefaultRequestTimeout)
 	c.StopTimeout = orDefault(c.StopTimeout, DefaultStopTimeout)
 	c.ResumeTimeout = orDefault(c.ResumeTimeout, DefaultResumeTimeout)
-	switch {
-	case c.MaxRetries == 0:
-		c.MaxRetries = DefaultMaxRetries
-	case c.MaxRetries < 0:
-		c.MaxRetries = 0
-	}
+	c.MaxRetries = retry.Limit(c.MaxRetries, DefaultMaxRetries)
 	c.RetryBase = orDefault(c.RetryBase, DefaultRetryBase)
 	c.RetryMaxWait = orDefault(c.RetryMaxWait, DefaultRetryMaxWait)
 	if c.MaxListPages <= 0 {
 		c.MaxListPages = DefaultMaxListPages
 	}
-	if c.HTTPClient == nil {
-		c.HTTPClient = defaultHTTPClient()
-	}
-	if c.Sleep == nil {
-		c.Sleep = lifecycle.Sleep
-	}
-	if c.Clock == nil {
-		c.Clock = lifecycle.SystemClock{}
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	c.HTTPClient, c.Sleep, c.Clock, c.Logger = provhttp.OrDefaults(c.HTTPClient, c.Sleep, c.Clock, c.Logger)
 	return c
 }
 
@@ -187,13 +172,4 @@ func orDefault(d, def time.Duration) time.Duration {
 		return d
 	}
 	return def
-}
-
-func defaultHTTPClient() *http.Client {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.DialContext = (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext
-	t.TLSHandshakeTimeout = 5 * time.Second
-	t.MaxIdleConnsPerHost = 16
-	t.IdleConnTimeout = 90 * time.Second
-	return &http.Client{Transport: t}
 }

@@ -13,7 +13,7 @@ import (
 // Vercel Sandbox, on its manual clock.
 func TestConformance(t *testing.T) {
 	providertest.Run(t, providertest.Harness{New: func(tb testing.TB) providertest.Env {
-		fake := verceltest.MustStart(tb, verceltest.Options{})
+		fake := verceltest.MustStart(tb, verceltest.Config{})
 		return providertest.Env{
 			Provider: fake.MustProvider(tb, nil),
 			Template: "base",

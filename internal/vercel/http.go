@@ -1,18 +1,17 @@
 package vercel
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+	"maps"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/provhttp"
 	"github.com/sandmanhq/sandman/internal/retry"
 )
 
@@ -36,13 +35,7 @@ type request struct {
 }
 
 // reply is an answer read in full.
-type reply struct {
-	status int
-	header http.Header
-	body   []byte
-}
-
-func (r reply) ok() bool { return r.status >= 200 && r.status < 300 }
+type reply = provhttp.Reply
 
 // APIError is Vercel's answer to a failed call ({"error":{"code","message"}}),
 // the cause inside the errors Provider returns; errors.As finds it.
@@ -64,22 +57,15 @@ func (e *APIError) Error() string {
 	return fmt.Sprintf("vercel answered %d: %s", e.Status, msg)
 }
 
-// roundTrip makes one attempt at rq. No answer (connection error, timeout,
-// cancelled context) is a transient *ProviderError wrapping the cause; any
-// answer is returned for the operation to interpret.
+// roundTrip makes one attempt at rq (provhttp.RoundTrip), scoped to the
+// configured team. No answer (connection error, timeout, cancelled context)
+// is a transient *ProviderError wrapping the cause; any answer is returned
+// for the operation to interpret.
 func (p *Provider) roundTrip(ctx context.Context, rq request) (reply, error) {
-	var body io.Reader
-	if rq.body != nil {
-		b, err := json.Marshal(rq.body)
-		if err != nil {
-			return reply{}, fmt.Errorf("%s: encode request: %w", describe(rq.op, rq.sandboxID), err)
-		}
-		body = bytes.NewReader(b)
-	}
 	u := p.base.JoinPath(rq.path...)
-	q := url.Values{}
-	for k, v := range rq.query {
-		q[k] = v
+	q := maps.Clone(rq.query)
+	if q == nil {
+		q = url.Values{}
 	}
 	switch {
 	case p.cfg.TeamID != "":
@@ -88,28 +74,9 @@ func (p *Provider) roundTrip(ctx context.Context, rq request) (reply, error) {
 		q.Set("slug", p.cfg.TeamSlug)
 	}
 	u.RawQuery = q.Encode()
-	actx, cancel := context.WithTimeout(ctx, rq.timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(actx, rq.method, u.String(), body)
-	if err != nil {
-		return reply{}, fmt.Errorf("%s: build request: %w", describe(rq.op, rq.sandboxID), err)
-	}
-	req.Header.Set("Accept", "application/json")
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("User-Agent", "sandman-vercel")
-	req.Header.Set("Authorization", "Bearer "+p.cfg.Token)
-	resp, err := p.cfg.HTTPClient.Do(req)
-	if err != nil {
-		return reply{}, lifecycle.NewProviderError(lifecycle.ErrProviderTransient, rq.op, rq.sandboxID,
-			fmt.Errorf("no answer from %s %s://%s: %w", rq.method, u.Scheme, u.Host, err))
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
-	if err != nil {
-		return reply{}, lifecycle.NewProviderError(lifecycle.ErrProviderTransient, rq.op, rq.sandboxID,
-			fmt.Errorf("read answer from %s://%s: %w", u.Scheme, u.Host, err))
-	}
-	return reply{status: resp.StatusCode, header: resp.Header, body: b}, nil
+	h := http.Header{"Content-Type": {"application/json"}, "User-Agent": {"sandman-vercel"}, "Authorization": {"Bearer " + p.cfg.Token}}
+	return provhttp.RoundTrip(ctx, p.cfg.HTTPClient, provhttp.Request{Op: rq.op, SandboxID: rq.sandboxID,
+		Method: rq.method, URL: u.String(), Body: rq.body, Header: h, Timeout: rq.timeout, MaxBody: maxBody})
 }
 
 // statusError classifies an answer that is not a success of the operation
@@ -128,87 +95,51 @@ func (p *Provider) roundTrip(ctx context.Context, rq request) (reply, error) {
 func (p *Provider) statusError(op, sandboxID string, r reply) error {
 	cause := parseAPIError(r)
 	switch {
-	case r.status == http.StatusNotFound && sandboxID != "",
-		r.status == http.StatusGone:
+	case r.Status == http.StatusNotFound && sandboxID != "",
+		r.Status == http.StatusGone:
 		return lifecycle.NewProviderError(lifecycle.ErrSandboxGone, op, sandboxID, cause)
-	case r.status == http.StatusUnprocessableEntity:
+	case r.Status == http.StatusUnprocessableEntity:
 		return lifecycle.NewProviderError(lifecycle.ErrSandboxConflict, op, sandboxID, cause)
-	case r.status == http.StatusTooManyRequests || r.status >= 500:
+	case r.Status == http.StatusTooManyRequests || r.Status >= 500:
 		e := lifecycle.NewProviderError(lifecycle.ErrProviderTransient, op, sandboxID, cause)
-		e.RetryAfter = parseRetryAfter(r.header.Get("Retry-After"), p.cfg.Clock.Now())
+		e.RetryAfter = retry.ParseAfter(r.Header.Get("Retry-After"), p.cfg.Clock.Now())
 		return e
-	case r.status == http.StatusUnauthorized || r.status == http.StatusForbidden:
-		return fmt.Errorf("%s: the Vercel token, team or project is wrong or missing: %w", describe(op, sandboxID), cause)
+	case r.Status == http.StatusUnauthorized || r.Status == http.StatusForbidden:
+		return fmt.Errorf("%s: the Vercel token, team or project is wrong or missing: %w", provhttp.Describe(op, sandboxID), cause)
 	default:
-		return fmt.Errorf("%s: %w", describe(op, sandboxID), cause)
+		return fmt.Errorf("%s: %w", provhttp.Describe(op, sandboxID), cause)
 	}
 }
 
 // parseAPIError reads {"error":{"code","message"}}, falling back to the
 // start of the raw body (a proxy's HTML page).
 func parseAPIError(r reply) *APIError {
-	e := &APIError{Status: r.status}
+	e := &APIError{Status: r.Status}
 	var body errorBody
-	if err := json.Unmarshal(r.body, &body); err == nil && (body.Error.Code != "" || body.Error.Message != "") {
+	if err := json.Unmarshal(r.Body, &body); err == nil && (body.Error.Code != "" || body.Error.Message != "") {
 		e.Code, e.Message = body.Error.Code, body.Error.Message
 		return e
 	}
-	msg := strings.TrimSpace(string(r.body))
-	if len(msg) > 200 {
-		msg = msg[:200] + "…"
-	}
-	e.Message = msg
+	e.Message = provhttp.Snippet(r.Body)
 	return e
 }
 
 // decodeError describes a success answer that is not what the API
 // documents: a plain error, since retrying will not help.
 func decodeError(op, sandboxID string, err error) error {
-	return fmt.Errorf("%s: decode vercel answer: %w", describe(op, sandboxID), err)
-}
-
-// describe names an operation for plain error messages: "pause sandbox x".
-func describe(op, sandboxID string) string {
-	if sandboxID == "" {
-		return op + " sandboxes"
-	}
-	return op + " sandbox " + sandboxID
-}
-
-// parseRetryAfter reads a Retry-After header, delay-seconds (what Vercel
-// sends) or an HTTP date (RFC 9110 §10.2.3), relative to now; 0 for a
-// missing, malformed or past value.
-func parseRetryAfter(v string, now time.Time) time.Duration {
-	return retry.ParseAfter(v, now)
+	return fmt.Errorf("%s: decode vercel answer: %w", provhttp.Describe(op, sandboxID), err)
 }
 
 // retry runs attempt until it succeeds, fails for good, or the retries run
-// out. Only transient failures are retried, after an exponential backoff
-// (jittered) that honours the error's RetryAfter; a RetryAfter beyond
-// RetryMaxWait, or a wait that would outlast ctx's deadline, ends the
-// retries with the last error, whose RetryAfter the caller then sees.
+// out (retry.Do): only transient failures are retried, at most MaxRetries
+// times, after a jittered exponential backoff (RetryBase, RetryMaxWait)
+// that honours the error's RetryAfter; when the retries end, the caller
+// sees the last error's RetryAfter.
 func (p *Provider) retry(ctx context.Context, op, sandboxID string, attempt func(ctx context.Context) error) error {
-	for n := 0; ; n++ {
-		err := attempt(ctx)
-		if err == nil || !errors.Is(err, lifecycle.ErrProviderTransient) || n >= p.cfg.MaxRetries || ctx.Err() != nil {
-			return err
-		}
-		wait, ok := p.backoff(ctx, n, lifecycle.RetryAfter(err))
-		if !ok {
-			return err
-		}
-		p.cfg.Logger.DebugContext(ctx, "vercel call failed, retrying",
-			"op", op, "sandbox_id", sandboxID, "attempt", n+1, "wait", wait, "err", err)
-		if serr := p.cfg.Sleep(ctx, wait); serr != nil {
-			return err
-		}
-	}
-}
-
-// backoff returns the wait before retry n (0-based): RetryBase doubled n
-// times, capped at RetryMaxWait, jittered to between half and all of it,
-// and at least retryAfter. It returns false when retryAfter exceeds
-// RetryMaxWait or the wait would outlast ctx's deadline.
-func (p *Provider) backoff(ctx context.Context, n int, retryAfter time.Duration) (time.Duration, bool) {
-	return retry.Backoff(ctx, n, p.cfg.RetryBase, p.cfg.RetryMaxWait, retryAfter)
+	return retry.Do(ctx, retry.Policy{Name: "vercel", After: lifecycle.RetryAfter,
+		Retryable: func(err error, n int) bool {
+			return errors.Is(err, lifecycle.ErrProviderTransient) && n < p.cfg.MaxRetries
+		},
+		Base: p.cfg.RetryBase, MaxWait: p.cfg.RetryMaxWait, Sleep: p.cfg.Sleep, Log: p.cfg.Logger,
+	}, attempt, "op", op, "sandbox_id", sandboxID)
 }

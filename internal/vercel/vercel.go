@@ -190,15 +190,15 @@ func (p *Provider) Create(ctx context.Context, req lifecycle.CreateRequest) (lif
 		if err != nil {
 			return err
 		}
-		if r.status == http.StatusBadRequest {
+		if r.Status == http.StatusBadRequest {
 			// Perhaps our own earlier attempt took the name.
 			return p.adopt(ctx, name, tags, tmpl, r, &sb)
 		}
-		if !r.ok() {
+		if !r.OK() {
 			return p.statusError(op, "", r)
 		}
 		var a sandboxAnswer
-		if err := json.Unmarshal(r.body, &a); err != nil {
+		if err := json.Unmarshal(r.Body, &a); err != nil {
 			return decodeError(op, name, err)
 		}
 		sb, err = p.sandbox(a, tmpl)
@@ -261,11 +261,11 @@ func (p *Provider) get(ctx context.Context, op, name string, resume bool) (sandb
 	if err != nil {
 		return sandboxAnswer{}, err
 	}
-	if !r.ok() {
+	if !r.OK() {
 		return sandboxAnswer{}, p.statusError(op, name, r)
 	}
 	var a sandboxAnswer
-	if err := json.Unmarshal(r.body, &a); err != nil {
+	if err := json.Unmarshal(r.Body, &a); err != nil {
 		return sandboxAnswer{}, decodeError(op, name, err)
 	}
 	if a.Sandbox.Name == "" {
@@ -445,11 +445,11 @@ func (p *Provider) List(ctx context.Context, req lifecycle.ListRequest) (lifecyc
 			if err != nil {
 				return err
 			}
-			if !r.ok() {
+			if !r.OK() {
 				return p.statusError(op, "", r)
 			}
 			a = listAnswer{}
-			if err := json.Unmarshal(r.body, &a); err != nil {
+			if err := json.Unmarshal(r.Body, &a); err != nil {
 				return decodeError(op, "", err)
 			}
 			return nil
@@ -524,9 +524,9 @@ func (p *Provider) Pause(ctx context.Context, sandboxID string) error {
 		switch {
 		case err != nil:
 			return err
-		case r.ok():
+		case r.OK():
 			return nil
-		case r.status == http.StatusGone && parseAPIError(r).Code == "sandbox_stopped":
+		case r.Status == http.StatusGone && parseAPIError(r).Code == "sandbox_stopped":
 			return nil
 		default:
 			return p.statusError(op, sandboxID, r)
@@ -627,7 +627,7 @@ func (p *Provider) extendSession(ctx context.Context, op string, a sandboxAnswer
 	if err != nil {
 		return err
 	}
-	if r.status == http.StatusBadRequest {
+	if r.Status == http.StatusBadRequest {
 		// A concurrent extension may have used up the room: read again
 		// before calling the 400 an error.
 		// Or the session stopped, or a resume replaced it, in between.
@@ -646,12 +646,12 @@ func (p *Provider) extendSession(ctx context.Context, op string, a sandboxAnswer
 			return p.extendSession(ctx, op, again, timeout, out, true)
 		}
 	}
-	if !r.ok() {
+	if !r.OK() {
 		return p.statusError(op, name, r)
 	}
 	if out != nil {
 		var s sessionAnswer
-		if err := json.Unmarshal(r.body, &s); err != nil || s.Session.ID == "" {
+		if err := json.Unmarshal(r.Body, &s); err != nil || s.Session.ID == "" {
 			return decodeError(op, name, fmt.Errorf("extend-timeout answer: %v", err))
 		}
 		out.Session = s.Session
@@ -715,7 +715,7 @@ func (p *Provider) Kill(ctx context.Context, sandboxID string) error {
 		switch {
 		case err != nil:
 			return err
-		case r.ok() || r.status == http.StatusNotFound:
+		case r.OK() || r.Status == http.StatusNotFound:
 			return nil
 		default:
 			return p.statusError(op, sandboxID, r)
@@ -735,7 +735,7 @@ func (p *Provider) Check(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if !r.ok() {
+		if !r.OK() {
 			return p.statusError(op, "", r)
 		}
 		return nil

@@ -21,7 +21,7 @@ const project = verceltest.DefaultProjectID
 
 // setup starts a fake and a provider on it; change edits the provider's
 // config (nil for none).
-func setup(t *testing.T, opts verceltest.Options, change func(*vercel.Config)) (*verceltest.Test, *vercel.Provider) {
+func setup(t *testing.T, opts verceltest.Config, change func(*vercel.Config)) (*verceltest.Test, *vercel.Provider) {
 	t.Helper()
 	f := verceltest.MustStart(t, opts)
 	return f, f.MustProvider(t, change)
@@ -102,7 +102,7 @@ func TestNew(t *testing.T) {
 
 func TestCreate(t *testing.T) {
 	t.Run("OK", func(t *testing.T) {
-		f, p := setup(t, verceltest.Options{}, nil)
+		f, p := setup(t, verceltest.Config{}, nil)
 		sb := create(t, p, "ses_one", map[string]string{"user": "ada"})
 		if got, want := sb.ID, "ses_one"; got != want {
 			t.Errorf("ID = %q, want %q (the session id names the sandbox)", got, want)
@@ -133,7 +133,7 @@ func TestCreate(t *testing.T) {
 		}
 	})
 	t.Run("TimeoutCappedAtPlanMaximum", func(t *testing.T) {
-		f, p := setup(t, verceltest.Options{}, nil)
+		f, p := setup(t, verceltest.Config{}, nil)
 		_, err := p.Create(context.Background(), lifecycle.CreateRequest{Template: "base", Timeout: 3 * time.Hour,
 			AutoPause: true, Metadata: map[string]string{lifecycle.MetadataSessionID: "ses_cap"}})
 		if err != nil {
@@ -144,21 +144,21 @@ func TestCreate(t *testing.T) {
 		}
 	})
 	t.Run("ErrUnknownTemplate", func(t *testing.T) {
-		f, p := setup(t, verceltest.Options{}, nil)
+		f, p := setup(t, verceltest.Config{}, nil)
 		_, err := p.Create(context.Background(), lifecycle.CreateRequest{Template: "nope", Timeout: time.Minute})
 		if kindOf(err) != "plain" || f.Requests(verceltest.OpCreate) != 0 {
 			t.Errorf("err = %v (%s), requests %d; want a plain error and no request", err, kindOf(err), f.Requests(verceltest.OpCreate))
 		}
 	})
 	t.Run("RandomNameWithoutSession", func(t *testing.T) {
-		_, p := setup(t, verceltest.Options{}, nil)
+		_, p := setup(t, verceltest.Config{}, nil)
 		sb, err := p.Create(context.Background(), lifecycle.CreateRequest{Template: "base", Timeout: time.Minute, AutoPause: true})
 		if err != nil || len(sb.ID) != len("sandman-")+16 {
 			t.Errorf("Create = %q, %v; want a sandman-<16 hex> name", sb.ID, err)
 		}
 	})
 	t.Run("LostAnswerAdopted", func(t *testing.T) {
-		f, p := setup(t, verceltest.Options{}, nil)
+		f, p := setup(t, verceltest.Config{}, nil)
 		f.Fail(verceltest.OpCreate, verceltest.Fault{Lose: true})
 		sb := create(t, p, "ses_lost", nil)
 		if sb.State != lifecycle.SandboxRunning || sb.PreviewURL == "" {
@@ -172,7 +172,7 @@ func TestCreate(t *testing.T) {
 		}
 	})
 	t.Run("ErrNameTakenByAnotherSession", func(t *testing.T) {
-		f, p := setup(t, verceltest.Options{}, nil)
+		f, p := setup(t, verceltest.Config{}, nil)
 		create(t, p, "ses_taken", nil)
 		_, err := p.Create(context.Background(), lifecycle.CreateRequest{Template: "web", Timeout: time.Minute, AutoPause: true,
 			Metadata: map[string]string{lifecycle.MetadataSessionID: "ses_taken", lifecycle.MetadataDeployment: "dep1"}})
@@ -190,7 +190,7 @@ func TestCreate(t *testing.T) {
 		}
 	})
 	t.Run("Err400", func(t *testing.T) {
-		_, p := setup(t, verceltest.Options{}, func(c *vercel.Config) {
+		_, p := setup(t, verceltest.Config{}, func(c *vercel.Config) {
 			c.Templates = map[string]vercel.Template{"odd": {VCPUs: 3}}
 		})
 		_, err := p.Create(context.Background(), lifecycle.CreateRequest{Template: "odd", Timeout: time.Minute,
@@ -204,7 +204,7 @@ func TestCreate(t *testing.T) {
 
 func TestPauseResume(t *testing.T) {
 	t.Run("NewSessionAfterResume", func(t *testing.T) {
-		f, p := setup(t, verceltest.Options{}, nil)
+		f, p := setup(t, verceltest.Config{}, nil)
 		ctx := context.Background()
 		sb := create(t, p, "ses_pr", nil)
 		first := mustSandbox(t, f, "ses_pr")
@@ -249,7 +249,7 @@ func TestPauseResume(t *testing.T) {
 		}
 	})
 	t.Run("PauseTwiceStopsOnce", func(t *testing.T) {
-		f, p := setup(t, verceltest.Options{}, nil)
+		f, p := setup(t, verceltest.Config{}, nil)
 		sb := create(t, p, "ses_p2", nil)
 		for i := range 2 {
 			if err := p.Pause(context.Background(), sb.ID); err != nil {
@@ -261,7 +261,7 @@ func TestPauseResume(t *testing.T) {
 		}
 	})
 	t.Run("PauseWaitsOutStopping", func(t *testing.T) {
-		f, p := setup(t, verceltest.Options{}, nil)
+		f, p := setup(t, verceltest.Config{}, nil)
 		sb := create(t, p, "ses_ps", nil)
 		f.SetStatus(project, sb.ID, verceltest.StatusSnapshotting)
 		if err := p.Pause(context.Background(), sb.ID); err != nil {
@@ -272,7 +272,7 @@ func TestPauseResume(t *testing.T) {
 		}
 	})
 	t.Run("ResumeRunningDoesNotBoot", func(t *testing.T) {
-		f, p := setup(t, verceltest.Options{}, nil)
+		f, p := setup(t, verceltest.Config{}, nil)
 		sb := create(t, p, "ses_rr", nil)
 		res, err := p.Resume(context.Background(), sb.ID, 5*time.Minute)
 		if err != nil || res.State != lifecycle.SandboxRunning || res.PreviewURL != sb.PreviewURL {
@@ -286,7 +286,7 @@ func TestPauseResume(t *testing.T) {
 		}
 	})
 	t.Run("ResumeExtendsShortGuard", func(t *testing.T) {
-		f, p := setup(t, verceltest.Options{}, nil)
+		f, p := setup(t, verceltest.Config{}, nil)
 		sb := create(t, p, "ses_re", nil) // sessions default to 10 min
 		if err := p.Pause(context.Background(), sb.ID); err != nil {
 			t.Fatal(err)
@@ -304,7 +304,7 @@ func TestPauseResume(t *testing.T) {
 		}
 	})
 	t.Run("ErrSnapshotExpired", func(t *testing.T) {
-		f, p := setup(t, verceltest.Options{}, func(c *vercel.Config) { c.SnapshotExpiration = 24 * time.Hour })
+		f, p := setup(t, verceltest.Config{}, func(c *vercel.Config) { c.SnapshotExpiration = 24 * time.Hour })
 		sb := create(t, p, "ses_exp", nil)
 		if err := p.Pause(context.Background(), sb.ID); err != nil {
 			t.Fatal(err)
@@ -320,7 +320,7 @@ func TestPauseResume(t *testing.T) {
 		}
 	})
 	t.Run("ErrSnapshotDeleted", func(t *testing.T) {
-		f, p := setup(t, verceltest.Options{}, nil)
+		f, p := setup(t, verceltest.Config{}, nil)
 		sb := create(t, p, "ses_del", nil)
 		if err := p.Pause(context.Background(), sb.ID); err != nil {
 			t.Fatal(err)
@@ -331,7 +331,7 @@ func TestPauseResume(t *testing.T) {
 		}
 	})
 	t.Run("ErrResumeWhileStopping", func(t *testing.T) {
-		f, p := setup(t, verceltest.Options{}, nil)
+		f, p := setup(t, verceltest.Config{}, nil)
 		sb := create(t, p, "ses_rs", nil)
 		f.SetStatus(project, sb.ID, verceltest.StatusStopping)
 		if _, err := p.Resume(context.Background(), sb.ID, time.Minute); kindOf(err) != "conflict" {
@@ -339,7 +339,7 @@ func TestPauseResume(t *testing.T) {
 		}
 	})
 	t.Run("ErrResumeGone", func(t *testing.T) {
-		_, p := setup(t, verceltest.Options{}, nil)
+		_, p := setup(t, verceltest.Config{}, nil)
 		if _, err := p.Resume(context.Background(), "ses_none", time.Minute); kindOf(err) != "gone" {
 			t.Errorf("Resume = %v, want gone (404)", err)
 		}
@@ -348,7 +348,7 @@ func TestPauseResume(t *testing.T) {
 
 func TestGuard(t *testing.T) {
 	t.Run("SessionStopsAndSnapshotsAtDeadline", func(t *testing.T) {
-		f, p := setup(t, verceltest.Options{}, nil)
+		f, p := setup(t, verceltest.Config{}, nil)
 		sb := create(t, p, "ses_g", nil)
 		f.Clock.Advance(10*time.Minute - time.Second)
 		if got, err := p.Get(context.Background(), sb.ID); err != nil || got.State != lifecycle.SandboxRunning {
@@ -370,7 +370,7 @@ func TestGuard(t *testing.T) {
 		}
 	})
 	t.Run("ExtendOnlyWhenNeeded", func(t *testing.T) {
-		f, p := setup(t, verceltest.Options{}, nil)
+		f, p := setup(t, verceltest.Config{}, nil)
 		sb := create(t, p, "ses_x", nil)
 		if err := p.SetTimeout(context.Background(), sb.ID, 5*time.Minute); err != nil {
 			t.Fatalf("SetTimeout shorter: %v", err)
@@ -391,7 +391,7 @@ func TestGuard(t *testing.T) {
 		}
 	})
 	t.Run("BoundedByPlanMaximum", func(t *testing.T) {
-		f, p := setup(t, verceltest.Options{}, nil)
+		f, p := setup(t, verceltest.Config{}, nil)
 		sb := create(t, p, "ses_max", nil)
 		f.Clock.Advance(5 * time.Minute)
 		if err := p.SetTimeout(context.Background(), sb.ID, 2*time.Hour); err != nil {
@@ -410,7 +410,7 @@ func TestGuard(t *testing.T) {
 	})
 	t.Run("ServerStricterThanConfig", func(t *testing.T) {
 		// The plan's maximum is lower than configured: the 400 surfaces.
-		_, p := setup(t, verceltest.Options{MaxSessionTimeout: 20 * time.Minute}, func(c *vercel.Config) {
+		_, p := setup(t, verceltest.Config{MaxSessionTimeout: 20 * time.Minute}, func(c *vercel.Config) {
 			c.MaxSessionTimeout = time.Hour
 		})
 		sb := create(t, p, "ses_strict", nil)
@@ -420,7 +420,7 @@ func TestGuard(t *testing.T) {
 		}
 	})
 	t.Run("ErrStopped", func(t *testing.T) {
-		f, p := setup(t, verceltest.Options{}, nil)
+		f, p := setup(t, verceltest.Config{}, nil)
 		sb := create(t, p, "ses_st", nil)
 		f.Clock.Advance(11 * time.Minute)
 		if err := p.SetTimeout(context.Background(), sb.ID, 10*time.Minute); kindOf(err) != "gone" {
@@ -428,7 +428,7 @@ func TestGuard(t *testing.T) {
 		}
 	})
 	t.Run("Err410FromExtend", func(t *testing.T) {
-		f, p := setup(t, verceltest.Options{}, nil)
+		f, p := setup(t, verceltest.Config{}, nil)
 		sb := create(t, p, "ses_410", nil)
 		f.Fail(verceltest.OpExtend, verceltest.Fault{Status: 410, Code: "sandbox_stopped"})
 		if err := p.SetTimeout(context.Background(), sb.ID, time.Hour); kindOf(err) != "gone" {
@@ -439,7 +439,7 @@ func TestGuard(t *testing.T) {
 
 func TestProbe(t *testing.T) {
 	t.Run("NeverBoots", func(t *testing.T) {
-		f, p := setup(t, verceltest.Options{}, nil)
+		f, p := setup(t, verceltest.Config{}, nil)
 		sb := create(t, p, "ses_pb", nil)
 		if err := p.Pause(context.Background(), sb.ID); err != nil {
 			t.Fatal(err)
@@ -461,7 +461,7 @@ func TestProbe(t *testing.T) {
 		}
 	})
 	t.Run("Running", func(t *testing.T) {
-		_, p := setup(t, verceltest.Options{}, nil)
+		_, p := setup(t, verceltest.Config{}, nil)
 		sb := create(t, p, "ses_run", nil)
 		pr, err := p.Probe(context.Background(), sb.ID)
 		if err != nil || pr.State != lifecycle.SandboxRunning || !pr.ExpiresAt.Equal(sb.ExpiresAt) {
@@ -469,7 +469,7 @@ func TestProbe(t *testing.T) {
 		}
 	})
 	t.Run("PendingIsTransient", func(t *testing.T) {
-		f, p := setup(t, verceltest.Options{}, func(c *vercel.Config) { c.MaxRetries = -1 })
+		f, p := setup(t, verceltest.Config{}, func(c *vercel.Config) { c.MaxRetries = -1 })
 		sb := create(t, p, "ses_pend", nil)
 		f.SetStatus(project, sb.ID, verceltest.StatusPending)
 		_, err := p.Probe(context.Background(), sb.ID)
@@ -478,13 +478,13 @@ func TestProbe(t *testing.T) {
 		}
 	})
 	t.Run("Gone", func(t *testing.T) {
-		_, p := setup(t, verceltest.Options{}, nil)
+		_, p := setup(t, verceltest.Config{}, nil)
 		if _, err := p.Probe(context.Background(), "ses_nope"); kindOf(err) != "gone" {
 			t.Errorf("Probe = %v, want gone", err)
 		}
 	})
 	t.Run("NotPersistentIsGone", func(t *testing.T) {
-		f, p := setup(t, verceltest.Options{}, nil)
+		f, p := setup(t, verceltest.Config{}, nil)
 		sb, err := p.Create(context.Background(), lifecycle.CreateRequest{Template: "web", Timeout: time.Minute,
 			AutoPause: false, Metadata: map[string]string{lifecycle.MetadataSessionID: "ses_np"}})
 		if err != nil {
@@ -501,7 +501,7 @@ func TestProbe(t *testing.T) {
 }
 
 func TestKill(t *testing.T) {
-	f, p := setup(t, verceltest.Options{}, nil)
+	f, p := setup(t, verceltest.Config{}, nil)
 	sb := create(t, p, "ses_k", nil)
 	if err := p.Pause(context.Background(), sb.ID); err != nil {
 		t.Fatal(err)
@@ -521,7 +521,7 @@ func TestKill(t *testing.T) {
 
 func TestList(t *testing.T) {
 	t.Run("PagesAcrossCursor", func(t *testing.T) {
-		f, p := setup(t, verceltest.Options{}, nil)
+		f, p := setup(t, verceltest.Config{}, nil)
 		for i := range 7 {
 			create(t, p, fmt.Sprintf("ses_l%d", i), nil)
 			f.Clock.Advance(time.Second)
@@ -554,7 +554,7 @@ func TestList(t *testing.T) {
 		}
 	})
 	t.Run("StatesAndSecondTagFilteredHere", func(t *testing.T) {
-		f, p := setup(t, verceltest.Options{}, nil)
+		f, p := setup(t, verceltest.Config{}, nil)
 		for i := range 6 {
 			sb := create(t, p, fmt.Sprintf("ses_s%d", i), nil)
 			f.Clock.Advance(time.Second)
@@ -586,7 +586,7 @@ func TestList(t *testing.T) {
 		}
 	})
 	t.Run("ErrUnknownState", func(t *testing.T) {
-		_, p := setup(t, verceltest.Options{}, nil)
+		_, p := setup(t, verceltest.Config{}, nil)
 		if _, err := p.List(context.Background(), lifecycle.ListRequest{States: []lifecycle.SandboxState{"zombie"}}); err == nil {
 			t.Error("List succeeded")
 		}
@@ -642,7 +642,7 @@ func TestStatusMapping(t *testing.T) {
 	for _, fc := range faults {
 		for name, oc := range ops {
 			t.Run(fc.name+"/"+name, func(t *testing.T) {
-				f, p := setup(t, verceltest.Options{}, func(c *vercel.Config) { c.MaxRetries = -1 })
+				f, p := setup(t, verceltest.Config{}, func(c *vercel.Config) { c.MaxRetries = -1 })
 				sb := create(t, p, "ses_map", nil)
 				if name == "resume" {
 					if err := p.Pause(context.Background(), sb.ID); err != nil {
@@ -675,7 +675,7 @@ func TestRetry(t *testing.T) {
 	t.Run("429HonoursRetryAfter", func(t *testing.T) {
 		var mu sync.Mutex
 		var waits []time.Duration
-		f, p := setup(t, verceltest.Options{}, func(c *vercel.Config) {
+		f, p := setup(t, verceltest.Config{}, func(c *vercel.Config) {
 			c.Sleep = func(ctx context.Context, d time.Duration) error {
 				mu.Lock()
 				waits = append(waits, d)
@@ -696,7 +696,7 @@ func TestRetry(t *testing.T) {
 		}
 	})
 	t.Run("RetryAfterBeyondMaxWaitIsReturned", func(t *testing.T) {
-		f, p := setup(t, verceltest.Options{}, nil)
+		f, p := setup(t, verceltest.Config{}, nil)
 		sb := create(t, p, "ses_ra", nil)
 		f.Fail(verceltest.OpGet, verceltest.Fault{Status: 429, RetryAfter: "60"})
 		before := f.Requests(verceltest.OpGet)
@@ -709,7 +709,7 @@ func TestRetry(t *testing.T) {
 		}
 	})
 	t.Run("5xxRetriedTwice", func(t *testing.T) {
-		f, p := setup(t, verceltest.Options{}, nil)
+		f, p := setup(t, verceltest.Config{}, nil)
 		sb := create(t, p, "ses_5xx", nil)
 		f.FailNext(verceltest.Fault{Status: 500}, verceltest.Fault{Status: 502}, verceltest.Fault{Status: 503})
 		before := f.Requests(verceltest.OpDelete)
@@ -724,7 +724,7 @@ func TestRetry(t *testing.T) {
 		}
 	})
 	t.Run("StopHangsPastStopTimeout", func(t *testing.T) {
-		f, p := setup(t, verceltest.Options{}, func(c *vercel.Config) {
+		f, p := setup(t, verceltest.Config{}, func(c *vercel.Config) {
 			c.StopTimeout = 50 * time.Millisecond
 			c.MaxRetries = -1
 		})
@@ -738,20 +738,20 @@ func TestRetry(t *testing.T) {
 
 func TestScoping(t *testing.T) {
 	t.Run("ErrWrongTeam", func(t *testing.T) {
-		f, p := setup(t, verceltest.Options{}, func(c *vercel.Config) { c.TeamID = "team_other" })
+		f, p := setup(t, verceltest.Config{}, func(c *vercel.Config) { c.TeamID = "team_other" })
 		_, err := p.Get(context.Background(), "ses_x")
 		if kindOf(err) != "plain" || f.Refused() != 1 {
 			t.Errorf("Get = %v (%s), refused %d; want a plain error, 1 refusal", err, kindOf(err), f.Refused())
 		}
 	})
 	t.Run("ErrWrongToken", func(t *testing.T) {
-		f, p := setup(t, verceltest.Options{}, func(c *vercel.Config) { c.Token = "nope" })
+		f, p := setup(t, verceltest.Config{}, func(c *vercel.Config) { c.Token = "nope" })
 		if err := p.Kill(context.Background(), "ses_x"); kindOf(err) != "plain" || f.Refused() != 1 {
 			t.Errorf("Kill = %v, refused %d; want a plain error, 1 refusal", err, f.Refused())
 		}
 	})
 	t.Run("ProjectsAreSeparate", func(t *testing.T) {
-		f, p := setup(t, verceltest.Options{ProjectIDs: []string{"prj_a", "prj_b"}}, nil)
+		f, p := setup(t, verceltest.Config{ProjectIDs: []string{"prj_a", "prj_b"}}, nil)
 		sb := create(t, p, "ses_a", nil)
 		q := f.MustProvider(t, func(c *vercel.Config) { c.ProjectID = "prj_b" })
 		if _, err := q.Get(context.Background(), sb.ID); kindOf(err) != "gone" {
@@ -768,7 +768,7 @@ func TestScoping(t *testing.T) {
 }
 
 func TestCreateLegacyRuntime(t *testing.T) {
-	f, p := setup(t, verceltest.Options{}, func(c *vercel.Config) {
+	f, p := setup(t, verceltest.Config{}, func(c *vercel.Config) {
 		c.Templates = map[string]vercel.Template{"node": {Runtime: "node24", PreviewPort: 8080, VCPUs: 4}}
 	})
 	sb, err := p.Create(context.Background(), lifecycle.CreateRequest{Template: "node", Timeout: time.Minute, AutoPause: true,
@@ -789,7 +789,7 @@ func TestCreateLegacyRuntime(t *testing.T) {
 // sandbox (run with -race): every call ends in a classified outcome and the
 // fake ends in a state the calls can explain.
 func TestConcurrent(t *testing.T) {
-	f, p := setup(t, verceltest.Options{}, nil)
+	f, p := setup(t, verceltest.Config{}, nil)
 	sb := create(t, p, "ses_race", nil)
 	var wg sync.WaitGroup
 	errs := make(chan error, 80)
@@ -848,7 +848,7 @@ func TestCheck(t *testing.T) {
 		"ErrUnavailable": {func(c *vercel.Config) { c.MaxRetries = -1 }, "transient"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			f, p := setup(t, verceltest.Options{}, tc.change)
+			f, p := setup(t, verceltest.Config{}, tc.change)
 			if tc.want == "transient" {
 				f.Fail(verceltest.OpList, verceltest.Fault{Status: 503})
 			}
@@ -874,7 +874,7 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 
 func TestScopeOnEveryCall(t *testing.T) {
 	rec := &recorder{}
-	_, p := setup(t, verceltest.Options{}, func(c *vercel.Config) { c.HTTPClient = &http.Client{Transport: rec} })
+	_, p := setup(t, verceltest.Config{}, func(c *vercel.Config) { c.HTTPClient = &http.Client{Transport: rec} })
 	ctx := context.Background()
 	sb := create(t, p, "ses_scope", nil)
 	steps := []error{p.Pause(ctx, sb.ID)}
@@ -916,7 +916,7 @@ func TestScopeOnEveryCall(t *testing.T) {
 
 func TestTeamSlug(t *testing.T) {
 	rec := &recorder{}
-	_, p := setup(t, verceltest.Options{}, func(c *vercel.Config) {
+	_, p := setup(t, verceltest.Config{}, func(c *vercel.Config) {
 		c.HTTPClient = &http.Client{Transport: rec}
 		c.TeamID, c.TeamSlug = "", "my-team"
 	})
@@ -929,7 +929,7 @@ func TestTeamSlug(t *testing.T) {
 }
 
 func TestListErrBadCursor(t *testing.T) {
-	_, p := setup(t, verceltest.Options{}, nil)
+	_, p := setup(t, verceltest.Config{}, nil)
 	_, err := p.List(context.Background(), lifecycle.ListRequest{PageToken: "not-a-cursor"})
 	var ae *vercel.APIError
 	if kindOf(err) != "plain" || !errors.As(err, &ae) || ae.Status != 400 {

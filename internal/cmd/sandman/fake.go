@@ -27,18 +27,18 @@ type fakeProvider func(log *slog.Logger, base string) (h http.Handler, hint stri
 // fakes is the registry of `sandman fake <provider>`: one line per provider.
 var fakes = map[string]fakeProvider{
 	"e2b": func(log *slog.Logger, _ string) (http.Handler, string, func()) {
-		f := e2btest.New(e2btest.Options{Logger: log})
+		f := e2btest.New(e2btest.Config{Logger: log})
 		return f.Handler(), fmt.Sprintf("E2B_API_URL=<base url> E2B_API_KEY=%s (domain %s; envd at <base url>%s/<id>/health)",
 			e2btest.APIKey, e2btest.Domain, e2btest.ProxyPrefix), f.Close
 	},
 	"daytona": func(log *slog.Logger, _ string) (http.Handler, string, func()) {
-		o := daytonatest.StandaloneOptions()
+		o := daytonatest.StandaloneConfig()
 		o.Logger = log
 		f := daytonatest.NewServer(o)
 		return f.Handler(), fmt.Sprintf("DAYTONA_API_URL=<base url> DAYTONA_API_KEY=%s", f.APIKey()), func() {}
 	},
 	"vercel": func(log *slog.Logger, base string) (http.Handler, string, func()) {
-		f := verceltest.NewServer(verceltest.Options{RouteURL: verceltest.PreviewURLs(base)})
+		f := verceltest.NewServer(verceltest.Config{RouteURL: verceltest.PreviewURLs(base)})
 		return logRequests(log, f.Handler()), fmt.Sprintf("VERCEL_TOKEN=%s teamId=%s project=%s (the SDK has no base URL option: route its fetch to <base url>)",
 			verceltest.DefaultToken, verceltest.DefaultTeamID, verceltest.DefaultProjectID), f.Close
 	},

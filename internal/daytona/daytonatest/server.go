@@ -16,17 +16,18 @@
 // start that woke a sandbox, so a test can prove that a probe of a stopped
 // sandbox never started it.
 //
-// NewServer and Handler serve it standalone (StandaloneOptions); Start
+// NewServer and Handler serve it standalone (StandaloneConfig); Start
 // serves it for a test, and ProviderConfig aims the adapter at it with a
 // Sleep that advances a manual clock. Server is safe for concurrent use.
 package daytonatest
 
 import (
+	"cmp"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -37,12 +38,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandmanhq/sandman/internal/fakehttp"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 )
 
-// Defaults of Options.
+// Defaults of Config.
 const (
-	// DefaultAPIKey is the only key the fake accepts unless Options.APIKey
+	// DefaultAPIKey is the only key the fake accepts unless Config.APIKey
 	// says otherwise.
 	DefaultAPIKey = "dtn_test_key"
 	// DefaultProxyDomain is the preview proxy domain of preview URLs.
@@ -124,9 +126,9 @@ func bucketOf(op Op) string {
 	}
 }
 
-// Options configures a Server. The zero value is a fake whose transitions
+// Config configures a Server. The zero value is a fake whose transitions
 // settle at once, whose list is consistent, with tier-1 rate limits.
-type Options struct {
+type Config struct {
 	// APIKey is the accepted bearer key. Default DefaultAPIKey.
 	APIKey string
 	// Clock drives transitions, timers and reported times. Default the
@@ -245,8 +247,8 @@ type Sandbox struct {
 
 func (sb *Sandbox) clone() Sandbox {
 	c := *sb
-	c.Labels = cloneMap(sb.Labels)
-	c.Env = cloneMap(sb.Env)
+	c.Labels = maps.Clone(sb.Labels)
+	c.Env = maps.Clone(sb.Env)
 	return c
 }
 
@@ -259,7 +261,7 @@ type tombstone struct {
 
 // Server is the fake Daytona.
 type Server struct {
-	opts Options
+	opts Config
 
 	mu         sync.Mutex
 	seq        int
@@ -280,7 +282,7 @@ type Server struct {
 
 // NewServer returns a fake Daytona with opts' defaults filled in. Serve it
 // with Handler (e.g. httptest.NewServer(s.Handler()) or http.Server).
-func NewServer(opts Options) *Server {
+func NewServer(opts Config) *Server {
 	if opts.APIKey == "" {
 		opts.APIKey = DefaultAPIKey
 	}
@@ -313,7 +315,7 @@ func NewServer(opts Options) *Server {
 
 // Start serves a new fake with opts on a loopback httptest server that is
 // closed when tb ends, and returns both.
-func Start(tb testing.TB, opts Options) (*Server, *httptest.Server) {
+func Start(tb testing.TB, opts Config) (*Server, *httptest.Server) {
 	tb.Helper()
 	s := NewServer(opts)
 	hs := httptest.NewServer(s.Handler())
@@ -539,9 +541,9 @@ func (s *Server) wrap(op Op, h func(http.ResponseWriter, *http.Request)) http.Ha
 			} else {
 				w.Header().Set("Retry-After-"+bucket, strconv.Itoa(secs))
 			}
-			s.writeError(w, r, f.Status, orString(f.Message, "ThrottlerException: Too Many Requests"))
+			s.writeError(w, r, f.Status, cmp.Or(f.Message, "ThrottlerException: Too Many Requests"))
 		case f.Status != 0:
-			s.writeError(w, r, f.Status, orString(f.Message, http.StatusText(f.Status)))
+			s.writeError(w, r, f.Status, cmp.Or(f.Message, http.StatusText(f.Status)))
 		case r.Header.Get("Authorization") != "Bearer "+s.opts.APIKey:
 			s.writeError(w, r, http.StatusUnauthorized, "Invalid credentials")
 		case limited:
@@ -654,7 +656,7 @@ type sandboxJSON struct {
 func (s *Server) toJSON(sb *Sandbox, withEnv bool) sandboxJSON {
 	out := sandboxJSON{
 		ID: sb.ID, OrganizationID: s.opts.OrganizationID, Name: sb.Name, State: sb.State,
-		DesiredState: sb.DesiredState, Recoverable: sb.Recoverable, Labels: cloneMap(sb.Labels),
+		DesiredState: sb.DesiredState, Recoverable: sb.Recoverable, Labels: maps.Clone(sb.Labels),
 		Public: sb.Public, Target: sb.Target, CPU: sb.CPU, GPU: sb.GPU, Memory: sb.Memory, Disk: sb.Disk,
 		AutoStopInterval: sb.AutoStop, AutoPauseInterval: sb.AutoPause,
 		AutoArchiveInterval: sb.AutoArchive, AutoDeleteInterval: sb.AutoDelete,
@@ -673,7 +675,7 @@ func (s *Server) toJSON(sb *Sandbox, withEnv bool) sandboxJSON {
 		out.Snapshot = &snap
 	}
 	if withEnv {
-		env := cloneMap(sb.Env)
+		env := maps.Clone(sb.Env)
 		if env == nil {
 			env = map[string]string{}
 		}
@@ -760,8 +762,8 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 	now := s.opts.Clock.Now().UTC()
 	id := fmt.Sprintf("%08x-0000-4000-8000-%012x", s.seq+1, s.seq+1)
 	sb := &Sandbox{
-		ID: id, Name: orString(in.Name, id), Snapshot: snapshot, Labels: cloneMap(in.Labels),
-		Env: cloneMap(in.Env), Public: in.Public, Target: orString(in.Target, DefaultTarget),
+		ID: id, Name: cmp.Or(in.Name, id), Snapshot: snapshot, Labels: maps.Clone(in.Labels),
+		Env: maps.Clone(in.Env), Public: in.Public, Target: cmp.Or(in.Target, DefaultTarget),
 		Class: s.opts.Class, CPU: 1, Memory: 1, Disk: 3, AutoStop: 15, AutoArchive: 10080, AutoDelete: -1,
 		CreatedAt: now, UpdatedAt: now, LastActivityAt: now, Token: s.newToken(),
 	}
@@ -845,7 +847,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 		}
 		limit = n
 	}
-	sortBy, order := orString(q.Get("sort"), "createdAt"), orString(q.Get("order"), "asc")
+	sortBy, order := cmp.Or(q.Get("sort"), "createdAt"), cmp.Or(q.Get("order"), "asc")
 	if !slices.Contains([]string{"createdAt", "lastActivityAt", "name", "cpu", "memoryGib", "diskGib"}, sortBy) ||
 		(order != "asc" && order != "desc") {
 		s.writeError(w, r, http.StatusBadRequest, "sort or order is not valid")
@@ -1143,7 +1145,7 @@ func (s *Server) labels(w http.ResponseWriter, r *http.Request) {
 	if sb == nil {
 		return
 	}
-	sb.Labels = cloneMap(in.Labels)
+	sb.Labels = maps.Clone(in.Labels)
 	s.writeJSON(w, http.StatusOK, map[string]any{"labels": sb.Labels})
 }
 
@@ -1420,7 +1422,7 @@ func (s *Server) flush() {
 }
 
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
-	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<20))
+	b, err := fakehttp.ReadBody(w, r)
 	if err != nil {
 		s.writeError(w, r, http.StatusRequestEntityTooLarge, "request entity too large")
 		return nil, false
@@ -1437,26 +1439,8 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, status int, 
 	})
 }
 
+// writeJSON answers v with Daytona's Content-Type.
 func (s *Server) writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
-}
-
-func orString(s, def string) string {
-	if s != "" {
-		return s
-	}
-	return def
-}
-
-func cloneMap(m map[string]string) map[string]string {
-	if m == nil {
-		return nil
-	}
-	c := make(map[string]string, len(m))
-	for k, v := range m {
-		c[k] = v
-	}
-	return c
+	fakehttp.WriteJSON(w, status, v)
 }

@@ -49,7 +49,7 @@ func (c client) do(method, path string, body any) (int, http.Header, map[string]
 	return resp.StatusCode, resp.Header, out
 }
 
-func mustStart(tb testing.TB, opts daytonatest.Options) (*daytonatest.Server, client, *lifecycle.ManualClock) {
+func mustStart(tb testing.TB, opts daytonatest.Config) (*daytonatest.Server, client, *lifecycle.ManualClock) {
 	tb.Helper()
 	clock := lifecycle.NewManualClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	opts.Clock = clock
@@ -60,7 +60,7 @@ func mustStart(tb testing.TB, opts daytonatest.Options) (*daytonatest.Server, cl
 func TestLifecycleAndConflicts(t *testing.T) {
 	var mu sync.Mutex
 	var changes []string
-	srv, c, clock := mustStart(t, daytonatest.Options{CreateTime: 5 * time.Second, StopTime: 10 * time.Second,
+	srv, c, clock := mustStart(t, daytonatest.Config{CreateTime: 5 * time.Second, StopTime: 10 * time.Second,
 		OnStateChange: func(ch daytonatest.StateChange) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -115,7 +115,7 @@ func TestLifecycleAndConflicts(t *testing.T) {
 }
 
 func TestCreateValidation(t *testing.T) {
-	_, c, _ := mustStart(t, daytonatest.Options{Snapshots: []string{"base"}})
+	_, c, _ := mustStart(t, daytonatest.Config{Snapshots: []string{"base"}})
 	for name, body := range map[string]map[string]any{
 		"Both":            {"snapshot": "base", "buildInfo": map[string]any{"dockerfileContent": "FROM x"}},
 		"ResourcesOnSnap": {"snapshot": "base", "cpu": 2},
@@ -141,7 +141,7 @@ func TestCreateValidation(t *testing.T) {
 }
 
 func TestListFiltersAndCursor(t *testing.T) {
-	srv, c, _ := mustStart(t, daytonatest.Options{})
+	srv, c, _ := mustStart(t, daytonatest.Config{})
 	for i := range 5 {
 		st := "started"
 		if i%2 == 1 {
@@ -196,7 +196,7 @@ func TestListFiltersAndCursor(t *testing.T) {
 }
 
 func TestRateLimitHeaders(t *testing.T) {
-	srv, c, clock := mustStart(t, daytonatest.Options{RateLimits: map[string]int{daytonatest.BucketLifecycle: 1}})
+	srv, c, clock := mustStart(t, daytonatest.Config{RateLimits: map[string]int{daytonatest.BucketLifecycle: 1}})
 	srv.Put(daytonatest.Sandbox{ID: "sb", State: "started", AutoDelete: -1})
 	_, h, _ := c.do("GET", "/sandbox/sb", nil)
 	if h.Get("X-RateLimit-Limit-authenticated") != "10000" || h.Get("X-RateLimit-Remaining-authenticated") != "9999" {
@@ -226,7 +226,7 @@ func TestRateLimitHeaders(t *testing.T) {
 func TestAuthAndRoutes(t *testing.T) {
 	var logs strings.Builder
 	var logMu sync.Mutex
-	srv, c, _ := mustStart(t, daytonatest.Options{Logger: slog.New(slog.NewTextHandler(writerFunc(func(b []byte) (int, error) {
+	srv, c, _ := mustStart(t, daytonatest.Config{Logger: slog.New(slog.NewTextHandler(writerFunc(func(b []byte) (int, error) {
 		logMu.Lock()
 		defer logMu.Unlock()
 		return logs.Write(b)
@@ -283,7 +283,7 @@ func TestAuthAndRoutes(t *testing.T) {
 // transitions by advancing the manual clock, never by sleeping.
 func TestProviderConfig(t *testing.T) {
 	clock := lifecycle.NewManualClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
-	opts := daytonatest.StandaloneOptions()
+	opts := daytonatest.StandaloneConfig()
 	opts.Clock, opts.StopTime = clock, time.Hour
 	srv, hs := daytonatest.Start(t, opts)
 	cfg := srv.ProviderConfig(hs.URL)

@@ -45,8 +45,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -58,6 +58,7 @@ import (
 	"time"
 
 	"github.com/sandmanhq/sandman/internal/e2b"
+	"github.com/sandmanhq/sandman/internal/fakehttp"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 )
 
@@ -147,13 +148,13 @@ type Sandbox struct {
 
 func (sb *Sandbox) clone() Sandbox {
 	c := *sb
-	c.Metadata = cloneMap(sb.Metadata)
-	c.EnvVars = cloneMap(sb.EnvVars)
+	c.Metadata = maps.Clone(sb.Metadata)
+	c.EnvVars = maps.Clone(sb.EnvVars)
 	return c
 }
 
-// Options configures New. Every field is optional.
-type Options struct {
+// Config configures New. Every field is optional.
+type Config struct {
 	// Now tells the time. Default time.Now.
 	Now func() time.Time
 	// APIKey is the key the control API accepts. Default APIKey.
@@ -173,7 +174,7 @@ type Server struct {
 	// Clock drives timeouts and the times the API reports (NewServer only).
 	Clock *lifecycle.ManualClock
 
-	opts      Options
+	opts      Config
 	mu        sync.Mutex
 	seq       int
 	sandboxes map[string]*Sandbox
@@ -196,7 +197,7 @@ type Server struct {
 // New returns a fake E2B with no listener: serve Handler (or APIHandler and
 // ProxyHandler) yourself, and call Close when done to release hanging
 // requests.
-func New(opts Options) *Server {
+func New(opts Config) *Server {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -238,7 +239,7 @@ func New(opts Options) *Server {
 func NewServer(tb testing.TB) *Server {
 	tb.Helper()
 	clock := lifecycle.NewManualClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
-	s := New(Options{Now: clock.Now})
+	s := New(Config{Now: clock.Now})
 	s.Clock = clock
 	s.API = httptest.NewServer(s.api)
 	s.Proxy = httptest.NewServer(s.proxy)
@@ -249,12 +250,6 @@ func NewServer(tb testing.TB) *Server {
 	})
 	return s
 }
-
-// APIHandler serves the control API.
-func (s *Server) APIHandler() http.Handler { return s.api }
-
-// ProxyHandler serves envd behind the proxy: GET /<sandboxID>/health.
-func (s *Server) ProxyHandler() http.Handler { return s.proxy }
 
 // ProxyPrefix is where Handler serves the proxy: <base>/_proxy/<id>/health.
 const ProxyPrefix = "/_proxy"
@@ -401,7 +396,7 @@ func (s *Server) handle(op Op, h func(Op, http.ResponseWriter, *http.Request)) h
 	}))
 }
 
-// logged writes one log line per request when Options.Logger is set.
+// logged writes one log line per request when Config.Logger is set.
 func (s *Server) logged(part string, next http.Handler) http.Handler {
 	if s.opts.Logger == nil {
 		return next
@@ -656,14 +651,14 @@ func (s *Server) create(op Op, w http.ResponseWriter, r *http.Request, v2 bool) 
 		AutoPause:  in.AutoPause,
 		AutoResume: in.AutoResume != nil && in.AutoResume.Enabled,
 		Secure:     in.Secure || v2,
-		Metadata:   cloneMap(in.Metadata),
-		EnvVars:    cloneMap(in.EnvVars),
+		Metadata:   maps.Clone(in.Metadata),
+		EnvVars:    maps.Clone(in.EnvVars),
 	}
 	if sb.Secure {
 		sb.AccessToken = "envd-token-" + sb.ID
 	}
 	s.store(sb)
-	writeJSON(w, http.StatusCreated, created(sb))
+	fakehttp.WriteJSON(w, http.StatusCreated, created(sb))
 }
 
 func created(sb *Sandbox) createdBody {
@@ -683,7 +678,7 @@ func detail(sb *Sandbox) detailBody {
 		SandboxID: sb.ID, TemplateID: sb.TemplateID, ClientID: ClientID, State: stateOf(sb),
 		StartedAt: sb.StartedAt.Format(time.RFC3339Nano), EndAt: sb.EndAt.Format(time.RFC3339Nano),
 		CPUCount: 2, MemoryMB: 512, DiskSizeMB: 1024, EnvdVersion: EnvdVersion, EnvdAccessToken: sb.AccessToken,
-		Metadata: cloneMap(sb.Metadata), Domain: Domain,
+		Metadata: maps.Clone(sb.Metadata), Domain: Domain,
 		Lifecycle: lifecycleBody{AutoResume: sb.AutoResume, OnTimeout: map[bool]string{true: "pause", false: "kill"}[sb.AutoPause]},
 	}
 }
@@ -692,7 +687,7 @@ func listed(sb *Sandbox) listedBody {
 	return listedBody{
 		SandboxID: sb.ID, TemplateID: sb.TemplateID, ClientID: ClientID, State: stateOf(sb),
 		StartedAt: sb.StartedAt.Format(time.RFC3339Nano), EndAt: sb.EndAt.Format(time.RFC3339Nano),
-		CPUCount: 2, MemoryMB: 512, DiskSizeMB: 1024, EnvdVersion: EnvdVersion, Metadata: cloneMap(sb.Metadata),
+		CPUCount: 2, MemoryMB: 512, DiskSizeMB: 1024, EnvdVersion: EnvdVersion, Metadata: maps.Clone(sb.Metadata),
 	}
 }
 
@@ -701,7 +696,7 @@ func (s *Server) get(op Op, w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if sb := s.lookup(w, r); sb != nil {
-		writeJSON(w, http.StatusOK, detail(sb))
+		fakehttp.WriteJSON(w, http.StatusOK, detail(sb))
 	}
 }
 
@@ -769,7 +764,7 @@ func (s *Server) list(op Op, w http.ResponseWriter, r *http.Request) {
 	for _, sb := range match {
 		out = append(out, listed(sb))
 	}
-	writeJSON(w, http.StatusOK, out)
+	fakehttp.WriteJSON(w, http.StatusOK, out)
 }
 
 // DecodeMetadataFilter decodes list's metadata query value (already
@@ -861,13 +856,13 @@ func (s *Server) connect(op Op, w http.ResponseWriter, r *http.Request) {
 	if sb.State == lifecycle.SandboxPaused {
 		sb.State, sb.StartedAt = lifecycle.SandboxRunning, now
 		sb.EndAt = s.capped(sb, now, timeout)
-		writeJSON(w, http.StatusCreated, created(sb))
+		fakehttp.WriteJSON(w, http.StatusCreated, created(sb))
 		return
 	}
 	if end := s.capped(sb, now, timeout); end.After(sb.EndAt) {
 		sb.EndAt = end
 	}
-	writeJSON(w, http.StatusOK, created(sb))
+	fakehttp.WriteJSON(w, http.StatusOK, created(sb))
 }
 
 // setTimeout sets a running sandbox's endAt to now+timeout, capped at the
@@ -959,7 +954,7 @@ func (s *Server) noteQuery(op Op, r *http.Request) {
 // JSON object, or a known field of the wrong type, is a 400. An empty body
 // is an empty object.
 func (s *Server) decode(op Op, w http.ResponseWriter, r *http.Request, v any, keys ...string) bool {
-	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<20))
+	b, err := fakehttp.ReadBody(w, r)
 	if err != nil {
 		writeError(w, http.StatusRequestEntityTooLarge, "body too large")
 		return false
@@ -967,21 +962,15 @@ func (s *Server) decode(op Op, w http.ResponseWriter, r *http.Request, v any, ke
 	if len(strings.TrimSpace(string(b))) == 0 {
 		b = []byte("{}")
 	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(b, &fields); err != nil {
+	known, unknown, err := fakehttp.SplitFields(b, keys...)
+	if err != nil {
 		writeError(w, http.StatusBadRequest, "invalid body: "+err.Error())
 		return false
 	}
-	known := map[string]json.RawMessage{}
-	for k, raw := range fields {
-		if slices.Contains(keys, k) {
-			known[k] = raw
-		} else {
-			s.note(op, k)
-		}
+	for _, k := range unknown {
+		s.note(op, k)
 	}
-	kb, _ := json.Marshal(known) // raw messages that decoded re-encode
-	if err := json.Unmarshal(kb, v); err != nil {
+	if err := json.Unmarshal(known, v); err != nil {
 		writeError(w, http.StatusBadRequest, "invalid body: "+err.Error())
 		return false
 	}
@@ -989,22 +978,5 @@ func (s *Server) decode(op Op, w http.ResponseWriter, r *http.Request, v any, ke
 }
 
 func writeError(w http.ResponseWriter, status int, msg string) {
-	writeJSON(w, status, map[string]any{"code": status, "message": msg})
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
-}
-
-func cloneMap(m map[string]string) map[string]string {
-	if m == nil {
-		return nil
-	}
-	c := make(map[string]string, len(m))
-	for k, v := range m {
-		c[k] = v
-	}
-	return c
+	fakehttp.WriteJSON(w, status, map[string]any{"code": status, "message": msg})
 }

@@ -14,7 +14,7 @@ import (
 // names RouteURL, routes point at the fake's own /_preview/ pages. ready,
 // when non-nil, is called with the base URL and the server once it
 // listens. It returns nil after ctx ends, or the listen/serve error.
-func ListenAndServe(ctx context.Context, addr string, opts Options, ready func(baseURL string, s *Server)) error {
+func ListenAndServe(ctx context.Context, addr string, opts Config, ready func(baseURL string, s *Server)) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", addr, err)

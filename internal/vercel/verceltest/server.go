@@ -22,10 +22,11 @@
 package verceltest
 
 import (
+	"cmp"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -35,10 +36,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sandmanhq/sandman/internal/fakehttp"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 )
 
-// Defaults of Options.
+// Defaults of Config.
 const (
 	// DefaultToken is the bearer token the fake accepts by default.
 	DefaultToken = "vercel_test_token"
@@ -88,7 +90,7 @@ const (
 	OpExtend   Op = "extend"   // POST /v2/sandboxes/sessions/{id}/extend-timeout
 	OpSnapshot Op = "snapshot" // POST /v2/sandboxes/sessions/{id}/snapshot
 	OpSession  Op = "session"  // GET /v2/sandboxes/sessions/{id}
-	OpPreview  Op = "preview"  // GET /_preview/{subdomain}/... (a route's URL, see Options.RouteURL)
+	OpPreview  Op = "preview"  // GET /_preview/{subdomain}/... (a route's URL, see Config.RouteURL)
 )
 
 // Fault replaces the answer to one request. The zero Fault is no fault.
@@ -108,12 +110,12 @@ type Fault struct {
 	// connection without the answer: a commit whose answer was lost.
 	Lose bool
 	// Hang holds the request until the client gives up or the server
-	// closes; Server.Hanging reports that it arrived.
+	// closes.
 	Hang bool
 }
 
-// Options configure a Server; zero fields take the defaults above.
-type Options struct {
+// Config configures a Server; zero fields take the defaults above.
+type Config struct {
 	Token      string
 	TeamID     string
 	ProjectIDs []string
@@ -212,7 +214,7 @@ type snapshotRec struct {
 
 // Server is the fake. Its methods are safe for concurrent use.
 type Server struct {
-	opts    Options
+	opts    Config
 	handler http.Handler
 
 	mu        sync.Mutex
@@ -226,7 +228,6 @@ type Server struct {
 	counts    map[Op]int
 	boots     int
 	refused   int
-	hanging   chan Op
 	closing   chan struct{}
 	closeOnce sync.Once
 }
@@ -234,7 +235,7 @@ type Server struct {
 // NewServer returns a fake with opts (defaults filled in). Serve its
 // Handler at the root of a URL: the API paths are /v3/sandboxes and
 // /v2/sandboxes/...
-func NewServer(opts Options) *Server {
+func NewServer(opts Config) *Server {
 	if opts.Token == "" {
 		opts.Token = DefaultToken
 	}
@@ -261,7 +262,6 @@ func NewServer(opts Options) *Server {
 		bySub:     map[string]*sessionRec{},
 		faults:    map[Op][]Fault{},
 		counts:    map[Op]int{},
-		hanging:   make(chan Op, 64),
 		closing:   make(chan struct{}),
 	}
 	mux := http.NewServeMux()
@@ -289,8 +289,8 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // Close releases requests held by Hang faults.
 func (s *Server) Close() { s.closeOnce.Do(func() { close(s.closing) }) }
 
-// Options returns the options in force (defaults filled in).
-func (s *Server) Options() Options { return s.opts }
+// Config returns the configuration in force (defaults filled in).
+func (s *Server) Config() Config { return s.opts }
 
 // Fail queues faults for the next requests of op, one request each.
 func (s *Server) Fail(op Op, faults ...Fault) {
@@ -328,9 +328,6 @@ func (s *Server) Refused() int {
 	return s.refused
 }
 
-// Hanging receives the op of every request held by a Hang fault.
-func (s *Server) Hanging() <-chan Op { return s.hanging }
-
 // Sandbox returns the named sandbox of project as the fake holds it now
 // (session deadlines applied).
 func (s *Server) Sandbox(project, name string) (Sandbox, bool) {
@@ -344,7 +341,7 @@ func (s *Server) Sandbox(project, name string) (Sandbox, bool) {
 	return Sandbox{
 		ProjectID: sb.project, Name: sb.name, Persistent: sb.persistent, Status: s.statusOf(sb),
 		CurrentSessionID: sb.currentSessionID, CurrentSnapshotID: sb.currentSnapshotID,
-		Image: sb.image, Runtime: sb.runtime, Timeout: ms(sb.timeout), Ports: slices.Clone(sb.ports), Tags: cloneMap(sb.tags),
+		Image: sb.image, Runtime: sb.runtime, Timeout: ms(sb.timeout), Ports: slices.Clone(sb.ports), Tags: maps.Clone(sb.tags),
 		SnapshotExpiration: ms(sb.snapshotExpiration), SessionIDs: slices.Clone(sb.sessions),
 		CreatedAt: at(sb.createdAt),
 	}, true
@@ -388,7 +385,7 @@ func (s *Server) SetTags(project, name string, tags map[string]string) bool {
 	defer s.mu.Unlock()
 	sb, ok := s.sandboxes[project+"/"+name]
 	if ok {
-		sb.tags = cloneMap(tags)
+		sb.tags = maps.Clone(tags)
 	}
 	return ok
 }
@@ -473,10 +470,6 @@ func (s *Server) faulty(op Op, next http.Handler) http.Handler {
 		switch {
 		case f.Hang:
 			select {
-			case s.hanging <- op:
-			default:
-			}
-			select {
 			case <-r.Context().Done():
 			case <-s.closing:
 			}
@@ -554,7 +547,7 @@ func (s *Server) stopSession(se *sessionRec, t int64) *snapshotRec {
 		se.snapshottedAt = t
 	}
 	se.status = StatusStopped
-	se.requestedStopAt = orInt(se.requestedStopAt, t)
+	se.requestedStopAt = cmp.Or(se.requestedStopAt, t)
 	se.stoppedAt, se.updatedAt = t, t
 	sb.statusUpdatedAt, sb.updatedAt = t, t
 	return snap
@@ -613,7 +606,7 @@ func (s *Server) sandboxJSON(sb *sandboxRec) sandboxJSON {
 		Name: sb.name, ProjectID: sb.project, Persistent: sb.persistent, Status: s.statusOf(sb),
 		StatusUpdatedAt: sb.statusUpdatedAt, CurrentSessionID: sb.currentSessionID,
 		CurrentSnapshotID: sb.currentSnapshotID, Timeout: sb.timeout, CreatedAt: sb.createdAt,
-		UpdatedAt: sb.updatedAt, Tags: cloneMap(sb.tags), Region: sb.region, VCPUs: sb.vcpus,
+		UpdatedAt: sb.updatedAt, Tags: maps.Clone(sb.tags), Region: sb.region, VCPUs: sb.vcpus,
 		Memory: sb.vcpus * 2048, Image: sb.image, Runtime: sb.runtime, SnapshotExpiration: sb.snapshotExpiration,
 	}
 	if se, ok := s.sessions[sb.currentSessionID]; ok && (se.status == StatusRunning || se.status == StatusPending) {
@@ -691,7 +684,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 	now := s.now()
 	sb := &sandboxRec{project: project, name: b.Name, persistent: true, image: b.Image, runtime: b.Runtime,
 		vcpus: 2, timeout: int64(DefaultSessionTimeout / time.Millisecond), ports: b.Ports, env: b.Env,
-		tags: b.Tags, region: orString(b.Region, DefaultRegion),
+		tags: b.Tags, region: cmp.Or(b.Region, DefaultRegion),
 		snapshotExpiration: int64(DefaultSnapshotExpiration / time.Millisecond), createdAt: now, updatedAt: now}
 	if sb.name == "" {
 		s.seq++
@@ -735,7 +728,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 	}
 	s.sandboxes[project+"/"+sb.name] = sb
 	s.boot(sb, fromSnapshot)
-	writeJSON(w, http.StatusOK, s.answer(sb, false))
+	fakehttp.WriteJSON(w, http.StatusOK, s.answer(sb, false))
 }
 
 // validate returns a 400 message for a sandbox the API would refuse, or "".
@@ -800,12 +793,12 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.URL.Query().Get("resume") != "true" {
-		writeJSON(w, http.StatusOK, s.answer(sb, false))
+		fakehttp.WriteJSON(w, http.StatusOK, s.answer(sb, false))
 		return
 	}
 	switch st := s.statusOf(sb); st {
 	case StatusRunning, StatusPending:
-		writeJSON(w, http.StatusOK, s.answer(sb, false))
+		fakehttp.WriteJSON(w, http.StatusOK, s.answer(sb, false))
 		return
 	case StatusStopping:
 		writeError(w, http.StatusUnprocessableEntity, "sandbox_stopping", "the sandbox is stopping")
@@ -826,7 +819,7 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 		from = snap.id
 	}
 	s.boot(sb, from)
-	writeJSON(w, http.StatusOK, s.answer(sb, true))
+	fakehttp.WriteJSON(w, http.StatusOK, s.answer(sb, true))
 }
 
 // sortKey orders sandboxes for list: the sort field (numbers zero-padded)
@@ -861,12 +854,12 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 		}
 		limit = n
 	}
-	by := orString(q.Get("sortBy"), "createdAt")
+	by := cmp.Or(q.Get("sortBy"), "createdAt")
 	if !slices.Contains([]string{"createdAt", "name", "statusUpdatedAt", "currentSnapshotId"}, by) {
 		writeError(w, http.StatusBadRequest, "bad_request", "sortBy must be createdAt, name, statusUpdatedAt or currentSnapshotId")
 		return
 	}
-	order := orString(q.Get("sortOrder"), "desc")
+	order := cmp.Or(q.Get("sortOrder"), "desc")
 	if order != "asc" && order != "desc" {
 		writeError(w, http.StatusBadRequest, "bad_request", "sortOrder must be asc or desc")
 		return
@@ -936,7 +929,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 		out.Sandboxes = append(out.Sandboxes, s.sandboxJSON(k.sb))
 	}
 	out.Pagination.Count = len(out.Sandboxes)
-	writeJSON(w, http.StatusOK, out)
+	fakehttp.WriteJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) update(w http.ResponseWriter, r *http.Request) {
@@ -984,7 +977,7 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request) {
 	if b.Ports != nil && (se.status == StatusRunning || se.status == StatusPending) {
 		s.routeSession(se, sb.ports)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"sandbox": s.sandboxJSON(sb), "routes": orEmpty(se.routes)})
+	fakehttp.WriteJSON(w, http.StatusOK, map[string]any{"sandbox": s.sandboxJSON(sb), "routes": orEmpty(se.routes)})
 }
 
 func (s *Server) remove(w http.ResponseWriter, r *http.Request) {
@@ -1011,7 +1004,7 @@ func (s *Server) remove(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"sandbox": out})
+	fakehttp.WriteJSON(w, http.StatusOK, map[string]any{"sandbox": out})
 }
 
 // sessionOf finds the path's session, writing 404 when there is none or its
@@ -1061,7 +1054,7 @@ func (s *Server) stop(w http.ResponseWriter, r *http.Request) {
 	out.Session = sessionJSONOf(se)
 	sbj := s.sandboxJSON(se.sandbox)
 	out.Sandbox = &sbj
-	writeJSON(w, http.StatusOK, out)
+	fakehttp.WriteJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) extend(w http.ResponseWriter, r *http.Request) {
@@ -1087,7 +1080,7 @@ func (s *Server) extend(w http.ResponseWriter, r *http.Request) {
 	}
 	se.timeout += b.Duration
 	se.updatedAt = s.now()
-	writeJSON(w, http.StatusOK, map[string]any{"session": sessionJSONOf(se)})
+	fakehttp.WriteJSON(w, http.StatusOK, map[string]any{"session": sessionJSONOf(se)})
 }
 
 func (s *Server) snapshot(w http.ResponseWriter, r *http.Request) {
@@ -1111,7 +1104,7 @@ func (s *Server) snapshot(w http.ResponseWriter, r *http.Request) {
 	se.snapshottedAt, se.requestedStopAt = now, now
 	se.status, se.stoppedAt, se.updatedAt = StatusStopped, now, now
 	se.sandbox.statusUpdatedAt, se.sandbox.updatedAt = now, now
-	writeJSON(w, http.StatusOK, map[string]any{"snapshot": snapshotJSONOf(snap), "session": sessionJSONOf(se)})
+	fakehttp.WriteJSON(w, http.StatusOK, map[string]any{"snapshot": snapshotJSONOf(snap), "session": sessionJSONOf(se)})
 }
 
 func (s *Server) session(w http.ResponseWriter, r *http.Request) {
@@ -1119,7 +1112,7 @@ func (s *Server) session(w http.ResponseWriter, r *http.Request) {
 	if se == nil {
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"session": sessionJSONOf(se), "routes": orEmpty(se.routes)})
+	fakehttp.WriteJSON(w, http.StatusOK, map[string]any{"session": sessionJSONOf(se), "routes": orEmpty(se.routes)})
 }
 
 // preview answers a route's URL: the sandbox's page while its session runs,
@@ -1142,7 +1135,7 @@ func (s *Server) preview(w http.ResponseWriter, r *http.Request) {
 
 // decodeOptional is decode for a body that may be absent.
 func decodeOptional(w http.ResponseWriter, r *http.Request, v any, keys ...string) bool {
-	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<20))
+	b, err := fakehttp.ReadBody(w, r)
 	if err != nil {
 		writeError(w, http.StatusRequestEntityTooLarge, "bad_request", "body too large")
 		return false
@@ -1150,28 +1143,30 @@ func decodeOptional(w http.ResponseWriter, r *http.Request, v any, keys ...strin
 	if len(strings.TrimSpace(string(b))) == 0 {
 		return true
 	}
-	r.Body = io.NopCloser(strings.NewReader(string(b)))
-	return decode(w, r, v, keys...)
+	return decodeBytes(w, b, v, keys...)
 }
 
 // decode reads a JSON object body strictly: a key not exactly one of keys
 // is a 400 (the API's names are case-sensitive; encoding/json is not).
 func decode(w http.ResponseWriter, r *http.Request, v any, keys ...string) bool {
-	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<20))
+	b, err := fakehttp.ReadBody(w, r)
 	if err != nil {
 		writeError(w, http.StatusRequestEntityTooLarge, "bad_request", "body too large")
 		return false
 	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(b, &fields); err != nil {
+	return decodeBytes(w, b, v, keys...)
+}
+
+// decodeBytes is decode's check and decoding of a body already read.
+func decodeBytes(w http.ResponseWriter, b []byte, v any, keys ...string) bool {
+	_, unknown, err := fakehttp.SplitFields(b, keys...)
+	if err != nil {
 		writeError(w, http.StatusBadRequest, "bad_request", "invalid body: "+err.Error())
 		return false
 	}
-	for k := range fields {
-		if !slices.Contains(keys, k) {
-			writeError(w, http.StatusBadRequest, "bad_request", fmt.Sprintf("invalid body: unknown field %q", k))
-			return false
-		}
+	if len(unknown) > 0 {
+		writeError(w, http.StatusBadRequest, "bad_request", fmt.Sprintf("invalid body: unknown field %q", unknown[0]))
+		return false
 	}
 	if err := json.Unmarshal(b, v); err != nil {
 		writeError(w, http.StatusBadRequest, "bad_request", "invalid body: "+err.Error())
@@ -1181,13 +1176,7 @@ func decode(w http.ResponseWriter, r *http.Request, v any, keys ...string) bool 
 }
 
 func writeError(w http.ResponseWriter, status int, code, msg string) {
-	writeJSON(w, status, map[string]any{"error": map[string]string{"code": code, "message": msg}})
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
+	fakehttp.WriteJSON(w, status, map[string]any{"error": map[string]string{"code": code, "message": msg}})
 }
 
 func orEmpty(r []RouteJSON) []RouteJSON {
@@ -1195,29 +1184,4 @@ func orEmpty(r []RouteJSON) []RouteJSON {
 		return []RouteJSON{}
 	}
 	return r
-}
-
-func orString(s, def string) string {
-	if s != "" {
-		return s
-	}
-	return def
-}
-
-func orInt(v, def int64) int64 {
-	if v != 0 {
-		return v
-	}
-	return def
-}
-
-func cloneMap(m map[string]string) map[string]string {
-	if m == nil {
-		return nil
-	}
-	c := make(map[string]string, len(m))
-	for k, v := range m {
-		c[k] = v
-	}
-	return c
 }

@@ -55,7 +55,7 @@ func errCode(m map[string]any) string {
 const createOK = `{"projectId":"prj_sandmantest","name":"box","timeout":60000,"ports":[3000],"tags":{"k":"v"}}`
 
 func TestServerRefusals(t *testing.T) {
-	f := verceltest.MustStart(t, verceltest.Options{})
+	f := verceltest.MustStart(t, verceltest.Config{})
 	for _, tc := range []struct {
 		name, method, path, body string
 		hdr                      map[string]string
@@ -87,7 +87,7 @@ func TestServerRefusals(t *testing.T) {
 }
 
 func TestServerLifecycle(t *testing.T) {
-	f := verceltest.MustStart(t, verceltest.Options{})
+	f := verceltest.MustStart(t, verceltest.Config{})
 	status, _, body := call(t, f, "POST", "/v3/sandboxes", createOK, nil)
 	if status != 200 {
 		t.Fatalf("create answered %d %v", status, body)
@@ -145,7 +145,7 @@ func TestServerLifecycle(t *testing.T) {
 }
 
 func TestServerFaults(t *testing.T) {
-	f := verceltest.MustStart(t, verceltest.Options{})
+	f := verceltest.MustStart(t, verceltest.Config{})
 	f.FailNext(verceltest.Fault{Status: 429, RetryAfter: "3"}, verceltest.Fault{Status: 503})
 	status, hdr, body := call(t, f, "GET", "/v2/sandboxes?project=prj_sandmantest", "", nil)
 	if status != 429 || hdr.Get("Retry-After") != "3" || errCode(body) != "rate_limited" {
@@ -178,7 +178,7 @@ func TestListenAndServe(t *testing.T) {
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- verceltest.ListenAndServe(ctx, "127.0.0.1:0", verceltest.Options{}, func(base string, _ *verceltest.Server) { ready <- base })
+		done <- verceltest.ListenAndServe(ctx, "127.0.0.1:0", verceltest.Config{}, func(base string, _ *verceltest.Server) { ready <- base })
 	}()
 	base := <-ready
 	req, _ := http.NewRequest("POST", base+"/v3/sandboxes?teamId="+verceltest.DefaultTeamID, strings.NewReader(createOK))

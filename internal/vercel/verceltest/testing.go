@@ -26,7 +26,7 @@ type Test struct {
 // MustStart serves a fake with opts on loopback until tb ends. Unless opts
 // names a Clock, the fake runs on a ManualClock set to Epoch; unless it
 // names RouteURL, routes point at the fake's own /_preview/ pages.
-func MustStart(tb testing.TB, opts Options) *Test {
+func MustStart(tb testing.TB, opts Config) *Test {
 	tb.Helper()
 	clock, ok := opts.Clock.(*lifecycle.ManualClock)
 	if opts.Clock == nil {
@@ -55,7 +55,7 @@ func MustStart(tb testing.TB, opts Options) *Test {
 // first project, plan maximum and clock, and a Sleep that returns at once
 // (honouring ctx) so retries never sleep in tests.
 func (t *Test) Config() vercel.Config {
-	o := t.Options()
+	o := t.Server.Config()
 	return vercel.Config{
 		BaseURL:           t.HTTP.URL,
 		Token:             o.Token,
