@@ -52,3 +52,25 @@ func TestWriteJSON(t *testing.T) {
 		t.Errorf("Content-Type = %q, want the handler's own", got)
 	}
 }
+
+func TestFaults(t *testing.T) {
+	var p fakehttp.Faults[string, int]
+	if _, ok := p.Next("get"); ok {
+		t.Fatal("the zero plan served a fault")
+	}
+	p.Queue("any", 9)
+	p.Queue("get", 1, 2)
+	stop := p.Stand("get", 7)
+	var got []int
+	for range 5 {
+		f, _ := p.Next("get", "any")
+		got = append(got, f)
+	}
+	if want := []int{1, 2, 9, 7, 7}; !slices.Equal(got, want) {
+		t.Errorf("faults = %v, want %v (queued own, queued any, then standing)", got, want)
+	}
+	stop()
+	if f, ok := p.Next("get", "any"); ok {
+		t.Errorf("after stop: fault %d, want none", f)
+	}
+}

@@ -269,8 +269,7 @@ type Server struct {
 	sandboxes  map[string]*Sandbox
 	seqOf      map[string]int
 	tombstones []tombstone
-	faults     map[Op][]Fault
-	sticky     map[Op]Fault
+	faults     fakehttp.Faults[Op, Fault]
 	counts     map[Op]int
 	wakes      map[string]int
 	window     map[string]int // requests per bucket in the current minute
@@ -305,8 +304,6 @@ func NewServer(opts Config) *Server {
 		opts:      opts,
 		sandboxes: map[string]*Sandbox{},
 		seqOf:     map[string]int{},
-		faults:    map[Op][]Fault{},
-		sticky:    map[Op]Fault{},
 		counts:    map[Op]int{},
 		wakes:     map[string]int{},
 		window:    map[string]int{},
@@ -441,25 +438,12 @@ func (s *Server) Edit(id string, f func(*Sandbox)) bool {
 // Fail queues faults for the next requests of op (OpAny: of any
 // operation), one request each. Faults of the operation itself are served
 // before OpAny ones.
-func (s *Server) Fail(op Op, faults ...Fault) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.faults[op] = append(s.faults[op], faults...)
-}
+func (s *Server) Fail(op Op, faults ...Fault) { s.faults.Queue(op, faults...) }
 
 // FailUntil makes every request of op (OpAny: of any operation) answer f
 // until the returned stop function is called. Queued Fail faults are
 // served first.
-func (s *Server) FailUntil(op Op, f Fault) (stop func()) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.sticky[op] = f
-	return func() {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		delete(s.sticky, op)
-	}
-}
+func (s *Server) FailUntil(op Op, f Fault) (stop func()) { return s.faults.Stand(op, f) }
 
 // Requests returns how many requests of op arrived (OpAny: all), faulted
 // and refused ones included.
@@ -505,20 +489,9 @@ func (s *Server) UnknownFields() []string {
 func (s *Server) wrap(op Op, h func(http.ResponseWriter, *http.Request)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		bucket := bucketOf(op)
+		f, _ := s.faults.Next(op, OpAny)
 		s.mu.Lock()
 		s.counts[op]++
-		var f Fault
-		for _, k := range []Op{op, OpAny} {
-			if q := s.faults[k]; len(q) > 0 {
-				f, s.faults[k] = q[0], q[1:]
-				break
-			}
-		}
-		for _, k := range []Op{op, OpAny} {
-			if sf, ok := s.sticky[k]; ok && f == (Fault{}) {
-				f = sf
-			}
-		}
 		limited, retry := false, 0
 		if f == (Fault{}) && r.Header.Get("Authorization") == "Bearer "+s.opts.APIKey {
 			limited, retry = s.rate(w, bucket)

@@ -179,8 +179,7 @@ type Server struct {
 	seq       int
 	sandboxes map[string]*Sandbox
 	seqOf     map[string]int
-	faults    map[Op][]Fault
-	sticky    map[Op]Fault
+	faults    fakehttp.Faults[Op, Fault]
 	counts    map[Op]int
 	unknown   []string
 	old       int
@@ -211,8 +210,6 @@ func New(opts Config) *Server {
 		opts:      opts,
 		sandboxes: map[string]*Sandbox{},
 		seqOf:     map[string]int{},
-		faults:    map[Op][]Fault{},
-		sticky:    map[Op]Fault{},
 		counts:    map[Op]int{},
 		hanging:   make(chan Op, 64),
 		closing:   make(chan struct{}),
@@ -305,24 +302,11 @@ func (s *Server) Sandbox(id string) (Sandbox, bool) {
 }
 
 // Fail queues faults for the next requests of op, one request each.
-func (s *Server) Fail(op Op, faults ...Fault) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.faults[op] = append(s.faults[op], faults...)
-}
+func (s *Server) Fail(op Op, faults ...Fault) { s.faults.Queue(op, faults...) }
 
 // FailAll answers every request of op with f (after queued Fail faults)
 // until the returned function is called.
-func (s *Server) FailAll(op Op, f Fault) (stop func()) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.sticky[op] = f
-	return func() {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		delete(s.sticky, op)
-	}
-}
+func (s *Server) FailAll(op Op, f Fault) (stop func()) { return s.faults.Stand(op, f) }
 
 // Requests returns how many requests of op arrived, faulted ones included.
 func (s *Server) Requests(op Op) int {
@@ -425,13 +409,8 @@ func (s *Server) faulty(op Op, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		s.counts[op]++
-		f, hasSticky := s.sticky[op]
-		if q := s.faults[op]; len(q) > 0 {
-			f, s.faults[op] = q[0], q[1:]
-		} else if !hasSticky {
-			f = Fault{}
-		}
 		s.mu.Unlock()
+		f, _ := s.faults.Next(op)
 		switch {
 		case f.Hang:
 			select {

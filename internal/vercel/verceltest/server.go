@@ -223,8 +223,7 @@ type Server struct {
 	sessions  map[string]*sessionRec
 	snapshots map[string]*snapshotRec
 	bySub     map[string]*sessionRec
-	faults    map[Op][]Fault
-	anyFaults []Fault
+	faults    fakehttp.Faults[Op, Fault] // FailNext's under opAny
 	counts    map[Op]int
 	boots     int
 	refused   int
@@ -260,7 +259,6 @@ func NewServer(opts Config) *Server {
 		sessions:  map[string]*sessionRec{},
 		snapshots: map[string]*snapshotRec{},
 		bySub:     map[string]*sessionRec{},
-		faults:    map[Op][]Fault{},
 		counts:    map[Op]int{},
 		closing:   make(chan struct{}),
 	}
@@ -293,19 +291,14 @@ func (s *Server) Close() { s.closeOnce.Do(func() { close(s.closing) }) }
 func (s *Server) Config() Config { return s.opts }
 
 // Fail queues faults for the next requests of op, one request each.
-func (s *Server) Fail(op Op, faults ...Fault) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.faults[op] = append(s.faults[op], faults...)
-}
+func (s *Server) Fail(op Op, faults ...Fault) { s.faults.Queue(op, faults...) }
 
 // FailNext queues faults for the next requests of any operation, one
 // request each; they come before those queued by Fail.
-func (s *Server) FailNext(faults ...Fault) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.anyFaults = append(s.anyFaults, faults...)
-}
+func (s *Server) FailNext(faults ...Fault) { s.faults.Queue(opAny, faults...) }
+
+// opAny keys FailNext's faults: they serve a request of any operation.
+const opAny Op = "*"
 
 // Requests returns how many requests of op arrived (faulted ones included).
 func (s *Server) Requests(op Op) int {
@@ -460,13 +453,8 @@ func (s *Server) faulty(op Op, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		s.counts[op]++
-		var f Fault
-		if len(s.anyFaults) > 0 {
-			f, s.anyFaults = s.anyFaults[0], s.anyFaults[1:]
-		} else if q := s.faults[op]; len(q) > 0 {
-			f, s.faults[op] = q[0], q[1:]
-		}
 		s.mu.Unlock()
+		f, _ := s.faults.Next(opAny, op)
 		switch {
 		case f.Hang:
 			select {
