@@ -2,7 +2,9 @@
 // sessions table's changes: it puts one EventBridge event per committed
 // transition on the bus SANDMAN_EVENT_BUS (internal/outbox, DESIGN.md
 // "Events out") and reports the records it could not publish as batch item
-// failures. It reads neither the table nor any secret.
+// failures. Before publishing it records each transition's usage counters
+// and keeps it among its session's recent events in the table
+// (outbox.Recording; DESIGN.md "Operators"). It reads no secret.
 package main
 
 import (
@@ -15,6 +17,7 @@ import (
 	awseb "github.com/aws/aws-sdk-go-v2/service/eventbridge"
 
 	"github.com/sandmanhq/sandman/internal/app"
+	"github.com/sandmanhq/sandman/internal/dynamo"
 	"github.com/sandmanhq/sandman/internal/eventbridge"
 	"github.com/sandmanhq/sandman/internal/outbox"
 	"github.com/sandmanhq/sandman/internal/routes"
@@ -26,12 +29,19 @@ func main() {
 		_ = level.UnmarshalText([]byte(v)) // an unknown level keeps info
 	}
 	log := app.NewLogger(os.Stderr, level)
-	bus := os.Getenv(app.EnvEventBus)
-	cfg, err := config.LoadDefaultConfig(context.Background())
-	if err != nil || bus == "" {
-		log.Error("cold start failed", "function", routes.Publisher, "bus", bus, "err", err)
+	bus, table := os.Getenv(app.EnvEventBus), os.Getenv(app.EnvTable)
+	ctx := context.Background()
+	cfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil || bus == "" || table == "" {
+		log.Error("cold start failed", "function", routes.Publisher, "bus", bus, "table", table, "err", err)
+		os.Exit(1)
+	}
+	ddb, err := dynamo.NewClient(ctx, os.Getenv(app.EnvDynamoEndpoint))
+	if err != nil {
+		log.Error("cold start failed", "function", routes.Publisher, "err", err)
 		os.Exit(1)
 	}
 	pub := eventbridge.New(awseb.NewFromConfig(cfg), bus, eventbridge.WithLogger(log))
-	lambda.Start(outbox.NewHandler(pub, log).Handle)
+	usage := dynamo.New(ddb, table, dynamo.WithLogger(log))
+	lambda.Start(outbox.NewHandler(outbox.Recording(usage, pub), log).Handle)
 }

@@ -131,6 +131,7 @@ func (h *Handler) implementations() map[string]routeFunc {
 		"POST /v1/sessions/{id}/snapshot": h.snapshot,
 		"GET /v1/sessions/{id}/reconnect": h.reconnect,
 		"GET /v1/sessions/{id}/diagnose":  h.diagnose,
+		"GET " + routes.UsagePath:         h.usage,
 		"GET " + routes.OpenAPIPath:       h.openAPIDocument,
 		"POST " + routes.ClientTokensPath: h.createClientToken,
 	}

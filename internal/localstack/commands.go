@@ -211,7 +211,7 @@ func InvokeCommand(ctx context.Context, args []string, w io.Writer) error {
 			return err
 		}
 		defer pub.Close()
-		if resp, err = outbox.NewHandler(pub, a.Log).Handle(ctx, ev); err != nil {
+		if resp, err = outbox.NewHandler(outbox.Recording(a.Store, pub), a.Log).Handle(ctx, ev); err != nil {
 			return err
 		}
 	case routes.Pauser:

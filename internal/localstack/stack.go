@@ -198,7 +198,7 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	ws.Handler = chh
 
-	poller, closeEvents, err := newOutbox(ctx, client, cfg, stateDir, a.Log, chh)
+	poller, closeEvents, err := newOutbox(ctx, client, cfg, stateDir, a.Log, chh, a.Store)
 	if err != nil {
 		return err
 	}
@@ -363,8 +363,9 @@ func ScheduledEvent(t time.Time) events.CloudWatchEvent {
 // newOutbox returns the local publisher of lifecycle events: a poller on
 // the table's stream (enabled if the table predates it) writing JSON lines
 // to cfg.EventsFile and handing every event to notify (the client
-// channel's notifier), and a func closing the file.
-func newOutbox(ctx context.Context, client *dynamodb.Client, cfg app.Config, stateDir string, log *slog.Logger, notify lifecycle.Publisher) (*outbox.Poller, func(), error) {
+// channel's notifier), after recording each in usage (outbox.Recording:
+// the usage counters and recent events), and a func closing the file.
+func newOutbox(ctx context.Context, client *dynamodb.Client, cfg app.Config, stateDir string, log *slog.Logger, notify lifecycle.Publisher, usage lifecycle.UsageStore) (*outbox.Poller, func(), error) {
 	arn, err := dynamo.EnableStream(ctx, client, cfg.Table)
 	if err != nil {
 		return nil, nil, err
@@ -386,7 +387,7 @@ func newOutbox(ctx context.Context, client *dynamodb.Client, cfg app.Config, sta
 		}
 		return nil
 	})
-	poller := outbox.NewPoller(streams, arn, both, outbox.WithPollLogger(log),
+	poller := outbox.NewPoller(streams, arn, outbox.Recording(usage, both), outbox.WithPollLogger(log),
 		outbox.WithCheckpointFile(filepath.Join(stateDir, "events.checkpoint.json")))
 	return poller, func() { _ = pub.Close() }, nil
 }

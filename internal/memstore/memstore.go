@@ -31,6 +31,7 @@ type Store struct {
 	claims   map[string]claim
 	keys     map[string]lifecycle.APIKey
 	running  map[string]int // account id → running slots held (lifecycle quota.go)
+	usage    usageState     // usage counters and recent events (usage.go)
 }
 
 type claim struct {
@@ -47,6 +48,7 @@ func New() *Store {
 		claims:   map[string]claim{},
 		keys:     map[string]lifecycle.APIKey{},
 		running:  map[string]int{},
+		usage:    newUsageState(),
 	}
 }
 

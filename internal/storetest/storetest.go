@@ -32,6 +32,7 @@ func Run(t *testing.T, newStore NewStore) {
 	t.Run("Claim", func(t *testing.T) { testClaim(t, newStore) })
 	t.Run("APIKey", func(t *testing.T) { testAPIKey(t, newStore) })
 	t.Run("RunningSlots", func(t *testing.T) { testRunningSlots(t, newStore) })
+	t.Run("Usage", func(t *testing.T) { testUsage(t, newStore) })
 }
 
 // t0 is the tests' fixed "now", with nanoseconds to prove they survive.
