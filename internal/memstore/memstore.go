@@ -362,6 +362,9 @@ func (st *Store) PutAPIKey(_ context.Context, k lifecycle.APIKey) error {
 	if k.Hash == "" || k.AccountID == "" {
 		return lifecycle.Errorf(lifecycle.CodeInvalid, "api key needs a hash and an account id")
 	}
+	if k.MaxRunning < 0 {
+		return lifecycle.Errorf(lifecycle.CodeInvalid, "api key max_running must not be negative")
+	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if _, ok := st.keys[k.Hash]; ok {

@@ -635,6 +635,20 @@ func testAPIKey(t *testing.T, newStore NewStore) {
 		}
 	})
 
+	t.Run("MaxRunning", func(t *testing.T) {
+		limited := lifecycle.APIKey{Hash: strings.Repeat("ab", 32), AccountID: "acct_1", CreatedAt: t0, MaxRunning: 2}
+		if err := f.store.PutAPIKey(t.Context(), limited); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := f.store.GetAPIKey(t.Context(), limited.Hash); err != nil || got != limited {
+			t.Errorf("GetAPIKey = %+v, %v; want %+v", got, err, limited)
+		}
+		err := f.store.PutAPIKey(t.Context(), lifecycle.APIKey{Hash: strings.Repeat("cd", 32), AccountID: "acct_1", MaxRunning: -1})
+		if got, want := lifecycle.ErrorCode(err), lifecycle.CodeInvalid; got != want {
+			t.Errorf("negative max_running: code %q (%v), want %q", got, err, want)
+		}
+	})
+
 	t.Run("ErrNotFound", func(t *testing.T) {
 		_, err := f.store.GetAPIKey(t.Context(), "0000")
 		if got, want := lifecycle.ErrorCode(err), lifecycle.CodeNotFound; got != want {
