@@ -5,7 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandmanhq/sandman/internal/fakeprovider"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/memstore"
+	"github.com/sandmanhq/sandman/internal/storetest"
 )
 
 func TestUsageDeltas(t *testing.T) {
@@ -42,6 +45,61 @@ func TestUsageDeltas(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			if got := lifecycle.UsageDeltas(c.ev); !reflect.DeepEqual(got, c.want) {
 				t.Errorf("UsageDeltas = %+v, want %+v", got, c.want)
+			}
+		})
+	}
+}
+
+// TestServiceUsage: by day, rows of two providers on one day make one line
+// priced per provider (configured prices over the defaults); by session,
+// one line per session and day; bad requests are invalid.
+func TestServiceUsage(t *testing.T) {
+	store := memstore.New()
+	clock := lifecycle.NewManualClock(time.Date(2026, 3, 5, 9, 0, 0, 0, time.UTC))
+	svc := lifecycle.NewService(lifecycle.Config{Store: store, Provider: fakeprovider.New(), Clock: clock,
+		Prices: map[string]lifecycle.Price{"e2b": {RunningPerHour: 3.6, PausedPerHour: 0.36}}})
+	for i, provider := range []string{"e2b", "vercel"} {
+		for _, ev := range storetest.Replay(storetest.SessionID(i+1), "acct", provider) {
+			if err := store.RecordTransition(t.Context(), ev); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	rep, err := svc.Usage(t.Context(), "acct", lifecycle.UsageRequest{From: "2026-03-01", To: "2026-03-02"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Lines) != 2 {
+		t.Fatalf("lines %+v, want one per day", rep.Lines)
+	}
+	d := rep.Lines[0]
+	vercel := lifecycle.DefaultPrices["vercel"]
+	wantCost := 5402.0/3600*3.6 + 1798.0/3600*0.36 + 5402.0/3600*vercel.RunningPerHour + 1798.0/3600*vercel.PausedPerHour
+	if d.Day != "2026-03-01" || d.RunningSeconds != 2*5402 || d.PausedSeconds != 2*1798 || d.Pauses != 2 || d.Resumes != 2 ||
+		d.EstimatedCostUSD < wantCost-2e-6 || d.EstimatedCostUSD > wantCost+2e-6 {
+		t.Errorf("2026-03-01 = %+v, want 10804 s running, 3596 s paused, cost %.6f", d, wantCost)
+	}
+	bySession, err := svc.Usage(t.Context(), "acct", lifecycle.UsageRequest{From: "2026-03-01", To: "2026-03-02", GroupBy: lifecycle.UsageBySession})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(bySession.Lines) != 4 || bySession.Lines[0].SessionID == "" || bySession.Lines[0].Provider == "" || bySession.Cursor != "" {
+		t.Errorf("by session: %+v", bySession)
+	}
+	if today, err := svc.Usage(t.Context(), "acct", lifecycle.UsageRequest{}); err != nil || today.From != "2026-03-05" || today.To != "2026-03-05" || len(today.Lines) != 0 {
+		t.Errorf("default range: %+v, %v; want today, empty", today, err)
+	}
+	for name, req := range map[string]lifecycle.UsageRequest{
+		"BadDay":      {From: "2026-02-30"},
+		"NotADay":     {To: "03/01/2026"},
+		"FromAfterTo": {From: "2026-03-02", To: "2026-03-01"},
+		"TooLong":     {From: "2025-03-01", To: "2026-03-02"},
+		"GroupBy":     {GroupBy: "week"},
+		"Limit":       {GroupBy: lifecycle.UsageBySession, Limit: 1001},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if _, err := svc.Usage(t.Context(), "acct", req); !lifecycle.IsCode(err, lifecycle.CodeInvalid) {
+				t.Errorf("err = %v, want invalid", err)
 			}
 		})
 	}
