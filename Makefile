@@ -11,10 +11,10 @@ SANDMAN_BIN := build/sandman
 run: sandman
 	$(SANDMAN_BIN) run
 
-## apikey: print a new API key for ACCOUNT, stored hashed in the configured table
+## apikey: print a new API key for ACCOUNT (MAX_RUNNING=N: its own running limit), stored hashed in the configured table
 apikey: sandman
 	@test -n "$(ACCOUNT)" || { echo "usage: make apikey ACCOUNT=<id>" >&2; exit 2; }
-	@$(SANDMAN_BIN) apikey -account "$(ACCOUNT)"
+	@$(SANDMAN_BIN) apikey -account "$(ACCOUNT)" $(if $(MAX_RUNNING),-max-running "$(MAX_RUNNING)")
 
 ## invoke: run one function's handler once on an event, e.g. make invoke FN=status EVENT=events/api/status.json
 invoke: sandman

@@ -39,7 +39,7 @@ func TestRoleTableActionsPinned(t *testing.T) {
 		return m
 	}
 	want := map[string]map[string][]string{
-		routes.Sessions:  with(onTable("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"), tabledef.IndexByOwner),
+		routes.Sessions:  with(onTable("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:Query"), tabledef.IndexByOwner),
 		routes.Status:    onTable("dynamodb:GetItem"),
 		routes.Resume:    onTable("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"),
 		routes.Snapshot:  onTable("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"),
@@ -56,9 +56,12 @@ func TestRoleTableActionsPinned(t *testing.T) {
 			tabledef.IndexByConnSession),
 		// the session and its connections; gone ones deleted; no session write.
 		routes.Notifier: with(onTable("dynamodb:GetItem", "dynamodb:DeleteItem"), tabledef.IndexByConnSession),
-		// the stream only, granted by its event source mapping; no item
-		// access. ListStreams has no resource-level permission.
+		// the stream, granted by its event source mapping (ListStreams has
+		// no resource-level permission), and the usage transaction's
+		// UpdateItem and PutItem (internal/dynamo usage.go).
 		routes.Publisher: {
+			"dynamodb:PutItem":          {table},
+			"dynamodb:UpdateItem":       {table},
 			"dynamodb:DescribeStream":   {stream},
 			"dynamodb:GetShardIterator": {stream},
 			"dynamodb:GetRecords":       {stream},

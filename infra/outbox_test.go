@@ -72,9 +72,10 @@ func TestOutbox(t *testing.T) {
 			}
 		}
 		want := []string{"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator", "dynamodb:ListStreams",
+			"dynamodb:PutItem", "dynamodb:UpdateItem",
 			"events:PutEvents", "sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:SendMessage"}
 		if !same(sorted(names), sorted(want)) {
-			t.Fatalf("publisher actions: got %v, want %v (stream read, PutEvents, the DLQ; no item access)", sorted(names), want)
+			t.Fatalf("publisher actions: got %v, want %v (stream read, the usage transaction's PutItem and UpdateItem, PutEvents, the DLQ)", sorted(names), want)
 		}
 		stream := canonical(getAtt(s.logicalID(t, "SessionsTable"), "StreamArn"))
 		for _, a := range []string{"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"} {

@@ -358,7 +358,7 @@ const (
 	actionPutItem    = "dynamodb:PutItem"    // CreateSession, UpdateSession, Claim
 	actionDeleteItem = "dynamodb:DeleteItem" // ReleaseClaim (an Idempotency-Key given back)
 	actionUpdateItem = "dynamodb:UpdateItem" // the running-slot counter, inside a session write's transaction
-	actionQuery      = "dynamodb:Query"      // ListSessions, FindBySandbox, FindDue, on indexes only
+	actionQuery      = "dynamodb:Query"      // ListSessions, FindBySandbox, FindDue on indexes; UsageRows, SessionEvents on the table
 )
 
 // tableAccess is what one function may do with the sessions table: item
@@ -424,8 +424,9 @@ var functionSpecs = []functionSpec{
 		timeout: 29 * time.Second, memoryMB: 256, providerKey: true,
 		// auth and get: GetItem; create, heartbeat, delete: PutItem (and
 		// UpdateItem for the running-slot counter); a failed
-		// create gives its Idempotency-Key back: DeleteItem; list: by_owner.
-		table: tableAccess{actions: []string{actionGetItem, actionPutItem, actionUpdateItem, actionDeleteItem}, indexes: []string{tabledef.IndexByOwner}}},
+		// create gives its Idempotency-Key back: DeleteItem; list: by_owner;
+		// usage rows and diagnose's recent events: Query on the table.
+		table: tableAccess{actions: []string{actionGetItem, actionPutItem, actionUpdateItem, actionDeleteItem, actionQuery}, indexes: []string{tabledef.IndexByOwner}}},
 	{name: routes.Status, description: "Sandman session status (database only)",
 		timeout: 10 * time.Second, memoryMB: 128,
 		table: tableAccess{actions: []string{actionGetItem}}},
@@ -453,7 +454,10 @@ var functionSpecs = []functionSpec{
 		table: tableAccess{actions: []string{actionGetItem, actionPutItem, actionUpdateItem},
 			indexes: []string{tabledef.IndexIdle, tabledef.IndexLease, tabledef.IndexPaused, tabledef.IndexBySandbox}}},
 	{name: routes.Publisher, description: "Sandman lifecycle event publisher (table stream to EventBridge)",
-		timeout: time.Minute, memoryMB: 128, publishes: true},
+		timeout: time.Minute, memoryMB: 128, publishes: true,
+		// RecordTransition's TransactWriteItems (internal/dynamo usage.go):
+		// the usage marker and counters (UpdateItem) and the event (PutItem).
+		table: tableAccess{actions: []string{actionPutItem, actionUpdateItem}}},
 	{name: routes.Pauser, description: "Sandman pause timers (timer queue to the provider)",
 		timeout: pauserTimeout, memoryMB: 256, providerKey: true,
 		// FireTimer: the session (GetItem), then PauseIfDue's conditional

@@ -239,6 +239,17 @@ done
 api DELETE "/v1/sessions/$id"
 check "delete twice: 200" "$code" 200
 
+# The publisher (the local poller) keeps each session's last events and the
+# account's usage: wait until it has seen the delete, then read both.
+for _ in $(seq 1 25); do
+  api GET "/v1/sessions/$id/diagnose"
+  [ "$(jq -r '.events[0].to' <<<"$body")" = killed ] && break; sleep 0.2
+done
+check "diagnose lists the last events, newest first" "$(jq -r '[.events[].to] | .[0:2] | join(" ")' <<<"$body")" "killed running"
+api GET "/v1/usage?from=$(date -u -d yesterday +%F)&to=$(date -u +%F)"
+check "usage: 2 pauses, 1 resume, running time counted" \
+  "$code $(jq -r '"\(.total.pauses) \(.total.resumes) \(.total.running_seconds > 0)"' <<<"$body")" "200 2 1 true"
+
 # The OpenAPI document the stack serves, without a key, is docs/openapi.json.
 check "GET /v1/openapi.json is docs/openapi.json" \
   "$(curl -s "$base/v1/openapi.json" | jq -S -c . | md5sum)" "$(jq -S -c . docs/openapi.json | md5sum)"

@@ -2,8 +2,10 @@
 // sessions table's changes: it puts one EventBridge event per committed
 // transition on the bus SANDMAN_EVENT_BUS (internal/outbox, DESIGN.md
 // "Events out") and reports the records it could not publish as batch item
-// failures. It reads neither the table nor any secret. It counts the events
-// it puts (EventsPublished, internal/metrics) on stdout.
+// failures. Before publishing it records each transition's usage counters
+// and keeps it among its session's recent events in the table
+// (outbox.Recording; DESIGN.md "Operators"). It reads no secret. It counts
+// the events it puts (EventsPublished, internal/metrics) on stdout.
 package main
 
 import (
@@ -16,6 +18,7 @@ import (
 	awseb "github.com/aws/aws-sdk-go-v2/service/eventbridge"
 
 	"github.com/sandmanhq/sandman/internal/app"
+	"github.com/sandmanhq/sandman/internal/dynamo"
 	"github.com/sandmanhq/sandman/internal/eventbridge"
 	"github.com/sandmanhq/sandman/internal/metrics"
 	"github.com/sandmanhq/sandman/internal/outbox"
@@ -28,13 +31,20 @@ func main() {
 		_ = level.UnmarshalText([]byte(v)) // an unknown level keeps info
 	}
 	log := app.NewLogger(os.Stderr, level)
-	bus := os.Getenv(app.EnvEventBus)
-	cfg, err := config.LoadDefaultConfig(context.Background())
-	if err != nil || bus == "" {
-		log.Error("cold start failed", "function", routes.Publisher, "bus", bus, "err", err)
+	bus, table := os.Getenv(app.EnvEventBus), os.Getenv(app.EnvTable)
+	ctx := context.Background()
+	cfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil || bus == "" || table == "" {
+		log.Error("cold start failed", "function", routes.Publisher, "bus", bus, "table", table, "err", err)
+		os.Exit(1)
+	}
+	ddb, err := dynamo.NewClient(ctx, os.Getenv(app.EnvDynamoEndpoint))
+	if err != nil {
+		log.Error("cold start failed", "function", routes.Publisher, "err", err)
 		os.Exit(1)
 	}
 	pub := eventbridge.New(eventbridge.Config{Client: awseb.NewFromConfig(cfg), Bus: bus, Log: log})
 	m := metrics.New(metrics.Config{Writer: os.Stdout, Function: routes.Publisher, Log: log})
-	lambda.Start(metrics.Handler(m, outbox.NewHandler(m.Publisher(pub), log).Handle))
+	usage := dynamo.New(dynamo.Config{Client: ddb, Table: table, Log: log})
+	lambda.Start(metrics.Handler(m, outbox.NewHandler(outbox.Recording(usage, m.Publisher(pub)), log).Handle))
 }

@@ -65,11 +65,22 @@ func HashAPIKey(secret string) string {
 // returns the secret. It is what `make apikey` and the local stack use.
 // Errors: from the store, wrapped.
 func IssueAPIKey(ctx context.Context, keys KeyWriter, accountID string, now time.Time) (string, error) {
+	return IssueLimitedAPIKey(ctx, keys, accountID, 0, now)
+}
+
+// IssueLimitedAPIKey is IssueAPIKey for a key whose creates and resumes
+// have their own running limit, maxRunning sandboxes (lifecycle.APIKey.MaxRunning;
+// 0: the deployment's SANDMAN_MAX_RUNNING). Errors: a negative maxRunning,
+// from the store, wrapped.
+func IssueLimitedAPIKey(ctx context.Context, keys KeyWriter, accountID string, maxRunning int, now time.Time) (string, error) {
 	if accountID == "" {
 		return "", fmt.Errorf("issue api key: account id is required")
 	}
+	if maxRunning < 0 {
+		return "", fmt.Errorf("issue api key: max_running must not be negative, not %d", maxRunning)
+	}
 	secret, hash := NewAPIKey()
-	if err := keys.PutAPIKey(ctx, lifecycle.APIKey{Hash: hash, AccountID: accountID, CreatedAt: now.UTC()}); err != nil {
+	if err := keys.PutAPIKey(ctx, lifecycle.APIKey{Hash: hash, AccountID: accountID, CreatedAt: now.UTC(), MaxRunning: maxRunning}); err != nil {
 		return "", fmt.Errorf("store api key for %s: %w", accountID, err)
 	}
 	return secret, nil
@@ -101,22 +112,22 @@ func apiKey(r *request) (string, error) {
 	return "", unauthorizedf("an API key is required: send Authorization: Bearer <key> or x-api-key: <key>")
 }
 
-// authenticate returns the account of the request's API key.
-// Errors: unauthorized; a store failure other than not_found is returned
-// wrapped (a 500).
-func authenticate(ctx context.Context, keys KeyStore, r *request) (string, error) {
+// authenticate returns the request's API key (its account, its running
+// limit override). Errors: unauthorized; a store failure other than
+// not_found is returned wrapped (a 500).
+func authenticate(ctx context.Context, keys KeyStore, r *request) (lifecycle.APIKey, error) {
 	secret, err := apiKey(r)
 	if err != nil {
-		return "", err
+		return lifecycle.APIKey{}, err
 	}
 	k, err := keys.GetAPIKey(ctx, HashAPIKey(secret))
 	switch {
 	case lifecycle.IsCode(err, lifecycle.CodeNotFound):
-		return "", unauthorizedf("the API key is not valid")
+		return lifecycle.APIKey{}, unauthorizedf("the API key is not valid")
 	case err != nil:
-		return "", fmt.Errorf("look up api key: %w", err)
+		return lifecycle.APIKey{}, fmt.Errorf("look up api key: %w", err)
 	case k.AccountID == "":
-		return "", fmt.Errorf("api key %s… has no account", HashAPIKey(secret)[:8])
+		return lifecycle.APIKey{}, fmt.Errorf("api key %s… has no account", HashAPIKey(secret)[:8])
 	}
-	return k.AccountID, nil
+	return k, nil
 }

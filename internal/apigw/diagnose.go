@@ -15,6 +15,17 @@ type diagnoseJSON struct {
 	Preview        previewViewJSON  `json:"preview"`
 	Agree          bool             `json:"agree"`
 	Verdict        string           `json:"verdict"`
+	Events         []eventJSON      `json:"events"` // newest first
+}
+
+// eventJSON is one of a session's recent lifecycle events (lifecycle.Event).
+type eventJSON struct {
+	EventID string    `json:"event_id"`
+	Time    timestamp `json:"time"`
+	From    string    `json:"from"` // "" for the create
+	To      string    `json:"to"`
+	Reason  string    `json:"reason"`
+	Version int64     `json:"version"`
 }
 
 type providerViewJSON struct {
@@ -48,6 +59,11 @@ func (h *Handler) diagnose(ctx context.Context, r *request) (response, error) {
 		Preview:        previewViewJSON{Checked: d.Preview.Checked, Answered: d.Preview.Answered, Error: nullable(d.Preview.Error)},
 		Agree:          d.Agree,
 		Verdict:        d.Verdict,
+		Events:         make([]eventJSON, 0, len(d.Events)),
+	}
+	for _, ev := range d.Events {
+		out.Events = append(out.Events, eventJSON{EventID: ev.EventID, Time: timestamp(ev.Time),
+			From: string(ev.From), To: string(ev.To), Reason: ev.Reason, Version: ev.Version})
 	}
 	switch {
 	case d.Provider.Gone:

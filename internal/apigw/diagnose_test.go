@@ -23,8 +23,18 @@ type diagnoseOut struct {
 		Status   *int    `json:"status"`
 		Error    *string `json:"error"`
 	} `json:"preview"`
-	Agree   bool   `json:"agree"`
-	Verdict string `json:"verdict"`
+	Agree   bool       `json:"agree"`
+	Verdict string     `json:"verdict"`
+	Events  []eventOut `json:"events"`
+}
+
+type eventOut struct {
+	EventID string `json:"event_id"`
+	Time    string `json:"time"`
+	From    string `json:"from"`
+	To      string `json:"to"`
+	Reason  string `json:"reason"`
+	Version int64  `json:"version"`
 }
 
 // TestDiagnoseRoute: GET /v1/sessions/{id}/diagnose answers the diagnosis

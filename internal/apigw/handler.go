@@ -140,6 +140,7 @@ func (h *Handler) implementations() map[string]routeFunc {
 		"POST /v1/sessions/{id}/snapshot": h.snapshot,
 		"GET /v1/sessions/{id}/reconnect": h.reconnect,
 		"GET /v1/sessions/{id}/diagnose":  h.diagnose,
+		"GET " + routes.UsagePath:         h.usage,
 		"GET " + routes.OpenAPIPath:       h.openAPIDocument,
 		"POST " + routes.ClientTokensPath: h.createClientToken,
 	}
@@ -254,10 +255,11 @@ func (h *Handler) serve(ctx context.Context, r *request) (resp response, err err
 			return route(ctx, r)
 		}
 	}
-	account, err := authenticate(ctx, h.keys, r)
+	key, err := authenticate(ctx, h.keys, r)
 	if err != nil {
 		return response{}, err
 	}
-	r.accountID = account
-	return route(ctx, r)
+	r.accountID = key.AccountID
+	// The key's own running limit, if it has one (lifecycle quota.go).
+	return route(lifecycle.WithMaxRunning(ctx, key.MaxRunning), r)
 }

@@ -1,6 +1,8 @@
 package apigw_test
 
 import (
+	"sync"
+
 	"testing"
 
 	"github.com/sandmanhq/sandman/internal/apigw"
@@ -45,5 +47,69 @@ func TestQuotaAnswers429(t *testing.T) {
 	wantError(t, r, 429, "quota_exceeded", "max_running")
 	if got := h.mustSession(t, first.ID).State; got != lifecycle.StatePaused {
 		t.Errorf("refused resume left the session %s, want paused", got)
+	}
+}
+
+// TestQuotaKeyOverride: a key with max_running 2 on a deployment limit of
+// 10 lets 2 of 6 concurrent creates through and answers 429 naming 2 to the
+// rest; its resume is held to 2 as well; another key of the same account
+// keeps the deployment's 10, counted on the same per-account counter.
+func TestQuotaKeyOverride(t *testing.T) {
+	h := MustHarness(t)
+	h.withMaxRunning(t, 10)
+	limited, err := apigw.IssueLimitedAPIKey(t.Context(), h.store, apigw.DevAccountID, 2, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const creates = 6
+	results := make([]result, creates)
+	var wg sync.WaitGroup
+	for i := range creates {
+		wg.Go(func() {
+			results[i] = h.invoke(t, MustEvent(t, "sessions-create.json", withHeader("idempotency-key", ""), withKey(limited)))
+		})
+	}
+	wg.Wait()
+	var created []string
+	refused := 0
+	for _, r := range results {
+		switch r.status {
+		case 201:
+			created = append(created, mustDecode[sessionOut](t, r).ID)
+		case 429:
+			wantError(t, r, 429, "quota_exceeded", "2 running sandboxes,", "max_running")
+			refused++
+		default:
+			t.Errorf("create answered %d: %s", r.status, r.body)
+		}
+	}
+	if len(created) != 2 || refused != creates-2 {
+		t.Fatalf("%d created, %d refused; want 2 and %d", len(created), refused, creates-2)
+	}
+	// The dev key (no override) of the same account: the deployment's 10.
+	third := h.mustCreate(t)
+	if third.State != "running" {
+		t.Fatalf("create with the unlimited key: %s", third.State)
+	}
+	// The limited key cannot resume while its account holds 3 ≥ 2.
+	wantStatus(t, h.invoke(t, MustEvent(t, "snapshot.json", withID(created[0]))), 200)
+	wantError(t, h.invoke(t, MustEvent(t, "resume.json", withID(created[0]), withKey(limited))), 429, "quota_exceeded", "2 running sandboxes,")
+	wantStatus(t, h.invoke(t, MustEvent(t, "resume.json", withID(created[0]))), 200)
+	if n, err := h.store.RunningSlots(t.Context(), apigw.DevAccountID); err != nil || n != 3 {
+		t.Errorf("running slots = %d, %v; want 3", n, err)
+	}
+}
+
+// TestQuotaKeyOverrideNeedsDeploymentLimit: without a deployment limit no
+// counter is kept (internal/app), so an override is ignored rather than
+// refusing every create.
+func TestQuotaKeyOverrideNeedsDeploymentLimit(t *testing.T) {
+	h := MustHarness(t)
+	limited, err := apigw.IssueLimitedAPIKey(t.Context(), h.store, apigw.DevAccountID, 1, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		wantStatus(t, h.invoke(t, MustEvent(t, "sessions-create.json", withHeader("idempotency-key", ""), withKey(limited))), 201)
 	}
 }

@@ -278,7 +278,8 @@ func New(ctx context.Context, cfg Config, needs Needs, deps Deps) (*App, error) 
 	}
 	a.Service = lifecycle.NewService(lifecycle.Config{Store: a.Store, Provider: a.Provider, Providers: a.Providers[1:], Clock: clock,
 		Policy: cfg.Policy, Log: a.Log, ProbeTimeout: cfg.ProbeTimeout, CallTimeout: cfg.ProviderCallTimeout, Deployment: cfg.Deployment,
-		Timers: timers, TimerHorizon: deps.TimerHorizon, MaxRunning: cfg.MaxRunning, Metrics: deps.Metrics})
+		Timers: timers, TimerHorizon: deps.TimerHorizon, MaxRunning: cfg.MaxRunning, Metrics: deps.Metrics,
+		Prices: cfg.Prices})
 	a.keys = a.Store
 	if cfg.APIKeyCacheTTL >= 0 {
 		a.keys = apigw.NewKeyCache(a.Store, cfg.APIKeyCacheTTL, clock)

@@ -50,6 +50,7 @@ func TestConfigFromEnv(t *testing.T) {
 			app.EnvActivityGranularity: "10s", app.EnvLeaseDuration: "90s", app.EnvLogLevel: "debug",
 			app.EnvWebhookSecretSecret: "sandman/webhook-signing-key", app.EnvCORSOrigin: "https://app.example.com",
 			app.EnvProbeTimeout: "5s", app.EnvProviderCallTimeout: "45s", app.EnvAPIKeyCacheTTL: "0",
+			app.EnvPrices: `{"e2b":{"running_per_hour":0.2,"paused_per_hour":0.01}}`,
 		}))
 		if err != nil {
 			t.Fatal(err)
@@ -58,7 +59,8 @@ func TestConfigFromEnv(t *testing.T) {
 			c.Policy.ActivityGranularity != 10*time.Second || c.Policy.LeaseDuration != 90*time.Second ||
 			c.LogLevel != slog.LevelDebug || c.WebhookSecretSecret != "sandman/webhook-signing-key" ||
 			c.CORSOrigin != "https://app.example.com" || c.ProbeTimeout != 5*time.Second || c.ProviderCallTimeout != 45*time.Second ||
-			c.APIKeyCacheTTL >= 0 || c.Deployment != "sessions" {
+			c.APIKeyCacheTTL >= 0 || c.Deployment != "sessions" ||
+			c.Prices["e2b"] != (lifecycle.Price{RunningPerHour: 0.2, PausedPerHour: 0.01}) {
 			t.Errorf("config = %+v", c)
 		}
 	})
@@ -77,6 +79,9 @@ func TestConfigFromEnv(t *testing.T) {
 		{"ErrLogLevel", map[string]string{app.EnvLogLevel: "loud"}, app.EnvLogLevel},
 		{"ErrProbeTimeout", map[string]string{app.EnvProbeTimeout: "0s"}, app.EnvProbeTimeout},
 		{"ErrKeyCacheTTL", map[string]string{app.EnvAPIKeyCacheTTL: "-1m"}, app.EnvAPIKeyCacheTTL},
+		{"ErrPricesNotJSON", map[string]string{app.EnvPrices: "e2b=0.1"}, app.EnvPrices},
+		{"ErrPricesUnknownField", map[string]string{app.EnvPrices: `{"e2b":{"per_hour":0.1}}`}, app.EnvPrices},
+		{"ErrPricesNegative", map[string]string{app.EnvPrices: `{"e2b":{"running_per_hour":-1}}`}, app.EnvPrices},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.name != "ErrNoTable" {

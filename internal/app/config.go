@@ -1,6 +1,7 @@
 package app
 
 import (
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -62,6 +63,7 @@ const (
 	EnvVercelTokenSecret          = envnames.VercelTokenSecret
 	EnvTimerQueueURL              = envnames.TimerQueueURL
 	EnvMaxRunning                 = envnames.MaxRunning
+	EnvPrices                     = envnames.Prices
 )
 
 // The client channel's variables (internal/envnames).
@@ -152,6 +154,9 @@ type Config struct {
 	// MaxRunning is lifecycle.Config.MaxRunning: sandboxes an account may
 	// hold running at once (0, the default: no limit).
 	MaxRunning int
+	// Prices is lifecycle.Config.Prices (SANDMAN_PRICES): US dollars per
+	// hour by provider, for usage estimates; nil: lifecycle.DefaultPrices.
+	Prices map[string]lifecycle.Price
 
 	// ClientTokenKeysSecret and ClientTokenKeysFile: at most one is set
 	// (Secrets Manager secret name in AWS, generated file locally); with
@@ -228,6 +233,18 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 			return Config{}, fmt.Errorf("%s=%q: want a whole number of sandboxes, 0 for no limit", EnvMaxRunning, v)
 		}
 		c.MaxRunning = n
+	}
+	if v := get(EnvPrices); v != "" {
+		dec := json.NewDecoder(strings.NewReader(v))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&c.Prices); err != nil {
+			return Config{}, fmt.Errorf(`%s: want a JSON object such as {"e2b":{"running_per_hour":0.1,"paused_per_hour":0}}: %w`, EnvPrices, err)
+		}
+		for name, p := range c.Prices {
+			if p.RunningPerHour < 0 || p.PausedPerHour < 0 {
+				return Config{}, fmt.Errorf("%s: the prices of %s must not be negative", EnvPrices, name)
+			}
+		}
 	}
 	if c.Provider == "" {
 		c.Provider = ProviderE2B

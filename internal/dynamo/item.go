@@ -95,6 +95,8 @@ type apiKeyItem struct {
 	Hash      string `dynamodbav:"hash"`
 	AccountID string `dynamodbav:"account_id"`
 	CreatedAt string `dynamodbav:"created_at,omitempty"` // timeLayout
+	// MaxRunning is lifecycle.APIKey.MaxRunning; absent: no override.
+	MaxRunning int `dynamodbav:"max_running,omitempty"`
 }
 
 // claimItem is a claim as stored; DynamoDB's TTL deletes it some time after

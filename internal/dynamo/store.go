@@ -471,7 +471,11 @@ func (st *Store) PutAPIKey(ctx context.Context, k lifecycle.APIKey) error {
 	if k.Hash == "" || k.AccountID == "" {
 		return lifecycle.Errorf(lifecycle.CodeInvalid, "api key needs a hash and an account id")
 	}
-	it := apiKeyItem{PK: apiKeyPK(k.Hash), SK: apiKeySort, Hash: k.Hash, AccountID: k.AccountID, CreatedAt: formatTime(k.CreatedAt)}
+	if k.MaxRunning < 0 {
+		return lifecycle.Errorf(lifecycle.CodeInvalid, "api key max_running must not be negative")
+	}
+	it := apiKeyItem{PK: apiKeyPK(k.Hash), SK: apiKeySort, Hash: k.Hash, AccountID: k.AccountID, CreatedAt: formatTime(k.CreatedAt),
+		MaxRunning: k.MaxRunning}
 	err := st.put(ctx, it, expression.AttributeNotExists(expression.Name(tabledef.PartitionKey)), false)
 	var failed *types.ConditionalCheckFailedException
 	if errors.As(err, &failed) {
@@ -505,7 +509,7 @@ func (st *Store) GetAPIKey(ctx context.Context, hash string) (lifecycle.APIKey, 
 	if err != nil {
 		return lifecycle.APIKey{}, storeError("decode api key: %w", err)
 	}
-	return lifecycle.APIKey{Hash: it.Hash, AccountID: it.AccountID, CreatedAt: created}, nil
+	return lifecycle.APIKey{Hash: it.Hash, AccountID: it.AccountID, CreatedAt: created, MaxRunning: it.MaxRunning}, nil
 }
 
 // put writes item with a condition; with returnOld a failed condition's

@@ -70,6 +70,11 @@ const (
 	// timers. Unset: no timers, the sweep alone pauses.
 	TimerQueueURL = "SANDMAN_TIMER_QUEUE_URL"
 	MaxRunning    = "SANDMAN_MAX_RUNNING" // lifecycle.Config.MaxRunning: running sandboxes per account, 0 = no limit
+	// Prices are usage estimates' per-provider prices, a JSON object
+	// {"<provider>":{"running_per_hour":N,"paused_per_hour":N}} in US
+	// dollars per hour (lifecycle.Config.Prices, over
+	// lifecycle.DefaultPrices).
+	Prices = "SANDMAN_PRICES"
 	// ClientTokenKeysSecret names the Secrets Manager secret holding the
 	// client-token key set (internal/clienttoken JSON); set by the stack for
 	// the functions that mint or verify client tokens.
@@ -130,7 +135,7 @@ var (
 		VercelBaseURL, VercelTeamID, VercelProjectID, VercelMaxSessionTimeout, VercelToken, VercelTokenSecret, LocalWebhookURL, EventBus, EventsFile, CORSOrigin, LogLevel,
 		IdleTimeout, MinIdleTimeout, MaxIdleTimeout, MaxLifetimeLimit, ActivityGranularity, ProviderGrace,
 		MaxProviderTimeout, LeaseDuration, Deployment, APIKeyCacheTTL, ProbeTimeout, ProviderCallTimeout,
-		MaxRunning,
+		MaxRunning, Prices,
 		ClientTokenKeysSecret, ClientTokenKeysFile, WSURL, WSManagementURL,
 		SweepConcurrency, SweepRate, SweepBurst, SweepPageSize, SweepDeadlineMargin, SweepReconcileSample, SweepDormancyAge,
 		TimerQueueURL,

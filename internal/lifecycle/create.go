@@ -50,7 +50,8 @@ const (
 // succeeded (or is still under way: conflict), and a key held by a create
 // known dead is given back (see claim.go).
 // Errors: invalid (bad input, unknown template, a provider this service
-// does not hold), quota_exceeded (the account is at Config.MaxRunning;
+// does not hold), quota_exceeded (the account is at Config.MaxRunning or
+// the key's override, WithMaxRunning;
 // nothing was asked of the provider), conflict (same
 // Idempotency-Key still in flight, or the session was deleted meanwhile),
 // unavailable (provider trouble).
@@ -59,6 +60,7 @@ func (s *Service) Create(ctx context.Context, accountID string, in CreateInput) 
 	if err != nil {
 		return nil, false, err
 	}
+	sess.RunningLimit = s.maxRunning(ctx) // the key's override, if any (quota.go)
 	if err := s.checkTemplate(ctx, sess); err != nil {
 		return nil, false, err
 	}

@@ -67,11 +67,16 @@ type Diagnosis struct {
 	// same story; Verdict says so, or what disagrees and what reconciles it.
 	Agree   bool
 	Verdict string
+	// Events are the session's last lifecycle events, newest first (at
+	// most DiagnoseEvents), as the publisher recorded them (UsageStore);
+	// empty when the store keeps none.
+	Events []Event
 }
 
 // Diagnose returns the operator's view of session id of accountID. probe
 // checks the preview (nil: HTTPPreviewProber(nil)), bounded by
 // DefaultPreviewTimeout; the provider read is bounded by ProbeTimeout.
+// The session's last events come from the store when it is a UsageStore.
 // Errors: not_found, forbidden, the store's. Provider and preview failures
 // are part of the diagnosis, not errors.
 func (s *Service) Diagnose(ctx context.Context, accountID, id string, probe PreviewProber) (*Diagnosis, error) {
@@ -112,6 +117,11 @@ func (s *Service) Diagnose(ctx context.Context, accountID, id string, probe Prev
 			d.Preview.Error = fmt.Sprintf("the preview answered HTTP %d", code)
 		default:
 			d.Preview.Answered = true
+		}
+	}
+	if us, ok := s.cfg.Store.(UsageStore); ok {
+		if d.Events, err = us.SessionEvents(ctx, sess.ID, DiagnoseEvents); err != nil {
+			return nil, fmt.Errorf("diagnose session %s: recent events: %w", sess.ID, err)
 		}
 	}
 	d.Agree, d.Verdict = verdict(d)

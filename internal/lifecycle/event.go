@@ -24,6 +24,13 @@ type Event struct {
 	Version   int64     `json:"version"` // the session's version after the write
 	Reason    string    `json:"reason"`
 	Time      time.Time `json:"time"` // when the transition was committed (UTC)
+
+	// Provider and Since are for the publisher's usage counters (usage.go)
+	// and are not part of the published event: the session's provider, and
+	// when the session entered From (the state_changed_at of the write
+	// before; zero when unknown, as for a create).
+	Provider string    `json:"-"`
+	Since    time.Time `json:"-"`
 }
 
 // DetailType returns the EventBridge detail-type, "Session " and the target

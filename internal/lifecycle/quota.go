@@ -84,3 +84,37 @@ func (s *Service) RunningSlots(ctx context.Context, accountID string) (int, erro
 
 // MaxRunning returns the per-account running limit applied (0: none).
 func (s *Service) MaxRunning() int { return s.cfg.MaxRunning }
+
+// Per-key override (APIKey.MaxRunning). The running-slot counter is per
+// account, so an override cannot give a key slots of its own: it is the
+// account's limit for the creates and resumes made with that key. A key
+// with max_running 2 cannot start a sandbox while its account holds 2 or
+// more, whoever started them; a key with 20 on a deployment limit of 10
+// may take its account up to 20. The HTTP edge puts the authenticating
+// key's override on the request's context (WithMaxRunning). An override
+// needs the counter, which a deployment keeps only with a limit of its own
+// (Config.MaxRunning > 0; internal/app keeps none without one): with no
+// deployment limit, overrides are ignored. A resume made with a client
+// token (no key) uses the deployment's limit.
+
+type maxRunningKey struct{}
+
+// WithMaxRunning returns ctx carrying a running limit n that overrides
+// Config.MaxRunning for the creates and resumes made with ctx; n <= 0
+// returns ctx unchanged.
+func WithMaxRunning(ctx context.Context, n int) context.Context {
+	if n <= 0 {
+		return ctx
+	}
+	return context.WithValue(ctx, maxRunningKey{}, n)
+}
+
+// maxRunning returns the running limit of a create or resume made with ctx:
+// its override (WithMaxRunning), when the deployment keeps a counter,
+// else Config.MaxRunning.
+func (s *Service) maxRunning(ctx context.Context) int {
+	if n, ok := ctx.Value(maxRunningKey{}).(int); ok && s.cfg.MaxRunning > 0 {
+		return n
+	}
+	return s.cfg.MaxRunning
+}

@@ -31,7 +31,7 @@ func (s *Service) Resume(ctx context.Context, accountID, id string) (*Session, e
 }
 
 func (s *Service) resume(ctx context.Context, sess *Session) error {
-	sess.RunningLimit = s.cfg.MaxRunning // paused → resuming takes a running slot
+	sess.RunningLimit = s.maxRunning(ctx) // paused → resuming takes a running slot
 	if err := s.transition(ctx, sess, StateResuming, ReasonRequest, Guard{}); err != nil {
 		return raced(err)
 	}

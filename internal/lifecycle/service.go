@@ -77,6 +77,9 @@ type Config struct {
 	// resume beyond it answers quota_exceeded (429). 0 means no limit
 	// (DESIGN.md "Operators"; quota.go).
 	MaxRunning int
+	// Prices are the per-provider prices of usage estimates (Usage),
+	// overriding DefaultPrices for the providers they name.
+	Prices map[string]Price
 	// NewID returns a new session id (default NewSessionID).
 	NewID func() string
 	// Timers arms pause timers (DESIGN.md "Precise pausing"); nil arms none

@@ -95,6 +95,10 @@ type APIKey struct {
 	Hash      string // lowercase hex SHA-256 of the secret
 	AccountID string
 	CreatedAt time.Time
+	// MaxRunning, when positive, overrides Config.MaxRunning for the
+	// creates and resumes made with this key (WithMaxRunning; quota.go);
+	// 0 keeps the deployment's limit.
+	MaxRunning int
 }
 
 // ValidStoredSession checks what every Store needs to write s: a session

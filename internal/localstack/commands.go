@@ -147,12 +147,15 @@ func runningEndpoint(stateDir string) (string, error) {
 	return strings.TrimSpace(string(b)), nil
 }
 
-// APIKeyCommand is `sandman apikey -account ID`: it stores a new API key for
-// the account (hashed) in the table the configuration points at and prints
-// the key on w.
+// APIKeyCommand is `sandman apikey -account ID [-max-running N]`: it
+// stores a new API key for the account (hashed) in the table the
+// configuration points at and prints the key on w. -max-running gives the
+// key its own running limit (lifecycle.APIKey.MaxRunning; 0, the default:
+// the deployment's SANDMAN_MAX_RUNNING).
 func APIKeyCommand(ctx context.Context, args []string, w io.Writer) error {
 	fs := flag.NewFlagSet("apikey", flag.ContinueOnError)
 	account := fs.String("account", "", "account id the key belongs to (required)")
+	maxRunning := fs.Int("max-running", 0, "the key's own running-sandbox limit for its creates and resumes (0: the deployment's SANDMAN_MAX_RUNNING)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -165,7 +168,10 @@ func APIKeyCommand(ctx context.Context, args []string, w io.Writer) error {
 	}
 	defer t.cleanup()
 	defer a.Close(ctx)
-	key, err := apigw.IssueAPIKey(ctx, a.Store, *account, time.Now().UTC())
+	if *maxRunning < 0 {
+		return errors.New("-max-running must not be negative")
+	}
+	key, err := apigw.IssueLimitedAPIKey(ctx, a.Store, *account, *maxRunning, time.Now().UTC())
 	if err != nil {
 		return err
 	}
@@ -217,7 +223,7 @@ func InvokeCommand(ctx context.Context, args []string, w io.Writer) error {
 			return err
 		}
 		defer pub.Close()
-		if resp, err = outbox.NewHandler(pub, a.Log).Handle(ctx, ev); err != nil {
+		if resp, err = outbox.NewHandler(outbox.Recording(a.Store, pub), a.Log).Handle(ctx, ev); err != nil {
 			return err
 		}
 	case routes.Pauser:

@@ -200,7 +200,7 @@ func Run(ctx context.Context, opts Config) error {
 	}
 	ws.Handler = chh
 
-	poller, closeEvents, err := newOutbox(ctx, client, cfg, stateDir, a.Log, chh)
+	poller, closeEvents, err := newOutbox(ctx, client, cfg, stateDir, a.Log, chh, a.Store)
 	if err != nil {
 		return err
 	}
@@ -365,8 +365,9 @@ func ScheduledEvent(t time.Time) events.CloudWatchEvent {
 // newOutbox returns the local publisher of lifecycle events: a poller on
 // the table's stream (enabled if the table predates it) writing JSON lines
 // to cfg.EventsFile and handing every event to notify (the client
-// channel's notifier), and a func closing the file.
-func newOutbox(ctx context.Context, client *dynamodb.Client, cfg app.Config, stateDir string, log *slog.Logger, notify lifecycle.Publisher) (*outbox.Poller, func(), error) {
+// channel's notifier), after recording each in usage (outbox.Recording:
+// the usage counters and recent events), and a func closing the file.
+func newOutbox(ctx context.Context, client *dynamodb.Client, cfg app.Config, stateDir string, log *slog.Logger, notify lifecycle.Publisher, usage lifecycle.UsageStore) (*outbox.Poller, func(), error) {
 	arn, err := dynamo.EnableStream(ctx, client, cfg.Table)
 	if err != nil {
 		return nil, nil, err
@@ -388,7 +389,7 @@ func newOutbox(ctx context.Context, client *dynamodb.Client, cfg app.Config, sta
 		}
 		return nil
 	})
-	poller := outbox.NewPoller(outbox.PollerConfig{Streams: streams, StreamARN: arn, Publisher: both, Log: log,
+	poller := outbox.NewPoller(outbox.PollerConfig{Streams: streams, StreamARN: arn, Publisher: outbox.Recording(usage, both), Log: log,
 		CheckpointFile: filepath.Join(stateDir, "events.checkpoint.json")})
 	return poller, func() { _ = pub.Close() }, nil
 }

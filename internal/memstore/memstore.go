@@ -31,6 +31,7 @@ type Store struct {
 	claims   map[string]claim
 	keys     map[string]lifecycle.APIKey
 	running  map[string]int // account id → running slots held (lifecycle quota.go)
+	usage    usageState     // usage counters and recent events (usage.go)
 }
 
 type claim struct {
@@ -47,6 +48,7 @@ func New() *Store {
 		claims:   map[string]claim{},
 		keys:     map[string]lifecycle.APIKey{},
 		running:  map[string]int{},
+		usage:    newUsageState(),
 	}
 }
 
@@ -359,6 +361,9 @@ func (st *Store) ReleaseClaim(_ context.Context, key, value string) error {
 func (st *Store) PutAPIKey(_ context.Context, k lifecycle.APIKey) error {
 	if k.Hash == "" || k.AccountID == "" {
 		return lifecycle.Errorf(lifecycle.CodeInvalid, "api key needs a hash and an account id")
+	}
+	if k.MaxRunning < 0 {
+		return lifecycle.Errorf(lifecycle.CodeInvalid, "api key max_running must not be negative")
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()

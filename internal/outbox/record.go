@@ -51,6 +51,7 @@ const (
 	attrReason         = "reason"
 	attrUpdatedAt      = "updated_at"
 	attrStateChangedAt = "state_changed_at"
+	attrProvider       = "provider"
 
 	sessionPrefix = "SESSION#"
 	sessionSort   = "SESSION"
@@ -173,7 +174,13 @@ func (c Change) Event() (lifecycle.Event, bool, error) {
 			return lifecycle.Event{}, false, fmt.Errorf("stream record %s: session %s: parse %s: %w", c.Sequence, id, attrStateChangedAt, err)
 		}
 	}
+	since, err := sinceOf(c)
+	if err != nil {
+		return lifecycle.Event{}, false, err
+	}
 	return lifecycle.Event{
+		Provider:  c.New[attrProvider],
+		Since:     since,
 		EventID:   lifecycle.EventID(id, version),
 		SessionID: id,
 		AccountID: c.New[attrAccountID],
@@ -184,4 +191,22 @@ func (c Change) Event() (lifecycle.Event, bool, error) {
 		Reason:    c.New[attrReason],
 		Time:      t.UTC(),
 	}, true, nil
+}
+
+// sinceOf returns when the session entered the old image's state: its
+// state_changed_at (else updated_at); zero without an old image (a create).
+// It feeds the usage counters (lifecycle.Event.Since).
+func sinceOf(c Change) (time.Time, error) {
+	at := c.Old[attrStateChangedAt]
+	if at == "" {
+		at = c.Old[attrUpdatedAt]
+	}
+	if at == "" {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, at)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("stream record %s: old image: parse %s: %w", c.Sequence, attrStateChangedAt, err)
+	}
+	return t.UTC(), nil
 }

@@ -55,6 +55,7 @@ var Table = []Route{
 	{"POST", "/v1/sessions/{id}/snapshot", Snapshot},
 	{"GET", "/v1/sessions/{id}/reconnect", Reconnect},
 	{"GET", "/v1/sessions/{id}/diagnose", Sessions},
+	{"GET", UsagePath, Sessions},
 	{"POST", ClientTokensPath, Sessions},
 	{"POST", "/v1/webhooks/{provider}", Webhook},
 	{"GET", OpenAPIPath, Sessions},
@@ -63,6 +64,10 @@ var Table = []Route{
 // OpenAPIPath is the path of the API's OpenAPI 3.1 document (DESIGN.md
 // "Operators"; internal/openapi), served by the sessions function.
 const OpenAPIPath = "/v1/openapi.json"
+
+// UsagePath is the route of an account's usage and estimated cost
+// (DESIGN.md "Operators"), served by the sessions function.
+const UsagePath = "/v1/usage"
 
 // How a route authenticates its caller (Route.Auth).
 const (

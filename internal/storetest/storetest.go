@@ -32,6 +32,7 @@ func Run(t *testing.T, newStore NewStore) {
 	t.Run("Claim", func(t *testing.T) { testClaim(t, newStore) })
 	t.Run("APIKey", func(t *testing.T) { testAPIKey(t, newStore) })
 	t.Run("RunningSlots", func(t *testing.T) { testRunningSlots(t, newStore) })
+	t.Run("Usage", func(t *testing.T) { testUsage(t, newStore) })
 }
 
 // t0 is the tests' fixed "now", with nanoseconds to prove they survive.
@@ -631,6 +632,20 @@ func testAPIKey(t *testing.T, newStore NewStore) {
 		}
 		if got, want := got.AccountID, "acct_1"; got != want {
 			t.Errorf("AccountID after refused put = %q, want %q", got, want)
+		}
+	})
+
+	t.Run("MaxRunning", func(t *testing.T) {
+		limited := lifecycle.APIKey{Hash: strings.Repeat("ab", 32), AccountID: "acct_1", CreatedAt: t0, MaxRunning: 2}
+		if err := f.store.PutAPIKey(t.Context(), limited); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := f.store.GetAPIKey(t.Context(), limited.Hash); err != nil || got != limited {
+			t.Errorf("GetAPIKey = %+v, %v; want %+v", got, err, limited)
+		}
+		err := f.store.PutAPIKey(t.Context(), lifecycle.APIKey{Hash: strings.Repeat("cd", 32), AccountID: "acct_1", MaxRunning: -1})
+		if got, want := lifecycle.ErrorCode(err), lifecycle.CodeInvalid; got != want {
+			t.Errorf("negative max_running: code %q (%v), want %q", got, err, want)
 		}
 	})
 

@@ -9,6 +9,11 @@
 //	API key         pk "APIKEY#<sha256 hex>"             sk "APIKEY"
 //	claim           pk "CLAIM#<key>"                    sk "CLAIM"    (ttl set)
 //	connection      pk "CONN#<connection id>"           sk "CONN"     (ttl set)
+//	slot counter    pk "ACCOUNT#<account id>"           sk "RUNNING"
+//	usage day       pk "ACCOUNT#<account id>"           sk "USAGE#D#<day>#<provider>"
+//	usage session   pk "ACCOUNT#<account id>"           sk "USAGE#S#<day>#<session id>"
+//	usage marker    pk "SESSION#<id>"                   sk "USAGE"
+//	recent event    pk "SESSION#<id>"                   sk "EVENT#<version>" (ttl set)
 //
 // Indexes (all sparse: an item carries an index's keys only when it belongs):
 //

@@ -1,7 +1,7 @@
 // Command sandman is Sandman on one machine.
 //
 //	sandman run                        the local stack (make run)
-//	sandman apikey -account ID         mint an API key for an account (make apikey)
+//	sandman apikey -account ID [-max-running N]  mint an API key for an account (make apikey)
 //	sandman invoke -fn NAME -event F   run one function's handler once on an event (make invoke)
 //	sandman sandbox ...                a local sandbox process (started by the local provider)
 //	sandman sessions list|get|...      the API's client for operators and scripts (internal/cli)
@@ -28,7 +28,7 @@ const usage = `usage: sandman <command> [flags]
 
 commands:
   run       serve every function locally on DynamoDB Local and the local provider
-  apikey    print a new API key for an account (-account ID)
+  apikey    print a new API key for an account (-account ID, -max-running N)
   invoke    run one function's handler once (-fn NAME -event FILE)
   sandbox   (internal) a local sandbox process
   sessions  list|get|create|delete|resume|snapshot|status|reconnect|watch over the HTTP API

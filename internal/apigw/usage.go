@@ -1,0 +1,64 @@
+package apigw
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/sandmanhq/sandman/internal/lifecycle"
+)
+
+// usageJSON is the body of GET /v1/usage (lifecycle.UsageReport; DESIGN.md
+// "Operators").
+type usageJSON struct {
+	From       string          `json:"from"`     // UTC day, YYYY-MM-DD
+	To         string          `json:"to"`       // UTC day, YYYY-MM-DD, included
+	GroupBy    string          `json:"group_by"` // "day" or "session"
+	Currency   string          `json:"currency"` // "USD"
+	Usage      []usageLineJSON `json:"usage"`
+	Total      usageTotalsJSON `json:"total"`
+	NextCursor *string         `json:"next_cursor"`
+}
+
+// usageTotalsJSON: seconds (milliseconds as fractions), counts, dollars.
+type usageTotalsJSON struct {
+	RunningSeconds   float64 `json:"running_seconds"`
+	PausedSeconds    float64 `json:"paused_seconds"`
+	Pauses           int64   `json:"pauses"`
+	Resumes          int64   `json:"resumes"`
+	EstimatedCostUSD float64 `json:"estimated_cost_usd"`
+}
+
+type usageLineJSON struct {
+	Day       string `json:"day"`
+	SessionID string `json:"session_id,omitempty"` // group_by=session only
+	Provider  string `json:"provider,omitempty"`   // group_by=session only
+	usageTotalsJSON
+}
+
+func newUsageTotalsJSON(t lifecycle.UsageTotals) usageTotalsJSON {
+	return usageTotalsJSON{RunningSeconds: t.RunningSeconds, PausedSeconds: t.PausedSeconds,
+		Pauses: t.Pauses, Resumes: t.Resumes, EstimatedCostUSD: t.EstimatedCostUSD}
+}
+
+// usage serves GET /v1/usage?from=&to=&group_by=day|session&limit=&cursor=:
+// the caller's account's usage (lifecycle.Service.Usage); limit 1..1000,
+// default 100, with group_by=session.
+func (h *Handler) usage(ctx context.Context, r *request) (response, error) {
+	q := r.event.QueryStringParameters
+	limit, err := r.queryInt("limit", 0, 1, 1000)
+	if err != nil {
+		return response{}, err
+	}
+	rep, err := h.svc.Usage(ctx, r.accountID, lifecycle.UsageRequest{
+		From: q["from"], To: q["to"], GroupBy: q["group_by"], Limit: limit, Cursor: q["cursor"]})
+	if err != nil {
+		return response{}, err
+	}
+	out := usageJSON{From: rep.From, To: rep.To, GroupBy: rep.GroupBy, Currency: "USD",
+		Usage: make([]usageLineJSON, 0, len(rep.Lines)), Total: newUsageTotalsJSON(rep.Total), NextCursor: nullable(rep.Cursor)}
+	for _, l := range rep.Lines {
+		out.Usage = append(out.Usage, usageLineJSON{Day: l.Day, SessionID: l.SessionID, Provider: l.Provider,
+			usageTotalsJSON: newUsageTotalsJSON(l.UsageTotals)})
+	}
+	return response{status: http.StatusOK, body: out}, nil
+}

@@ -1,0 +1,122 @@
+package memstore
+
+import (
+	"cmp"
+	"context"
+	"encoding/base64"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/sandmanhq/sandman/internal/lifecycle"
+)
+
+// usageState is the in-memory form of internal/dynamo's usage items: rows
+// keyed by account and sort key ("D#<day>#<provider>", "S#<day>#<session>"),
+// each session's last applied version, and its recorded events.
+type usageState struct {
+	rows    map[string]map[string]*lifecycle.UsageRow // account → sort key → row
+	applied map[string]int64                          // session id → last applied version
+	events  map[string][]lifecycle.Event              // session id → events, oldest first
+}
+
+func newUsageState() usageState {
+	return usageState{rows: map[string]map[string]*lifecycle.UsageRow{}, applied: map[string]int64{}, events: map[string][]lifecycle.Event{}}
+}
+
+var _ lifecycle.UsageStore = (*Store)(nil)
+
+// RecordTransition applies ev's usage deltas and keeps ev, under the lock,
+// unless a version at or past ev's was applied for its session (a
+// redelivery). Errors: invalid (lifecycle.ValidRecordedEvent).
+func (st *Store) RecordTransition(_ context.Context, ev lifecycle.Event) error {
+	if err := lifecycle.ValidRecordedEvent(ev); err != nil {
+		return err
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	u := &st.usage
+	if ev.Version <= u.applied[ev.SessionID] {
+		return nil
+	}
+	u.applied[ev.SessionID] = ev.Version
+	rows := u.rows[ev.AccountID]
+	if rows == nil {
+		rows = map[string]*lifecycle.UsageRow{}
+		u.rows[ev.AccountID] = rows
+	}
+	add := func(key, session string, d lifecycle.UsageDelta) {
+		r := rows[key]
+		if r == nil {
+			r = &lifecycle.UsageRow{Day: d.Day, SessionID: session}
+			rows[key] = r
+		}
+		r.Provider = ev.Provider
+		r.RunningMS += d.RunningMS
+		r.PausedMS += d.PausedMS
+		r.Pauses += d.Pauses
+		r.Resumes += d.Resumes
+	}
+	for _, d := range lifecycle.UsageDeltas(ev) {
+		add("D#"+d.Day+"#"+ev.Provider, "", d)
+		add("S#"+d.Day+"#"+ev.SessionID, ev.SessionID, d)
+	}
+	e := ev
+	e.Provider, e.Since = "", time.Time{} // not kept, as in internal/dynamo
+	u.events[ev.SessionID] = append(u.events[ev.SessionID], e)
+	return nil
+}
+
+// UsageRows returns q's rows in sort-key order, as DynamoDB's Query would.
+// Errors: invalid (no account, a limit out of range, a foreign cursor).
+func (st *Store) UsageRows(_ context.Context, q lifecycle.UsageQuery) (lifecycle.UsagePage, error) {
+	if q.AccountID == "" {
+		return lifecycle.UsagePage{}, lifecycle.Errorf(lifecycle.CodeInvalid, "account id is required")
+	}
+	prefix := "D#"
+	if q.BySession {
+		prefix = "S#"
+		if q.Limit < 1 || q.Limit > 1000 {
+			return lifecycle.UsagePage{}, lifecycle.Errorf(lifecycle.CodeInvalid, "limit must be between 1 and 1000")
+		}
+	}
+	lo, hi := prefix+q.From, prefix+q.To+"~"
+	after := ""
+	if q.BySession && q.Cursor != "" {
+		b, err := base64.RawURLEncoding.DecodeString(q.Cursor)
+		if after = string(b); err != nil || !strings.HasPrefix(after, "S#") || after < lo || after > hi {
+			return lifecycle.UsagePage{}, lifecycle.Errorf(lifecycle.CodeInvalid, "cursor is not valid")
+		}
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	var keys []string
+	for k := range st.usage.rows[q.AccountID] {
+		if k >= lo && k <= hi && k > after {
+			keys = append(keys, k)
+		}
+	}
+	slices.SortFunc(keys, cmp.Compare)
+	var page lifecycle.UsagePage
+	for i, k := range keys {
+		if q.BySession && i == q.Limit {
+			page.Cursor = base64.RawURLEncoding.EncodeToString([]byte(keys[i-1]))
+			break
+		}
+		page.Rows = append(page.Rows, *st.usage.rows[q.AccountID][k])
+	}
+	return page, nil
+}
+
+// SessionEvents returns up to limit of sessionID's recorded events, newest
+// first.
+func (st *Store) SessionEvents(_ context.Context, sessionID string, limit int) ([]lifecycle.Event, error) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	all := st.usage.events[sessionID]
+	out := make([]lifecycle.Event, 0, min(limit, len(all)))
+	for i := len(all) - 1; i >= 0 && len(out) < limit; i-- {
+		out = append(out, all[i])
+	}
+	return out, nil
+}

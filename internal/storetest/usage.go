@@ -1,0 +1,241 @@
+package storetest
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sandmanhq/sandman/internal/lifecycle"
+)
+
+// ReplayStart is when Replay's session is created: 22:00 UTC, so its
+// transitions cross midnight.
+var ReplayStart = time.Date(2026, 3, 1, 22, 0, 0, 0, time.UTC)
+
+// Replay returns the events of one session's life, in version order, as
+// the publisher hands them to a UsageStore: create, running, pause,
+// resume, a pause that crosses midnight, and a delete. Each event's Since
+// is the previous event's Time. ReplayWant is what they add up to.
+func Replay(sessionID, account, provider string) []lifecycle.Event {
+	at := func(d time.Duration) time.Time { return ReplayStart.Add(d) }
+	steps := []struct {
+		to lifecycle.State
+		t  time.Time
+	}{
+		{lifecycle.StateProvisioning, at(0)},
+		{lifecycle.StateRunning, at(3 * time.Second)},                           // 3 s provisioning
+		{lifecycle.StatePausing, at(30 * time.Minute)},                          // 1,797 s running
+		{lifecycle.StatePaused, at(30*time.Minute + 2*time.Second)},             // 2 s pausing; pause 1
+		{lifecycle.StateResuming, at(time.Hour)},                                // 1,798 s paused
+		{lifecycle.StateRunning, at(time.Hour + 1500*time.Millisecond)},         // 1.5 s resuming; resume 1
+		{lifecycle.StatePausing, at(2*time.Hour + 10*time.Minute)},              // 3,598.5 s on 03-01, 600 s on 03-02
+		{lifecycle.StatePaused, at(2*time.Hour + 10*time.Minute + time.Second)}, // 1 s; pause 2 (03-02)
+		{lifecycle.StateKilled, at(3 * time.Hour)},                              // 2,999 s paused
+	}
+	var evs []lifecycle.Event
+	var from lifecycle.State
+	var since time.Time
+	for i, s := range steps {
+		v := int64(i + 1)
+		evs = append(evs, lifecycle.Event{EventID: lifecycle.EventID(sessionID, v), SessionID: sessionID, AccountID: account,
+			SandboxID: "sbx-" + sessionID, From: from, To: s.to, Version: v, Reason: lifecycle.ReasonRequest,
+			Time: s.t, Provider: provider, Since: since})
+		from, since = s.to, s.t
+	}
+	return evs
+}
+
+// ReplayWant is the account-day rows Replay's events add up to, by hand
+// from the transitions' times.
+var ReplayWant = []lifecycle.UsageRow{
+	{Day: "2026-03-01", RunningMS: (3+1797+2+3598)*1000 + 1500 + 500, PausedMS: 1798 * 1000, Pauses: 1, Resumes: 1},
+	{Day: "2026-03-02", RunningMS: 601 * 1000, PausedMS: 2999 * 1000, Pauses: 1},
+}
+
+// testUsage checks RecordTransition, UsageRows and SessionEvents: a replay
+// adds up to the second, a redelivered or older event changes nothing,
+// session rows paginate, and concurrent recorders of the same events count
+// each once.
+func testUsage(t *testing.T, newStore NewStore) {
+	usage := func(tb testing.TB, st lifecycle.Store) lifecycle.UsageStore {
+		tb.Helper()
+		us, ok := st.(lifecycle.UsageStore)
+		if !ok {
+			tb.Fatalf("%T is not a lifecycle.UsageStore", st)
+		}
+		return us
+	}
+	days := func(t *testing.T, us lifecycle.UsageStore, account string) []lifecycle.UsageRow {
+		t.Helper()
+		page, err := us.UsageRows(t.Context(), lifecycle.UsageQuery{AccountID: account, From: "2026-02-28", To: "2026-03-03"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return page.Rows
+	}
+	check := func(t *testing.T, got []lifecycle.UsageRow, want []lifecycle.UsageRow, provider string, times int64) {
+		t.Helper()
+		if len(got) != len(want) {
+			t.Fatalf("rows = %+v, want %d rows", got, len(want))
+		}
+		for i, w := range want {
+			w.Provider = provider
+			w.RunningMS, w.PausedMS, w.Pauses, w.Resumes = w.RunningMS*times, w.PausedMS*times, w.Pauses*times, w.Resumes*times
+			if got[i] != w {
+				t.Errorf("row %d = %+v, want %+v", i, got[i], w)
+			}
+		}
+	}
+
+	t.Run("ReplayToTheSecond", func(t *testing.T) {
+		us := usage(t, newStore(t))
+		for _, ev := range Replay(SessionID(7001), "acct-u", "e2b") {
+			if err := us.RecordTransition(t.Context(), ev); err != nil {
+				t.Fatalf("record %s: %v", ev.EventID, err)
+			}
+		}
+		check(t, days(t, us, "acct-u"), ReplayWant, "e2b", 1)
+		page, err := us.UsageRows(t.Context(), lifecycle.UsageQuery{AccountID: "acct-u", From: "2026-03-01", To: "2026-03-02", BySession: true, Limit: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []lifecycle.UsageRow{ReplayWant[0], ReplayWant[1]}
+		for i := range want {
+			want[i].SessionID = SessionID(7001)
+		}
+		check(t, page.Rows, want, "e2b", 1)
+		if page.Cursor != "" {
+			t.Errorf("cursor = %q on the last page", page.Cursor)
+		}
+		if rows := days(t, us, "acct-other"); len(rows) != 0 {
+			t.Errorf("another account sees %+v", rows)
+		}
+		one, err := us.UsageRows(t.Context(), lifecycle.UsageQuery{AccountID: "acct-u", From: "2026-03-02", To: "2026-03-02"})
+		if err != nil || len(one.Rows) != 1 || one.Rows[0].Day != "2026-03-02" {
+			t.Errorf("one day = %+v, %v; want only 2026-03-02", one.Rows, err)
+		}
+	})
+
+	t.Run("DuplicateNotCounted", func(t *testing.T) {
+		us := usage(t, newStore(t))
+		evs := Replay(SessionID(7002), "acct-d", "daytona")
+		for i, ev := range evs {
+			for range 2 { // every event delivered twice
+				if err := us.RecordTransition(t.Context(), ev); err != nil {
+					t.Fatalf("record %s: %v", ev.EventID, err)
+				}
+			}
+			if i > 0 { // and an older one again after it
+				if err := us.RecordTransition(t.Context(), evs[i-1]); err != nil {
+					t.Fatalf("record %s again: %v", evs[i-1].EventID, err)
+				}
+			}
+		}
+		check(t, days(t, us, "acct-d"), ReplayWant, "daytona", 1)
+		got, err := us.SessionEvents(t.Context(), SessionID(7002), 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(evs) {
+			t.Fatalf("SessionEvents = %d events, want %d (one per version)", len(got), len(evs))
+		}
+	})
+
+	t.Run("SessionEvents", func(t *testing.T) {
+		us := usage(t, newStore(t))
+		evs := Replay(SessionID(7003), "acct-e", "e2b")
+		for _, ev := range evs {
+			if err := us.RecordTransition(t.Context(), ev); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, err := us.SessionEvents(t.Context(), SessionID(7003), 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 3 {
+			t.Fatalf("got %d events, want the last 3", len(got))
+		}
+		for i, g := range got {
+			w := evs[len(evs)-1-i]
+			w.Provider, w.Since = "", time.Time{}
+			if !g.Time.Equal(w.Time) {
+				t.Errorf("event %d time = %v, want %v", i, g.Time, w.Time)
+			}
+			g.Time = w.Time
+			if g != w {
+				t.Errorf("event %d = %+v, want %+v (newest first)", i, g, w)
+			}
+		}
+		if none, err := us.SessionEvents(t.Context(), SessionID(7999), 10); err != nil || len(none) != 0 {
+			t.Errorf("unknown session: %v, %v; want none", none, err)
+		}
+	})
+
+	t.Run("SessionPages", func(t *testing.T) {
+		us := usage(t, newStore(t))
+		for i := range 5 {
+			for _, ev := range Replay(SessionID(7100+i), "acct-p", "e2b") {
+				if err := us.RecordTransition(t.Context(), ev); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		seen := map[string]int{}
+		cursor, pages := "", 0
+		for {
+			page, err := us.UsageRows(t.Context(), lifecycle.UsageQuery{AccountID: "acct-p", From: "2026-03-01", To: "2026-03-02", BySession: true, Limit: 3, Cursor: cursor})
+			if err != nil {
+				t.Fatal(err)
+			}
+			pages++
+			for _, r := range page.Rows {
+				seen[r.Day+"/"+r.SessionID]++
+			}
+			if cursor = page.Cursor; cursor == "" {
+				break
+			}
+			if pages > 10 {
+				t.Fatal("pagination does not end")
+			}
+		}
+		if got, want := len(seen), 10; got != want || pages != 4 {
+			t.Errorf("saw %d distinct session-days in %d pages, want %d in 4", got, pages, want)
+		}
+		for k, n := range seen {
+			if n != 1 {
+				t.Errorf("%s seen %d times", k, n)
+			}
+		}
+		if _, err := us.UsageRows(t.Context(), lifecycle.UsageQuery{AccountID: "acct-p", From: "2026-03-01", To: "2026-03-02", BySession: true, Limit: 3, Cursor: "bm90LW91cnM"}); !lifecycle.IsCode(err, lifecycle.CodeInvalid) {
+			t.Errorf("foreign cursor: err = %v, want invalid", err)
+		}
+	})
+
+	t.Run("ConcurrentRecorders", func(t *testing.T) {
+		us := usage(t, newStore(t))
+		const sessions, recorders = 6, 3
+		var wg sync.WaitGroup
+		errs := make(chan error, sessions*recorders)
+		for i := range sessions {
+			evs := Replay(SessionID(7200+i), "acct-c", "e2b")
+			for range recorders { // every session's events recorded by 3 at once
+				wg.Go(func() {
+					for _, ev := range evs {
+						if err := us.RecordTransition(t.Context(), ev); err != nil {
+							errs <- fmt.Errorf("record %s: %w", ev.EventID, err)
+							return
+						}
+					}
+				})
+			}
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
+		check(t, days(t, us, "acct-c"), ReplayWant, "e2b", sessions)
+	})
+}
