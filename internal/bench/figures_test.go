@@ -402,3 +402,42 @@ func reportLatency(b *testing.B, lat []time.Duration) {
 	b.ReportMetric(s.P50MS, "p50-ms")
 	b.ReportMetric(s.P99MS, "p99-ms")
 }
+
+func TestRunChannel(t *testing.T) {
+	env := MustEnv(t)
+	res, err := RunChannel(t.Context(), env, ChannelConfig{Rounds: 3, Sessions: 4, ClientsPerSession: 3, Workers: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name             string
+		run              ChannelRun
+		sessions, client int
+	}{
+		{"Single", res.Single, 3, 3},
+		{"FanOut", res.FanOut, 4, 12},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got, want := c.run.Sessions, c.sessions; got != want {
+				t.Errorf("sessions = %d, want %d", got, want)
+			}
+			if got, want := c.run.Delivered, c.client; got != want {
+				t.Errorf("clients that saw paused = %d, want %d", got, want)
+			}
+			if got, want := c.run.Latency.N, c.client; got != want {
+				t.Errorf("latency samples = %d, want %d", got, want)
+			}
+			// Each client hears at least the paused push after its greeting.
+			if c.run.Pushes < c.client {
+				t.Errorf("pushes = %d, want at least %d", c.run.Pushes, c.client)
+			}
+		})
+	}
+	// Creates (provisioning, running) and pauses (pausing, paused): 4 per session.
+	if got, want := res.Transitions, 4*(3+4); got != want {
+		t.Errorf("transitions = %d, want %d", got, want)
+	}
+	if got, want := res.Notified, res.Transitions; got != want {
+		t.Errorf("notified = %d, want %d", got, want)
+	}
+}
