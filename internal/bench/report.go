@@ -41,6 +41,7 @@ type Report struct {
 	Cost      *CostSection     `json:"cost,omitempty"`
 	Outbox    *OutboxResult    `json:"outbox,omitempty"`
 	Channel   *ChannelResult   `json:"channel,omitempty"`
+	Timers    *TimersResult    `json:"timers,omitempty"`
 
 	Errors []string `json:"errors,omitempty"`
 }
@@ -129,6 +130,9 @@ func (r *Report) Markdown() string {
 	}
 	if c := r.Channel; c != nil {
 		r.channelSection(&b, c)
+	}
+	if t := r.Timers; t != nil {
+		r.timersSection(&b, t)
 	}
 	if len(r.Errors) > 0 {
 		p("## Failures\n\n")

@@ -31,7 +31,7 @@ import (
 )
 
 // figures names what -only can select, in the order they run.
-var figures = []string{"status", "webhook", "sweep", "coldstart", "cost", "outbox", "channel"}
+var figures = []string{"status", "webhook", "sweep", "coldstart", "cost", "outbox", "channel", "timers"}
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -71,6 +71,14 @@ func run(ctx context.Context, args []string) error {
 	fs.IntVar(&ch.Rounds, "channel-rounds", 100, "sessions with one client each, paused one at a time")
 	fs.IntVar(&ch.Sessions, "channel-sessions", 100, "sessions of the fan-out run, all paused at once")
 	fs.IntVar(&ch.ClientsPerSession, "channel-clients", 10, "clients per session in the fan-out run")
+	var tm bench.TimersConfig
+	fs.IntVar(&tm.Population, "timers-population", 300, "divide issue 19's counts (100,000 deadlines per 5 min, 20,000 calls per 30 s) by this")
+	fs.IntVar(&tm.Compress, "timers-compress", 30, "divide issue 19's durations (5 min sweep, 1 min margin, 30 s rate window) by this")
+	fs.IntVar(&tm.Intervals, "timers-intervals", 2, "sweep intervals the deadlines are spread over")
+	fs.DurationVar(&tm.PauseLatency, "timers-pause-latency", 0, "provider pause latency (a real sleep); 0: it answers at once")
+	fs.BoolVar(&tm.SweepOnly, "timers-sweep-only", true, "also run the same load with the sweep alone (no timers)")
+	fs.BoolVar(&tm.Bunched, "timers-bunched", true, "also run timers with one interval's deadlines at one instant")
+	fs.BoolVar(&tm.DynamoDB, "timers-dynamodb", false, "run the timers figure on DynamoDB Local instead of the in-memory store")
 	var cold bench.ColdStartConfig
 	fs.IntVar(&cold.Runs, "coldstart-runs", 11, "fresh processes per function")
 	if err := fs.Parse(args); err != nil {
@@ -201,6 +209,17 @@ func run(ctx context.Context, args []string) error {
 			}
 		} else {
 			rep.Channel = &r
+		}
+	}
+
+	if selected["timers"] {
+		if r, err := bench.RunTimers(ctx, env, tm); err != nil {
+			failed("timers", err)
+			if len(r.Runs) > 0 {
+				rep.Timers = &r
+			}
+		} else {
+			rep.Timers = &r
 		}
 	}
 
