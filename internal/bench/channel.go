@@ -195,7 +195,7 @@ func RunChannel(ctx context.Context, env *Env, cfg ChannelConfig) (ChannelResult
 	if err != nil {
 		return res, err
 	}
-	store := dynamo.New(env.Client, table, dynamo.WithLogger(env.Log))
+	store := env.Store(table)
 	commits := &commitClock{Store: store, at: map[string]time.Time{}}
 	svc := lifecycle.NewService(lifecycle.Config{Store: commits, Provider: fakeprovider.New(), Clock: lifecycle.SystemClock{},
 		Policy: lifecycle.DefaultPolicy(), Log: env.Log, Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }})

@@ -174,7 +174,7 @@ func RunColdStart(ctx context.Context, env *Env, cfg ColdStartConfig) (ColdStart
 		return ColdStartResult{}, err
 	}
 	defer drop()
-	store := dynamo.New(env.Client, table, dynamo.WithLogger(env.Log))
+	store := env.Store(table)
 	if err := store.PutAPIKey(ctx, lifecycle.APIKey{Hash: apigw.HashAPIKey(apigw.DevAPIKey),
 		AccountID: apigw.DevAccountID, CreatedAt: time.Now().UTC()}); err != nil {
 		return ColdStartResult{}, fmt.Errorf("store the dev api key: %w", err)

@@ -156,7 +156,7 @@ func RunOutbox(ctx context.Context, env *Env, cfg OutboxConfig) (OutboxResult, e
 		Credentials: credentials.NewStaticCredentialsProvider("local", "local", "")})
 	bus := eventbridge.New(ebClient, "bench-bus", eventbridge.WithLogger(env.Log))
 
-	commits := &commitClock{Store: dynamo.New(env.Client, table, dynamo.WithLogger(env.Log)), at: map[string]time.Time{}}
+	commits := &commitClock{Store: env.Store(table), at: map[string]time.Time{}}
 	provider := fakeprovider.New()
 	svc := func(store lifecycle.Store) *lifecycle.Service {
 		return lifecycle.NewService(lifecycle.Config{Store: store, Provider: provider, Clock: lifecycle.SystemClock{},

@@ -227,7 +227,7 @@ func newSweepBench(ctx context.Context, env *Env, cfg SweepConfig) (*sweepBench,
 		cfg:      cfg,
 		t0:       t0,
 		clock:    clock,
-		store:    dynamo.New(env.Client, table, dynamo.WithLogger(env.Log)),
+		store:    env.Store(table),
 		provider: fakeprovider.New(fakeprovider.WithClock(clock)),
 	}, drop, nil
 }

@@ -14,7 +14,6 @@ import (
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/time/rate"
 
-	"github.com/sandmanhq/sandman/internal/dynamo"
 	"github.com/sandmanhq/sandman/internal/fakeprovider"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/localtimer"
@@ -297,7 +296,7 @@ func runTimersMode(ctx context.Context, env *Env, cfg TimersConfig, sc timersSca
 			return run, err
 		}
 		defer drop()
-		base = dynamo.New(env.Client, table, dynamo.WithLogger(env.Log))
+		base = env.Store(table)
 	}
 	clock := &shiftedClock{}
 	fake := fakeprovider.New(fakeprovider.WithClock(clock))
