@@ -4,8 +4,9 @@
 #   go run ./internal/cmd/bench -out bench-results/
 # against it, and copies the markdown report to docs/BENCH.md. Raw figures,
 # builds and logs stay in bench-results/ (git-ignored). Progress goes to
-# stderr. A run on 2 cores takes about 10 minutes, most of it seeding and
-# sweeping 100,000 sessions and building the functions twice.
+# stderr. A run on 2 cores takes about 15 minutes, most of it seeding and
+# sweeping 100,000 sessions, building the functions twice, and the real-time
+# client-channel and pause-timer figures (about 1.5 min each).
 #
 # Usage: scripts/bench.sh [bench flags...]   e.g. scripts/bench.sh -only status,webhook
 #        (see `go run ./internal/cmd/bench -h`; docs/BENCH.md is only

@@ -139,6 +139,9 @@ type ColdStartResult struct {
 	BuildFlags string              `json:"build_flags"`
 	BuildSecs  float64             `json:"build_seconds"`
 	Functions  []FunctionColdStart `json:"functions"`
+	// PutEventsCalls is how many PutEvents requests the loopback fake
+	// EventBridge received (from the publisher's runs).
+	PutEventsCalls int64 `json:"put_events_calls"`
 }
 
 // RunColdStart builds every function twice with BuildFlags (linux/arm64 as
@@ -171,7 +174,7 @@ func RunColdStart(ctx context.Context, env *Env, cfg ColdStartConfig) (ColdStart
 		return ColdStartResult{}, err
 	}
 	defer drop()
-	store := dynamo.New(dynamo.Config{Client: env.Client, Table: table, Log: env.Log})
+	store := env.Store(table)
 	if err := store.PutAPIKey(ctx, lifecycle.APIKey{Hash: apigw.HashAPIKey(apigw.DevAPIKey),
 		AccountID: apigw.DevAccountID, CreatedAt: time.Now().UTC()}); err != nil {
 		return ColdStartResult{}, fmt.Errorf("store the dev api key: %w", err)
@@ -180,6 +183,11 @@ func RunColdStart(ctx context.Context, env *Env, cfg ColdStartConfig) (ColdStart
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return ColdStartResult{}, err
 	}
+	// The publisher puts its events on EventBridge: a loopback fake that
+	// accepts every entry, reached through the SDK's service endpoint
+	// variable (what a deployed function has is the real service).
+	eb, putEvents := fakeEventBridge()
+	defer eb.Close()
 
 	for _, fn := range cfg.Functions {
 		fc := FunctionColdStart{Function: fn}
@@ -197,11 +205,18 @@ func RunColdStart(ctx context.Context, env *Env, cfg ColdStartConfig) (ColdStart
 		ev := &coldEvents{env: env, store: store, function: fn}
 		for run := range cfg.Runs {
 			payloads, what, err := ev.payloads(ctx, run)
+			if errors.Is(err, errNoColdEvent) {
+				// A function this figure has no event for yet: reported as
+				// failed runs, the other functions are still measured.
+				fc.Event = "none"
+				fc.Runs = append(fc.Runs, ColdRun{Failed: err.Error()})
+				continue
+			}
 			if err != nil {
 				return ColdStartResult{}, fmt.Errorf("%s: %w", fn, err)
 			}
 			fc.Event = what
-			cr := coldRun(ctx, bin, fn, run, coldEnv(fn, table, env.Endpoint), logDir, payloads)
+			cr := coldRun(ctx, bin, fn, run, coldEnv(fn, table, env.Endpoint, eb.URL), logDir, payloads)
 			fc.Runs = append(fc.Runs, cr)
 		}
 		summarizeCold(&fc)
@@ -209,6 +224,7 @@ func RunColdStart(ctx context.Context, env *Env, cfg ColdStartConfig) (ColdStart
 			fn, float64(fc.ZipBytes)/1e6, fc.InitMedianMS, fc.FirstInvokeMedianMS, fc.Outcome)
 		res.Functions = append(res.Functions, fc)
 	}
+	res.PutEventsCalls = putEvents.get()
 	return res, nil
 }
 
@@ -239,12 +255,17 @@ func summarizeCold(fc *FunctionColdStart) {
 
 func fromMS(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
 
+// benchEventBus is the event bus the publisher is configured with.
+const benchEventBus = "sandman-bench"
+
 // coldEnv is the environment of a function process: what Lambda sets
 // (including the deployed memory size), what the stack sets (table,
-// provider, the webhook secret in its local form), and DynamoDB Local.
-// Nothing is inherited from the benchmark's own environment, so no
-// developer AWS configuration leaks in.
-func coldEnv(fn, table, endpoint string) []string {
+// provider, the webhook secret in its local form, the event bus), DynamoDB
+// Local, and EventBridge at eventBridgeURL (AWS_ENDPOINT_URL_EVENTBRIDGE,
+// the SDK's service-specific endpoint variable). Nothing is inherited from
+// the benchmark's own environment, so no developer AWS configuration leaks
+// in.
+func coldEnv(fn, table, endpoint, eventBridgeURL string) []string {
 	return []string{
 		"PATH=/usr/local/bin:/usr/bin:/bin",
 		"LANG=en_US.UTF-8",
@@ -264,6 +285,8 @@ func coldEnv(fn, table, endpoint string) []string {
 		app.EnvDynamoEndpoint + "=" + endpoint,
 		app.EnvProvider + "=" + app.ProviderFake,
 		app.EnvWebhookSecret + "=" + benchWebhookSecret,
+		app.EnvEventBus + "=" + benchEventBus,
+		"AWS_ENDPOINT_URL_EVENTBRIDGE=" + eventBridgeURL,
 	}
 }
 
@@ -353,13 +376,23 @@ func describeOutcome(inv Invocation) string {
 		StatusCode int    `json:"statusCode"`
 		Body       string `json:"body"`
 		Paused     *int   `json:"paused"`
+		// BatchItemFailures answers a stream or queue batch
+		// (events.DynamoDBEventResponse, events.SQSEventResponse; null when
+		// every record was done).
+		BatchItemFailures []json.RawMessage `json:"batchItemFailures"`
 	}
 	if err := json.Unmarshal(inv.Body, &resp); err != nil {
 		return "unreadable response"
 	}
 	if resp.StatusCode == 0 {
-		if resp.Paused != nil {
+		var keys map[string]json.RawMessage
+		_ = json.Unmarshal(inv.Body, &keys)
+		_, batch := keys["batchItemFailures"]
+		switch {
+		case resp.Paused != nil:
 			return "summary"
+		case batch:
+			return fmt.Sprintf("%d batch item failures", len(resp.BatchItemFailures))
 		}
 		return "ok"
 	}
@@ -443,6 +476,12 @@ func (c *coldEvents) payloads(ctx context.Context, run int) ([][]byte, string, e
 			return nil, "", err
 		}
 		return [][]byte{raw, raw}, "events/scheduled/idlepause.json (a sweep of the small benchmark table)", nil
+	case routes.Publisher:
+		raw, err := c.env.Fixture("stream/session-transitions.json")
+		if err != nil {
+			return nil, "", err
+		}
+		return [][]byte{raw, raw}, "events/stream/session-transitions.json (a DynamoDB stream batch; its transitions put on a loopback fake EventBridge)", nil
 	case routes.Pauser:
 		raw, err := c.env.Fixture("queue/pauser.json")
 		if err != nil {
@@ -450,8 +489,11 @@ func (c *coldEvents) payloads(ctx context.Context, run int) ([][]byte, string, e
 		}
 		return [][]byte{raw, raw}, "events/queue/pauser.json (an unknown session's timer fires idle, a malformed one is dropped; no provider call)", nil
 	}
-	return nil, "", fmt.Errorf("no cold-start event for function %q", c.function)
+	return nil, "", fmt.Errorf("function %q: %w", c.function, errNoColdEvent)
 }
+
+// errNoColdEvent: the cold-start figure has no event for a function.
+var errNoColdEvent = errors.New("no cold-start event")
 
 // session writes a session of the dev account in state, with a sandbox id
 // of its own, and returns its id.

@@ -28,6 +28,21 @@
 //     (linux/amd64), its init duration and first invocations against
 //     RuntimeAPI, a minimal Lambda Runtime API served in process (AWS's
 //     Runtime Interface Emulator is not available here).
+//   - RunOutbox: snapshot and resume with the event published in the
+//     request's path against through the table's stream, and the lag from
+//     commit to event through the local stream poller.
+//   - RunChannel: the client channel as the local stack runs it (issue
+//     18): commit of a pause → a WebSocket client holding the push, through
+//     the stream poller, channel.Handler as notifier and
+//     localstack.WSGateway over real sockets; one client per session
+//     paused one at a time, then 1,000 clients on 100 sessions paused at
+//     once (every client must get its push).
+//   - RunTimers: how late pauses land on the real timer and sweep code
+//     (issue 19): lifecycle.Service with internal/localtimer and
+//     internal/sweep against a fake provider behind a sliding-window rate
+//     limit, in real time, at issue 19's load scaled down (counts and
+//     durations divided, the ratio of deadlines to the limit kept); with
+//     the sweep alone and with bunched deadlines for comparison.
 //
 // Report gathers them with the Machine they ran on and renders the markdown
 // report (Report.Markdown) and the raw figures (JSON).

@@ -96,6 +96,14 @@ func (e *Env) NewTable(ctx context.Context, prefix string) (string, func(), erro
 	return name, drop, nil
 }
 
+// Store returns the session store on table as a deployment without a
+// running quota builds it (SANDMAN_MAX_RUNNING 0, the default; internal/app
+// sets dynamo.Config.WithoutRunningSlots then): each session write is one
+// conditional PutItem, with no per-account counter item in a transaction.
+func (e *Env) Store(table string) *dynamo.Store {
+	return dynamo.New(dynamo.Config{Client: e.Client, Table: table, Log: e.Log, WithoutRunningSlots: true})
+}
+
 // Fixture reads events/<rel> from the repository.
 func (e *Env) Fixture(rel string) ([]byte, error) {
 	b, err := os.ReadFile(filepath.Join(e.RepoDir, "events", rel))

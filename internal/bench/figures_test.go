@@ -175,18 +175,22 @@ func TestRunSweep(t *testing.T) {
 	if got, want := res.Summary.Paused, 30; got != want {
 		t.Errorf("paused = %d, want %d", got, want)
 	}
-	// running → pausing keeps the running slot (PutItem); pausing → paused
-	// releases it with the quota counter (TransactWriteItems).
-	if got, want := res.Ops[OpPutItem]+res.Ops[OpTransactWriteItems], int64(2*30); got != want {
-		t.Errorf("PutItem + TransactWriteItems requests = %d, want %d (two conditional writes per pause)", got, want)
+	// running → pausing, pausing → paused: one conditional PutItem each, as
+	// deployed without a quota (no running-slot counter, no transaction).
+	if got, want := res.Ops[OpPutItem], int64(2*30); got != want {
+		t.Errorf("PutItem requests = %d, want %d (two conditional writes per pause)", got, want)
+	}
+	if got := res.Ops[OpTransactWriteItems]; got != 0 {
+		t.Errorf("TransactWriteItems requests = %d, want 0 (no quota: no running-slot counter)", got)
 	}
 	if res.Ops[OpQuery] == 0 {
 		t.Error("no Query: the sweep found its candidates some other way")
 	}
-	// a running session takes a running slot: its write moves the quota
-	// counter with it (TransactWriteItems)
-	if got, want := res.Seed.Ops[OpPutItem]+res.Seed.Ops[OpTransactWriteItems], int64(300); got != want {
-		t.Errorf("seeding PutItem + TransactWriteItems requests = %d, want %d", got, want)
+	if got, want := res.Seed.Ops[OpPutItem], int64(300); got != want {
+		t.Errorf("seeding PutItem requests = %d, want %d", got, want)
+	}
+	if got := res.Seed.Ops[OpTransactWriteItems]; got != 0 {
+		t.Errorf("seeding TransactWriteItems requests = %d, want 0", got)
 	}
 	if got, want := res.BoundSeconds, 0.004; got != want { // 30 × 1 ms ÷ 8, to the ms
 		t.Errorf("bound = %v s, want %v", got, want)
@@ -201,8 +205,11 @@ func TestRunSweep(t *testing.T) {
 	if got, want := c.Summary.Paused, 30; got != want {
 		t.Errorf("control paused = %d, want %d (ControlIdle defaults to Idle)", got, want)
 	}
-	if got, want := c.Ops[OpPutItem]+c.Ops[OpTransactWriteItems], int64(2*30); got != want {
-		t.Errorf("control PutItem + TransactWriteItems requests = %d, want %d", got, want)
+	if got, want := c.Ops[OpPutItem], int64(2*30); got != want {
+		t.Errorf("control PutItem requests = %d, want %d", got, want)
+	}
+	if got := c.Ops[OpTransactWriteItems]; got != 0 {
+		t.Errorf("control TransactWriteItems requests = %d, want 0", got)
 	}
 }
 
@@ -270,10 +277,12 @@ func TestRunWebhook(t *testing.T) {
 			if got := c.run.Ops[OpQuery]; got != int64(c.want) {
 				t.Errorf("Query requests = %d, want %d (one sandbox lookup per delivery)", got, c.want)
 			}
-			// the dedupe claim (PutItem) and the transition, which releases
-			// the running slot with the quota counter (TransactWriteItems)
-			if got := c.run.Ops[OpPutItem] + c.run.Ops[OpTransactWriteItems]; got != int64(2*c.want) {
-				t.Errorf("PutItem + TransactWriteItems requests = %d, want %d (transition and dedupe claim)", got, 2*c.want)
+			// the dedupe claim and the transition: one PutItem each
+			if got := c.run.Ops[OpPutItem]; got != int64(2*c.want) {
+				t.Errorf("PutItem requests = %d, want %d (transition and dedupe claim)", got, 2*c.want)
+			}
+			if got := c.run.Ops[OpTransactWriteItems]; got != 0 {
+				t.Errorf("TransactWriteItems requests = %d, want 0 (no quota: no running-slot counter)", got)
 			}
 			if c.run.EventsPerSecond <= 0 {
 				t.Errorf("events/s = %v, want positive", c.run.EventsPerSecond)
@@ -401,4 +410,43 @@ func reportLatency(b *testing.B, lat []time.Duration) {
 	s := Summarize(lat)
 	b.ReportMetric(s.P50MS, "p50-ms")
 	b.ReportMetric(s.P99MS, "p99-ms")
+}
+
+func TestRunChannel(t *testing.T) {
+	env := MustEnv(t)
+	res, err := RunChannel(t.Context(), env, ChannelConfig{Rounds: 3, Sessions: 4, ClientsPerSession: 3, Workers: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name             string
+		run              ChannelRun
+		sessions, client int
+	}{
+		{"Single", res.Single, 3, 3},
+		{"FanOut", res.FanOut, 4, 12},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got, want := c.run.Sessions, c.sessions; got != want {
+				t.Errorf("sessions = %d, want %d", got, want)
+			}
+			if got, want := c.run.Delivered, c.client; got != want {
+				t.Errorf("clients that saw paused = %d, want %d", got, want)
+			}
+			if got, want := c.run.Latency.N, c.client; got != want {
+				t.Errorf("latency samples = %d, want %d", got, want)
+			}
+			// Each client hears at least the paused push after its greeting.
+			if c.run.Pushes < c.client {
+				t.Errorf("pushes = %d, want at least %d", c.run.Pushes, c.client)
+			}
+		})
+	}
+	// Creates (provisioning, running) and pauses (pausing, paused): 4 per session.
+	if got, want := res.Transitions, 4*(3+4); got != want {
+		t.Errorf("transitions = %d, want %d", got, want)
+	}
+	if got, want := res.Notified, res.Transitions; got != want {
+		t.Errorf("notified = %d, want %d", got, want)
+	}
 }

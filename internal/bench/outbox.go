@@ -156,7 +156,7 @@ func RunOutbox(ctx context.Context, env *Env, cfg OutboxConfig) (OutboxResult, e
 		Credentials: credentials.NewStaticCredentialsProvider("local", "local", "")})
 	bus := eventbridge.New(eventbridge.Config{Client: ebClient, Bus: "bench-bus", Log: env.Log})
 
-	commits := &commitClock{Store: dynamo.New(dynamo.Config{Client: env.Client, Table: table, Log: env.Log}), at: map[string]time.Time{}}
+	commits := &commitClock{Store: env.Store(table), at: map[string]time.Time{}}
 	provider := fakeprovider.New(fakeprovider.Config{})
 	svc := func(store lifecycle.Store) *lifecycle.Service {
 		return lifecycle.NewService(lifecycle.Config{Store: store, Provider: provider, Clock: lifecycle.SystemClock{},

@@ -40,6 +40,8 @@ type Report struct {
 	ColdStart *ColdStartResult `json:"cold_start,omitempty"`
 	Cost      *CostSection     `json:"cost,omitempty"`
 	Outbox    *OutboxResult    `json:"outbox,omitempty"`
+	Channel   *ChannelResult   `json:"channel,omitempty"`
+	Timers    *TimersResult    `json:"timers,omitempty"`
 
 	Errors []string `json:"errors,omitempty"`
 }
@@ -125,6 +127,12 @@ func (r *Report) Markdown() string {
 	}
 	if o := r.Outbox; o != nil {
 		r.outboxSection(&b, o)
+	}
+	if c := r.Channel; c != nil {
+		r.channelSection(&b, c)
+	}
+	if t := r.Timers; t != nil {
+		r.timersSection(&b, t)
 	}
 	if len(r.Errors) > 0 {
 		p("## Failures\n\n")
@@ -279,7 +287,7 @@ func (r *Report) coldStartSection(b *strings.Builder, c *ColdStartResult) {
 	p("`POST …/response`, `…/error`, `…/init/error`): AWS's Runtime Interface Emulator is not available here.\n\n")
 	p("*init* is from process start to its first `GET …/invocation/next`: loading the binary, the Go runtime, reading ")
 	p("the configuration and building the SDK clients and the handler; here no network call is made before the first request. ")
-	p("(In AWS every function but status also reads a Secrets Manager secret during init, the provider key or the webhook ")
+	p("(In AWS every function but status and publisher also reads a Secrets Manager secret during init, the provider key or the webhook ")
 	p("signing key: one more round trip that is not in these numbers, as the secrets are given in plain environment variables here.) ")
 	p("*first invoke* is from handing out the first event to its response: the first request of a fresh process, which also opens ")
 	p("the first connection to DynamoDB. *warm invoke* is the second event to the same process. Medians of %d runs.\n\n", c.Runs)
@@ -301,6 +309,7 @@ func (r *Report) coldStartSection(b *strings.Builder, c *ColdStartResult) {
 		}
 		p("%s: %s", f.Function, f.Event)
 	}
+	p(". The publisher's events went to a loopback fake EventBridge (`AWS_ENDPOINT_URL_EVENTBRIDGE`), which received %d PutEvents requests", c.PutEventsCalls)
 	p(".\n\nThis is a process on this machine, not a Lambda sandbox: Lambda's own overhead (placing the sandbox, ")
 	p("fetching and unpacking the zip, starting the runtime) and Graviton's speed are not in these numbers; the share ")
 	p("that is the binary's own start-up is.\n\n")

@@ -3,6 +3,7 @@ package bench
 import (
 	"archive/zip"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"os"
@@ -11,6 +12,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sandmanhq/sandman/internal/dynamo"
+	"github.com/sandmanhq/sandman/internal/routes"
 )
 
 // MustRuntimeAPI starts a RuntimeAPI serving payloads and closes it when the
@@ -228,6 +232,9 @@ func TestDescribeOutcome(t *testing.T) {
 		{"Snapshot", Invocation{Body: apiResp(200, `{"paused":true,"session":{"state":"paused"}}`)}, "200 paused"},
 		{"APIError", Invocation{Body: apiResp(503, `{"status":"error","error":"x","error_type":"sandbox_expired"}`)}, "503 sandbox_expired"},
 		{"Summary", Invocation{Body: []byte(`{"candidates":0,"paused":0}`)}, "summary"},
+		{"BatchAllDone", Invocation{Body: []byte(`{"batchItemFailures":[]}`)}, "0 batch item failures"},
+		{"BatchNull", Invocation{Body: []byte(`{"batchItemFailures":null}`)}, "0 batch item failures"},
+		{"BatchOneFailed", Invocation{Body: []byte(`{"batchItemFailures":[{"itemIdentifier":"1"}]}`)}, "1 batch item failures"},
 		{"FunctionError", Invocation{Error: true, Body: []byte(`{"errorType":"errorString","errorMessage":"boom"}`)}, "error: errorString boom"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -265,5 +272,37 @@ func TestSummarizeCold(t *testing.T) {
 	}
 	if got, want := fc.Outcome, "error: x, 200"; got != want {
 		t.Errorf("outcome = %q, want %q (the last finished run)", got, want)
+	}
+}
+
+// TestColdEventsEveryFunction: the cold-start figure has an event for
+// every function of routes.Functions (a function without one is reported
+// as failed runs, as the publisher was before it had one).
+func TestColdEventsEveryFunction(t *testing.T) {
+	env := MustEnv(t)
+	table, drop, err := env.NewTable(t.Context(), "bench-coldevents")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(drop)
+	store := dynamo.New(dynamo.Config{Client: env.Client, Table: table})
+	for _, fn := range routes.Functions {
+		t.Run(fn, func(t *testing.T) {
+			ev := &coldEvents{env: env, store: store, function: fn}
+			payloads, what, err := ev.payloads(t.Context(), 0)
+			if err != nil {
+				t.Fatalf("payloads: %v", err)
+			}
+			if got, want := len(payloads), 2; got != want {
+				t.Errorf("payloads = %d, want %d (a cold and a warm invocation)", got, want)
+			}
+			if what == "" {
+				t.Error("no description of the event")
+			}
+		})
+	}
+	ev := &coldEvents{env: env, store: store, function: "nosuchfunction"}
+	if _, _, err := ev.payloads(t.Context(), 0); !errors.Is(err, errNoColdEvent) {
+		t.Errorf("unknown function: err = %v, want errNoColdEvent", err)
 	}
 }

@@ -178,7 +178,7 @@ func NewStatusBench(ctx context.Context, env *Env, clock lifecycle.Clock) (*Stat
 		}
 	}()
 
-	store := dynamo.New(dynamo.Config{Client: env.Client, Table: table, Log: env.Log})
+	store := env.Store(table)
 	if err := store.PutAPIKey(ctx, lifecycle.APIKey{Hash: apigw.HashAPIKey(apigw.DevAPIKey),
 		AccountID: apigw.DevAccountID, CreatedAt: clock.Now()}); err != nil {
 		return nil, nil, fmt.Errorf("store the dev api key: %w", err)

@@ -227,7 +227,7 @@ func newSweepBench(ctx context.Context, env *Env, cfg SweepConfig) (*sweepBench,
 		cfg:      cfg,
 		t0:       t0,
 		clock:    clock,
-		store:    dynamo.New(dynamo.Config{Client: env.Client, Table: table, Log: env.Log}),
+		store:    env.Store(table),
 		provider: fakeprovider.New(fakeprovider.Config{Clock: clock}),
 	}, drop, nil
 }

@@ -16,7 +16,6 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/sandmanhq/sandman/internal/dynamo"
 	"github.com/sandmanhq/sandman/internal/e2b/e2bhook"
 	"github.com/sandmanhq/sandman/internal/fakeprovider"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
@@ -95,7 +94,7 @@ type webhookBench struct {
 
 func newWebhookBench(ctx context.Context, env *Env, table string) (*webhookBench, error) {
 	b := &webhookBench{env: env, provider: fakeprovider.New(fakeprovider.Config{})}
-	store := dynamo.New(dynamo.Config{Client: env.Client, Table: table, Log: env.Log})
+	store := env.Store(table)
 	pub := lifecycle.PublisherFunc(func(_ context.Context, evs ...lifecycle.Event) error {
 		b.published.Add(int64(len(evs)))
 		return nil

@@ -27,10 +27,11 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/sandmanhq/sandman/internal/bench"
+	"github.com/sandmanhq/sandman/internal/routes"
 )
 
 // figures names what -only can select, in the order they run.
-var figures = []string{"status", "webhook", "sweep", "coldstart", "cost", "outbox"}
+var figures = []string{"status", "webhook", "sweep", "coldstart", "cost", "outbox", "channel", "timers"}
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -66,6 +67,18 @@ func run(ctx context.Context, args []string) error {
 	fs.IntVar(&wh.Senders, "webhook-senders", 8, "concurrent senders")
 	var ob bench.OutboxConfig
 	fs.IntVar(&ob.Rounds, "outbox-rounds", 200, "sessions per mode (in path, stream), each snapshotted and resumed once")
+	var ch bench.ChannelConfig
+	fs.IntVar(&ch.Rounds, "channel-rounds", 100, "sessions with one client each, paused one at a time")
+	fs.IntVar(&ch.Sessions, "channel-sessions", 100, "sessions of the fan-out run, all paused at once")
+	fs.IntVar(&ch.ClientsPerSession, "channel-clients", 10, "clients per session in the fan-out run")
+	var tm bench.TimersConfig
+	fs.IntVar(&tm.Population, "timers-population", 300, "divide issue 19's counts (100,000 deadlines per 5 min, 20,000 calls per 30 s) by this")
+	fs.IntVar(&tm.Compress, "timers-compress", 30, "divide issue 19's durations (5 min sweep, 1 min margin, 30 s rate window) by this")
+	fs.IntVar(&tm.Intervals, "timers-intervals", 2, "sweep intervals the deadlines are spread over")
+	fs.DurationVar(&tm.PauseLatency, "timers-pause-latency", 0, "provider pause latency (a real sleep); 0: it answers at once")
+	fs.BoolVar(&tm.SweepOnly, "timers-sweep-only", true, "also run the same load with the sweep alone (no timers)")
+	fs.BoolVar(&tm.Bunched, "timers-bunched", true, "also run timers with one interval's deadlines at one instant")
+	fs.BoolVar(&tm.DynamoDB, "timers-dynamodb", false, "run the timers figure on DynamoDB Local instead of the in-memory store")
 	var cold bench.ColdStartConfig
 	fs.IntVar(&cold.Runs, "coldstart-runs", 11, "fresh processes per function")
 	if err := fs.Parse(args); err != nil {
@@ -165,6 +178,9 @@ func run(ctx context.Context, args []string) error {
 				if f.Failed > 0 || f.Errors > 0 {
 					failed("coldstart "+f.Function, fmt.Errorf("%d failed runs, %d error answers: %s", f.Failed, f.Errors, f.Outcome))
 				}
+				if f.Function == routes.Publisher && f.Failed < len(f.Runs) && r.PutEventsCalls == 0 {
+					failed("coldstart publisher", fmt.Errorf("the fake EventBridge received no PutEvents"))
+				}
 			}
 		}
 	}
@@ -182,6 +198,28 @@ func run(ctx context.Context, args []string) error {
 			failed("outbox", err)
 		} else {
 			rep.Outbox = &r
+		}
+	}
+
+	if selected["channel"] {
+		if r, err := bench.RunChannel(ctx, env, ch); err != nil {
+			failed("channel", err)
+			if r.FanOut.Clients > 0 || r.Single.Clients > 0 {
+				rep.Channel = &r
+			}
+		} else {
+			rep.Channel = &r
+		}
+	}
+
+	if selected["timers"] {
+		if r, err := bench.RunTimers(ctx, env, tm); err != nil {
+			failed("timers", err)
+			if len(r.Runs) > 0 {
+				rep.Timers = &r
+			}
+		} else {
+			rep.Timers = &r
 		}
 	}
 
