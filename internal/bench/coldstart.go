@@ -52,6 +52,8 @@ var deployed = map[string]deployedFunction{
 	routes.Webhook:   {15 * time.Second, 256},
 	routes.IdlePause: {4*time.Minute + 50*time.Second, 512},
 	routes.Pauser:    {time.Minute, 256},
+	routes.Channel:   {29 * time.Second, 256},
+	routes.Notifier:  {30 * time.Second, 128},
 }
 
 var defaultDeployed = deployedFunction{29 * time.Second, 256}
@@ -287,6 +289,11 @@ func coldEnv(fn, table, endpoint, eventBridgeURL string) []string {
 		app.EnvWebhookSecret + "=" + benchWebhookSecret,
 		app.EnvEventBus + "=" + benchEventBus,
 		"AWS_ENDPOINT_URL_EVENTBRIDGE=" + eventBridgeURL,
+		// The client channel's functions: a key set file the first start
+		// creates, and a Management API endpoint no run posts to (the
+		// events below push to no connection).
+		app.EnvClientTokenKeysFile + "=" + filepath.Join(os.TempDir(), "sandman-bench-client-token-keys.json"),
+		app.EnvWSManagementURL + "=" + eventBridgeURL,
 	}
 }
 
@@ -488,6 +495,18 @@ func (c *coldEvents) payloads(ctx context.Context, run int) ([][]byte, string, e
 			return nil, "", err
 		}
 		return [][]byte{raw, raw}, "events/queue/pauser.json (an unknown session's timer fires idle, a malformed one is dropped; no provider call)", nil
+	case routes.Channel:
+		raw, err := c.env.Fixture("ws/disconnect.json")
+		if err != nil {
+			return nil, "", err
+		}
+		return [][]byte{raw, raw}, "events/ws/disconnect.json (an unknown connection leaves; no push, no provider call)", nil
+	case routes.Notifier:
+		raw, err := c.env.Fixture("bus/session-paused.json")
+		if err != nil {
+			return nil, "", err
+		}
+		return [][]byte{raw, raw}, "events/bus/session-paused.json (a session with no connection; nothing to push)", nil
 	}
 	return nil, "", fmt.Errorf("function %q: %w", c.function, errNoColdEvent)
 }
