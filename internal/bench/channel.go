@@ -18,7 +18,6 @@ import (
 
 	"github.com/sandmanhq/sandman/internal/channel"
 	"github.com/sandmanhq/sandman/internal/clienttoken"
-	"github.com/sandmanhq/sandman/internal/dynamo"
 	"github.com/sandmanhq/sandman/internal/fakeprovider"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/localstack"
@@ -182,19 +181,11 @@ func (r *channelRig) closeClients() {
 func RunChannel(ctx context.Context, env *Env, cfg ChannelConfig) (ChannelResult, error) {
 	cfg = cfg.withDefaults()
 	res := ChannelResult{PollIntervalMS: ms(outbox.DefaultPollInterval), Workers: cfg.Workers}
-	table, drop, err := env.NewTable(ctx, "bench-channel")
+	table, drop, arn, streams, err := env.NewStreamTable(ctx, "bench-channel")
 	if err != nil {
 		return res, err
 	}
 	defer drop()
-	arn, err := dynamo.EnableStream(ctx, env.Client, table)
-	if err != nil {
-		return res, err
-	}
-	streams, err := dynamo.NewStreamsClient(ctx, env.Endpoint)
-	if err != nil {
-		return res, err
-	}
 	store := env.Store(table)
 	commits := &commitClock{Store: store, at: map[string]time.Time{}}
 	svc := lifecycle.NewService(lifecycle.Config{Store: commits, Provider: fakeprovider.New(fakeprovider.Config{}), Clock: lifecycle.SystemClock{},

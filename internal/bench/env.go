@@ -15,6 +15,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 
 	"github.com/sandmanhq/sandman/internal/dynamo"
 )
@@ -70,6 +71,23 @@ func (e *Env) Printf(format string, args ...any) {
 	if e.Progress != nil {
 		fmt.Fprintf(e.Progress, "bench: "+format+"\n", args...)
 	}
+}
+
+// NewStreamTable is NewTable with the table's stream enabled: it returns the
+// table, its drop function, the stream's ARN and a streams client on the
+// bench's endpoint (what the outbox poller reads).
+func (e *Env) NewStreamTable(ctx context.Context, prefix string) (table string, drop func(), arn string, streams *dynamodbstreams.Client, err error) {
+	if table, drop, err = e.NewTable(ctx, prefix); err != nil {
+		return "", nil, "", nil, err
+	}
+	if arn, err = dynamo.EnableStream(ctx, e.Client, table); err == nil {
+		streams, err = dynamo.NewStreamsClient(ctx, e.Endpoint)
+	}
+	if err != nil {
+		drop()
+		return "", nil, "", nil, err
+	}
+	return table, drop, arn, streams, nil
 }
 
 // NewTable creates a fresh sessions table named prefix plus a random suffix

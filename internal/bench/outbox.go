@@ -136,19 +136,11 @@ func RunOutbox(ctx context.Context, env *Env, cfg OutboxConfig) (OutboxResult, e
 		cfg.Rounds = 200
 	}
 	res := OutboxResult{Rounds: cfg.Rounds, PollIntervalMS: ms(outbox.DefaultPollInterval)}
-	table, drop, err := env.NewTable(ctx, "bench-outbox")
+	table, drop, arn, streams, err := env.NewStreamTable(ctx, "bench-outbox")
 	if err != nil {
 		return res, err
 	}
 	defer drop()
-	arn, err := dynamo.EnableStream(ctx, env.Client, table)
-	if err != nil {
-		return res, err
-	}
-	streams, err := dynamo.NewStreamsClient(ctx, env.Endpoint)
-	if err != nil {
-		return res, err
-	}
 
 	srv, calls := fakeEventBridge()
 	defer srv.Close()
