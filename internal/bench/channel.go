@@ -317,6 +317,11 @@ func (r *channelRig) run(ctx, readCtx context.Context, sessions, perSession, wor
 				r.mu.Unlock()
 				clients[i][j] = c
 				go func() { defer r.readers.Done(); c.read(readCtx) }()
+				// As sandman.js does on open: hello asks for the current
+				// status (API Gateway cannot push during $connect).
+				if err := conn.Write(gctx, websocket.MessageText, []byte(`{"action":"hello"}`)); err != nil {
+					return fmt.Errorf("hello: %w", err)
+				}
 				select {
 				case <-c.greeted:
 					return nil

@@ -142,7 +142,7 @@ type TimersRun struct {
 	// Landed counts pauses committed for due sessions; Wrong counts
 	// not-due sessions paused (want 0); Stranded counts due sessions not
 	// paused by the end (want 0; a pause the provider refused with a 429
-	// leaves its session pausing until the sweep reconciles its lease).
+	// rolls back to running and waits for the next timer or tick).
 	Landed   int `json:"landed"`
 	Wrong    int `json:"wrong"`
 	Stranded int `json:"stranded"`
@@ -499,7 +499,9 @@ func (l *limitedProvider) admit(op, id string) error {
 	l.recent = l.recent[cut:]
 	if len(l.recent) >= l.limit {
 		l.refused++
-		return lifecycle.Transientf(op, id, l.window-now.Sub(l.recent[0]), "429: more than %d calls in %v", l.limit, l.window)
+		e := lifecycle.Transientf(op, id, l.window-now.Sub(l.recent[0]), "429: more than %d calls in %v", l.limit, l.window)
+		e.Refused = true // a 429 is not processed (RFC 6585)
+		return e
 	}
 	l.recent = append(l.recent, now)
 	l.peak = max(l.peak, len(l.recent))
@@ -609,9 +611,9 @@ func (r *Report) timersSection(b *strings.Builder, t *TimersResult) {
 			numfmt.Thousands(run.ProviderCalls), run.Refused, run.PeakPerWindow, t.LimitPerWindow)
 	}
 	p("\nLateness is over the pauses that landed. A run ends once every due session is paused, or one interval after the ")
-	p("last tick that could pause the last deadline. A pause the provider refused (429) is rolled back or, when the provider cannot be asked ")
-	p("either, left `pausing` for the sweep to reconcile once its lease runs out, after the run; those sessions are in ")
-	p("*not paused by the end*. The timers and the sweep each pace their own calls: when a tick finds sessions already due ")
+	p("last tick that could pause the last deadline. A pause the provider refused (429) is rolled back to running at once ")
+	p("(a 429 is not processed, so the service does not ask again) and stays due for the next timer or tick; sessions still ")
+	p("due when the run ends are in *not paused by the end*. The timers and the sweep each pace their own calls: when a tick finds sessions already due ")
 	p("whose timers still wait for rate tokens, both call the provider at once.\n")
 	p("\nWhat scales and what does not: the sweep alone lands a pause up to one interval after its deadline, plus its wait ")
 	p("for rate tokens, so its lateness scales with the interval (× %d at the production 5 minutes). So does the queue ", t.Compress)

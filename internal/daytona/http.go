@@ -95,6 +95,7 @@ func (p *Provider) statusError(op, sandboxID string, r reply) error {
 		return lifecycle.NewProviderError(lifecycle.ErrSandboxConflict, op, sandboxID, cause)
 	case r.Status == http.StatusTooManyRequests || r.Status >= 500:
 		e := lifecycle.NewProviderError(lifecycle.ErrProviderTransient, op, sandboxID, cause)
+		e.Refused = r.Status == http.StatusTooManyRequests // not processed (RFC 6585)
 		e.RetryAfter = RetryAfterOf(r.Header, p.cfg.Clock.Now())
 		return e
 	case r.Status == http.StatusUnauthorized:
@@ -182,7 +183,7 @@ func (p *Provider) retry(ctx context.Context, op, sandboxID string, conflicts in
 		}
 		return true
 	}
-	return retry.Do(ctx, retry.Policy{Name: "daytona", Retryable: retryable, After: lifecycle.RetryAfter,
+	return retry.Do(ctx, retry.Policy{Name: "daytona", Settle: lifecycle.SettleRefused, Retryable: retryable, After: lifecycle.RetryAfter,
 		Base: p.cfg.RetryBase, MaxWait: p.cfg.RetryMaxWait, Sleep: p.cfg.Sleep, Log: p.cfg.Logger,
 	}, attempt, "op", op, "sandbox_id", sandboxID)
 }

@@ -457,8 +457,29 @@ func TestRetry(t *testing.T) {
 		if got, want := srv.Requests(e2btest.OpGet), 1; got != want {
 			t.Errorf("get requests = %d, want %d", got, want)
 		}
+		if !lifecycle.Refused(err) {
+			t.Errorf("a 429 on the only attempt: Refused false, want true (not processed)")
+		}
 		if got := len(sl.waits()); got != 0 {
 			t.Errorf("waits = %d, want 0", got)
+		}
+	})
+	t.Run("RefusedOnlyWhenEveryAttemptWas", func(t *testing.T) {
+		srv := e2btest.NewServer(t)
+		p, _ := MustProvider(t, srv)
+		MustPut(t, srv, "sbx", lifecycle.SandboxRunning, srv.Clock.Now().Add(time.Hour))
+		// A 503 (its outcome unknown), then a 429 with a wait beyond the cap.
+		srv.Fail(e2btest.OpGet, e2btest.Fault{Status: http.StatusServiceUnavailable, RetryAfter: "1"},
+			e2btest.Fault{Status: http.StatusTooManyRequests, RetryAfter: "60"})
+		_, err := p.Get(ctx, "sbx")
+		if !isKind(err, lifecycle.ErrProviderTransient) {
+			t.Fatalf("err = %v, want transient", err)
+		}
+		if got, want := srv.Requests(e2btest.OpGet), 2; got != want {
+			t.Fatalf("get requests = %d, want %d", got, want)
+		}
+		if lifecycle.Refused(err) {
+			t.Error("Refused after a 503 then a 429, want false: the 503's attempt may have acted")
 		}
 	})
 	t.Run("NoRetryPastDeadline", func(t *testing.T) {

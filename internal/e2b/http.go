@@ -78,6 +78,7 @@ func (p *Provider) statusError(op, sandboxID string, r reply) error {
 		return lifecycle.NewProviderError(lifecycle.ErrSandboxConflict, op, sandboxID, cause)
 	case r.Status == http.StatusTooManyRequests || r.Status >= 500:
 		e := lifecycle.NewProviderError(lifecycle.ErrProviderTransient, op, sandboxID, cause)
+		e.Refused = r.Status == http.StatusTooManyRequests // not processed (RFC 6585)
 		e.RetryAfter = retry.ParseAfter(r.Header.Get("Retry-After"), p.cfg.Clock.Now())
 		return e
 	case r.Status == http.StatusUnauthorized || r.Status == http.StatusForbidden:
@@ -112,7 +113,7 @@ func decodeError(op, sandboxID string, err error) error {
 // that honours the error's RetryAfter. Callers pass only idempotent
 // operations.
 func (p *Provider) retry(ctx context.Context, op, sandboxID string, attempt func(ctx context.Context) error) error {
-	return retry.Do(ctx, retry.Policy{Name: "e2b", After: lifecycle.RetryAfter,
+	return retry.Do(ctx, retry.Policy{Name: "e2b", Settle: lifecycle.SettleRefused, After: lifecycle.RetryAfter,
 		Retryable: func(err error, n int) bool {
 			return errors.Is(err, lifecycle.ErrProviderTransient) && n < p.cfg.MaxRetries
 		},

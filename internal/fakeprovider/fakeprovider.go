@@ -91,6 +91,9 @@ type Fault struct {
 	// effect, as when the provider acted but its answer was lost. By default
 	// a failed call changes nothing.
 	Applied bool
+	// Refused marks an injected failure that does not take effect as a
+	// refusal before acting (lifecycle.ProviderError.Refused, a 429).
+	Refused bool
 }
 
 // Config is what a Provider is built from (New). Every zero field means the
@@ -519,21 +522,21 @@ func (p *Provider) call(ctx context.Context, op Op, id string, do func(now time.
 func (p *Provider) draw(op Op, id string) (applied bool, err error) {
 	if q := p.failNext[op]; len(q) > 0 {
 		p.failNext[op] = q[1:]
-		return false, injectedError(op, id, q[0], 0)
+		return false, injectedError(op, id, q[0], 0, false)
 	}
 	f, ok := p.faults[op]
 	if !ok || f.Rate <= 0 || p.rng.Float64() >= f.Rate {
 		return false, nil
 	}
-	return f.Applied, injectedError(op, id, f.Kind, f.RetryAfter)
+	return f.Applied, injectedError(op, id, f.Kind, f.RetryAfter, f.Refused && !f.Applied)
 }
 
-func injectedError(op Op, id string, kind error, retryAfter time.Duration) error {
+func injectedError(op Op, id string, kind error, retryAfter time.Duration, refused bool) error {
 	if kind == nil {
 		kind = lifecycle.ErrProviderTransient
 	}
 	e := lifecycle.NewProviderError(kind, string(op), id, errors.New("injected fault"))
-	e.RetryAfter = retryAfter
+	e.RetryAfter, e.Refused = retryAfter, refused && kind == lifecycle.ErrProviderTransient
 	return e
 }
 

@@ -29,7 +29,7 @@ func (s *Service) Pause(ctx context.Context, sess *Session, reason string, guard
 	}, func(wctx context.Context, _ struct{}, err error) error {
 		to := StatePaused
 		if err != nil {
-			obs, oerr := s.observe(wctx, sess)
+			obs, oerr := s.afterFailure(wctx, sess, err, StateRunning)
 			if oerr != nil {
 				s.log().WarnContext(ctx, "pause outcome unknown; the lease reconciles it",
 					"session_id", sess.ID, "err", err, "observe_err", oerr)
@@ -78,6 +78,19 @@ func notGone(err error, op, sandboxID string) error {
 		return Transientf(op, sandboxID, 0, "the provider reported the sandbox gone, then present")
 	}
 	return err
+}
+
+// afterFailure says what a failed provider call left the sandbox as: was,
+// the state before the call, when the provider refused the request before
+// acting on it (Refused: a 429), without another call; otherwise what the
+// provider says when asked again (observe). A rate-limited pause thus rolls
+// back to running at once and stays due, instead of waiting in pausing for
+// its lease to run out because the second look was rate limited too.
+func (s *Service) afterFailure(ctx context.Context, sess *Session, err error, was State) (observation, error) {
+	if Refused(err) {
+		return observation{state: was}, nil
+	}
+	return s.observe(ctx, sess)
 }
 
 // observation is what the provider says of a sandbox when asked again.

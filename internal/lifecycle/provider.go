@@ -122,7 +122,13 @@ type ProviderError struct {
 	Op         string        // the provider operation, e.g. "pause"
 	SandboxID  string        // may be ""
 	RetryAfter time.Duration // transient only; 0 when the provider gave none
-	Err        error         // the underlying cause, may be nil
+	// Refused says the provider turned the request away before acting on
+	// it: an HTTP 429 (rate limited), which by RFC 6585 reports a request
+	// that was not processed. The sandbox is then as it was before the call,
+	// so the service rolls back without asking the provider again (which,
+	// rate limited, would likely be refused too). Transient only.
+	Refused bool
+	Err     error // the underlying cause, may be nil
 }
 
 // Error describes the failure with its operation and sandbox.
@@ -154,6 +160,33 @@ func NewProviderError(kind error, op, sandboxID string, cause error) *ProviderEr
 func Transientf(op, sandboxID string, retryAfter time.Duration, format string, args ...any) *ProviderError {
 	return &ProviderError{Kind: ErrProviderTransient, Op: op, SandboxID: sandboxID,
 		RetryAfter: retryAfter, Err: fmt.Errorf(format, args...)}
+}
+
+// Refused reports whether err is a *ProviderError the provider refused
+// before acting on it (ProviderError.Refused).
+func Refused(err error) bool {
+	var pe *ProviderError
+	return errors.As(err, &pe) && pe.Refused
+}
+
+// SettleRefused is a retry.Policy Settle for adapters: the last error
+// keeps its Refused mark only when every earlier attempt was refused too. A
+// retry that ends in a 429 after an attempt with an unknown outcome (a
+// timeout, a 5xx) cannot say the provider never acted. It returns a copy; it
+// never changes last.
+func SettleRefused(last error, earlier []error) error {
+	var pe *ProviderError
+	if !errors.As(last, &pe) || !pe.Refused {
+		return last
+	}
+	for _, err := range earlier {
+		if !Refused(err) {
+			cp := *pe
+			cp.Refused = false
+			return &cp
+		}
+	}
+	return last
 }
 
 // RetryAfter returns the retry-after hint carried by err, or 0.

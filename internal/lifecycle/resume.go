@@ -41,8 +41,9 @@ func (s *Service) resume(ctx context.Context, sess *Session) error {
 	}, func(wctx context.Context, sb Sandbox, err error) error {
 		to := StateRunning
 		if err != nil {
-			// As for pause: ask again before believing a failure.
-			obs, oerr := s.observe(wctx, sess)
+			// As for pause: ask again before believing a failure, unless
+			// the provider refused it before acting.
+			obs, oerr := s.afterFailure(wctx, sess, err, StatePaused)
 			if oerr != nil {
 				s.log().WarnContext(ctx, "resume outcome unknown; the lease reconciles it",
 					"session_id", sess.ID, "err", err, "observe_err", oerr)

@@ -85,6 +85,13 @@ type Policy struct {
 	Sleep func(ctx context.Context, d time.Duration) error
 	// Log receives the debug line of each retry.
 	Log *slog.Logger
+	// Settle, when set, turns the error Do is about to return (the last
+	// attempt's) into the one it returns, given the errors of the attempts
+	// before it, oldest first: a caller withdraws there what the last error
+	// claims and an earlier attempt contradicts (lifecycle.SettleRefused: a
+	// 429 says "not applied", but a timed-out attempt before it may have
+	// been). nil returns the last error as it is.
+	Settle func(last error, earlier []error) error
 }
 
 // Do calls attempt until it succeeds or fails for good, and returns its
@@ -97,10 +104,17 @@ type Policy struct {
 // added to the debug line logged before each retry. Callers pass only
 // idempotent operations.
 func Do(ctx context.Context, pol Policy, attempt func(ctx context.Context) error, attrs ...any) error {
+	var earlier []error
+	settle := func(err error) error {
+		if err == nil || pol.Settle == nil {
+			return err
+		}
+		return pol.Settle(err, earlier)
+	}
 	for n := 0; ; n++ {
 		err := attempt(ctx)
 		if err == nil || ctx.Err() != nil || !pol.Retryable(err, n) {
-			return err
+			return settle(err)
 		}
 		var after time.Duration
 		if pol.After != nil {
@@ -108,12 +122,13 @@ func Do(ctx context.Context, pol Policy, attempt func(ctx context.Context) error
 		}
 		wait, ok := Backoff(ctx, n, pol.Base, pol.MaxWait, after)
 		if !ok {
-			return err
+			return settle(err)
 		}
 		pol.Log.DebugContext(ctx, pol.Name+" call failed, retrying", append(attrs, "attempt", n+1, "wait", wait, "err", err)...)
 		if serr := pol.Sleep(ctx, wait); serr != nil {
-			return err
+			return settle(err)
 		}
+		earlier = append(earlier, err)
 	}
 }
 
