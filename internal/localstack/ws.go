@@ -34,6 +34,11 @@ type WSGateway struct {
 
 	mu    sync.Mutex
 	conns map[string]*websocket.Conn
+	// opening holds connections whose $connect ran (their record may be in
+	// the table) but whose socket is not registered yet: a push to one is
+	// not a sign it is gone (deleting its record then would lose every
+	// later push; the client's hello brings the state it missed).
+	opening map[string]bool
 }
 
 // NewWSGateway returns a WSGateway without a handler (set Handler).
@@ -41,15 +46,18 @@ func NewWSGateway(log *slog.Logger) *WSGateway {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &WSGateway{Log: log, conns: map[string]*websocket.Conn{}}
+	return &WSGateway{Log: log, conns: map[string]*websocket.Conn{}, opening: map[string]bool{}}
 }
 
 // Push writes msg to the live connection connID. Errors: channel.ErrGone
 // when the connection is not (or no longer) open.
 func (g *WSGateway) Push(ctx context.Context, connID string, msg []byte) error {
 	g.mu.Lock()
-	c := g.conns[connID]
+	c, opening := g.conns[connID], g.opening[connID]
 	g.mu.Unlock()
+	if c == nil && opening {
+		return fmt.Errorf("connection %s is still opening; push dropped", connID)
+	}
 	if c == nil {
 		return fmt.Errorf("connection %s: %w", connID, channel.ErrGone)
 	}
@@ -84,6 +92,14 @@ func (g *WSGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = rand.Read(b[:])
 	connID := hex.EncodeToString(b[:])
 	ctx := r.Context()
+	g.mu.Lock()
+	g.opening[connID] = true
+	g.mu.Unlock()
+	defer func() {
+		g.mu.Lock()
+		delete(g.opening, connID)
+		g.mu.Unlock()
+	}()
 	resp, err := g.Handler.Handle(ctx, g.event(channel.RouteConnect, connID, r, ""))
 	if err != nil || resp.StatusCode != http.StatusOK {
 		status := resp.StatusCode
@@ -100,6 +116,7 @@ func (g *WSGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	g.mu.Lock()
 	g.conns[connID] = c
+	delete(g.opening, connID)
 	g.mu.Unlock()
 	defer func() {
 		g.mu.Lock()
