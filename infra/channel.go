@@ -22,7 +22,7 @@ import (
 	"github.com/sandmanhq/sandman/internal/routes"
 )
 
-// The client channel in AWS (DESIGN.md "Client channel"): an API Gateway
+// The client channel in AWS (docs/DESIGN.md "Client channel"): an API Gateway
 // WebSocket API whose $connect, $disconnect and $default routes go to the
 // channel function, a notifier function an EventBridge rule on the bus
 // feeds with every lifecycle event, and the client-token key set, a

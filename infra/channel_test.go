@@ -12,7 +12,7 @@ import (
 	"github.com/sandmanhq/sandman/internal/routes"
 )
 
-// TestClientChannel pins the AWS side of DESIGN.md "Client channel" (issue
+// TestClientChannel pins the AWS side of docs/DESIGN.md "Client channel" (issue
 // 18): the WebSocket API with its three routes to the channel function,
 // its stage (throttling, access logs), ManageConnections on that stage's
 // connections for exactly the channel and notifier functions, the

@@ -16,7 +16,7 @@ import (
 	"github.com/sandmanhq/sandman/internal/routes"
 )
 
-// The operator's view in AWS (DESIGN.md "Operators", issue 22): the
+// The operator's view in AWS (docs/DESIGN.md "Operators"): the
 // functions' EMF metrics (internal/metrics, namespace metrics.Namespace), a
 // log-derived count of error lines, and one dashboard with those and every
 // alarm of the stack.

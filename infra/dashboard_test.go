@@ -57,7 +57,7 @@ type dashboardWidget struct {
 	} `json:"properties"`
 }
 
-// TestDashboard pins issue 22's dashboard: one per stack, named after it,
+// TestDashboard pins the operator's dashboard: one per stack, named after it,
 // graphing every metric of internal/metrics in its namespace and the error
 // log lines, and showing every alarm of the stack.
 func TestDashboard(t *testing.T) {

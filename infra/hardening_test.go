@@ -15,7 +15,7 @@ import (
 // TestRoleTableActionsPinned pins each function role's DynamoDB actions and
 // the resources they apply to: exactly what its code calls, item actions on
 // the table and Query on the named indexes only; no Scan, BatchGetItem,
-// stream reads (but the publisher's) or index wildcards (issue 14 item 12).
+// stream reads (but the publisher's) or index wildcards.
 func TestRoleTableActionsPinned(t *testing.T) {
 	s := MustDefaultStack(t)
 	all := s.statements(t)
@@ -97,8 +97,8 @@ func TestRoleTableActionsPinned(t *testing.T) {
 }
 
 // TestIdlePauseUnreserved: no function reserves concurrency, so the stack
-// creates on accounts at the new-account concurrency quota (issue 14 item
-// 9); the sweep is safe under overlap instead.
+// creates on accounts at the new-account concurrency quota;
+// the sweep is safe under overlap instead.
 func TestIdlePauseUnreserved(t *testing.T) {
 	s := MustDefaultStack(t)
 	for id, fn := range s.ofType("AWS::Lambda::Function") {
@@ -109,8 +109,7 @@ func TestIdlePauseUnreserved(t *testing.T) {
 }
 
 // TestSystemLogsKeepStartReport: the system log level keeps Lambda's START
-// and REPORT lines (duration, memory, init), which WARN drops (issue 14
-// item 10).
+// and REPORT lines (duration, memory, init), which WARN drops.
 func TestSystemLogsKeepStartReport(t *testing.T) {
 	s := MustDefaultStack(t)
 	for id, fn := range s.ofType("AWS::Lambda::Function") {
@@ -146,8 +145,7 @@ func render(v any) string {
 }
 
 // TestWebhookUrlOutput: the stack outputs the exact URL to register with
-// the provider, without the double slash <ApiUrl>/v1/… gave (issue 14
-// item 11).
+// the provider, without the double slash <ApiUrl>/v1/… gave.
 func TestWebhookUrlOutput(t *testing.T) {
 	s := MustDefaultStack(t)
 	out, ok := s.doc.Outputs["WebhookUrl"]
@@ -163,8 +161,7 @@ func TestWebhookUrlOutput(t *testing.T) {
 
 // TestSweepFailureGoesToDLQ: a sweep that errors (not retried) is sent to
 // the schedule's dead-letter queue by an on-failure destination, so the DLQ
-// alarm covers failed sweeps as well as undelivered ticks (issue 14
-// item 13).
+// alarm covers failed sweeps as well as undelivered ticks.
 func TestSweepFailureGoesToDLQ(t *testing.T) {
 	s := MustDefaultStack(t)
 	dlq := canonical(getAtt(s.logicalID(t, "IdlePauseScheduleDLQ"), "Arn"))
@@ -192,7 +189,7 @@ func TestSweepFailureGoesToDLQ(t *testing.T) {
 
 // TestBootstrapNeedsNoBuiltFunctions: `scripts/cdk.sh bootstrap` runs the
 // CLI outside the app, so it never synthesizes the stack and needs no
-// built functions on a fresh clone (issue 14 item 8).
+// built functions on a fresh clone.
 func TestBootstrapNeedsNoBuiltFunctions(t *testing.T) {
 	dir := t.TempDir()
 	stub := filepath.Join(dir, "cdk")

@@ -54,7 +54,7 @@ var (
 	nagRoutesAuth = NagSuppression{
 		RuleID: "AwsSolutions-APIG4",
 		Reason: "Every route authenticates inside its function: the API routes check the API key " +
-			"(Authorization: Bearer or x-api-key, stored hashed, DESIGN.md \"HTTP API\") and answer 401 before any work; " +
+			"(Authorization: Bearer or x-api-key, stored hashed, docs/DESIGN.md \"HTTP API\") and answer 401 before any work; " +
 			"the webhook route verifies the provider's signature over the raw body in constant time. " +
 			"An API Gateway authorizer would only repeat the same check.",
 		On: "the HTTP API's routes",

@@ -50,7 +50,7 @@ func TestNag(t *testing.T) {
 			}
 		}
 		want := map[string]int{
-			// X-Ray per function role (table indexes are named, issue 14); the
+			// X-Ray per function role (table indexes are named); the
 			// publisher's ListStreams shares X-Ray's "*".
 			// publisher's ListStreams shares X-Ray's "*"; the channel's and
 			// the notifier's ManageConnections on the stage's @connections.

@@ -8,7 +8,7 @@ import (
 	"github.com/sandmanhq/sandman/internal/tabledef"
 )
 
-// TestOutbox pins DESIGN.md "Events out" in the stack: the table's stream
+// TestOutbox pins docs/DESIGN.md "Events out" in the stack: the table's stream
 // with both images, the publisher function on it with bisect-on-error,
 // batch item failures, bounded retries and a dead-letter destination, its
 // least-privilege grants, and its alarms.

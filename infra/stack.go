@@ -1,7 +1,7 @@
 // Package infra is Sandman's AWS CDK stack: the sessions table, the seven
 // Lambda functions, the HTTP API in front of them, the idle-pause schedule,
 // the lifecycle event bus, the secrets the functions read, the alarms on
-// all of it and a dashboard (dashboard.go) (DESIGN.md; STYLE.md rule 11).
+// all of it and a dashboard (dashboard.go) (docs/DESIGN.md).
 //
 // The table's keys, indexes and TTL attribute come from internal/tabledef and
 // the functions, routes and schedule from internal/routes, so the stack and
@@ -315,7 +315,7 @@ func newTable(stack awscdk.Stack, p SandmanStackProps) awsdynamodb.Table {
 		DeletionProtection: jsii.Bool(!p.DisableDeletionProtection),
 		RemovalPolicy:      p.TableRemovalPolicy,
 		// The outbox: the publisher function reads every write's old and
-		// new image (DESIGN.md "Events out").
+		// new image (docs/DESIGN.md "Events out").
 		Stream: awsdynamodb.StreamViewType(tabledef.StreamViewType),
 	})
 	for _, ix := range tabledef.Indexes {
@@ -347,7 +347,7 @@ func attribute(stack awscdk.Stack, name, typ string) *awsdynamodb.Attribute {
 	return a
 }
 
-// Table actions, exactly the calls internal/dynamo makes (issue 14: least
+// Table actions, exactly the calls internal/dynamo makes (least
 // privilege for real). The store writes whole items with PutItem; a session
 // write that takes or releases a running slot is a TransactWriteItems of
 // that Put and an Update of the account's slot counter (internal/dynamo
@@ -395,7 +395,7 @@ type functionSpec struct {
 
 // functionSpecs lists every function of routes.Functions, in that order.
 //
-// Timeouts, chosen here (DESIGN.md is silent). An HTTP function's request
+// Timeouts, chosen here (docs/DESIGN.md is silent). An HTTP function's request
 // budget is apigw.RequestBudget: at most 29 s, and it keeps a settle reserve
 // (lifecycle.SettleReserve, 12 s) before the Lambda deadline (half the time left when less than
 // 24 s remain) to record the outcome and answer, so a Lambda timeout T
@@ -448,9 +448,9 @@ var functionSpecs = []functionSpec{
 		timeout: 4*time.Minute + 50*time.Second, memoryMB: 512, providerKey: true,
 		// due sessions (idle, lease, paused), listed sandboxes (by_sandbox),
 		// re-reads (GetItem) and transitions (PutItem). No reserved
-		// concurrency (issue 14): it fails stack creation on accounts at the
+		// concurrency: it fails stack creation on accounts at the
 		// new-account concurrency quota, and the sweep is safe under overlap
-		// (every write conditional, DESIGN.md "Idle pause").
+		// (every write conditional, docs/DESIGN.md "Idle pause").
 		table: tableAccess{actions: []string{actionGetItem, actionPutItem, actionUpdateItem},
 			indexes: []string{tabledef.IndexIdle, tabledef.IndexLease, tabledef.IndexPaused, tabledef.IndexBySandbox}}},
 	{name: routes.Publisher, description: "Sandman lifecycle event publisher (table stream to EventBridge)",
@@ -675,7 +675,7 @@ func newSchedule(stack awscdk.Stack, fn awslambda.Function) awssqs.Queue {
 	suppressDLQ(dlq)
 	// A failed or throttled sweep is not retried: the next tick, five
 	// minutes later, does the same work with fresher data. A sweep that
-	// errors goes to the same queue (on-failure destination, issue 14), so
+	// errors goes to the same queue (on-failure destination), so
 	// the DLQ alarm covers undelivered ticks and failed sweeps alike.
 	fn.ConfigureAsyncInvoke(&awslambda.EventInvokeConfigOptions{
 		RetryAttempts: jsii.Number(0),
@@ -737,7 +737,7 @@ func newAlarms(stack awscdk.Stack, functions map[string]awslambda.Function, dlq 
 }
 
 // Settings of the publisher's event source mapping on the table's stream
-// (ours; DESIGN.md "Events out" asks for at least once, in order per
+// (ours; docs/DESIGN.md "Events out" asks for at least once, in order per
 // session).
 const (
 	// streamBatchSize is the most records per invocation.
@@ -812,7 +812,7 @@ var timerArmers = []string{routes.Sessions, routes.Resume, routes.Snapshot, rout
 	routes.IdlePause, routes.Pauser, routes.Channel}
 
 // Settings of the timer queue and the pauser's event source mapping (ours;
-// DESIGN.md "Precise pausing" asks for a timer that fires on the deadline,
+// docs/DESIGN.md "Precise pausing" asks for a timer that fires on the deadline,
 // and tolerates a duplicate or late one).
 const (
 	// pauserTimeout is the pauser's Lambda timeout (see functionSpecs).

@@ -271,7 +271,7 @@ func TestFunctions(t *testing.T) {
 			}
 
 			// No reserved concurrency, the idle pause function's included
-			// (issue 14): see TestIdlePauseUnreserved.
+			//: see TestIdlePauseUnreserved.
 			if reserved, ok := prop(fn, "ReservedConcurrentExecutions").(float64); ok {
 				t.Errorf("ReservedConcurrentExecutions: got %v, want unset", reserved)
 			}

@@ -10,7 +10,7 @@ import (
 	"github.com/sandmanhq/sandman/internal/routes"
 )
 
-// TestTimers pins the AWS side of DESIGN.md "Precise pausing" (issue 19):
+// TestTimers pins the AWS side of docs/DESIGN.md "Precise pausing":
 // the encrypted, SSL-only timer queue with its dead-letter queue, the pauser
 // on it with batch item failures and the maximum concurrency that bounds the
 // provider's pause rate, sqs:SendMessage on that queue for exactly the

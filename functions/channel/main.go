@@ -1,7 +1,7 @@
 // Command channel is the Lambda function behind the API Gateway WebSocket
 // API's three route keys, $connect (authorises the client token),
 // $disconnect and $default (hello, heartbeat and resume messages): one
-// channel.Handler dispatching by route key (internal/channel, DESIGN.md
+// channel.Handler dispatching by route key (internal/channel, docs/DESIGN.md
 // "Client channel"). One function and not three: the three share every
 // dependency (the table, the client-token keys, the provider for resume,
 // the Management API for hello's answer), so one role holds the same grants
@@ -21,14 +21,14 @@ import (
 	"github.com/sandmanhq/sandman/internal/app"
 	"github.com/sandmanhq/sandman/internal/channel"
 	"github.com/sandmanhq/sandman/internal/metrics"
-	"github.com/sandmanhq/sandman/internal/providers"
+	"github.com/sandmanhq/sandman/internal/provider"
 	"github.com/sandmanhq/sandman/internal/routes"
 )
 
 func main() {
 	ctx := context.Background()
 	m := metrics.New(metrics.Config{Writer: os.Stdout, Function: routes.Channel})
-	a, err := app.Load(ctx, app.Needs{Provider: true}, app.Deps{Providers: providers.Lambda(), Metrics: m})
+	a, err := app.Load(ctx, app.Needs{Provider: true}, app.Deps{Providers: provider.Lambda(), Metrics: m})
 	if err != nil {
 		slog.Error("cold start failed", "function", routes.Channel, "err", err)
 		os.Exit(1)

@@ -13,7 +13,7 @@ import (
 
 	"github.com/sandmanhq/sandman/internal/app"
 	"github.com/sandmanhq/sandman/internal/metrics"
-	"github.com/sandmanhq/sandman/internal/providers"
+	"github.com/sandmanhq/sandman/internal/provider"
 	"github.com/sandmanhq/sandman/internal/routes"
 	"github.com/sandmanhq/sandman/internal/sweep"
 )
@@ -21,7 +21,7 @@ import (
 func main() {
 	ctx := context.Background()
 	m := metrics.New(metrics.Config{Writer: os.Stdout, Function: routes.IdlePause})
-	a, err := app.Load(ctx, app.Needs{Provider: true}, app.Deps{Providers: providers.Lambda(), Metrics: m})
+	a, err := app.Load(ctx, app.Needs{Provider: true}, app.Deps{Providers: provider.Lambda(), Metrics: m})
 	if err != nil {
 		slog.Error("cold start failed", "function", routes.IdlePause, "err", err)
 		os.Exit(1)

@@ -1,4 +1,4 @@
-// Command pauser is the Lambda function fed by the timer queue (SQS, DESIGN.md
+// Command pauser is the Lambda function fed by the timer queue (SQS, docs/DESIGN.md
 // "Precise pausing"): each message fires one pause timer through
 // lifecycle.Service.FireTimer, which pauses the session only if it is still
 // due and re-arms it when its deadline moved (internal/sqstimer). The event
@@ -14,7 +14,7 @@ import (
 
 	"github.com/sandmanhq/sandman/internal/app"
 	"github.com/sandmanhq/sandman/internal/metrics"
-	"github.com/sandmanhq/sandman/internal/providers"
+	"github.com/sandmanhq/sandman/internal/provider"
 	"github.com/sandmanhq/sandman/internal/routes"
 	"github.com/sandmanhq/sandman/internal/sqstimer"
 )
@@ -22,7 +22,7 @@ import (
 func main() {
 	ctx := context.Background()
 	m := metrics.New(metrics.Config{Writer: os.Stdout, Function: routes.Pauser})
-	a, err := app.Load(ctx, app.Needs{Provider: true}, app.Deps{Providers: providers.Lambda(), Metrics: m})
+	a, err := app.Load(ctx, app.Needs{Provider: true}, app.Deps{Providers: provider.Lambda(), Metrics: m})
 	if err != nil {
 		slog.Error("cold start failed", "function", routes.Pauser, "err", err)
 		os.Exit(1)

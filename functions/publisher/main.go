@@ -1,10 +1,10 @@
 // Command publisher is the Lambda function DynamoDB Streams invokes with the
 // sessions table's changes: it puts one EventBridge event per committed
-// transition on the bus SANDMAN_EVENT_BUS (internal/outbox, DESIGN.md
+// transition on the bus SANDMAN_EVENT_BUS (internal/outbox, docs/DESIGN.md
 // "Events out") and reports the records it could not publish as batch item
 // failures. Before publishing it records each transition's usage counters
 // and keeps it among its session's recent events in the table
-// (outbox.Recording; DESIGN.md "Operators"). It reads no secret. It counts
+// (outbox.Recording; docs/DESIGN.md "Operators"). It reads no secret. It counts
 // the events it puts (EventsPublished, internal/metrics) on stdout.
 package main
 

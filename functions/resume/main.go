@@ -12,14 +12,14 @@ import (
 
 	"github.com/sandmanhq/sandman/internal/app"
 	"github.com/sandmanhq/sandman/internal/metrics"
-	"github.com/sandmanhq/sandman/internal/providers"
+	"github.com/sandmanhq/sandman/internal/provider"
 	"github.com/sandmanhq/sandman/internal/routes"
 )
 
 func main() {
 	ctx := context.Background()
 	m := metrics.New(metrics.Config{Writer: os.Stdout, Function: routes.Resume})
-	a, err := app.Load(ctx, app.Needs{Provider: true}, app.Deps{Providers: providers.Lambda(), Metrics: m})
+	a, err := app.Load(ctx, app.Needs{Provider: true}, app.Deps{Providers: provider.Lambda(), Metrics: m})
 	if err != nil {
 		slog.Error("cold start failed", "function", routes.Resume, "err", err)
 		os.Exit(1)

@@ -16,7 +16,7 @@ import (
 
 	"github.com/sandmanhq/sandman/internal/app"
 	"github.com/sandmanhq/sandman/internal/metrics"
-	"github.com/sandmanhq/sandman/internal/providers"
+	"github.com/sandmanhq/sandman/internal/provider"
 	"github.com/sandmanhq/sandman/internal/routes"
 )
 
@@ -27,7 +27,7 @@ func main() {
 		slog.Error("cold start failed", "function", routes.Webhook, "err", err)
 		os.Exit(1)
 	}
-	h, err := providers.WebhookHandler(a)
+	h, err := provider.WebhookHandler(a)
 	if err != nil {
 		a.Log.Error("cold start failed", "function", routes.Webhook, "err", err)
 		os.Exit(1)

@@ -87,7 +87,7 @@ func IssueLimitedAPIKey(ctx context.Context, keys KeyWriter, accountID string, m
 }
 
 // apiKey returns the key the request carries: exactly one of
-// "Authorization: Bearer <key>" or "x-api-key: <key>" (DESIGN.md "HTTP API").
+// "Authorization: Bearer <key>" or "x-api-key: <key>" (docs/DESIGN.md "HTTP API").
 // Errors: unauthorized.
 func apiKey(r *request) (string, error) {
 	authz, hasAuthz := r.header("Authorization")

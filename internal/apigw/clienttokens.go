@@ -35,7 +35,7 @@ func looksLikeClientToken(bearer string) bool {
 // clientTokenAuth authenticates a request that carries a client token as
 // "Authorization: Bearer": the token must verify (401 otherwise), the
 // route must accept client tokens and the path's session must be the
-// token's (403 otherwise; DESIGN.md "Client channel"). It returns the
+// token's (403 otherwise; docs/DESIGN.md "Client channel"). It returns the
 // token's account.
 func (h *Handler) clientTokenAuth(r *request, token string) (string, error) {
 	if h.tokens == nil {

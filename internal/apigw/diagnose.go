@@ -6,7 +6,7 @@ import (
 )
 
 // diagnoseJSON is the body of GET /v1/sessions/{id}/diagnose
-// (lifecycle.Diagnosis; DESIGN.md "Operators").
+// (lifecycle.Diagnosis; docs/DESIGN.md "Operators").
 type diagnoseJSON struct {
 	Session        sessionJSON      `json:"session"`
 	LeaseExpiresAt timestamp        `json:"lease_expires_at"`

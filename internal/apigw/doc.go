@@ -5,7 +5,7 @@
 // same handlers.
 //
 // The edge parses, validates, authenticates and maps; the lifecycle rules
-// live in internal/lifecycle. Decisions made here (DESIGN.md "HTTP API" is
+// live in internal/lifecycle. Decisions made here (docs/DESIGN.md "HTTP API" is
 // silent on them):
 //
 //   - Routing is by event.RouteKey ("POST /v1/sessions/{id}/resume"). A

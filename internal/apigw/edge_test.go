@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/sandmanhq/sandman/internal/apigw"
-	"github.com/sandmanhq/sandman/internal/fakeprovider"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/provider/fake"
 	"github.com/sandmanhq/sandman/internal/routes"
 )
 
@@ -142,7 +142,7 @@ func TestRouting(t *testing.T) {
 }
 
 func TestNew(t *testing.T) {
-	svc := lifecycle.NewService(lifecycle.Config{Provider: fakeprovider.New(fakeprovider.Config{}), Clock: lifecycle.SystemClock{}, Policy: lifecycle.DefaultPolicy()})
+	svc := lifecycle.NewService(lifecycle.Config{Provider: fake.New(fake.Config{}), Clock: lifecycle.SystemClock{}, Policy: lifecycle.DefaultPolicy()})
 	for _, fn := range apiFunctions {
 		if _, err := apigw.New(apigw.Config{Function: fn, Service: svc, Keys: failingKeys{}}); err != nil {
 			t.Errorf("New(%s): %v", fn, err)
@@ -164,7 +164,7 @@ func (failingKeys) GetAPIKey(context.Context, string) (lifecycle.APIKey, error) 
 
 func TestInternalError(t *testing.T) {
 	logs := &syncBuffer{}
-	svc := lifecycle.NewService(lifecycle.Config{Provider: fakeprovider.New(fakeprovider.Config{}), Clock: lifecycle.SystemClock{}, Policy: lifecycle.DefaultPolicy()})
+	svc := lifecycle.NewService(lifecycle.Config{Provider: fake.New(fake.Config{}), Clock: lifecycle.SystemClock{}, Policy: lifecycle.DefaultPolicy()})
 	hd, err := apigw.New(apigw.Config{Function: routes.Sessions, Service: svc, Keys: failingKeys{}, Log: apigwLogger(logs)})
 	if err != nil {
 		t.Fatal(err)

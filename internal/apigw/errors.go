@@ -8,7 +8,7 @@ import (
 )
 
 // statusByCode is the one table from application error code to HTTP status
-// (STYLE.md rule 4; DESIGN.md "HTTP API"). Nothing else decides a status.
+// (docs/DESIGN.md "HTTP API"). Nothing else decides a status.
 var statusByCode = map[lifecycle.Code]int{
 	lifecycle.CodeInvalid:       http.StatusBadRequest,
 	lifecycle.CodeUnauthorized:  http.StatusUnauthorized,

@@ -49,7 +49,7 @@ type Config struct {
 	// PreviewProber checks a preview URL for diagnose (default
 	// lifecycle.HTTPPreviewProber(nil)); tests replace it.
 	PreviewProber lifecycle.PreviewProber
-	// Tokens mints and verifies client tokens (DESIGN.md "Client channel").
+	// Tokens mints and verifies client tokens (docs/DESIGN.md "Client channel").
 	// Nil: the client-tokens route answers 503 and a client token is
 	// refused (401) on every route.
 	Tokens *clienttoken.Tokens

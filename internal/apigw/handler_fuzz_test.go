@@ -17,8 +17,8 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/sandmanhq/sandman/internal/apigw"
-	"github.com/sandmanhq/sandman/internal/fakeprovider"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/provider/fake"
 	"github.com/sandmanhq/sandman/internal/routes"
 )
 
@@ -234,7 +234,7 @@ func newFuzzFixture(tb testing.TB) *fuzzFixture {
 	store := newFuzzStore()
 	clock := lifecycle.NewManualClock(t0)
 	log := slog.New(slog.DiscardHandler)
-	svc := lifecycle.NewService(lifecycle.Config{Store: store, Provider: fakeprovider.New(fakeprovider.Config{Clock: clock}), Clock: clock,
+	svc := lifecycle.NewService(lifecycle.Config{Store: store, Provider: fake.New(fake.Config{Clock: clock}), Clock: clock,
 		Policy: lifecycle.DefaultPolicy(), Log: log, Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }})
 	if err := store.PutAPIKey(ctx, lifecycle.APIKey{Hash: apigw.HashAPIKey(apigw.DevAPIKey), AccountID: apigw.DevAccountID, CreatedAt: t0}); err != nil {
 		tb.Fatal(err)

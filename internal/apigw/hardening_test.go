@@ -4,13 +4,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sandmanhq/sandman/internal/fakeprovider"
+	"github.com/sandmanhq/sandman/internal/provider/fake"
 )
 
 // TestCreateRefusesBadMetadata: metadata that encoding/json would silently
 // change (a null value, invalid UTF-8, an escaped lone surrogate) and a
 // reserved key in any letter case are refused with a 400 naming the field,
-// before anything is written (issue 14 item 7).
+// before anything is written.
 func TestCreateRefusesBadMetadata(t *testing.T) {
 	t.Parallel()
 	h := MustHarness(t)
@@ -24,10 +24,10 @@ func TestCreateRefusesBadMetadata(t *testing.T) {
 		{"ValueTooLong", `{"template":"base","metadata":{"a":"` + strings.Repeat("é", 513) + `"}}`, "512 characters"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			before := h.prov.Calls(fakeprovider.OpCreate)
+			before := h.prov.Calls(fake.OpCreate)
 			r := h.invoke(t, MustEvent(t, "sessions-create.json", withHeader("idempotency-key", ""), withBody(tc.body)))
 			wantError(t, r, 400, "invalid", tc.contains)
-			if got := h.prov.Calls(fakeprovider.OpCreate) - before; got != 0 {
+			if got := h.prov.Calls(fake.OpCreate) - before; got != 0 {
 				t.Errorf("provider creates = %d, want 0", got)
 			}
 		})
@@ -35,8 +35,8 @@ func TestCreateRefusesBadMetadata(t *testing.T) {
 }
 
 // TestMetadataLimitsCountCharacters: the key and value limits the message
-// states in characters are counted in characters, not bytes (issue 14
-// item 7): 64 two-byte characters of key and 512 of value are accepted, a
+// states in characters are counted in characters, not bytes:
+// 64 two-byte characters of key and 512 of value are accepted, a
 // literal U+FFFD is kept as sent.
 func TestMetadataLimitsCountCharacters(t *testing.T) {
 	t.Parallel()

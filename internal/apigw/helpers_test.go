@@ -17,10 +17,10 @@ import (
 
 	"github.com/sandmanhq/sandman/internal/apigw"
 	"github.com/sandmanhq/sandman/internal/dynamo"
-	"github.com/sandmanhq/sandman/internal/dynamotest"
-	"github.com/sandmanhq/sandman/internal/fakeprovider"
+	"github.com/sandmanhq/sandman/internal/dynamo/dynamotest"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/outbox"
+	"github.com/sandmanhq/sandman/internal/provider/fake"
 	"github.com/sandmanhq/sandman/internal/routes"
 )
 
@@ -86,7 +86,7 @@ func (s *syncBuffer) String() string {
 // fake provider, a manual clock and a recording publisher.
 type harness struct {
 	store      *dynamo.Store
-	prov       *fakeprovider.Provider
+	prov       *fake.Provider
 	clock      *lifecycle.ManualClock
 	svc        *lifecycle.Service
 	events     *recorder
@@ -101,7 +101,7 @@ func MustHarness(tb testing.TB, opts ...func(*apigw.Config)) *harness {
 	tb.Helper()
 	store := dynamo.New(dynamo.Config{Client: dynamotest.MustClient(tb), Table: dynamotest.MustTable(tb)})
 	clock := lifecycle.NewManualClock(t0)
-	prov := fakeprovider.New(fakeprovider.Config{Clock: clock})
+	prov := fake.New(fake.Config{Clock: clock})
 	logs := &syncBuffer{}
 	log := apigwLogger(logs)
 	rec := &recorder{}
@@ -385,7 +385,7 @@ func (h *harness) mustSession(tb testing.TB, id string) *lifecycle.Session {
 // providerCalls sums the fake's call counters over every operation.
 func (h *harness) providerCalls() int {
 	n := 0
-	for _, op := range fakeprovider.Ops {
+	for _, op := range fake.Ops {
 		n += h.prov.Calls(op)
 	}
 	return n

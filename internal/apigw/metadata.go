@@ -10,7 +10,7 @@ import (
 // metadataBody is the metadata of a create: a JSON object of strings.
 // encoding/json would turn a null value into "" and replace invalid UTF-8
 // (raw bytes, or an escaped lone surrogate) with U+FFFD without a word;
-// both are refused instead (issue 14). metadata: null means none.
+// both are refused instead. metadata: null means none.
 type metadataBody map[string]string
 
 // UnmarshalJSON decodes b, a JSON object whose values are all strings.

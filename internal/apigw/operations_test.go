@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sandmanhq/sandman/internal/fakeprovider"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/provider/fake"
 )
 
 func TestStatus(t *testing.T) {
@@ -86,7 +86,7 @@ func TestSnapshot(t *testing.T) {
 				t.Errorf("snapshot %d = paused %v, state %q; want true, paused", i+1, out.Paused, out.Session.State)
 			}
 		}
-		if got, want := h.prov.Calls(fakeprovider.OpPause), 1; got != want {
+		if got, want := h.prov.Calls(fake.OpPause), 1; got != want {
 			t.Errorf("provider pauses = %d, want %d", got, want)
 		}
 		if sb, _ := h.prov.Sandbox(*s.SandboxID); sb.State != lifecycle.SandboxPaused {
@@ -96,7 +96,7 @@ func TestSnapshot(t *testing.T) {
 	})
 	t.Run("ErrProviderUnavailable", func(t *testing.T) {
 		other := h.mustCreate(t)
-		h.prov.FailNext(fakeprovider.OpPause, lifecycle.ErrProviderTransient)
+		h.prov.FailNext(fake.OpPause, lifecycle.ErrProviderTransient)
 		r := h.invoke(t, MustEvent(t, "snapshot.json", withID(other.ID)))
 		wantError(t, r, 503, lifecycle.TypeSandboxUnreachable)
 		if got, want := h.mustSession(t, other.ID).State, lifecycle.StateRunning; got != want {
@@ -140,7 +140,7 @@ func TestResume(t *testing.T) {
 		if got, want := out.Session.State, "running"; got != want {
 			t.Errorf("state = %q, want %q", got, want)
 		}
-		if got, want := str(out.PreviewURL), fakeprovider.PreviewURL(*s.SandboxID); got != want {
+		if got, want := str(out.PreviewURL), fake.PreviewURL(*s.SandboxID); got != want {
 			t.Errorf("preview_url = %q, want %q", got, want)
 		}
 		if got, want := str(out.Session.LastActivityAt), ts(now); got != want {
@@ -181,15 +181,15 @@ func TestResume(t *testing.T) {
 	})
 	t.Run("ErrSandboxUnreachable", func(t *testing.T) {
 		s := paused(t)
-		before := h.prov.Calls(fakeprovider.OpResume)
-		h.prov.FailNext(fakeprovider.OpResume, lifecycle.ErrProviderTransient)
-		h.prov.FailNext(fakeprovider.OpResume, lifecycle.ErrProviderTransient)
+		before := h.prov.Calls(fake.OpResume)
+		h.prov.FailNext(fake.OpResume, lifecycle.ErrProviderTransient)
+		h.prov.FailNext(fake.OpResume, lifecycle.ErrProviderTransient)
 		r := h.invoke(t, MustEvent(t, "resume.json", withID(s.ID)))
 		wantError(t, r, 503, lifecycle.TypeSandboxUnreachable, "retry")
 		if got, want := r.headers["Retry-After"], "5"; got != want {
 			t.Errorf("Retry-After = %q, want %q", got, want)
 		}
-		if got, want := h.prov.Calls(fakeprovider.OpResume)-before, 2; got != want {
+		if got, want := h.prov.Calls(fake.OpResume)-before, 2; got != want {
 			t.Errorf("provider resumes = %d, want %d (two attempts)", got, want)
 		}
 		if got, want := h.mustSession(t, s.ID).State, lifecycle.StatePaused; got != want {
@@ -198,7 +198,7 @@ func TestResume(t *testing.T) {
 	})
 	t.Run("SecondAttemptWins", func(t *testing.T) {
 		s := paused(t)
-		h.prov.FailNext(fakeprovider.OpResume, lifecycle.ErrProviderTransient)
+		h.prov.FailNext(fake.OpResume, lifecycle.ErrProviderTransient)
 		wantStatus(t, h.invoke(t, MustEvent(t, "resume.json", withID(s.ID))), 200)
 	})
 	t.Run("ErrForbidden", func(t *testing.T) {
@@ -252,14 +252,14 @@ func TestReconnect(t *testing.T) {
 		if sb, _ := h.prov.Sandbox(*s.SandboxID); sb.State != lifecycle.SandboxPaused {
 			t.Errorf("provider state = %q: the probe woke the sandbox", sb.State)
 		}
-		if got := h.prov.CallsFor(fakeprovider.OpResume, *s.SandboxID); got != 0 {
+		if got := h.prov.CallsFor(fake.OpResume, *s.SandboxID); got != 0 {
 			t.Errorf("provider resumes = %d, want 0", got)
 		}
 	})
 	t.Run("Unreachable", func(t *testing.T) {
 		s := h.mustCreate(t)
 		before := h.mustSession(t, s.ID)
-		h.prov.FailNext(fakeprovider.OpProbe, lifecycle.ErrProviderTransient)
+		h.prov.FailNext(fake.OpProbe, lifecycle.ErrProviderTransient)
 		out := probe(t, s.ID)
 		if got, want := out.Status, "unreachable"; got != want {
 			t.Errorf("status = %q, want %q", got, want)

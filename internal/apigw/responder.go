@@ -15,7 +15,7 @@ import (
 	"github.com/sandmanhq/sandman/internal/routes"
 )
 
-// CORS header values (DESIGN.md: CORS headers on every response), from the
+// CORS header values (docs/DESIGN.md: CORS headers on every response), from the
 // API's one CORS configuration in internal/routes. In AWS, API Gateway
 // replaces them with that same configuration; they matter when a function
 // is called without it (tests, `make invoke`).
@@ -35,7 +35,7 @@ type Responder struct {
 	AllowOrigin string
 }
 
-// errorBody is the error envelope of DESIGN.md ("HTTP API").
+// errorBody is the error envelope of docs/DESIGN.md ("HTTP API").
 type errorBody struct {
 	Status    string `json:"status"`     // always "error"
 	Error     string `json:"error"`      // a human sentence

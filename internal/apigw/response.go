@@ -61,7 +61,7 @@ type sessionJSON struct {
 	PausedAt         timestamp `json:"paused_at"`
 	SandboxExpiresAt timestamp `json:"sandbox_expires_at"`
 	// AwayTimeoutSeconds (0: presence off) and AwayDeadline (null unless
-	// the last visible client left): DESIGN.md "Client channel".
+	// the last visible client left): docs/DESIGN.md "Client channel".
 	AwayTimeoutSeconds int64     `json:"away_timeout_seconds"`
 	AwayDeadline       timestamp `json:"away_deadline"`
 }
@@ -108,7 +108,7 @@ type sessionListJSON struct {
 	NextCursor *string       `json:"next_cursor"`
 }
 
-// envelopeJSON is the lifecycle envelope of DESIGN.md.
+// envelopeJSON is the lifecycle envelope of docs/DESIGN.md.
 type envelopeJSON struct {
 	ServerTime       timestamp `json:"server_time"`
 	State            string    `json:"state"`

@@ -112,7 +112,7 @@ func (h *Handler) deleteSession(ctx context.Context, r *request) (response, erro
 
 // activityBody is the optional body of POST /v1/sessions/{id}/activity.
 type activityBody struct {
-	// HoldSeconds, when present, is a busy hold in seconds (DESIGN.md
+	// HoldSeconds, when present, is a busy hold in seconds (docs/DESIGN.md
 	// "Client channel"; lifecycle.Service.Hold). Only an API key reaches
 	// this handler; a client-token route must refuse the field.
 	HoldSeconds *int64 `json:"hold_seconds"`

@@ -10,8 +10,8 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/sandmanhq/sandman/internal/apigw"
-	"github.com/sandmanhq/sandman/internal/fakeprovider"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/provider/fake"
 )
 
 func TestCreateSession(t *testing.T) {
@@ -38,7 +38,7 @@ func TestCreateSession(t *testing.T) {
 		if first.SandboxID == nil {
 			t.Fatal("sandbox_id is null")
 		}
-		if got, want := str(first.PreviewURL), fakeprovider.PreviewURL(*first.SandboxID); got != want {
+		if got, want := str(first.PreviewURL), fake.PreviewURL(*first.SandboxID); got != want {
 			t.Errorf("preview_url = %q, want %q", got, want)
 		}
 		if got, want := first.Metadata["project"], "demo"; got != want {
@@ -74,13 +74,13 @@ func TestCreateSession(t *testing.T) {
 		if got, want := mustDecode[sessionOut](t, r).ID, first.ID; got != want {
 			t.Errorf("replayed id = %q, want %q", got, want)
 		}
-		if got, want := h.prov.Calls(fakeprovider.OpCreate), 1; got != want {
+		if got, want := h.prov.Calls(fake.OpCreate), 1; got != want {
 			t.Errorf("provider creates = %d, want %d", got, want)
 		}
 	})
 
 	t.Run("ConcurrentSameKey", func(t *testing.T) {
-		before := h.prov.Calls(fakeprovider.OpCreate)
+		before := h.prov.Calls(fake.OpCreate)
 		ev := MustEvent(t, "sessions-create.json", withHeader("idempotency-key", "concurrent-0001"))
 		results := make([]result, 2)
 		var wg sync.WaitGroup
@@ -101,7 +101,7 @@ func TestCreateSession(t *testing.T) {
 		if got, want := created, 1; got != want {
 			t.Errorf("201 answers = %d, want %d", got, want)
 		}
-		if got, want := h.prov.Calls(fakeprovider.OpCreate)-before, 1; got != want {
+		if got, want := h.prov.Calls(fake.OpCreate)-before, 1; got != want {
 			t.Errorf("provider creates = %d, want %d", got, want)
 		}
 	})
@@ -143,10 +143,10 @@ func TestCreateSession(t *testing.T) {
 		{"TooLarge", `{"template":"` + strings.Repeat("x", apigw.MaxBodyBytes) + `"}`, 413, "too_large", []string{"65536 bytes"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			before := h.prov.Calls(fakeprovider.OpCreate)
+			before := h.prov.Calls(fake.OpCreate)
 			r := h.invoke(t, MustEvent(t, "sessions-create.json", withHeader("idempotency-key", ""), withBody(tc.body)))
 			wantError(t, r, tc.status, tc.errType, tc.contains...)
-			if got := h.prov.Calls(fakeprovider.OpCreate) - before; got != 0 {
+			if got := h.prov.Calls(fake.OpCreate) - before; got != 0 {
 				t.Errorf("provider creates = %d, want 0", got)
 			}
 		})
@@ -169,7 +169,7 @@ func TestCreateSession(t *testing.T) {
 	})
 
 	t.Run("ProviderUnavailable", func(t *testing.T) {
-		h.prov.FailNext(fakeprovider.OpCreate, lifecycle.ErrProviderTransient)
+		h.prov.FailNext(fake.OpCreate, lifecycle.ErrProviderTransient)
 		r := h.invoke(t, MustEvent(t, "sessions-create.json", withHeader("idempotency-key", "")))
 		wantError(t, r, 503, lifecycle.TypeSandboxUnreachable)
 		if got, want := r.headers["Retry-After"], "5"; got != want {
@@ -337,7 +337,7 @@ func TestDeleteSession(t *testing.T) {
 		if got, want := mustDecode[sessionOut](t, r).State, "killed"; got != want {
 			t.Errorf("state = %q, want %q", got, want)
 		}
-		if got, want := h.prov.Calls(fakeprovider.OpKill), 1; got != want {
+		if got, want := h.prov.Calls(fake.OpKill), 1; got != want {
 			t.Errorf("provider kills = %d, want %d", got, want)
 		}
 		h.wantEvents(t, s.ID, lifecycle.StateProvisioning, lifecycle.StateRunning, lifecycle.StateKilled)
@@ -355,11 +355,11 @@ func TestDeleteSession(t *testing.T) {
 		wantError(t, r, 404, "not_found")
 	})
 	t.Run("ProviderUnavailableLeftToSweep", func(t *testing.T) {
-		// The kill is recorded before the provider is asked (issue 14): a
+		// The kill is recorded before the provider is asked: a
 		// kill the provider could not do is left to the sweep, which reaps
 		// the sandboxes of killed sessions.
 		other := h.mustCreate(t)
-		h.prov.FailNext(fakeprovider.OpKill, lifecycle.ErrProviderTransient)
+		h.prov.FailNext(fake.OpKill, lifecycle.ErrProviderTransient)
 		r := h.invoke(t, MustEvent(t, "sessions-delete.json", withID(other.ID)))
 		wantStatus(t, r, 200)
 		if got, want := h.mustSession(t, other.ID).State, lifecycle.StateKilled; got != want {

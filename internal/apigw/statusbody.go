@@ -8,7 +8,7 @@ import (
 
 // StatusBody returns the body of GET /v1/sessions/{id}/status for sess at
 // now, ready for json.Marshal: the client channel pushes exactly this as
-// {"type":"session","session":<status body>} (DESIGN.md "Client channel").
+// {"type":"session","session":<status body>} (docs/DESIGN.md "Client channel").
 func StatusBody(sess *lifecycle.Session, now time.Time) any {
 	return statusJSON{
 		SessionID:     sess.ID,

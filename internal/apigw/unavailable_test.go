@@ -9,14 +9,14 @@ import (
 
 	"github.com/sandmanhq/sandman/internal/apigw"
 	"github.com/sandmanhq/sandman/internal/dynamo"
-	"github.com/sandmanhq/sandman/internal/fakeprovider"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/provider/fake"
 	"github.com/sandmanhq/sandman/internal/routes"
 )
 
 // TestStoreStallIsUnavailable: a session store that stops answering (as
 // DynamoDB Local SIGSTOPped mid-burst) is a 503 `unavailable` with
-// Retry-After for every route, never a 500 (issue 14 item 4), and a create
+// Retry-After for every route, never a 500, and a create
 // it cut short writes nothing at the provider.
 func TestStoreStallIsUnavailable(t *testing.T) {
 	t.Parallel()
@@ -35,7 +35,7 @@ func TestStoreStallIsUnavailable(t *testing.T) {
 		t.Fatal(err)
 	}
 	store := dynamo.New(dynamo.Config{Client: client, Table: "stalled"})
-	prov := fakeprovider.New(fakeprovider.Config{Clock: h.clock})
+	prov := fake.New(fake.Config{Clock: h.clock})
 	svc := lifecycle.NewService(lifecycle.Config{Store: store, Provider: prov, Clock: h.clock, Policy: lifecycle.DefaultPolicy(), Log: apigwLogger(h.logs)})
 	for _, tc := range []struct{ fn, event string }{
 		{routes.Sessions, "sessions-create.json"},
@@ -63,7 +63,7 @@ func TestStoreStallIsUnavailable(t *testing.T) {
 			}
 		})
 	}
-	if got := prov.Calls(fakeprovider.OpCreate); got != 0 {
+	if got := prov.Calls(fake.OpCreate); got != 0 {
 		t.Errorf("provider creates = %d, want 0 (nothing half-done)", got)
 	}
 }

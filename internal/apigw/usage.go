@@ -7,7 +7,7 @@ import (
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 )
 
-// usageJSON is the body of GET /v1/usage (lifecycle.UsageReport; DESIGN.md
+// usageJSON is the body of GET /v1/usage (lifecycle.UsageReport; docs/DESIGN.md
 // "Operators").
 type usageJSON struct {
 	From       string          `json:"from"`     // UTC day, YYYY-MM-DD

@@ -8,7 +8,7 @@ import (
 
 	"github.com/sandmanhq/sandman/internal/apigw"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
-	"github.com/sandmanhq/sandman/internal/storetest"
+	"github.com/sandmanhq/sandman/internal/lifecycle/storetest"
 )
 
 // withUsage rebuilds h's handlers on a service over the bare store (a

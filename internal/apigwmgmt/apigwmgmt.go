@@ -2,7 +2,7 @@
 // message to one client of the API Gateway WebSocket API with the API
 // Gateway Management API's PostToConnection (POST
 // {endpoint}/@connections/{connection_id}, the message as the body),
-// DESIGN.md "Client channel".
+// docs/DESIGN.md "Client channel".
 //
 // The endpoint is the WebSocket stage's callback URL,
 // https://{api-id}.execute-api.{region}.amazonaws.com/{stage}, which the

@@ -67,7 +67,7 @@ type SecretsAPI interface {
 
 // Deps is what a main composes into New; every field is optional. A
 // function that calls the provider passes the Providers it links
-// (internal/providers for the Lambda functions, internal/localstack for the
+// (internal/provider for the Lambda functions, internal/localstack for the
 // local stack), so a function that does not, links none. Tests inject a
 // clock, a provider or a fake Secrets Manager.
 type Deps struct {

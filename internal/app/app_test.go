@@ -19,9 +19,9 @@ import (
 
 	"github.com/sandmanhq/sandman/internal/apigw"
 	"github.com/sandmanhq/sandman/internal/app"
-	"github.com/sandmanhq/sandman/internal/dynamotest"
+	"github.com/sandmanhq/sandman/internal/dynamo/dynamotest"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
-	"github.com/sandmanhq/sandman/internal/providers"
+	"github.com/sandmanhq/sandman/internal/provider"
 	"github.com/sandmanhq/sandman/internal/routes"
 )
 
@@ -134,7 +134,7 @@ func baseConfig(tb testing.TB, provider string) app.Config {
 // wired adds what a Lambda main composes (the providers it links) to deps.
 func wired(deps app.Deps) app.Deps {
 	if deps.Providers == nil {
-		deps.Providers = providers.Lambda()
+		deps.Providers = provider.Lambda()
 	}
 	return deps
 }

@@ -74,7 +74,7 @@ const (
 	EnvWSManagementURL       = envnames.WSManagementURL
 )
 
-// The provider names EnvProvider and EnvProviders accept (DESIGN.md
+// The provider names EnvProvider and EnvProviders accept (docs/DESIGN.md
 // "Providers"; the names sessions are stored with).
 const (
 	ProviderE2B     = "e2b"
@@ -110,7 +110,7 @@ type Config struct {
 	LocalDir        string // "" for the localsandbox package's default
 	LocalWebhookURL string
 
-	// Daytona (shared/providers/daytona.md): the control API, organization
+	// Daytona (docs/providers/daytona.md): the control API, organization
 	// and region ("" for the daytona package's defaults), the pause mode
 	// (daytona.PauseStop or PausePause; "" for stop), autoArchiveInterval
 	// and autoDeleteInterval (0: Daytona's defaults), the API key and the
@@ -126,7 +126,7 @@ type Config struct {
 	DaytonaWebhookSecret       string
 	DaytonaWebhookSecretSecret string
 
-	// Vercel Sandbox (shared/providers/vercel-sandbox.md): the REST API,
+	// Vercel Sandbox (docs/providers/vercel.md): the REST API,
 	// team and project, the plan's maximum session length (0: the vercel
 	// package's default, Hobby's 45 min), the token as a plain value or a
 	// secret name.

@@ -9,9 +9,9 @@ import (
 
 	"github.com/sandmanhq/sandman/internal/apigw"
 	"github.com/sandmanhq/sandman/internal/app"
-	"github.com/sandmanhq/sandman/internal/fakeprovider"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/metrics"
+	"github.com/sandmanhq/sandman/internal/provider/fake"
 	"github.com/sandmanhq/sandman/internal/routes"
 )
 
@@ -22,7 +22,7 @@ import (
 // for its function and reason request, before it returns.
 func TestWiringMetrics(t *testing.T) {
 	cfg := baseConfig(t, app.ProviderFake)
-	fake := fakeprovider.New(fakeprovider.Config{}) // one provider behind both functions
+	fake := fake.New(fake.Config{}) // one provider behind both functions
 	function := func(name string) (func(t *testing.T, event, id string) (int, string), *bytes.Buffer) {
 		var out bytes.Buffer
 		m := metrics.New(metrics.Config{Writer: &out, Function: name})

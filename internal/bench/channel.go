@@ -18,14 +18,14 @@ import (
 
 	"github.com/sandmanhq/sandman/internal/channel"
 	"github.com/sandmanhq/sandman/internal/clienttoken"
-	"github.com/sandmanhq/sandman/internal/fakeprovider"
+	"github.com/sandmanhq/sandman/internal/costsim/numfmt"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/localstack"
-	"github.com/sandmanhq/sandman/internal/numfmt"
 	"github.com/sandmanhq/sandman/internal/outbox"
+	"github.com/sandmanhq/sandman/internal/provider/fake"
 )
 
-// ChannelConfig sizes the client-channel figure (issue 18).
+// ChannelConfig sizes the client-channel figure.
 type ChannelConfig struct {
 	// Rounds is how many sessions, each with one connected client, are
 	// paused one after another for the unloaded latency (default 100).
@@ -188,7 +188,7 @@ func RunChannel(ctx context.Context, env *Env, cfg ChannelConfig) (ChannelResult
 	defer drop()
 	store := env.Store(table)
 	commits := &commitClock{Store: store, at: map[string]time.Time{}}
-	svc := lifecycle.NewService(lifecycle.Config{Store: commits, Provider: fakeprovider.New(fakeprovider.Config{}), Clock: lifecycle.SystemClock{},
+	svc := lifecycle.NewService(lifecycle.Config{Store: commits, Provider: fake.New(fake.Config{}), Clock: lifecycle.SystemClock{},
 		Policy: lifecycle.DefaultPolicy(), Log: env.Log, Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }})
 	var secret [32]byte
 	if _, err := rand.Read(secret[:]); err != nil {

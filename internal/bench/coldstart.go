@@ -21,8 +21,8 @@ import (
 	"github.com/sandmanhq/sandman/internal/apigw"
 	"github.com/sandmanhq/sandman/internal/app"
 	"github.com/sandmanhq/sandman/internal/dynamo"
-	"github.com/sandmanhq/sandman/internal/e2b/e2bhook"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/provider/e2b/e2bhook"
 	"github.com/sandmanhq/sandman/internal/routes"
 )
 

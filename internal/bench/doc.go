@@ -37,10 +37,10 @@
 //     localstack.WSGateway over real sockets; one client per session
 //     paused one at a time, then 1,000 clients on 100 sessions paused at
 //     once (every client must get its push).
-//   - RunTimers: how late pauses land on the real timer and sweep code
-//     (issue 19): lifecycle.Service with internal/localtimer and
+//   - RunTimers: how late pauses land on the real timer and sweep code:
+//     lifecycle.Service with internal/localtimer and
 //     internal/sweep against a fake provider behind a sliding-window rate
-//     limit, in real time, at issue 19's load scaled down (counts and
+//     limit, in real time, at the target load scaled down (counts and
 //     durations divided, the ratio of deadlines to the limit kept); with
 //     the sweep alone and with bunched deadlines for comparison.
 //

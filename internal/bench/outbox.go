@@ -17,9 +17,9 @@ import (
 
 	"github.com/sandmanhq/sandman/internal/dynamo"
 	"github.com/sandmanhq/sandman/internal/eventbridge"
-	"github.com/sandmanhq/sandman/internal/fakeprovider"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/outbox"
+	"github.com/sandmanhq/sandman/internal/provider/fake"
 )
 
 // OutboxConfig sizes the outbox figure.
@@ -149,7 +149,7 @@ func RunOutbox(ctx context.Context, env *Env, cfg OutboxConfig) (OutboxResult, e
 	bus := eventbridge.New(eventbridge.Config{Client: ebClient, Bus: "bench-bus", Log: env.Log})
 
 	commits := &commitClock{Store: env.Store(table), at: map[string]time.Time{}}
-	provider := fakeprovider.New(fakeprovider.Config{})
+	provider := fake.New(fake.Config{})
 	svc := func(store lifecycle.Store) *lifecycle.Service {
 		return lifecycle.NewService(lifecycle.Config{Store: store, Provider: provider, Clock: lifecycle.SystemClock{},
 			Policy: lifecycle.DefaultPolicy(), Log: env.Log, Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }})

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sandmanhq/sandman/internal/numfmt"
+	"github.com/sandmanhq/sandman/internal/costsim/numfmt"
 )
 
 // Report file names inside the output directory.

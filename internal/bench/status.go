@@ -18,8 +18,8 @@ import (
 	"github.com/sandmanhq/sandman/internal/apigw"
 	"github.com/sandmanhq/sandman/internal/app"
 	"github.com/sandmanhq/sandman/internal/dynamo"
-	"github.com/sandmanhq/sandman/internal/fakeprovider"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/provider/fake"
 	"github.com/sandmanhq/sandman/internal/routes"
 	"github.com/sandmanhq/sandman/internal/tabledef"
 )
@@ -183,9 +183,9 @@ func NewStatusBench(ctx context.Context, env *Env, clock lifecycle.Clock) (*Stat
 		AccountID: apigw.DevAccountID, CreatedAt: clock.Now()}); err != nil {
 		return nil, nil, fmt.Errorf("store the dev api key: %w", err)
 	}
-	// Status never calls the provider (DESIGN.md; its function has no
+	// Status never calls the provider (docs/DESIGN.md; its function has no
 	// provider credentials); the fake only creates the session's sandbox.
-	svc := lifecycle.NewService(lifecycle.Config{Store: store, Provider: fakeprovider.New(fakeprovider.Config{Clock: clock}), Clock: clock, Policy: lifecycle.DefaultPolicy(), Log: env.Log})
+	svc := lifecycle.NewService(lifecycle.Config{Store: store, Provider: fake.New(fake.Config{Clock: clock}), Clock: clock, Policy: lifecycle.DefaultPolicy(), Log: env.Log})
 	sess, _, err := svc.Create(ctx, apigw.DevAccountID, lifecycle.CreateInput{Template: "base"})
 	if err != nil {
 		return nil, nil, fmt.Errorf("create the session: %w", err)

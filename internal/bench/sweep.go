@@ -12,9 +12,9 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/sandmanhq/sandman/internal/dynamo"
-	"github.com/sandmanhq/sandman/internal/fakeprovider"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/outbox"
+	"github.com/sandmanhq/sandman/internal/provider/fake"
 	"github.com/sandmanhq/sandman/internal/sweep"
 )
 
@@ -30,7 +30,7 @@ type SweepConfig struct {
 	Sessions int
 	Idle     int
 	// PauseLatency is how long each provider pause takes: a real sleep in
-	// the fake provider (fakeprovider.Fault.Delay) (default 100 ms).
+	// the fake provider (fake.Fault.Delay) (default 100 ms).
 	PauseLatency time.Duration
 	// Concurrency is sweep.Config.Concurrency (default 64).
 	Concurrency int
@@ -209,7 +209,7 @@ type sweepBench struct {
 	t0       time.Time
 	clock    *lifecycle.ManualClock
 	store    *dynamo.Store
-	provider *fakeprovider.Provider
+	provider *fake.Provider
 	sessions []*lifecycle.Session // seeded, in seeding order
 }
 
@@ -228,7 +228,7 @@ func newSweepBench(ctx context.Context, env *Env, cfg SweepConfig) (*sweepBench,
 		t0:       t0,
 		clock:    clock,
 		store:    env.Store(table),
-		provider: fakeprovider.New(fakeprovider.Config{Clock: clock}),
+		provider: fake.New(fake.Config{Clock: clock}),
 	}, drop, nil
 }
 
@@ -242,7 +242,7 @@ func (sb *sweepBench) sweep(ctx context.Context) (SweepResult, error) {
 	}
 	var events atomic.Int64
 	sw := sb.sweeper(&events)
-	sb.provider.SetFault(fakeprovider.OpPause, fakeprovider.Fault{Delay: cfg.PauseLatency})
+	sb.provider.SetFault(fake.OpPause, fake.Fault{Delay: cfg.PauseLatency})
 	sb.provider.ResetCalls()
 
 	res.BoundSeconds = seconds(time.Duration(cfg.Idle) * cfg.PauseLatency / time.Duration(cfg.Concurrency))
@@ -266,7 +266,7 @@ func (sb *sweepBench) sweep(ctx context.Context) (SweepResult, error) {
 	env.Printf("sweep: paused %d in %.1f s (bound %.1f s, ×%.2f); DynamoDB ops %v",
 		sum.Paused, res.WallSeconds, res.BoundSeconds, res.WallOverBound, res.Ops)
 
-	sb.provider.SetFault(fakeprovider.OpPause, fakeprovider.Fault{})
+	sb.provider.SetFault(fake.OpPause, fake.Fault{})
 	if res.Check, err = sb.check(ctx, sum); err != nil {
 		return SweepResult{}, err
 	}
@@ -306,7 +306,7 @@ func (sb *sweepBench) sweeper(events *atomic.Int64) *sweep.Sweeper {
 func (sb *sweepBench) control(ctx context.Context) (*SweepControl, error) {
 	cfg, env := sb.cfg, sb.env
 	sb.clock.Set(sb.t0.Add(3 * time.Minute))
-	sb.provider.SetFault(fakeprovider.OpPause, fakeprovider.Fault{})
+	sb.provider.SetFault(fake.OpPause, fake.Fault{})
 	sb.provider.ResetCalls()
 	var events atomic.Int64
 	sw := sb.sweeper(&events)
@@ -325,7 +325,7 @@ func (sb *sweepBench) control(ctx context.Context) (*SweepControl, error) {
 		WallSeconds:        seconds(wall),
 		Summary:            sum,
 		Ops:                Since(before, env.Ops.Snapshot()),
-		ProviderPauseCalls: sb.provider.Calls(fakeprovider.OpPause),
+		ProviderPauseCalls: sb.provider.Calls(fake.OpPause),
 	}
 	c.Scans = c.Ops[OpScan]
 	c.PausesPerSecond = math.Round(float64(sum.Paused) / wall.Seconds())
@@ -428,9 +428,9 @@ func (sb *sweepBench) check(ctx context.Context, sum sweep.Summary) (SweepCheck,
 	env, store, provider, cfg := sb.env, sb.store, sb.provider, sb.cfg
 	before := env.Ops.Snapshot()
 	var c SweepCheck
-	c.ProviderPauseCalls = provider.Calls(fakeprovider.OpPause)
-	for _, op := range fakeprovider.Ops {
-		if op != fakeprovider.OpPause {
+	c.ProviderPauseCalls = provider.Calls(fake.OpPause)
+	for _, op := range fake.Ops {
+		if op != fake.OpPause {
 			c.ProviderOtherCalls += provider.Calls(op)
 		}
 	}

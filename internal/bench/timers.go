@@ -14,15 +14,15 @@ import (
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/time/rate"
 
-	"github.com/sandmanhq/sandman/internal/fakeprovider"
+	"github.com/sandmanhq/sandman/internal/costsim/numfmt"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/lifecycle/memstore"
 	"github.com/sandmanhq/sandman/internal/localtimer"
-	"github.com/sandmanhq/sandman/internal/memstore"
-	"github.com/sandmanhq/sandman/internal/numfmt"
+	"github.com/sandmanhq/sandman/internal/provider/fake"
 	"github.com/sandmanhq/sandman/internal/sweep"
 )
 
-// The production load the timers figure scales down (issue 19, "Scale"):
+// The production load the timers figure scales down ("Scale"):
 // 100,000 pause deadlines per 5-minute sweep interval, E2B's limit of
 // 20,000 lifecycle calls per 30 s, the 5-minute sweep and the timer
 // horizon's 1-minute margin (lifecycle.DefaultTimerHorizon).
@@ -77,7 +77,7 @@ type TimersConfig struct {
 	// deadlines land together (default true through the bench command's
 	// flag).
 	Bunched bool
-	// DynamoDB runs on DynamoDB Local instead of internal/memstore (the
+	// DynamoDB runs on DynamoDB Local instead of internal/lifecycle/memstore (the
 	// default: DynamoDB Local on a shared 2-CPU machine, not the timer
 	// code, would set the pace).
 	DynamoDB bool
@@ -170,7 +170,7 @@ type TimersRun struct {
 	SeedSeconds float64 `json:"seed_seconds"`
 }
 
-// TimersResult is the timers figure (issue 19).
+// TimersResult is the timers figure.
 type TimersResult struct {
 	Population     int     `json:"population"`
 	Compress       int     `json:"compress"`
@@ -196,7 +196,7 @@ type TimersResult struct {
 // RunTimers measures how late pauses land on the real timer and sweep code
 // (lifecycle.Service, internal/localtimer, internal/sweep on DynamoDB
 // Local, a fake provider behind a sliding-window rate limit), in real
-// time, at issue 19's load scaled down by cfg (see Report's timers
+// time, at the target load scaled down by cfg (see Report's timers
 // section): first with timers, then, when cfg.SweepOnly, the sweep alone.
 func RunTimers(ctx context.Context, env *Env, cfg TimersConfig) (TimersResult, error) {
 	cfg = cfg.withDefaults()
@@ -205,7 +205,7 @@ func RunTimers(ctx context.Context, env *Env, cfg TimersConfig) (TimersResult, e
 		Population: cfg.Population, Compress: cfg.Compress, Intervals: cfg.Intervals,
 		SweepSeconds: sc.interval.Seconds(), HorizonSeconds: (sc.interval + sc.margin).Seconds(),
 		WindowSeconds: sc.window.Seconds(), LimitPerWindow: sc.limit, PerInterval: sc.perInterval,
-		PauseLatencyMS: ms(cfg.PauseLatency), Store: "internal/memstore (in memory)",
+		PauseLatencyMS: ms(cfg.PauseLatency), Store: "internal/lifecycle/memstore (in memory)",
 		TimerConcurrency: localtimer.DefaultConcurrency, TimerRate: float64(sc.timerRate),
 		SweepConcurrency: sweep.DefaultConcurrency, SweepRate: float64(sc.sweepRate), SweepBurst: sweepBurst,
 	}
@@ -299,11 +299,11 @@ func runTimersMode(ctx context.Context, env *Env, cfg TimersConfig, sc timersSca
 		base = env.Store(table)
 	}
 	clock := &shiftedClock{}
-	fake := fakeprovider.New(fakeprovider.Config{Clock: clock})
+	fp := fake.New(fake.Config{Clock: clock})
 	if cfg.PauseLatency > 0 {
-		fake.SetFault(fakeprovider.OpPause, fakeprovider.Fault{Delay: cfg.PauseLatency})
+		fp.SetFault(fake.OpPause, fake.Fault{Delay: cfg.PauseLatency})
 	}
-	provider := newLimitedProvider(fake, sc.limit, sc.window)
+	provider := newLimitedProvider(fp, sc.limit, sc.window)
 	store := &landings{Store: base, clock: clock, at: map[string]time.Time{}}
 
 	// Seed: deadlines relative to t0, an hour ahead of the wall clock, so
@@ -324,14 +324,14 @@ func runTimersMode(ctx context.Context, env *Env, cfg TimersConfig, sc timersSca
 			due = t0.Add(lead + span + time.Hour) // long after the run
 		}
 		id := lifecycle.NewSessionID()
-		sbx, err := fake.Create(ctx, lifecycle.CreateRequest{Template: "base", Timeout: 24 * time.Hour, AutoPause: true,
+		sbx, err := fp.Create(ctx, lifecycle.CreateRequest{Template: "base", Timeout: 24 * time.Hour, AutoPause: true,
 			Metadata: map[string]string{lifecycle.MetadataSessionID: id}})
 		if err != nil {
 			return run, fmt.Errorf("create sandbox: %w", err)
 		}
 		last := due.Add(-idleTimeout)
 		sessions = append(sessions, &lifecycle.Session{
-			ID: id, AccountID: "acct_" + strconv.Itoa(i%100), Provider: fake.Name(), Template: "base",
+			ID: id, AccountID: "acct_" + strconv.Itoa(i%100), Provider: fp.Name(), Template: "base",
 			SandboxID: sbx.ID, PreviewURL: sbx.PreviewURL, State: lifecycle.StateRunning, Reason: lifecycle.ReasonRequest,
 			IdleTimeout: idleTimeout, CreatedAt: last, UpdatedAt: last, LastActivityAt: last,
 			IdleDeadline: due, RunningSince: last, SandboxExpiresAt: sbx.ExpiresAt,
@@ -468,9 +468,9 @@ func runTimersMode(ctx context.Context, env *Env, cfg TimersConfig, sc timersSca
 // limitedProvider is a lifecycle.Provider that allows at most limit calls
 // in any window (a sliding window) and refuses the others as a 429 would:
 // a transient provider error with the wait as its retry-after hint. It
-// models E2B's 20,000 lifecycle calls per 30 s (issue 19).
+// models E2B's 20,000 lifecycle calls per 30 s.
 type limitedProvider struct {
-	*fakeprovider.Provider
+	*fake.Provider
 	limit  int
 	window time.Duration
 	now    func() time.Time // the wall clock; tests replace it
@@ -482,7 +482,7 @@ type limitedProvider struct {
 	peak    int
 }
 
-func newLimitedProvider(p *fakeprovider.Provider, limit int, window time.Duration) *limitedProvider {
+func newLimitedProvider(p *fake.Provider, limit int, window time.Duration) *limitedProvider {
 	return &limitedProvider{Provider: p, limit: limit, window: window, now: time.Now}
 }
 
@@ -575,8 +575,8 @@ var _ lifecycle.Provider = (*limitedProvider)(nil)
 // timersSection renders the timers figure.
 func (r *Report) timersSection(b *strings.Builder, t *TimersResult) {
 	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
-	p("## 8. Pause timers on the real code, at issue 19's load scaled down\n\n")
-	p("Issue 19's load is 100,000 pause deadlines per 5-minute sweep interval (1,000,000 sessions) under E2B's limit of ")
+	p("## 8. Pause timers on the real code, at the target load scaled down\n\n")
+	p("The target load is 100,000 pause deadlines per 5-minute sweep interval (1,000,000 sessions) under E2B's limit of ")
 	p("20,000 lifecycle calls per 30 s. Here the real code runs it in real time, scaled: counts ÷ %d and durations ÷ %d, ", t.Population, t.Compress)
 	p("so rates per second are × %s of production and deadlines still arrive at half the provider's limit:\n\n", trimFloat(float64(t.Compress)/float64(t.Population)))
 	p("| | production | here |\n|---|--:|--:|\n")
@@ -592,7 +592,7 @@ func (r *Report) timersSection(b *strings.Builder, t *TimersResult) {
 	p("With timers, `lifecycle.Service` has `internal/localtimer` as its timers (concurrency %d, rate %s fires/s, its burst the concurrency) ", t.TimerConcurrency, trimFloat(t.TimerRate))
 	p("and the horizon above. Each pacer's rate is %.0f %% of the limit less its burst per window, so neither alone should exceed the limit. ", paceShare*100)
 	p("Each tick arms the sessions due before the next tick plus the margin, and a fired timer calls ")
-	p("`Service.FireTimer`. The provider is `internal/fakeprovider` behind a sliding-window limit that refuses a call over ")
+	p("`Service.FireTimer`. The provider is `internal/provider/fake` behind a sliding-window limit that refuses a call over ")
 	p("the limit as a 429 (a transient error with a retry-after); its pause ")
 	if t.PauseLatencyMS > 0 {
 		p("takes %s ms (a real sleep). ", trimFloat(t.PauseLatencyMS))

@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sandmanhq/sandman/internal/fakeprovider"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/localtimer"
+	"github.com/sandmanhq/sandman/internal/provider/fake"
 )
 
 func TestTimersScale(t *testing.T) {
@@ -53,12 +53,12 @@ func TestTimersScale(t *testing.T) {
 }
 
 func TestLimitedProvider(t *testing.T) {
-	fake := fakeprovider.New(fakeprovider.Config{})
-	sbx, err := fake.Create(t.Context(), lifecycle.CreateRequest{Template: "base", Timeout: time.Hour})
+	fp := fake.New(fake.Config{})
+	sbx, err := fp.Create(t.Context(), lifecycle.CreateRequest{Template: "base", Timeout: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
-	lp := newLimitedProvider(fake, 3, time.Second)
+	lp := newLimitedProvider(fp, 3, time.Second)
 	now := time.Date(2026, 11, 23, 4, 0, 0, 0, time.UTC)
 	lp.now = func() time.Time { return now }
 
@@ -76,7 +76,7 @@ func TestLimitedProvider(t *testing.T) {
 	if got, want := lifecycle.RetryAfter(err), 700*time.Millisecond; got != want {
 		t.Errorf("retry after = %v, want %v (until the first call leaves the window)", got, want)
 	}
-	if got := fake.Calls(fakeprovider.OpPause); got != 0 {
+	if got := fp.Calls(fake.OpPause); got != 0 {
 		t.Errorf("the refused pause reached the provider (%d calls)", got)
 	}
 	// Once the first call is a window old, one more fits.

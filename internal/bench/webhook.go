@@ -16,10 +16,10 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/sandmanhq/sandman/internal/e2b/e2bhook"
-	"github.com/sandmanhq/sandman/internal/fakeprovider"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/outbox"
+	"github.com/sandmanhq/sandman/internal/provider/e2b/e2bhook"
+	"github.com/sandmanhq/sandman/internal/provider/fake"
 	"github.com/sandmanhq/sandman/internal/webhook"
 )
 
@@ -85,7 +85,7 @@ type WebhookResult struct {
 type webhookBench struct {
 	env       *Env
 	svc       *lifecycle.Service
-	provider  *fakeprovider.Provider
+	provider  *fake.Provider
 	handler   *webhook.Handler
 	template  events.APIGatewayV2HTTPRequest
 	published atomic.Int64
@@ -93,7 +93,7 @@ type webhookBench struct {
 }
 
 func newWebhookBench(ctx context.Context, env *Env, table string) (*webhookBench, error) {
-	b := &webhookBench{env: env, provider: fakeprovider.New(fakeprovider.Config{})}
+	b := &webhookBench{env: env, provider: fake.New(fake.Config{})}
 	store := env.Store(table)
 	pub := lifecycle.PublisherFunc(func(_ context.Context, evs ...lifecycle.Event) error {
 		b.published.Add(int64(len(evs)))

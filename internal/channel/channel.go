@@ -1,4 +1,4 @@
-// Package channel is the client channel's server side (DESIGN.md "Client
+// Package channel is the client channel's server side (docs/DESIGN.md "Client
 // channel"): Lambda-style handlers for the API Gateway WebSocket API's
 // route keys $connect, $disconnect and $default over
 // events.APIGatewayWebsocketProxyRequest, and a Notifier that pushes
@@ -6,7 +6,7 @@
 // session after each committed transition. The local gateway hands the
 // same events to the same Handler, so local and AWS cannot drift.
 //
-// Decisions (DESIGN.md is silent on them):
+// Decisions (docs/DESIGN.md is silent on them):
 //
 //   - $connect takes the client token from ?token= (internal/clienttoken);
 //     without a valid one it answers 401 and API Gateway refuses the

@@ -15,10 +15,10 @@ import (
 
 	"github.com/sandmanhq/sandman/internal/channel"
 	"github.com/sandmanhq/sandman/internal/clienttoken"
-	"github.com/sandmanhq/sandman/internal/fakeprovider"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
-	"github.com/sandmanhq/sandman/internal/memstore"
+	"github.com/sandmanhq/sandman/internal/lifecycle/memstore"
 	"github.com/sandmanhq/sandman/internal/outbox"
+	"github.com/sandmanhq/sandman/internal/provider/fake"
 )
 
 var t0 = time.Date(2026, 11, 23, 2, 0, 0, 0, time.UTC)
@@ -85,7 +85,7 @@ func newEnvWith(t *testing.T, store lifecycle.Store, conns channel.Connections) 
 	var h *channel.Handler
 	pub := lifecycle.PublisherFunc(func(ctx context.Context, evs ...lifecycle.Event) error { return h.Publish(ctx, evs...) })
 	e.svc = lifecycle.NewService(lifecycle.Config{Store: outbox.InPath(e.store, pub),
-		Provider: fakeprovider.New(fakeprovider.Config{Clock: e.clock}), Clock: e.clock, Log: slog.New(slog.DiscardHandler),
+		Provider: fake.New(fake.Config{Clock: e.clock}), Clock: e.clock, Log: slog.New(slog.DiscardHandler),
 		Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }})
 	var err error
 	e.tokens, err = clienttoken.New(clienttoken.KeySet{Signing: clienttoken.Key{ID: "k1", Secret: []byte(strings.Repeat("k", 32))}}, e.clock)

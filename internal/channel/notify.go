@@ -17,7 +17,7 @@ import (
 // to every connection of that session (Notify).
 //
 // Why a rule on the bus and not the publisher or a second stream consumer
-// (DESIGN.md "Events out" is the outbox; DESIGN.md is silent on this): the
+// (docs/DESIGN.md "Events out" is the outbox; docs/DESIGN.md is silent on this): the
 // publisher's delivery never waits on, nor fails with, a push; the table's
 // stream keeps its second reader slot (Lambda recommends at most two
 // consumers per DynamoDB stream shard); and a failed push is retried by

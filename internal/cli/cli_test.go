@@ -16,11 +16,11 @@ import (
 	"github.com/sandmanhq/sandman/internal/apigw"
 	"github.com/sandmanhq/sandman/internal/cli"
 	"github.com/sandmanhq/sandman/internal/dynamo"
-	"github.com/sandmanhq/sandman/internal/dynamotest"
-	"github.com/sandmanhq/sandman/internal/fakeprovider"
+	"github.com/sandmanhq/sandman/internal/dynamo/dynamotest"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/localstack"
 	"github.com/sandmanhq/sandman/internal/openapi/contract"
+	"github.com/sandmanhq/sandman/internal/provider/fake"
 	"github.com/sandmanhq/sandman/internal/routes"
 )
 
@@ -29,7 +29,7 @@ import (
 // answer the CLI gets is checked against the OpenAPI document too.
 type api struct {
 	url   string
-	prov  *fakeprovider.Provider
+	prov  *fake.Provider
 	clock *lifecycle.ManualClock
 	other string // a key of another account
 }
@@ -39,7 +39,7 @@ func MustAPI(tb testing.TB) *api {
 	tb.Helper()
 	store := dynamo.New(dynamo.Config{Client: dynamotest.MustClient(tb), Table: dynamotest.MustTable(tb)})
 	clock := lifecycle.NewManualClock(time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC))
-	prov := fakeprovider.New(fakeprovider.Config{Clock: clock})
+	prov := fake.New(fake.Config{Clock: clock})
 	svc := lifecycle.NewService(lifecycle.Config{Store: store, Provider: prov, Clock: clock, Policy: lifecycle.DefaultPolicy(),
 		Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }})
 	ctx := tb.Context()

@@ -10,7 +10,7 @@
 //
 // watch follows a session through a Follower. Today that is PollFollower,
 // which polls GET /v1/sessions/{id}/status (no provider call, not activity);
-// once the WebSocket client channel exists (DESIGN.md "Client channel") a
+// once the WebSocket client channel exists (docs/DESIGN.md "Client channel") a
 // follower over it replaces the poller behind the same interface.
 package cli
 

@@ -8,7 +8,7 @@ import (
 // Follower follows one session live: it calls emit with the session's
 // status when following starts and after every change, until emit returns
 // done (or an error), ctx ends, or the follower fails. A WebSocket follower
-// (DESIGN.md "Client channel": a {"type":"session"} message at connect and
+// (docs/DESIGN.md "Client channel": a {"type":"session"} message at connect and
 // after every committed transition) implements it as well as PollFollower.
 type Follower interface {
 	Follow(ctx context.Context, id string, emit func(Status) (done bool, err error)) error

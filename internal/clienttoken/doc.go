@@ -1,5 +1,5 @@
 // Package clienttoken mints and verifies session-scoped client tokens: the
-// short-lived credential a browser holds instead of an API key (DESIGN.md,
+// short-lived credential a browser holds instead of an API key (docs/DESIGN.md,
 // "Client channel"). It imports only the standard library.
 //
 // # Token format
@@ -27,7 +27,7 @@
 //
 // # Lifetimes
 //
-// DefaultTTL is 15 minutes and MaxTTL 24 hours (DESIGN.md). A token is valid
+// DefaultTTL is 15 minutes and MaxTTL 24 hours (docs/DESIGN.md). A token is valid
 // while now < expires_at, with now read from the injected Clock; there is no
 // clock-skew allowance because the same deployment mints and verifies.
 //

@@ -17,7 +17,7 @@ import (
 const MinSecretLen = 32
 
 // MaxVerifyingKeys is how many keys besides the signing key a KeySet may
-// hold (DESIGN.md: two keys accepted during a rotation; one spare so a
+// hold (docs/DESIGN.md: two keys accepted during a rotation; one spare so a
 // rotation can start before the previous one has finished).
 const MaxVerifyingKeys = 2
 

@@ -13,11 +13,11 @@ import (
 	"time"
 )
 
-// DefaultTTL is a token's lifetime when Mint is given 0 (DESIGN.md, "Client
+// DefaultTTL is a token's lifetime when Mint is given 0 (docs/DESIGN.md, "Client
 // channel": default 15 min).
 const DefaultTTL = 15 * time.Minute
 
-// MaxTTL is the longest lifetime Mint accepts (DESIGN.md: at most 24 h).
+// MaxTTL is the longest lifetime Mint accepts (docs/DESIGN.md: at most 24 h).
 const MaxTTL = 24 * time.Hour
 
 // Length limits of the payload's strings, in bytes.
@@ -231,7 +231,7 @@ func decodePayload(raw []byte) (Claims, error) {
 	}, nil
 }
 
-// HTTPStatus maps a Verify or VerifyFor error to its HTTP status (DESIGN.md
+// HTTPStatus maps a Verify or VerifyFor error to its HTTP status (docs/DESIGN.md
 // "Client channel": refused with 401/403): 403 for ErrWrongSession, 401 for
 // ErrMalformed, ErrBadSignature and ErrExpired, and 0 for nil or any other
 // error (which is not the caller's fault and maps to 500).

@@ -28,8 +28,8 @@ const (
 	// the idle timeout) and refreshed when
 	// lifecycle.Policy.NeedsProviderRefresh says so.
 	Sandman Policy = "sandman"
-	// SandmanTimers is Sandman with the deadline timers of DESIGN.md
-	// "Precise pausing" (issue 19), which the real code does not have yet:
+	// SandmanTimers is Sandman with the deadline timers of docs/DESIGN.md
+	// "Precise pausing", which the real code does not have yet:
 	// each sweep tick arms a timer for every running session whose pause
 	// deadline (or away deadline) falls before the next tick +
 	// Config.TimerMargin, a write that sets a deadline before then arms one
@@ -79,7 +79,7 @@ type Scenario struct {
 	SweepFailureRate float64
 	// Outage is a control-plane outage; zero for none.
 	Outage Outage
-	// Presence turns on the client channel's presence (DESIGN.md "Client
+	// Presence turns on the client channel's presence (docs/DESIGN.md "Client
 	// channel"), which the real code does not have yet: when the client is
 	// gone or hidden its away deadline is set to now + Config.AwayTimeout
 	// and the session pauses at the earlier of its pause deadline and the
@@ -154,7 +154,7 @@ type Config struct {
 	// ActivityGranularity, ProviderGrace and provider-timeout rules.
 	Lifecycle lifecycle.Policy
 	// SweepInterval is the period of the idle-pause sweep; ticks fall at
-	// Epoch + k*SweepInterval. DESIGN.md: 5 min.
+	// Epoch + k*SweepInterval. docs/DESIGN.md: 5 min.
 	SweepInterval time.Duration
 	// ResumeWait is how long a user waits for one resume. E2B publishes about
 	// 1 s. The replay treats resumes as instant and reports the wait as
@@ -178,18 +178,18 @@ type Config struct {
 	// TimerLateness after the deadline it was armed for.
 	TimerLateness time.Duration
 	// AwayTimeout is how long after its client left a session pauses with
-	// Scenario.Presence (DESIGN.md: away_timeout, default 2 min; 0 turns
+	// Scenario.Presence (docs/DESIGN.md: away_timeout, default 2 min; 0 turns
 	// presence off).
 	AwayTimeout time.Duration
 	// LeaveClosesPage says the user who leaves for good after the session's
 	// last burst closes the page, so with Scenario.Presence the session
 	// gets an away deadline then whatever Scenario.AwayProbability is
-	// (issue 19: "the user who leaves for good closes the page").
+	// ("the user who leaves for good closes the page").
 	LeaveClosesPage bool
 	// AwayFrontier lists away timeouts to replay, each with timers and
 	// presence at the target away_prob (0.5) and no faults, for the report's
 	// trade-off table: billed time against resumes waited for as the away
-	// timeout grows from DESIGN.md's default towards the idle timeout. Empty
+	// timeout grows from docs/DESIGN.md's default towards the idle timeout. Empty
 	// leaves the table out. Each entry must be positive.
 	AwayFrontier []time.Duration
 	// VCPUs and PricePerVCPUSecond (US dollars) turn billed time into money.
@@ -199,7 +199,7 @@ type Config struct {
 	PricePerVCPUSecond float64
 	// Scenarios are the report's rows, in order.
 	Scenarios []Scenario
-	// Scale is the scale simulation Run adds to the report (issue 19,
+	// Scale is the scale simulation Run adds to the report (see
 	// "Scale"); a zero Scale.Sessions leaves it out.
 	Scale ScaleConfig
 }
@@ -209,11 +209,11 @@ type Config struct {
 var DefaultOutage = Outage{Start: 24*time.Hour + 14*time.Hour, Duration: 6 * time.Hour}
 
 // DefaultAwayProbabilities are the away_prob values of the report's presence
-// rows (issue 19: 0, 0.5 and 1).
+// rows (0, 0.5 and 1).
 var DefaultAwayProbabilities = []float64{0, 0.5, 1}
 
 // DefaultAwayFrontier is the away timeouts of the report's trade-off table:
-// DESIGN.md's default (2 min) up to the default idle timeout (10 min).
+// docs/DESIGN.md's default (2 min) up to the default idle timeout (10 min).
 var DefaultAwayFrontier = []time.Duration{2 * time.Minute, 3 * time.Minute, 4 * time.Minute, 5 * time.Minute,
 	6 * time.Minute, 8 * time.Minute, 10 * time.Minute}
 
@@ -301,7 +301,7 @@ func DefaultConfig() Config {
 }
 
 // sqsMaxDelay is SQS's maximum message delay (DelaySeconds at most 900),
-// the longest a timer can wait in AWS (DESIGN.md "Precise pausing").
+// the longest a timer can wait in AWS (docs/DESIGN.md "Precise pausing").
 const sqsMaxDelay = 15 * time.Minute
 
 // Validate returns nil when c can be run, or an error listing every field out

@@ -61,8 +61,8 @@
 //     (half the idle timeout), and pushed out by a written heartbeat when
 //     NeedsProviderRefresh says the provider would otherwise pause before
 //     the pause deadline + grace.
-//   - SandmanTimers (issue 19; modelled, not in the real code yet): Sandman
-//     plus the deadline timers of DESIGN.md "Precise pausing". Each sweep
+//   - SandmanTimers (modelled, not in the real code yet): Sandman
+//     plus the deadline timers of docs/DESIGN.md "Precise pausing". Each sweep
 //     tick arms a timer for every running session due before the next tick
 //     plus Config.TimerMargin (1 min); a write that sets a deadline before
 //     then arms one at once; the timer's delay is rounded up to a whole
@@ -70,7 +70,7 @@
 //     after. A fired timer re-reads the session, pauses it only if it is
 //     still due, and re-arms when the deadline moved within the horizon.
 //     While the control plane is down a firing timer is lost.
-//   - Scenario.Presence (issue 19; modelled on DESIGN.md "Client channel"):
+//   - Scenario.Presence (modelled on docs/DESIGN.md "Client channel"):
 //     at the start of each idle gap the client is gone or hidden when the
 //     gap's draw (SessionTrace.Away, a stream of its own) is below
 //     Scenario.AwayProbability, and the user who leaves for good closes the
@@ -148,7 +148,7 @@
 // pauses, 7 of them under an active user). See also the "Not done:
 // provider-timeout repair" note of package sweep.
 //
-// # Timers and presence (issue 19)
+// # Timers and presence
 //
 // DefaultConfig, seed 1 (floor 109,041 min; cron sweep 162,528 min, 1.49×,
 // 2,399 resumes; sandman today 161,446 min, 1.48×, overshoot p99 284 s):
@@ -161,7 +161,7 @@
 //	  + presence, away_prob 1          122,293     1.12    4,247        1 / 1 / 1 s
 //	  6 h outage                       145,093     1.33    2,328      -6 / 2 / 401 s
 //
-// Against issue 19's targets: timers alone reach an overshoot p99 of 2 s
+// Against the cost targets: timers alone reach an overshoot p99 of 2 s
 // (target ≤ 10 s); with presence at away_prob 0.5 the bill is 1.23× the
 // floor (target ≤ 1.25×) but the resumes are 42 % above the cron sweep's
 // (target within 5 %), and no faithful model meets that one: 1,782 of the
@@ -178,7 +178,7 @@
 // cron sweep (2,482 against 2,399): gaps just over the idle timeout are now
 // paused before the user returns.
 //
-// RunScale adds issue 19's load: 1.2 million deadlines (100,000 per 5 min
+// RunScale adds the target load: 1.2 million deadlines (100,000 per 5 min
 // for an hour) drained by a pauser paced at E2B's 20,000 calls per 30 s
 // (667/s). The sweep alone lands pauses p50/p99/max 225/299/300 s late;
 // timers 1.7/2.0/2.0 s; timers with half the limit left to other calls

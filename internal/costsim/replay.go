@@ -20,7 +20,7 @@ const sweepStream = 1 << 63
 const sandboxID = "sbx_sim"
 
 // reasonAway is the transition reason of a pause at the away deadline
-// (DESIGN.md "Events out"); internal/lifecycle has no constant for it yet.
+// (docs/DESIGN.md "Events out"); internal/lifecycle has no constant for it yet.
 const reasonAway = "away"
 
 // Run generates cfg's trace, replays every scenario on it, and adds the
@@ -300,7 +300,7 @@ func (m *sim) heartbeat(i int, at time.Duration) {
 // follows (its draw is below Scenario.AwayProbability) or the user leaves
 // for good and Config.LeaveClosesPage, the away deadline is set to at +
 // Config.AwayTimeout and, with timers, the disconnect handler arms a timer
-// for the session's deadline at once (DESIGN.md "Precise pausing").
+// for the session's deadline at once (docs/DESIGN.md "Precise pausing").
 func (m *sim) leave(s *simSession, at time.Duration) {
 	s.left = s.burst
 	var away bool
@@ -381,7 +381,7 @@ func (m *sim) touch(s *simSession, at time.Duration) {
 // wrote follows a write at at that set the session's deadline (a create, a
 // resume, a written heartbeat): with timers, one is armed at once when the
 // deadline falls before the next sweep tick + Config.TimerMargin, the
-// horizon the last tick armed for (issue 19: "a write that sets a deadline
+// horizon the last tick armed for ("a write that sets a deadline
 // before the next tick arms its timer at once").
 func (m *sim) wrote(s *simSession, at time.Duration) {
 	if !m.timers {
@@ -395,7 +395,7 @@ func (m *sim) wrote(s *simSession, at time.Duration) {
 // deadline returns the offset at which a running session is due and
 // whether that is its away deadline: its pause deadline
 // (lifecycle.Session.PauseDeadline), or the away deadline when that is set
-// and earlier (DESIGN.md "Client channel": presence only brings the pause
+// and earlier (docs/DESIGN.md "Client channel": presence only brings the pause
 // forward, never back).
 func (m *sim) deadline(s *simSession) (time.Duration, bool) {
 	d := s.row.PauseDeadline().Sub(m.cfg.Epoch)

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sandmanhq/sandman/internal/numfmt"
+	"github.com/sandmanhq/sandman/internal/costsim/numfmt"
 )
 
 // Report is the outcome of a replay: the trace's shape and one Result per
@@ -270,7 +270,7 @@ func (r Report) Markdown() string {
 		w("  These bounds do not hold here: the idle timeout + grace + headroom exceeds the provider's %s maximum timeout, "+
 			"so the provider can pause a sandbox before its idle timeout (see `Policy.NeedsProviderRefresh`).\n", human(pol.MaxProviderTimeout))
 	}
-	w("- **Timers** (*+ timers*, modelled on DESIGN.md \"Precise pausing\" and issue 19; in the real code `lifecycle.Timers` with `internal/localtimer` or `internal/sqstimer`): each sweep tick "+
+	w("- **Timers** (*+ timers*, modelled on docs/DESIGN.md \"Precise pausing\"; in the real code `lifecycle.Timers` with `internal/localtimer` or `internal/sqstimer`): each sweep tick "+
 		"that runs arms a timer for every running session whose deadline falls before the next tick + %s margin; a write that "+
 		"sets a deadline before the next tick + margin (a create, a resume, a written heartbeat) arms one at once, and so does "+
 		"every disconnect. A timer's delay is the time to the deadline rounded up to a whole second (SQS DelaySeconds) and "+
@@ -280,7 +280,7 @@ func (r Report) Markdown() string {
 		"here (see the scale simulation for one). While the control plane is down a firing timer is lost (assumed to end in "+
 		"the dead-letter queue); the sweep and the provider timeout stay the backstops, unchanged.\n",
 		human(c.TimerMargin), human(c.TimerLateness), human(time.Second+c.TimerLateness))
-	w("- **Presence** (*+ presence*, modelled on DESIGN.md \"Client channel\"; in the real code `lifecycle.Service.SetPresence` fed by `internal/channel`): at the start of each idle "+
+	w("- **Presence** (*+ presence*, modelled on docs/DESIGN.md \"Client channel\"; in the real code `lifecycle.Service.SetPresence` fed by `internal/channel`): at the start of each idle "+
 		"gap (the burst's last heartbeat) the client is gone or hidden with probability away_prob, drawn once per gap from a "+
 		"stream of its own (seed, 2^62 | index), independent of the gap's length, so the away gaps at 0.5 are among those at 1. "+
 		"%s Its away deadline is then that moment + %s (away_timeout) and it pauses at the earlier of that and its idle "+
@@ -375,7 +375,7 @@ func (r Report) assumptions(sc Scenario) string {
 	return strings.Join(a, "; ")
 }
 
-// Targets of issue 19 for the cost replay.
+// The targets for the cost replay.
 const (
 	// targetTimersP99 is the overshoot p99 that timers alone must reach.
 	targetTimersP99 = 10 * time.Second
@@ -411,7 +411,7 @@ func met(ok bool) string {
 	return "**not met**"
 }
 
-// targetsMarkdown renders issue 19's targets against the figures of this
+// targetsMarkdown renders the cost targets against the figures of this
 // run, each with the assumptions it rests on; a target whose rows are not in
 // the report is left out.
 func (r Report) targetsMarkdown(w func(string, ...any)) {
@@ -434,7 +434,7 @@ func (r Report) targetsMarkdown(w func(string, ...any)) {
 	if !okT && !okP && !(okO && okOT) {
 		return
 	}
-	w("\n### Targets (issue 19)\n\n")
+	w("\n### Targets\n\n")
 	if okT {
 		w("- *%s*: overshoot p99 %s s (target ≤ %s s): %s. Assumes a timer pause lands %s after its delay, rounded up "+
 			"to a whole second, runs out, and a %s margin over the %s sweep. %s of its %s pauses come before the user's "+
@@ -483,7 +483,7 @@ func (r Report) targetsMarkdown(w func(string, ...any)) {
 
 // frontierMarkdown renders the away-timeout trade-off: for each
 // Config.AwayFrontier entry, the billed ratio and the resumes against the
-// cron sweep's, each checked against its issue 19 target.
+// cron sweep's, each checked against its target.
 func (r Report) frontierMarkdown(w func(string, ...any)) {
 	cron, ok := r.find(func(res Result) bool { return res.Scenario.Policy == CronSweep && noFaults(res) })
 	if len(r.Frontier) == 0 || !ok {

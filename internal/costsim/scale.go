@@ -7,11 +7,11 @@ import (
 	"slices"
 	"time"
 
-	"github.com/sandmanhq/sandman/internal/numfmt"
+	"github.com/sandmanhq/sandman/internal/costsim/numfmt"
 	"golang.org/x/time/rate"
 )
 
-// ScaleConfig is the scale simulation of issue 19 ("Scale"): at DueRate
+// ScaleConfig is the scale simulation: at DueRate
 // pause deadlines per SweepInterval (out of Sessions sessions), with the
 // provider allowing RateLimit lifecycle calls per RateWindow, how late do
 // pauses land when a rate-limited pauser drains them? Durations are
@@ -19,7 +19,7 @@ import (
 type ScaleConfig struct {
 	// Seed makes the draws reproducible.
 	Seed uint64
-	// Sessions is the number of sessions tracked (issue 19: 1,000,000). It
+	// Sessions is the number of sessions tracked (1,000,000). It
 	// sizes nothing in the queue: it enters the report as the context of
 	// DueRate (the sparse index the sweep reads holds the running ones).
 	Sessions int
@@ -32,7 +32,7 @@ type ScaleConfig struct {
 	// Intervals is the simulated span in sweep intervals (12: one hour).
 	Intervals int
 	// RateLimit lifecycle calls per RateWindow is the provider's limit
-	// (issue 19, E2B: 20,000 per 30 s). The pauser draws from a token bucket
+	// (E2B: 20,000 per 30 s). The pauser draws from a token bucket
 	// (golang.org/x/time/rate) filled at (1 - OtherShare) * RateLimit /
 	// RateWindow per second, holding at most Burst tokens.
 	RateLimit  int
@@ -54,7 +54,7 @@ type ScaleConfig struct {
 	MassDisconnect time.Duration
 }
 
-// DefaultScale returns issue 19's load: 1,000,000 sessions, 100,000 due per
+// DefaultScale returns the target load: 1,000,000 sessions, 100,000 due per
 // 5 min for an hour, 20,000 calls per 30 s with an even pace (burst 1), half
 // the limit left to other calls in the row that says so, timers 1 s late,
 // and a mass disconnect with the 2 min away timeout.
@@ -222,7 +222,7 @@ func (s ScaleReport) Markdown() string {
 	out := fmt.Sprintf("\n### Scale: how late pauses land at %s sessions, %s due per %s\n\n",
 		numfmt.Thousands(c.Sessions), numfmt.Thousands(c.DueRate), human(c.SweepInterval))
 	out += fmt.Sprintf("%s pause deadlines (a Poisson process at %s per %s for %s, seed %d), each drained by a pauser "+
-		"limited to the provider's %s lifecycle calls per %s (issue 19's figure for E2B) by a token bucket "+
+		"limited to the provider's %s lifecycle calls per %s (E2B's published figure) by a token bucket "+
 		"(`golang.org/x/time/rate`) of depth %d, first come first served, on a simulated clock. A pause call takes no time "+
 		"beyond its token; lateness = when it is granted − its deadline.\n\n",
 		numfmt.Thousands(c.DueRate*c.Intervals), numfmt.Thousands(c.DueRate), human(c.SweepInterval), human(time.Duration(c.Intervals)*c.SweepInterval),

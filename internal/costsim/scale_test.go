@@ -19,7 +19,7 @@ func MustScale(tb testing.TB, c costsim.ScaleConfig) costsim.ScaleReport {
 	return r
 }
 
-// TestScale checks issue 19's load (the default report's scale rows): the
+// TestScale checks the target load (the default report's scale rows): the
 // pacing never exceeds the provider's limit; timers land within seconds of
 // the deadline while the sweep alone waits for its tick; a mass disconnect
 // is drained in about DueRate / rate.

@@ -234,7 +234,7 @@ func TestAwayProbZeroEqualsTimersOnly(t *testing.T) {
 }
 
 // TestDefaultTimerRows checks the default report's new rows against each
-// other and against issue 19's overshoot target.
+// other and against the overshoot target.
 func TestDefaultTimerRows(t *testing.T) {
 	r := MustDefaultReport(t)
 	cfg := r.Config
@@ -243,7 +243,7 @@ func TestDefaultTimerRows(t *testing.T) {
 
 	t.Run("TimersOnDeadline", func(t *testing.T) {
 		if got, limit := timers.OvershootP99, 10*time.Second; got > limit {
-			t.Errorf("overshoot p99 = %v, want at most %v (issue 19)", got, limit)
+			t.Errorf("overshoot p99 = %v, want at most %v", got, limit)
 		}
 		if got, limit := timers.OvershootMax, time.Second+cfg.TimerLateness; got > limit {
 			t.Errorf("overshoot max = %v, want at most 1 s + lateness = %v", got, limit)
@@ -417,7 +417,7 @@ func TestTargetsMarkdown(t *testing.T) {
 	p99 := int(timers.OvershootP99.Round(time.Second) / time.Second)
 	spread := float64(p5.Resumes-cron.Resumes) / float64(cron.Resumes)
 	for _, want := range []string{
-		"### Targets (issue 19)",
+		"### Targets",
 		"overshoot p99 " + strconv.Itoa(p99) + " s (target ≤ 10 s): " + verdict(timers.OvershootP99 <= 10*time.Second),
 		"(target ≤ 1.25×): " + verdict(p5.RatioToFloor <= 1.25),
 		"target within ±5 %): " + verdict(spread >= -0.05 && spread <= 0.05),

@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/sandmanhq/sandman/internal/dynamo"
-	"github.com/sandmanhq/sandman/internal/dynamotest"
-	"github.com/sandmanhq/sandman/internal/fakeprovider"
+	"github.com/sandmanhq/sandman/internal/dynamo/dynamotest"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/provider/fake"
 )
 
 // TestDiagnose covers each disagreement kind of lifecycle.Service.Diagnose
@@ -20,7 +20,7 @@ import (
 func TestDiagnose(t *testing.T) {
 	store := dynamo.New(dynamo.Config{Client: dynamotest.MustClient(t), Table: dynamotest.MustTable(t)})
 	clock := lifecycle.NewManualClock(time.Date(2026, 11, 23, 1, 0, 0, 0, time.UTC))
-	prov := fakeprovider.New(fakeprovider.Config{Clock: clock})
+	prov := fake.New(fake.Config{Clock: clock})
 	svc := lifecycle.NewService(lifecycle.Config{Store: store, Provider: prov, Clock: clock,
 		Log: slog.New(slog.DiscardHandler)})
 	const account = "acct-diag"
@@ -41,7 +41,7 @@ func TestDiagnose(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		resumes := prov.Calls(fakeprovider.OpResume)
+		resumes := prov.Calls(fake.OpResume)
 		d, err := svc.Diagnose(ctx, account, id, probe)
 		if err != nil {
 			t.Fatalf("diagnose: %v", err)
@@ -53,7 +53,7 @@ func TestDiagnose(t *testing.T) {
 		if after.Version != before.Version || after.State != before.State {
 			t.Errorf("diagnose wrote the session: %s v%d → %s v%d", before.State, before.Version, after.State, after.Version)
 		}
-		if prov.Calls(fakeprovider.OpResume) != resumes {
+		if prov.Calls(fake.OpResume) != resumes {
 			t.Errorf("diagnose resumed the sandbox")
 		}
 		return d

@@ -33,7 +33,7 @@ const (
 const timeLayout = "2006-01-02T15:04:05.000000000Z"
 
 // sessionItem is a session as stored. It is separate from lifecycle.Session
-// (STYLE.md rule 5); toSessionItem and sessionFromItem convert at the edge.
+// (); toSessionItem and sessionFromItem convert at the edge.
 type sessionItem struct {
 	PK string `dynamodbav:"pk"`
 	SK string `dynamodbav:"sk"`

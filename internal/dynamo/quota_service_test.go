@@ -10,12 +10,12 @@ import (
 	"time"
 
 	"github.com/sandmanhq/sandman/internal/dynamo"
-	"github.com/sandmanhq/sandman/internal/dynamotest"
-	"github.com/sandmanhq/sandman/internal/fakeprovider"
+	"github.com/sandmanhq/sandman/internal/dynamo/dynamotest"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/provider/fake"
 )
 
-// TestQuotaConcurrentCreates is issue 22's quota proof on DynamoDB Local:
+// TestQuotaConcurrentCreates is the quota proof on DynamoDB Local:
 // 50 concurrent creates on an account with max_running 10 leave exactly 10
 // sessions running and answer 40 quota_exceeded (naming the limit) without
 // asking the provider; after one is paused one more create succeeds, and a
@@ -23,7 +23,7 @@ import (
 func TestQuotaConcurrentCreates(t *testing.T) {
 	store := dynamo.New(dynamo.Config{Client: dynamotest.MustClient(t), Table: dynamotest.MustTable(t)})
 	clock := lifecycle.NewManualClock(time.Date(2026, 11, 23, 1, 0, 0, 0, time.UTC))
-	prov := fakeprovider.New(fakeprovider.Config{Clock: clock})
+	prov := fake.New(fake.Config{Clock: clock})
 	svc := lifecycle.NewService(lifecycle.Config{Store: store, Provider: prov, Clock: clock, MaxRunning: 10,
 		Log: slog.New(slog.DiscardHandler)})
 	const account, creates = "acct-quota", 50
@@ -62,7 +62,7 @@ func TestQuotaConcurrentCreates(t *testing.T) {
 			t.Fatalf("session %s is %s, want running", s.ID, s.State)
 		}
 	}
-	if n := prov.Calls(fakeprovider.OpCreate); n != 10 {
+	if n := prov.Calls(fake.OpCreate); n != 10 {
 		t.Fatalf("provider asked for %d sandboxes, want 10 (a refused create never reaches it)", n)
 	}
 	slots := func(want int) {
@@ -114,7 +114,7 @@ func TestWithoutRunningSlots(t *testing.T) {
 	client, table := dynamotest.MustClient(t), dynamotest.MustTable(t)
 	store := dynamo.New(dynamo.Config{Client: client, Table: table, WithoutRunningSlots: true})
 	clock := lifecycle.NewManualClock(time.Date(2026, 11, 23, 1, 0, 0, 0, time.UTC))
-	prov := fakeprovider.New(fakeprovider.Config{Clock: clock})
+	prov := fake.New(fake.Config{Clock: clock})
 	svc := lifecycle.NewService(lifecycle.Config{Store: store, Provider: prov, Clock: clock, Log: slog.New(slog.DiscardHandler)})
 	const account = "acct-noslots"
 	for range 3 {

@@ -33,8 +33,8 @@ var throttlingCodes = map[string]bool{
 // shows a store that is slow or unavailable (a deadline or timeout, a
 // connection that failed, throttling, a 5xx after the SDK's retries), makes
 // it a CodeUnavailable *lifecycle.Error with RetryAfter StoreRetryAfter: a
-// 503 with Retry-After at the HTTP edge, never a 500 (DESIGN.md "Activity
-// and idle", issue 14). A failed condition, a bad request or a decode error
+// 503 with Retry-After at the HTTP edge, never a 500 (docs/DESIGN.md "Activity
+// and idle"). A failed condition, a bad request or a decode error
 // is left as it is.
 func storeError(format string, args ...any) error {
 	err := fmt.Errorf(format, args...)

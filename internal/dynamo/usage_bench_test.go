@@ -6,9 +6,9 @@ import (
 	"testing"
 
 	"github.com/sandmanhq/sandman/internal/dynamo"
-	"github.com/sandmanhq/sandman/internal/dynamotest"
+	"github.com/sandmanhq/sandman/internal/dynamo/dynamotest"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
-	"github.com/sandmanhq/sandman/internal/storetest"
+	"github.com/sandmanhq/sandman/internal/lifecycle/storetest"
 )
 
 // BenchmarkRecordTransition measures RecordTransition on DynamoDB Local:

@@ -1,6 +1,6 @@
 // Package eventbridge is the lifecycle.Publisher of the AWS stack: it puts
 // each lifecycle event on the stack's EventBridge bus with PutEvents
-// (DESIGN.md "Events out").
+// (docs/DESIGN.md "Events out").
 //
 // Each event becomes one entry: Source lifecycle.EventSource ("sandman"),
 // DetailType event.DetailType() (e.g. "Session Paused"), Detail the event's

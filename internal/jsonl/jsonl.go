@@ -1,6 +1,6 @@
 // Package jsonl is the local lifecycle.Publisher: it appends each lifecycle
 // event to a file as one JSON line shaped like the event EventBridge would
-// deliver to a rule's target (DESIGN.md "Events out": "Locally the publisher
+// deliver to a rule's target (docs/DESIGN.md "Events out": "Locally the publisher
 // writes the same events as JSON lines"), so a local consumer can read what a
 // production one would receive:
 //

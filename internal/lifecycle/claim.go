@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// An Idempotency-Key claim must always resolve (issue 14): to the live
+// An Idempotency-Key claim must always resolve: to the live
 // session of the create that holds it, or, once that create is known dead,
 // back to free so a retry with the same key makes a fresh attempt. The claim
 // is written before the session, so a create that dies in between (a crash,

@@ -6,7 +6,7 @@ import (
 )
 
 // ClientConn is one open client-channel (WebSocket) connection of a session
-// (DESIGN.md "Client channel").
+// (docs/DESIGN.md "Client channel").
 type ClientConn struct {
 	ID        string    // API Gateway's connectionId (or the local gateway's)
 	SessionID string    // the session its client token is scoped to

@@ -9,7 +9,7 @@ import (
 	"unicode/utf8"
 )
 
-// CreateInput is a validated-at-the-edge create request (DESIGN.md
+// CreateInput is a validated-at-the-edge create request (docs/DESIGN.md
 // POST /v1/sessions). Zero IdleTimeoutSeconds means the default; zero
 // MaxLifetimeSeconds means no limit.
 type CreateInput struct {
@@ -22,7 +22,7 @@ type CreateInput struct {
 	// for life.
 	Provider string
 	// AwayTimeoutSeconds: nil for DefaultAwayTimeout, 0 for presence off,
-	// else 1..MaxAwayTimeout in seconds (DESIGN.md "Client channel").
+	// else 1..MaxAwayTimeout in seconds (docs/DESIGN.md "Client channel").
 	AwayTimeoutSeconds *int64
 	// IdempotencyKey, when set, makes a repeated create return the first
 	// result without a second sandbox.
@@ -206,7 +206,7 @@ func (s *Service) newSession(accountID string, in CreateInput) (*Session, error)
 // validateMetadata checks a create's metadata: at most maxMetadataKeys
 // keys; keys of 1..maxMetadataKeyLen and values of at most
 // maxMetadataValueLen characters (Unicode code points), valid UTF-8; no key
-// starting with MetadataPrefix in any letter case (issue 14).
+// starting with MetadataPrefix in any letter case.
 func validateMetadata(m map[string]string) error {
 	if len(m) > maxMetadataKeys {
 		return Errorf(CodeInvalid, "metadata may hold at most %d keys", maxMetadataKeys)

@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// Diagnose (DESIGN.md "Operators"): the split truth about one session in
+// Diagnose (docs/DESIGN.md "Operators"): the split truth about one session in
 // one place, read-only. It reads the table, asks the provider through
 // Provider.Get (the control API: never wakes a paused sandbox), probes the
 // preview URL only when both say running, and ends in one verdict sentence.

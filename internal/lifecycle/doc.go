@@ -4,6 +4,6 @@
 // application error type, the clock, lifecycle events, and the interfaces the
 // adapters implement (Store, Provider, Publisher).
 //
-// It imports only the standard library. The rules come from shared/DESIGN.md;
+// It imports only the standard library. The rules come from docs/DESIGN.md;
 // where a rule is ours rather than the design's, its doc comment says so.
 package lifecycle

@@ -2,7 +2,7 @@ package lifecycle
 
 import "time"
 
-// Envelope is the lifecycle envelope of DESIGN.md, returned by status and
+// Envelope is the lifecycle envelope of docs/DESIGN.md, returned by status and
 // reconnect. Times are RFC 3339 UTC strings when encoded; a zero time encodes
 // as null (see internal/apigw).
 type Envelope struct {

@@ -10,7 +10,7 @@ import (
 // status (see the table in internal/apigw); nothing else decides a status.
 type Code string
 
-// The application error codes (STYLE.md rule 4).
+// The application error codes ().
 const (
 	CodeInvalid      Code = "invalid"      // 400: bad input; the message names the field
 	CodeUnauthorized Code = "unauthorized" // 401: no key, a bad key, or a bad signature
@@ -19,14 +19,14 @@ const (
 	CodeConflict     Code = "conflict"     // 409: the state or version does not allow it
 	CodeTooLarge     Code = "too_large"    // 413: the request body is over the limit
 	// CodeQuotaExceeded is 429: the account is at its max_running limit
-	// (DESIGN.md "Operators"; see quota.go).
+	// (docs/DESIGN.md "Operators"; see quota.go).
 	CodeQuotaExceeded Code = "quota_exceeded"
 	CodeUnavailable   Code = "unavailable" // 503: the provider is in trouble
 	CodeInternal      Code = "internal"    // 500: a bug; the detail goes to the log only
 )
 
 // Error types that are more specific than their code. They are sent as
-// error_type in the error envelope of DESIGN.md ("HTTP API").
+// error_type in the error envelope of docs/DESIGN.md ("HTTP API").
 const (
 	TypeSandboxPaused      = "sandbox_paused"      // 409: heartbeat on a paused session
 	TypeSandboxExpired     = "sandbox_expired"     // 503: the provider says the sandbox is gone

@@ -10,7 +10,7 @@ import (
 // EventSource is the EventBridge source of every lifecycle event.
 const EventSource = "sandman"
 
-// Event is one committed transition, published at least once (DESIGN.md
+// Event is one committed transition, published at least once (docs/DESIGN.md
 // "Events out"): consumers dedupe on EventID.
 type Event struct {
 	// EventID is "<session_id>:<version>" (EventID), the same on every
@@ -54,7 +54,7 @@ func NewEvent(s *Session, from State) Event {
 }
 
 // EventID returns the id of the event of a session's transition to version:
-// "<session_id>:<version>" (DESIGN.md "Events out"). A version is written
+// "<session_id>:<version>" (docs/DESIGN.md "Events out"). A version is written
 // once, so the id names one transition and is stable across redeliveries.
 func EventID(sessionID string, version int64) string {
 	return sessionID + ":" + strconv.FormatInt(version, 10)

@@ -9,7 +9,7 @@ import (
 
 // TestFinalSessionAdvertisesNoURL: a session that becomes killed, failed or
 // expired shows no preview URL and no provider-side expiry, in the session
-// and in its lifecycle envelope (issue 14 item 6).
+// and in its lifecycle envelope.
 func TestFinalSessionAdvertisesNoURL(t *testing.T) {
 	for _, tc := range []struct{ from, to lifecycle.State }{
 		{lifecycle.StateRunning, lifecycle.StateKilled},

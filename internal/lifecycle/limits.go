@@ -5,7 +5,7 @@ import "time"
 // Limits that more than one package applies; each is defined here once.
 const (
 	// MaxListLimit is the largest page Service.List and Store.ListSessions
-	// return (DESIGN.md GET /v1/sessions: limit 1..100).
+	// return (docs/DESIGN.md GET /v1/sessions: limit 1..100).
 	MaxListLimit = 100
 	// DefaultListLimit is the page size of GET /v1/sessions without a limit
 	// (ours).

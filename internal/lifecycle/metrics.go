@@ -6,8 +6,8 @@ import (
 	"time"
 )
 
-// Metrics receives what the Service did, for operators (DESIGN.md
-// "Operators", issue 22): internal/metrics writes it as CloudWatch embedded
+// Metrics receives what the Service did, for operators (docs/DESIGN.md
+// "Operators"): internal/metrics writes it as CloudWatch embedded
 // metric format lines, one flush per invocation. The Service calls it only
 // after the fact it reports has happened (a committed write, a provider
 // call that returned); implementations must be safe for concurrent use and

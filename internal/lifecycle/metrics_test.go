@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sandmanhq/sandman/internal/fakeprovider"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/provider/fake"
 )
 
 // recordedMetrics is a lifecycle.Metrics that keeps what it was told.
@@ -58,14 +58,14 @@ func TestMetricsFollowCommittedTransitions(t *testing.T) {
 	}
 	// A resume that needs a second attempt: one transient provider error,
 	// one resume.
-	e.fake.FailNext(fakeprovider.OpResume, lifecycle.ErrProviderTransient)
+	e.fake.FailNext(fake.OpResume, lifecycle.ErrProviderTransient)
 	e.clock.Advance(time.Minute)
 	if _, err := e.svc.Resume(t.Context(), acct, sess.ID); err != nil {
 		t.Fatal(err)
 	}
 	// A snapshot whose pause the provider refuses: rolled back to running,
 	// one conflict counted, no pause.
-	e.fake.FailNext(fakeprovider.OpPause, lifecycle.ErrSandboxConflict)
+	e.fake.FailNext(fake.OpPause, lifecycle.ErrSandboxConflict)
 	if _, err := e.svc.Snapshot(t.Context(), acct, sess.ID); err == nil {
 		t.Fatal("snapshot over a refused pause succeeded")
 	}

@@ -102,7 +102,7 @@ type observation struct {
 // observe reads a sandbox's state through the provider's control API (never
 // waking it). "Gone" is confirmed by a second read after ConfirmGoneDelay:
 // E2B reports 1-3 % of sandboxes "not found" long before their timeout
-// (providers/e2b.md), and expiring a session clears its sandbox for good.
+// (docs/providers/e2b.md), and expiring a session clears its sandbox for good.
 // Errors: the provider could not say (transient, or the second read failed).
 func (s *Service) observe(ctx context.Context, sess *Session) (observation, error) {
 	provider := s.provider(sess)
@@ -145,7 +145,7 @@ func (s *Service) settledElsewhere(ctx context.Context, sess *Session, want Stat
 }
 
 // Snapshot pauses the session now. It is idempotent: a paused session
-// succeeds without a provider call (DESIGN.md). Errors: not_found,
+// succeeds without a provider call (docs/DESIGN.md). Errors: not_found,
 // forbidden, conflict (transitional or final state), unavailable (provider
 // failure: the session stays as it truly is).
 func (s *Service) Snapshot(ctx context.Context, accountID, id string) (*Session, error) {

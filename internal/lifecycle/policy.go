@@ -2,20 +2,20 @@ package lifecycle
 
 import "time"
 
-// Policy holds the timers of DESIGN.md ("Activity and idle"). The zero value
+// Policy holds the timers of docs/DESIGN.md ("Activity and idle"). The zero value
 // is not useful: start from DefaultPolicy and override what the configuration
 // sets.
 type Policy struct {
-	// DefaultIdleTimeout applies when a create names none. DESIGN.md: 10 min.
+	// DefaultIdleTimeout applies when a create names none. docs/DESIGN.md: 10 min.
 	DefaultIdleTimeout time.Duration
 	// MinIdleTimeout and MaxIdleTimeout bound a per-session idle timeout.
-	// DESIGN.md: 1 min .. 24 h.
+	// docs/DESIGN.md: 1 min .. 24 h.
 	MinIdleTimeout time.Duration
 	MaxIdleTimeout time.Duration
 	// MaxLifetimeLimit bounds a per-session max lifetime (ours: 30 days).
 	MaxLifetimeLimit time.Duration
 	// ActivityGranularity coalesces heartbeats: one within this long of the
-	// last recorded activity is answered without a write. DESIGN.md: 30 s.
+	// last recorded activity is answered without a write. docs/DESIGN.md: 30 s.
 	ActivityGranularity time.Duration
 	// ProviderGrace is added to the pause deadline to get the provider-side
 	// timeout (pause-on-timeout), so the sandbox pauses itself on time even
@@ -61,7 +61,7 @@ func (p Policy) IdleTimeout(seconds int64) (time.Duration, error) {
 
 // HoldDuration validates a busy hold in seconds (POST .../activity
 // hold_seconds): within the idle timeout bounds, MinIdleTimeout ..
-// MaxIdleTimeout (DESIGN.md "Client channel": N within the idle timeout
+// MaxIdleTimeout (docs/DESIGN.md "Client channel": N within the idle timeout
 // bounds). Errors: CodeInvalid naming hold_seconds.
 func (p Policy) HoldDuration(seconds int64) (time.Duration, error) {
 	if seconds < int64(p.MinIdleTimeout/time.Second) || seconds > int64(p.MaxIdleTimeout/time.Second) {
@@ -85,7 +85,7 @@ func (p Policy) MaxLifetime(seconds int64) (time.Duration, error) {
 }
 
 // ProviderTimeout returns the provider-side timeout to set for a running
-// session at now (DESIGN.md "Belt and braces"), at least one second and at
+// session at now (docs/DESIGN.md "Belt and braces"), at least one second and at
 // most MaxProviderTimeout. It aims at the idle deadline (held back by a busy
 // hold, Session.HeldIdleDeadline) plus ProviderGrace
 // plus a headroom of half the idle timeout, so that heartbeats can move the

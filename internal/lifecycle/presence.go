@@ -6,7 +6,7 @@ import (
 )
 
 // DefaultAwayTimeout is a session's away timeout when its create names
-// none (DESIGN.md "Client channel": 2 min).
+// none (docs/DESIGN.md "Client channel": 2 min).
 const DefaultAwayTimeout = 2 * time.Minute
 
 // MaxAwayTimeout bounds a per-session away timeout (24 h, the idle timeout's
@@ -56,7 +56,7 @@ func (s *Session) MarkPresent() bool {
 }
 
 // SetPresence records whether session id has a visible client
-// (DESIGN.md "Client channel"): present clears its away deadline, absent
+// (docs/DESIGN.md "Client channel"): present clears its away deadline, absent
 // sets it (MarkAway). Presence changes no state; the write is conditional
 // on the session's state and version like every other, retried on a lost
 // race. It returns the session as stored and whether a write happened.

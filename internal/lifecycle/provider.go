@@ -102,7 +102,7 @@ type Provider interface {
 
 // TimeoutReporter is implemented by a Provider whose applied timeout may
 // differ from the one asked for (E2B silently caps it at the last start +
-// the plan's maximum run length: providers/e2b.md). SetTimeoutUntil is
+// the plan's maximum run length: docs/providers/e2b.md). SetTimeoutUntil is
 // SetTimeout that returns the expiry the provider really applied; the
 // service records that one. Errors: as SetTimeout.
 type TimeoutReporter interface {

@@ -9,7 +9,7 @@ import (
 
 // chooseProvider returns the name of the provider a create asked for: name
 // when this service holds it, the default when name is "". Errors: invalid,
-// naming the configured providers (DESIGN.md "Providers": a create may name
+// naming the configured providers (docs/DESIGN.md "Providers": a create may name
 // "provider"; otherwise the deployment's default).
 func (s *Service) chooseProvider(name string) (string, error) {
 	if name == "" {

@@ -5,17 +5,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sandmanhq/sandman/internal/fakeprovider"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/provider/fake"
 )
 
 // twoProviders is an env whose default provider is e.fake ("fake") with a
 // second fake named "other" configured next to it.
-func twoProviders(t *testing.T) (*env, *fakeprovider.Provider) {
+func twoProviders(t *testing.T) (*env, *fake.Provider) {
 	t.Helper()
-	var other *fakeprovider.Provider
+	var other *fake.Provider
 	e := newEnv(t, func(c *lifecycle.Config) {
-		other = fakeprovider.New(fakeprovider.Config{Clock: c.Clock, Name: "other"})
+		other = fake.New(fake.Config{Clock: c.Clock, Name: "other"})
 		c.Providers = []lifecycle.Provider{other, c.Provider} // the default repeated: kept once
 	})
 	return e, other
@@ -42,7 +42,7 @@ func TestCreateOnNamedProvider(t *testing.T) {
 	if _, ok := other.Sandbox(sess.SandboxID); !ok {
 		t.Fatalf("sandbox %s not on provider other", sess.SandboxID)
 	}
-	if got := e.fake.Calls(fakeprovider.OpCreate); got != 0 {
+	if got := e.fake.Calls(fake.OpCreate); got != 0 {
 		t.Errorf("default provider got %d creates, want 0", got)
 	}
 	if got := e.mustGet(t, sess.ID).Provider; got != "other" {
@@ -67,7 +67,7 @@ func TestCreateOnNamedProvider(t *testing.T) {
 	if _, ok := other.Sandbox(sess.SandboxID); ok {
 		t.Errorf("after delete: sandbox still on other")
 	}
-	for _, op := range fakeprovider.Ops {
+	for _, op := range fake.Ops {
 		if got := e.fake.Calls(op); got != 0 {
 			t.Errorf("default provider got %d %s calls for a session on other, want 0", got, op)
 		}
@@ -100,7 +100,7 @@ func TestCreateUnknownProvider(t *testing.T) {
 	if len(page.Sessions) != 0 || len(e.events.events) != 0 {
 		t.Errorf("refused creates wrote %d sessions and %d events", len(page.Sessions), len(e.events.events))
 	}
-	if e.fake.Calls(fakeprovider.OpCreate)+other.Calls(fakeprovider.OpCreate) != 0 {
+	if e.fake.Calls(fake.OpCreate)+other.Calls(fake.OpCreate) != 0 {
 		t.Error("a refused create reached a provider")
 	}
 	// The Idempotency-Key was not claimed: the same key works afterwards.
@@ -121,7 +121,7 @@ func TestSessionOfUnconfiguredProvider(t *testing.T) {
 		!strings.Contains(err.Error(), `"gone-provider" is not configured`) {
 		t.Errorf("reconcile of a session on an unconfigured provider: err = %v", err)
 	}
-	if got := e.fake.Calls(fakeprovider.OpGet) + e.fake.Calls(fakeprovider.OpProbe); got != 0 {
+	if got := e.fake.Calls(fake.OpGet) + e.fake.Calls(fake.OpProbe); got != 0 {
 		t.Errorf("the default provider was called %d times for another provider's session", got)
 	}
 }
@@ -162,7 +162,7 @@ func TestListSandboxesPerProvider(t *testing.T) {
 	if _, ok := other.Sandbox(orphan.ID); ok {
 		t.Error("the orphan is still on other")
 	}
-	if got := e.fake.Calls(fakeprovider.OpKill); got != 0 {
+	if got := e.fake.Calls(fake.OpKill); got != 0 {
 		t.Errorf("the default provider got %d kills", got)
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"strconv"
 )
 
-// Running quota (DESIGN.md "Operators": max_running per account, 0 = none).
+// Running quota (docs/DESIGN.md "Operators": max_running per account, 0 = none).
 //
 // A session holds one of its account's running slots while it is
 // provisioning, running, pausing or resuming: from the moment a sandbox is
@@ -63,7 +63,7 @@ func quotaSentence(accountID string, limit int) string {
 }
 
 // SlotCounter is implemented by stores that can read an account's running
-// slot counter (internal/dynamo, internal/memstore). It is separate from
+// slot counter (internal/dynamo, internal/lifecycle/memstore). It is separate from
 // Store so that wrappers of a Store need not forward it.
 type SlotCounter interface {
 	// RunningSlots returns how many running slots accountID holds (the

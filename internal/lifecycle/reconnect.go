@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// ReconnectStatus is the outcome of a live probe (DESIGN.md reconnect).
+// ReconnectStatus is the outcome of a live probe (docs/DESIGN.md reconnect).
 type ReconnectStatus string
 
 // The reconnect outcomes.

@@ -4,8 +4,8 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/sandmanhq/sandman/internal/fakeprovider"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/provider/fake"
 )
 
 // TestRefusedPauseRollsBackAtOnce: a pause the provider refused before
@@ -17,16 +17,16 @@ import (
 func TestRefusedPauseRollsBackAtOnce(t *testing.T) {
 	w := MustWorld(t)
 	sess := w.mustIdle(t, 600)
-	w.fake.SetFault(fakeprovider.OpPause, fakeprovider.Fault{Rate: 1, Refused: true})
-	w.fake.SetFault(fakeprovider.OpGet, fakeprovider.Fault{Rate: 1}) // asking again would fail
-	gets := w.fake.Calls(fakeprovider.OpGet)
+	w.fake.SetFault(fake.OpPause, fake.Fault{Rate: 1, Refused: true})
+	w.fake.SetFault(fake.OpGet, fake.Fault{Rate: 1}) // asking again would fail
+	gets := w.fake.Calls(fake.OpGet)
 	_, err := w.svc.Snapshot(t.Context(), acct, sess.ID)
 	w.fake.ClearFaults()
 	if got, want := lifecycle.ErrorCode(err), lifecycle.CodeUnavailable; got != want {
 		t.Errorf("snapshot: code %s (%v), want %s", got, err, want)
 	}
 	w.wantStates(t, sess, lifecycle.StateRunning, lifecycle.SandboxRunning)
-	if got := w.fake.Calls(fakeprovider.OpGet) - gets; got != 0 {
+	if got := w.fake.Calls(fake.OpGet) - gets; got != 0 {
 		t.Errorf("provider asked again %d times, want 0 (a refused call did nothing)", got)
 	}
 	w.MustHistory(t, sess.ID)
@@ -46,8 +46,8 @@ func TestRefusedResumeRollsBackAtOnce(t *testing.T) {
 	if _, err := w.svc.Snapshot(t.Context(), acct, sess.ID); err != nil {
 		t.Fatalf("snapshot: %v", err)
 	}
-	w.fake.SetFault(fakeprovider.OpResume, fakeprovider.Fault{Rate: 1, Refused: true})
-	w.fake.SetFault(fakeprovider.OpGet, fakeprovider.Fault{Rate: 1})
+	w.fake.SetFault(fake.OpResume, fake.Fault{Rate: 1, Refused: true})
+	w.fake.SetFault(fake.OpGet, fake.Fault{Rate: 1})
 	_, err := w.svc.Resume(t.Context(), acct, sess.ID)
 	w.fake.ClearFaults()
 	if err == nil {

@@ -10,9 +10,9 @@ import (
 
 	"golang.org/x/time/rate"
 
-	"github.com/sandmanhq/sandman/internal/fakeprovider"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/outbox"
+	"github.com/sandmanhq/sandman/internal/provider/fake"
 	"github.com/sandmanhq/sandman/internal/reliability"
 	"github.com/sandmanhq/sandman/internal/sweep"
 )
@@ -20,7 +20,7 @@ import (
 // The Service's rules that a code review found broken, one test per
 // finding, each built so that the code before its fix fails it (the comment
 // marked "Old code:" says what that code did). They need no database: the
-// store is internal/memstore behind a reliability.RecordingStore, which
+// store is internal/lifecycle/memstore behind a reliability.RecordingStore, which
 // refuses chosen writes and records every committed one so each test can
 // check the session's history. The findings that depend on DynamoDB itself
 // (a lost write answer) stay in internal/reliability.
@@ -147,7 +147,7 @@ func TestIdempotencyKeyReleasedAfterStoreFailure(t *testing.T) {
 	if !replayed || again.ID != sess.ID {
 		t.Errorf("replay: replayed=%v id=%s, want a replay of %s", replayed, again.ID, sess.ID)
 	}
-	if got, want := w.fake.Calls(fakeprovider.OpCreate), 1; got != want {
+	if got, want := w.fake.Calls(fake.OpCreate), 1; got != want {
 		t.Errorf("provider creates = %d, want %d", got, want)
 	}
 }
@@ -156,7 +156,7 @@ func TestIdempotencyKeyReleasedAfterStoreFailure(t *testing.T) {
 // 503 replayed the failed session instead of trying again.
 func TestIdempotencyKeyReleasedAfterProviderFailure(t *testing.T) {
 	w := MustWorld(t)
-	w.fake.FailNext(fakeprovider.OpCreate, nil)
+	w.fake.FailNext(fake.OpCreate, nil)
 	in := lifecycle.CreateInput{Template: "base", IdempotencyKey: "k-provider"}
 	_, _, err := w.svc.Create(t.Context(), acct, in)
 	if got, want := lifecycle.ErrorCode(err), lifecycle.CodeUnavailable; got != want {
@@ -170,7 +170,7 @@ func TestIdempotencyKeyReleasedAfterProviderFailure(t *testing.T) {
 	if replayed || sess.State != lifecycle.StateRunning {
 		t.Errorf("retry: replayed=%v state=%s, want a fresh running session", replayed, sess.State)
 	}
-	if got, want := w.fake.Calls(fakeprovider.OpCreate), 2; got != want {
+	if got, want := w.fake.Calls(fake.OpCreate), 2; got != want {
 		t.Errorf("provider creates = %d, want %d", got, want)
 	}
 	running := 0
@@ -237,7 +237,7 @@ func TestFailedPauseBelievesProviderState(t *testing.T) {
 	t.Run("AnswerLost", func(t *testing.T) {
 		w := MustWorld(t)
 		sess := w.mustIdle(t, 600)
-		w.fake.SetFault(fakeprovider.OpPause, fakeprovider.Fault{Rate: 1, Applied: true})
+		w.fake.SetFault(fake.OpPause, fake.Fault{Rate: 1, Applied: true})
 		// Old code: 503 and the table rolled back to running while the sandbox was paused.
 		_, err := w.svc.Snapshot(t.Context(), acct, sess.ID)
 		w.fake.ClearFaults()
@@ -251,10 +251,10 @@ func TestFailedPauseBelievesProviderState(t *testing.T) {
 	t.Run("PausedMeanwhile", func(t *testing.T) {
 		w := MustWorld(t)
 		sess := w.mustIdle(t, 600)
-		w.fake.SetOnCall(func(op fakeprovider.Op, id string) {
-			if op == fakeprovider.OpPause {
+		w.fake.SetOnCall(func(op fake.Op, id string) {
+			if op == fake.OpPause {
 				w.fake.SetState(id, lifecycle.SandboxPaused) // it paused itself (timeout) as we asked
-				w.fake.FailNext(fakeprovider.OpPause, nil)   // and our call timed out
+				w.fake.FailNext(fake.OpPause, nil)           // and our call timed out
 			}
 		})
 		// Old code: rolled back to running (503) though the sandbox was paused.
@@ -272,7 +272,7 @@ func TestFailedPauseBelievesProviderState(t *testing.T) {
 		// Old code did this too; this guards the fix against believing every failure.
 		w := MustWorld(t)
 		sess := w.mustIdle(t, 600)
-		w.fake.FailNext(fakeprovider.OpPause, nil)
+		w.fake.FailNext(fake.OpPause, nil)
 		_, err := w.svc.Snapshot(t.Context(), acct, sess.ID)
 		if got, want := lifecycle.ErrorCode(err), lifecycle.CodeUnavailable; got != want {
 			t.Errorf("snapshot: code %s (%v), want %s", got, err, want)
@@ -288,8 +288,8 @@ func TestFailedPauseBelievesProviderState(t *testing.T) {
 	t.Run("OutcomeUnknown", func(t *testing.T) {
 		w := MustWorld(t)
 		sess := w.mustIdle(t, 600)
-		w.fake.SetFault(fakeprovider.OpPause, fakeprovider.Fault{Rate: 1, Applied: true})
-		w.fake.SetFault(fakeprovider.OpGet, fakeprovider.Fault{Rate: 1})
+		w.fake.SetFault(fake.OpPause, fake.Fault{Rate: 1, Applied: true})
+		w.fake.SetFault(fake.OpGet, fake.Fault{Rate: 1})
 		// Old code: rolled back to running at once, never asking the provider.
 		_, err := w.svc.Snapshot(t.Context(), acct, sess.ID)
 		w.fake.ClearFaults()
@@ -326,7 +326,7 @@ func TestGoneConfirmedBeforeExpiry(t *testing.T) {
 	t.Run("ProbeGoneOnce", func(t *testing.T) {
 		w := MustWorld(t)
 		sess := w.mustIdle(t, 600)
-		w.fake.FailNext(fakeprovider.OpProbe, lifecycle.ErrSandboxGone)
+		w.fake.FailNext(fake.OpProbe, lifecycle.ErrSandboxGone)
 		// Old code: status expired and the session's sandbox cleared for good.
 		res := reconnect(t, w, sess.ID)
 		if got, want := res.Status, lifecycle.ReconnectUnreachable; got != want {
@@ -341,8 +341,8 @@ func TestGoneConfirmedBeforeExpiry(t *testing.T) {
 	t.Run("ProbeAndGetGoneOnce", func(t *testing.T) {
 		w := MustWorld(t)
 		sess := w.mustIdle(t, 600)
-		w.fake.FailNext(fakeprovider.OpProbe, lifecycle.ErrSandboxGone)
-		w.fake.FailNext(fakeprovider.OpGet, lifecycle.ErrSandboxGone)
+		w.fake.FailNext(fake.OpProbe, lifecycle.ErrSandboxGone)
+		w.fake.FailNext(fake.OpGet, lifecycle.ErrSandboxGone)
 		// Old code: expired on the first gone.
 		res := reconnect(t, w, sess.ID)
 		if res.Status == lifecycle.ReconnectExpired {
@@ -356,7 +356,7 @@ func TestGoneConfirmedBeforeExpiry(t *testing.T) {
 	t.Run("PauseGoneOnce", func(t *testing.T) {
 		w := MustWorld(t)
 		sess := w.mustIdle(t, 600)
-		w.fake.FailNext(fakeprovider.OpPause, lifecycle.ErrSandboxGone)
+		w.fake.FailNext(fake.OpPause, lifecycle.ErrSandboxGone)
 		// Old code: 503 sandbox_expired and the session expired.
 		_, err := w.svc.Snapshot(t.Context(), acct, sess.ID)
 		if got, want := errorType(err), lifecycle.TypeSandboxUnreachable; got != want {
@@ -390,9 +390,9 @@ func TestGoneConfirmedBeforeExpiry(t *testing.T) {
 		sess := w.mustIdle(t, 600)
 		// Three wrong "gone" answers in a row: the session is expired though its
 		// sandbox lives on.
-		w.fake.FailNext(fakeprovider.OpProbe, lifecycle.ErrSandboxGone)
-		w.fake.FailNext(fakeprovider.OpGet, lifecycle.ErrSandboxGone)
-		w.fake.FailNext(fakeprovider.OpGet, lifecycle.ErrSandboxGone)
+		w.fake.FailNext(fake.OpProbe, lifecycle.ErrSandboxGone)
+		w.fake.FailNext(fake.OpGet, lifecycle.ErrSandboxGone)
+		w.fake.FailNext(fake.OpGet, lifecycle.ErrSandboxGone)
 		if res := reconnect(t, w, sess.ID); res.Status != lifecycle.ReconnectExpired {
 			t.Fatalf("reconnect status %s, want expired (setup)", res.Status)
 		}
@@ -460,8 +460,8 @@ func TestDormantSessionExpiredBeforeKill(t *testing.T) {
 	t.Run("ResumeDuringKill", func(t *testing.T) {
 		w, sess, sw := MustDormantWorld(t)
 		var once sync.Once
-		w.fake.SetOnCall(func(op fakeprovider.Op, _ string) {
-			if op != fakeprovider.OpKill {
+		w.fake.SetOnCall(func(op fake.Op, _ string) {
+			if op != fake.OpKill {
 				return
 			}
 			once.Do(func() {
@@ -484,7 +484,7 @@ func TestDormantSessionExpiredBeforeKill(t *testing.T) {
 
 	t.Run("KillFails", func(t *testing.T) {
 		w, sess, sw := MustDormantWorld(t)
-		w.fake.FailNext(fakeprovider.OpKill, nil)
+		w.fake.FailNext(fake.OpKill, nil)
 		// Old code: a failed kill left the session paused and counted nothing as dormant;
 		// there was no expired (dormant) session for phase 3 to reap the sandbox of.
 		sum := MustRun(t, sw)
@@ -560,13 +560,13 @@ func TestResumeRacingDeleteKillsSandbox(t *testing.T) {
 		t.Fatalf("snapshot: %v", err)
 	}
 	var once sync.Once
-	w.fake.SetOnCall(func(op fakeprovider.Op, _ string) {
-		if op != fakeprovider.OpResume {
+	w.fake.SetOnCall(func(op fake.Op, _ string) {
+		if op != fake.OpResume {
 			return
 		}
 		once.Do(func() {
 			// The delete's kill is answered as done, yet the sandbox survives it (E2B).
-			w.fake.FailNext(fakeprovider.OpKill, lifecycle.ErrSandboxGone)
+			w.fake.FailNext(fake.OpKill, lifecycle.ErrSandboxGone)
 			if _, err := w.svc.Delete(context.Background(), acct, sess.ID); err != nil {
 				t.Errorf("delete racing the resume: %v", err)
 			}
@@ -597,7 +597,7 @@ func TestHeartbeatOnSelfPausedSandbox(t *testing.T) {
 	}
 	w.fake.SetState(sess.SandboxID, lifecycle.SandboxPaused)
 	// The fake's SetTimeout on a paused sandbox succeeds; E2B answers 404.
-	w.fake.FailNext(fakeprovider.OpSetTimeout, lifecycle.ErrSandboxGone)
+	w.fake.FailNext(fake.OpSetTimeout, lifecycle.ErrSandboxGone)
 	// Old code: the refresh failure was only logged; the heartbeat answered 204 and the
 	// table stayed running behind a paused sandbox.
 	_, err := w.svc.Heartbeat(t.Context(), acct, sess.ID)
@@ -607,7 +607,7 @@ func TestHeartbeatOnSelfPausedSandbox(t *testing.T) {
 	if got, want := errorType(err), lifecycle.TypeSandboxPaused; got != want {
 		t.Errorf("heartbeat: error_type %q, want %q", got, want)
 	}
-	if got, want := w.fake.Calls(fakeprovider.OpSetTimeout), 1; got != want {
+	if got, want := w.fake.Calls(fake.OpSetTimeout), 1; got != want {
 		t.Errorf("set_timeout calls = %d, want %d", got, want)
 	}
 	got := w.mustGet(t, sess.ID)

@@ -17,7 +17,7 @@ import (
 // so it runs the same in Lambda, in the local stack and in tests. Every state
 // change is a conditional write through Store.UpdateSession; the committed
 // session item is the record of the transition, and the table's stream
-// publishes its Event (internal/outbox, DESIGN.md "Events out"), never the
+// publishes its Event (internal/outbox, docs/DESIGN.md "Events out"), never the
 // request. Build it with NewService; its configuration is fixed from then on.
 type Service struct {
 	cfg Config
@@ -36,7 +36,7 @@ type Service struct {
 type Config struct {
 	Store Store
 	// Provider is the default provider: new sessions that name none are
-	// created on it (DESIGN.md "Providers": otherwise the deployment's
+	// created on it (docs/DESIGN.md "Providers": otherwise the deployment's
 	// default).
 	Provider Provider
 	// Providers are the other providers a create may name ("provider" of
@@ -75,14 +75,14 @@ type Config struct {
 	// MaxRunning is the most sessions an account may hold in a running
 	// slot (provisioning, running, pausing, resuming) at once; a create or
 	// resume beyond it answers quota_exceeded (429). 0 means no limit
-	// (DESIGN.md "Operators"; quota.go).
+	// (docs/DESIGN.md "Operators"; quota.go).
 	MaxRunning int
 	// Prices are the per-provider prices of usage estimates (Usage),
 	// overriding DefaultPrices for the providers they name.
 	Prices map[string]Price
 	// NewID returns a new session id (default NewSessionID).
 	NewID func() string
-	// Timers arms pause timers (DESIGN.md "Precise pausing"); nil arms none
+	// Timers arms pause timers (docs/DESIGN.md "Precise pausing"); nil arms none
 	// and leaves pausing to the sweep.
 	Timers Timers
 	// TimerHorizon: a committed running session whose pause deadline falls

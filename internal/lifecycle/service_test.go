@@ -8,15 +8,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sandmanhq/sandman/internal/fakeprovider"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
-	"github.com/sandmanhq/sandman/internal/memstore"
+	"github.com/sandmanhq/sandman/internal/lifecycle/memstore"
 	"github.com/sandmanhq/sandman/internal/outbox"
+	"github.com/sandmanhq/sandman/internal/provider/fake"
 )
 
-// The Service's rules, tested in memory: the store is internal/memstore
+// The Service's rules, tested in memory: the store is internal/lifecycle/memstore
 // (the DynamoDB store's conditional-write rules, proven by
-// internal/storetest), the provider the fake, time a ManualClock. No
+// internal/lifecycle/storetest), the provider the fake, time a ManualClock. No
 // DynamoDB Local.
 
 var svcT0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -26,7 +26,7 @@ const acct = "acct_1"
 // env is one test's service over an in-memory store and the fake provider.
 type env struct {
 	clock  *lifecycle.ManualClock
-	fake   *fakeprovider.Provider
+	fake   *fake.Provider
 	store  *memstore.Store
 	events *eventLog
 	svc    *lifecycle.Service
@@ -55,7 +55,7 @@ func (l *eventLog) to(id string) []lifecycle.State {
 func newEnv(t *testing.T, edit ...func(*lifecycle.Config)) *env {
 	t.Helper()
 	clock := lifecycle.NewManualClock(svcT0)
-	e := &env{clock: clock, fake: fakeprovider.New(fakeprovider.Config{Clock: clock}), store: memstore.New(), events: &eventLog{}}
+	e := &env{clock: clock, fake: fake.New(fake.Config{Clock: clock}), store: memstore.New(), events: &eventLog{}}
 	cfg := lifecycle.Config{Store: outbox.InPath(e.store, e.events), Provider: e.fake, Clock: clock, Log: slog.New(slog.DiscardHandler),
 		Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }}
 	for _, f := range edit {
@@ -95,7 +95,7 @@ func (e *env) sandboxState(id string) lifecycle.SandboxState {
 }
 
 func TestNewServiceDefaults(t *testing.T) {
-	cfg := lifecycle.NewService(lifecycle.Config{Store: memstore.New(), Provider: fakeprovider.New(fakeprovider.Config{})}).Config()
+	cfg := lifecycle.NewService(lifecycle.Config{Store: memstore.New(), Provider: fake.New(fake.Config{})}).Config()
 	if cfg.CallTimeout != lifecycle.DefaultCallTimeout || cfg.ProbeTimeout != lifecycle.DefaultProbeTimeout {
 		t.Errorf("timeouts %s/%s, want the defaults", cfg.CallTimeout, cfg.ProbeTimeout)
 	}
@@ -130,7 +130,7 @@ func TestCreateValidation(t *testing.T) {
 			if lifecycle.ErrorCode(err) != lifecycle.CodeInvalid || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v (code %s), want invalid naming %q", err, lifecycle.ErrorCode(err), tc.want)
 			}
-			if n := e.fake.Calls(fakeprovider.OpCreate); n != 0 {
+			if n := e.fake.Calls(fake.OpCreate); n != 0 {
 				t.Errorf("provider creates = %d, want 0", n)
 			}
 		})
@@ -162,7 +162,7 @@ func TestCreateIdempotencyKey(t *testing.T) {
 		if err != nil || !replayed || again.ID != first.ID {
 			t.Fatalf("replay = %v, %v, %v; want the first session replayed", again, replayed, err)
 		}
-		if n := e.fake.Calls(fakeprovider.OpCreate); n != 1 {
+		if n := e.fake.Calls(fake.OpCreate); n != 1 {
 			t.Errorf("provider creates = %d, want 1", n)
 		}
 	})
@@ -176,7 +176,7 @@ func TestCreateIdempotencyKey(t *testing.T) {
 	})
 	t.Run("FailedCreateGivesTheKeyBack", func(t *testing.T) {
 		e := newEnv(t)
-		e.fake.FailNext(fakeprovider.OpCreate, lifecycle.ErrSandboxConflict)
+		e.fake.FailNext(fake.OpCreate, lifecycle.ErrSandboxConflict)
 		_, _, err := e.svc.Create(t.Context(), acct, lifecycle.CreateInput{Template: "base", IdempotencyKey: "k2"})
 		if lifecycle.ErrorCode(err) != lifecycle.CodeConflict {
 			t.Fatalf("failed create: %v, want conflict", err)
@@ -191,8 +191,8 @@ func TestCreateIdempotencyKey(t *testing.T) {
 		var inner *lifecycle.Session
 		var replayed bool
 		var err error
-		e.fake.SetOnCall(func(op fakeprovider.Op, _ string) {
-			if op == fakeprovider.OpCreate && inner == nil {
+		e.fake.SetOnCall(func(op fake.Op, _ string) {
+			if op == fake.OpCreate && inner == nil {
 				e.fake.SetOnCall(nil)
 				inner, replayed, err = e.svc.Create(t.Context(), acct, lifecycle.CreateInput{Template: "base", IdempotencyKey: "k3"})
 			}
@@ -208,7 +208,7 @@ func TestCreateIdempotencyKey(t *testing.T) {
 		if err != nil || !replayed || again.ID != first.ID {
 			t.Fatalf("retry after the first: %v, replayed %v, %v; want the first replayed", again, replayed, err)
 		}
-		if n := e.fake.Calls(fakeprovider.OpCreate); n != 1 {
+		if n := e.fake.Calls(fake.OpCreate); n != 1 {
 			t.Errorf("provider creates = %d, want 1", n)
 		}
 	})
@@ -230,19 +230,19 @@ func TestCreateProviderFailure(t *testing.T) {
 			var id string
 			e.svc = lifecycle.NewService(withNewID(e.svc.Config(), &id))
 			if tc.orphan {
-				e.fake.SetOnCall(func(op fakeprovider.Op, _ string) {
-					if op == fakeprovider.OpCreate {
+				e.fake.SetOnCall(func(op fake.Op, _ string) {
+					if op == fake.OpCreate {
 						e.fake.SetOnCall(nil)
 						// The sandbox exists; the caller hears a timeout.
 						if _, err := e.fake.Create(t.Context(), lifecycle.CreateRequest{Template: "base", Timeout: time.Hour,
 							Metadata: map[string]string{lifecycle.MetadataSessionID: id}}); err != nil {
 							t.Error(err)
 						}
-						e.fake.FailNext(fakeprovider.OpCreate, tc.kind)
+						e.fake.FailNext(fake.OpCreate, tc.kind)
 					}
 				})
 			} else {
-				e.fake.FailNext(fakeprovider.OpCreate, tc.kind)
+				e.fake.FailNext(fake.OpCreate, tc.kind)
 			}
 			_, _, err := e.svc.Create(t.Context(), acct, lifecycle.CreateInput{Template: "base"})
 			var ae *lifecycle.Error
@@ -287,11 +287,11 @@ func TestSnapshot(t *testing.T) {
 			e := newEnv(t)
 			sess := e.mustCreate(t, lifecycle.CreateInput{})
 			if tc.fail != nil {
-				e.fake.FailNext(fakeprovider.OpPause, tc.fail)
+				e.fake.FailNext(fake.OpPause, tc.fail)
 			}
 			if tc.sandbox != nil {
-				e.fake.SetOnCall(func(op fakeprovider.Op, id string) {
-					if op == fakeprovider.OpPause {
+				e.fake.SetOnCall(func(op fake.Op, id string) {
+					if op == fake.OpPause {
 						e.fake.SetOnCall(nil)
 						tc.sandbox(e, id)
 					}
@@ -318,7 +318,7 @@ func TestSnapshot(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if n := e.fake.Calls(fakeprovider.OpPause); n != 1 {
+		if n := e.fake.Calls(fake.OpPause); n != 1 {
 			t.Errorf("provider pauses = %d, want 1", n)
 		}
 	})
@@ -353,7 +353,7 @@ func TestResume(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, f := range tc.fails {
-				e.fake.FailNext(fakeprovider.OpResume, f)
+				e.fake.FailNext(fake.OpResume, f)
 			}
 			if tc.forget {
 				e.fake.Forget(sess.SandboxID)
@@ -463,7 +463,7 @@ func TestReconnect(t *testing.T) {
 		{"PausedBehindOurBack", func(e *env, s *lifecycle.Session) { e.fake.SetState(s.SandboxID, lifecycle.SandboxPaused) },
 			lifecycle.ReconnectPaused, lifecycle.StatePaused},
 		{"Gone", func(e *env, s *lifecycle.Session) { e.fake.Forget(s.SandboxID) }, lifecycle.ReconnectExpired, lifecycle.StateExpired},
-		{"Unreachable", func(e *env, _ *lifecycle.Session) { e.fake.FailNext(fakeprovider.OpProbe, nil) },
+		{"Unreachable", func(e *env, _ *lifecycle.Session) { e.fake.FailNext(fake.OpProbe, nil) },
 			lifecycle.ReconnectUnreachable, lifecycle.StateRunning},
 		{"NoSandbox", func(e *env, s *lifecycle.Session) {
 			if _, err := e.svc.Delete(context.Background(), acct, s.ID); err != nil {
@@ -529,8 +529,8 @@ func TestReconcile(t *testing.T) {
 	t.Run("PausingThatPaused", func(t *testing.T) {
 		e := newEnv(t)
 		sess := e.mustCreate(t, lifecycle.CreateInput{})
-		e.fake.FailNext(fakeprovider.OpPause, nil)
-		e.fake.FailNext(fakeprovider.OpGet, nil) // the outcome stays unknown: pausing
+		e.fake.FailNext(fake.OpPause, nil)
+		e.fake.FailNext(fake.OpGet, nil) // the outcome stays unknown: pausing
 		if _, err := e.svc.Snapshot(t.Context(), acct, sess.ID); err == nil {
 			t.Fatal("snapshot succeeded")
 		}

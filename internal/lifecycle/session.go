@@ -7,7 +7,7 @@ import (
 
 // Session is one user session and the sandbox that backs it. Times are UTC;
 // a zero time means "not set". Version starts at 1 on create and the store
-// increments it on every write (DESIGN.md "Session states").
+// increments it on every write (docs/DESIGN.md "Session states").
 type Session struct {
 	ID        string            // "ses_" + 26 base32 characters
 	AccountID string            // owner; from the API key that created it
@@ -27,7 +27,7 @@ type Session struct {
 	IdleTimeout time.Duration // inactivity before a pause; see Policy.IdleTimeout
 	MaxLifetime time.Duration // 0: no limit; else pause at RunningSince+MaxLifetime
 	// AwayTimeout is how long the session runs on once its last visible
-	// client left; 0: presence is off (DESIGN.md "Client channel").
+	// client left; 0: presence is off (docs/DESIGN.md "Client channel").
 	AwayTimeout time.Duration
 
 	CreatedAt        time.Time
@@ -39,13 +39,13 @@ type Session struct {
 	LeaseExpiresAt   time.Time // set only in transitional states
 	SandboxExpiresAt time.Time // the provider-side timeout as last set or reported
 	// LastProviderEventAt is the timestamp of the newest provider webhook
-	// applied; older deliveries are ignored (DESIGN.md "Webhooks").
+	// applied; older deliveries are ignored (docs/DESIGN.md "Webhooks").
 	LastProviderEventAt time.Time
 	// StateChangedAt is when the last transition was committed. A provider
 	// webhook older than it describes a state Sandman has already moved past
-	// and is not applied (DESIGN.md "Webhooks": never move backwards).
+	// and is not applied (docs/DESIGN.md "Webhooks": never move backwards).
 	StateChangedAt time.Time
-	// HoldUntil is a busy hold (DESIGN.md "Client channel"): no pause for
+	// HoldUntil is a busy hold (docs/DESIGN.md "Client channel"): no pause for
 	// idleness or absence before it (HeldIdleDeadline). Zero: none. Only
 	// moves forward (Hold).
 	HoldUntil time.Time
@@ -65,8 +65,8 @@ type Session struct {
 const (
 	ReasonRequest   = "request"   // an API call asked for it
 	ReasonIdle      = "idle"      // the sweep found the idle deadline passed
-	ReasonAway      = "away"      // the away deadline passed: no visible client left (DESIGN.md "Client channel")
-	ReasonLifetime  = "lifetime"  // the max lifetime passed (DESIGN.md "Activity and idle")
+	ReasonAway      = "away"      // the away deadline passed: no visible client left (docs/DESIGN.md "Client channel")
+	ReasonLifetime  = "lifetime"  // the max lifetime passed (docs/DESIGN.md "Activity and idle")
 	ReasonWebhook   = "webhook"   // a provider webhook reported it
 	ReasonReconcile = "reconcile" // the sweep or a probe found the provider disagreeing
 	ReasonDormant   = "dormant"   // the sweep retired a session paused for too long (ours)
@@ -113,7 +113,7 @@ func (s *Session) PauseDeadline() time.Time {
 }
 
 // HeldAwayDeadline returns the away deadline pushed back by a busy hold: a
-// session held busy is not paused for absence before HoldUntil (DESIGN.md
+// session held busy is not paused for absence before HoldUntil (docs/DESIGN.md
 // "Client channel", busy hold). Zero when no client left.
 func (s *Session) HeldAwayDeadline() time.Time {
 	if s.AwayDeadline.IsZero() {
@@ -126,7 +126,7 @@ func (s *Session) HeldAwayDeadline() time.Time {
 }
 
 // PauseReason returns the reason of a pause at the pause deadline:
-// ReasonAway when the away deadline comes first (DESIGN.md "Client
+// ReasonAway when the away deadline comes first (docs/DESIGN.md "Client
 // channel"), else ReasonLifetime when the max lifetime comes before the idle
 // deadline, else ReasonIdle.
 func (s *Session) PauseReason() string {
@@ -158,7 +158,7 @@ func (s *Session) Hold(now time.Time, d time.Duration) bool {
 // RecordActivity records activity at now: LastActivityAt becomes now and
 // IdleDeadline now + IdleTimeout, neither ever moving backwards. It returns
 // false, changing nothing, when the last recorded activity is within
-// granularity of now (heartbeat coalescing, DESIGN.md "Activity and idle").
+// granularity of now (heartbeat coalescing, docs/DESIGN.md "Activity and idle").
 func (s *Session) RecordActivity(now time.Time, granularity time.Duration) bool {
 	if !s.LastActivityAt.IsZero() && now.Sub(s.LastActivityAt) < granularity {
 		return false
@@ -209,7 +209,7 @@ func (s *Session) Transition(to State, reason string, now time.Time, p Policy) e
 		s.SandboxID, s.PreviewURL, s.SandboxExpiresAt = "", "", time.Time{}
 	}
 	if to.Final() {
-		// A final session advertises no URL and no expiry (issue 14): its
+		// A final session advertises no URL and no expiry: its
 		// sandbox is dead or dying. A killed session keeps its SandboxID for
 		// the record.
 		s.PreviewURL, s.SandboxExpiresAt, s.AwayDeadline = "", time.Time{}, time.Time{}

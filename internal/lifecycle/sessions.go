@@ -21,7 +21,7 @@ func (s *Service) List(ctx context.Context, accountID, cursor string, limit int)
 }
 
 // Status returns the session and its lifecycle envelope from the database
-// alone: no provider call, not activity (DESIGN.md). Errors: not_found,
+// alone: no provider call, not activity (docs/DESIGN.md). Errors: not_found,
 // forbidden.
 func (s *Service) Status(ctx context.Context, accountID, id string) (*Session, Envelope, error) {
 	sess, err := s.owned(ctx, accountID, id)
@@ -43,7 +43,7 @@ func (s *Service) Heartbeat(ctx context.Context, accountID, id string) (bool, er
 }
 
 // Hold is a heartbeat that also records a busy hold of holdSeconds
-// (DESIGN.md "Client channel"; API key only, the HTTP edge's rule): the
+// (docs/DESIGN.md "Client channel"; API key only, the HTTP edge's rule): the
 // session is not paused for idleness or absence before now + holdSeconds,
 // and the provider-side timeout follows (Policy.ProviderTimeout). A hold
 // never shortens one already recorded, and never postpones a max lifetime.
@@ -139,7 +139,7 @@ func (s *Service) heartbeatOnMissing(ctx context.Context, sess *Session) error {
 // killed session succeeds without a provider call; so does a delete that
 // loses its race to another delete (deleting is idempotent).
 //
-// The kill is recorded before the provider is asked (issue 14): the
+// The kill is recorded before the provider is asked: the
 // provider's own "killed" webhook, which may land before the provider's
 // answer does, then finds the session killed and changes nothing, so a
 // kill Sandman asked for is never taken for an expiry. A sandbox whose kill

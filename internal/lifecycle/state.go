@@ -2,7 +2,7 @@ package lifecycle
 
 import "fmt"
 
-// State is where a session is in its lifecycle (DESIGN.md "Session states").
+// State is where a session is in its lifecycle (docs/DESIGN.md "Session states").
 type State string
 
 // The session states.
@@ -26,7 +26,7 @@ var States = []State{
 // transitions is the single source of truth for which state changes are
 // allowed. The store refuses any other, the API and the sweep ask CanTransition.
 //
-// From DESIGN.md: provisioning → running ⇄ pausing → paused → resuming →
+// From docs/DESIGN.md: provisioning → running ⇄ pausing → paused → resuming →
 // running; provisioning → failed; from any state expired and killed. Ours:
 // pausing → running (a pause that failed transiently rolls back), resuming →
 // paused (likewise for resume), running → paused and paused → running (a

@@ -5,7 +5,7 @@ import "context"
 // TemplateChecker is implemented by a Provider that can tell whether a
 // template exists without creating anything (the local provider knows its
 // templates). Create asks it before writing anything, so a create naming an
-// unknown template leaves no session behind (issue 14). A provider without
+// unknown template leaves no session behind. A provider without
 // it (E2B) reports an unknown template when asked to create: the session is
 // then failed, with its Idempotency-Key given back.
 type TemplateChecker interface {

@@ -6,7 +6,7 @@ import (
 )
 
 // Timers arms one-shot timers that call Service.FireTimer for a session at
-// a given time (DESIGN.md "Precise pausing"): an SQS message with a delay in
+// a given time (docs/DESIGN.md "Precise pausing"): an SQS message with a delay in
 // AWS (internal/sqstimer), an in-process timer locally (internal/localtimer).
 // A timer is a hint, never the record: the fired timer re-reads the session
 // and pauses only if it is still due, so a duplicate, early or late timer is
@@ -20,7 +20,7 @@ type Timers interface {
 }
 
 // DefaultTimerHorizon is how far ahead a committed pause deadline arms its
-// timer at once (Config.TimerHorizon): the sweep interval of DESIGN.md
+// timer at once (Config.TimerHorizon): the sweep interval of docs/DESIGN.md
 // (5 min) plus a 1 min margin, so every deadline the next tick could miss is
 // armed either by the write that set it or by the tick before it.
 const DefaultTimerHorizon = 6 * time.Minute
@@ -80,7 +80,7 @@ const (
 // and a timer can pause up to 30 s before the user's real idle timeout would
 // run out. That is kept on purpose: the timer applies exactly the rule the
 // sweep and the table's condition apply (idle_deadline = recorded
-// last_activity_at + idle_timeout, DESIGN.md "Activity and idle"), and a
+// last_activity_at + idle_timeout, docs/DESIGN.md "Activity and idle"), and a
 // client that wants no early pause heartbeats more often than its idle
 // timeout minus the granularity.
 // Errors: as PauseIfDue except conflicts (a lost race is TimerIdle), and as

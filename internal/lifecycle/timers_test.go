@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sandmanhq/sandman/internal/fakeprovider"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/provider/fake"
 )
 
 // manualTimers is a lifecycle.Timers on the manual clock: Arm records, and
@@ -163,7 +163,7 @@ func TestTimerDuplicatesPauseOnce(t *testing.T) {
 	if paused != 1 {
 		t.Fatalf("pauses = %d of %v, want 1", paused, out)
 	}
-	if got, want := e.fake.Calls(fakeprovider.OpPause), 1; got != want {
+	if got, want := e.fake.Calls(fake.OpPause), 1; got != want {
 		t.Fatalf("provider pauses = %d, want %d", got, want)
 	}
 }

@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// Usage (DESIGN.md "Operators"): per account, per UTC day and per session,
+// Usage (docs/DESIGN.md "Operators"): per account, per UTC day and per session,
 // the running and paused time, the pauses and resumes, and an estimated
 // cost, summed from the committed transitions.
 //
@@ -131,7 +131,7 @@ type UsagePage struct {
 }
 
 // UsageStore keeps usage counters and each session's recent lifecycle
-// events (internal/dynamo, internal/memstore). It is separate from Store
+// events (internal/dynamo, internal/lifecycle/memstore). It is separate from Store
 // so that wrappers of a Store need not forward it.
 type UsageStore interface {
 	// RecordTransition applies the UsageDeltas of ev to its account's

@@ -5,10 +5,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sandmanhq/sandman/internal/fakeprovider"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
-	"github.com/sandmanhq/sandman/internal/memstore"
-	"github.com/sandmanhq/sandman/internal/storetest"
+	"github.com/sandmanhq/sandman/internal/lifecycle/memstore"
+	"github.com/sandmanhq/sandman/internal/lifecycle/storetest"
+	"github.com/sandmanhq/sandman/internal/provider/fake"
 )
 
 func TestUsageDeltas(t *testing.T) {
@@ -56,7 +56,7 @@ func TestUsageDeltas(t *testing.T) {
 func TestServiceUsage(t *testing.T) {
 	store := memstore.New()
 	clock := lifecycle.NewManualClock(time.Date(2026, 3, 5, 9, 0, 0, 0, time.UTC))
-	svc := lifecycle.NewService(lifecycle.Config{Store: store, Provider: fakeprovider.New(fakeprovider.Config{}), Clock: clock,
+	svc := lifecycle.NewService(lifecycle.Config{Store: store, Provider: fake.New(fake.Config{}), Clock: clock,
 		Prices: map[string]lifecycle.Price{"e2b": {RunningPerHour: 3.6, PausedPerHour: 0.36}}})
 	for i, provider := range []string{"e2b", "vercel"} {
 		for _, ev := range storetest.Replay(storetest.SessionID(i+1), "acct", provider) {

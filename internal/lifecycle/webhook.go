@@ -22,7 +22,7 @@ const (
 	WebhookDeferred WebhookOutcome = "deferred"
 )
 
-// ApplyProviderEvent applies one verified provider webhook (DESIGN.md
+// ApplyProviderEvent applies one verified provider webhook (docs/DESIGN.md
 // "Webhooks"). The event is applied only when its timestamp is newer than the
 // session's LastProviderEventAt, so late or repeated deliveries never move a
 // session backwards; the write is conditional like any other and records its

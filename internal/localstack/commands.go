@@ -22,8 +22,8 @@ import (
 	"github.com/sandmanhq/sandman/internal/dynamo"
 	"github.com/sandmanhq/sandman/internal/jsonl"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
-	"github.com/sandmanhq/sandman/internal/localsandbox"
 	"github.com/sandmanhq/sandman/internal/outbox"
+	"github.com/sandmanhq/sandman/internal/provider/local"
 	"github.com/sandmanhq/sandman/internal/routes"
 	"github.com/sandmanhq/sandman/internal/sqstimer"
 	"github.com/sandmanhq/sandman/internal/sweep"
@@ -48,7 +48,7 @@ func resolveTarget(ctx context.Context, getenv func(string) string) (*target, er
 	}
 	defaults := map[string]string{
 		app.EnvTable:      DefaultTable,
-		app.EnvProvider:   localsandbox.ProviderName,
+		app.EnvProvider:   local.ProviderName,
 		app.EnvLocalDir:   filepath.Join(stateDir, "sandboxes"),
 		app.EnvEventsFile: filepath.Join(stateDir, "events.jsonl"),
 	}

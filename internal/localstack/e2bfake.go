@@ -10,13 +10,13 @@ import (
 	"time"
 
 	"github.com/sandmanhq/sandman/internal/app"
-	"github.com/sandmanhq/sandman/internal/e2b"
-	"github.com/sandmanhq/sandman/internal/e2b/e2btest"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/provider/e2b"
+	"github.com/sandmanhq/sandman/internal/provider/e2b/e2btest"
 )
 
 // ProviderE2BFake is the SANDMAN_PROVIDER value that runs the local stack on
-// the E2B adapter against the fake E2B (internal/e2b/e2btest): sessions are
+// the E2B adapter against the fake E2B (internal/provider/e2b/e2btest): sessions are
 // stored as provider "e2b", sandboxes live in the fake's memory. The fake
 // is started in-process on a loopback port, unless SANDMAN_E2B_BASE_URL
 // names one already running (`sandman fake e2b`), whose state then outlives

@@ -16,14 +16,14 @@ import (
 	"time"
 
 	"github.com/sandmanhq/sandman/internal/app"
-	"github.com/sandmanhq/sandman/internal/daytona/daytonahook"
-	"github.com/sandmanhq/sandman/internal/daytona/daytonatest"
-	"github.com/sandmanhq/sandman/internal/vercel/verceltest"
+	"github.com/sandmanhq/sandman/internal/provider/daytona/daytonahook"
+	"github.com/sandmanhq/sandman/internal/provider/daytona/daytonatest"
+	"github.com/sandmanhq/sandman/internal/provider/vercel/verceltest"
 )
 
 // The SANDMAN_PROVIDER values that run the local stack on the Daytona or
-// Vercel adapter against its fake (internal/daytona/daytonatest,
-// internal/vercel/verceltest), like ProviderE2BFake: sessions are stored as
+// Vercel adapter against its fake (internal/provider/daytona/daytonatest,
+// internal/provider/vercel/verceltest), like ProviderE2BFake: sessions are stored as
 // provider "daytona" or "vercel", sandboxes live in the fake's memory. The
 // fake is started in-process on a loopback port, unless
 // SANDMAN_DAYTONA_BASE_URL or SANDMAN_VERCEL_BASE_URL names one already

@@ -28,10 +28,10 @@ import (
 	"github.com/sandmanhq/sandman/internal/envnames"
 	"github.com/sandmanhq/sandman/internal/jsonl"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
-	"github.com/sandmanhq/sandman/internal/localsandbox"
 	"github.com/sandmanhq/sandman/internal/localtimer"
 	"github.com/sandmanhq/sandman/internal/outbox"
-	"github.com/sandmanhq/sandman/internal/providers"
+	"github.com/sandmanhq/sandman/internal/provider"
+	"github.com/sandmanhq/sandman/internal/provider/local"
 	"github.com/sandmanhq/sandman/internal/routes"
 	"github.com/sandmanhq/sandman/internal/sweep"
 	"github.com/sandmanhq/sandman/internal/webclient"
@@ -126,7 +126,7 @@ func Run(ctx context.Context, opts Config) error {
 	defaults := map[string]string{
 		app.EnvTable:           DefaultTable,
 		app.EnvDynamoEndpoint:  endpoint,
-		app.EnvProvider:        localsandbox.ProviderName,
+		app.EnvProvider:        local.ProviderName,
 		app.EnvLocalDir:        filepath.Join(stateDir, "sandboxes"),
 		app.EnvLocalWebhookURL: baseURL + "/v1/webhooks/e2b",
 		app.EnvWebhookSecret:   DefaultWebhookSecret,
@@ -143,7 +143,7 @@ func Run(ctx context.Context, opts Config) error {
 		return defaults[k]
 	}
 	deps := Deps(opts.Log)
-	// Pause timers (DESIGN.md "Precise pausing"): in process, armed for
+	// Pause timers (docs/DESIGN.md "Precise pausing"): in process, armed for
 	// deadlines before the next tick plus a minute.
 	timers := localtimer.New(localtimer.Config{Log: opts.Log})
 	deps.Timers, deps.TimerHorizon = timers, interval+time.Minute
@@ -228,7 +228,7 @@ func Run(ctx context.Context, opts Config) error {
 	})
 	defer func() { cancel(); timers.Close() }()
 	var wg sync.WaitGroup
-	if lp, ok := a.Provider.(*localsandbox.Provider); ok {
+	if lp, ok := a.Provider.(*local.Provider); ok {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -312,7 +312,7 @@ func NewGateway(a *app.App) (*Gateway, error) {
 // secret (app.Needs.WebhookSecret).
 func FunctionHandler(a *app.App, function string) (HTTPHandler, error) {
 	if function == routes.Webhook {
-		h, err := providers.WebhookHandler(a)
+		h, err := provider.WebhookHandler(a)
 		if err != nil {
 			return nil, err
 		}

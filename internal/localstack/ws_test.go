@@ -14,11 +14,11 @@ import (
 
 	"github.com/sandmanhq/sandman/internal/channel"
 	"github.com/sandmanhq/sandman/internal/clienttoken"
-	"github.com/sandmanhq/sandman/internal/fakeprovider"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/lifecycle/memstore"
 	"github.com/sandmanhq/sandman/internal/localstack"
-	"github.com/sandmanhq/sandman/internal/memstore"
 	"github.com/sandmanhq/sandman/internal/outbox"
+	"github.com/sandmanhq/sandman/internal/provider/fake"
 )
 
 // TestWSGateway: the local gateway refuses a connect without a valid token
@@ -30,7 +30,7 @@ func TestWSGateway(t *testing.T) {
 	ws := localstack.NewWSGateway(slog.New(slog.DiscardHandler))
 	var h *channel.Handler
 	pub := lifecycle.PublisherFunc(func(ctx context.Context, evs ...lifecycle.Event) error { return h.Publish(ctx, evs...) })
-	svc := lifecycle.NewService(lifecycle.Config{Store: outbox.InPath(store, pub), Provider: fakeprovider.New(fakeprovider.Config{Clock: clock}),
+	svc := lifecycle.NewService(lifecycle.Config{Store: outbox.InPath(store, pub), Provider: fake.New(fake.Config{Clock: clock}),
 		Clock: clock, Log: slog.New(slog.DiscardHandler), Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }})
 	tokens, err := clienttoken.New(clienttoken.KeySet{Signing: clienttoken.Key{ID: "k", Secret: []byte(strings.Repeat("x", 32))}}, clock)
 	if err != nil {

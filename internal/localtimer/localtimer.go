@@ -1,5 +1,5 @@
 // Package localtimer is the local stack's lifecycle.Timers: in-process
-// one-shot timers (DESIGN.md "Precise pausing", "locally an in-process timer
+// one-shot timers (docs/DESIGN.md "Precise pausing", "locally an in-process timer
 // behind the same interface"). AWS uses an SQS queue instead
 // (internal/sqstimer).
 //

@@ -1,5 +1,5 @@
-// Package metrics writes Sandman's operational metrics (DESIGN.md
-// "Operators", issue 22) as CloudWatch embedded metric format (EMF): JSON
+// Package metrics writes Sandman's operational metrics (docs/DESIGN.md
+// "Operators") as CloudWatch embedded metric format (EMF): JSON
 // lines on a function's standard output, from which CloudWatch Logs extracts
 // metrics with no API call and no extra permission (the Lambda log group
 // receives stdout). The EMF rules followed here are those of Amazon's

@@ -9,10 +9,10 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"golang.org/x/time/rate"
 
-	"github.com/sandmanhq/sandman/internal/fakeprovider"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
-	"github.com/sandmanhq/sandman/internal/memstore"
+	"github.com/sandmanhq/sandman/internal/lifecycle/memstore"
 	"github.com/sandmanhq/sandman/internal/metrics"
+	"github.com/sandmanhq/sandman/internal/provider/fake"
 	"github.com/sandmanhq/sandman/internal/sweep"
 )
 
@@ -27,7 +27,7 @@ func TestSweepInvocationLines(t *testing.T) {
 	b := &syncBuffer{}
 	m := metrics.New(metrics.Config{Writer: b, Function: "idlepause", Clock: clock})
 	quiet := slog.New(slog.DiscardHandler)
-	svc := lifecycle.NewService(lifecycle.Config{Store: memstore.New(), Provider: fakeprovider.New(fakeprovider.Config{Clock: clock}),
+	svc := lifecycle.NewService(lifecycle.Config{Store: memstore.New(), Provider: fake.New(fake.Config{Clock: clock}),
 		Clock: clock, Log: quiet, Metrics: m})
 	for i := range sessions {
 		if _, _, err := svc.Create(t.Context(), "acct", lifecycle.CreateInput{Template: "base", IdleTimeoutSeconds: 60}); err != nil {

@@ -1,5 +1,5 @@
 // Package openapi holds the OpenAPI 3.1 document of Sandman's HTTP API
-// (DESIGN.md "Operators"), embedded so the sessions function serves it at
+// (docs/DESIGN.md "Operators"), embedded so the sessions function serves it at
 // GET /v1/openapi.json. It imports only the standard library, so the Lambda
 // binaries stay small; the validator the handler tests run every answer
 // through is internal/openapi/contract.

@@ -13,11 +13,11 @@ import (
 	"time"
 
 	"github.com/sandmanhq/sandman/internal/dynamo"
-	"github.com/sandmanhq/sandman/internal/dynamotest"
-	"github.com/sandmanhq/sandman/internal/fakeprovider"
+	"github.com/sandmanhq/sandman/internal/dynamo/dynamotest"
 	"github.com/sandmanhq/sandman/internal/jsonl"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/outbox"
+	"github.com/sandmanhq/sandman/internal/provider/fake"
 )
 
 // streamTable is a fresh table on DynamoDB Local with its stream.
@@ -26,7 +26,7 @@ type streamTable struct {
 	arn     string
 	streams outbox.StreamsAPI
 	clock   *lifecycle.ManualClock
-	fake    *fakeprovider.Provider
+	fake    *fake.Provider
 }
 
 // MustStreamTable creates a table (with its NEW_AND_OLD_IMAGES stream) for
@@ -38,7 +38,7 @@ func MustStreamTable(tb testing.TB) *streamTable {
 	streams, arn := dynamotest.MustStream(tb, name)
 	clock := lifecycle.NewManualClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	return &streamTable{store: dynamo.New(dynamo.Config{Client: client, Table: name}), arn: arn, streams: streams, clock: clock,
-		fake: fakeprovider.New(fakeprovider.Config{Clock: clock})}
+		fake: fake.New(fake.Config{Clock: clock})}
 }
 
 // service returns a lifecycle service over store.

@@ -1,7 +1,7 @@
 // Package outbox publishes lifecycle events from the sessions table's change
 // stream: the committed session item is the record of a transition (an
 // outbox), and a stream consumer turns each transition into its
-// lifecycle.Event (DESIGN.md "Events out"). Delivery is at least once and
+// lifecycle.Event (docs/DESIGN.md "Events out"). Delivery is at least once and
 // never depends on the request that made the change.
 //
 // In AWS, DynamoDB Streams (view type NEW_AND_OLD_IMAGES) invoke the

@@ -8,7 +8,7 @@ import (
 
 // Recording returns a Publisher that first records every event in usage
 // (lifecycle.UsageStore.RecordTransition: the account's and session's usage
-// counters and the session's recent events, DESIGN.md "Operators"), in the
+// counters and the session's recent events, docs/DESIGN.md "Operators"), in the
 // order given, and then publishes the events through pub. Both the
 // publisher function and the local poller publish through it, so usage is
 // kept from the stream and never from a request. An event that cannot be

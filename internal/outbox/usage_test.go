@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
-	"github.com/sandmanhq/sandman/internal/memstore"
+	"github.com/sandmanhq/sandman/internal/lifecycle/memstore"
+	"github.com/sandmanhq/sandman/internal/lifecycle/storetest"
 	"github.com/sandmanhq/sandman/internal/outbox"
-	"github.com/sandmanhq/sandman/internal/storetest"
 )
 
 // TestUsageReplayThroughPoller drives one session through the service on

@@ -15,8 +15,8 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/sandmanhq/sandman/internal/fakeprovider"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/provider/fake"
 	"github.com/sandmanhq/sandman/internal/reliability"
 	"github.com/sandmanhq/sandman/internal/sweep"
 )
@@ -24,7 +24,7 @@ import (
 // Fault rates of the chaos run.
 const (
 	// transientRate: the share of provider calls of every operation that
-	// fail transiently without taking effect (fakeprovider.Fault).
+	// fail transiently without taking effect (fake.Fault).
 	transientRate = 0.20
 	// goneRate: the share of calls naming a sandbox (get, pause, resume,
 	// set_timeout, probe) during which the provider loses the sandbox.
@@ -202,9 +202,9 @@ func newChaos(tb testing.TB, cfg chaosConfig, seed uint64) *chaos {
 
 // maybeLose is the fake's OnCall hook: during the faulty phase, a call
 // naming a sandbox loses it with probability goneRate (see chaos.goneMu).
-func (c *chaos) maybeLose(o fakeprovider.Op, sandboxID string) {
+func (c *chaos) maybeLose(o fake.Op, sandboxID string) {
 	switch o {
-	case fakeprovider.OpGet, fakeprovider.OpPause, fakeprovider.OpResume, fakeprovider.OpSetTimeout, fakeprovider.OpProbe:
+	case fake.OpGet, fake.OpPause, fake.OpResume, fake.OpSetTimeout, fake.OpProbe:
 	default:
 		return
 	}
@@ -254,8 +254,8 @@ func (c *chaos) setFaults(on bool) {
 		c.w.fake.ClearFaults()
 		return
 	}
-	for _, o := range fakeprovider.Ops {
-		c.w.fake.SetFault(o, fakeprovider.Fault{Kind: lifecycle.ErrProviderTransient, Rate: transientRate})
+	for _, o := range fake.Ops {
+		c.w.fake.SetFault(o, fake.Fault{Kind: lifecycle.ErrProviderTransient, Rate: transientRate})
 	}
 }
 

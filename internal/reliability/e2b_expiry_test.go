@@ -5,15 +5,15 @@ import (
 	"time"
 
 	"github.com/sandmanhq/sandman/internal/dynamo"
-	"github.com/sandmanhq/sandman/internal/dynamotest"
-	"github.com/sandmanhq/sandman/internal/e2b"
-	"github.com/sandmanhq/sandman/internal/e2b/e2btest"
+	"github.com/sandmanhq/sandman/internal/dynamo/dynamotest"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/provider/e2b"
+	"github.com/sandmanhq/sandman/internal/provider/e2b/e2btest"
 )
 
 // TestE2BRecordedExpiryIsApplied: heartbeats push E2B's timeout out, and
 // E2B silently caps it at the last start + the plan's maximum run length
-// (providers/e2b.md, "Checked against the real spec"). The session's
+// (docs/providers/e2b.md, "Checked against the real spec"). The session's
 // sandbox_expires_at must be the expiry E2B applied, never the one asked
 // for. Old code recorded now+timeout and ran past the fake's real endAt.
 func TestE2BRecordedExpiryIsApplied(t *testing.T) {

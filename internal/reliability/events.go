@@ -51,7 +51,7 @@ func (l *EventLog) For(id string) []lifecycle.Event {
 var reasons = []string{lifecycle.ReasonRequest, lifecycle.ReasonIdle, lifecycle.ReasonAway, lifecycle.ReasonLifetime, lifecycle.ReasonWebhook, lifecycle.ReasonReconcile, lifecycle.ReasonDormant}
 
 // CheckEvents checks one session's published events (in publication order)
-// against its recorded writes, as DESIGN.md "Events out" promises delivery:
+// against its recorded writes, as docs/DESIGN.md "Events out" promises delivery:
 // at least once, identified by event_id. Every committed transition (a write
 // that changed the state, the create included) has at least one event with
 // its event_id ("<session_id>:<version>"); no event names a write that kept

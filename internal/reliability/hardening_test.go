@@ -8,12 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sandmanhq/sandman/internal/fakeprovider"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/provider/fake"
 	"github.com/sandmanhq/sandman/internal/reliability"
 )
 
-// Issue 14 regression tests that need the whole service on DynamoDB Local.
+// Regression tests that need the whole service on DynamoDB Local.
 
 // createCrashPoints are the steps of a create at which its process may die,
 // each leaving its Idempotency-Key claimed: before the session is written,
@@ -52,7 +52,7 @@ func dyingCreate(t *testing.T, w *world, key string, at func(reliability.Step) b
 }
 
 // checkKeyResolved retries a create with key and fails the test unless the
-// key replays a live session or accepts a fresh create (issue 14 item 1).
+// key replays a live session or accepts a fresh create.
 func checkKeyResolved(t *testing.T, w *world, key string) *lifecycle.Session {
 	t.Helper()
 	sess, replayed, err := w.svc.Create(t.Context(), account, lifecycle.CreateInput{Template: "base", IdempotencyKey: key})
@@ -105,7 +105,7 @@ func TestCreateClaimReleasedWhenSessionNeverWritten(t *testing.T) {
 	}
 }
 
-// TestCrashMidCreateEveryKeyResolves is the crash test of issue 14: many
+// TestCrashMidCreateEveryKeyResolves is the crash test of Idempotency-Key claims: many
 // creates, each with its own Idempotency-Key, are in flight when their
 // process dies (at every crash point); after the lease every key either
 // replays a live session or accepts a fresh create, and no sandbox leaks.
@@ -142,15 +142,15 @@ func TestCrashMidCreateEveryKeyResolves(t *testing.T) {
 
 // TestDeleteRecognisesOwnKillWebhook: the provider's "killed" webhook for
 // a kill Sandman asked for lands between the provider call and Sandman's own
-// write (issue 14 item 2). The session goes running → killed for the
+// write. The session goes running → killed for the
 // request, never through expired, and no Session Expired event is published.
 func TestDeleteRecognisesOwnKillWebhook(t *testing.T) {
 	w := MustWorld(t, 1)
 	sess := w.MustCreate(t, 600)
 	var hookErr error
 	var once sync.Once
-	w.fake.SetOnCall(func(op fakeprovider.Op, id string) {
-		if op != fakeprovider.OpKill || id != sess.SandboxID {
+	w.fake.SetOnCall(func(op fake.Op, id string) {
+		if op != fake.OpKill || id != sess.SandboxID {
 			return
 		}
 		once.Do(func() {
@@ -209,7 +209,7 @@ func (r *racingStore) UpdateSession(ctx context.Context, s *lifecycle.Session, f
 
 // TestConcurrentDeleteAnswersKilled: a delete whose last attempt loses its
 // race to another delete answers 200 with the killed session, not 409
-// "changed meanwhile … found killed" (issue 14 item 5).
+// "changed meanwhile … found killed".
 func TestConcurrentDeleteAnswersKilled(t *testing.T) {
 	w := MustWorld(t, 1)
 	sess := w.MustCreate(t, 600)
@@ -252,8 +252,8 @@ func TestConcurrentDeleteAnswersKilled(t *testing.T) {
 }
 
 // TestWebhookFutureTimestampClamped: a signed event dated 2099 is clamped to
-// the receiver's clock, so the real events after it still apply (issue 14
-// item 3); one within the allowed skew keeps its timestamp.
+// the receiver's clock, so the real events after it still apply;
+// one within the allowed skew keeps its timestamp.
 func TestWebhookFutureTimestampClamped(t *testing.T) {
 	w := MustWorld(t, 1)
 	sess := w.MustCreate(t, 600)
@@ -292,7 +292,7 @@ func TestWebhookFutureTimestampClamped(t *testing.T) {
 
 // TestKilledSessionStatusAndReconnectShowNoURL: after a delete, status shows
 // no preview_url and no sandbox_expires_at, and reconnect answers
-// no_sandbox without the dead URL (issue 14 item 6).
+// no_sandbox without the dead URL.
 func TestKilledSessionStatusAndReconnectShowNoURL(t *testing.T) {
 	w := MustWorld(t, 1)
 	sess := w.MustCreate(t, 600)
@@ -318,7 +318,7 @@ func TestKilledSessionStatusAndReconnectShowNoURL(t *testing.T) {
 
 // templateProvider is the fake provider with a fixed list of templates it
 // can check up front, as the local provider does.
-type templateProvider struct{ *fakeprovider.Provider }
+type templateProvider struct{ *fake.Provider }
 
 func (p templateProvider) CheckTemplate(_ context.Context, template string) error {
 	if template != "base" {
@@ -329,8 +329,7 @@ func (p templateProvider) CheckTemplate(_ context.Context, template string) erro
 
 // TestUnknownTemplateLeavesNoSession: a create naming a template the
 // provider does not have is refused before anything is written: no session
-// in the list, no provider call, the Idempotency-Key still free (issue 14
-// item 7).
+// in the list, no provider call, the Idempotency-Key still free.
 func TestUnknownTemplateLeavesNoSession(t *testing.T) {
 	w := MustWorld(t, 1)
 	svc := lifecycle.NewService(lifecycle.Config{Store: w.store, Provider: templateProvider{w.fake}, Clock: w.clock, Policy: w.svc.Policy(), Log: quiet()})
@@ -345,7 +344,7 @@ func TestUnknownTemplateLeavesNoSession(t *testing.T) {
 	if len(page.Sessions) != 0 {
 		t.Errorf("list holds %d sessions (first %s, %s), want none", len(page.Sessions), page.Sessions[0].ID, page.Sessions[0].State)
 	}
-	if got := w.fake.Calls(fakeprovider.OpCreate); got != 0 {
+	if got := w.fake.Calls(fake.OpCreate); got != 0 {
 		t.Errorf("provider creates = %d, want 0", got)
 	}
 	sess, replayed, err := svc.Create(t.Context(), account, lifecycle.CreateInput{Template: "base", IdempotencyKey: "k"})

@@ -16,10 +16,10 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/sandmanhq/sandman/internal/dynamo"
-	"github.com/sandmanhq/sandman/internal/dynamotest"
-	"github.com/sandmanhq/sandman/internal/fakeprovider"
+	"github.com/sandmanhq/sandman/internal/dynamo/dynamotest"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/outbox"
+	"github.com/sandmanhq/sandman/internal/provider/fake"
 	"github.com/sandmanhq/sandman/internal/reliability"
 	"github.com/sandmanhq/sandman/internal/sweep"
 	"github.com/sandmanhq/sandman/internal/webhook"
@@ -64,7 +64,7 @@ func quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
 // a manual clock, and the sweep and webhook handler over one service.
 type world struct {
 	clock    *lifecycle.ManualClock
-	fake     *fakeprovider.Provider
+	fake     *fake.Provider
 	calls    *countingProvider
 	store    *reliability.RecordingStore
 	events   *reliability.EventLog // what the outbox published, after MustDrain
@@ -79,7 +79,7 @@ type world struct {
 func MustWorld(tb testing.TB, seed uint64) *world {
 	tb.Helper()
 	clock := lifecycle.NewManualClock(t0)
-	fake := fakeprovider.New(fakeprovider.Config{Clock: clock, Seed: seed})
+	fake := fake.New(fake.Config{Clock: clock, Seed: seed})
 	calls := &countingProvider{Provider: fake, results: map[string]map[string]int{}}
 	table := dynamotest.MustTable(tb)
 	store := reliability.NewRecordingStore(dynamo.New(dynamo.Config{Client: dynamotest.MustClient(tb), Table: table, Log: quiet()}))

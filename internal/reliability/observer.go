@@ -10,9 +10,9 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/sandmanhq/sandman/internal/e2b/e2bhook"
-	"github.com/sandmanhq/sandman/internal/fakeprovider"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/provider/e2b/e2bhook"
+	"github.com/sandmanhq/sandman/internal/provider/fake"
 	"github.com/sandmanhq/sandman/internal/routes"
 )
 
@@ -25,7 +25,7 @@ type Delivery struct {
 
 // Observer turns what happened to a fake provider's sandboxes into the
 // lifecycle webhooks E2B would send about them. Each Observe compares the
-// provider's sandboxes (fakeprovider.Provider.Sandboxes, which applies
+// provider's sandboxes (fake.Provider.Sandboxes, which applies
 // their timeouts) with the previous look and returns one event per change:
 // created for a new sandbox, paused and resumed for a change of state,
 // killed for a sandbox that is gone. Observations are serialised, so the
@@ -34,7 +34,7 @@ type Delivery struct {
 // clock has not moved. Changes undone between two looks produce no event,
 // as a provider may drop deliveries. It is safe for concurrent use.
 type Observer struct {
-	prov  *fakeprovider.Provider
+	prov  *fake.Provider
 	clock lifecycle.Clock
 
 	mu   sync.Mutex
@@ -45,7 +45,7 @@ type Observer struct {
 
 // NewObserver returns an Observer of prov, stamping events by clock. Its
 // first Observe reports every existing sandbox as created.
-func NewObserver(prov *fakeprovider.Provider, clock lifecycle.Clock) *Observer {
+func NewObserver(prov *fake.Provider, clock lifecycle.Clock) *Observer {
 	return &Observer{prov: prov, clock: clock, seen: map[string]lifecycle.Sandbox{}}
 }
 

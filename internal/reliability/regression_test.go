@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sandmanhq/sandman/internal/fakeprovider"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/provider/fake"
 )
 
 // TestLateWebhookIsStale: a provider webhook older than Sandman's own, newer
@@ -38,7 +38,7 @@ func TestLateWebhookIsStale(t *testing.T) {
 // but answered an error leaves no sandbox behind (found by TestChaos).
 func TestCreateWithLostAnswerLeaksNothing(t *testing.T) {
 	w := MustWorld(t, 1)
-	w.fake.SetFault(fakeprovider.OpCreate, fakeprovider.Fault{Rate: 1, Applied: true})
+	w.fake.SetFault(fake.OpCreate, fake.Fault{Rate: 1, Applied: true})
 	_, _, err := w.svc.Create(t.Context(), account, lifecycle.CreateInput{Template: "base"})
 	t.Logf("create: %v", err)
 	w.fake.ClearFaults()
@@ -56,12 +56,12 @@ func TestDeleteDuringCreateLeaksNothing(t *testing.T) {
 	w := MustWorld(t, 1)
 	var id string
 	w.rewire(t, func(c *lifecycle.Config) { c.NewID = func() string { id = lifecycle.NewSessionID(); return id } })
-	w.fake.SetOnCall(func(op fakeprovider.Op, _ string) {
-		if op == fakeprovider.OpCreate {
+	w.fake.SetOnCall(func(op fake.Op, _ string) {
+		if op == fake.OpCreate {
 			if _, err := w.svc.Delete(t.Context(), account, id); err != nil { // provisioning → killed
 				t.Error(err)
 			}
-			w.fake.FailNext(fakeprovider.OpKill, nil) // the create's cleanup kill fails once
+			w.fake.FailNext(fake.OpKill, nil) // the create's cleanup kill fails once
 		}
 	})
 	_, _, err := w.svc.Create(t.Context(), account, lifecycle.CreateInput{Template: "base"})

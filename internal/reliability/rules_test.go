@@ -8,11 +8,11 @@ import (
 	"time"
 
 	"github.com/sandmanhq/sandman/internal/dynamo"
-	"github.com/sandmanhq/sandman/internal/dynamotest"
-	"github.com/sandmanhq/sandman/internal/e2b/e2bhook"
-	"github.com/sandmanhq/sandman/internal/fakeprovider"
+	"github.com/sandmanhq/sandman/internal/dynamo/dynamotest"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/outbox"
+	"github.com/sandmanhq/sandman/internal/provider/e2b/e2bhook"
+	"github.com/sandmanhq/sandman/internal/provider/fake"
 	"github.com/sandmanhq/sandman/internal/reliability"
 )
 
@@ -99,7 +99,7 @@ func TestLostWriteAnswerIsOwnSuccess(t *testing.T) {
 		if err != nil || !replayed || again.ID != sess.ID {
 			t.Errorf("replay: id=%v replayed=%v err=%v, want a replay of %s", again, replayed, err, sess.ID)
 		}
-		if got, want := w.fake.Calls(fakeprovider.OpCreate), 1; got != want {
+		if got, want := w.fake.Calls(fake.OpCreate), 1; got != want {
 			t.Errorf("provider creates = %d, want %d", got, want)
 		}
 		w.MustHistory(t, sess.ID)

@@ -1,6 +1,6 @@
 package routes
 
-// The HTTP API's one CORS configuration (DESIGN.md "HTTP API": CORS headers
+// The HTTP API's one CORS configuration (docs/DESIGN.md "HTTP API": CORS headers
 // on every response). Once CORS is configured on an API Gateway HTTP API,
 // API Gateway answers preflight OPTIONS requests itself and replaces the
 // Access-Control-* headers of every integration response with its own
@@ -11,7 +11,7 @@ package routes
 // so the three cannot differ.
 //
 // Header names are case-insensitive (RFC 9110 section 5.1); they are
-// written as DESIGN.md and the clients spell them.
+// written as docs/DESIGN.md and the clients spell them.
 var (
 	// CORSAllowHeaders are the request headers a browser may send
 	// cross-origin (Access-Control-Allow-Headers): the two ways of passing

@@ -1,4 +1,4 @@
-// Package routes is the one route table of Sandman's HTTP API (DESIGN.md
+// Package routes is the one route table of Sandman's HTTP API (docs/DESIGN.md
 // "HTTP API"). The CDK stack (infra/) creates these API Gateway routes and
 // the local stack's API Gateway v2 adapter routes by the same table, so the
 // two cannot drift.
@@ -17,10 +17,10 @@ const (
 	// lifecycle events (internal/outbox).
 	Publisher = "publisher"
 	// Pauser is fed by the timer queue (SQS); it fires pause timers
-	// (internal/sqstimer, DESIGN.md "Precise pausing").
+	// (internal/sqstimer, docs/DESIGN.md "Precise pausing").
 	Pauser = "pauser"
 	// Channel serves the WebSocket API's $connect, $disconnect and
-	// $default (internal/channel, DESIGN.md "Client channel").
+	// $default (internal/channel, docs/DESIGN.md "Client channel").
 	Channel = "channel"
 	// Notifier is invoked by an EventBridge rule with each lifecycle event;
 	// it pushes the session's status to its WebSocket connections
@@ -61,12 +61,12 @@ var Table = []Route{
 	{"GET", OpenAPIPath, Sessions},
 }
 
-// OpenAPIPath is the path of the API's OpenAPI 3.1 document (DESIGN.md
+// OpenAPIPath is the path of the API's OpenAPI 3.1 document (docs/DESIGN.md
 // "Operators"; internal/openapi), served by the sessions function.
 const OpenAPIPath = "/v1/openapi.json"
 
 // UsagePath is the route of an account's usage and estimated cost
-// (DESIGN.md "Operators"), served by the sessions function.
+// (docs/DESIGN.md "Operators"), served by the sessions function.
 const UsagePath = "/v1/usage"
 
 // How a route authenticates its caller (Route.Auth).
@@ -92,12 +92,12 @@ func (r Route) Auth() string {
 }
 
 // ClientTokensPath is the route that mints a session-scoped client token
-// (DESIGN.md "Client channel"), served by the sessions function.
+// (docs/DESIGN.md "Client channel"), served by the sessions function.
 const ClientTokensPath = "/v1/sessions/{id}/client-tokens"
 
 // AcceptsClientToken reports whether the route also takes a client token
 // (internal/clienttoken) as "Authorization: Bearer": that session's status,
-// activity and resume, and nothing else (DESIGN.md "Client channel").
+// activity and resume, and nothing else (docs/DESIGN.md "Client channel").
 func (r Route) AcceptsClientToken() bool {
 	switch r.Key() {
 	case "GET /v1/sessions/{id}/status", "POST /v1/sessions/{id}/activity", "POST /v1/sessions/{id}/resume":

@@ -1,4 +1,4 @@
-// Package sqstimer is the AWS lifecycle.Timers (DESIGN.md "Precise
+// Package sqstimer is the AWS lifecycle.Timers (docs/DESIGN.md "Precise
 // pausing"): a pause timer is an SQS message carrying the session id, sent
 // with DelaySeconds until its deadline, and the pauser function (Handler,
 // functions/pauser) consumes it by calling lifecycle.Service.FireTimer. The

@@ -1,5 +1,5 @@
 // Package sweep is the idle-pause sweep that the idlepause Lambda runs on an
-// EventBridge schedule (DESIGN.md "Idle pause (scheduled)"), and the Lambda
+// EventBridge schedule (docs/DESIGN.md "Idle pause (scheduled)"), and the Lambda
 // handler around it.
 //
 // One run (Sweeper.Run) has four phases, in this order of importance:
@@ -9,7 +9,7 @@
 //     paused with lifecycle.Service.Pause, reason idle, guarded by
 //     Guard{DueBy: now}: the conditional write re-checks the deadline, so a
 //     heartbeat that lands between the query and the pause wins. When the
-//     service has timers (lifecycle.Config.Timers, DESIGN.md "Precise
+//     service has timers (lifecycle.Config.Timers, docs/DESIGN.md "Precise
 //     pausing"), the same query reaches TimerHorizon further (the next tick
 //     plus a margin) and every running session due in that window gets its
 //     timer armed (Service.ArmTimer, no provider call): it is paused on its

@@ -11,8 +11,8 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"golang.org/x/time/rate"
 
-	"github.com/sandmanhq/sandman/internal/fakeprovider"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/provider/fake"
 	"github.com/sandmanhq/sandman/internal/sweep"
 )
 
@@ -44,7 +44,7 @@ func FuzzScheduledEvent(f *testing.F) {
 			return // the runtime refuses it before the handler runs
 		}
 		clock := lifecycle.NewManualClock(t0)
-		svc := lifecycle.NewService(lifecycle.Config{Store: emptyStore{}, Provider: fakeprovider.New(fakeprovider.Config{Clock: clock}), Clock: clock, Policy: lifecycle.DefaultPolicy(), Log: quiet()})
+		svc := lifecycle.NewService(lifecycle.Config{Store: emptyStore{}, Provider: fake.New(fake.Config{Clock: clock}), Clock: clock, Policy: lifecycle.DefaultPolicy(), Log: quiet()})
 		var logs syncBuffer
 		log := slog.New(slog.NewJSONHandler(&logs, nil))
 		h := sweep.NewHandler(sweep.New(svc, sweep.Config{Rate: rate.Inf}, log), log)

@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sandmanhq/sandman/internal/fakeprovider"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/provider/fake"
 	"github.com/sandmanhq/sandman/internal/sweep"
 )
 
@@ -15,7 +15,7 @@ import (
 // provider.
 func TestRunProviderListEveryProvider(t *testing.T) {
 	e := MustEnv(t)
-	quietOther := fakeprovider.New(fakeprovider.Config{Clock: e.clock, Name: "quiet", IDPrefix: "quiet"})
+	quietOther := fake.New(fake.Config{Clock: e.clock, Name: "quiet", IDPrefix: "quiet"})
 	cfg := e.svc.Config()
 	cfg.Providers = []lifecycle.Provider{quietOther}
 	e.svc = lifecycle.NewService(cfg)
@@ -53,13 +53,13 @@ func TestRunProviderListEveryProvider(t *testing.T) {
 	for _, s := range append(onQuiet[1:], onDefault[1:]...) {
 		MustState(t, e, s.ID, lifecycle.StateRunning)
 	}
-	if got := quietOther.Calls(fakeprovider.OpList); got < 2 {
+	if got := quietOther.Calls(fake.OpList); got < 2 {
 		t.Errorf("quiet provider listed %d times, want its 3 sandboxes in pages of 2", got)
 	}
-	if got := quietOther.CallsFor(fakeprovider.OpGet, onQuiet[0].SandboxID); got == 0 {
+	if got := quietOther.CallsFor(fake.OpGet, onQuiet[0].SandboxID); got == 0 {
 		t.Error("the drifted quiet session was not read from its own provider")
 	}
-	if got := e.prov.CallsFor(fakeprovider.OpGet, onQuiet[0].SandboxID); got != 0 {
+	if got := e.prov.CallsFor(fake.OpGet, onQuiet[0].SandboxID); got != 0 {
 		t.Errorf("the default provider was asked %d times about the quiet provider's sandbox", got)
 	}
 }

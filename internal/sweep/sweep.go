@@ -229,7 +229,7 @@ func (r *run) eachDue(ctx context.Context, ix lifecycle.DueIndex, before time.Ti
 }
 
 // idle is phase 1: pause running sessions past their pause deadline and,
-// when the service has timers (DESIGN.md "Precise pausing"), arm a timer for
+// when the service has timers (docs/DESIGN.md "Precise pausing"), arm a timer for
 // every running session due before the next tick plus a margin (the
 // service's TimerHorizon), so it pauses on its deadline and not at a later
 // tick. The window is one range query on the same sparse index.

@@ -11,9 +11,9 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/sandmanhq/sandman/internal/dynamo"
-	"github.com/sandmanhq/sandman/internal/dynamotest"
-	"github.com/sandmanhq/sandman/internal/fakeprovider"
+	"github.com/sandmanhq/sandman/internal/dynamo/dynamotest"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/provider/fake"
 	"github.com/sandmanhq/sandman/internal/sweep"
 )
 
@@ -31,7 +31,7 @@ const (
 // a manual clock.
 type env struct {
 	clock *lifecycle.ManualClock
-	prov  *fakeprovider.Provider
+	prov  *fake.Provider
 	store *hookStore
 	svc   *lifecycle.Service
 }
@@ -68,16 +68,16 @@ func (s *hookStore) setAfterFindDue(f func(q lifecycle.DueQuery, page lifecycle.
 }
 
 // MustEnv returns a fresh env on its own DynamoDB Local table.
-func MustEnv(tb testing.TB, opts ...func(*fakeprovider.Config)) *env {
+func MustEnv(tb testing.TB, opts ...func(*fake.Config)) *env {
 	tb.Helper()
 	client := dynamotest.MustClient(tb)
 	table := dynamotest.MustTable(tb)
 	clock := lifecycle.NewManualClock(t0)
-	provCfg := fakeprovider.Config{Clock: clock}
+	provCfg := fake.Config{Clock: clock}
 	for _, o := range opts {
 		o(&provCfg)
 	}
-	prov := fakeprovider.New(provCfg)
+	prov := fake.New(provCfg)
 	store := &hookStore{Store: dynamo.New(dynamo.Config{Client: client, Table: table, Log: quiet()})}
 	svc := lifecycle.NewService(lifecycle.Config{Store: store, Provider: prov, Clock: clock, Policy: lifecycle.DefaultPolicy(), Log: quiet()})
 	return &env{clock: clock, prov: prov, store: store, svc: svc}
@@ -177,7 +177,7 @@ func TestRunIdle(t *testing.T) {
 		if got, want := sum.Failed+sum.Skipped+sum.Expired, 0; got != want {
 			t.Errorf("failed+skipped+expired = %d, want %d", got, want)
 		}
-		if got, want := e.prov.Calls(fakeprovider.OpPause), 300; got != want {
+		if got, want := e.prov.Calls(fake.OpPause), 300; got != want {
 			t.Errorf("provider pause calls = %d, want %d", got, want)
 		}
 		if sum.Incomplete {
@@ -191,7 +191,7 @@ func TestRunIdle(t *testing.T) {
 			t.Errorf("lag p50 = %d ms, want %d", got, want)
 		}
 		for _, s := range idle {
-			if got, want := e.prov.CallsFor(fakeprovider.OpPause, s.SandboxID), 1; got != want {
+			if got, want := e.prov.CallsFor(fake.OpPause, s.SandboxID), 1; got != want {
 				t.Fatalf("pause calls for idle %s = %d, want %d", s.ID, got, want)
 			}
 			if sb, _ := e.prov.Sandbox(s.SandboxID); sb.State != lifecycle.SandboxPaused {
@@ -203,7 +203,7 @@ func TestRunIdle(t *testing.T) {
 			}
 		}
 		for _, s := range busy {
-			if got, want := e.prov.CallsFor(fakeprovider.OpPause, s.SandboxID), 0; got != want {
+			if got, want := e.prov.CallsFor(fake.OpPause, s.SandboxID), 0; got != want {
 				t.Fatalf("pause calls for busy %s = %d, want %d", s.ID, got, want)
 			}
 			if got := MustState(t, e, s.ID, lifecycle.StateRunning); got.Version != s.Version {
@@ -247,7 +247,7 @@ func TestRunIdle(t *testing.T) {
 			t.Errorf("skipped = %d, want %d", got, want)
 		}
 		MustState(t, e, beating.ID, lifecycle.StateRunning)
-		if got, want := e.prov.CallsFor(fakeprovider.OpPause, beating.SandboxID), 0; got != want {
+		if got, want := e.prov.CallsFor(fake.OpPause, beating.SandboxID), 0; got != want {
 			t.Errorf("pause calls for the heartbeat's session = %d, want %d", got, want)
 		}
 		if sb, _ := e.prov.Sandbox(beating.SandboxID); sb.State != lifecycle.SandboxRunning {
@@ -292,11 +292,11 @@ func TestRunIdle(t *testing.T) {
 		if got := sums[0].Skipped + sums[1].Skipped; got == 0 {
 			t.Error("skipped = 0, want the runs to have collided at least once")
 		}
-		if got, want := e.prov.Calls(fakeprovider.OpPause), 200; got != want {
+		if got, want := e.prov.Calls(fake.OpPause), 200; got != want {
 			t.Errorf("provider pause calls = %d, want %d", got, want)
 		}
 		for _, s := range sessions {
-			if got, want := e.prov.CallsFor(fakeprovider.OpPause, s.SandboxID), 1; got != want {
+			if got, want := e.prov.CallsFor(fake.OpPause, s.SandboxID), 1; got != want {
 				t.Fatalf("pause calls for %s = %d, want %d", s.ID, got, want)
 			}
 			MustState(t, e, s.ID, lifecycle.StatePaused)
@@ -304,10 +304,10 @@ func TestRunIdle(t *testing.T) {
 	})
 
 	t.Run("ProviderFailuresRetriedNextRun", func(t *testing.T) {
-		e := MustEnv(t, func(c *fakeprovider.Config) { c.Seed = 7 })
+		e := MustEnv(t, func(c *fake.Config) { c.Seed = 7 })
 		sessions := MustSessions(t, e, 100)
 		e.clock.Set(t0.Add(11 * time.Minute))
-		e.prov.SetFault(fakeprovider.OpPause, fakeprovider.Fault{Rate: 0.3})
+		e.prov.SetFault(fake.OpPause, fake.Fault{Rate: 0.3})
 
 		first := MustRun(t, t.Context(), MustSweeper(t, e, sweep.Config{}))
 
@@ -356,7 +356,7 @@ func TestRunIdle(t *testing.T) {
 		// manual wall clock instead of slept; the deadline leaves 20 s of
 		// work before the margin.
 		wall := lifecycle.NewManualClock(time.Now())
-		e := MustEnv(t, func(c *fakeprovider.Config) {
+		e := MustEnv(t, func(c *fake.Config) {
 			c.Sleep = func(ctx context.Context, d time.Duration) error {
 				wall.Advance(d)
 				return ctx.Err()
@@ -364,7 +364,7 @@ func TestRunIdle(t *testing.T) {
 		})
 		sessions := MustSessions(t, e, 100)
 		e.clock.Set(t0.Add(11 * time.Minute))
-		e.prov.SetFault(fakeprovider.OpPause, fakeprovider.Fault{Delay: time.Second})
+		e.prov.SetFault(fake.OpPause, fake.Fault{Delay: time.Second})
 		e.prov.ResetCalls()
 		cfg := sweep.Config{Concurrency: 4, PageSize: 25, DeadlineMargin: time.Hour, Wall: wall}
 
@@ -381,7 +381,7 @@ func TestRunIdle(t *testing.T) {
 		if got, want := first.Failed+first.Skipped, 0; got != want {
 			t.Errorf("failed+skipped = %d, want %d: work under way must finish", got, want)
 		}
-		if got, want := e.prov.Calls(fakeprovider.OpPause), first.Paused; got != want {
+		if got, want := e.prov.Calls(fake.OpPause), first.Paused; got != want {
 			t.Errorf("provider pause calls = %d, want %d", got, want)
 		}
 		if got, want := first.Listed, 0; got != want {
@@ -396,7 +396,7 @@ func TestRunIdle(t *testing.T) {
 			t.Errorf("paused over both runs = %d, want %d", got, want)
 		}
 		for _, s := range sessions {
-			if got, want := e.prov.CallsFor(fakeprovider.OpPause, s.SandboxID), 1; got != want {
+			if got, want := e.prov.CallsFor(fake.OpPause, s.SandboxID), 1; got != want {
 				t.Fatalf("pause calls for %s = %d, want %d", s.ID, got, want)
 			}
 			MustState(t, e, s.ID, lifecycle.StatePaused)
@@ -470,7 +470,7 @@ func TestRunLeases(t *testing.T) {
 		MustState(t, e, resumedAtProvider.ID, lifecycle.StateRunning)
 		MustState(t, e, gone.ID, lifecycle.StateExpired)
 		MustState(t, e, provisioning.ID, lifecycle.StateFailed)
-		if got, want := e.prov.Calls(fakeprovider.OpResume)+e.prov.Calls(fakeprovider.OpPause), 0; got != want {
+		if got, want := e.prov.Calls(fake.OpResume)+e.prov.Calls(fake.OpPause), 0; got != want {
 			t.Errorf("provider pause+resume calls = %d, want %d: reconcile only reads", got, want)
 		}
 	})
@@ -522,7 +522,7 @@ func TestRunProviderList(t *testing.T) {
 	if _, ok := e.prov.Sandbox(stray.ID); !ok {
 		t.Error("stray sandbox is gone; unknown sandboxes must only be logged")
 	}
-	if got, want := e.prov.Calls(fakeprovider.OpKill), 0; got != want {
+	if got, want := e.prov.Calls(fake.OpKill), 0; got != want {
 		t.Errorf("kill calls = %d, want %d", got, want)
 	}
 
@@ -584,7 +584,7 @@ func TestRunDormancy(t *testing.T) {
 			}
 			// The running one was idle: phase 1 paused it now, far from dormant.
 			MustState(t, e, running.ID, lifecycle.StatePaused)
-			if got, want := e.prov.Calls(fakeprovider.OpKill), map[bool]int{true: 1, false: 0}[tc.retired]; got != want {
+			if got, want := e.prov.Calls(fake.OpKill), map[bool]int{true: 1, false: 0}[tc.retired]; got != want {
 				t.Errorf("kill calls = %d, want %d", got, want)
 			}
 		})

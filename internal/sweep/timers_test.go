@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sandmanhq/sandman/internal/fakeprovider"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
-	"github.com/sandmanhq/sandman/internal/memstore"
+	"github.com/sandmanhq/sandman/internal/lifecycle/memstore"
+	"github.com/sandmanhq/sandman/internal/provider/fake"
 	"github.com/sandmanhq/sandman/internal/sweep"
 )
 
@@ -37,12 +37,12 @@ func (r *recordTimers) times(id string) []time.Time {
 
 // TestSweepArmsTimersWithinTheWindow: a tick arms every running session due
 // before the next tick plus the margin, pauses the ones already due, and
-// leaves later ones to a later tick. In memory (internal/memstore).
+// leaves later ones to a later tick. In memory (internal/lifecycle/memstore).
 func TestSweepArmsTimersWithinTheWindow(t *testing.T) {
 	clock := lifecycle.NewManualClock(t0)
 	timers := &recordTimers{}
 	svc := lifecycle.NewService(lifecycle.Config{
-		Store: memstore.New(), Provider: fakeprovider.New(fakeprovider.Config{Clock: clock}), Clock: clock,
+		Store: memstore.New(), Provider: fake.New(fake.Config{Clock: clock}), Clock: clock,
 		Log: slog.New(slog.DiscardHandler), Timers: timers,
 		Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() },
 	})

@@ -35,7 +35,7 @@ const (
 
 // StreamViewType is the view type of the table's DynamoDB stream: both
 // images, so the outbox (internal/outbox) sees the state before and after
-// every write (DESIGN.md "Events out").
+// every write (docs/DESIGN.md "Events out").
 const StreamViewType = "NEW_AND_OLD_IMAGES"
 
 // Shards is how many partitions each due index is spread over (the shard is
@@ -68,7 +68,7 @@ const (
 )
 
 // IndexByConnSession holds client-channel connections by session, keyed by
-// AttrConnSession (DESIGN.md "Client channel").
+// AttrConnSession (docs/DESIGN.md "Client channel").
 const (
 	IndexByConnSession = "by_conn_session"
 	AttrConnSession    = "conn_session"

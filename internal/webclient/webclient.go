@@ -1,6 +1,6 @@
 // Package webclient embeds Sandman's browser files in the binary and serves
 // them: the client module at /sandman.js and the console at /console/
-// (DESIGN.md, "Client channel"; issue 18). There is no build step: the files
+// (docs/DESIGN.md, "Client channel"). There is no build step: the files
 // under static/ are what the browser gets.
 //
 // # sandman.js

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/sandmanhq/sandman/internal/daytona/daytonahook"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/provider/daytona/daytonahook"
 )
 
 // DeliveryParser is implemented by a Format whose events take something
@@ -21,8 +21,8 @@ type DeliveryParser interface {
 // DaytonaName is the path segment of Daytona's webhooks: /v1/webhooks/daytona.
 const DaytonaName = "daytona"
 
-// Daytona is Daytona's webhook format (shared/providers/daytona.md,
-// "Lifecycle webhooks"; the wire details are internal/daytona/daytonahook's):
+// Daytona is Daytona's webhook format (docs/providers/daytona.md,
+// "Lifecycle webhooks"; the wire details are internal/provider/daytona/daytonahook's):
 // Svix-signed deliveries (svix-* or webhook-* headers), the timestamp within
 // daytonahook.Tolerance (5 min) of the injected clock either way, the
 // svix-id as the event id. Build it with NewDaytona.

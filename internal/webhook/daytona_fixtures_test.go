@@ -15,7 +15,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/sandmanhq/sandman/internal/daytona/daytonahook"
+	"github.com/sandmanhq/sandman/internal/provider/daytona/daytonahook"
 	"github.com/sandmanhq/sandman/internal/webhook"
 )
 

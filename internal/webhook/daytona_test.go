@@ -10,12 +10,12 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/sandmanhq/sandman/internal/daytona/daytonahook"
 	"github.com/sandmanhq/sandman/internal/dynamo"
-	"github.com/sandmanhq/sandman/internal/dynamotest"
-	"github.com/sandmanhq/sandman/internal/fakeprovider"
+	"github.com/sandmanhq/sandman/internal/dynamo/dynamotest"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/outbox"
+	"github.com/sandmanhq/sandman/internal/provider/daytona/daytonahook"
+	"github.com/sandmanhq/sandman/internal/provider/fake"
 	"github.com/sandmanhq/sandman/internal/webhook"
 )
 
@@ -31,7 +31,7 @@ func MustDaytonaHarness(tb testing.TB, secrets ...string) *harness {
 	store := dynamo.New(dynamo.Config{Client: dynamotest.MustClient(tb), Table: dynamotest.MustTable(tb)})
 	clock := lifecycle.NewManualClock(t0)
 	h := &harness{store: store, clock: clock, logs: &syncBuffer{}}
-	h.provider = fakeprovider.New(fakeprovider.Config{Clock: clock, Name: webhook.DaytonaName})
+	h.provider = fake.New(fake.Config{Clock: clock, Name: webhook.DaytonaName})
 	log := slog.New(slog.NewJSONHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	pub := lifecycle.PublisherFunc(func(_ context.Context, evs ...lifecycle.Event) error {
 		h.mu.Lock()

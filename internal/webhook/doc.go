@@ -2,7 +2,7 @@
 // takes a provider's signed lifecycle webhook as an API Gateway HTTP API
 // (payload v2) request, checks it, and hands the parsed event to
 // lifecycle.Service.ApplyProviderEvent, which owns every rule about what the
-// event does to a session (DESIGN.md "Webhooks": timestamp ordering, dedupe
+// event does to a session (docs/DESIGN.md "Webhooks": timestamp ordering, dedupe
 // on the event id, unknown sandboxes acknowledged). This package only
 // decides whether a request is a genuine, well-formed event.
 //

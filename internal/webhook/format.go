@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/sandmanhq/sandman/internal/e2b/e2bhook"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/provider/e2b/e2bhook"
 )
 
 // Format is one provider's webhook wire format: how its deliveries are
@@ -47,8 +47,8 @@ type Event struct {
 	SessionID string
 }
 
-// E2B is E2B's webhook format (shared/providers/e2b.md, "Lifecycle
-// webhooks"; the wire details are internal/e2b/e2bhook's). Build it with NewE2B.
+// E2B is E2B's webhook format (docs/providers/e2b.md, "Lifecycle
+// webhooks"; the wire details are internal/provider/e2b/e2bhook's). Build it with NewE2B.
 type E2B struct {
 	provider string
 	secrets  []string

@@ -7,8 +7,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/sandmanhq/sandman/internal/e2b/e2bhook"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/provider/e2b/e2bhook"
 	"github.com/sandmanhq/sandman/internal/webhook"
 )
 

@@ -16,11 +16,11 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/sandmanhq/sandman/internal/dynamo"
-	"github.com/sandmanhq/sandman/internal/dynamotest"
-	"github.com/sandmanhq/sandman/internal/e2b/e2bhook"
-	"github.com/sandmanhq/sandman/internal/fakeprovider"
+	"github.com/sandmanhq/sandman/internal/dynamo/dynamotest"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/outbox"
+	"github.com/sandmanhq/sandman/internal/provider/e2b/e2bhook"
+	"github.com/sandmanhq/sandman/internal/provider/fake"
 	"github.com/sandmanhq/sandman/internal/webhook"
 )
 
@@ -36,7 +36,7 @@ type harness struct {
 	service  *lifecycle.Service
 	store    *dynamo.Store
 	clock    *lifecycle.ManualClock
-	provider *fakeprovider.Provider
+	provider *fake.Provider
 	logs     *syncBuffer
 
 	mu        sync.Mutex
@@ -54,7 +54,7 @@ func mustHarnessOn(tb testing.TB, store *dynamo.Store, opts ...func(*webhook.Con
 	tb.Helper()
 	clock := lifecycle.NewManualClock(t0)
 	h := &harness{store: store, clock: clock, logs: &syncBuffer{}}
-	h.provider = fakeprovider.New(fakeprovider.Config{Clock: clock})
+	h.provider = fake.New(fake.Config{Clock: clock})
 	log := slog.New(slog.NewJSONHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	pub := lifecycle.PublisherFunc(func(_ context.Context, evs ...lifecycle.Event) error {
 		h.mu.Lock()
@@ -361,7 +361,7 @@ func TestDuplicate(t *testing.T) {
 	req := MustFixtureRequest(t, "apigw-e2b-paused.json")
 	// The fixture's event is dated 10:10, more than MaxProviderClockSkew
 	// ahead of t0: with the clock there it would be clamped to each
-	// delivery's now (issue 14). This test is about dedupe alone.
+	// delivery's now. This test is about dedupe alone.
 	h.clock.Set(fixtureStart.Add(10 * time.Minute))
 
 	wantOK(t, h.MustDeliver(t, req), lifecycle.WebhookApplied)
@@ -520,7 +520,7 @@ func TestMalformed(t *testing.T) {
 
 // TestUnknownTypeIgnored: a signed, well-formed event of a type Sandman
 // does not use (checkpointed today, any later one) is 200 "ignored", never
-// a 400 that E2B would retry, and changes nothing (providers/e2b.md).
+// a 400 that E2B would retry, and changes nothing (docs/providers/e2b.md).
 func TestUnknownTypeIgnored(t *testing.T) {
 	h := MustHarness(t)
 	sess := h.MustSession(t)

@@ -72,8 +72,8 @@ func run(ctx context.Context, args []string) error {
 	fs.IntVar(&ch.Sessions, "channel-sessions", 100, "sessions of the fan-out run, all paused at once")
 	fs.IntVar(&ch.ClientsPerSession, "channel-clients", 10, "clients per session in the fan-out run")
 	var tm bench.TimersConfig
-	fs.IntVar(&tm.Population, "timers-population", 300, "divide issue 19's counts (100,000 deadlines per 5 min, 20,000 calls per 30 s) by this")
-	fs.IntVar(&tm.Compress, "timers-compress", 30, "divide issue 19's durations (5 min sweep, 1 min margin, 30 s rate window) by this")
+	fs.IntVar(&tm.Population, "timers-population", 300, "divide the target load's counts (100,000 deadlines per 5 min, 20,000 calls per 30 s) by this")
+	fs.IntVar(&tm.Compress, "timers-compress", 30, "divide the target load's durations (5 min sweep, 1 min margin, 30 s rate window) by this")
 	fs.IntVar(&tm.Intervals, "timers-intervals", 2, "sweep intervals the deadlines are spread over")
 	fs.DurationVar(&tm.PauseLatency, "timers-pause-latency", 0, "provider pause latency (a real sleep); 0: it answers at once")
 	fs.BoolVar(&tm.SweepOnly, "timers-sweep-only", true, "also run the same load with the sweep alone (no timers)")

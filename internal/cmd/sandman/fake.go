@@ -14,9 +14,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sandmanhq/sandman/internal/daytona/daytonatest"
-	"github.com/sandmanhq/sandman/internal/e2b/e2btest"
-	"github.com/sandmanhq/sandman/internal/vercel/verceltest"
+	"github.com/sandmanhq/sandman/internal/provider/daytona/daytonatest"
+	"github.com/sandmanhq/sandman/internal/provider/e2b/e2btest"
+	"github.com/sandmanhq/sandman/internal/provider/vercel/verceltest"
 )
 
 // fakeProvider builds a provider's fake served at base as one HTTP handler,

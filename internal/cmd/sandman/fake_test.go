@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sandmanhq/sandman/internal/daytona/daytonatest"
-	"github.com/sandmanhq/sandman/internal/vercel/verceltest"
+	"github.com/sandmanhq/sandman/internal/provider/daytona/daytonatest"
+	"github.com/sandmanhq/sandman/internal/provider/vercel/verceltest"
 )
 
 // TestFakeCommand: `sandman fake <provider>` serves each provider's fake on

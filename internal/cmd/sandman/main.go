@@ -20,8 +20,8 @@ import (
 	"syscall"
 
 	"github.com/sandmanhq/sandman/internal/cli"
-	"github.com/sandmanhq/sandman/internal/localsandbox"
 	"github.com/sandmanhq/sandman/internal/localstack"
+	"github.com/sandmanhq/sandman/internal/provider/local"
 )
 
 const usage = `usage: sandman <command> [flags]
@@ -56,7 +56,7 @@ func main() {
 	case "invoke":
 		err = localstack.InvokeCommand(ctx, args, os.Stdout)
 	case "sandbox":
-		err = localsandbox.RunSandbox(args)
+		err = local.RunSandbox(args)
 	case "sessions":
 		code := cli.Main(ctx, args, cli.Env{Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv})
 		stop()

@@ -3,7 +3,7 @@
 // WebSocket handlers exist (and, later, for apps' own browser tests). A
 // Server serves the embedded browser files (webclient.Handler), a test page
 // at /test/ that imports /sandman.js, and a WebSocket endpoint at /v1/ws
-// that behaves as DESIGN.md's "Client channel" says at the wire:
+// that behaves as docs/DESIGN.md's "Client channel" says at the wire:
 //
 //   - the connect is refused with 401 unless ?token= is one of the valid
 //     tokens (SetTokens);

@@ -1,0 +1,191 @@
+package daytona
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/provider/internal/provhttp"
+	"github.com/sandmanhq/sandman/internal/provider/internal/retry"
+)
+
+// maxBody bounds how much of an answer is read (ours: a list page of 200
+// sandboxes is far below it).
+const maxBody = 8 << 20
+
+// request is one HTTP call to Daytona's control API.
+type request struct {
+	op        string // the lifecycle operation, e.g. "pause"
+	sandboxID string // "" for create and list
+	method    string
+	path      []string // segments after the base URL, each escaped
+	query     url.Values
+	body      any // JSON-encoded when non-nil
+}
+
+// reply is an answer read in full.
+type reply = provhttp.Reply
+
+// apiError is Daytona's answer to a failed call, the cause inside the
+// errors Provider returns.
+type apiError struct {
+	Status  int
+	Message string
+}
+
+func (e *apiError) Error() string {
+	msg := e.Message
+	if msg == "" {
+		msg = http.StatusText(e.Status)
+	}
+	return fmt.Sprintf("daytona answered %d: %s", e.Status, msg)
+}
+
+// roundTrip makes one attempt at rq (provhttp.RoundTrip). No answer at all
+// (connection error, timeout, cancelled context) is a transient
+// *ProviderError wrapping the cause; any answer is returned for the
+// operation to interpret.
+func (p *Provider) roundTrip(ctx context.Context, rq request) (reply, error) {
+	u := p.base.JoinPath(rq.path...)
+	u.RawQuery = rq.query.Encode()
+	h := http.Header{"User-Agent": {"sandman-daytona"}, "X-Daytona-Source": {"sandman"}, "Authorization": {"Bearer " + p.cfg.APIKey}}
+	if p.cfg.OrganizationID != "" {
+		h.Set("X-Daytona-Organization-ID", p.cfg.OrganizationID)
+	}
+	return provhttp.RoundTrip(ctx, p.cfg.HTTPClient, provhttp.Request{Op: rq.op, SandboxID: rq.sandboxID,
+		Method: rq.method, URL: u.String(), Body: rq.body, Header: h, Timeout: p.cfg.RequestTimeout, MaxBody: maxBody})
+}
+
+// call makes one attempt at rq and decodes a 2xx answer into out (when
+// non-nil); any other status is classified by statusError.
+func (p *Provider) call(ctx context.Context, rq request, out any) error {
+	r, err := p.roundTrip(ctx, rq)
+	if err != nil {
+		return err
+	}
+	if !r.OK() {
+		return p.statusError(rq.op, rq.sandboxID, r)
+	}
+	if out != nil {
+		if err := json.Unmarshal(r.Body, out); err != nil {
+			return fmt.Errorf("%s: decode daytona answer: %w", provhttp.Describe(rq.op, rq.sandboxID), err)
+		}
+	}
+	return nil
+}
+
+// statusError classifies an answer that is not a success of the operation
+// (docs/providers/daytona.md): 404 gone (for a call about one sandbox), 409
+// conflict, 429 and 5xx transient with the Retry-After Daytona sent
+// (RetryAfterOf), 401/403 a plain error about the key or the organization,
+// any other status (400, 422) a plain error carrying Daytona's message.
+// The *apiError is the cause in every case, so callers can read its status.
+func (p *Provider) statusError(op, sandboxID string, r reply) error {
+	cause := parseAPIError(r)
+	switch {
+	case r.Status == http.StatusNotFound && sandboxID != "":
+		return lifecycle.NewProviderError(lifecycle.ErrSandboxGone, op, sandboxID, cause)
+	case r.Status == http.StatusConflict:
+		return lifecycle.NewProviderError(lifecycle.ErrSandboxConflict, op, sandboxID, cause)
+	case r.Status == http.StatusTooManyRequests || r.Status >= 500:
+		e := lifecycle.NewProviderError(lifecycle.ErrProviderTransient, op, sandboxID, cause)
+		e.Refused = r.Status == http.StatusTooManyRequests // not processed (RFC 6585)
+		e.RetryAfter = RetryAfterOf(r.Header, p.cfg.Clock.Now())
+		return e
+	case r.Status == http.StatusUnauthorized:
+		return fmt.Errorf("%s: the Daytona API key is wrong or missing: %w", provhttp.Describe(op, sandboxID), cause)
+	case r.Status == http.StatusForbidden:
+		return fmt.Errorf("%s: Daytona refused the organization (suspended, or region not allowed): %w", provhttp.Describe(op, sandboxID), cause)
+	default:
+		return fmt.Errorf("%s: %w", provhttp.Describe(op, sandboxID), cause)
+	}
+}
+
+// statusOf returns the HTTP status inside err, or 0.
+func statusOf(err error) int {
+	var ae *apiError
+	if errors.As(err, &ae) {
+		return ae.Status
+	}
+	return 0
+}
+
+// parseAPIError reads Daytona's error body ({"statusCode","error",
+// "message"}), falling back to the start of the raw body.
+func parseAPIError(r reply) *apiError {
+	e := &apiError{Status: r.Status}
+	var body errorBody
+	if err := json.Unmarshal(r.Body, &body); err == nil {
+		switch m := body.Message.(type) {
+		case string:
+			e.Message = m
+		case []any:
+			parts := make([]string, 0, len(m))
+			for _, v := range m {
+				parts = append(parts, fmt.Sprint(v))
+			}
+			e.Message = strings.Join(parts, ", ")
+		}
+		if e.Message == "" {
+			e.Message = body.Error
+		}
+		if e.Message != "" {
+			return e
+		}
+	}
+	e.Message = provhttp.Snippet(r.Body)
+	return e
+}
+
+// RetryAfterOf reads how long Daytona asks a client to wait: the largest
+// of the suffixed Retry-After-<bucket> headers (sent on 429, one per
+// throttled bucket: authenticated, sandbox-create, sandbox-lifecycle) and
+// the plain Retry-After (sent only when failed authentications are
+// throttled), each delay-seconds or an HTTP date relative to now
+// (docs/providers/daytona.md "REST API"). It returns 0 when there is none or
+// none is valid; values over 24 h are ignored.
+func RetryAfterOf(h http.Header, now time.Time) time.Duration {
+	var best time.Duration
+	for k, vs := range h {
+		if !strings.EqualFold(k, "Retry-After") && !strings.HasPrefix(strings.ToLower(k), "retry-after-") {
+			continue
+		}
+		for _, v := range vs {
+			if d := retry.ParseAfter(v, now); d > best {
+				best = d
+			}
+		}
+	}
+	return best
+}
+
+// retry runs attempt until it succeeds, fails for good or the retries run
+// out (retry.Do): transient failures are retried up to MaxRetries times,
+// conflicts (409) up to conflicts times, after a jittered exponential
+// backoff (RetryBase, RetryMaxWait) that honours RetryAfter. Callers pass
+// only idempotent operations.
+func (p *Provider) retry(ctx context.Context, op, sandboxID string, conflicts int, attempt func(ctx context.Context) error) error {
+	transient, conflict := 0, 0
+	retryable := func(err error, _ int) bool {
+		switch {
+		case errors.Is(err, lifecycle.ErrProviderTransient) && transient < p.cfg.MaxRetries:
+			transient++
+		case errors.Is(err, lifecycle.ErrSandboxConflict) && conflict < conflicts:
+			conflict++
+		default:
+			return false
+		}
+		return true
+	}
+	return retry.Do(ctx, retry.Policy{Name: "daytona", Settle: lifecycle.SettleRefused, Retryable: retryable, After: lifecycle.RetryAfter,
+		Base: p.cfg.RetryBase, MaxWait: p.cfg.RetryMaxWait, Sleep: p.cfg.Sleep, Log: p.cfg.Logger,
+	}, attempt, "op", op, "sandbox_id", sandboxID)
+}
+
+func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }

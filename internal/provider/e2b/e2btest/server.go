@@ -1,0 +1,961 @@
+// Package e2btest is a fake E2B: a control API and a sandbox proxy that
+// behave as docs/providers/e2b.md's section "Checked against the real
+// spec" describes, over real state (running, paused, pausing and killing
+// sandboxes, timeouts that pause or kill on the clock, paging by token),
+// with faults injected on demand. NewServer runs it on loopback for a test
+// on a manual clock; New builds one on any clock for `sandman fake e2b`.
+//
+// As real E2B does, the control API:
+//   - serves create and connect on the v2 routes (POST /v2/sandboxes,
+//     POST /v2/sandboxes/{id}/connect) and still on the deprecated
+//     /sandboxes forms; get, pause, set timeout and kill on /sandboxes/{id};
+//     list on GET /v2/sandboxes;
+//   - checks X-API-Key (401 otherwise);
+//   - ignores unknown JSON fields and unknown query parameters (each is
+//     recorded, see UnknownFields, so a test can still catch a misspelling);
+//   - answers create and connect with clientID, envdVersion, a string
+//     envdAccessToken (v2 create is always secure) and domain; get with
+//     cpuCount, memoryMB, diskSizeMB and envdVersion too; list items carry
+//     no domain;
+//   - takes connect without a body (timeout 300 s) and reports get's
+//     lifecycle {autoResume, onTimeout};
+//   - refuses timeout 0 on create (400); v2 create defaults it to 300 s, the
+//     deprecated route to 15 s; a timeout above the plan's maximum run
+//     length on create is a 400;
+//   - caps connect and set timeout silently at the last start + MaxRunLength
+//     (200/204); set timeout once that limit has passed is a 400, and set
+//     timeout 0 expires the sandbox now;
+//   - answers 409 to pause, connect and set timeout of a sandbox that is
+//     being killed, and to set timeout and connect of one that is pausing;
+//     a pausing sandbox reads as paused, a killing one as 404; pause of a
+//     paused one is 409 "already paused";
+//   - lists newest first, clamps limit above 100 to 100, and decodes the
+//     metadata filter three times (query, then the value, then each pair),
+//     as E2B's server does.
+//
+// The proxy serves envd's GET /<sandboxID>/health: 204 for a running
+// sandbox, with or without an access token (a wrong token is still counted,
+// see RefusedTokens), 502 for an absent or paused one, except that a paused
+// sandbox with auto-resume is woken by the request, as E2B's proxy does.
+// Every proxy request is counted, so a test can prove that a probe of a
+// paused sandbox never went near the sandbox.
+package e2btest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/provider/e2b"
+	"github.com/sandmanhq/sandman/internal/provider/internal/fakehttp"
+)
+
+// Defaults of a new Server.
+const (
+	// APIKey is the only key the fake control API accepts by default.
+	APIKey = "e2b_test_key"
+	// Domain is the sandbox domain the fake reports.
+	Domain = "e2b.test"
+	// MaxRunLength is the plan's maximum run length since the last start
+	// (E2B Hobby: 1 h).
+	MaxRunLength = time.Hour
+	// MaxTimeout is kept for older tests: the plan maximum, MaxRunLength.
+	MaxTimeout = MaxRunLength
+	// DefaultTimeout applies when a v2 create names no timeout (E2B: 300 s).
+	DefaultTimeout = 300 * time.Second
+	// DefaultTimeoutV1 applies when a deprecated create names none (15 s).
+	DefaultTimeoutV1 = 15 * time.Second
+	// ClientID is the clientID every answer carries.
+	ClientID = "6532622b"
+	// EnvdVersion is the envdVersion every answer carries.
+	EnvdVersion = "0.2.0"
+)
+
+// Op names one kind of request, for counting and fault injection.
+type Op string
+
+// The operations the fake serves.
+const (
+	OpCreate  Op = "create"  // POST /v2/sandboxes (or deprecated POST /sandboxes)
+	OpGet     Op = "get"     // GET /sandboxes/{id}
+	OpList    Op = "list"    // GET /v2/sandboxes
+	OpPause   Op = "pause"   // POST /sandboxes/{id}/pause
+	OpConnect Op = "connect" // POST /v2/sandboxes/{id}/connect (or deprecated /sandboxes/{id}/connect)
+	OpTimeout Op = "timeout" // POST /sandboxes/{id}/timeout
+	OpKill    Op = "kill"    // DELETE /sandboxes/{id}
+	OpHealth  Op = "health"  // GET <proxy>/{id}/health (envd)
+)
+
+// Transition is a state a sandbox passes through.
+type Transition string
+
+// The transitions a test can hold a sandbox in (Sandbox.Transition).
+const (
+	Pausing Transition = "pausing" // reads as paused; set timeout and connect answer 409
+	Killing Transition = "killing" // reads as 404; pause, connect and set timeout answer 409
+)
+
+// Fault replaces the answer to one request. The zero Status with neither
+// Hang nor Drop is not a fault.
+type Fault struct {
+	// Status is answered with E2B's error body {"code","message"}.
+	Status int
+	// Message is the error body's message (default: the status text).
+	Message string
+	// RetryAfter, when set, is sent as the Retry-After header.
+	RetryAfter string
+	// Hang blocks the request until the client gives up (or the server
+	// closes); Server.Hanging reports that it arrived.
+	Hang bool
+	// Drop closes the connection without an answer.
+	Drop bool
+}
+
+// Sandbox is the fake's record of one sandbox.
+type Sandbox struct {
+	ID         string
+	TemplateID string
+	State      lifecycle.SandboxState // running or paused
+	// Transition, when set, is a pause or kill in progress (see Pausing and
+	// Killing).
+	Transition Transition
+	// StartedAt is the last start (create or resume): the run-length cap
+	// counts from it.
+	StartedAt time.Time
+	// EndAt is E2B's endAt: when the timeout fires while running, when it
+	// paused while paused.
+	EndAt       time.Time
+	Timeout     time.Duration // the last timeout asked for
+	AutoPause   bool
+	AutoResume  bool
+	Secure      bool
+	AccessToken string // envd token
+	Metadata    map[string]string
+	EnvVars     map[string]string
+}
+
+func (sb *Sandbox) clone() Sandbox {
+	c := *sb
+	c.Metadata = maps.Clone(sb.Metadata)
+	c.EnvVars = maps.Clone(sb.EnvVars)
+	return c
+}
+
+// Config configures New. Every field is optional.
+type Config struct {
+	// Now tells the time. Default time.Now.
+	Now func() time.Time
+	// APIKey is the key the control API accepts. Default APIKey.
+	APIKey string
+	// MaxRunLength is the plan's maximum run length. Default MaxRunLength.
+	MaxRunLength time.Duration
+	// Logger, when set, receives one line per request.
+	Logger *slog.Logger
+}
+
+// Server is the fake E2B. Its methods are safe for concurrent use.
+type Server struct {
+	// API is the control API of NewServer; point Config.BaseURL at API.URL.
+	API *httptest.Server
+	// Proxy is the sandbox proxy of NewServer, serving envd; see EnvdURL.
+	Proxy *httptest.Server
+	// Clock drives timeouts and the times the API reports (NewServer only).
+	Clock *lifecycle.ManualClock
+
+	opts      Config
+	mu        sync.Mutex
+	seq       int
+	sandboxes map[string]*Sandbox
+	seqOf     map[string]int
+	faults    fakehttp.Faults[Op, Fault]
+	counts    map[Op]int
+	unknown   []string
+	old       int
+	proxyHits int
+	keyLeaks  int
+	refused   int
+	hanging   chan Op
+	closing   chan struct{}
+	closeOnce sync.Once
+	api       http.Handler
+	proxy     http.Handler
+}
+
+// New returns a fake E2B with no listener: serve Handler (or APIHandler and
+// ProxyHandler) yourself, and call Close when done to release hanging
+// requests.
+func New(opts Config) *Server {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.APIKey == "" {
+		opts.APIKey = APIKey
+	}
+	if opts.MaxRunLength == 0 {
+		opts.MaxRunLength = MaxRunLength
+	}
+	s := &Server{
+		opts:      opts,
+		sandboxes: map[string]*Sandbox{},
+		seqOf:     map[string]int{},
+		counts:    map[Op]int{},
+		hanging:   make(chan Op, 64),
+		closing:   make(chan struct{}),
+	}
+	api := http.NewServeMux()
+	api.Handle("POST /v2/sandboxes", s.handle(OpCreate, s.createV2))
+	api.Handle("POST /sandboxes", s.handle(OpCreate, s.deprecated(s.createV1)))
+	api.Handle("GET /sandboxes/{id}", s.handle(OpGet, s.get))
+	api.Handle("GET /v2/sandboxes", s.handle(OpList, s.list))
+	api.Handle("POST /sandboxes/{id}/pause", s.handle(OpPause, s.pause))
+	api.Handle("POST /v2/sandboxes/{id}/connect", s.handle(OpConnect, s.connect))
+	api.Handle("POST /sandboxes/{id}/connect", s.handle(OpConnect, s.deprecated(s.connect)))
+	api.Handle("POST /sandboxes/{id}/timeout", s.handle(OpTimeout, s.setTimeout))
+	api.Handle("DELETE /sandboxes/{id}", s.handle(OpKill, s.kill))
+	proxy := http.NewServeMux()
+	proxy.Handle("GET /{id}/health", s.faulty(OpHealth, http.HandlerFunc(s.health)))
+	s.api = s.logged("api", api)
+	s.proxy = s.logged("proxy", s.countProxy(proxy))
+	return s
+}
+
+// NewServer starts a fake E2B on loopback, on a manual clock starting at
+// 2026-01-02T03:04:05Z, and stops it when tb ends.
+func NewServer(tb testing.TB) *Server {
+	tb.Helper()
+	clock := lifecycle.NewManualClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	s := New(Config{Now: clock.Now})
+	s.Clock = clock
+	s.API = httptest.NewServer(s.api)
+	s.Proxy = httptest.NewServer(s.proxy)
+	tb.Cleanup(func() {
+		s.Close()
+		s.API.Close()
+		s.Proxy.Close()
+	})
+	return s
+}
+
+// ProxyPrefix is where Handler serves the proxy: <base>/_proxy/<id>/health.
+const ProxyPrefix = "/_proxy"
+
+// Handler serves the control API and, under ProxyPrefix, the proxy, on one
+// address (for `sandman fake e2b`).
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle(ProxyPrefix+"/", http.StripPrefix(ProxyPrefix, s.proxy))
+	mux.Handle("/", s.api)
+	return mux
+}
+
+// Close releases requests held by Hang faults. It is idempotent.
+func (s *Server) Close() { s.closeOnce.Do(func() { close(s.closing) }) }
+
+// Config returns an e2b.Config aimed at this NewServer: its URLs, key,
+// domain and clock, and a Sleep that returns at once (honouring ctx) so
+// retries never sleep in tests.
+func (s *Server) Config() e2b.Config {
+	return e2b.Config{
+		BaseURL: s.API.URL,
+		APIKey:  s.opts.APIKey,
+		Domain:  Domain,
+		EnvdURL: s.EnvdURL,
+		Clock:   s.Clock,
+		Sleep:   func(ctx context.Context, _ time.Duration) error { return ctx.Err() },
+	}
+}
+
+// EnvdURL returns the proxy URL standing in for https://49983-<id>.<domain>.
+func (s *Server) EnvdURL(sandboxID, _ string) string { return s.Proxy.URL + "/" + sandboxID }
+
+// Put stores sb as if E2B had created it, replacing any sandbox of that id.
+func (s *Server) Put(sb Sandbox) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := sb.clone()
+	s.store(&c)
+}
+
+// Sandbox returns the sandbox of id as the fake now holds it, after
+// applying timeouts due by the clock.
+func (s *Server) Sandbox(id string) (Sandbox, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.expire()
+	sb, ok := s.sandboxes[id]
+	if !ok {
+		return Sandbox{}, false
+	}
+	return sb.clone(), true
+}
+
+// Fail queues faults for the next requests of op, one request each.
+func (s *Server) Fail(op Op, faults ...Fault) { s.faults.Queue(op, faults...) }
+
+// FailAll answers every request of op with f (after queued Fail faults)
+// until the returned function is called.
+func (s *Server) FailAll(op Op, f Fault) (stop func()) { return s.faults.Stand(op, f) }
+
+// Requests returns how many requests of op arrived, faulted ones included.
+func (s *Server) Requests(op Op) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.counts[op]
+}
+
+// UnknownFields returns every unknown JSON field and query parameter the
+// control API ignored, as "<op> <name>", in arrival order.
+func (s *Server) UnknownFields() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.unknown)
+}
+
+// DeprecatedRequests returns how many requests used a deprecated route
+// (POST /sandboxes, POST /sandboxes/{id}/connect).
+func (s *Server) DeprecatedRequests() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.old
+}
+
+// deprecated counts a request to a deprecated route before serving it.
+func (s *Server) deprecated(h func(Op, http.ResponseWriter, *http.Request)) func(Op, http.ResponseWriter, *http.Request) {
+	return func(op Op, w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		s.old++
+		s.mu.Unlock()
+		h(op, w, r)
+	}
+}
+
+// ProxyRequests returns how many requests of any kind reached the proxy.
+func (s *Server) ProxyRequests() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.proxyHits
+}
+
+// ProxyKeyLeaks returns how many proxy requests carried an X-API-Key header:
+// the team's key must never be sent to a sandbox.
+func (s *Server) ProxyKeyLeaks() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.keyLeaks
+}
+
+// RefusedTokens returns how many health checks carried an X-Access-Token
+// that is not the sandbox's (envd's /health answers 204 anyway).
+func (s *Server) RefusedTokens() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.refused
+}
+
+// Hanging reports the op of each request that a Hang fault is holding.
+func (s *Server) Hanging() <-chan Op { return s.hanging }
+
+func (s *Server) now() time.Time { return s.opts.Now().UTC() }
+
+// handle wraps a control API handler: count, fault, key check.
+func (s *Server) handle(op Op, h func(Op, http.ResponseWriter, *http.Request)) http.Handler {
+	return s.faulty(op, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-API-Key") != s.opts.APIKey {
+			writeError(w, http.StatusUnauthorized, "Invalid API key, it must start with 'e2b_' prefix")
+			return
+		}
+		h(op, w, r)
+	}))
+}
+
+// logged writes one log line per request when Config.Logger is set.
+func (s *Server) logged(part string, next http.Handler) http.Handler {
+	if s.opts.Logger == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		start := time.Now()
+		next.ServeHTTP(rec, r)
+		s.opts.Logger.Info("e2b fake", "part", part, "method", r.Method, "path", r.URL.Path,
+			"query", r.URL.RawQuery, "status", rec.status, "ms", time.Since(start).Milliseconds())
+	})
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (r *statusRecorder) WriteHeader(status int) {
+	r.status = status
+	r.ResponseWriter.WriteHeader(status)
+}
+
+// faulty counts requests of op and serves the next queued fault, if any.
+func (s *Server) faulty(op Op, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		s.counts[op]++
+		s.mu.Unlock()
+		f, _ := s.faults.Next(op)
+		switch {
+		case f.Hang:
+			select {
+			case s.hanging <- op:
+			default:
+			}
+			select {
+			case <-r.Context().Done():
+			case <-s.closing:
+			}
+		case f.Drop:
+			if hj, ok := w.(http.Hijacker); ok {
+				if conn, _, err := hj.Hijack(); err == nil {
+					conn.Close()
+					return
+				}
+			}
+			panic(http.ErrAbortHandler)
+		case f.Status != 0:
+			if f.RetryAfter != "" {
+				w.Header().Set("Retry-After", f.RetryAfter)
+			}
+			msg := f.Message
+			if msg == "" {
+				msg = http.StatusText(f.Status)
+			}
+			writeError(w, f.Status, msg)
+		default:
+			next.ServeHTTP(w, r)
+		}
+	})
+}
+
+// countProxy counts every proxy request and any API key sent to it.
+func (s *Server) countProxy(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		s.proxyHits++
+		if r.Header.Get("X-API-Key") != "" {
+			s.keyLeaks++
+		}
+		s.mu.Unlock()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// store records sb, keeping its creation order for paging. Callers hold mu.
+func (s *Server) store(sb *Sandbox) {
+	if _, ok := s.seqOf[sb.ID]; !ok {
+		s.seq++
+		s.seqOf[sb.ID] = s.seq
+	}
+	s.sandboxes[sb.ID] = sb
+}
+
+// expire applies every timeout due by the clock: a running sandbox past its
+// endAt pauses (autoPause, endAt becomes the pause time, which is the same
+// instant) or is killed. Callers hold mu.
+func (s *Server) expire() {
+	now := s.now()
+	for id, sb := range s.sandboxes {
+		if sb.State != lifecycle.SandboxRunning || sb.Transition != "" || sb.EndAt.After(now) {
+			continue
+		}
+		if sb.AutoPause {
+			sb.State = lifecycle.SandboxPaused
+			continue
+		}
+		delete(s.sandboxes, id)
+	}
+}
+
+// lookup returns the sandbox of the request's {id} after expiry, or answers
+// 404 (also for one being killed, as E2B does) and returns nil. Callers hold
+// mu.
+func (s *Server) lookup(w http.ResponseWriter, r *http.Request) *Sandbox {
+	s.expire()
+	id := r.PathValue("id")
+	sb, ok := s.sandboxes[id]
+	if !ok || sb.Transition == Killing {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("sandbox %q not found", id))
+		return nil
+	}
+	return sb
+}
+
+// lookupAny is lookup that also returns a sandbox being killed. Callers
+// hold mu.
+func (s *Server) lookupAny(w http.ResponseWriter, r *http.Request) *Sandbox {
+	s.expire()
+	id := r.PathValue("id")
+	sb, ok := s.sandboxes[id]
+	if !ok {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("sandbox %q not found", id))
+		return nil
+	}
+	return sb
+}
+
+// readsPaused reports whether sb reads as paused: paused, or pausing.
+func readsPaused(sb *Sandbox) bool {
+	return sb.State == lifecycle.SandboxPaused || sb.Transition == Pausing
+}
+
+// The wire shapes, written from docs/providers/e2b.md independently of the
+// adapter's own.
+
+type createBody struct {
+	TemplateID string `json:"templateID"`
+	Timeout    *int64 `json:"timeout"`
+	AutoPause  bool   `json:"autoPause"`
+	AutoResume *struct {
+		Enabled bool `json:"enabled"`
+	} `json:"autoResume"`
+	Metadata map[string]string `json:"metadata"`
+	EnvVars  map[string]string `json:"envVars"`
+	Secure   bool              `json:"secure"`
+}
+
+var createFields = []string{"templateID", "timeout", "autoPause", "autoResume", "metadata", "envVars", "secure"}
+
+// createdBody answers create and connect (E2B's Sandbox schema).
+type createdBody struct {
+	SandboxID       string `json:"sandboxID"`
+	TemplateID      string `json:"templateID"`
+	ClientID        string `json:"clientID"`
+	EnvdVersion     string `json:"envdVersion"`
+	EnvdAccessToken string `json:"envdAccessToken,omitempty"`
+	Domain          string `json:"domain"`
+}
+
+// detailBody answers get (E2B's SandboxDetail).
+type detailBody struct {
+	SandboxID       string            `json:"sandboxID"`
+	TemplateID      string            `json:"templateID"`
+	ClientID        string            `json:"clientID"`
+	State           string            `json:"state"`
+	StartedAt       string            `json:"startedAt"`
+	EndAt           string            `json:"endAt"`
+	CPUCount        int               `json:"cpuCount"`
+	MemoryMB        int               `json:"memoryMB"`
+	DiskSizeMB      int               `json:"diskSizeMB"`
+	EnvdVersion     string            `json:"envdVersion"`
+	EnvdAccessToken string            `json:"envdAccessToken,omitempty"`
+	Metadata        map[string]string `json:"metadata,omitempty"`
+	Domain          string            `json:"domain"`
+	Lifecycle       lifecycleBody     `json:"lifecycle"`
+}
+
+// lifecycleBody is get's lifecycle (E2B's SandboxLifecycle).
+type lifecycleBody struct {
+	AutoResume bool   `json:"autoResume"`
+	OnTimeout  string `json:"onTimeout"` // "pause" or "kill"
+}
+
+// listedBody is one item of list (E2B's ListedSandbox): no domain.
+type listedBody struct {
+	SandboxID   string            `json:"sandboxID"`
+	TemplateID  string            `json:"templateID"`
+	ClientID    string            `json:"clientID"`
+	State       string            `json:"state"`
+	StartedAt   string            `json:"startedAt"`
+	EndAt       string            `json:"endAt"`
+	CPUCount    int               `json:"cpuCount"`
+	MemoryMB    int               `json:"memoryMB"`
+	DiskSizeMB  int               `json:"diskSizeMB"`
+	EnvdVersion string            `json:"envdVersion"`
+	Metadata    map[string]string `json:"metadata,omitempty"`
+}
+
+type timeoutReq struct {
+	Timeout *int64 `json:"timeout"`
+}
+
+func (s *Server) createV2(op Op, w http.ResponseWriter, r *http.Request) { s.create(op, w, r, true) }
+func (s *Server) createV1(op Op, w http.ResponseWriter, r *http.Request) { s.create(op, w, r, false) }
+
+// create serves both create routes; v2 is always secure and defaults the
+// timeout to 300 s, the deprecated one to 15 s.
+func (s *Server) create(op Op, w http.ResponseWriter, r *http.Request, v2 bool) {
+	var in createBody
+	if !s.decode(op, w, r, &in, createFields...) {
+		return
+	}
+	s.noteQuery(op, r)
+	if in.TemplateID == "" {
+		writeError(w, http.StatusBadRequest, "templateID is required")
+		return
+	}
+	timeout := DefaultTimeoutV1
+	if v2 {
+		timeout = DefaultTimeout
+	}
+	if in.Timeout != nil {
+		switch secs := *in.Timeout; {
+		case secs <= 0:
+			writeError(w, http.StatusBadRequest, "Timeout must be greater than 0")
+			return
+		case secs > int64(s.opts.MaxRunLength/time.Second):
+			writeError(w, http.StatusBadRequest,
+				fmt.Sprintf("Timeout cannot be greater than %d hours", int64(s.opts.MaxRunLength/time.Hour)))
+			return
+		default:
+			timeout = time.Duration(secs) * time.Second
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	sb := &Sandbox{
+		ID:         fmt.Sprintf("isbx%016d", s.seq+1),
+		TemplateID: in.TemplateID,
+		State:      lifecycle.SandboxRunning,
+		StartedAt:  now,
+		EndAt:      now.Add(timeout),
+		Timeout:    timeout,
+		AutoPause:  in.AutoPause,
+		AutoResume: in.AutoResume != nil && in.AutoResume.Enabled,
+		Secure:     in.Secure || v2,
+		Metadata:   maps.Clone(in.Metadata),
+		EnvVars:    maps.Clone(in.EnvVars),
+	}
+	if sb.Secure {
+		sb.AccessToken = "envd-token-" + sb.ID
+	}
+	s.store(sb)
+	fakehttp.WriteJSON(w, http.StatusCreated, created(sb))
+}
+
+func created(sb *Sandbox) createdBody {
+	return createdBody{SandboxID: sb.ID, TemplateID: sb.TemplateID, ClientID: ClientID,
+		EnvdVersion: EnvdVersion, EnvdAccessToken: sb.AccessToken, Domain: Domain}
+}
+
+func stateOf(sb *Sandbox) string {
+	if readsPaused(sb) {
+		return string(lifecycle.SandboxPaused)
+	}
+	return string(sb.State)
+}
+
+func detail(sb *Sandbox) detailBody {
+	return detailBody{
+		SandboxID: sb.ID, TemplateID: sb.TemplateID, ClientID: ClientID, State: stateOf(sb),
+		StartedAt: sb.StartedAt.Format(time.RFC3339Nano), EndAt: sb.EndAt.Format(time.RFC3339Nano),
+		CPUCount: 2, MemoryMB: 512, DiskSizeMB: 1024, EnvdVersion: EnvdVersion, EnvdAccessToken: sb.AccessToken,
+		Metadata: maps.Clone(sb.Metadata), Domain: Domain,
+		Lifecycle: lifecycleBody{AutoResume: sb.AutoResume, OnTimeout: map[bool]string{true: "pause", false: "kill"}[sb.AutoPause]},
+	}
+}
+
+func listed(sb *Sandbox) listedBody {
+	return listedBody{
+		SandboxID: sb.ID, TemplateID: sb.TemplateID, ClientID: ClientID, State: stateOf(sb),
+		StartedAt: sb.StartedAt.Format(time.RFC3339Nano), EndAt: sb.EndAt.Format(time.RFC3339Nano),
+		CPUCount: 2, MemoryMB: 512, DiskSizeMB: 1024, EnvdVersion: EnvdVersion, Metadata: maps.Clone(sb.Metadata),
+	}
+}
+
+func (s *Server) get(op Op, w http.ResponseWriter, r *http.Request) {
+	s.noteQuery(op, r)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sb := s.lookup(w, r); sb != nil {
+		fakehttp.WriteJSON(w, http.StatusOK, detail(sb))
+	}
+}
+
+// list serves GET /v2/sandboxes: state (comma-separated), metadata
+// (decoded three times: see DecodeMetadataFilter; all pairs must match),
+// limit (at least 1; above 100 clamped to 100; default 100) and nextToken (a
+// token this server issued), newest first. order, startedAfter and template
+// are accepted and ignored, like any other unknown parameter.
+func (s *Server) list(op Op, w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	for k := range q {
+		if !slices.Contains([]string{"state", "metadata", "limit", "nextToken", "order", "startedAfter", "template"}, k) {
+			s.note(op, k)
+		}
+	}
+	states := map[string]bool{"running": true, "paused": true}
+	if v := q.Get("state"); v != "" {
+		states = map[string]bool{}
+		for _, name := range strings.Split(v, ",") {
+			if name != "running" && name != "paused" {
+				writeError(w, http.StatusBadRequest, fmt.Sprintf("invalid state %q", name))
+				return
+			}
+			states[name] = true
+		}
+	}
+	md, err := DecodeMetadataFilter(q.Get("metadata"))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "error when parsing metadata: "+err.Error())
+		return
+	}
+	limit := 100
+	if v := q.Get("limit"); v != "" {
+		if limit, err = strconv.Atoi(v); err != nil || limit < 1 {
+			writeError(w, http.StatusBadRequest, "limit must be at least 1")
+			return
+		}
+		limit = min(limit, 100)
+	}
+	from := -1
+	if v := q.Get("nextToken"); v != "" {
+		if from, err = strconv.Atoi(strings.TrimPrefix(v, "tok-")); err != nil || !strings.HasPrefix(v, "tok-") {
+			writeError(w, http.StatusBadRequest, "invalid next token")
+			return
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.expire()
+	var match []*Sandbox
+	for _, sb := range s.sandboxes {
+		if sb.Transition == Killing || (from >= 0 && s.seqOf[sb.ID] > from) {
+			continue
+		}
+		if states[stateOf(sb)] && hasMetadata(sb, md) {
+			match = append(match, sb)
+		}
+	}
+	slices.SortFunc(match, func(a, b *Sandbox) int { return s.seqOf[b.ID] - s.seqOf[a.ID] })
+	if len(match) > limit {
+		w.Header().Set("X-Next-Token", "tok-"+strconv.Itoa(s.seqOf[match[limit].ID]))
+		match = match[:limit]
+	}
+	out := make([]listedBody, 0, len(match))
+	for _, sb := range match {
+		out = append(out, listed(sb))
+	}
+	fakehttp.WriteJSON(w, http.StatusOK, out)
+}
+
+// DecodeMetadataFilter decodes list's metadata query value (already
+// decoded once from the query string) the way E2B's server does: the value
+// is percent-decoded again, split into k=v pairs at '&', and each key and
+// value percent-decoded a third time. Errors: a malformed escape.
+func DecodeMetadataFilter(v string) (url.Values, error) {
+	if v == "" {
+		return url.Values{}, nil
+	}
+	once, err := url.QueryUnescape(v)
+	if err != nil {
+		return nil, err
+	}
+	return url.ParseQuery(once)
+}
+
+func hasMetadata(sb *Sandbox, md url.Values) bool {
+	for k := range md {
+		if v, ok := sb.Metadata[k]; !ok || v != md.Get(k) {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *Server) pause(op Op, w http.ResponseWriter, r *http.Request) {
+	s.noteQuery(op, r)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sb := s.lookupAny(w, r)
+	switch {
+	case sb == nil:
+	case sb.Transition == Killing:
+		writeError(w, http.StatusConflict, "Sandbox cannot be paused while in 'killing' state")
+	case readsPaused(sb):
+		writeError(w, http.StatusConflict, fmt.Sprintf("Sandbox %s is already paused", sb.ID))
+	default:
+		sb.State, sb.EndAt = lifecycle.SandboxPaused, s.now()
+		w.WriteHeader(http.StatusNoContent)
+	}
+}
+
+// conflicted answers 409 for a sandbox in a transition. Callers hold mu.
+func conflicted(w http.ResponseWriter, sb *Sandbox) bool {
+	if sb.Transition == "" {
+		return false
+	}
+	writeError(w, http.StatusConflict, fmt.Sprintf("Sandbox %s is in '%s' state", sb.ID, sb.Transition))
+	return true
+}
+
+// capped returns the end time of a timeout asked for at now on sb: at most
+// the last start + the run-length cap.
+func (s *Server) capped(sb *Sandbox, now time.Time, timeout time.Duration) time.Time {
+	end := now.Add(timeout)
+	if limit := sb.StartedAt.Add(s.opts.MaxRunLength); end.After(limit) {
+		return limit
+	}
+	return end
+}
+
+// connect resumes a paused sandbox (201) or extends a running one's timeout
+// to at least now+timeout (200), capped at the run length either way. The
+// body is optional: an omitted timeout is 300 s (DefaultTimeout).
+func (s *Server) connect(op Op, w http.ResponseWriter, r *http.Request) {
+	var in timeoutReq
+	if !s.decode(op, w, r, &in, "timeout") {
+		return
+	}
+	s.noteQuery(op, r)
+	if in.Timeout == nil {
+		secs := int64(DefaultTimeout / time.Second)
+		in.Timeout = &secs
+	}
+	if *in.Timeout < 0 {
+		writeError(w, http.StatusBadRequest, "Timeout must be greater than or equal to 0")
+		return
+	}
+	timeout := time.Duration(*in.Timeout) * time.Second
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sb := s.lookupAny(w, r)
+	if sb == nil || conflicted(w, sb) {
+		return
+	}
+	now := s.now()
+	sb.Timeout = timeout
+	if sb.State == lifecycle.SandboxPaused {
+		sb.State, sb.StartedAt = lifecycle.SandboxRunning, now
+		sb.EndAt = s.capped(sb, now, timeout)
+		fakehttp.WriteJSON(w, http.StatusCreated, created(sb))
+		return
+	}
+	if end := s.capped(sb, now, timeout); end.After(sb.EndAt) {
+		sb.EndAt = end
+	}
+	fakehttp.WriteJSON(w, http.StatusOK, created(sb))
+}
+
+// setTimeout sets a running sandbox's endAt to now+timeout, capped at the
+// run length; 0 expires it now. A paused sandbox answers 404: E2B keeps
+// timers only for running sandboxes (from its API's source).
+func (s *Server) setTimeout(op Op, w http.ResponseWriter, r *http.Request) {
+	var in timeoutReq
+	if !s.decode(op, w, r, &in, "timeout") {
+		return
+	}
+	s.noteQuery(op, r)
+	if in.Timeout == nil || *in.Timeout < 0 {
+		writeError(w, http.StatusBadRequest, "timeout is required and must not be negative")
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sb := s.lookupAny(w, r)
+	if sb == nil || conflicted(w, sb) {
+		return
+	}
+	if sb.State != lifecycle.SandboxRunning {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("sandbox %q is not running", sb.ID))
+		return
+	}
+	now := s.now()
+	limit := sb.StartedAt.Add(s.opts.MaxRunLength)
+	if !now.Before(limit) {
+		writeError(w, http.StatusBadRequest, "Sandbox has reached its maximum run length")
+		return
+	}
+	sb.Timeout = time.Duration(*in.Timeout) * time.Second
+	sb.EndAt = s.capped(sb, now, sb.Timeout)
+	s.expire()
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) kill(op Op, w http.ResponseWriter, r *http.Request) {
+	s.noteQuery(op, r)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sb := s.lookup(w, r); sb != nil {
+		delete(s.sandboxes, sb.ID)
+		w.WriteHeader(http.StatusNoContent)
+	}
+}
+
+// health is envd's /health behind E2B's proxy; it needs no access token.
+func (s *Server) health(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.expire()
+	sb, ok := s.sandboxes[r.PathValue("id")]
+	switch {
+	case !ok || sb.Transition == Killing:
+		http.Error(w, "sandbox not found", http.StatusBadGateway)
+		return
+	case readsPaused(sb) && !sb.AutoResume:
+		http.Error(w, "sandbox is not running", http.StatusBadGateway)
+		return
+	case sb.State == lifecycle.SandboxPaused:
+		now := s.now()
+		sb.State, sb.StartedAt = lifecycle.SandboxRunning, now
+		sb.EndAt = s.capped(sb, now, sb.Timeout)
+	}
+	if tok := r.Header.Get("X-Access-Token"); tok != "" && tok != sb.AccessToken {
+		s.refused++
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// note records an ignored field or parameter. Callers do not hold mu.
+func (s *Server) note(op Op, name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.unknown = append(s.unknown, string(op)+" "+name)
+}
+
+// noteQuery records every query parameter of a route that takes none.
+func (s *Server) noteQuery(op Op, r *http.Request) {
+	for k := range r.URL.Query() {
+		s.note(op, k)
+	}
+}
+
+// decode reads a JSON object body: a key that is not exactly one of keys
+// (E2B's field names are case-sensitive; encoding/json is not) is ignored,
+// as E2B ignores it, and recorded (UnknownFields); a body that is not a
+// JSON object, or a known field of the wrong type, is a 400. An empty body
+// is an empty object.
+func (s *Server) decode(op Op, w http.ResponseWriter, r *http.Request, v any, keys ...string) bool {
+	b, err := fakehttp.ReadBody(w, r)
+	if err != nil {
+		writeError(w, http.StatusRequestEntityTooLarge, "body too large")
+		return false
+	}
+	if len(strings.TrimSpace(string(b))) == 0 {
+		b = []byte("{}")
+	}
+	known, unknown, err := fakehttp.SplitFields(b, keys...)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "invalid body: "+err.Error())
+		return false
+	}
+	for _, k := range unknown {
+		s.note(op, k)
+	}
+	if err := json.Unmarshal(known, v); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid body: "+err.Error())
+		return false
+	}
+	return true
+}
+
+func writeError(w http.ResponseWriter, status int, msg string) {
+	fakehttp.WriteJSON(w, status, map[string]any{"code": status, "message": msg})
+}

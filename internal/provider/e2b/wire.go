@@ -1,0 +1,54 @@
+package e2b
+
+import "time"
+
+// The JSON shapes of E2B's REST API, field names exactly as in
+// docs/providers/e2b.md. They stay separate from lifecycle's domain types and are
+// converted at the edge.
+
+// newSandboxBody is the body of POST /sandboxes.
+type newSandboxBody struct {
+	TemplateID string            `json:"templateID"`
+	Timeout    int64             `json:"timeout,omitempty"` // seconds; omitted: E2B's default
+	AutoPause  bool              `json:"autoPause"`
+	AutoResume *autoResumeBody   `json:"autoResume,omitempty"`
+	Metadata   map[string]string `json:"metadata,omitempty"`
+	EnvVars    map[string]string `json:"envVars,omitempty"`
+	Secure     bool              `json:"secure,omitempty"`
+}
+
+// autoResumeBody is create's autoResume object.
+type autoResumeBody struct {
+	Enabled bool `json:"enabled"`
+}
+
+// createdSandbox answers create (201) and connect (200, 201).
+type createdSandbox struct {
+	SandboxID       string `json:"sandboxID"`
+	TemplateID      string `json:"templateID"`
+	EnvdVersion     string `json:"envdVersion"`
+	EnvdAccessToken string `json:"envdAccessToken"`
+	Domain          string `json:"domain"` // may be null: Config.Domain applies
+}
+
+// sandboxDetail answers get (200) and is one element of list's array.
+type sandboxDetail struct {
+	SandboxID  string            `json:"sandboxID"`
+	TemplateID string            `json:"templateID"`
+	State      string            `json:"state"` // "running" or "paused"
+	StartedAt  time.Time         `json:"startedAt"`
+	EndAt      time.Time         `json:"endAt"` // running: the timeout; paused: when it paused
+	Metadata   map[string]string `json:"metadata"`
+	Domain     string            `json:"domain"`
+}
+
+// timeoutBody is the body of connect and of set timeout.
+type timeoutBody struct {
+	Timeout int64 `json:"timeout"` // seconds
+}
+
+// errorBody is E2B's error answer.
+type errorBody struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+}

@@ -1,0 +1,156 @@
+package local
+
+import (
+	"crypto/rand"
+	"encoding/base32"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Names inside a sandbox's directory.
+const (
+	recordName = "sandbox.json"
+	filesName  = "files"
+	logName    = "sandbox.log"
+	lockName   = "lock"
+)
+
+// idPrefix starts every local sandbox id; idRandLen base32 characters follow.
+const (
+	idPrefix  = "lsb_"
+	idRandLen = 16
+)
+
+// idEncoding is lowercase base32 without padding: ids are safe as file names
+// and in URLs.
+var idEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
+
+// newID returns a fresh sandbox id, "lsb_" and 16 random characters (80 bits).
+func newID() string {
+	var b [10]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+	return idPrefix + idEncoding.EncodeToString(b[:])
+}
+
+// validID reports whether id has the shape newID makes. Anything else is not
+// a local sandbox, and never becomes a path.
+func validID(id string) bool {
+	rest, ok := strings.CutPrefix(id, idPrefix)
+	if !ok || len(rest) != idRandLen {
+		return false
+	}
+	for _, c := range rest {
+		if !(c >= 'a' && c <= 'z' || c >= '2' && c <= '7') {
+			return false
+		}
+	}
+	return true
+}
+
+// newUUID returns a random (version 4) UUID in its canonical text form.
+func newUUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// record is a sandbox's sandbox.json. It is the on-disk shape, separate from
+// lifecycle.Sandbox; whether the sandbox runs, is paused or is gone is read
+// from /proc, never from here.
+type record struct {
+	ID       string `json:"id"`
+	Template string `json:"template"`
+	PID      int    `json:"pid"`
+	PGID     int    `json:"pgid"`
+	// StartTicks is field 22 of /proc/<pid>/stat when the child started; a
+	// process with the same pid and another start time is someone else.
+	StartTicks uint64    `json:"start_ticks"`
+	Port       int       `json:"port,omitempty"` // web: the preview port on 127.0.0.1
+	CreatedAt  time.Time `json:"created_at"`
+	// ExecutionID names the current run: a new one at create and at every
+	// resume (E2B's sandbox_execution_id).
+	ExecutionID        string    `json:"execution_id"`
+	ExecutionStartedAt time.Time `json:"execution_started_at"`
+	// TimeoutSeconds is the provider-side timeout last set, whole seconds;
+	// ExpiresAt is when it fires for a running sandbox.
+	TimeoutSeconds int64             `json:"timeout_seconds"`
+	ExpiresAt      time.Time         `json:"expires_at"`
+	AutoPause      bool              `json:"auto_pause"`
+	PausedAt       time.Time         `json:"paused_at,omitzero"`
+	Metadata       map[string]string `json:"metadata"`
+}
+
+// errNoRecord is readRecord's error when the sandbox has no sandbox.json:
+// it was killed, or its create never finished.
+var errNoRecord = errors.New("no sandbox record")
+
+// sandboxDir returns the directory of sandbox id.
+func (p *Provider) sandboxDir(id string) string { return filepath.Join(p.cfg.Dir, id) }
+
+// readRecord reads sandbox id's record; errNoRecord when it has none.
+func (p *Provider) readRecord(id string) (record, error) {
+	b, err := os.ReadFile(filepath.Join(p.sandboxDir(id), recordName))
+	if errors.Is(err, fs.ErrNotExist) {
+		return record{}, errNoRecord
+	}
+	if err != nil {
+		return record{}, fmt.Errorf("read sandbox record %s: %w", id, err)
+	}
+	var rec record
+	if err := json.Unmarshal(b, &rec); err != nil {
+		return record{}, fmt.Errorf("decode sandbox record %s: %w", id, err)
+	}
+	if rec.ID != id || rec.PID <= 1 || rec.PGID <= 1 {
+		return record{}, fmt.Errorf("decode sandbox record %s: id %q, pid %d, pgid %d do not fit", id, rec.ID, rec.PID, rec.PGID)
+	}
+	return rec, nil
+}
+
+// writeRecord replaces rec's sandbox.json atomically (write, then rename),
+// so a reader never sees half a record.
+func (p *Provider) writeRecord(rec record) error {
+	b, err := json.MarshalIndent(rec, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode sandbox record %s: %w", rec.ID, err)
+	}
+	dir := p.sandboxDir(rec.ID)
+	f, err := os.CreateTemp(dir, recordName+".*")
+	if err != nil {
+		return fmt.Errorf("write sandbox record %s: %w", rec.ID, err)
+	}
+	_, err = f.Write(append(b, '\n'))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), filepath.Join(dir, recordName))
+	}
+	if err != nil {
+		_ = os.Remove(f.Name())
+		return fmt.Errorf("write sandbox record %s: %w", rec.ID, err)
+	}
+	return nil
+}
+
+// listIDs returns the ids of the sandbox directories under Dir, sorted.
+func (p *Provider) listIDs() ([]string, error) {
+	entries, err := os.ReadDir(p.cfg.Dir) // sorted by name
+	if err != nil {
+		return nil, fmt.Errorf("list sandboxes in %s: %w", p.cfg.Dir, err)
+	}
+	ids := make([]string, 0, len(entries))
+	for _, e := range entries {
+		if e.IsDir() && validID(e.Name()) {
+			ids = append(ids, e.Name())
+		}
+	}
+	return ids, nil
+}

@@ -1,0 +1,1175 @@
+// Package verceltest is a fake Vercel Sandbox: an in-memory, stateful server
+// of the named-sandbox API ("v2", persistent sandboxes) as
+// docs/providers/vercel.md describes it, for tests and for running
+// standalone (Handler) in front of Vercel's own SDK.
+//
+// It keeps named sandboxes per project, each with its sessions (one per
+// boot, a new id on every resume) and snapshots. Stop is blocking and, for a
+// persistent sandbox, snapshots first; get with resume=true boots a new
+// session from the current snapshot, or answers 410 snapshot_not_found once
+// that snapshot has expired. A session's deadline (start + timeout) is
+// enforced on the injected clock: whenever the fake is asked anything, every
+// session past its deadline is stopped (and snapshotted) as of that
+// deadline. Extend-timeout is bounded by the plan maximum.
+//
+// Every request needs Authorization: Bearer <token> and teamId=<team> (403
+// forbidden otherwise); sandbox calls need the project (projectId in the
+// create body and on get/patch/delete, project on list; 400 when missing,
+// 404 when unknown). Errors are {"error":{"code","message"}}. Faults (a
+// status with Retry-After, a dropped connection, a hang) can be queued for
+// the next requests of one operation or of any operation, and every request
+// is counted per operation, as is every boot of a session.
+package verceltest
+
+import (
+	"cmp"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/provider/internal/fakehttp"
+)
+
+// Defaults of Config.
+const (
+	// DefaultToken is the bearer token the fake accepts by default.
+	DefaultToken = "vercel_test_token"
+	// DefaultTeamID is the team (query teamId) the fake serves by default.
+	DefaultTeamID = "team_sandmantest"
+	// DefaultProjectID is the one project the fake knows by default.
+	DefaultProjectID = "prj_sandmantest"
+	// DefaultMaxSessionTimeout is the plan's maximum session length
+	// (Hobby: 45 min); a create or extend past it is a 400.
+	DefaultMaxSessionTimeout = 45 * time.Minute
+	// DefaultSessionTimeout is a session's timeout when create names none
+	// (the API's default, 300000 ms).
+	DefaultSessionTimeout = 5 * time.Minute
+	// DefaultSnapshotExpiration is how long a snapshot lives after its last
+	// use when create names no snapshotExpiration (the API's default,
+	// 30 days).
+	DefaultSnapshotExpiration = 30 * 24 * time.Hour
+	// DefaultImage is the image of a sandbox created without image or runtime.
+	DefaultImage = "vercel/sandbox/universal:latest"
+	// DefaultRegion is the region of every sandbox without one.
+	DefaultRegion = "iad1"
+)
+
+// Session and sandbox statuses (the sheet's state machine).
+const (
+	StatusPending      = "pending"
+	StatusRunning      = "running"
+	StatusStopping     = "stopping"
+	StatusSnapshotting = "snapshotting"
+	StatusStopped      = "stopped"
+	StatusFailed       = "failed"
+	StatusAborted      = "aborted"
+)
+
+// Op names one kind of request, for counting and fault injection.
+type Op string
+
+// The operations the fake serves.
+const (
+	OpCreate   Op = "create"   // POST /v3/sandboxes, POST /v2/sandboxes
+	OpGet      Op = "get"      // GET /v2/sandboxes/{name} without resume=true
+	OpResume   Op = "resume"   // GET /v2/sandboxes/{name}?resume=true
+	OpList     Op = "list"     // GET /v2/sandboxes
+	OpUpdate   Op = "update"   // PATCH /v2/sandboxes/{name}
+	OpDelete   Op = "delete"   // DELETE /v2/sandboxes/{name}
+	OpStop     Op = "stop"     // POST /v2/sandboxes/sessions/{id}/stop
+	OpExtend   Op = "extend"   // POST /v2/sandboxes/sessions/{id}/extend-timeout
+	OpSnapshot Op = "snapshot" // POST /v2/sandboxes/sessions/{id}/snapshot
+	OpSession  Op = "session"  // GET /v2/sandboxes/sessions/{id}
+	OpPreview  Op = "preview"  // GET /_preview/{subdomain}/... (a route's URL, see Config.RouteURL)
+)
+
+// Fault replaces the answer to one request. The zero Fault is no fault.
+type Fault struct {
+	// Status is answered with {"error":{"code","message"}}.
+	Status int
+	// Code is the error code (default: derived from Status, e.g.
+	// "rate_limited" for 429, "internal_server_error" for 5xx).
+	Code string
+	// Message is the error message (default: the status text).
+	Message string
+	// RetryAfter, when set, is sent as the Retry-After header (seconds).
+	RetryAfter string
+	// Drop closes the connection without an answer.
+	Drop bool
+	// Lose serves the request (its effect happens) and then closes the
+	// connection without the answer: a commit whose answer was lost.
+	Lose bool
+	// Hang holds the request until the client gives up or the server
+	// closes.
+	Hang bool
+}
+
+// Config configures a Server; zero fields take the defaults above.
+type Config struct {
+	Token      string
+	TeamID     string
+	ProjectIDs []string
+	// Clock drives session deadlines, snapshot expiry and every time the
+	// API reports. Default lifecycle.SystemClock.
+	Clock lifecycle.Clock
+	// MaxSessionTimeout is the plan's maximum session length.
+	MaxSessionTimeout time.Duration
+	// RouteURL returns the URL of a route. Default
+	// https://<subdomain>.vercel.run (what the SDK's domain(p) builds);
+	// PreviewURLs points routes at the fake's own /_preview/ pages.
+	RouteURL func(subdomain string, port int) string
+}
+
+// PreviewURLs returns a RouteURL that points routes at base/_preview/<subdomain>/,
+// which the fake serves: 200 while the session is running, 410
+// SANDBOX_STOPPED otherwise. base is the fake's own URL.
+func PreviewURLs(base string) func(string, int) string {
+	base = strings.TrimRight(base, "/")
+	return func(sub string, _ int) string { return base + "/_preview/" + sub + "/" }
+}
+
+// Sandbox is the fake's view of one named sandbox, for tests.
+type Sandbox struct {
+	ProjectID          string
+	Name               string
+	Persistent         bool
+	Status             string // the current session's
+	CurrentSessionID   string
+	CurrentSnapshotID  string
+	Image              string
+	Runtime            string
+	Timeout            time.Duration // the default of new sessions
+	Ports              []int
+	Tags               map[string]string
+	SnapshotExpiration time.Duration // 0: never
+	SessionIDs         []string      // every session, oldest first
+	CreatedAt          time.Time
+}
+
+// Session is the fake's view of one session, for tests.
+type Session struct {
+	ID               string
+	Sandbox          string
+	Status           string
+	Timeout          time.Duration
+	StartedAt        time.Time
+	StoppedAt        time.Time
+	SourceSnapshotID string
+	Routes           []RouteJSON
+}
+
+type sandboxRec struct {
+	project, name      string
+	persistent         bool
+	image, runtime     string
+	vcpus              int
+	timeout            int64 // ms, default of new sessions
+	ports              []int
+	env, tags          map[string]string
+	region             string
+	snapshotExpiration int64 // ms, 0: never
+	createdAt          int64
+	updatedAt          int64
+	statusUpdatedAt    int64
+	currentSessionID   string
+	currentSnapshotID  string
+	sessions           []string
+}
+
+type sessionRec struct {
+	id               string
+	sandbox          *sandboxRec
+	status           string
+	timeout          int64 // ms
+	requestedAt      int64
+	startedAt        int64
+	requestedStopAt  int64
+	stoppedAt        int64
+	snapshottedAt    int64
+	createdAt        int64
+	updatedAt        int64
+	sourceSnapshotID string
+	routes           []RouteJSON
+}
+
+type snapshotRec struct {
+	id, sourceSessionID string
+	region, status      string
+	sizeBytes           int64
+	expiration          int64 // ms after last use, 0: never
+	expiresAt           int64 // 0: never
+	createdAt           int64
+	updatedAt           int64
+}
+
+// Server is the fake. Its methods are safe for concurrent use.
+type Server struct {
+	opts    Config
+	handler http.Handler
+
+	mu        sync.Mutex
+	seq       int
+	sandboxes map[string]*sandboxRec // project + "/" + name
+	sessions  map[string]*sessionRec
+	snapshots map[string]*snapshotRec
+	bySub     map[string]*sessionRec
+	faults    fakehttp.Faults[Op, Fault] // FailNext's under opAny
+	counts    map[Op]int
+	boots     int
+	refused   int
+	closing   chan struct{}
+	closeOnce sync.Once
+}
+
+// NewServer returns a fake with opts (defaults filled in). Serve its
+// Handler at the root of a URL: the API paths are /v3/sandboxes and
+// /v2/sandboxes/...
+func NewServer(opts Config) *Server {
+	if opts.Token == "" {
+		opts.Token = DefaultToken
+	}
+	if opts.TeamID == "" {
+		opts.TeamID = DefaultTeamID
+	}
+	if len(opts.ProjectIDs) == 0 {
+		opts.ProjectIDs = []string{DefaultProjectID}
+	}
+	if opts.Clock == nil {
+		opts.Clock = lifecycle.SystemClock{}
+	}
+	if opts.MaxSessionTimeout <= 0 {
+		opts.MaxSessionTimeout = DefaultMaxSessionTimeout
+	}
+	if opts.RouteURL == nil {
+		opts.RouteURL = func(sub string, _ int) string { return "https://" + sub + ".vercel.run" }
+	}
+	s := &Server{
+		opts:      opts,
+		sandboxes: map[string]*sandboxRec{},
+		sessions:  map[string]*sessionRec{},
+		snapshots: map[string]*snapshotRec{},
+		bySub:     map[string]*sessionRec{},
+		counts:    map[Op]int{},
+		closing:   make(chan struct{}),
+	}
+	mux := http.NewServeMux()
+	mux.Handle("POST /v3/sandboxes", s.api(OpCreate, s.create))
+	mux.Handle("POST /v2/sandboxes", s.api(OpCreate, s.create))
+	mux.HandleFunc("GET /v2/sandboxes/{name}", s.getOrResume)
+	mux.Handle("GET /v2/sandboxes", s.api(OpList, s.list))
+	mux.Handle("PATCH /v2/sandboxes/{name}", s.api(OpUpdate, s.update))
+	mux.Handle("DELETE /v2/sandboxes/{name}", s.api(OpDelete, s.remove))
+	mux.Handle("POST /v2/sandboxes/sessions/{id}/stop", s.api(OpStop, s.stop))
+	mux.Handle("POST /v2/sandboxes/sessions/{id}/extend-timeout", s.api(OpExtend, s.extend))
+	mux.Handle("POST /v2/sandboxes/sessions/{id}/snapshot", s.api(OpSnapshot, s.snapshot))
+	mux.Handle("GET /v2/sandboxes/sessions/{id}", s.api(OpSession, s.session))
+	mux.Handle("GET /_preview/{sub}/", s.faulty(OpPreview, http.HandlerFunc(s.preview)))
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "not_found", "no route "+r.Method+" "+r.URL.Path)
+	})
+	s.handler = mux
+	return s
+}
+
+// Handler serves the fake's API.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Close releases requests held by Hang faults.
+func (s *Server) Close() { s.closeOnce.Do(func() { close(s.closing) }) }
+
+// Config returns the configuration in force (defaults filled in).
+func (s *Server) Config() Config { return s.opts }
+
+// Fail queues faults for the next requests of op, one request each.
+func (s *Server) Fail(op Op, faults ...Fault) { s.faults.Queue(op, faults...) }
+
+// FailNext queues faults for the next requests of any operation, one
+// request each; they come before those queued by Fail.
+func (s *Server) FailNext(faults ...Fault) { s.faults.Queue(opAny, faults...) }
+
+// opAny keys FailNext's faults: they serve a request of any operation.
+const opAny Op = "*"
+
+// Requests returns how many requests of op arrived (faulted ones included).
+func (s *Server) Requests(op Op) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.counts[op]
+}
+
+// Boots returns how many sessions were booted (by create or resume).
+func (s *Server) Boots() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.boots
+}
+
+// Refused returns how many requests were refused for their token or team.
+func (s *Server) Refused() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.refused
+}
+
+// Sandbox returns the named sandbox of project as the fake holds it now
+// (session deadlines applied).
+func (s *Server) Sandbox(project, name string) (Sandbox, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.expire()
+	sb, ok := s.sandboxes[project+"/"+name]
+	if !ok {
+		return Sandbox{}, false
+	}
+	return Sandbox{
+		ProjectID: sb.project, Name: sb.name, Persistent: sb.persistent, Status: s.statusOf(sb),
+		CurrentSessionID: sb.currentSessionID, CurrentSnapshotID: sb.currentSnapshotID,
+		Image: sb.image, Runtime: sb.runtime, Timeout: ms(sb.timeout), Ports: slices.Clone(sb.ports), Tags: maps.Clone(sb.tags),
+		SnapshotExpiration: ms(sb.snapshotExpiration), SessionIDs: slices.Clone(sb.sessions),
+		CreatedAt: at(sb.createdAt),
+	}, true
+}
+
+// Session returns the session of id as the fake holds it now.
+func (s *Server) Session(id string) (Session, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.expire()
+	se, ok := s.sessions[id]
+	if !ok {
+		return Session{}, false
+	}
+	return Session{ID: se.id, Sandbox: se.sandbox.name, Status: se.status, Timeout: ms(se.timeout),
+		StartedAt: at(se.startedAt), StoppedAt: at(se.stoppedAt), SourceSnapshotID: se.sourceSnapshotID,
+		Routes: slices.Clone(se.routes)}, true
+}
+
+// SetStatus forces the current session of a sandbox into status (e.g.
+// stopping or snapshotting, which the fake otherwise passes through
+// instantly). It reports whether the sandbox exists.
+func (s *Server) SetStatus(project, name, status string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sb, ok := s.sandboxes[project+"/"+name]
+	if !ok {
+		return false
+	}
+	se := s.sessions[sb.currentSessionID]
+	se.status = status
+	se.updatedAt = s.now()
+	sb.statusUpdatedAt = se.updatedAt
+	return true
+}
+
+// SetTags replaces a sandbox's tags as PATCH would. It reports whether the
+// sandbox exists.
+func (s *Server) SetTags(project, name string, tags map[string]string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sb, ok := s.sandboxes[project+"/"+name]
+	if ok {
+		sb.tags = maps.Clone(tags)
+	}
+	return ok
+}
+
+// ExpireSnapshot deletes the current snapshot of a sandbox as its
+// expiration would, so the next resume answers 410 snapshot_not_found. It
+// reports whether there was one.
+func (s *Server) ExpireSnapshot(project, name string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sb, ok := s.sandboxes[project+"/"+name]
+	if !ok {
+		return false
+	}
+	snap, ok := s.snapshots[sb.currentSnapshotID]
+	if !ok || snap.status != "created" {
+		return false
+	}
+	snap.status, snap.updatedAt = "deleted", s.now()
+	return true
+}
+
+func (s *Server) now() int64 { return s.opts.Clock.Now().UnixMilli() }
+
+func ms(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
+
+func at(v int64) time.Time {
+	if v == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(v).UTC()
+}
+
+// api wraps an API handler: count, faults, bearer token and team.
+func (s *Server) api(op Op, h http.HandlerFunc) http.Handler {
+	return s.faulty(op, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer "+s.opts.Token {
+			s.refuse()
+			writeError(w, http.StatusForbidden, "forbidden", "Not authorized: the token is missing or invalid")
+			return
+		}
+		if team := r.URL.Query().Get("teamId"); team != s.opts.TeamID {
+			s.refuse()
+			writeError(w, http.StatusForbidden, "forbidden", fmt.Sprintf("Not authorized for team %q", team))
+			return
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.expire()
+		h(w, r)
+	}))
+}
+
+func (s *Server) refuse() {
+	s.mu.Lock()
+	s.refused++
+	s.mu.Unlock()
+}
+
+// getOrResume dispatches GET /v2/sandboxes/{name} by its resume parameter,
+// so the two are counted and faulted apart.
+func (s *Server) getOrResume(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Query().Get("resume") == "true" {
+		s.api(OpResume, s.get).ServeHTTP(w, r)
+		return
+	}
+	s.api(OpGet, s.get).ServeHTTP(w, r)
+}
+
+// faulty counts requests of op and serves the next queued fault, if any.
+func (s *Server) faulty(op Op, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		s.counts[op]++
+		s.mu.Unlock()
+		f, _ := s.faults.Next(opAny, op)
+		switch {
+		case f.Hang:
+			select {
+			case <-r.Context().Done():
+			case <-s.closing:
+			}
+		case f.Drop, f.Lose:
+			if f.Lose {
+				next.ServeHTTP(httptest.NewRecorder(), r)
+			}
+			if hj, ok := w.(http.Hijacker); ok {
+				if conn, _, err := hj.Hijack(); err == nil {
+					_ = conn.Close()
+					return
+				}
+			}
+			panic(http.ErrAbortHandler)
+		case f.Status != 0:
+			if f.RetryAfter != "" {
+				w.Header().Set("Retry-After", f.RetryAfter)
+			}
+			code, msg := f.Code, f.Message
+			if code == "" {
+				code = codeOf(f.Status)
+			}
+			if msg == "" {
+				msg = http.StatusText(f.Status)
+			}
+			writeError(w, f.Status, code, msg)
+		default:
+			next.ServeHTTP(w, r)
+		}
+	})
+}
+
+func codeOf(status int) string {
+	switch {
+	case status == http.StatusTooManyRequests:
+		return "rate_limited"
+	case status >= 500:
+		return "internal_server_error"
+	case status == http.StatusNotFound:
+		return "not_found"
+	case status == http.StatusForbidden:
+		return "forbidden"
+	default:
+		return "bad_request"
+	}
+}
+
+// expire stops every running session past its deadline, as of that
+// deadline (snapshotting a persistent sandbox's), and deletes snapshots
+// past their expiry. Callers hold s.mu.
+func (s *Server) expire() {
+	now := s.now()
+	for _, se := range s.sessions {
+		if se.status != StatusRunning && se.status != StatusPending {
+			continue
+		}
+		if dl := se.startedAt + se.timeout; dl <= now {
+			s.stopSession(se, dl)
+		}
+	}
+	for _, snap := range s.snapshots {
+		if snap.status == "created" && snap.expiresAt != 0 && snap.expiresAt <= now {
+			snap.status, snap.updatedAt = "deleted", snap.expiresAt
+		}
+	}
+}
+
+// stopSession stops se at t; a persistent sandbox's current session is
+// snapshotted first. It returns the snapshot taken, if any.
+func (s *Server) stopSession(se *sessionRec, t int64) *snapshotRec {
+	sb := se.sandbox
+	var snap *snapshotRec
+	if sb.persistent && sb.currentSessionID == se.id {
+		snap = s.takeSnapshot(se, sb.snapshotExpiration, t)
+		se.snapshottedAt = t
+	}
+	se.status = StatusStopped
+	se.requestedStopAt = cmp.Or(se.requestedStopAt, t)
+	se.stoppedAt, se.updatedAt = t, t
+	sb.statusUpdatedAt, sb.updatedAt = t, t
+	return snap
+}
+
+func (s *Server) takeSnapshot(se *sessionRec, expiration, t int64) *snapshotRec {
+	s.seq++
+	snap := &snapshotRec{id: fmt.Sprintf("snap_%08d", s.seq), sourceSessionID: se.id, region: se.sandbox.region,
+		status: "created", sizeBytes: 64 << 20, expiration: expiration, createdAt: t, updatedAt: t}
+	if expiration > 0 {
+		snap.expiresAt = t + expiration
+	}
+	s.snapshots[snap.id] = snap
+	se.sandbox.currentSnapshotID = snap.id
+	return snap
+}
+
+// boot starts a new session of sb from snapshotID ("" for a fresh one).
+func (s *Server) boot(sb *sandboxRec, snapshotID string) *sessionRec {
+	now := s.now()
+	s.seq++
+	s.boots++
+	se := &sessionRec{id: fmt.Sprintf("sbx_%08d", s.seq), sandbox: sb, status: StatusRunning, timeout: sb.timeout,
+		requestedAt: now, startedAt: now, createdAt: now, updatedAt: now, sourceSnapshotID: snapshotID}
+	s.routeSession(se, sb.ports)
+	s.sessions[se.id] = se
+	sb.sessions = append(sb.sessions, se.id)
+	sb.currentSessionID = se.id
+	sb.statusUpdatedAt, sb.updatedAt = now, now
+	return se
+}
+
+// routeSession gives se a route per port, each with a new opaque subdomain.
+func (s *Server) routeSession(se *sessionRec, ports []int) {
+	for _, r := range se.routes {
+		delete(s.bySub, r.Subdomain)
+	}
+	se.routes = make([]RouteJSON, 0, len(ports))
+	for _, p := range ports {
+		s.seq++
+		sub := fmt.Sprintf("sb-%06x-%d", s.seq*7919%0xffffff, p)
+		se.routes = append(se.routes, RouteJSON{URL: s.opts.RouteURL(sub, p), Subdomain: sub, Port: p})
+		s.bySub[sub] = se
+	}
+}
+
+func (s *Server) statusOf(sb *sandboxRec) string {
+	if se, ok := s.sessions[sb.currentSessionID]; ok {
+		return se.status
+	}
+	return StatusStopped
+}
+
+func (s *Server) sandboxJSON(sb *sandboxRec) sandboxJSON {
+	out := sandboxJSON{
+		Name: sb.name, ProjectID: sb.project, Persistent: sb.persistent, Status: s.statusOf(sb),
+		StatusUpdatedAt: sb.statusUpdatedAt, CurrentSessionID: sb.currentSessionID,
+		CurrentSnapshotID: sb.currentSnapshotID, Timeout: sb.timeout, CreatedAt: sb.createdAt,
+		UpdatedAt: sb.updatedAt, Tags: maps.Clone(sb.tags), Region: sb.region, VCPUs: sb.vcpus,
+		Memory: sb.vcpus * 2048, Image: sb.image, Runtime: sb.runtime, SnapshotExpiration: sb.snapshotExpiration,
+	}
+	if se, ok := s.sessions[sb.currentSessionID]; ok && (se.status == StatusRunning || se.status == StatusPending) {
+		out.ExpiresAt = se.startedAt + se.timeout
+	}
+	return out
+}
+
+func sessionJSONOf(se *sessionRec) sessionJSON {
+	out := sessionJSON{
+		ID: se.id, Status: se.status, Timeout: se.timeout, Memory: se.sandbox.vcpus * 2048, VCPUs: se.sandbox.vcpus,
+		Region: se.sandbox.region, Cwd: "/vercel/sandbox", RequestedAt: se.requestedAt, StartedAt: se.startedAt,
+		RequestedStopAt: se.requestedStopAt, StoppedAt: se.stoppedAt, SnapshottedAt: se.snapshottedAt,
+		CreatedAt: se.createdAt, UpdatedAt: se.updatedAt, SourceSnapshotID: se.sourceSnapshotID,
+	}
+	if se.stoppedAt != 0 && se.startedAt != 0 {
+		out.Duration = se.stoppedAt - se.startedAt
+	}
+	return out
+}
+
+func snapshotJSONOf(sn *snapshotRec) *snapshotJSON {
+	return &snapshotJSON{ID: sn.id, SourceSessionID: sn.sourceSessionID, Region: sn.region, Status: sn.status,
+		SizeBytes: sn.sizeBytes, ExpiresAt: sn.expiresAt, CreatedAt: sn.createdAt, UpdatedAt: sn.updatedAt}
+}
+
+func (s *Server) answer(sb *sandboxRec, resumed bool) sandboxAnswer {
+	se := s.sessions[sb.currentSessionID]
+	routes := slices.Clone(se.routes)
+	if routes == nil {
+		routes = []RouteJSON{}
+	}
+	return sandboxAnswer{Sandbox: s.sandboxJSON(sb), Session: sessionJSONOf(se), Routes: routes, Resumed: resumed}
+}
+
+// project returns the project named by the query parameter key, writing
+// the error when it is missing (400) or unknown (404).
+func (s *Server) project(w http.ResponseWriter, id string) (string, bool) {
+	if id == "" {
+		writeError(w, http.StatusBadRequest, "bad_request", "projectId is required")
+		return "", false
+	}
+	if !slices.Contains(s.opts.ProjectIDs, id) {
+		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("project %q not found", id))
+		return "", false
+	}
+	return id, true
+}
+
+// lookup finds the sandbox of the path's name in the query's projectId.
+func (s *Server) lookup(w http.ResponseWriter, r *http.Request) *sandboxRec {
+	project, ok := s.project(w, r.URL.Query().Get("projectId"))
+	if !ok {
+		return nil
+	}
+	sb, ok := s.sandboxes[project+"/"+r.PathValue("name")]
+	if !ok {
+		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("sandbox %q not found", r.PathValue("name")))
+		return nil
+	}
+	return sb
+}
+
+var nameRE = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,128}$`)
+
+func (s *Server) create(w http.ResponseWriter, r *http.Request) {
+	var b createBody
+	if !decode(w, r, &b, createKeys...) {
+		return
+	}
+	project, ok := s.project(w, b.ProjectID)
+	if !ok {
+		return
+	}
+	now := s.now()
+	sb := &sandboxRec{project: project, name: b.Name, persistent: true, image: b.Image, runtime: b.Runtime,
+		vcpus: 2, timeout: int64(DefaultSessionTimeout / time.Millisecond), ports: b.Ports, env: b.Env,
+		tags: b.Tags, region: cmp.Or(b.Region, DefaultRegion),
+		snapshotExpiration: int64(DefaultSnapshotExpiration / time.Millisecond), createdAt: now, updatedAt: now}
+	if sb.name == "" {
+		s.seq++
+		sb.name = fmt.Sprintf("sandbox-%08d", s.seq)
+	}
+	if b.Persistent != nil {
+		sb.persistent = *b.Persistent
+	}
+	if b.SnapshotExpiration != nil {
+		sb.snapshotExpiration = *b.SnapshotExpiration
+	}
+	if b.Timeout != nil {
+		sb.timeout = *b.Timeout
+	}
+	if b.Resources != nil && b.Resources.VCPUs != 0 {
+		sb.vcpus = b.Resources.VCPUs
+	}
+	var fromSnapshot string
+	if b.Source != nil && b.Source.Type == "snapshot" {
+		fromSnapshot = b.Source.SnapshotID
+	}
+	if msg := s.validate(sb, fromSnapshot != "" && (b.Image != "" || b.Runtime != "")); msg != "" {
+		writeError(w, http.StatusBadRequest, "bad_request", msg)
+		return
+	}
+	if fromSnapshot == "" && sb.image == "" && sb.runtime == "" {
+		sb.image = DefaultImage
+	}
+	if _, taken := s.sandboxes[project+"/"+sb.name]; taken {
+		writeError(w, http.StatusBadRequest, "bad_request",
+			fmt.Sprintf("a sandbox named %q already exists; use GET /sandboxes/:name", sb.name))
+		return
+	}
+	if fromSnapshot != "" {
+		snap, ok := s.snapshots[fromSnapshot]
+		if !ok || snap.status != "created" {
+			writeError(w, http.StatusGone, "snapshot_not_found", fmt.Sprintf("snapshot %q not found", fromSnapshot))
+			return
+		}
+		s.useSnapshot(snap, now)
+	}
+	s.sandboxes[project+"/"+sb.name] = sb
+	s.boot(sb, fromSnapshot)
+	fakehttp.WriteJSON(w, http.StatusOK, s.answer(sb, false))
+}
+
+// validate returns a 400 message for a sandbox the API would refuse, or "".
+func (s *Server) validate(sb *sandboxRec, snapshotWithImage bool) string {
+	switch {
+	case !nameRE.MatchString(sb.name):
+		return fmt.Sprintf("name %q must be 1 to 128 of a-z, A-Z, 0-9, _ and -", sb.name)
+	case snapshotWithImage:
+		return "source of type snapshot excludes image and runtime"
+	case sb.image != "" && sb.runtime != "":
+		return "image and runtime exclude each other"
+	case sb.timeout < 1000:
+		return "timeout must be at least 1000 ms"
+	case ms(sb.timeout) > s.opts.MaxSessionTimeout:
+		return fmt.Sprintf("timeout %d ms exceeds the plan's maximum of %d ms", sb.timeout, s.opts.MaxSessionTimeout.Milliseconds())
+	case sb.vcpus < 1 || sb.vcpus > 8 || (sb.vcpus > 1 && sb.vcpus%2 != 0):
+		return "resources.vcpus must be 1 or an even number up to 8"
+	case sb.snapshotExpiration < 0:
+		return "snapshotExpiration must be 0 (never) or positive"
+	}
+	if msg := checkPorts(sb.ports); msg != "" {
+		return msg
+	}
+	return checkTags(sb.tags)
+}
+
+func checkPorts(ports []int) string {
+	if len(ports) > 15 {
+		return "at most 15 ports"
+	}
+	for _, p := range ports {
+		if p < 1 || p > 65535 {
+			return fmt.Sprintf("port %d is out of range", p)
+		}
+	}
+	return ""
+}
+
+func checkTags(tags map[string]string) string {
+	if len(tags) > 5 {
+		return "at most 5 tags"
+	}
+	for k := range tags {
+		if k == "" || strings.Contains(k, ":") {
+			return fmt.Sprintf("tag key %q must be non-empty and without ':'", k)
+		}
+	}
+	return ""
+}
+
+// useSnapshot records a use of snap at now, which restarts its expiry.
+func (s *Server) useSnapshot(snap *snapshotRec, now int64) {
+	if snap.expiration > 0 {
+		snap.expiresAt = now + snap.expiration
+	}
+	snap.updatedAt = now
+}
+
+func (s *Server) get(w http.ResponseWriter, r *http.Request) {
+	sb := s.lookup(w, r)
+	if sb == nil {
+		return
+	}
+	if r.URL.Query().Get("resume") != "true" {
+		fakehttp.WriteJSON(w, http.StatusOK, s.answer(sb, false))
+		return
+	}
+	switch st := s.statusOf(sb); st {
+	case StatusRunning, StatusPending:
+		fakehttp.WriteJSON(w, http.StatusOK, s.answer(sb, false))
+		return
+	case StatusStopping:
+		writeError(w, http.StatusUnprocessableEntity, "sandbox_stopping", "the sandbox is stopping")
+		return
+	case StatusSnapshotting:
+		writeError(w, http.StatusUnprocessableEntity, "sandbox_snapshotting", "the sandbox is snapshotting")
+		return
+	}
+	from := ""
+	if sb.persistent && sb.currentSnapshotID != "" {
+		snap := s.snapshots[sb.currentSnapshotID]
+		if snap == nil || snap.status != "created" {
+			writeError(w, http.StatusGone, "snapshot_not_found",
+				fmt.Sprintf("snapshot %q of sandbox %q has expired", sb.currentSnapshotID, sb.name))
+			return
+		}
+		s.useSnapshot(snap, s.now())
+		from = snap.id
+	}
+	s.boot(sb, from)
+	fakehttp.WriteJSON(w, http.StatusOK, s.answer(sb, true))
+}
+
+// sortKey orders sandboxes for list: the sort field (numbers zero-padded)
+// then the name.
+func (s *Server) sortKey(sb *sandboxRec, by string) string {
+	var k string
+	switch by {
+	case "name":
+		k = ""
+	case "statusUpdatedAt":
+		k = fmt.Sprintf("%020d", sb.statusUpdatedAt)
+	case "currentSnapshotId":
+		k = sb.currentSnapshotID
+	default:
+		k = fmt.Sprintf("%020d", sb.createdAt)
+	}
+	return k + "\x00" + sb.name
+}
+
+func (s *Server) list(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	project, ok := s.project(w, q.Get("project"))
+	if !ok {
+		return
+	}
+	limit := 20
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 50 {
+			writeError(w, http.StatusBadRequest, "bad_request", "limit must be between 1 and 50")
+			return
+		}
+		limit = n
+	}
+	by := cmp.Or(q.Get("sortBy"), "createdAt")
+	if !slices.Contains([]string{"createdAt", "name", "statusUpdatedAt", "currentSnapshotId"}, by) {
+		writeError(w, http.StatusBadRequest, "bad_request", "sortBy must be createdAt, name, statusUpdatedAt or currentSnapshotId")
+		return
+	}
+	order := cmp.Or(q.Get("sortOrder"), "desc")
+	if order != "asc" && order != "desc" {
+		writeError(w, http.StatusBadRequest, "bad_request", "sortOrder must be asc or desc")
+		return
+	}
+	prefix := q.Get("namePrefix")
+	if prefix != "" && by != "name" {
+		writeError(w, http.StatusBadRequest, "bad_request", "namePrefix needs sortBy=name")
+		return
+	}
+	var tagKey, tagValue string
+	if tags := q["tags"]; len(tags) > 1 {
+		writeError(w, http.StatusBadRequest, "bad_request", "only one tag filter is supported")
+		return
+	} else if len(tags) == 1 {
+		var found bool
+		tagKey, tagValue, found = strings.Cut(tags[0], ":")
+		if !found || tagKey == "" {
+			writeError(w, http.StatusBadRequest, "bad_request", "tags must be key:value")
+			return
+		}
+	}
+	after := ""
+	if c := q.Get("cursor"); c != "" {
+		b, err := base64.RawURLEncoding.DecodeString(c)
+		if err != nil || !strings.HasPrefix(string(b), by+"|") {
+			writeError(w, http.StatusBadRequest, "bad_request", "invalid cursor")
+			return
+		}
+		after = strings.TrimPrefix(string(b), by+"|")
+	}
+	type keyed struct {
+		key string
+		sb  *sandboxRec
+	}
+	var all []keyed
+	for _, sb := range s.sandboxes {
+		if sb.project != project || !strings.HasPrefix(sb.name, prefix) {
+			continue
+		}
+		if tagKey != "" {
+			if v, ok := sb.tags[tagKey]; !ok || v != tagValue {
+				continue
+			}
+		}
+		all = append(all, keyed{s.sortKey(sb, by), sb})
+	}
+	slices.SortFunc(all, func(a, b keyed) int {
+		if order == "desc" {
+			return strings.Compare(b.key, a.key)
+		}
+		return strings.Compare(a.key, b.key)
+	})
+	if after != "" {
+		i := 0
+		for i < len(all) && ((order == "desc" && all[i].key >= after) || (order == "asc" && all[i].key <= after)) {
+			i++
+		}
+		all = all[i:]
+	}
+	out := listAnswer{Sandboxes: []sandboxJSON{}}
+	for i, k := range all {
+		if i == limit {
+			next := base64.RawURLEncoding.EncodeToString([]byte(by + "|" + all[i-1].key))
+			out.Pagination.Next = &next
+			break
+		}
+		out.Sandboxes = append(out.Sandboxes, s.sandboxJSON(k.sb))
+	}
+	out.Pagination.Count = len(out.Sandboxes)
+	fakehttp.WriteJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) update(w http.ResponseWriter, r *http.Request) {
+	sb := s.lookup(w, r)
+	if sb == nil {
+		return
+	}
+	var b updateBody
+	if !decode(w, r, &b, updateKeys...) {
+		return
+	}
+	next := *sb
+	if b.Persistent != nil {
+		next.persistent = *b.Persistent
+	}
+	if b.Timeout != nil {
+		next.timeout = *b.Timeout
+	}
+	if b.Ports != nil {
+		next.ports = b.Ports
+	}
+	if b.Tags != nil {
+		next.tags = b.Tags
+	}
+	if b.Resources != nil && b.Resources.VCPUs != 0 {
+		next.vcpus = b.Resources.VCPUs
+	}
+	if b.SnapshotExpiration != nil {
+		next.snapshotExpiration = *b.SnapshotExpiration
+	}
+	if msg := s.validate(&next, false); msg != "" {
+		writeError(w, http.StatusBadRequest, "bad_request", msg)
+		return
+	}
+	if b.CurrentSnapshotID != nil {
+		if snap, ok := s.snapshots[*b.CurrentSnapshotID]; !ok || snap.status != "created" {
+			writeError(w, http.StatusGone, "snapshot_not_found", fmt.Sprintf("snapshot %q not found", *b.CurrentSnapshotID))
+			return
+		}
+		next.currentSnapshotID = *b.CurrentSnapshotID
+	}
+	next.updatedAt = s.now()
+	*sb = next
+	se := s.sessions[sb.currentSessionID]
+	if b.Ports != nil && (se.status == StatusRunning || se.status == StatusPending) {
+		s.routeSession(se, sb.ports)
+	}
+	fakehttp.WriteJSON(w, http.StatusOK, map[string]any{"sandbox": s.sandboxJSON(sb), "routes": orEmpty(se.routes)})
+}
+
+func (s *Server) remove(w http.ResponseWriter, r *http.Request) {
+	sb := s.lookup(w, r)
+	if sb == nil {
+		return
+	}
+	now := s.now()
+	for _, id := range sb.sessions {
+		se := s.sessions[id]
+		if se.status != StatusStopped && se.status != StatusFailed && se.status != StatusAborted {
+			se.status, se.stoppedAt, se.updatedAt = StatusStopped, now, now
+		}
+		for _, rt := range se.routes {
+			delete(s.bySub, rt.Subdomain)
+		}
+	}
+	out := s.sandboxJSON(sb)
+	delete(s.sandboxes, sb.project+"/"+sb.name)
+	if r.URL.Query().Get("deleteOrphanSnapshots") == "true" {
+		for _, snap := range s.snapshots {
+			if se, ok := s.sessions[snap.sourceSessionID]; ok && se.sandbox == sb {
+				snap.status, snap.updatedAt = "deleted", now
+			}
+		}
+	}
+	fakehttp.WriteJSON(w, http.StatusOK, map[string]any{"sandbox": out})
+}
+
+// sessionOf finds the path's session, writing 404 when there is none or its
+// sandbox was deleted.
+func (s *Server) sessionOf(w http.ResponseWriter, r *http.Request) *sessionRec {
+	se, ok := s.sessions[r.PathValue("id")]
+	if ok {
+		if cur, live := s.sandboxes[se.sandbox.project+"/"+se.sandbox.name]; live && cur == se.sandbox {
+			return se
+		}
+	}
+	writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("session %q not found", r.PathValue("id")))
+	return nil
+}
+
+// notRunning writes the answer to a session call on a session that is not
+// running, and reports whether it did.
+func notRunning(w http.ResponseWriter, se *sessionRec) bool {
+	switch se.status {
+	case StatusRunning, StatusPending:
+		return false
+	case StatusStopping:
+		writeError(w, http.StatusUnprocessableEntity, "sandbox_stopping", "the sandbox is stopping")
+	case StatusSnapshotting:
+		writeError(w, http.StatusUnprocessableEntity, "sandbox_snapshotting", "the sandbox is snapshotting")
+	default:
+		writeError(w, http.StatusGone, "sandbox_stopped", "the sandbox session is stopped")
+	}
+	return true
+}
+
+func (s *Server) stop(w http.ResponseWriter, r *http.Request) {
+	se := s.sessionOf(w, r)
+	if se == nil {
+		return
+	}
+	out := stopAnswer{}
+	switch se.status {
+	case StatusStopped, StatusFailed, StatusAborted:
+	default: // running, pending, or a stop already under way: wait it out
+		now := s.now()
+		se.requestedStopAt = now
+		if snap := s.stopSession(se, now); snap != nil {
+			out.Snapshot = snapshotJSONOf(snap)
+		}
+	}
+	out.Session = sessionJSONOf(se)
+	sbj := s.sandboxJSON(se.sandbox)
+	out.Sandbox = &sbj
+	fakehttp.WriteJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) extend(w http.ResponseWriter, r *http.Request) {
+	se := s.sessionOf(w, r)
+	if se == nil {
+		return
+	}
+	var b extendBody
+	if !decode(w, r, &b, "duration") {
+		return
+	}
+	if b.Duration < 1000 {
+		writeError(w, http.StatusBadRequest, "bad_request", "duration must be at least 1000 ms")
+		return
+	}
+	if notRunning(w, se) {
+		return
+	}
+	if ms(se.timeout+b.Duration) > s.opts.MaxSessionTimeout {
+		writeError(w, http.StatusBadRequest, "bad_request", fmt.Sprintf(
+			"the session timeout would exceed the plan's maximum of %d ms", s.opts.MaxSessionTimeout.Milliseconds()))
+		return
+	}
+	se.timeout += b.Duration
+	se.updatedAt = s.now()
+	fakehttp.WriteJSON(w, http.StatusOK, map[string]any{"session": sessionJSONOf(se)})
+}
+
+func (s *Server) snapshot(w http.ResponseWriter, r *http.Request) {
+	se := s.sessionOf(w, r)
+	if se == nil {
+		return
+	}
+	var b snapshotBody
+	if !decodeOptional(w, r, &b, "expiration") {
+		return
+	}
+	if notRunning(w, se) {
+		return
+	}
+	now := s.now()
+	exp := se.sandbox.snapshotExpiration
+	if b.Expiration != nil {
+		exp = *b.Expiration
+	}
+	snap := s.takeSnapshot(se, exp, now)
+	se.snapshottedAt, se.requestedStopAt = now, now
+	se.status, se.stoppedAt, se.updatedAt = StatusStopped, now, now
+	se.sandbox.statusUpdatedAt, se.sandbox.updatedAt = now, now
+	fakehttp.WriteJSON(w, http.StatusOK, map[string]any{"snapshot": snapshotJSONOf(snap), "session": sessionJSONOf(se)})
+}
+
+func (s *Server) session(w http.ResponseWriter, r *http.Request) {
+	se := s.sessionOf(w, r)
+	if se == nil {
+		return
+	}
+	fakehttp.WriteJSON(w, http.StatusOK, map[string]any{"session": sessionJSONOf(se), "routes": orEmpty(se.routes)})
+}
+
+// preview answers a route's URL: the sandbox's page while its session runs,
+// 410 SANDBOX_STOPPED after (no wake-on-request, as the sheet assumes).
+func (s *Server) preview(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.expire()
+	se, ok := s.bySub[r.PathValue("sub")]
+	switch {
+	case !ok:
+		writeError(w, http.StatusNotFound, "not_found", "no such sandbox route")
+	case se.status != StatusRunning:
+		writeError(w, http.StatusGone, "SANDBOX_STOPPED", "the sandbox is stopped")
+	default:
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		fmt.Fprintf(w, "sandbox %s session %s\n", se.sandbox.name, se.id)
+	}
+}
+
+// decodeOptional is decode for a body that may be absent.
+func decodeOptional(w http.ResponseWriter, r *http.Request, v any, keys ...string) bool {
+	b, err := fakehttp.ReadBody(w, r)
+	if err != nil {
+		writeError(w, http.StatusRequestEntityTooLarge, "bad_request", "body too large")
+		return false
+	}
+	if len(strings.TrimSpace(string(b))) == 0 {
+		return true
+	}
+	return decodeBytes(w, b, v, keys...)
+}
+
+// decode reads a JSON object body strictly: a key not exactly one of keys
+// is a 400 (the API's names are case-sensitive; encoding/json is not).
+func decode(w http.ResponseWriter, r *http.Request, v any, keys ...string) bool {
+	b, err := fakehttp.ReadBody(w, r)
+	if err != nil {
+		writeError(w, http.StatusRequestEntityTooLarge, "bad_request", "body too large")
+		return false
+	}
+	return decodeBytes(w, b, v, keys...)
+}
+
+// decodeBytes is decode's check and decoding of a body already read.
+func decodeBytes(w http.ResponseWriter, b []byte, v any, keys ...string) bool {
+	_, unknown, err := fakehttp.SplitFields(b, keys...)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "bad_request", "invalid body: "+err.Error())
+		return false
+	}
+	if len(unknown) > 0 {
+		writeError(w, http.StatusBadRequest, "bad_request", fmt.Sprintf("invalid body: unknown field %q", unknown[0]))
+		return false
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		writeError(w, http.StatusBadRequest, "bad_request", "invalid body: "+err.Error())
+		return false
+	}
+	return true
+}
+
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	fakehttp.WriteJSON(w, status, map[string]any{"error": map[string]string{"code": code, "message": msg}})
+}
+
+func orEmpty(r []RouteJSON) []RouteJSON {
+	if r == nil {
+		return []RouteJSON{}
+	}
+	return r
+}
