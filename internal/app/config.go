@@ -84,6 +84,13 @@ const (
 	ProviderFake    = "fake"
 )
 
+// LambdaProviders are the providers a deployed function may be configured
+// with; Load refuses the others. The local provider's sandboxes are
+// processes of the local stack and the fake's live in one process's memory,
+// so neither can serve a deployment (docs/DESIGN.md "Providers"), and the
+// Lambda functions do not link them (internal/provider.Lambda).
+var LambdaProviders = []string{ProviderE2B, ProviderDaytona, ProviderVercel}
+
 // knownProviders lists the names EnvProvider and EnvProviders accept.
 var knownProviders = []string{ProviderE2B, ProviderDaytona, ProviderVercel, ProviderLocal, ProviderFake}
 
