@@ -71,7 +71,7 @@ const wsAccessLogFormat = `{"requestId":"$context.requestId","ip":"$context.iden
 // key signing.
 func newClientTokenKeys(stack awscdk.Stack) awssecretsmanager.Secret {
 	s := awssecretsmanager.NewSecret(stack, jsii.String("ClientTokenKeys"), &awssecretsmanager.SecretProps{
-		Description: jsii.String("Sandman client-token HMAC key set (internal/clienttoken)"),
+		Description: jsii.String("Sandman client-token HMAC key set (internal/channel/clienttoken)"),
 		GenerateSecretString: &awssecretsmanager.SecretStringGenerator{
 			SecretStringTemplate: jsii.String(`{"signing_key_id":"k1"}`),
 			GenerateStringKey:    jsii.String("secret"),
