@@ -115,7 +115,7 @@ const (
 )
 
 // Default names of the Secrets Manager secrets the stack points the
-// functions at (README, Deploy).
+// functions at (docs/DEPLOY.md).
 const (
 	DefaultProviderAPIKeySecretName = "sandman/provider-api-key"
 	DefaultWebhookSecretName        = "sandman/webhook-signing-key"
