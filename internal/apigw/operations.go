@@ -27,6 +27,7 @@ func (h *Handler) status(ctx context.Context, r *request) (response, error) {
 		HasSnapshot:   sess.HasSnapshot(),
 		PreviewURL:    nullable(sess.PreviewURL),
 		Lifecycle:     newEnvelopeJSON(env),
+		readinessJSON: newReadinessJSON(sess),
 	}}, nil
 }
 

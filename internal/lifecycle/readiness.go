@@ -311,12 +311,15 @@ func (s *Service) settleReadiness(ctx context.Context, id string, run time.Time,
 func (s *Service) WaitReady(ctx context.Context, accountID, id string, bound time.Duration) (*Session, error) {
 	bound = min(bound, MaxWaitReady)
 	end := s.now().Add(bound)
-	for {
+	// Bounded by rounds too, so a clock that does not move (a test's)
+	// cannot hold it forever.
+	for round := 0; ; round++ {
 		sess, err := s.owned(ctx, accountID, id)
 		if err != nil {
 			return nil, err
 		}
-		if sess.State != StateRunning || sess.Readiness != ReadinessStarting || !s.now().Before(end) {
+		if sess.State != StateRunning || sess.Readiness != ReadinessStarting || !s.now().Before(end) ||
+			round > int(bound/s.cfg.ReadyPollInterval) {
 			return sess, nil
 		}
 		if err := s.sleep(ctx, min(s.cfg.ReadyPollInterval, end.Sub(s.now()))); err != nil {
