@@ -18,6 +18,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -69,16 +70,27 @@ type BringUpper interface {
 // Handler is the readiness function's SQS handler. Build it with
 // NewHandler.
 type Handler struct {
-	svc BringUpper
-	log *slog.Logger
+	svc     BringUpper
+	requeue lifecycle.ReadinessJobs
+	log     *slog.Logger
 }
 
-// NewHandler returns a Handler running jobs through svc; log may be nil.
-func NewHandler(svc BringUpper, log *slog.Logger) *Handler {
+// DeadlineMargin is how long before the invocation's deadline a job still
+// under way is handed to a new message (Handler): a job may wait longer
+// than one invocation may run (ready_timeout_seconds up to 30 min), and a
+// fresh message runs at once, where a timed-out one would wait out the
+// queue's visibility timeout.
+const DeadlineMargin = 10 * time.Second
+
+// NewHandler returns a Handler running jobs through svc, continuing a job
+// still under way near the invocation's deadline through requeue (nil: it
+// is reported failed and SQS delivers it again after the visibility
+// timeout); log may be nil.
+func NewHandler(svc BringUpper, requeue lifecycle.ReadinessJobs, log *slog.Logger) *Handler {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Handler{svc: svc, log: log}
+	return &Handler{svc: svc, requeue: requeue, log: log}
 }
 
 // Handle runs every job of a batch and reports the ones that failed as
@@ -93,7 +105,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 			h.log.ErrorContext(ctx, "drop malformed readiness job", "message_id", rec.MessageId, "err", err)
 			continue
 		}
-		out, err := h.svc.BringUp(ctx, m.SessionID)
+		out, err := h.bringUp(ctx, m.SessionID)
 		if err != nil {
 			h.log.WarnContext(ctx, "readiness job failed; SQS delivers it again", "session_id", m.SessionID, "err", err)
 			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: rec.MessageId})
@@ -102,4 +114,24 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 		h.log.InfoContext(ctx, "readiness job done", "session_id", m.SessionID, "outcome", out)
 	}
 	return resp, nil
+}
+
+// bringUp runs one job until DeadlineMargin before ctx's deadline; a job
+// cut there is continued by a new message (h.requeue).
+func (h *Handler) bringUp(ctx context.Context, id string) (lifecycle.BringUpOutcome, error) {
+	jctx := ctx
+	if d, ok := ctx.Deadline(); ok && h.requeue != nil {
+		var cancel context.CancelFunc
+		jctx, cancel = context.WithDeadline(ctx, d.Add(-DeadlineMargin))
+		defer cancel()
+	}
+	out, err := h.svc.BringUp(jctx, id)
+	if err != nil && jctx.Err() != nil && ctx.Err() == nil && h.requeue != nil {
+		if qerr := h.requeue.Enqueue(ctx, id); qerr != nil {
+			return "", fmt.Errorf("continue readiness job: %w (after %w)", qerr, err)
+		}
+		h.log.InfoContext(ctx, "readiness job continues in a new message", "session_id", id)
+		return "continued", nil
+	}
+	return out, err
 }
