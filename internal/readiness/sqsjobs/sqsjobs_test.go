@@ -61,7 +61,9 @@ func TestEnqueueSendsTheSessionID(t *testing.T) {
 
 type bringUpFunc func(ctx context.Context, id string) (lifecycle.BringUpOutcome, error)
 
-func (f bringUpFunc) BringUp(ctx context.Context, id string) (lifecycle.BringUpOutcome, error) { return f(ctx, id) }
+func (f bringUpFunc) BringUp(ctx context.Context, id string) (lifecycle.BringUpOutcome, error) {
+	return f(ctx, id)
+}
 
 func record(id, body string) events.SQSMessage { return events.SQSMessage{MessageId: id, Body: body} }
 
