@@ -24,7 +24,7 @@ func serveApp() {
 }
 
 // appCommand runs this test binary as an app serving on $PORT.
-func appCommand(t *testing.T) lifecycle.Command {
+func appCommand(t testing.TB) lifecycle.Command {
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
