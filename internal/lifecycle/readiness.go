@@ -81,7 +81,7 @@ type ReadinessJobs interface {
 const (
 	DefaultReadyProbeTimeout = 5 * time.Second
 	defaultReadyBackoffMin   = 100 * time.Millisecond
-	defaultReadyBackoffMax   = time.Second
+	defaultReadyBackoffMax   = 250 * time.Millisecond
 	readyCloseBodyLimit      = 64 << 10
 )
 

@@ -106,7 +106,9 @@ type Config struct {
 	// DefaultReadyProbeTimeout).
 	ReadyProbeTimeout time.Duration
 	// ReadyBackoff is the first wait between readiness probes (default
-	// 100 ms), doubled up to ReadyBackoffMax (default 1 s).
+	// 100 ms), doubled up to ReadyBackoffMax (default 250 ms: a server
+	// that comes up is seen within a quarter second; the probes are GETs of
+	// one preview).
 	ReadyBackoff    time.Duration
 	ReadyBackoffMax time.Duration
 	// ReadyPollInterval is how often WaitReady re-reads the session
