@@ -43,8 +43,7 @@ func (j *jobLog) count(id string) int {
 func readyEnv(t *testing.T, fc fake.Config, edit ...func(*lifecycle.Config)) (*env, *jobLog) {
 	t.Helper()
 	jobs := &jobLog{}
-	var e *env
-	e = newEnv(t, append([]func(*lifecycle.Config){func(c *lifecycle.Config) {
+	e := newEnv(t, append([]func(*lifecycle.Config){func(c *lifecycle.Config) {
 		fc.Clock = c.Clock
 		p := fake.New(fc)
 		c.Provider = p
