@@ -214,6 +214,8 @@ func TestRoleTableActionsPinned(t *testing.T) {
 		// FireTimer: GetItem, then PauseIfDue's conditional PutItem with
 		// the running-slot counter's UpdateItem (the quota), as idlepause.
 		routes.Pauser: onTable("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"),
+		// BringUp: the session and its conditional readiness write.
+		routes.Readiness: onTable("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"),
 		// connections (put, get, delete, by session) and the session writes
 		// of heartbeats, presence and resume.
 		routes.Channel: with(onTable("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"),

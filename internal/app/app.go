@@ -44,6 +44,7 @@ import (
 	"github.com/sandmanhq/sandman/internal/channel/clienttoken"
 	"github.com/sandmanhq/sandman/internal/dynamo"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/readiness/sqsjobs"
 	"github.com/sandmanhq/sandman/internal/timer/sqstimer"
 )
 
@@ -85,6 +86,9 @@ type Deps struct {
 	// TimerHorizon is how far ahead (default lifecycle.DefaultTimerHorizon).
 	Timers       lifecycle.Timers
 	TimerHorizon time.Duration
+	// ReadinessJobs queues readiness jobs (lifecycle.Config.ReadinessJobs;
+	// nil: an SQS queue when SANDMAN_READINESS_QUEUE_URL is set, else none).
+	ReadinessJobs lifecycle.ReadinessJobs
 	// Metrics receives the service's pauses, resumes, provider errors and
 	// pause lag (lifecycle.Config.Metrics; nil: none). The Lambda mains pass
 	// an internal/metrics Emitter writing EMF to stdout.
@@ -284,10 +288,18 @@ func New(ctx context.Context, cfg Config, needs Needs, deps Deps) (*App, error) 
 		}
 		timers = sqstimer.New(sqs.NewFromConfig(c), cfg.TimerQueueURL, clock)
 	}
+	jobs := deps.ReadinessJobs
+	if jobs == nil && cfg.ReadinessQueueURL != "" {
+		c, err := loadAWS()
+		if err != nil {
+			return nil, err
+		}
+		jobs = sqsjobs.New(sqs.NewFromConfig(c), cfg.ReadinessQueueURL)
+	}
 	a.Service = lifecycle.NewService(lifecycle.Config{Store: a.Store, Provider: a.Provider, Providers: a.Providers[1:], Clock: clock,
 		Policy: cfg.Policy, Log: a.Log, ProbeTimeout: cfg.ProbeTimeout, CallTimeout: cfg.ProviderCallTimeout, Deployment: cfg.Deployment,
 		Timers: timers, TimerHorizon: deps.TimerHorizon, MaxRunning: cfg.MaxRunning, Metrics: deps.Metrics,
-		Prices: cfg.Prices})
+		Prices: cfg.Prices, TemplateApps: cfg.TemplateApps, ReadinessJobs: jobs})
 	a.keys = a.Store
 	if cfg.APIKeyCacheTTL >= 0 {
 		a.keys = apigw.NewKeyCache(a.Store, cfg.APIKeyCacheTTL, clock)

@@ -54,6 +54,7 @@ var deployed = map[string]deployedFunction{
 	routes.Webhook:   {15 * time.Second, 256},
 	routes.IdlePause: {4*time.Minute + 50*time.Second, 512},
 	routes.Pauser:    {time.Minute, 256},
+	routes.Readiness: {2 * time.Minute, 256},
 	routes.Channel:   {29 * time.Second, 256},
 	routes.Notifier:  {30 * time.Second, 128},
 }
@@ -506,6 +507,12 @@ func (c *coldEvents) payloads(ctx context.Context, run int) ([][]byte, string, e
 			return nil, "", err
 		}
 		return [][]byte{raw, raw}, "events/queue/pauser.json (an unknown session's timer fires idle, a malformed one is dropped; no provider call)", nil
+	case routes.Readiness:
+		raw, err := c.env.Fixture("queue/readiness.json")
+		if err != nil {
+			return nil, "", err
+		}
+		return [][]byte{raw, raw}, "events/queue/readiness.json (an unknown session's job has nothing to do, a malformed one is dropped; no provider call)", nil
 	case routes.Channel:
 		raw, err := c.env.Fixture("ws/disconnect.json")
 		if err != nil {

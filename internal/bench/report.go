@@ -42,6 +42,7 @@ type Report struct {
 	Outbox    *OutboxResult    `json:"outbox,omitempty"`
 	Channel   *ChannelResult   `json:"channel,omitempty"`
 	Timers    *TimersResult    `json:"timers,omitempty"`
+	Readiness *ReadinessResult `json:"readiness,omitempty"`
 
 	Errors []string `json:"errors,omitempty"`
 }
@@ -133,6 +134,9 @@ func (r *Report) Markdown() string {
 	}
 	if t := r.Timers; t != nil {
 		r.timersSection(&b, t)
+	}
+	if x := r.Readiness; x != nil {
+		r.readinessSection(&b, x)
 	}
 	if len(r.Errors) > 0 {
 		p("## Failures\n\n")

@@ -31,6 +31,7 @@ import (
 	"github.com/sandmanhq/sandman/internal/outbox/jsonl"
 	"github.com/sandmanhq/sandman/internal/provider"
 	"github.com/sandmanhq/sandman/internal/provider/local"
+	"github.com/sandmanhq/sandman/internal/readiness"
 	"github.com/sandmanhq/sandman/internal/routes"
 	"github.com/sandmanhq/sandman/internal/sweep"
 	"github.com/sandmanhq/sandman/internal/timer/localtimer"
@@ -147,6 +148,10 @@ func Run(ctx context.Context, opts Config) error {
 	// deadlines before the next tick plus a minute.
 	timers := localtimer.New(localtimer.Config{Log: opts.Log})
 	deps.Timers, deps.TimerHorizon = timers, interval+time.Minute
+	// Readiness jobs (docs/READINESS.md "Where it runs"): an in-process
+	// worker behind the interface the SQS queue implements in AWS.
+	jobs := readiness.New(readiness.Config{Log: opts.Log})
+	deps.ReadinessJobs = jobs
 	if getenv(app.EnvProvider) == ProviderE2BFake {
 		log := opts.Log
 		if log == nil {
@@ -227,6 +232,8 @@ func Run(ctx context.Context, opts Config) error {
 		return err
 	})
 	defer func() { cancel(); timers.Close() }()
+	jobs.Start(ctx, a.Service.BringUp)
+	defer func() { cancel(); jobs.Close() }()
 	var wg sync.WaitGroup
 	if lp, ok := a.Provider.(*local.Provider); ok {
 		wg.Add(1)
