@@ -33,6 +33,10 @@ const (
 	// MaxEndpointsPerAccount bounds an account's endpoints (ours: every
 	// event reads them all).
 	MaxEndpointsPerAccount = 20
+	// MaxAttemptsPerDelivery bounds a delivery's attempts, replays
+	// included (ours: keeps a logged delivery well under DynamoDB's 400 KB
+	// item limit).
+	MaxAttemptsPerDelivery = 100
 	// MaxURLLength bounds an endpoint URL, in bytes.
 	MaxURLLength = 2048
 	// MaxDescriptionLength bounds an endpoint description, in bytes.

@@ -192,6 +192,9 @@ func (s *Service) Retry(ctx context.Context, accountID, endpointID, deliveryID s
 	if d.AccountID != accountID {
 		return nil, lifecycle.Errorf(lifecycle.CodeNotFound, "no delivery %q", deliveryID)
 	}
+	if len(d.Attempts) >= MaxAttemptsPerDelivery {
+		return nil, lifecycle.Errorf(lifecycle.CodeConflict, "delivery %q has had %d attempts, the most a delivery may have", deliveryID, MaxAttemptsPerDelivery)
+	}
 	now := s.clock.Now()
 	prev := d.Version
 	d.Status, d.Reason, d.RoundStart, d.NextAttemptAt = StatusPending, "", len(d.Attempts), now
