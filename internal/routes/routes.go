@@ -59,7 +59,20 @@ var Table = []Route{
 	{"POST", ClientTokensPath, Sessions},
 	{"POST", "/v1/webhooks/{provider}", Webhook},
 	{"GET", OpenAPIPath, Sessions},
+	{"POST", WebhookEndpointsPath, Sessions},
+	{"GET", WebhookEndpointsPath, Sessions},
+	{"GET", WebhookEndpointsPath + "/{id}", Sessions},
+	{"PATCH", WebhookEndpointsPath + "/{id}", Sessions},
+	{"DELETE", WebhookEndpointsPath + "/{id}", Sessions},
+	{"POST", WebhookEndpointsPath + "/{id}/rotate-secret", Sessions},
+	{"GET", WebhookEndpointsPath + "/{id}/deliveries", Sessions},
+	{"POST", WebhookEndpointsPath + "/{id}/deliveries/{delivery_id}/retry", Sessions},
 }
+
+// WebhookEndpointsPath is the root of an account's outbound webhook
+// endpoints and their delivery logs (docs/WEBHOOKS.md), served by the
+// sessions function.
+const WebhookEndpointsPath = "/v1/webhook-endpoints"
 
 // OpenAPIPath is the path of the API's OpenAPI 3.1 document (docs/DESIGN.md
 // "Operators"; internal/openapi), served by the sessions function.
