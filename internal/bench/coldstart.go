@@ -54,6 +54,7 @@ var deployed = map[string]deployedFunction{
 	routes.Pauser:    {time.Minute, 256},
 	routes.Channel:   {29 * time.Second, 256},
 	routes.Notifier:  {30 * time.Second, 128},
+	routes.Deliver:   {time.Minute, 256},
 }
 
 var defaultDeployed = deployedFunction{29 * time.Second, 256}
@@ -507,6 +508,12 @@ func (c *coldEvents) payloads(ctx context.Context, run int) ([][]byte, string, e
 			return nil, "", err
 		}
 		return [][]byte{raw, raw}, "events/bus/session-paused.json (a session with no connection; nothing to push)", nil
+	case routes.Deliver:
+		raw, err := c.env.Fixture("queue/deliver.json")
+		if err != nil {
+			return nil, "", err
+		}
+		return [][]byte{raw, raw}, "events/queue/deliver.json (a lifecycle event of an account with no webhook endpoint, a malformed body dropped)", nil
 	}
 	return nil, "", fmt.Errorf("function %q: %w", c.function, errNoColdEvent)
 }

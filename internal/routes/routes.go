@@ -26,11 +26,16 @@ const (
 	// it pushes the session's status to its WebSocket connections
 	// (channel.Notifier.HandleEvent).
 	Notifier = "notifier"
+	// Deliver is fed by the webhook delivery queue (SQS), which an
+	// EventBridge rule on the bus fills with lifecycle events; it sends
+	// the accounts' signed webhooks (internal/delivery/sqsqueue,
+	// docs/WEBHOOKS.md).
+	Deliver = "deliver"
 )
 
 // Functions lists every Lambda function: HTTP, scheduled, stream, queue,
 // WebSocket and bus.
-var Functions = []string{Sessions, Status, Resume, Snapshot, Reconnect, Webhook, IdlePause, Publisher, Pauser, Channel, Notifier}
+var Functions = []string{Sessions, Status, Resume, Snapshot, Reconnect, Webhook, IdlePause, Publisher, Pauser, Channel, Notifier, Deliver}
 
 // Route is one API Gateway route: Key is the route key as API Gateway writes
 // it ("POST /v1/sessions/{id}/resume"), Function the Lambda that serves it.
