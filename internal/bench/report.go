@@ -42,6 +42,8 @@ type Report struct {
 	Outbox    *OutboxResult    `json:"outbox,omitempty"`
 	Channel   *ChannelResult   `json:"channel,omitempty"`
 	Timers    *TimersResult    `json:"timers,omitempty"`
+	// Deliveries is the outbound webhook figure (deliveries.go).
+	Deliveries *DeliveriesResult `json:"deliveries,omitempty"`
 
 	Errors []string `json:"errors,omitempty"`
 }
@@ -133,6 +135,9 @@ func (r *Report) Markdown() string {
 	}
 	if t := r.Timers; t != nil {
 		r.timersSection(&b, t)
+	}
+	if d := r.Deliveries; d != nil {
+		r.deliveriesSection(&b, d)
 	}
 	if len(r.Errors) > 0 {
 		p("## Failures\n\n")
