@@ -48,10 +48,6 @@ func (r *request) deliveryID() (string, error) {
 	return id, nil
 }
 
-func endpointInput(in delivery.EndpointRequestJSON) delivery.EndpointInput {
-	return delivery.EndpointInput{URL: in.URL, Description: in.Description, EventTypes: in.EventTypes, Disabled: in.Disabled}
-}
-
 // createWebhookEndpoint serves POST /v1/webhook-endpoints: 201 with the
 // endpoint and its signing secret (shown this once).
 func (h *Handler) createWebhookEndpoint(ctx context.Context, r *request) (response, error) {
@@ -63,7 +59,7 @@ func (h *Handler) createWebhookEndpoint(ctx context.Context, r *request) (respon
 	if err := r.decodeJSON(&in, false); err != nil {
 		return response{}, err
 	}
-	e, err := svc.Create(ctx, r.accountID, endpointInput(in))
+	e, err := svc.Create(ctx, r.accountID, delivery.EndpointInput(in))
 	if err != nil {
 		return response{}, err
 	}
@@ -122,7 +118,7 @@ func (h *Handler) patchWebhookEndpoint(ctx context.Context, r *request) (respons
 	if err := r.decodeJSON(&in, false); err != nil {
 		return response{}, err
 	}
-	e, err := svc.Update(ctx, r.accountID, id, endpointInput(in))
+	e, err := svc.Update(ctx, r.accountID, id, delivery.EndpointInput(in))
 	if err != nil {
 		return response{}, err
 	}
