@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sandmanhq/sandman/internal/dynamo/tabledef"
 	"github.com/sandmanhq/sandman/internal/routes"
-	"github.com/sandmanhq/sandman/internal/tabledef"
 )
 
 // TestRoleTableActionsPinned pins each function role's DynamoDB actions and

@@ -16,9 +16,9 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/sandmanhq/sandman/internal/apigw"
+	"github.com/sandmanhq/sandman/internal/dynamo/tabledef"
 	"github.com/sandmanhq/sandman/internal/envnames"
 	"github.com/sandmanhq/sandman/internal/routes"
-	"github.com/sandmanhq/sandman/internal/tabledef"
 )
 
 // providerKeyFunctions call the sandbox provider; webhook reads the webhook

@@ -1,7 +1,7 @@
 // Command pauser is the Lambda function fed by the timer queue (SQS, docs/DESIGN.md
 // "Precise pausing"): each message fires one pause timer through
 // lifecycle.Service.FireTimer, which pauses the session only if it is still
-// due and re-arms it when its deadline moved (internal/sqstimer). The event
+// due and re-arms it when its deadline moved (internal/timer/sqstimer). The event
 // source mapping's maximum concurrency bounds the provider's rate.
 package main
 
@@ -16,7 +16,7 @@ import (
 	"github.com/sandmanhq/sandman/internal/metrics"
 	"github.com/sandmanhq/sandman/internal/provider"
 	"github.com/sandmanhq/sandman/internal/routes"
-	"github.com/sandmanhq/sandman/internal/sqstimer"
+	"github.com/sandmanhq/sandman/internal/timer/sqstimer"
 )
 
 func main() {

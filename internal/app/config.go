@@ -154,7 +154,7 @@ type Config struct {
 	APIKeyCacheTTL      time.Duration // 0: apigw.DefaultKeyCacheTTL; negative: off
 	ProbeTimeout        time.Duration // 0: lifecycle.Service's default (15 s)
 	ProviderCallTimeout time.Duration // 0: lifecycle.Service's default (30 s)
-	// TimerQueueURL is the SQS queue of pause timers (internal/sqstimer);
+	// TimerQueueURL is the SQS queue of pause timers (internal/timer/sqstimer);
 	// "" arms none unless Deps.Timers is given.
 	TimerQueueURL string
 	// MaxRunning is lifecycle.Config.MaxRunning: sandboxes an account may
@@ -171,7 +171,7 @@ type Config struct {
 	ClientTokenKeysFile   string
 	WSURL                 string // the client channel's WebSocket URL; "" for none
 	// WSManagementURL is the API Gateway Management API endpoint of the
-	// WebSocket stage (internal/apigwmgmt); "" locally.
+	// WebSocket stage (internal/channel/apigwmgmt); "" locally.
 	WSManagementURL string
 
 	// Outbound webhooks (docs/WEBHOOKS.md): the retry schedule

@@ -5,8 +5,8 @@ import (
 	"hash/fnv"
 	"time"
 
+	"github.com/sandmanhq/sandman/internal/dynamo/tabledef"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
-	"github.com/sandmanhq/sandman/internal/tabledef"
 )
 
 // Item key prefixes and sort keys (see the package doc).
