@@ -260,6 +260,28 @@ func (e *Engine) Attempt(ctx context.Context, job Job) error {
 	return nil
 }
 
+// Redelivered runs a job that came back after a run of it failed (SQS
+// delivers a message again when its handler returned an error). A run can
+// fail after it recorded its attempt, when dispatching the next one failed:
+// the job is then stale by exactly one attempt and nothing else would ever
+// run the delivery, so Redelivered dispatches the next attempt for it.
+// Any other job runs as Attempt does. A duplicate this makes is harmless:
+// the claim lets one copy attempt.
+func (e *Engine) Redelivered(ctx context.Context, job Job) error {
+	d, err := e.store.GetDelivery(ctx, job.EndpointID, job.DeliveryID)
+	if lifecycle.ErrorCode(err) == lifecycle.CodeNotFound {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if d.Status == StatusPending && len(d.Attempts) == job.Seq+1 {
+		next := Job{AccountID: d.AccountID, EndpointID: d.EndpointID, DeliveryID: d.ID, Seq: len(d.Attempts)}
+		return e.dispatch.Dispatch(ctx, next, d.NextAttemptAt)
+	}
+	return e.Attempt(ctx, job)
+}
+
 // settle ends a pending delivery without an attempt.
 func (e *Engine) settle(ctx context.Context, d *Delivery, status, reason string) error {
 	prev := d.Version

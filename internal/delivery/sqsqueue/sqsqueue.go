@@ -12,7 +12,10 @@
 //     not due and dispatches it again for the rest. No function ever sleeps.
 //
 // Delivery is at least once: the engine drops a stale or duplicate job by
-// the delivery's attempt count and version. A delivery whose schedule ran
+// the delivery's attempt count and version. A job message that comes back
+// after a failed run (ApproximateReceiveCount above 1) goes through
+// Engine.Redelivered, which dispatches the next attempt if the failed run
+// had recorded its attempt but could not send the next job. A delivery whose schedule ran
 // out is copied to the dead-letter queue (DeadLetter) where an alarm sees
 // it; a message the handler keeps failing on lands there too, by the
 // queue's redrive policy.
@@ -23,6 +26,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -172,6 +176,9 @@ func (h *Handler) handle(ctx context.Context, rec events.SQSMessage) error {
 	}
 	switch {
 	case b.Job != nil && b.Job.DeliveryID != "":
+		if n, _ := strconv.Atoi(rec.Attributes["ApproximateReceiveCount"]); n > 1 {
+			return h.engine.Redelivered(ctx, *b.Job)
+		}
 		return h.engine.Attempt(ctx, *b.Job)
 	case b.DetailType != "" && len(b.Detail) > 0:
 		var e lifecycle.Event

@@ -139,3 +139,73 @@ func TestDelayNeverEarly(t *testing.T) {
 		}
 	}
 }
+
+// flakySQS fails the SendMessage calls whose number (from 1) is in fail.
+type flakySQS struct {
+	fakeSQS
+	calls int
+	fail  map[int]bool
+}
+
+func (f *flakySQS) SendMessage(ctx context.Context, in *sqs.SendMessageInput, o ...func(*sqs.Options)) (*sqs.SendMessageOutput, error) {
+	f.calls++
+	if f.fail[f.calls] {
+		return nil, context.DeadlineExceeded
+	}
+	return f.fakeSQS.SendMessage(ctx, in, o...)
+}
+
+// TestJobWhoseNextDispatchFailedIsNotLost: an attempt is recorded, then
+// sending the next job fails; SQS delivers the job again (receive count 2)
+// and the retry still happens.
+func TestJobWhoseNextDispatchFailedIsNotLost(t *testing.T) {
+	var mu sync.Mutex
+	var calls int
+	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		calls++
+		code := map[bool]int{true: 500, false: 200}[calls == 1]
+		mu.Unlock()
+		w.WriteHeader(code)
+	}))
+	defer rcv.Close()
+	clock := lifecycle.NewManualClock(time.Date(2026, 11, 23, 2, 10, 0, 0, time.UTC))
+	store := memstore.New()
+	api := &flakySQS{fail: map[int]bool{2: true}} // the first job sends; the retry's send fails
+	q := sqsqueue.New(api, queueURL, clock)
+	guard := delivery.Guard{AllowPrivate: true}
+	engine, _ := delivery.NewEngine(delivery.Config{Store: store, Dispatcher: q, Guard: guard, Clock: clock,
+		Schedule: []time.Duration{0, 5 * time.Second}})
+	url := rcv.URL
+	ep, _ := delivery.NewService(store, guard, q, clock).Create(context.Background(), "dev", delivery.EndpointInput{URL: &url})
+	h := sqsqueue.NewHandler(engine, nil)
+	ev := lifecycle.Event{EventID: "ses_a:3", SessionID: "ses_a", AccountID: "dev", From: "running", To: "paused", Version: 3, Time: clock.Now()}
+	if err := engine.Accept(context.Background(), ev); err != nil {
+		t.Fatal(err)
+	}
+	job := api.take(queueURL)
+	if len(job) != 1 {
+		t.Fatalf("first job: %d messages", len(job))
+	}
+	msg := events.SQSMessage{MessageId: "m1", Body: aws.ToString(job[0].MessageBody), Attributes: map[string]string{"ApproximateReceiveCount": "1"}}
+	resp, _ := h.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{msg}})
+	if len(resp.BatchItemFailures) != 1 {
+		t.Fatalf("a run whose next dispatch failed must be reported failed: %+v", resp)
+	}
+	msg.Attributes["ApproximateReceiveCount"] = "2" // SQS delivers it again
+	clock.Advance(6 * time.Minute)
+	if resp, _ := h.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{msg}}); len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("redelivered job: %+v", resp)
+	}
+	next := api.take(queueURL)
+	if len(next) != 1 {
+		t.Fatalf("after the redelivery: %d job messages, want the retry", len(next))
+	}
+	if resp, _ := h.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m2", Body: aws.ToString(next[0].MessageBody)}}}); len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("retry: %+v", resp)
+	}
+	ds, _, _ := store.ListDeliveries(context.Background(), ep.ID, 10, "")
+	if len(ds) != 1 || ds[0].Status != delivery.StatusSucceeded || len(ds[0].Attempts) != 2 {
+		t.Fatalf("log: %+v", ds[0])
+	}
+}
