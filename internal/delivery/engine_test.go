@@ -266,3 +266,42 @@ func TestSlowEndpointDoesNotDelayAnother(t *testing.T) {
 		}
 	}
 }
+
+// TestPendingDeliveriesSurviveARestart: the process dies after the
+// deliveries were written and before their attempts ran (the jobs lived in
+// memory); a new process recovers them from the store.
+func TestPendingDeliveriesSurviveARestart(t *testing.T) {
+	store := memstore.New()
+	rcv := newReceiver(t, 200)
+	url := rcv.URL
+	ep, err := delivery.NewService(store, private, nil, nil).Create(context.Background(), "acct", delivery.EndpointInput{URL: &url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead, _ := delivery.NewEngine(delivery.Config{Store: store, Dispatcher: &recorder{}, Guard: private}) // its jobs die with it
+	for v := int64(1); v <= 3; v++ {
+		if err := dead.Accept(context.Background(), pausedEvent("acct", "ses_a", v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	local := delivery.NewLocal(delivery.LocalConfig{})
+	engine, _ := delivery.NewEngine(delivery.Config{Store: store, Dispatcher: local, Guard: private})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer func() { cancel(); local.Wait() }()
+	local.Start(ctx, engine)
+	n, err := local.Recover(ctx, store)
+	if err != nil || n != 3 {
+		t.Fatalf("recovered %d, %v; want 3", n, err)
+	}
+	local.Idle()
+	if got := len(rcv.requests()); got != 3 {
+		t.Errorf("receiver got %d after the restart, want 3", got)
+	}
+	ds, _, _ := store.ListDeliveries(ctx, ep.ID, 10, "")
+	for _, d := range ds {
+		if d.Status != delivery.StatusSucceeded {
+			t.Errorf("%s: %s", d.ID, d.Status)
+		}
+	}
+}

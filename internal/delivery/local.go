@@ -3,6 +3,7 @@ package delivery
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -34,9 +35,8 @@ type LocalConfig struct {
 // Local is the in-process Dispatcher of the local stack: each job waits for
 // its time on its own timer, then runs in its endpoint's lane (at most
 // PerEndpoint at once per endpoint), so one slow or dead endpoint never
-// delays another's deliveries. Jobs live in memory: a pending delivery
-// whose job was lost with the process is dispatched again when its event
-// is (the outbox delivers at least once) or replayed.
+// delays another's deliveries. Jobs live in memory: after a restart,
+// Recover dispatches the deliveries that were pending.
 type Local struct {
 	per   int
 	clock lifecycle.Clock
@@ -129,6 +129,31 @@ func (l *Local) runJob(ctx context.Context, run func(context.Context, Job) error
 		l.log.WarnContext(ctx, "delivery: attempt failed; trying again", "delivery_id", job.DeliveryID, "err", err)
 		at = l.clock.Now().Add(localRetryWait)
 	}
+}
+
+// PendingLister lists every pending delivery. The local stack's stores
+// implement it (dynamostore with a Scan, which only DynamoDB Local's small
+// tables can afford; memstore); AWS needs none, its jobs live in SQS.
+type PendingLister interface {
+	PendingDeliveries(ctx context.Context) ([]*Delivery, error)
+}
+
+// Recover dispatches every pending delivery of store at its next attempt
+// time: jobs live in memory, so after a restart (a crash included) the
+// deliveries that were waiting are picked up again. It returns how many.
+// Call it after Start.
+func (l *Local) Recover(ctx context.Context, store PendingLister) (int, error) {
+	ds, err := store.PendingDeliveries(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("list pending deliveries: %w", err)
+	}
+	for _, d := range ds {
+		job := Job{AccountID: d.AccountID, EndpointID: d.EndpointID, DeliveryID: d.ID, Seq: len(d.Attempts)}
+		if err := l.Dispatch(ctx, job, d.NextAttemptAt); err != nil {
+			return 0, err
+		}
+	}
+	return len(ds), nil
 }
 
 // Idle blocks until no job is waiting or running (tests and benchmarks).

@@ -235,6 +235,13 @@ func Run(ctx context.Context, opts Config) error {
 	defer cancel()
 	hooks.Start(ctx, engine)
 	defer hooks.Wait()
+	if lister, ok := a.WebhookStore.(delivery.PendingLister); ok {
+		if n, err := hooks.Recover(ctx, lister); err != nil {
+			a.Log.Warn("webhook deliveries: pending ones not recovered", "err", err)
+		} else if n > 0 {
+			a.Log.Info("webhook deliveries: pending ones picked up again", "count", n)
+		}
+	}
 	timers.Start(ctx, func(ctx context.Context, id string) error {
 		_, err := a.Service.FireTimer(ctx, id)
 		return err

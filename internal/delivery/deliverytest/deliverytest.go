@@ -157,5 +157,18 @@ func RunStoreContract(t *testing.T, newStore func(t *testing.T) delivery.Store) 
 		if _, err := s.GetDelivery(ctx, "we_x", "dlv_missing"); lifecycle.ErrorCode(err) != lifecycle.CodeNotFound {
 			t.Errorf("missing: %v, want not_found", err)
 		}
+		if pl, ok := s.(delivery.PendingLister); ok {
+			ds, err := pl.PendingDeliveries(ctx)
+			if err != nil || len(ds) != 1 || ds[0].ID != d.ID {
+				t.Errorf("pending deliveries: %v, %v; want the one", ds, err)
+			}
+			d.Status, d.Version = delivery.StatusSucceeded, 3
+			if err := s.UpdateDelivery(ctx, d, 2); err != nil {
+				t.Fatal(err)
+			}
+			if ds, _ := pl.PendingDeliveries(ctx); len(ds) != 0 {
+				t.Errorf("pending after it succeeded: %d", len(ds))
+			}
+		}
 	})
 }

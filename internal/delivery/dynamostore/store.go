@@ -45,6 +45,7 @@ type API interface {
 	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
 	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
 	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+	Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error)
 }
 
 // Store is a delivery.Store on the sessions table.
@@ -53,7 +54,10 @@ type Store struct {
 	table  string
 }
 
-var _ delivery.Store = (*Store)(nil)
+var (
+	_ delivery.Store         = (*Store)(nil)
+	_ delivery.PendingLister = (*Store)(nil)
+)
 
 // New returns a Store on table through client.
 func New(client API, table string) *Store { return &Store{client: client, table: table} }
@@ -388,6 +392,36 @@ func (s *Store) ListDeliveries(ctx context.Context, endpointID string, limit int
 		next = encodeCursor(items[len(items)-1].SK)
 	}
 	return ds, next, nil
+}
+
+// PendingDeliveries implements delivery.PendingLister with a Scan of the
+// whole table: for the local stack's recovery on DynamoDB Local only (the
+// deliver function's role has no dynamodb:Scan; in AWS the jobs live in
+// SQS).
+func (s *Store) PendingDeliveries(ctx context.Context) ([]*delivery.Delivery, error) {
+	filt := expression.Name(tabledef.PartitionKey).BeginsWith(deliveryPrefix).
+		And(expression.Name("status").Equal(expression.Value(delivery.StatusPending)))
+	expr, err := expression.NewBuilder().WithFilter(filt).Build()
+	if err != nil {
+		return nil, err
+	}
+	var out []*delivery.Delivery
+	p := dynamodb.NewScanPaginator(s.client, &dynamodb.ScanInput{TableName: aws.String(s.table), FilterExpression: expr.Filter(),
+		ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(), ConsistentRead: aws.Bool(true)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, storeError("scan pending deliveries: %w", err)
+		}
+		var items []deliveryItem
+		if err := attributevalue.UnmarshalListOfMaps(page.Items, &items); err != nil {
+			return nil, fmt.Errorf("decode deliveries: %w", err)
+		}
+		for _, it := range items {
+			out = append(out, it.delivery())
+		}
+	}
+	return out, nil
 }
 
 type cursorJSON struct {

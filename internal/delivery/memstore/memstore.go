@@ -190,3 +190,16 @@ func (s *Store) ListDeliveries(_ context.Context, endpointID string, limit int, 
 	}
 	return all[off:end], next, nil
 }
+
+// PendingDeliveries implements delivery.PendingLister.
+func (s *Store) PendingDeliveries(_ context.Context) ([]*delivery.Delivery, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []*delivery.Delivery
+	for _, d := range s.deliveries {
+		if d.Status == delivery.StatusPending {
+			out = append(out, cloneDelivery(d))
+		}
+	}
+	return out, nil
+}
