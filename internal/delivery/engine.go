@@ -1,6 +1,7 @@
 package delivery
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -216,6 +217,26 @@ func (e *Engine) Attempt(ctx context.Context, job Job) error {
 	case ep.Disabled:
 		return e.settle(ctx, d, StatusFailed, "endpoint disabled")
 	}
+	// A failing endpoint gets one attempt at a time: the others wait
+	// (ProbeWait) without counting as attempts, so a dead endpoint never
+	// ties up the capacity other endpoints' deliveries run in.
+	if !ep.FailingSince.IsZero() {
+		held, err := e.holdEndpoint(ctx, ep, now)
+		if err != nil {
+			return err
+		}
+		if !held {
+			prev := d.Version
+			d.NextAttemptAt, d.Version, d.UpdatedAt = now.Add(ProbeWait), d.Version+1, now
+			if err := e.store.UpdateDelivery(ctx, d, prev); err != nil {
+				if lifecycle.ErrorCode(err) == lifecycle.CodeConflict {
+					return nil
+				}
+				return err
+			}
+			return e.dispatch.Dispatch(ctx, job, d.NextAttemptAt)
+		}
+	}
 	// Claim: a copy of this job arriving meanwhile finds it not due.
 	prev := d.Version
 	d.NextAttemptAt, d.Version, d.UpdatedAt = now.Add(AttemptTimeout+claimSlack), d.Version+1, now
@@ -282,6 +303,26 @@ func (e *Engine) Redelivered(ctx context.Context, job Job) error {
 	return e.Attempt(ctx, job)
 }
 
+// holdEndpoint takes a failing endpoint for one attempt (a conditional
+// write of ProbeUntil); false when another attempt holds it or won the
+// race.
+func (e *Engine) holdEndpoint(ctx context.Context, ep *Endpoint, now time.Time) (bool, error) {
+	if now.Before(ep.ProbeUntil) {
+		return false, nil
+	}
+	prev := ep.Version
+	ep.ProbeUntil, ep.Version, ep.UpdatedAt = now.Add(AttemptTimeout+claimSlack), ep.Version+1, now
+	err := e.store.UpdateEndpoint(ctx, ep, prev)
+	switch lifecycle.ErrorCode(err) {
+	case "":
+		return true, nil
+	case lifecycle.CodeConflict, lifecycle.CodeNotFound:
+		return false, nil
+	default:
+		return false, err
+	}
+}
+
 // settle ends a pending delivery without an attempt.
 func (e *Engine) settle(ctx context.Context, d *Delivery, status, reason string) error {
 	prev := d.Version
@@ -307,7 +348,7 @@ func (e *Engine) send(ctx context.Context, ep *Endpoint, d *Delivery) Attempt {
 	}
 	ctx, cancel := context.WithTimeout(ctx, AttemptTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ep.URL, strings.NewReader(string(d.Payload)))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ep.URL, bytes.NewReader(d.Payload))
 	if err != nil {
 		return fail("bad url: %v", err)
 	}
@@ -351,7 +392,7 @@ func refusedText(err error) string {
 
 // endpointHealth tracks an endpoint's failures after an attempt: a success
 // clears FailingSince; a failure sets it if unset, and disables the
-// endpoint once it is DisableAfter old. Best effort: a lost race is tried
+// endpoint once it is DisableAfter old; a hold (ProbeUntil) is let go. Best effort: a lost race is tried
 // once more, other failures are logged.
 func (e *Engine) endpointHealth(ctx context.Context, ep *Endpoint, a Attempt) {
 	for try := 0; try < 2; try++ {
@@ -363,16 +404,19 @@ func (e *Engine) endpointHealth(ctx context.Context, ep *Endpoint, a Attempt) {
 			ep = fresh
 		}
 		prev := ep.Version
+		changed := !ep.ProbeUntil.IsZero() // this attempt held the endpoint: let go
+		ep.ProbeUntil = time.Time{}
 		switch {
 		case a.Succeeded() && !ep.FailingSince.IsZero():
-			ep.FailingSince = time.Time{}
+			ep.FailingSince, changed = time.Time{}, true
 		case !a.Succeeded() && ep.FailingSince.IsZero():
-			ep.FailingSince = a.At
+			ep.FailingSince, changed = a.At, true
 		case !a.Succeeded() && !ep.Disabled && a.At.Sub(ep.FailingSince) >= DisableAfter:
-			ep.Disabled = true
+			ep.Disabled, changed = true, true
 			ep.DisabledReason = fmt.Sprintf("disabled automatically: every delivery failed since %s (%s)",
 				ep.FailingSince.UTC().Format(time.RFC3339), DisableAfter)
-		default:
+		}
+		if !changed {
 			return
 		}
 		ep.Version, ep.UpdatedAt = ep.Version+1, e.clock.Now()

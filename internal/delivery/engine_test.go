@@ -305,3 +305,61 @@ func TestPendingDeliveriesSurviveARestart(t *testing.T) {
 		}
 	}
 }
+
+// TestFailingEndpointGetsOneAttemptAtATime: while an attempt holds a
+// failing endpoint, another delivery's attempt waits (not counted) instead
+// of tying up a second slot on a dead endpoint.
+func TestFailingEndpointGetsOneAttemptAtATime(t *testing.T) {
+	store, rec := memstore.New(), &recorder{}
+	rcv := newReceiver(t, 500)
+	clock := lifecycle.NewManualClock(time.Date(2026, 11, 27, 6, 0, 0, 0, time.UTC))
+	engine, _ := delivery.NewEngine(delivery.Config{Store: store, Dispatcher: rec, Guard: private, Clock: clock})
+	svc := delivery.NewService(store, private, rec, clock)
+	url := rcv.URL
+	ep, _ := svc.Create(context.Background(), "acct", delivery.EndpointInput{URL: &url})
+	ctx := context.Background()
+	if err := engine.Accept(ctx, pausedEvent("acct", "ses_a", 1), pausedEvent("acct", "ses_b", 1)); err != nil {
+		t.Fatal(err)
+	}
+	first, _, _ := rec.take()
+	second, _, _ := rec.take()
+	if err := engine.Attempt(ctx, first); err != nil { // fails: the endpoint is now failing
+		t.Fatal(err)
+	}
+	rec.take() // the first delivery's retry
+
+	// Another attempt holds the endpoint now (a concurrent invocation).
+	held, _ := store.GetEndpoint(ctx, "acct", ep.ID)
+	if held.FailingSince.IsZero() {
+		t.Fatal("a failed attempt did not mark the endpoint failing")
+	}
+	held.ProbeUntil, held.Version = clock.Now().Add(10*time.Second), held.Version+1
+	if err := store.UpdateEndpoint(ctx, held, held.Version-1); err != nil {
+		t.Fatal(err)
+	}
+	if err := engine.Attempt(ctx, second); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(rcv.requests()); got != 1 {
+		t.Fatalf("receiver got %d requests while the endpoint was held, want 1", got)
+	}
+	job, at, ok := rec.take()
+	if !ok || job != second || !at.Equal(clock.Now().Add(delivery.ProbeWait)) {
+		t.Fatalf("the waiting attempt: job %+v at %s, want it again after %s", job, at, delivery.ProbeWait)
+	}
+	d, _ := store.GetDelivery(ctx, ep.ID, second.DeliveryID)
+	if len(d.Attempts) != 0 || d.Status != delivery.StatusPending {
+		t.Fatalf("a wait counted as an attempt: %+v", d)
+	}
+
+	clock.Set(at) // the hold ran out
+	if err := engine.Attempt(ctx, job); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(rcv.requests()); got != 2 {
+		t.Errorf("after the hold: %d requests, want 2", got)
+	}
+	if got, _ := store.GetEndpoint(ctx, "acct", ep.ID); !got.ProbeUntil.IsZero() {
+		t.Errorf("the attempt kept holding the endpoint until %s", got.ProbeUntil)
+	}
+}

@@ -28,6 +28,10 @@ const (
 	LogRetention = 30 * 24 * time.Hour
 	// AttemptTimeout: an answer later than 15 s is a failure.
 	AttemptTimeout = 15 * time.Second
+	// ProbeWait is how long an attempt to a failing endpoint waits when
+	// another attempt holds the endpoint (ours): a dead endpoint holds one
+	// attempt's worth of capacity, not one per delivery.
+	ProbeWait = 20 * time.Second
 	// MaxResponseBody is how much of an answer's body is kept, in bytes (1 KiB).
 	MaxResponseBody = 1 << 10
 	// MaxEndpointsPerAccount bounds an account's endpoints (ours: every
@@ -84,8 +88,12 @@ type Endpoint struct {
 	// FailingSince is the first failed attempt since the last success;
 	// zero while the endpoint is healthy.
 	FailingSince time.Time
-	CreatedAt    time.Time
-	UpdatedAt    time.Time
+	// ProbeUntil: while an endpoint is failing, one attempt at a time
+	// reaches it, across every process; the one under way holds the
+	// endpoint until ProbeUntil (Engine.Attempt).
+	ProbeUntil time.Time
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
 	// Version increments on every write; updates are conditional on it.
 	Version int64
 }

@@ -26,6 +26,7 @@ func RunStoreContract(t *testing.T, newStore func(t *testing.T) delivery.Store) 
 		s := newStore(t)
 		e := endpoint("acct")
 		e.PreviousSecret, e.PreviousSecretUntil = delivery.NewSecret(), now.Add(time.Hour)
+		e.FailingSince, e.ProbeUntil = now.Add(-time.Hour), now.Add(20*time.Second)
 		if err := s.CreateEndpoint(ctx, e); err != nil {
 			t.Fatal(err)
 		}
@@ -34,7 +35,8 @@ func RunStoreContract(t *testing.T, newStore func(t *testing.T) delivery.Store) 
 			t.Fatal(err)
 		}
 		if got.URL != e.URL || got.Secret != e.Secret || got.PreviousSecret != e.PreviousSecret ||
-			!got.PreviousSecretUntil.Equal(e.PreviousSecretUntil) || len(got.EventTypes) != 1 || !got.CreatedAt.Equal(now) {
+			!got.PreviousSecretUntil.Equal(e.PreviousSecretUntil) || len(got.EventTypes) != 1 || !got.CreatedAt.Equal(now) ||
+			!got.FailingSince.Equal(e.FailingSince) || !got.ProbeUntil.Equal(e.ProbeUntil) {
 			t.Errorf("round trip: got %+v, want %+v", got, e)
 		}
 		if _, err := s.GetEndpoint(ctx, "other", e.ID); lifecycle.ErrorCode(err) != lifecycle.CodeNotFound {

@@ -94,6 +94,7 @@ type endpointItem struct {
 	PreviousSecret      string   `dynamodbav:"previous_secret,omitempty"`
 	PreviousSecretUntil string   `dynamodbav:"previous_secret_until,omitempty"`
 	FailingSince        string   `dynamodbav:"failing_since,omitempty"`
+	ProbeUntil          string   `dynamodbav:"probe_until,omitempty"`
 	CreatedAt           string   `dynamodbav:"created_at"`
 	UpdatedAt           string   `dynamodbav:"updated_at"`
 	Version             int64    `dynamodbav:"version"`
@@ -103,7 +104,7 @@ func toEndpointItem(e *delivery.Endpoint) endpointItem {
 	return endpointItem{PK: endpointPrefix + e.AccountID, SK: e.ID, ID: e.ID, AccountID: e.AccountID, URL: e.URL,
 		Description: e.Description, EventTypes: e.EventTypes, Disabled: e.Disabled, DisabledReason: e.DisabledReason,
 		Secret: e.Secret, PreviousSecret: e.PreviousSecret, PreviousSecretUntil: formatTime(e.PreviousSecretUntil),
-		FailingSince: formatTime(e.FailingSince), CreatedAt: formatTime(e.CreatedAt), UpdatedAt: formatTime(e.UpdatedAt),
+		FailingSince: formatTime(e.FailingSince), ProbeUntil: formatTime(e.ProbeUntil), CreatedAt: formatTime(e.CreatedAt), UpdatedAt: formatTime(e.UpdatedAt),
 		Version: e.Version}
 }
 
@@ -111,7 +112,7 @@ func (it endpointItem) endpoint() *delivery.Endpoint {
 	return &delivery.Endpoint{ID: it.ID, AccountID: it.AccountID, URL: it.URL, Description: it.Description,
 		EventTypes: it.EventTypes, Disabled: it.Disabled, DisabledReason: it.DisabledReason, Secret: it.Secret,
 		PreviousSecret: it.PreviousSecret, PreviousSecretUntil: parseTime(it.PreviousSecretUntil),
-		FailingSince: parseTime(it.FailingSince), CreatedAt: parseTime(it.CreatedAt), UpdatedAt: parseTime(it.UpdatedAt),
+		FailingSince: parseTime(it.FailingSince), ProbeUntil: parseTime(it.ProbeUntil), CreatedAt: parseTime(it.CreatedAt), UpdatedAt: parseTime(it.UpdatedAt),
 		Version: it.Version}
 }
 
