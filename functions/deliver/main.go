@@ -29,6 +29,10 @@ func main() {
 		slog.Error("cold start failed", "function", routes.Deliver, "err", err)
 		os.Exit(1)
 	}
+	if a.Config.WebhookQueueURL == "" || a.Config.WebhookDLQURL == "" {
+		a.Log.Error("cold start failed: SANDMAN_WEBHOOK_QUEUE_URL and SANDMAN_WEBHOOK_DLQ_URL are required", "function", routes.Deliver)
+		os.Exit(1)
+	}
 	awsCfg, err := config.LoadDefaultConfig(ctx)
 	if err != nil {
 		a.Log.Error("cold start failed", "function", routes.Deliver, "err", err)

@@ -295,6 +295,10 @@ func coldEnv(fn, table, endpoint, eventBridgeURL string) []string {
 		// events below push to no connection).
 		app.EnvClientTokenKeysFile + "=" + filepath.Join(os.TempDir(), "sandman-bench-client-token-keys.json"),
 		app.EnvWSManagementURL + "=" + eventBridgeURL,
+		// The deliver function's queues: URLs no run sends to (its event's
+		// account has no webhook endpoint).
+		app.EnvWebhookQueueURL + "=" + eventBridgeURL,
+		app.EnvWebhookDLQURL + "=" + eventBridgeURL,
 	}
 }
 
