@@ -214,12 +214,17 @@ func TestRoleTableActionsPinned(t *testing.T) {
 		// FireTimer: GetItem, then PauseIfDue's conditional PutItem with
 		// the running-slot counter's UpdateItem (the quota), as idlepause.
 		routes.Pauser: onTable("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"),
+		// BringUp: the session and its conditional readiness write.
+		routes.Readiness: onTable("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"),
 		// connections (put, get, delete, by session) and the session writes
 		// of heartbeats, presence and resume.
 		routes.Channel: with(onTable("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"),
 			tabledef.IndexByConnSession),
 		// the session and its connections; gone ones deleted; no session write.
 		routes.Notifier: with(onTable("dynamodb:GetItem", "dynamodb:DeleteItem"), tabledef.IndexByConnSession),
+		// an account's endpoints (Query on the table), a delivery and its
+		// endpoint (GetItem), conditional writes of both (PutItem).
+		routes.Deliver: onTable("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query"),
 		// the stream, granted by its event source mapping (ListStreams has
 		// no resource-level permission), and the usage transaction's
 		// UpdateItem and PutItem (internal/dynamo usage.go).

@@ -23,6 +23,23 @@ func nullable(s string) *string {
 	return &s
 }
 
+func newReadinessJSON(s *lifecycle.Session) api.AppReadiness {
+	return api.AppReadiness{Readiness: nullable(string(s.Readiness)), ReadinessDetail: nullable(s.ReadinessDetail),
+		ReadyAt: api.Time(s.ReadyAt)}
+}
+
+func newAppJSON(a *lifecycle.AppSpec) *api.App {
+	if a == nil {
+		return nil
+	}
+	env := a.Env
+	if env == nil {
+		env = map[string]string{}
+	}
+	return &api.App{Port: a.Port, StartCommand: a.StartCommand, Cwd: a.Cwd, Env: env, ReadyPath: a.ReadyPath,
+		ReadyTimeoutSeconds: int64(a.ReadyTimeout / time.Second)}
+}
+
 func newSessionJSON(s *lifecycle.Session) api.Session {
 	meta := s.Metadata
 	if meta == nil {
@@ -55,6 +72,8 @@ func newSessionJSON(s *lifecycle.Session) api.Session {
 		SandboxExpiresAt:   api.Time(s.SandboxExpiresAt),
 		AwayTimeoutSeconds: int64(s.AwayTimeout / time.Second),
 		AwayDeadline:       api.Time(s.AwayDeadline),
+		App:                newAppJSON(s.App),
+		AppReadiness:       newReadinessJSON(s),
 	}
 }
 

@@ -42,8 +42,12 @@ import (
 
 	"github.com/sandmanhq/sandman/internal/apigw"
 	"github.com/sandmanhq/sandman/internal/channel/clienttoken"
+	"github.com/sandmanhq/sandman/internal/delivery"
+	"github.com/sandmanhq/sandman/internal/delivery/dynamostore"
+	"github.com/sandmanhq/sandman/internal/delivery/sqsqueue"
 	"github.com/sandmanhq/sandman/internal/dynamo"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/readiness/sqsjobs"
 	"github.com/sandmanhq/sandman/internal/timer/sqstimer"
 )
 
@@ -85,10 +89,17 @@ type Deps struct {
 	// TimerHorizon is how far ahead (default lifecycle.DefaultTimerHorizon).
 	Timers       lifecycle.Timers
 	TimerHorizon time.Duration
+	// ReadinessJobs queues readiness jobs (lifecycle.Config.ReadinessJobs;
+	// nil: an SQS queue when SANDMAN_READINESS_QUEUE_URL is set, else none).
+	ReadinessJobs lifecycle.ReadinessJobs
 	// Metrics receives the service's pauses, resumes, provider errors and
 	// pause lag (lifecycle.Config.Metrics; nil: none). The Lambda mains pass
 	// an internal/metrics Emitter writing EMF to stdout.
 	Metrics lifecycle.Metrics
+	// WebhookDispatcher runs outbound webhook jobs (the local stack's
+	// delivery.Local); nil: an SQS queue when SANDMAN_WEBHOOK_QUEUE_URL is
+	// set, else none (replays answer 503).
+	WebhookDispatcher delivery.Dispatcher
 }
 
 // ProviderParams is what a ProviderFactory builds a provider from: the
@@ -127,9 +138,32 @@ type App struct {
 	// SANDMAN_CLIENT_TOKEN_KEYS_SECRET nor SANDMAN_CLIENT_TOKEN_KEYS_FILE
 	// is set.
 	Tokens *clienttoken.Tokens
+	// Webhooks runs the account-facing webhook endpoint operations, over
+	// WebhookStore (the same table) and WebhookDispatcher.
+	Webhooks          *delivery.Service
+	WebhookStore      delivery.Store
+	WebhookDispatcher delivery.Dispatcher
 
 	closers []func(context.Context) error
 	keys    apigw.KeyStore // the store, behind a KeyCache unless turned off
+	clock   lifecycle.Clock
+}
+
+// WebhookGuard returns the target guard of outbound webhooks
+// (SANDMAN_WEBHOOK_ALLOW_PRIVATE_TARGETS).
+func (a *App) WebhookGuard() delivery.Guard {
+	return delivery.Guard{AllowPrivate: a.Config.WebhookAllowPrivate}
+}
+
+// WebhookEngine returns the delivery engine over the App's webhook store,
+// dispatching through d (nil: a.WebhookDispatcher), with the configured
+// schedule and guard; onExhausted may be nil.
+func (a *App) WebhookEngine(d delivery.Dispatcher, onExhausted func(context.Context, *delivery.Delivery) error) (*delivery.Engine, error) {
+	if d == nil {
+		d = a.WebhookDispatcher
+	}
+	return delivery.NewEngine(delivery.Config{Store: a.WebhookStore, Dispatcher: d, Guard: a.WebhookGuard(), Clock: a.clock,
+		Schedule: a.Config.WebhookSchedule, OnExhausted: onExhausted, Log: a.Log})
 }
 
 // Load reads the Config from the process environment and builds the App
@@ -201,18 +235,24 @@ func New(ctx context.Context, cfg Config, needs Needs, deps Deps) (*App, error) 
 	if err := a.buildProviders(cfg, needs, deps, keys, clock); err != nil {
 		return nil, err
 	}
-	timers := deps.Timers
-	if timers == nil && cfg.TimerQueueURL != "" {
-		c, err := src.aws()
-		if err != nil {
-			return nil, err
-		}
-		timers = sqstimer.New(sqs.NewFromConfig(c), cfg.TimerQueueURL, clock)
+	timers, jobs, err := queues(src, cfg, deps, clock)
+	if err != nil {
+		return nil, err
 	}
 	a.Service = lifecycle.NewService(lifecycle.Config{Store: a.Store, Provider: a.Provider, Providers: a.Providers[1:], Clock: clock,
 		Policy: cfg.Policy, Log: a.Log, ProbeTimeout: cfg.ProbeTimeout, CallTimeout: cfg.ProviderCallTimeout, Deployment: cfg.Deployment,
 		Timers: timers, TimerHorizon: deps.TimerHorizon, MaxRunning: cfg.MaxRunning, Metrics: deps.Metrics,
-		Prices: cfg.Prices})
+		Prices: cfg.Prices, TemplateApps: cfg.TemplateApps, ReadinessJobs: jobs})
+	a.WebhookStore, a.WebhookDispatcher = dynamostore.New(ddb, cfg.Table), deps.WebhookDispatcher
+	if a.WebhookDispatcher == nil && cfg.WebhookQueueURL != "" {
+		c, err := src.aws()
+		if err != nil {
+			return nil, err
+		}
+		a.WebhookDispatcher = sqsqueue.New(sqs.NewFromConfig(c), cfg.WebhookQueueURL, clock)
+	}
+	a.Webhooks = delivery.NewService(a.WebhookStore, a.WebhookGuard(), a.WebhookDispatcher, clock)
+	a.clock = clock
 	a.keys = a.Store
 	if cfg.APIKeyCacheTTL >= 0 {
 		a.keys = apigw.NewKeyCache(a.Store, cfg.APIKeyCacheTTL, clock)
@@ -343,6 +383,27 @@ func (a *App) buildProviders(cfg Config, needs Needs, deps Deps, keys map[string
 	return nil
 }
 
+// queues returns the service's pause timers and readiness jobs: deps' when
+// given, else SQS queues when their URLs are configured, else nil (none).
+func queues(src *secretSource, cfg Config, deps Deps, clock lifecycle.Clock) (lifecycle.Timers, lifecycle.ReadinessJobs, error) {
+	timers, jobs := deps.Timers, deps.ReadinessJobs
+	if timers == nil && cfg.TimerQueueURL != "" {
+		c, err := src.aws()
+		if err != nil {
+			return nil, nil, err
+		}
+		timers = sqstimer.New(sqs.NewFromConfig(c), cfg.TimerQueueURL, clock)
+	}
+	if jobs == nil && cfg.ReadinessQueueURL != "" {
+		c, err := src.aws()
+		if err != nil {
+			return nil, nil, err
+		}
+		jobs = sqsjobs.New(sqs.NewFromConfig(c), cfg.ReadinessQueueURL)
+	}
+	return timers, jobs, nil
+}
+
 // newProvider builds the provider named name with its factory.
 func (a *App) newProvider(cfg Config, name string, factories map[string]ProviderFactory, apiKey string, clock lifecycle.Clock) (lifecycle.Provider, error) {
 	build, ok := factories[name]
@@ -363,7 +424,7 @@ func (a *App) newProvider(cfg Config, name string, factories map[string]Provider
 // over the App's service and store, with the configured CORS origin.
 func (a *App) HTTPHandler(function string) (*apigw.Handler, error) {
 	return apigw.New(apigw.Config{Function: function, Service: a.Service, Keys: a.keys, AllowOrigin: a.Config.CORSOrigin, Log: a.Log,
-		Tokens: a.Tokens, WSURL: a.Config.WSURL})
+		Tokens: a.Tokens, WSURL: a.Config.WSURL, Webhooks: a.Webhooks})
 }
 
 // loadTokens builds a.Tokens from the key set the configuration names: a

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sandmanhq/sandman/internal/delivery"
 	"github.com/sandmanhq/sandman/internal/envnames"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 )
@@ -26,6 +27,9 @@ const (
 	EnvE2BBaseURL           = envnames.E2BBaseURL
 	EnvE2BDomain            = envnames.E2BDomain
 	EnvLocalDir             = envnames.LocalDir
+	EnvTemplateApps         = envnames.TemplateApps
+	EnvLocalKeepProcesses   = envnames.LocalKeepProcesses
+	EnvReadinessQueueURL    = envnames.ReadinessQueueURL
 	EnvLocalWebhookURL      = envnames.LocalWebhookURL
 	EnvEventBus             = envnames.EventBus
 	EnvEventsFile           = envnames.EventsFile
@@ -72,6 +76,11 @@ const (
 	EnvClientTokenKeysFile   = envnames.ClientTokenKeysFile
 	EnvWSURL                 = envnames.WSURL
 	EnvWSManagementURL       = envnames.WSManagementURL
+
+	EnvWebhookRetrySchedule       = envnames.WebhookRetrySchedule
+	EnvWebhookAllowPrivateTargets = envnames.WebhookAllowPrivateTargets
+	EnvWebhookQueueURL            = envnames.WebhookQueueURL
+	EnvWebhookDLQURL              = envnames.WebhookDLQURL
 )
 
 // The provider names EnvProvider and EnvProviders accept (docs/DESIGN.md
@@ -164,6 +173,16 @@ type Config struct {
 	// Prices is lifecycle.Config.Prices (SANDMAN_PRICES): US dollars per
 	// hour by provider, for usage estimates; nil: lifecycle.DefaultPrices.
 	Prices map[string]lifecycle.Price
+	// TemplateApps is lifecycle.Config.TemplateApps (SANDMAN_TEMPLATE_APPS):
+	// default app specs by template; nil: none.
+	TemplateApps map[string]*lifecycle.AppSpec
+	// LocalDropProcesses is the local provider's DropProcesses
+	// (SANDMAN_LOCAL_KEEP_PROCESSES=false).
+	LocalDropProcesses bool
+	// ReadinessQueueURL is the SQS queue of readiness jobs
+	// (internal/readiness/sqsjobs); "" queues none unless
+	// Deps.ReadinessJobs is given.
+	ReadinessQueueURL string
 
 	// ClientTokenKeysSecret and ClientTokenKeysFile: at most one is set
 	// (Secrets Manager secret name in AWS, generated file locally); with
@@ -174,6 +193,16 @@ type Config struct {
 	// WSManagementURL is the API Gateway Management API endpoint of the
 	// WebSocket stage (internal/channel/apigwmgmt); "" locally.
 	WSManagementURL string
+
+	// Outbound webhooks (docs/WEBHOOKS.md): the retry schedule
+	// (delivery.ParseSchedule; default delivery.DefaultSchedule), whether
+	// private and http targets are allowed (local use only), the SQS queue
+	// of delivery jobs ("" locally: Deps.WebhookDispatcher runs them) and
+	// the dead-letter queue of exhausted deliveries.
+	WebhookSchedule     []time.Duration
+	WebhookAllowPrivate bool
+	WebhookQueueURL     string
+	WebhookDLQURL       string
 }
 
 // ConfigFromEnv reads the Config from getenv (os.Getenv in production).
@@ -219,6 +248,19 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	}
 	c.ClientTokenKeysSecret, c.ClientTokenKeysFile, c.WSURL = get(EnvClientTokenKeysSecret), get(EnvClientTokenKeysFile), get(EnvWSURL)
 	c.WSManagementURL = get(EnvWSManagementURL)
+	c.WebhookQueueURL, c.WebhookDLQURL = get(EnvWebhookQueueURL), get(EnvWebhookDLQURL)
+	sched, err := delivery.ParseSchedule(get(EnvWebhookRetrySchedule))
+	if err != nil {
+		return Config{}, fmt.Errorf("%s: %w", EnvWebhookRetrySchedule, err)
+	}
+	c.WebhookSchedule = sched
+	switch v := strings.ToLower(get(EnvWebhookAllowPrivateTargets)); v {
+	case "", "false", "0":
+	case "true", "1":
+		c.WebhookAllowPrivate = true
+	default:
+		return Config{}, fmt.Errorf("%s=%q: want true or false", EnvWebhookAllowPrivateTargets, v)
+	}
 	if c.Table == "" {
 		return Config{}, fmt.Errorf("%s is required: the name of the sessions table", EnvTable)
 	}
@@ -254,6 +296,21 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 			}
 		}
 	}
+	if v := get(EnvTemplateApps); v != "" {
+		apps, err := parseTemplateApps(v)
+		if err != nil {
+			return Config{}, err
+		}
+		c.TemplateApps = apps
+	}
+	switch v := strings.ToLower(get(EnvLocalKeepProcesses)); v {
+	case "", "true", "1":
+	case "false", "0":
+		c.LocalDropProcesses = true
+	default:
+		return Config{}, fmt.Errorf("%s=%q: want true or false", EnvLocalKeepProcesses, v)
+	}
+	c.ReadinessQueueURL = get(EnvReadinessQueueURL)
 	if c.Provider == "" {
 		c.Provider = ProviderE2B
 	}
@@ -335,6 +392,38 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 			EnvIdleTimeout, p.DefaultIdleTimeout, EnvMinIdleTimeout, p.MinIdleTimeout, EnvMaxIdleTimeout, p.MaxIdleTimeout)
 	}
 	return c, nil
+}
+
+// templateAppJSON is one template's default app spec in
+// SANDMAN_TEMPLATE_APPS: the fields of POST /v1/sessions' "app".
+type templateAppJSON struct {
+	Port                *int              `json:"port"`
+	StartCommand        *string           `json:"start_command"`
+	Cwd                 *string           `json:"cwd"`
+	Env                 map[string]string `json:"env"`
+	ReadyPath           *string           `json:"ready_path"`
+	ReadyTimeoutSeconds *int64            `json:"ready_timeout_seconds"`
+}
+
+// parseTemplateApps reads SANDMAN_TEMPLATE_APPS. Errors: not a JSON
+// object of app specs, or a spec the API would refuse (named).
+func parseTemplateApps(v string) (map[string]*lifecycle.AppSpec, error) {
+	var raw map[string]templateAppJSON
+	dec := json.NewDecoder(strings.NewReader(v))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&raw); err != nil {
+		return nil, fmt.Errorf(`%s: want a JSON object such as {"node":{"port":3000,"start_command":"npm run dev"}}: %w`, EnvTemplateApps, err)
+	}
+	apps := make(map[string]*lifecycle.AppSpec, len(raw))
+	for tmpl, a := range raw {
+		spec, err := lifecycle.ResolveApp(nil, &lifecycle.AppInput{Port: a.Port, StartCommand: a.StartCommand, Cwd: a.Cwd,
+			Env: a.Env, ReadyPath: a.ReadyPath, ReadyTimeoutSeconds: a.ReadyTimeoutSeconds})
+		if err != nil {
+			return nil, fmt.Errorf("%s: template %q: %w", EnvTemplateApps, tmpl, err)
+		}
+		apps[tmpl] = spec
+	}
+	return apps, nil
 }
 
 // Enabled reports whether provider is one of c.Providers.

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/sandmanhq/sandman/internal/openapi/api"
 )
 
 // Exit statuses of `sandman sessions` (docs/API.md "The CLI"). An error answer
@@ -411,8 +413,19 @@ func sessionTable(w io.Writer, s Session) {
 		{"last_activity_at", orDash(s.LastActivityAt)}, {"running_since", orDash(s.RunningSince)},
 		{"paused_at", orDash(s.PausedAt)}, {"sandbox_expires_at", orDash(s.SandboxExpiresAt)},
 		{"created_at", orDash(s.CreatedAt)}, {"updated_at", orDash(s.UpdatedAt)},
-		{"version", fmt.Sprint(s.Version)}, {"metadata", orDash(&m)},
+		{"version", fmt.Sprint(s.Version)}, {"metadata", orDash(&m)}, {"app", appSummary(s.App)},
+		{"readiness", orDash(s.Readiness)}, {"readiness_detail", orDash(s.ReadinessDetail)}, {"ready_at", orDash(s.ReadyAt)},
 	})
+}
+
+// appSummary is one line for a session's app spec: the start command, the
+// port and ready path, "-" without an app.
+func appSummary(a *api.App) string {
+	if a == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%q on port %d, ready at %s within %s", a.StartCommand, a.Port, a.ReadyPath,
+		time.Duration(a.ReadyTimeoutSeconds)*time.Second)
 }
 
 func statusTable(w io.Writer, s Status) {

@@ -49,6 +49,29 @@ type Session struct {
 	// the last visible client left): docs/DESIGN.md "Client channel".
 	AwayTimeoutSeconds int64   `json:"away_timeout_seconds"`
 	AwayDeadline       *string `json:"away_deadline"`
+	// App is the session's app spec (null: none); the readiness fields:
+	// docs/READINESS.md.
+	App *App `json:"app"`
+	AppReadiness
+}
+
+// App is an app spec as the API shows and takes it (docs/READINESS.md).
+type App struct {
+	Port                int               `json:"port"`
+	StartCommand        string            `json:"start_command"`
+	Cwd                 string            `json:"cwd"`
+	Env                 map[string]string `json:"env"`
+	ReadyPath           string            `json:"ready_path"`
+	ReadyTimeoutSeconds int64             `json:"ready_timeout_seconds"`
+}
+
+// AppReadiness is the readiness of a session's app as every body that shows
+// a session carries it (docs/READINESS.md "Readiness"): readiness is
+// "starting", "ready" or "failed", null without an app or when not running.
+type AppReadiness struct {
+	Readiness       *string `json:"readiness"`
+	ReadinessDetail *string `json:"readiness_detail"`
+	ReadyAt         *string `json:"ready_at"`
 }
 
 // SessionList is one page of GET /v1/sessions; next_cursor is null on the
@@ -77,6 +100,7 @@ type Status struct {
 	HasSnapshot   bool     `json:"has_snapshot"`
 	PreviewURL    *string  `json:"preview_url"`
 	Lifecycle     Envelope `json:"lifecycle"`
+	AppReadiness
 }
 
 // ResumeResult answers POST /v1/sessions/{id}/resume.
@@ -102,6 +126,7 @@ type ReconnectResult struct {
 	ExpiresAt  *string  `json:"expires_at"`
 	PreviewURL *string  `json:"preview_url"`
 	Lifecycle  Envelope `json:"lifecycle"`
+	AppReadiness
 }
 
 // Error is the error envelope every failure answers with:
