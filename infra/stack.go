@@ -248,6 +248,9 @@ func CheckFunctionsDir(dir string) error {
 func NewSandmanStack(scope constructs.Construct, id string, props *SandmanStackProps) awscdk.Stack {
 	p := props.withDefaults()
 	stack := awscdk.NewStack(scope, jsii.String(id), &p.StackProps)
+	if err := checkLease(p.ProviderSettings); err != nil {
+		awscdk.Annotations_Of(stack).AddError(jsii.String(err.Error()))
+	}
 
 	table := newTable(stack, p)
 	bus := awsevents.NewEventBus(stack, jsii.String("EventBus"), &awsevents.EventBusProps{

@@ -9,14 +9,12 @@ package main
 
 import (
 	"context"
-	"log/slog"
-	"os"
 
-	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/sandmanhq/sandman/internal/app"
+	"github.com/sandmanhq/sandman/internal/app/lambdamain"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/metrics"
 	"github.com/sandmanhq/sandman/internal/provider"
@@ -25,21 +23,16 @@ import (
 )
 
 func main() {
-	ctx := context.Background()
-	m := metrics.New(metrics.Config{Writer: os.Stdout, Function: routes.Readiness})
-	a, err := app.Load(ctx, app.Needs{Provider: true}, app.Deps{Providers: provider.Lambda(), Metrics: m})
-	if err != nil {
-		slog.Error("cold start failed", "function", routes.Readiness, "err", err)
-		os.Exit(1)
-	}
-	var requeue lifecycle.ReadinessJobs // nil without a queue
-	if url := a.Config.ReadinessQueueURL; url != "" {
-		c, err := config.LoadDefaultConfig(ctx)
-		if err != nil {
-			slog.Error("cold start failed", "function", routes.Readiness, "err", err)
-			os.Exit(1)
-		}
-		requeue = sqsjobs.New(sqs.NewFromConfig(c), url)
-	}
-	lambda.Start(metrics.Handler(m, sqsjobs.NewHandler(a.Service, requeue, a.Log).Handle))
+	lambdamain.Start(lambdamain.Function{Name: routes.Readiness, Needs: app.Needs{Provider: true}, Providers: provider.Lambda()},
+		func(ctx context.Context, a *app.App, m *metrics.Emitter) (any, error) {
+			var requeue lifecycle.ReadinessJobs // nil without a queue
+			if url := a.Config.ReadinessQueueURL; url != "" {
+				c, err := config.LoadDefaultConfig(ctx)
+				if err != nil {
+					return nil, err
+				}
+				requeue = sqsjobs.New(sqs.NewFromConfig(c), url)
+			}
+			return metrics.Handler(m, sqsjobs.NewHandler(a.Service, requeue, a.Log).Handle), nil
+		})
 }

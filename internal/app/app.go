@@ -31,6 +31,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -137,11 +138,18 @@ type App struct {
 
 // Load reads the Config from the process environment and builds the App
 // from it and what the main composes (New). Call it once, in main, before
-// lambda.Start.
+// lambda.Start. Errors: ConfigFromEnv's, a provider outside LambdaProviders
+// (the fake and the local provider run only in the local stack), New's.
 func Load(ctx context.Context, needs Needs, deps Deps) (*App, error) {
 	cfg, err := ConfigFromEnv(os.Getenv)
 	if err != nil {
 		return nil, err
+	}
+	for _, name := range cfg.Providers {
+		if !slices.Contains(LambdaProviders, name) {
+			return nil, fmt.Errorf("%s/%s name %q, which a deployed function cannot run: want some of %s (the %s and %s providers run only in the local stack)",
+				EnvProvider, EnvProviders, name, strings.Join(LambdaProviders, ", "), ProviderFake, ProviderLocal)
+		}
 	}
 	return New(ctx, cfg, needs, deps)
 }

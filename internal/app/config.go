@@ -87,6 +87,13 @@ const (
 	ProviderFake    = "fake"
 )
 
+// LambdaProviders are the providers a deployed function may be configured
+// with; Load refuses the others. The local provider's sandboxes are
+// processes of the local stack and the fake's live in one process's memory,
+// so neither can serve a deployment (docs/DESIGN.md "Providers"), and the
+// Lambda functions do not link them (internal/provider.Lambda).
+var LambdaProviders = []string{ProviderE2B, ProviderDaytona, ProviderVercel}
+
 // knownProviders lists the names EnvProvider and EnvProviders accept.
 var knownProviders = []string{ProviderE2B, ProviderDaytona, ProviderVercel, ProviderLocal, ProviderFake}
 
@@ -184,8 +191,9 @@ type Config struct {
 
 // ConfigFromEnv reads the Config from getenv (os.Getenv in production).
 // Errors: a missing table, an unknown provider, a value and a secret name
-// both set for one secret, or an unparsable or out-of-range value; each
-// names its variable.
+// both set for one secret, an unparsable or out-of-range value, or a lease
+// shorter than lifecycle.MinLeaseDuration (docs/DESIGN.md "Session
+// states"); each names its variable.
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	get := func(name string) string { return strings.TrimSpace(getenv(name)) }
 	c := Config{
@@ -345,6 +353,10 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 			return Config{}, fmt.Errorf("%s=%q: want a positive duration such as 90s or 10m", o.name, v)
 		}
 		*o.dst = d
+	}
+	if least := lifecycle.MinLeaseDuration(c.ProviderCallTimeout); p.LeaseDuration < least {
+		return Config{}, fmt.Errorf("%s=%v is shorter than the longest operation holding a lease (%v: a %v request or a %s provider call and its settle write, plus %v): the sweep would reconcile operations still in flight; set at least %v",
+			EnvLeaseDuration, p.LeaseDuration, least, lifecycle.MaxRequestDuration, EnvProviderCallTimeout, lifecycle.LeaseMargin, least)
 	}
 	if p.MinIdleTimeout > p.MaxIdleTimeout || p.DefaultIdleTimeout < p.MinIdleTimeout || p.DefaultIdleTimeout > p.MaxIdleTimeout {
 		return Config{}, fmt.Errorf("%s (%v) must lie between %s (%v) and %s (%v)",

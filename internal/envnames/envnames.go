@@ -4,7 +4,10 @@
 // variables by these names and the readers (internal/app, internal/sweep,
 // internal/localstack) read them by these names, so the two cannot drift;
 // internal/app's tests tie them (every name here is read, every variable the
-// stack sets is one of them). Standard library only: the CDK app imports it.
+// stack sets is one of them). docs/CONFIGURATION.md documents each one,
+// with its default and who reads it; this package's docs_test.go fails when
+// a name the code reads is missing there. Standard library only: the CDK app
+// imports it.
 package envnames
 
 // The functions' configuration (internal/app.ConfigFromEnv). Durations are
