@@ -9,6 +9,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -29,7 +30,7 @@ func main() {
 			if url := a.Config.ReadinessQueueURL; url != "" {
 				c, err := config.LoadDefaultConfig(ctx)
 				if err != nil {
-					return nil, err
+					return nil, fmt.Errorf("load aws config: %w", err)
 				}
 				requeue = sqsjobs.New(sqs.NewFromConfig(c), url)
 			}

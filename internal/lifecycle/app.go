@@ -34,15 +34,15 @@ type AppSpec struct {
 
 // App spec bounds (ours: enough for a dev server, small enough for an item).
 const (
-	MaxStartCommandLen  = 4096
-	MaxAppCwdLen        = 1024
-	MaxAppEnvKeys       = 64
-	MaxAppEnvValueLen   = 4096
-	MaxReadyPathLen     = 1024
+	MaxStartCommandLen = 4096
+	MaxAppCwdLen       = 1024
+	MaxAppEnvKeys      = 64
+	MaxAppEnvValueLen  = 4096
+	MaxReadyPathLen    = 1024
 	// MaxAppSpecBytes bounds the whole spec (command, cwd, ready path, env
 	// names and values together): it is stored on the session item, which
 	// every heartbeat rewrites, so it is kept to a few write units.
-	MaxAppSpecBytes = 8192
+	MaxAppSpecBytes     = 8192
 	DefaultReadyTimeout = 120 * time.Second
 	MaxReadyTimeout     = 30 * time.Minute
 )
