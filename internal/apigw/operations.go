@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"time"
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/openapi"
@@ -32,6 +33,10 @@ func (h *Handler) status(ctx context.Context, r *request) (response, error) {
 	}}, nil
 }
 
+// waitReadyMargin is what resume?wait=ready leaves of the request's budget
+// for writing its answer.
+const waitReadyMargin = time.Second
+
 // resume serves POST /v1/sessions/{id}/resume: 200 with the running session
 // and its preview URL (fresh after a resume, the current one when it was
 // running already).
@@ -54,8 +59,16 @@ func (h *Handler) resume(ctx context.Context, r *request) (response, error) {
 	if wait == "ready" {
 		// Hold until the app answers or the bound (docs/READINESS.md
 		// "Waiting"); the answer is the session whatever its readiness.
-		if waited, werr := h.svc.WaitReady(ctx, r.accountID, id, lifecycle.MaxWaitReady); werr == nil {
-			sess = waited
+		// Within the request's own budget, so the answer always leaves in
+		// time (a Lambda past its timeout answers nothing).
+		bound := lifecycle.MaxWaitReady
+		if d, ok := ctx.Deadline(); ok {
+			bound = min(bound, time.Until(d)-waitReadyMargin)
+		}
+		if bound > 0 {
+			if waited, werr := h.svc.WaitReady(ctx, r.accountID, id, bound); werr == nil {
+				sess = waited
+			}
 		}
 	}
 	return response{status: http.StatusOK, body: api.ResumeResult{
