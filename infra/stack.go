@@ -151,6 +151,11 @@ type SandmanStackProps struct {
 	// (the 5-minute sweep is separate). Lambda accepts 2 to 1000. Default
 	// DefaultPauserConcurrency.
 	PauserConcurrency float64
+	// ReadinessConcurrency is the readiness queue event source's maximum
+	// concurrency: at most this many readiness jobs run at once (each
+	// starts one command and probes one preview). Lambda accepts 2 to
+	// 1000. Default DefaultReadinessConcurrency.
+	ReadinessConcurrency float64
 }
 
 // DefaultPauserConcurrency is SandmanStackProps.PauserConcurrency's
@@ -204,6 +209,9 @@ func (p *SandmanStackProps) withDefaults() SandmanStackProps {
 	if out.PauserConcurrency == 0 {
 		out.PauserConcurrency = DefaultPauserConcurrency
 	}
+	if out.ReadinessConcurrency == 0 {
+		out.ReadinessConcurrency = DefaultReadinessConcurrency
+	}
 	return out
 }
 
@@ -240,6 +248,9 @@ func CheckFunctionsDir(dir string) error {
 func NewSandmanStack(scope constructs.Construct, id string, props *SandmanStackProps) awscdk.Stack {
 	p := props.withDefaults()
 	stack := awscdk.NewStack(scope, jsii.String(id), &p.StackProps)
+	if err := checkLease(p.ProviderSettings); err != nil {
+		awscdk.Annotations_Of(stack).AddError(jsii.String(err.Error()))
+	}
 
 	table := newTable(stack, p)
 	bus := awsevents.NewEventBus(stack, jsii.String("EventBus"), &awsevents.EventBusProps{
@@ -247,6 +258,7 @@ func NewSandmanStack(scope constructs.Construct, id string, props *SandmanStackP
 	})
 	secrets := newProviderSecrets(stack, p)
 	timerQueue, timerDLQ := newTimerQueue(stack)
+	readinessQueue, readinessDLQ := newReadinessQueue(stack)
 
 	functions := make(map[string]awslambda.Function, len(functionSpecs))
 	for _, spec := range functionSpecs {
@@ -254,6 +266,9 @@ func NewSandmanStack(scope constructs.Construct, id string, props *SandmanStackP
 		grant(spec, fn, table, bus, secrets)
 		if slices.Contains(timerArmers, spec.name) {
 			grantArmTimers(fn, timerQueue)
+		}
+		if slices.Contains(readinessArmers, spec.name) {
+			grantReadinessJobs(fn, readinessQueue)
 		}
 		functions[spec.name] = fn
 	}
@@ -268,6 +283,7 @@ func NewSandmanStack(scope constructs.Construct, id string, props *SandmanStackP
 	newAlarms(stack, functions, dlq)
 	newOutbox(stack, functions[routes.Publisher], table)
 	newTimers(stack, functions[routes.Pauser], timerQueue, timerDLQ, p)
+	newReadiness(stack, functions[routes.Readiness], readinessQueue, readinessDLQ, p)
 	wsStage := newClientChannel(stack, p, functions, bus)
 	newWebhooks(stack, functions, bus)
 	newErrorLogFilters(stack, functions)
@@ -467,6 +483,13 @@ var functionSpecs = []functionSpec{
 		// idlepause's) or a re-armed timer; no index, no delete. The
 		// queue's consume actions come from its event source mapping.
 		table: tableAccess{actions: []string{actionGetItem, actionPutItem, "dynamodb:UpdateItem"}}},
+	{name: routes.Readiness, description: "Sandman readiness jobs (readiness queue: start the app, probe its preview)",
+		timeout: readinessTimeout, memoryMB: 256, providerKey: true,
+		// BringUp: the session (GetItem) and the conditional readiness
+		// write (PutItem; UpdateItem for the running-slot counter's
+		// transaction, like the pauser's). The queue's consume actions
+		// come from its event source mapping.
+		table: tableAccess{actions: []string{actionGetItem, actionPutItem, actionUpdateItem}}},
 	// channel: 29 s like the API functions ($default's resume calls the
 	// provider; API Gateway's WebSocket integration timeout is 29 s too).
 	{name: routes.Channel, description: "Sandman client channel: WebSocket $connect, $disconnect, $default",

@@ -4,7 +4,10 @@
 // variables by these names and the readers (internal/app, internal/sweep,
 // internal/localstack) read them by these names, so the two cannot drift;
 // internal/app's tests tie them (every name here is read, every variable the
-// stack sets is one of them). Standard library only: the CDK app imports it.
+// stack sets is one of them). docs/CONFIGURATION.md documents each one,
+// with its default and who reads it; this package's docs_test.go fails when
+// a name the code reads is missing there. Standard library only: the CDK app
+// imports it.
 package envnames
 
 // The functions' configuration (internal/app.ConfigFromEnv). Durations are
@@ -75,6 +78,18 @@ const (
 	// dollars per hour (lifecycle.Config.Prices, over
 	// lifecycle.DefaultPrices).
 	Prices = "SANDMAN_PRICES"
+	// TemplateApps gives templates a default app spec, a JSON object
+	// {"<template>":{"port":3000,"start_command":"npm run dev",…}} with the
+	// fields of POST /v1/sessions' "app" (docs/READINESS.md).
+	TemplateApps = "SANDMAN_TEMPLATE_APPS"
+	// LocalKeepProcesses: "false" makes the local provider's pause kill
+	// the sandbox's app processes and its resume start from the folder
+	// only, like Vercel Sandbox (docs/READINESS.md). Default true.
+	LocalKeepProcesses = "SANDMAN_LOCAL_KEEP_PROCESSES"
+	// ReadinessQueueURL is the SQS queue readiness jobs are sent to
+	// (internal/readiness/sqsjobs); set by the stack on the functions that
+	// create or resume sessions. Unset: no readiness jobs in AWS.
+	ReadinessQueueURL = "SANDMAN_READINESS_QUEUE_URL"
 	// ClientTokenKeysSecret names the Secrets Manager secret holding the
 	// client-token key set (internal/channel/clienttoken JSON); set by the stack for
 	// the functions that mint or verify client tokens.
@@ -157,7 +172,7 @@ var (
 		VercelBaseURL, VercelTeamID, VercelProjectID, VercelMaxSessionTimeout, VercelToken, VercelTokenSecret, LocalWebhookURL, EventBus, EventsFile, CORSOrigin, LogLevel,
 		IdleTimeout, MinIdleTimeout, MaxIdleTimeout, MaxLifetimeLimit, ActivityGranularity, ProviderGrace,
 		MaxProviderTimeout, LeaseDuration, Deployment, APIKeyCacheTTL, ProbeTimeout, ProviderCallTimeout,
-		MaxRunning, Prices,
+		MaxRunning, Prices, TemplateApps, LocalKeepProcesses, ReadinessQueueURL,
 		ClientTokenKeysSecret, ClientTokenKeysFile, WSURL, WSManagementURL,
 		SweepConcurrency, SweepRate, SweepBurst, SweepPageSize, SweepDeadlineMargin, SweepReconcileSample, SweepDormancyAge,
 		TimerQueueURL,

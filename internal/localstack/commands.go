@@ -26,6 +26,7 @@ import (
 	"github.com/sandmanhq/sandman/internal/outbox"
 	"github.com/sandmanhq/sandman/internal/outbox/jsonl"
 	"github.com/sandmanhq/sandman/internal/provider/local"
+	"github.com/sandmanhq/sandman/internal/readiness/sqsjobs"
 	"github.com/sandmanhq/sandman/internal/routes"
 	"github.com/sandmanhq/sandman/internal/sweep"
 	"github.com/sandmanhq/sandman/internal/timer/sqstimer"
@@ -234,6 +235,14 @@ func InvokeCommand(ctx context.Context, args []string, w io.Writer) error {
 			return fmt.Errorf("decode SQS event %s: %w", *eventFile, err)
 		}
 		if resp, err = sqstimer.NewHandler(a.Service, a.Log).Handle(ctx, ev); err != nil {
+			return err
+		}
+	case routes.Readiness:
+		var ev events.SQSEvent
+		if err := json.Unmarshal(raw, &ev); err != nil {
+			return fmt.Errorf("decode SQS event %s: %w", *eventFile, err)
+		}
+		if resp, err = sqsjobs.NewHandler(a.Service, nil, a.Log).Handle(ctx, ev); err != nil {
 			return err
 		}
 	case routes.IdlePause:

@@ -32,6 +32,7 @@ import (
 	"github.com/sandmanhq/sandman/internal/outbox/jsonl"
 	"github.com/sandmanhq/sandman/internal/provider"
 	"github.com/sandmanhq/sandman/internal/provider/local"
+	"github.com/sandmanhq/sandman/internal/readiness"
 	"github.com/sandmanhq/sandman/internal/routes"
 	"github.com/sandmanhq/sandman/internal/sweep"
 	"github.com/sandmanhq/sandman/internal/timer/localtimer"
@@ -154,6 +155,10 @@ func Run(ctx context.Context, opts Config) error {
 	// Outbound webhooks run in process, one lane per endpoint.
 	hooks := delivery.NewLocal(delivery.LocalConfig{Log: opts.Log})
 	deps.WebhookDispatcher = hooks
+	// Readiness jobs (docs/READINESS.md "Where it runs"): an in-process
+	// worker behind the interface the SQS queue implements in AWS.
+	jobs := readiness.New(readiness.Config{Log: opts.Log})
+	deps.ReadinessJobs = jobs
 	if getenv(app.EnvProvider) == ProviderE2BFake {
 		log := opts.Log
 		if log == nil {
@@ -247,6 +252,8 @@ func Run(ctx context.Context, opts Config) error {
 		return err
 	})
 	defer func() { cancel(); timers.Close() }()
+	jobs.Start(ctx, a.Service.BringUp)
+	defer func() { cancel(); jobs.Close() }()
 	var wg sync.WaitGroup
 	if lp, ok := a.Provider.(*local.Provider); ok {
 		wg.Add(1)

@@ -19,6 +19,10 @@ const (
 	// Pauser is fed by the timer queue (SQS); it fires pause timers
 	// (internal/timer/sqstimer, docs/DESIGN.md "Precise pausing").
 	Pauser = "pauser"
+	// Readiness is fed by the readiness queue (SQS); it brings a session's
+	// app up and records its readiness (internal/readiness/sqsjobs,
+	// docs/READINESS.md).
+	Readiness = "readiness"
 	// Channel serves the WebSocket API's $connect, $disconnect and
 	// $default (internal/channel, docs/DESIGN.md "Client channel").
 	Channel = "channel"
@@ -35,7 +39,7 @@ const (
 
 // Functions lists every Lambda function: HTTP, scheduled, stream, queue,
 // WebSocket and bus.
-var Functions = []string{Sessions, Status, Resume, Snapshot, Reconnect, Webhook, IdlePause, Publisher, Pauser, Channel, Notifier, Deliver}
+var Functions = []string{Sessions, Status, Resume, Snapshot, Reconnect, Webhook, IdlePause, Publisher, Pauser, Readiness, Channel, Notifier, Deliver}
 
 // Route is one API Gateway route: Key is the route key as API Gateway writes
 // it ("POST /v1/sessions/{id}/resume"), Function the Lambda that serves it.

@@ -65,6 +65,6 @@
 // at cold start, so a rotation first adds the new key as verifying, then,
 // once every instance has restarted, makes it the signing key
 // (docs/OPERATIONS.md "Rotating the client-token keys"). Locally
-// LoadOrCreateFile keeps the same JSON in the state folder (DefaultFileName, mode 0600), generating one random key on
-// first use.
+// LoadOrCreateFile keeps the same JSON in the state folder
+// (DefaultFileName, mode 0600), generating one random key on first use.
 package clienttoken
