@@ -222,6 +222,9 @@ func TestRoleTableActionsPinned(t *testing.T) {
 			tabledef.IndexByConnSession),
 		// the session and its connections; gone ones deleted; no session write.
 		routes.Notifier: with(onTable("dynamodb:GetItem", "dynamodb:DeleteItem"), tabledef.IndexByConnSession),
+		// an account's endpoints (Query on the table), a delivery and its
+		// endpoint (GetItem), conditional writes of both (PutItem).
+		routes.Deliver: onTable("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query"),
 		// the stream, granted by its event source mapping (ListStreams has
 		// no resource-level permission), and the usage transaction's
 		// UpdateItem and PutItem (internal/dynamo usage.go).

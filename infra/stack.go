@@ -285,6 +285,7 @@ func NewSandmanStack(scope constructs.Construct, id string, props *SandmanStackP
 	newTimers(stack, functions[routes.Pauser], timerQueue, timerDLQ, p)
 	newReadiness(stack, functions[routes.Readiness], readinessQueue, readinessDLQ, p)
 	wsStage := newClientChannel(stack, p, functions, bus)
+	newWebhooks(stack, functions, bus)
 	newErrorLogFilters(stack, functions)
 	dashboard := newDashboard(stack, functions) // after every alarm: it shows them all
 
@@ -505,6 +506,13 @@ var functionSpecs = []functionSpec{
 		// the session (GetItem), its connections (by_conn_session), gone
 		// ones deleted (DeleteItem); no session write.
 		table: tableAccess{actions: []string{actionGetItem, actionDeleteItem}, indexes: []string{tabledef.IndexByConnSession}}},
+	// deliver: 1 min (deliverTimeout in webhooks.go); no provider, no
+	// secret. An account's endpoints: Query on the table; a delivery and
+	// its endpoint: GetItem; deliveries created and updated, an endpoint's
+	// health: PutItem (conditional). No index, no delete.
+	{name: routes.Deliver, description: "Sandman outbound webhooks (lifecycle events to the accounts' endpoints)",
+		timeout: deliverTimeout, memoryMB: 256,
+		table: tableAccess{actions: []string{actionGetItem, actionPutItem, actionQuery}}},
 }
 
 // constructID returns the construct id prefix of a function's resources,

@@ -42,6 +42,9 @@ import (
 
 	"github.com/sandmanhq/sandman/internal/apigw"
 	"github.com/sandmanhq/sandman/internal/channel/clienttoken"
+	"github.com/sandmanhq/sandman/internal/delivery"
+	"github.com/sandmanhq/sandman/internal/delivery/dynamostore"
+	"github.com/sandmanhq/sandman/internal/delivery/sqsqueue"
 	"github.com/sandmanhq/sandman/internal/dynamo"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/readiness/sqsjobs"
@@ -93,6 +96,10 @@ type Deps struct {
 	// pause lag (lifecycle.Config.Metrics; nil: none). The Lambda mains pass
 	// an internal/metrics Emitter writing EMF to stdout.
 	Metrics lifecycle.Metrics
+	// WebhookDispatcher runs outbound webhook jobs (the local stack's
+	// delivery.Local); nil: an SQS queue when SANDMAN_WEBHOOK_QUEUE_URL is
+	// set, else none (replays answer 503).
+	WebhookDispatcher delivery.Dispatcher
 }
 
 // ProviderParams is what a ProviderFactory builds a provider from: the
@@ -131,9 +138,32 @@ type App struct {
 	// SANDMAN_CLIENT_TOKEN_KEYS_SECRET nor SANDMAN_CLIENT_TOKEN_KEYS_FILE
 	// is set.
 	Tokens *clienttoken.Tokens
+	// Webhooks runs the account-facing webhook endpoint operations, over
+	// WebhookStore (the same table) and WebhookDispatcher.
+	Webhooks          *delivery.Service
+	WebhookStore      delivery.Store
+	WebhookDispatcher delivery.Dispatcher
 
 	closers []func(context.Context) error
 	keys    apigw.KeyStore // the store, behind a KeyCache unless turned off
+	clock   lifecycle.Clock
+}
+
+// WebhookGuard returns the target guard of outbound webhooks
+// (SANDMAN_WEBHOOK_ALLOW_PRIVATE_TARGETS).
+func (a *App) WebhookGuard() delivery.Guard {
+	return delivery.Guard{AllowPrivate: a.Config.WebhookAllowPrivate}
+}
+
+// WebhookEngine returns the delivery engine over the App's webhook store,
+// dispatching through d (nil: a.WebhookDispatcher), with the configured
+// schedule and guard; onExhausted may be nil.
+func (a *App) WebhookEngine(d delivery.Dispatcher, onExhausted func(context.Context, *delivery.Delivery) error) (*delivery.Engine, error) {
+	if d == nil {
+		d = a.WebhookDispatcher
+	}
+	return delivery.NewEngine(delivery.Config{Store: a.WebhookStore, Dispatcher: d, Guard: a.WebhookGuard(), Clock: a.clock,
+		Schedule: a.Config.WebhookSchedule, OnExhausted: onExhausted, Log: a.Log})
 }
 
 // Load reads the Config from the process environment and builds the App
@@ -300,6 +330,16 @@ func New(ctx context.Context, cfg Config, needs Needs, deps Deps) (*App, error) 
 		Policy: cfg.Policy, Log: a.Log, ProbeTimeout: cfg.ProbeTimeout, CallTimeout: cfg.ProviderCallTimeout, Deployment: cfg.Deployment,
 		Timers: timers, TimerHorizon: deps.TimerHorizon, MaxRunning: cfg.MaxRunning, Metrics: deps.Metrics,
 		Prices: cfg.Prices, TemplateApps: cfg.TemplateApps, ReadinessJobs: jobs})
+	a.WebhookStore, a.WebhookDispatcher = dynamostore.New(ddb, cfg.Table), deps.WebhookDispatcher
+	if a.WebhookDispatcher == nil && cfg.WebhookQueueURL != "" {
+		c, err := loadAWS()
+		if err != nil {
+			return nil, err
+		}
+		a.WebhookDispatcher = sqsqueue.New(sqs.NewFromConfig(c), cfg.WebhookQueueURL, clock)
+	}
+	a.Webhooks = delivery.NewService(a.WebhookStore, a.WebhookGuard(), a.WebhookDispatcher, clock)
+	a.clock = clock
 	a.keys = a.Store
 	if cfg.APIKeyCacheTTL >= 0 {
 		a.keys = apigw.NewKeyCache(a.Store, cfg.APIKeyCacheTTL, clock)
@@ -328,7 +368,7 @@ func (a *App) newProvider(cfg Config, name string, factories map[string]Provider
 // over the App's service and store, with the configured CORS origin.
 func (a *App) HTTPHandler(function string) (*apigw.Handler, error) {
 	return apigw.New(apigw.Config{Function: function, Service: a.Service, Keys: a.keys, AllowOrigin: a.Config.CORSOrigin, Log: a.Log,
-		Tokens: a.Tokens, WSURL: a.Config.WSURL})
+		Tokens: a.Tokens, WSURL: a.Config.WSURL, Webhooks: a.Webhooks})
 }
 
 // loadTokens builds a.Tokens from the key set the configuration names: a

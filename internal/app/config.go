@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sandmanhq/sandman/internal/delivery"
 	"github.com/sandmanhq/sandman/internal/envnames"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 )
@@ -75,6 +76,11 @@ const (
 	EnvClientTokenKeysFile   = envnames.ClientTokenKeysFile
 	EnvWSURL                 = envnames.WSURL
 	EnvWSManagementURL       = envnames.WSManagementURL
+
+	EnvWebhookRetrySchedule       = envnames.WebhookRetrySchedule
+	EnvWebhookAllowPrivateTargets = envnames.WebhookAllowPrivateTargets
+	EnvWebhookQueueURL            = envnames.WebhookQueueURL
+	EnvWebhookDLQURL              = envnames.WebhookDLQURL
 )
 
 // The provider names EnvProvider and EnvProviders accept (docs/DESIGN.md
@@ -187,6 +193,16 @@ type Config struct {
 	// WSManagementURL is the API Gateway Management API endpoint of the
 	// WebSocket stage (internal/channel/apigwmgmt); "" locally.
 	WSManagementURL string
+
+	// Outbound webhooks (docs/WEBHOOKS.md): the retry schedule
+	// (delivery.ParseSchedule; default delivery.DefaultSchedule), whether
+	// private and http targets are allowed (local use only), the SQS queue
+	// of delivery jobs ("" locally: Deps.WebhookDispatcher runs them) and
+	// the dead-letter queue of exhausted deliveries.
+	WebhookSchedule     []time.Duration
+	WebhookAllowPrivate bool
+	WebhookQueueURL     string
+	WebhookDLQURL       string
 }
 
 // ConfigFromEnv reads the Config from getenv (os.Getenv in production).
@@ -232,6 +248,19 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	}
 	c.ClientTokenKeysSecret, c.ClientTokenKeysFile, c.WSURL = get(EnvClientTokenKeysSecret), get(EnvClientTokenKeysFile), get(EnvWSURL)
 	c.WSManagementURL = get(EnvWSManagementURL)
+	c.WebhookQueueURL, c.WebhookDLQURL = get(EnvWebhookQueueURL), get(EnvWebhookDLQURL)
+	sched, err := delivery.ParseSchedule(get(EnvWebhookRetrySchedule))
+	if err != nil {
+		return Config{}, fmt.Errorf("%s: %w", EnvWebhookRetrySchedule, err)
+	}
+	c.WebhookSchedule = sched
+	switch v := strings.ToLower(get(EnvWebhookAllowPrivateTargets)); v {
+	case "", "false", "0":
+	case "true", "1":
+		c.WebhookAllowPrivate = true
+	default:
+		return Config{}, fmt.Errorf("%s=%q: want true or false", EnvWebhookAllowPrivateTargets, v)
+	}
 	if c.Table == "" {
 		return Config{}, fmt.Errorf("%s is required: the name of the sessions table", EnvTable)
 	}

@@ -1,4 +1,5 @@
-// Package cli is the `sandman sessions` command: an operator's and a
+// Package cli is the `sandman sessions` and `sandman webhooks` commands
+// (webhooks.go): an operator's and a
 // script's client of Sandman's HTTP API (docs/openapi.json), configured by
 // SANDMAN_URL and SANDMAN_API_KEY.
 //
