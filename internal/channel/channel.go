@@ -20,7 +20,8 @@
 //     heartbeats (lifecycle.Service.Heartbeat); a heartbeat on a paused
 //     session is not an error on the channel (the client learns the state
 //     from the push). {"action":"resume"} resumes; its outcome arrives as a
-//     push. Unknown actions answer 400 and are otherwise ignored.
+//     push. Unknown actions and unknown fields answer 400 and are otherwise
+//     ignored; hold_seconds answers 403 (a busy hold is API-key only).
 //   - Connections expire from the table after ConnTTL (API Gateway closes a
 //     WebSocket after 2 h at most).
 //   - The status "at connect" is an answer to the client's first message,
@@ -41,6 +42,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -122,6 +124,25 @@ func NewNotifier(svc *lifecycle.Service, conns Connections, push Pusher, log *sl
 type message struct {
 	Action  string `json:"action"`
 	Visible *bool  `json:"visible"`
+	// HoldSeconds is decoded only to be refused: the channel authenticates
+	// with a client token, and a busy hold is API-key only (docs/DESIGN.md
+	// "Busy hold"), so a message carrying it answers 403 and writes nothing.
+	HoldSeconds json.RawMessage `json:"hold_seconds"`
+}
+
+// decodeMessage decodes one client message: a JSON object with only the
+// fields of message. Errors: malformed JSON, an unknown field, trailing data.
+func decodeMessage(body string) (message, error) {
+	var m message
+	dec := json.NewDecoder(strings.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&m); err != nil {
+		return message{}, err
+	}
+	if dec.More() {
+		return message{}, errors.New("trailing data after the message")
+	}
+	return m, nil
 }
 
 // Push is a server → client message.
@@ -187,9 +208,13 @@ func (h *Handler) message(ctx context.Context, connID, body string) int {
 	if err != nil {
 		return http.StatusGone
 	}
-	var m message
-	if err := json.Unmarshal([]byte(body), &m); err != nil {
+	m, err := decodeMessage(body)
+	if err != nil {
 		return http.StatusBadRequest
+	}
+	if m.HoldSeconds != nil {
+		h.log.WarnContext(ctx, "channel message refused: hold_seconds needs an API key", "connection_id", connID)
+		return http.StatusForbidden
 	}
 	switch m.Action {
 	case "hello":
