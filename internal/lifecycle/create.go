@@ -147,6 +147,9 @@ func (s *Service) createSandbox(ctx context.Context, sess *Session, release func
 		}
 		sess.SandboxID, sess.PreviewURL, sess.SandboxExpiresAt = sb.ID, sb.PreviewURL, sb.ExpiresAt
 		if err := s.transition(wctx, sess, StateRunning, ReasonRequest, Guard{}); err != nil {
+			if !IsCode(err, CodeConflict) {
+				return s.runningWriteUnknown(wctx, sess, sb.ID, err, release)
+			}
 			// The row moved under us (a delete, or a reconcile of an expired
 			// lease); the store already told our own retried write apart
 			// from a lost race. Do not leak the sandbox.
@@ -160,6 +163,41 @@ func (s *Service) createSandbox(ctx context.Context, sess *Session, release func
 		}
 		return nil
 	})
+}
+
+// runningWriteUnknown settles a create whose write of running failed with
+// something other than a conflict (werr: a timeout, a stalled table): the
+// write may have committed, so it is not a conflict and nothing is killed
+// before a re-read says so. It re-reads the session:
+//   - running with the new sandbox: the write committed; the create
+//     succeeded (sess is updated to what is stored);
+//   - final (a delete or a reconcile won): the sandbox is nobody's; it is
+//     killed and the create answers conflict, as for a lost race;
+//   - still provisioning, or unreadable: the outcome stays unknown. The
+//     session is left to its lease and the sweep (Reconcile marks it failed
+//     by a conditional write before killing anything, so a write of running
+//     that lands late wins and keeps its sandbox), the Idempotency-Key stays
+//     claimed so that a retry with it replays whatever the lease settles,
+//     and the create answers unavailable with a retry-after.
+func (s *Service) runningWriteUnknown(ctx context.Context, sess *Session, sandboxID string, werr error, release func()) error {
+	cur, err := s.cfg.Store.GetSession(ctx, sess.ID)
+	switch {
+	case err == nil && cur.State == StateRunning && cur.SandboxID == sandboxID:
+		*sess = *cur
+		s.logTransition(ctx, NewEvent(sess, StateProvisioning))
+		s.countTransition(StateProvisioning, sess)
+		s.armIfSoon(ctx, sess)
+		return nil
+	case err == nil && cur.State.Final():
+		s.killQuietly(ctx, sess, sandboxID)
+		release()
+		return &Error{Code: CodeConflict, Err: werr,
+			Message: "the session was deleted while its sandbox was being created; the sandbox was killed"}
+	}
+	s.log().WarnContext(ctx, "create: the write of running has an unknown outcome; the lease settles it",
+		"session_id", sess.ID, "sandbox_id", sandboxID, "err", werr, "reread_err", err)
+	return &Error{Code: CodeUnavailable, RetryAfter: s.cfg.RetryAfter, Err: werr,
+		Message: "the session store did not confirm the new session; retry with the same Idempotency-Key, which answers the session once it is settled"}
 }
 
 // newSession validates in and returns the provisioning session to write.
