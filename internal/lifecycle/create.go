@@ -244,7 +244,7 @@ func (s *Service) newSession(accountID string, in CreateInput) (*Session, error)
 // validateMetadata checks a create's metadata: at most maxMetadataKeys
 // keys; keys of 1..maxMetadataKeyLen and values of at most
 // maxMetadataValueLen characters (Unicode code points), valid UTF-8; no key
-// starting with MetadataPrefix in any letter case.
+// starting with MetadataPrefix in any letter case (Unicode case folding: hasReservedPrefix).
 func validateMetadata(m map[string]string) error {
 	if len(m) > maxMetadataKeys {
 		return Errorf(CodeInvalid, "metadata may hold at most %d keys", maxMetadataKeys)
@@ -256,7 +256,7 @@ func validateMetadata(m map[string]string) error {
 		if n := utf8.RuneCountInString(k); n == 0 || n > maxMetadataKeyLen {
 			return Errorf(CodeInvalid, "metadata keys must be 1 to %d characters", maxMetadataKeyLen)
 		}
-		if strings.HasPrefix(strings.ToLower(k), MetadataPrefix) {
+		if hasReservedPrefix(k) {
 			return Errorf(CodeInvalid, "metadata keys starting with %q (in any case) are reserved (got %q)", MetadataPrefix, k)
 		}
 		if utf8.RuneCountInString(v) > maxMetadataValueLen {
@@ -264,6 +264,22 @@ func validateMetadata(m map[string]string) error {
 		}
 	}
 	return nil
+}
+
+// hasReservedPrefix reports whether key starts with MetadataPrefix under
+// Unicode case folding (strings.EqualFold), not only ASCII or ToLower case:
+// "ſandman_x" (U+017F folds to "s") and "SANDMAN_x" are reserved too, since
+// a provider or a reader that folds case would take them for ours.
+func hasReservedPrefix(key string) bool {
+	rest := key
+	for range utf8.RuneCountInString(MetadataPrefix) {
+		_, size := utf8.DecodeRuneInString(rest)
+		if size == 0 {
+			return false // shorter than the prefix
+		}
+		rest = rest[size:]
+	}
+	return strings.EqualFold(key[:len(key)-len(rest)], MetadataPrefix)
 }
 
 // killQuietly kills sess's sandbox sandboxID that nobody will track,
