@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/sandmanhq/sandman/internal/app"
+	"github.com/sandmanhq/sandman/internal/channel"
 	"github.com/sandmanhq/sandman/internal/metrics"
 	"github.com/sandmanhq/sandman/internal/provider"
 	"github.com/sandmanhq/sandman/internal/routes"
@@ -28,6 +29,12 @@ func main() {
 	}
 	cfg, err := sweep.ConfigFromEnv(os.Getenv)
 	if err != nil {
+		a.Log.Error("cold start failed", "function", routes.IdlePause, "err", err)
+		os.Exit(1)
+	}
+	// Connections that lost their socket without a $disconnect stop
+	// counting as present clients (docs/DESIGN.md "Client channel").
+	if cfg.Conns, err = channel.NewReaper(a.Service, a.Store, a.Log); err != nil {
 		a.Log.Error("cold start failed", "function", routes.IdlePause, "err", err)
 		os.Exit(1)
 	}

@@ -178,8 +178,9 @@ func (h *Handler) connect(ctx context.Context, connID, token string) int {
 	if _, err := h.svc.Get(ctx, claims.AccountID, claims.SessionID); err != nil {
 		return statusOf(err)
 	}
+	now := h.svc.Now()
 	c := Conn{ID: connID, SessionID: claims.SessionID, AccountID: claims.AccountID, Visible: true,
-		ExpiresAt: h.svc.Now().Add(ConnTTL)}
+		ExpiresAt: now.Add(ConnTTL), SeenAt: now}
 	if err := h.conns.PutConn(ctx, c); err != nil {
 		h.log.ErrorContext(ctx, "store connection", "connection_id", connID, "err", err)
 		return http.StatusInternalServerError
@@ -216,6 +217,19 @@ func (h *Handler) message(ctx context.Context, connID, body string) int {
 		h.log.WarnContext(ctx, "channel message refused: hold_seconds needs an API key", "connection_id", connID)
 		return http.StatusForbidden
 	}
+	// Record that the connection spoke (Conn.SeenAt), at most once per
+	// activity granularity, so the sweep can tell it from a dead one.
+	now := h.svc.Now()
+	touch := now.Sub(lastSeen(c)) >= h.svc.Config().Policy.ActivityGranularity
+	switch m.Action {
+	case "hello", "resume":
+		if touch {
+			c.SeenAt = now
+			if err := h.conns.PutConn(ctx, c); err != nil {
+				h.log.WarnContext(ctx, "store connection", "connection_id", connID, "err", err)
+			}
+		}
+	}
 	switch m.Action {
 	case "hello":
 		// The status at connect (see the package doc): one push now.
@@ -233,13 +247,15 @@ func (h *Handler) message(ctx context.Context, connID, body string) int {
 		return http.StatusOK
 	case "heartbeat":
 		visible := m.Visible == nil || *m.Visible
-		if visible != c.Visible {
-			c.Visible = visible
+		if changed := visible != c.Visible; changed || touch {
+			c.Visible, c.SeenAt = visible, now
 			if err := h.conns.PutConn(ctx, c); err != nil {
 				h.log.ErrorContext(ctx, "store connection", "connection_id", connID, "err", err)
 				return http.StatusInternalServerError
 			}
-			h.updatePresence(ctx, c)
+			if changed {
+				h.updatePresence(ctx, c)
+			}
 		}
 		if visible {
 			if _, err := h.svc.Heartbeat(ctx, c.AccountID, c.SessionID); err != nil && !lifecycle.IsCode(err, lifecycle.CodeConflict) {
@@ -260,23 +276,17 @@ func (h *Handler) message(ctx context.Context, connID, body string) int {
 }
 
 // updatePresence sets the session's presence from its connections: present
-// while any visible connection is left.
-func (h *Handler) updatePresence(ctx context.Context, c Conn) {
-	conns, err := h.conns.SessionConns(ctx, c.SessionID)
-	if err != nil {
-		h.log.ErrorContext(ctx, "list connections", "session_id", c.SessionID, "err", err)
-		return
-	}
-	present, now := false, h.svc.Now()
-	for _, o := range conns {
-		present = present || (o.Visible && o.ExpiresAt.After(now))
-	}
-	if _, _, err := h.svc.SetPresence(ctx, c.AccountID, c.SessionID, present); err != nil {
+// while any visible connection is left; a failure is logged.
+func (h *Notifier) updatePresence(ctx context.Context, c Conn) {
+	if err := recomputePresence(ctx, h.svc, h.conns, c); err != nil {
 		h.log.WarnContext(ctx, "set presence", "session_id", c.SessionID, "err", err)
 	}
 }
 
-// send pushes sess's status to c, deleting c when it is gone.
+// send pushes sess's status to c. When c is gone (a 410 from
+// PostToConnection: its socket closed without a $disconnect reaching us)
+// its record is deleted and the session's presence recomputed, so a dead
+// connection stops counting as a present client.
 func (h *Notifier) send(ctx context.Context, c Conn, sess *lifecycle.Session) error {
 	msg, err := json.Marshal(Push{Type: "session", Session: apigw.StatusBody(sess, h.svc.Now())})
 	if err != nil {
@@ -284,7 +294,11 @@ func (h *Notifier) send(ctx context.Context, c Conn, sess *lifecycle.Session) er
 	}
 	err = h.push.Push(ctx, c.ID, msg)
 	if errors.Is(err, ErrGone) {
-		_ = h.conns.DeleteConn(ctx, c.ID)
+		if derr := h.conns.DeleteConn(ctx, c.ID); derr != nil {
+			h.log.WarnContext(ctx, "delete gone connection", "connection_id", c.ID, "err", derr)
+		} else {
+			h.updatePresence(ctx, c)
+		}
 	}
 	return err
 }
