@@ -30,6 +30,14 @@
 //     first in AWS, and the local gateway does not either, so local and AWS
 //     behave the same and the browser tests cover what AWS does. $default
 //     answers hello with one push of the current status body.
+//   - Each connection may send MaxMessagesPerSecond messages a second
+//     (MessageBurst at once); past that $default answers 429 and the
+//     connection is closed with 1008 (Admit, Closer). A heartbeat with the
+//     same visibility within the activity granularity of the connection's
+//     last one costs no table operation. Both are remembered in process
+//     (per warm container in AWS); the local gateway also lets a queued
+//     heartbeat replace the one queued before it (a burst of toggles
+//     settles to the last).
 //   - The Notifier (NewNotifier) is the push half alone: it needs the
 //     table and a Pusher but no client-token keys, so the AWS notifier
 //     function is given no secret (functions/notifier).
@@ -85,6 +93,35 @@ type Pusher interface {
 type Handler struct {
 	*Notifier
 	tokens *clienttoken.Tokens
+	// states: per-connection rate buckets and heartbeat coalescing
+	// (limit.go).
+	states connStates
+	// gatewayAdmits: the gateway calls Admit for every message it reads
+	// (the local gateway, which coalesces queued heartbeats before handing
+	// them over), so $default does not count them again.
+	gatewayAdmits bool
+}
+
+// GatewayAdmits tells h that its gateway calls Admit for every message it
+// receives, before coalescing them, so $default must not count them again.
+// Call it before serving.
+func (h *Handler) GatewayAdmits() { h.gatewayAdmits = true }
+
+// Admit counts one message of connection connID against its bound
+// (MaxMessagesPerSecond, MessageBurst). Past it, it closes the connection
+// with StatusPolicyViolation when the Pusher is a Closer, and returns
+// false: the message must be dropped.
+func (h *Handler) Admit(ctx context.Context, connID string) bool {
+	if h.states.admit(connID, h.svc.Now()) {
+		return true
+	}
+	h.log.WarnContext(ctx, "channel: message rate exceeded; closing the connection", "connection_id", connID)
+	if c, ok := h.push.(Closer); ok {
+		if err := c.Close(ctx, connID, StatusPolicyViolation, "too many messages"); err != nil && !errors.Is(err, ErrGone) {
+			h.log.WarnContext(ctx, "close connection", "connection_id", connID, "err", err)
+		}
+	}
+	return false
 }
 
 // New returns a Handler. All arguments but log are required.
@@ -192,6 +229,7 @@ func (h *Handler) connect(ctx context.Context, connID, token string) int {
 }
 
 func (h *Handler) disconnect(ctx context.Context, connID string) int {
+	h.states.forget(connID)
 	c, err := h.conns.GetConn(ctx, connID)
 	if err != nil {
 		return http.StatusOK // never stored, or already gone
@@ -205,9 +243,8 @@ func (h *Handler) disconnect(ctx context.Context, connID string) int {
 }
 
 func (h *Handler) message(ctx context.Context, connID, body string) int {
-	c, err := h.conns.GetConn(ctx, connID)
-	if err != nil {
-		return http.StatusGone
+	if !h.gatewayAdmits && !h.Admit(ctx, connID) {
+		return http.StatusTooManyRequests
 	}
 	m, err := decodeMessage(body)
 	if err != nil {
@@ -217,10 +254,20 @@ func (h *Handler) message(ctx context.Context, connID, body string) int {
 		h.log.WarnContext(ctx, "channel message refused: hold_seconds needs an API key", "connection_id", connID)
 		return http.StatusForbidden
 	}
+	now, granularity := h.svc.Now(), h.svc.Config().Policy.ActivityGranularity
+	visible := m.Visible == nil || *m.Visible
+	if m.Action == "heartbeat" && h.states.coalesce(connID, visible, now, granularity) {
+		// Same visibility within the granularity of the last heartbeat
+		// handled in full: nothing to record, no table operation.
+		return http.StatusOK
+	}
+	c, err := h.conns.GetConn(ctx, connID)
+	if err != nil {
+		return http.StatusGone
+	}
 	// Record that the connection spoke (Conn.SeenAt), at most once per
 	// activity granularity, so the sweep can tell it from a dead one.
-	now := h.svc.Now()
-	touch := now.Sub(lastSeen(c)) >= h.svc.Config().Policy.ActivityGranularity
+	touch := now.Sub(lastSeen(c)) >= granularity
 	switch m.Action {
 	case "hello", "resume":
 		if touch {
@@ -246,7 +293,6 @@ func (h *Handler) message(ctx context.Context, connID, body string) int {
 		}
 		return http.StatusOK
 	case "heartbeat":
-		visible := m.Visible == nil || *m.Visible
 		if changed := visible != c.Visible; changed || touch {
 			c.Visible, c.SeenAt = visible, now
 			if err := h.conns.PutConn(ctx, c); err != nil {
@@ -263,6 +309,7 @@ func (h *Handler) message(ctx context.Context, connID, body string) int {
 				return statusOf(err)
 			}
 		}
+		h.states.beat(connID, visible, now)
 		return http.StatusOK
 	case "resume":
 		if _, err := h.svc.Resume(ctx, c.AccountID, c.SessionID); err != nil {

@@ -199,6 +199,7 @@ func Run(ctx context.Context, opts Config) error {
 		return err
 	}
 	ws.Handler = chh
+	chh.GatewayAdmits() // the gateway counts each message before coalescing heartbeats
 	// The sockets of a previous process died with it (kill -9 delivers no
 	// $disconnect): drop their records so they stop counting as present.
 	reaper, err := channel.NewReaper(a.Service, a.Store, a.Log)
