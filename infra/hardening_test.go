@@ -14,8 +14,9 @@ import (
 
 // TestRoleTableActionsPinned pins each function role's DynamoDB actions and
 // the resources they apply to: exactly what its code calls, item actions on
-// the table and Query on the named indexes only; no Scan, BatchGetItem,
-// stream reads (but the publisher's) or index wildcards.
+// the table and Query on the named indexes only; no Scan (but idlepause's
+// on the sparse by_conn_session index), BatchGetItem, stream reads (but the
+// publisher's) or index wildcards.
 func TestRoleTableActionsPinned(t *testing.T) {
 	s := MustDefaultStack(t)
 	all := s.statements(t)
@@ -45,8 +46,15 @@ func TestRoleTableActionsPinned(t *testing.T) {
 		routes.Snapshot:  onTable("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"),
 		routes.Reconnect: onTable("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"),
 		routes.Webhook:   with(onTable("dynamodb:PutItem", "dynamodb:UpdateItem"), tabledef.IndexBySandbox),
-		routes.IdlePause: with(onTable("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"),
-			tabledef.IndexIdle, tabledef.IndexLease, tabledef.IndexPaused, tabledef.IndexBySandbox),
+		// the sweep's phases, and connections that lost their socket: a
+		// Scan of the sparse by_conn_session index, DeleteItem, the
+		// session's remaining ones by Query on that index.
+		routes.IdlePause: func() map[string][]string {
+			m := with(onTable("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"),
+				tabledef.IndexIdle, tabledef.IndexLease, tabledef.IndexPaused, tabledef.IndexBySandbox, tabledef.IndexByConnSession)
+			m["dynamodb:Scan"] = []string{index(tabledef.IndexByConnSession)}
+			return m
+		}(),
 		// FireTimer: GetItem, then PauseIfDue's conditional PutItem with
 		// the running-slot counter's UpdateItem (the quota), as idlepause.
 		routes.Pauser: onTable("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"),

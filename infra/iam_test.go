@@ -1,6 +1,7 @@
 package infra
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -171,4 +172,40 @@ func TestIAM(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestIAMNarrowedToCalls: no function may DescribeSecret (only secret values
+// are read); the sessions function's Query on the table itself is bounded
+// by dynamodb:LeadingKeys to usage and event partitions (not API keys or
+// claims); only idlepause may Scan, and only the sparse by_conn_session
+// index.
+func TestIAMNarrowedToCalls(t *testing.T) {
+	s := MustDefaultStack(t)
+	all := s.statements(t)
+	for _, name := range routes.Functions {
+		acts := s.functionActions(t, all, name)
+		if _, ok := acts["secretsmanager:DescribeSecret"]; ok {
+			t.Errorf("%s may DescribeSecret", name)
+		}
+		if scans, ok := acts["dynamodb:Scan"]; ok {
+			if name != routes.IdlePause || len(scans) != 1 || !strings.Contains(scans[0], "/index/by_conn_session") {
+				t.Errorf("%s may Scan %v; only idlepause, on by_conn_session", name, scans)
+			}
+		}
+	}
+	for _, st := range all[s.logicalID(t, constructID(routes.Sessions)+"Role")] {
+		if !slices.Contains(st.actions, "dynamodb:Query") {
+			continue
+		}
+		for _, r := range st.resources {
+			if strings.Contains(canonical(r), "/index/") {
+				continue
+			}
+			cond := canonical(st.raw["Condition"])
+			if !strings.Contains(cond, "dynamodb:LeadingKeys") || !strings.Contains(cond, "ACCOUNT#*") ||
+				!strings.Contains(cond, "SESSION#*") || strings.Contains(cond, "APIKEY") {
+				t.Errorf("sessions may Query the table with condition %s, want LeadingKeys ACCOUNT#* and SESSION#* only", cond)
+			}
+		}
+	}
 }

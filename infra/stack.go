@@ -151,6 +151,16 @@ type SandmanStackProps struct {
 	// (the 5-minute sweep is separate). Lambda accepts 2 to 1000. Default
 	// DefaultPauserConcurrency.
 	PauserConcurrency float64
+
+	// WebSocketAccessLogs says whether the WebSocket stage writes access
+	// logs, which API Gateway allows only once the account has a CloudWatch
+	// Logs role (an account-level, per-region setting; HTTP APIs need none):
+	// WSAccessLogsOff (default ""), WSAccessLogsCreateRole or
+	// WSAccessLogsAccountRole.
+	WebSocketAccessLogs string
+	// AlarmTopicArn, when set, is the SNS topic every alarm of the stack
+	// notifies (alarm and OK). Default: alarms have no action.
+	AlarmTopicArn string
 }
 
 // DefaultPauserConcurrency is SandmanStackProps.PauserConcurrency's
@@ -270,7 +280,9 @@ func NewSandmanStack(scope constructs.Construct, id string, props *SandmanStackP
 	newTimers(stack, functions[routes.Pauser], timerQueue, timerDLQ, p)
 	wsStage := newClientChannel(stack, p, functions, bus)
 	newErrorLogFilters(stack, functions)
+	newServiceAlarms(stack, table, stage, wsStage)
 	dashboard := newDashboard(stack, functions) // after every alarm: it shows them all
+	wireAlarmTopic(stack, p.AlarmTopicArn)
 
 	awscdk.NewCfnOutput(stack, jsii.String("ApiUrl"), &awscdk.CfnOutputProps{
 		Description: jsii.String("Base URL of the HTTP API (routes start with /v1)"),
@@ -366,7 +378,20 @@ const (
 type tableAccess struct {
 	actions []string
 	indexes []string
+	// queryKeys, when set, bounds Query on the table itself (not on an
+	// index) to partition keys matching these patterns (the
+	// dynamodb:LeadingKeys condition), so the function cannot read other
+	// rows (API keys, claims) by Query.
+	queryKeys []string
+	// scanIndexes are indexes the function may Scan (sparse ones only).
+	scanIndexes []string
 }
+
+// runningSlotSettings are the ProviderSettings that govern the running-slot
+// counter: every function that moves a session between running and not
+// running must see the same values, or the counter drifts (a function
+// without SANDMAN_MAX_RUNNING keeps no counter at all).
+var runningSlotSettings = []string{envnames.MaxRunning}
 
 // functionSpec is one function's settings and grants.
 type functionSpec struct {
@@ -391,6 +416,10 @@ type functionSpec struct {
 	webhookKey  bool
 	// reservedConcurrency caps concurrent executions; 0 means unreserved.
 	reservedConcurrency float64
+	// movesRunning: the function moves sessions between running and not
+	// running, so the running-slot settings (runningSlotSettings) reach it
+	// whether or not it holds the provider key.
+	movesRunning bool
 }
 
 // functionSpecs lists every function of routes.Functions, in that order.
@@ -426,23 +455,31 @@ var functionSpecs = []functionSpec{
 		// UpdateItem for the running-slot counter); a failed
 		// create gives its Idempotency-Key back: DeleteItem; list: by_owner;
 		// usage rows and diagnose's recent events: Query on the table.
-		table: tableAccess{actions: []string{actionGetItem, actionPutItem, actionUpdateItem, actionDeleteItem, actionQuery}, indexes: []string{tabledef.IndexByOwner}}},
+		// The table Query is bounded to those partitions (LeadingKeys):
+		// ACCOUNT#<account> (usage rows) and SESSION#<id> (events), never
+		// API keys or Idempotency-Key claims (internal/dynamo's prefixes).
+		table: tableAccess{actions: []string{actionGetItem, actionPutItem, actionUpdateItem, actionDeleteItem, actionQuery}, indexes: []string{tabledef.IndexByOwner},
+			queryKeys: []string{"ACCOUNT#*", "SESSION#*"}},
+		movesRunning: true},
 	{name: routes.Status, description: "Sandman session status (database only)",
 		timeout: 10 * time.Second, memoryMB: 128,
 		table: tableAccess{actions: []string{actionGetItem}}},
 	{name: routes.Resume, description: "Sandman resume a paused session",
-		timeout: 29 * time.Second, memoryMB: 256, providerKey: true,
+		timeout: 29 * time.Second, memoryMB: 256, providerKey: true, movesRunning: true,
 		table: tableAccess{actions: []string{actionGetItem, actionPutItem, actionUpdateItem}}},
 	{name: routes.Snapshot, description: "Sandman snapshot (pause now, idempotent)",
-		timeout: 29 * time.Second, memoryMB: 256, providerKey: true,
+		timeout: 29 * time.Second, memoryMB: 256, providerKey: true, movesRunning: true,
 		table: tableAccess{actions: []string{actionGetItem, actionPutItem, actionUpdateItem}}},
 	{name: routes.Reconnect, description: "Sandman reconnect probe",
-		timeout: 29 * time.Second, memoryMB: 256, providerKey: true,
+		timeout: 29 * time.Second, memoryMB: 256, providerKey: true, movesRunning: true,
 		table: tableAccess{actions: []string{actionGetItem, actionPutItem, actionUpdateItem}}},
 	{name: routes.Webhook, description: "Sandman provider webhook receiver",
-		timeout: 15 * time.Second, memoryMB: 256, webhookKey: true,
+		timeout: 15 * time.Second, memoryMB: 256, webhookKey: true, movesRunning: true,
 		// the session by sandbox (by_sandbox), then PutItem for the update
-		// and the dedupe claim; no GetItem, no DeleteItem.
+		// and the dedupe claim; UpdateItem for the running-slot counter,
+		// which a webhook's pause, resume or kill moves in one transaction
+		// with its put (used whenever SANDMAN_MAX_RUNNING is set); no
+		// GetItem, no DeleteItem.
 		table: tableAccess{actions: []string{actionPutItem, actionUpdateItem}, indexes: []string{tabledef.IndexBySandbox}}},
 	{name: routes.IdlePause, description: "Sandman scheduled idle pause and reconciler",
 		timeout: 4*time.Minute + 50*time.Second, memoryMB: 512, providerKey: true,
@@ -451,8 +488,13 @@ var functionSpecs = []functionSpec{
 		// concurrency: it fails stack creation on accounts at the
 		// new-account concurrency quota, and the sweep is safe under overlap
 		// (every write conditional, docs/DESIGN.md "Idle pause").
-		table: tableAccess{actions: []string{actionGetItem, actionPutItem, actionUpdateItem},
-			indexes: []string{tabledef.IndexIdle, tabledef.IndexLease, tabledef.IndexPaused, tabledef.IndexBySandbox}}},
+		// Connections that lost their socket (internal/channel Reaper): a
+		// Scan of the sparse by_conn_session index, DeleteItem, and the
+		// session's remaining connections by Query on that index.
+		table: tableAccess{actions: []string{actionGetItem, actionPutItem, actionUpdateItem, actionDeleteItem},
+			indexes:     []string{tabledef.IndexIdle, tabledef.IndexLease, tabledef.IndexPaused, tabledef.IndexBySandbox, tabledef.IndexByConnSession},
+			scanIndexes: []string{tabledef.IndexByConnSession}},
+		movesRunning: true},
 	{name: routes.Publisher, description: "Sandman lifecycle event publisher (table stream to EventBridge)",
 		timeout: time.Minute, memoryMB: 128, publishes: true,
 		// RecordTransition's TransactWriteItems (internal/dynamo usage.go):
@@ -465,7 +507,8 @@ var functionSpecs = []functionSpec{
 		// which a pause releases in one transaction with the put, like
 		// idlepause's) or a re-armed timer; no index, no delete. The
 		// queue's consume actions come from its event source mapping.
-		table: tableAccess{actions: []string{actionGetItem, actionPutItem, "dynamodb:UpdateItem"}}},
+		table:        tableAccess{actions: []string{actionGetItem, actionPutItem, "dynamodb:UpdateItem"}},
+		movesRunning: true},
 	// channel: 29 s like the API functions ($default's resume calls the
 	// provider; API Gateway's WebSocket integration timeout is 29 s too).
 	{name: routes.Channel, description: "Sandman client channel: WebSocket $connect, $disconnect, $default",
@@ -474,7 +517,8 @@ var functionSpecs = []functionSpec{
 		// sessions: GetItem, PutItem (heartbeat, presence, resume) and
 		// UpdateItem (a resume's running slot).
 		table: tableAccess{actions: []string{actionGetItem, actionPutItem, actionUpdateItem, actionDeleteItem},
-			indexes: []string{tabledef.IndexByConnSession}}},
+			indexes: []string{tabledef.IndexByConnSession}},
+		movesRunning: true},
 	// notifier: 30 s, a session's connections pushed one after another, each
 	// push bounded by apigwmgmt.DefaultTimeout.
 	{name: routes.Notifier, description: "Sandman client channel notifier (lifecycle events to WebSocket pushes)",
@@ -517,6 +561,13 @@ func newFunction(stack awscdk.Stack, spec functionSpec, p SandmanStackProps, tab
 			env[k] = jsii.String(v)
 		}
 	}
+	if spec.movesRunning {
+		for _, k := range runningSlotSettings {
+			if v, ok := p.ProviderSettings[k]; ok {
+				env[k] = jsii.String(v)
+			}
+		}
+	}
 
 	fp := &awslambda.FunctionProps{
 		Description:           jsii.String(spec.description),
@@ -543,10 +594,30 @@ func newFunction(stack awscdk.Stack, spec functionSpec, p SandmanStackProps, tab
 // grant gives fn exactly the access spec lists, and points it at the
 // secrets it may read.
 func grant(spec functionSpec, fn awslambda.Function, table awsdynamodb.Table, bus awsevents.EventBus, secrets providerSecrets) {
-	if len(spec.table.actions) > 0 {
+	actions := spec.table.actions
+	if len(spec.table.queryKeys) > 0 && slices.Contains(actions, actionQuery) {
+		actions = slices.DeleteFunc(slices.Clone(actions), func(a string) bool { return a == actionQuery })
 		fn.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-			Actions:   jsii.Strings(spec.table.actions...),
+			Actions:   jsii.Strings(actionQuery),
 			Resources: jsii.Strings(*table.TableArn()),
+			Conditions: &map[string]any{"ForAllValues:StringLike": map[string]any{
+				"dynamodb:LeadingKeys": spec.table.queryKeys}},
+		}))
+	}
+	if len(actions) > 0 {
+		fn.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Actions:   jsii.Strings(actions...),
+			Resources: jsii.Strings(*table.TableArn()),
+		}))
+	}
+	if len(spec.table.scanIndexes) > 0 {
+		arns := make([]string, len(spec.table.scanIndexes))
+		for i, ix := range spec.table.scanIndexes {
+			arns[i] = *table.TableArn() + "/index/" + ix
+		}
+		fn.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Actions:   jsii.Strings("dynamodb:Scan"),
+			Resources: jsii.Strings(arns...),
 		}))
 	}
 	if len(spec.table.indexes) > 0 {
@@ -564,7 +635,7 @@ func grant(spec functionSpec, fn awslambda.Function, table awsdynamodb.Table, bu
 	}
 	for _, s := range secrets.of(spec) {
 		fn.AddEnvironment(jsii.String(s.env), jsii.String(s.name), nil)
-		s.secret.GrantRead(fn, nil)
+		grantSecretValue(fn, s.secret)
 	}
 }
 
