@@ -54,7 +54,7 @@ bench:
 synth: build
 	bash scripts/cdk.sh synth --quiet
 
-## deploy: deploy the stack to the AWS account of your credentials (see README, Deploy)
+## deploy: deploy the stack to the AWS account of your credentials (see docs/DEPLOY.md)
 deploy: build
 	bash scripts/cdk.sh deploy
 

@@ -3,7 +3,7 @@
 // the lifecycle event bus, the secrets the functions read, the alarms on
 // all of it and a dashboard (dashboard.go) (docs/DESIGN.md).
 //
-// The table's keys, indexes and TTL attribute come from internal/tabledef and
+// The table's keys, indexes and TTL attribute come from internal/dynamo/tabledef and
 // the functions, routes and schedule from internal/routes, so the stack and
 // the code that runs in it cannot drift. The CDK app that synthesizes the
 // stack lives in infra/app; cdk.json at the repository root runs it, and
@@ -38,9 +38,9 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/sandmanhq/sandman/internal/dynamo/tabledef"
 	"github.com/sandmanhq/sandman/internal/envnames"
 	"github.com/sandmanhq/sandman/internal/routes"
-	"github.com/sandmanhq/sandman/internal/tabledef"
 )
 
 // Environment variables the stack sets on the functions, named once in
@@ -151,6 +151,11 @@ type SandmanStackProps struct {
 	// (the 5-minute sweep is separate). Lambda accepts 2 to 1000. Default
 	// DefaultPauserConcurrency.
 	PauserConcurrency float64
+	// ReadinessConcurrency is the readiness queue event source's maximum
+	// concurrency: at most this many readiness jobs run at once (each
+	// starts one command and probes one preview). Lambda accepts 2 to
+	// 1000. Default DefaultReadinessConcurrency.
+	ReadinessConcurrency float64
 
 	// WebSocketAccessLogs says whether the WebSocket stage writes access
 	// logs, which API Gateway allows only once the account has a CloudWatch
@@ -214,6 +219,9 @@ func (p *SandmanStackProps) withDefaults() SandmanStackProps {
 	if out.PauserConcurrency == 0 {
 		out.PauserConcurrency = DefaultPauserConcurrency
 	}
+	if out.ReadinessConcurrency == 0 {
+		out.ReadinessConcurrency = DefaultReadinessConcurrency
+	}
 	return out
 }
 
@@ -250,6 +258,9 @@ func CheckFunctionsDir(dir string) error {
 func NewSandmanStack(scope constructs.Construct, id string, props *SandmanStackProps) awscdk.Stack {
 	p := props.withDefaults()
 	stack := awscdk.NewStack(scope, jsii.String(id), &p.StackProps)
+	if err := checkLease(p.ProviderSettings); err != nil {
+		awscdk.Annotations_Of(stack).AddError(jsii.String(err.Error()))
+	}
 
 	table := newTable(stack, p)
 	bus := awsevents.NewEventBus(stack, jsii.String("EventBus"), &awsevents.EventBusProps{
@@ -257,6 +268,7 @@ func NewSandmanStack(scope constructs.Construct, id string, props *SandmanStackP
 	})
 	secrets := newProviderSecrets(stack, p)
 	timerQueue, timerDLQ := newTimerQueue(stack)
+	readinessQueue, readinessDLQ := newReadinessQueue(stack)
 
 	functions := make(map[string]awslambda.Function, len(functionSpecs))
 	for _, spec := range functionSpecs {
@@ -264,6 +276,9 @@ func NewSandmanStack(scope constructs.Construct, id string, props *SandmanStackP
 		grant(spec, fn, table, bus, secrets)
 		if slices.Contains(timerArmers, spec.name) {
 			grantArmTimers(fn, timerQueue)
+		}
+		if slices.Contains(readinessArmers, spec.name) {
+			grantReadinessJobs(fn, readinessQueue)
 		}
 		functions[spec.name] = fn
 	}
@@ -278,6 +293,7 @@ func NewSandmanStack(scope constructs.Construct, id string, props *SandmanStackP
 	newAlarms(stack, functions, dlq)
 	newOutbox(stack, functions[routes.Publisher], table)
 	newTimers(stack, functions[routes.Pauser], timerQueue, timerDLQ, p)
+	newReadiness(stack, functions[routes.Readiness], readinessQueue, readinessDLQ, p)
 	wsStage := newClientChannel(stack, p, functions, bus)
 	newErrorLogFilters(stack, functions)
 	newServiceAlarms(stack, table, stage, wsStage)
@@ -312,7 +328,7 @@ func NewSandmanStack(scope constructs.Construct, id string, props *SandmanStackP
 	return stack
 }
 
-// newTable creates the sessions table exactly as internal/tabledef describes
+// newTable creates the sessions table exactly as internal/dynamo/tabledef describes
 // it. An attribute type tabledef uses but this function does not know fails
 // synthesis with an error annotation.
 func newTable(stack awscdk.Stack, p SandmanStackProps) awsdynamodb.Table {
@@ -508,6 +524,14 @@ var functionSpecs = []functionSpec{
 		// idlepause's) or a re-armed timer; no index, no delete. The
 		// queue's consume actions come from its event source mapping.
 		table:        tableAccess{actions: []string{actionGetItem, actionPutItem, "dynamodb:UpdateItem"}},
+		movesRunning: true},
+	{name: routes.Readiness, description: "Sandman readiness jobs (readiness queue: start the app, probe its preview)",
+		timeout: readinessTimeout, memoryMB: 256, providerKey: true,
+		// BringUp: the session (GetItem) and the conditional readiness
+		// write (PutItem; UpdateItem for the running-slot counter's
+		// transaction, like the pauser's). The queue's consume actions
+		// come from its event source mapping.
+		table:        tableAccess{actions: []string{actionGetItem, actionPutItem, actionUpdateItem}},
 		movesRunning: true},
 	// channel: 29 s like the API functions ($default's resume calls the
 	// provider; API Gateway's WebSocket integration timeout is 29 s too).
@@ -903,7 +927,7 @@ const (
 	timerOldestAgeAlarm = 20 * time.Minute
 )
 
-// newTimerQueue creates the timer queue (internal/sqstimer sends one
+// newTimerQueue creates the timer queue (internal/timer/sqstimer sends one
 // message per armed timer, delayed up to 15 minutes) and its dead-letter
 // queue, both SQS-encrypted and SSL-only.
 func newTimerQueue(stack awscdk.Stack) (queue, dlq awssqs.Queue) {
@@ -937,7 +961,7 @@ func grantArmTimers(fn awslambda.Function, queue awssqs.Queue) {
 }
 
 // newTimers feeds the timer queue to the pauser: batches of timerBatchSize,
-// batch item failures reported (internal/sqstimer names the timers to
+// batch item failures reported (internal/timer/sqstimer names the timers to
 // deliver again), and at most p.PauserConcurrency concurrent invocations,
 // the bound on the provider's pause rate from timers. Alarms fire on
 // anything in the dead-letter queue and on the oldest timer waiting longer

@@ -16,16 +16,16 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/sandmanhq/sandman/internal/apigw"
+	"github.com/sandmanhq/sandman/internal/dynamo/tabledef"
 	"github.com/sandmanhq/sandman/internal/envnames"
 	"github.com/sandmanhq/sandman/internal/routes"
-	"github.com/sandmanhq/sandman/internal/tabledef"
 )
 
 // providerKeyFunctions call the sandbox provider; webhook reads the webhook
 // key; publishers put lifecycle events on the bus (the grant table).
 var (
 	providerKeyFunctions = []string{routes.Sessions, routes.Resume, routes.Snapshot, routes.Reconnect, routes.IdlePause, routes.Pauser,
-		routes.Channel} // the channel's $default resumes
+		routes.Readiness, routes.Channel} // the channel's $default resumes
 	// timerFunctions arm pause timers: every function whose writes may set
 	// a deadline before the next sweep, and the pauser, which re-arms.
 	timerFunctions = []string{routes.Sessions, routes.Resume, routes.Snapshot, routes.Reconnect, routes.Webhook,
@@ -223,6 +223,10 @@ func TestFunctions(t *testing.T) {
 				if timeout < 30 || timeout > 120 {
 					t.Errorf("Timeout: got %v s, want 30..120 s (a batch of timers, each one provider pause)", timeout)
 				}
+			case routes.Readiness:
+				if timeout < 60 || timeout > 300 {
+					t.Errorf("Timeout: got %v s, want 60..300 s (one job's probes, then it continues in a new message)", timeout)
+				}
 			case routes.Notifier:
 				if timeout < 10 || timeout > 60 {
 					t.Errorf("Timeout: got %v s, want 10..60 s (one session's pushes)", timeout)
@@ -249,6 +253,9 @@ func TestFunctions(t *testing.T) {
 			}
 			if slices.Contains(timerFunctions, name) {
 				wantEnv[envnames.TimerQueueURL] = ref(s.logicalID(t, "TimerQueue"))
+			}
+			if slices.Contains(readinessArmers, name) {
+				wantEnv[envnames.ReadinessQueueURL] = ref(s.logicalID(t, "ReadinessQueue"))
 			}
 			gotEnv := maps.Clone(prop(fn, "Environment").(map[string]any)["Variables"].(map[string]any))
 			// The client channel's variables (TestClientChannel pins their
@@ -374,8 +381,8 @@ func TestSchedule(t *testing.T) {
 	})
 
 	t.Run("DeadLetterQueue", func(t *testing.T) {
-		if got, want := len(s.ofType("AWS::SQS::Queue")), 5; got != want {
-			t.Fatalf("queues: got %d, want %d (the schedule's, the stream's and the notifier's DLQ, the timer queue and its DLQ)", got, want)
+		if got, want := len(s.ofType("AWS::SQS::Queue")), 7; got != want {
+			t.Fatalf("queues: got %d, want %d (the schedule's, the stream's and the notifier's DLQ, the timer and readiness queues and their DLQs)", got, want)
 		}
 		dlq := s.resource(t, dlqID, "AWS::SQS::Queue")
 		if got, want := prop(dlq, "SqsManagedSseEnabled"), true; got != want {
@@ -596,8 +603,8 @@ func mapValues(m map[string]string) []string {
 func TestAlarms(t *testing.T) {
 	s := MustDefaultStack(t)
 	alarms := s.ofType("AWS::CloudWatch::Alarm")
-	if got, want := len(alarms), 2*len(routes.Functions)+6+4; got != want {
-		t.Errorf("alarms: got %d, want %d (errors and throttles per function, four DLQ depths, iterator age, timer age, "+
+	if got, want := len(alarms), 2*len(routes.Functions)+8+4; got != want {
+		t.Errorf("alarms: got %d, want %d (errors and throttles per function, five DLQ depths, iterator age, timer and readiness job age, "+
 			"table throttles, both APIs' errors, error logs)", got, want)
 	}
 	// find returns the alarms on metric in namespace with the given dimension.
@@ -714,5 +721,44 @@ func TestFunctionSpecsCoverRoutes(t *testing.T) {
 	}
 	if got, want := names, routes.Functions; !same(got, want) {
 		t.Errorf("functionSpecs: got %v, want routes.Functions %v", got, want)
+	}
+}
+
+// render writes a CloudFormation string expression as text, references as
+// {Name}.
+func render(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case map[string]any:
+		if j, ok := x["Fn::Join"].([]any); ok {
+			var b strings.Builder
+			for i, part := range j[1].([]any) {
+				if i > 0 {
+					b.WriteString(j[0].(string))
+				}
+				b.WriteString(render(part))
+			}
+			return b.String()
+		}
+		if r, ok := x["Ref"].(string); ok {
+			return "{" + r + "}"
+		}
+	}
+	return "{" + canonical(v) + "}"
+}
+
+// TestWebhookUrlOutput: the stack outputs the exact URL to register with
+// the provider, without the double slash <ApiUrl>/v1/… gave.
+func TestWebhookUrlOutput(t *testing.T) {
+	s := MustDefaultStack(t)
+	out, ok := s.doc.Outputs["WebhookUrl"]
+	if !ok {
+		t.Fatalf("outputs: got %v, want WebhookUrl", keys(s.doc.Outputs))
+	}
+	url := render(out.Value)
+	if !strings.HasPrefix(url, "https://{"+s.logicalID(t, "HttpApi")+"}.execute-api.") ||
+		!strings.HasSuffix(url, "/v1/webhooks/"+DefaultProvider) || strings.Contains(strings.TrimPrefix(url, "https://"), "//") {
+		t.Errorf("WebhookUrl = %s, want https://<api>.execute-api.<region>.<suffix>/v1/webhooks/%s", url, DefaultProvider)
 	}
 }

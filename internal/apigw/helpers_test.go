@@ -260,6 +260,23 @@ type sessionOut struct {
 	SandboxExpiresAt   *string           `json:"sandbox_expires_at"`
 	AwayTimeoutSeconds int64             `json:"away_timeout_seconds"`
 	AwayDeadline       *string           `json:"away_deadline"`
+	App                *appOut           `json:"app"`
+	readinessOut
+}
+
+type appOut struct {
+	Port                int               `json:"port"`
+	StartCommand        string            `json:"start_command"`
+	Cwd                 string            `json:"cwd"`
+	Env                 map[string]string `json:"env"`
+	ReadyPath           string            `json:"ready_path"`
+	ReadyTimeoutSeconds int64             `json:"ready_timeout_seconds"`
+}
+
+type readinessOut struct {
+	Readiness       *string `json:"readiness"`
+	ReadinessDetail *string `json:"readiness_detail"`
+	ReadyAt         *string `json:"ready_at"`
 }
 
 type envelopeOut struct {
@@ -277,6 +294,7 @@ type statusOut struct {
 	HasSnapshot   bool        `json:"has_snapshot"`
 	PreviewURL    *string     `json:"preview_url"`
 	Lifecycle     envelopeOut `json:"lifecycle"`
+	readinessOut
 }
 
 type listOut struct {
@@ -301,6 +319,7 @@ type reconnectOut struct {
 	ExpiresAt  *string     `json:"expires_at"`
 	PreviewURL *string     `json:"preview_url"`
 	Lifecycle  envelopeOut `json:"lifecycle"`
+	readinessOut
 }
 
 type errorOut struct {

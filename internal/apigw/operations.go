@@ -27,6 +27,7 @@ func (h *Handler) status(ctx context.Context, r *request) (response, error) {
 		HasSnapshot:   sess.HasSnapshot(),
 		PreviewURL:    nullable(sess.PreviewURL),
 		Lifecycle:     newEnvelopeJSON(env),
+		readinessJSON: newReadinessJSON(sess),
 	}}, nil
 }
 
@@ -41,9 +42,20 @@ func (h *Handler) resume(ctx context.Context, r *request) (response, error) {
 	if err := r.decodeJSON(&noBody{}, true); err != nil {
 		return response{}, err
 	}
+	wait := r.event.QueryStringParameters["wait"]
+	if wait != "" && wait != "ready" {
+		return response{}, invalidf("wait must be \"ready\" when given")
+	}
 	sess, err := h.svc.Resume(ctx, r.accountID, id)
 	if err != nil {
 		return response{}, err
+	}
+	if wait == "ready" {
+		// Hold until the app answers or the bound (docs/READINESS.md
+		// "Waiting"); the answer is the session whatever its readiness.
+		if waited, werr := h.svc.WaitReady(ctx, r.accountID, id, lifecycle.MaxWaitReady); werr == nil {
+			sess = waited
+		}
 	}
 	return response{status: http.StatusOK, body: resumeJSON{
 		PreviewURL: nullable(sess.PreviewURL),
@@ -81,12 +93,13 @@ func (h *Handler) reconnect(ctx context.Context, r *request) (response, error) {
 	}
 	sess := res.Session
 	return response{status: http.StatusOK, body: reconnectJSON{
-		Status:     string(res.Status),
-		SessionID:  sess.ID,
-		State:      string(sess.State),
-		ExpiresAt:  timestamp(res.ExpiresAt),
-		PreviewURL: nullable(sess.PreviewURL),
-		Lifecycle:  newEnvelopeJSON(lifecycle.NewEnvelope(sess, h.svc.Now())),
+		Status:        string(res.Status),
+		SessionID:     sess.ID,
+		State:         string(sess.State),
+		ExpiresAt:     timestamp(res.ExpiresAt),
+		PreviewURL:    nullable(sess.PreviewURL),
+		Lifecycle:     newEnvelopeJSON(lifecycle.NewEnvelope(sess, h.svc.Now())),
+		readinessJSON: newReadinessJSON(sess),
 	}}, nil
 }
 

@@ -64,6 +64,46 @@ type sessionJSON struct {
 	// the last visible client left): docs/DESIGN.md "Client channel".
 	AwayTimeoutSeconds int64     `json:"away_timeout_seconds"`
 	AwayDeadline       timestamp `json:"away_deadline"`
+	// App is the session's app spec (null: none); Readiness ("starting",
+	// "ready", "failed"; null without an app or when not running),
+	// ReadinessDetail and ReadyAt: docs/READINESS.md.
+	App *appJSON `json:"app"`
+	readinessJSON
+}
+
+// readinessJSON is the readiness of a session as every body that shows a
+// session carries it (docs/READINESS.md "Readiness").
+type readinessJSON struct {
+	Readiness       *string   `json:"readiness"`
+	ReadinessDetail *string   `json:"readiness_detail"`
+	ReadyAt         timestamp `json:"ready_at"`
+}
+
+func newReadinessJSON(s *lifecycle.Session) readinessJSON {
+	return readinessJSON{Readiness: nullable(string(s.Readiness)), ReadinessDetail: nullable(s.ReadinessDetail),
+		ReadyAt: timestamp(s.ReadyAt)}
+}
+
+// appJSON is an app spec as the API shows and takes it.
+type appJSON struct {
+	Port                int               `json:"port"`
+	StartCommand        string            `json:"start_command"`
+	Cwd                 string            `json:"cwd"`
+	Env                 map[string]string `json:"env"`
+	ReadyPath           string            `json:"ready_path"`
+	ReadyTimeoutSeconds int64             `json:"ready_timeout_seconds"`
+}
+
+func newAppJSON(a *lifecycle.AppSpec) *appJSON {
+	if a == nil {
+		return nil
+	}
+	env := a.Env
+	if env == nil {
+		env = map[string]string{}
+	}
+	return &appJSON{Port: a.Port, StartCommand: a.StartCommand, Cwd: a.Cwd, Env: env, ReadyPath: a.ReadyPath,
+		ReadyTimeoutSeconds: int64(a.ReadyTimeout / time.Second)}
 }
 
 func newSessionJSON(s *lifecycle.Session) sessionJSON {
@@ -98,6 +138,8 @@ func newSessionJSON(s *lifecycle.Session) sessionJSON {
 		SandboxExpiresAt:   timestamp(s.SandboxExpiresAt),
 		AwayTimeoutSeconds: int64(s.AwayTimeout / time.Second),
 		AwayDeadline:       timestamp(s.AwayDeadline),
+		App:                newAppJSON(s.App),
+		readinessJSON:      newReadinessJSON(s),
 	}
 }
 
@@ -136,6 +178,7 @@ type statusJSON struct {
 	HasSnapshot   bool         `json:"has_snapshot"`
 	PreviewURL    *string      `json:"preview_url"`
 	Lifecycle     envelopeJSON `json:"lifecycle"`
+	readinessJSON
 }
 
 // resumeJSON answers POST /v1/sessions/{id}/resume.
@@ -161,4 +204,5 @@ type reconnectJSON struct {
 	ExpiresAt  timestamp    `json:"expires_at"`
 	PreviewURL *string      `json:"preview_url"`
 	Lifecycle  envelopeJSON `json:"lifecycle"`
+	readinessJSON
 }

@@ -26,6 +26,20 @@ type createSessionBody struct {
 	// AwayTimeoutSeconds: absent or null for the default (120 s), 0 for
 	// presence off (lifecycle.AwayTimeout).
 	AwayTimeoutSeconds *int64 `json:"away_timeout_seconds"`
+	// App is the app spec (docs/READINESS.md "The app spec"); absent: the
+	// template's default, if any.
+	App *appBody `json:"app"`
+}
+
+// appBody is the app spec of a create; absent fields are left to the
+// template's default (lifecycle.ResolveApp).
+type appBody struct {
+	Port                *int              `json:"port"`
+	StartCommand        *string           `json:"start_command"`
+	Cwd                 *string           `json:"cwd"`
+	Env                 map[string]string `json:"env"`
+	ReadyPath           *string           `json:"ready_path"`
+	ReadyTimeoutSeconds *int64            `json:"ready_timeout_seconds"`
 }
 
 // noBody is the body of routes that take none: empty, or {}.
@@ -46,6 +60,10 @@ func (h *Handler) createSession(ctx context.Context, r *request) (response, erro
 		Metadata:           map[string]string(body.Metadata),
 		Provider:           body.Provider,
 		AwayTimeoutSeconds: body.AwayTimeoutSeconds,
+	}
+	if a := body.App; a != nil {
+		in.App = &lifecycle.AppInput{Port: a.Port, StartCommand: a.StartCommand, Cwd: a.Cwd, Env: a.Env,
+			ReadyPath: a.ReadyPath, ReadyTimeoutSeconds: a.ReadyTimeoutSeconds}
 	}
 	if key, ok := r.header("Idempotency-Key"); ok {
 		in.IdempotencyKey = strings.TrimSpace(key)

@@ -17,5 +17,6 @@ func StatusBody(sess *lifecycle.Session, now time.Time) any {
 		HasSnapshot:   sess.HasSnapshot(),
 		PreviewURL:    nullable(sess.PreviewURL),
 		Lifecycle:     newEnvelopeJSON(lifecycle.NewEnvelope(sess, now)),
+		readinessJSON: newReadinessJSON(sess),
 	}
 }

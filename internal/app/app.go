@@ -31,6 +31,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -40,10 +41,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/sandmanhq/sandman/internal/apigw"
-	"github.com/sandmanhq/sandman/internal/clienttoken"
+	"github.com/sandmanhq/sandman/internal/channel/clienttoken"
 	"github.com/sandmanhq/sandman/internal/dynamo"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
-	"github.com/sandmanhq/sandman/internal/sqstimer"
+	"github.com/sandmanhq/sandman/internal/readiness/sqsjobs"
+	"github.com/sandmanhq/sandman/internal/timer/sqstimer"
 )
 
 // secretTimeout bounds fetching one secret at cold start.
@@ -84,6 +86,9 @@ type Deps struct {
 	// TimerHorizon is how far ahead (default lifecycle.DefaultTimerHorizon).
 	Timers       lifecycle.Timers
 	TimerHorizon time.Duration
+	// ReadinessJobs queues readiness jobs (lifecycle.Config.ReadinessJobs;
+	// nil: an SQS queue when SANDMAN_READINESS_QUEUE_URL is set, else none).
+	ReadinessJobs lifecycle.ReadinessJobs
 	// Metrics receives the service's pauses, resumes, provider errors and
 	// pause lag (lifecycle.Config.Metrics; nil: none). The Lambda mains pass
 	// an internal/metrics Emitter writing EMF to stdout.
@@ -133,11 +138,18 @@ type App struct {
 
 // Load reads the Config from the process environment and builds the App
 // from it and what the main composes (New). Call it once, in main, before
-// lambda.Start.
+// lambda.Start. Errors: ConfigFromEnv's, a provider outside LambdaProviders
+// (the fake and the local provider run only in the local stack), New's.
 func Load(ctx context.Context, needs Needs, deps Deps) (*App, error) {
 	cfg, err := ConfigFromEnv(os.Getenv)
 	if err != nil {
 		return nil, err
+	}
+	for _, name := range cfg.Providers {
+		if !slices.Contains(LambdaProviders, name) {
+			return nil, fmt.Errorf("%s/%s name %q, which a deployed function cannot run: want some of %s (the %s and %s providers run only in the local stack)",
+				EnvProvider, EnvProviders, name, strings.Join(LambdaProviders, ", "), ProviderFake, ProviderLocal)
+		}
 	}
 	return New(ctx, cfg, needs, deps)
 }
@@ -276,10 +288,18 @@ func New(ctx context.Context, cfg Config, needs Needs, deps Deps) (*App, error) 
 		}
 		timers = sqstimer.New(sqs.NewFromConfig(c), cfg.TimerQueueURL, clock)
 	}
+	jobs := deps.ReadinessJobs
+	if jobs == nil && cfg.ReadinessQueueURL != "" {
+		c, err := loadAWS()
+		if err != nil {
+			return nil, err
+		}
+		jobs = sqsjobs.New(sqs.NewFromConfig(c), cfg.ReadinessQueueURL)
+	}
 	a.Service = lifecycle.NewService(lifecycle.Config{Store: a.Store, Provider: a.Provider, Providers: a.Providers[1:], Clock: clock,
 		Policy: cfg.Policy, Log: a.Log, ProbeTimeout: cfg.ProbeTimeout, CallTimeout: cfg.ProviderCallTimeout, Deployment: cfg.Deployment,
 		Timers: timers, TimerHorizon: deps.TimerHorizon, MaxRunning: cfg.MaxRunning, Metrics: deps.Metrics,
-		Prices: cfg.Prices})
+		Prices: cfg.Prices, TemplateApps: cfg.TemplateApps, ReadinessJobs: jobs})
 	a.keys = a.Store
 	if cfg.APIKeyCacheTTL >= 0 {
 		a.keys = apigw.NewKeyCache(a.Store, cfg.APIKeyCacheTTL, clock)
@@ -313,7 +333,7 @@ func (a *App) HTTPHandler(function string) (*apigw.Handler, error) {
 
 // loadTokens builds a.Tokens from the key set the configuration names: a
 // Secrets Manager secret whose SecretString is the key-set JSON, or a local
-// file generated on first use (internal/clienttoken). Neither set: nil.
+// file generated on first use (internal/channel/clienttoken). Neither set: nil.
 func (a *App) loadTokens(ctx context.Context, cfg Config, clock lifecycle.Clock,
 	secret func(what, plain, secretName, plainEnv, secretEnv string) (string, error)) error {
 	var keys clienttoken.KeySet

@@ -26,6 +26,9 @@ const (
 	EnvE2BBaseURL           = envnames.E2BBaseURL
 	EnvE2BDomain            = envnames.E2BDomain
 	EnvLocalDir             = envnames.LocalDir
+	EnvTemplateApps         = envnames.TemplateApps
+	EnvLocalKeepProcesses   = envnames.LocalKeepProcesses
+	EnvReadinessQueueURL    = envnames.ReadinessQueueURL
 	EnvLocalWebhookURL      = envnames.LocalWebhookURL
 	EnvEventBus             = envnames.EventBus
 	EnvEventsFile           = envnames.EventsFile
@@ -83,6 +86,13 @@ const (
 	ProviderLocal   = "local"
 	ProviderFake    = "fake"
 )
+
+// LambdaProviders are the providers a deployed function may be configured
+// with; Load refuses the others. The local provider's sandboxes are
+// processes of the local stack and the fake's live in one process's memory,
+// so neither can serve a deployment (docs/DESIGN.md "Providers"), and the
+// Lambda functions do not link them (internal/provider.Lambda).
+var LambdaProviders = []string{ProviderE2B, ProviderDaytona, ProviderVercel}
 
 // knownProviders lists the names EnvProvider and EnvProviders accept.
 var knownProviders = []string{ProviderE2B, ProviderDaytona, ProviderVercel, ProviderLocal, ProviderFake}
@@ -148,7 +158,7 @@ type Config struct {
 	APIKeyCacheTTL      time.Duration // 0: apigw.DefaultKeyCacheTTL; negative: off
 	ProbeTimeout        time.Duration // 0: lifecycle.Service's default (15 s)
 	ProviderCallTimeout time.Duration // 0: lifecycle.Service's default (30 s)
-	// TimerQueueURL is the SQS queue of pause timers (internal/sqstimer);
+	// TimerQueueURL is the SQS queue of pause timers (internal/timer/sqstimer);
 	// "" arms none unless Deps.Timers is given.
 	TimerQueueURL string
 	// MaxRunning is lifecycle.Config.MaxRunning: sandboxes an account may
@@ -157,6 +167,16 @@ type Config struct {
 	// Prices is lifecycle.Config.Prices (SANDMAN_PRICES): US dollars per
 	// hour by provider, for usage estimates; nil: lifecycle.DefaultPrices.
 	Prices map[string]lifecycle.Price
+	// TemplateApps is lifecycle.Config.TemplateApps (SANDMAN_TEMPLATE_APPS):
+	// default app specs by template; nil: none.
+	TemplateApps map[string]*lifecycle.AppSpec
+	// LocalDropProcesses is the local provider's DropProcesses
+	// (SANDMAN_LOCAL_KEEP_PROCESSES=false).
+	LocalDropProcesses bool
+	// ReadinessQueueURL is the SQS queue of readiness jobs
+	// (internal/readiness/sqsjobs); "" queues none unless
+	// Deps.ReadinessJobs is given.
+	ReadinessQueueURL string
 
 	// ClientTokenKeysSecret and ClientTokenKeysFile: at most one is set
 	// (Secrets Manager secret name in AWS, generated file locally); with
@@ -165,14 +185,15 @@ type Config struct {
 	ClientTokenKeysFile   string
 	WSURL                 string // the client channel's WebSocket URL; "" for none
 	// WSManagementURL is the API Gateway Management API endpoint of the
-	// WebSocket stage (internal/apigwmgmt); "" locally.
+	// WebSocket stage (internal/channel/apigwmgmt); "" locally.
 	WSManagementURL string
 }
 
 // ConfigFromEnv reads the Config from getenv (os.Getenv in production).
 // Errors: a missing table, an unknown provider, a value and a secret name
-// both set for one secret, or an unparsable or out-of-range value; each
-// names its variable.
+// both set for one secret, an unparsable or out-of-range value, or a lease
+// shorter than lifecycle.MinLeaseDuration (docs/DESIGN.md "Session
+// states"); each names its variable.
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	get := func(name string) string { return strings.TrimSpace(getenv(name)) }
 	c := Config{
@@ -246,6 +267,21 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 			}
 		}
 	}
+	if v := get(EnvTemplateApps); v != "" {
+		apps, err := parseTemplateApps(v)
+		if err != nil {
+			return Config{}, err
+		}
+		c.TemplateApps = apps
+	}
+	switch v := strings.ToLower(get(EnvLocalKeepProcesses)); v {
+	case "", "true", "1":
+	case "false", "0":
+		c.LocalDropProcesses = true
+	default:
+		return Config{}, fmt.Errorf("%s=%q: want true or false", EnvLocalKeepProcesses, v)
+	}
+	c.ReadinessQueueURL = get(EnvReadinessQueueURL)
 	if c.Provider == "" {
 		c.Provider = ProviderE2B
 	}
@@ -318,11 +354,47 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		}
 		*o.dst = d
 	}
+	if least := lifecycle.MinLeaseDuration(c.ProviderCallTimeout); p.LeaseDuration < least {
+		return Config{}, fmt.Errorf("%s=%v is shorter than the longest operation holding a lease (%v: a %v request or a %s provider call and its settle write, plus %v): the sweep would reconcile operations still in flight; set at least %v",
+			EnvLeaseDuration, p.LeaseDuration, least, lifecycle.MaxRequestDuration, EnvProviderCallTimeout, lifecycle.LeaseMargin, least)
+	}
 	if p.MinIdleTimeout > p.MaxIdleTimeout || p.DefaultIdleTimeout < p.MinIdleTimeout || p.DefaultIdleTimeout > p.MaxIdleTimeout {
 		return Config{}, fmt.Errorf("%s (%v) must lie between %s (%v) and %s (%v)",
 			EnvIdleTimeout, p.DefaultIdleTimeout, EnvMinIdleTimeout, p.MinIdleTimeout, EnvMaxIdleTimeout, p.MaxIdleTimeout)
 	}
 	return c, nil
+}
+
+// templateAppJSON is one template's default app spec in
+// SANDMAN_TEMPLATE_APPS: the fields of POST /v1/sessions' "app".
+type templateAppJSON struct {
+	Port                *int              `json:"port"`
+	StartCommand        *string           `json:"start_command"`
+	Cwd                 *string           `json:"cwd"`
+	Env                 map[string]string `json:"env"`
+	ReadyPath           *string           `json:"ready_path"`
+	ReadyTimeoutSeconds *int64            `json:"ready_timeout_seconds"`
+}
+
+// parseTemplateApps reads SANDMAN_TEMPLATE_APPS. Errors: not a JSON
+// object of app specs, or a spec the API would refuse (named).
+func parseTemplateApps(v string) (map[string]*lifecycle.AppSpec, error) {
+	var raw map[string]templateAppJSON
+	dec := json.NewDecoder(strings.NewReader(v))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&raw); err != nil {
+		return nil, fmt.Errorf(`%s: want a JSON object such as {"node":{"port":3000,"start_command":"npm run dev"}}: %w`, EnvTemplateApps, err)
+	}
+	apps := make(map[string]*lifecycle.AppSpec, len(raw))
+	for tmpl, a := range raw {
+		spec, err := lifecycle.ResolveApp(nil, &lifecycle.AppInput{Port: a.Port, StartCommand: a.StartCommand, Cwd: a.Cwd,
+			Env: a.Env, ReadyPath: a.ReadyPath, ReadyTimeoutSeconds: a.ReadyTimeoutSeconds})
+		if err != nil {
+			return nil, fmt.Errorf("%s: template %q: %w", EnvTemplateApps, tmpl, err)
+		}
+		apps[tmpl] = spec
+	}
+	return apps, nil
 }
 
 // Enabled reports whether provider is one of c.Providers.

@@ -24,6 +24,9 @@ type CreateInput struct {
 	// AwayTimeoutSeconds: nil for DefaultAwayTimeout, 0 for presence off,
 	// else 1..MaxAwayTimeout in seconds (docs/DESIGN.md "Client channel").
 	AwayTimeoutSeconds *int64
+	// App is the session's app spec as given (nil: none, or the
+	// template's default from Config.TemplateApps).
+	App *AppInput
 	// IdempotencyKey, when set, makes a repeated create return the first
 	// result without a second sandbox.
 	IdempotencyKey string
@@ -146,6 +149,7 @@ func (s *Service) createSandbox(ctx context.Context, sess *Session, release func
 			return s.providerError(err, "create the sandbox")
 		}
 		sess.SandboxID, sess.PreviewURL, sess.SandboxExpiresAt = sb.ID, sb.PreviewURL, sb.ExpiresAt
+		sess.PreviewURL = s.appPreviewURL(wctx, sess, sb.PreviewURL)
 		if err := s.transition(wctx, sess, StateRunning, ReasonRequest, Guard{}); err != nil {
 			if !IsCode(err, CodeConflict) {
 				return s.runningWriteUnknown(wctx, sess, sb.ID, err, release)
@@ -230,6 +234,10 @@ func (s *Service) newSession(accountID string, in CreateInput) (*Session, error)
 	if err != nil {
 		return nil, err
 	}
+	app, err := ResolveApp(s.cfg.TemplateApps[in.Template], in.App)
+	if err != nil {
+		return nil, err
+	}
 	now := s.now()
 	sess := &Session{
 		ID: s.cfg.NewID(), AccountID: accountID, Provider: provider, Template: in.Template,
@@ -237,6 +245,7 @@ func (s *Service) newSession(accountID string, in CreateInput) (*Session, error)
 		IdleTimeout: idle, MaxLifetime: life, AwayTimeout: away, CreatedAt: now, UpdatedAt: now, StateChangedAt: now,
 		LeaseExpiresAt: now.Add(s.cfg.Policy.LeaseDuration),
 		RunningLimit:   s.cfg.MaxRunning,
+		App:            app,
 	}
 	return sess, nil
 }

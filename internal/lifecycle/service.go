@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -89,6 +90,30 @@ type Config struct {
 	// before now + TimerHorizon arms its timer at once (default
 	// DefaultTimerHorizon; set it to the sweep interval plus a margin).
 	TimerHorizon time.Duration
+	// TemplateApps gives templates a default app spec (docs/READINESS.md
+	// "Configuration", SANDMAN_TEMPLATE_APPS): a create of that template
+	// without an app gets it, and one with an app has its fields merged
+	// over it (ResolveApp).
+	TemplateApps map[string]*AppSpec
+	// ReadinessJobs queues readiness jobs (BringUp) after every commit that
+	// makes a session with an app running; nil queues none (the session
+	// stays starting).
+	ReadinessJobs ReadinessJobs
+	// ReadyHTTP makes the readiness probes (default: a client that follows
+	// no redirects: a redirect is an answer).
+	ReadyHTTP *http.Client
+	// ReadyProbeTimeout bounds one readiness probe (default
+	// DefaultReadyProbeTimeout).
+	ReadyProbeTimeout time.Duration
+	// ReadyBackoff is the first wait between readiness probes (default
+	// 100 ms), doubled up to ReadyBackoffMax (default 250 ms: a server
+	// that comes up is seen within a quarter second; the probes are GETs of
+	// one preview).
+	ReadyBackoff    time.Duration
+	ReadyBackoffMax time.Duration
+	// ReadyPollInterval is how often WaitReady re-reads the session
+	// (default 200 ms).
+	ReadyPollInterval time.Duration
 	// Metrics receives pauses by reason, resumes, provider errors by kind
 	// and pause lag (metrics.go); nil keeps none.
 	Metrics Metrics
@@ -137,6 +162,13 @@ func (c Config) withDefaults() Config {
 	if c.Metrics == nil {
 		c.Metrics = noMetrics{}
 	}
+	if c.ReadyHTTP == nil {
+		c.ReadyHTTP = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	}
+	c.ReadyProbeTimeout = orDefault(c.ReadyProbeTimeout, DefaultReadyProbeTimeout)
+	c.ReadyBackoff = orDefault(c.ReadyBackoff, defaultReadyBackoffMin)
+	c.ReadyBackoffMax = orDefault(c.ReadyBackoffMax, defaultReadyBackoffMax)
+	c.ReadyPollInterval = orDefault(c.ReadyPollInterval, 200*time.Millisecond)
 	return c
 }
 
@@ -249,6 +281,7 @@ func (s *Service) commit(ctx context.Context, sess *Session, from State, guard G
 		s.countTransition(from, sess)
 	}
 	s.armIfSoon(ctx, sess)
+	s.enqueueReadiness(ctx, sess, from)
 	return nil
 }
 

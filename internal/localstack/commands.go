@@ -18,15 +18,16 @@ import (
 
 	"github.com/sandmanhq/sandman/internal/apigw"
 	"github.com/sandmanhq/sandman/internal/app"
-	"github.com/sandmanhq/sandman/internal/clienttoken"
+	"github.com/sandmanhq/sandman/internal/channel/clienttoken"
 	"github.com/sandmanhq/sandman/internal/dynamo"
-	"github.com/sandmanhq/sandman/internal/jsonl"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/outbox"
+	"github.com/sandmanhq/sandman/internal/outbox/jsonl"
 	"github.com/sandmanhq/sandman/internal/provider/local"
+	"github.com/sandmanhq/sandman/internal/readiness/sqsjobs"
 	"github.com/sandmanhq/sandman/internal/routes"
-	"github.com/sandmanhq/sandman/internal/sqstimer"
 	"github.com/sandmanhq/sandman/internal/sweep"
+	"github.com/sandmanhq/sandman/internal/timer/sqstimer"
 )
 
 // target is the table a one-off command (apikey, invoke) works on.
@@ -232,6 +233,14 @@ func InvokeCommand(ctx context.Context, args []string, w io.Writer) error {
 			return fmt.Errorf("decode SQS event %s: %w", *eventFile, err)
 		}
 		if resp, err = sqstimer.NewHandler(a.Service, a.Log).Handle(ctx, ev); err != nil {
+			return err
+		}
+	case routes.Readiness:
+		var ev events.SQSEvent
+		if err := json.Unmarshal(raw, &ev); err != nil {
+			return fmt.Errorf("decode SQS event %s: %w", *eventFile, err)
+		}
+		if resp, err = sqsjobs.NewHandler(a.Service, nil, a.Log).Handle(ctx, ev); err != nil {
 			return err
 		}
 	case routes.IdlePause:

@@ -23,17 +23,18 @@ import (
 	"github.com/sandmanhq/sandman/internal/apigw"
 	"github.com/sandmanhq/sandman/internal/app"
 	"github.com/sandmanhq/sandman/internal/channel"
-	"github.com/sandmanhq/sandman/internal/clienttoken"
+	"github.com/sandmanhq/sandman/internal/channel/clienttoken"
 	"github.com/sandmanhq/sandman/internal/dynamo"
 	"github.com/sandmanhq/sandman/internal/envnames"
-	"github.com/sandmanhq/sandman/internal/jsonl"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
-	"github.com/sandmanhq/sandman/internal/localtimer"
 	"github.com/sandmanhq/sandman/internal/outbox"
+	"github.com/sandmanhq/sandman/internal/outbox/jsonl"
 	"github.com/sandmanhq/sandman/internal/provider"
 	"github.com/sandmanhq/sandman/internal/provider/local"
+	"github.com/sandmanhq/sandman/internal/readiness"
 	"github.com/sandmanhq/sandman/internal/routes"
 	"github.com/sandmanhq/sandman/internal/sweep"
+	"github.com/sandmanhq/sandman/internal/timer/localtimer"
 	"github.com/sandmanhq/sandman/internal/webclient"
 )
 
@@ -147,6 +148,10 @@ func Run(ctx context.Context, opts Config) error {
 	// deadlines before the next tick plus a minute.
 	timers := localtimer.New(localtimer.Config{Log: opts.Log})
 	deps.Timers, deps.TimerHorizon = timers, interval+time.Minute
+	// Readiness jobs (docs/READINESS.md "Where it runs"): an in-process
+	// worker behind the interface the SQS queue implements in AWS.
+	jobs := readiness.New(readiness.Config{Log: opts.Log})
+	deps.ReadinessJobs = jobs
 	if getenv(app.EnvProvider) == ProviderE2BFake {
 		log := opts.Log
 		if log == nil {
@@ -238,6 +243,8 @@ func Run(ctx context.Context, opts Config) error {
 		return err
 	})
 	defer func() { cancel(); timers.Close() }()
+	jobs.Start(ctx, a.Service.BringUp)
+	defer func() { cancel(); jobs.Close() }()
 	var wg sync.WaitGroup
 	if lp, ok := a.Provider.(*local.Provider); ok {
 		wg.Add(1)

@@ -17,8 +17,12 @@ const (
 	// lifecycle events (internal/outbox).
 	Publisher = "publisher"
 	// Pauser is fed by the timer queue (SQS); it fires pause timers
-	// (internal/sqstimer, docs/DESIGN.md "Precise pausing").
+	// (internal/timer/sqstimer, docs/DESIGN.md "Precise pausing").
 	Pauser = "pauser"
+	// Readiness is fed by the readiness queue (SQS); it brings a session's
+	// app up and records its readiness (internal/readiness/sqsjobs,
+	// docs/READINESS.md).
+	Readiness = "readiness"
 	// Channel serves the WebSocket API's $connect, $disconnect and
 	// $default (internal/channel, docs/DESIGN.md "Client channel").
 	Channel = "channel"
@@ -30,7 +34,7 @@ const (
 
 // Functions lists every Lambda function: HTTP, scheduled, stream, queue,
 // WebSocket and bus.
-var Functions = []string{Sessions, Status, Resume, Snapshot, Reconnect, Webhook, IdlePause, Publisher, Pauser, Channel, Notifier}
+var Functions = []string{Sessions, Status, Resume, Snapshot, Reconnect, Webhook, IdlePause, Publisher, Pauser, Readiness, Channel, Notifier}
 
 // Route is one API Gateway route: Key is the route key as API Gateway writes
 // it ("POST /v1/sessions/{id}/resume"), Function the Lambda that serves it.
@@ -96,7 +100,7 @@ func (r Route) Auth() string {
 const ClientTokensPath = "/v1/sessions/{id}/client-tokens"
 
 // AcceptsClientToken reports whether the route also takes a client token
-// (internal/clienttoken) as "Authorization: Bearer": that session's status,
+// (internal/channel/clienttoken) as "Authorization: Bearer": that session's status,
 // activity and resume, and nothing else (docs/DESIGN.md "Client channel").
 func (r Route) AcceptsClientToken() bool {
 	switch r.Key() {

@@ -2,7 +2,7 @@
 // API (contract in internal/webclient's package doc), opens one client
 // channel per live session with sandman.js, and renders every push. It never
 // polls: after the first list, state changes arrive on the channel.
-import { connect } from "/sandman.js";
+import { connect, isReady } from "/sandman.js";
 
 const API = "/console/api/sessions";
 const FINAL = new Set(["killed", "expired", "failed"]);
@@ -107,8 +107,17 @@ function render(card, s) {
   const preview = /** @type {HTMLElement} */ (el.querySelector(".preview"));
   const iframe = /** @type {HTMLIFrameElement} */ (el.querySelector("iframe"));
   const sleeping = /** @type {HTMLElement} */ (el.querySelector(".sleeping"));
-  const running = state === "running" && s.preview_url;
+  // The iframe only once the app answers: never a 502 in it
+  // (docs/READINESS.md). A session without an app is ready when running.
+  const running = isReady(s) && s.preview_url;
   preview.hidden = !running;
+  const waking = /** @type {HTMLElement} */ (el.querySelector(".waking"));
+  let wait = "";
+  if (state === "resuming" || state === "provisioning") wait = "Waking…";
+  else if (state === "running" && s.readiness === "starting") wait = "Starting the app…";
+  else if (state === "running" && s.readiness === "failed") wait = "The app did not start: " + (s.readiness_detail ?? "no detail");
+  waking.textContent = wait;
+  waking.hidden = wait === "";
   if (running && iframe.getAttribute("src") !== s.preview_url) iframe.src = s.preview_url;
   if (!running && iframe.getAttribute("src")) iframe.removeAttribute("src");
   sleeping.hidden = state !== "paused";
