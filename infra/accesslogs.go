@@ -42,6 +42,5 @@ func newAPIGatewayAccountRole(stack awscdk.Stack) awsapigateway.CfnAccount {
 	account := awsapigateway.NewCfnAccount(stack, jsii.String("ApiGatewayAccount"), &awsapigateway.CfnAccountProps{
 		CloudWatchRoleArn: role.RoleArn(),
 	})
-	account.Node().AddDependency(role)
 	return account
 }
