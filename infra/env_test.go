@@ -41,20 +41,21 @@ func TestStackEnvContract(t *testing.T) {
 	}
 }
 
-// TestRunningLimitReachesEveryMover: SANDMAN_MAX_RUNNING reaches every
-// function that moves a session between running and not running, the
-// webhook function included (it holds no provider key), so they all keep
-// the running-slot counter; it reaches no other function.
-func TestRunningLimitReachesEveryMover(t *testing.T) {
+// TestRunningLimitReachesEverySessionWriter: SANDMAN_MAX_RUNNING reaches
+// every function that writes sessions (those that move a session between
+// running and not running, the webhook function included though it holds
+// no provider key, and the notifier's presence writes), so they all keep the
+// running-slot counter; it reaches no other function.
+func TestRunningLimitReachesEverySessionWriter(t *testing.T) {
 	s := optionsStack(t)
 	movers := map[string]bool{}
 	for _, spec := range functionSpecs {
-		movers[spec.name] = spec.movesRunning
+		movers[spec.name] = spec.writesSessions
 	}
 	for _, name := range []string{routes.Sessions, routes.Resume, routes.Snapshot, routes.Reconnect, routes.Webhook,
-		routes.IdlePause, routes.Pauser, routes.Channel} {
+		routes.IdlePause, routes.Pauser, routes.Channel, routes.Readiness, routes.Notifier} {
 		if !movers[name] {
-			t.Errorf("%s moves sessions between running and not running but is not marked so", name)
+			t.Errorf("%s writes sessions but is not marked so", name)
 		}
 	}
 	for name, moves := range movers {
@@ -65,7 +66,7 @@ func TestRunningLimitReachesEveryMover(t *testing.T) {
 			t.Errorf("%s: %s = %v, want 7", name, envnames.MaxRunning, got)
 		}
 		if !moves && ok {
-			t.Errorf("%s moves no session but gets %s", name, envnames.MaxRunning)
+			t.Errorf("%s writes no session but gets %s", name, envnames.MaxRunning)
 		}
 	}
 }

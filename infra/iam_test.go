@@ -228,8 +228,9 @@ func TestRoleTableActionsPinned(t *testing.T) {
 		// of heartbeats, presence and resume.
 		routes.Channel: with(onTable("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"),
 			tabledef.IndexByConnSession),
-		// the session and its connections; gone ones deleted; no session write.
-		routes.Notifier: with(onTable("dynamodb:GetItem", "dynamodb:DeleteItem"), tabledef.IndexByConnSession),
+		// the session and its connections; gone ones deleted and the
+		// session's presence recomputed (a PutItem that moves no slot).
+		routes.Notifier: with(onTable("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:DeleteItem"), tabledef.IndexByConnSession),
 		// the stream, granted by its event source mapping (ListStreams has
 		// no resource-level permission), and the usage transaction's
 		// UpdateItem and PutItem (internal/dynamo usage.go).

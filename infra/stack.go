@@ -404,9 +404,9 @@ type tableAccess struct {
 }
 
 // runningSlotSettings are the ProviderSettings that govern the running-slot
-// counter: every function that moves a session between running and not
-// running must see the same values, or the counter drifts (a function
-// without SANDMAN_MAX_RUNNING keeps no counter at all).
+// counter: every function that writes sessions must see the same values, or
+// the counter drifts (a function without SANDMAN_MAX_RUNNING keeps no
+// counter at all, so its pauses, resumes and kills skip it).
 var runningSlotSettings = []string{envnames.MaxRunning}
 
 // functionSpec is one function's settings and grants.
@@ -432,10 +432,12 @@ type functionSpec struct {
 	webhookKey  bool
 	// reservedConcurrency caps concurrent executions; 0 means unreserved.
 	reservedConcurrency float64
-	// movesRunning: the function moves sessions between running and not
-	// running, so the running-slot settings (runningSlotSettings) reach it
-	// whether or not it holds the provider key.
-	movesRunning bool
+	// writesSessions: the function writes sessions, so the running-slot
+	// settings (runningSlotSettings) reach it whether or not it holds the
+	// provider key: a write that moves a session between running and not
+	// running must move the counter, and a store that keeps no counter
+	// refuses any write of a session that carries a running limit.
+	writesSessions bool
 }
 
 // functionSpecs lists every function of routes.Functions, in that order.
@@ -476,21 +478,21 @@ var functionSpecs = []functionSpec{
 		// API keys or Idempotency-Key claims (internal/dynamo's prefixes).
 		table: tableAccess{actions: []string{actionGetItem, actionPutItem, actionUpdateItem, actionDeleteItem, actionQuery}, indexes: []string{tabledef.IndexByOwner},
 			queryKeys: []string{"ACCOUNT#*", "SESSION#*"}},
-		movesRunning: true},
+		writesSessions: true},
 	{name: routes.Status, description: "Sandman session status (database only)",
 		timeout: 10 * time.Second, memoryMB: 128,
 		table: tableAccess{actions: []string{actionGetItem}}},
 	{name: routes.Resume, description: "Sandman resume a paused session",
-		timeout: 29 * time.Second, memoryMB: 256, providerKey: true, movesRunning: true,
+		timeout: 29 * time.Second, memoryMB: 256, providerKey: true, writesSessions: true,
 		table: tableAccess{actions: []string{actionGetItem, actionPutItem, actionUpdateItem}}},
 	{name: routes.Snapshot, description: "Sandman snapshot (pause now, idempotent)",
-		timeout: 29 * time.Second, memoryMB: 256, providerKey: true, movesRunning: true,
+		timeout: 29 * time.Second, memoryMB: 256, providerKey: true, writesSessions: true,
 		table: tableAccess{actions: []string{actionGetItem, actionPutItem, actionUpdateItem}}},
 	{name: routes.Reconnect, description: "Sandman reconnect probe",
-		timeout: 29 * time.Second, memoryMB: 256, providerKey: true, movesRunning: true,
+		timeout: 29 * time.Second, memoryMB: 256, providerKey: true, writesSessions: true,
 		table: tableAccess{actions: []string{actionGetItem, actionPutItem, actionUpdateItem}}},
 	{name: routes.Webhook, description: "Sandman provider webhook receiver",
-		timeout: 15 * time.Second, memoryMB: 256, webhookKey: true, movesRunning: true,
+		timeout: 15 * time.Second, memoryMB: 256, webhookKey: true, writesSessions: true,
 		// the session by sandbox (by_sandbox), then PutItem for the update
 		// and the dedupe claim; UpdateItem for the running-slot counter,
 		// which a webhook's pause, resume or kill moves in one transaction
@@ -510,7 +512,7 @@ var functionSpecs = []functionSpec{
 		table: tableAccess{actions: []string{actionGetItem, actionPutItem, actionUpdateItem, actionDeleteItem},
 			indexes:     []string{tabledef.IndexIdle, tabledef.IndexLease, tabledef.IndexPaused, tabledef.IndexBySandbox, tabledef.IndexByConnSession},
 			scanIndexes: []string{tabledef.IndexByConnSession}},
-		movesRunning: true},
+		writesSessions: true},
 	{name: routes.Publisher, description: "Sandman lifecycle event publisher (table stream to EventBridge)",
 		timeout: time.Minute, memoryMB: 128, publishes: true,
 		// RecordTransition's TransactWriteItems (internal/dynamo usage.go):
@@ -523,16 +525,16 @@ var functionSpecs = []functionSpec{
 		// which a pause releases in one transaction with the put, like
 		// idlepause's) or a re-armed timer; no index, no delete. The
 		// queue's consume actions come from its event source mapping.
-		table:        tableAccess{actions: []string{actionGetItem, actionPutItem, "dynamodb:UpdateItem"}},
-		movesRunning: true},
+		table:          tableAccess{actions: []string{actionGetItem, actionPutItem, "dynamodb:UpdateItem"}},
+		writesSessions: true},
 	{name: routes.Readiness, description: "Sandman readiness jobs (readiness queue: start the app, probe its preview)",
 		timeout: readinessTimeout, memoryMB: 256, providerKey: true,
 		// BringUp: the session (GetItem) and the conditional readiness
 		// write (PutItem; UpdateItem for the running-slot counter's
 		// transaction, like the pauser's). The queue's consume actions
 		// come from its event source mapping.
-		table:        tableAccess{actions: []string{actionGetItem, actionPutItem, actionUpdateItem}},
-		movesRunning: true},
+		table:          tableAccess{actions: []string{actionGetItem, actionPutItem, actionUpdateItem}},
+		writesSessions: true},
 	// channel: 29 s like the API functions ($default's resume calls the
 	// provider; API Gateway's WebSocket integration timeout is 29 s too).
 	{name: routes.Channel, description: "Sandman client channel: WebSocket $connect, $disconnect, $default",
@@ -542,14 +544,17 @@ var functionSpecs = []functionSpec{
 		// UpdateItem (a resume's running slot).
 		table: tableAccess{actions: []string{actionGetItem, actionPutItem, actionUpdateItem, actionDeleteItem},
 			indexes: []string{tabledef.IndexByConnSession}},
-		movesRunning: true},
+		writesSessions: true},
 	// notifier: 30 s, a session's connections pushed one after another, each
 	// push bounded by apigwmgmt.DefaultTimeout.
 	{name: routes.Notifier, description: "Sandman client channel notifier (lifecycle events to WebSocket pushes)",
 		timeout: 30 * time.Second, memoryMB: 128,
 		// the session (GetItem), its connections (by_conn_session), gone
-		// ones deleted (DeleteItem); no session write.
-		table: tableAccess{actions: []string{actionGetItem, actionDeleteItem}, indexes: []string{tabledef.IndexByConnSession}}},
+		// ones deleted (DeleteItem) and, after a 410, the session's
+		// presence recomputed (PutItem: a presence write moves no running
+		// slot, so no UpdateItem).
+		table:          tableAccess{actions: []string{actionGetItem, actionPutItem, actionDeleteItem}, indexes: []string{tabledef.IndexByConnSession}},
+		writesSessions: true},
 }
 
 // constructID returns the construct id prefix of a function's resources,
@@ -585,7 +590,7 @@ func newFunction(stack awscdk.Stack, spec functionSpec, p SandmanStackProps, tab
 			env[k] = jsii.String(v)
 		}
 	}
-	if spec.movesRunning {
+	if spec.writesSessions {
 		for _, k := range runningSlotSettings {
 			if v, ok := p.ProviderSettings[k]; ok {
 				env[k] = jsii.String(v)
