@@ -295,6 +295,7 @@ func NewSandmanStack(scope constructs.Construct, id string, props *SandmanStackP
 	newTimers(stack, functions[routes.Pauser], timerQueue, timerDLQ, p)
 	newReadiness(stack, functions[routes.Readiness], readinessQueue, readinessDLQ, p)
 	wsStage := newClientChannel(stack, p, functions, bus)
+	newWebhooks(stack, functions, bus)
 	newErrorLogFilters(stack, functions)
 	newServiceAlarms(stack, table, stage, wsStage)
 	dashboard := newDashboard(stack, functions) // after every alarm: it shows them all
@@ -474,10 +475,12 @@ var functionSpecs = []functionSpec{
 		// create gives its Idempotency-Key back: DeleteItem; list: by_owner;
 		// usage rows and diagnose's recent events: Query on the table.
 		// The table Query is bounded to those partitions (LeadingKeys):
-		// ACCOUNT#<account> (usage rows) and SESSION#<id> (events), never
-		// API keys or Idempotency-Key claims (internal/dynamo's prefixes).
+		// ACCOUNT#<account> (usage rows), SESSION#<id> (events), and the
+		// outbound webhooks' WHEP#<account> (endpoints) and WHDLV#<endpoint>
+		// (deliveries), never API keys or Idempotency-Key claims
+		// (internal/dynamo's and internal/delivery/dynamostore's prefixes).
 		table: tableAccess{actions: []string{actionGetItem, actionPutItem, actionUpdateItem, actionDeleteItem, actionQuery}, indexes: []string{tabledef.IndexByOwner},
-			queryKeys: []string{"ACCOUNT#*", "SESSION#*"}},
+			queryKeys: []string{"ACCOUNT#*", "SESSION#*", "WHEP#*", "WHDLV#*"}},
 		writesSessions: true},
 	{name: routes.Status, description: "Sandman session status (database only)",
 		timeout: 10 * time.Second, memoryMB: 128,
@@ -555,6 +558,13 @@ var functionSpecs = []functionSpec{
 		// slot, so no UpdateItem).
 		table:          tableAccess{actions: []string{actionGetItem, actionPutItem, actionDeleteItem}, indexes: []string{tabledef.IndexByConnSession}},
 		writesSessions: true},
+	// deliver: 1 min (deliverTimeout in webhooks.go); no provider, no
+	// secret. An account's endpoints: Query on the table; a delivery and
+	// its endpoint: GetItem; deliveries created and updated, an endpoint's
+	// health: PutItem (conditional). No index, no delete.
+	{name: routes.Deliver, description: "Sandman outbound webhooks (lifecycle events to the accounts' endpoints)",
+		timeout: deliverTimeout, memoryMB: 256,
+		table: tableAccess{actions: []string{actionGetItem, actionPutItem, actionQuery}}},
 }
 
 // constructID returns the construct id prefix of a function's resources,

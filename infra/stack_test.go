@@ -227,6 +227,10 @@ func TestFunctions(t *testing.T) {
 				if timeout < 60 || timeout > 300 {
 					t.Errorf("Timeout: got %v s, want 60..300 s (one job's probes, then it continues in a new message)", timeout)
 				}
+			case routes.Deliver:
+				if timeout < 30 || timeout > 120 {
+					t.Errorf("Timeout: got %v s, want 30..120 s (a batch of attempts, each at most 15 s)", timeout)
+				}
 			case routes.Notifier:
 				if timeout < 10 || timeout > 60 {
 					t.Errorf("Timeout: got %v s, want 10..60 s (one session's pushes)", timeout)
@@ -267,6 +271,8 @@ func TestFunctions(t *testing.T) {
 				{envnames.ClientTokenKeysSecret, clientTokenUsers},
 				{envnames.WSURL, []string{routes.Sessions}},
 				{envnames.WSManagementURL, pushers},
+				{envnames.WebhookQueueURL, webhookSenders},
+				{envnames.WebhookDLQURL, []string{routes.Deliver}},
 			} {
 				if _, ok := gotEnv[v.name]; ok != slices.Contains(v.on, name) {
 					t.Errorf("%s set: %v, want %v", v.name, ok, !ok)
@@ -381,8 +387,8 @@ func TestSchedule(t *testing.T) {
 	})
 
 	t.Run("DeadLetterQueue", func(t *testing.T) {
-		if got, want := len(s.ofType("AWS::SQS::Queue")), 7; got != want {
-			t.Fatalf("queues: got %d, want %d (the schedule's, the stream's and the notifier's DLQ, the timer and readiness queues and their DLQs)", got, want)
+		if got, want := len(s.ofType("AWS::SQS::Queue")), 9; got != want {
+			t.Fatalf("queues: got %d, want %d (the schedule's, the stream's and the notifier's DLQ, the timer, readiness and webhook queues and their DLQs)", got, want)
 		}
 		dlq := s.resource(t, dlqID, "AWS::SQS::Queue")
 		if got, want := prop(dlq, "SqsManagedSseEnabled"), true; got != want {
@@ -603,9 +609,9 @@ func mapValues(m map[string]string) []string {
 func TestAlarms(t *testing.T) {
 	s := MustDefaultStack(t)
 	alarms := s.ofType("AWS::CloudWatch::Alarm")
-	if got, want := len(alarms), 2*len(routes.Functions)+8+4; got != want {
-		t.Errorf("alarms: got %d, want %d (errors and throttles per function, five DLQ depths, iterator age, timer and readiness job age, "+
-			"table throttles, both APIs' errors, error logs)", got, want)
+	if got, want := len(alarms), 2*len(routes.Functions)+10+4; got != want {
+		t.Errorf("alarms: got %d, want %d (errors and throttles per function, six DLQ depths, iterator age, timer age, readiness job age, "+
+			"webhook queue age, table throttles, both APIs' errors, error logs)", got, want)
 	}
 	// find returns the alarms on metric in namespace with the given dimension.
 	find := func(namespace, metric string, dimension map[string]any) []cfnResource {

@@ -43,6 +43,8 @@ type Report struct {
 	Channel   *ChannelResult   `json:"channel,omitempty"`
 	Timers    *TimersResult    `json:"timers,omitempty"`
 	Readiness *ReadinessResult `json:"readiness,omitempty"`
+	// Deliveries is the outbound webhook figure (deliveries.go).
+	Deliveries *DeliveriesResult `json:"deliveries,omitempty"`
 
 	Errors []string `json:"errors,omitempty"`
 }
@@ -137,6 +139,9 @@ func (r *Report) Markdown() string {
 	}
 	if x := r.Readiness; x != nil {
 		r.readinessSection(&b, x)
+	}
+	if d := r.Deliveries; d != nil {
+		r.deliveriesSection(&b, d)
 	}
 	if len(r.Errors) > 0 {
 		p("## Failures\n\n")

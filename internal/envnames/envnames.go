@@ -109,6 +109,28 @@ const (
 	WSManagementURL = "SANDMAN_WS_MANAGEMENT_URL"
 )
 
+// Outbound webhooks (internal/delivery, docs/WEBHOOKS.md), read by
+// internal/app.ConfigFromEnv.
+const (
+	// WebhookRetrySchedule is the wait before each delivery attempt after
+	// the previous one, comma-separated Go durations (default
+	// "0s,5s,5m,30m,2h,5h,10h,10h"); tests shorten it.
+	WebhookRetrySchedule = "SANDMAN_WEBHOOK_RETRY_SCHEDULE"
+	// WebhookAllowPrivateTargets "true" allows http endpoints and
+	// loopback, private and link-local addresses (never the metadata
+	// address). make run sets it unless the environment says otherwise;
+	// the stack never does.
+	WebhookAllowPrivateTargets = "SANDMAN_WEBHOOK_ALLOW_PRIVATE_TARGETS"
+	// WebhookQueueURL is the SQS queue of delivery jobs (lifecycle events
+	// from the bus, and attempts waiting for their time); set by the stack
+	// on the deliver function and on the sessions function (replays).
+	WebhookQueueURL = "SANDMAN_WEBHOOK_QUEUE_URL"
+	// WebhookDLQURL is the dead-letter queue exhausted deliveries are
+	// copied to (an alarm watches it); set by the stack on the deliver
+	// function.
+	WebhookDLQURL = "SANDMAN_WEBHOOK_DLQ_URL"
+)
+
 // The sweep's configuration (internal/sweep.ConfigFromEnv).
 const (
 	SweepConcurrency     = "SANDMAN_SWEEP_CONCURRENCY"
@@ -154,6 +176,7 @@ var (
 		ClientTokenKeysSecret, ClientTokenKeysFile, WSURL, WSManagementURL,
 		SweepConcurrency, SweepRate, SweepBurst, SweepPageSize, SweepDeadlineMargin, SweepReconcileSample, SweepDormancyAge,
 		TimerQueueURL,
+		WebhookRetrySchedule, WebhookAllowPrivateTargets, WebhookQueueURL, WebhookDLQURL,
 	}
 	LocalStack = []string{Addr, SweepInterval, InMemory, StateDir, DevAPIKey}
 )

@@ -19,6 +19,8 @@ import (
 	"github.com/sandmanhq/sandman/internal/apigw"
 	"github.com/sandmanhq/sandman/internal/app"
 	"github.com/sandmanhq/sandman/internal/channel/clienttoken"
+	"github.com/sandmanhq/sandman/internal/delivery"
+	"github.com/sandmanhq/sandman/internal/delivery/sqsqueue"
 	"github.com/sandmanhq/sandman/internal/dynamo"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/outbox"
@@ -202,7 +204,7 @@ func InvokeCommand(ctx context.Context, args []string, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	needs := app.Needs{Provider: *fn != routes.Status && *fn != routes.Webhook && *fn != routes.Publisher && *fn != routes.Notifier, WebhookSecret: *fn == routes.Webhook}
+	needs := app.Needs{Provider: *fn != routes.Status && *fn != routes.Webhook && *fn != routes.Publisher && *fn != routes.Notifier && *fn != routes.Deliver, WebhookSecret: *fn == routes.Webhook}
 	t, a, err := openApp(ctx, needs, Deps(nil))
 	if err != nil {
 		return err
@@ -256,6 +258,25 @@ func InvokeCommand(ctx context.Context, args []string, w io.Writer) error {
 		if err != nil {
 			return err
 		}
+	case routes.Deliver:
+		// Attempts run in process (delivery.Local) instead of through the
+		// queue; invoke waits for them, retries included.
+		var ev events.SQSEvent
+		if err := json.Unmarshal(raw, &ev); err != nil {
+			return fmt.Errorf("decode SQS event %s: %w", *eventFile, err)
+		}
+		local := delivery.NewLocal(delivery.LocalConfig{Log: a.Log})
+		engine, err := a.WebhookEngine(local, nil)
+		if err != nil {
+			return err
+		}
+		lctx, stop := context.WithCancel(ctx)
+		defer stop()
+		local.Start(lctx, engine)
+		if resp, err = sqsqueue.NewHandler(engine, a.Log).Handle(ctx, ev); err != nil {
+			return err
+		}
+		local.Idle()
 	case routes.Channel, routes.Notifier:
 		if resp, err = invokeChannel(ctx, a, *fn, raw); err != nil {
 			return err

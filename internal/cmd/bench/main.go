@@ -31,7 +31,7 @@ import (
 )
 
 // figures names what -only can select, in the order they run.
-var figures = []string{"status", "webhook", "sweep", "coldstart", "cost", "outbox", "channel", "timers", "readiness"}
+var figures = []string{"status", "webhook", "sweep", "coldstart", "cost", "outbox", "channel", "timers", "readiness", "deliveries"}
 
 func main() {
 	bench.ChildIfAsked()
@@ -68,6 +68,8 @@ func run(ctx context.Context, args []string) error {
 	fs.IntVar(&wh.Senders, "webhook-senders", 8, "concurrent senders")
 	var ob bench.OutboxConfig
 	fs.IntVar(&ob.Rounds, "outbox-rounds", 200, "sessions per mode (in path, stream), each snapshotted and resumed once")
+	var dl bench.DeliveriesConfig
+	fs.IntVar(&dl.Events, "deliveries-events", 100, "sessions snapshotted, one outbound webhook delivery each")
 	var ch bench.ChannelConfig
 	fs.IntVar(&ch.Rounds, "channel-rounds", 100, "sessions with one client each, paused one at a time")
 	fs.IntVar(&ch.Sessions, "channel-sessions", 100, "sessions of the fan-out run, all paused at once")
@@ -201,6 +203,17 @@ func run(ctx context.Context, args []string) error {
 			failed("outbox", err)
 		} else {
 			rep.Outbox = &r
+		}
+	}
+
+	if selected["deliveries"] {
+		if r, err := bench.RunDeliveries(ctx, env, dl); err != nil {
+			failed("deliveries", err)
+			if r.Verified > 0 {
+				rep.Deliveries = &r
+			}
+		} else {
+			rep.Deliveries = &r
 		}
 	}
 
