@@ -16,6 +16,7 @@ var statusByCode = map[lifecycle.Code]int{
 	lifecycle.CodeNotFound:      http.StatusNotFound,
 	lifecycle.CodeConflict:      http.StatusConflict,
 	lifecycle.CodeTooLarge:      http.StatusRequestEntityTooLarge,
+	lifecycle.CodeGone:          http.StatusGone,
 	lifecycle.CodeQuotaExceeded: http.StatusTooManyRequests,
 	lifecycle.CodeUnavailable:   http.StatusServiceUnavailable,
 	lifecycle.CodeInternal:      http.StatusInternalServerError,
@@ -23,7 +24,7 @@ var statusByCode = map[lifecycle.Code]int{
 
 // StatusFor returns the HTTP status of an application error code: invalid
 // 400, unauthorized 401, forbidden 403, not_found 404, conflict 409,
-// too_large 413, quota_exceeded 429, unavailable 503, internal 500; any other code 500.
+// too_large 413, gone 410, quota_exceeded 429, unavailable 503, internal 500; any other code 500.
 func StatusFor(code lifecycle.Code) int {
 	if s, ok := statusByCode[code]; ok {
 		return s

@@ -79,9 +79,11 @@ type Handler struct {
 	routes   map[string]routeFunc // by route key
 	public   map[string]bool      // route keys that take no API key (routes.AuthNone)
 	clientOK map[string]bool      // route keys that also take a client token
-	tokens   *clienttoken.Tokens
-	wsURL    string
-	hooks    *delivery.Service
+	// queryToken holds the route keys that take the client token as ?token=.
+	queryToken map[string]bool
+	tokens     *clienttoken.Tokens
+	wsURL      string
+	hooks      *delivery.Service
 }
 
 // New returns the Handler of cfg.Function with the defaults of Config
@@ -99,19 +101,20 @@ func New(cfg Config) (*Handler, error) {
 	}
 	function := cfg.Function
 	h := &Handler{
-		function: function,
-		svc:      cfg.Service,
-		keys:     cfg.Keys,
-		log:      slog.New(NewLogHandler(cfg.Log.Handler())),
-		respond:  Responder{AllowOrigin: cfg.AllowOrigin}, // "" is "*"
-		timeout:  cfg.RequestTimeout,
-		prober:   cfg.PreviewProber,
-		routes:   map[string]routeFunc{},
-		public:   map[string]bool{},
-		clientOK: map[string]bool{},
-		tokens:   cfg.Tokens,
-		wsURL:    cfg.WSURL,
-		hooks:    cfg.Webhooks,
+		function:   function,
+		svc:        cfg.Service,
+		keys:       cfg.Keys,
+		log:        slog.New(NewLogHandler(cfg.Log.Handler())),
+		respond:    Responder{AllowOrigin: cfg.AllowOrigin}, // "" is "*"
+		timeout:    cfg.RequestTimeout,
+		prober:     cfg.PreviewProber,
+		routes:     map[string]routeFunc{},
+		public:     map[string]bool{},
+		clientOK:   map[string]bool{},
+		queryToken: map[string]bool{},
+		tokens:     cfg.Tokens,
+		wsURL:      cfg.WSURL,
+		hooks:      cfg.Webhooks,
 	}
 	impls := h.implementations()
 	for _, rt := range routes.Table {
@@ -125,6 +128,7 @@ func New(cfg Config) (*Handler, error) {
 		h.routes[rt.Key()] = impl
 		h.public[rt.Key()] = rt.Auth() == routes.AuthNone
 		h.clientOK[rt.Key()] = rt.AcceptsClientToken()
+		h.queryToken[rt.Key()] = rt.AcceptsQueryToken()
 	}
 	if len(h.routes) == 0 {
 		return nil, fmt.Errorf("apigw: function %q serves no API routes", function)
@@ -136,19 +140,21 @@ func New(cfg Config) (*Handler, error) {
 // implementation; New checks the two agree.
 func (h *Handler) implementations() map[string]routeFunc {
 	return map[string]routeFunc{
-		"POST /v1/sessions":               h.createSession,
-		"GET /v1/sessions":                h.listSessions,
-		"GET /v1/sessions/{id}":           h.getSession,
-		"DELETE /v1/sessions/{id}":        h.deleteSession,
-		"POST /v1/sessions/{id}/activity": h.heartbeat,
-		"GET /v1/sessions/{id}/status":    h.status,
-		"POST /v1/sessions/{id}/resume":   h.resume,
-		"POST /v1/sessions/{id}/snapshot": h.snapshot,
-		"GET /v1/sessions/{id}/reconnect": h.reconnect,
-		"GET /v1/sessions/{id}/diagnose":  h.diagnose,
-		"GET " + routes.UsagePath:         h.usage,
-		"GET " + routes.OpenAPIPath:       h.openAPIDocument,
-		"POST " + routes.ClientTokensPath: h.createClientToken,
+		"POST /v1/sessions":                   h.createSession,
+		"GET /v1/sessions":                    h.listSessions,
+		"GET /v1/sessions/{id}":               h.getSession,
+		"DELETE /v1/sessions/{id}":            h.deleteSession,
+		"POST /v1/sessions/{id}/activity":     h.heartbeat,
+		"GET /v1/sessions/{id}/status":        h.status,
+		"POST /v1/sessions/{id}/resume":       h.resume,
+		"GET " + routes.OpenPath:              h.open,
+		"GET " + routes.OpenPath + "/{path+}": h.open,
+		"POST /v1/sessions/{id}/snapshot":     h.snapshot,
+		"GET /v1/sessions/{id}/reconnect":     h.reconnect,
+		"GET /v1/sessions/{id}/diagnose":      h.diagnose,
+		"GET " + routes.UsagePath:             h.usage,
+		"GET " + routes.OpenAPIPath:           h.openAPIDocument,
+		"POST " + routes.ClientTokensPath:     h.createClientToken,
 
 		"POST " + routes.WebhookEndpointsPath:                                          h.createWebhookEndpoint,
 		"GET " + routes.WebhookEndpointsPath:                                           h.listWebhookEndpoints,
@@ -223,6 +229,9 @@ func (h *Handler) Handle(ctx context.Context, ev events.APIGatewayV2HTTPRequest)
 		}
 	} else if out, err = h.respond.JSON(resp.status, resp.body, resp.headers); err != nil {
 		h.log.ErrorContext(ctx, "encode response", "err", err)
+	} else if resp.html != "" {
+		out.Headers["Content-Type"] = "text/html; charset=utf-8"
+		out.Body = resp.html
 	}
 	if out.StatusCode == http.StatusUnauthorized { // an API key is the challenge; Responder leaves it to us
 		out.Headers["WWW-Authenticate"] = `Bearer realm="sandman"`
@@ -260,6 +269,15 @@ func (h *Handler) serve(ctx context.Context, r *request) (resp response, err err
 		return response{}, lifecycle.Errorf(lifecycle.CodeNotFound, "no route %s %s", r.method(), truncate(r.path(), 128))
 	}
 	if h.public[r.event.RouteKey] {
+		return route(ctx, r)
+	}
+	if tok, ok := r.event.QueryStringParameters["token"]; ok && h.queryToken[r.event.RouteKey] {
+		// The stable link carries its client token in the query: it is
+		// meant for an iframe or a new tab (docs/WAKE.md).
+		if r.accountID, err = h.clientTokenAuth(r, tok); err != nil {
+			return response{}, err
+		}
+		r.clientToken = true
 		return route(ctx, r)
 	}
 	if _, hasAuthz := r.header("Authorization"); hasAuthz {

@@ -13,6 +13,9 @@ type response struct {
 	status  int
 	body    any
 	headers map[string]string
+	// html, when not "", is the body as text/html instead of body's JSON
+	// (the stable link's pages, open.go).
+	html string
 }
 
 // nullable returns nil for "" so the field encodes as null.

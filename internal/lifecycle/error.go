@@ -18,6 +18,9 @@ const (
 	CodeNotFound     Code = "not_found"    // 404: no such session
 	CodeConflict     Code = "conflict"     // 409: the state or version does not allow it
 	CodeTooLarge     Code = "too_large"    // 413: the request body is over the limit
+	// CodeGone is 410: the session's link opens nothing any more (killed,
+	// failed or expired; docs/WAKE.md).
+	CodeGone Code = "gone"
 	// CodeQuotaExceeded is 429: the account is at its max_running limit
 	// (docs/DESIGN.md "Operators"; see quota.go).
 	CodeQuotaExceeded Code = "quota_exceeded"

@@ -177,13 +177,23 @@ func withoutCORS(resp events.APIGatewayV2HTTPResponse) events.APIGatewayV2HTTPRe
 // Match finds the route for method and path in routes.Table and returns its
 // path parameters.
 func Match(method, path string) (routes.Route, map[string]string, bool) {
-	segs := strings.Split(strings.Trim(path, "/"), "/")
+	all := strings.Split(strings.Trim(path, "/"), "/")
 	for _, rt := range routes.Table {
 		if rt.Method != method {
 			continue
 		}
+		segs := all
 		tmpl := strings.Split(strings.Trim(rt.Path, "/"), "/")
-		if len(tmpl) != len(segs) {
+		if last := tmpl[len(tmpl)-1]; strings.HasSuffix(last, "+}") {
+			// A greedy {name+} takes the rest of the path, as in API
+			// Gateway: at least one segment.
+			if len(segs) < len(tmpl) {
+				continue
+			}
+			rest := strings.Join(segs[len(tmpl)-1:], "/")
+			segs = append(segs[:len(tmpl)-1:len(tmpl)-1], rest)
+			tmpl = append(tmpl[:len(tmpl)-1:len(tmpl)-1], "{"+last[1:len(last)-2]+"}")
+		} else if len(tmpl) != len(segs) {
 			continue
 		}
 		params := map[string]string{}

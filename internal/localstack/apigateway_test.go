@@ -29,6 +29,14 @@ func TestMatch(t *testing.T) {
 			t.Errorf("Match(%s %s) params = %v", rt.Method, path, params)
 		}
 	}
+	// A greedy {path+} takes the rest of the path, several segments too.
+	got, params, ok := localstack.Match("GET", "/v1/sessions/ses_abc/open/docs/a/b.html")
+	if !ok || got.Path != routes.OpenPath+"/{path+}" || params["id"] != "ses_abc" || params["path"] != "docs/a/b.html" {
+		t.Errorf("Match of a link with a path = %v %v %v, want the greedy route with path docs/a/b.html", got, params, ok)
+	}
+	if got, _, _ := localstack.Match("GET", "/v1/sessions/ses_abc/open"); got.Path != routes.OpenPath {
+		t.Errorf("Match of the bare link = %v, want %s", got, routes.OpenPath)
+	}
 	for _, tc := range []struct{ method, path string }{
 		{"PUT", "/v1/sessions"}, {"GET", "/v1/sessions/x/y"}, {"GET", "/v1/sessions//status"}, {"GET", "/"},
 	} {

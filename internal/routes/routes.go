@@ -61,6 +61,8 @@ var Table = []Route{
 	{"POST", "/v1/sessions/{id}/activity", Sessions},
 	{"GET", "/v1/sessions/{id}/status", Status},
 	{"POST", "/v1/sessions/{id}/resume", Resume},
+	{"GET", OpenPath, Resume},
+	{"GET", OpenPath + "/{path+}", Resume},
 	{"POST", "/v1/sessions/{id}/snapshot", Snapshot},
 	{"GET", "/v1/sessions/{id}/reconnect", Reconnect},
 	{"GET", "/v1/sessions/{id}/diagnose", Sessions},
@@ -91,6 +93,12 @@ const OpenAPIPath = "/v1/openapi.json"
 // (docs/DESIGN.md "Operators"), served by the sessions function.
 const UsagePath = "/v1/usage"
 
+// OpenPath is a session's stable link (docs/WAKE.md), served by the resume
+// function; OpenPath+"/{path+}" passes a path on to the preview. It also
+// takes its client token as ?token= (an iframe or a new tab sends no
+// header).
+const OpenPath = "/v1/sessions/{id}/open"
+
 // How a route authenticates its caller (Route.Auth).
 const (
 	AuthAPIKey    = "api_key"   // exactly one of Authorization: Bearer <key> or x-api-key
@@ -119,13 +127,21 @@ const ClientTokensPath = "/v1/sessions/{id}/client-tokens"
 
 // AcceptsClientToken reports whether the route also takes a client token
 // (internal/channel/clienttoken) as "Authorization: Bearer": that session's status,
-// activity and resume, and nothing else (docs/DESIGN.md "Client channel").
+// activity, resume and stable link (OpenPath), and nothing else (docs/DESIGN.md "Client channel").
 func (r Route) AcceptsClientToken() bool {
 	switch r.Key() {
-	case "GET /v1/sessions/{id}/status", "POST /v1/sessions/{id}/activity", "POST /v1/sessions/{id}/resume":
+	case "GET /v1/sessions/{id}/status", "POST /v1/sessions/{id}/activity", "POST /v1/sessions/{id}/resume",
+		"GET " + OpenPath, "GET " + OpenPath + "/{path+}":
 		return true
 	}
 	return false
+}
+
+// AcceptsQueryToken reports whether the route also takes its client token
+// as ?token=: only the stable link's (OpenPath), which an iframe or a new
+// tab opens without headers (docs/WAKE.md).
+func (r Route) AcceptsQueryToken() bool {
+	return r.Method == "GET" && (r.Path == OpenPath || r.Path == OpenPath+"/{path+}")
 }
 
 // ScheduleExpression is the EventBridge schedule that invokes IdlePause.

@@ -10,7 +10,7 @@ import (
 // FromAPIGateway turns an API Gateway HTTP API (payload 2.0) request and
 // its answer, as the handler tests drive them, into an Exchange: the path
 // template is the route key's ("$default", which no operation has, for a
-// request outside the route table), bodies are decoded from base64 when
+// request outside the route table; a greedy {name+} becomes {name}), bodies are decoded from base64 when
 // they travelled encoded.
 func FromAPIGateway(ev events.APIGatewayV2HTTPRequest, resp events.APIGatewayV2HTTPResponse) Exchange {
 	method := ev.RequestContext.HTTP.Method
@@ -21,6 +21,8 @@ func FromAPIGateway(ev events.APIGatewayV2HTTPRequest, resp events.APIGatewayV2H
 			method = m
 		}
 	}
+	// A greedy {name+} (API Gateway) is {name} in OpenAPI.
+	path = strings.ReplaceAll(path, "+}", "}")
 	return Exchange{
 		Method: method, Path: path, PathParams: ev.PathParameters, Query: ev.QueryStringParameters,
 		RequestHeaders: ev.Headers, RequestBody: decoded(ev.Body, ev.IsBase64Encoded),

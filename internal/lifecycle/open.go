@@ -1,0 +1,73 @@
+package lifecycle
+
+import (
+	"context"
+	"time"
+)
+
+// Open is what an open of a session's stable link does (docs/WAKE.md):
+// it counts as activity on a running session, and on a paused one it
+// starts the one resume of a burst. The paused → resuming write is
+// conditional, so of many concurrent opens exactly one wins it and runs the
+// resume; the others re-read, find the session resuming and join (they
+// return it as it is, no error, no second resume). It returns the session
+// as it then is (running, resuming, …). Errors: not_found, forbidden,
+// gone (killed, failed or expired), conflict (another state
+// that cannot open), quota_exceeded and unavailable as
+// Resume.
+func (s *Service) Open(ctx context.Context, accountID, id string) (*Session, error) {
+	return s.retryConflicts(ctx, accountID, id, func(sess *Session) error {
+		switch sess.State {
+		case StateRunning:
+			now := s.now()
+			if !sess.RecordActivity(now, s.cfg.Policy.ActivityGranularity) {
+				return nil
+			}
+			sess.UpdatedAt = now
+			if err := s.commit(ctx, sess, sess.State, Guard{}); err != nil {
+				return raced(err)
+			}
+			return nil
+		case StatePaused:
+			return s.resume(ctx, sess)
+		case StateResuming, StateProvisioning, StatePausing:
+			return nil // joins the move under way; the caller follows it
+		}
+		if sess.State.Final() {
+			return Errorf(CodeGone, "the session is %s and its link no longer opens anything", sess.State)
+		}
+		return Errorf(CodeConflict, "the session is %s and cannot be opened", sess.State)
+	})
+}
+
+// WaitOpen holds until session id is running with an app that is not
+// starting (ready, failed, or no app), is in a state that will not become
+// running by itself, or bound (at most MaxWaitReady) has passed, re-reading
+// the session every ReadyPollInterval, and returns it as it then is. It is
+// what a non-browser open holds on (docs/WAKE.md "Opening the link").
+// Errors: not_found, forbidden, the store's.
+func (s *Service) WaitOpen(ctx context.Context, accountID, id string, bound time.Duration) (*Session, error) {
+	bound = min(bound, MaxWaitReady)
+	end := s.now().Add(bound)
+	for round := 0; ; round++ {
+		sess, err := s.owned(ctx, accountID, id)
+		if err != nil {
+			return nil, err
+		}
+		moving := sess.State == StateResuming || sess.State == StateProvisioning ||
+			(sess.State == StateRunning && sess.Readiness == ReadinessStarting)
+		if !moving || !s.now().Before(end) || round > int(bound/s.cfg.ReadyPollInterval) {
+			return sess, nil
+		}
+		if err := s.sleep(ctx, min(s.cfg.ReadyPollInterval, end.Sub(s.now()))); err != nil {
+			return sess, nil
+		}
+	}
+}
+
+// Opened reports whether an open of sess may go straight to its preview:
+// running with a preview URL and an app that is ready (or no app).
+func (s *Session) Opened() bool {
+	return s.State == StateRunning && s.PreviewURL != "" &&
+		(s.App == nil || s.Readiness == ReadinessReady || s.Readiness == "")
+}
