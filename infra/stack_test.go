@@ -223,13 +223,13 @@ func TestFunctions(t *testing.T) {
 				if timeout < 30 || timeout > 120 {
 					t.Errorf("Timeout: got %v s, want 30..120 s (a batch of timers, each one provider pause)", timeout)
 				}
-			case routes.Deliver:
-				if timeout < 30 || timeout > 120 {
-					t.Errorf("Timeout: got %v s, want 30..120 s (a batch of attempts, each at most 15 s)", timeout)
-				}
 			case routes.Readiness:
 				if timeout < 60 || timeout > 300 {
 					t.Errorf("Timeout: got %v s, want 60..300 s (one job's probes, then it continues in a new message)", timeout)
+				}
+			case routes.Deliver:
+				if timeout < 30 || timeout > 120 {
+					t.Errorf("Timeout: got %v s, want 30..120 s (a batch of attempts, each at most 15 s)", timeout)
 				}
 			case routes.Notifier:
 				if timeout < 10 || timeout > 60 {
@@ -610,7 +610,7 @@ func TestAlarms(t *testing.T) {
 	s := MustDefaultStack(t)
 	alarms := s.ofType("AWS::CloudWatch::Alarm")
 	if got, want := len(alarms), 2*len(routes.Functions)+10; got != want {
-		t.Errorf("alarms: got %d, want %d (errors and throttles per function, six DLQ depths, iterator age, timer and readiness job age, webhook queue age)", got, want)
+		t.Errorf("alarms: got %d, want %d (errors and throttles per function, six DLQ depths, iterator age, timer age, readiness job age, webhook queue age)", got, want)
 	}
 	// find returns the alarms on metric in namespace with the given dimension.
 	find := func(namespace, metric string, dimension map[string]any) []cfnResource {

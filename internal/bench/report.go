@@ -42,9 +42,9 @@ type Report struct {
 	Outbox    *OutboxResult    `json:"outbox,omitempty"`
 	Channel   *ChannelResult   `json:"channel,omitempty"`
 	Timers    *TimersResult    `json:"timers,omitempty"`
+	Readiness *ReadinessResult `json:"readiness,omitempty"`
 	// Deliveries is the outbound webhook figure (deliveries.go).
 	Deliveries *DeliveriesResult `json:"deliveries,omitempty"`
-	Readiness  *ReadinessResult  `json:"readiness,omitempty"`
 
 	Errors []string `json:"errors,omitempty"`
 }

@@ -152,13 +152,13 @@ func Run(ctx context.Context, opts Config) error {
 	// deadlines before the next tick plus a minute.
 	timers := localtimer.New(localtimer.Config{Log: opts.Log})
 	deps.Timers, deps.TimerHorizon = timers, interval+time.Minute
-	// Outbound webhooks run in process, one lane per endpoint.
-	hooks := delivery.NewLocal(delivery.LocalConfig{Log: opts.Log})
-	deps.WebhookDispatcher = hooks
 	// Readiness jobs (docs/READINESS.md "Where it runs"): an in-process
 	// worker behind the interface the SQS queue implements in AWS.
 	jobs := readiness.New(readiness.Config{Log: opts.Log})
 	deps.ReadinessJobs = jobs
+	// Outbound webhooks run in process, one lane per endpoint.
+	hooks := delivery.NewLocal(delivery.LocalConfig{Log: opts.Log})
+	deps.WebhookDispatcher = hooks
 	if getenv(app.EnvProvider) == ProviderE2BFake {
 		log := opts.Log
 		if log == nil {
