@@ -3,6 +3,8 @@ package apigw_test
 import (
 	"testing"
 	"time"
+
+	"github.com/sandmanhq/sandman/internal/openapi/api"
 )
 
 func TestHeartbeatBusyHold(t *testing.T) {
@@ -18,7 +20,7 @@ func TestHeartbeatBusyHold(t *testing.T) {
 		if want := now.Add(2 * time.Hour); !got.HoldUntil.Equal(want) || !got.PauseDeadline().Equal(want) {
 			t.Errorf("hold_until %v, pause deadline %v; want both %v (stored and read back)", got.HoldUntil, got.PauseDeadline(), want)
 		}
-		st := mustDecode[sessionOut](t, h.invoke(t, MustEvent(t, "sessions-get.json", withID(s.ID))))
+		st := mustDecode[api.Session](t, h.invoke(t, MustEvent(t, "sessions-get.json", withID(s.ID))))
 		if st.HibernateAfter == nil || *st.HibernateAfter != ts(now.Add(2*time.Hour)) {
 			t.Errorf("hibernate_after = %v, want %s", st.HibernateAfter, ts(now.Add(2*time.Hour)))
 		}

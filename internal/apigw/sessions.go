@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/openapi/api"
 )
 
 // List page sizes of GET /v1/sessions: lifecycle's, defined once there.
@@ -94,7 +95,7 @@ func (h *Handler) listSessions(ctx context.Context, r *request) (response, error
 	if err != nil {
 		return response{}, err
 	}
-	out := sessionListJSON{Sessions: make([]sessionJSON, 0, len(page.Sessions)), NextCursor: nullable(page.Cursor)}
+	out := api.SessionList{Sessions: make([]api.Session, 0, len(page.Sessions)), NextCursor: nullable(page.Cursor)}
 	for _, s := range page.Sessions {
 		out.Sessions = append(out.Sessions, newSessionJSON(s))
 	}

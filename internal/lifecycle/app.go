@@ -34,11 +34,15 @@ type AppSpec struct {
 
 // App spec bounds (ours: enough for a dev server, small enough for an item).
 const (
-	MaxStartCommandLen  = 4096
-	MaxAppCwdLen        = 1024
-	MaxAppEnvKeys       = 64
-	MaxAppEnvValueLen   = 4096
-	MaxReadyPathLen     = 1024
+	MaxStartCommandLen = 4096
+	MaxAppCwdLen       = 1024
+	MaxAppEnvKeys      = 64
+	MaxAppEnvValueLen  = 4096
+	MaxReadyPathLen    = 1024
+	// MaxAppSpecBytes bounds the whole spec (command, cwd, ready path, env
+	// names and values together): it is stored on the session item, which
+	// every heartbeat rewrites, so it is kept to a few write units.
+	MaxAppSpecBytes     = 8192
 	DefaultReadyTimeout = 120 * time.Second
 	MaxReadyTimeout     = 30 * time.Minute
 )
@@ -128,6 +132,13 @@ func (a *AppSpec) Validate() error {
 		return Errorf(CodeInvalid, "app.ready_timeout_seconds must be between 1 and %d", int64(MaxReadyTimeout/time.Second))
 	case len(a.Env) > MaxAppEnvKeys:
 		return Errorf(CodeInvalid, "app.env may hold at most %d variables", MaxAppEnvKeys)
+	}
+	total := len(a.StartCommand) + len(a.Cwd) + len(a.ReadyPath)
+	for k, v := range a.Env {
+		total += len(k) + len(v)
+	}
+	if total > MaxAppSpecBytes {
+		return Errorf(CodeInvalid, "app is %d bytes (start_command, cwd, ready_path and env together); at most %d are allowed", total, MaxAppSpecBytes)
 	}
 	for k, v := range a.Env {
 		if !envName.MatchString(k) {

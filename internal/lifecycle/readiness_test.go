@@ -110,6 +110,8 @@ func TestCreateRefusesABadAppSpec(t *testing.T) {
 		"zero timeout":     {lifecycle.AppInput{Port: &port, StartCommand: &cmd, ReadyTimeoutSeconds: &zero}, "app.ready_timeout_seconds"},
 		"timeout too long": {lifecycle.AppInput{Port: &port, StartCommand: &cmd, ReadyTimeoutSeconds: &huge}, "app.ready_timeout_seconds"},
 		"bad env name":     {lifecycle.AppInput{Port: &port, StartCommand: &cmd, Env: map[string]string{"1X": "y"}}, "app.env"},
+		"too large in all": {lifecycle.AppInput{Port: &port, StartCommand: &cmd, Env: map[string]string{
+			"A": strings.Repeat("a", 4000), "B": strings.Repeat("b", 4000), "C": strings.Repeat("c", 400)}}, "at most 8192"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
