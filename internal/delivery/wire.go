@@ -12,14 +12,6 @@ import (
 
 func timeText(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
-func optTime(t time.Time) *string {
-	if t.IsZero() {
-		return nil
-	}
-	s := timeText(t)
-	return &s
-}
-
 func optString(s string) *string {
 	if s == "" {
 		return nil
@@ -31,13 +23,13 @@ func optString(s string) *string {
 // withSecret.
 func (e *Endpoint) JSON(now time.Time, withSecret bool) api.WebhookEndpoint {
 	out := api.WebhookEndpoint{ID: e.ID, URL: e.URL, Description: e.Description, EventTypes: e.EventTypes,
-		Disabled: e.Disabled, DisabledReason: optString(e.DisabledReason), FailingSince: optTime(e.FailingSince),
+		Disabled: e.Disabled, DisabledReason: optString(e.DisabledReason), FailingSince: api.Time(e.FailingSince),
 		CreatedAt: timeText(e.CreatedAt), UpdatedAt: timeText(e.UpdatedAt)}
 	if out.EventTypes == nil {
 		out.EventTypes = []string{}
 	}
 	if e.PreviousSecret != "" && now.Before(e.PreviousSecretUntil) {
-		out.PreviousSecretExpiresAt = optTime(e.PreviousSecretUntil)
+		out.PreviousSecretExpiresAt = api.Time(e.PreviousSecretUntil)
 	}
 	if withSecret {
 		out.Secret = e.Secret
@@ -51,7 +43,7 @@ func (d *Delivery) JSON() api.WebhookDelivery {
 		Status: d.Status, Reason: optString(d.Reason), Attempts: make([]api.WebhookAttempt, 0, len(d.Attempts)),
 		CreatedAt: timeText(d.CreatedAt), ExpiresAt: timeText(d.ExpiresAt)}
 	if d.Status == StatusPending {
-		out.NextAttemptAt = optTime(d.NextAttemptAt)
+		out.NextAttemptAt = api.Time(d.NextAttemptAt)
 	}
 	for _, a := range d.Attempts {
 		aj := api.WebhookAttempt{At: timeText(a.At), LatencyMS: a.LatencyMS, Error: optString(a.Error), ResponseBody: a.Response}
