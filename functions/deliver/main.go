@@ -8,40 +8,32 @@ package main
 
 import (
 	"context"
-	"log/slog"
-	"os"
+	"fmt"
 
-	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/sandmanhq/sandman/internal/app"
+	"github.com/sandmanhq/sandman/internal/app/lambdamain"
 	"github.com/sandmanhq/sandman/internal/delivery/sqsqueue"
 	"github.com/sandmanhq/sandman/internal/metrics"
 	"github.com/sandmanhq/sandman/internal/routes"
 )
 
 func main() {
-	ctx := context.Background()
-	m := metrics.New(metrics.Config{Writer: os.Stdout, Function: routes.Deliver})
-	a, err := app.Load(ctx, app.Needs{}, app.Deps{Metrics: m})
-	if err != nil {
-		slog.Error("cold start failed", "function", routes.Deliver, "err", err)
-		os.Exit(1)
-	}
-	if a.Config.WebhookQueueURL == "" || a.Config.WebhookDLQURL == "" {
-		a.Log.Error("cold start failed: SANDMAN_WEBHOOK_QUEUE_URL and SANDMAN_WEBHOOK_DLQ_URL are required", "function", routes.Deliver)
-		os.Exit(1)
-	}
-	awsCfg, err := config.LoadDefaultConfig(ctx)
-	if err != nil {
-		a.Log.Error("cold start failed", "function", routes.Deliver, "err", err)
-		os.Exit(1)
-	}
-	engine, err := a.WebhookEngine(nil, sqsqueue.DeadLetter(sqs.NewFromConfig(awsCfg), a.Config.WebhookDLQURL))
-	if err != nil {
-		a.Log.Error("cold start failed", "function", routes.Deliver, "err", err)
-		os.Exit(1)
-	}
-	lambda.Start(metrics.Handler(m, sqsqueue.NewHandler(engine, a.Log).Handle))
+	lambdamain.Start(lambdamain.Function{Name: routes.Deliver, Needs: app.Needs{}},
+		func(ctx context.Context, a *app.App, m *metrics.Emitter) (any, error) {
+			if a.Config.WebhookQueueURL == "" || a.Config.WebhookDLQURL == "" {
+				return nil, fmt.Errorf("%s and %s are required", app.EnvWebhookQueueURL, app.EnvWebhookDLQURL)
+			}
+			awsCfg, err := config.LoadDefaultConfig(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("load aws config: %w", err)
+			}
+			engine, err := a.WebhookEngine(nil, sqsqueue.DeadLetter(sqs.NewFromConfig(awsCfg), a.Config.WebhookDLQURL))
+			if err != nil {
+				return nil, err
+			}
+			return metrics.Handler(m, sqsqueue.NewHandler(engine, a.Log).Handle), nil
+		})
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/openapi"
+	"github.com/sandmanhq/sandman/internal/openapi/api"
 )
 
 // status serves GET /v1/sessions/{id}/status: from the database only, no
@@ -21,14 +22,14 @@ func (h *Handler) status(ctx context.Context, r *request) (response, error) {
 	if err != nil {
 		return response{}, err
 	}
-	return response{status: http.StatusOK, body: statusJSON{
+	return response{status: http.StatusOK, body: api.Status{
 		SessionID:     sess.ID,
 		State:         string(sess.State),
 		SandboxPaused: sess.State == lifecycle.StatePaused,
 		HasSnapshot:   sess.HasSnapshot(),
 		PreviewURL:    nullable(sess.PreviewURL),
 		Lifecycle:     newEnvelopeJSON(env),
-		readinessJSON: newReadinessJSON(sess),
+		AppReadiness:  newReadinessJSON(sess),
 	}}, nil
 }
 
@@ -70,7 +71,7 @@ func (h *Handler) resume(ctx context.Context, r *request) (response, error) {
 			}
 		}
 	}
-	return response{status: http.StatusOK, body: resumeJSON{
+	return response{status: http.StatusOK, body: api.ResumeResult{
 		PreviewURL: nullable(sess.PreviewURL),
 		Session:    newSessionJSON(sess),
 	}}, nil
@@ -90,7 +91,7 @@ func (h *Handler) snapshot(ctx context.Context, r *request) (response, error) {
 	if err != nil {
 		return response{}, err
 	}
-	return response{status: http.StatusOK, body: snapshotJSON{Paused: true, Session: newSessionJSON(sess)}}, nil
+	return response{status: http.StatusOK, body: api.SnapshotResult{Paused: true, Session: newSessionJSON(sess)}}, nil
 }
 
 // reconnect serves GET /v1/sessions/{id}/reconnect: 200 with the probe's
@@ -105,14 +106,14 @@ func (h *Handler) reconnect(ctx context.Context, r *request) (response, error) {
 		return response{}, err
 	}
 	sess := res.Session
-	return response{status: http.StatusOK, body: reconnectJSON{
-		Status:        string(res.Status),
-		SessionID:     sess.ID,
-		State:         string(sess.State),
-		ExpiresAt:     timestamp(res.ExpiresAt),
-		PreviewURL:    nullable(sess.PreviewURL),
-		Lifecycle:     newEnvelopeJSON(lifecycle.NewEnvelope(sess, h.svc.Now())),
-		readinessJSON: newReadinessJSON(sess),
+	return response{status: http.StatusOK, body: api.ReconnectResult{
+		Status:       string(res.Status),
+		SessionID:    sess.ID,
+		State:        string(sess.State),
+		ExpiresAt:    api.Time(res.ExpiresAt),
+		PreviewURL:   nullable(sess.PreviewURL),
+		Lifecycle:    newEnvelopeJSON(lifecycle.NewEnvelope(sess, h.svc.Now())),
+		AppReadiness: newReadinessJSON(sess),
 	}}, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/openapi/api"
 )
 
 const appBody = `{"template":"base","app":{"port":5173,"start_command":"npm run dev","env":{"NODE_ENV":"development"},"ready_path":"/health","ready_timeout_seconds":90}}`
@@ -23,7 +24,7 @@ func TestCreateWithApp(t *testing.T) {
 	if want := "https://5173-" + str(s.SandboxID) + ".fake.test"; str(s.PreviewURL) != want {
 		t.Errorf("preview_url = %q, want the app port's %q", str(s.PreviewURL), want)
 	}
-	st := mustDecode[statusOut](t, h.invoke(t, MustEvent(t, "status.json", withID(s.ID))))
+	st := mustDecode[api.Status](t, h.invoke(t, MustEvent(t, "status.json", withID(s.ID))))
 	if str(st.Readiness) != "starting" {
 		t.Errorf("status readiness = %q, want starting", str(st.Readiness))
 	}
@@ -67,7 +68,7 @@ func TestResumeWaitReady(t *testing.T) {
 		}
 		r := h.invoke(t, MustEvent(t, "resume.json", withID(s.ID), withQuery("wait", "ready")))
 		wantStatus(t, r, 200)
-		got := mustDecode[resumeOut](t, r)
+		got := mustDecode[api.ResumeResult](t, r)
 		if str(got.Session.Readiness) != "ready" || str(got.Session.ReadyAt) != ts(h.clock.Now()) {
 			t.Errorf("readiness %q ready_at %q, want ready at %s", str(got.Session.Readiness), str(got.Session.ReadyAt), ts(h.clock.Now()))
 		}

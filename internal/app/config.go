@@ -267,34 +267,8 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	if c.Deployment == "" {
 		c.Deployment = c.Table
 	}
-	if v := get(EnvAPIKeyCacheTTL); v != "" {
-		d, err := time.ParseDuration(v) // "0" parses as 0
-		if err != nil || d < 0 {
-			return Config{}, fmt.Errorf("%s=%q: want a duration such as 1m, or 0 for no cache", EnvAPIKeyCacheTTL, v)
-		}
-		if d == 0 {
-			d = -1 // off
-		}
-		c.APIKeyCacheTTL = d
-	}
-	if v := get(EnvMaxRunning); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			return Config{}, fmt.Errorf("%s=%q: want a whole number of sandboxes, 0 for no limit", EnvMaxRunning, v)
-		}
-		c.MaxRunning = n
-	}
-	if v := get(EnvPrices); v != "" {
-		dec := json.NewDecoder(strings.NewReader(v))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&c.Prices); err != nil {
-			return Config{}, fmt.Errorf(`%s: want a JSON object such as {"e2b":{"running_per_hour":0.1,"paused_per_hour":0}}: %w`, EnvPrices, err)
-		}
-		for name, p := range c.Prices {
-			if p.RunningPerHour < 0 || p.PausedPerHour < 0 {
-				return Config{}, fmt.Errorf("%s: the prices of %s must not be negative", EnvPrices, name)
-			}
-		}
+	if err := readLimits(get, &c); err != nil {
+		return Config{}, err
 	}
 	if v := get(EnvTemplateApps); v != "" {
 		apps, err := parseTemplateApps(v)
@@ -311,35 +285,8 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		return Config{}, fmt.Errorf("%s=%q: want true or false", EnvLocalKeepProcesses, v)
 	}
 	c.ReadinessQueueURL = get(EnvReadinessQueueURL)
-	if c.Provider == "" {
-		c.Provider = ProviderE2B
-	}
-	if !slices.Contains(knownProviders, c.Provider) {
-		return Config{}, fmt.Errorf("%s=%q is not a provider: want one of %s",
-			EnvProvider, c.Provider, strings.Join(knownProviders, ", "))
-	}
-	c.Providers = []string{c.Provider}
-	for _, name := range strings.Split(strings.ToLower(get(EnvProviders)), ",") {
-		name = strings.TrimSpace(name)
-		switch {
-		case name == "" || slices.Contains(c.Providers, name):
-		case !slices.Contains(knownProviders, name):
-			return Config{}, fmt.Errorf("%s names %q, not a provider: want some of %s",
-				EnvProviders, name, strings.Join(knownProviders, ", "))
-		default:
-			c.Providers = append(c.Providers, name)
-		}
-	}
-	for _, pair := range [][2]string{
-		{EnvProviderAPIKey, EnvProviderAPIKeySecret},
-		{EnvWebhookSecret, EnvWebhookSecretSecret},
-		{EnvDaytonaAPIKey, EnvDaytonaAPIKeySecret},
-		{EnvDaytonaWebhookSecret, EnvDaytonaWebhookSecretSecret},
-		{EnvVercelToken, EnvVercelTokenSecret},
-	} {
-		if get(pair[0]) != "" && get(pair[1]) != "" {
-			return Config{}, fmt.Errorf("set only one of %s and %s", pair[0], pair[1])
-		}
+	if err := readProviders(get, &c); err != nil {
+		return Config{}, err
 	}
 	switch c.DaytonaPauseMode {
 	case "", "stop", "pause":
@@ -392,6 +339,78 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 			EnvIdleTimeout, p.DefaultIdleTimeout, EnvMinIdleTimeout, p.MinIdleTimeout, EnvMaxIdleTimeout, p.MaxIdleTimeout)
 	}
 	return c, nil
+}
+
+// readLimits reads the API key cache TTL, the running limit and the prices
+// into c. Errors name the variable.
+func readLimits(get func(string) string, c *Config) error {
+	if v := get(EnvAPIKeyCacheTTL); v != "" {
+		d, err := time.ParseDuration(v) // "0" parses as 0
+		if err != nil || d < 0 {
+			return fmt.Errorf("%s=%q: want a duration such as 1m, or 0 for no cache", EnvAPIKeyCacheTTL, v)
+		}
+		if d == 0 {
+			d = -1 // off
+		}
+		c.APIKeyCacheTTL = d
+	}
+	if v := get(EnvMaxRunning); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return fmt.Errorf("%s=%q: want a whole number of sandboxes, 0 for no limit", EnvMaxRunning, v)
+		}
+		c.MaxRunning = n
+	}
+	if v := get(EnvPrices); v != "" {
+		dec := json.NewDecoder(strings.NewReader(v))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&c.Prices); err != nil {
+			return fmt.Errorf(`%s: want a JSON object such as {"e2b":{"running_per_hour":0.1,"paused_per_hour":0}}: %w`, EnvPrices, err)
+		}
+		for name, p := range c.Prices {
+			if p.RunningPerHour < 0 || p.PausedPerHour < 0 {
+				return fmt.Errorf("%s: the prices of %s must not be negative", EnvPrices, name)
+			}
+		}
+	}
+	return nil
+}
+
+// readProviders reads the default provider and the enabled ones into c
+// (the default first, each once), and refuses a secret given both as a
+// value and as a secret name. Errors name the variable.
+func readProviders(get func(string) string, c *Config) error {
+	if c.Provider == "" {
+		c.Provider = ProviderE2B
+	}
+	if !slices.Contains(knownProviders, c.Provider) {
+		return fmt.Errorf("%s=%q is not a provider: want one of %s",
+			EnvProvider, c.Provider, strings.Join(knownProviders, ", "))
+	}
+	c.Providers = []string{c.Provider}
+	for _, name := range strings.Split(strings.ToLower(get(EnvProviders)), ",") {
+		name = strings.TrimSpace(name)
+		switch {
+		case name == "" || slices.Contains(c.Providers, name):
+		case !slices.Contains(knownProviders, name):
+			return fmt.Errorf("%s names %q, not a provider: want some of %s",
+				EnvProviders, name, strings.Join(knownProviders, ", "))
+		default:
+			c.Providers = append(c.Providers, name)
+		}
+	}
+	for _, pair := range [][2]string{
+		{EnvProviderAPIKey, EnvProviderAPIKeySecret},
+		{EnvWebhookSecret, EnvWebhookSecretSecret},
+		{EnvDaytonaAPIKey, EnvDaytonaAPIKeySecret},
+		{EnvDaytonaWebhookSecret, EnvDaytonaWebhookSecretSecret},
+		{EnvVercelToken, EnvVercelTokenSecret},
+	} {
+		if get(pair[0]) != "" && get(pair[1]) != "" {
+			return fmt.Errorf("set only one of %s and %s", pair[0], pair[1])
+		}
+	}
+	return nil
 }
 
 // templateAppJSON is one template's default app spec in
