@@ -42,6 +42,14 @@ const (
 	// bound on the provider's pause rate from timers: a number in
 	// cdk.json, or a decimal string on the command line.
 	ContextPauserConcurrency = "sandman:pauserConcurrency"
+	// ContextWebSocketAccessLogs is SandmanStackProps.WebSocketAccessLogs:
+	// "off" (the default: a first deploy on a fresh account succeeds),
+	// "create-role" (the stack creates API Gateway's account-level
+	// CloudWatch role) or "account-role" (the account has one already).
+	ContextWebSocketAccessLogs = "sandman:webSocketAccessLogs"
+	// ContextAlarmTopicArn is SandmanStackProps.AlarmTopicArn: an SNS
+	// topic every alarm notifies. Unset: alarms have no action.
+	ContextAlarmTopicArn = "sandman:alarmTopicArn"
 )
 
 // DefaultStackName is the stack's name when ContextStackName is unset.
@@ -79,6 +87,8 @@ func PropsFromContext(scope constructs.Construct) (string, *SandmanStackProps, e
 		ContextDaytonaAPIKeySecretName:  &props.DaytonaAPIKeySecretName,
 		ContextDaytonaWebhookSecretName: &props.DaytonaWebhookSecretName,
 		ContextVercelTokenSecretName:    &props.VercelTokenSecretName,
+		ContextWebSocketAccessLogs:      &props.WebSocketAccessLogs,
+		ContextAlarmTopicArn:            &props.AlarmTopicArn,
 	} {
 		if *dst, err = str(key); err != nil {
 			return "", nil, err
@@ -135,6 +145,12 @@ func PropsFromContext(scope constructs.Construct) (string, *SandmanStackProps, e
 	}
 	if c := props.PauserConcurrency; c != 0 && (c < 2 || c > 1000 || c != float64(int(c))) {
 		return "", nil, fmt.Errorf("context %s: %v is outside Lambda's 2 to 1000", ContextPauserConcurrency, c)
+	}
+	switch props.WebSocketAccessLogs {
+	case "", WSAccessLogsOff, WSAccessLogsCreateRole, WSAccessLogsAccountRole:
+	default:
+		return "", nil, fmt.Errorf("context %s: want %q, %q or %q, got %q", ContextWebSocketAccessLogs,
+			WSAccessLogsOff, WSAccessLogsCreateRole, WSAccessLogsAccountRole, props.WebSocketAccessLogs)
 	}
 	account, region := os.Getenv("CDK_DEFAULT_ACCOUNT"), os.Getenv("CDK_DEFAULT_REGION")
 	if account != "" && region != "" {

@@ -267,6 +267,7 @@ func (h *Handler) serve(ctx context.Context, r *request) (resp response, err err
 			if r.accountID, err = h.clientTokenAuth(r, bearer); err != nil {
 				return response{}, err
 			}
+			r.clientToken = true
 			return route(ctx, r)
 		}
 	}

@@ -132,14 +132,16 @@ func (h *Handler) deleteSession(ctx context.Context, r *request) (response, erro
 // activityBody is the optional body of POST /v1/sessions/{id}/activity.
 type activityBody struct {
 	// HoldSeconds, when present, is a busy hold in seconds (docs/DESIGN.md
-	// "Client channel"; lifecycle.Service.Hold). Only an API key reaches
-	// this handler; a client-token route must refuse the field.
+	// "Busy hold"; lifecycle.Service.Hold). API key only: with a client
+	// token the field is refused with 403 (a browser must not keep a
+	// sandbox running for a day).
 	HoldSeconds *int64 `json:"hold_seconds"`
 }
 
 // heartbeat serves POST /v1/sessions/{id}/activity: 204; 409 sandbox_paused
 // when the session is paused; with {"hold_seconds": N} also a busy hold (400
-// when N is outside 60..86400).
+// when N is outside 60..86400; 403 forbidden with a client token, before
+// anything is written: docs/DESIGN.md "Busy hold").
 func (h *Handler) heartbeat(ctx context.Context, r *request) (response, error) {
 	id, err := r.sessionID()
 	if err != nil {
@@ -148,6 +150,10 @@ func (h *Handler) heartbeat(ctx context.Context, r *request) (response, error) {
 	var body activityBody
 	if err := r.decodeJSON(&body, true); err != nil {
 		return response{}, err
+	}
+	if body.HoldSeconds != nil && r.clientToken {
+		return response{}, lifecycle.Errorf(lifecycle.CodeForbidden,
+			"hold_seconds needs an API key: a client token may send heartbeats but not set a busy hold")
 	}
 	if body.HoldSeconds != nil {
 		_, err = h.svc.Hold(ctx, r.accountID, id, *body.HoldSeconds)

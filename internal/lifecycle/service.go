@@ -314,11 +314,27 @@ func (s *Service) owned(ctx context.Context, accountID, id string) (*Session, er
 	return sess, nil
 }
 
+// maxDeleteRetries bounds how often a delete re-reads after losing a race.
+// A delete must win over any transition in flight (docs/DESIGN.md "Session
+// states"): a snapshot or resume writes at most twice and then stops, so a
+// delete that re-reads wins within a few rounds; the bound only stops a
+// delete that loses to an endless stream of writers (it then answers 409).
+const maxDeleteRetries = 64
+
 // retryConflicts runs op on a fresh read of the session until it succeeds,
 // fails with anything but a conflict, or has lost maxConflictRetries races.
 func (s *Service) retryConflicts(ctx context.Context, accountID, id string, op func(*Session) error) (*Session, error) {
+	return s.retryConflictsN(ctx, accountID, id, maxConflictRetries, op)
+}
+
+// retryConflictsN is retryConflicts with its own bound, attempts races;
+// it also stops when ctx is done (returning the last conflict).
+func (s *Service) retryConflictsN(ctx context.Context, accountID, id string, attempts int, op func(*Session) error) (*Session, error) {
 	var err error
-	for attempt := 0; attempt < maxConflictRetries; attempt++ {
+	for attempt := 0; attempt < attempts; attempt++ {
+		if attempt > 0 && ctx.Err() != nil {
+			return nil, err
+		}
 		var sess *Session
 		if sess, err = s.owned(ctx, accountID, id); err != nil {
 			return nil, err

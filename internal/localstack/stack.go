@@ -211,6 +211,16 @@ func Run(ctx context.Context, opts Config) error {
 		return err
 	}
 	ws.Handler = chh
+	chh.GatewayAdmits() // the gateway counts each message before coalescing heartbeats
+	// The sockets of a previous process died with it (kill -9 delivers no
+	// $disconnect): drop their records so they stop counting as present.
+	reaper, err := channel.NewReaper(a.Service, a.Store, a.Log)
+	if err != nil {
+		return err
+	}
+	if _, err := reaper.DropAll(ctx); err != nil {
+		a.Log.WarnContext(ctx, "drop the previous process's connections", "err", err)
+	}
 
 	engine, err := a.WebhookEngine(hooks, nil)
 	if err != nil {
@@ -234,6 +244,7 @@ func Run(ctx context.Context, opts Config) error {
 	if err != nil {
 		return err
 	}
+	sweepCfg.Conns = reaper // as in AWS: connections silent past the bound stop counting
 	idle := sweep.NewHandler(sweep.New(a.Service, sweepCfg, a.Log), a.Log)
 
 	ctx, cancel := context.WithCancel(ctx)
