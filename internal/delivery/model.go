@@ -55,17 +55,20 @@ const (
 )
 
 // EventTypes lists the event types an endpoint may subscribe to: the
-// lowercase dotted form of every lifecycle detail type ("Session Paused" →
-// "session.paused").
+// lowercase dotted form of every lifecycle detail type (EventType).
 var EventTypes = []string{
 	"session.provisioning", "session.running", "session.pausing", "session.paused",
 	"session.resuming", "session.expired", "session.killed", "session.failed",
+	"session.ready", "session.not_ready",
 }
 
 // EventType returns the event type of ev: its EventBridge detail type in
-// lowercase with dots for spaces ("Session Paused" → "session.paused").
+// lowercase, a dot after the first word and underscores for the other
+// spaces ("Session Paused" → "session.paused", "Session Not Ready" →
+// "session.not_ready").
 func EventType(ev lifecycle.Event) string {
-	return strings.ReplaceAll(strings.ToLower(ev.DetailType()), " ", ".")
+	noun, rest, _ := strings.Cut(strings.ToLower(ev.DetailType()), " ")
+	return noun + "." + strings.ReplaceAll(rest, " ", "_")
 }
 
 // Endpoint is one account's webhook target.
