@@ -72,9 +72,8 @@ func TestOpenLink(t *testing.T) {
 	t.Run("PausedBrowserGetsWakingPage", func(t *testing.T) {
 		p := h.mustCreate(t)
 		wantStatus(t, h.invoke(t, MustEvent(t, "snapshot.json", withID(p.ID))), http.StatusOK)
-		// The fake resumes at once: the open that wakes it may redirect
-		// straight away, so hold the provider's resume back is not needed;
-		// what matters is that a browser is never sent an error.
+		// The fake resumes at once, so the open that wakes it may redirect
+		// straight away; either way a browser is never sent an error.
 		r := h.invoke(t, MustEvent(t, "open.json", withID(p.ID), withHeader("accept", "text/html")))
 		if r.status != http.StatusFound && r.status != http.StatusOK {
 			t.Fatalf("status %d, want the preview or the waking page", r.status)
