@@ -58,7 +58,7 @@ capacity:
 synth: build
 	bash scripts/cdk.sh synth --quiet
 
-## deploy: deploy the stack to the AWS account of your credentials (see README, Deploy)
+## deploy: deploy the stack to the AWS account of your credentials (see docs/DEPLOY.md)
 deploy: build
 	bash scripts/cdk.sh deploy
 

@@ -66,11 +66,12 @@ const wsAccessLogFormat = `{"requestId":"$context.requestId","ip":"$context.iden
 // value Secrets Manager generates at deployment, in the one-key form
 // clienttoken.ParseKeySet reads ({"signing_key_id":"k1","secret":<64
 // alphanumeric characters, standard base64 of 48 bytes>}), so the key never
-// appears in the template. Rotation is by hand (README, Deploy): write the
-// two-key form with the new key signing.
+// appears in the template. Rotation is by hand (docs/OPERATIONS.md
+// "Rotating the client-token keys"): write the two-key form with the new
+// key signing.
 func newClientTokenKeys(stack awscdk.Stack) awssecretsmanager.Secret {
 	s := awssecretsmanager.NewSecret(stack, jsii.String("ClientTokenKeys"), &awssecretsmanager.SecretProps{
-		Description: jsii.String("Sandman client-token HMAC key set (internal/clienttoken)"),
+		Description: jsii.String("Sandman client-token HMAC key set (internal/channel/clienttoken)"),
 		GenerateSecretString: &awssecretsmanager.SecretStringGenerator{
 			SecretStringTemplate: jsii.String(`{"signing_key_id":"k1"}`),
 			GenerateStringKey:    jsii.String("secret"),

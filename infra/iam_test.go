@@ -4,6 +4,9 @@ import (
 	"strings"
 	"testing"
 
+	"slices"
+
+	"github.com/sandmanhq/sandman/internal/dynamo/tabledef"
 	"github.com/sandmanhq/sandman/internal/routes"
 )
 
@@ -171,4 +174,88 @@ func TestIAM(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestRoleTableActionsPinned pins each function role's DynamoDB actions and
+// the resources they apply to: exactly what its code calls, item actions on
+// the table and Query on the named indexes only; no Scan, BatchGetItem,
+// stream reads (but the publisher's) or index wildcards.
+func TestRoleTableActionsPinned(t *testing.T) {
+	s := MustDefaultStack(t)
+	all := s.statements(t)
+	tableID := s.logicalID(t, "SessionsTable")
+	table := canonical(getAtt(tableID, "Arn"))
+	stream := canonical(getAtt(tableID, "StreamArn"))
+	index := func(name string) string {
+		return canonical(map[string]any{"Fn::Join": []any{"", []any{getAtt(tableID, "Arn"), "/index/" + name}}})
+	}
+	onTable := func(actions ...string) map[string][]string {
+		out := map[string][]string{}
+		for _, a := range actions {
+			out[a] = []string{table}
+		}
+		return out
+	}
+	with := func(m map[string][]string, indexes ...string) map[string][]string {
+		for _, ix := range indexes {
+			m["dynamodb:Query"] = append(m["dynamodb:Query"], index(ix))
+		}
+		return m
+	}
+	want := map[string]map[string][]string{
+		routes.Sessions:  with(onTable("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:Query"), tabledef.IndexByOwner),
+		routes.Status:    onTable("dynamodb:GetItem"),
+		routes.Resume:    onTable("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"),
+		routes.Snapshot:  onTable("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"),
+		routes.Reconnect: onTable("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"),
+		routes.Webhook:   with(onTable("dynamodb:PutItem", "dynamodb:UpdateItem"), tabledef.IndexBySandbox),
+		routes.IdlePause: with(onTable("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"),
+			tabledef.IndexIdle, tabledef.IndexLease, tabledef.IndexPaused, tabledef.IndexBySandbox),
+		// FireTimer: GetItem, then PauseIfDue's conditional PutItem with
+		// the running-slot counter's UpdateItem (the quota), as idlepause.
+		routes.Pauser: onTable("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"),
+		// connections (put, get, delete, by session) and the session writes
+		// of heartbeats, presence and resume.
+		routes.Channel: with(onTable("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"),
+			tabledef.IndexByConnSession),
+		// the session and its connections; gone ones deleted; no session write.
+		routes.Notifier: with(onTable("dynamodb:GetItem", "dynamodb:DeleteItem"), tabledef.IndexByConnSession),
+		// the stream, granted by its event source mapping (ListStreams has
+		// no resource-level permission), and the usage transaction's
+		// UpdateItem and PutItem (internal/dynamo usage.go).
+		routes.Publisher: {
+			"dynamodb:PutItem":          {table},
+			"dynamodb:UpdateItem":       {table},
+			"dynamodb:DescribeStream":   {stream},
+			"dynamodb:GetShardIterator": {stream},
+			"dynamodb:GetRecords":       {stream},
+			"dynamodb:ListStreams":      {`"*"`},
+		},
+	}
+	for _, name := range routes.Functions {
+		got := map[string][]string{}
+		for a, resources := range s.functionActions(t, all, name) {
+			if strings.HasPrefix(a, "dynamodb:") {
+				got[a] = sorted(resources)
+			}
+		}
+		w := want[name]
+		if w == nil {
+			t.Errorf("%s: no pinned table actions", name)
+			continue
+		}
+		for a := range w {
+			w[a] = sorted(w[a])
+		}
+		for a, r := range got {
+			if !slices.Equal(r, w[a]) {
+				t.Errorf("%s may %s on %v, want %v", name, a, r, w[a])
+			}
+		}
+		for a := range w {
+			if _, ok := got[a]; !ok {
+				t.Errorf("%s may not %s, its code calls it", name, a)
+			}
+		}
+	}
 }

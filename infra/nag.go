@@ -78,7 +78,7 @@ var (
 	nagWebSocketAuth = NagSuppression{
 		RuleID: "AwsSolutions-APIG4",
 		Reason: "The WebSocket API's $connect verifies the session-scoped client token (?token=, HMAC, constant time, " +
-			"internal/clienttoken) in the channel function and answers 401/403, which refuses the upgrade; " +
+			"internal/channel/clienttoken) in the channel function and answers 401/403, which refuses the upgrade; " +
 			"$default and $disconnect only act on connections $connect accepted and stored.",
 		On: "the WebSocket API's routes",
 	}
@@ -93,7 +93,7 @@ var (
 	nagClientTokenRotation = NagSuppression{
 		RuleID: "AwsSolutions-SMG4",
 		Reason: "The client-token key set is rotated by writing a two-key set (new signing key, old key still verifying " +
-			"for the 24 h a token may live, internal/clienttoken); an automatic single-value rotation would cut every " +
+			"for the 24 h a token may live, internal/channel/clienttoken); an automatic single-value rotation would cut every " +
 			"token in flight.",
 		On: "the client-token key set secret",
 	}

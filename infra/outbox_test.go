@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sandmanhq/sandman/internal/dynamo/tabledef"
 	"github.com/sandmanhq/sandman/internal/routes"
-	"github.com/sandmanhq/sandman/internal/tabledef"
 )
 
 // TestOutbox pins docs/DESIGN.md "Events out" in the stack: the table's stream

@@ -3,7 +3,7 @@
 // the lifecycle event bus, the secrets the functions read, the alarms on
 // all of it and a dashboard (dashboard.go) (docs/DESIGN.md).
 //
-// The table's keys, indexes and TTL attribute come from internal/tabledef and
+// The table's keys, indexes and TTL attribute come from internal/dynamo/tabledef and
 // the functions, routes and schedule from internal/routes, so the stack and
 // the code that runs in it cannot drift. The CDK app that synthesizes the
 // stack lives in infra/app; cdk.json at the repository root runs it, and
@@ -39,9 +39,9 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/sandmanhq/sandman/internal/dynamo/tabledef"
 	"github.com/sandmanhq/sandman/internal/envnames"
 	"github.com/sandmanhq/sandman/internal/routes"
-	"github.com/sandmanhq/sandman/internal/tabledef"
 )
 
 // Environment variables the stack sets on the functions, named once in
@@ -277,6 +277,9 @@ func CheckFunctionsDir(dir string) error {
 func NewSandmanStack(scope constructs.Construct, id string, props *SandmanStackProps) awscdk.Stack {
 	p := props.withDefaults()
 	stack := awscdk.NewStack(scope, jsii.String(id), &p.StackProps)
+	if err := checkLease(p.ProviderSettings); err != nil {
+		awscdk.Annotations_Of(stack).AddError(jsii.String(err.Error()))
+	}
 
 	table := newTable(stack, p)
 	bus := awsevents.NewEventBus(stack, jsii.String("EventBus"), &awsevents.EventBusProps{
@@ -337,7 +340,7 @@ func NewSandmanStack(scope constructs.Construct, id string, props *SandmanStackP
 	return stack
 }
 
-// newTable creates the sessions table exactly as internal/tabledef describes
+// newTable creates the sessions table exactly as internal/dynamo/tabledef describes
 // it. An attribute type tabledef uses but this function does not know fails
 // synthesis with an error annotation.
 func newTable(stack awscdk.Stack, p SandmanStackProps) awsdynamodb.Table {
@@ -871,7 +874,7 @@ const (
 	timerOldestAgeAlarm = 20 * time.Minute
 )
 
-// newTimerQueue creates the timer queue (internal/sqstimer sends one
+// newTimerQueue creates the timer queue (internal/timer/sqstimer sends one
 // message per armed timer, delayed up to 15 minutes) and its dead-letter
 // queue, both SQS-encrypted and SSL-only.
 func newTimerQueue(stack awscdk.Stack) (queue, dlq awssqs.Queue) {
@@ -905,7 +908,7 @@ func grantArmTimers(fn awslambda.Function, queue awssqs.Queue) {
 }
 
 // newTimers feeds the timer queue to the pauser: batches of timerBatchSize,
-// batch item failures reported (internal/sqstimer names the timers to
+// batch item failures reported (internal/timer/sqstimer names the timers to
 // deliver again), and at most p.PauserConcurrency concurrent invocations,
 // the bound on the provider's pause rate from timers. Alarms fire on
 // anything in the dead-letter queue and on the oldest timer waiting longer

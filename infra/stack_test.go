@@ -16,9 +16,9 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/sandmanhq/sandman/internal/apigw"
+	"github.com/sandmanhq/sandman/internal/dynamo/tabledef"
 	"github.com/sandmanhq/sandman/internal/envnames"
 	"github.com/sandmanhq/sandman/internal/routes"
-	"github.com/sandmanhq/sandman/internal/tabledef"
 )
 
 // providerKeyFunctions call the sandbox provider; webhook reads the webhook
@@ -713,5 +713,44 @@ func TestFunctionSpecsCoverRoutes(t *testing.T) {
 	}
 	if got, want := names, routes.Functions; !same(got, want) {
 		t.Errorf("functionSpecs: got %v, want routes.Functions %v", got, want)
+	}
+}
+
+// render writes a CloudFormation string expression as text, references as
+// {Name}.
+func render(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case map[string]any:
+		if j, ok := x["Fn::Join"].([]any); ok {
+			var b strings.Builder
+			for i, part := range j[1].([]any) {
+				if i > 0 {
+					b.WriteString(j[0].(string))
+				}
+				b.WriteString(render(part))
+			}
+			return b.String()
+		}
+		if r, ok := x["Ref"].(string); ok {
+			return "{" + r + "}"
+		}
+	}
+	return "{" + canonical(v) + "}"
+}
+
+// TestWebhookUrlOutput: the stack outputs the exact URL to register with
+// the provider, without the double slash <ApiUrl>/v1/… gave.
+func TestWebhookUrlOutput(t *testing.T) {
+	s := MustDefaultStack(t)
+	out, ok := s.doc.Outputs["WebhookUrl"]
+	if !ok {
+		t.Fatalf("outputs: got %v, want WebhookUrl", keys(s.doc.Outputs))
+	}
+	url := render(out.Value)
+	if !strings.HasPrefix(url, "https://{"+s.logicalID(t, "HttpApi")+"}.execute-api.") ||
+		!strings.HasSuffix(url, "/v1/webhooks/"+DefaultProvider) || strings.Contains(strings.TrimPrefix(url, "https://"), "//") {
+		t.Errorf("WebhookUrl = %s, want https://<api>.execute-api.<region>.<suffix>/v1/webhooks/%s", url, DefaultProvider)
 	}
 }

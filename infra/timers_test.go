@@ -134,3 +134,31 @@ func TestTimers(t *testing.T) {
 		}
 	})
 }
+
+// TestSweepFailureGoesToDLQ: a sweep that errors (not retried) is sent to
+// the schedule's dead-letter queue by an on-failure destination, so the DLQ
+// alarm covers failed sweeps as well as undelivered ticks.
+func TestSweepFailureGoesToDLQ(t *testing.T) {
+	s := MustDefaultStack(t)
+	dlq := canonical(getAtt(s.logicalID(t, "IdlePauseScheduleDLQ"), "Arn"))
+	configs := map[string]cfnResource{} // the idle pause function's (the notifier has its own, TestClientChannel)
+	for id, c := range s.ofType("AWS::Lambda::EventInvokeConfig") {
+		if same(prop(c, "FunctionName"), ref(s.functionID(t, routes.IdlePause))) {
+			configs[id] = c
+		}
+	}
+	if len(configs) != 1 {
+		t.Fatalf("%d EventInvokeConfig, want 1 (the idle pause function's)", len(configs))
+	}
+	for id, c := range configs {
+		dest, _ := c.Properties["DestinationConfig"].(map[string]any)
+		onFailure, _ := dest["OnFailure"].(map[string]any)
+		if got := canonical(onFailure["Destination"]); got != dlq {
+			t.Errorf("%s: on-failure destination %s, want the schedule DLQ %s", id, got, dlq)
+		}
+	}
+	role := s.functionActions(t, s.statements(t), routes.IdlePause)
+	if got := role["sqs:SendMessage"]; !slices.Contains(got, dlq) {
+		t.Errorf("idle pause may sqs:SendMessage on %v, want the DLQ", got)
+	}
+}

@@ -12,36 +12,27 @@ package main
 
 import (
 	"context"
-	"log/slog"
-	"os"
 
-	"github.com/aws/aws-lambda-go/lambda"
-
-	"github.com/sandmanhq/sandman/internal/apigwmgmt"
 	"github.com/sandmanhq/sandman/internal/app"
+	"github.com/sandmanhq/sandman/internal/app/lambdamain"
 	"github.com/sandmanhq/sandman/internal/channel"
+	"github.com/sandmanhq/sandman/internal/channel/apigwmgmt"
 	"github.com/sandmanhq/sandman/internal/metrics"
 	"github.com/sandmanhq/sandman/internal/provider"
 	"github.com/sandmanhq/sandman/internal/routes"
 )
 
 func main() {
-	ctx := context.Background()
-	m := metrics.New(metrics.Config{Writer: os.Stdout, Function: routes.Channel})
-	a, err := app.Load(ctx, app.Needs{Provider: true}, app.Deps{Providers: provider.Lambda(), Metrics: m})
-	if err != nil {
-		slog.Error("cold start failed", "function", routes.Channel, "err", err)
-		os.Exit(1)
-	}
-	push, err := apigwmgmt.Load(ctx, a.Config.WSManagementURL)
-	if err != nil {
-		a.Log.Error("cold start failed", "function", routes.Channel, "err", err)
-		os.Exit(1)
-	}
-	h, err := channel.New(a.Service, a.Tokens, a.Store, m.CountPushes(push), a.Log)
-	if err != nil {
-		a.Log.Error("cold start failed", "function", routes.Channel, "err", err)
-		os.Exit(1)
-	}
-	lambda.Start(metrics.Handler(m, h.Handle))
+	lambdamain.Start(lambdamain.Function{Name: routes.Channel, Needs: app.Needs{Provider: true}, Providers: provider.Lambda()},
+		func(ctx context.Context, a *app.App, m *metrics.Emitter) (any, error) {
+			push, err := apigwmgmt.Load(ctx, a.Config.WSManagementURL)
+			if err != nil {
+				return nil, err
+			}
+			h, err := channel.New(a.Service, a.Tokens, a.Store, m.CountPushes(push), a.Log)
+			if err != nil {
+				return nil, err
+			}
+			return metrics.Handler(m, h.Handle), nil
+		})
 }

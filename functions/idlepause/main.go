@@ -6,12 +6,10 @@ package main
 
 import (
 	"context"
-	"log/slog"
 	"os"
 
-	"github.com/aws/aws-lambda-go/lambda"
-
 	"github.com/sandmanhq/sandman/internal/app"
+	"github.com/sandmanhq/sandman/internal/app/lambdamain"
 	"github.com/sandmanhq/sandman/internal/metrics"
 	"github.com/sandmanhq/sandman/internal/provider"
 	"github.com/sandmanhq/sandman/internal/routes"
@@ -19,18 +17,12 @@ import (
 )
 
 func main() {
-	ctx := context.Background()
-	m := metrics.New(metrics.Config{Writer: os.Stdout, Function: routes.IdlePause})
-	a, err := app.Load(ctx, app.Needs{Provider: true}, app.Deps{Providers: provider.Lambda(), Metrics: m})
-	if err != nil {
-		slog.Error("cold start failed", "function", routes.IdlePause, "err", err)
-		os.Exit(1)
-	}
-	cfg, err := sweep.ConfigFromEnv(os.Getenv)
-	if err != nil {
-		a.Log.Error("cold start failed", "function", routes.IdlePause, "err", err)
-		os.Exit(1)
-	}
-	h := sweep.NewHandler(sweep.New(a.Service, cfg, a.Log), a.Log)
-	lambda.Start(metrics.Handler(m, h.Handle))
+	lambdamain.Start(lambdamain.Function{Name: routes.IdlePause, Needs: app.Needs{Provider: true}, Providers: provider.Lambda()},
+		func(_ context.Context, a *app.App, m *metrics.Emitter) (any, error) {
+			cfg, err := sweep.ConfigFromEnv(os.Getenv)
+			if err != nil {
+				return nil, err
+			}
+			return metrics.Handler(m, sweep.NewHandler(sweep.New(a.Service, cfg, a.Log), a.Log).Handle), nil
+		})
 }

@@ -8,39 +8,31 @@ package main
 
 import (
 	"context"
-	"log/slog"
-	"os"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/sandmanhq/sandman/internal/apigwmgmt"
 	"github.com/sandmanhq/sandman/internal/app"
+	"github.com/sandmanhq/sandman/internal/app/lambdamain"
 	"github.com/sandmanhq/sandman/internal/channel"
+	"github.com/sandmanhq/sandman/internal/channel/apigwmgmt"
 	"github.com/sandmanhq/sandman/internal/metrics"
 	"github.com/sandmanhq/sandman/internal/routes"
 )
 
 func main() {
-	ctx := context.Background()
-	m := metrics.New(metrics.Config{Writer: os.Stdout, Function: routes.Notifier})
-	a, err := app.Load(ctx, app.Needs{}, app.Deps{Metrics: m})
-	if err != nil {
-		slog.Error("cold start failed", "function", routes.Notifier, "err", err)
-		os.Exit(1)
-	}
-	push, err := apigwmgmt.Load(ctx, a.Config.WSManagementURL)
-	if err != nil {
-		a.Log.Error("cold start failed", "function", routes.Notifier, "err", err)
-		os.Exit(1)
-	}
-	h, err := channel.NewNotifier(a.Service, a.Store, m.CountPushes(push), a.Log)
-	if err != nil {
-		a.Log.Error("cold start failed", "function", routes.Notifier, "err", err)
-		os.Exit(1)
-	}
-	// An asynchronous invocation's result is discarded; only the error counts.
-	lambda.Start(metrics.Handler(m, func(ctx context.Context, ev events.CloudWatchEvent) (struct{}, error) {
-		return struct{}{}, h.HandleEvent(ctx, ev)
-	}))
+	lambdamain.Start(lambdamain.Function{Name: routes.Notifier, Needs: app.Needs{}},
+		func(ctx context.Context, a *app.App, m *metrics.Emitter) (any, error) {
+			push, err := apigwmgmt.Load(ctx, a.Config.WSManagementURL)
+			if err != nil {
+				return nil, err
+			}
+			h, err := channel.NewNotifier(a.Service, a.Store, m.CountPushes(push), a.Log)
+			if err != nil {
+				return nil, err
+			}
+			// An asynchronous invocation's result is discarded; only the error counts.
+			return metrics.Handler(m, func(ctx context.Context, ev events.CloudWatchEvent) (struct{}, error) {
+				return struct{}{}, h.HandleEvent(ctx, ev)
+			}), nil
+		})
 }

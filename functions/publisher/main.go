@@ -10,41 +10,30 @@ package main
 
 import (
 	"context"
-	"log/slog"
-	"os"
+	"fmt"
 
-	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/config"
 	awseb "github.com/aws/aws-sdk-go-v2/service/eventbridge"
 
 	"github.com/sandmanhq/sandman/internal/app"
-	"github.com/sandmanhq/sandman/internal/dynamo"
-	"github.com/sandmanhq/sandman/internal/eventbridge"
+	"github.com/sandmanhq/sandman/internal/app/lambdamain"
 	"github.com/sandmanhq/sandman/internal/metrics"
 	"github.com/sandmanhq/sandman/internal/outbox"
+	"github.com/sandmanhq/sandman/internal/outbox/eventbridge"
 	"github.com/sandmanhq/sandman/internal/routes"
 )
 
 func main() {
-	var level slog.Level
-	if v := os.Getenv(app.EnvLogLevel); v != "" {
-		_ = level.UnmarshalText([]byte(v)) // an unknown level keeps info
-	}
-	log := app.NewLogger(os.Stderr, level)
-	bus, table := os.Getenv(app.EnvEventBus), os.Getenv(app.EnvTable)
-	ctx := context.Background()
-	cfg, err := config.LoadDefaultConfig(ctx)
-	if err != nil || bus == "" || table == "" {
-		log.Error("cold start failed", "function", routes.Publisher, "bus", bus, "table", table, "err", err)
-		os.Exit(1)
-	}
-	ddb, err := dynamo.NewClient(ctx, os.Getenv(app.EnvDynamoEndpoint))
-	if err != nil {
-		log.Error("cold start failed", "function", routes.Publisher, "err", err)
-		os.Exit(1)
-	}
-	pub := eventbridge.New(eventbridge.Config{Client: awseb.NewFromConfig(cfg), Bus: bus, Log: log})
-	m := metrics.New(metrics.Config{Writer: os.Stdout, Function: routes.Publisher, Log: log})
-	usage := dynamo.New(dynamo.Config{Client: ddb, Table: table, Log: log})
-	lambda.Start(metrics.Handler(m, outbox.NewHandler(outbox.Recording(usage, m.Publisher(pub)), log).Handle))
+	lambdamain.Start(lambdamain.Function{Name: routes.Publisher, Needs: app.Needs{}},
+		func(ctx context.Context, a *app.App, m *metrics.Emitter) (any, error) {
+			if a.Config.EventBus == "" {
+				return nil, fmt.Errorf("%s is required: the event bus the publisher puts events on", app.EnvEventBus)
+			}
+			cfg, err := config.LoadDefaultConfig(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("load aws config: %w", err)
+			}
+			pub := eventbridge.New(eventbridge.Config{Client: awseb.NewFromConfig(cfg), Bus: a.Config.EventBus, Log: a.Log})
+			return metrics.Handler(m, outbox.NewHandler(outbox.Recording(a.Store, m.Publisher(pub)), a.Log).Handle), nil
+		})
 }

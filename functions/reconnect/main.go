@@ -4,30 +4,12 @@
 package main
 
 import (
-	"context"
-	"log/slog"
-	"os"
-
-	"github.com/aws/aws-lambda-go/lambda"
-
 	"github.com/sandmanhq/sandman/internal/app"
-	"github.com/sandmanhq/sandman/internal/metrics"
+	"github.com/sandmanhq/sandman/internal/app/lambdamain"
 	"github.com/sandmanhq/sandman/internal/provider"
 	"github.com/sandmanhq/sandman/internal/routes"
 )
 
 func main() {
-	ctx := context.Background()
-	m := metrics.New(metrics.Config{Writer: os.Stdout, Function: routes.Reconnect})
-	a, err := app.Load(ctx, app.Needs{Provider: true}, app.Deps{Providers: provider.Lambda(), Metrics: m})
-	if err != nil {
-		slog.Error("cold start failed", "function", routes.Reconnect, "err", err)
-		os.Exit(1)
-	}
-	h, err := a.HTTPHandler(routes.Reconnect)
-	if err != nil {
-		a.Log.Error("cold start failed", "function", routes.Reconnect, "err", err)
-		os.Exit(1)
-	}
-	lambda.Start(metrics.Handler(m, h.Handle))
+	lambdamain.Start(lambdamain.Function{Name: routes.Reconnect, Needs: app.Needs{Provider: true}, Providers: provider.Lambda()}, lambdamain.HTTP(routes.Reconnect))
 }

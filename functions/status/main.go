@@ -5,29 +5,11 @@
 package main
 
 import (
-	"context"
-	"log/slog"
-	"os"
-
-	"github.com/aws/aws-lambda-go/lambda"
-
 	"github.com/sandmanhq/sandman/internal/app"
-	"github.com/sandmanhq/sandman/internal/metrics"
+	"github.com/sandmanhq/sandman/internal/app/lambdamain"
 	"github.com/sandmanhq/sandman/internal/routes"
 )
 
 func main() {
-	ctx := context.Background()
-	m := metrics.New(metrics.Config{Writer: os.Stdout, Function: routes.Status})
-	a, err := app.Load(ctx, app.Needs{}, app.Deps{Metrics: m})
-	if err != nil {
-		slog.Error("cold start failed", "function", routes.Status, "err", err)
-		os.Exit(1)
-	}
-	h, err := a.HTTPHandler(routes.Status)
-	if err != nil {
-		a.Log.Error("cold start failed", "function", routes.Status, "err", err)
-		os.Exit(1)
-	}
-	lambda.Start(metrics.Handler(m, h.Handle))
+	lambdamain.Start(lambdamain.Function{Name: routes.Status, Needs: app.Needs{}}, lambdamain.HTTP(routes.Status))
 }

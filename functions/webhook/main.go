@@ -9,28 +9,21 @@ package main
 
 import (
 	"context"
-	"log/slog"
-	"os"
-
-	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/sandmanhq/sandman/internal/app"
+	"github.com/sandmanhq/sandman/internal/app/lambdamain"
 	"github.com/sandmanhq/sandman/internal/metrics"
 	"github.com/sandmanhq/sandman/internal/provider"
 	"github.com/sandmanhq/sandman/internal/routes"
 )
 
 func main() {
-	m := metrics.New(metrics.Config{Writer: os.Stdout, Function: routes.Webhook})
-	a, err := app.Load(context.Background(), app.Needs{WebhookSecret: true}, app.Deps{Metrics: m})
-	if err != nil {
-		slog.Error("cold start failed", "function", routes.Webhook, "err", err)
-		os.Exit(1)
-	}
-	h, err := provider.WebhookHandler(a)
-	if err != nil {
-		a.Log.Error("cold start failed", "function", routes.Webhook, "err", err)
-		os.Exit(1)
-	}
-	lambda.Start(metrics.Handler(m, h.Handle))
+	lambdamain.Start(lambdamain.Function{Name: routes.Webhook, Needs: app.Needs{WebhookSecret: true}},
+		func(_ context.Context, a *app.App, m *metrics.Emitter) (any, error) {
+			h, err := provider.WebhookHandler(a)
+			if err != nil {
+				return nil, err
+			}
+			return metrics.Handler(m, h.Handle), nil
+		})
 }

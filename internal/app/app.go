@@ -31,6 +31,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -40,10 +41,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/sandmanhq/sandman/internal/apigw"
-	"github.com/sandmanhq/sandman/internal/clienttoken"
+	"github.com/sandmanhq/sandman/internal/channel/clienttoken"
 	"github.com/sandmanhq/sandman/internal/dynamo"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
-	"github.com/sandmanhq/sandman/internal/sqstimer"
+	"github.com/sandmanhq/sandman/internal/timer/sqstimer"
 )
 
 // secretTimeout bounds fetching one secret at cold start.
@@ -133,11 +134,18 @@ type App struct {
 
 // Load reads the Config from the process environment and builds the App
 // from it and what the main composes (New). Call it once, in main, before
-// lambda.Start.
+// lambda.Start. Errors: ConfigFromEnv's, a provider outside LambdaProviders
+// (the fake and the local provider run only in the local stack), New's.
 func Load(ctx context.Context, needs Needs, deps Deps) (*App, error) {
 	cfg, err := ConfigFromEnv(os.Getenv)
 	if err != nil {
 		return nil, err
+	}
+	for _, name := range cfg.Providers {
+		if !slices.Contains(LambdaProviders, name) {
+			return nil, fmt.Errorf("%s/%s name %q, which a deployed function cannot run: want some of %s (the %s and %s providers run only in the local stack)",
+				EnvProvider, EnvProviders, name, strings.Join(LambdaProviders, ", "), ProviderFake, ProviderLocal)
+		}
 	}
 	return New(ctx, cfg, needs, deps)
 }
@@ -314,7 +322,7 @@ func (a *App) HTTPHandler(function string) (*apigw.Handler, error) {
 
 // loadTokens builds a.Tokens from the key set the configuration names: a
 // Secrets Manager secret whose SecretString is the key-set JSON, or a local
-// file generated on first use (internal/clienttoken). Neither set: nil.
+// file generated on first use (internal/channel/clienttoken). Neither set: nil.
 func (a *App) loadTokens(ctx context.Context, cfg Config, clock lifecycle.Clock,
 	secret func(what, plain, secretName, plainEnv, secretEnv string) (string, error)) error {
 	var keys clienttoken.KeySet

@@ -22,6 +22,7 @@ import (
 	"github.com/sandmanhq/sandman/internal/dynamo/dynamotest"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/provider"
+	"github.com/sandmanhq/sandman/internal/provider/fake"
 	"github.com/sandmanhq/sandman/internal/routes"
 )
 
@@ -131,10 +132,14 @@ func baseConfig(tb testing.TB, provider string) app.Config {
 	return c
 }
 
-// wired adds what a Lambda main composes (the providers it links) to deps.
+// wired adds what a Lambda main composes (the providers it links) to deps,
+// and the in-memory fake the tests run the functions on.
 func wired(deps app.Deps) app.Deps {
 	if deps.Providers == nil {
 		deps.Providers = provider.Lambda()
+		deps.Providers[app.ProviderFake] = func(p app.ProviderParams) (lifecycle.Provider, func(context.Context) error, error) {
+			return fake.New(fake.Config{Clock: p.Clock}), nil, nil
+		}
 	}
 	return deps
 }

@@ -86,6 +86,13 @@ const (
 	ProviderFake    = "fake"
 )
 
+// LambdaProviders are the providers a deployed function may be configured
+// with; Load refuses the others. The local provider's sandboxes are
+// processes of the local stack and the fake's live in one process's memory,
+// so neither can serve a deployment (docs/DESIGN.md "Providers"), and the
+// Lambda functions do not link them (internal/provider.Lambda).
+var LambdaProviders = []string{ProviderE2B, ProviderDaytona, ProviderVercel}
+
 // knownProviders lists the names EnvProvider and EnvProviders accept.
 var knownProviders = []string{ProviderE2B, ProviderDaytona, ProviderVercel, ProviderLocal, ProviderFake}
 
@@ -150,7 +157,7 @@ type Config struct {
 	APIKeyCacheTTL      time.Duration // 0: apigw.DefaultKeyCacheTTL; negative: off
 	ProbeTimeout        time.Duration // 0: lifecycle.Service's default (15 s)
 	ProviderCallTimeout time.Duration // 0: lifecycle.Service's default (30 s)
-	// TimerQueueURL is the SQS queue of pause timers (internal/sqstimer);
+	// TimerQueueURL is the SQS queue of pause timers (internal/timer/sqstimer);
 	// "" arms none unless Deps.Timers is given.
 	TimerQueueURL string
 	// MaxRunning is lifecycle.Config.MaxRunning: sandboxes an account may
@@ -170,14 +177,15 @@ type Config struct {
 	ClientTokenKeysFile   string
 	WSURL                 string // the client channel's WebSocket URL; "" for none
 	// WSManagementURL is the API Gateway Management API endpoint of the
-	// WebSocket stage (internal/apigwmgmt); "" locally.
+	// WebSocket stage (internal/channel/apigwmgmt); "" locally.
 	WSManagementURL string
 }
 
 // ConfigFromEnv reads the Config from getenv (os.Getenv in production).
 // Errors: a missing table, an unknown provider, a value and a secret name
-// both set for one secret, or an unparsable or out-of-range value; each
-// names its variable.
+// both set for one secret, an unparsable or out-of-range value, or a lease
+// shorter than lifecycle.MinLeaseDuration (docs/DESIGN.md "Session
+// states"); each names its variable.
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	get := func(name string) string { return strings.TrimSpace(getenv(name)) }
 	c := Config{
@@ -329,6 +337,10 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 			return Config{}, fmt.Errorf("%s=%q: want a positive duration such as 90s or 10m", o.name, v)
 		}
 		*o.dst = d
+	}
+	if least := lifecycle.MinLeaseDuration(c.ProviderCallTimeout); p.LeaseDuration < least {
+		return Config{}, fmt.Errorf("%s=%v is shorter than the longest operation holding a lease (%v: a %v request or a %s provider call and its settle write, plus %v): the sweep would reconcile operations still in flight; set at least %v",
+			EnvLeaseDuration, p.LeaseDuration, least, lifecycle.MaxRequestDuration, EnvProviderCallTimeout, lifecycle.LeaseMargin, least)
 	}
 	if p.MinIdleTimeout > p.MaxIdleTimeout || p.DefaultIdleTimeout < p.MinIdleTimeout || p.DefaultIdleTimeout > p.MaxIdleTimeout {
 		return Config{}, fmt.Errorf("%s (%v) must lie between %s (%v) and %s (%v)",

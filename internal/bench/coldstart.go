@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,6 +24,7 @@ import (
 	"github.com/sandmanhq/sandman/internal/dynamo"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/provider/e2b/e2bhook"
+	"github.com/sandmanhq/sandman/internal/provider/e2b/e2btest"
 	"github.com/sandmanhq/sandman/internal/routes"
 )
 
@@ -150,8 +152,9 @@ type ColdStartResult struct {
 // deployed, zipped to measure the deployment size; linux/amd64 to run
 // here), then starts each amd64 bootstrap cfg.Runs times against a fresh
 // RuntimeAPI with the environment a deployed function has (table, DynamoDB
-// Local endpoint, SANDMAN_PROVIDER=fake, the webhook secret, region, dummy
-// credentials, AWS_LAMBDA_* variables), and serves each process two
+// Local endpoint, SANDMAN_PROVIDER=e2b aimed at a loopback fake E2B
+// (e2btest; the production functions link no in-memory fake), the webhook
+// secret, region, dummy credentials, AWS_LAMBDA_* variables), and serves each process two
 // invocations of its function's event (events/api, events/scheduled, or a
 // signed E2B delivery). Each run gets fresh sessions to act on.
 func RunColdStart(ctx context.Context, env *Env, cfg ColdStartConfig) (ColdStartResult, error) {
@@ -190,6 +193,11 @@ func RunColdStart(ctx context.Context, env *Env, cfg ColdStartConfig) (ColdStart
 	// variable (what a deployed function has is the real service).
 	eb, putEvents := fakeEventBridge()
 	defer eb.Close()
+	// The provider: E2B's control API as e2btest serves it on loopback, the
+	// provider a deployed function would call (docs/providers/e2b.md).
+	e2bFake := e2btest.New(e2btest.Config{})
+	e2bSrv := httptest.NewServer(e2bFake.Handler())
+	defer func() { e2bFake.Close(); e2bSrv.Close() }()
 
 	for _, fn := range cfg.Functions {
 		fc := FunctionColdStart{Function: fn}
@@ -218,7 +226,7 @@ func RunColdStart(ctx context.Context, env *Env, cfg ColdStartConfig) (ColdStart
 				return ColdStartResult{}, fmt.Errorf("%s: %w", fn, err)
 			}
 			fc.Event = what
-			cr := coldRun(ctx, bin, fn, run, coldEnv(fn, table, env.Endpoint, eb.URL), logDir, payloads)
+			cr := coldRun(ctx, bin, fn, run, coldEnv(fn, table, env.Endpoint, eb.URL, e2bSrv.URL), logDir, payloads)
 			fc.Runs = append(fc.Runs, cr)
 		}
 		summarizeCold(&fc)
@@ -263,11 +271,11 @@ const benchEventBus = "sandman-bench"
 // coldEnv is the environment of a function process: what Lambda sets
 // (including the deployed memory size), what the stack sets (table,
 // provider, the webhook secret in its local form, the event bus), DynamoDB
-// Local, and EventBridge at eventBridgeURL (AWS_ENDPOINT_URL_EVENTBRIDGE,
-// the SDK's service-specific endpoint variable). Nothing is inherited from
+// Local, EventBridge at eventBridgeURL (AWS_ENDPOINT_URL_EVENTBRIDGE,
+// the SDK's service-specific endpoint variable) and E2B at e2bURL. Nothing is inherited from
 // the benchmark's own environment, so no developer AWS configuration leaks
 // in.
-func coldEnv(fn, table, endpoint, eventBridgeURL string) []string {
+func coldEnv(fn, table, endpoint, eventBridgeURL, e2bURL string) []string {
 	return []string{
 		"PATH=/usr/local/bin:/usr/bin:/bin",
 		"LANG=en_US.UTF-8",
@@ -285,7 +293,10 @@ func coldEnv(fn, table, endpoint, eventBridgeURL string) []string {
 		"AWS_LAMBDA_INITIALIZATION_TYPE=on-demand",
 		app.EnvTable + "=" + table,
 		app.EnvDynamoEndpoint + "=" + endpoint,
-		app.EnvProvider + "=" + app.ProviderFake,
+		app.EnvProvider + "=" + app.ProviderE2B,
+		app.EnvE2BBaseURL + "=" + e2bURL,
+		app.EnvE2BDomain + "=" + e2btest.Domain,
+		app.EnvProviderAPIKey + "=" + e2btest.APIKey,
 		app.EnvWebhookSecret + "=" + benchWebhookSecret,
 		app.EnvEventBus + "=" + benchEventBus,
 		"AWS_ENDPOINT_URL_EVENTBRIDGE=" + eventBridgeURL,
@@ -445,7 +456,7 @@ func (c *coldEvents) payloads(ctx context.Context, run int) ([][]byte, string, e
 		// Each create with its own Idempotency-Key, so both create.
 		return c.apiEvents("api/sessions-create.json", "", func(req *events.APIGatewayV2HTTPRequest, i int) {
 			req.Headers["idempotency-key"] = fmt.Sprintf("bench-%s-%d", tag, i)
-		}, "events/api/sessions-create.json (201: a session and its sandbox on the fake)")
+		}, "events/api/sessions-create.json (201: a session and its sandbox on the loopback E2B)")
 	case routes.Status:
 		id, err := c.session(ctx, tag, lifecycle.StateRunning)
 		if err != nil {
@@ -466,8 +477,8 @@ func (c *coldEvents) payloads(ctx context.Context, run int) ([][]byte, string, e
 		return c.apiEvents("api/snapshot.json", id, nil, "events/api/snapshot.json on a paused session (200, no provider call)")
 	case routes.Reconnect:
 		// An expired session: the answer needs no provider call. A running
-		// one would measure the probe's deliberate wait instead: the fresh
-		// process's fake provider does not know its sandbox, and "gone" is
+		// one would measure the probe's deliberate wait instead: the
+		// loopback E2B does not know its sandbox, and "gone" is
 		// confirmed by a second look after lifecycle.Service.ConfirmGoneDelay.
 		id, err := c.session(ctx, tag, lifecycle.StateExpired)
 		if err != nil {
@@ -519,7 +530,7 @@ var errNoColdEvent = errors.New("no cold-start event")
 func (c *coldEvents) session(ctx context.Context, tag string, state lifecycle.State) (string, error) {
 	now := time.Now().UTC()
 	s := &lifecycle.Session{
-		ID: lifecycle.NewSessionID(), AccountID: apigw.DevAccountID, Provider: app.ProviderFake, Template: "base",
+		ID: lifecycle.NewSessionID(), AccountID: apigw.DevAccountID, Provider: app.ProviderE2B, Template: "base",
 		SandboxID: "cold_" + tag, State: state, Reason: lifecycle.ReasonRequest, IdleTimeout: 10 * time.Minute,
 		CreatedAt: now, UpdatedAt: now, LastActivityAt: now, IdleDeadline: now.Add(10 * time.Minute),
 	}

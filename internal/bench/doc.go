@@ -38,7 +38,7 @@
 //     paused one at a time, then 1,000 clients on 100 sessions paused at
 //     once (every client must get its push).
 //   - RunTimers: how late pauses land on the real timer and sweep code:
-//     lifecycle.Service with internal/localtimer and
+//     lifecycle.Service with internal/timer/localtimer and
 //     internal/sweep against a fake provider behind a sliding-window rate
 //     limit, in real time, at the target load scaled down (counts and
 //     durations divided, the ratio of deadlines to the limit kept); with

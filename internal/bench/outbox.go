@@ -16,9 +16,9 @@ import (
 	awseb "github.com/aws/aws-sdk-go-v2/service/eventbridge"
 
 	"github.com/sandmanhq/sandman/internal/dynamo"
-	"github.com/sandmanhq/sandman/internal/eventbridge"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/outbox"
+	"github.com/sandmanhq/sandman/internal/outbox/eventbridge"
 	"github.com/sandmanhq/sandman/internal/provider/fake"
 )
 
@@ -233,7 +233,7 @@ func (r *Report) outboxSection(b *strings.Builder, o *OutboxResult) {
 	p("## 6. Events out: in the request path vs the table's stream\n\n")
 	p("%d sessions per mode, each created, snapshotted and resumed through `lifecycle.Service` on DynamoDB Local ", o.Rounds)
 	p("with a fake provider that answers at once; the two modes interleaved in one run. *In path* is the code before ")
-	p("the outbox: a PutEvents (`internal/eventbridge`) after every committed transition, here to a loopback fake ")
+	p("the outbox: a PutEvents (`internal/outbox/eventbridge`) after every committed transition, here to a loopback fake ")
 	p("EventBridge (%d calls; AWS adds its network round trip to each). *Stream* is the request as built: it only ", o.PutEventsCalls)
 	p("writes, and `internal/outbox`'s poller publishes from DynamoDB Local's stream.\n\n")
 	p("| request | mode | n | p50 ms | p90 ms | p99 ms | max ms |\n|---|---|---|---|---|---|---|\n")

@@ -281,7 +281,7 @@ func (r *Report) coldStartSection(b *strings.Builder, c *ColdStartResult) {
 	p("Each function built as `make build` builds it (`%s`): for linux/arm64, as deployed, to measure the ", c.BuildFlags)
 	p("deployment size (the `bootstrap` zipped with deflate, as the CDK asset is), and for linux/amd64 to run here ")
 	p("(build time for both: %.1f s). Each amd64 `bootstrap` was started %d times as a fresh process with a ", c.BuildSecs, c.Runs)
-	p("deployed function's environment (table, DynamoDB Local endpoint, `SANDMAN_PROVIDER=fake`, the webhook secret, ")
+	p("deployed function's environment (table, DynamoDB Local endpoint, `SANDMAN_PROVIDER=e2b` aimed at a loopback fake E2B API (e2btest), the webhook secret, ")
 	p("region, dummy credentials, `AWS_LAMBDA_*`) against a minimal Lambda Runtime API that the bench tool serves on ")
 	p("127.0.0.1 (`GET …/invocation/next` with the request id, deadline, function ARN and trace id headers; ")
 	p("`POST …/response`, `…/error`, `…/init/error`): AWS's Runtime Interface Emulator is not available here.\n\n")

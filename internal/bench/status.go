@@ -18,10 +18,10 @@ import (
 	"github.com/sandmanhq/sandman/internal/apigw"
 	"github.com/sandmanhq/sandman/internal/app"
 	"github.com/sandmanhq/sandman/internal/dynamo"
+	"github.com/sandmanhq/sandman/internal/dynamo/tabledef"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/provider/fake"
 	"github.com/sandmanhq/sandman/internal/routes"
-	"github.com/sandmanhq/sandman/internal/tabledef"
 )
 
 // fixtureSessionID is the session id the events/api fixtures carry

@@ -17,9 +17,9 @@ import (
 	"github.com/sandmanhq/sandman/internal/costsim/numfmt"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/lifecycle/memstore"
-	"github.com/sandmanhq/sandman/internal/localtimer"
 	"github.com/sandmanhq/sandman/internal/provider/fake"
 	"github.com/sandmanhq/sandman/internal/sweep"
+	"github.com/sandmanhq/sandman/internal/timer/localtimer"
 )
 
 // The production load the timers figure scales down ("Scale"):
@@ -194,7 +194,7 @@ type TimersResult struct {
 }
 
 // RunTimers measures how late pauses land on the real timer and sweep code
-// (lifecycle.Service, internal/localtimer, internal/sweep on DynamoDB
+// (lifecycle.Service, internal/timer/localtimer, internal/sweep on DynamoDB
 // Local, a fake provider behind a sliding-window rate limit), in real
 // time, at the target load scaled down by cfg (see Report's timers
 // section): first with timers, then, when cfg.SweepOnly, the sweep alone.
@@ -589,7 +589,7 @@ func (r *Report) timersSection(b *strings.Builder, t *TimersResult) {
 	p("deadlines over the span, half as many again due an hour later (they must stay running). Then the sweep ")
 	p("(`sweep.Sweeper.Run`, concurrency %d, provider rate %s calls/s with a burst of %d) ticks every interval from the span's start. ",
 		t.SweepConcurrency, trimFloat(t.SweepRate), t.SweepBurst)
-	p("With timers, `lifecycle.Service` has `internal/localtimer` as its timers (concurrency %d, rate %s fires/s, its burst the concurrency) ", t.TimerConcurrency, trimFloat(t.TimerRate))
+	p("With timers, `lifecycle.Service` has `internal/timer/localtimer` as its timers (concurrency %d, rate %s fires/s, its burst the concurrency) ", t.TimerConcurrency, trimFloat(t.TimerRate))
 	p("and the horizon above. Each pacer's rate is %.0f %% of the limit less its burst per window, so neither alone should exceed the limit. ", paceShare*100)
 	p("Each tick arms the sessions due before the next tick plus the margin, and a fired timer calls ")
 	p("`Service.FireTimer`. The provider is `internal/provider/fake` behind a sliding-window limit that refuses a call over ")
@@ -620,8 +620,8 @@ func (r *Report) timersSection(b *strings.Builder, t *TimersResult) {
 	p("behind the rate limit when deadlines bunch up (the last of n deadlines at one instant waits about n ÷ rate; ")
 	p("n is ÷ %d here and the rate × %s, so that wait is ÷ %d too). The rest of a timer's lateness does not scale: ", t.Population,
 		trimFloat(float64(t.Compress)/float64(t.Population)), t.Compress)
-	p("the timer itself, the rate-limit token, a read and two conditional writes on the store. This is `internal/localtimer`, the local stack's timers; in AWS the timers are ")
-	p("SQS messages consumed by the pauser function (`internal/sqstimer`), whose delivery delay and Lambda concurrency are not ")
+	p("the timer itself, the rate-limit token, a read and two conditional writes on the store. This is `internal/timer/localtimer`, the local stack's timers; in AWS the timers are ")
+	p("SQS messages consumed by the pauser function (`internal/timer/sqstimer`), whose delivery delay and Lambda concurrency are not ")
 	p("measured here.\n\n")
 }
 

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
-	"github.com/sandmanhq/sandman/internal/localtimer"
 	"github.com/sandmanhq/sandman/internal/provider/fake"
+	"github.com/sandmanhq/sandman/internal/timer/localtimer"
 )
 
 func TestTimersScale(t *testing.T) {

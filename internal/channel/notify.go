@@ -13,7 +13,7 @@ import (
 // HandleEvent is the AWS notifier function's handler (functions/notifier):
 // an EventBridge rule on the stack's bus hands it each lifecycle event
 // (source lifecycle.EventSource, detail a lifecycle.Event as
-// internal/eventbridge puts it) and it pushes the session's current status
+// internal/outbox/eventbridge puts it) and it pushes the session's current status
 // to every connection of that session (Notify).
 //
 // Why a rule on the bus and not the publisher or a second stream consumer

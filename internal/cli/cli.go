@@ -15,7 +15,7 @@ import (
 	"time"
 )
 
-// Exit statuses of `sandman sessions` (the README's table). An error answer
+// Exit statuses of `sandman sessions` (docs/API.md "The CLI"). An error answer
 // maps by its error_type; anything that is not an answer of the API (a
 // network failure, a proxy's page) is ExitFailure.
 const (

@@ -6,7 +6,7 @@
 //
 // Output is a human table by default and the API's JSON with -o json (watch
 // writes one JSON object per line). The exit status says what went wrong,
-// by the error envelope's error_type (ExitCode); the table is in the README.
+// by the error envelope's error_type (ExitCode); the table is in docs/API.md "The CLI".
 //
 // watch follows a session through a Follower. Today that is PollFollower,
 // which polls GET /v1/sessions/{id}/status (no provider call, not activity);

@@ -272,7 +272,7 @@ func (r Report) Markdown() string {
 		w("  These bounds do not hold here: the idle timeout + grace + headroom exceeds the provider's %s maximum timeout, "+
 			"so the provider can pause a sandbox before its idle timeout (see `Policy.NeedsProviderRefresh`).\n", human(pol.MaxProviderTimeout))
 	}
-	w("- **Timers** (*+ timers*, modelled on docs/DESIGN.md \"Precise pausing\"; in the real code `lifecycle.Timers` with `internal/localtimer` or `internal/sqstimer`): each sweep tick "+
+	w("- **Timers** (*+ timers*, modelled on docs/DESIGN.md \"Precise pausing\"; in the real code `lifecycle.Timers` with `internal/timer/localtimer` or `internal/timer/sqstimer`): each sweep tick "+
 		"that runs arms a timer for every running session whose deadline falls before the next tick + %s margin; a write that "+
 		"sets a deadline before the next tick + margin (a create, a resume, a written heartbeat) arms one at once, and so does "+
 		"every disconnect. A timer's delay is the time to the deadline rounded up to a whole second (SQS DelaySeconds) and "+

@@ -11,8 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/sandmanhq/sandman/internal/dynamo/tabledef"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
-	"github.com/sandmanhq/sandman/internal/tabledef"
 )
 
 var _ lifecycle.ClientConns = (*Store)(nil)

@@ -10,8 +10,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/sandmanhq/sandman/internal/dynamo/tabledef"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
-	"github.com/sandmanhq/sandman/internal/tabledef"
 )
 
 // cursor is the opaque page cursor of ListSessions and FindDue: the index it

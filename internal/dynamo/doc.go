@@ -1,5 +1,5 @@
 // Package dynamo is the DynamoDB adapter: Store implements lifecycle.Store on
-// the single table that internal/tabledef defines, CreateTable and DeleteTable
+// the single table that internal/dynamo/tabledef defines, CreateTable and DeleteTable
 // manage that table (tests, the local stack, docs), and NewClient builds the
 // SDK client for AWS or for DynamoDB Local.
 //

@@ -12,9 +12,9 @@ import (
 
 	"github.com/sandmanhq/sandman/internal/dynamo"
 	"github.com/sandmanhq/sandman/internal/dynamo/dynamotest"
+	"github.com/sandmanhq/sandman/internal/dynamo/tabledef"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/lifecycle/storetest"
-	"github.com/sandmanhq/sandman/internal/tabledef"
 )
 
 // t0 is the tests' fixed "now", with nanoseconds to prove they survive.

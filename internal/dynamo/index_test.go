@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/sandmanhq/sandman/internal/dynamo"
+	"github.com/sandmanhq/sandman/internal/dynamo/tabledef"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
-	"github.com/sandmanhq/sandman/internal/tabledef"
 )
 
 // dueIndexAttrs lists each due index with its key attributes.

@@ -5,6 +5,7 @@ import (
 	"hash/fnv"
 	"time"
 
+	"github.com/sandmanhq/sandman/internal/dynamo/tabledef"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 )
 

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandmanhq/sandman/internal/dynamo/tabledef"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
-	"github.com/sandmanhq/sandman/internal/tabledef"
 )
 
 func TestTimeLayout(t *testing.T) {

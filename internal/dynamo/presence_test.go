@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandmanhq/sandman/internal/dynamo/tabledef"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
-	"github.com/sandmanhq/sandman/internal/tabledef"
 )
 
 // TestAwayDeadline: the away timeout and deadline round-trip, the idle

@@ -9,8 +9,7 @@ import (
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 )
 
-// Regression tests for writes whose answer is lost after DynamoDB committed
-// them (code review): the SDK retries such a PutItem, the retry fails its own
+// Writes whose answer is lost after DynamoDB committed them: the SDK retries such a PutItem, the retry fails its own
 // condition, and the store must recognise the stored item as its own write
 // (write_id) instead of reporting a lost race.
 
@@ -28,7 +27,7 @@ func TestWriteRetriedAfterLostAnswer(t *testing.T) {
 		f, hc := MustLossyFixture(t)
 		s := runningSession(sessionID(1), "acct_1", t0)
 		hc.Arm(s.ID)
-		// Old code: the retry's failed condition was reported as "session already exists" (409).
+		// The retry's failed condition is our own write, not "session already exists" (409).
 		if err := f.store.CreateSession(t.Context(), s); err != nil {
 			t.Fatalf("create with a lost answer: %v", err)
 		}
@@ -56,8 +55,8 @@ func TestWriteRetriedAfterLostAnswer(t *testing.T) {
 			t.Fatal(err)
 		}
 		hc.Arm(`"state":{"S":"pausing"}`)
-		// Old code: the retry's failed condition was reported as a lost race (409), so the
-		// caller believed nothing was written.
+		// The retry's failed condition is our own write, not a lost race (409) that
+		// would make the caller believe nothing was written.
 		if err := f.store.UpdateSession(t.Context(), s, lifecycle.StateRunning, lifecycle.Guard{}); err != nil {
 			t.Fatalf("update with a lost answer: %v", err)
 		}
@@ -82,8 +81,8 @@ func TestWriteRetriedAfterLostAnswer(t *testing.T) {
 		f, hc := MustLossyFixture(t)
 		const key, value = "idempotency#acct_1#k1", "ses_lost_answer_owner"
 		hc.Arm(value)
-		// Old code: the retried claim answered claimed=false with our own value, so
-		// Create treated its own key as another create's and answered 409.
+		// The retried claim answers claimed=true: our own value is not another
+		// create's key (which Create would answer with 409).
 		claimed, stored, err := f.store.Claim(t.Context(), key, value, time.Hour, t0)
 		if err != nil {
 			t.Fatalf("claim with a lost answer: %v", err)

@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/sandmanhq/sandman/internal/tabledef"
+	"github.com/sandmanhq/sandman/internal/dynamo/tabledef"
 )
 
 // tableWait bounds how long CreateTable and DeleteTable wait for the table's
@@ -20,7 +20,7 @@ import (
 const tableWait = 5 * time.Minute
 
 // CreateTable creates the sessions table called name exactly as
-// internal/tabledef defines it: string keys pk and sk, on-demand billing,
+// internal/dynamo/tabledef defines it: string keys pk and sk, on-demand billing,
 // every index of tabledef.Indexes projecting all attributes, a stream of
 // view type tabledef.StreamViewType (the outbox internal/outbox reads), and
 // TTL on tabledef.TTLAttribute. It waits until the table is ACTIVE. The CDK stack

@@ -12,7 +12,7 @@ import (
 
 	"github.com/sandmanhq/sandman/internal/dynamo"
 	"github.com/sandmanhq/sandman/internal/dynamo/dynamotest"
-	"github.com/sandmanhq/sandman/internal/tabledef"
+	"github.com/sandmanhq/sandman/internal/dynamo/tabledef"
 )
 
 // TestEnsureIndexesUpgradesAnOldTable: a table kept from a version without

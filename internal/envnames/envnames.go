@@ -4,7 +4,10 @@
 // variables by these names and the readers (internal/app, internal/sweep,
 // internal/localstack) read them by these names, so the two cannot drift;
 // internal/app's tests tie them (every name here is read, every variable the
-// stack sets is one of them). Standard library only: the CDK app imports it.
+// stack sets is one of them). docs/CONFIGURATION.md documents each one,
+// with its default and who reads it; this package's docs_test.go fails when
+// a name the code reads is missing there. Standard library only: the CDK app
+// imports it.
 package envnames
 
 // The functions' configuration (internal/app.ConfigFromEnv). Durations are
@@ -66,7 +69,7 @@ const (
 	ProviderCallTimeout = "SANDMAN_PROVIDER_CALL_TIMEOUT" // every other provider call, the sweep's included
 
 	// TimerQueueURL is the SQS queue pause timers are sent to
-	// (internal/sqstimer); set by the stack on the functions that arm
+	// (internal/timer/sqstimer); set by the stack on the functions that arm
 	// timers. Unset: no timers, the sweep alone pauses.
 	TimerQueueURL = "SANDMAN_TIMER_QUEUE_URL"
 	MaxRunning    = "SANDMAN_MAX_RUNNING" // lifecycle.Config.MaxRunning: running sandboxes per account, 0 = no limit
@@ -79,7 +82,7 @@ const (
 	// lifecycle.DefaultPrices).
 	Prices = "SANDMAN_PRICES"
 	// ClientTokenKeysSecret names the Secrets Manager secret holding the
-	// client-token key set (internal/clienttoken JSON); set by the stack for
+	// client-token key set (internal/channel/clienttoken JSON); set by the stack for
 	// the functions that mint or verify client tokens.
 	ClientTokenKeysSecret = "SANDMAN_CLIENT_TOKEN_KEYS_SECRET"
 	// ClientTokenKeysFile is the local key-set file, generated on first use
@@ -92,7 +95,7 @@ const (
 	// WSManagementURL is the WebSocket stage's callback URL,
 	// https://{api-id}.execute-api.{region}.amazonaws.com/{stage}, the
 	// endpoint of the API Gateway Management API pushes go through
-	// (internal/apigwmgmt); set by the stack on the channel and notifier
+	// (internal/channel/apigwmgmt); set by the stack on the channel and notifier
 	// functions. Unset locally: the local gateway pushes itself.
 	WSManagementURL = "SANDMAN_WS_MANAGEMENT_URL"
 )
@@ -118,7 +121,7 @@ const (
 )
 
 // Default names of the Secrets Manager secrets the stack points the
-// functions at (README, Deploy).
+// functions at (docs/DEPLOY.md).
 const (
 	DefaultProviderAPIKeySecretName = "sandman/provider-api-key"
 	DefaultWebhookSecretName        = "sandman/webhook-signing-key"

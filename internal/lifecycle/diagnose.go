@@ -128,7 +128,7 @@ func (s *Service) Diagnose(ctx context.Context, accountID, id string, probe Prev
 	return d, nil
 }
 
-// The verdict sentences (README "Diagnose" lists them).
+// The verdict sentences (docs/OPERATIONS.md "Diagnose" lists them).
 const (
 	VerdictAgreeRunning       = "the table and the provider agree: the session is running and its preview answers"
 	VerdictAgreePaused        = "the table and the provider agree: the session is paused"

@@ -22,3 +22,29 @@ const (
 	// budget ran out (apigw.RequestBudget): SettleTimeout plus 2 s to answer.
 	SettleReserve = SettleTimeout + 2*time.Second
 )
+
+// The lease bound: a transitional state's lease must outlast the longest
+// operation that holds it, or the sweep reconciles an operation still in
+// flight (a create still provisioning is marked failed, and its retry then
+// answers 409 for a fresh Idempotency-Key). docs/DESIGN.md "Session states".
+const (
+	// MaxRequestDuration is the longest an API request runs: API Gateway's
+	// 29 s integration timeout, which the HTTP functions' Lambda timeout
+	// matches (infra).
+	MaxRequestDuration = 29 * time.Second
+	// LeaseMargin is what a lease keeps beyond the longest operation: clock
+	// skew between functions and the answer after the last write.
+	LeaseMargin = 10 * time.Second
+)
+
+// MinLeaseDuration returns the shortest Policy.LeaseDuration that outlasts
+// every operation holding a lease, with callTimeout the provider call
+// bound (Config.CallTimeout; 0: DefaultCallTimeout): the longer of a whole
+// API request and a sweep's provider call plus its settle write, plus
+// LeaseMargin. With the defaults: 30 s + 10 s + 10 s = 50 s.
+func MinLeaseDuration(callTimeout time.Duration) time.Duration {
+	if callTimeout <= 0 {
+		callTimeout = DefaultCallTimeout
+	}
+	return max(MaxRequestDuration, callTimeout+SettleTimeout) + LeaseMargin
+}

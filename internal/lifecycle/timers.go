@@ -7,7 +7,7 @@ import (
 
 // Timers arms one-shot timers that call Service.FireTimer for a session at
 // a given time (docs/DESIGN.md "Precise pausing"): an SQS message with a delay in
-// AWS (internal/sqstimer), an in-process timer locally (internal/localtimer).
+// AWS (internal/timer/sqstimer), an in-process timer locally (internal/timer/localtimer).
 // A timer is a hint, never the record: the fired timer re-reads the session
 // and pauses only if it is still due, so a duplicate, early or late timer is
 // harmless, and the sweep stays the backstop for a lost one.

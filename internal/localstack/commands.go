@@ -18,15 +18,15 @@ import (
 
 	"github.com/sandmanhq/sandman/internal/apigw"
 	"github.com/sandmanhq/sandman/internal/app"
-	"github.com/sandmanhq/sandman/internal/clienttoken"
+	"github.com/sandmanhq/sandman/internal/channel/clienttoken"
 	"github.com/sandmanhq/sandman/internal/dynamo"
-	"github.com/sandmanhq/sandman/internal/jsonl"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/outbox"
+	"github.com/sandmanhq/sandman/internal/outbox/jsonl"
 	"github.com/sandmanhq/sandman/internal/provider/local"
 	"github.com/sandmanhq/sandman/internal/routes"
-	"github.com/sandmanhq/sandman/internal/sqstimer"
 	"github.com/sandmanhq/sandman/internal/sweep"
+	"github.com/sandmanhq/sandman/internal/timer/sqstimer"
 )
 
 // target is the table a one-off command (apikey, invoke) works on.

@@ -8,16 +8,19 @@ import (
 	"github.com/sandmanhq/sandman/internal/app"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/provider"
+	"github.com/sandmanhq/sandman/internal/provider/fake"
 	"github.com/sandmanhq/sandman/internal/provider/local"
 )
 
 // Deps returns what the local stack composes into app.New on top of log:
-// every provider it can run (the Lambda functions' e2b and fake, plus the
-// local provider whose sandboxes are processes) and the JSON-lines events
-// file. The Lambda functions link none of the local ones.
+// every provider it can run (the Lambda functions' e2b, daytona and vercel,
+// plus the local provider whose sandboxes are processes and the in-memory
+// fake) and the JSON-lines events file. The Lambda functions link neither
+// of the local ones.
 func Deps(log *slog.Logger) app.Deps {
 	all := maps.Clone(provider.Lambda())
 	all[app.ProviderLocal] = Local
+	all[app.ProviderFake] = Fake
 	return app.Deps{Log: log, Providers: all}
 }
 
@@ -31,4 +34,11 @@ func Local(p app.ProviderParams) (lifecycle.Provider, func(context.Context) erro
 		return nil, nil, err
 	}
 	return prov, prov.Close, nil
+}
+
+// Fake builds the in-memory fake provider (internal/provider/fake):
+// sandboxes live only in this process.
+func Fake(p app.ProviderParams) (lifecycle.Provider, func(context.Context) error, error) {
+	p.Log.Warn("using the in-memory fake provider: sandboxes live only in this process")
+	return fake.New(fake.Config{Clock: p.Clock}), nil, nil
 }

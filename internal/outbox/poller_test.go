@@ -14,9 +14,9 @@ import (
 
 	"github.com/sandmanhq/sandman/internal/dynamo"
 	"github.com/sandmanhq/sandman/internal/dynamo/dynamotest"
-	"github.com/sandmanhq/sandman/internal/jsonl"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/outbox"
+	"github.com/sandmanhq/sandman/internal/outbox/jsonl"
 	"github.com/sandmanhq/sandman/internal/provider/fake"
 )
 

@@ -16,7 +16,7 @@ import (
 const BatchSize = 10
 
 // Publish publishes the events of changes, in order, BatchSize at a time,
-// through pub (which retries failed entries itself, as internal/eventbridge
+// through pub (which retries failed entries itself, as internal/outbox/eventbridge
 // does). It returns how many changes, from the first, are done: every
 // transition among them was published (changes that are not transitions
 // count as done). On success that is len(changes) and err is nil. Otherwise

@@ -36,8 +36,8 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
+	"github.com/sandmanhq/sandman/internal/dynamo/tabledef"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
-	"github.com/sandmanhq/sandman/internal/tabledef"
 )
 
 // Session item attributes read from a stream image (internal/dynamo's

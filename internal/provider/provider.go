@@ -12,20 +12,19 @@ import (
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/provider/daytona"
 	"github.com/sandmanhq/sandman/internal/provider/e2b"
-	"github.com/sandmanhq/sandman/internal/provider/fake"
 	"github.com/sandmanhq/sandman/internal/provider/vercel"
 	"github.com/sandmanhq/sandman/internal/webhook"
 )
 
 // Lambda returns the providers the Lambda functions know: e2b, daytona and
-// vercel (production) and the in-memory fake, which the cold-start
-// benchmark (internal/bench) runs the real function binaries on.
+// vercel (app.LambdaProviders). The in-memory fake and the local provider
+// are not among them, so no production function links them; the local
+// stack adds both (internal/localstack).
 func Lambda() map[string]app.ProviderFactory {
 	return map[string]app.ProviderFactory{
 		app.ProviderE2B:     E2B,
 		app.ProviderDaytona: Daytona,
 		app.ProviderVercel:  Vercel,
-		app.ProviderFake:    Fake,
 	}
 }
 
@@ -62,13 +61,6 @@ func E2B(p app.ProviderParams) (lifecycle.Provider, func(context.Context) error,
 		return nil, nil, err
 	}
 	return prov, nil, nil
-}
-
-// Fake builds the in-memory fake provider: sandboxes live only in this
-// process.
-func Fake(p app.ProviderParams) (lifecycle.Provider, func(context.Context) error, error) {
-	p.Log.Warn("using the in-memory fake provider: sandboxes live only in this process")
-	return fake.New(fake.Config{Clock: p.Clock}), nil, nil
 }
 
 // WebhookHandler returns the webhook function's handler: E2B-format

@@ -15,7 +15,7 @@ import (
 // E2B silently caps it at the last start + the plan's maximum run length
 // (docs/providers/e2b.md, "Checked against the real spec"). The session's
 // sandbox_expires_at must be the expiry E2B applied, never the one asked
-// for. Old code recorded now+timeout and ran past the fake's real endAt.
+// for (now+timeout would run past the fake's real endAt).
 func TestE2BRecordedExpiryIsApplied(t *testing.T) {
 	srv := e2btest.NewServer(t)
 	p, err := e2b.New(srv.Config())

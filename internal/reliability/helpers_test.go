@@ -322,3 +322,21 @@ func (p *countingProvider) Kill(ctx context.Context, id string) error {
 	p.count("kill", err)
 	return err
 }
+
+// MustSnapshot pauses a session through the API and fails the test if that
+// fails.
+func (w *world) MustSnapshot(tb testing.TB, id string) {
+	tb.Helper()
+	if _, err := w.svc.Snapshot(tb.Context(), account, id); err != nil {
+		tb.Fatalf("snapshot %s: %v", id, err)
+	}
+}
+
+// sandboxState returns the provider's state of a sandbox, or "gone".
+func (w *world) sandboxState(id string) lifecycle.SandboxState {
+	sb, ok := w.fake.Sandbox(id)
+	if !ok {
+		return "gone"
+	}
+	return sb.State
+}

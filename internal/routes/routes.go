@@ -17,7 +17,7 @@ const (
 	// lifecycle events (internal/outbox).
 	Publisher = "publisher"
 	// Pauser is fed by the timer queue (SQS); it fires pause timers
-	// (internal/sqstimer, docs/DESIGN.md "Precise pausing").
+	// (internal/timer/sqstimer, docs/DESIGN.md "Precise pausing").
 	Pauser = "pauser"
 	// Channel serves the WebSocket API's $connect, $disconnect and
 	// $default (internal/channel, docs/DESIGN.md "Client channel").
@@ -96,7 +96,7 @@ func (r Route) Auth() string {
 const ClientTokensPath = "/v1/sessions/{id}/client-tokens"
 
 // AcceptsClientToken reports whether the route also takes a client token
-// (internal/clienttoken) as "Authorization: Bearer": that session's status,
+// (internal/channel/clienttoken) as "Authorization: Bearer": that session's status,
 // activity and resume, and nothing else (docs/DESIGN.md "Client channel").
 func (r Route) AcceptsClientToken() bool {
 	switch r.Key() {

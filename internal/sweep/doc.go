@@ -1,5 +1,5 @@
 // Package sweep is the idle-pause sweep that the idlepause Lambda runs on an
-// EventBridge schedule (docs/DESIGN.md "Idle pause (scheduled)"), and the Lambda
+// EventBridge schedule (docs/DESIGN.md "Idle pause"), and the Lambda
 // handler around it.
 //
 // One run (Sweeper.Run) has four phases, in this order of importance:

@@ -164,9 +164,10 @@ type Config struct {
 	DeleteTime  time.Duration // destroying → destroyed (then GET is 404)
 
 	// ListLag keeps a destroyed sandbox in list answers, with the state it
-	// had before the delete, this long after it was destroyed (daytona.md:
-	// "after a delete it showed a sandbox gone, then back with its old
-	// started state for 1-2 s"). Default 0: a consistent list.
+	// had before the delete, this long after it was destroyed
+	// (docs/providers/daytona.md "REST API": the list is eventually
+	// consistent, a deleted sandbox reappeared for 1-2 s). Default 0: a
+	// consistent list.
 	ListLag time.Duration
 
 	// RateLimits are requests per minute per bucket (BucketAuthenticated,
@@ -1224,7 +1225,8 @@ func (s *Server) newToken() string {
 }
 
 // set changes sb's state at t, queueing the change for OnStateChange. A
-// state change is activity (daytona.md "Idle and auto-stop semantics").
+// state change is activity (docs/providers/daytona.md "Idle and auto-stop
+// semantics").
 // Callers hold mu.
 func (s *Server) set(sb *Sandbox, state string, t time.Time) {
 	if sb.State != state {

@@ -63,8 +63,8 @@
 // alphanumerics are standard base64 of 48 bytes), which ParseKeySet also
 // reads; a rotation rewrites it in the form above. Functions read the set
 // at cold start, so a rotation first adds the new key as verifying, then,
-// once every instance has restarted, makes it the signing key (README,
-// Deploy). Locally LoadOrCreateFile keeps the same JSON in the
-// state folder (DefaultFileName, mode 0600), generating one random key on
-// first use.
+// once every instance has restarted, makes it the signing key
+// (docs/OPERATIONS.md "Rotating the client-token keys"). Locally
+// LoadOrCreateFile keeps the same JSON in the state folder
+// (DefaultFileName, mode 0600), generating one random key on first use.
 package clienttoken

@@ -12,8 +12,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
-	"github.com/sandmanhq/sandman/internal/apigwmgmt"
 	"github.com/sandmanhq/sandman/internal/channel"
+	"github.com/sandmanhq/sandman/internal/channel/apigwmgmt"
 )
 
 // mgmtAPI behaves as the API Gateway Management API of one stage does for

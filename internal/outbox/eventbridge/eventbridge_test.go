@@ -19,8 +19,8 @@ import (
 	awseb "github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/smithy-go"
 
-	"github.com/sandmanhq/sandman/internal/eventbridge"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/outbox/eventbridge"
 )
 
 const bus = "sandman-test-bus"

@@ -1,7 +1,7 @@
 // Package localtimer is the local stack's lifecycle.Timers: in-process
 // one-shot timers (docs/DESIGN.md "Precise pausing", "locally an in-process timer
 // behind the same interface"). AWS uses an SQS queue instead
-// (internal/sqstimer).
+// (internal/timer/sqstimer).
 //
 // A session has at most one pending timer: arming again for a later time
 // keeps the earlier timer (it fires, finds the deadline moved and re-arms

@@ -22,7 +22,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
-	"github.com/sandmanhq/sandman/internal/sqstimer"
+	"github.com/sandmanhq/sandman/internal/timer/sqstimer"
 )
 
 var t0 = time.Date(2026, 5, 6, 7, 8, 9, 0, time.UTC)

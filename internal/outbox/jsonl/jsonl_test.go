@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sandmanhq/sandman/internal/jsonl"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/outbox/jsonl"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)

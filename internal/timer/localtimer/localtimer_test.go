@@ -10,7 +10,7 @@ import (
 
 	"golang.org/x/time/rate"
 
-	"github.com/sandmanhq/sandman/internal/localtimer"
+	"github.com/sandmanhq/sandman/internal/timer/localtimer"
 )
 
 var t0 = time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)

@@ -1,0 +1,42 @@
+package app_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sandmanhq/sandman/internal/app"
+	"github.com/sandmanhq/sandman/internal/lifecycle"
+)
+
+// TestConfigRefusesLeaseShorterThanRequest: a lease the sweep could take
+// back while a request still holds it (20 s against a 29 s request) is
+// refused at start with an error naming the variable and the least lease
+// accepted; the least lease itself is accepted, and a longer provider call
+// timeout raises it.
+func TestConfigRefusesLeaseShorterThanRequest(t *testing.T) {
+	read := func(vars map[string]string) (app.Config, error) {
+		vars[app.EnvTable] = "sandman-test"
+		return app.ConfigFromEnv(env(vars))
+	}
+	least := lifecycle.MinLeaseDuration(0)
+	if least <= lifecycle.MaxRequestDuration {
+		t.Fatalf("MinLeaseDuration(0) = %v, want more than a request's %v", least, lifecycle.MaxRequestDuration)
+	}
+	_, err := read(map[string]string{app.EnvLeaseDuration: "20s"})
+	if err == nil || !strings.Contains(err.Error(), app.EnvLeaseDuration) || !strings.Contains(err.Error(), least.String()) {
+		t.Errorf("lease 20s: error %v, want one naming %s and %v", err, app.EnvLeaseDuration, least)
+	}
+	c, err := read(map[string]string{app.EnvLeaseDuration: least.String()})
+	if err != nil || c.Policy.LeaseDuration != least {
+		t.Errorf("lease %v: %+v, %v; want it accepted", least, c.Policy.LeaseDuration, err)
+	}
+	// A 2 min provider call holds a sweep's lease 2 min plus the settle write.
+	_, err = read(map[string]string{app.EnvLeaseDuration: least.String(), app.EnvProviderCallTimeout: "2m"})
+	if err == nil {
+		t.Errorf("lease %v with a 2m provider call timeout accepted, want refused (least %v)", least, lifecycle.MinLeaseDuration(2*time.Minute))
+	}
+	if _, err := read(map[string]string{}); err != nil {
+		t.Errorf("the default lease (%v): %v", lifecycle.DefaultPolicy().LeaseDuration, err)
+	}
+}
