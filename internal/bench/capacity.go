@@ -10,10 +10,10 @@ import (
 
 	"github.com/sandmanhq/sandman/internal/costsim/numfmt"
 	"github.com/sandmanhq/sandman/internal/dynamo"
+	"github.com/sandmanhq/sandman/internal/dynamo/tabledef"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/outbox"
 	"github.com/sandmanhq/sandman/internal/provider/fake"
-	"github.com/sandmanhq/sandman/internal/tabledef"
 )
 
 // DynamoDB's per-partition and per-item throughput limits (DynamoDB

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/sandmanhq/sandman/internal/tabledef"
+	"github.com/sandmanhq/sandman/internal/dynamo/tabledef"
 )
 
 // TestCapacityLogSplitsATransaction: a transaction's one table figure is

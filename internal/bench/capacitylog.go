@@ -10,7 +10,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/sandmanhq/sandman/internal/tabledef"
+	"github.com/sandmanhq/sandman/internal/dynamo/tabledef"
 )
 
 // CapacityLog sums the capacity units DynamoDB reports as consumed, by key

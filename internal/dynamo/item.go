@@ -5,7 +5,6 @@ import (
 	"hash/fnv"
 	"time"
 
-	"github.com/sandmanhq/sandman/internal/dynamo/tabledef"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 )
 
