@@ -310,7 +310,7 @@ func NewSandmanStack(scope constructs.Construct, id string, props *SandmanStackP
 	newTimers(stack, functions[routes.Pauser], timerQueue, timerDLQ, p)
 	wsStage := newClientChannel(stack, p, functions, bus)
 	newErrorLogFilters(stack, functions)
-	dashboard := newDashboard(stack, functions) // after every alarm: it shows them all
+	dashboard := newDashboard(stack, functions, breakPoints(p)) // after every alarm: it shows them all
 
 	awscdk.NewCfnOutput(stack, jsii.String("ApiUrl"), &awscdk.CfnOutputProps{
 		Description: jsii.String("Base URL of the HTTP API (routes start with /v1)"),
