@@ -94,7 +94,7 @@ func newClientChannel(stack awscdk.Stack, p SandmanStackProps, functions map[str
 	keys := newClientTokenKeys(stack)
 	for _, name := range clientTokenUsers {
 		fn := functions[name]
-		keys.GrantRead(fn, nil)
+		grantSecretValue(fn, keys)
 		fn.AddEnvironment(jsii.String(envnames.ClientTokenKeysSecret), keys.SecretArn(), nil)
 	}
 
@@ -111,10 +111,7 @@ func newClientChannel(stack awscdk.Stack, p SandmanStackProps, functions map[str
 		DefaultRouteOptions:    integration("ChannelDefaultIntegration"),
 	})
 	suppress(api, nagWebSocketAuth)
-	accessLogs := awslogs.NewLogGroup(stack, jsii.String("WebSocketApiAccessLogs"), &awslogs.LogGroupProps{
-		Retention: p.LogRetention,
-	})
-	stage := awsapigatewayv2.NewWebSocketStage(stack, jsii.String("WebSocketStage"), &awsapigatewayv2.WebSocketStageProps{
+	stageProps := &awsapigatewayv2.WebSocketStageProps{
 		WebSocketApi: api,
 		StageName:    jsii.String(WebSocketStageName),
 		AutoDeploy:   jsii.Bool(true),
@@ -122,11 +119,25 @@ func newClientChannel(stack awscdk.Stack, p SandmanStackProps, functions map[str
 			RateLimit:  jsii.Number(p.ThrottleRateLimit),
 			BurstLimit: jsii.Number(p.ThrottleBurstLimit),
 		},
-		AccessLogSettings: &accessLogSettings{
+	}
+	logsOn := p.WebSocketAccessLogs == WSAccessLogsCreateRole || p.WebSocketAccessLogs == WSAccessLogsAccountRole
+	if logsOn {
+		accessLogs := awslogs.NewLogGroup(stack, jsii.String("WebSocketApiAccessLogs"), &awslogs.LogGroupProps{
+			Retention: p.LogRetention,
+		})
+		stageProps.AccessLogSettings = &accessLogSettings{
 			destination: awsapigatewayv2.NewLogGroupLogDestination(accessLogs),
 			format:      awsapigateway.AccessLogFormat_Custom(jsii.String(wsAccessLogFormat)),
-		},
-	})
+		}
+	}
+	stage := awsapigatewayv2.NewWebSocketStage(stack, jsii.String("WebSocketStage"), stageProps)
+	switch {
+	case p.WebSocketAccessLogs == WSAccessLogsCreateRole:
+		// The account's role must be set before the stage asks for logs.
+		stage.Node().AddDependency(newAPIGatewayAccountRole(stack))
+	case !logsOn:
+		suppress(stage, nagWebSocketAccessLogsOff)
+	}
 	for _, name := range pushers {
 		fn := functions[name]
 		stage.GrantManagementApiAccess(fn)

@@ -51,6 +51,14 @@ const (
 	// ContextPublisherParallelization is
 	// SandmanStackProps.PublisherParallelization (1 to 10), a number.
 	ContextPublisherParallelization = "sandman:publisherParallelization"
+	// ContextWebSocketAccessLogs is SandmanStackProps.WebSocketAccessLogs:
+	// "off" (the default: a first deploy on a fresh account succeeds),
+	// "create-role" (the stack creates API Gateway's account-level
+	// CloudWatch role) or "account-role" (the account has one already).
+	ContextWebSocketAccessLogs = "sandman:webSocketAccessLogs"
+	// ContextAlarmTopicArn is SandmanStackProps.AlarmTopicArn: an SNS
+	// topic every alarm notifies. Unset: alarms have no action.
+	ContextAlarmTopicArn = "sandman:alarmTopicArn"
 )
 
 // DefaultStackName is the stack's name when ContextStackName is unset.
@@ -88,6 +96,8 @@ func PropsFromContext(scope constructs.Construct) (string, *SandmanStackProps, e
 		ContextDaytonaAPIKeySecretName:  &props.DaytonaAPIKeySecretName,
 		ContextDaytonaWebhookSecretName: &props.DaytonaWebhookSecretName,
 		ContextVercelTokenSecretName:    &props.VercelTokenSecretName,
+		ContextWebSocketAccessLogs:      &props.WebSocketAccessLogs,
+		ContextAlarmTopicArn:            &props.AlarmTopicArn,
 	} {
 		if *dst, err = str(key); err != nil {
 			return "", nil, err
@@ -158,6 +168,12 @@ func PropsFromContext(scope constructs.Construct) (string, *SandmanStackProps, e
 		if *n.dst, err = contextNumber(node, n.key, n.min, n.max); err != nil {
 			return "", nil, err
 		}
+	}
+	switch props.WebSocketAccessLogs {
+	case "", WSAccessLogsOff, WSAccessLogsCreateRole, WSAccessLogsAccountRole:
+	default:
+		return "", nil, fmt.Errorf("context %s: want %q, %q or %q, got %q", ContextWebSocketAccessLogs,
+			WSAccessLogsOff, WSAccessLogsCreateRole, WSAccessLogsAccountRole, props.WebSocketAccessLogs)
 	}
 	account, region := os.Getenv("CDK_DEFAULT_ACCOUNT"), os.Getenv("CDK_DEFAULT_REGION")
 	if account != "" && region != "" {

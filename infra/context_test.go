@@ -145,3 +145,22 @@ func TestPropsFromContext(t *testing.T) {
 		}
 	})
 }
+
+// TestOperationsContext: sandman:webSocketAccessLogs takes off, create-role
+// or account-role (anything else is refused at synthesis, not deployed), and
+// sandman:alarmTopicArn reaches the props.
+func TestOperationsContext(t *testing.T) {
+	newApp := func(t *testing.T, ctx map[string]any) awscdk.App {
+		t.Helper()
+		return awscdk.NewApp(&awscdk.AppProps{Context: &ctx, Outdir: jsii.String(t.TempDir())})
+	}
+	for _, v := range []string{WSAccessLogsOff, WSAccessLogsCreateRole, WSAccessLogsAccountRole} {
+		_, props, err := PropsFromContext(newApp(t, map[string]any{ContextWebSocketAccessLogs: v, ContextAlarmTopicArn: "arn:aws:sns:eu-west-1:123456789012:t"}))
+		if err != nil || props.WebSocketAccessLogs != v || props.AlarmTopicArn != "arn:aws:sns:eu-west-1:123456789012:t" {
+			t.Errorf("%s: props %q %q, err %v", v, props.WebSocketAccessLogs, props.AlarmTopicArn, err)
+		}
+	}
+	if _, _, err := PropsFromContext(newApp(t, map[string]any{ContextWebSocketAccessLogs: "on"})); err == nil {
+		t.Error(`webSocketAccessLogs "on" accepted; want an error naming the three values`)
+	}
+}

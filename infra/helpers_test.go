@@ -63,6 +63,7 @@ type cfnResource struct {
 	DeletionPolicy      string         `json:"DeletionPolicy"`
 	UpdateReplacePolicy string         `json:"UpdateReplacePolicy"`
 	Metadata            map[string]any `json:"Metadata"`
+	DependsOn           any            `json:"DependsOn"` // a logical ID or a list of them
 }
 
 // cfnOutput is one template output.

@@ -178,8 +178,9 @@ func TestIAM(t *testing.T) {
 
 // TestRoleTableActionsPinned pins each function role's DynamoDB actions and
 // the resources they apply to: exactly what its code calls, item actions on
-// the table and Query on the named indexes only; no Scan, BatchGetItem,
-// stream reads (but the publisher's) or index wildcards.
+// the table and Query on the named indexes only; no Scan (but idlepause's
+// on the sparse by_conn_session index), BatchGetItem, stream reads (but the
+// publisher's) or index wildcards.
 func TestRoleTableActionsPinned(t *testing.T) {
 	s := MustDefaultStack(t)
 	all := s.statements(t)
@@ -209,17 +210,30 @@ func TestRoleTableActionsPinned(t *testing.T) {
 		routes.Snapshot:  onTable("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"),
 		routes.Reconnect: onTable("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"),
 		routes.Webhook:   with(onTable("dynamodb:PutItem", "dynamodb:UpdateItem"), tabledef.IndexBySandbox),
-		routes.IdlePause: with(onTable("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"),
-			tabledef.IndexIdle, tabledef.IndexLease, tabledef.IndexPaused, tabledef.IndexBySandbox),
+		// the sweep's phases, and connections that lost their socket: a
+		// Scan of the sparse by_conn_session index, DeleteItem, the
+		// session's remaining ones by Query on that index.
+		routes.IdlePause: func() map[string][]string {
+			m := with(onTable("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"),
+				tabledef.IndexIdle, tabledef.IndexLease, tabledef.IndexPaused, tabledef.IndexBySandbox, tabledef.IndexByConnSession)
+			m["dynamodb:Scan"] = []string{index(tabledef.IndexByConnSession)}
+			return m
+		}(),
 		// FireTimer: GetItem, then PauseIfDue's conditional PutItem with
 		// the running-slot counter's UpdateItem (the quota), as idlepause.
 		routes.Pauser: onTable("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"),
+		// BringUp: the session and its conditional readiness write.
+		routes.Readiness: onTable("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"),
 		// connections (put, get, delete, by session) and the session writes
 		// of heartbeats, presence and resume.
 		routes.Channel: with(onTable("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"),
 			tabledef.IndexByConnSession),
-		// the session and its connections; gone ones deleted; no session write.
-		routes.Notifier: with(onTable("dynamodb:GetItem", "dynamodb:DeleteItem"), tabledef.IndexByConnSession),
+		// the session and its connections; gone ones deleted and the
+		// session's presence recomputed (a PutItem that moves no slot).
+		routes.Notifier: with(onTable("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:DeleteItem"), tabledef.IndexByConnSession),
+		// an account's endpoints (Query on the table), a delivery and its
+		// endpoint (GetItem), conditional writes of both (PutItem).
+		routes.Deliver: onTable("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query"),
 		// the stream, granted by its event source mapping (ListStreams has
 		// no resource-level permission), and the usage transaction's
 		// UpdateItem and PutItem (internal/dynamo usage.go).
@@ -255,6 +269,42 @@ func TestRoleTableActionsPinned(t *testing.T) {
 		for a := range w {
 			if _, ok := got[a]; !ok {
 				t.Errorf("%s may not %s, its code calls it", name, a)
+			}
+		}
+	}
+}
+
+// TestIAMNarrowedToCalls: no function may DescribeSecret (only secret values
+// are read); the sessions function's Query on the table itself is bounded
+// by dynamodb:LeadingKeys to usage and event partitions (not API keys or
+// claims); only idlepause may Scan, and only the sparse by_conn_session
+// index.
+func TestIAMNarrowedToCalls(t *testing.T) {
+	s := MustDefaultStack(t)
+	all := s.statements(t)
+	for _, name := range routes.Functions {
+		acts := s.functionActions(t, all, name)
+		if _, ok := acts["secretsmanager:DescribeSecret"]; ok {
+			t.Errorf("%s may DescribeSecret", name)
+		}
+		if scans, ok := acts["dynamodb:Scan"]; ok {
+			if name != routes.IdlePause || len(scans) != 1 || !strings.Contains(scans[0], "/index/by_conn_session") {
+				t.Errorf("%s may Scan %v; only idlepause, on by_conn_session", name, scans)
+			}
+		}
+	}
+	for _, st := range all[s.logicalID(t, constructID(routes.Sessions)+"Role")] {
+		if !slices.Contains(st.actions, "dynamodb:Query") {
+			continue
+		}
+		for _, r := range st.resources {
+			if strings.Contains(canonical(r), "/index/") {
+				continue
+			}
+			cond := canonical(st.raw["Condition"])
+			if !strings.Contains(cond, "dynamodb:LeadingKeys") || !strings.Contains(cond, "ACCOUNT#*") ||
+				!strings.Contains(cond, "SESSION#*") || strings.Contains(cond, "APIKEY") {
+				t.Errorf("sessions may Query the table with condition %s, want LeadingKeys ACCOUNT#* and SESSION#* only", cond)
 			}
 		}
 	}

@@ -108,7 +108,8 @@ var (
 // NagSuppressions lists every suppression NewSandmanStack adds.
 func NagSuppressions() []NagSuppression {
 	return []NagSuppression{nagXRay, nagRoutesAuth, nagDLQ, nagStreamDLQ,
-		nagWebSocketAuth, nagManageConnections, nagClientTokenRotation, nagNotifierDLQ}
+		nagWebSocketAuth, nagManageConnections, nagClientTokenRotation, nagNotifierDLQ,
+		nagAPIGatewayLogsRole, nagWebSocketAccessLogsOff}
 }
 
 // cdk returns s in cdk-nag's form.
@@ -137,3 +138,20 @@ func suppressRoutes(api awsapigatewayv2.HttpApi) { suppress(api, nagRoutesAuth) 
 
 // suppressDLQ accepts that the dead-letter queue has no dead-letter queue.
 func suppressDLQ(queue awssqs.Queue) { suppress(queue, nagDLQ) }
+
+// Findings of the operational settings (infra/accesslogs.go).
+var (
+	nagAPIGatewayLogsRole = NagSuppression{
+		RuleID: "AwsSolutions-IAM4",
+		Reason: "AmazonAPIGatewayPushToCloudWatchLogs is the policy AWS documents for API Gateway's account-level " +
+			"CloudWatch Logs role; it is created only with sandman:webSocketAccessLogs=create-role.",
+		On: "the API Gateway CloudWatch role",
+	}
+	nagWebSocketAccessLogsOff = NagSuppression{
+		RuleID: "AwsSolutions-APIG1",
+		Reason: "WebSocket access logs need the account-level API Gateway CloudWatch role, which a fresh account lacks " +
+			"(the deploy would fail); they are off until sandman:webSocketAccessLogs says how the role is provided. " +
+			"The channel function logs every connect, message and error meanwhile.",
+		On: "the WebSocket stage, when its access logs are off",
+	}
+)

@@ -173,6 +173,21 @@ type SandmanStackProps struct {
 	// at most PauserConcurrency × timerBatchSize / pause time calls per
 	// second. Lambda accepts 2 to 1000. Default DefaultPauserConcurrency.
 	PauserConcurrency float64
+	// ReadinessConcurrency is the readiness queue event source's maximum
+	// concurrency: at most this many readiness jobs run at once (each
+	// starts one command and probes one preview). Lambda accepts 2 to
+	// 1000. Default DefaultReadinessConcurrency.
+	ReadinessConcurrency float64
+
+	// WebSocketAccessLogs says whether the WebSocket stage writes access
+	// logs, which API Gateway allows only once the account has a CloudWatch
+	// Logs role (an account-level, per-region setting; HTTP APIs need none):
+	// WSAccessLogsOff (default ""), WSAccessLogsCreateRole or
+	// WSAccessLogsAccountRole.
+	WebSocketAccessLogs string
+	// AlarmTopicArn, when set, is the SNS topic every alarm of the stack
+	// notifies (alarm and OK). Default: alarms have no action.
+	AlarmTopicArn string
 }
 
 // DefaultPauserConcurrency is SandmanStackProps.PauserConcurrency's
@@ -241,6 +256,9 @@ func (p *SandmanStackProps) withDefaults() SandmanStackProps {
 	if out.PublisherParallelization == 0 {
 		out.PublisherParallelization = DefaultPublisherParallelization
 	}
+	if out.ReadinessConcurrency == 0 {
+		out.ReadinessConcurrency = DefaultReadinessConcurrency
+	}
 	return out
 }
 
@@ -287,6 +305,7 @@ func NewSandmanStack(scope constructs.Construct, id string, props *SandmanStackP
 	})
 	secrets := newProviderSecrets(stack, p)
 	timerQueue, timerDLQ := newTimerQueue(stack)
+	readinessQueue, readinessDLQ := newReadinessQueue(stack)
 
 	functions := make(map[string]awslambda.Function, len(functionSpecs))
 	for _, spec := range functionSpecs {
@@ -294,6 +313,9 @@ func NewSandmanStack(scope constructs.Construct, id string, props *SandmanStackP
 		grant(spec, fn, table, bus, secrets)
 		if slices.Contains(timerArmers, spec.name) {
 			grantArmTimers(fn, timerQueue)
+		}
+		if slices.Contains(readinessArmers, spec.name) {
+			grantReadinessJobs(fn, readinessQueue)
 		}
 		functions[spec.name] = fn
 	}
@@ -308,9 +330,13 @@ func NewSandmanStack(scope constructs.Construct, id string, props *SandmanStackP
 	newAlarms(stack, functions, dlq)
 	newOutbox(stack, functions[routes.Publisher], table, p.PublisherParallelization)
 	newTimers(stack, functions[routes.Pauser], timerQueue, timerDLQ, p)
+	newReadiness(stack, functions[routes.Readiness], readinessQueue, readinessDLQ, p)
 	wsStage := newClientChannel(stack, p, functions, bus)
+	newWebhooks(stack, functions, bus)
 	newErrorLogFilters(stack, functions)
+	newServiceAlarms(stack, table, stage, wsStage)
 	dashboard := newDashboard(stack, functions, breakPoints(p)) // after every alarm: it shows them all
+	wireAlarmTopic(stack, p.AlarmTopicArn)
 
 	awscdk.NewCfnOutput(stack, jsii.String("ApiUrl"), &awscdk.CfnOutputProps{
 		Description: jsii.String("Base URL of the HTTP API (routes start with /v1)"),
@@ -406,7 +432,20 @@ const (
 type tableAccess struct {
 	actions []string
 	indexes []string
+	// queryKeys, when set, bounds Query on the table itself (not on an
+	// index) to partition keys matching these patterns (the
+	// dynamodb:LeadingKeys condition), so the function cannot read other
+	// rows (API keys, claims) by Query.
+	queryKeys []string
+	// scanIndexes are indexes the function may Scan (sparse ones only).
+	scanIndexes []string
 }
+
+// runningSlotSettings are the ProviderSettings that govern the running-slot
+// counter: every function that writes sessions must see the same values, or
+// the counter drifts (a function without SANDMAN_MAX_RUNNING keeps no
+// counter at all, so its pauses, resumes and kills skip it).
+var runningSlotSettings = []string{envnames.MaxRunning}
 
 // functionSpec is one function's settings and grants.
 type functionSpec struct {
@@ -431,6 +470,12 @@ type functionSpec struct {
 	webhookKey  bool
 	// reservedConcurrency caps concurrent executions; 0 means unreserved.
 	reservedConcurrency float64
+	// writesSessions: the function writes sessions, so the running-slot
+	// settings (runningSlotSettings) reach it whether or not it holds the
+	// provider key: a write that moves a session between running and not
+	// running must move the counter, and a store that keeps no counter
+	// refuses any write of a session that carries a running limit.
+	writesSessions bool
 }
 
 // functionSpecs lists every function of routes.Functions, in that order.
@@ -466,23 +511,33 @@ var functionSpecs = []functionSpec{
 		// UpdateItem for the running-slot counter); a failed
 		// create gives its Idempotency-Key back: DeleteItem; list: by_owner;
 		// usage rows and diagnose's recent events: Query on the table.
-		table: tableAccess{actions: []string{actionGetItem, actionPutItem, actionUpdateItem, actionDeleteItem, actionQuery}, indexes: []string{tabledef.IndexByOwner}}},
+		// The table Query is bounded to those partitions (LeadingKeys):
+		// ACCOUNT#<account> (usage rows), SESSION#<id> (events), and the
+		// outbound webhooks' WHEP#<account> (endpoints) and WHDLV#<endpoint>
+		// (deliveries), never API keys or Idempotency-Key claims
+		// (internal/dynamo's and internal/delivery/dynamostore's prefixes).
+		table: tableAccess{actions: []string{actionGetItem, actionPutItem, actionUpdateItem, actionDeleteItem, actionQuery}, indexes: []string{tabledef.IndexByOwner},
+			queryKeys: []string{"ACCOUNT#*", "SESSION#*", "WHEP#*", "WHDLV#*"}},
+		writesSessions: true},
 	{name: routes.Status, description: "Sandman session status (database only)",
 		timeout: 10 * time.Second, memoryMB: 128,
 		table: tableAccess{actions: []string{actionGetItem}}},
 	{name: routes.Resume, description: "Sandman resume a paused session",
-		timeout: 29 * time.Second, memoryMB: 256, providerKey: true,
+		timeout: 29 * time.Second, memoryMB: 256, providerKey: true, writesSessions: true,
 		table: tableAccess{actions: []string{actionGetItem, actionPutItem, actionUpdateItem}}},
 	{name: routes.Snapshot, description: "Sandman snapshot (pause now, idempotent)",
-		timeout: 29 * time.Second, memoryMB: 256, providerKey: true,
+		timeout: 29 * time.Second, memoryMB: 256, providerKey: true, writesSessions: true,
 		table: tableAccess{actions: []string{actionGetItem, actionPutItem, actionUpdateItem}}},
 	{name: routes.Reconnect, description: "Sandman reconnect probe",
-		timeout: 29 * time.Second, memoryMB: 256, providerKey: true,
+		timeout: 29 * time.Second, memoryMB: 256, providerKey: true, writesSessions: true,
 		table: tableAccess{actions: []string{actionGetItem, actionPutItem, actionUpdateItem}}},
 	{name: routes.Webhook, description: "Sandman provider webhook receiver",
-		timeout: 15 * time.Second, memoryMB: 256, webhookKey: true,
+		timeout: 15 * time.Second, memoryMB: 256, webhookKey: true, writesSessions: true,
 		// the session by sandbox (by_sandbox), then PutItem for the update
-		// and the dedupe claim; no GetItem, no DeleteItem.
+		// and the dedupe claim; UpdateItem for the running-slot counter,
+		// which a webhook's pause, resume or kill moves in one transaction
+		// with its put (used whenever SANDMAN_MAX_RUNNING is set); no
+		// GetItem, no DeleteItem.
 		table: tableAccess{actions: []string{actionPutItem, actionUpdateItem}, indexes: []string{tabledef.IndexBySandbox}}},
 	{name: routes.IdlePause, description: "Sandman scheduled idle pause and reconciler",
 		timeout: 4*time.Minute + 50*time.Second, memoryMB: 512, providerKey: true,
@@ -491,8 +546,13 @@ var functionSpecs = []functionSpec{
 		// concurrency: it fails stack creation on accounts at the
 		// new-account concurrency quota, and the sweep is safe under overlap
 		// (every write conditional, docs/DESIGN.md "Idle pause").
-		table: tableAccess{actions: []string{actionGetItem, actionPutItem, actionUpdateItem},
-			indexes: []string{tabledef.IndexIdle, tabledef.IndexLease, tabledef.IndexPaused, tabledef.IndexBySandbox}}},
+		// Connections that lost their socket (internal/channel Reaper): a
+		// Scan of the sparse by_conn_session index, DeleteItem, and the
+		// session's remaining connections by Query on that index.
+		table: tableAccess{actions: []string{actionGetItem, actionPutItem, actionUpdateItem, actionDeleteItem},
+			indexes:     []string{tabledef.IndexIdle, tabledef.IndexLease, tabledef.IndexPaused, tabledef.IndexBySandbox, tabledef.IndexByConnSession},
+			scanIndexes: []string{tabledef.IndexByConnSession}},
+		writesSessions: true},
 	{name: routes.Publisher, description: "Sandman lifecycle event publisher (table stream to EventBridge)",
 		timeout: time.Minute, memoryMB: 128, publishes: true,
 		// RecordTransition's TransactWriteItems (internal/dynamo usage.go):
@@ -505,7 +565,16 @@ var functionSpecs = []functionSpec{
 		// which a pause releases in one transaction with the put, like
 		// idlepause's) or a re-armed timer; no index, no delete. The
 		// queue's consume actions come from its event source mapping.
-		table: tableAccess{actions: []string{actionGetItem, actionPutItem, "dynamodb:UpdateItem"}}},
+		table:          tableAccess{actions: []string{actionGetItem, actionPutItem, "dynamodb:UpdateItem"}},
+		writesSessions: true},
+	{name: routes.Readiness, description: "Sandman readiness jobs (readiness queue: start the app, probe its preview)",
+		timeout: readinessTimeout, memoryMB: 256, providerKey: true,
+		// BringUp: the session (GetItem) and the conditional readiness
+		// write (PutItem; UpdateItem for the running-slot counter's
+		// transaction, like the pauser's). The queue's consume actions
+		// come from its event source mapping.
+		table:          tableAccess{actions: []string{actionGetItem, actionPutItem, actionUpdateItem}},
+		writesSessions: true},
 	// channel: 29 s like the API functions ($default's resume calls the
 	// provider; API Gateway's WebSocket integration timeout is 29 s too).
 	{name: routes.Channel, description: "Sandman client channel: WebSocket $connect, $disconnect, $default",
@@ -514,14 +583,25 @@ var functionSpecs = []functionSpec{
 		// sessions: GetItem, PutItem (heartbeat, presence, resume) and
 		// UpdateItem (a resume's running slot).
 		table: tableAccess{actions: []string{actionGetItem, actionPutItem, actionUpdateItem, actionDeleteItem},
-			indexes: []string{tabledef.IndexByConnSession}}},
+			indexes: []string{tabledef.IndexByConnSession}},
+		writesSessions: true},
 	// notifier: 30 s, a session's connections pushed one after another, each
 	// push bounded by apigwmgmt.DefaultTimeout.
 	{name: routes.Notifier, description: "Sandman client channel notifier (lifecycle events to WebSocket pushes)",
 		timeout: 30 * time.Second, memoryMB: 128,
 		// the session (GetItem), its connections (by_conn_session), gone
-		// ones deleted (DeleteItem); no session write.
-		table: tableAccess{actions: []string{actionGetItem, actionDeleteItem}, indexes: []string{tabledef.IndexByConnSession}}},
+		// ones deleted (DeleteItem) and, after a 410, the session's
+		// presence recomputed (PutItem: a presence write moves no running
+		// slot, so no UpdateItem).
+		table:          tableAccess{actions: []string{actionGetItem, actionPutItem, actionDeleteItem}, indexes: []string{tabledef.IndexByConnSession}},
+		writesSessions: true},
+	// deliver: 1 min (deliverTimeout in webhooks.go); no provider, no
+	// secret. An account's endpoints: Query on the table; a delivery and
+	// its endpoint: GetItem; deliveries created and updated, an endpoint's
+	// health: PutItem (conditional). No index, no delete.
+	{name: routes.Deliver, description: "Sandman outbound webhooks (lifecycle events to the accounts' endpoints)",
+		timeout: deliverTimeout, memoryMB: 256,
+		table: tableAccess{actions: []string{actionGetItem, actionPutItem, actionQuery}}},
 }
 
 // constructID returns the construct id prefix of a function's resources,
@@ -558,6 +638,13 @@ func newFunction(stack awscdk.Stack, spec functionSpec, p SandmanStackProps, tab
 			env[k] = jsii.String(v)
 		}
 	}
+	if spec.writesSessions {
+		for _, k := range runningSlotSettings {
+			if v, ok := p.ProviderSettings[k]; ok {
+				env[k] = jsii.String(v)
+			}
+		}
+	}
 
 	fp := &awslambda.FunctionProps{
 		Description:           jsii.String(spec.description),
@@ -584,10 +671,30 @@ func newFunction(stack awscdk.Stack, spec functionSpec, p SandmanStackProps, tab
 // grant gives fn exactly the access spec lists, and points it at the
 // secrets it may read.
 func grant(spec functionSpec, fn awslambda.Function, table awsdynamodb.Table, bus awsevents.EventBus, secrets providerSecrets) {
-	if len(spec.table.actions) > 0 {
+	actions := spec.table.actions
+	if len(spec.table.queryKeys) > 0 && slices.Contains(actions, actionQuery) {
+		actions = slices.DeleteFunc(slices.Clone(actions), func(a string) bool { return a == actionQuery })
 		fn.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-			Actions:   jsii.Strings(spec.table.actions...),
+			Actions:   jsii.Strings(actionQuery),
 			Resources: jsii.Strings(*table.TableArn()),
+			Conditions: &map[string]any{"ForAllValues:StringLike": map[string]any{
+				"dynamodb:LeadingKeys": spec.table.queryKeys}},
+		}))
+	}
+	if len(actions) > 0 {
+		fn.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Actions:   jsii.Strings(actions...),
+			Resources: jsii.Strings(*table.TableArn()),
+		}))
+	}
+	if len(spec.table.scanIndexes) > 0 {
+		arns := make([]string, len(spec.table.scanIndexes))
+		for i, ix := range spec.table.scanIndexes {
+			arns[i] = *table.TableArn() + "/index/" + ix
+		}
+		fn.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Actions:   jsii.Strings("dynamodb:Scan"),
+			Resources: jsii.Strings(arns...),
 		}))
 	}
 	if len(spec.table.indexes) > 0 {
@@ -605,7 +712,7 @@ func grant(spec functionSpec, fn awslambda.Function, table awsdynamodb.Table, bu
 	}
 	for _, s := range secrets.of(spec) {
 		fn.AddEnvironment(jsii.String(s.env), jsii.String(s.name), nil)
-		s.secret.GrantRead(fn, nil)
+		grantSecretValue(fn, s.secret)
 	}
 }
 

@@ -26,7 +26,7 @@ import (
 // key; publishers put lifecycle events on the bus (the grant table).
 var (
 	providerKeyFunctions = []string{routes.Sessions, routes.Resume, routes.Snapshot, routes.Reconnect, routes.IdlePause, routes.Pauser,
-		routes.Channel} // the channel's $default resumes
+		routes.Readiness, routes.Channel} // the channel's $default resumes
 	// timerFunctions arm pause timers: every function whose writes may set
 	// a deadline before the next sweep, and the pauser, which re-arms.
 	timerFunctions = []string{routes.Sessions, routes.Resume, routes.Snapshot, routes.Reconnect, routes.Webhook,
@@ -224,6 +224,14 @@ func TestFunctions(t *testing.T) {
 				if timeout < 30 || timeout > 120 {
 					t.Errorf("Timeout: got %v s, want 30..120 s (a batch of timers, each one provider pause)", timeout)
 				}
+			case routes.Readiness:
+				if timeout < 60 || timeout > 300 {
+					t.Errorf("Timeout: got %v s, want 60..300 s (one job's probes, then it continues in a new message)", timeout)
+				}
+			case routes.Deliver:
+				if timeout < 30 || timeout > 120 {
+					t.Errorf("Timeout: got %v s, want 30..120 s (a batch of attempts, each at most 15 s)", timeout)
+				}
 			case routes.Notifier:
 				if timeout < 10 || timeout > 60 {
 					t.Errorf("Timeout: got %v s, want 10..60 s (one session's pushes)", timeout)
@@ -252,6 +260,9 @@ func TestFunctions(t *testing.T) {
 			if slices.Contains(timerFunctions, name) {
 				wantEnv[envnames.TimerQueueURL] = ref(s.logicalID(t, "TimerQueue"))
 			}
+			if slices.Contains(readinessArmers, name) {
+				wantEnv[envnames.ReadinessQueueURL] = ref(s.logicalID(t, "ReadinessQueue"))
+			}
 			gotEnv := maps.Clone(prop(fn, "Environment").(map[string]any)["Variables"].(map[string]any))
 			// The client channel's variables (TestClientChannel pins their
 			// values); here: set on exactly the functions that use them.
@@ -262,6 +273,8 @@ func TestFunctions(t *testing.T) {
 				{envnames.ClientTokenKeysSecret, clientTokenUsers},
 				{envnames.WSURL, []string{routes.Sessions}},
 				{envnames.WSManagementURL, pushers},
+				{envnames.WebhookQueueURL, webhookSenders},
+				{envnames.WebhookDLQURL, []string{routes.Deliver}},
 			} {
 				if _, ok := gotEnv[v.name]; ok != slices.Contains(v.on, name) {
 					t.Errorf("%s set: %v, want %v", v.name, ok, !ok)
@@ -376,8 +389,8 @@ func TestSchedule(t *testing.T) {
 	})
 
 	t.Run("DeadLetterQueue", func(t *testing.T) {
-		if got, want := len(s.ofType("AWS::SQS::Queue")), 5; got != want {
-			t.Fatalf("queues: got %d, want %d (the schedule's, the stream's and the notifier's DLQ, the timer queue and its DLQ)", got, want)
+		if got, want := len(s.ofType("AWS::SQS::Queue")), 9; got != want {
+			t.Fatalf("queues: got %d, want %d (the schedule's, the stream's and the notifier's DLQ, the timer, readiness and webhook queues and their DLQs)", got, want)
 		}
 		dlq := s.resource(t, dlqID, "AWS::SQS::Queue")
 		if got, want := prop(dlq, "SqsManagedSseEnabled"), true; got != want {
@@ -598,8 +611,9 @@ func mapValues(m map[string]string) []string {
 func TestAlarms(t *testing.T) {
 	s := MustDefaultStack(t)
 	alarms := s.ofType("AWS::CloudWatch::Alarm")
-	if got, want := len(alarms), 2*len(routes.Functions)+6; got != want {
-		t.Errorf("alarms: got %d, want %d (errors and throttles per function, four DLQ depths, iterator age, timer age)", got, want)
+	if got, want := len(alarms), 2*len(routes.Functions)+10+4; got != want {
+		t.Errorf("alarms: got %d, want %d (errors and throttles per function, six DLQ depths, iterator age, timer age, readiness job age, "+
+			"webhook queue age, table throttles, both APIs' errors, error logs)", got, want)
 	}
 	// find returns the alarms on metric in namespace with the given dimension.
 	find := func(namespace, metric string, dimension map[string]any) []cfnResource {

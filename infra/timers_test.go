@@ -77,8 +77,9 @@ func TestTimers(t *testing.T) {
 	t.Run("ConcurrencyProp", func(t *testing.T) {
 		custom := MustSynth(t, &SandmanStackProps{PauserConcurrency: 40})
 		var got []any
+		queueID := custom.logicalID(t, "TimerQueue")
 		for _, m := range custom.ofType("AWS::Lambda::EventSourceMapping") {
-			if c := prop(m, "ScalingConfig"); c != nil {
+			if c := prop(m, "ScalingConfig"); c != nil && same(prop(m, "EventSourceArn"), getAtt(queueID, "Arn")) {
 				got = append(got, c)
 			}
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sandmanhq/sandman/internal/app"
 	"github.com/sandmanhq/sandman/internal/app/lambdamain"
+	"github.com/sandmanhq/sandman/internal/channel"
 	"github.com/sandmanhq/sandman/internal/metrics"
 	"github.com/sandmanhq/sandman/internal/provider"
 	"github.com/sandmanhq/sandman/internal/routes"
@@ -21,6 +22,11 @@ func main() {
 		func(_ context.Context, a *app.App, m *metrics.Emitter) (any, error) {
 			cfg, err := sweep.ConfigFromEnv(os.Getenv)
 			if err != nil {
+				return nil, err
+			}
+			// Connections that lost their socket without a $disconnect stop
+			// counting as present clients (docs/DESIGN.md "Client channel").
+			if cfg.Conns, err = channel.NewReaper(a.Service, a.Store, a.Log); err != nil {
 				return nil, err
 			}
 			return metrics.Handler(m, sweep.NewHandler(sweep.New(a.Service, cfg, a.Log), a.Log).Handle), nil

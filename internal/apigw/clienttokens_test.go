@@ -11,6 +11,7 @@ import (
 	"github.com/sandmanhq/sandman/internal/apigw"
 	"github.com/sandmanhq/sandman/internal/channel/clienttoken"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/openapi/api"
 )
 
 type clientTokenOut struct {
@@ -116,7 +117,7 @@ func TestClientTokenScope(t *testing.T) {
 	t.Run("OK", func(t *testing.T) {
 		r := h.invoke(t, MustEvent(t, "status.json", withID(sess.ID), withBearer(token)))
 		wantStatus(t, r, http.StatusOK)
-		if got, want := mustDecode[statusOut](t, r).SessionID, sess.ID; got != want {
+		if got, want := mustDecode[api.Status](t, r).SessionID, sess.ID; got != want {
 			t.Errorf("status of %s, want %s", got, want)
 		}
 		h.clock.Advance(time.Minute) // past the heartbeat granularity: a write

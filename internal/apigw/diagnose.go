@@ -3,13 +3,15 @@ package apigw
 import (
 	"context"
 	"net/http"
+
+	"github.com/sandmanhq/sandman/internal/openapi/api"
 )
 
 // diagnoseJSON is the body of GET /v1/sessions/{id}/diagnose
 // (lifecycle.Diagnosis; docs/DESIGN.md "Operators").
 type diagnoseJSON struct {
-	Session        sessionJSON      `json:"session"`
-	LeaseExpiresAt timestamp        `json:"lease_expires_at"`
+	Session        api.Session      `json:"session"`
+	LeaseExpiresAt *string          `json:"lease_expires_at"`
 	LeaseExpired   bool             `json:"lease_expired"`
 	Provider       providerViewJSON `json:"provider"`
 	Preview        previewViewJSON  `json:"preview"`
@@ -20,12 +22,12 @@ type diagnoseJSON struct {
 
 // eventJSON is one of a session's recent lifecycle events (lifecycle.Event).
 type eventJSON struct {
-	EventID string    `json:"event_id"`
-	Time    timestamp `json:"time"`
-	From    string    `json:"from"` // "" for the create
-	To      string    `json:"to"`
-	Reason  string    `json:"reason"`
-	Version int64     `json:"version"`
+	EventID string  `json:"event_id"`
+	Time    *string `json:"time"`
+	From    string  `json:"from"` // "" for the create
+	To      string  `json:"to"`
+	Reason  string  `json:"reason"`
+	Version int64   `json:"version"`
 }
 
 type providerViewJSON struct {
@@ -53,7 +55,7 @@ func (h *Handler) diagnose(ctx context.Context, r *request) (response, error) {
 	}
 	out := diagnoseJSON{
 		Session:        newSessionJSON(d.Session),
-		LeaseExpiresAt: timestamp(d.Session.LeaseExpiresAt),
+		LeaseExpiresAt: api.Time(d.Session.LeaseExpiresAt),
 		LeaseExpired:   d.LeaseExpired,
 		Provider:       providerViewJSON{Checked: d.Provider.Checked, Error: nullable(d.Provider.Error)},
 		Preview:        previewViewJSON{Checked: d.Preview.Checked, Answered: d.Preview.Answered, Error: nullable(d.Preview.Error)},
@@ -62,7 +64,7 @@ func (h *Handler) diagnose(ctx context.Context, r *request) (response, error) {
 		Events:         make([]eventJSON, 0, len(d.Events)),
 	}
 	for _, ev := range d.Events {
-		out.Events = append(out.Events, eventJSON{EventID: ev.EventID, Time: timestamp(ev.Time),
+		out.Events = append(out.Events, eventJSON{EventID: ev.EventID, Time: api.Time(ev.Time),
 			From: string(ev.From), To: string(ev.To), Reason: ev.Reason, Version: ev.Version})
 	}
 	switch {

@@ -6,12 +6,13 @@ import (
 
 	"github.com/sandmanhq/sandman/internal/apigw"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/openapi/api"
 )
 
 type diagnoseOut struct {
-	Session        sessionOut `json:"session"`
-	LeaseExpiresAt *string    `json:"lease_expires_at"`
-	LeaseExpired   bool       `json:"lease_expired"`
+	Session        api.Session `json:"session"`
+	LeaseExpiresAt *string     `json:"lease_expires_at"`
+	LeaseExpired   bool        `json:"lease_expired"`
 	Provider       struct {
 		Checked bool    `json:"checked"`
 		State   *string `json:"state"`

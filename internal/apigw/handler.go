@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/sandmanhq/sandman/internal/channel/clienttoken"
+	"github.com/sandmanhq/sandman/internal/delivery"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/routes"
 )
@@ -57,6 +58,9 @@ type Config struct {
 	// such as "wss://abc.execute-api.eu-west-1.amazonaws.com/live"; "" for
 	// null.
 	WSURL string
+	// Webhooks runs the /v1/webhook-endpoints routes (docs/WEBHOOKS.md).
+	// Nil: they answer 503.
+	Webhooks *delivery.Service
 }
 
 // routeFunc serves one route for an authenticated request.
@@ -77,6 +81,7 @@ type Handler struct {
 	clientOK map[string]bool      // route keys that also take a client token
 	tokens   *clienttoken.Tokens
 	wsURL    string
+	hooks    *delivery.Service
 }
 
 // New returns the Handler of cfg.Function with the defaults of Config
@@ -106,6 +111,7 @@ func New(cfg Config) (*Handler, error) {
 		clientOK: map[string]bool{},
 		tokens:   cfg.Tokens,
 		wsURL:    cfg.WSURL,
+		hooks:    cfg.Webhooks,
 	}
 	impls := h.implementations()
 	for _, rt := range routes.Table {
@@ -143,6 +149,15 @@ func (h *Handler) implementations() map[string]routeFunc {
 		"GET " + routes.UsagePath:         h.usage,
 		"GET " + routes.OpenAPIPath:       h.openAPIDocument,
 		"POST " + routes.ClientTokensPath: h.createClientToken,
+
+		"POST " + routes.WebhookEndpointsPath:                                          h.createWebhookEndpoint,
+		"GET " + routes.WebhookEndpointsPath:                                           h.listWebhookEndpoints,
+		"GET " + routes.WebhookEndpointsPath + "/{id}":                                 h.getWebhookEndpoint,
+		"PATCH " + routes.WebhookEndpointsPath + "/{id}":                               h.patchWebhookEndpoint,
+		"DELETE " + routes.WebhookEndpointsPath + "/{id}":                              h.deleteWebhookEndpoint,
+		"POST " + routes.WebhookEndpointsPath + "/{id}/rotate-secret":                  h.rotateWebhookSecret,
+		"GET " + routes.WebhookEndpointsPath + "/{id}/deliveries":                      h.listWebhookDeliveries,
+		"POST " + routes.WebhookEndpointsPath + "/{id}/deliveries/{delivery_id}/retry": h.retryWebhookDelivery,
 	}
 }
 
@@ -252,6 +267,7 @@ func (h *Handler) serve(ctx context.Context, r *request) (resp response, err err
 			if r.accountID, err = h.clientTokenAuth(r, bearer); err != nil {
 				return response{}, err
 			}
+			r.clientToken = true
 			return route(ctx, r)
 		}
 	}

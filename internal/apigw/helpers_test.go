@@ -19,6 +19,7 @@ import (
 	"github.com/sandmanhq/sandman/internal/dynamo"
 	"github.com/sandmanhq/sandman/internal/dynamo/dynamotest"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/openapi/api"
 	"github.com/sandmanhq/sandman/internal/outbox"
 	"github.com/sandmanhq/sandman/internal/provider/fake"
 	"github.com/sandmanhq/sandman/internal/routes"
@@ -235,80 +236,6 @@ func withQuery(name, value string) func(*events.APIGatewayV2HTTPRequest) {
 	}
 }
 
-// sessionOut mirrors the API's session JSON; decoding with unknown fields
-// disallowed pins its shape.
-type sessionOut struct {
-	ID                 string            `json:"id"`
-	AccountID          string            `json:"account_id"`
-	Provider           string            `json:"provider"`
-	Template           string            `json:"template"`
-	State              string            `json:"state"`
-	Reason             string            `json:"reason"`
-	SandboxID          *string           `json:"sandbox_id"`
-	PreviewURL         *string           `json:"preview_url"`
-	Metadata           map[string]string `json:"metadata"`
-	IdleTimeoutSeconds int64             `json:"idle_timeout_seconds"`
-	MaxLifetimeSeconds int64             `json:"max_lifetime_seconds"`
-	Version            int64             `json:"version"`
-	CreatedAt          *string           `json:"created_at"`
-	UpdatedAt          *string           `json:"updated_at"`
-	LastActivityAt     *string           `json:"last_activity_at"`
-	IdleDeadline       *string           `json:"idle_deadline"`
-	HibernateAfter     *string           `json:"hibernate_after"`
-	RunningSince       *string           `json:"running_since"`
-	PausedAt           *string           `json:"paused_at"`
-	SandboxExpiresAt   *string           `json:"sandbox_expires_at"`
-	AwayTimeoutSeconds int64             `json:"away_timeout_seconds"`
-	AwayDeadline       *string           `json:"away_deadline"`
-}
-
-type envelopeOut struct {
-	ServerTime       *string `json:"server_time"`
-	State            string  `json:"state"`
-	LastActivityAt   *string `json:"last_activity_at"`
-	HibernateAfter   *string `json:"hibernate_after"`
-	SandboxExpiresAt *string `json:"sandbox_expires_at"`
-}
-
-type statusOut struct {
-	SessionID     string      `json:"session_id"`
-	State         string      `json:"state"`
-	SandboxPaused bool        `json:"sandbox_paused"`
-	HasSnapshot   bool        `json:"has_snapshot"`
-	PreviewURL    *string     `json:"preview_url"`
-	Lifecycle     envelopeOut `json:"lifecycle"`
-}
-
-type listOut struct {
-	Sessions   []sessionOut `json:"sessions"`
-	NextCursor *string      `json:"next_cursor"`
-}
-
-type resumeOut struct {
-	PreviewURL *string    `json:"preview_url"`
-	Session    sessionOut `json:"session"`
-}
-
-type snapshotOut struct {
-	Paused  bool       `json:"paused"`
-	Session sessionOut `json:"session"`
-}
-
-type reconnectOut struct {
-	Status     string      `json:"status"`
-	SessionID  string      `json:"session_id"`
-	State      string      `json:"state"`
-	ExpiresAt  *string     `json:"expires_at"`
-	PreviewURL *string     `json:"preview_url"`
-	Lifecycle  envelopeOut `json:"lifecycle"`
-}
-
-type errorOut struct {
-	Status    string `json:"status"`
-	Error     string `json:"error"`
-	ErrorType string `json:"error_type"`
-}
-
 // mustDecode decodes a response body strictly into T.
 func mustDecode[T any](tb testing.TB, r result) T {
 	tb.Helper()
@@ -331,10 +258,10 @@ func wantStatus(tb testing.TB, r result, want int) {
 
 // wantError checks an error response: status, error_type, the envelope,
 // CORS, and that the sentence contains each of contains.
-func wantError(tb testing.TB, r result, status int, errType string, contains ...string) errorOut {
+func wantError(tb testing.TB, r result, status int, errType string, contains ...string) api.Error {
 	tb.Helper()
 	wantStatus(tb, r, status)
-	e := mustDecode[errorOut](tb, r)
+	e := mustDecode[api.Error](tb, r)
 	if got, want := e.Status, "error"; got != want {
 		tb.Errorf("envelope status = %q, want %q", got, want)
 	}
@@ -364,12 +291,12 @@ func str(p *string) string {
 }
 
 // mustCreate creates a session through the API and returns it.
-func (h *harness) mustCreate(tb testing.TB, patches ...func(*events.APIGatewayV2HTTPRequest)) sessionOut {
+func (h *harness) mustCreate(tb testing.TB, patches ...func(*events.APIGatewayV2HTTPRequest)) api.Session {
 	tb.Helper()
 	patches = append([]func(*events.APIGatewayV2HTTPRequest){withHeader("idempotency-key", "")}, patches...)
 	r := h.invoke(tb, MustEvent(tb, "sessions-create.json", patches...))
 	wantStatus(tb, r, 201)
-	return mustDecode[sessionOut](tb, r)
+	return mustDecode[api.Session](tb, r)
 }
 
 // mustSession reads a session from the store.

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sandmanhq/sandman/internal/openapi/api"
 	"github.com/sandmanhq/sandman/internal/provider/fake"
 )
 
@@ -45,7 +46,7 @@ func TestMetadataLimitsCountCharacters(t *testing.T) {
 	r := h.invoke(t, MustEvent(t, "sessions-create.json", withHeader("idempotency-key", ""),
 		withBody(`{"template":"base","metadata":{"`+key+`":"`+value+`"}}`)))
 	wantStatus(t, r, 201)
-	if got := mustDecode[sessionOut](t, r).Metadata[key]; got != value {
+	if got := mustDecode[api.Session](t, r).Metadata[key]; got != value {
 		t.Errorf("metadata[%q] = %q, want %q", key, got, value)
 	}
 }

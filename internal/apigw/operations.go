@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"time"
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/openapi"
+	"github.com/sandmanhq/sandman/internal/openapi/api"
 )
 
 // status serves GET /v1/sessions/{id}/status: from the database only, no
@@ -20,15 +22,20 @@ func (h *Handler) status(ctx context.Context, r *request) (response, error) {
 	if err != nil {
 		return response{}, err
 	}
-	return response{status: http.StatusOK, body: statusJSON{
+	return response{status: http.StatusOK, body: api.Status{
 		SessionID:     sess.ID,
 		State:         string(sess.State),
 		SandboxPaused: sess.State == lifecycle.StatePaused,
 		HasSnapshot:   sess.HasSnapshot(),
 		PreviewURL:    nullable(sess.PreviewURL),
 		Lifecycle:     newEnvelopeJSON(env),
+		AppReadiness:  newReadinessJSON(sess),
 	}}, nil
 }
+
+// waitReadyMargin is what resume?wait=ready leaves of the request's budget
+// for writing its answer.
+const waitReadyMargin = time.Second
 
 // resume serves POST /v1/sessions/{id}/resume: 200 with the running session
 // and its preview URL (fresh after a resume, the current one when it was
@@ -41,11 +48,30 @@ func (h *Handler) resume(ctx context.Context, r *request) (response, error) {
 	if err := r.decodeJSON(&noBody{}, true); err != nil {
 		return response{}, err
 	}
+	wait := r.event.QueryStringParameters["wait"]
+	if wait != "" && wait != "ready" {
+		return response{}, invalidf("wait must be \"ready\" when given")
+	}
 	sess, err := h.svc.Resume(ctx, r.accountID, id)
 	if err != nil {
 		return response{}, err
 	}
-	return response{status: http.StatusOK, body: resumeJSON{
+	if wait == "ready" {
+		// Hold until the app answers or the bound (docs/READINESS.md
+		// "Waiting"); the answer is the session whatever its readiness.
+		// Within the request's own budget, so the answer always leaves in
+		// time (a Lambda past its timeout answers nothing).
+		bound := lifecycle.MaxWaitReady
+		if d, ok := ctx.Deadline(); ok {
+			bound = min(bound, time.Until(d)-waitReadyMargin)
+		}
+		if bound > 0 {
+			if waited, werr := h.svc.WaitReady(ctx, r.accountID, id, bound); werr == nil {
+				sess = waited
+			}
+		}
+	}
+	return response{status: http.StatusOK, body: api.ResumeResult{
 		PreviewURL: nullable(sess.PreviewURL),
 		Session:    newSessionJSON(sess),
 	}}, nil
@@ -65,7 +91,7 @@ func (h *Handler) snapshot(ctx context.Context, r *request) (response, error) {
 	if err != nil {
 		return response{}, err
 	}
-	return response{status: http.StatusOK, body: snapshotJSON{Paused: true, Session: newSessionJSON(sess)}}, nil
+	return response{status: http.StatusOK, body: api.SnapshotResult{Paused: true, Session: newSessionJSON(sess)}}, nil
 }
 
 // reconnect serves GET /v1/sessions/{id}/reconnect: 200 with the probe's
@@ -80,13 +106,14 @@ func (h *Handler) reconnect(ctx context.Context, r *request) (response, error) {
 		return response{}, err
 	}
 	sess := res.Session
-	return response{status: http.StatusOK, body: reconnectJSON{
-		Status:     string(res.Status),
-		SessionID:  sess.ID,
-		State:      string(sess.State),
-		ExpiresAt:  timestamp(res.ExpiresAt),
-		PreviewURL: nullable(sess.PreviewURL),
-		Lifecycle:  newEnvelopeJSON(lifecycle.NewEnvelope(sess, h.svc.Now())),
+	return response{status: http.StatusOK, body: api.ReconnectResult{
+		Status:       string(res.Status),
+		SessionID:    sess.ID,
+		State:        string(sess.State),
+		ExpiresAt:    api.Time(res.ExpiresAt),
+		PreviewURL:   nullable(sess.PreviewURL),
+		Lifecycle:    newEnvelopeJSON(lifecycle.NewEnvelope(sess, h.svc.Now())),
+		AppReadiness: newReadinessJSON(sess),
 	}}, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/openapi/api"
 	"github.com/sandmanhq/sandman/internal/provider/fake"
 )
 
@@ -19,7 +20,7 @@ func TestStatus(t *testing.T) {
 		now := h.clock.Advance(3 * time.Minute)
 		r := h.invoke(t, MustEvent(t, "status.json", withID(s.ID)))
 		wantStatus(t, r, 200)
-		st := mustDecode[statusOut](t, r)
+		st := mustDecode[api.Status](t, r)
 		if got := h.providerCalls(); got != 0 {
 			t.Errorf("provider calls = %d, want 0", got)
 		}
@@ -53,7 +54,7 @@ func TestStatus(t *testing.T) {
 		h.prov.ResetCalls()
 		r := h.invoke(t, MustEvent(t, "status.json", withID(s.ID)))
 		wantStatus(t, r, 200)
-		st := mustDecode[statusOut](t, r)
+		st := mustDecode[api.Status](t, r)
 		if !st.SandboxPaused || !st.HasSnapshot || st.State != "paused" {
 			t.Errorf("status = %+v, want paused with a snapshot", st)
 		}
@@ -81,7 +82,7 @@ func TestSnapshot(t *testing.T) {
 		for i := range 2 {
 			r := h.invoke(t, MustEvent(t, "snapshot.json", withID(s.ID)))
 			wantStatus(t, r, 200)
-			out := mustDecode[snapshotOut](t, r)
+			out := mustDecode[api.SnapshotResult](t, r)
 			if !out.Paused || out.Session.State != "paused" {
 				t.Errorf("snapshot %d = paused %v, state %q; want true, paused", i+1, out.Paused, out.Session.State)
 			}
@@ -124,7 +125,7 @@ func TestResume(t *testing.T) {
 	h := MustHarness(t)
 
 	// paused returns a new paused session, created then snapshotted.
-	paused := func(t *testing.T) sessionOut {
+	paused := func(t *testing.T) api.Session {
 		t.Helper()
 		s := h.mustCreate(t)
 		wantStatus(t, h.invoke(t, MustEvent(t, "snapshot.json", withID(s.ID))), 200)
@@ -136,7 +137,7 @@ func TestResume(t *testing.T) {
 		now := h.clock.Advance(5 * time.Minute)
 		r := h.invoke(t, MustEvent(t, "resume.json", withID(s.ID)))
 		wantStatus(t, r, 200)
-		out := mustDecode[resumeOut](t, r)
+		out := mustDecode[api.ResumeResult](t, r)
 		if got, want := out.Session.State, "running"; got != want {
 			t.Errorf("state = %q, want %q", got, want)
 		}
@@ -157,7 +158,7 @@ func TestResume(t *testing.T) {
 		h.prov.ResetCalls()
 		r := h.invoke(t, MustEvent(t, "resume.json", withID(s.ID)))
 		wantStatus(t, r, 200)
-		if got, want := str(mustDecode[resumeOut](t, r).PreviewURL), str(s.PreviewURL); got != want {
+		if got, want := str(mustDecode[api.ResumeResult](t, r).PreviewURL), str(s.PreviewURL); got != want {
 			t.Errorf("preview_url = %q, want the current %q", got, want)
 		}
 		if got := h.providerCalls(); got != 0 {
@@ -175,7 +176,7 @@ func TestResume(t *testing.T) {
 		}
 		r = h.invoke(t, MustEvent(t, "sessions-get.json", withID(s.ID)))
 		wantStatus(t, r, 200)
-		if out := mustDecode[sessionOut](t, r); out.State != "expired" || out.SandboxID != nil {
+		if out := mustDecode[api.Session](t, r); out.State != "expired" || out.SandboxID != nil {
 			t.Errorf("GET = %s with sandbox_id %s, want expired with null", out.State, str(out.SandboxID))
 		}
 	})
@@ -217,11 +218,11 @@ func TestReconnect(t *testing.T) {
 	t.Parallel()
 	h := MustHarness(t)
 
-	probe := func(t *testing.T, id string) reconnectOut {
+	probe := func(t *testing.T, id string) api.ReconnectResult {
 		t.Helper()
 		r := h.invoke(t, MustEvent(t, "reconnect.json", withID(id)))
 		wantStatus(t, r, 200)
-		return mustDecode[reconnectOut](t, r)
+		return mustDecode[api.ReconnectResult](t, r)
 	}
 
 	t.Run("Connected", func(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/sandmanhq/sandman/internal/apigw"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/openapi/api"
 )
 
 // withMaxRunning rebuilds h's handlers on a service with max_running n.
@@ -75,7 +76,7 @@ func TestQuotaKeyOverride(t *testing.T) {
 	for _, r := range results {
 		switch r.status {
 		case 201:
-			created = append(created, mustDecode[sessionOut](t, r).ID)
+			created = append(created, mustDecode[api.Session](t, r).ID)
 		case 429:
 			wantError(t, r, 429, "quota_exceeded", "2 running sandboxes,", "max_running")
 			refused++

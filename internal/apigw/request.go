@@ -32,6 +32,9 @@ type request struct {
 	headers   map[string]string
 	requestID string
 	accountID string // set once authenticated
+	// clientToken: the request was authenticated by a client token, not an
+	// API key; routes refuse the body fields only an API key may set.
+	clientToken bool
 }
 
 func newRequest(ev *events.APIGatewayV2HTTPRequest) *request {

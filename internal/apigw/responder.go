@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/openapi/api"
 	"github.com/sandmanhq/sandman/internal/routes"
 )
 
@@ -33,13 +34,6 @@ type Responder struct {
 	// AllowOrigin is sent as Access-Control-Allow-Origin; "" means "*".
 	// Any other value also sends Vary: Origin.
 	AllowOrigin string
-}
-
-// errorBody is the error envelope of docs/DESIGN.md ("HTTP API").
-type errorBody struct {
-	Status    string `json:"status"`     // always "error"
-	Error     string `json:"error"`      // a human sentence
-	ErrorType string `json:"error_type"` // the code, or a more specific type such as sandbox_paused
 }
 
 // internalMessage is the sentence of every 500: the detail goes to the log.
@@ -82,7 +76,7 @@ func (r Responder) JSON(status int, body any, headers map[string]string) (events
 		err = fmt.Errorf("encode %d response: %w", status, err)
 		out.StatusCode = http.StatusInternalServerError
 		// An envelope of strings always encodes.
-		b, _ = marshal(errorBody{Status: "error", Error: "the response could not be encoded", ErrorType: string(lifecycle.CodeInternal)})
+		b, _ = marshal(api.Error{Status: "error", Error: "the response could not be encoded", ErrorType: string(lifecycle.CodeInternal)})
 	}
 	out.Headers["Content-Type"] = "application/json; charset=utf-8"
 	out.Body = string(b)
@@ -102,7 +96,7 @@ func (r Responder) JSON(status int, body any, headers map[string]string) (events
 func (r Responder) Error(err error, requestID string) (resp events.APIGatewayV2HTTPResponse, known bool) {
 	le, known := appError(err)
 	if !known {
-		resp, _ = r.JSON(http.StatusInternalServerError, errorBody{ // strings always encode
+		resp, _ = r.JSON(http.StatusInternalServerError, api.Error{ // strings always encode
 			Status: "error", Error: fmt.Sprintf(internalMessage, requestID), ErrorType: string(lifecycle.CodeInternal),
 		}, nil)
 		return resp, false
@@ -111,7 +105,7 @@ func (r Responder) Error(err error, requestID string) (resp events.APIGatewayV2H
 	if le.RetryAfter > 0 {
 		headers = map[string]string{"Retry-After": retryAfterSeconds(le.RetryAfter)}
 	}
-	resp, _ = r.JSON(StatusFor(le.Code), errorBody{Status: "error", Error: le.Message, ErrorType: le.ErrorType()}, headers)
+	resp, _ = r.JSON(StatusFor(le.Code), api.Error{Status: "error", Error: le.Message, ErrorType: le.ErrorType()}, headers)
 	return resp, true
 }
 

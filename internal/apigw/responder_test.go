@@ -20,7 +20,7 @@ var apiHeaders = map[string]string{
 	"Cache-Control":                 "no-store",
 	"Access-Control-Allow-Origin":   "*",
 	"Access-Control-Allow-Headers":  "Authorization, Content-Type, Idempotency-Key, x-api-key",
-	"Access-Control-Allow-Methods":  "GET, POST, DELETE, OPTIONS",
+	"Access-Control-Allow-Methods":  "GET, POST, PATCH, DELETE, OPTIONS",
 	"Access-Control-Expose-Headers": "Retry-After, Location, Idempotent-Replayed",
 	"Vary":                          "",
 }

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/openapi/api"
 )
 
 // response is what a route answers before encoding: a status, an optional
@@ -14,19 +15,6 @@ type response struct {
 	headers map[string]string
 }
 
-// timestamp encodes a time as an RFC 3339 UTC string (nanoseconds when
-// present), and a zero time as null.
-type timestamp time.Time
-
-// MarshalJSON implements json.Marshaler.
-func (t timestamp) MarshalJSON() ([]byte, error) {
-	tt := time.Time(t)
-	if tt.IsZero() {
-		return []byte("null"), nil
-	}
-	return []byte(`"` + tt.UTC().Format(time.RFC3339Nano) + `"`), nil
-}
-
 // nullable returns nil for "" so the field encodes as null.
 func nullable(s string) *string {
 	if s == "" {
@@ -35,38 +23,24 @@ func nullable(s string) *string {
 	return &s
 }
 
-// sessionJSON is a session as the API shows it. Durations are whole seconds;
-// max_lifetime_seconds 0 means no limit.
-type sessionJSON struct {
-	ID                 string            `json:"id"`
-	AccountID          string            `json:"account_id"`
-	Provider           string            `json:"provider"`
-	Template           string            `json:"template"`
-	State              string            `json:"state"`
-	Reason             string            `json:"reason"`
-	SandboxID          *string           `json:"sandbox_id"`
-	PreviewURL         *string           `json:"preview_url"`
-	Metadata           map[string]string `json:"metadata"`
-	IdleTimeoutSeconds int64             `json:"idle_timeout_seconds"`
-	MaxLifetimeSeconds int64             `json:"max_lifetime_seconds"`
-	Version            int64             `json:"version"`
-	CreatedAt          timestamp         `json:"created_at"`
-	UpdatedAt          timestamp         `json:"updated_at"`
-	LastActivityAt     timestamp         `json:"last_activity_at"`
-	IdleDeadline       timestamp         `json:"idle_deadline"`
-	// HibernateAfter is when a running session is due to be paused (the
-	// earlier of idle_deadline and the max lifetime); null otherwise.
-	HibernateAfter   timestamp `json:"hibernate_after"`
-	RunningSince     timestamp `json:"running_since"`
-	PausedAt         timestamp `json:"paused_at"`
-	SandboxExpiresAt timestamp `json:"sandbox_expires_at"`
-	// AwayTimeoutSeconds (0: presence off) and AwayDeadline (null unless
-	// the last visible client left): docs/DESIGN.md "Client channel".
-	AwayTimeoutSeconds int64     `json:"away_timeout_seconds"`
-	AwayDeadline       timestamp `json:"away_deadline"`
+func newReadinessJSON(s *lifecycle.Session) api.AppReadiness {
+	return api.AppReadiness{Readiness: nullable(string(s.Readiness)), ReadinessDetail: nullable(s.ReadinessDetail),
+		ReadyAt: api.Time(s.ReadyAt)}
 }
 
-func newSessionJSON(s *lifecycle.Session) sessionJSON {
+func newAppJSON(a *lifecycle.AppSpec) *api.App {
+	if a == nil {
+		return nil
+	}
+	env := a.Env
+	if env == nil {
+		env = map[string]string{}
+	}
+	return &api.App{Port: a.Port, StartCommand: a.StartCommand, Cwd: a.Cwd, Env: env, ReadyPath: a.ReadyPath,
+		ReadyTimeoutSeconds: int64(a.ReadyTimeout / time.Second)}
+}
+
+func newSessionJSON(s *lifecycle.Session) api.Session {
 	meta := s.Metadata
 	if meta == nil {
 		meta = map[string]string{}
@@ -75,7 +49,7 @@ func newSessionJSON(s *lifecycle.Session) sessionJSON {
 	if s.State == lifecycle.StateRunning {
 		hibernate = s.PauseDeadline()
 	}
-	return sessionJSON{
+	return api.Session{
 		ID:                 s.ID,
 		AccountID:          s.AccountID,
 		Provider:           s.Provider,
@@ -88,77 +62,27 @@ func newSessionJSON(s *lifecycle.Session) sessionJSON {
 		IdleTimeoutSeconds: int64(s.IdleTimeout / time.Second),
 		MaxLifetimeSeconds: int64(s.MaxLifetime / time.Second),
 		Version:            s.Version,
-		CreatedAt:          timestamp(s.CreatedAt),
-		UpdatedAt:          timestamp(s.UpdatedAt),
-		LastActivityAt:     timestamp(s.LastActivityAt),
-		IdleDeadline:       timestamp(s.IdleDeadline),
-		HibernateAfter:     timestamp(hibernate),
-		RunningSince:       timestamp(s.RunningSince),
-		PausedAt:           timestamp(s.PausedAt),
-		SandboxExpiresAt:   timestamp(s.SandboxExpiresAt),
+		CreatedAt:          api.Time(s.CreatedAt),
+		UpdatedAt:          api.Time(s.UpdatedAt),
+		LastActivityAt:     api.Time(s.LastActivityAt),
+		IdleDeadline:       api.Time(s.IdleDeadline),
+		HibernateAfter:     api.Time(hibernate),
+		RunningSince:       api.Time(s.RunningSince),
+		PausedAt:           api.Time(s.PausedAt),
+		SandboxExpiresAt:   api.Time(s.SandboxExpiresAt),
 		AwayTimeoutSeconds: int64(s.AwayTimeout / time.Second),
-		AwayDeadline:       timestamp(s.AwayDeadline),
+		AwayDeadline:       api.Time(s.AwayDeadline),
+		App:                newAppJSON(s.App),
+		AppReadiness:       newReadinessJSON(s),
 	}
 }
 
-// sessionListJSON is one page of GET /v1/sessions; next_cursor is null on the
-// last page.
-type sessionListJSON struct {
-	Sessions   []sessionJSON `json:"sessions"`
-	NextCursor *string       `json:"next_cursor"`
-}
-
-// envelopeJSON is the lifecycle envelope of docs/DESIGN.md.
-type envelopeJSON struct {
-	ServerTime       timestamp `json:"server_time"`
-	State            string    `json:"state"`
-	LastActivityAt   timestamp `json:"last_activity_at"`
-	HibernateAfter   timestamp `json:"hibernate_after"`
-	SandboxExpiresAt timestamp `json:"sandbox_expires_at"`
-}
-
-func newEnvelopeJSON(e lifecycle.Envelope) envelopeJSON {
-	return envelopeJSON{
-		ServerTime:       timestamp(e.ServerTime),
+func newEnvelopeJSON(e lifecycle.Envelope) api.Envelope {
+	return api.Envelope{
+		ServerTime:       api.Time(e.ServerTime),
 		State:            string(e.State),
-		LastActivityAt:   timestamp(e.LastActivityAt),
-		HibernateAfter:   timestamp(e.HibernateAfter),
-		SandboxExpiresAt: timestamp(e.SandboxExpiresAt),
+		LastActivityAt:   api.Time(e.LastActivityAt),
+		HibernateAfter:   api.Time(e.HibernateAfter),
+		SandboxExpiresAt: api.Time(e.SandboxExpiresAt),
 	}
-}
-
-// statusJSON answers GET /v1/sessions/{id}/status. sandbox_paused is true
-// when the session is paused.
-type statusJSON struct {
-	SessionID     string       `json:"session_id"`
-	State         string       `json:"state"`
-	SandboxPaused bool         `json:"sandbox_paused"`
-	HasSnapshot   bool         `json:"has_snapshot"`
-	PreviewURL    *string      `json:"preview_url"`
-	Lifecycle     envelopeJSON `json:"lifecycle"`
-}
-
-// resumeJSON answers POST /v1/sessions/{id}/resume.
-type resumeJSON struct {
-	PreviewURL *string     `json:"preview_url"`
-	Session    sessionJSON `json:"session"`
-}
-
-// snapshotJSON answers POST /v1/sessions/{id}/snapshot; paused is always
-// true (a failure is an error response).
-type snapshotJSON struct {
-	Paused  bool        `json:"paused"`
-	Session sessionJSON `json:"session"`
-}
-
-// reconnectJSON answers GET /v1/sessions/{id}/reconnect. status is one of
-// connected, paused, expired, no_sandbox, unreachable; expires_at is set only
-// when connected.
-type reconnectJSON struct {
-	Status     string       `json:"status"`
-	SessionID  string       `json:"session_id"`
-	State      string       `json:"state"`
-	ExpiresAt  timestamp    `json:"expires_at"`
-	PreviewURL *string      `json:"preview_url"`
-	Lifecycle  envelopeJSON `json:"lifecycle"`
 }

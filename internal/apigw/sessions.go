@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/openapi/api"
 )
 
 // List page sizes of GET /v1/sessions: lifecycle's, defined once there.
@@ -26,6 +27,20 @@ type createSessionBody struct {
 	// AwayTimeoutSeconds: absent or null for the default (120 s), 0 for
 	// presence off (lifecycle.AwayTimeout).
 	AwayTimeoutSeconds *int64 `json:"away_timeout_seconds"`
+	// App is the app spec (docs/READINESS.md "The app spec"); absent: the
+	// template's default, if any.
+	App *appBody `json:"app"`
+}
+
+// appBody is the app spec of a create; absent fields are left to the
+// template's default (lifecycle.ResolveApp).
+type appBody struct {
+	Port                *int              `json:"port"`
+	StartCommand        *string           `json:"start_command"`
+	Cwd                 *string           `json:"cwd"`
+	Env                 map[string]string `json:"env"`
+	ReadyPath           *string           `json:"ready_path"`
+	ReadyTimeoutSeconds *int64            `json:"ready_timeout_seconds"`
 }
 
 // noBody is the body of routes that take none: empty, or {}.
@@ -46,6 +61,10 @@ func (h *Handler) createSession(ctx context.Context, r *request) (response, erro
 		Metadata:           map[string]string(body.Metadata),
 		Provider:           body.Provider,
 		AwayTimeoutSeconds: body.AwayTimeoutSeconds,
+	}
+	if a := body.App; a != nil {
+		in.App = &lifecycle.AppInput{Port: a.Port, StartCommand: a.StartCommand, Cwd: a.Cwd, Env: a.Env,
+			ReadyPath: a.ReadyPath, ReadyTimeoutSeconds: a.ReadyTimeoutSeconds}
 	}
 	if key, ok := r.header("Idempotency-Key"); ok {
 		in.IdempotencyKey = strings.TrimSpace(key)
@@ -76,7 +95,7 @@ func (h *Handler) listSessions(ctx context.Context, r *request) (response, error
 	if err != nil {
 		return response{}, err
 	}
-	out := sessionListJSON{Sessions: make([]sessionJSON, 0, len(page.Sessions)), NextCursor: nullable(page.Cursor)}
+	out := api.SessionList{Sessions: make([]api.Session, 0, len(page.Sessions)), NextCursor: nullable(page.Cursor)}
 	for _, s := range page.Sessions {
 		out.Sessions = append(out.Sessions, newSessionJSON(s))
 	}
@@ -113,14 +132,16 @@ func (h *Handler) deleteSession(ctx context.Context, r *request) (response, erro
 // activityBody is the optional body of POST /v1/sessions/{id}/activity.
 type activityBody struct {
 	// HoldSeconds, when present, is a busy hold in seconds (docs/DESIGN.md
-	// "Client channel"; lifecycle.Service.Hold). Only an API key reaches
-	// this handler; a client-token route must refuse the field.
+	// "Busy hold"; lifecycle.Service.Hold). API key only: with a client
+	// token the field is refused with 403 (a browser must not keep a
+	// sandbox running for a day).
 	HoldSeconds *int64 `json:"hold_seconds"`
 }
 
 // heartbeat serves POST /v1/sessions/{id}/activity: 204; 409 sandbox_paused
 // when the session is paused; with {"hold_seconds": N} also a busy hold (400
-// when N is outside 60..86400).
+// when N is outside 60..86400; 403 forbidden with a client token, before
+// anything is written: docs/DESIGN.md "Busy hold").
 func (h *Handler) heartbeat(ctx context.Context, r *request) (response, error) {
 	id, err := r.sessionID()
 	if err != nil {
@@ -129,6 +150,10 @@ func (h *Handler) heartbeat(ctx context.Context, r *request) (response, error) {
 	var body activityBody
 	if err := r.decodeJSON(&body, true); err != nil {
 		return response{}, err
+	}
+	if body.HoldSeconds != nil && r.clientToken {
+		return response{}, lifecycle.Errorf(lifecycle.CodeForbidden,
+			"hold_seconds needs an API key: a client token may send heartbeats but not set a busy hold")
 	}
 	if body.HoldSeconds != nil {
 		_, err = h.svc.Hold(ctx, r.accountID, id, *body.HoldSeconds)

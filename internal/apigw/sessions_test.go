@@ -11,6 +11,7 @@ import (
 
 	"github.com/sandmanhq/sandman/internal/apigw"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/openapi/api"
 	"github.com/sandmanhq/sandman/internal/provider/fake"
 )
 
@@ -18,11 +19,11 @@ func TestCreateSession(t *testing.T) {
 	t.Parallel()
 	h := MustHarness(t)
 
-	var first sessionOut
+	var first api.Session
 	t.Run("Created", func(t *testing.T) {
 		r := h.invoke(t, MustEvent(t, "sessions-create.json"))
 		wantStatus(t, r, 201)
-		first = mustDecode[sessionOut](t, r)
+		first = mustDecode[api.Session](t, r)
 		if got, want := r.headers["Location"], "/v1/sessions/"+first.ID; got != want {
 			t.Errorf("Location = %q, want %q", got, want)
 		}
@@ -72,7 +73,7 @@ func TestCreateSession(t *testing.T) {
 		if got, want := r.headers["Idempotent-Replayed"], "true"; got != want {
 			t.Errorf("Idempotent-Replayed = %q, want %q", got, want)
 		}
-		if got, want := mustDecode[sessionOut](t, r).ID, first.ID; got != want {
+		if got, want := mustDecode[api.Session](t, r).ID, first.ID; got != want {
 			t.Errorf("replayed id = %q, want %q", got, want)
 		}
 		if got, want := h.prov.Calls(fake.OpCreate), 1; got != want {
@@ -110,7 +111,7 @@ func TestCreateSession(t *testing.T) {
 	t.Run("Base64Body", func(t *testing.T) {
 		r := h.invoke(t, MustEvent(t, "sessions-create-base64.json"))
 		wantStatus(t, r, 201)
-		s := mustDecode[sessionOut](t, r)
+		s := mustDecode[api.Session](t, r)
 		if got, want := s.Template, "base"; got != want {
 			t.Errorf("template = %q, want %q", got, want)
 		}
@@ -191,7 +192,7 @@ func TestListSessions(t *testing.T) {
 	t.Run("Pages", func(t *testing.T) {
 		r := h.invoke(t, MustEvent(t, "sessions-list.json", withQuery("limit", "2")))
 		wantStatus(t, r, 200)
-		page := mustDecode[listOut](t, r)
+		page := mustDecode[api.SessionList](t, r)
 		if got, want := len(page.Sessions), 2; got != want {
 			t.Fatalf("page 1 has %d sessions, want %d", got, want)
 		}
@@ -203,7 +204,7 @@ func TestListSessions(t *testing.T) {
 		}
 		r = h.invoke(t, MustEvent(t, "sessions-list.json", withQuery("limit", "2"), withQuery("cursor", *page.NextCursor)))
 		wantStatus(t, r, 200)
-		page = mustDecode[listOut](t, r)
+		page = mustDecode[api.SessionList](t, r)
 		if got, want := len(page.Sessions), 1; got != want {
 			t.Fatalf("page 2 has %d sessions, want %d", got, want)
 		}
@@ -218,7 +219,7 @@ func TestListSessions(t *testing.T) {
 	t.Run("DefaultLimit", func(t *testing.T) {
 		r := h.invoke(t, MustEvent(t, "sessions-list.json", func(ev *events.APIGatewayV2HTTPRequest) { ev.QueryStringParameters = nil }))
 		wantStatus(t, r, 200)
-		if got, want := len(mustDecode[listOut](t, r).Sessions), 3; got != want {
+		if got, want := len(mustDecode[api.SessionList](t, r).Sessions), 3; got != want {
 			t.Errorf("sessions = %d, want %d", got, want)
 		}
 	})
@@ -226,7 +227,7 @@ func TestListSessions(t *testing.T) {
 	t.Run("OtherAccountSeesNone", func(t *testing.T) {
 		r := h.invoke(t, MustEvent(t, "sessions-list.json", withKey(h.otherKey)))
 		wantStatus(t, r, 200)
-		page := mustDecode[listOut](t, r)
+		page := mustDecode[api.SessionList](t, r)
 		if page.Sessions == nil || len(page.Sessions) != 0 {
 			t.Errorf("sessions = %v, want []", page.Sessions)
 		}
@@ -253,7 +254,7 @@ func TestGetSession(t *testing.T) {
 	t.Run("OK", func(t *testing.T) {
 		r := h.invoke(t, MustEvent(t, "sessions-get.json", withID(s.ID)))
 		wantStatus(t, r, 200)
-		got := mustDecode[sessionOut](t, r)
+		got := mustDecode[api.Session](t, r)
 		if got.ID != s.ID || got.State != "running" || got.Version != s.Version {
 			t.Errorf("got %s %s v%d, want %s running v%d", got.ID, got.State, got.Version, s.ID, s.Version)
 		}
@@ -325,7 +326,7 @@ func TestDeleteSession(t *testing.T) {
 	t.Run("OK", func(t *testing.T) {
 		r := h.invoke(t, MustEvent(t, "sessions-delete.json", withID(s.ID)))
 		wantStatus(t, r, 200)
-		if got, want := mustDecode[sessionOut](t, r).State, "killed"; got != want {
+		if got, want := mustDecode[api.Session](t, r).State, "killed"; got != want {
 			t.Errorf("state = %q, want %q", got, want)
 		}
 		if _, ok := h.prov.Sandbox(*s.SandboxID); ok {
@@ -335,7 +336,7 @@ func TestDeleteSession(t *testing.T) {
 	t.Run("Twice", func(t *testing.T) {
 		r := h.invoke(t, MustEvent(t, "sessions-delete.json", withID(s.ID)))
 		wantStatus(t, r, 200)
-		if got, want := mustDecode[sessionOut](t, r).State, "killed"; got != want {
+		if got, want := mustDecode[api.Session](t, r).State, "killed"; got != want {
 			t.Errorf("state = %q, want %q", got, want)
 		}
 		if got, want := h.prov.Calls(fake.OpKill), 1; got != want {

@@ -2,6 +2,7 @@ package apigw_test
 
 import (
 	"context"
+
 	"github.com/aws/aws-lambda-go/events"
 
 	"testing"

@@ -42,8 +42,12 @@ import (
 
 	"github.com/sandmanhq/sandman/internal/apigw"
 	"github.com/sandmanhq/sandman/internal/channel/clienttoken"
+	"github.com/sandmanhq/sandman/internal/delivery"
+	"github.com/sandmanhq/sandman/internal/delivery/dynamostore"
+	"github.com/sandmanhq/sandman/internal/delivery/sqsqueue"
 	"github.com/sandmanhq/sandman/internal/dynamo"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/readiness/sqsjobs"
 	"github.com/sandmanhq/sandman/internal/timer/sqstimer"
 )
 
@@ -85,10 +89,17 @@ type Deps struct {
 	// TimerHorizon is how far ahead (default lifecycle.DefaultTimerHorizon).
 	Timers       lifecycle.Timers
 	TimerHorizon time.Duration
+	// ReadinessJobs queues readiness jobs (lifecycle.Config.ReadinessJobs;
+	// nil: an SQS queue when SANDMAN_READINESS_QUEUE_URL is set, else none).
+	ReadinessJobs lifecycle.ReadinessJobs
 	// Metrics receives the service's pauses, resumes, provider errors and
 	// pause lag (lifecycle.Config.Metrics; nil: none). The Lambda mains pass
 	// an internal/metrics Emitter writing EMF to stdout.
 	Metrics lifecycle.Metrics
+	// WebhookDispatcher runs outbound webhook jobs (the local stack's
+	// delivery.Local); nil: an SQS queue when SANDMAN_WEBHOOK_QUEUE_URL is
+	// set, else none (replays answer 503).
+	WebhookDispatcher delivery.Dispatcher
 }
 
 // ProviderParams is what a ProviderFactory builds a provider from: the
@@ -127,9 +138,32 @@ type App struct {
 	// SANDMAN_CLIENT_TOKEN_KEYS_SECRET nor SANDMAN_CLIENT_TOKEN_KEYS_FILE
 	// is set.
 	Tokens *clienttoken.Tokens
+	// Webhooks runs the account-facing webhook endpoint operations, over
+	// WebhookStore (the same table) and WebhookDispatcher.
+	Webhooks          *delivery.Service
+	WebhookStore      delivery.Store
+	WebhookDispatcher delivery.Dispatcher
 
 	closers []func(context.Context) error
 	keys    apigw.KeyStore // the store, behind a KeyCache unless turned off
+	clock   lifecycle.Clock
+}
+
+// WebhookGuard returns the target guard of outbound webhooks
+// (SANDMAN_WEBHOOK_ALLOW_PRIVATE_TARGETS).
+func (a *App) WebhookGuard() delivery.Guard {
+	return delivery.Guard{AllowPrivate: a.Config.WebhookAllowPrivate}
+}
+
+// WebhookEngine returns the delivery engine over the App's webhook store,
+// dispatching through d (nil: a.WebhookDispatcher), with the configured
+// schedule and guard; onExhausted may be nil.
+func (a *App) WebhookEngine(d delivery.Dispatcher, onExhausted func(context.Context, *delivery.Delivery) error) (*delivery.Engine, error) {
+	if d == nil {
+		d = a.WebhookDispatcher
+	}
+	return delivery.NewEngine(delivery.Config{Store: a.WebhookStore, Dispatcher: d, Guard: a.WebhookGuard(), Clock: a.clock,
+		Schedule: a.Config.WebhookSchedule, OnExhausted: onExhausted, Log: a.Log})
 }
 
 // Load reads the Config from the process environment and builds the App
@@ -179,57 +213,134 @@ func New(ctx context.Context, cfg Config, needs Needs, deps Deps) (*App, error) 
 		}
 	}()
 
-	var awsCfg *aws.Config
-	loadAWS := func() (aws.Config, error) {
-		if awsCfg == nil {
-			c, err := config.LoadDefaultConfig(ctx)
-			if err != nil {
-				return aws.Config{}, fmt.Errorf("load aws config: %w", err)
-			}
-			awsCfg = &c
-		}
-		return *awsCfg, nil
-	}
-	secrets := deps.Secrets
-	secret := func(what, plain, secretName, plainEnv, secretEnv string) (string, error) {
-		if plain != "" {
-			return plain, nil
-		}
-		if secretName == "" {
-			return "", fmt.Errorf("the %s is missing: set %s (a Secrets Manager secret) or %s", what, secretEnv, plainEnv)
-		}
-		if secrets == nil {
-			c, err := loadAWS()
-			if err != nil {
-				return "", err
-			}
-			secrets = secretsmanager.NewFromConfig(c)
-		}
-		return fetchSecret(ctx, secrets, secretName)
+	src := &secretSource{ctx: ctx, api: deps.Secrets}
+	secret := src.read
+	keys, err := a.loadSecrets(cfg, needs, deps, secret)
+	if err != nil {
+		return nil, err
 	}
 
-	keys := map[string]string{} // provider name → its API key or token
-	if needs.Provider {
-		for _, name := range cfg.Providers {
-			if name == cfg.Provider && deps.Provider != nil {
-				continue
-			}
-			var err error
-			switch name {
-			case ProviderE2B:
-				keys[name], err = secret("e2b API key", cfg.ProviderAPIKey, cfg.ProviderAPIKeySecret,
-					EnvProviderAPIKey, EnvProviderAPIKeySecret)
-			case ProviderDaytona:
-				keys[name], err = secret("daytona API key", cfg.DaytonaAPIKey, cfg.DaytonaAPIKeySecret,
-					EnvDaytonaAPIKey, EnvDaytonaAPIKeySecret)
-			case ProviderVercel:
-				keys[name], err = secret("vercel token", cfg.VercelToken, cfg.VercelTokenSecret,
-					EnvVercelToken, EnvVercelTokenSecret)
-			}
-			if err != nil {
-				return nil, err
-			}
+	if err := a.loadTokens(ctx, cfg, clock, secret); err != nil {
+		return nil, err
+	}
+
+	ddb, err := dynamo.NewClient(ctx, cfg.DynamoEndpoint)
+	if err != nil {
+		return nil, err
+	}
+	// No quota: keep no per-account slot counter, so session writes stay
+	// single PutItems instead of transactions on one hot item per account.
+	a.Store = dynamo.New(dynamo.Config{Client: ddb, Table: cfg.Table, Log: a.Log, WithoutRunningSlots: cfg.MaxRunning == 0,
+		Shards: cfg.Shards})
+
+	if err := a.buildProviders(cfg, needs, deps, keys, clock); err != nil {
+		return nil, err
+	}
+	timers, jobs, err := queues(src, cfg, deps, clock)
+	if err != nil {
+		return nil, err
+	}
+	a.Service = lifecycle.NewService(lifecycle.Config{Store: a.Store, Provider: a.Provider, Providers: a.Providers[1:], Clock: clock,
+		Policy: cfg.Policy, Log: a.Log, ProbeTimeout: cfg.ProbeTimeout, CallTimeout: cfg.ProviderCallTimeout, Deployment: cfg.Deployment,
+		Timers: timers, TimerHorizon: deps.TimerHorizon, MaxRunning: cfg.MaxRunning, Metrics: deps.Metrics,
+		Prices: cfg.Prices, TemplateApps: cfg.TemplateApps, ReadinessJobs: jobs})
+	a.WebhookStore, a.WebhookDispatcher = dynamostore.New(ddb, cfg.Table), deps.WebhookDispatcher
+	if a.WebhookDispatcher == nil && cfg.WebhookQueueURL != "" {
+		c, err := src.aws()
+		if err != nil {
+			return nil, err
 		}
+		a.WebhookDispatcher = sqsqueue.New(sqs.NewFromConfig(c), cfg.WebhookQueueURL, clock)
+	}
+	a.Webhooks = delivery.NewService(a.WebhookStore, a.WebhookGuard(), a.WebhookDispatcher, clock)
+	a.clock = clock
+	a.keys = a.Store
+	if cfg.APIKeyCacheTTL >= 0 {
+		a.keys = apigw.NewKeyCache(a.Store, cfg.APIKeyCacheTTL, clock)
+	}
+	ok = true
+	return a, nil
+}
+
+// secretSource reads secrets: a plain value when set, else the named
+// Secrets Manager secret, through api (default a client from the AWS
+// default config, loaded once on first use).
+type secretSource struct {
+	ctx    context.Context
+	api    SecretsAPI
+	awsCfg *aws.Config
+}
+
+// aws returns the AWS default config, loaded once.
+func (s *secretSource) aws() (aws.Config, error) {
+	if s.awsCfg == nil {
+		c, err := config.LoadDefaultConfig(s.ctx)
+		if err != nil {
+			return aws.Config{}, fmt.Errorf("load aws config: %w", err)
+		}
+		s.awsCfg = &c
+	}
+	return *s.awsCfg, nil
+}
+
+// read returns plain when set, else the secret secretName. Errors: neither
+// is set (naming plainEnv and secretEnv), the AWS config's, the read's.
+func (s *secretSource) read(what, plain, secretName, plainEnv, secretEnv string) (string, error) {
+	if plain != "" {
+		return plain, nil
+	}
+	if secretName == "" {
+		return "", fmt.Errorf("the %s is missing: set %s (a Secrets Manager secret) or %s", what, secretEnv, plainEnv)
+	}
+	if s.api == nil {
+		c, err := s.aws()
+		if err != nil {
+			return "", err
+		}
+		s.api = secretsmanager.NewFromConfig(c)
+	}
+	return fetchSecret(s.ctx, s.api, secretName)
+}
+
+// secretFunc is secretSource.read.
+type secretFunc func(what, plain, secretName, plainEnv, secretEnv string) (string, error)
+
+// providerKey is where one provider's API key or token comes from: its
+// plain and Secrets Manager variables and their values in a Config.
+type providerKey struct {
+	what                string
+	plainEnv, secretEnv string
+	values              func(Config) (plain, secretName string)
+}
+
+// providerKeys are the keys of the providers that need one (the local
+// provider and the fake need none).
+var providerKeys = map[string]providerKey{
+	ProviderE2B: {"e2b API key", EnvProviderAPIKey, EnvProviderAPIKeySecret,
+		func(c Config) (string, string) { return c.ProviderAPIKey, c.ProviderAPIKeySecret }},
+	ProviderDaytona: {"daytona API key", EnvDaytonaAPIKey, EnvDaytonaAPIKeySecret,
+		func(c Config) (string, string) { return c.DaytonaAPIKey, c.DaytonaAPIKeySecret }},
+	ProviderVercel: {"vercel token", EnvVercelToken, EnvVercelTokenSecret,
+		func(c Config) (string, string) { return c.VercelToken, c.VercelTokenSecret }},
+}
+
+// loadSecrets reads what needs asks for: each enabled provider's key (by
+// name; none for deps.Provider's) when the function calls providers, and
+// the webhook secrets when it verifies webhooks (the E2B-format one also
+// when the local provider signs its webhooks).
+func (a *App) loadSecrets(cfg Config, needs Needs, deps Deps, secret secretFunc) (map[string]string, error) {
+	keys := map[string]string{} // provider name → its API key or token
+	for _, name := range cfg.Providers {
+		k, ok := providerKeys[name]
+		if !needs.Provider || !ok || (name == cfg.Provider && deps.Provider != nil) {
+			continue
+		}
+		plain, secretName := k.values(cfg)
+		v, err := secret(k.what, plain, secretName, k.plainEnv, k.secretEnv)
+		if err != nil {
+			return nil, err
+		}
+		keys[name] = v
 	}
 	// E2B-format webhooks come from E2B, the local provider and the fake.
 	e2bFormat := cfg.Enabled(ProviderE2B) || cfg.Enabled(ProviderLocal) || cfg.Enabled(ProviderFake)
@@ -247,20 +358,13 @@ func New(ctx context.Context, cfg Config, needs Needs, deps Deps) (*App, error) 
 			return nil, err
 		}
 	}
+	return keys, nil
+}
 
-	if err := a.loadTokens(ctx, cfg, clock, secret); err != nil {
-		return nil, err
-	}
-
-	ddb, err := dynamo.NewClient(ctx, cfg.DynamoEndpoint)
-	if err != nil {
-		return nil, err
-	}
-	// No quota: keep no per-account slot counter, so session writes stay
-	// single PutItems instead of transactions on one hot item per account.
-	a.Store = dynamo.New(dynamo.Config{Client: ddb, Table: cfg.Table, Log: a.Log, WithoutRunningSlots: cfg.MaxRunning == 0,
-		Shards: cfg.Shards})
-
+// buildProviders sets a.Providers, the default first, and a.Provider: the
+// default is deps.Provider when given; a function that calls no provider
+// gets noProvider for each; the others are built by their factories.
+func (a *App) buildProviders(cfg Config, needs Needs, deps Deps, keys map[string]string, clock lifecycle.Clock) error {
 	for _, name := range cfg.Providers {
 		var p lifecycle.Provider
 		switch {
@@ -269,32 +373,36 @@ func New(ctx context.Context, cfg Config, needs Needs, deps Deps) (*App, error) 
 		case !needs.Provider:
 			p = noProvider{name: name}
 		default:
+			var err error
 			if p, err = a.newProvider(cfg, name, deps.Providers, keys[name], clock); err != nil {
-				return nil, err
+				return err
 			}
 		}
 		a.Providers = append(a.Providers, p)
 	}
 	a.Provider = a.Providers[0]
+	return nil
+}
 
-	timers := deps.Timers
+// queues returns the service's pause timers and readiness jobs: deps' when
+// given, else SQS queues when their URLs are configured, else nil (none).
+func queues(src *secretSource, cfg Config, deps Deps, clock lifecycle.Clock) (lifecycle.Timers, lifecycle.ReadinessJobs, error) {
+	timers, jobs := deps.Timers, deps.ReadinessJobs
 	if timers == nil && cfg.TimerQueueURL != "" {
-		c, err := loadAWS()
+		c, err := src.aws()
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		timers = sqstimer.New(sqs.NewFromConfig(c), cfg.TimerQueueURL, clock)
 	}
-	a.Service = lifecycle.NewService(lifecycle.Config{Store: a.Store, Provider: a.Provider, Providers: a.Providers[1:], Clock: clock,
-		Policy: cfg.Policy, Log: a.Log, ProbeTimeout: cfg.ProbeTimeout, CallTimeout: cfg.ProviderCallTimeout, Deployment: cfg.Deployment,
-		Timers: timers, TimerHorizon: deps.TimerHorizon, MaxRunning: cfg.MaxRunning, Metrics: deps.Metrics,
-		Prices: cfg.Prices})
-	a.keys = a.Store
-	if cfg.APIKeyCacheTTL >= 0 {
-		a.keys = apigw.NewKeyCache(a.Store, cfg.APIKeyCacheTTL, clock)
+	if jobs == nil && cfg.ReadinessQueueURL != "" {
+		c, err := src.aws()
+		if err != nil {
+			return nil, nil, err
+		}
+		jobs = sqsjobs.New(sqs.NewFromConfig(c), cfg.ReadinessQueueURL)
 	}
-	ok = true
-	return a, nil
+	return timers, jobs, nil
 }
 
 // newProvider builds the provider named name with its factory.
@@ -317,7 +425,7 @@ func (a *App) newProvider(cfg Config, name string, factories map[string]Provider
 // over the App's service and store, with the configured CORS origin.
 func (a *App) HTTPHandler(function string) (*apigw.Handler, error) {
 	return apigw.New(apigw.Config{Function: function, Service: a.Service, Keys: a.keys, AllowOrigin: a.Config.CORSOrigin, Log: a.Log,
-		Tokens: a.Tokens, WSURL: a.Config.WSURL})
+		Tokens: a.Tokens, WSURL: a.Config.WSURL, Webhooks: a.Webhooks})
 }
 
 // loadTokens builds a.Tokens from the key set the configuration names: a

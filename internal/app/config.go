@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sandmanhq/sandman/internal/delivery"
 	"github.com/sandmanhq/sandman/internal/dynamo"
 	"github.com/sandmanhq/sandman/internal/envnames"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
@@ -27,6 +28,9 @@ const (
 	EnvE2BBaseURL           = envnames.E2BBaseURL
 	EnvE2BDomain            = envnames.E2BDomain
 	EnvLocalDir             = envnames.LocalDir
+	EnvTemplateApps         = envnames.TemplateApps
+	EnvLocalKeepProcesses   = envnames.LocalKeepProcesses
+	EnvReadinessQueueURL    = envnames.ReadinessQueueURL
 	EnvLocalWebhookURL      = envnames.LocalWebhookURL
 	EnvEventBus             = envnames.EventBus
 	EnvEventsFile           = envnames.EventsFile
@@ -74,6 +78,11 @@ const (
 	EnvClientTokenKeysFile   = envnames.ClientTokenKeysFile
 	EnvWSURL                 = envnames.WSURL
 	EnvWSManagementURL       = envnames.WSManagementURL
+
+	EnvWebhookRetrySchedule       = envnames.WebhookRetrySchedule
+	EnvWebhookAllowPrivateTargets = envnames.WebhookAllowPrivateTargets
+	EnvWebhookQueueURL            = envnames.WebhookQueueURL
+	EnvWebhookDLQURL              = envnames.WebhookDLQURL
 )
 
 // The provider names EnvProvider and EnvProviders accept (docs/DESIGN.md
@@ -169,6 +178,16 @@ type Config struct {
 	// Prices is lifecycle.Config.Prices (SANDMAN_PRICES): US dollars per
 	// hour by provider, for usage estimates; nil: lifecycle.DefaultPrices.
 	Prices map[string]lifecycle.Price
+	// TemplateApps is lifecycle.Config.TemplateApps (SANDMAN_TEMPLATE_APPS):
+	// default app specs by template; nil: none.
+	TemplateApps map[string]*lifecycle.AppSpec
+	// LocalDropProcesses is the local provider's DropProcesses
+	// (SANDMAN_LOCAL_KEEP_PROCESSES=false).
+	LocalDropProcesses bool
+	// ReadinessQueueURL is the SQS queue of readiness jobs
+	// (internal/readiness/sqsjobs); "" queues none unless
+	// Deps.ReadinessJobs is given.
+	ReadinessQueueURL string
 
 	// ClientTokenKeysSecret and ClientTokenKeysFile: at most one is set
 	// (Secrets Manager secret name in AWS, generated file locally); with
@@ -179,6 +198,16 @@ type Config struct {
 	// WSManagementURL is the API Gateway Management API endpoint of the
 	// WebSocket stage (internal/channel/apigwmgmt); "" locally.
 	WSManagementURL string
+
+	// Outbound webhooks (docs/WEBHOOKS.md): the retry schedule
+	// (delivery.ParseSchedule; default delivery.DefaultSchedule), whether
+	// private and http targets are allowed (local use only), the SQS queue
+	// of delivery jobs ("" locally: Deps.WebhookDispatcher runs them) and
+	// the dead-letter queue of exhausted deliveries.
+	WebhookSchedule     []time.Duration
+	WebhookAllowPrivate bool
+	WebhookQueueURL     string
+	WebhookDLQURL       string
 }
 
 // ConfigFromEnv reads the Config from getenv (os.Getenv in production).
@@ -224,21 +253,27 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	}
 	c.ClientTokenKeysSecret, c.ClientTokenKeysFile, c.WSURL = get(EnvClientTokenKeysSecret), get(EnvClientTokenKeysFile), get(EnvWSURL)
 	c.WSManagementURL = get(EnvWSManagementURL)
+	c.WebhookQueueURL, c.WebhookDLQURL = get(EnvWebhookQueueURL), get(EnvWebhookDLQURL)
+	sched, err := delivery.ParseSchedule(get(EnvWebhookRetrySchedule))
+	if err != nil {
+		return Config{}, fmt.Errorf("%s: %w", EnvWebhookRetrySchedule, err)
+	}
+	c.WebhookSchedule = sched
+	switch v := strings.ToLower(get(EnvWebhookAllowPrivateTargets)); v {
+	case "", "false", "0":
+	case "true", "1":
+		c.WebhookAllowPrivate = true
+	default:
+		return Config{}, fmt.Errorf("%s=%q: want true or false", EnvWebhookAllowPrivateTargets, v)
+	}
 	if c.Table == "" {
 		return Config{}, fmt.Errorf("%s is required: the name of the sessions table", EnvTable)
 	}
 	if c.Deployment == "" {
 		c.Deployment = c.Table
 	}
-	if v := get(EnvAPIKeyCacheTTL); v != "" {
-		d, err := time.ParseDuration(v) // "0" parses as 0
-		if err != nil || d < 0 {
-			return Config{}, fmt.Errorf("%s=%q: want a duration such as 1m, or 0 for no cache", EnvAPIKeyCacheTTL, v)
-		}
-		if d == 0 {
-			d = -1 // off
-		}
-		c.APIKeyCacheTTL = d
+	if err := readLimits(get, &c); err != nil {
+		return Config{}, err
 	}
 	if v := get(EnvShards); v != "" {
 		n, err := strconv.Atoi(v)
@@ -247,54 +282,23 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		}
 		c.Shards = n
 	}
-	if v := get(EnvMaxRunning); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			return Config{}, fmt.Errorf("%s=%q: want a whole number of sandboxes, 0 for no limit", EnvMaxRunning, v)
+	if v := get(EnvTemplateApps); v != "" {
+		apps, err := parseTemplateApps(v)
+		if err != nil {
+			return Config{}, err
 		}
-		c.MaxRunning = n
+		c.TemplateApps = apps
 	}
-	if v := get(EnvPrices); v != "" {
-		dec := json.NewDecoder(strings.NewReader(v))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&c.Prices); err != nil {
-			return Config{}, fmt.Errorf(`%s: want a JSON object such as {"e2b":{"running_per_hour":0.1,"paused_per_hour":0}}: %w`, EnvPrices, err)
-		}
-		for name, p := range c.Prices {
-			if p.RunningPerHour < 0 || p.PausedPerHour < 0 {
-				return Config{}, fmt.Errorf("%s: the prices of %s must not be negative", EnvPrices, name)
-			}
-		}
+	switch v := strings.ToLower(get(EnvLocalKeepProcesses)); v {
+	case "", "true", "1":
+	case "false", "0":
+		c.LocalDropProcesses = true
+	default:
+		return Config{}, fmt.Errorf("%s=%q: want true or false", EnvLocalKeepProcesses, v)
 	}
-	if c.Provider == "" {
-		c.Provider = ProviderE2B
-	}
-	if !slices.Contains(knownProviders, c.Provider) {
-		return Config{}, fmt.Errorf("%s=%q is not a provider: want one of %s",
-			EnvProvider, c.Provider, strings.Join(knownProviders, ", "))
-	}
-	c.Providers = []string{c.Provider}
-	for _, name := range strings.Split(strings.ToLower(get(EnvProviders)), ",") {
-		name = strings.TrimSpace(name)
-		switch {
-		case name == "" || slices.Contains(c.Providers, name):
-		case !slices.Contains(knownProviders, name):
-			return Config{}, fmt.Errorf("%s names %q, not a provider: want some of %s",
-				EnvProviders, name, strings.Join(knownProviders, ", "))
-		default:
-			c.Providers = append(c.Providers, name)
-		}
-	}
-	for _, pair := range [][2]string{
-		{EnvProviderAPIKey, EnvProviderAPIKeySecret},
-		{EnvWebhookSecret, EnvWebhookSecretSecret},
-		{EnvDaytonaAPIKey, EnvDaytonaAPIKeySecret},
-		{EnvDaytonaWebhookSecret, EnvDaytonaWebhookSecretSecret},
-		{EnvVercelToken, EnvVercelTokenSecret},
-	} {
-		if get(pair[0]) != "" && get(pair[1]) != "" {
-			return Config{}, fmt.Errorf("set only one of %s and %s", pair[0], pair[1])
-		}
+	c.ReadinessQueueURL = get(EnvReadinessQueueURL)
+	if err := readProviders(get, &c); err != nil {
+		return Config{}, err
 	}
 	switch c.DaytonaPauseMode {
 	case "", "stop", "pause":
@@ -347,6 +351,110 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 			EnvIdleTimeout, p.DefaultIdleTimeout, EnvMinIdleTimeout, p.MinIdleTimeout, EnvMaxIdleTimeout, p.MaxIdleTimeout)
 	}
 	return c, nil
+}
+
+// readLimits reads the API key cache TTL, the running limit and the prices
+// into c. Errors name the variable.
+func readLimits(get func(string) string, c *Config) error {
+	if v := get(EnvAPIKeyCacheTTL); v != "" {
+		d, err := time.ParseDuration(v) // "0" parses as 0
+		if err != nil || d < 0 {
+			return fmt.Errorf("%s=%q: want a duration such as 1m, or 0 for no cache", EnvAPIKeyCacheTTL, v)
+		}
+		if d == 0 {
+			d = -1 // off
+		}
+		c.APIKeyCacheTTL = d
+	}
+	if v := get(EnvMaxRunning); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return fmt.Errorf("%s=%q: want a whole number of sandboxes, 0 for no limit", EnvMaxRunning, v)
+		}
+		c.MaxRunning = n
+	}
+	if v := get(EnvPrices); v != "" {
+		dec := json.NewDecoder(strings.NewReader(v))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&c.Prices); err != nil {
+			return fmt.Errorf(`%s: want a JSON object such as {"e2b":{"running_per_hour":0.1,"paused_per_hour":0}}: %w`, EnvPrices, err)
+		}
+		for name, p := range c.Prices {
+			if p.RunningPerHour < 0 || p.PausedPerHour < 0 {
+				return fmt.Errorf("%s: the prices of %s must not be negative", EnvPrices, name)
+			}
+		}
+	}
+	return nil
+}
+
+// readProviders reads the default provider and the enabled ones into c
+// (the default first, each once), and refuses a secret given both as a
+// value and as a secret name. Errors name the variable.
+func readProviders(get func(string) string, c *Config) error {
+	if c.Provider == "" {
+		c.Provider = ProviderE2B
+	}
+	if !slices.Contains(knownProviders, c.Provider) {
+		return fmt.Errorf("%s=%q is not a provider: want one of %s",
+			EnvProvider, c.Provider, strings.Join(knownProviders, ", "))
+	}
+	c.Providers = []string{c.Provider}
+	for _, name := range strings.Split(strings.ToLower(get(EnvProviders)), ",") {
+		name = strings.TrimSpace(name)
+		switch {
+		case name == "" || slices.Contains(c.Providers, name):
+		case !slices.Contains(knownProviders, name):
+			return fmt.Errorf("%s names %q, not a provider: want some of %s",
+				EnvProviders, name, strings.Join(knownProviders, ", "))
+		default:
+			c.Providers = append(c.Providers, name)
+		}
+	}
+	for _, pair := range [][2]string{
+		{EnvProviderAPIKey, EnvProviderAPIKeySecret},
+		{EnvWebhookSecret, EnvWebhookSecretSecret},
+		{EnvDaytonaAPIKey, EnvDaytonaAPIKeySecret},
+		{EnvDaytonaWebhookSecret, EnvDaytonaWebhookSecretSecret},
+		{EnvVercelToken, EnvVercelTokenSecret},
+	} {
+		if get(pair[0]) != "" && get(pair[1]) != "" {
+			return fmt.Errorf("set only one of %s and %s", pair[0], pair[1])
+		}
+	}
+	return nil
+}
+
+// templateAppJSON is one template's default app spec in
+// SANDMAN_TEMPLATE_APPS: the fields of POST /v1/sessions' "app".
+type templateAppJSON struct {
+	Port                *int              `json:"port"`
+	StartCommand        *string           `json:"start_command"`
+	Cwd                 *string           `json:"cwd"`
+	Env                 map[string]string `json:"env"`
+	ReadyPath           *string           `json:"ready_path"`
+	ReadyTimeoutSeconds *int64            `json:"ready_timeout_seconds"`
+}
+
+// parseTemplateApps reads SANDMAN_TEMPLATE_APPS. Errors: not a JSON
+// object of app specs, or a spec the API would refuse (named).
+func parseTemplateApps(v string) (map[string]*lifecycle.AppSpec, error) {
+	var raw map[string]templateAppJSON
+	dec := json.NewDecoder(strings.NewReader(v))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&raw); err != nil {
+		return nil, fmt.Errorf(`%s: want a JSON object such as {"node":{"port":3000,"start_command":"npm run dev"}}: %w`, EnvTemplateApps, err)
+	}
+	apps := make(map[string]*lifecycle.AppSpec, len(raw))
+	for tmpl, a := range raw {
+		spec, err := lifecycle.ResolveApp(nil, &lifecycle.AppInput{Port: a.Port, StartCommand: a.StartCommand, Cwd: a.Cwd,
+			Env: a.Env, ReadyPath: a.ReadyPath, ReadyTimeoutSeconds: a.ReadyTimeoutSeconds})
+		if err != nil {
+			return nil, fmt.Errorf("%s: template %q: %w", EnvTemplateApps, tmpl, err)
+		}
+		apps[tmpl] = spec
+	}
+	return apps, nil
 }
 
 // Enabled reports whether provider is one of c.Providers.

@@ -54,8 +54,10 @@ var deployed = map[string]deployedFunction{
 	routes.Webhook:   {15 * time.Second, 256},
 	routes.IdlePause: {4*time.Minute + 50*time.Second, 512},
 	routes.Pauser:    {time.Minute, 256},
+	routes.Readiness: {2 * time.Minute, 256},
 	routes.Channel:   {29 * time.Second, 256},
 	routes.Notifier:  {30 * time.Second, 128},
+	routes.Deliver:   {time.Minute, 256},
 }
 
 var defaultDeployed = deployedFunction{29 * time.Second, 256}
@@ -305,6 +307,10 @@ func coldEnv(fn, table, endpoint, eventBridgeURL, e2bURL string) []string {
 		// events below push to no connection).
 		app.EnvClientTokenKeysFile + "=" + filepath.Join(os.TempDir(), "sandman-bench-client-token-keys.json"),
 		app.EnvWSManagementURL + "=" + eventBridgeURL,
+		// The deliver function's queues: URLs no run sends to (its event's
+		// account has no webhook endpoint).
+		app.EnvWebhookQueueURL + "=" + eventBridgeURL,
+		app.EnvWebhookDLQURL + "=" + eventBridgeURL,
 	}
 }
 
@@ -506,6 +512,12 @@ func (c *coldEvents) payloads(ctx context.Context, run int) ([][]byte, string, e
 			return nil, "", err
 		}
 		return [][]byte{raw, raw}, "events/queue/pauser.json (an unknown session's timer fires idle, a malformed one is dropped; no provider call)", nil
+	case routes.Readiness:
+		raw, err := c.env.Fixture("queue/readiness.json")
+		if err != nil {
+			return nil, "", err
+		}
+		return [][]byte{raw, raw}, "events/queue/readiness.json (an unknown session's job has nothing to do, a malformed one is dropped; no provider call)", nil
 	case routes.Channel:
 		raw, err := c.env.Fixture("ws/disconnect.json")
 		if err != nil {
@@ -518,6 +530,12 @@ func (c *coldEvents) payloads(ctx context.Context, run int) ([][]byte, string, e
 			return nil, "", err
 		}
 		return [][]byte{raw, raw}, "events/bus/session-paused.json (a session with no connection; nothing to push)", nil
+	case routes.Deliver:
+		raw, err := c.env.Fixture("queue/deliver.json")
+		if err != nil {
+			return nil, "", err
+		}
+		return [][]byte{raw, raw}, "events/queue/deliver.json (a lifecycle event of an account with no webhook endpoint, a malformed body dropped)", nil
 	}
 	return nil, "", fmt.Errorf("function %q: %w", c.function, errNoColdEvent)
 }

@@ -42,6 +42,9 @@ type Report struct {
 	Outbox    *OutboxResult    `json:"outbox,omitempty"`
 	Channel   *ChannelResult   `json:"channel,omitempty"`
 	Timers    *TimersResult    `json:"timers,omitempty"`
+	Readiness *ReadinessResult `json:"readiness,omitempty"`
+	// Deliveries is the outbound webhook figure (deliveries.go).
+	Deliveries *DeliveriesResult `json:"deliveries,omitempty"`
 
 	Errors []string `json:"errors,omitempty"`
 }
@@ -133,6 +136,12 @@ func (r *Report) Markdown() string {
 	}
 	if t := r.Timers; t != nil {
 		r.timersSection(&b, t)
+	}
+	if x := r.Readiness; x != nil {
+		r.readinessSection(&b, x)
+	}
+	if d := r.Deliveries; d != nil {
+		r.deliveriesSection(&b, d)
 	}
 	if len(r.Errors) > 0 {
 		p("## Failures\n\n")

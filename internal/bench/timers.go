@@ -356,7 +356,7 @@ func runTimersMode(ctx context.Context, env *Env, cfg TimersConfig, sc timersSca
 	var timers *localtimer.Timers
 	var fired sync.Map // session id → true once a timer's FireTimer paused it
 	if withTimers {
-		timers = localtimer.New(localtimer.Config{Rate: sc.timerRate, Now: clock.Now, Log: env.Log})
+		timers = localtimer.New(localtimer.Config{Rate: sc.timerRate, Clock: clock, Log: env.Log})
 		svcCfg.Timers, svcCfg.TimerHorizon = timers, sc.interval+sc.margin
 	}
 	svc := lifecycle.NewService(svcCfg)

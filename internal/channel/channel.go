@@ -20,7 +20,8 @@
 //     heartbeats (lifecycle.Service.Heartbeat); a heartbeat on a paused
 //     session is not an error on the channel (the client learns the state
 //     from the push). {"action":"resume"} resumes; its outcome arrives as a
-//     push. Unknown actions answer 400 and are otherwise ignored.
+//     push. Unknown actions and unknown fields answer 400 and are otherwise
+//     ignored; hold_seconds answers 403 (a busy hold is API-key only).
 //   - Connections expire from the table after ConnTTL (API Gateway closes a
 //     WebSocket after 2 h at most).
 //   - The status "at connect" is an answer to the client's first message,
@@ -29,6 +30,14 @@
 //     first in AWS, and the local gateway does not either, so local and AWS
 //     behave the same and the browser tests cover what AWS does. $default
 //     answers hello with one push of the current status body.
+//   - Each connection may send MaxMessagesPerSecond messages a second
+//     (MessageBurst at once); past that $default answers 429 and the
+//     connection is closed with 1008 (Admit, Closer). A heartbeat with the
+//     same visibility within the activity granularity of the connection's
+//     last one costs no table operation. Both are remembered in process
+//     (per warm container in AWS); the local gateway also lets a queued
+//     heartbeat replace the one queued before it (a burst of toggles
+//     settles to the last).
 //   - The Notifier (NewNotifier) is the push half alone: it needs the
 //     table and a Pusher but no client-token keys, so the AWS notifier
 //     function is given no secret (functions/notifier).
@@ -41,6 +50,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -83,6 +93,35 @@ type Pusher interface {
 type Handler struct {
 	*Notifier
 	tokens *clienttoken.Tokens
+	// states: per-connection rate buckets and heartbeat coalescing
+	// (limit.go).
+	states connStates
+	// gatewayAdmits: the gateway calls Admit for every message it reads
+	// (the local gateway, which coalesces queued heartbeats before handing
+	// them over), so $default does not count them again.
+	gatewayAdmits bool
+}
+
+// GatewayAdmits tells h that its gateway calls Admit for every message it
+// receives, before coalescing them, so $default must not count them again.
+// Call it before serving.
+func (h *Handler) GatewayAdmits() { h.gatewayAdmits = true }
+
+// Admit counts one message of connection connID against its bound
+// (MaxMessagesPerSecond, MessageBurst). Past it, it closes the connection
+// with StatusPolicyViolation when the Pusher is a Closer, and returns
+// false: the message must be dropped.
+func (h *Handler) Admit(ctx context.Context, connID string) bool {
+	if h.states.admit(connID, h.svc.Now()) {
+		return true
+	}
+	h.log.WarnContext(ctx, "channel: message rate exceeded; closing the connection", "connection_id", connID)
+	if c, ok := h.push.(Closer); ok {
+		if err := c.Close(ctx, connID, StatusPolicyViolation, "too many messages"); err != nil && !errors.Is(err, ErrGone) {
+			h.log.WarnContext(ctx, "close connection", "connection_id", connID, "err", err)
+		}
+	}
+	return false
 }
 
 // New returns a Handler. All arguments but log are required.
@@ -122,6 +161,25 @@ func NewNotifier(svc *lifecycle.Service, conns Connections, push Pusher, log *sl
 type message struct {
 	Action  string `json:"action"`
 	Visible *bool  `json:"visible"`
+	// HoldSeconds is decoded only to be refused: the channel authenticates
+	// with a client token, and a busy hold is API-key only (docs/DESIGN.md
+	// "Busy hold"), so a message carrying it answers 403 and writes nothing.
+	HoldSeconds json.RawMessage `json:"hold_seconds"`
+}
+
+// decodeMessage decodes one client message: a JSON object with only the
+// fields of message. Errors: malformed JSON, an unknown field, trailing data.
+func decodeMessage(body string) (message, error) {
+	var m message
+	dec := json.NewDecoder(strings.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&m); err != nil {
+		return message{}, err
+	}
+	if dec.More() {
+		return message{}, errors.New("trailing data after the message")
+	}
+	return m, nil
 }
 
 // Push is a server → client message.
@@ -157,8 +215,9 @@ func (h *Handler) connect(ctx context.Context, connID, token string) int {
 	if _, err := h.svc.Get(ctx, claims.AccountID, claims.SessionID); err != nil {
 		return statusOf(err)
 	}
+	now := h.svc.Now()
 	c := Conn{ID: connID, SessionID: claims.SessionID, AccountID: claims.AccountID, Visible: true,
-		ExpiresAt: h.svc.Now().Add(ConnTTL)}
+		ExpiresAt: now.Add(ConnTTL), SeenAt: now}
 	if err := h.conns.PutConn(ctx, c); err != nil {
 		h.log.ErrorContext(ctx, "store connection", "connection_id", connID, "err", err)
 		return http.StatusInternalServerError
@@ -170,6 +229,7 @@ func (h *Handler) connect(ctx context.Context, connID, token string) int {
 }
 
 func (h *Handler) disconnect(ctx context.Context, connID string) int {
+	h.states.forget(connID)
 	c, err := h.conns.GetConn(ctx, connID)
 	if err != nil {
 		return http.StatusOK // never stored, or already gone
@@ -183,13 +243,39 @@ func (h *Handler) disconnect(ctx context.Context, connID string) int {
 }
 
 func (h *Handler) message(ctx context.Context, connID, body string) int {
+	if !h.gatewayAdmits && !h.Admit(ctx, connID) {
+		return http.StatusTooManyRequests
+	}
+	m, err := decodeMessage(body)
+	if err != nil {
+		return http.StatusBadRequest
+	}
+	if m.HoldSeconds != nil {
+		h.log.WarnContext(ctx, "channel message refused: hold_seconds needs an API key", "connection_id", connID)
+		return http.StatusForbidden
+	}
+	now, granularity := h.svc.Now(), h.svc.Config().Policy.ActivityGranularity
+	visible := m.Visible == nil || *m.Visible
+	if m.Action == "heartbeat" && h.states.coalesce(connID, visible, now, granularity) {
+		// Same visibility within the granularity of the last heartbeat
+		// handled in full: nothing to record, no table operation.
+		return http.StatusOK
+	}
 	c, err := h.conns.GetConn(ctx, connID)
 	if err != nil {
 		return http.StatusGone
 	}
-	var m message
-	if err := json.Unmarshal([]byte(body), &m); err != nil {
-		return http.StatusBadRequest
+	// Record that the connection spoke (Conn.SeenAt), at most once per
+	// activity granularity, so the sweep can tell it from a dead one.
+	touch := now.Sub(lastSeen(c)) >= granularity
+	switch m.Action {
+	case "hello", "resume":
+		if touch {
+			c.SeenAt = now
+			if err := h.conns.PutConn(ctx, c); err != nil {
+				h.log.WarnContext(ctx, "store connection", "connection_id", connID, "err", err)
+			}
+		}
 	}
 	switch m.Action {
 	case "hello":
@@ -207,14 +293,15 @@ func (h *Handler) message(ctx context.Context, connID, body string) int {
 		}
 		return http.StatusOK
 	case "heartbeat":
-		visible := m.Visible == nil || *m.Visible
-		if visible != c.Visible {
-			c.Visible = visible
+		if changed := visible != c.Visible; changed || touch {
+			c.Visible, c.SeenAt = visible, now
 			if err := h.conns.PutConn(ctx, c); err != nil {
 				h.log.ErrorContext(ctx, "store connection", "connection_id", connID, "err", err)
 				return http.StatusInternalServerError
 			}
-			h.updatePresence(ctx, c)
+			if changed {
+				h.updatePresence(ctx, c)
+			}
 		}
 		if visible {
 			if _, err := h.svc.Heartbeat(ctx, c.AccountID, c.SessionID); err != nil && !lifecycle.IsCode(err, lifecycle.CodeConflict) {
@@ -222,6 +309,7 @@ func (h *Handler) message(ctx context.Context, connID, body string) int {
 				return statusOf(err)
 			}
 		}
+		h.states.beat(connID, visible, now)
 		return http.StatusOK
 	case "resume":
 		if _, err := h.svc.Resume(ctx, c.AccountID, c.SessionID); err != nil {
@@ -235,23 +323,17 @@ func (h *Handler) message(ctx context.Context, connID, body string) int {
 }
 
 // updatePresence sets the session's presence from its connections: present
-// while any visible connection is left.
-func (h *Handler) updatePresence(ctx context.Context, c Conn) {
-	conns, err := h.conns.SessionConns(ctx, c.SessionID)
-	if err != nil {
-		h.log.ErrorContext(ctx, "list connections", "session_id", c.SessionID, "err", err)
-		return
-	}
-	present, now := false, h.svc.Now()
-	for _, o := range conns {
-		present = present || (o.Visible && o.ExpiresAt.After(now))
-	}
-	if _, _, err := h.svc.SetPresence(ctx, c.AccountID, c.SessionID, present); err != nil {
+// while any visible connection is left; a failure is logged.
+func (h *Notifier) updatePresence(ctx context.Context, c Conn) {
+	if err := recomputePresence(ctx, h.svc, h.conns, c); err != nil {
 		h.log.WarnContext(ctx, "set presence", "session_id", c.SessionID, "err", err)
 	}
 }
 
-// send pushes sess's status to c, deleting c when it is gone.
+// send pushes sess's status to c. When c is gone (a 410 from
+// PostToConnection: its socket closed without a $disconnect reaching us)
+// its record is deleted and the session's presence recomputed, so a dead
+// connection stops counting as a present client.
 func (h *Notifier) send(ctx context.Context, c Conn, sess *lifecycle.Session) error {
 	msg, err := json.Marshal(Push{Type: "session", Session: apigw.StatusBody(sess, h.svc.Now())})
 	if err != nil {
@@ -259,7 +341,11 @@ func (h *Notifier) send(ctx context.Context, c Conn, sess *lifecycle.Session) er
 	}
 	err = h.push.Push(ctx, c.ID, msg)
 	if errors.Is(err, ErrGone) {
-		_ = h.conns.DeleteConn(ctx, c.ID)
+		if derr := h.conns.DeleteConn(ctx, c.ID); derr != nil {
+			h.log.WarnContext(ctx, "delete gone connection", "connection_id", c.ID, "err", derr)
+		} else {
+			h.updatePresence(ctx, c)
+		}
 	}
 	return err
 }

@@ -266,3 +266,25 @@ func TestPresenceAway(t *testing.T) {
 		t.Errorf("message on a closed connection: %d, want 410", got)
 	}
 }
+
+// TestHeartbeatCannotHold: the channel authenticates with a client token,
+// and a busy hold is API-key only (docs/DESIGN.md "Busy hold"): a heartbeat
+// carrying hold_seconds is refused (403) and writes nothing; a message
+// with a field the channel does not know is refused (400).
+func TestHeartbeatCannotHold(t *testing.T) {
+	e := newEnv(t)
+	sess, tok := e.create(t, 60)
+	e.send(t, channel.RouteConnect, "c", tok, "")
+	e.clock.Advance(time.Minute)
+	before := e.session(t, sess.ID)
+	if got := e.send(t, channel.RouteDefault, "c", "", `{"action":"heartbeat","visible":true,"hold_seconds":86400}`); got != http.StatusForbidden {
+		t.Errorf("heartbeat with hold_seconds: %d, want 403", got)
+	}
+	if got := e.send(t, channel.RouteDefault, "c", "", `{"action":"heartbeat","until":"2030-01-01T00:00:00Z"}`); got != http.StatusBadRequest {
+		t.Errorf("heartbeat with an unknown field: %d, want 400", got)
+	}
+	got := e.session(t, sess.ID)
+	if !got.HoldUntil.IsZero() || !got.LastActivityAt.Equal(before.LastActivityAt) {
+		t.Errorf("hold_until %v, last activity %v after refused messages; want none and %v", got.HoldUntil, got.LastActivityAt, before.LastActivityAt)
+	}
+}

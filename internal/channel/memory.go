@@ -14,7 +14,7 @@ type Memory struct {
 	conns map[string]Conn
 }
 
-var _ Connections = (*Memory)(nil)
+var _ ConnStore = (*Memory)(nil)
 
 // NewMemory returns an empty Memory.
 func NewMemory() *Memory { return &Memory{conns: map[string]Conn{}} }
@@ -55,6 +55,17 @@ func (m *Memory) SessionConns(_ context.Context, sessionID string) ([]Conn, erro
 		if c.SessionID == sessionID {
 			out = append(out, c)
 		}
+	}
+	return out, nil
+}
+
+// AllConns returns every connection (Reaper).
+func (m *Memory) AllConns(_ context.Context) ([]Conn, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]Conn, 0, len(m.conns))
+	for _, c := range m.conns {
+		out = append(out, c)
 	}
 	return out, nil
 }

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/sandmanhq/sandman/internal/openapi/api"
 )
 
 // Exit statuses of `sandman sessions` (docs/API.md "The CLI"). An error answer
@@ -394,13 +396,36 @@ func sessionTable(w io.Writer, s Session) {
 	}
 	slices.Sort(meta)
 	m := strings.Join(meta, ",")
+	seconds := func(n int64, zero string) string {
+		if n == 0 {
+			return zero
+		}
+		return (time.Duration(n) * time.Second).String()
+	}
+	// Every field of the API's session (internal/openapi/api.Session).
 	rows(w, [][2]string{
-		{"id", s.ID}, {"state", s.State}, {"reason", s.Reason}, {"provider", s.Provider},
+		{"id", s.ID}, {"account_id", s.AccountID}, {"state", s.State}, {"reason", s.Reason}, {"provider", s.Provider},
 		{"template", s.Template}, {"sandbox_id", orDash(s.SandboxID)}, {"preview_url", orDash(s.PreviewURL)},
 		{"idle_timeout", (time.Duration(s.IdleTimeoutSeconds) * time.Second).String()},
-		{"hibernate_after", orDash(s.HibernateAfter)}, {"last_activity_at", orDash(s.LastActivityAt)},
-		{"created_at", orDash(s.CreatedAt)}, {"version", fmt.Sprint(s.Version)}, {"metadata", orDash(&m)},
+		{"max_lifetime", seconds(s.MaxLifetimeSeconds, "none")},
+		{"away_timeout", seconds(s.AwayTimeoutSeconds, "off")}, {"away_deadline", orDash(s.AwayDeadline)},
+		{"hibernate_after", orDash(s.HibernateAfter)}, {"idle_deadline", orDash(s.IdleDeadline)},
+		{"last_activity_at", orDash(s.LastActivityAt)}, {"running_since", orDash(s.RunningSince)},
+		{"paused_at", orDash(s.PausedAt)}, {"sandbox_expires_at", orDash(s.SandboxExpiresAt)},
+		{"created_at", orDash(s.CreatedAt)}, {"updated_at", orDash(s.UpdatedAt)},
+		{"version", fmt.Sprint(s.Version)}, {"metadata", orDash(&m)}, {"app", appSummary(s.App)},
+		{"readiness", orDash(s.Readiness)}, {"readiness_detail", orDash(s.ReadinessDetail)}, {"ready_at", orDash(s.ReadyAt)},
 	})
+}
+
+// appSummary is one line for a session's app spec: the start command, the
+// port and ready path, "-" without an app.
+func appSummary(a *api.App) string {
+	if a == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%q on port %d, ready at %s within %s", a.StartCommand, a.Port, a.ReadyPath,
+		time.Duration(a.ReadyTimeoutSeconds)*time.Second)
 }
 
 func statusTable(w io.Writer, s Status) {

@@ -1,4 +1,5 @@
-// Package cli is the `sandman sessions` command: an operator's and a
+// Package cli is the `sandman sessions` and `sandman webhooks` commands
+// (webhooks.go): an operator's and a
 // script's client of Sandman's HTTP API (docs/openapi.json), configured by
 // SANDMAN_URL and SANDMAN_API_KEY.
 //
@@ -26,6 +27,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sandmanhq/sandman/internal/openapi/api"
 )
 
 // Client calls Sandman's HTTP API with one API key. The zero value is not
@@ -55,77 +58,24 @@ func (e *APIError) Error() string {
 	return fmt.Sprintf("%s (%s, HTTP %d)", e.Message, e.ErrorType, e.Status)
 }
 
-// Session is a session as the API answers it (docs/openapi.json, Session).
-// Times are RFC 3339 strings; nil when null.
-type Session struct {
-	ID                 string            `json:"id"`
-	AccountID          string            `json:"account_id"`
-	Provider           string            `json:"provider"`
-	Template           string            `json:"template"`
-	State              string            `json:"state"`
-	Reason             string            `json:"reason"`
-	SandboxID          *string           `json:"sandbox_id"`
-	PreviewURL         *string           `json:"preview_url"`
-	Metadata           map[string]string `json:"metadata"`
-	IdleTimeoutSeconds int64             `json:"idle_timeout_seconds"`
-	MaxLifetimeSeconds int64             `json:"max_lifetime_seconds"`
-	Version            int64             `json:"version"`
-	CreatedAt          *string           `json:"created_at"`
-	UpdatedAt          *string           `json:"updated_at"`
-	LastActivityAt     *string           `json:"last_activity_at"`
-	IdleDeadline       *string           `json:"idle_deadline"`
-	HibernateAfter     *string           `json:"hibernate_after"`
-	RunningSince       *string           `json:"running_since"`
-	PausedAt           *string           `json:"paused_at"`
-	SandboxExpiresAt   *string           `json:"sandbox_expires_at"`
-}
-
-// SessionList is one page of GET /v1/sessions.
-type SessionList struct {
-	Sessions   []Session `json:"sessions"`
-	NextCursor *string   `json:"next_cursor"`
-}
-
-// Envelope is the lifecycle envelope of status and reconnect.
-type Envelope struct {
-	ServerTime       *string `json:"server_time"`
-	State            string  `json:"state"`
-	LastActivityAt   *string `json:"last_activity_at"`
-	HibernateAfter   *string `json:"hibernate_after"`
-	SandboxExpiresAt *string `json:"sandbox_expires_at"`
-}
-
-// Status answers GET /v1/sessions/{id}/status.
-type Status struct {
-	SessionID     string   `json:"session_id"`
-	State         string   `json:"state"`
-	SandboxPaused bool     `json:"sandbox_paused"`
-	HasSnapshot   bool     `json:"has_snapshot"`
-	PreviewURL    *string  `json:"preview_url"`
-	Lifecycle     Envelope `json:"lifecycle"`
-}
-
-// ResumeResult answers POST /v1/sessions/{id}/resume.
-type ResumeResult struct {
-	PreviewURL *string `json:"preview_url"`
-	Session    Session `json:"session"`
-}
-
-// SnapshotResult answers POST /v1/sessions/{id}/snapshot.
-type SnapshotResult struct {
-	Paused  bool    `json:"paused"`
-	Session Session `json:"session"`
-}
-
-// ReconnectResult answers GET /v1/sessions/{id}/reconnect.
-type ReconnectResult struct {
-	Status     string   `json:"status"`
-	SessionID  string   `json:"session_id"`
-	State      string   `json:"state"`
-	ExpiresAt  *string  `json:"expires_at"`
-	PreviewURL *string  `json:"preview_url"`
-	Lifecycle  Envelope `json:"lifecycle"`
-}
+// The API's answers, as internal/openapi/api declares them once for the
+// handlers, the CLI and the tests (docs/openapi.json).
+type (
+	// Session is a session as the API answers it (docs/openapi.json, Session).
+	Session = api.Session
+	// SessionList is one page of GET /v1/sessions.
+	SessionList = api.SessionList
+	// Envelope is the lifecycle envelope.
+	Envelope = api.Envelope
+	// Status answers GET /v1/sessions/{id}/status.
+	Status = api.Status
+	// ResumeResult answers POST /v1/sessions/{id}/resume.
+	ResumeResult = api.ResumeResult
+	// SnapshotResult answers POST /v1/sessions/{id}/snapshot.
+	SnapshotResult = api.SnapshotResult
+	// ReconnectResult answers GET /v1/sessions/{id}/reconnect.
+	ReconnectResult = api.ReconnectResult
+)
 
 // CreateRequest is the body of POST /v1/sessions; zero fields are left out
 // (the deployment's defaults apply).
@@ -197,10 +147,7 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 // proxy's page) keeps its status with error_type "" and a generic message.
 func apiError(resp *http.Response, raw []byte) error {
 	e := &APIError{Status: resp.StatusCode}
-	var env struct {
-		Error     string `json:"error"`
-		ErrorType string `json:"error_type"`
-	}
+	var env api.Error
 	if json.Unmarshal(raw, &env) == nil && env.ErrorType != "" {
 		e.Message, e.ErrorType = env.Error, env.ErrorType
 	} else {

@@ -3,6 +3,7 @@ package dynamo
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -31,13 +32,18 @@ type connItem struct {
 	ConnSession string `dynamodbav:"conn_session"` // tabledef.AttrConnSession: the session id
 	AccountID   string `dynamodbav:"account_id"`
 	Visible     bool   `dynamodbav:"visible"`
-	ExpiresAt   string `dynamodbav:"expires_at"` // timeLayout
-	TTL         int64  `dynamodbav:"ttl"`        // epoch seconds (tabledef.TTLAttribute)
+	ExpiresAt   string `dynamodbav:"expires_at"`        // timeLayout
+	SeenAt      string `dynamodbav:"seen_at,omitempty"` // timeLayout; absent on older records
+	TTL         int64  `dynamodbav:"ttl"`               // epoch seconds (tabledef.TTLAttribute)
 }
 
 func (it connItem) conn() (lifecycle.ClientConn, error) {
 	exp, err := parseTime("expires_at", it.ExpiresAt)
-	return lifecycle.ClientConn{ID: it.ID, SessionID: it.ConnSession, AccountID: it.AccountID, Visible: it.Visible, ExpiresAt: exp}, err
+	c := lifecycle.ClientConn{ID: it.ID, SessionID: it.ConnSession, AccountID: it.AccountID, Visible: it.Visible, ExpiresAt: exp}
+	if err == nil && it.SeenAt != "" {
+		c.SeenAt, err = parseTime("seen_at", it.SeenAt)
+	}
+	return c, err
 }
 
 // PutConn stores c (unconditionally: a connection has one writer, its own
@@ -47,8 +53,12 @@ func (st *Store) PutConn(ctx context.Context, c lifecycle.ClientConn) error {
 	if c.ID == "" || c.SessionID == "" || c.ExpiresAt.IsZero() {
 		return lifecycle.Errorf(lifecycle.CodeInvalid, "a connection needs an id, a session and an expiry")
 	}
-	av, err := attributevalue.MarshalMap(connItem{PK: connPrefix + c.ID, SK: connSort, ID: c.ID, ConnSession: c.SessionID,
-		AccountID: c.AccountID, Visible: c.Visible, ExpiresAt: formatTime(c.ExpiresAt), TTL: c.ExpiresAt.Unix()})
+	it := connItem{PK: connPrefix + c.ID, SK: connSort, ID: c.ID, ConnSession: c.SessionID,
+		AccountID: c.AccountID, Visible: c.Visible, ExpiresAt: formatTime(c.ExpiresAt), TTL: c.ExpiresAt.Unix()}
+	if !c.SeenAt.IsZero() {
+		it.SeenAt = formatTime(c.SeenAt)
+	}
+	av, err := attributevalue.MarshalMap(it)
 	if err != nil {
 		return storeError("encode connection: %w", err)
 	}
@@ -90,6 +100,47 @@ func (st *Store) DeleteConn(ctx context.Context, id string) error {
 	return nil
 }
 
+// AllConns returns every stored connection: a Scan of the by_conn_session
+// index, which is sparse (only connection items carry its key), so it reads
+// the open connections, not the sessions. Eventually consistent, like
+// SessionConns; expired records not yet deleted are returned too. The
+// local gateway drops them all at start, the sweep the stale ones
+// (internal/channel Reaper). Errors: unavailable.
+func (st *Store) AllConns(ctx context.Context) ([]lifecycle.ClientConn, error) {
+	var out []lifecycle.ClientConn
+	p := dynamodb.NewScanPaginator(st.client, &dynamodb.ScanInput{TableName: aws.String(st.table),
+		IndexName: aws.String(tabledef.IndexByConnSession)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, storeError("scan connections: %w", err)
+		}
+		conns, err := decodeConns(page.Items)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, conns...)
+	}
+	return out, nil
+}
+
+// decodeConns decodes connection items of the by_conn_session index.
+func decodeConns(items []map[string]types.AttributeValue) ([]lifecycle.ClientConn, error) {
+	out := make([]lifecycle.ClientConn, 0, len(items))
+	for _, raw := range items {
+		var it connItem
+		if err := attributevalue.UnmarshalMap(raw, &it); err != nil || !strings.HasPrefix(it.PK, connPrefix) {
+			return nil, storeError("decode connection: %w", errors.Join(err, errors.New("not a connection item")))
+		}
+		c, err := it.conn()
+		if err != nil {
+			return nil, storeError("connection %s: %w", it.ID, err)
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
 // SessionConns returns the session's connections through the
 // by_conn_session index (eventually consistent: a connection stored a
 // moment ago may be missing, one deleted may linger). Records whose TTL has
@@ -111,17 +162,11 @@ func (st *Store) SessionConns(ctx context.Context, sessionID string) ([]lifecycl
 		if err != nil {
 			return nil, storeError("query connections of %s: %w", sessionID, err)
 		}
-		for _, raw := range page.Items {
-			var it connItem
-			if err := attributevalue.UnmarshalMap(raw, &it); err != nil || !strings.HasPrefix(it.PK, connPrefix) {
-				return nil, storeError("decode connection of %s: %w", sessionID, errors.Join(err, errors.New("not a connection item")))
-			}
-			c, err := it.conn()
-			if err != nil {
-				return nil, storeError("connection %s: %w", it.ID, err)
-			}
-			out = append(out, c)
+		conns, err := decodeConns(page.Items)
+		if err != nil {
+			return nil, fmt.Errorf("connections of %s: %w", sessionID, err)
 		}
+		out = append(out, conns...)
 	}
 	return out, nil
 }

@@ -68,6 +68,13 @@ type sessionItem struct {
 	// channel's presence (lifecycle.Session.AwayDeadline).
 	AwayTimeoutMS int64  `dynamodbav:"away_timeout_ms,omitempty"`
 	AwayDeadline  string `dynamodbav:"away_deadline,omitempty"`
+	// App is the session's app spec (lifecycle.AppSpec; absent: none);
+	// Readiness, ReadinessDetail and ReadyAt (timeLayout) its readiness
+	// (docs/READINESS.md). The outbox reads readiness from the stream image.
+	App             *appItem `dynamodbav:"app,omitempty"`
+	Readiness       string   `dynamodbav:"readiness,omitempty"`
+	ReadinessDetail string   `dynamodbav:"readiness_detail,omitempty"`
+	ReadyAt         string   `dynamodbav:"ready_at,omitempty"`
 	// WriteID identifies the write that stored this version (newWriteID).
 	WriteID string `dynamodbav:"write_id,omitempty"`
 
@@ -85,6 +92,36 @@ type sessionItem struct {
 	LeaseDueAt  *int64 `dynamodbav:"lease_due_at,omitempty"` // epoch milliseconds
 	PausedShard *int   `dynamodbav:"paused_shard,omitempty"`
 	PausedDueAt *int64 `dynamodbav:"paused_due_at,omitempty"` // epoch milliseconds
+}
+
+// appItem is a lifecycle.AppSpec as stored (a map attribute).
+type appItem struct {
+	Port           int               `dynamodbav:"port"`
+	StartCommand   string            `dynamodbav:"start_command"`
+	Cwd            string            `dynamodbav:"cwd,omitempty"`
+	Env            map[string]string `dynamodbav:"env,omitempty"`
+	ReadyPath      string            `dynamodbav:"ready_path,omitempty"`
+	ReadyTimeoutMS int64             `dynamodbav:"ready_timeout_ms"` // milliseconds
+}
+
+func toAppItem(a *lifecycle.AppSpec) *appItem {
+	if a == nil {
+		return nil
+	}
+	it := &appItem{Port: a.Port, StartCommand: a.StartCommand, Cwd: a.Cwd, ReadyPath: a.ReadyPath,
+		ReadyTimeoutMS: a.ReadyTimeout.Milliseconds()}
+	if len(a.Env) > 0 {
+		it.Env = a.Env
+	}
+	return it
+}
+
+func (it *appItem) spec() *lifecycle.AppSpec {
+	if it == nil {
+		return nil
+	}
+	return &lifecycle.AppSpec{Port: it.Port, StartCommand: it.StartCommand, Cwd: it.Cwd, Env: it.Env,
+		ReadyPath: it.ReadyPath, ReadyTimeout: time.Duration(it.ReadyTimeoutMS) * time.Millisecond}
 }
 
 // apiKeyItem is an API key as stored.
@@ -186,6 +223,8 @@ func toSessionItem(s *lifecycle.Session, shards int) sessionItem {
 		OwnerSort:           s.CreatedAt.UTC().Format(timeLayout) + "#" + s.ID,
 	}
 	it.AwayTimeoutMS, it.AwayDeadline = s.AwayTimeout.Milliseconds(), formatTime(s.AwayDeadline)
+	it.App, it.Readiness, it.ReadinessDetail = toAppItem(s.App), string(s.Readiness), s.ReadinessDetail
+	it.ReadyAt = formatTime(s.ReadyAt)
 	if len(s.Metadata) > 0 {
 		it.Metadata = s.Metadata
 	}
@@ -246,7 +285,9 @@ func (it sessionItem) session() (*lifecycle.Session, error) {
 		{"last_provider_event_at", it.LastProviderEventAt, &s.LastProviderEventAt},
 		{"state_changed_at", it.StateChangedAt, &s.StateChangedAt},
 		{"away_deadline", it.AwayDeadline, &s.AwayDeadline},
+		{"ready_at", it.ReadyAt, &s.ReadyAt},
 	}
+	s.App, s.Readiness, s.ReadinessDetail = it.App.spec(), lifecycle.Readiness(it.Readiness), it.ReadinessDetail
 	s.AwayTimeout = time.Duration(it.AwayTimeoutMS) * time.Millisecond
 	for _, f := range times {
 		if *f.dst, err = parseTime(f.name, f.v); err != nil {

@@ -81,6 +81,18 @@ const (
 	// dollars per hour (lifecycle.Config.Prices, over
 	// lifecycle.DefaultPrices).
 	Prices = "SANDMAN_PRICES"
+	// TemplateApps gives templates a default app spec, a JSON object
+	// {"<template>":{"port":3000,"start_command":"npm run dev",…}} with the
+	// fields of POST /v1/sessions' "app" (docs/READINESS.md).
+	TemplateApps = "SANDMAN_TEMPLATE_APPS"
+	// LocalKeepProcesses: "false" makes the local provider's pause kill
+	// the sandbox's app processes and its resume start from the folder
+	// only, like Vercel Sandbox (docs/READINESS.md). Default true.
+	LocalKeepProcesses = "SANDMAN_LOCAL_KEEP_PROCESSES"
+	// ReadinessQueueURL is the SQS queue readiness jobs are sent to
+	// (internal/readiness/sqsjobs); set by the stack on the functions that
+	// create or resume sessions. Unset: no readiness jobs in AWS.
+	ReadinessQueueURL = "SANDMAN_READINESS_QUEUE_URL"
 	// ClientTokenKeysSecret names the Secrets Manager secret holding the
 	// client-token key set (internal/channel/clienttoken JSON); set by the stack for
 	// the functions that mint or verify client tokens.
@@ -98,6 +110,28 @@ const (
 	// (internal/channel/apigwmgmt); set by the stack on the channel and notifier
 	// functions. Unset locally: the local gateway pushes itself.
 	WSManagementURL = "SANDMAN_WS_MANAGEMENT_URL"
+)
+
+// Outbound webhooks (internal/delivery, docs/WEBHOOKS.md), read by
+// internal/app.ConfigFromEnv.
+const (
+	// WebhookRetrySchedule is the wait before each delivery attempt after
+	// the previous one, comma-separated Go durations (default
+	// "0s,5s,5m,30m,2h,5h,10h,10h"); tests shorten it.
+	WebhookRetrySchedule = "SANDMAN_WEBHOOK_RETRY_SCHEDULE"
+	// WebhookAllowPrivateTargets "true" allows http endpoints and
+	// loopback, private and link-local addresses (never the metadata
+	// address). make run sets it unless the environment says otherwise;
+	// the stack never does.
+	WebhookAllowPrivateTargets = "SANDMAN_WEBHOOK_ALLOW_PRIVATE_TARGETS"
+	// WebhookQueueURL is the SQS queue of delivery jobs (lifecycle events
+	// from the bus, and attempts waiting for their time); set by the stack
+	// on the deliver function and on the sessions function (replays).
+	WebhookQueueURL = "SANDMAN_WEBHOOK_QUEUE_URL"
+	// WebhookDLQURL is the dead-letter queue exhausted deliveries are
+	// copied to (an alarm watches it); set by the stack on the deliver
+	// function.
+	WebhookDLQURL = "SANDMAN_WEBHOOK_DLQ_URL"
 )
 
 // The sweep's configuration (internal/sweep.ConfigFromEnv).
@@ -141,10 +175,11 @@ var (
 		VercelBaseURL, VercelTeamID, VercelProjectID, VercelMaxSessionTimeout, VercelToken, VercelTokenSecret, LocalWebhookURL, EventBus, EventsFile, CORSOrigin, LogLevel,
 		IdleTimeout, MinIdleTimeout, MaxIdleTimeout, MaxLifetimeLimit, ActivityGranularity, ProviderGrace,
 		MaxProviderTimeout, LeaseDuration, Deployment, APIKeyCacheTTL, ProbeTimeout, ProviderCallTimeout,
-		MaxRunning, Shards, Prices,
+		MaxRunning, Shards, Prices, TemplateApps, LocalKeepProcesses, ReadinessQueueURL,
 		ClientTokenKeysSecret, ClientTokenKeysFile, WSURL, WSManagementURL,
 		SweepConcurrency, SweepRate, SweepBurst, SweepPageSize, SweepDeadlineMargin, SweepReconcileSample, SweepDormancyAge,
 		TimerQueueURL,
+		WebhookRetrySchedule, WebhookAllowPrivateTargets, WebhookQueueURL, WebhookDLQURL,
 	}
 	LocalStack = []string{Addr, SweepInterval, InMemory, StateDir, DevAPIKey}
 )

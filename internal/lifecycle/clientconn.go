@@ -13,6 +13,11 @@ type ClientConn struct {
 	AccountID string    // the session's account
 	Visible   bool      // the client's page is visible
 	ExpiresAt time.Time // when the record may be dropped (its TTL)
+	// SeenAt is when the connection last spoke ($connect or a message),
+	// refreshed at most once per activity granularity; the sweep drops
+	// connections silent for longer than channel.StaleConnAge. Zero on
+	// records written before it existed (read as ExpiresAt - 2 h).
+	SeenAt time.Time
 }
 
 // ClientConns stores client-channel connections (internal/dynamo: items

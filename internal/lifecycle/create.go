@@ -24,6 +24,9 @@ type CreateInput struct {
 	// AwayTimeoutSeconds: nil for DefaultAwayTimeout, 0 for presence off,
 	// else 1..MaxAwayTimeout in seconds (docs/DESIGN.md "Client channel").
 	AwayTimeoutSeconds *int64
+	// App is the session's app spec as given (nil: none, or the
+	// template's default from Config.TemplateApps).
+	App *AppInput
 	// IdempotencyKey, when set, makes a repeated create return the first
 	// result without a second sandbox.
 	IdempotencyKey string
@@ -146,7 +149,11 @@ func (s *Service) createSandbox(ctx context.Context, sess *Session, release func
 			return s.providerError(err, "create the sandbox")
 		}
 		sess.SandboxID, sess.PreviewURL, sess.SandboxExpiresAt = sb.ID, sb.PreviewURL, sb.ExpiresAt
+		sess.PreviewURL = s.appPreviewURL(wctx, sess, sb.PreviewURL)
 		if err := s.transition(wctx, sess, StateRunning, ReasonRequest, Guard{}); err != nil {
+			if !IsCode(err, CodeConflict) {
+				return s.runningWriteUnknown(wctx, sess, sb.ID, err, release)
+			}
 			// The row moved under us (a delete, or a reconcile of an expired
 			// lease); the store already told our own retried write apart
 			// from a lost race. Do not leak the sandbox.
@@ -160,6 +167,41 @@ func (s *Service) createSandbox(ctx context.Context, sess *Session, release func
 		}
 		return nil
 	})
+}
+
+// runningWriteUnknown settles a create whose write of running failed with
+// something other than a conflict (werr: a timeout, a stalled table): the
+// write may have committed, so it is not a conflict and nothing is killed
+// before a re-read says so. It re-reads the session:
+//   - running with the new sandbox: the write committed; the create
+//     succeeded (sess is updated to what is stored);
+//   - final (a delete or a reconcile won): the sandbox is nobody's; it is
+//     killed and the create answers conflict, as for a lost race;
+//   - still provisioning, or unreadable: the outcome stays unknown. The
+//     session is left to its lease and the sweep (Reconcile marks it failed
+//     by a conditional write before killing anything, so a write of running
+//     that lands late wins and keeps its sandbox), the Idempotency-Key stays
+//     claimed so that a retry with it replays whatever the lease settles,
+//     and the create answers unavailable with a retry-after.
+func (s *Service) runningWriteUnknown(ctx context.Context, sess *Session, sandboxID string, werr error, release func()) error {
+	cur, err := s.cfg.Store.GetSession(ctx, sess.ID)
+	switch {
+	case err == nil && cur.State == StateRunning && cur.SandboxID == sandboxID:
+		*sess = *cur
+		s.logTransition(ctx, NewEvent(sess, StateProvisioning))
+		s.countTransition(StateProvisioning, sess)
+		s.armIfSoon(ctx, sess)
+		return nil
+	case err == nil && cur.State.Final():
+		s.killQuietly(ctx, sess, sandboxID)
+		release()
+		return &Error{Code: CodeConflict, Err: werr,
+			Message: "the session was deleted while its sandbox was being created; the sandbox was killed"}
+	}
+	s.log().WarnContext(ctx, "create: the write of running has an unknown outcome; the lease settles it",
+		"session_id", sess.ID, "sandbox_id", sandboxID, "err", werr, "reread_err", err)
+	return &Error{Code: CodeUnavailable, RetryAfter: s.cfg.RetryAfter, Err: werr,
+		Message: "the session store did not confirm the new session; retry with the same Idempotency-Key, which answers the session once it is settled"}
 }
 
 // newSession validates in and returns the provisioning session to write.
@@ -192,6 +234,10 @@ func (s *Service) newSession(accountID string, in CreateInput) (*Session, error)
 	if err != nil {
 		return nil, err
 	}
+	app, err := ResolveApp(s.cfg.TemplateApps[in.Template], in.App)
+	if err != nil {
+		return nil, err
+	}
 	now := s.now()
 	sess := &Session{
 		ID: s.cfg.NewID(), AccountID: accountID, Provider: provider, Template: in.Template,
@@ -199,6 +245,7 @@ func (s *Service) newSession(accountID string, in CreateInput) (*Session, error)
 		IdleTimeout: idle, MaxLifetime: life, AwayTimeout: away, CreatedAt: now, UpdatedAt: now, StateChangedAt: now,
 		LeaseExpiresAt: now.Add(s.cfg.Policy.LeaseDuration),
 		RunningLimit:   s.cfg.MaxRunning,
+		App:            app,
 	}
 	return sess, nil
 }
@@ -206,7 +253,7 @@ func (s *Service) newSession(accountID string, in CreateInput) (*Session, error)
 // validateMetadata checks a create's metadata: at most maxMetadataKeys
 // keys; keys of 1..maxMetadataKeyLen and values of at most
 // maxMetadataValueLen characters (Unicode code points), valid UTF-8; no key
-// starting with MetadataPrefix in any letter case.
+// starting with MetadataPrefix in any letter case (Unicode case folding: hasReservedPrefix).
 func validateMetadata(m map[string]string) error {
 	if len(m) > maxMetadataKeys {
 		return Errorf(CodeInvalid, "metadata may hold at most %d keys", maxMetadataKeys)
@@ -218,7 +265,7 @@ func validateMetadata(m map[string]string) error {
 		if n := utf8.RuneCountInString(k); n == 0 || n > maxMetadataKeyLen {
 			return Errorf(CodeInvalid, "metadata keys must be 1 to %d characters", maxMetadataKeyLen)
 		}
-		if strings.HasPrefix(strings.ToLower(k), MetadataPrefix) {
+		if hasReservedPrefix(k) {
 			return Errorf(CodeInvalid, "metadata keys starting with %q (in any case) are reserved (got %q)", MetadataPrefix, k)
 		}
 		if utf8.RuneCountInString(v) > maxMetadataValueLen {
@@ -226,6 +273,22 @@ func validateMetadata(m map[string]string) error {
 		}
 	}
 	return nil
+}
+
+// hasReservedPrefix reports whether key starts with MetadataPrefix under
+// Unicode case folding (strings.EqualFold), not only ASCII or ToLower case:
+// "ſandman_x" (U+017F folds to "s") and "SANDMAN_x" are reserved too, since
+// a provider or a reader that folds case would take them for ours.
+func hasReservedPrefix(key string) bool {
+	rest := key
+	for range utf8.RuneCountInString(MetadataPrefix) {
+		_, size := utf8.DecodeRuneInString(rest)
+		if size == 0 {
+			return false // shorter than the prefix
+		}
+		rest = rest[size:]
+	}
+	return strings.EqualFold(key[:len(key)-len(rest)], MetadataPrefix)
 }
 
 // killQuietly kills sess's sandbox sandboxID that nobody will track,

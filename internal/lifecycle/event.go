@@ -24,6 +24,11 @@ type Event struct {
 	Version   int64     `json:"version"` // the session's version after the write
 	Reason    string    `json:"reason"`
 	Time      time.Time `json:"time"` // when the transition was committed (UTC)
+	// Readiness is set on a readiness event (IsReadiness: From == To ==
+	// running, the app became ready or failed; docs/READINESS.md "Events"),
+	// with ReadinessDetail saying why it failed.
+	Readiness       Readiness `json:"readiness,omitempty"`
+	ReadinessDetail string    `json:"readiness_detail,omitempty"`
 
 	// Provider and Since are for the publisher's usage counters (usage.go)
 	// and are not part of the published event: the session's provider, and
@@ -33,14 +38,36 @@ type Event struct {
 	Since    time.Time `json:"-"`
 }
 
-// DetailType returns the EventBridge detail-type, "Session " and the target
-// state in title case, e.g. "Session Paused".
+// DetailType returns the EventBridge detail-type: "Session " and the target
+// state in title case, e.g. "Session Paused"; for a readiness event
+// "Session Ready" or "Session Not Ready".
 func (e Event) DetailType() string {
+	switch {
+	case e.IsReadiness() && e.Readiness == ReadinessReady:
+		return "Session Ready"
+	case e.IsReadiness():
+		return "Session Not Ready"
+	}
 	s := string(e.To)
 	if s == "" {
 		return "Session"
 	}
 	return "Session " + strings.ToUpper(s[:1]) + s[1:]
+}
+
+// IsReadiness reports whether e is a readiness event rather than a state
+// transition: the state stayed running and the app became ready or failed.
+// Usage counters skip it (it moves no time between states).
+func (e Event) IsReadiness() bool {
+	return e.From == e.To && (e.Readiness == ReadinessReady || e.Readiness == ReadinessFailed)
+}
+
+// NewReadinessEvent returns the event of a committed readiness change of
+// the running session s (s carries its new readiness and version).
+func NewReadinessEvent(s *Session) Event {
+	ev := NewEvent(s, s.State)
+	ev.Readiness, ev.ReadinessDetail = s.Readiness, s.ReadinessDetail
+	return ev
 }
 
 // NewEvent returns the event for a committed transition of s from from. s

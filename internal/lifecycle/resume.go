@@ -56,6 +56,7 @@ func (s *Service) resume(ctx context.Context, sess *Session) error {
 			if sb.PreviewURL != "" {
 				sess.PreviewURL = sb.PreviewURL
 			}
+			sess.PreviewURL = s.appPreviewURL(wctx, sess, sess.PreviewURL)
 			sess.SandboxExpiresAt = sb.ExpiresAt
 		}
 		if werr := s.transition(wctx, sess, to, ReasonRequest, Guard{}); werr != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -89,6 +90,30 @@ type Config struct {
 	// before now + TimerHorizon arms its timer at once (default
 	// DefaultTimerHorizon; set it to the sweep interval plus a margin).
 	TimerHorizon time.Duration
+	// TemplateApps gives templates a default app spec (docs/READINESS.md
+	// "Configuration", SANDMAN_TEMPLATE_APPS): a create of that template
+	// without an app gets it, and one with an app has its fields merged
+	// over it (ResolveApp).
+	TemplateApps map[string]*AppSpec
+	// ReadinessJobs queues readiness jobs (BringUp) after every commit that
+	// makes a session with an app running; nil queues none (the session
+	// stays starting).
+	ReadinessJobs ReadinessJobs
+	// ReadyHTTP makes the readiness probes (default: a client that follows
+	// no redirects: a redirect is an answer).
+	ReadyHTTP *http.Client
+	// ReadyProbeTimeout bounds one readiness probe (default
+	// DefaultReadyProbeTimeout).
+	ReadyProbeTimeout time.Duration
+	// ReadyBackoff is the first wait between readiness probes (default
+	// 100 ms), doubled up to ReadyBackoffMax (default 250 ms: a server
+	// that comes up is seen within a quarter second; the probes are GETs of
+	// one preview).
+	ReadyBackoff    time.Duration
+	ReadyBackoffMax time.Duration
+	// ReadyPollInterval is how often WaitReady re-reads the session
+	// (default 200 ms).
+	ReadyPollInterval time.Duration
 	// Metrics receives pauses by reason, resumes, provider errors by kind
 	// and pause lag (metrics.go); nil keeps none.
 	Metrics Metrics
@@ -137,6 +162,13 @@ func (c Config) withDefaults() Config {
 	if c.Metrics == nil {
 		c.Metrics = noMetrics{}
 	}
+	if c.ReadyHTTP == nil {
+		c.ReadyHTTP = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	}
+	c.ReadyProbeTimeout = orDefault(c.ReadyProbeTimeout, DefaultReadyProbeTimeout)
+	c.ReadyBackoff = orDefault(c.ReadyBackoff, defaultReadyBackoffMin)
+	c.ReadyBackoffMax = orDefault(c.ReadyBackoffMax, defaultReadyBackoffMax)
+	c.ReadyPollInterval = orDefault(c.ReadyPollInterval, 200*time.Millisecond)
 	return c
 }
 
@@ -249,6 +281,7 @@ func (s *Service) commit(ctx context.Context, sess *Session, from State, guard G
 		s.countTransition(from, sess)
 	}
 	s.armIfSoon(ctx, sess)
+	s.enqueueReadiness(ctx, sess, from)
 	return nil
 }
 
@@ -281,11 +314,27 @@ func (s *Service) owned(ctx context.Context, accountID, id string) (*Session, er
 	return sess, nil
 }
 
+// maxDeleteRetries bounds how often a delete re-reads after losing a race.
+// A delete must win over any transition in flight (docs/DESIGN.md "Session
+// states"): a snapshot or resume writes at most twice and then stops, so a
+// delete that re-reads wins within a few rounds; the bound only stops a
+// delete that loses to an endless stream of writers (it then answers 409).
+const maxDeleteRetries = 64
+
 // retryConflicts runs op on a fresh read of the session until it succeeds,
 // fails with anything but a conflict, or has lost maxConflictRetries races.
 func (s *Service) retryConflicts(ctx context.Context, accountID, id string, op func(*Session) error) (*Session, error) {
+	return s.retryConflictsN(ctx, accountID, id, maxConflictRetries, op)
+}
+
+// retryConflictsN is retryConflicts with its own bound, attempts races;
+// it also stops when ctx is done (returning the last conflict).
+func (s *Service) retryConflictsN(ctx context.Context, accountID, id string, attempts int, op func(*Session) error) (*Session, error) {
 	var err error
-	for attempt := 0; attempt < maxConflictRetries; attempt++ {
+	for attempt := 0; attempt < attempts; attempt++ {
+		if attempt > 0 && ctx.Err() != nil {
+			return nil, err
+		}
 		var sess *Session
 		if sess, err = s.owned(ctx, accountID, id); err != nil {
 			return nil, err

@@ -59,6 +59,17 @@ type Session struct {
 	// set to now + AwayTimeout when its last visible client left, cleared
 	// when one comes back and by a pause (presence.go).
 	AwayDeadline time.Time
+
+	// App is the app the sandbox serves (docs/READINESS.md); nil: none, and
+	// the session has no readiness.
+	App *AppSpec
+	// Readiness is the app's readiness while running ("" without an app or
+	// when not running); ReadinessDetail says why it failed (with the
+	// command's last output lines when known); ReadyAt is when it last
+	// became ready (zero otherwise).
+	Readiness       Readiness
+	ReadinessDetail string
+	ReadyAt         time.Time
 }
 
 // Transition reasons, carried on the session and in lifecycle events.
@@ -197,6 +208,7 @@ func (s *Session) Transition(to State, reason string, now time.Time, p Policy) e
 	if err := CheckTransition(s.State, to); err != nil {
 		return err
 	}
+	s.resetReadiness(to) // reads the state left
 	s.State, s.Reason, s.UpdatedAt, s.StateChangedAt = to, reason, now, now
 	s.LeaseExpiresAt = time.Time{}
 	if to.Transitional() {
@@ -232,9 +244,28 @@ func (s *Session) Transition(to State, reason string, now time.Time, p Policy) e
 	return nil
 }
 
+// resetReadiness applies the readiness rules of a transition to to
+// (docs/READINESS.md "Readiness"): a session with an app becomes starting
+// whenever it becomes running from provisioning or resuming (a cold or warm
+// start alike: the app must answer again), keeps its readiness through
+// pausing (a pause rolled back returns it as it was) and resuming, and has
+// none in any other state.
+func (s *Session) resetReadiness(to State) {
+	switch {
+	case to == StateRunning && s.App != nil && s.State != StatePausing:
+		s.Readiness, s.ReadinessDetail, s.ReadyAt = ReadinessStarting, "", time.Time{}
+	case to == StateRunning && s.App != nil && s.Readiness == "":
+		s.Readiness = ReadinessStarting
+	case to == StatePausing, to == StateResuming, to == StateRunning:
+	default:
+		s.Readiness, s.ReadinessDetail, s.ReadyAt = "", "", time.Time{}
+	}
+}
+
 // Clone returns a deep copy of s.
 func (s *Session) Clone() *Session {
 	c := *s
 	c.Metadata = maps.Clone(s.Metadata)
+	c.App = s.App.Clone()
 	return &c
 }

@@ -145,10 +145,13 @@ func (s *Service) heartbeatOnMissing(ctx context.Context, sess *Session) error {
 // kill Sandman asked for is never taken for an expiry. A sandbox whose kill
 // fails is killed by the sweep, which reaps every sandbox of a killed
 // session (ReapOrphan); the failure is logged.
-// Errors: not_found, forbidden, conflict (lost every race, to writers other
-// than a delete).
+// A delete wins over a snapshot, resume or create in flight: it re-reads
+// after each lost race (up to maxDeleteRetries times) until its write of
+// killed commits; the operation in flight then loses its own next write.
+// Errors: not_found, forbidden, conflict (lost maxDeleteRetries races in a
+// row, to writers other than a delete).
 func (s *Service) Delete(ctx context.Context, accountID, id string) (*Session, error) {
-	sess, err := s.retryConflicts(ctx, accountID, id, func(sess *Session) error {
+	sess, err := s.retryConflictsN(ctx, accountID, id, maxDeleteRetries, func(sess *Session) error {
 		if sess.State == StateKilled {
 			return nil
 		}

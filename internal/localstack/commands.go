@@ -19,11 +19,14 @@ import (
 	"github.com/sandmanhq/sandman/internal/apigw"
 	"github.com/sandmanhq/sandman/internal/app"
 	"github.com/sandmanhq/sandman/internal/channel/clienttoken"
+	"github.com/sandmanhq/sandman/internal/delivery"
+	"github.com/sandmanhq/sandman/internal/delivery/sqsqueue"
 	"github.com/sandmanhq/sandman/internal/dynamo"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/outbox"
 	"github.com/sandmanhq/sandman/internal/outbox/jsonl"
 	"github.com/sandmanhq/sandman/internal/provider/local"
+	"github.com/sandmanhq/sandman/internal/readiness/sqsjobs"
 	"github.com/sandmanhq/sandman/internal/routes"
 	"github.com/sandmanhq/sandman/internal/sweep"
 	"github.com/sandmanhq/sandman/internal/timer/sqstimer"
@@ -225,7 +228,7 @@ func InvokeCommand(ctx context.Context, args []string, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	needs := app.Needs{Provider: *fn != routes.Status && *fn != routes.Webhook && *fn != routes.Publisher && *fn != routes.Notifier, WebhookSecret: *fn == routes.Webhook}
+	needs := app.Needs{Provider: *fn != routes.Status && *fn != routes.Webhook && *fn != routes.Publisher && *fn != routes.Notifier && *fn != routes.Deliver, WebhookSecret: *fn == routes.Webhook}
 	t, a, err := openApp(ctx, needs, Deps(nil))
 	if err != nil {
 		return err
@@ -258,6 +261,14 @@ func InvokeCommand(ctx context.Context, args []string, w io.Writer) error {
 		if resp, err = sqstimer.NewHandler(a.Service, a.Log).Handle(ctx, ev); err != nil {
 			return err
 		}
+	case routes.Readiness:
+		var ev events.SQSEvent
+		if err := json.Unmarshal(raw, &ev); err != nil {
+			return fmt.Errorf("decode SQS event %s: %w", *eventFile, err)
+		}
+		if resp, err = sqsjobs.NewHandler(a.Service, nil, a.Log).Handle(ctx, ev); err != nil {
+			return err
+		}
 	case routes.IdlePause:
 		var ev events.CloudWatchEvent
 		if err := json.Unmarshal(raw, &ev); err != nil {
@@ -271,6 +282,25 @@ func InvokeCommand(ctx context.Context, args []string, w io.Writer) error {
 		if err != nil {
 			return err
 		}
+	case routes.Deliver:
+		// Attempts run in process (delivery.Local) instead of through the
+		// queue; invoke waits for them, retries included.
+		var ev events.SQSEvent
+		if err := json.Unmarshal(raw, &ev); err != nil {
+			return fmt.Errorf("decode SQS event %s: %w", *eventFile, err)
+		}
+		local := delivery.NewLocal(delivery.LocalConfig{Log: a.Log})
+		engine, err := a.WebhookEngine(local, nil)
+		if err != nil {
+			return err
+		}
+		lctx, stop := context.WithCancel(ctx)
+		defer stop()
+		local.Start(lctx, engine)
+		if resp, err = sqsqueue.NewHandler(engine, a.Log).Handle(ctx, ev); err != nil {
+			return err
+		}
+		local.Idle()
 	case routes.Channel, routes.Notifier:
 		if resp, err = invokeChannel(ctx, a, *fn, raw); err != nil {
 			return err

@@ -8,7 +8,7 @@ import (
 // ConsoleAPI serves the console's dev routes (internal/webclient package
 // doc) by forwarding each to the same route under /v1 on api with the dev
 // API key, which stays on the server: the page never sees a key. Only the
-// six routes the console uses are forwarded; anything else under
+// eight routes the console uses are forwarded; anything else under
 // /console/api/ is 404. A browser's own Authorization or x-api-key header
 // is dropped.
 //
@@ -18,6 +18,8 @@ import (
 //	POST   /console/api/sessions/{id}/snapshot      → POST   /v1/sessions/{id}/snapshot
 //	POST   /console/api/sessions/{id}/resume        → POST   /v1/sessions/{id}/resume
 //	DELETE /console/api/sessions/{id}               → DELETE /v1/sessions/{id}
+//	GET    /console/api/webhook-endpoints           → GET    /v1/webhook-endpoints
+//	GET    /console/api/webhook-endpoints/{id}/deliveries → GET /v1/webhook-endpoints/{id}/deliveries
 func ConsoleAPI(api http.Handler, devKey string) http.Handler {
 	mux := http.NewServeMux()
 	forward := func(w http.ResponseWriter, r *http.Request) {
@@ -33,6 +35,7 @@ func ConsoleAPI(api http.Handler, devKey string) http.Handler {
 		"GET /console/api/sessions", "POST /console/api/sessions",
 		"POST /console/api/sessions/{id}/client-tokens", "POST /console/api/sessions/{id}/snapshot",
 		"POST /console/api/sessions/{id}/resume", "DELETE /console/api/sessions/{id}",
+		"GET /console/api/webhook-endpoints", "GET /console/api/webhook-endpoints/{id}/deliveries",
 	} {
 		mux.HandleFunc(p, forward)
 	}

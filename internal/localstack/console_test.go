@@ -40,6 +40,8 @@ func TestNewMux(t *testing.T) {
 		{"POST", "/console/api/sessions/ses_x/snapshot", "POST /v1/sessions/ses_x/snapshot key=sk_dev authz="},
 		{"POST", "/console/api/sessions/ses_x/resume", "POST /v1/sessions/ses_x/resume key=sk_dev authz="},
 		{"DELETE", "/console/api/sessions/ses_x", "DELETE /v1/sessions/ses_x key=sk_dev authz="},
+		{"GET", "/console/api/webhook-endpoints", "GET /v1/webhook-endpoints key=sk_dev authz="},
+		{"GET", "/console/api/webhook-endpoints/we_x/deliveries", "GET /v1/webhook-endpoints/we_x/deliveries key=sk_dev authz="},
 		{"GET", "/v1/sessions", "GET /v1/sessions key= authz=Bearer sk_browser"},
 	} {
 		got = nil

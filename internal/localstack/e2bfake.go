@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/sandmanhq/sandman/internal/app"
@@ -52,6 +53,9 @@ func startE2BFake(baseURL string, log *slog.Logger) (lifecycle.Provider, func(),
 	p, err := e2b.New(e2b.Config{
 		BaseURL: baseURL, APIKey: e2btest.APIKey, Domain: e2btest.Domain, Logger: log,
 		EnvdURL: func(sandboxID, _ string) string { return baseURL + e2btest.ProxyPrefix + "/" + sandboxID },
+		PortURL: func(sandboxID, _ string, port int) string {
+			return baseURL + e2btest.ProxyPrefix + "/" + sandboxID + "/port/" + strconv.Itoa(port) + "/"
+		},
 	})
 	if err != nil {
 		stop()

@@ -29,7 +29,7 @@ func Deps(log *slog.Logger) app.Deps {
 // signed with the webhook secret.
 func Local(p app.ProviderParams) (lifecycle.Provider, func(context.Context) error, error) {
 	prov, err := local.New(local.Config{Dir: p.Config.LocalDir, WebhookURL: p.Config.LocalWebhookURL,
-		WebhookSecret: p.WebhookSecret, Clock: p.Clock, Logger: p.Log})
+		WebhookSecret: p.WebhookSecret, Clock: p.Clock, Logger: p.Log, DropProcesses: p.Config.LocalDropProcesses})
 	if err != nil {
 		return nil, nil, err
 	}

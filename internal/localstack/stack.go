@@ -24,6 +24,7 @@ import (
 	"github.com/sandmanhq/sandman/internal/app"
 	"github.com/sandmanhq/sandman/internal/channel"
 	"github.com/sandmanhq/sandman/internal/channel/clienttoken"
+	"github.com/sandmanhq/sandman/internal/delivery"
 	"github.com/sandmanhq/sandman/internal/dynamo"
 	"github.com/sandmanhq/sandman/internal/envnames"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
@@ -31,6 +32,7 @@ import (
 	"github.com/sandmanhq/sandman/internal/outbox/jsonl"
 	"github.com/sandmanhq/sandman/internal/provider"
 	"github.com/sandmanhq/sandman/internal/provider/local"
+	"github.com/sandmanhq/sandman/internal/readiness"
 	"github.com/sandmanhq/sandman/internal/routes"
 	"github.com/sandmanhq/sandman/internal/sweep"
 	"github.com/sandmanhq/sandman/internal/timer/localtimer"
@@ -132,6 +134,9 @@ func Run(ctx context.Context, opts Config) error {
 		app.EnvWebhookSecret:   DefaultWebhookSecret,
 		app.EnvEventsFile:      filepath.Join(stateDir, "events.jsonl"),
 		app.EnvWSURL:           "ws://" + ln.Addr().String() + "/v1/ws",
+		// Local receivers listen on 127.0.0.1 over http (docs/WEBHOOKS.md
+		// "Safe targets"); the stack never sets it.
+		app.EnvWebhookAllowPrivateTargets: "true",
 	}
 	if getenv(app.EnvClientTokenKeysSecret) == "" {
 		defaults[app.EnvClientTokenKeysFile] = filepath.Join(stateDir, clienttoken.DefaultFileName)
@@ -147,6 +152,13 @@ func Run(ctx context.Context, opts Config) error {
 	// deadlines before the next tick plus a minute.
 	timers := localtimer.New(localtimer.Config{Log: opts.Log})
 	deps.Timers, deps.TimerHorizon = timers, interval+time.Minute
+	// Readiness jobs (docs/READINESS.md "Where it runs"): an in-process
+	// worker behind the interface the SQS queue implements in AWS.
+	jobs := readiness.New(readiness.Config{Log: opts.Log})
+	deps.ReadinessJobs = jobs
+	// Outbound webhooks run in process, one lane per endpoint.
+	hooks := delivery.NewLocal(delivery.LocalConfig{Log: opts.Log})
+	deps.WebhookDispatcher = hooks
 	if getenv(app.EnvProvider) == ProviderE2BFake {
 		log := opts.Log
 		if log == nil {
@@ -199,8 +211,22 @@ func Run(ctx context.Context, opts Config) error {
 		return err
 	}
 	ws.Handler = chh
+	chh.GatewayAdmits() // the gateway counts each message before coalescing heartbeats
+	// The sockets of a previous process died with it (kill -9 delivers no
+	// $disconnect): drop their records so they stop counting as present.
+	reaper, err := channel.NewReaper(a.Service, a.Store, a.Log)
+	if err != nil {
+		return err
+	}
+	if _, err := reaper.DropAll(ctx); err != nil {
+		a.Log.WarnContext(ctx, "drop the previous process's connections", "err", err)
+	}
 
-	poller, closeEvents, err := newOutbox(ctx, client, cfg, stateDir, a.Log, chh, a.Store)
+	engine, err := a.WebhookEngine(hooks, nil)
+	if err != nil {
+		return err
+	}
+	poller, closeEvents, err := newOutbox(ctx, client, cfg, stateDir, a.Log, chh, a.Store, engine)
 	if err != nil {
 		return err
 	}
@@ -218,15 +244,27 @@ func Run(ctx context.Context, opts Config) error {
 	if err != nil {
 		return err
 	}
+	sweepCfg.Conns = reaper // as in AWS: connections silent past the bound stop counting
 	idle := sweep.NewHandler(sweep.New(a.Service, sweepCfg, a.Log), a.Log)
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	hooks.Start(ctx, engine)
+	defer hooks.Wait()
+	if lister, ok := a.WebhookStore.(delivery.PendingLister); ok {
+		if n, err := hooks.Recover(ctx, lister); err != nil {
+			a.Log.Warn("webhook deliveries: pending ones not recovered", "err", err)
+		} else if n > 0 {
+			a.Log.Info("webhook deliveries: pending ones picked up again", "count", n)
+		}
+	}
 	timers.Start(ctx, func(ctx context.Context, id string) error {
 		_, err := a.Service.FireTimer(ctx, id)
 		return err
 	})
 	defer func() { cancel(); timers.Close() }()
+	jobs.Start(ctx, a.Service.BringUp)
+	defer func() { cancel(); jobs.Close() }()
 	var wg sync.WaitGroup
 	if lp, ok := a.Provider.(*local.Provider); ok {
 		wg.Add(1)
@@ -365,9 +403,11 @@ func ScheduledEvent(t time.Time) events.CloudWatchEvent {
 // newOutbox returns the local publisher of lifecycle events: a poller on
 // the table's stream (enabled if the table predates it) writing JSON lines
 // to cfg.EventsFile and handing every event to notify (the client
-// channel's notifier), after recording each in usage (outbox.Recording:
-// the usage counters and recent events), and a func closing the file.
-func newOutbox(ctx context.Context, client *dynamodb.Client, cfg app.Config, stateDir string, log *slog.Logger, notify lifecycle.Publisher, usage lifecycle.UsageStore) (*outbox.Poller, func(), error) {
+// channel's notifier) and to hooks (the outbound webhooks' engine, which
+// makes the deliveries; a failure there is retried with the batch), after
+// recording each in usage (outbox.Recording: the usage counters and recent
+// events), and a func closing the file.
+func newOutbox(ctx context.Context, client *dynamodb.Client, cfg app.Config, stateDir string, log *slog.Logger, notify lifecycle.Publisher, usage lifecycle.UsageStore, hooks lifecycle.Publisher) (*outbox.Poller, func(), error) {
 	arn, err := dynamo.EnableStream(ctx, client, cfg.Table)
 	if err != nil {
 		return nil, nil, err
@@ -387,7 +427,7 @@ func newOutbox(ctx context.Context, client *dynamodb.Client, cfg app.Config, sta
 		if err := notify.Publish(ctx, evs...); err != nil {
 			log.WarnContext(ctx, "client channel push", "err", err) // pushes are best effort
 		}
-		return nil
+		return hooks.Publish(ctx, evs...)
 	})
 	poller := outbox.NewPoller(outbox.PollerConfig{Streams: streams, StreamARN: arn, Publisher: outbox.Recording(usage, both), Log: log,
 		CheckpointFile: filepath.Join(stateDir, "events.checkpoint.json")})

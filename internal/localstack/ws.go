@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -125,16 +126,101 @@ func (g *WSGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_, _ = g.Handler.Handle(context.WithoutCancel(ctx), g.event(channel.RouteDisconnect, connID, r, ""))
 		_ = c.CloseNow()
 	}()
+	// Messages are read as they come and handled one at a time by a worker,
+	// in order; a heartbeat queued behind another heartbeat replaces it, so
+	// a burst of visibility toggles settles to the last one instead of
+	// costing table operations each. Every message counts against the
+	// connection's bound first (channel.Handler.Admit: past it the
+	// connection is closed with 1008).
+	q := &msgQueue{ready: make(chan struct{}, 1)}
+	wctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for body, ok := q.next(wctx); ok; body, ok = q.next(wctx) {
+			if _, err := g.Handler.Handle(wctx, g.event(channel.RouteDefault, connID, r, body)); err != nil {
+				g.Log.WarnContext(wctx, "channel message", "connection_id", connID, "err", err)
+			}
+		}
+	}()
+	defer func() { stop(); <-done }() // before the $disconnect above
 	for {
 		typ, data, err := c.Read(ctx)
 		if err != nil {
 			return
 		}
+		if !g.Handler.Admit(ctx, connID) {
+			return // closed with 1008 by Close
+		}
 		if typ != websocket.MessageText {
 			continue
 		}
-		if _, err := g.Handler.Handle(ctx, g.event(channel.RouteDefault, connID, r, string(data))); err != nil {
-			g.Log.WarnContext(ctx, "channel message", "connection_id", connID, "err", err)
+		q.push(string(data))
+	}
+}
+
+// msgQueue is one connection's messages waiting for the worker: in
+// order, but a heartbeat queued right behind another heartbeat replaces it
+// (the later one says everything the earlier one did).
+type msgQueue struct {
+	mu    sync.Mutex
+	items []string
+	ready chan struct{} // signalled when items were added
+}
+
+func (q *msgQueue) push(body string) {
+	q.mu.Lock()
+	if n := len(q.items); n > 0 && isHeartbeat(body) && isHeartbeat(q.items[n-1]) {
+		q.items[n-1] = body
+	} else {
+		q.items = append(q.items, body)
+	}
+	q.mu.Unlock()
+	select {
+	case q.ready <- struct{}{}:
+	default:
+	}
+}
+
+// next returns the oldest queued message, waiting for one; false when ctx
+// is done.
+func (q *msgQueue) next(ctx context.Context) (string, bool) {
+	for {
+		q.mu.Lock()
+		if len(q.items) > 0 {
+			body := q.items[0]
+			q.items = q.items[1:]
+			q.mu.Unlock()
+			return body, true
+		}
+		q.mu.Unlock()
+		select {
+		case <-q.ready:
+		case <-ctx.Done():
+			return "", false
 		}
 	}
+}
+
+// isHeartbeat reports whether body is a {"action":"heartbeat"} message.
+func isHeartbeat(body string) bool {
+	var m struct {
+		Action string `json:"action"`
+	}
+	return json.Unmarshal([]byte(body), &m) == nil && m.Action == "heartbeat"
+}
+
+// Close closes connection connID with code and reason (channel.Closer:
+// the Handler closes an over-limit connection with 1008). Errors:
+// channel.ErrGone when the gateway does not hold it.
+func (g *WSGateway) Close(_ context.Context, connID string, code int, reason string) error {
+	g.mu.Lock()
+	c := g.conns[connID]
+	g.mu.Unlock()
+	if c == nil {
+		return fmt.Errorf("connection %s: %w", connID, channel.ErrGone)
+	}
+	// Synchronous: the read loop calls it between reads (through Admit),
+	// so the close handshake can read the peer's answer.
+	return c.Close(websocket.StatusCode(code), reason)
 }

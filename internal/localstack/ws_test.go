@@ -117,3 +117,51 @@ func TestWSGateway(t *testing.T) {
 		time.Sleep(10 * time.Millisecond) // waits for the server's read loop to see the close, not for domain time
 	}
 }
+
+// TestWSGatewayClosesPastRate: a connection that sends more than
+// channel.MessageBurst messages at once is closed with 1008.
+func TestWSGatewayClosesPastRate(t *testing.T) {
+	clock := lifecycle.NewManualClock(time.Date(2026, 11, 23, 2, 0, 0, 0, time.UTC))
+	ws := localstack.NewWSGateway(slog.New(slog.DiscardHandler))
+	svc := lifecycle.NewService(lifecycle.Config{Store: memstore.New(), Provider: fake.New(fake.Config{Clock: clock}),
+		Clock: clock, Log: slog.New(slog.DiscardHandler)})
+	tokens, err := clienttoken.New(clienttoken.KeySet{Signing: clienttoken.Key{ID: "k", Secret: []byte(strings.Repeat("x", 32))}}, clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := channel.New(svc, tokens, channel.NewMemory(), ws, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.GatewayAdmits()
+	ws.Handler = h
+	srv := httptest.NewServer(ws)
+	t.Cleanup(srv.Close)
+	sess, _, err := svc.Create(t.Context(), "acct_1", lifecycle.CreateInput{Template: "base"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, _, _ := tokens.Mint(sess.ID, "acct_1", 0)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http")+localstack.WSPath+"?token="+tok, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	for range channel.MessageBurst + 1 {
+		if err := c.Write(ctx, websocket.MessageText, []byte(`{"action":"heartbeat","visible":true}`)); err != nil {
+			break // closed already
+		}
+	}
+	for {
+		_, _, err := c.Read(ctx)
+		if err == nil {
+			continue
+		}
+		if got := websocket.CloseStatus(err); got != websocket.StatusPolicyViolation {
+			t.Fatalf("connection ended with %v (close status %d), want 1008", err, got)
+		}
+		return
+	}
+}

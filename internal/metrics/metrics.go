@@ -96,11 +96,6 @@ type Dim struct {
 	Name, Value string
 }
 
-// Clock tells the time of a flush; lifecycle.Clock satisfies it.
-type Clock interface {
-	Now() time.Time
-}
-
 // Config is what an Emitter is built from (New).
 type Config struct {
 	// Writer receives the EMF lines, one Write per line ending in "\n":
@@ -112,7 +107,7 @@ type Config struct {
 	// Namespace defaults to Namespace.
 	Namespace string
 	// Clock stamps each flush (default the system clock).
-	Clock Clock
+	Clock lifecycle.Clock
 	// Log receives write failures (default slog.Default()).
 	Log *slog.Logger
 }

@@ -34,11 +34,25 @@ func (s *inPathStore) CreateSession(ctx context.Context, sess *lifecycle.Session
 }
 
 func (s *inPathStore) UpdateSession(ctx context.Context, sess *lifecycle.Session, from lifecycle.State, guard lifecycle.Guard) error {
+	// A readiness event (state kept running, readiness now ready or
+	// failed) needs the readiness before the write, as the stream's old
+	// image has it.
+	var before lifecycle.Readiness
+	readiness := sess.State == from && from == lifecycle.StateRunning &&
+		(sess.Readiness == lifecycle.ReadinessReady || sess.Readiness == lifecycle.ReadinessFailed)
+	if readiness {
+		if old, err := s.Store.GetSession(ctx, sess.ID); err == nil {
+			before = old.Readiness
+		}
+	}
 	if err := s.Store.UpdateSession(ctx, sess, from, guard); err != nil {
 		return err
 	}
-	if sess.State != from {
+	switch {
+	case sess.State != from:
 		s.publish(ctx, lifecycle.NewEvent(sess, from))
+	case readiness && before != sess.Readiness:
+		s.publish(ctx, lifecycle.NewReadinessEvent(sess))
 	}
 	return nil
 }

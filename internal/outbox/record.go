@@ -14,7 +14,10 @@
 //     sk "SESSION"); API keys, claims and removals are not transitions;
 //   - the new image's state differs from the old image's (an INSERT has no
 //     old state: the event's from is ""). Heartbeats, timeout refreshes and
-//     other writes that keep the state are not transitions.
+//     other writes that keep the state are not transitions;
+//   - or the state stayed running and readiness changed to ready or failed:
+//     a readiness event ("Session Ready" / "Session Not Ready",
+//     docs/READINESS.md "Events"), timed by updated_at, with no Since.
 //
 // The event is built from the new image alone: event_id
 // "<session_id>:<version>" (lifecycle.EventID), from (the old image's
@@ -52,6 +55,8 @@ const (
 	attrUpdatedAt      = "updated_at"
 	attrStateChangedAt = "state_changed_at"
 	attrProvider       = "provider"
+	attrReadiness      = "readiness"
+	attrReadyDetail    = "readiness_detail"
 
 	sessionPrefix = "SESSION#"
 	sessionSort   = "SESSION"
@@ -155,7 +160,10 @@ func (c Change) Event() (lifecycle.Event, bool, error) {
 		from = lifecycle.State(c.Old[attrState])
 	}
 	to := lifecycle.State(c.New[attrState])
-	if to == from {
+	readiness := lifecycle.Readiness(c.New[attrReadiness])
+	readinessEvent := to == from && to == lifecycle.StateRunning && string(readiness) != c.Old[attrReadiness] &&
+		(readiness == lifecycle.ReadinessReady || readiness == lifecycle.ReadinessFailed)
+	if to == from && !readinessEvent {
 		return lifecycle.Event{}, false, nil
 	}
 	id := c.New[attrID]
@@ -165,7 +173,7 @@ func (c Change) Event() (lifecycle.Event, bool, error) {
 			c.Sequence, c.New[tabledef.PartitionKey], c.New[attrVersion])
 	}
 	at := c.New[attrStateChangedAt]
-	if at == "" {
+	if at == "" || readinessEvent {
 		at = c.New[attrUpdatedAt]
 	}
 	var t time.Time
@@ -178,7 +186,7 @@ func (c Change) Event() (lifecycle.Event, bool, error) {
 	if err != nil {
 		return lifecycle.Event{}, false, err
 	}
-	return lifecycle.Event{
+	ev := lifecycle.Event{
 		Provider:  c.New[attrProvider],
 		Since:     since,
 		EventID:   lifecycle.EventID(id, version),
@@ -190,7 +198,14 @@ func (c Change) Event() (lifecycle.Event, bool, error) {
 		Version:   version,
 		Reason:    c.New[attrReason],
 		Time:      t.UTC(),
-	}, true, nil
+	}
+	if readinessEvent {
+		// A readiness event moves no time between states: no Since, so the
+		// usage counters accrue nothing for it.
+		ev.Since = time.Time{}
+		ev.Readiness, ev.ReadinessDetail = readiness, c.New[attrReadyDetail]
+	}
+	return ev, true, nil
 }
 
 // sinceOf returns when the session entered the old image's state: its

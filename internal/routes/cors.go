@@ -20,7 +20,7 @@ var (
 	CORSAllowHeaders = []string{"Authorization", "Content-Type", "Idempotency-Key", "x-api-key"}
 	// CORSAllowMethods are the methods of Table plus the preflight's own
 	// OPTIONS (Access-Control-Allow-Methods).
-	CORSAllowMethods = []string{"GET", "POST", "DELETE", "OPTIONS"}
+	CORSAllowMethods = []string{"GET", "POST", "PATCH", "DELETE", "OPTIONS"}
 	// CORSExposeHeaders are the response headers a browser lets scripts read
 	// (Access-Control-Expose-Headers): Retry-After of errors a retry can
 	// fix, Location of a created session, Idempotent-Replayed of a

@@ -19,6 +19,10 @@ const (
 	// Pauser is fed by the timer queue (SQS); it fires pause timers
 	// (internal/timer/sqstimer, docs/DESIGN.md "Precise pausing").
 	Pauser = "pauser"
+	// Readiness is fed by the readiness queue (SQS); it brings a session's
+	// app up and records its readiness (internal/readiness/sqsjobs,
+	// docs/READINESS.md).
+	Readiness = "readiness"
 	// Channel serves the WebSocket API's $connect, $disconnect and
 	// $default (internal/channel, docs/DESIGN.md "Client channel").
 	Channel = "channel"
@@ -26,11 +30,16 @@ const (
 	// it pushes the session's status to its WebSocket connections
 	// (channel.Notifier.HandleEvent).
 	Notifier = "notifier"
+	// Deliver is fed by the webhook delivery queue (SQS), which an
+	// EventBridge rule on the bus fills with lifecycle events; it sends
+	// the accounts' signed webhooks (internal/delivery/sqsqueue,
+	// docs/WEBHOOKS.md).
+	Deliver = "deliver"
 )
 
 // Functions lists every Lambda function: HTTP, scheduled, stream, queue,
 // WebSocket and bus.
-var Functions = []string{Sessions, Status, Resume, Snapshot, Reconnect, Webhook, IdlePause, Publisher, Pauser, Channel, Notifier}
+var Functions = []string{Sessions, Status, Resume, Snapshot, Reconnect, Webhook, IdlePause, Publisher, Pauser, Readiness, Channel, Notifier, Deliver}
 
 // Route is one API Gateway route: Key is the route key as API Gateway writes
 // it ("POST /v1/sessions/{id}/resume"), Function the Lambda that serves it.
@@ -59,7 +68,20 @@ var Table = []Route{
 	{"POST", ClientTokensPath, Sessions},
 	{"POST", "/v1/webhooks/{provider}", Webhook},
 	{"GET", OpenAPIPath, Sessions},
+	{"POST", WebhookEndpointsPath, Sessions},
+	{"GET", WebhookEndpointsPath, Sessions},
+	{"GET", WebhookEndpointsPath + "/{id}", Sessions},
+	{"PATCH", WebhookEndpointsPath + "/{id}", Sessions},
+	{"DELETE", WebhookEndpointsPath + "/{id}", Sessions},
+	{"POST", WebhookEndpointsPath + "/{id}/rotate-secret", Sessions},
+	{"GET", WebhookEndpointsPath + "/{id}/deliveries", Sessions},
+	{"POST", WebhookEndpointsPath + "/{id}/deliveries/{delivery_id}/retry", Sessions},
 }
+
+// WebhookEndpointsPath is the root of an account's outbound webhook
+// endpoints and their delivery logs (docs/WEBHOOKS.md), served by the
+// sessions function.
+const WebhookEndpointsPath = "/v1/webhook-endpoints"
 
 // OpenAPIPath is the path of the API's OpenAPI 3.1 document (docs/DESIGN.md
 // "Operators"; internal/openapi), served by the sessions function.

@@ -49,6 +49,10 @@ type Summary struct {
 	// DormantKilled: dormant sessions whose sandbox was killed and that are
 	// now expired.
 	DormantKilled int `json:"dormant_killed"`
+	// StaleConns: client-channel connections dropped because they had been
+	// silent longer than the bound (Config.Conns); their sessions'
+	// presence was recomputed.
+	StaleConns int `json:"stale_conns"`
 	// LagMaxMS and LagP50MS are the largest and the median delay, in
 	// milliseconds, between a paused session's pause deadline and the time
 	// this run paused it (service clock); 0 when none was paused.
@@ -78,6 +82,7 @@ func (s Summary) LogValue() slog.Value {
 		slog.Int("orphans_killed", s.OrphansKilled),
 		slog.Int("reconciled", s.Reconciled),
 		slog.Int("reconcile_failed", s.ReconcileFailed),
+		slog.Int("stale_conns", s.StaleConns),
 		slog.Int("dormant", s.Dormant),
 		slog.Int("dormant_killed", s.DormantKilled),
 		slog.Int64("lag_max_ms", s.LagMaxMS),

@@ -52,10 +52,22 @@ type Config struct {
 	// longer than this and marks the session expired. Zero (the default)
 	// keeps paused sessions forever.
 	DormancyAge time.Duration
+	// Conns, when set, drops client-channel connections that lost their
+	// socket without a $disconnect and recomputes their sessions' presence
+	// (internal/channel Reaper.ReapStale, docs/DESIGN.md "Client channel"),
+	// once per run after the other phases. Nil: no such phase.
+	Conns StaleConns
 	// Wall tells the wall-clock time that the context's deadline is compared
 	// with (default lifecycle.SystemClock). It is separate from the
 	// service's clock, which decides what is due, so tests can move each.
 	Wall lifecycle.Clock
+}
+
+// StaleConns drops dead client-channel connections (internal/channel
+// Reaper): those silent for longer than its bound as of now. It returns how
+// many it dropped.
+type StaleConns interface {
+	ReapStale(ctx context.Context, now time.Time) (int, error)
 }
 
 // withDefaults returns c with every zero field set to its default.
@@ -136,9 +148,27 @@ func (sw *Sweeper) Run(ctx context.Context) (Summary, error) {
 	r.leases(ctx)
 	r.providerList(ctx)
 	r.dormant(ctx)
+	r.staleConns(ctx)
 	sum := r.summary(sw.cfg.Wall.Now().Sub(start))
 	sw.log.InfoContext(ctx, "idle sweep finished", "summary", sum)
 	return sum, nil
+}
+
+// staleConns runs Config.Conns, if set, unless the run is out of time.
+func (r *run) staleConns(ctx context.Context) {
+	if r.sw.cfg.Conns == nil {
+		return
+	}
+	if r.outOfTime(ctx) {
+		r.incomplete()
+		return
+	}
+	n, err := r.sw.cfg.Conns.ReapStale(ctx, r.now)
+	r.add(&r.sum.StaleConns, n)
+	if err != nil {
+		r.sw.log.WarnContext(ctx, "drop stale connections", "err", err)
+		r.incomplete()
+	}
 }
 
 // run is the state of one Run: the time it sweeps at and its tallies.

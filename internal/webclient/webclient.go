@@ -32,6 +32,8 @@
 //	POST   /console/api/sessions/{id}/snapshot       → 200 {"paused":true,"session"} (Pause)
 //	POST   /console/api/sessions/{id}/resume         → 200 {"preview_url","session"} (Resume)
 //	DELETE /console/api/sessions/{id}                → 200 <session> (state killed)
+//	GET    /console/api/webhook-endpoints            → 200 the answer of GET /v1/webhook-endpoints (docs/WEBHOOKS.md)
+//	GET    /console/api/webhook-endpoints/{id}/deliveries → 200 the answer of GET /v1/webhook-endpoints/{id}/deliveries (?limit=)
 //
 // A <session> has at least "id", "state", "preview_url" and "metadata". The
 // page lists sessions once on load and after its own create; every later

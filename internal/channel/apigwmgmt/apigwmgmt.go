@@ -105,6 +105,38 @@ func (p *Pusher) Push(ctx context.Context, connID string, msg []byte) error {
 	return fmt.Errorf("post to connection %s: %w", connID, err)
 }
 
+// deleter is the Management API's DeleteConnection, which
+// *apigatewaymanagementapi.Client has (API need not: test fakes).
+type deleter interface {
+	DeleteConnection(ctx context.Context, in *apigatewaymanagementapi.DeleteConnectionInput,
+		optFns ...func(*apigatewaymanagementapi.Options)) (*apigatewaymanagementapi.DeleteConnectionOutput, error)
+}
+
+var _ channel.Closer = (*Pusher)(nil)
+
+// Close closes connection connID with DeleteConnection (channel.Closer:
+// the channel closes a connection past its message bound). API Gateway
+// chooses the close frame; code and reason are not sent. Errors:
+// channel.ErrGone (wrapped) for a connection already gone; the call's
+// error; an API without DeleteConnection.
+func (p *Pusher) Close(ctx context.Context, connID string, _ int, _ string) error {
+	d, ok := p.api.(deleter)
+	if !ok {
+		return fmt.Errorf("close connection %s: the Management API client cannot delete connections", connID)
+	}
+	ctx, cancel := context.WithTimeout(ctx, p.timeout)
+	defer cancel()
+	_, err := d.DeleteConnection(ctx, &apigatewaymanagementapi.DeleteConnectionInput{ConnectionId: aws.String(connID)})
+	var gone *types.GoneException
+	if errors.As(err, &gone) {
+		return fmt.Errorf("delete connection %s: %w", connID, channel.ErrGone)
+	}
+	if err != nil {
+		return fmt.Errorf("delete connection %s: %w", connID, err)
+	}
+	return nil
+}
+
 // Load returns a Pusher over a client built from the AWS default
 // configuration (the Lambda's role) for the stage endpoint: what the
 // channel and notifier functions call once at cold start. Errors: the AWS

@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/sandmanhq/sandman/internal/lifecycle"
 )
 
 // DefaultTTL is a token's lifetime when Mint is given 0 (docs/DESIGN.md, "Client
@@ -52,12 +54,6 @@ var ErrInvalid = errors.New("invalid client token request")
 
 var b64 = base64.RawURLEncoding.Strict()
 
-// Clock gives the current time. lifecycle.Clock satisfies it.
-type Clock interface {
-	// Now returns the current time.
-	Now() time.Time
-}
-
 // Claims is what a token says: the one session it is scoped to, the account
 // that owns it, when it was issued and when it expires (whole seconds, UTC),
 // and the id of the key that signed it.
@@ -73,13 +69,13 @@ type Claims struct {
 // It is safe for concurrent use.
 type Tokens struct {
 	keys  KeySet
-	clock Clock
+	clock lifecycle.Clock
 }
 
 // New returns a Tokens for keys (see KeySet.Validate) reading time from
 // clock. It returns an error wrapping ErrInvalid when the key set is not
 // valid.
-func New(keys KeySet, clock Clock) (*Tokens, error) {
+func New(keys KeySet, clock lifecycle.Clock) (*Tokens, error) {
 	if err := keys.Validate(); err != nil {
 		return nil, err
 	}

@@ -10,28 +10,12 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sandmanhq/sandman/internal/lifecycle"
 )
 
-// manualClock is a clock the test moves by hand.
-type manualClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *manualClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *manualClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
-func newClock() *manualClock {
-	return &manualClock{now: time.Date(2026, 11, 23, 1, 0, 0, 0, time.UTC)}
+func newClock() *lifecycle.ManualClock {
+	return lifecycle.NewManualClock(time.Date(2026, 11, 23, 1, 0, 0, 0, time.UTC))
 }
 
 func key(id string, fill byte) Key {
@@ -39,7 +23,7 @@ func key(id string, fill byte) Key {
 }
 
 // MustTokens returns a Tokens for set and clock, failing the test on error.
-func MustTokens(tb testing.TB, set KeySet, clock Clock) *Tokens {
+func MustTokens(tb testing.TB, set KeySet, clock lifecycle.Clock) *Tokens {
 	tb.Helper()
 	tk, err := New(set, clock)
 	if err != nil {

@@ -31,9 +31,10 @@ import (
 )
 
 // figures names what -only can select, in the order they run.
-var figures = []string{"status", "webhook", "sweep", "coldstart", "cost", "outbox", "channel", "timers"}
+var figures = []string{"status", "webhook", "sweep", "coldstart", "cost", "outbox", "channel", "timers", "readiness", "deliveries"}
 
 func main() {
+	bench.ChildIfAsked()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:]); err != nil {
@@ -67,6 +68,8 @@ func run(ctx context.Context, args []string) error {
 	fs.IntVar(&wh.Senders, "webhook-senders", 8, "concurrent senders")
 	var ob bench.OutboxConfig
 	fs.IntVar(&ob.Rounds, "outbox-rounds", 200, "sessions per mode (in path, stream), each snapshotted and resumed once")
+	var dl bench.DeliveriesConfig
+	fs.IntVar(&dl.Events, "deliveries-events", 100, "sessions snapshotted, one outbound webhook delivery each")
 	var ch bench.ChannelConfig
 	fs.IntVar(&ch.Rounds, "channel-rounds", 100, "sessions with one client each, paused one at a time")
 	fs.IntVar(&ch.Sessions, "channel-sessions", 100, "sessions of the fan-out run, all paused at once")
@@ -79,6 +82,8 @@ func run(ctx context.Context, args []string) error {
 	fs.BoolVar(&tm.SweepOnly, "timers-sweep-only", true, "also run the same load with the sweep alone (no timers)")
 	fs.BoolVar(&tm.Bunched, "timers-bunched", true, "also run timers with one interval's deadlines at one instant")
 	fs.BoolVar(&tm.DynamoDB, "timers-dynamodb", false, "run the timers figure on DynamoDB Local instead of the in-memory store")
+	var rd bench.ReadinessConfig
+	fs.IntVar(&rd.Rounds, "readiness-rounds", 20, "snapshot and resume cycles per provider model of the readiness figure")
 	var cold bench.ColdStartConfig
 	fs.IntVar(&cold.Runs, "coldstart-runs", 11, "fresh processes per function")
 	if err := fs.Parse(args); err != nil {
@@ -201,6 +206,17 @@ func run(ctx context.Context, args []string) error {
 		}
 	}
 
+	if selected["deliveries"] {
+		if r, err := bench.RunDeliveries(ctx, env, dl); err != nil {
+			failed("deliveries", err)
+			if r.Verified > 0 {
+				rep.Deliveries = &r
+			}
+		} else {
+			rep.Deliveries = &r
+		}
+	}
+
 	if selected["channel"] {
 		if r, err := bench.RunChannel(ctx, env, ch); err != nil {
 			failed("channel", err)
@@ -220,6 +236,17 @@ func run(ctx context.Context, args []string) error {
 			}
 		} else {
 			rep.Timers = &r
+		}
+	}
+
+	if selected["readiness"] {
+		if r, err := bench.RunReadiness(ctx, env, rd); err != nil {
+			failed("readiness", err)
+			if len(r.Profiles) > 0 {
+				rep.Readiness = &r
+			}
+		} else {
+			rep.Readiness = &r
 		}
 	}
 

@@ -34,6 +34,8 @@ commands:
   sandbox   (internal) a local sandbox process
   sessions  list|get|create|delete|resume|snapshot|status|reconnect|watch over the HTTP API
             (SANDMAN_URL, SANDMAN_API_KEY; sandman sessions help)
+  webhooks  list|create|delete|deliveries|retry: the account's webhook endpoints and delivery logs
+            (SANDMAN_URL, SANDMAN_API_KEY; sandman webhooks help)
   fake      serve a provider's fake API on its own (fake e2b -addr 127.0.0.1:PORT)
 `
 
@@ -62,6 +64,10 @@ func main() {
 		err = local.RunSandbox(args)
 	case "sessions":
 		code := cli.Main(ctx, args, cli.Env{Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv})
+		stop()
+		os.Exit(code)
+	case "webhooks":
+		code := cli.WebhooksMain(ctx, args, cli.Env{Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv})
 		stop()
 		os.Exit(code)
 	case "fake":

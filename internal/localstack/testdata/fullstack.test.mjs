@@ -10,7 +10,7 @@
 // preview load; close the page and see the session paused with reason away.
 import { createRequire } from "node:module";
 import { spawn, execFileSync } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import net from "node:net";
@@ -27,7 +27,7 @@ const dir = mkdtempSync(join(tmpdir(), "sandman-fullstack-"));
 const bin = join(dir, "sandman");
 execFileSync("go", ["build", "-o", bin, "./internal/cmd/sandman"], { stdio: "inherit" });
 const env = { ...process.env, SANDMAN_ADDR: `127.0.0.1:${port}`, SANDMAN_STATE_DIR: join(dir, "state"),
-  SANDMAN_DDB_IN_MEMORY: "1", SANDMAN_SWEEP_INTERVAL: "2s" };
+  SANDMAN_DDB_IN_MEMORY: "1", SANDMAN_SWEEP_INTERVAL: "2s", SANDMAN_LOCAL_KEEP_PROCESSES: "false" };
 const server = spawn(bin, ["run"], { env, stdio: ["ignore", "pipe", "pipe"] });
 let out = "";
 server.stdout.on("data", (d) => { out += d; });
@@ -96,6 +96,38 @@ try {
   }
   assert.equal(s.reason, "away");
   console.log(`ok   page closed: paused, reason away, after ${Date.now() - closed} ms (away timeout 3 s, sweep 2 s)`);
+
+  // Readiness on a cold resume (docs/READINESS.md): a session whose app is a
+  // real server on $PORT, in a local sandbox whose pause kills it
+  // (SANDMAN_LOCAL_KEEP_PROCESSES=false). The card shows the iframe only once
+  // the app answers, after the create and again after a resume.
+  const appLine = `node -e "require('http').createServer((q, r) => r.end('app ok')).listen(+process.env.PORT, '127.0.0.1')"`;
+  const created = await (await fetch(base + "/v1/sessions", { method: "POST", headers: { "x-api-key": key },
+    body: JSON.stringify({ template: "base", away_timeout_seconds: 0, app: { port: 3000, start_command: appLine } }) })).json();
+  assert.equal(created.readiness, "starting", JSON.stringify(created));
+  const page2 = await context.newPage();
+  await page2.goto(base + "/console/");
+  const appCard = page2.locator(`article.session[data-id="${created.id}"]`);
+  const shownWhenReady = async (what) => {
+    await appCard.locator(".preview").waitFor({ state: "visible", timeout: 30_000 });
+    const now = await api(`/v1/sessions/${created.id}`);
+    assert.equal(now.readiness, "ready", `${what}: the iframe showed while readiness was ${now.readiness}`);
+    await page2.frameLocator(`article.session[data-id="${created.id}"] iframe`).locator("body", { hasText: "app ok" }).waitFor({ timeout: 30_000 });
+  };
+  await shownWhenReady("create");
+  console.log("ok   app: ready after create, the app in the iframe");
+  await appCard.getByRole("button", { name: "Pause", exact: true }).click();
+  await appCard.locator(".sleeping").waitFor({ state: "visible", timeout: 5_000 });
+  await appCard.getByRole("button", { name: "Resume preview" }).click();
+  await appCard.locator(".waking").waitFor({ state: "visible", timeout: 10_000 });
+  const said = await appCard.locator(".waking").textContent();
+  assert.match(said, /Waking…|Starting the app…/);
+  await shownWhenReady("resume");
+  console.log(`ok   app: cold resume read "${said}", then ready, the app in the iframe again`);
+  const events = readFileSync(join(dir, "state", "events.jsonl"), "utf8").split("\n").filter((l) => l.includes(created.id) && l.includes("Session Ready"));
+  assert.equal(events.length, 2, `Session Ready events: ${events.length}`);
+  console.log("ok   app: events.jsonl holds Session Ready twice");
+  await page2.close();
   ok = true;
 } catch (e) {
   console.log(`FAIL fullstack: ${e.stack ?? e}`);

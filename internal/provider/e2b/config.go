@@ -98,6 +98,10 @@ type Config struct {
 	// "/health". Tests point it at a local server. Default
 	// https://49983-<sandboxID>.<domain>.
 	EnvdURL func(sandboxID, domain string) string
+	// PortURL returns the preview URL of a sandbox port (PortURL, the
+	// readiness probe's target). Tests point it at a local server. Default
+	// https://<port>-<sandboxID>.<domain>.
+	PortURL func(sandboxID, domain string, port int) string
 	// Clock gives the time of computed expiries and of Retry-After dates.
 	// Default lifecycle.SystemClock.
 	Clock lifecycle.Clock

@@ -26,12 +26,14 @@ func TestConformance(t *testing.T) {
 	}
 	providertest.Run(t, providertest.Harness{New: func(tb testing.TB) providertest.Env {
 		srv := e2btest.NewServer(tb)
+		srv.SetBootDelay(2 * time.Second)
 		p, _ := MustProvider(tb, srv, func(c *e2b.Config) { c.AutoResume = true })
 		return providertest.Env{
-			Provider: p,
-			Template: "base",
-			Now:      srv.Clock.Now,
-			Advance:  func(d time.Duration) { srv.Clock.Advance(d) },
+			BootDelay: 2 * time.Second,
+			Provider:  p,
+			Template:  "base",
+			Now:       srv.Clock.Now,
+			Advance:   func(d time.Duration) { srv.Clock.Advance(d) },
 			Fail: func(op providertest.Op, retryAfter time.Duration) func() {
 				return srv.FailAll(ops[op], e2btest.Fault{Status: 429,
 					RetryAfter: strconv.Itoa(int(retryAfter / time.Second))})

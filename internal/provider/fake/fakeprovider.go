@@ -114,10 +114,18 @@ type Config struct {
 	// ctx's error when ctx is done. A test can pass one that records the
 	// delay instead of waiting. Default lifecycle.Sleep.
 	Sleep func(ctx context.Context, d time.Duration) error
+	// DropProcesses makes a pause lose the sandbox's commands (Vercel
+	// Sandbox, Daytona stop/start); by default they survive it (E2B's full
+	// pause). See KeepsProcesses.
+	DropProcesses bool
+	// BootDelay is how long after its start a command listens on its port
+	// (by Clock); default 0: at once.
+	BootDelay time.Duration
 }
 
 // Provider is the in-memory provider. Build it with New.
 type Provider struct {
+	cfg      Config
 	name     string
 	idPrefix string
 	clock    lifecycle.Clock
@@ -132,6 +140,9 @@ type Provider struct {
 	calls     map[Op]int
 	callsFor  map[callKey]int
 	onCall    func(op Op, sandboxID string)
+	// starts and previewHits count command starts and preview requests
+	// (commands.go).
+	starts, previewHits int
 }
 
 type callKey struct {
@@ -151,6 +162,8 @@ type sandbox struct {
 	expiresAt time.Time // running only
 	pausedAt  time.Time // paused only
 	metadata  map[string]string
+	commands  map[string]*command // by name (commands.go)
+	dropProcs bool                // Config.DropProcesses
 }
 
 // New returns an empty Provider built from cfg with the defaults of Config
@@ -172,6 +185,7 @@ func New(cfg Config) *Provider {
 		cfg.Sleep = lifecycle.Sleep
 	}
 	p := &Provider{
+		cfg:       cfg,
 		name:      cfg.Name,
 		idPrefix:  cfg.IDPrefix,
 		clock:     cfg.Clock,
@@ -206,6 +220,7 @@ func (p *Provider) Create(ctx context.Context, req lifecycle.CreateRequest) (lif
 			startedAt: now,
 			expiresAt: now.Add(timeout),
 			metadata:  maps.Clone(req.Metadata),
+			dropProcs: p.cfg.DropProcesses,
 		}
 		p.sandboxes[sb.id] = sb
 		out = sb.view()
@@ -567,6 +582,9 @@ func (p *Provider) expire(sb *sandbox, now time.Time) bool {
 
 func (sb *sandbox) pause(at time.Time) {
 	sb.state, sb.pausedAt, sb.expiresAt = lifecycle.SandboxPaused, at, time.Time{}
+	if sb.dropProcs {
+		sb.commands = nil
+	}
 }
 
 func (sb *sandbox) resume(now time.Time) {

@@ -73,6 +73,12 @@ type Config struct {
 	// process to reach the state they signalled, within the caller's
 	// context. Default 5 seconds.
 	SignalTimeout time.Duration
+	// DropProcesses makes a pause kill the sandbox's background commands
+	// (StartCommand) and a resume start from the folder only, as Vercel
+	// Sandbox does (SANDMAN_LOCAL_KEEP_PROCESSES=false). Default false:
+	// they are stopped with the sandbox and continued by a resume, as E2B
+	// keeps processes.
+	DropProcesses bool
 
 	// WebhookURL receives signed E2B-format lifecycle webhooks; "" sends none.
 	WebhookURL string

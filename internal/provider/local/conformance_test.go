@@ -22,6 +22,7 @@ func TestConformance(t *testing.T) {
 		return providertest.Env{
 			Provider: p,
 			Template: TemplateBase,
+			App:      func() lifecycle.Command { return appCommand(tb) },
 			Now:      clock.Now,
 			Advance: func(d time.Duration) {
 				clock.Advance(d)

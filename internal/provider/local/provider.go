@@ -405,6 +405,12 @@ func (p *Provider) Pause(ctx context.Context, sandboxID string) error {
 
 // pauseLocked pauses a running sandbox; the caller holds its lock.
 func (p *Provider) pauseLocked(ctx context.Context, op string, rec record, now time.Time) error {
+	if p.cfg.DropProcesses {
+		p.signalCommands(rec, sigKill)
+		rec.Commands = nil
+	} else {
+		p.signalCommands(rec, sigStop)
+	}
 	if err := signalGroup(rec.PGID, sigStop); err != nil {
 		return p.classify(op, rec.ID, err)
 	}
@@ -456,6 +462,7 @@ func (p *Provider) Resume(ctx context.Context, sandboxID string, timeout time.Du
 	if err := p.await(ctx, opResume, rec, func(s procStat) bool { return !s.stopped() }); err != nil {
 		return lifecycle.Sandbox{}, err
 	}
+	p.signalCommands(rec, sigCont)
 	rec.PausedAt = time.Time{}
 	rec.ExecutionID, rec.ExecutionStartedAt = newUUID(), now
 	rec.ExpiresAt = now.Add(timeout)
@@ -575,6 +582,7 @@ func (p *Provider) Kill(ctx context.Context, sandboxID string) error {
 // killLocked kills a live sandbox and removes its directory; the caller
 // holds its lock.
 func (p *Provider) killLocked(ctx context.Context, op string, rec record, now time.Time, reason string) error {
+	p.signalCommands(rec, sigKill)
 	if err := signalGroup(rec.PGID, sigKill); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("%s sandbox %s: %w", op, rec.ID, err)
 	}

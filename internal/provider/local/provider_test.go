@@ -33,6 +33,7 @@ import (
 const (
 	envChild   = "SANDMAN_LOCALSANDBOX_CHILD"   // "1": run RunSandbox(os.Args[2:])
 	envControl = "SANDMAN_LOCALSANDBOX_CONTROL" // a state dir: run controlPlane
+	envServe   = "SANDMAN_LOCALSANDBOX_SERVE"   // "1": serve HTTP on $PORT (an app command)
 )
 
 // t0 is the manual clocks' start.
@@ -40,6 +41,8 @@ var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 func TestMain(m *testing.M) {
 	switch {
+	case os.Getenv(envServe) == "1":
+		serveApp()
 	case os.Getenv(envChild) == "1":
 		if err := RunSandbox(os.Args[2:]); err != nil {
 			fmt.Fprintln(os.Stderr, err)

@@ -86,6 +86,11 @@ type record struct {
 	AutoPause      bool              `json:"auto_pause"`
 	PausedAt       time.Time         `json:"paused_at,omitzero"`
 	Metadata       map[string]string `json:"metadata"`
+	// Ports maps sandbox ports (as text) to the loopback host ports that
+	// serve them (PortURL); Commands are the background commands started
+	// by StartCommand, by name (commands.go).
+	Ports    map[string]int           `json:"ports,omitempty"`
+	Commands map[string]commandRecord `json:"commands,omitempty"`
 }
 
 // errNoRecord is readRecord's error when the sandbox has no sandbox.json:

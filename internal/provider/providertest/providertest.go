@@ -23,6 +23,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"testing"
 	"time"
@@ -70,6 +71,16 @@ type Env struct {
 	// (E2B: the plan's maximum), after which the provider silently caps a
 	// longer timeout; 0 when the provider refuses such a timeout instead.
 	RunLengthCap time.Duration
+	// Preview reaches the fake's preview URLs (lifecycle.CommandRunner's
+	// PortURL); nil: http.DefaultClient.
+	Preview *http.Client
+	// App, when set, is the command the command rows start: one that
+	// really serves HTTP on $PORT for a provider that runs real processes
+	// (the local one). nil: "npm run dev" on port 3000, for fakes.
+	App func() lifecycle.Command
+	// BootDelay is how long a started command takes to listen on the fake
+	// (waited out with Advance); 0: at once.
+	BootDelay time.Duration
 	// Tolerance is how far a reported expiry may lie from the one the suite
 	// computes (a provider with whole-second times: 1 s). Default 1 s.
 	Tolerance time.Duration
@@ -134,13 +145,16 @@ func missing(e Env, hook string) bool {
 		return e.Fail == nil
 	case "RunLengthCap":
 		return e.RunLengthCap == 0
+	case "CommandRunner":
+		_, ok := e.Provider.(lifecycle.CommandRunner)
+		return !ok
 	}
 	return false
 }
 
 // Behaviours returns the table, in the order Run runs it.
 func Behaviours() []Behaviour {
-	return []Behaviour{
+	return append([]Behaviour{
 		{Name: "CreateWithMetadataAndGuardTimer", Run: createWithMetadata},
 		{Name: "GetRunningPausedGone", Run: getRunningPausedGone},
 		{Name: "PauseTwice", Run: pauseTwice},
@@ -156,7 +170,7 @@ func Behaviours() []Behaviour {
 		{Name: "TransientCarriesRetryAfter", Needs: "Fail", Run: transientRetryAfter},
 		{Name: "ProbeRunning", Run: probeRunning},
 		{Name: "ProbePausedNeverWakes", Run: probePausedNeverWakes},
-	}
+	}, commandRows()...)
 }
 
 // ctx returns a context that ends with the test.

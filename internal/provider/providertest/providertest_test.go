@@ -1,6 +1,7 @@
 package providertest_test
 
 import (
+	"net/http"
 	"testing"
 	"time"
 
@@ -27,6 +28,7 @@ func TestFakeProvider(t *testing.T) {
 			Template: "base",
 			Now:      clock.Now,
 			Advance:  func(d time.Duration) { clock.Advance(d) },
+			Preview:  &http.Client{Transport: p.Preview()},
 			Fail: func(op providertest.Op, retryAfter time.Duration) func() {
 				p.SetFault(ops[op], fake.Fault{Rate: 1, RetryAfter: retryAfter})
 				return func() { p.SetFault(ops[op], fake.Fault{}) }

@@ -39,8 +39,8 @@ type Config struct {
 	// Rate is how many fires start per second at most (default 20), with a
 	// burst of Concurrency.
 	Rate rate.Limit
-	// Now is the wall clock (default time.Now).
-	Now func() time.Time
+	// Clock is the wall clock (default lifecycle.SystemClock).
+	Clock lifecycle.Clock
 	// AfterFunc runs f after d and returns a stop function reporting whether
 	// it stopped f from running (default time.AfterFunc's Stop). Tests
 	// replace it to fire timers by hand.
@@ -85,8 +85,8 @@ func New(opts Config) *Timers {
 	if opts.Rate <= 0 {
 		opts.Rate = DefaultRate
 	}
-	if opts.Now == nil {
-		opts.Now = time.Now
+	if opts.Clock == nil {
+		opts.Clock = lifecycle.SystemClock{}
 	}
 	if opts.AfterFunc == nil {
 		opts.AfterFunc = func(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }
@@ -129,7 +129,7 @@ func (t *Timers) Arm(_ context.Context, sessionID string, at time.Time) error {
 		}
 	}
 	e := &entry{at: at}
-	e.stop = t.opts.AfterFunc(max(at.Sub(t.opts.Now()), 0), func() { t.fired(sessionID, e) })
+	e.stop = t.opts.AfterFunc(max(at.Sub(t.opts.Clock.Now()), 0), func() { t.fired(sessionID, e) })
 	t.pending[sessionID] = e
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/timer/localtimer"
 )
 
@@ -73,7 +74,7 @@ func (h *handFuncs) runAll() {
 
 func newTimers(h *handFuncs, conc int) *localtimer.Timers {
 	return localtimer.New(localtimer.Config{Concurrency: conc, Rate: rate.Inf,
-		Now: func() time.Time { return t0 }, AfterFunc: h.AfterFunc, Log: slog.New(slog.DiscardHandler)})
+		Clock: lifecycle.NewManualClock(t0), AfterFunc: h.AfterFunc, Log: slog.New(slog.DiscardHandler)})
 }
 
 func TestArmKeepsTheEarliestTimer(t *testing.T) {

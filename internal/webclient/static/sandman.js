@@ -52,11 +52,23 @@
  */
 
 const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/**
+ * Whether a status body shows a usable preview: running, and ready or
+ * without an app (readiness null; docs/READINESS.md).
+ * @param {any} s
+ * @returns {boolean}
+ */
+export function isReady(s) {
+  return s?.state === "running" && (s.readiness == null || s.readiness === "ready");
+}
 const DEFAULT_INPUT_EVENTS = ["pointerdown", "keydown", "wheel", "touchstart", "scroll", "mousemove"];
 
 /**
  * A live session. Events (all CustomEvent, data in `detail`):
- * - "session": detail is the status body (`state`, `sandbox_paused`, `preview_url`, `lifecycle`, ...).
+ * - "session": detail is the status body (`state`, `sandbox_paused`, `preview_url`, `lifecycle`,
+ *   `readiness`, `readiness_detail`, `ready_at`, ...). A session with an app is usable when
+ *   running with `readiness` "ready" (see `ready` and `whenReady`; docs/READINESS.md).
  * - "connection": detail is `{state: ConnectionState, attempt: number, delayMs?: number}`.
  * - "token": detail is `{reason: "expiring"|"refused"}` after a successful refresh.
  * - "error": detail is `{message: string, error?: unknown}` (a failed refresh, a bad message).
@@ -128,6 +140,51 @@ export class SandmanSession extends EventTarget {
     const h = (/** @type {Event} */ e) => fn(/** @type {CustomEvent} */ (e).detail);
     this.addEventListener(type, h);
     return () => this.removeEventListener(type, h);
+  }
+
+  /**
+   * The app's readiness from the last status pushed: "starting", "ready",
+   * "failed", or null (no app, not running, or nothing pushed yet).
+   * @returns {"starting"|"ready"|"failed"|null}
+   */
+  get readiness() {
+    return this.status?.readiness ?? null;
+  }
+
+  /**
+   * Whether the preview can be shown: running, and either ready or without
+   * an app (readiness null).
+   * @returns {boolean}
+   */
+  get ready() {
+    return isReady(this.status);
+  }
+
+  /**
+   * Resolves with the status body once the session is running and ready
+   * (at once when it already is); rejects when its readiness is "failed"
+   * (the error's message carries readiness_detail) or timeoutMs (default
+   * 120000) passes. It does not resume: call resume() first.
+   * @param {{timeoutMs?: number}} [o]
+   * @returns {Promise<any>}
+   */
+  whenReady(o) {
+    const timeoutMs = o?.timeoutMs ?? 120000;
+    return new Promise((resolve, reject) => {
+      const check = (/** @type {any} */ s) => {
+        if (isReady(s)) {
+          done();
+          resolve(s);
+        } else if (s?.state === "running" && s?.readiness === "failed") {
+          done();
+          reject(new Error("sandman: the app did not start: " + (s.readiness_detail ?? "no detail")));
+        }
+      };
+      const off = this.on("session", check);
+      const t = setTimeout(() => { off(); reject(new Error("sandman: not ready in time")); }, timeoutMs);
+      const done = () => { off(); clearTimeout(t); };
+      check(this.status);
+    });
   }
 
   /**

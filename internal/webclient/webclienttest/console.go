@@ -50,6 +50,11 @@ func NewConsole() *Console {
 	c.mux.HandleFunc("POST /console/api/sessions/{id}/snapshot", c.transition("paused"))
 	c.mux.HandleFunc("POST /console/api/sessions/{id}/resume", c.transition("running"))
 	c.mux.HandleFunc("DELETE /console/api/sessions/{id}", c.transition("killed"))
+	// No webhook endpoints: the console's webhook section shows its empty note.
+	c.mux.HandleFunc("GET /console/api/webhook-endpoints", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"webhook_endpoints":[]}`))
+	})
 	c.mux.HandleFunc("GET /v1/ws", func(w http.ResponseWriter, r *http.Request) {
 		s := c.find(strings.TrimPrefix(r.URL.Query().Get("token"), "tok-"))
 		if s == nil {

@@ -144,12 +144,15 @@ type Sandbox struct {
 	AccessToken string // envd token
 	Metadata    map[string]string
 	EnvVars     map[string]string
+	// Processes are the background processes envd runs (process.go).
+	Processes []Process
 }
 
 func (sb *Sandbox) clone() Sandbox {
 	c := *sb
 	c.Metadata = maps.Clone(sb.Metadata)
 	c.EnvVars = maps.Clone(sb.EnvVars)
+	c.Processes = slices.Clone(sb.Processes)
 	return c
 }
 
@@ -163,6 +166,9 @@ type Config struct {
 	MaxRunLength time.Duration
 	// Logger, when set, receives one line per request.
 	Logger *slog.Logger
+	// BootDelay is how long after its start a process listens on its PORT
+	// (process.go). Default 0: at once.
+	BootDelay time.Duration
 }
 
 // Server is the fake E2B. Its methods are safe for concurrent use.
@@ -186,6 +192,7 @@ type Server struct {
 	proxyHits int
 	keyLeaks  int
 	refused   int
+	pid       int
 	hanging   chan Op
 	closing   chan struct{}
 	closeOnce sync.Once
@@ -226,6 +233,7 @@ func New(opts Config) *Server {
 	api.Handle("DELETE /sandboxes/{id}", s.handle(OpKill, s.kill))
 	proxy := http.NewServeMux()
 	proxy.Handle("GET /{id}/health", s.faulty(OpHealth, http.HandlerFunc(s.health)))
+	s.processRoutes(proxy)
 	s.api = s.logged("api", api)
 	s.proxy = s.logged("proxy", s.countProxy(proxy))
 	return s
@@ -272,6 +280,7 @@ func (s *Server) Config() e2b.Config {
 		APIKey:  s.opts.APIKey,
 		Domain:  Domain,
 		EnvdURL: s.EnvdURL,
+		PortURL: s.PortURL,
 		Clock:   s.Clock,
 		Sleep:   func(ctx context.Context, _ time.Duration) error { return ctx.Err() },
 	}

@@ -2,7 +2,7 @@
 // API (contract in internal/webclient's package doc), opens one client
 // channel per live session with sandman.js, and renders every push. It never
 // polls: after the first list, state changes arrive on the channel.
-import { connect } from "/sandman.js";
+import { connect, isReady } from "/sandman.js";
 
 const API = "/console/api/sessions";
 const FINAL = new Set(["killed", "expired", "failed"]);
@@ -107,8 +107,17 @@ function render(card, s) {
   const preview = /** @type {HTMLElement} */ (el.querySelector(".preview"));
   const iframe = /** @type {HTMLIFrameElement} */ (el.querySelector("iframe"));
   const sleeping = /** @type {HTMLElement} */ (el.querySelector(".sleeping"));
-  const running = state === "running" && s.preview_url;
+  // The iframe only once the app answers: never a 502 in it
+  // (docs/READINESS.md). A session without an app is ready when running.
+  const running = isReady(s) && s.preview_url;
   preview.hidden = !running;
+  const waking = /** @type {HTMLElement} */ (el.querySelector(".waking"));
+  let wait = "";
+  if (state === "resuming" || state === "provisioning") wait = "Waking…";
+  else if (state === "running" && s.readiness === "starting") wait = "Starting the app…";
+  else if (state === "running" && s.readiness === "failed") wait = "The app did not start: " + (s.readiness_detail ?? "no detail");
+  waking.textContent = wait;
+  waking.hidden = wait === "";
   if (running && iframe.getAttribute("src") !== s.preview_url) iframe.src = s.preview_url;
   if (!running && iframe.getAttribute("src")) iframe.removeAttribute("src");
   sleeping.hidden = state !== "paused";
@@ -162,3 +171,57 @@ try {
 } catch (e) {
   say(`cannot list sessions: ${e.message ?? e}`);
 }
+
+// Webhook endpoints and their last deliveries (docs/WEBHOOKS.md), read on
+// load and on Refresh: deliveries have no channel, so nothing updates live.
+const HOOKS = "/console/api/webhook-endpoints";
+const hooks = /** @type {HTMLElement} */ (document.getElementById("webhooks"));
+
+/** @param {string} tag @param {string} text */
+function cell(tag, text) {
+  const el = document.createElement(tag);
+  el.textContent = text;
+  return el;
+}
+
+async function showWebhooks() {
+  let data;
+  try {
+    data = await api("GET", HOOKS);
+  } catch (e) {
+    say(`cannot list webhook endpoints: ${e.message ?? e}`);
+    return;
+  }
+  hooks.querySelectorAll(".endpoint").forEach((el) => el.remove());
+  const endpoints = data.webhook_endpoints ?? [];
+  hooks.querySelector(".empty").hidden = endpoints.length > 0;
+  for (const ep of endpoints) {
+    const box = document.createElement("article");
+    box.className = "endpoint";
+    const title = cell("header", "");
+    title.append(cell("code", ep.id), " ", cell("span", ep.url), " ",
+      cell("span", ep.disabled ? `disabled: ${ep.disabled_reason ?? ""}` : (ep.event_types.length ? ep.event_types.join(", ") : "all events")));
+    box.append(title);
+    const table = document.createElement("table");
+    const head = document.createElement("tr");
+    for (const h of ["event", "type", "status", "attempts (status codes)", "next attempt"]) head.append(cell("th", h));
+    table.append(head);
+    try {
+      const log = await api("GET", `${HOOKS}/${encodeURIComponent(ep.id)}/deliveries?limit=5`);
+      for (const d of log.deliveries ?? []) {
+        const row = document.createElement("tr");
+        row.dataset.status = d.status;
+        const codes = d.attempts.map((a) => a.status_code ?? "–").join(", ");
+        row.append(cell("td", d.event_id), cell("td", d.event_type), cell("td", d.status), cell("td", codes), cell("td", d.next_attempt_at ?? ""));
+        table.append(row);
+      }
+    } catch (e) {
+      box.append(cell("p", `cannot read deliveries: ${e.message ?? e}`));
+    }
+    box.append(table);
+    hooks.append(box);
+  }
+}
+
+document.getElementById("webhooks-refresh").addEventListener("click", showWebhooks);
+await showWebhooks();

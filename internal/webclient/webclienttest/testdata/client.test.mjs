@@ -152,6 +152,29 @@ try {
     await page.close();
   });
 
+  await test("readiness: ready and whenReady follow the pushed readiness", async () => {
+    await control("POST", "/control/status", { state: "running", sandbox_paused: false, readiness: "starting" });
+    const page = await freshPage();
+    await page.evaluate(() => {
+      window.s = window.sandman.connect({ url: "/v1/ws", token: "tok-1" });
+      window.outcome = null;
+    });
+    await until("starting", () => page.evaluate(() => window.s.readiness === "starting"));
+    assert.equal(await page.evaluate(() => window.s.ready), false);
+    await page.evaluate(() => { window.s.whenReady().then((st) => { window.outcome = "ready:" + st.readiness; }, (e) => { window.outcome = e.message; }); });
+    await never("whenReady resolved while starting", () => page.evaluate(() => window.outcome));
+    await control("POST", "/control/status", { state: "running", sandbox_paused: false, readiness: "ready" });
+    await until("whenReady resolved", () => page.evaluate(() => window.outcome === "ready:ready"));
+    assert.equal(await page.evaluate(() => window.s.ready), true);
+    await control("POST", "/control/status", { state: "running", sandbox_paused: false, readiness: "failed", readiness_detail: "exited with code 1" });
+    await until("failed", () => page.evaluate(() => window.s.readiness === "failed"));
+    await page.evaluate(() => { window.s.whenReady().catch((e) => { window.outcome = e.message; }); });
+    await until("whenReady rejected", () => page.evaluate(() => /exited with code 1/.test(window.outcome)));
+    await page.evaluate(() => window.s.close());
+    await page.close();
+    await control("POST", "/control/status", { state: "running", sandbox_paused: false });
+  });
+
   await test("heartbeats on input and on visibility change, throttled to 30 s", async () => {
     const page = await freshPage();
     const n0 = (await heartbeats()).length;

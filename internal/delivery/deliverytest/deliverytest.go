@@ -1,0 +1,176 @@
+// Package deliverytest is the contract every delivery.Store passes: the
+// memory store (internal/delivery/memstore) and the DynamoDB store
+// (internal/delivery/dynamostore) run the same cases.
+package deliverytest
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/sandmanhq/sandman/internal/delivery"
+	"github.com/sandmanhq/sandman/internal/lifecycle"
+)
+
+// RunStoreContract runs the store contract on stores made by newStore (a
+// fresh, empty store per call).
+func RunStoreContract(t *testing.T, newStore func(t *testing.T) delivery.Store) {
+	ctx := context.Background()
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	endpoint := func(account string) *delivery.Endpoint {
+		return &delivery.Endpoint{ID: delivery.NewEndpointID(), AccountID: account, URL: "https://example.com/hook",
+			EventTypes: []string{"session.paused"}, Secret: delivery.NewSecret(), CreatedAt: now, UpdatedAt: now, Version: 1}
+	}
+	t.Run("EndpointRoundTrip", func(t *testing.T) {
+		s := newStore(t)
+		e := endpoint("acct")
+		e.PreviousSecret, e.PreviousSecretUntil = delivery.NewSecret(), now.Add(time.Hour)
+		e.FailingSince, e.ProbeUntil = now.Add(-time.Hour), now.Add(20*time.Second)
+		if err := s.CreateEndpoint(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.GetEndpoint(ctx, "acct", e.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.URL != e.URL || got.Secret != e.Secret || got.PreviousSecret != e.PreviousSecret ||
+			!got.PreviousSecretUntil.Equal(e.PreviousSecretUntil) || len(got.EventTypes) != 1 || !got.CreatedAt.Equal(now) ||
+			!got.FailingSince.Equal(e.FailingSince) || !got.ProbeUntil.Equal(e.ProbeUntil) {
+			t.Errorf("round trip: got %+v, want %+v", got, e)
+		}
+		if _, err := s.GetEndpoint(ctx, "other", e.ID); lifecycle.ErrorCode(err) != lifecycle.CodeNotFound {
+			t.Errorf("another account's endpoint: %v, want not_found", err)
+		}
+		if err := s.CreateEndpoint(ctx, e); lifecycle.ErrorCode(err) != lifecycle.CodeConflict {
+			t.Errorf("create twice: %v, want conflict", err)
+		}
+	})
+	t.Run("EndpointUpdateIsConditional", func(t *testing.T) {
+		s := newStore(t)
+		e := endpoint("acct")
+		if err := s.CreateEndpoint(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+		e.URL, e.Version = "https://example.com/other", 2
+		if err := s.UpdateEndpoint(ctx, e, 1); err != nil {
+			t.Fatal(err)
+		}
+		e.Version = 3
+		if err := s.UpdateEndpoint(ctx, e, 1); lifecycle.ErrorCode(err) != lifecycle.CodeConflict {
+			t.Errorf("update from a stale version: %v, want conflict", err)
+		}
+		if err := s.DeleteEndpoint(ctx, "acct", e.ID); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.DeleteEndpoint(ctx, "acct", e.ID); lifecycle.ErrorCode(err) != lifecycle.CodeNotFound {
+			t.Errorf("delete twice: %v, want not_found", err)
+		}
+		if err := s.UpdateEndpoint(ctx, e, 2); lifecycle.ErrorCode(err) != lifecycle.CodeNotFound {
+			t.Errorf("update a deleted endpoint: %v, want not_found", err)
+		}
+	})
+	t.Run("EndpointsPerAccountAreLimited", func(t *testing.T) {
+		s := newStore(t)
+		for i := range delivery.MaxEndpointsPerAccount {
+			e := endpoint("acct")
+			e.CreatedAt = now.Add(time.Duration(i) * time.Second)
+			if err := s.CreateEndpoint(ctx, e); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.CreateEndpoint(ctx, endpoint("acct")); lifecycle.ErrorCode(err) != lifecycle.CodeConflict {
+			t.Errorf("one endpoint too many: %v, want conflict", err)
+		}
+		eps, err := s.ListEndpoints(ctx, "acct")
+		if err != nil || len(eps) != delivery.MaxEndpointsPerAccount {
+			t.Fatalf("list: %d endpoints, %v", len(eps), err)
+		}
+		for i := 1; i < len(eps); i++ {
+			if eps[i].CreatedAt.Before(eps[i-1].CreatedAt) {
+				t.Fatal("endpoints are not oldest first")
+			}
+		}
+		if eps, _ := s.ListEndpoints(ctx, "other"); len(eps) != 0 {
+			t.Errorf("another account sees %d endpoints", len(eps))
+		}
+	})
+	t.Run("DeliveriesNewestFirstPaginated", func(t *testing.T) {
+		s := newStore(t)
+		const n = 7
+		for i := range n {
+			at := now.Add(time.Duration(i) * time.Minute)
+			d := &delivery.Delivery{ID: delivery.DeliveryID(at, "we_x", fmt.Sprintf("ses_a:%d", i)), EndpointID: "we_x",
+				AccountID: "acct", EventID: fmt.Sprintf("ses_a:%d", i), EventType: "session.paused", Payload: []byte(`{}`),
+				Status: delivery.StatusPending, NextAttemptAt: at, CreatedAt: at, UpdatedAt: at,
+				ExpiresAt: at.Add(delivery.LogRetention), Version: 1}
+			if created, err := s.CreateDelivery(ctx, d); err != nil || !created {
+				t.Fatalf("create: %v %v", created, err)
+			}
+			if created, err := s.CreateDelivery(ctx, d); err != nil || created {
+				t.Fatalf("create twice: created=%v, %v; want false", created, err)
+			}
+		}
+		var got []string
+		cursor := ""
+		for page := 0; ; page++ {
+			ds, next, err := s.ListDeliveries(ctx, "we_x", 3, cursor)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range ds {
+				got = append(got, d.EventID)
+			}
+			if next == "" || page > n {
+				break
+			}
+			cursor = next
+		}
+		if len(got) != n || got[0] != fmt.Sprintf("ses_a:%d", n-1) || got[n-1] != "ses_a:0" {
+			t.Errorf("pages: %v, want %d newest first", got, n)
+		}
+		if _, _, err := s.ListDeliveries(ctx, "we_x", 3, "garbage"); lifecycle.ErrorCode(err) != lifecycle.CodeInvalid {
+			t.Errorf("bad cursor: %v, want invalid", err)
+		}
+	})
+	t.Run("DeliveryUpdateIsConditional", func(t *testing.T) {
+		s := newStore(t)
+		d := &delivery.Delivery{ID: delivery.DeliveryID(now, "we_x", "ses_a:1"), EndpointID: "we_x", AccountID: "acct",
+			EventID: "ses_a:1", Payload: []byte(`{"a":1}`), Status: delivery.StatusPending, CreatedAt: now, UpdatedAt: now,
+			ExpiresAt: now.Add(delivery.LogRetention), Version: 1}
+		if _, err := s.CreateDelivery(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+		d.Attempts = append(d.Attempts, delivery.Attempt{At: now, StatusCode: 500, LatencyMS: 12, Response: "oops"})
+		d.Version = 2
+		if err := s.UpdateDelivery(ctx, d, 1); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.UpdateDelivery(ctx, d, 1); lifecycle.ErrorCode(err) != lifecycle.CodeConflict {
+			t.Errorf("stale update: %v, want conflict", err)
+		}
+		got, err := s.GetDelivery(ctx, "we_x", d.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got.Attempts) != 1 || got.Attempts[0].StatusCode != 500 || got.Attempts[0].Response != "oops" || string(got.Payload) != `{"a":1}` {
+			t.Errorf("round trip: %+v", got)
+		}
+		if _, err := s.GetDelivery(ctx, "we_x", "dlv_missing"); lifecycle.ErrorCode(err) != lifecycle.CodeNotFound {
+			t.Errorf("missing: %v, want not_found", err)
+		}
+		if pl, ok := s.(delivery.PendingLister); ok {
+			ds, err := pl.PendingDeliveries(ctx)
+			if err != nil || len(ds) != 1 || ds[0].ID != d.ID {
+				t.Errorf("pending deliveries: %v, %v; want the one", ds, err)
+			}
+			d.Status, d.Version = delivery.StatusSucceeded, 3
+			if err := s.UpdateDelivery(ctx, d, 2); err != nil {
+				t.Fatal(err)
+			}
+			if ds, _ := pl.PendingDeliveries(ctx); len(ds) != 0 {
+				t.Errorf("pending after it succeeded: %d", len(ds))
+			}
+		}
+	})
+}

@@ -1,0 +1,431 @@
+package delivery
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/sandmanhq/sandman/internal/lifecycle"
+)
+
+// DefaultSchedule is the retry schedule: the wait before each attempt,
+// after the previous one (the first is immediate): 0s, 5s, 5m, 30m, 2h, 5h,
+// 10h, 10h; eight attempts over about 27.6 hours.
+var DefaultSchedule = []time.Duration{0, 5 * time.Second, 5 * time.Minute, 30 * time.Minute,
+	2 * time.Hour, 5 * time.Hour, 10 * time.Hour, 10 * time.Hour}
+
+// ParseSchedule reads a schedule written as comma-separated Go durations
+// ("0s,5s,5m"). "" is DefaultSchedule. Errors: an entry that is not a
+// duration, a negative one, or none at all.
+func ParseSchedule(s string) ([]time.Duration, error) {
+	if strings.TrimSpace(s) == "" {
+		return DefaultSchedule, nil
+	}
+	var out []time.Duration
+	for _, f := range strings.Split(s, ",") {
+		d, err := time.ParseDuration(strings.TrimSpace(f))
+		if err != nil || d < 0 {
+			return nil, fmt.Errorf("retry schedule %q: %q is not a duration of zero or more", s, f)
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// claimSlack is added to AttemptTimeout for an attempt's claim: a job
+// copy arriving while an attempt is under way waits this long.
+const claimSlack = 5 * time.Second
+
+// Config is what an Engine is built from (NewEngine). Store and Dispatcher
+// are required; every other zero field means the default named on it.
+type Config struct {
+	Store      Store
+	Dispatcher Dispatcher
+	// Guard checks every dialled address (zero: public https only).
+	Guard Guard
+	// Clock tells the time. Default lifecycle.SystemClock.
+	Clock lifecycle.Clock
+	// Schedule is the wait before each attempt. Default DefaultSchedule.
+	Schedule []time.Duration
+	// Client sends the POSTs. Default: dials through Guard, follows no
+	// redirect, gives up after AttemptTimeout.
+	Client *http.Client
+	// OnExhausted, when set, is called with a delivery whose schedule ran
+	// out, after it is marked failed (AWS: the dead-letter queue).
+	OnExhausted func(ctx context.Context, d *Delivery) error
+	// Log receives failures. Default slog.Default().
+	Log *slog.Logger
+}
+
+// Engine accepts events and runs delivery attempts. It is safe for
+// concurrent use.
+type Engine struct {
+	store     Store
+	dispatch  Dispatcher
+	clock     lifecycle.Clock
+	schedule  []time.Duration
+	client    *http.Client
+	exhausted func(ctx context.Context, d *Delivery) error
+	log       *slog.Logger
+}
+
+// NewClient returns the HTTP client deliveries use: every connection dialled
+// through g (Guard.DialContext), no proxy, no redirects followed (a 3xx is
+// the answer), AttemptTimeout per request.
+func NewClient(g Guard) *http.Client {
+	return &http.Client{
+		Timeout: AttemptTimeout,
+		Transport: &http.Transport{
+			DialContext:         g.DialContext,
+			TLSHandshakeTimeout: 10 * time.Second,
+			MaxIdleConnsPerHost: 4,
+			IdleConnTimeout:     90 * time.Second,
+		},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+// NewEngine returns an Engine with the defaults of Config filled in.
+func NewEngine(cfg Config) (*Engine, error) {
+	if cfg.Store == nil || cfg.Dispatcher == nil {
+		return nil, errors.New("delivery: a store and a dispatcher are required")
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = lifecycle.SystemClock{}
+	}
+	if len(cfg.Schedule) == 0 {
+		cfg.Schedule = DefaultSchedule
+	}
+	if cfg.Client == nil {
+		cfg.Client = NewClient(cfg.Guard)
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	return &Engine{store: cfg.Store, dispatch: cfg.Dispatcher, clock: cfg.Clock, schedule: cfg.Schedule,
+		client: cfg.Client, exhausted: cfg.OnExhausted, log: cfg.Log}, nil
+}
+
+// Body is the JSON body of every delivery: the event's type, when it was
+// committed and the event itself.
+type Body struct {
+	Type      string          `json:"type"`
+	Timestamp time.Time       `json:"timestamp"`
+	Data      lifecycle.Event `json:"data"`
+}
+
+// Publish is Accept: an Engine is the lifecycle.Publisher the outbox feeds.
+func (e *Engine) Publish(ctx context.Context, evs ...lifecycle.Event) error {
+	return e.Accept(ctx, evs...)
+}
+
+var _ lifecycle.Publisher = (*Engine)(nil)
+
+// Accept makes one delivery per event and endpoint of its account that
+// wants the event's type, and dispatches its first attempt. An event seen
+// before makes no new delivery (DeliveryID), but a pending one is
+// dispatched again, so a crash between the two steps loses nothing.
+// Errors: the store or dispatcher failed (the caller delivers the events
+// again; nothing is duplicated).
+func (e *Engine) Accept(ctx context.Context, evs ...lifecycle.Event) error {
+	var errs []error
+	for _, ev := range evs {
+		if err := e.accept(ctx, ev); err != nil {
+			errs = append(errs, fmt.Errorf("accept event %s: %w", ev.EventID, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (e *Engine) accept(ctx context.Context, ev lifecycle.Event) error {
+	if ev.AccountID == "" {
+		return nil
+	}
+	eps, err := e.store.ListEndpoints(ctx, ev.AccountID)
+	if err != nil {
+		return err
+	}
+	typ := EventType(ev)
+	var body []byte
+	for _, ep := range eps {
+		if !ep.Wants(typ) {
+			continue
+		}
+		if body == nil {
+			if body, err = json.Marshal(Body{Type: typ, Timestamp: ev.Time.UTC(), Data: ev}); err != nil {
+				return fmt.Errorf("encode event: %w", err)
+			}
+		}
+		now := e.clock.Now()
+		d := &Delivery{
+			ID: DeliveryID(ev.Time, ep.ID, ev.EventID), EndpointID: ep.ID, AccountID: ep.AccountID,
+			EventID: ev.EventID, EventType: typ, Payload: body, Status: StatusPending,
+			NextAttemptAt: now.Add(e.schedule[0]), CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(LogRetention), Version: 1,
+		}
+		created, err := e.store.CreateDelivery(ctx, d)
+		if err != nil {
+			return err
+		}
+		if !created {
+			if d, err = e.store.GetDelivery(ctx, ep.ID, d.ID); err != nil || d.Status != StatusPending {
+				continue // gone or settled: nothing to dispatch
+			}
+		}
+		job := Job{AccountID: d.AccountID, EndpointID: d.EndpointID, DeliveryID: d.ID, Seq: len(d.Attempts)}
+		if err := e.dispatch.Dispatch(ctx, job, d.NextAttemptAt); err != nil {
+			return fmt.Errorf("dispatch delivery %s: %w", d.ID, err)
+		}
+	}
+	return nil
+}
+
+// Attempt runs the attempt job names, if it is still due: it claims the
+// delivery (a conditional write), POSTs the payload, records the attempt
+// and then either settles the delivery (succeeded, or failed when the
+// schedule ran out) or dispatches the next attempt. A stale job (the
+// delivery moved on) is dropped; a job that came early (an SQS hop) is
+// dispatched again for its time. Errors: the store or dispatcher failed
+// (the caller runs the job again later).
+func (e *Engine) Attempt(ctx context.Context, job Job) error {
+	d, err := e.store.GetDelivery(ctx, job.EndpointID, job.DeliveryID)
+	if lifecycle.ErrorCode(err) == lifecycle.CodeNotFound {
+		return nil // expired from the log
+	}
+	if err != nil {
+		return err
+	}
+	if d.Status != StatusPending || len(d.Attempts) != job.Seq {
+		return nil // settled, or a stale copy of a job already run
+	}
+	now := e.clock.Now()
+	if now.Before(d.NextAttemptAt) {
+		return e.dispatch.Dispatch(ctx, job, d.NextAttemptAt)
+	}
+	ep, err := e.store.GetEndpoint(ctx, d.AccountID, d.EndpointID)
+	switch {
+	case lifecycle.ErrorCode(err) == lifecycle.CodeNotFound:
+		return e.settle(ctx, d, StatusFailed, "endpoint deleted")
+	case err != nil:
+		return err
+	case ep.Disabled:
+		return e.settle(ctx, d, StatusFailed, "endpoint disabled")
+	}
+	// A failing endpoint gets one attempt at a time: the others wait
+	// (ProbeWait) without counting as attempts, so a dead endpoint never
+	// ties up the capacity other endpoints' deliveries run in.
+	if !ep.FailingSince.IsZero() {
+		held, err := e.holdEndpoint(ctx, ep, now)
+		if err != nil {
+			return err
+		}
+		if !held {
+			prev := d.Version
+			d.NextAttemptAt, d.Version, d.UpdatedAt = now.Add(ProbeWait), d.Version+1, now
+			if err := e.store.UpdateDelivery(ctx, d, prev); err != nil {
+				if lifecycle.ErrorCode(err) == lifecycle.CodeConflict {
+					return nil
+				}
+				return err
+			}
+			return e.dispatch.Dispatch(ctx, job, d.NextAttemptAt)
+		}
+	}
+	// Claim: a copy of this job arriving meanwhile finds it not due.
+	prev := d.Version
+	d.NextAttemptAt, d.Version, d.UpdatedAt = now.Add(AttemptTimeout+claimSlack), d.Version+1, now
+	if err := e.store.UpdateDelivery(ctx, d, prev); err != nil {
+		if lifecycle.ErrorCode(err) == lifecycle.CodeConflict {
+			return nil // another copy claimed it
+		}
+		return err
+	}
+
+	a := e.send(ctx, ep, d)
+	prev = d.Version
+	d.Attempts = append(d.Attempts, a)
+	d.Version++
+	d.UpdatedAt = e.clock.Now()
+	n := len(d.Attempts) - d.RoundStart // attempts in this run of the schedule
+	switch {
+	case a.Succeeded():
+		d.Status, d.NextAttemptAt, d.Reason = StatusSucceeded, time.Time{}, ""
+	case n >= len(e.schedule):
+		d.Status, d.NextAttemptAt, d.Reason = StatusFailed, time.Time{}, "retry schedule exhausted"
+	default:
+		d.NextAttemptAt = a.At.Add(e.schedule[n])
+	}
+	if err := e.store.UpdateDelivery(ctx, d, prev); err != nil {
+		return fmt.Errorf("record attempt of delivery %s: %w", d.ID, err)
+	}
+	e.endpointHealth(ctx, ep, a)
+	switch d.Status {
+	case StatusPending:
+		next := Job{AccountID: d.AccountID, EndpointID: d.EndpointID, DeliveryID: d.ID, Seq: len(d.Attempts)}
+		if err := e.dispatch.Dispatch(ctx, next, d.NextAttemptAt); err != nil {
+			return fmt.Errorf("dispatch delivery %s: %w", d.ID, err)
+		}
+	case StatusFailed:
+		if e.exhausted != nil {
+			if err := e.exhausted(ctx, d); err != nil {
+				e.log.ErrorContext(ctx, "delivery: record exhausted delivery", "delivery_id", d.ID, "err", err)
+			}
+		}
+	}
+	return nil
+}
+
+// Redelivered runs a job that came back after a run of it failed (SQS
+// delivers a message again when its handler returned an error). A run can
+// fail after it recorded its attempt, when dispatching the next one failed:
+// the job is then stale by exactly one attempt and nothing else would ever
+// run the delivery, so Redelivered dispatches the next attempt for it.
+// Any other job runs as Attempt does. A duplicate this makes is harmless:
+// the claim lets one copy attempt.
+func (e *Engine) Redelivered(ctx context.Context, job Job) error {
+	d, err := e.store.GetDelivery(ctx, job.EndpointID, job.DeliveryID)
+	if lifecycle.ErrorCode(err) == lifecycle.CodeNotFound {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if d.Status == StatusPending && len(d.Attempts) == job.Seq+1 {
+		next := Job{AccountID: d.AccountID, EndpointID: d.EndpointID, DeliveryID: d.ID, Seq: len(d.Attempts)}
+		return e.dispatch.Dispatch(ctx, next, d.NextAttemptAt)
+	}
+	return e.Attempt(ctx, job)
+}
+
+// holdEndpoint takes a failing endpoint for one attempt (a conditional
+// write of ProbeUntil); false when another attempt holds it or won the
+// race.
+func (e *Engine) holdEndpoint(ctx context.Context, ep *Endpoint, now time.Time) (bool, error) {
+	if now.Before(ep.ProbeUntil) {
+		return false, nil
+	}
+	prev := ep.Version
+	ep.ProbeUntil, ep.Version, ep.UpdatedAt = now.Add(AttemptTimeout+claimSlack), ep.Version+1, now
+	err := e.store.UpdateEndpoint(ctx, ep, prev)
+	switch lifecycle.ErrorCode(err) {
+	case "":
+		return true, nil
+	case lifecycle.CodeConflict, lifecycle.CodeNotFound:
+		return false, nil
+	default:
+		return false, err
+	}
+}
+
+// settle ends a pending delivery without an attempt.
+func (e *Engine) settle(ctx context.Context, d *Delivery, status, reason string) error {
+	prev := d.Version
+	d.Status, d.Reason, d.NextAttemptAt, d.Version, d.UpdatedAt = status, reason, time.Time{}, d.Version+1, e.clock.Now()
+	if err := e.store.UpdateDelivery(ctx, d, prev); err != nil && lifecycle.ErrorCode(err) != lifecycle.CodeConflict {
+		return err
+	}
+	return nil
+}
+
+// send POSTs the delivery once and reports the attempt.
+func (e *Engine) send(ctx context.Context, ep *Endpoint, d *Delivery) Attempt {
+	start := e.clock.Now()
+	a := Attempt{At: start}
+	fail := func(format string, args ...any) Attempt {
+		a.Error = fmt.Sprintf(format, args...)
+		a.LatencyMS = e.clock.Now().Sub(start).Milliseconds()
+		return a
+	}
+	sig, err := Sign(ep.Secrets(start), d.EventID, start, d.Payload)
+	if err != nil {
+		return fail("%v", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, AttemptTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ep.URL, bytes.NewReader(d.Payload))
+	if err != nil {
+		return fail("bad url: %v", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "Sandman-Webhooks/1")
+	req.Header.Set("webhook-id", d.EventID)
+	req.Header.Set("webhook-timestamp", fmt.Sprint(start.Unix()))
+	req.Header.Set("webhook-signature", sig)
+	resp, err := e.client.Do(req)
+	if err != nil {
+		switch {
+		case errors.Is(err, ErrRefused):
+			return fail("%s", refusedText(err))
+		case errors.Is(err, context.DeadlineExceeded) || isTimeout(err):
+			return fail("timeout: no answer within %s", AttemptTimeout)
+		default:
+			return fail("no answer: %v", err)
+		}
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBody))
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // reuse the connection when cheap
+	a.StatusCode, a.Response = resp.StatusCode, string(b)
+	a.LatencyMS = e.clock.Now().Sub(start).Milliseconds()
+	return a
+}
+
+func isTimeout(err error) bool {
+	var t interface{ Timeout() bool }
+	return errors.As(err, &t) && t.Timeout()
+}
+
+// refusedText returns the Guard's reason from a client error, "refused: …".
+func refusedText(err error) string {
+	s := err.Error()
+	if i := strings.Index(s, ErrRefused.Error()+":"); i >= 0 {
+		return s[i:]
+	}
+	return "refused: " + s
+}
+
+// endpointHealth tracks an endpoint's failures after an attempt: a success
+// clears FailingSince; a failure sets it if unset, and disables the
+// endpoint once it is DisableAfter old; a hold (ProbeUntil) is let go. Best effort: a lost race is tried
+// once more, other failures are logged.
+func (e *Engine) endpointHealth(ctx context.Context, ep *Endpoint, a Attempt) {
+	for try := 0; try < 2; try++ {
+		if try > 0 {
+			fresh, err := e.store.GetEndpoint(ctx, ep.AccountID, ep.ID)
+			if err != nil {
+				return
+			}
+			ep = fresh
+		}
+		prev := ep.Version
+		changed := !ep.ProbeUntil.IsZero() // this attempt held the endpoint: let go
+		ep.ProbeUntil = time.Time{}
+		switch {
+		case a.Succeeded() && !ep.FailingSince.IsZero():
+			ep.FailingSince, changed = time.Time{}, true
+		case !a.Succeeded() && ep.FailingSince.IsZero():
+			ep.FailingSince, changed = a.At, true
+		case !a.Succeeded() && !ep.Disabled && a.At.Sub(ep.FailingSince) >= DisableAfter:
+			ep.Disabled, changed = true, true
+			ep.DisabledReason = fmt.Sprintf("disabled automatically: every delivery failed since %s (%s)",
+				ep.FailingSince.UTC().Format(time.RFC3339), DisableAfter)
+		}
+		if !changed {
+			return
+		}
+		ep.Version, ep.UpdatedAt = ep.Version+1, e.clock.Now()
+		err := e.store.UpdateEndpoint(ctx, ep, prev)
+		if err == nil || lifecycle.ErrorCode(err) != lifecycle.CodeConflict {
+			if err != nil {
+				e.log.WarnContext(ctx, "delivery: endpoint health", "endpoint_id", ep.ID, "err", err)
+			}
+			return
+		}
+	}
+}

@@ -1,0 +1,365 @@
+package delivery_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sandmanhq/sandman/internal/delivery"
+	"github.com/sandmanhq/sandman/internal/delivery/memstore"
+	"github.com/sandmanhq/sandman/internal/lifecycle"
+)
+
+var private = delivery.Guard{AllowPrivate: true}
+
+func TestRetriedUntilTheThirdAttemptSucceeds(t *testing.T) {
+	r := newRig(t, "0s,10ms,10ms,10ms", private)
+	rcv := newReceiver(t, 500, 500, 200)
+	ep := r.endpoint(t, "acct", rcv.URL)
+	ev := pausedEvent("acct", "ses_a", 3)
+	if err := r.engine.Accept(context.Background(), ev); err != nil {
+		t.Fatal(err)
+	}
+	r.local.Idle()
+
+	got := rcv.requests()
+	if len(got) != 3 {
+		t.Fatalf("receiver got %d requests, want 3", len(got))
+	}
+	for i, rq := range got {
+		if err := verify(t, ep.Secret, rq); err != nil {
+			t.Errorf("request %d does not verify: %v", i+1, err)
+		}
+		if got, want := rq.header.Get("webhook-id"), ev.EventID; got != want {
+			t.Errorf("request %d webhook-id: got %q, want the event_id %q", i+1, got, want)
+		}
+	}
+	var body delivery.Body
+	if err := json.Unmarshal(got[2].body, &body); err != nil {
+		t.Fatal(err)
+	}
+	if body.Type != "session.paused" || body.Data.EventID != ev.EventID || !body.Timestamp.Equal(ev.Time) {
+		t.Errorf("body: got %+v", body)
+	}
+	ds, _, err := r.svc.Deliveries(context.Background(), "acct", ep.ID, 10, "")
+	if err != nil || len(ds) != 1 {
+		t.Fatalf("deliveries: %v, %v", ds, err)
+	}
+	d := ds[0]
+	if d.Status != delivery.StatusSucceeded || len(d.Attempts) != 3 {
+		t.Fatalf("delivery: status %s with %d attempts, want succeeded with 3", d.Status, len(d.Attempts))
+	}
+	for i, want := range []int{500, 500, 200} {
+		if got := d.Attempts[i].StatusCode; got != want {
+			t.Errorf("attempt %d status code: got %d, want %d", i+1, got, want)
+		}
+		if d.Attempts[i].Response != "answer from the receiver" {
+			t.Errorf("attempt %d response: got %q", i+1, d.Attempts[i].Response)
+		}
+	}
+}
+
+func TestDeadReceiverEndsFailedAndReplayResends(t *testing.T) {
+	r := newRig(t, "0s,5ms,5ms", private)
+	rcv := newReceiver(t, 503)
+	ep := r.endpoint(t, "acct", rcv.URL)
+	if err := r.engine.Accept(context.Background(), pausedEvent("acct", "ses_a", 3)); err != nil {
+		t.Fatal(err)
+	}
+	r.local.Idle()
+	ds, _, _ := r.svc.Deliveries(context.Background(), "acct", ep.ID, 10, "")
+	if len(ds) != 1 || ds[0].Status != delivery.StatusFailed || len(ds[0].Attempts) != 3 {
+		t.Fatalf("after the schedule: %+v, want one failed delivery with 3 attempts", ds)
+	}
+	if got, want := ds[0].Reason, "retry schedule exhausted"; got != want {
+		t.Errorf("reason: got %q, want %q", got, want)
+	}
+
+	rcv.mu.Lock()
+	rcv.codes = []int{503, 503, 503, 204} // the receiver is back
+	rcv.mu.Unlock()
+	if _, err := r.svc.Retry(context.Background(), "acct", ep.ID, ds[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	r.local.Idle()
+	d, err := r.store.GetDelivery(context.Background(), ep.ID, ds[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Status != delivery.StatusSucceeded || len(d.Attempts) != 4 || d.Attempts[3].StatusCode != 204 {
+		t.Fatalf("after replay: status %s, %d attempts", d.Status, len(d.Attempts))
+	}
+	reqs := rcv.requests()
+	if reqs[3].header.Get("webhook-id") != reqs[0].header.Get("webhook-id") {
+		t.Errorf("a replay must keep the webhook-id")
+	}
+}
+
+func TestRotationOverlapVerifiesWithEitherSecret(t *testing.T) {
+	r := newRig(t, "0s", private)
+	rcv := newReceiver(t, 200)
+	ep := r.endpoint(t, "acct", rcv.URL)
+	rotated, err := r.svc.RotateSecret(context.Background(), "acct", ep.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rotated.Secret == ep.Secret || !strings.HasPrefix(rotated.Secret, "whsec_") {
+		t.Fatalf("rotation kept the secret or made a bad one: %q", rotated.Secret)
+	}
+	if err := r.engine.Accept(context.Background(), pausedEvent("acct", "ses_a", 3)); err != nil {
+		t.Fatal(err)
+	}
+	r.local.Idle()
+	rq := rcv.requests()[0]
+	if n := len(strings.Fields(rq.header.Get("webhook-signature"))); n != 2 {
+		t.Errorf("during the overlap: %d signatures, want 2", n)
+	}
+	for name, secret := range map[string]string{"old": ep.Secret, "new": rotated.Secret} {
+		if err := verify(t, secret, rq); err != nil {
+			t.Errorf("%s secret does not verify during the overlap: %v", name, err)
+		}
+	}
+}
+
+func TestRotatedOutSecretStopsSigningAfterTheOverlap(t *testing.T) {
+	now := time.Date(2026, 11, 27, 6, 0, 0, 0, time.UTC)
+	e := delivery.Endpoint{Secret: "new", PreviousSecret: "old", PreviousSecretUntil: now.Add(delivery.RotationOverlap)}
+	if got := e.Secrets(now.Add(delivery.RotationOverlap - time.Second)); len(got) != 2 {
+		t.Errorf("just before the overlap ends: %v, want both", got)
+	}
+	if got := e.Secrets(now.Add(delivery.RotationOverlap)); len(got) != 1 || got[0] != "new" {
+		t.Errorf("when the overlap ends: %v, want the new one only", got)
+	}
+}
+
+func TestEventTypesFilterDeliveries(t *testing.T) {
+	r := newRig(t, "0s", private)
+	paused, created := newReceiver(t, 200), newReceiver(t, 200)
+	r.endpoint(t, "acct", paused.URL, "session.paused")
+	r.endpoint(t, "acct", created.URL, "session.provisioning")
+	r.endpoint(t, "other", created.URL) // another account's endpoint
+	if err := r.engine.Accept(context.Background(), pausedEvent("acct", "ses_a", 3)); err != nil {
+		t.Fatal(err)
+	}
+	r.local.Idle()
+	if got := len(paused.requests()); got != 1 {
+		t.Errorf("session.paused endpoint: %d requests, want 1", got)
+	}
+	if got := len(created.requests()); got != 0 {
+		t.Errorf("session.provisioning endpoint and the other account: %d requests, want 0", got)
+	}
+}
+
+func TestRedeliveredEventMakesNoSecondDelivery(t *testing.T) {
+	r := newRig(t, "0s", private)
+	rcv := newReceiver(t, 200)
+	ep := r.endpoint(t, "acct", rcv.URL)
+	ev := pausedEvent("acct", "ses_a", 3)
+	for range 3 {
+		if err := r.engine.Accept(context.Background(), ev); err != nil {
+			t.Fatal(err)
+		}
+		r.local.Idle()
+	}
+	if got := len(rcv.requests()); got != 1 {
+		t.Errorf("receiver got %d requests for one event accepted three times, want 1", got)
+	}
+	ds, _, _ := r.svc.Deliveries(context.Background(), "acct", ep.ID, 10, "")
+	if len(ds) != 1 {
+		t.Errorf("log has %d deliveries, want 1", len(ds))
+	}
+}
+
+func TestDuplicateJobMakesOneAttempt(t *testing.T) {
+	store, rec := memstore.New(), &recorder{}
+	rcv := newReceiver(t, 500)
+	clock := lifecycle.NewManualClock(time.Date(2026, 11, 27, 6, 0, 0, 0, time.UTC))
+	engine, _ := delivery.NewEngine(delivery.Config{Store: store, Dispatcher: rec, Guard: private, Clock: clock})
+	svc := delivery.NewService(store, private, rec, clock)
+	url := rcv.URL
+	if _, err := svc.Create(context.Background(), "acct", delivery.EndpointInput{URL: &url}); err != nil {
+		t.Fatal(err)
+	}
+	if err := engine.Accept(context.Background(), pausedEvent("acct", "ses_a", 3)); err != nil {
+		t.Fatal(err)
+	}
+	job, _, _ := rec.take()
+	for range 2 { // SQS delivers at least once
+		if err := engine.Attempt(context.Background(), job); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := len(rcv.requests()); got != 1 {
+		t.Errorf("two copies of one job made %d requests, want 1", got)
+	}
+}
+
+func TestEndpointFailingFiveDaysIsDisabled(t *testing.T) {
+	store, rec := memstore.New(), &recorder{}
+	rcv := newReceiver(t, 500)
+	clock := lifecycle.NewManualClock(time.Date(2026, 11, 27, 6, 0, 0, 0, time.UTC))
+	engine, _ := delivery.NewEngine(delivery.Config{Store: store, Dispatcher: rec, Guard: private, Clock: clock})
+	svc := delivery.NewService(store, private, rec, clock)
+	url := rcv.URL
+	ep, _ := svc.Create(context.Background(), "acct", delivery.EndpointInput{URL: &url})
+	ctx := context.Background()
+	// One event a day; each runs its whole schedule (about 27.6 h).
+	for day := int64(0); day <= 6; day++ {
+		if err := engine.Accept(ctx, pausedEvent("acct", "ses_a", day+1)); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			job, at, ok := rec.take()
+			if !ok {
+				break
+			}
+			if at.After(clock.Now()) {
+				clock.Set(at)
+			}
+			if err := engine.Attempt(ctx, job); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, _ := svc.Get(ctx, "acct", ep.ID)
+		failingFor := clock.Now().Sub(got.FailingSince)
+		if got.Disabled != (failingFor >= delivery.DisableAfter) {
+			t.Fatalf("failing for %s: disabled=%v", failingFor, got.Disabled)
+		}
+		if got.Disabled {
+			if !strings.Contains(got.DisabledReason, "every delivery failed since") {
+				t.Errorf("disabled reason: %q", got.DisabledReason)
+			}
+			return
+		}
+		clock.Advance(24 * time.Hour)
+	}
+	t.Fatal("an endpoint failing for 6 days was never disabled")
+}
+
+func TestSlowEndpointDoesNotDelayAnother(t *testing.T) {
+	r := newRig(t, "0s", private)
+	release := make(chan struct{})
+	slow := newReceiver(t, 200)
+	slow.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { <-release })
+	defer close(release)
+	fast := newReceiver(t, 200)
+	r.endpoint(t, "slowacct", slow.URL)
+	r.endpoint(t, "fastacct", fast.URL)
+	ctx := context.Background()
+	for v := int64(1); v <= 10; v++ {
+		if err := r.engine.Accept(ctx, pausedEvent("slowacct", "ses_s", v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := r.engine.Accept(ctx, pausedEvent("fastacct", "ses_f", 1)); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.After(5 * time.Second)
+	for len(fast.requests()) == 0 {
+		select {
+		case <-deadline:
+			t.Fatal("the fast endpoint got nothing while the slow one hung")
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// TestPendingDeliveriesSurviveARestart: the process dies after the
+// deliveries were written and before their attempts ran (the jobs lived in
+// memory); a new process recovers them from the store.
+func TestPendingDeliveriesSurviveARestart(t *testing.T) {
+	store := memstore.New()
+	rcv := newReceiver(t, 200)
+	url := rcv.URL
+	ep, err := delivery.NewService(store, private, nil, nil).Create(context.Background(), "acct", delivery.EndpointInput{URL: &url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead, _ := delivery.NewEngine(delivery.Config{Store: store, Dispatcher: &recorder{}, Guard: private}) // its jobs die with it
+	for v := int64(1); v <= 3; v++ {
+		if err := dead.Accept(context.Background(), pausedEvent("acct", "ses_a", v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	local := delivery.NewLocal(delivery.LocalConfig{})
+	engine, _ := delivery.NewEngine(delivery.Config{Store: store, Dispatcher: local, Guard: private})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer func() { cancel(); local.Wait() }()
+	local.Start(ctx, engine)
+	n, err := local.Recover(ctx, store)
+	if err != nil || n != 3 {
+		t.Fatalf("recovered %d, %v; want 3", n, err)
+	}
+	local.Idle()
+	if got := len(rcv.requests()); got != 3 {
+		t.Errorf("receiver got %d after the restart, want 3", got)
+	}
+	ds, _, _ := store.ListDeliveries(ctx, ep.ID, 10, "")
+	for _, d := range ds {
+		if d.Status != delivery.StatusSucceeded {
+			t.Errorf("%s: %s", d.ID, d.Status)
+		}
+	}
+}
+
+// TestFailingEndpointGetsOneAttemptAtATime: while an attempt holds a
+// failing endpoint, another delivery's attempt waits (not counted) instead
+// of tying up a second slot on a dead endpoint.
+func TestFailingEndpointGetsOneAttemptAtATime(t *testing.T) {
+	store, rec := memstore.New(), &recorder{}
+	rcv := newReceiver(t, 500)
+	clock := lifecycle.NewManualClock(time.Date(2026, 11, 27, 6, 0, 0, 0, time.UTC))
+	engine, _ := delivery.NewEngine(delivery.Config{Store: store, Dispatcher: rec, Guard: private, Clock: clock})
+	svc := delivery.NewService(store, private, rec, clock)
+	url := rcv.URL
+	ep, _ := svc.Create(context.Background(), "acct", delivery.EndpointInput{URL: &url})
+	ctx := context.Background()
+	if err := engine.Accept(ctx, pausedEvent("acct", "ses_a", 1), pausedEvent("acct", "ses_b", 1)); err != nil {
+		t.Fatal(err)
+	}
+	first, _, _ := rec.take()
+	second, _, _ := rec.take()
+	if err := engine.Attempt(ctx, first); err != nil { // fails: the endpoint is now failing
+		t.Fatal(err)
+	}
+	rec.take() // the first delivery's retry
+
+	// Another attempt holds the endpoint now (a concurrent invocation).
+	held, _ := store.GetEndpoint(ctx, "acct", ep.ID)
+	if held.FailingSince.IsZero() {
+		t.Fatal("a failed attempt did not mark the endpoint failing")
+	}
+	held.ProbeUntil, held.Version = clock.Now().Add(10*time.Second), held.Version+1
+	if err := store.UpdateEndpoint(ctx, held, held.Version-1); err != nil {
+		t.Fatal(err)
+	}
+	if err := engine.Attempt(ctx, second); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(rcv.requests()); got != 1 {
+		t.Fatalf("receiver got %d requests while the endpoint was held, want 1", got)
+	}
+	job, at, ok := rec.take()
+	if !ok || job != second || !at.Equal(clock.Now().Add(delivery.ProbeWait)) {
+		t.Fatalf("the waiting attempt: job %+v at %s, want it again after %s", job, at, delivery.ProbeWait)
+	}
+	d, _ := store.GetDelivery(ctx, ep.ID, second.DeliveryID)
+	if len(d.Attempts) != 0 || d.Status != delivery.StatusPending {
+		t.Fatalf("a wait counted as an attempt: %+v", d)
+	}
+
+	clock.Set(at) // the hold ran out
+	if err := engine.Attempt(ctx, job); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(rcv.requests()); got != 2 {
+		t.Errorf("after the hold: %d requests, want 2", got)
+	}
+	if got, _ := store.GetEndpoint(ctx, "acct", ep.ID); !got.ProbeUntil.IsZero() {
+		t.Errorf("the attempt kept holding the endpoint until %s", got.ProbeUntil)
+	}
+}

@@ -1,0 +1,167 @@
+package delivery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"net/url"
+	"strings"
+	"syscall"
+
+	"github.com/sandmanhq/sandman/internal/lifecycle"
+)
+
+// Resolver looks up a host's addresses; *net.Resolver implements it. Tests
+// inject one whose answers change.
+type Resolver interface {
+	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
+}
+
+// Guard decides which targets deliveries may reach (docs/WEBHOOKS.md "Safe
+// targets"). The zero value refuses http and every non-public address.
+type Guard struct {
+	// AllowPrivate allows http URLs and loopback, private and link-local
+	// addresses (SANDMAN_WEBHOOK_ALLOW_PRIVATE_TARGETS; local use only).
+	AllowPrivate bool
+	// Resolver resolves hosts, at registration and before every dial.
+	// Default net.DefaultResolver.
+	Resolver Resolver
+}
+
+// metadataAddrs are cloud instance metadata addresses: refused even when
+// private targets are allowed (AWS, GCP and Azure use 169.254.169.254; AWS
+// also fd00:ec2::254).
+var metadataAddrs = []netip.Addr{netip.MustParseAddr("169.254.169.254"), netip.MustParseAddr("fd00:ec2::254")}
+
+// cgnat is the shared address space (RFC 6598), not public.
+var cgnat = netip.MustParsePrefix("100.64.0.0/10")
+
+// CheckAddr returns why a may not be dialled, or nil: the metadata address
+// always; unless AllowPrivate, loopback, private (RFC 1918, fc00::/7,
+// 100.64.0.0/10), link-local, multicast and unspecified addresses.
+func (g Guard) CheckAddr(a netip.Addr) error {
+	a = a.Unmap()
+	for _, m := range metadataAddrs {
+		if a == m {
+			return fmt.Errorf("%s is the instance metadata address", a)
+		}
+	}
+	if g.AllowPrivate {
+		return nil
+	}
+	switch {
+	case a.IsUnspecified():
+		return fmt.Errorf("%s is unspecified", a)
+	case a.IsLoopback():
+		return fmt.Errorf("%s is a loopback address", a)
+	case a.IsPrivate(), cgnat.Contains(a):
+		return fmt.Errorf("%s is a private address", a)
+	case a.IsLinkLocalUnicast(), a.IsLinkLocalMulticast():
+		return fmt.Errorf("%s is a link-local address", a)
+	case a.IsMulticast(), a.IsInterfaceLocalMulticast():
+		return fmt.Errorf("%s is a multicast address", a)
+	case !a.IsGlobalUnicast():
+		return fmt.Errorf("%s is not a public address", a)
+	}
+	return nil
+}
+
+func (g Guard) resolver() Resolver {
+	if g.Resolver != nil {
+		return g.Resolver
+	}
+	return net.DefaultResolver
+}
+
+// CheckURL validates an endpoint URL at registration: absolute, https
+// (http too with AllowPrivate), no user info, at most MaxURLLength bytes,
+// and a host whose every address passes CheckAddr. Errors: invalid, with
+// the reason.
+func (g Guard) CheckURL(ctx context.Context, raw string) error {
+	if len(raw) > MaxURLLength {
+		return lifecycle.Errorf(lifecycle.CodeInvalid, "url must be at most %d bytes", MaxURLLength)
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || u.Hostname() == "" {
+		return lifecycle.Errorf(lifecycle.CodeInvalid, "url must be an absolute https URL")
+	}
+	switch {
+	case u.Scheme == "https":
+	case u.Scheme == "http" && g.AllowPrivate:
+	default:
+		return lifecycle.Errorf(lifecycle.CodeInvalid, "url must use https")
+	}
+	if u.User != nil {
+		return lifecycle.Errorf(lifecycle.CodeInvalid, "url must not carry a user name or password")
+	}
+	addrs, err := g.lookup(ctx, u.Hostname())
+	if err != nil {
+		return lifecycle.Errorf(lifecycle.CodeInvalid, "url host %q does not resolve", u.Hostname())
+	}
+	for _, a := range addrs {
+		if err := g.CheckAddr(a); err != nil {
+			return lifecycle.Errorf(lifecycle.CodeInvalid, "url host %q is not allowed: %v", u.Hostname(), err)
+		}
+	}
+	return nil
+}
+
+// lookup resolves host (an IP literal resolves to itself).
+func (g Guard) lookup(ctx context.Context, host string) ([]netip.Addr, error) {
+	if a, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
+		return []netip.Addr{a}, nil
+	}
+	addrs, err := g.resolver().LookupNetIP(ctx, "ip", host)
+	if err == nil && len(addrs) == 0 {
+		err = fmt.Errorf("no addresses for %s", host)
+	}
+	return addrs, err
+}
+
+// ErrRefused marks a delivery refused by the Guard (the attempt's error
+// starts "refused:").
+var ErrRefused = errors.New("refused")
+
+// DialContext dials addr ("host:port") through the Guard: the host is
+// resolved here, every address is checked, and the connection goes to a
+// checked address, with the dialer's Control checking the socket's address
+// once more, so what is checked is what is dialled (no DNS rebinding).
+func (g Guard) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	addrs, err := g.lookup(ctx, host)
+	if err != nil {
+		return nil, err
+	}
+	d := net.Dialer{Control: func(_, address string, _ syscall.RawConn) error {
+		ap, err := netip.ParseAddrPort(address)
+		if err != nil {
+			return fmt.Errorf("%w: cannot read %q", ErrRefused, address)
+		}
+		if err := g.CheckAddr(ap.Addr()); err != nil {
+			return fmt.Errorf("%w: %v", ErrRefused, err)
+		}
+		return nil
+	}}
+	var firstErr error
+	for _, a := range addrs {
+		if err := g.CheckAddr(a); err != nil {
+			if firstErr == nil {
+				firstErr = fmt.Errorf("%w: %s resolves to %v", ErrRefused, host, err)
+			}
+			continue
+		}
+		c, err := d.DialContext(ctx, network, net.JoinHostPort(a.String(), port))
+		if err == nil {
+			return c, nil
+		}
+		if firstErr == nil {
+			firstErr = err
+		}
+	}
+	return nil, firstErr
+}

@@ -1,0 +1,237 @@
+package delivery
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base32"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/sandmanhq/sandman/internal/lifecycle"
+)
+
+// Rules of docs/WEBHOOKS.md.
+const (
+	// RotationOverlap is how long a rotated-out secret still signs: both
+	// secrets sign every delivery for 24 h after a rotation.
+	RotationOverlap = 24 * time.Hour
+	// DisableAfter: an endpoint whose every delivery failed for this long
+	// (5 days) is disabled.
+	DisableAfter = 5 * 24 * time.Hour
+	// LogRetention is how long a delivery stays in the log (30 days; a
+	// DynamoDB TTL in the table).
+	LogRetention = 30 * 24 * time.Hour
+	// AttemptTimeout: an answer later than 15 s is a failure.
+	AttemptTimeout = 15 * time.Second
+	// ProbeWait is how long an attempt to a failing endpoint waits when
+	// another attempt holds the endpoint (ours): a dead endpoint holds one
+	// attempt's worth of capacity, not one per delivery.
+	ProbeWait = 20 * time.Second
+	// MaxResponseBody is how much of an answer's body is kept, in bytes (1 KiB).
+	MaxResponseBody = 1 << 10
+	// MaxEndpointsPerAccount bounds an account's endpoints (ours: every
+	// event reads them all).
+	MaxEndpointsPerAccount = 20
+	// MaxAttemptsPerDelivery bounds a delivery's attempts, replays
+	// included (ours: keeps a logged delivery well under DynamoDB's 400 KB
+	// item limit).
+	MaxAttemptsPerDelivery = 100
+	// MaxURLLength bounds an endpoint URL, in bytes.
+	MaxURLLength = 2048
+	// MaxDescriptionLength bounds an endpoint description, in bytes.
+	MaxDescriptionLength = 512
+)
+
+// Delivery statuses.
+const (
+	StatusPending   = "pending"   // an attempt is due or under way
+	StatusSucceeded = "succeeded" // an attempt got a 2xx
+	StatusFailed    = "failed"    // the schedule ran out, or the endpoint is gone or disabled
+)
+
+// EventTypes lists the event types an endpoint may subscribe to: the
+// lowercase dotted form of every lifecycle detail type (EventType).
+var EventTypes = []string{
+	"session.provisioning", "session.running", "session.pausing", "session.paused",
+	"session.resuming", "session.expired", "session.killed", "session.failed",
+	"session.ready", "session.not_ready",
+}
+
+// EventType returns the event type of ev: its EventBridge detail type in
+// lowercase, a dot after the first word and underscores for the other
+// spaces ("Session Paused" → "session.paused", "Session Not Ready" →
+// "session.not_ready").
+func EventType(ev lifecycle.Event) string {
+	noun, rest, _ := strings.Cut(strings.ToLower(ev.DetailType()), " ")
+	return noun + "." + strings.ReplaceAll(rest, " ", "_")
+}
+
+// Endpoint is one account's webhook target.
+type Endpoint struct {
+	ID          string // "we_" + 26 lowercase base32 characters
+	AccountID   string
+	URL         string
+	Description string
+	// EventTypes the endpoint receives; empty: every type.
+	EventTypes []string
+	// Disabled endpoints get no deliveries; DisabledReason says why
+	// ("disabled by request", or the failures that disabled it).
+	Disabled       bool
+	DisabledReason string
+	// Secret signs every delivery ("whsec_…"). PreviousSecret, until
+	// PreviousSecretUntil, signs too (a rotation's overlap).
+	Secret              string
+	PreviousSecret      string
+	PreviousSecretUntil time.Time
+	// FailingSince is the first failed attempt since the last success;
+	// zero while the endpoint is healthy.
+	FailingSince time.Time
+	// ProbeUntil: while an endpoint is failing, one attempt at a time
+	// reaches it, across every process; the one under way holds the
+	// endpoint until ProbeUntil (Engine.Attempt).
+	ProbeUntil time.Time
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+	// Version increments on every write; updates are conditional on it.
+	Version int64
+}
+
+// Wants reports whether e receives events of type typ.
+func (e *Endpoint) Wants(typ string) bool {
+	return !e.Disabled && (len(e.EventTypes) == 0 || slices.Contains(e.EventTypes, typ))
+}
+
+// Secrets returns the secrets that sign a delivery at now: the current one,
+// and the previous one during its overlap.
+func (e *Endpoint) Secrets(now time.Time) []string {
+	s := []string{e.Secret}
+	if e.PreviousSecret != "" && now.Before(e.PreviousSecretUntil) {
+		s = append(s, e.PreviousSecret)
+	}
+	return s
+}
+
+// Attempt is one POST of a delivery.
+type Attempt struct {
+	At         time.Time
+	StatusCode int // 0: no answer (Error says why)
+	LatencyMS  int64
+	Error      string // "" for an answer; else why there was none ("timeout", "refused: …")
+	Response   string // at most MaxResponseBody bytes of the answer's body
+}
+
+// Succeeded reports whether the attempt got a 2xx.
+func (a Attempt) Succeeded() bool { return a.StatusCode >= 200 && a.StatusCode < 300 }
+
+// Delivery is one event to one endpoint, with its attempts.
+type Delivery struct {
+	// ID is DeliveryID(event time, endpoint id, event id): deliveries of an
+	// endpoint sort by event time, and the same event never makes two.
+	ID         string
+	EndpointID string
+	AccountID  string
+	EventID    string
+	EventType  string
+	// Payload is the exact body every attempt sends (the event, JSON).
+	Payload  []byte
+	Status   string
+	Attempts []Attempt
+	// RoundStart is the index in Attempts where the current run of the
+	// schedule began (a replay starts a new run).
+	RoundStart int
+	// NextAttemptAt is when the next attempt is due (while one is under
+	// way, the end of its claim); zero unless pending.
+	NextAttemptAt time.Time
+	// Reason says why a failed delivery stopped ("retry schedule
+	// exhausted", "endpoint disabled", "endpoint deleted").
+	Reason    string
+	CreatedAt time.Time
+	UpdatedAt time.Time
+	// ExpiresAt is when the log forgets it: CreatedAt + LogRetention.
+	ExpiresAt time.Time
+	Version   int64
+}
+
+// Job names one delivery whose next attempt is due (a Dispatcher's unit).
+type Job struct {
+	AccountID  string `json:"account_id"`
+	EndpointID string `json:"endpoint_id"`
+	DeliveryID string `json:"delivery_id"`
+	// Seq is how many attempts the delivery had when the job was made; a
+	// job whose Seq no longer matches is stale and dropped, so duplicate
+	// jobs (SQS delivers at least once) never make two attempts.
+	Seq int `json:"seq"`
+}
+
+// Dispatcher runs a job's attempt (Engine.Attempt) at or soon after at:
+// Local in process, sqsqueue through an SQS queue in AWS. Errors: the job
+// could not be scheduled (the caller keeps it pending and says so).
+type Dispatcher interface {
+	Dispatch(ctx context.Context, job Job, at time.Time) error
+}
+
+// Store keeps endpoints and deliveries: the sessions table in AWS
+// (internal/delivery/dynamostore), memory in tests (memstore). Every write is
+// conditional; errors are *lifecycle.Error with the codes named.
+type Store interface {
+	// CreateEndpoint stores a new endpoint. Errors: conflict when the id
+	// exists, or the account has MaxEndpointsPerAccount already.
+	CreateEndpoint(ctx context.Context, e *Endpoint) error
+	// GetEndpoint returns one endpoint of the account. Errors: not_found.
+	GetEndpoint(ctx context.Context, accountID, id string) (*Endpoint, error)
+	// ListEndpoints returns the account's endpoints, oldest first.
+	ListEndpoints(ctx context.Context, accountID string) ([]*Endpoint, error)
+	// UpdateEndpoint replaces e if its stored version is prevVersion.
+	// Errors: not_found, conflict (the version moved).
+	UpdateEndpoint(ctx context.Context, e *Endpoint, prevVersion int64) error
+	// DeleteEndpoint removes the endpoint (its deliveries expire with their
+	// TTL). Errors: not_found.
+	DeleteEndpoint(ctx context.Context, accountID, id string) error
+
+	// CreateDelivery stores d unless a delivery with its id exists; it
+	// reports whether it stored it.
+	CreateDelivery(ctx context.Context, d *Delivery) (bool, error)
+	// GetDelivery returns one delivery of the endpoint. Errors: not_found
+	// (also once it expired).
+	GetDelivery(ctx context.Context, endpointID, id string) (*Delivery, error)
+	// UpdateDelivery replaces d if its stored version is prevVersion.
+	// Errors: not_found, conflict.
+	UpdateDelivery(ctx context.Context, d *Delivery, prevVersion int64) error
+	// ListDeliveries returns the endpoint's deliveries, newest first, at
+	// most limit, and a cursor for the next page ("" at the end).
+	// Errors: invalid for a cursor it did not issue.
+	ListDeliveries(ctx context.Context, endpointID string, limit int, cursor string) ([]*Delivery, string, error)
+}
+
+var idEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)
+
+// NewEndpointID returns a new endpoint id: "we_" and 26 lowercase base32
+// characters (128 random bits).
+func NewEndpointID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return "we_" + strings.ToLower(idEncoding.EncodeToString(b))
+}
+
+// NewSecret returns a new signing secret: "whsec_" and the base64 of 32
+// random bytes (the Standard Webhooks format allows 24 to 64).
+func NewSecret() string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	return "whsec_" + base64.StdEncoding.EncodeToString(b)
+}
+
+// DeliveryID returns the id of the delivery of event eventID (committed at
+// at) to endpoint endpointID: "dlv_", the event time in epoch milliseconds
+// as 12 hex digits (so ids sort by event time), and 16 hex digits of
+// SHA-256 of the endpoint and event ids (so an event redelivered by the
+// outbox makes no second delivery).
+func DeliveryID(at time.Time, endpointID, eventID string) string {
+	sum := sha256.Sum256([]byte(endpointID + "|" + eventID))
+	return fmt.Sprintf("dlv_%012x%s", at.UnixMilli(), hex.EncodeToString(sum[:8]))
+}

@@ -1,0 +1,194 @@
+// Package sqsqueue is the AWS side of outbound webhooks (docs/WEBHOOKS.md
+// "In AWS"): one SQS queue carries both what starts a delivery and what
+// continues it, and functions/deliver consumes it (Handler).
+//
+//   - An EventBridge rule on the stack's bus sends every lifecycle event
+//     (the whole EventBridge event, detail = lifecycle.Event) to the queue;
+//     the handler accepts it (delivery.Engine.Accept), which makes the
+//     deliveries and dispatches their first attempts.
+//   - A dispatched attempt is a Message {"job":…,"at":…} sent with
+//     DelaySeconds until its time (at most MaxDelay, 15 min). A longer wait
+//     hops: the message arrives early, Engine.Attempt finds the delivery
+//     not due and dispatches it again for the rest. No function ever sleeps.
+//
+// Delivery is at least once: the engine drops a stale or duplicate job by
+// the delivery's attempt count and version. A job message that comes back
+// after a failed run (ApproximateReceiveCount above 1) goes through
+// Engine.Redelivered, which dispatches the next attempt if the failed run
+// had recorded its attempt but could not send the next job. A delivery whose schedule ran
+// out is copied to the dead-letter queue (DeadLetter) where an alarm sees
+// it; a message the handler keeps failing on lands there too, by the
+// queue's redrive policy.
+package sqsqueue
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/sandmanhq/sandman/internal/delivery"
+	"github.com/sandmanhq/sandman/internal/lifecycle"
+)
+
+// MaxDelay is SQS's largest DelaySeconds (900 s, 15 min).
+const MaxDelay = 15 * time.Minute
+
+// API is the part of *sqs.Client the queue uses.
+type API interface {
+	SendMessage(ctx context.Context, in *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
+}
+
+// Message is a job message's body: the job and when it is due (RFC 3339
+// UTC).
+type Message struct {
+	Job delivery.Job `json:"job"`
+	At  time.Time    `json:"at"`
+}
+
+// Queue is a delivery.Dispatcher on one SQS queue.
+type Queue struct {
+	client API
+	url    string
+	clock  lifecycle.Clock
+}
+
+var _ delivery.Dispatcher = (*Queue)(nil)
+
+// New returns a Queue sending to url; clock nil means lifecycle.SystemClock.
+func New(client API, url string, clock lifecycle.Clock) *Queue {
+	if clock == nil {
+		clock = lifecycle.SystemClock{}
+	}
+	return &Queue{client: client, url: url, clock: clock}
+}
+
+// Delay returns the DelaySeconds of a message due at at, seen at now: the
+// time left rounded up to whole seconds (never early), 0 to 900.
+func Delay(now, at time.Time) int32 {
+	d := at.Sub(now)
+	if d <= 0 {
+		return 0
+	}
+	d = min(d, MaxDelay)
+	return int32((d + time.Second - 1) / time.Second)
+}
+
+// Dispatch sends the job, delayed until at (at most MaxDelay). Errors:
+// unavailable when SQS refused or did not answer.
+func (q *Queue) Dispatch(ctx context.Context, job delivery.Job, at time.Time) error {
+	body, err := json.Marshal(Message{Job: job, At: at.UTC()})
+	if err != nil {
+		return fmt.Errorf("encode job: %w", err)
+	}
+	if _, err := q.client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(q.url),
+		MessageBody: aws.String(string(body)), DelaySeconds: Delay(q.clock.Now(), at)}); err != nil {
+		return &lifecycle.Error{Code: lifecycle.CodeUnavailable, Message: "the delivery queue did not take the job",
+			Err: fmt.Errorf("send delivery job %s: %w", job.DeliveryID, err)}
+	}
+	return nil
+}
+
+// DeadLetter returns a delivery.Config.OnExhausted that copies a failed
+// delivery's summary (ids, event, attempts' status codes) to the queue at
+// url, the dead-letter queue an alarm watches.
+func DeadLetter(client API, url string) func(context.Context, *delivery.Delivery) error {
+	return func(ctx context.Context, d *delivery.Delivery) error {
+		body, err := json.Marshal(d.JSON())
+		if err != nil {
+			return err
+		}
+		_, err = client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: aws.String(string(body))})
+		if err != nil {
+			return fmt.Errorf("send delivery %s to the dead-letter queue: %w", d.ID, err)
+		}
+		return nil
+	}
+}
+
+// DefaultConcurrency is how many messages of one batch Handler works on at
+// once.
+const DefaultConcurrency = 10
+
+// Handler is the deliver function's SQS handler.
+type Handler struct {
+	engine *delivery.Engine
+	log    *slog.Logger
+	limit  int
+}
+
+// NewHandler returns a Handler running jobs and accepting events through
+// engine; log nil means slog.Default().
+func NewHandler(engine *delivery.Engine, log *slog.Logger) *Handler {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Handler{engine: engine, log: log, limit: DefaultConcurrency}
+}
+
+// body is either form of a queue message (see the package doc).
+type body struct {
+	DetailType string          `json:"detail-type"`
+	Detail     json.RawMessage `json:"detail"`
+	Job        *delivery.Job   `json:"job"`
+}
+
+// Handle works on a batch's messages concurrently (at most
+// DefaultConcurrency at once; each attempt is bounded by
+// delivery.AttemptTimeout) and reports the ones that failed as batch item
+// failures, so only those come back. A message that is neither form is
+// logged and dropped.
+func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	failed := make([]bool, len(ev.Records))
+	var g errgroup.Group
+	g.SetLimit(h.limit)
+	for i, rec := range ev.Records {
+		g.Go(func() error {
+			if err := h.handle(ctx, rec); err != nil {
+				h.log.WarnContext(ctx, "delivery message failed; SQS delivers it again", "message_id", rec.MessageId, "err", err)
+				failed[i] = true
+			}
+			return nil
+		})
+	}
+	_ = g.Wait()
+	var resp events.SQSEventResponse
+	for i, f := range failed {
+		if f {
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: ev.Records[i].MessageId})
+		}
+	}
+	return resp, nil
+}
+
+func (h *Handler) handle(ctx context.Context, rec events.SQSMessage) error {
+	var b body
+	if err := json.Unmarshal([]byte(rec.Body), &b); err != nil {
+		h.log.ErrorContext(ctx, "drop malformed delivery message", "message_id", rec.MessageId, "err", err)
+		return nil
+	}
+	switch {
+	case b.Job != nil && b.Job.DeliveryID != "":
+		if n, _ := strconv.Atoi(rec.Attributes["ApproximateReceiveCount"]); n > 1 {
+			return h.engine.Redelivered(ctx, *b.Job)
+		}
+		return h.engine.Attempt(ctx, *b.Job)
+	case b.DetailType != "" && len(b.Detail) > 0:
+		var e lifecycle.Event
+		if err := json.Unmarshal(b.Detail, &e); err != nil || e.EventID == "" {
+			h.log.ErrorContext(ctx, "drop lifecycle event without a readable detail", "message_id", rec.MessageId, "err", err)
+			return nil
+		}
+		return h.engine.Accept(ctx, e)
+	default:
+		h.log.ErrorContext(ctx, "drop delivery message of no known form", "message_id", rec.MessageId)
+		return nil
+	}
+}

@@ -1,0 +1,138 @@
+// Package api declares, once, the JSON shapes of Sandman's HTTP API that
+// docs/openapi.json describes (its components of the same names): the
+// handlers (internal/apigw) answer with them, the CLI (internal/cli) decodes
+// them, and the handler tests decode answers into them with unknown fields
+// disallowed, so a field added to a shape reaches all three at once. It
+// imports only the standard library.
+//
+// Timestamps are RFC 3339 UTC strings (nanoseconds when present), null when
+// unset: *string here, Time formats them. Durations are whole seconds.
+package api
+
+import "time"
+
+// Time returns t as the API writes a timestamp: nil for the zero time, else
+// RFC 3339 in UTC with nanoseconds when present.
+func Time(t time.Time) *string {
+	if t.IsZero() {
+		return nil
+	}
+	s := t.UTC().Format(time.RFC3339Nano)
+	return &s
+}
+
+// Session is a session as the API shows it (docs/DESIGN.md "HTTP API").
+// max_lifetime_seconds 0 means no limit; hibernate_after is the moment the
+// session pauses unless activity arrives (null unless running).
+type Session struct {
+	ID                 string            `json:"id"`
+	AccountID          string            `json:"account_id"`
+	Provider           string            `json:"provider"`
+	Template           string            `json:"template"`
+	State              string            `json:"state"`
+	Reason             string            `json:"reason"`
+	SandboxID          *string           `json:"sandbox_id"`
+	PreviewURL         *string           `json:"preview_url"`
+	Metadata           map[string]string `json:"metadata"`
+	IdleTimeoutSeconds int64             `json:"idle_timeout_seconds"`
+	MaxLifetimeSeconds int64             `json:"max_lifetime_seconds"`
+	Version            int64             `json:"version"`
+	CreatedAt          *string           `json:"created_at"`
+	UpdatedAt          *string           `json:"updated_at"`
+	LastActivityAt     *string           `json:"last_activity_at"`
+	IdleDeadline       *string           `json:"idle_deadline"`
+	HibernateAfter     *string           `json:"hibernate_after"`
+	RunningSince       *string           `json:"running_since"`
+	PausedAt           *string           `json:"paused_at"`
+	SandboxExpiresAt   *string           `json:"sandbox_expires_at"`
+	// AwayTimeoutSeconds (0: presence off) and AwayDeadline (null unless
+	// the last visible client left): docs/DESIGN.md "Client channel".
+	AwayTimeoutSeconds int64   `json:"away_timeout_seconds"`
+	AwayDeadline       *string `json:"away_deadline"`
+	// App is the session's app spec (null: none); the readiness fields:
+	// docs/READINESS.md.
+	App *App `json:"app"`
+	AppReadiness
+}
+
+// App is an app spec as the API shows and takes it (docs/READINESS.md).
+type App struct {
+	Port                int               `json:"port"`
+	StartCommand        string            `json:"start_command"`
+	Cwd                 string            `json:"cwd"`
+	Env                 map[string]string `json:"env"`
+	ReadyPath           string            `json:"ready_path"`
+	ReadyTimeoutSeconds int64             `json:"ready_timeout_seconds"`
+}
+
+// AppReadiness is the readiness of a session's app as every body that shows
+// a session carries it (docs/READINESS.md "Readiness"): readiness is
+// "starting", "ready" or "failed", null without an app or when not running.
+type AppReadiness struct {
+	Readiness       *string `json:"readiness"`
+	ReadinessDetail *string `json:"readiness_detail"`
+	ReadyAt         *string `json:"ready_at"`
+}
+
+// SessionList is one page of GET /v1/sessions; next_cursor is null on the
+// last page.
+type SessionList struct {
+	Sessions   []Session `json:"sessions"`
+	NextCursor *string   `json:"next_cursor"`
+}
+
+// Envelope is the lifecycle envelope (docs/DESIGN.md "HTTP API"): what a
+// client needs to show when the session will pause.
+type Envelope struct {
+	ServerTime       *string `json:"server_time"`
+	State            string  `json:"state"`
+	LastActivityAt   *string `json:"last_activity_at"`
+	HibernateAfter   *string `json:"hibernate_after"`
+	SandboxExpiresAt *string `json:"sandbox_expires_at"`
+}
+
+// Status answers GET /v1/sessions/{id}/status; sandbox_paused is true when
+// the session is paused.
+type Status struct {
+	SessionID     string   `json:"session_id"`
+	State         string   `json:"state"`
+	SandboxPaused bool     `json:"sandbox_paused"`
+	HasSnapshot   bool     `json:"has_snapshot"`
+	PreviewURL    *string  `json:"preview_url"`
+	Lifecycle     Envelope `json:"lifecycle"`
+	AppReadiness
+}
+
+// ResumeResult answers POST /v1/sessions/{id}/resume.
+type ResumeResult struct {
+	PreviewURL *string `json:"preview_url"`
+	Session    Session `json:"session"`
+}
+
+// SnapshotResult answers POST /v1/sessions/{id}/snapshot; paused is always
+// true (a failure is an error response).
+type SnapshotResult struct {
+	Paused  bool    `json:"paused"`
+	Session Session `json:"session"`
+}
+
+// ReconnectResult answers GET /v1/sessions/{id}/reconnect. status is one of
+// connected, paused, expired, no_sandbox, unreachable; expires_at is set
+// only when connected.
+type ReconnectResult struct {
+	Status     string   `json:"status"`
+	SessionID  string   `json:"session_id"`
+	State      string   `json:"state"`
+	ExpiresAt  *string  `json:"expires_at"`
+	PreviewURL *string  `json:"preview_url"`
+	Lifecycle  Envelope `json:"lifecycle"`
+	AppReadiness
+}
+
+// Error is the error envelope every failure answers with:
+// {"status":"error","error":"<sentence>","error_type":"<code>"}.
+type Error struct {
+	Status    string `json:"status"`
+	Error     string `json:"error"`
+	ErrorType string `json:"error_type"`
+}

@@ -1,0 +1,239 @@
+package e2b
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/sandmanhq/sandman/internal/lifecycle"
+)
+
+var _ lifecycle.CommandRunner = (*Provider)(nil)
+
+// The command API is envd's process service, Connect RPC with the JSON codec
+// (docs/providers/e2b.md "Running a command in the sandbox, and readiness").
+const (
+	processStart = "/process.Process/Start"
+	processList  = "/process.Process/List"
+)
+
+// maxStartFrame bounds one frame of Start's stream that is read (the start
+// event is a few dozen bytes).
+const maxStartFrame = 1 << 20
+
+// KeepsProcesses is true: Pause takes E2B's default full memory snapshot, and
+// processes survive it (docs/providers/e2b.md "Pause and resume").
+func (p *Provider) KeepsProcesses() bool { return true }
+
+type processConfig struct {
+	Cmd  string            `json:"cmd"`
+	Args []string          `json:"args"`
+	Envs map[string]string `json:"envs,omitempty"`
+	Cwd  string            `json:"cwd,omitempty"`
+}
+
+type startRequest struct {
+	Process processConfig `json:"process"`
+	Stdin   bool          `json:"stdin"`
+	Tag     string        `json:"tag"`
+}
+
+type startEvent struct {
+	Event struct {
+		Start *struct {
+			PID int `json:"pid"`
+		} `json:"start"`
+	} `json:"event"`
+}
+
+type listAnswer struct {
+	Processes []struct {
+		PID int    `json:"pid"`
+		Tag string `json:"tag"`
+	} `json:"processes"`
+}
+
+// StartCommand starts cmd in the background through envd, tagged with
+// cmd.Name, unless a process of that tag runs. As E2B's SDK does, the line
+// runs as /bin/bash -l -c; PORT is set to cmd.Port (dev servers honour it).
+// No Connect-Timeout-Ms is sent, so envd never kills the server, and the
+// stream is dropped once the start event names its pid. Because E2B may list
+// no processes after a resume although the server still runs
+// (e2b-dev/E2B#1031), a port that already answers is taken as the server
+// running and nothing is started. Errors: gone, transient.
+func (p *Provider) StartCommand(ctx context.Context, sandboxID string, cmd lifecycle.Command) (lifecycle.CommandStatus, error) {
+	const op = "start_command"
+	if err := checkID(op, sandboxID); err != nil {
+		return lifecycle.CommandStatus{}, err
+	}
+	if st, err := p.CommandStatus(ctx, sandboxID, cmd.Name); err == nil && st.Running {
+		return st, nil
+	} else if err != nil && !errors.Is(err, lifecycle.ErrNoCommand) {
+		return lifecycle.CommandStatus{}, err
+	}
+	if cmd.Port > 0 && p.portAnswers(ctx, sandboxID, cmd.Port) {
+		return lifecycle.CommandStatus{Running: true}, nil
+	}
+	envs := map[string]string{}
+	for k, v := range cmd.Env {
+		envs[k] = v
+	}
+	if cmd.Port > 0 {
+		envs["PORT"] = strconv.Itoa(cmd.Port)
+	}
+	body, err := json.Marshal(startRequest{Process: processConfig{Cmd: "/bin/bash", Args: []string{"-l", "-c", cmd.Line},
+		Envs: envs, Cwd: cmd.Cwd}, Tag: cmd.Name})
+	if err != nil {
+		return lifecycle.CommandStatus{}, fmt.Errorf("encode start request: %w", err)
+	}
+	frame := make([]byte, 5+len(body))
+	binary.BigEndian.PutUint32(frame[1:5], uint32(len(body)))
+	copy(frame[5:], body)
+	rctx, cancel := context.WithTimeout(ctx, p.cfg.RequestTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(rctx, http.MethodPost, p.envdURL(sandboxID, "")+processStart, bytes.NewReader(frame))
+	if err != nil {
+		return lifecycle.CommandStatus{}, err
+	}
+	req.Header.Set("Content-Type", "application/connect+json")
+	req.Header.Set("Connect-Protocol-Version", "1")
+	req.Header.Set("Keepalive-Ping-Interval", "50")
+	p.sandboxHeaders(req, sandboxID)
+	resp, err := p.cfg.HTTPClient.Do(req)
+	if err != nil {
+		return lifecycle.CommandStatus{}, lifecycle.NewProviderError(lifecycle.ErrProviderTransient, op, sandboxID, err)
+	}
+	defer resp.Body.Close() // drops the stream: the process keeps running
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+		return lifecycle.CommandStatus{}, p.statusError(op, sandboxID, reply{Status: resp.StatusCode, Header: resp.Header, Body: b})
+	}
+	br := bufio.NewReader(resp.Body)
+	for {
+		var head [5]byte
+		if _, err := io.ReadFull(br, head[:]); err != nil {
+			return lifecycle.CommandStatus{}, lifecycle.Transientf(op, sandboxID, 0, "the start stream ended before a pid: %w", err)
+		}
+		n := binary.BigEndian.Uint32(head[1:])
+		if n > maxStartFrame {
+			return lifecycle.CommandStatus{}, fmt.Errorf("%s: a start stream frame of %d bytes", op, n)
+		}
+		msg := make([]byte, n)
+		if _, err := io.ReadFull(br, msg); err != nil {
+			return lifecycle.CommandStatus{}, lifecycle.Transientf(op, sandboxID, 0, "read the start stream: %w", err)
+		}
+		if head[0]&0x02 != 0 { // end of stream: an error or no start event
+			return lifecycle.CommandStatus{}, lifecycle.Transientf(op, sandboxID, 0, "envd ended the start stream: %s", strings.TrimSpace(string(msg)))
+		}
+		var ev startEvent
+		if json.Unmarshal(msg, &ev) == nil && ev.Event.Start != nil {
+			p.cfg.Logger.InfoContext(ctx, "e2b command started", "sandbox_id", sandboxID, "tag", cmd.Name, "pid", ev.Event.Start.PID)
+			return lifecycle.CommandStatus{Running: true}, nil
+		}
+	}
+}
+
+// CommandStatus lists envd's processes (POST /process.Process/List) and
+// reports the one tagged name as running. envd lists only running
+// processes, and keeps neither exit codes nor output of ended ones: an ended
+// command is ErrNoCommand. Retried. Errors: ErrNoCommand (wrapped), gone,
+// transient.
+func (p *Provider) CommandStatus(ctx context.Context, sandboxID, name string) (lifecycle.CommandStatus, error) {
+	const op = "command_status"
+	var st lifecycle.CommandStatus
+	err := p.retry(ctx, op, sandboxID, func(ctx context.Context) error {
+		hdr := map[string]string{"Connect-Protocol-Version": "1"}
+		if tok := p.tokens.get(sandboxID); tok != "" {
+			hdr["X-Access-Token"] = tok
+		}
+		r, err := p.roundTrip(ctx, request{op: op, sandboxID: sandboxID, method: http.MethodPost,
+			url: p.envdURL(sandboxID, "") + processList, body: struct{}{}, header: hdr, timeout: p.cfg.RequestTimeout})
+		if err != nil {
+			return err
+		}
+		if !r.OK() {
+			return p.statusError(op, sandboxID, r)
+		}
+		var ans listAnswer
+		if err := json.Unmarshal(r.Body, &ans); err != nil {
+			return decodeError(op, sandboxID, err)
+		}
+		for _, pr := range ans.Processes {
+			if pr.Tag == name {
+				st = lifecycle.CommandStatus{Running: true}
+				return nil
+			}
+		}
+		return fmt.Errorf("command %s in sandbox %s: %w", name, sandboxID, lifecycle.ErrNoCommand)
+	})
+	return st, err
+}
+
+// PortURL returns the preview URL of port: https://<port>-<sandboxID>.<domain>
+// (Config.PortURL in tests). It makes no request.
+func (p *Provider) PortURL(_ context.Context, sandboxID string, port int) (string, error) {
+	if err := checkID("port_url", sandboxID); err != nil {
+		return "", err
+	}
+	domain := p.domainOf(sandboxID)
+	if p.cfg.PortURL != nil {
+		return p.cfg.PortURL(sandboxID, domain, port), nil
+	}
+	return fmt.Sprintf("https://%d-%s.%s", port, sandboxID, domain), nil
+}
+
+// PortClosed reports E2B's proxy answer while nothing listens on the port:
+// 502 with a JSON body carrying "port" and "port is not open" (a browser
+// gets an HTML page saying the same).
+func (p *Provider) PortClosed(status int, _ http.Header, body []byte) bool {
+	if status != http.StatusBadGateway {
+		return false
+	}
+	var b struct {
+		Message string `json:"message"`
+		Port    *int   `json:"port"`
+	}
+	if json.Unmarshal(body, &b) == nil {
+		return b.Port != nil && strings.Contains(b.Message, "port is not open")
+	}
+	return bytes.Contains(body, []byte("port is not open"))
+}
+
+// portAnswers makes one GET of the port's preview and reports whether
+// something other than E2B's "port not open" answer came back.
+func (p *Provider) portAnswers(ctx context.Context, sandboxID string, port int) bool {
+	u, err := p.PortURL(ctx, sandboxID, port)
+	if err != nil {
+		return false
+	}
+	rctx, cancel := context.WithTimeout(ctx, p.cfg.ProbeTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(rctx, http.MethodGet, u, nil)
+	if err != nil {
+		return false
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := p.cfg.HTTPClient.Do(req)
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	return resp.StatusCode < 500 && !p.PortClosed(resp.StatusCode, resp.Header, b)
+}
+
+// sandboxHeaders adds envd's access token when this Provider knows it.
+func (p *Provider) sandboxHeaders(req *http.Request, sandboxID string) {
+	if tok := p.tokens.get(sandboxID); tok != "" {
+		req.Header.Set("X-Access-Token", tok)
+	}
+	req.Header.Set("User-Agent", "sandman-e2b")
+}

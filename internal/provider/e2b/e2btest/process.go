@@ -1,0 +1,208 @@
+package e2btest
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/sandmanhq/sandman/internal/lifecycle"
+)
+
+// Process is a background process the fake's envd "runs": it runs nothing,
+// and listens on the port named by its PORT variable once Config.BootDelay
+// has passed since it started (by the clock).
+type Process struct {
+	PID       int
+	Tag       string
+	Cmd       string
+	Args      []string
+	Envs      map[string]string
+	Cwd       string
+	StartedAt time.Time
+}
+
+// The envd process API and the per-port preview (docs/providers/e2b.md
+// "Running a command in the sandbox, and readiness"):
+//   - POST <proxy>/{id}/process.Process/Start, Connect streaming with the
+//     JSON codec: one enveloped request; the answer is the start event
+//     {"event":{"start":{"pid":N}}} and the end of the stream (a real envd
+//     keeps streaming output; a background client drops it after the pid).
+//   - POST <proxy>/{id}/process.Process/List, unary JSON: the running
+//     processes with their tags.
+//   - GET <proxy>/{id}/port/{port}/…: the preview of a port. 502 JSON
+//     {"sandboxId","message":"The sandbox is running but port is not
+//     open","port":P,"code":502} while nothing listens; 200 from the "app"
+//     once a process listens; 502 "The sandbox was not found" (no port
+//     field) for a paused (without auto-resume) or unknown sandbox.
+//
+// Processes survive a pause (E2B's default memory snapshot) and die with
+// the sandbox.
+const (
+	OpProcessStart Op = "process_start"
+	OpProcessList  Op = "process_list"
+	OpPreview      Op = "preview"
+)
+
+// PortClosedMessage is the message of E2B's 502 while nothing listens.
+const PortClosedMessage = "The sandbox is running but port is not open"
+
+func (s *Server) processRoutes(proxy *http.ServeMux) {
+	proxy.Handle("POST /{id}/process.Process/Start", s.faulty(OpProcessStart, http.HandlerFunc(s.processStart)))
+	proxy.Handle("POST /{id}/process.Process/List", s.faulty(OpProcessList, http.HandlerFunc(s.processList)))
+	proxy.Handle("GET /{id}/port/{port}/{rest...}", s.faulty(OpPreview, http.HandlerFunc(s.preview)))
+}
+
+// PortURL returns the proxy URL standing in for https://<port>-<id>.<domain>.
+func (s *Server) PortURL(sandboxID, _ string, port int) string {
+	return s.Proxy.URL + "/" + sandboxID + "/port/" + strconv.Itoa(port) + "/"
+}
+
+// Processes returns the processes of a sandbox.
+func (s *Server) Processes(id string) []Process {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sb, ok := s.sandboxes[id]; ok {
+		return append([]Process(nil), sb.Processes...)
+	}
+	return nil
+}
+
+// Starts returns how many processes were started (pids handed out; a
+// refused Start request is not one, Requests counts those).
+func (s *Server) Starts() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.pid
+}
+
+func (s *Server) runningSandbox(w http.ResponseWriter, r *http.Request) *Sandbox {
+	s.expire()
+	sb, ok := s.sandboxes[r.PathValue("id")]
+	if !ok || sb.Transition == Killing || readsPaused(sb) {
+		writeConnectError(w, http.StatusBadGateway, "unavailable", "The sandbox was not found")
+		return nil
+	}
+	if tok := r.Header.Get("X-Access-Token"); sb.Secure && tok != sb.AccessToken {
+		writeConnectError(w, http.StatusUnauthorized, "unauthenticated", "invalid access token")
+		return nil
+	}
+	return sb
+}
+
+func (s *Server) processStart(w http.ResponseWriter, r *http.Request) {
+	var head [5]byte
+	if _, err := io.ReadFull(r.Body, head[:]); err != nil || r.Header.Get("Content-Type") != "application/connect+json" {
+		writeConnectError(w, http.StatusBadRequest, "invalid_argument", "want one application/connect+json envelope")
+		return
+	}
+	msg := make([]byte, binary.BigEndian.Uint32(head[1:]))
+	if _, err := io.ReadFull(r.Body, msg); err != nil {
+		writeConnectError(w, http.StatusBadRequest, "invalid_argument", "short envelope")
+		return
+	}
+	var in struct {
+		Process struct {
+			Cmd  string            `json:"cmd"`
+			Args []string          `json:"args"`
+			Envs map[string]string `json:"envs"`
+			Cwd  string            `json:"cwd"`
+		} `json:"process"`
+		Tag string `json:"tag"`
+	}
+	if err := json.Unmarshal(msg, &in); err != nil || in.Process.Cmd == "" {
+		writeConnectError(w, http.StatusBadRequest, "invalid_argument", "process.cmd is required")
+		return
+	}
+	s.mu.Lock()
+	sb := s.runningSandbox(w, r)
+	if sb == nil {
+		s.mu.Unlock()
+		return
+	}
+	s.pid++
+	p := Process{PID: s.pid, Tag: in.Tag, Cmd: in.Process.Cmd, Args: in.Process.Args, Envs: in.Process.Envs,
+		Cwd: in.Process.Cwd, StartedAt: s.now()}
+	sb.Processes = append(sb.Processes, p)
+	s.mu.Unlock()
+	w.Header().Set("Content-Type", "application/connect+json")
+	writeFrame(w, 0, fmt.Appendf(nil, `{"event":{"start":{"pid":%d}}}`, p.PID))
+	writeFrame(w, 0x02, []byte(`{}`))
+}
+
+func writeFrame(w io.Writer, flags byte, msg []byte) {
+	var head [5]byte
+	head[0] = flags
+	binary.BigEndian.PutUint32(head[1:], uint32(len(msg)))
+	_, _ = w.Write(head[:])
+	_, _ = w.Write(msg)
+}
+
+func (s *Server) processList(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sb := s.runningSandbox(w, r)
+	if sb == nil {
+		return
+	}
+	type item struct {
+		Config map[string]any `json:"config"`
+		PID    int            `json:"pid"`
+		Tag    string         `json:"tag,omitempty"`
+	}
+	out := struct {
+		Processes []item `json:"processes"`
+	}{Processes: []item{}}
+	for _, p := range sb.Processes {
+		out.Processes = append(out.Processes, item{PID: p.PID, Tag: p.Tag,
+			Config: map[string]any{"cmd": p.Cmd, "args": p.Args, "envs": p.Envs, "cwd": p.Cwd}})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(out)
+}
+
+func (s *Server) preview(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.expire()
+	id := r.PathValue("id")
+	port, err := strconv.Atoi(r.PathValue("port"))
+	sb, ok := s.sandboxes[id]
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	if err != nil || !ok || sb.Transition == Killing || (readsPaused(sb) && !sb.AutoResume) {
+		w.WriteHeader(http.StatusBadGateway)
+		_ = json.NewEncoder(w).Encode(map[string]any{"sandboxId": id, "message": "The sandbox was not found", "code": 502})
+		return
+	}
+	if sb.State == lifecycle.SandboxPaused { // auto-resume: traffic wakes it
+		now := s.now()
+		sb.State, sb.StartedAt = lifecycle.SandboxRunning, now
+		sb.EndAt = s.capped(sb, now, sb.Timeout)
+	}
+	for _, p := range sb.Processes {
+		if p.Envs["PORT"] == strconv.Itoa(port) && !s.now().Before(p.StartedAt.Add(s.opts.BootDelay)) {
+			w.Header().Set("Content-Type", "text/plain")
+			_, _ = io.WriteString(w, "ok")
+			return
+		}
+	}
+	w.WriteHeader(http.StatusBadGateway)
+	_ = json.NewEncoder(w).Encode(map[string]any{"sandboxId": id, "message": PortClosedMessage, "port": port, "code": 502})
+}
+
+// writeConnectError answers a Connect error {"code","message"}.
+func writeConnectError(w http.ResponseWriter, status int, code, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]string{"code": code, "message": msg})
+}
+
+// SetBootDelay sets Config.BootDelay.
+func (s *Server) SetBootDelay(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.opts.BootDelay = d
+}

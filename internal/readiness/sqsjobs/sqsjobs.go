@@ -1,0 +1,137 @@
+// Package sqsjobs is the AWS lifecycle.ReadinessJobs (docs/READINESS.md
+// "Where it runs"): a readiness job is an SQS message carrying the session
+// id, sent by the commit that makes a session with an app running (create,
+// resume), and the readiness function (Handler, functions/readiness)
+// consumes it by calling lifecycle.Service.BringUp. The event source
+// mapping's maximum concurrency bounds how many jobs run at once.
+//
+// Delivery is at least once and crash-safe: a function that dies mid-way
+// never deletes the message, which comes back after the queue's visibility
+// timeout; BringUp looks for the app command before starting it, so the
+// redelivered job never starts a second server, and it counts its deadline
+// from the committed running transition, so it continues the same wait.
+// A job that keeps failing lands in the dead-letter queue (with an alarm).
+package sqsjobs
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/sandmanhq/sandman/internal/lifecycle"
+)
+
+// API is the part of *sqs.Client Jobs uses.
+type API interface {
+	SendMessage(ctx context.Context, in *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
+}
+
+// Message is a readiness job's body (JSON).
+type Message struct {
+	SessionID string `json:"session_id"`
+}
+
+// Jobs sends job messages to one queue. Build it with New.
+type Jobs struct {
+	client   API
+	queueURL string
+}
+
+var _ lifecycle.ReadinessJobs = (*Jobs)(nil)
+
+// New returns Jobs sending to queueURL through client.
+func New(client API, queueURL string) *Jobs { return &Jobs{client: client, queueURL: queueURL} }
+
+// Enqueue sends one job message for sessionID, without delay. Errors:
+// unavailable when SQS refused or did not answer.
+func (j *Jobs) Enqueue(ctx context.Context, sessionID string) error {
+	body, err := json.Marshal(Message{SessionID: sessionID})
+	if err != nil {
+		return fmt.Errorf("encode readiness job: %w", err)
+	}
+	if _, err := j.client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(j.queueURL), MessageBody: aws.String(string(body))}); err != nil {
+		return &lifecycle.Error{Code: lifecycle.CodeUnavailable,
+			Message: "the readiness queue did not take the job", Err: fmt.Errorf("send readiness job for %s: %w", sessionID, err)}
+	}
+	return nil
+}
+
+// BringUpper is what a job runs: lifecycle.Service.BringUp.
+type BringUpper interface {
+	BringUp(ctx context.Context, sessionID string) (lifecycle.BringUpOutcome, error)
+}
+
+// Handler is the readiness function's SQS handler. Build it with
+// NewHandler.
+type Handler struct {
+	svc     BringUpper
+	requeue lifecycle.ReadinessJobs
+	log     *slog.Logger
+}
+
+// DeadlineMargin is how long before the invocation's deadline a job still
+// under way is handed to a new message (Handler): a job may wait longer
+// than one invocation may run (ready_timeout_seconds up to 30 min), and a
+// fresh message runs at once, where a timed-out one would wait out the
+// queue's visibility timeout.
+const DeadlineMargin = 10 * time.Second
+
+// NewHandler returns a Handler running jobs through svc, continuing a job
+// still under way near the invocation's deadline through requeue (nil: it
+// is reported failed and SQS delivers it again after the visibility
+// timeout); log may be nil.
+func NewHandler(svc BringUpper, requeue lifecycle.ReadinessJobs, log *slog.Logger) *Handler {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Handler{svc: svc, requeue: requeue, log: log}
+}
+
+// Handle runs every job of a batch and reports the ones that failed as
+// batch item failures (ReportBatchItemFailures), so only those come back
+// and, after the queue's maxReceiveCount, land in the dead-letter queue. A
+// body that is not a Message is logged and dropped.
+func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	var resp events.SQSEventResponse
+	for _, rec := range ev.Records {
+		var m Message
+		if err := json.Unmarshal([]byte(rec.Body), &m); err != nil || m.SessionID == "" {
+			h.log.ErrorContext(ctx, "drop malformed readiness job", "message_id", rec.MessageId, "err", err)
+			continue
+		}
+		out, err := h.bringUp(ctx, m.SessionID)
+		if err != nil {
+			h.log.WarnContext(ctx, "readiness job failed; SQS delivers it again", "session_id", m.SessionID, "err", err)
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: rec.MessageId})
+			continue
+		}
+		h.log.InfoContext(ctx, "readiness job done", "session_id", m.SessionID, "outcome", out)
+	}
+	return resp, nil
+}
+
+// bringUp runs one job until DeadlineMargin before ctx's deadline; a job
+// cut there is continued by a new message (h.requeue).
+func (h *Handler) bringUp(ctx context.Context, id string) (lifecycle.BringUpOutcome, error) {
+	jctx := ctx
+	if d, ok := ctx.Deadline(); ok && h.requeue != nil {
+		var cancel context.CancelFunc
+		jctx, cancel = context.WithDeadline(ctx, d.Add(-DeadlineMargin))
+		defer cancel()
+	}
+	out, err := h.svc.BringUp(jctx, id)
+	if err != nil && jctx.Err() != nil && ctx.Err() == nil && h.requeue != nil {
+		if qerr := h.requeue.Enqueue(ctx, id); qerr != nil {
+			return "", fmt.Errorf("continue readiness job: %w (after %w)", qerr, err)
+		}
+		h.log.InfoContext(ctx, "readiness job continues in a new message", "session_id", id)
+		return "continued", nil
+	}
+	return out, err
+}
