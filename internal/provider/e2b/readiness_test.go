@@ -54,3 +54,39 @@ func TestBringUpThroughEnvd(t *testing.T) {
 		t.Errorf("processes started = %d, want 1 (E2B keeps them across a full pause)", n)
 	}
 }
+
+// A readiness job that dies after envd started the app and before ready was
+// recorded is delivered again: it finds the tagged process, starts none, and
+// records ready. One server runs.
+func TestBringUpRedeliveredStartsOneServerThroughEnvd(t *testing.T) {
+	srv := e2btest.NewServer(t)
+	srv.SetBootDelay(3 * time.Second)
+	p, _ := MustProvider(t, srv)
+	cfg := lifecycle.Config{Store: memstore.New(), Provider: p, Clock: srv.Clock, Log: slog.New(slog.DiscardHandler),
+		Sleep: func(ctx context.Context, d time.Duration) error {
+			srv.Clock.Advance(d)
+			return ctx.Err()
+		}}
+	svc := lifecycle.NewService(cfg)
+	port, line := 3000, "npm run dev"
+	sess, _, err := svc.Create(t.Context(), "acct_1", lifecycle.CreateInput{Template: "base",
+		App: &lifecycle.AppInput{Port: &port, StartCommand: &line}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	dying := cfg
+	dying.Sleep = func(context.Context, time.Duration) error { cancel(); return context.Canceled }
+	if out, err := lifecycle.NewService(dying).BringUp(ctx, sess.ID); err == nil {
+		t.Fatalf("the dying job returned %q without an error", out)
+	}
+	if srv.Starts() != 1 {
+		t.Fatalf("processes started by the dying job = %d, want 1", srv.Starts())
+	}
+	if out, err := svc.BringUp(t.Context(), sess.ID); err != nil || out != lifecycle.BringUpReady {
+		t.Fatalf("redelivered BringUp = %q, %v; want ready", out, err)
+	}
+	if n := srv.Starts(); n != 1 {
+		t.Errorf("processes started = %d, want 1", n)
+	}
+}
