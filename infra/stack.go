@@ -596,12 +596,13 @@ var functionSpecs = []functionSpec{
 		table:          tableAccess{actions: []string{actionGetItem, actionPutItem, actionDeleteItem}, indexes: []string{tabledef.IndexByConnSession}},
 		writesSessions: true},
 	// deliver: 1 min (deliverTimeout in webhooks.go); no provider, no
-	// secret. An account's endpoints: Query on the table; a delivery and
-	// its endpoint: GetItem; deliveries created and updated, an endpoint's
+	// secret. An account's endpoints: Query on the table, bounded to their
+	// partitions (WHEP#<account>, LeadingKeys); a delivery and its
+	// endpoint: GetItem; deliveries created and updated, an endpoint's
 	// health: PutItem (conditional). No index, no delete.
 	{name: routes.Deliver, description: "Sandman outbound webhooks (lifecycle events to the accounts' endpoints)",
 		timeout: deliverTimeout, memoryMB: 256,
-		table: tableAccess{actions: []string{actionGetItem, actionPutItem, actionQuery}}},
+		table: tableAccess{actions: []string{actionGetItem, actionPutItem, actionQuery}, queryKeys: []string{"WHEP#*"}}},
 }
 
 // constructID returns the construct id prefix of a function's resources,

@@ -18,7 +18,7 @@ import (
 	"github.com/sandmanhq/sandman/internal/routes"
 )
 
-// Outbound webhooks in AWS (docs/WEBHOOKS.md "In AWS"): a rule on the bus
+// Outbound webhooks in AWS (docs/WEBHOOKS.md "How it runs"): a rule on the bus
 // sends every lifecycle event to the webhook queue; the deliver function
 // consumes it (internal/delivery/sqsqueue), puts each retry back on the
 // same queue with a delay (never sleeping) and copies an exhausted

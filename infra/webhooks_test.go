@@ -99,6 +99,16 @@ func TestWebhooks(t *testing.T) {
 				t.Errorf("%s: actions on the webhook dead-letter queue %v, want %v", name, sorted(onDLQ), sorted(wantDLQ))
 			}
 		}
+		// Its Query reaches the accounts' endpoint partitions only.
+		for _, st := range all[s.logicalID(t, constructID(routes.Deliver)+"Role")] {
+			if !slices.Contains(st.actions, "dynamodb:Query") {
+				continue
+			}
+			if cond := canonical(st.raw["Condition"]); !strings.Contains(cond, "dynamodb:LeadingKeys") ||
+				!strings.Contains(cond, "WHEP#*") || strings.Contains(cond, "SESSION#") || strings.Contains(cond, "APIKEY") {
+				t.Errorf("deliver may Query the table with condition %s, want LeadingKeys WHEP#* only", cond)
+			}
+		}
 		for a := range s.functionActions(t, all, routes.Deliver) {
 			if strings.HasPrefix(a, "secretsmanager:") || strings.HasPrefix(a, "events:") {
 				t.Errorf("deliver may %s: it holds no secret and publishes nothing", a)

@@ -1,5 +1,5 @@
 // Command deliver is the Lambda function fed by the webhook delivery queue
-// (SQS, docs/WEBHOOKS.md "In AWS"): lifecycle events from the bus become
+// (SQS, docs/WEBHOOKS.md "How it runs"): lifecycle events from the bus become
 // deliveries to the accounts' endpoints, and each job message runs one
 // signed attempt; a retry is a delayed message, never a sleep
 // (internal/delivery/sqsqueue). Exhausted deliveries are copied to the

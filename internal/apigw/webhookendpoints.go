@@ -7,6 +7,7 @@ import (
 
 	"github.com/sandmanhq/sandman/internal/delivery"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/openapi/api"
 )
 
 // The /v1/webhook-endpoints routes (docs/WEBHOOKS.md, docs/DESIGN.md
@@ -55,7 +56,7 @@ func (h *Handler) createWebhookEndpoint(ctx context.Context, r *request) (respon
 	if err != nil {
 		return response{}, err
 	}
-	var in delivery.EndpointRequestJSON
+	var in api.WebhookEndpointRequest
 	if err := r.decodeJSON(&in, false); err != nil {
 		return response{}, err
 	}
@@ -79,7 +80,7 @@ func (h *Handler) listWebhookEndpoints(ctx context.Context, r *request) (respons
 		return response{}, err
 	}
 	now := h.svc.Now()
-	out := delivery.EndpointListJSON{WebhookEndpoints: make([]delivery.EndpointJSON, 0, len(eps))}
+	out := api.WebhookEndpointList{WebhookEndpoints: make([]api.WebhookEndpoint, 0, len(eps))}
 	for _, e := range eps {
 		out.WebhookEndpoints = append(out.WebhookEndpoints, e.JSON(now, false))
 	}
@@ -114,7 +115,7 @@ func (h *Handler) patchWebhookEndpoint(ctx context.Context, r *request) (respons
 	if err != nil {
 		return response{}, err
 	}
-	var in delivery.EndpointRequestJSON
+	var in api.WebhookEndpointRequest
 	if err := r.decodeJSON(&in, false); err != nil {
 		return response{}, err
 	}
@@ -179,7 +180,7 @@ func (h *Handler) listWebhookDeliveries(ctx context.Context, r *request) (respon
 	if err != nil {
 		return response{}, err
 	}
-	out := delivery.DeliveryListJSON{Deliveries: make([]delivery.DeliveryJSON, 0, len(ds)), NextCursor: nullable(next)}
+	out := api.WebhookDeliveryList{Deliveries: make([]api.WebhookDelivery, 0, len(ds)), NextCursor: nullable(next)}
 	for _, d := range ds {
 		out.Deliveries = append(out.Deliveries, d.JSON())
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/sandmanhq/sandman/internal/delivery"
 	"github.com/sandmanhq/sandman/internal/delivery/dynamostore"
 	"github.com/sandmanhq/sandman/internal/dynamo/dynamotest"
+	"github.com/sandmanhq/sandman/internal/openapi/api"
 )
 
 // publicResolver resolves every name to one public address.
@@ -74,7 +75,7 @@ func TestWebhookEndpointRoutes(t *testing.T) {
 
 	r := h.invoke(t, MustEvent(t, "webhook-endpoints-create.json"))
 	wantStatus(t, r, 201)
-	created := decode[delivery.EndpointJSON](t, r.body)
+	created := decode[api.WebhookEndpoint](t, r.body)
 	if !strings.HasPrefix(created.Secret, "whsec_") || len(created.EventTypes) != 2 {
 		t.Fatalf("create: %+v", created)
 	}
@@ -86,7 +87,7 @@ func TestWebhookEndpointRoutes(t *testing.T) {
 	t.Run("ListAndGetHideTheSecret", func(t *testing.T) {
 		r := h.invoke(t, MustEvent(t, "webhook-endpoints-list.json"))
 		wantStatus(t, r, 200)
-		list := decode[delivery.EndpointListJSON](t, r.body)
+		list := decode[api.WebhookEndpointList](t, r.body)
 		if len(list.WebhookEndpoints) != 1 || list.WebhookEndpoints[0].Secret != "" {
 			t.Errorf("list: %+v", list)
 		}
@@ -103,7 +104,7 @@ func TestWebhookEndpointRoutes(t *testing.T) {
 	t.Run("Patch", func(t *testing.T) {
 		r := h.invoke(t, MustEvent(t, "webhook-endpoints-patch.json", id))
 		wantStatus(t, r, 200)
-		got := decode[delivery.EndpointJSON](t, r.body)
+		got := decode[api.WebhookEndpoint](t, r.body)
 		if !got.Disabled || got.DisabledReason == nil || *got.DisabledReason != "disabled by request" {
 			t.Errorf("patch disabled: %+v", got)
 		}
@@ -113,7 +114,7 @@ func TestWebhookEndpointRoutes(t *testing.T) {
 	t.Run("RotateSecret", func(t *testing.T) {
 		r := h.invoke(t, MustEvent(t, "webhook-endpoints-rotate-secret.json", id))
 		wantStatus(t, r, 200)
-		got := decode[delivery.EndpointJSON](t, r.body)
+		got := decode[api.WebhookEndpoint](t, r.body)
 		if got.Secret == created.Secret || !strings.HasPrefix(got.Secret, "whsec_") || got.PreviousSecretExpiresAt == nil {
 			t.Errorf("rotate: %+v", got)
 		}
@@ -139,14 +140,14 @@ func TestWebhookEndpointRoutes(t *testing.T) {
 		}
 		r := h.invoke(t, MustEvent(t, "webhook-endpoints-deliveries.json", id))
 		wantStatus(t, r, 200)
-		list := decode[delivery.DeliveryListJSON](t, r.body)
+		list := decode[api.WebhookDeliveryList](t, r.body)
 		if len(list.Deliveries) != 1 || list.Deliveries[0].Status != "failed" || len(list.Deliveries[0].Attempts) != 2 ||
 			*list.Deliveries[0].Attempts[0].StatusCode != 500 || list.Deliveries[0].Attempts[1].StatusCode != nil {
 			t.Fatalf("deliveries: %s", r.body)
 		}
 		r = h.invoke(t, MustEvent(t, "webhook-endpoints-retry.json", id, withDelivery(d.ID)))
 		wantStatus(t, r, 202)
-		if got := decode[delivery.DeliveryJSON](t, r.body); got.Status != "pending" || got.NextAttemptAt == nil {
+		if got := decode[api.WebhookDelivery](t, r.body); got.Status != "pending" || got.NextAttemptAt == nil {
 			t.Errorf("retry: %+v", got)
 		}
 		if len(jobs.jobs) != 1 || jobs.jobs[0].DeliveryID != d.ID || jobs.jobs[0].Seq != 2 {

@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/sandmanhq/sandman/internal/delivery"
+	"github.com/sandmanhq/sandman/internal/openapi/api"
 )
 
 // WebhooksUsage is the help of `sandman webhooks`.
@@ -67,7 +67,7 @@ func runWebhooks(ctx context.Context, args []string, env Env) error {
 	fs.StringVar(&c.output, "o", "table", "output: table or json")
 	baseURL := fs.String("url-api", "", "the API's URL")
 	apiKey := fs.String("api-key", "", "the API key")
-	var in delivery.EndpointRequestJSON
+	var in api.WebhookEndpointRequest
 	var target, description string
 	var types repeated
 	wantArgs := 0
@@ -127,7 +127,7 @@ func runWebhooks(ctx context.Context, args []string, env Env) error {
 	const root = "/v1/webhook-endpoints"
 	switch name {
 	case "list":
-		var l delivery.EndpointListJSON
+		var l api.WebhookEndpointList
 		raw, err := c.client.do(ctx, http.MethodGet, root, nil, nil, nil, &l)
 		return c.print(out, raw, err, func(w io.Writer) {
 			fmt.Fprintln(w, "ID\tURL\tEVENT TYPES\tDISABLED\tFAILING SINCE")
@@ -136,7 +136,7 @@ func runWebhooks(ctx context.Context, args []string, env Env) error {
 			}
 		})
 	case "create":
-		var e delivery.EndpointJSON
+		var e api.WebhookEndpoint
 		raw, err := c.client.do(ctx, http.MethodPost, root, nil, in, nil, &e)
 		return c.print(out, raw, err, func(w io.Writer) {
 			rows(w, [][2]string{{"id", e.ID}, {"url", e.URL}, {"event_types", typesText(e.EventTypes)},
@@ -156,15 +156,15 @@ func runWebhooks(ctx context.Context, args []string, env Env) error {
 		if c.cursor != "" {
 			q.Set("cursor", c.cursor)
 		}
-		var l delivery.DeliveryListJSON
+		var l api.WebhookDeliveryList
 		raw, err := c.client.do(ctx, http.MethodGet, root+"/"+url.PathEscape(c.args[0])+"/deliveries", q, nil, nil, &l)
 		return c.print(out, raw, err, func(w io.Writer) { deliveriesTable(w, l) })
 	case "retry":
-		var d delivery.DeliveryJSON
+		var d api.WebhookDelivery
 		raw, err := c.client.do(ctx, http.MethodPost,
 			root+"/"+url.PathEscape(c.args[0])+"/deliveries/"+url.PathEscape(c.args[1])+"/retry", nil, nil, nil, &d)
 		return c.print(out, raw, err, func(w io.Writer) {
-			deliveriesTable(w, delivery.DeliveryListJSON{Deliveries: []delivery.DeliveryJSON{d}})
+			deliveriesTable(w, api.WebhookDeliveryList{Deliveries: []api.WebhookDelivery{d}})
 		})
 	}
 	return usagef("unknown command %q", name)
@@ -188,7 +188,7 @@ func typesText(ts []string) string {
 
 // deliveriesTable writes one row per delivery, with its attempts' status
 // codes in order ("-" for no answer).
-func deliveriesTable(w io.Writer, l delivery.DeliveryListJSON) {
+func deliveriesTable(w io.Writer, l api.WebhookDeliveryList) {
 	fmt.Fprintln(w, "ID\tEVENT\tTYPE\tSTATUS\tATTEMPTS\tNEXT ATTEMPT")
 	for _, d := range l.Deliveries {
 		codes := make([]string, 0, len(d.Attempts))

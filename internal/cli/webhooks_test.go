@@ -21,6 +21,7 @@ import (
 	"github.com/sandmanhq/sandman/internal/dynamo/dynamotest"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/localstack"
+	apishape "github.com/sandmanhq/sandman/internal/openapi/api"
 	"github.com/sandmanhq/sandman/internal/provider/fake"
 	"github.com/sandmanhq/sandman/internal/routes"
 )
@@ -85,7 +86,7 @@ func TestWebhooksCommand(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("create: exit %d: %s", code, errOut)
 	}
-	var ep delivery.EndpointJSON
+	var ep apishape.WebhookEndpoint
 	if err := json.Unmarshal([]byte(out), &ep); err != nil || !strings.HasPrefix(ep.Secret, "whsec_") {
 		t.Fatalf("create output %q: %v", out, err)
 	}

@@ -11,7 +11,7 @@ import (
 // Sign returns the webhook-signature header of a delivery by the Standard
 // Webhooks spec: for each secret, "v1," and the base64 HMAC-SHA256 of
 // "<id>.<unix seconds>.<body>", space-separated (docs/WEBHOOKS.md
-// "Signatures"). Errors: a secret that is not "whsec_" + base64.
+// "Signatures and rotation"). Errors: a secret that is not "whsec_" + base64.
 func Sign(secrets []string, id string, at time.Time, body []byte) (string, error) {
 	sigs := make([]string, 0, len(secrets))
 	for _, s := range secrets {

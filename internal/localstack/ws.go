@@ -23,6 +23,10 @@ const WSPath = "/v1/ws"
 // wsWriteTimeout bounds one push to one browser.
 const wsWriteTimeout = 5 * time.Second
 
+// wsIdleTimeout closes a socket that sent nothing for this long: 10 min,
+// API Gateway's WebSocket idle timeout.
+const wsIdleTimeout = 10 * time.Minute
+
 // WSGateway is the local stand-in for the API Gateway WebSocket API: it
 // serves WSPath with github.com/coder/websocket and hands the same
 // events.APIGatewayWebsocketProxyRequest events ($connect with ?token=,
@@ -145,7 +149,12 @@ func (g *WSGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}()
 	defer func() { stop(); <-done }() // before the $disconnect above
 	for {
-		typ, data, err := c.Read(ctx)
+		// Like API Gateway, a socket silent for wsIdleTimeout is closed
+		// (the client reconnects), so a live connection always speaks
+		// within the sweep's bound on silence (channel.StaleConnAge).
+		rctx, cancel := context.WithTimeout(ctx, wsIdleTimeout)
+		typ, data, err := c.Read(rctx)
+		cancel()
 		if err != nil {
 			return
 		}

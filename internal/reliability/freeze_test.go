@@ -75,7 +75,7 @@ func TestTableFreezeDuringCreates(t *testing.T) {
 				outcome := "201"
 				switch {
 				case err != nil:
-					outcome = fmt.Sprintf("%s", lifecycle.ErrorCode(err))
+					outcome = string(lifecycle.ErrorCode(err))
 				case sess.State != lifecycle.StateRunning:
 					outcome = "answered " + string(sess.State)
 				}

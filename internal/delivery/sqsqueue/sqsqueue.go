@@ -1,5 +1,5 @@
 // Package sqsqueue is the AWS side of outbound webhooks (docs/WEBHOOKS.md
-// "In AWS"): one SQS queue carries both what starts a delivery and what
+// "How it runs"): one SQS queue carries both what starts a delivery and what
 // continues it, and functions/deliver consumes it (Handler).
 //
 //   - An EventBridge rule on the stack's bus sends every lifecycle event

@@ -100,9 +100,14 @@ func (p *Provider) StartCommand(ctx context.Context, sandboxID string, cmd lifec
 		return lifecycle.CommandStatus{}, fmt.Errorf("start command in sandbox %s: %w", sandboxID, err)
 	}
 	pid := c.Process.Pid
+	reaped := make(chan struct{})
+	p.mu.Lock()
+	p.exited[pid] = reaped
+	p.mu.Unlock()
 	go func() {
 		// Reap it as soon as it exits and keep its exit code for
-		// CommandStatus.
+		// CommandStatus. Kill waits on reaped before it removes the
+		// sandbox's directory, which this write would otherwise race.
 		err := c.Wait()
 		code := 0
 		var ee *exec.ExitError
@@ -110,6 +115,10 @@ func (p *Provider) StartCommand(ctx context.Context, sandboxID string, cmd lifec
 			code = ee.ExitCode()
 		}
 		_ = os.WriteFile(p.commandExitFile(sandboxID, cmd.Name, pid), []byte(strconv.Itoa(code)), 0o644)
+		p.mu.Lock()
+		delete(p.exited, pid)
+		p.mu.Unlock()
+		close(reaped)
 	}()
 	st, err := readProcStat(pid)
 	if err != nil {

@@ -589,6 +589,13 @@ func (p *Provider) killLocked(ctx context.Context, op string, rec record, now ti
 	if err := p.awaitExit(ctx, op, rec); err != nil {
 		return err
 	}
+	// The commands this Provider started are reaped (their exit files
+	// written) before their directory goes.
+	for _, c := range rec.Commands {
+		if err := p.awaitExit(ctx, op, record{ID: rec.ID, PID: c.PID, StartTicks: c.StartTicks}); err != nil {
+			return err
+		}
+	}
 	if err := p.removeDir(rec.ID); err != nil {
 		return err
 	}
