@@ -3,7 +3,7 @@ SHELL := /bin/bash
 GO    ?= go
 FUNCTIONS := sessions status resume snapshot reconnect webhook idlepause publisher pauser readiness channel notifier deliver
 
-.PHONY: test lint build clean run apikey invoke sandman smoke synth deploy bench
+.PHONY: test lint build clean run apikey invoke sandman smoke synth deploy bench capacity
 
 SANDMAN_BIN := build/sandman
 
@@ -49,6 +49,10 @@ build:
 ## bench: benchmarks and the cost report into bench-results/ (copied to docs/BENCH.md)
 bench:
 	bash scripts/bench.sh
+
+## capacity: the capacity model (docs/CAPACITY.md): each key family against DynamoDB's limits at the target (ARGS="-scale 10": what breaks first)
+capacity:
+	bash scripts/capacity.sh $(ARGS)
 
 ## synth: synthesize the CDK stack offline into cdk.out (needs Node; no AWS credentials)
 synth: build

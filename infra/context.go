@@ -42,6 +42,15 @@ const (
 	// bound on the provider's pause rate from timers: a number in
 	// cdk.json, or a decimal string on the command line.
 	ContextPauserConcurrency = "sandman:pauserConcurrency"
+	// ContextShards is SandmanStackProps.Shards (1 to 1024), a number.
+	ContextShards = "sandman:shards"
+	// ContextThrottleRateLimit and ContextThrottleBurstLimit are
+	// SandmanStackProps.ThrottleRateLimit and ThrottleBurstLimit, numbers.
+	ContextThrottleRateLimit  = "sandman:throttleRateLimit"
+	ContextThrottleBurstLimit = "sandman:throttleBurstLimit"
+	// ContextPublisherParallelization is
+	// SandmanStackProps.PublisherParallelization (1 to 10), a number.
+	ContextPublisherParallelization = "sandman:publisherParallelization"
 	// ContextWebSocketAccessLogs is SandmanStackProps.WebSocketAccessLogs:
 	// "off" (the default: a first deploy on a fresh account succeeds),
 	// "create-role" (the stack creates API Gateway's account-level
@@ -146,6 +155,20 @@ func PropsFromContext(scope constructs.Construct) (string, *SandmanStackProps, e
 	if c := props.PauserConcurrency; c != 0 && (c < 2 || c > 1000 || c != float64(int(c))) {
 		return "", nil, fmt.Errorf("context %s: %v is outside Lambda's 2 to 1000", ContextPauserConcurrency, c)
 	}
+	for _, n := range []struct {
+		key      string
+		dst      *float64
+		min, max float64
+	}{
+		{ContextShards, &props.Shards, 1, 1024},
+		{ContextThrottleRateLimit, &props.ThrottleRateLimit, 1, 1_000_000},
+		{ContextThrottleBurstLimit, &props.ThrottleBurstLimit, 1, 1_000_000},
+		{ContextPublisherParallelization, &props.PublisherParallelization, 1, 10},
+	} {
+		if *n.dst, err = contextNumber(node, n.key, n.min, n.max); err != nil {
+			return "", nil, err
+		}
+	}
 	switch props.WebSocketAccessLogs {
 	case "", WSAccessLogsOff, WSAccessLogsCreateRole, WSAccessLogsAccountRole:
 	default:
@@ -157,6 +180,31 @@ func PropsFromContext(scope constructs.Construct) (string, *SandmanStackProps, e
 		props.Env = &awscdk.Environment{Account: jsii.String(account), Region: jsii.String(region)}
 	}
 	return name, props, nil
+}
+
+// contextNumber reads key as a whole number (a JSON number, or a decimal
+// string on the command line) from lo to hi; 0 when unset. Errors name the
+// key.
+func contextNumber(node constructs.Node, key string, lo, hi float64) (float64, error) {
+	var n float64
+	switch v := node.TryGetContext(jsii.String(key)).(type) {
+	case nil:
+		return 0, nil
+	case float64:
+		n = v
+	case string:
+		i, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil {
+			return 0, fmt.Errorf("context %s: want a whole number, got %q", key, v)
+		}
+		n = float64(i)
+	default:
+		return 0, fmt.Errorf("context %s: want a number, got %T", key, v)
+	}
+	if n < lo || n > hi || n != float64(int(n)) {
+		return 0, fmt.Errorf("context %s: %v is not a whole number from %v to %v", key, n, lo, hi)
+	}
+	return n, nil
 }
 
 // contextList reads key as a JSON list of strings or a comma-separated

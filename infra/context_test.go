@@ -95,6 +95,34 @@ func TestPropsFromContext(t *testing.T) {
 		}
 	})
 
+	t.Run("CapacitySettings", func(t *testing.T) {
+		_, props, err := PropsFromContext(newApp(t, map[string]any{ContextShards: "256", ContextThrottleRateLimit: 8000,
+			ContextThrottleBurstLimit: "16000", ContextPublisherParallelization: 4}))
+		if err != nil {
+			t.Fatalf("PropsFromContext: %v", err)
+		}
+		for _, c := range []struct {
+			name      string
+			got, want float64
+		}{
+			{"Shards", props.Shards, 256}, {"ThrottleRateLimit", props.ThrottleRateLimit, 8000},
+			{"ThrottleBurstLimit", props.ThrottleBurstLimit, 16000}, {"PublisherParallelization", props.PublisherParallelization, 4},
+		} {
+			if c.got != c.want {
+				t.Errorf("%s: got %v, want %v", c.name, c.got, c.want)
+			}
+		}
+		_, props, err = PropsFromContext(newApp(t, map[string]any{}))
+		if err != nil {
+			t.Fatalf("PropsFromContext: %v", err)
+		}
+		d := props.withDefaults()
+		if d.Shards != 128 || d.ThrottleRateLimit != DefaultThrottleRateLimit || d.PublisherParallelization != 10 {
+			t.Errorf("defaults: shards %v, rate %v, parallelization %v; want 128, %v, 10",
+				d.Shards, d.ThrottleRateLimit, d.PublisherParallelization, float64(DefaultThrottleRateLimit))
+		}
+	})
+
 	t.Run("ErrInvalid", func(t *testing.T) {
 		for _, c := range []struct {
 			key   string
@@ -106,6 +134,10 @@ func TestPropsFromContext(t *testing.T) {
 			{ContextPauserConcurrency, 1001},
 			{ContextPauserConcurrency, "five"},
 			{ContextPauserConcurrency, 2.5},
+			{ContextShards, 0},
+			{ContextShards, 1025},
+			{ContextPublisherParallelization, 11},
+			{ContextThrottleRateLimit, "fast"},
 		} {
 			if _, _, err := PropsFromContext(newApp(t, map[string]any{c.key: c.value})); err == nil {
 				t.Errorf("context %s=%v: got nil, want an error", c.key, c.value)

@@ -36,6 +36,30 @@ const (
 	maxAlarmsPerWidget = 100
 )
 
+// breakPoints is the dashboard's text widget: where this deployment's
+// settings break, from the capacity model (docs/CAPACITY.md "The break
+// points"), beside the symptoms the alarms above watch.
+func breakPoints(p SandmanStackProps) string {
+	shards := int(p.Shards)
+	// Each written heartbeat costs 2 WCU on its idle shard; 1,000 WCU/s per
+	// shard, one heartbeat per 30 s, and the busiest shard about 10 % over
+	// the mean.
+	sessions := float64(shards) * 1000 / 2 * 30 / 1.1
+	pauses := p.PauserConcurrency * timerBatchSize / 2 // at about 2 s per pause
+	return fmt.Sprintf("### Break points (docs/CAPACITY.md)\n"+
+		"- **Idle index shards** (%d): about %.1f million running sessions heartbeating every 30 s "+
+		"(1,000 WCU/s per shard); watch DynamoDB throttles.\n"+
+		"- **by_owner index**: about 27,700 heartbeating sessions on one account.\n"+
+		"- **Pauser** (concurrency %d × batches of %d): about %.0f pauses/s at 2 s per pause; "+
+		"watch *Pauser behind the timer queue*.\n"+
+		"- **Publisher** (parallelization %d): about %d transitions/s per stream shard; "+
+		"watch *Publisher behind the table's stream* (alarm at 1 min).\n"+
+		"- **HTTP stage**: %d requests/s (burst %d), about %d tabs heartbeating every 30 s.",
+		shards, sessions/1e6, int(p.PauserConcurrency), timerBatchSize, pauses,
+		int(p.PublisherParallelization), int(p.PublisherParallelization)*60,
+		int(p.ThrottleRateLimit), int(p.ThrottleBurstLimit), int(p.ThrottleRateLimit)*30)
+}
+
 // errorLogPattern matches a JSON log line whose level is ERROR.
 func errorLogPattern() awslogs.IFilterPattern {
 	return awslogs.FilterPattern_StringValue(jsii.String("$.level"), jsii.String("="), jsii.String("ERROR"))
@@ -121,7 +145,7 @@ func stackAlarms(scope constructs.IConstruct) []interfacesawscloudwatch.IAlarmRe
 // as p50, p99 and maximum; events published and pushes, and error log lines
 // with each function's Lambda errors; the publisher's and the pauser's
 // backlog alarms; the last error lines of every function.
-func newDashboard(stack awscdk.Stack, functions map[string]awslambda.Function) awscloudwatch.Dashboard {
+func newDashboard(stack awscdk.Stack, functions map[string]awslambda.Function, breaks string) awscloudwatch.Dashboard {
 	var rows [][]awscloudwatch.IWidget
 	alarms := stackAlarms(stack)
 	for chunk := range slices.Chunk(alarms, maxAlarmsPerWidget) {
@@ -187,6 +211,9 @@ func newDashboard(stack awscdk.Stack, functions map[string]awslambda.Function) a
 	if len(backlog) > 0 {
 		rows = append(rows, backlog)
 	}
+	rows = append(rows, []awscloudwatch.IWidget{awscloudwatch.NewTextWidget(&awscloudwatch.TextWidgetProps{
+		Markdown: jsii.String(breaks), Width: jsii.Number(24), Height: jsii.Number(5),
+	})})
 	rows = append(rows, []awscloudwatch.IWidget{awscloudwatch.NewLogQueryWidget(&awscloudwatch.LogQueryWidgetProps{
 		Title:         jsii.String("Last error lines"),
 		LogGroupNames: &logGroups,

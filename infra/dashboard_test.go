@@ -48,6 +48,7 @@ type dashboardWidget struct {
 	Type       string `json:"type"`
 	Properties struct {
 		Title       string   `json:"title"`
+		Markdown    string   `json:"markdown"`
 		Metrics     [][]any  `json:"metrics"`
 		Alarms      []string `json:"alarms"`
 		Query       string   `json:"query"`
@@ -236,4 +237,29 @@ func TestErrorLogFilters(t *testing.T) {
 			t.Errorf("levels %v, want %v: only the ERROR line matches $.level = \"ERROR\"", levels, want)
 		}
 	})
+}
+
+// TestDashboardBreakPoints: the dashboard names where the deployment's
+// settings break, from its own shard count, pauser concurrency and throttle.
+func TestDashboardBreakPoints(t *testing.T) {
+	s := MustDefaultStack(t)
+	var body struct {
+		Widgets []dashboardWidget `json:"widgets"`
+	}
+	for _, d := range s.ofType("AWS::CloudWatch::Dashboard") {
+		if err := json.Unmarshal([]byte(flatten(t, prop(d, "DashboardBody"))), &body); err != nil {
+			t.Fatalf("dashboard body: %v", err)
+		}
+	}
+	var text string
+	for _, w := range body.Widgets {
+		if w.Type == "text" {
+			text += w.Properties.Markdown
+		}
+	}
+	for _, want := range []string{"Break points", "Idle index shards** (128)", "1.7 million", "350 pauses/s", "parallelization 10"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("dashboard text lacks %q:\n%s", want, text)
+		}
+	}
 }

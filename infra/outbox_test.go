@@ -44,7 +44,7 @@ func TestOutbox(t *testing.T) {
 				"StartingPosition":           "TRIM_HORIZON",
 				"BisectBatchOnFunctionError": true,
 				"MaximumRetryAttempts":       float64(streamRetryAttempts),
-				"ParallelizationFactor":      1.0,
+				"ParallelizationFactor":      float64(DefaultPublisherParallelization),
 				"BatchSize":                  float64(streamBatchSize),
 				"FunctionResponseTypes":      []any{"ReportBatchItemFailures"},
 			} {

@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -62,6 +63,8 @@ const (
 	EnvWebhookSecretSecret = envnames.WebhookSecretSecret
 	// EnvProviders lists the providers a create may name (every function).
 	EnvProviders = envnames.Providers
+	// EnvShards is the due indexes' shard count (every function).
+	EnvShards = envnames.Shards
 )
 
 // Defaults for the zero values of SandmanStackProps.
@@ -74,10 +77,15 @@ const (
 	DefaultDaytonaWebhookSecretName = envnames.DefaultDaytonaWebhookSecretName
 	DefaultVercelTokenSecretName    = envnames.DefaultVercelTokenSecretName
 	// DefaultThrottleRateLimit is the default stage's steady-state limit in
-	// requests per second, across all routes.
-	DefaultThrottleRateLimit = 50
-	// DefaultThrottleBurstLimit is the default stage's burst, in requests.
-	DefaultThrottleBurstLimit = 100
+	// requests per second, across all routes: 100,000 open tabs
+	// heartbeating every 30 s over HTTP are 3,333 requests per second, plus
+	// status reads and resumes (docs/CAPACITY.md "Stages"). API Gateway's
+	// own account limit per region is 10,000 requests per second.
+	DefaultThrottleRateLimit = 5000
+	// DefaultThrottleBurstLimit is the default stage's burst, in requests:
+	// two seconds of the rate limit (tabs reconnecting together after a
+	// deploy or a network blip).
+	DefaultThrottleBurstLimit = 10000
 	// DefaultLogRetention applies to every function's and the API's logs.
 	DefaultLogRetention = awslogs.RetentionDays_ONE_MONTH
 )
@@ -132,6 +140,19 @@ type SandmanStackProps struct {
 	ThrottleRateLimit  float64
 	ThrottleBurstLimit float64
 
+	// Shards is how many partitions each due index of the table is spread
+	// over (SANDMAN_SHARDS on every function; dynamo.Config.Shards).
+	// Default tabledef.DeployedShards, sized by the capacity model for
+	// 1,000,000 running sessions (docs/CAPACITY.md). Changing it on a table
+	// with data needs `sandman reshard` (docs/CAPACITY.md "Changing the
+	// shard count").
+	Shards float64
+	// PublisherParallelization is the stream event source's
+	// ParallelizationFactor (1 to 10): concurrent batches per stream shard.
+	// Lambda keeps records of one partition key (one session) in order
+	// across them. Default DefaultPublisherParallelization.
+	PublisherParallelization float64
+
 	// TableRemovalPolicy applies to the sessions table. Default RETAIN, so
 	// deleting the stack never deletes sessions.
 	TableRemovalPolicy awscdk.RemovalPolicy
@@ -146,10 +167,11 @@ type SandmanStackProps struct {
 	LogRetention awslogs.RetentionDays
 	// PauserConcurrency is the timer queue event source's maximum
 	// concurrency: at most this many pauser invocations run at once, each
-	// on a batch of up to timerBatchSize timers fired one after another, so
-	// it bounds the rate of pause calls the timers make to the provider
-	// (the 5-minute sweep is separate). Lambda accepts 2 to 1000. Default
-	// DefaultPauserConcurrency.
+	// on a batch of up to timerBatchSize timers fired together
+	// (sqstimer.DefaultConcurrency), so it bounds the rate of pause calls
+	// the timers make to the provider (the 5-minute sweep is separate):
+	// at most PauserConcurrency × timerBatchSize / pause time calls per
+	// second. Lambda accepts 2 to 1000. Default DefaultPauserConcurrency.
 	PauserConcurrency float64
 	// ReadinessConcurrency is the readiness queue event source's maximum
 	// concurrency: at most this many readiness jobs run at once (each
@@ -169,8 +191,17 @@ type SandmanStackProps struct {
 }
 
 // DefaultPauserConcurrency is SandmanStackProps.PauserConcurrency's
-// default: five pausers at once, each pausing one sandbox at a time.
-const DefaultPauserConcurrency = 5
+// default, from docs/CAPACITY.md "Pauser": concurrency = ceil(pauses per
+// second × pause time / batch) = ceil(333/s × 2 s / 10) = 67 at the target
+// (100,000 pauses per 5 min, E2B's ~2 s pause), rounded up to 70, which
+// caps the timers at 350 pause calls per second: about half of E2B's
+// 20,000 calls per 30 s, the rest left to resumes, creates and refreshes.
+const DefaultPauserConcurrency = 70
+
+// DefaultPublisherParallelization is
+// SandmanStackProps.PublisherParallelization's default: Lambda's maximum,
+// 10 concurrent batches per stream shard (docs/CAPACITY.md "Publisher").
+const DefaultPublisherParallelization = 10
 
 // withDefaults returns a copy of p with every zero value replaced by its
 // default. A nil p is all defaults.
@@ -218,6 +249,12 @@ func (p *SandmanStackProps) withDefaults() SandmanStackProps {
 	}
 	if out.PauserConcurrency == 0 {
 		out.PauserConcurrency = DefaultPauserConcurrency
+	}
+	if out.Shards == 0 {
+		out.Shards = tabledef.DeployedShards
+	}
+	if out.PublisherParallelization == 0 {
+		out.PublisherParallelization = DefaultPublisherParallelization
 	}
 	if out.ReadinessConcurrency == 0 {
 		out.ReadinessConcurrency = DefaultReadinessConcurrency
@@ -291,14 +328,14 @@ func NewSandmanStack(scope constructs.Construct, id string, props *SandmanStackP
 	stage := newHTTPAPI(stack, p, functions)
 	dlq := newSchedule(stack, functions[routes.IdlePause])
 	newAlarms(stack, functions, dlq)
-	newOutbox(stack, functions[routes.Publisher], table)
+	newOutbox(stack, functions[routes.Publisher], table, p.PublisherParallelization)
 	newTimers(stack, functions[routes.Pauser], timerQueue, timerDLQ, p)
 	newReadiness(stack, functions[routes.Readiness], readinessQueue, readinessDLQ, p)
 	wsStage := newClientChannel(stack, p, functions, bus)
 	newWebhooks(stack, functions, bus)
 	newErrorLogFilters(stack, functions)
 	newServiceAlarms(stack, table, stage, wsStage)
-	dashboard := newDashboard(stack, functions) // after every alarm: it shows them all
+	dashboard := newDashboard(stack, functions, breakPoints(p)) // after every alarm: it shows them all
 	wireAlarmTopic(stack, p.AlarmTopicArn)
 
 	awscdk.NewCfnOutput(stack, jsii.String("ApiUrl"), &awscdk.CfnOutputProps{
@@ -592,6 +629,7 @@ func newFunction(stack awscdk.Stack, spec functionSpec, p SandmanStackProps, tab
 		EnvTable:    table.TableName(),
 		EnvEventBus: bus.EventBusName(),
 		EnvProvider: jsii.String(p.Provider),
+		EnvShards:   jsii.String(strconv.Itoa(int(p.Shards))),
 	}
 	if len(p.Providers) > 1 {
 		env[EnvProviders] = jsii.String(strings.Join(p.Providers[1:], ","))
@@ -866,14 +904,15 @@ const (
 
 // newOutbox connects the table's stream to the publisher function: an event
 // source mapping from the oldest record (TRIM_HORIZON), one batch per shard
-// at a time (ParallelizationFactor 1 keeps each session's events in
-// order), batch item failures reported (the function names the first record
+// at a time per parallel slot (ParallelizationFactor
+// SandmanStackProps.PublisherParallelization; Lambda keeps each partition
+// key's, so each session's, events in order), batch item failures reported (the function names the first record
 // it could not publish, so retries start there), bisect-on-error, bounded
 // retries, and an on-failure destination: an encrypted, SSL-only SQS queue
 // receiving the description of every batch given up on. Alarms fire on the
 // iterator age (the publisher falling behind) and on anything in that
 // queue; errors and throttles have their alarms in newAlarms.
-func newOutbox(stack awscdk.Stack, fn awslambda.Function, table awsdynamodb.Table) {
+func newOutbox(stack awscdk.Stack, fn awslambda.Function, table awsdynamodb.Table, parallelization float64) {
 	dlq := awssqs.NewQueue(stack, jsii.String("PublisherStreamDLQ"), &awssqs.QueueProps{
 		Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
 		EnforceSSL:      jsii.Bool(true),
@@ -883,7 +922,7 @@ func newOutbox(stack awscdk.Stack, fn awslambda.Function, table awsdynamodb.Tabl
 	fn.AddEventSource(awslambdaeventsources.NewDynamoEventSource(table, &awslambdaeventsources.DynamoEventSourceProps{
 		StartingPosition:        awslambda.StartingPosition_TRIM_HORIZON,
 		BatchSize:               jsii.Number(streamBatchSize),
-		ParallelizationFactor:   jsii.Number(1),
+		ParallelizationFactor:   jsii.Number(parallelization),
 		BisectBatchOnError:      jsii.Bool(true),
 		ReportBatchItemFailures: jsii.Bool(true),
 		RetryAttempts:           jsii.Number(streamRetryAttempts),

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -248,7 +249,8 @@ func TestFunctions(t *testing.T) {
 				t.Errorf("MemorySize: got %v MB, want at least 128", memory)
 			}
 
-			wantEnv := map[string]any{EnvTable: ref(tableID), EnvEventBus: ref(busID), EnvProvider: "e2b"}
+			wantEnv := map[string]any{EnvTable: ref(tableID), EnvEventBus: ref(busID), EnvProvider: "e2b",
+				EnvShards: strconv.Itoa(tabledef.DeployedShards)}
 			if slices.Contains(providerKeyFunctions, name) {
 				wantEnv[EnvProviderAPIKeySecret] = DefaultProviderAPIKeySecretName
 			}

@@ -54,10 +54,11 @@ func TestCreateSession(t *testing.T) {
 		if got, want := str(first.LastActivityAt), ts(t0); got != want {
 			t.Errorf("last_activity_at = %q, want %q", got, want)
 		}
-		if got, want := str(first.IdleDeadline), ts(t0.Add(10*time.Minute)); got != want {
+		// The idle timeout plus the 30 s heartbeat coalescing window.
+		if got, want := str(first.IdleDeadline), ts(t0.Add(10*time.Minute+30*time.Second)); got != want {
 			t.Errorf("idle_deadline = %q, want %q", got, want)
 		}
-		if got, want := str(first.HibernateAfter), ts(t0.Add(10*time.Minute)); got != want {
+		if got, want := str(first.HibernateAfter), ts(t0.Add(10*time.Minute+30*time.Second)); got != want {
 			t.Errorf("hibernate_after = %q, want %q", got, want)
 		}
 		if first.PausedAt != nil {
@@ -285,7 +286,7 @@ func TestHeartbeat(t *testing.T) {
 			t.Errorf("204 has a body: %s", r.body)
 		}
 		got := h.mustSession(t, s.ID)
-		if want := now.Add(10 * time.Minute); !got.IdleDeadline.Equal(want) {
+		if want := now.Add(10*time.Minute + 30*time.Second); !got.IdleDeadline.Equal(want) {
 			t.Errorf("idle deadline = %v, want %v", got.IdleDeadline, want)
 		}
 	})

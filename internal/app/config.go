@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sandmanhq/sandman/internal/delivery"
+	"github.com/sandmanhq/sandman/internal/dynamo"
 	"github.com/sandmanhq/sandman/internal/envnames"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 )
@@ -67,6 +68,7 @@ const (
 	EnvVercelTokenSecret          = envnames.VercelTokenSecret
 	EnvTimerQueueURL              = envnames.TimerQueueURL
 	EnvMaxRunning                 = envnames.MaxRunning
+	EnvShards                     = envnames.Shards
 	EnvPrices                     = envnames.Prices
 )
 
@@ -170,6 +172,9 @@ type Config struct {
 	// MaxRunning is lifecycle.Config.MaxRunning: sandboxes an account may
 	// hold running at once (0, the default: no limit).
 	MaxRunning int
+	// Shards is dynamo.Config.Shards: the due indexes' shard count
+	// (SANDMAN_SHARDS; 0: the store's default).
+	Shards int
 	// Prices is lifecycle.Config.Prices (SANDMAN_PRICES): US dollars per
 	// hour by provider, for usage estimates; nil: lifecycle.DefaultPrices.
 	Prices map[string]lifecycle.Price
@@ -269,6 +274,13 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	}
 	if err := readLimits(get, &c); err != nil {
 		return Config{}, err
+	}
+	if v := get(EnvShards); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > dynamo.MaxShards {
+			return Config{}, fmt.Errorf("%s=%q: want a whole number of shards from 1 to %d", EnvShards, v, dynamo.MaxShards)
+		}
+		c.Shards = n
 	}
 	if v := get(EnvTemplateApps); v != "" {
 		apps, err := parseTemplateApps(v)

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -38,6 +39,13 @@ type CountingProxy struct {
 // transport errors are logged to log at warn level. Errors: an endpoint
 // that is not an http(s) URL, or no port to listen on.
 func NewCountingProxy(endpoint string, ops *OpCounter, log *slog.Logger) (*CountingProxy, error) {
+	return NewCapacityProxy(endpoint, ops, nil, log)
+}
+
+// NewCapacityProxy is NewCountingProxy that also records, in capacity, the
+// capacity units DynamoDB reports for every request it carries, by key
+// family (see CapacityLog; nil: none).
+func NewCapacityProxy(endpoint string, ops *OpCounter, capacity *CapacityLog, log *slog.Logger) (*CountingProxy, error) {
 	target, err := url.Parse(endpoint)
 	if err != nil || (target.Scheme != "http" && target.Scheme != "https") || target.Host == "" {
 		return nil, fmt.Errorf("counting proxy: endpoint %q is not an http(s) URL", endpoint)
@@ -51,9 +59,23 @@ func NewCountingProxy(endpoint string, ops *OpCounter, log *slog.Logger) (*Count
 	transport.MaxIdleConnsPerHost = 64 // the clients behind it keep theirs open too
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
-			ops.Add(operation(pr.In.Header))
+			op := operation(pr.In.Header)
+			ops.Add(op)
 			pr.SetURL(target)
 			pr.Out.Host = pr.In.Host // signed by the SDK
+			if capacity != nil {
+				// DynamoDB Local does not check the signature over the
+				// body, so asking for the consumed capacity is harmless.
+				if body := capacity.request(op, pr.Out); body != nil {
+					*pr.Out = *pr.Out.WithContext(context.WithValue(pr.Out.Context(), capacityKey{}, capacityReq{op, body}))
+				}
+			}
+		},
+		ModifyResponse: func(resp *http.Response) error {
+			if c, ok := resp.Request.Context().Value(capacityKey{}).(capacityReq); ok && capacity != nil {
+				capacity.response(c.op, c.body, resp)
+			}
+			return nil
 		},
 		Transport: transport,
 		ErrorLog:  slog.NewLogLogger(log.Handler(), slog.LevelWarn),
@@ -84,4 +106,12 @@ func (p *CountingProxy) Close(ctx context.Context) error {
 	}
 	<-p.done
 	return err
+}
+
+// capacityKey carries a request's parsed body from Rewrite to ModifyResponse.
+type capacityKey struct{}
+
+type capacityReq struct {
+	op   string
+	body map[string]json.RawMessage
 }

@@ -129,10 +129,11 @@ func TestNeverPauseCostsMost(t *testing.T) {
 
 // guardBound is how long past its idle timeout a Sandman sandbox can run
 // whatever the sweep does: the provider timeout is never more than grace +
-// half the idle timeout past the recorded idle deadline, which is never after
-// the real one (lifecycle.Policy.ProviderTimeout).
+// half the idle timeout past the recorded idle deadline, which is at most
+// the coalescing window after the real one (lifecycle.Session.MarkActivity,
+// lifecycle.Policy.ProviderTimeout).
 func guardBound(cfg costsim.Config) time.Duration {
-	return cfg.Lifecycle.ProviderGrace + cfg.Lifecycle.DefaultIdleTimeout/2
+	return cfg.Lifecycle.ProviderGrace + cfg.Lifecycle.DefaultIdleTimeout/2 + cfg.Lifecycle.ActivityGranularity
 }
 
 func TestGuardBoundsOvershootWithMissedSweeps(t *testing.T) {
@@ -152,7 +153,7 @@ func TestGuardBoundsOvershootWithMissedSweeps(t *testing.T) {
 		t.Fatalf("sandman overshoot p99 = %v, above the cron sweep's %v", got, limit)
 	}
 	if got := ours.OvershootMax; got > bound {
-		t.Fatalf("sandman overshoot max = %v, want at most grace + idle/2 = %v", got, bound)
+		t.Fatalf("sandman overshoot max = %v, want at most grace + idle/2 + granularity = %v", got, bound)
 	}
 	if got := ours.OvershootMax; got <= interval {
 		t.Fatalf("sandman overshoot max with missed sweeps = %v, want beyond one sweep interval (%v): "+
@@ -161,9 +162,13 @@ func TestGuardBoundsOvershootWithMissedSweeps(t *testing.T) {
 	if got := cron.OvershootMax; got <= bound {
 		t.Fatalf("cron overshoot max with missed sweeps = %v, want beyond the guard's bound %v", got, bound)
 	}
-	for _, name := range []string{"cron sweep", "sandman"} {
-		if got, limit := MustResult(t, r, name).OvershootMax, interval; got > limit {
-			t.Errorf("%s overshoot max without missed sweeps = %v, want at most one interval %v", name, got, limit)
+	// Sandman's recorded deadline counts the coalescing window
+	// (lifecycle.Session.MarkActivity), so its sweep may pause up to one
+	// interval after that, the window after the real idle timeout.
+	for name, limit := range map[string]time.Duration{"cron sweep": interval,
+		"sandman": interval + costsim.DefaultConfig().Lifecycle.ActivityGranularity} {
+		if got := MustResult(t, r, name).OvershootMax; got > limit {
+			t.Errorf("%s overshoot max without missed sweeps = %v, want at most %v", name, got, limit)
 		}
 	}
 }
@@ -207,7 +212,7 @@ func TestOutageIsBoundedByTheGuard(t *testing.T) {
 	ours := MustResult(t, r, "sandman, 6 h outage")
 
 	if got := ours.OvershootMax; got > bound {
-		t.Fatalf("sandman overshoot max during the outage = %v, want at most grace + idle/2 = %v", got, bound)
+		t.Fatalf("sandman overshoot max during the outage = %v, want at most grace + idle/2 + granularity = %v", got, bound)
 	}
 	if got := cron.OvershootMax; got <= bound {
 		t.Fatalf("cron overshoot max during the outage = %v, want beyond the guard's bound %v", got, bound)
@@ -287,22 +292,23 @@ func handTrace() costsim.Trace {
 //     resume); idle deadline 20 min, next tick 24 min: paused (overshoot 4
 //     min); resumed at 40; deadline 55, paused at tick 59 (4 min again):
 //     24 + 19 = 43 min. Ticks -1 .. 59 run: 13.
-//   - sandman: created at 0 with deadline 10 and provider timeout 10 + 2 +
-//     5 = 17. Each heartbeat comes exactly 30 s after the last recorded one,
-//     so none is coalesced: writes at 0:30 .. 10:00 (20), each moving the
-//     deadline to the write + 10. A write refreshes when the timeout 17 is
-//     before its deadline + grace (w + 12), first at 5:30 (17:30 > 17; at
-//     5:00 17:00 is not before 17): timeout 5:30 + 17 = 22:30; the next
-//     refresh would need w + 12 > 22:30, after 10:30, so none. Last write
-//     10:00: deadline 20:00. The tick at 19 finds it not due; the provider
-//     pauses it at 22:30, before the tick at 24: overshoot +2:30. Resumed
-//     at 40: deadline 50, timeout 57. Writes 40:30 .. 45:00 (10); a refresh
-//     needs w + 12 > 57, after 45: none. Deadline 55; the tick at 54 finds
-//     it not due, the provider pauses it at 57, before the tick at 59:
-//     overshoot +2:00. Billed 22.5 + 17 = 39.5 min; 30 writes, 1 refresh,
-//     2 pauses by the provider, none early; overshoots [2:00, 2:30]: p50
-//     (nearest rank) 2:00, max 2:30. Ticks -1 .. 59 run (the 59 one finds
-//     nothing running and stops the sweeps): 13.
+//   - sandman: created at 0 with deadline 10:30 (the idle timeout plus the
+//     30 s coalescing window) and provider timeout 10:30 + 2 + 5 = 17:30.
+//     Each heartbeat comes exactly 30 s after the last recorded one, so
+//     none is coalesced: writes at 0:30 .. 10:00 (20), each moving the
+//     deadline to the write + 10:30. A write refreshes when the timeout
+//     17:30 is before its deadline + grace (w + 12:30), first at 5:30:
+//     timeout 5:30 + 17:30 = 23:00; the next refresh would need w + 12:30 >
+//     23:00, after 10:30, so none. Last write 10:00: deadline 20:30. The
+//     tick at 19 finds it not due; the provider pauses it at 23:00, before
+//     the tick at 24: overshoot +3:00. Resumed at 40: deadline 50:30,
+//     timeout 57:30. Writes 40:30 .. 45:00 (10); a refresh needs w + 12:30 >
+//     57:30, after 45: none. Deadline 55:30; the tick at 54 finds it not
+//     due, the provider pauses it at 57:30, before the tick at 59: overshoot
+//     +2:30. Billed 23 + 17.5 = 40.5 min; 30 writes, 1 refresh, 2 pauses by
+//     the provider, none early; overshoots [2:30, 3:00]: p50 (nearest rank)
+//     2:30, max 3:00. Ticks -1 .. 59 run (the 59 one finds nothing running
+//     and stops the sweeps): 13.
 //
 // (The first guard, deadline + grace refreshed when less than 5 min was
 // left, paused at 19:30 and 52, 30 s and 3 min before the idle timeout, for
@@ -327,8 +333,8 @@ func TestHandTrace(t *testing.T) {
 		{name: "never", billed: 45},
 		{name: "cron", billed: 43, resumes: 1, pauses: 2, p50: 4 * time.Minute, max: 4 * time.Minute,
 			writes: 30, sweeps: 13},
-		{name: "sandman", billed: 39.5, resumes: 1, pauses: 2, providerPauses: 2,
-			p50: 2 * time.Minute, max: 2*time.Minute + 30*time.Second, writes: 30, refreshes: 1, sweeps: 13},
+		{name: "sandman", billed: 40.5, resumes: 1, pauses: 2, providerPauses: 2,
+			p50: 2*time.Minute + 30*time.Second, max: 3 * time.Minute, writes: 30, refreshes: 1, sweeps: 13},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -382,11 +388,11 @@ func TestHandTrace(t *testing.T) {
 //     but the user works on in the running sandbox, so the overshoot runs
 //     from its last request: 6 h 14 - (45 + 10) min = 5 h 19 min.
 //   - sandman: the first burst ends before the outage, so the provider
-//     timeout is 22:30 as in TestHandTrace (refreshed at 5:30), and the
+//     timeout is 23:00 as in TestHandTrace (refreshed at 5:30), and the
 //     provider, which keeps running, pauses the sandbox there: overshoot
-//     +2:30, within grace + idle/2 = 7 min. The resume at 40 and the rest
-//     of the second burst are refused and find it paused: 11 blocked, no
-//     resume, billed 22.5 min.
+//     +3:00, within grace + idle/2 + granularity = 7:30. The resume at 40
+//     and the rest of the second burst are refused and find it paused: 11
+//     blocked, no resume, billed 23 min.
 func TestHandTraceOutage(t *testing.T) {
 	cfg := handConfig()
 	outage := costsim.Outage{Start: time.Minute + 10*time.Minute + 30*time.Second, Duration: 6 * time.Hour}
@@ -411,10 +417,10 @@ func TestHandTraceOutage(t *testing.T) {
 	}
 
 	ours := MustResult(t, r, "sandman")
-	if got, want := ours.BilledMinutes, 22.5; !approx(got, want) {
+	if got, want := ours.BilledMinutes, 23.0; !approx(got, want) {
 		t.Errorf("sandman billed = %v minutes, want %v", got, want)
 	}
-	if got, want := ours.OvershootMax, 2*time.Minute+30*time.Second; got != want {
+	if got, want := ours.OvershootMax, 3*time.Minute; got != want {
 		t.Errorf("sandman overshoot = %v, want %v", got, want)
 	}
 	if got, want := ours.ProviderPauses, 1; got != want {
@@ -430,13 +436,13 @@ func TestHandTraceOutage(t *testing.T) {
 
 // TestGuardPausesUnderActiveUserInOutage: active 1:00-21:00 (offsets from
 // the epoch), a heartbeat every 30 s, the control plane down from 1:01. The
-// create at 1:00 gets through: deadline 11:00, provider timeout 11:00 + 2 +
-// 5 = 18:00. The 40 heartbeats 1:30 .. 21:00 are refused, so none moves the
-// deadline or the timeout, and the provider pauses the sandbox at 18:00
-// while the user is active: an early provider pause, 18:00 - (18:00 + 10) =
-// -10 min. The heartbeat at 18:00 goes before the timeout at the same
-// instant and finds it running; the 6 of 18:30 .. 21:00 find it paused
-// (blocked). Billed 1:00 .. 18:00 = 17 min.
+// create at 1:00 gets through: deadline 11:30 (with the coalescing window),
+// provider timeout 11:30 + 2 + 5 = 18:30. The 40 heartbeats 1:30 .. 21:00
+// are refused, so none moves the deadline or the timeout, and the provider
+// pauses the sandbox at 18:30 while the user is active: an early provider
+// pause, 18:30 - (18:30 + 10) = -10 min. The heartbeat at 18:30 goes before
+// the timeout at the same instant and finds it running; the 5 of 19:00 ..
+// 21:00 find it paused (blocked). Billed 1:00 .. 18:30 = 17.5 min.
 func TestGuardPausesUnderActiveUserInOutage(t *testing.T) {
 	cfg := handConfig()
 	cfg.Scenarios = []costsim.Scenario{{Name: "sandman", Policy: costsim.Sandman,
@@ -444,7 +450,7 @@ func TestGuardPausesUnderActiveUserInOutage(t *testing.T) {
 	tr := costsim.Trace{Sessions: []costsim.SessionTrace{costsim.NewSessionTrace(30*time.Second,
 		costsim.Burst{Start: time.Minute, End: time.Minute + 20*time.Minute})}}
 	res := MustResult(t, MustReplay(t, cfg, tr), "sandman")
-	if got, want := res.BilledMinutes, 17.0; !approx(got, want) {
+	if got, want := res.BilledMinutes, 17.5; !approx(got, want) {
 		t.Errorf("billed = %v minutes, want %v", got, want)
 	}
 	if got, want := res.Interrupted, 1; got != want {
@@ -459,18 +465,20 @@ func TestGuardPausesUnderActiveUserInOutage(t *testing.T) {
 	if got, want := res.RefusedRequests, 40; got != want {
 		t.Errorf("refused requests = %d, want %d (1:30 .. 21:00)", got, want)
 	}
-	if got, want := res.BlockedRequests, 6; got != want {
-		t.Errorf("blocked requests = %d, want %d (18:30 .. 21:00)", got, want)
+	if got, want := res.BlockedRequests, 5; got != want {
+		t.Errorf("blocked requests = %d, want %d (19:00 .. 21:00)", got, want)
 	}
 }
 
 // TestGuardBoundIsTight misses every sweep, so only the provider timeout
 // pauses. Active 1:00-6:30 (offsets from the epoch), a heartbeat every 30 s.
-// sandman: created at 1:00, deadline 11:00, timeout 18:00; writes 1:30 ..
-// 6:30 (11), the one at 6:30 the first whose deadline + grace (18:30) is
-// past 18:00: refreshed to 6:30 + 17 = 23:30. That last write was also the
-// user's last request, so the provider pauses at 23:30, exactly grace +
-// idle/2 = 7 min past the idle deadline 16:30: the bound is reached. Ticks
+// sandman: created at 1:00, deadline 11:30 (with the 30 s coalescing
+// window), timeout 18:30; writes 1:30 .. 6:30 (11), the one at 6:30 the
+// first whose deadline + grace (6:30 + 12:30 = 19:00) is past 18:30:
+// refreshed to 6:30 + 17:30 = 24:00. That last write was also the user's
+// last request, so the provider pauses at 24:00, exactly grace + idle/2 +
+// granularity = 7:30 past the real idle deadline 16:30: the bound is
+// reached. Ticks
 // at 0, 5, .., 25 are missed (6); at 25 nothing runs and sweeps stop.
 // cron: no sweep ever runs, nothing else pauses: it runs until the replay's
 // end, Tail (48 h) after the last activity: 48 h 5.5 min billed.
@@ -486,7 +494,7 @@ func TestGuardBoundIsTight(t *testing.T) {
 
 	ours := MustResult(t, r, "sandman")
 	if got, want := ours.OvershootMax, guardBound(cfg); got != want {
-		t.Errorf("sandman overshoot = %v, want grace + idle/2 = %v", got, want)
+		t.Errorf("sandman overshoot = %v, want grace + idle/2 + granularity = %v", got, want)
 	}
 	if got, want := ours.ProviderPauses, 1; got != want {
 		t.Errorf("sandman pauses by the provider = %d, want %d", got, want)
@@ -497,7 +505,7 @@ func TestGuardBoundIsTight(t *testing.T) {
 	if got, want := ours.ProviderRefreshes, 1; got != want {
 		t.Errorf("sandman provider refreshes = %d, want %d", got, want)
 	}
-	if got, want := ours.BilledMinutes, 22.5; !approx(got, want) {
+	if got, want := ours.BilledMinutes, 23.0; !approx(got, want) {
 		t.Errorf("sandman billed = %v minutes, want %v", got, want)
 	}
 	if got, want := ours.SweepsMissed, 6; got != want {
@@ -519,12 +527,13 @@ func TestGuardBoundIsTight(t *testing.T) {
 	}
 }
 
-// TestCoalescingLagsRecordedActivity: heartbeats every 20 s from 0:30 to
-// 10:10. Sandman writes only every other one (20 s < 30 s granularity): at
-// 1:10, 1:50, ..., 9:50; the last, at 10:10, is coalesced. Its idle deadline
-// is 19:50 rather than 20:10, so the tick at 20:00 pauses it 10 s early. The
-// cron design writes all 29 and pauses at the tick of 25:00.
-func TestCoalescingLagsRecordedActivity(t *testing.T) {
+// TestCoalescedHeartbeatNeverPausesEarly: heartbeats every 20 s from 0:30
+// to 10:10. Sandman writes only every other one (20 s < 30 s granularity):
+// at 1:10, 1:50, ..., 9:50; the last, at 10:10, is coalesced. Its idle
+// deadline counts the coalescing window, 9:50 + 10:30 = 20:20, after the
+// real 20:10, so the tick at 20:00 leaves it and the one at 25:00 pauses it,
+// as the cron design that writes all 29 does.
+func TestCoalescedHeartbeatNeverPausesEarly(t *testing.T) {
 	cfg := handConfig()
 	cfg.Lifecycle.ProviderGrace = time.Hour // keep the provider timeout out of it
 	cfg.Scenarios = []costsim.Scenario{
@@ -540,7 +549,7 @@ func TestCoalescingLagsRecordedActivity(t *testing.T) {
 		overshoot time.Duration
 	}{
 		{"cron", 29, 4*time.Minute + 50*time.Second},
-		{"sandman", 14, -10 * time.Second},
+		{"sandman", 14, 4*time.Minute + 50*time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -698,21 +707,21 @@ func TestPublishedFigures(t *testing.T) {
 		{"cron overshoot p99 s", secs(cron.OvershootP99), 298},
 		{"cron overshoot max s", secs(cron.OvershootMax), 300},
 		{"cron outage overshoot max s", secs(cronOut.OvershootMax), 21569},
-		{"sandman billed minutes", mins(ours.BilledMinutes), 161446},
-		{"sandman pauses", ours.Pauses, 3406},
-		{"sandman provider pauses", ours.ProviderPauses, 561},
-		{"sandman early pauses", ours.EarlyPauses, 108},
+		{"sandman billed minutes", mins(ours.BilledMinutes), 163054},
+		{"sandman pauses", ours.Pauses, 3391},
+		{"sandman provider pauses", ours.ProviderPauses, 558},
+		{"sandman early pauses", ours.EarlyPauses, 0},
 		{"sandman early provider pauses", ours.EarlyProviderPauses, 0},
-		{"sandman earliest pause s", secs(ours.OvershootMin), -25},
-		{"sandman overshoot p50 s", secs(ours.OvershootP50), 130},
-		{"sandman overshoot p99 s", secs(ours.OvershootP99), 284},
-		{"sandman overshoot max s", secs(ours.OvershootMax), 300},
-		{"sandman resumes", ours.Resumes, 2406},
-		{"sandman provider refreshes", ours.ProviderRefreshes, 19973},
-		{"sandman heartbeat writes", ours.HeartbeatWrites, 148800},
-		{"sandman 5% missed overshoot max s", secs(missed.OvershootMax), 420},
-		{"sandman outage billed minutes", mins(out.BilledMinutes), 152537},
-		{"sandman outage overshoot max s", secs(out.OvershootMax), 401},
+		{"sandman earliest pause s", secs(ours.OvershootMin), 4},
+		{"sandman overshoot p50 s", secs(ours.OvershootP50), 157},
+		{"sandman overshoot p99 s", secs(ours.OvershootP99), 319},
+		{"sandman overshoot max s", secs(ours.OvershootMax), 330},
+		{"sandman resumes", ours.Resumes, 2391},
+		{"sandman provider refreshes", ours.ProviderRefreshes, 19988},
+		{"sandman heartbeat writes", ours.HeartbeatWrites, 148815},
+		{"sandman 5% missed overshoot max s", secs(missed.OvershootMax), 450},
+		{"sandman outage billed minutes", mins(out.BilledMinutes), 154058},
+		{"sandman outage overshoot max s", secs(out.OvershootMax), 431},
 		{"sandman outage early provider pauses", out.EarlyProviderPauses, 11},
 		{"sandman outage pauses under an active user", out.Interrupted, 7},
 	}

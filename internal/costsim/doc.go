@@ -106,42 +106,44 @@
 // their 10 min idle timeout. This replay found it; DefaultConfig, seed 1,
 // sandman row:
 //
-//	                              first guard   fixed (today)
-//	billed sandbox-minutes           148,583       161,446
-//	pauses (by provider timeout)  3,608 (3,360)  3,406 (561)
-//	early pauses (by provider)    2,599 (2,563)    108 (0)
-//	earliest pause                    -328 s        -25 s
-//	overshoot p50 / p99 / max    -91/120/120 s  130/284/300 s
-//	resumes waited for                 2,608         2,406
-//	provider timeout refreshes        14,040        19,973
-//	heartbeat writes                 148,598       148,800
-//	6 h outage: billed minutes       140,349       152,537
-//	6 h outage: overshoot max          120 s         401 s
+//	                              first guard      fixed     window (today)
+//	billed sandbox-minutes           148,583      161,446      163,054
+//	pauses (by provider timeout)  3,608 (3,360)  3,406 (561)  3,391 (558)
+//	early pauses (by provider)    2,599 (2,563)    108 (0)        0 (0)
+//	earliest pause                    -328 s        -25 s         +4 s
+//	overshoot p50 / p99 / max    -91/120/120 s  130/284/300 s  157/319/330 s
+//	resumes waited for                 2,608        2,406        2,391
+//	provider timeout refreshes        14,040       19,973       19,988
+//	heartbeat writes                 148,598      148,800      148,815
+//	6 h outage: billed minutes       140,349      152,537      154,058
+//	6 h outage: overshoot max          120 s        401 s        431 s
 //
 // (cron sweep, unchanged: 162,528 minutes, 2,399 resumes, overshoot
 // 147/298/300 s; 21,569 s at most through the outage; never pause 330,274.)
 // The first guard billed less than the cron sweep only by breaking the idle
 // timeout it promised, at 209 more resumes than the cron sweep. The fixed
-// guard bills 0.7 % less than the cron sweep: the sweep's next tick comes up
-// to 5 min after the idle deadline, and the provider timeout, 2 to 7 min
-// after it, sometimes comes first (561 pauses).
+// guard billed 0.7 % less than the cron sweep but still paused 108 sessions
+// up to 30 s early (below). The window column counts the 30 s coalescing
+// window into the idle deadline (lifecycle.Session.MarkActivity): no pause
+// comes before the real idle timeout, for 0.3 % more billed time than the
+// cron sweep.
 //
 // The fix, in Policy.ProviderTimeout and Policy.NeedsProviderRefresh: the
 // timeout aims at the idle deadline + grace + half the idle timeout, and a
 // written heartbeat refreshes it when the provider would pause before the
 // pause deadline + grace. After every written heartbeat the provider timeout
 // lies 2 to 7 min (grace to grace + idle/2) past the recorded idle deadline,
-// which lags the real one by less than the 30 s coalescing, so:
+// which is the written activity + idle timeout + the 30 s coalescing window,
+// never before the real one and at most 30 s after it, so:
 //
-//   - while the control plane is up the provider never pauses a sandbox
-//     before its idle timeout; Sandman's only early pauses are sweeps that
-//     find the recorded deadline passed, at most 30 s early;
+//   - while the control plane is up nothing pauses a sandbox before its
+//     idle timeout (0 early pauses in every row without an outage);
 //   - a refresh needs more than half an idle timeout of running time since
 //     the timeout was last set: at most one provider call per 5 min;
 //   - the guard's bound, when sweeps are missed or the control plane is
-//     down, is grace + idle/2 = 7 min past the idle timeout rather than
-//     grace. With 5 % missed sweeps the replay reaches it exactly (420 s);
-//     through the 6 h outage the worst is 401 s.
+//     down, is grace + idle/2 + window = 7:30 past the idle timeout. With 5
+//     % missed sweeps the replay reaches it exactly (450 s); through the 6 h
+//     outage the worst is 431 s.
 //
 // An outage still makes early pauses: refused heartbeats do not move the
 // deadline, so the provider pauses users who keep working (11 early provider
@@ -151,32 +153,34 @@
 // # Timers and presence
 //
 // DefaultConfig, seed 1 (floor 109,041 min; cron sweep 162,528 min, 1.49×,
-// 2,399 resumes; sandman today 161,446 min, 1.48×, overshoot p99 284 s):
+// 2,399 resumes; sandman today 163,054 min, 1.50×, overshoot p99 319 s):
 //
 //	                                billed min  × floor  resumes  overshoot p50/p99/max
-//	sandman + timers                   153,480     1.41    2,482       -6 / 2 / 2 s
-//	  5% missed sweeps                 153,703     1.41    2,482      -5 / 147 / 239 s
-//	  + presence, away_prob 0          145,642     1.34    2,482        1 / 2 / 2 s
-//	  + presence, away_prob 0.5        134,151     1.23    3,416        1 / 2 / 2 s
+//	sandman + timers                   155,217     1.42    2,463      24 / 32 / 32 s
+//	  5% missed sweeps                 155,453     1.43    2,462     25 / 177 / 450 s
+//	  + presence, away_prob 0          146,879     1.35    2,463      15 / 32 / 32 s
+//	  + presence, away_prob 0.5        134,788     1.24    3,410       1 / 32 / 32 s
 //	  + presence, away_prob 1          122,293     1.12    4,247        1 / 1 / 1 s
-//	  6 h outage                       145,093     1.33    2,328      -6 / 2 / 401 s
+//	  6 h outage                       146,735     1.35    2,309     24 / 32 / 431 s
 //
-// Against the cost targets: timers alone reach an overshoot p99 of 2 s
-// (target ≤ 10 s); with presence at away_prob 0.5 the bill is 1.23× the
-// floor (target ≤ 1.25×) but the resumes are 42 % above the cron sweep's
-// (target within 5 %), and no faithful model meets that one: 1,782 of the
-// 7,299 gaps last between the away timeout (2 min) and the idle timeout (10
-// min), and an away client's such gap is a pause and a resume that the cron
-// sweep never makes (about 891 at 0.5). The outage row is no worse than
-// today's (145,093 against 152,537 min, overshoot max 401 s both, the same
-// requests blocked).
+// Against the cost targets: timers alone reach an overshoot p99 of 32 s
+// (target ≤ 10 s, not met: see below); with presence at away_prob 0.5 the
+// bill is 1.24× the floor (target ≤ 1.25×) but the resumes are 42 % above
+// the cron sweep's (target within 5 %), and no faithful model meets that
+// one: 1,782 of the 7,299 gaps last between the away timeout (2 min) and the
+// idle timeout (10 min), and an away client's such gap is a pause and a
+// resume that the cron sweep never makes (about 891 at 0.5). The outage row
+// is no worse than today's (146,735 against 154,058 min, overshoot max 431 s
+// both, the same requests blocked).
 //
-// Two findings. Timers pause on the recorded deadline, which lags the
-// user's real one by up to the 30 s coalescing: 2,181 of the 3,482 timer
-// pauses come before the real idle timeout (earliest -29 s), where the sweep
-// hid that lag behind its own. And timers cost 3.5 % more resumes than the
-// cron sweep (2,482 against 2,399): gaps just over the idle timeout are now
-// paused before the user returns.
+// Two findings. Timers pause on the recorded deadline; before it counted
+// the 30 s coalescing window, 2,181 of 3,482 timer pauses came before the
+// real idle timeout (earliest -29 s), where the sweep hid that lag behind
+// its own. With the window none does (earliest +1 s), and the window becomes
+// the overshoot's p99 (32 s): a p99 within 10 s needs a coalescing window
+// under 10 s, three times the heartbeat writes. And timers cost 2.7 % more
+// resumes than the cron sweep (2,463 against 2,399): gaps just over the
+// idle timeout are now paused before the user returns.
 //
 // RunScale adds the target load: 1.2 million deadlines (100,000 per 5 min
 // for an hour) drained by a pauser paced at E2B's 20,000 calls per 30 s

@@ -40,7 +40,7 @@ func ExampleReplay() {
 	// floor: 15.0 min
 	// never pause: 45.0 min billed, 0 resume(s), overshoot max 0s
 	// cron sweep: 43.0 min billed, 1 resume(s), overshoot max 4m0s
-	// sandman: 39.5 min billed, 1 resume(s), overshoot max 2m30s
+	// sandman: 40.5 min billed, 1 resume(s), overshoot max 3m0s
 }
 
 // Run on a smaller trace, without the scale simulation; DefaultConfig's

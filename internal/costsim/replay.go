@@ -329,7 +329,7 @@ func (m *sim) create(s *simSession, at time.Duration) {
 		SandboxID: sandboxID, State: lifecycle.StateProvisioning,
 		IdleTimeout: m.pol.DefaultIdleTimeout, CreatedAt: now, UpdatedAt: now,
 	}
-	s.row.RecordActivity(now, 0)
+	s.row.MarkActivity(now, m.gran)
 	if m.guard {
 		s.row.SandboxExpiresAt = now.Add(m.pol.ProviderTimeout(&s.row, now))
 	}
@@ -347,11 +347,11 @@ func (m *sim) resume(s *simSession, at time.Duration) {
 	var timeout time.Duration
 	if m.guard {
 		probe := s.row.Clone()
-		probe.RecordActivity(now, 0)
+		probe.MarkActivity(now, m.gran)
 		probe.RunningSince = now
 		timeout = m.pol.ProviderTimeout(probe, now)
 	}
-	s.row.RecordActivity(now, 0)
+	s.row.MarkActivity(now, m.gran)
 	if m.guard {
 		s.row.SandboxExpiresAt = now.Add(timeout)
 	}

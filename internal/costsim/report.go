@@ -93,11 +93,12 @@ type Result struct {
 	// EarlyPauses counts pauses that came before the idle timeout had run
 	// from the user's real last activity (negative overshoot);
 	// EarlyProviderPauses those of them made by the provider's timeout.
-	// Outside an outage Sandman's rules allow no early provider pause (the
-	// provider timeout stays at least ProviderGrace past the recorded idle
-	// deadline), so its early pauses are the sweep's or a timer's, at most
-	// ActivityGranularity early (coalescing). A pause at an away deadline
-	// is early only if it comes before that deadline.
+	// Outside an outage Sandman's rules allow no early pause: the recorded
+	// idle deadline counts the ActivityGranularity coalescing window
+	// (lifecycle.Session.MarkActivity), so it is never before the real one,
+	// and the provider timeout stays at least ProviderGrace past it. A
+	// pause at an away deadline is early only if it comes before that
+	// deadline.
 	EarlyPauses, EarlyProviderPauses int
 	// Overshoot of a pause is pause time - (real last activity + idle
 	// timeout): how long the sandbox ran past the idle timeout. Negative
@@ -258,14 +259,15 @@ func (r Report) Markdown() string {
 	w("- **Measures**: billed = time running (paused time is not billed for compute; storage of paused snapshots is not priced). " +
 		"Overshoot of a pause = pause time − (the user's real last request + idle timeout); negative means the sandbox paused " +
 		"before the idle timeout had run (an early pause). Percentiles are nearest-rank over all pauses.\n")
-	w("- **Guard bounds** (Sandman): after every written heartbeat the provider timeout lies between %s and %s past the "+
-		"recorded idle deadline, which lags the user's real one by less than the %s coalescing. So while the control plane is "+
-		"up the provider never pauses a sandbox before its idle timeout, and Sandman's only early pauses are sweeps at most %s "+
-		"early. Whatever the sweep does (missed ticks, an outage), no sandbox runs more than %s (grace + headroom) past its "+
-		"idle timeout. During an outage heartbeats are refused and do not move the deadline, so the provider also pauses "+
+	w("- **Guard bounds** (Sandman): the recorded idle deadline is the last written activity + the idle timeout + the %s "+
+		"coalescing window, so it is never before the user's real one (a coalesced heartbeat comes less than the window after "+
+		"the written one) and at most the window after it. After every written heartbeat the provider timeout lies between %s "+
+		"and %s past the recorded idle deadline. So while the control plane is up nothing pauses a sandbox before its idle "+
+		"timeout. Whatever the sweep does (missed ticks, an outage), no sandbox runs more than %s (grace + headroom + window) "+
+		"past its idle timeout. During an outage heartbeats are refused and do not move the deadline, so the provider also pauses "+
 		"users who are still working (pauses under an active user) and they stay blocked until the control plane is back.\n",
-		human(pol.ProviderGrace), human(pol.ProviderGrace+headroom), human(pol.ActivityGranularity),
-		human(pol.ActivityGranularity), human(pol.ProviderGrace+headroom))
+		human(pol.ActivityGranularity), human(pol.ProviderGrace), human(pol.ProviderGrace+headroom),
+		human(pol.ProviderGrace+headroom+pol.ActivityGranularity))
 	if pol.MaxProviderTimeout > 0 && pol.DefaultIdleTimeout+pol.ProviderGrace+headroom > pol.MaxProviderTimeout {
 		w("  These bounds do not hold here: the idle timeout + grace + headroom exceeds the provider's %s maximum timeout, "+
 			"so the provider can pause a sandbox before its idle timeout (see `Policy.NeedsProviderRefresh`).\n", human(pol.MaxProviderTimeout))
@@ -438,9 +440,9 @@ func (r Report) targetsMarkdown(w func(string, ...any)) {
 	if okT {
 		w("- *%s*: overshoot p99 %s s (target ≤ %s s): %s. Assumes a timer pause lands %s after its delay, rounded up "+
 			"to a whole second, runs out, and a %s margin over the %s sweep. %s of its %s pauses come before the user's "+
-			"real idle timeout (earliest %s s): the deadline counts from the last *recorded* heartbeat, which lags the real "+
-			"one by up to the %s coalescing, and a timer now pauses on that deadline rather than up to a sweep interval "+
-			"after it.\n",
+			"real idle timeout (earliest %s s): the deadline counts the %s coalescing window, since the last *recorded* "+
+			"heartbeat lags the real one by up to that much; the window is also the overshoot's floor when the heartbeats "+
+			"stop just after a written one.\n",
 			timers.Scenario.Name, secs(timers.OvershootP99), secs(targetTimersP99), met(timers.OvershootP99 <= targetTimersP99),
 			human(c.TimerLateness), human(c.TimerMargin), human(c.SweepInterval), numfmt.Thousands(timers.EarlyPauses),
 			numfmt.Thousands(timers.Pauses), secs(timers.OvershootMin), human(c.Lifecycle.ActivityGranularity))

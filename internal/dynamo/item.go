@@ -5,7 +5,6 @@ import (
 	"hash/fnv"
 	"time"
 
-	"github.com/sandmanhq/sandman/internal/dynamo/tabledef"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 )
 
@@ -147,12 +146,16 @@ type claimItem struct {
 	WriteID   string `dynamodbav:"write_id"`   // see newWriteID
 }
 
-// Shard returns the due-index shard of a session id: fnv32a(id) modulo
-// tabledef.Shards, in 0..tabledef.Shards-1.
-func Shard(sessionID string) int {
+// Shard returns the due-index shard of a session id at DefaultShards
+// shards: ShardOf(sessionID, DefaultShards).
+func Shard(sessionID string) int { return ShardOf(sessionID, DefaultShards) }
+
+// ShardOf returns the due-index shard of a session id among shards:
+// fnv32a(id) modulo shards, in 0..shards-1 (shards ≥ 1).
+func ShardOf(sessionID string, shards int) int {
 	h := fnv.New32a()
 	h.Write([]byte(sessionID))
-	return int(h.Sum32() % tabledef.Shards)
+	return int(h.Sum32() % uint32(shards))
 }
 
 func sessionPK(id string) string  { return sessionPrefix + id }
@@ -190,7 +193,7 @@ func dueMillis(t time.Time) int64 { return t.UnixMilli() }
 
 // toSessionItem converts s to its stored form, with the index keys of the
 // indexes it belongs to and no others.
-func toSessionItem(s *lifecycle.Session) sessionItem {
+func toSessionItem(s *lifecycle.Session, shards int) sessionItem {
 	it := sessionItem{
 		PK:                  sessionPK(s.ID),
 		SK:                  sessionSort,
@@ -228,7 +231,7 @@ func toSessionItem(s *lifecycle.Session) sessionItem {
 	if s.SandboxID != "" {
 		it.SandboxKey = sandboxKey(s.Provider, s.SandboxID)
 	}
-	shard := Shard(s.ID)
+	shard := ShardOf(s.ID, shards)
 	if d := s.PauseDeadline(); s.State == lifecycle.StateRunning && !d.IsZero() {
 		ms := dueMillis(d)
 		it.IdleShard, it.IdleDueAt = &shard, &ms

@@ -73,7 +73,7 @@ func TestSessionItemIndexKeys(t *testing.T) {
 				State: state, IdleTimeout: time.Minute, CreatedAt: now,
 				IdleDeadline: now.Add(time.Minute), RunningSince: now, PausedAt: now, LeaseExpiresAt: now,
 			}
-			it := toSessionItem(s)
+			it := toSessionItem(s, DefaultShards)
 			if got, want := it.IdleShard != nil && it.IdleDueAt != nil && it.PauseDeadline != "", state == lifecycle.StateRunning; got != want {
 				t.Errorf("in idle index = %v, want %v", got, want)
 			}

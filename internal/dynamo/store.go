@@ -34,6 +34,8 @@ type Store struct {
 	// noSlots: the account running-slot counter is not kept
 	// (Config.WithoutRunningSlots).
 	noSlots bool
+	// shards is Config.Shards.
+	shards int
 }
 
 var _ lifecycle.Store = (*Store)(nil)
@@ -60,7 +62,23 @@ type Config struct {
 	// error) on such a store, since it could not enforce the limit.
 	// Default false: the counter is kept.
 	WithoutRunningSlots bool
+	// Shards is how many partitions each due index (idle, lease, paused) is
+	// spread over: a session's shard is ShardOf(id, Shards). Default
+	// DefaultShards; at most MaxShards. Every writer and the sweep must use
+	// the same count; changing it on a table with data needs Reshard
+	// (docs/CAPACITY.md "Changing the shard count").
+	Shards int
 }
+
+// DefaultShards is the due indexes' shard count when Config.Shards is 0,
+// sized by the capacity model for 1,000,000 running sessions heartbeating
+// every 30 s (docs/CAPACITY.md): each written heartbeat moves the session's
+// idle index entry, 2 WCU on its shard.
+const DefaultShards = tabledef.Shards
+
+// MaxShards bounds Config.Shards: the sweep queries every shard of an
+// index in turn on each run.
+const MaxShards = 1024
 
 // New returns a Store on cfg.Table through cfg.Client, with the defaults of
 // Config filled in.
@@ -68,7 +86,11 @@ func New(cfg Config) *Store {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
-	return &Store{client: cfg.Client, table: cfg.Table, log: cfg.Log, noSlots: cfg.WithoutRunningSlots}
+	if cfg.Shards <= 0 {
+		cfg.Shards = DefaultShards
+	}
+	cfg.Shards = min(cfg.Shards, MaxShards)
+	return &Store{client: cfg.Client, table: cfg.Table, log: cfg.Log, noSlots: cfg.WithoutRunningSlots, shards: cfg.Shards}
 }
 
 // CreateSession writes s as a new session with version 1 and sets s.Version
@@ -81,7 +103,7 @@ func (st *Store) CreateSession(ctx context.Context, s *lifecycle.Session) error 
 	next := s.Clone()
 	next.Version = 1
 	cond := expression.AttributeNotExists(expression.Name(tabledef.PartitionKey))
-	it := toSessionItem(next)
+	it := toSessionItem(next, st.shards)
 	it.WriteID = newWriteID()
 	old, condFailed, err := st.write(ctx, s, it, cond, lifecycle.RunningSlotDelta("", s.State))
 	if condFailed && !wroteIt(old, it.WriteID) {
@@ -215,7 +237,7 @@ func (st *Store) UpdateSession(ctx context.Context, s *lifecycle.Session, from l
 	if !guard.DueBy.IsZero() {
 		cond = cond.And(expression.Name(attrPauseDeadline).LessThanEqual(expression.Value(formatTime(guard.DueBy))))
 	}
-	it := toSessionItem(next)
+	it := toSessionItem(next, st.shards)
 	it.WriteID = newWriteID()
 	old, condFailed, err := st.write(ctx, s, it, cond, lifecycle.RunningSlotDelta(from, s.State))
 	if condFailed && !wroteIt(old, it.WriteID) {
@@ -324,7 +346,7 @@ var dueIndexes = map[lifecycle.DueIndex]dueIndex{
 }
 
 // FindDue returns sessions of the due index q.Index whose due time is at or
-// before q.Before, querying the index's shards 0..tabledef.Shards-1 in turn
+// before q.Before, querying the index's shards 0..Config.Shards-1 in turn
 // (never a scan), in due order within a shard. A page holds at most q.Limit
 // (1..1000) sessions and may hold fewer; its Cursor is "" only when every
 // shard is exhausted. The cursor holds the shard and the last key read, so
@@ -345,7 +367,7 @@ func (st *Store) FindDue(ctx context.Context, q lifecycle.DueQuery) (lifecycle.S
 		if c, err = decodeCursor(q.Cursor, ix.name); err != nil {
 			return lifecycle.SessionPage{}, err
 		}
-		if c.Shard < 0 || c.Shard >= tabledef.Shards {
+		if c.Shard < 0 || c.Shard >= st.shards {
 			return lifecycle.SessionPage{}, errBadCursor()
 		}
 		if n, ok := c.numberKey(ix.shardAttr); c.Key != nil && (!ok || n != int64(c.Shard)) {
@@ -354,7 +376,7 @@ func (st *Store) FindDue(ctx context.Context, q lifecycle.DueQuery) (lifecycle.S
 	}
 	before := dueMillis(q.Before)
 	var items []map[string]types.AttributeValue
-	for shard, start := c.Shard, c.startKey(); shard < tabledef.Shards; shard, start = shard+1, nil {
+	for shard, start := c.Shard, c.startKey(); shard < st.shards; shard, start = shard+1, nil {
 		keyCond := expression.Key(ix.shardAttr).Equal(expression.Value(shard)).
 			And(expression.Key(ix.dueAttr).LessThanEqual(expression.Value(before)))
 		need := q.Limit - len(items)
@@ -367,7 +389,7 @@ func (st *Store) FindDue(ctx context.Context, q lifecycle.DueQuery) (lifecycle.S
 		switch {
 		case more:
 			next, err = cursorAfter(ix.name, shard, got[len(got)-1])
-		case len(items) == q.Limit && shard+1 < tabledef.Shards:
+		case len(items) == q.Limit && shard+1 < st.shards:
 			// Full page at the end of a shard: the next page starts with
 			// the next shard (it may turn out empty).
 			next, err = cursor{Index: ix.name, Shard: shard + 1}.encode()

@@ -73,6 +73,9 @@ const (
 	// timers. Unset: no timers, the sweep alone pauses.
 	TimerQueueURL = "SANDMAN_TIMER_QUEUE_URL"
 	MaxRunning    = "SANDMAN_MAX_RUNNING" // lifecycle.Config.MaxRunning: running sandboxes per account, 0 = no limit
+	// Shards is the due indexes' shard count (dynamo.Config.Shards);
+	// default 8 (tabledef.Shards), the stack sets tabledef.DeployedShards.
+	Shards = "SANDMAN_SHARDS"
 	// Prices are usage estimates' per-provider prices, a JSON object
 	// {"<provider>":{"running_per_hour":N,"paused_per_hour":N}} in US
 	// dollars per hour (lifecycle.Config.Prices, over
@@ -172,7 +175,7 @@ var (
 		VercelBaseURL, VercelTeamID, VercelProjectID, VercelMaxSessionTimeout, VercelToken, VercelTokenSecret, LocalWebhookURL, EventBus, EventsFile, CORSOrigin, LogLevel,
 		IdleTimeout, MinIdleTimeout, MaxIdleTimeout, MaxLifetimeLimit, ActivityGranularity, ProviderGrace,
 		MaxProviderTimeout, LeaseDuration, Deployment, APIKeyCacheTTL, ProbeTimeout, ProviderCallTimeout,
-		MaxRunning, Prices, TemplateApps, LocalKeepProcesses, ReadinessQueueURL,
+		MaxRunning, Shards, Prices, TemplateApps, LocalKeepProcesses, ReadinessQueueURL,
 		ClientTokenKeysSecret, ClientTokenKeysFile, WSURL, WSManagementURL,
 		SweepConcurrency, SweepRate, SweepBurst, SweepPageSize, SweepDeadlineMargin, SweepReconcileSample, SweepDormancyAge,
 		TimerQueueURL,

@@ -115,7 +115,7 @@ func (s *Service) createSandbox(ctx context.Context, sess *Session, release func
 	s.logTransition(ctx, NewEvent(sess, ""))
 
 	now := s.now()
-	sess.RecordActivity(now, 0)
+	sess.MarkActivity(now, s.cfg.Policy.ActivityGranularity)
 	meta := maps.Clone(sess.Metadata)
 	if meta == nil {
 		meta = make(map[string]string, 2)

@@ -46,7 +46,9 @@ func TestRecordActivity(t *testing.T) {
 	if !s.RecordActivity(t0, 30*time.Second) {
 		t.Fatal("first activity not recorded")
 	}
-	if got, want := s.IdleDeadline, t0.Add(10*time.Minute); !got.Equal(want) {
+	// The coalescing window counts into the deadline: a heartbeat coalesced
+	// within it must not leave the session due before its real activity.
+	if got, want := s.IdleDeadline, t0.Add(10*time.Minute+30*time.Second); !got.Equal(want) {
 		t.Fatalf("IdleDeadline = %v, want %v", got, want)
 	}
 	t.Run("Coalesced", func(t *testing.T) {
@@ -61,7 +63,7 @@ func TestRecordActivity(t *testing.T) {
 		if !s.RecordActivity(t0.Add(30*time.Second), 30*time.Second) {
 			t.Fatal("heartbeat at the granularity was not recorded")
 		}
-		if got, want := s.IdleDeadline, t0.Add(30*time.Second+10*time.Minute); !got.Equal(want) {
+		if got, want := s.IdleDeadline, t0.Add(30*time.Second+10*time.Minute+30*time.Second); !got.Equal(want) {
 			t.Fatalf("IdleDeadline = %v, want %v", got, want)
 		}
 	})

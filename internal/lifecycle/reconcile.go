@@ -49,7 +49,7 @@ func (s *Service) Reconcile(ctx context.Context, sess *Session) (bool, error) {
 		}
 		if sess.State == StatePaused || sess.State == StateResuming {
 			// Traffic woke it or a resume finished without us: activity.
-			sess.RecordActivity(s.now(), 0)
+			sess.MarkActivity(s.now(), s.cfg.Policy.ActivityGranularity)
 		}
 	}
 	if err := s.transition(ctx, sess, to, ReasonReconcile, Guard{}); err != nil {

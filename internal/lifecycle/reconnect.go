@@ -93,7 +93,7 @@ func (s *Service) reconcileTo(ctx context.Context, sess *Session, to State) {
 	defer cancel()
 	next := sess.Clone()
 	if to == StateRunning {
-		next.RecordActivity(s.now(), 0)
+		next.MarkActivity(s.now(), s.cfg.Policy.ActivityGranularity)
 	}
 	if err := s.transition(wctx, next, to, ReasonReconcile, Guard{}); err != nil {
 		s.log().WarnContext(ctx, "reconcile session", "session_id", sess.ID, "to", to, "err", err)

@@ -52,7 +52,7 @@ func (s *Service) resume(ctx context.Context, sess *Session) error {
 			to, sb = obs.state, obs.sandbox
 		}
 		if to == StateRunning {
-			sess.RecordActivity(s.now(), 0)
+			sess.MarkActivity(s.now(), s.cfg.Policy.ActivityGranularity)
 			if sb.PreviewURL != "" {
 				sess.PreviewURL = sb.PreviewURL
 			}
@@ -101,7 +101,7 @@ func (s *Service) resumeWithRetry(ctx context.Context, sess *Session) (Sandbox, 
 		}
 		now := s.now()
 		probe := sess.Clone()
-		probe.RecordActivity(now, 0)
+		probe.MarkActivity(now, s.cfg.Policy.ActivityGranularity)
 		probe.RunningSince = now
 		pctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
 		var sb Sandbox

@@ -403,8 +403,8 @@ func TestHeartbeat(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := e.mustGet(t, sess.ID)
-	if !got.LastActivityAt.Equal(e.clock.Now()) || !got.IdleDeadline.Equal(e.clock.Now().Add(got.IdleTimeout)) {
-		t.Errorf("activity %s deadline %s, want now and now + idle", got.LastActivityAt, got.IdleDeadline)
+	if !got.LastActivityAt.Equal(e.clock.Now()) || !got.IdleDeadline.Equal(e.clock.Now().Add(got.IdleTimeout+30*time.Second)) {
+		t.Errorf("activity %s deadline %s, want now and now + idle + the 30 s coalescing window", got.LastActivityAt, got.IdleDeadline)
 	}
 	if _, err := e.svc.Snapshot(t.Context(), acct, sess.ID); err != nil {
 		t.Fatal(err)

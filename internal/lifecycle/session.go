@@ -33,7 +33,7 @@ type Session struct {
 	CreatedAt        time.Time
 	UpdatedAt        time.Time
 	LastActivityAt   time.Time // last recorded activity (heartbeat, resume, create, resumed webhook)
-	IdleDeadline     time.Time // LastActivityAt + IdleTimeout; only moves forward
+	IdleDeadline     time.Time // LastActivityAt + IdleTimeout + the coalescing window (MarkActivity); only moves forward
 	RunningSince     time.Time // when it last became running; zero when not running
 	PausedAt         time.Time // when it last became paused; zero when not paused
 	LeaseExpiresAt   time.Time // set only in transitional states
@@ -166,21 +166,36 @@ func (s *Session) Hold(now time.Time, d time.Duration) bool {
 	return false
 }
 
-// RecordActivity records activity at now: LastActivityAt becomes now and
-// IdleDeadline now + IdleTimeout, neither ever moving backwards. It returns
-// false, changing nothing, when the last recorded activity is within
-// granularity of now (heartbeat coalescing, docs/DESIGN.md "Activity and idle").
+// RecordActivity records a heartbeat at now, coalesced by granularity
+// (docs/DESIGN.md "Activity and idle"): when the last recorded activity is
+// within granularity of now it returns false and changes nothing; otherwise
+// it records the activity as MarkActivity(now, granularity) and returns true.
 func (s *Session) RecordActivity(now time.Time, granularity time.Duration) bool {
 	if !s.LastActivityAt.IsZero() && now.Sub(s.LastActivityAt) < granularity {
 		return false
 	}
+	s.MarkActivity(now, granularity)
+	return true
+}
+
+// MarkActivity records activity at now whatever the coalescing (a create, a
+// resume, a provider resumed webhook): LastActivityAt becomes now and
+// IdleDeadline now + IdleTimeout + window, neither ever moving backwards.
+//
+// window is the heartbeat coalescing window (Policy.ActivityGranularity).
+// A heartbeat within window of LastActivityAt is answered without a write,
+// so the user's real last activity may lie up to window after the recorded
+// one; counting the window into the deadline means a session never pauses
+// for idleness before its real last activity + IdleTimeout. The price is a
+// pause at most window late when the coalesced heartbeats stop
+// (docs/CAPACITY.md "No pause before the idle timeout").
+func (s *Session) MarkActivity(now time.Time, window time.Duration) {
 	if now.After(s.LastActivityAt) {
 		s.LastActivityAt = now
 	}
-	if d := now.Add(s.IdleTimeout); d.After(s.IdleDeadline) {
+	if d := now.Add(s.IdleTimeout + window); d.After(s.IdleDeadline) {
 		s.IdleDeadline = d
 	}
-	return true
 }
 
 // Transition moves s to state to at now for reason, keeping the timestamps

@@ -75,14 +75,10 @@ const (
 // a duplicate timer pauses once.
 //
 // Accuracy (ours, see the package doc of internal/costsim): the deadline is
-// the recorded one. Heartbeats are coalesced (Policy.ActivityGranularity,
-// 30 s), so the recorded last activity lags the real one by up to that much,
-// and a timer can pause up to 30 s before the user's real idle timeout would
-// run out. That is kept on purpose: the timer applies exactly the rule the
-// sweep and the table's condition apply (idle_deadline = recorded
-// last_activity_at + idle_timeout, docs/DESIGN.md "Activity and idle"), and a
-// client that wants no early pause heartbeats more often than its idle
-// timeout minus the granularity.
+// the recorded one, which counts the heartbeat coalescing window
+// (Policy.ActivityGranularity, 30 s; Session.MarkActivity), so a timer never
+// pauses before the user's real idle timeout runs out, and at most the
+// window plus its own lateness after it.
 // Errors: as PauseIfDue except conflicts (a lost race is TimerIdle), and as
 // Store.GetSession except not_found; a returned error asks the timer's
 // transport to deliver it again.

@@ -116,7 +116,7 @@ func (s *Service) applyTo(ctx context.Context, sess *Session, ev ProviderEvent) 
 		to = StatePaused
 	case ProviderEventResumed:
 		to = StateRunning
-		sess.RecordActivity(now, 0)
+		sess.MarkActivity(now, s.cfg.Policy.ActivityGranularity)
 	case ProviderEventKilled:
 		to = StateExpired
 	case ProviderEventUpdated:

@@ -183,6 +183,30 @@ func APIKeyCommand(ctx context.Context, args []string, w io.Writer) error {
 	return nil
 }
 
+// ReshardCommand is `sandman reshard [-segments N]`, the backfill that goes
+// with a change of SANDMAN_SHARDS on a table with data (docs/CAPACITY.md
+// "Changing the shard count"): it moves every session item of the table the
+// configuration points at into its due-index shard at the configured count
+// (dynamo.Store.Reshard) and prints what it did on w. Safe to run while the
+// functions serve, and again.
+func ReshardCommand(ctx context.Context, args []string, w io.Writer) error {
+	fs := flag.NewFlagSet("reshard", flag.ContinueOnError)
+	segments := fs.Int("segments", 4, "parallel scan segments, 1 to 64")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	t, a, err := openApp(ctx, app.Needs{}, Deps(app.NewLogger(io.Discard, 0)))
+	if err != nil {
+		return err
+	}
+	defer t.cleanup()
+	defer a.Close(ctx)
+	res, err := a.Store.Reshard(ctx, *segments)
+	fmt.Fprintf(w, "table %s (%s): %d session items in a due index, %d moved to their shard of %d, %d rewritten meanwhile by a session write\n",
+		a.Config.Table, t.where, res.Scanned, res.Moved, a.Store.Shards(), res.Raced)
+	return err
+}
+
 // InvokeCommand is `sandman invoke -fn NAME -event FILE`: it runs one
 // function's handler once with the JSON event in FILE against the table the
 // configuration points at, and prints the handler's response as JSON on w,

@@ -54,7 +54,8 @@ func create(ctx context.Context, _ *world, dying *lifecycle.Service, _ string) e
 // idleSweep runs the idlepause function's sweep in the dying process, once
 // the session is past its idle deadline.
 func idleSweep(ctx context.Context, w *world, dying *lifecycle.Service, _ string) error {
-	w.clock.Advance(10*time.Minute + time.Second)
+	// Past the idle timeout plus the heartbeat coalescing window.
+	w.clock.Advance(10*time.Minute + w.svc.Policy().ActivityGranularity + time.Second)
 	sum, err := sweep.New(dying, sweep.Config{Concurrency: 1}, quiet()).Run(ctx)
 	if err != nil {
 		return err

@@ -84,7 +84,9 @@ func TestHandle(t *testing.T) {
 	t.Run("OK", func(t *testing.T) {
 		e := MustEnv(t)
 		s := MustSessions(t, e, 2)
-		e.clock.Set(t0.Add(11 * time.Minute))
+		// Due at t0+10m30s (the idle timeout plus the 30 s coalescing
+		// window): a minute late.
+		e.clock.Set(t0.Add(11*time.Minute + 30*time.Second))
 		var logs syncBuffer
 		sw := sweep.New(e.svc, sweep.Config{Rate: rate.Inf}, slog.New(slog.NewJSONHandler(&logs, nil)))
 

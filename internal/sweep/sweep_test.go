@@ -157,11 +157,12 @@ func TestRunIdle(t *testing.T) {
 	t.Run("PausesExactlyTheIdle", func(t *testing.T) {
 		e := MustEnv(t)
 		setup := time.Now()
-		idle := MustSessions(t, e, 300) // due at t0+10m
+		// Due at the idle timeout plus the 30 s coalescing window.
+		idle := MustSessions(t, e, 300) // due at t0+10m30s
 		e.clock.Advance(5 * time.Minute)
-		busy := MustSessions(t, e, 700) // due at t0+15m
+		busy := MustSessions(t, e, 700) // due at t0+15m30s
 		t.Logf("created 1000 sessions in %v", time.Since(setup))
-		e.clock.Set(t0.Add(11 * time.Minute))
+		e.clock.Set(t0.Add(11*time.Minute + 30*time.Second))
 		e.prov.ResetCalls()
 
 		start := time.Now()
@@ -183,7 +184,7 @@ func TestRunIdle(t *testing.T) {
 		if sum.Incomplete {
 			t.Error("incomplete = true, want false")
 		}
-		// Everything was paused at t0+11m, one minute after its deadline.
+		// Everything was paused at t0+11m30s, one minute after its deadline.
 		if got, want := sum.LagMaxMS, int64(time.Minute/time.Millisecond); got != want {
 			t.Errorf("lag max = %d ms, want %d", got, want)
 		}

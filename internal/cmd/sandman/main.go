@@ -30,6 +30,7 @@ commands:
   run       serve every function locally on DynamoDB Local and the local provider
   apikey    print a new API key for an account (-account ID, -max-running N)
   invoke    run one function's handler once (-fn NAME -event FILE)
+  reshard   move every session into its due-index shard after SANDMAN_SHARDS changed (docs/CAPACITY.md)
   sandbox   (internal) a local sandbox process
   sessions  list|get|create|delete|resume|snapshot|status|reconnect|watch over the HTTP API
             (SANDMAN_URL, SANDMAN_API_KEY; sandman sessions help)
@@ -57,6 +58,8 @@ func main() {
 		err = localstack.APIKeyCommand(ctx, args, os.Stdout)
 	case "invoke":
 		err = localstack.InvokeCommand(ctx, args, os.Stdout)
+	case "reshard":
+		err = localstack.ReshardCommand(ctx, args, os.Stdout)
 	case "sandbox":
 		err = local.RunSandbox(args)
 	case "sessions":

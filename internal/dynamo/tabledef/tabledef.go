@@ -40,9 +40,19 @@ const (
 // every write (docs/DESIGN.md "Events out").
 const StreamViewType = "NEW_AND_OLD_IMAGES"
 
-// Shards is how many partitions each due index is spread over (the shard is
-// a hash of the session id). Changing it needs a backfill of existing items.
+// Shards is the default of how many partitions each due index is spread
+// over (the shard is a hash of the session id; internal/dynamo
+// Config.Shards, SANDMAN_SHARDS). Changing it on a table with data needs a
+// backfill of existing items (dynamo.Store.Reshard).
 const Shards = 8
+
+// DeployedShards is the shard count the CDK stack deploys by default
+// (SANDMAN_SHARDS, context sandman:shards) and the capacity model's:
+// docs/CAPACITY.md sizes it for 1,000,000 running sessions heartbeating
+// every 30 s, whose idle-index moves (2 WCU per written heartbeat) need
+// at least 84 shards to stay under 80 % of 1,000 WCU/s each. A local table
+// keeps Shards.
+const DeployedShards = 128
 
 // Attribute types, as DynamoDB names them.
 const (

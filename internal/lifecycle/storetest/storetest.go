@@ -275,7 +275,7 @@ func testUpdateSession(t *testing.T, newStore NewStore) {
 			t.Fatalf("later deadline: %v", err)
 		}
 		got := f.MustGet(t, s.ID)
-		if got, want := got.IdleDeadline, t0.Add(11*time.Minute); !got.Equal(want) {
+		if got, want := got.IdleDeadline, t0.Add(11*time.Minute+30*time.Second); !got.Equal(want) {
 			t.Errorf("IdleDeadline = %v, want %v", got, want)
 		}
 		if got, want := got.Version, int64(3); got != want {

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 
 	"github.com/aws/aws-lambda-go/events"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 )
@@ -17,38 +18,68 @@ type Firer interface {
 
 // Handler is the pauser function's SQS handler. Build it with NewHandler.
 type Handler struct {
-	svc Firer
-	log *slog.Logger
+	svc         Firer
+	log         *slog.Logger
+	concurrency int
 }
 
-// NewHandler returns a Handler firing through svc; log may be nil.
+// DefaultConcurrency is how many timers of one batch a Handler fires at
+// once when NewHandlerConcurrent is given none: a whole SQS batch of 10
+// (the event source mapping's batch size), so a batch takes about one
+// provider pause, not ten in a row (docs/CAPACITY.md "Pauser").
+const DefaultConcurrency = 10
+
+// NewHandler returns a Handler firing through svc, DefaultConcurrency
+// timers at a time; log may be nil.
 func NewHandler(svc Firer, log *slog.Logger) *Handler {
+	return NewHandlerConcurrent(svc, log, 0)
+}
+
+// NewHandlerConcurrent is NewHandler firing at most concurrency timers of a
+// batch at once (0: DefaultConcurrency; 1: one after another).
+func NewHandlerConcurrent(svc Firer, log *slog.Logger, concurrency int) *Handler {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Handler{svc: svc, log: log}
+	if concurrency <= 0 {
+		concurrency = DefaultConcurrency
+	}
+	return &Handler{svc: svc, log: log, concurrency: concurrency}
 }
 
-// Handle fires every message of a batch and reports the ones that failed
-// as batch item failures (the event source mapping sets
-// ReportBatchItemFailures), so only those are delivered again and, after
-// the queue's maxReceiveCount, land in the dead-letter queue. A body that is
-// not a Message is logged and dropped: redelivering it cannot help.
+// Handle fires every message of a batch, up to the handler's concurrency at
+// once, and reports the ones that failed as batch item failures (the event
+// source mapping sets ReportBatchItemFailures), so only those are delivered
+// again and, after the queue's maxReceiveCount, land in the dead-letter
+// queue. A body that is not a Message is logged and dropped: redelivering
+// it cannot help. Failures are reported in the batch's order.
 func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-	var resp events.SQSEventResponse
-	for _, rec := range ev.Records {
+	failed := make([]bool, len(ev.Records))
+	var g errgroup.Group
+	g.SetLimit(h.concurrency)
+	for i, rec := range ev.Records {
 		var m Message
 		if err := json.Unmarshal([]byte(rec.Body), &m); err != nil || m.SessionID == "" {
 			h.log.ErrorContext(ctx, "drop malformed timer message", "message_id", rec.MessageId, "err", err)
 			continue
 		}
-		out, err := h.svc.FireTimer(ctx, m.SessionID)
-		if err != nil {
-			h.log.WarnContext(ctx, "pause timer failed; SQS delivers it again", "session_id", m.SessionID, "err", err)
+		g.Go(func() error {
+			out, err := h.svc.FireTimer(ctx, m.SessionID)
+			if err != nil {
+				h.log.WarnContext(ctx, "pause timer failed; SQS delivers it again", "session_id", m.SessionID, "err", err)
+				failed[i] = true
+				return nil
+			}
+			h.log.DebugContext(ctx, "pause timer fired", "session_id", m.SessionID, "outcome", out)
+			return nil
+		})
+	}
+	_ = g.Wait() // every task returns nil: a failure is per message
+	var resp events.SQSEventResponse
+	for i, rec := range ev.Records {
+		if failed[i] {
 			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: rec.MessageId})
-			continue
 		}
-		h.log.DebugContext(ctx, "pause timer fired", "session_id", m.SessionID, "outcome", out)
 	}
 	return resp, nil
 }

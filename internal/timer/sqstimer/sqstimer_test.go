@@ -9,6 +9,9 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -118,11 +121,14 @@ func TestArmSendsADelayedMessage(t *testing.T) {
 
 // firer records fires and fails the sessions named in failing.
 type firer struct {
+	mu      sync.Mutex
 	fired   []string
 	failing map[string]bool
 }
 
 func (f *firer) FireTimer(_ context.Context, id string) (lifecycle.TimerOutcome, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.fired = append(f.fired, id)
 	if f.failing[id] {
 		return lifecycle.TimerIdle, errors.New("provider down")
@@ -142,10 +148,74 @@ func TestHandlerReportsBatchItemFailures(t *testing.T) {
 	if err != nil {
 		t.Fatalf("handle: %v", err)
 	}
-	if got, want := strings.Join(f.fired, ","), "ses_ok,ses_bad"; got != want {
+	slices.Sort(f.fired)
+	if got, want := strings.Join(f.fired, ","), "ses_bad,ses_ok"; got != want {
 		t.Errorf("fired = %s, want %s", got, want)
 	}
 	if len(resp.BatchItemFailures) != 1 || resp.BatchItemFailures[0].ItemIdentifier != "2" {
 		t.Errorf("failures = %+v, want only message 2", resp.BatchItemFailures)
+	}
+}
+
+// blockingFirer holds every fire until release is closed, counting how many
+// are in flight at once.
+type blockingFirer struct {
+	release           chan struct{}
+	mu                sync.Mutex
+	inFlight, busiest int
+}
+
+func (f *blockingFirer) FireTimer(context.Context, string) (lifecycle.TimerOutcome, error) {
+	f.mu.Lock()
+	f.inFlight++
+	f.busiest = max(f.busiest, f.inFlight)
+	f.mu.Unlock()
+	<-f.release
+	f.mu.Lock()
+	f.inFlight--
+	f.mu.Unlock()
+	return lifecycle.TimerPaused, nil
+}
+
+// TestHandlerFiresABatchConcurrently: a batch of 10 timers is fired at once
+// (a pause takes seconds at the provider; ten in a row would take ten
+// times that), and no more than the handler's concurrency at a time.
+func TestHandlerFiresABatchConcurrently(t *testing.T) {
+	for _, tt := range []struct {
+		name        string
+		concurrency int
+		want        int
+	}{{"Default", 0, 10}, {"Bounded", 3, 3}, {"OneByOne", 1, 1}} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &blockingFirer{release: make(chan struct{})}
+			h := sqstimer.NewHandlerConcurrent(f, slog.New(slog.DiscardHandler), tt.concurrency)
+			var recs []events.SQSMessage
+			for i := range 10 {
+				recs = append(recs, events.SQSMessage{MessageId: strconv.Itoa(i),
+					Body: `{"session_id":"ses_` + strconv.Itoa(i) + `","at":"2026-05-06T07:08:09Z"}`})
+			}
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				if _, err := h.Handle(t.Context(), events.SQSEvent{Records: recs}); err != nil {
+					t.Errorf("handle: %v", err)
+				}
+			}()
+			// Wait until the handler has started as many fires as it may.
+			for {
+				f.mu.Lock()
+				n := f.inFlight
+				f.mu.Unlock()
+				if n >= tt.want {
+					break
+				}
+				runtime.Gosched()
+			}
+			close(f.release)
+			<-done
+			if got := f.busiest; got != tt.want {
+				t.Errorf("at most %d fires at once, want %d", got, tt.want)
+			}
+		})
 	}
 }
