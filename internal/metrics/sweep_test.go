@@ -39,7 +39,11 @@ func TestSweepInvocationLines(t *testing.T) {
 	}
 	mustLines(t, b)
 
-	clock.Advance(60*time.Second + 90*time.Second)
+	// Each session's idle deadline is its idle timeout plus the heartbeat
+	// coalescing window after its create (docs/DESIGN.md "Activity and
+	// idle"); the sweep runs 90 s past it.
+	window := lifecycle.DefaultPolicy().ActivityGranularity
+	clock.Advance(60*time.Second + window + 90*time.Second)
 	sw := sweep.New(svc, sweep.Config{Rate: rate.Inf}, quiet)
 	handle := metrics.Handler(m, sweep.NewHandler(sw, quiet).Handle)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
