@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# lint.sh is the one lint gate (STYLE.md rule 12): gofmt, go vet, staticcheck,
+# lint.sh is the one lint gate: gofmt, go vet, staticcheck,
 # a `go mod tidy` diff check, and the OpenAPI TypeScript check
 # (scripts/openapi-ts.sh). staticcheck (pinned below) is installed into
 # .tools/bin on first use from the Go module proxy.

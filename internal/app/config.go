@@ -125,7 +125,7 @@ type Config struct {
 
 	E2BBaseURL      string // "" for the e2b package's default
 	E2BDomain       string // "" for the e2b package's default
-	LocalDir        string // "" for the localsandbox package's default
+	LocalDir        string // "" for the local provider package's default
 	LocalWebhookURL string
 
 	// Daytona (docs/providers/daytona.md): the control API, organization

@@ -27,7 +27,7 @@ type freezeConfig struct {
 
 func freezeConfigFor() freezeConfig {
 	if longMode() {
-		// The figure of docs/HARDENING-NOTES.md: 500 creates, the table
+		// The figure of docs/RELIABILITY.md: 500 creates, the table
 		// frozen 20 s, each attempt timing out as the SDK's 10 s
 		// client timeout does, a 29 s request budget.
 		return freezeConfig{creates: 500, workers: 32, after: 100, freeze: 20 * time.Second, hold: 10 * time.Second, budget: 29 * time.Second}

@@ -1,4 +1,4 @@
-// Package localsandbox is the local lifecycle.Provider that `make run` uses:
+// Package local is the local lifecycle.Provider that `make run` uses:
 // every sandbox is a real process started from the Sandman binary itself
 // (`sandman sandbox ...`, whose main is RunSandbox), in its own session and
 // process group, with its own directory. Pause stops the process group
