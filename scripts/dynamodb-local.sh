@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # dynamodb-local.sh installs, starts and stops DynamoDB Local for tests and
-# the local stack (DESIGN.md "Local stack").
+# the local stack (docs/DEVELOPMENT.md).
 #
 # Usage:
 #   scripts/dynamodb-local.sh install

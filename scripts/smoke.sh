@@ -209,9 +209,11 @@ api POST /v1/sessions '{"template":"base","idle_timeout_seconds":60}'
 check "create idle candidate: 201" "$code" 201
 idle_id="$(jq -r .id <<<"$body")"; idle_sandbox="$(jq -r .sandbox_id <<<"$body")"
 state_now=""
-# The deadline is 60 s out and the sweep runs every 5 min: only the pause
-# timer (DESIGN.md "Precise pausing") pauses it within 10 s of its deadline.
-for _ in $(seq 1 80); do
+# The deadline is 90 s out (the 60 s idle timeout plus the 30 s heartbeat
+# coalescing window, docs/DESIGN.md "Activity and idle") and the sweep runs
+# every 5 min: only the pause timer (docs/DESIGN.md "Precise pausing")
+# pauses it within 20 s of its deadline.
+for _ in $(seq 1 110); do
   api GET "/v1/sessions/$idle_id/status"
   state_now="$(jq -r .state <<<"$body")"
   [ "$state_now" = paused ] && break
