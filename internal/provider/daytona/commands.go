@@ -52,7 +52,7 @@ type logsBody struct {
 func (p *Provider) KeepsProcesses() bool { return false }
 
 // toolbox returns the sandbox's toolbox base, <toolboxProxyUrl>/<sandboxId>,
-// reading toolboxProxyUrl from the sandbox (GET /sandbox/{id/toolbox-proxy-url
+// reading toolboxProxyUrl from the sandbox (GET /sandbox/{id}/toolbox-proxy-url
 // when the sandbox object lacks it). Errors: gone, transient.
 func (p *Provider) toolbox(ctx context.Context, op, sandboxID string) (*url.URL, error) {
 	d, err := p.getRetried(ctx, op, sandboxID)

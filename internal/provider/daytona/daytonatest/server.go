@@ -367,21 +367,19 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, http.StatusNotFound, fmt.Sprintf("Cannot %s %s", r.Method, r.URL.Path))
 	})
-	api := http.Handler(mux)
-	mux = http.NewServeMux()
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if port, id, ok := s.previewOf(r.Host); ok {
 			s.preview(w, r, port, id)
 			return
 		}
-		api.ServeHTTP(w, r)
+		mux.ServeHTTP(w, r)
 	})
 	if s.opts.Logger == nil {
-		return mux
+		return h
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
-		mux.ServeHTTP(sw, r)
+		h.ServeHTTP(sw, r)
 		s.opts.Logger.Info("fake daytona", "method", r.Method, "path", r.URL.Path, "status", sw.status)
 	})
 }

@@ -367,3 +367,19 @@ func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) bool {
 	}
 	return true
 }
+
+// Commands returns the command lines executed in sandboxID's toolbox
+// session sessionID, oldest first (nil when there is no such session).
+func (s *Server) Commands(sandboxID, sessionID string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sess := s.procs[sandboxID][sessionID]
+	if sess == nil {
+		return nil
+	}
+	out := make([]string, 0, len(sess.commands))
+	for _, c := range sess.commands {
+		out = append(out, c.Command)
+	}
+	return out
+}
