@@ -154,3 +154,27 @@ func TestFakePreviewAnswersAfterBootDelay(t *testing.T) {
 		t.Error("a preview request woke the sandbox")
 	}
 }
+
+func TestFakePreviewBaseURLServesThePreviewAtAPath(t *testing.T) {
+	e := MustEnv(t, daytonatest.Config{})
+	e.srv.SetPreviewBaseURL(e.url)
+	sb := MustCreate(t, e, nil)
+	u, err := e.p.PortURL(context.Background(), sb.ID, app.Port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(u, e.url+"/preview/3000-"+sb.ID+"/") {
+		t.Fatalf("PortURL = %s, want it under %s/preview/", u, e.url)
+	}
+	if _, err := e.p.StartCommand(context.Background(), sb.ID, app); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("preview at a path = %d, want 200", resp.StatusCode)
+	}
+}

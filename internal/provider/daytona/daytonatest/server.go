@@ -140,6 +140,11 @@ type Config struct {
 	// the toolbox at its own /toolbox. Default "https://toolbox.<ProxyDomain>"
 	// (Start: the test server's /toolbox).
 	ToolboxProxyURL string
+	// PreviewBaseURL, when set, is where the fake itself is reached: the
+	// preview URLs it hands out are <PreviewBaseURL>/preview/{port}-{id}/
+	// (served by the fake) instead of https://{port}-{id}.<ProxyDomain>,
+	// so a local stack reaches them without DNS. Default "".
+	PreviewBaseURL string
 	// BootDelay is how long after its exec a toolbox command listens on
 	// the port of its PORT=<n> (the preview answers 502 until then).
 	// Default 0: at once.
@@ -371,6 +376,13 @@ func (s *Server) Handler() http.Handler {
 		if port, id, ok := s.previewOf(r.Host); ok {
 			s.preview(w, r, port, id)
 			return
+		}
+		if rest, ok := strings.CutPrefix(r.URL.Path, "/preview/"); ok {
+			label, _, _ := strings.Cut(rest, "/")
+			if port, id, ok := s.previewOf(label + "." + s.opts.ProxyDomain); ok {
+				s.preview(w, r, port, id)
+				return
+			}
 		}
 		mux.ServeHTTP(w, r)
 	})
@@ -1165,9 +1177,11 @@ func (s *Server) previewURL(w http.ResponseWriter, r *http.Request) {
 	if sb == nil {
 		return
 	}
-	s.writeJSON(w, http.StatusOK, map[string]any{
-		"sandboxId": sb.ID, "url": fmt.Sprintf("https://%d-%s.%s", port, sb.ID, s.opts.ProxyDomain), "token": sb.Token,
-	})
+	u := fmt.Sprintf("https://%d-%s.%s", port, sb.ID, s.opts.ProxyDomain)
+	if s.opts.PreviewBaseURL != "" {
+		u = fmt.Sprintf("%s/preview/%d-%s/", strings.TrimSuffix(s.opts.PreviewBaseURL, "/"), port, sb.ID)
+	}
+	s.writeJSON(w, http.StatusOK, map[string]any{"sandboxId": sb.ID, "url": u, "token": sb.Token})
 }
 
 func (s *Server) signedPreviewURL(w http.ResponseWriter, r *http.Request) {

@@ -383,3 +383,10 @@ func (s *Server) Commands(sandboxID, sessionID string) []string {
 	}
 	return out
 }
+
+// SetPreviewBaseURL sets Config.PreviewBaseURL.
+func (s *Server) SetPreviewBaseURL(u string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.opts.PreviewBaseURL = u
+}
