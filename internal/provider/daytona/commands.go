@@ -41,6 +41,11 @@ type commandBody struct {
 	ExitCode *int   `json:"exitCode"`
 }
 
+// errSessionEmpty is ErrNoCommand for a session that exists with no
+// command in it (a start that died between making the session and its
+// exec).
+var errSessionEmpty = fmt.Errorf("an empty session: %w", lifecycle.ErrNoCommand)
+
 // logsBody answers GET …/command/{cmdId}/logs.
 type logsBody struct {
 	Output string `json:"output"`
@@ -100,10 +105,13 @@ func (p *Provider) StartCommand(ctx context.Context, sandboxID string, cmd lifec
 		return lifecycle.CommandStatus{}, err
 	}
 	st, err := p.sessionStatus(ctx, op, sandboxID, tb, cmd.Name)
+	exists := err == nil || errors.Is(err, errSessionEmpty)
 	switch {
 	case err == nil && st.Running:
 		return st, nil
+	case errors.Is(err, errSessionEmpty): // a start died between its two calls: exec in it
 	case err == nil: // the session is there, its command exited
+		exists = false
 		err := p.retry(ctx, op, sandboxID, 0, func(ctx context.Context) error {
 			r, err := p.roundTrip(ctx, request{op: op, sandboxID: sandboxID, method: http.MethodDelete, at: tb,
 				path: []string{"process", "session", cmd.Name}})
@@ -123,9 +131,13 @@ func (p *Provider) StartCommand(ctx context.Context, sandboxID string, cmd lifec
 	}
 	// Neither call is retried: a second create or exec after an answer
 	// lost on the way could start a second server.
-	if err := p.call(ctx, request{op: op, sandboxID: sandboxID, method: http.MethodPost, at: tb,
-		path: []string{"process", "session"}, body: map[string]string{"sessionId": cmd.Name}}, nil); err != nil {
-		return lifecycle.CommandStatus{}, err
+	// A session made meanwhile by another start answers 409: a conflict,
+	// and the retried job then finds that start's command.
+	if !exists {
+		if err := p.call(ctx, request{op: op, sandboxID: sandboxID, method: http.MethodPost, at: tb,
+			path: []string{"process", "session"}, body: map[string]string{"sessionId": cmd.Name}}, nil); err != nil {
+			return lifecycle.CommandStatus{}, err
+		}
 	}
 	var out struct {
 		CmdID string `json:"cmdId"`
@@ -208,7 +220,7 @@ func (p *Provider) sessionStatus(ctx context.Context, op, sandboxID string, tb *
 		return lifecycle.CommandStatus{}, err
 	}
 	if len(sess.Commands) == 0 {
-		return lifecycle.CommandStatus{}, fmt.Errorf("command %s in sandbox %s: %w", name, sandboxID, lifecycle.ErrNoCommand)
+		return lifecycle.CommandStatus{}, fmt.Errorf("command %s in sandbox %s: %w", name, sandboxID, errSessionEmpty)
 	}
 	last := sess.Commands[len(sess.Commands)-1]
 	if last.ExitCode == nil {

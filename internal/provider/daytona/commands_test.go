@@ -178,3 +178,29 @@ func TestFakePreviewBaseURLServesThePreviewAtAPath(t *testing.T) {
 		t.Errorf("preview at a path = %d, want 200", resp.StatusCode)
 	}
 }
+
+func TestStartCommandExecsInASessionAStartLeftEmpty(t *testing.T) {
+	e := MustEnv(t, daytonatest.Config{})
+	sb := MustCreate(t, e, nil)
+	// A start that died after making the session, before its exec.
+	req, _ := http.NewRequest(http.MethodPost, e.url+"/toolbox/"+sb.ID+"/process/session",
+		strings.NewReader(`{"sessionId":"`+lifecycle.AppCommandName+`"}`))
+	req.Header.Set("Authorization", "Bearer "+e.srv.APIKey())
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("make session = %d, want 201", resp.StatusCode)
+	}
+	if _, err := e.p.CommandStatus(context.Background(), sb.ID, lifecycle.AppCommandName); !errors.Is(err, lifecycle.ErrNoCommand) {
+		t.Fatalf("CommandStatus of an empty session = %v, want ErrNoCommand", err)
+	}
+	if st, err := e.p.StartCommand(context.Background(), sb.ID, app); err != nil || !st.Running {
+		t.Fatalf("StartCommand = %+v, %v; want running", st, err)
+	}
+	if cmds := e.srv.Commands(sb.ID, lifecycle.AppCommandName); len(cmds) != 1 {
+		t.Errorf("commands executed: %q, want one", cmds)
+	}
+}
