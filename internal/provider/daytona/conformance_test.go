@@ -1,6 +1,7 @@
 package daytona_test
 
 import (
+	"net/http"
 	"testing"
 	"time"
 
@@ -15,7 +16,7 @@ import (
 func TestConformance(t *testing.T) {
 	providertest.Run(t, providertest.Harness{New: func(tb testing.TB) providertest.Env {
 		clock := lifecycle.NewManualClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
-		srv, hs := daytonatest.Start(tb, daytonatest.Config{Clock: clock})
+		srv, hs := daytonatest.Start(tb, daytonatest.Config{Clock: clock, BootDelay: 2 * time.Second})
 		p, err := daytona.New(srv.ProviderConfig(hs.URL))
 		if err != nil {
 			tb.Fatal(err)
@@ -29,6 +30,8 @@ func TestConformance(t *testing.T) {
 				return srv.FailUntil(daytonatest.OpAny, daytonatest.Fault{Status: 429, RetryAfter: int(retryAfter / time.Second)})
 			},
 			WakeRequests: func() int { return srv.Wakes("") },
+			Preview:      &http.Client{Transport: srv.Preview()},
+			BootDelay:    2 * time.Second,
 		}
 	}})
 }

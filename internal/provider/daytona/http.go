@@ -27,6 +27,10 @@ type request struct {
 	path      []string // segments after the base URL, each escaped
 	query     url.Values
 	body      any // JSON-encoded when non-nil
+	// at, when set, is the absolute URL of the call (the sandbox's
+	// toolbox) instead of the base URL and path.
+	at     *url.URL
+	header http.Header // added to the call's headers
 }
 
 // reply is an answer read in full.
@@ -53,10 +57,16 @@ func (e *apiError) Error() string {
 // operation to interpret.
 func (p *Provider) roundTrip(ctx context.Context, rq request) (reply, error) {
 	u := p.base.JoinPath(rq.path...)
+	if rq.at != nil {
+		u = rq.at.JoinPath(rq.path...)
+	}
 	u.RawQuery = rq.query.Encode()
 	h := http.Header{"User-Agent": {"sandman-daytona"}, "X-Daytona-Source": {"sandman"}, "Authorization": {"Bearer " + p.cfg.APIKey}}
 	if p.cfg.OrganizationID != "" {
 		h.Set("X-Daytona-Organization-ID", p.cfg.OrganizationID)
+	}
+	for k, v := range rq.header {
+		h[k] = v
 	}
 	return provhttp.RoundTrip(ctx, p.cfg.HTTPClient, provhttp.Request{Op: rq.op, SandboxID: rq.sandboxID,
 		Method: rq.method, URL: u.String(), Body: rq.body, Header: h, Timeout: p.cfg.RequestTimeout, MaxBody: maxBody})

@@ -46,6 +46,7 @@ type sandboxBody struct {
 	UpdatedAt           time.Time         `json:"updatedAt"`
 	LastActivityAt      time.Time         `json:"lastActivityAt"`
 	SandboxClass        string            `json:"sandboxClass"`
+	ToolboxProxyURL     string            `json:"toolboxProxyUrl"`
 }
 
 // listBody answers GET /sandbox.

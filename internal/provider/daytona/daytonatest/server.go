@@ -136,9 +136,19 @@ type Config struct {
 	Clock lifecycle.Clock
 	// ProxyDomain is the preview domain. Default DefaultProxyDomain.
 	ProxyDomain string
-	// ToolboxProxyURL is every sandbox's toolboxProxyUrl. Default
-	// "https://toolbox.<ProxyDomain>".
+	// ToolboxProxyURL is every sandbox's toolboxProxyUrl; the fake serves
+	// the toolbox at its own /toolbox. Default "https://toolbox.<ProxyDomain>"
+	// (Start: the test server's /toolbox).
 	ToolboxProxyURL string
+	// PreviewBaseURL, when set, is where the fake itself is reached: the
+	// preview URLs it hands out are <PreviewBaseURL>/preview/{port}-{id}/
+	// (served by the fake) instead of https://{port}-{id}.<ProxyDomain>,
+	// so a local stack reaches them without DNS. Default "".
+	PreviewBaseURL string
+	// BootDelay is how long after its exec a toolbox command listens on
+	// the port of its PORT=<n> (the preview answers 502 until then).
+	// Default 0: at once.
+	BootDelay time.Duration
 	// OrganizationID is every sandbox's organizationId.
 	// Default DefaultOrganizationID.
 	OrganizationID string
@@ -276,8 +286,10 @@ type Server struct {
 	window     map[string]int // requests per bucket in the current minute
 	windowAt   time.Time
 	pending    []StateChange
-	notify     sync.Mutex // serializes OnStateChange calls
-	unknown    []string   // unknown create fields seen
+	notify     sync.Mutex                         // serializes OnStateChange calls
+	unknown    []string                           // unknown create fields seen
+	procs      map[string]map[string]*toolSession // sandbox ID → toolbox session ID → session
+	cmdSeq     int
 }
 
 // NewServer returns a fake Daytona with opts' defaults filled in. Serve it
@@ -308,6 +320,7 @@ func NewServer(opts Config) *Server {
 		counts:    map[Op]int{},
 		wakes:     map[string]int{},
 		window:    map[string]int{},
+		procs:     map[string]map[string]*toolSession{},
 	}
 }
 
@@ -318,6 +331,11 @@ func Start(tb testing.TB, opts Config) (*Server, *httptest.Server) {
 	s := NewServer(opts)
 	hs := httptest.NewServer(s.Handler())
 	tb.Cleanup(hs.Close)
+	if opts.ToolboxProxyURL == "" {
+		s.mu.Lock()
+		s.opts.ToolboxProxyURL = hs.URL + "/toolbox"
+		s.mu.Unlock()
+	}
 	return s, hs
 }
 
@@ -325,7 +343,8 @@ func Start(tb testing.TB, opts Config) (*Server, *httptest.Server) {
 func (s *Server) APIKey() string { return s.opts.APIKey }
 
 // Handler returns the fake's HTTP handler: the routes at the root and
-// under /api.
+// under /api, the toolbox under /toolbox/{id}, and a request whose Host is
+// {port}-{id}.<ProxyDomain> as that port's preview.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	for _, prefix := range []string{"", "/api"} {
@@ -349,15 +368,30 @@ func (s *Server) Handler() http.Handler {
 		route("GET /sandbox/{id}/ports/{port}/signed-preview-url", OpSigned, s.signedPreviewURL)
 		route("GET /sandbox/{id}/toolbox-proxy-url", OpToolboxProxy, s.toolboxProxy)
 	}
+	s.toolboxRoutes(mux)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, http.StatusNotFound, fmt.Sprintf("Cannot %s %s", r.Method, r.URL.Path))
 	})
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if port, id, ok := s.previewOf(r.Host); ok {
+			s.preview(w, r, port, id)
+			return
+		}
+		if rest, ok := strings.CutPrefix(r.URL.Path, "/preview/"); ok {
+			label, _, _ := strings.Cut(rest, "/")
+			if port, id, ok := s.previewOf(label + "." + s.opts.ProxyDomain); ok {
+				s.preview(w, r, port, id)
+				return
+			}
+		}
+		mux.ServeHTTP(w, r)
+	})
 	if s.opts.Logger == nil {
-		return mux
+		return h
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
-		mux.ServeHTTP(sw, r)
+		h.ServeHTTP(sw, r)
 		s.opts.Logger.Info("fake daytona", "method", r.Method, "path", r.URL.Path, "status", sw.status)
 	})
 }
@@ -1143,9 +1177,11 @@ func (s *Server) previewURL(w http.ResponseWriter, r *http.Request) {
 	if sb == nil {
 		return
 	}
-	s.writeJSON(w, http.StatusOK, map[string]any{
-		"sandboxId": sb.ID, "url": fmt.Sprintf("https://%d-%s.%s", port, sb.ID, s.opts.ProxyDomain), "token": sb.Token,
-	})
+	u := fmt.Sprintf("https://%d-%s.%s", port, sb.ID, s.opts.ProxyDomain)
+	if s.opts.PreviewBaseURL != "" {
+		u = fmt.Sprintf("%s/preview/%d-%s/", strings.TrimSuffix(s.opts.PreviewBaseURL, "/"), port, sb.ID)
+	}
+	s.writeJSON(w, http.StatusOK, map[string]any{"sandboxId": sb.ID, "url": u, "token": sb.Token})
 }
 
 func (s *Server) signedPreviewURL(w http.ResponseWriter, r *http.Request) {
@@ -1233,6 +1269,7 @@ func (s *Server) set(sb *Sandbox, state string, t time.Time) {
 		s.pending = append(s.pending, StateChange{SandboxID: sb.ID, OldState: sb.State, NewState: state, At: t})
 	}
 	sb.State, sb.UpdatedAt, sb.LastActivityAt = state, t, t
+	s.loseProcesses(sb, state)
 }
 
 // begin moves sb into transitional state via toward final, settling after
