@@ -91,6 +91,7 @@ var _ lifecycle.Provider = (*Provider)(nil)
 type Provider struct {
 	cfg  Config
 	base *url.URL
+	cmds *commandIDs // the commands this Provider started (commands.go)
 }
 
 // New returns a Provider for cfg with defaults filled in (see Config).
@@ -113,7 +114,7 @@ func New(cfg Config) (*Provider, error) {
 			return nil, fmt.Errorf("vercel: template %q has more than 15 ports", name)
 		}
 	}
-	return &Provider{cfg: cfg, base: base}, nil
+	return &Provider{cfg: cfg, base: base, cmds: &commandIDs{}}, nil
 }
 
 // Name returns "vercel".
