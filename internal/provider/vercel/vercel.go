@@ -31,6 +31,10 @@
 //     listen, so the session status the control API reports is the probe.
 //   - Kill: DELETE (with deleteOrphanSnapshots=true); 404 is success.
 //   - Preview URLs come from the routes the API returns, never computed.
+//   - Commands (lifecycle.CommandRunner, commands.go): the app is started
+//     detached with the run-command API in the current session and read
+//     back by the command id this Provider kept; processes are lost with
+//     the session, so every resume starts the app again.
 //
 // Statuses: running and pending are running; stopped, stopping and
 // snapshotting of a persistent sandbox with a snapshot are paused; a
