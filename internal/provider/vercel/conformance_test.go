@@ -10,10 +10,10 @@ import (
 )
 
 // TestConformance runs the provider conformance suite against the fake
-// Vercel Sandbox, on its manual clock.
+// Vercel Sandbox, on its manual clock; started commands listen after 3 s.
 func TestConformance(t *testing.T) {
 	providertest.Run(t, providertest.Harness{New: func(tb testing.TB) providertest.Env {
-		fake := verceltest.MustStart(tb, verceltest.Config{})
+		fake := verceltest.MustStart(tb, verceltest.Config{BootDelay: 3 * time.Second})
 		return providertest.Env{
 			Provider: fake.MustProvider(tb, nil),
 			Template: "base",
@@ -27,6 +27,7 @@ func TestConformance(t *testing.T) {
 				return func() {}
 			},
 			WakeRequests: fake.Boots,
+			BootDelay:    3 * time.Second,
 		}
 	}})
 }

@@ -31,6 +31,10 @@
 //     listen, so the session status the control API reports is the probe.
 //   - Kill: DELETE (with deleteOrphanSnapshots=true); 404 is success.
 //   - Preview URLs come from the routes the API returns, never computed.
+//   - Commands (lifecycle.CommandRunner, commands.go): the app is started
+//     detached with the run-command API in the current session and read
+//     back by the command id this Provider kept; processes are lost with
+//     the session, so every resume starts the app again.
 //
 // Statuses: running and pending are running; stopped, stopping and
 // snapshotting of a persistent sandbox with a snapshot are paused; a
@@ -91,6 +95,7 @@ var _ lifecycle.Provider = (*Provider)(nil)
 type Provider struct {
 	cfg  Config
 	base *url.URL
+	cmds *commandIDs // the commands this Provider started (commands.go)
 }
 
 // New returns a Provider for cfg with defaults filled in (see Config).
@@ -113,7 +118,7 @@ func New(cfg Config) (*Provider, error) {
 			return nil, fmt.Errorf("vercel: template %q has more than 15 ports", name)
 		}
 	}
-	return &Provider{cfg: cfg, base: base}, nil
+	return &Provider{cfg: cfg, base: base, cmds: &commandIDs{}}, nil
 }
 
 // Name returns "vercel".

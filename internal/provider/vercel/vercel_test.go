@@ -125,8 +125,9 @@ func TestCreate(t *testing.T) {
 		if len(se.Routes) != 1 || sb.PreviewURL != se.Routes[0].URL {
 			t.Errorf("PreviewURL = %q, want the route's url %v", sb.PreviewURL, se.Routes)
 		}
-		if got := fetch(t, sb.PreviewURL); got != http.StatusOK {
-			t.Errorf("preview answered %d, want 200", got)
+		// The route reaches the running session; no app listens yet.
+		if got := fetch(t, sb.PreviewURL); got != http.StatusBadGateway {
+			t.Errorf("preview answered %d, want 502 (running, nothing listens)", got)
 		}
 		if got, want := f.Boots(), 1; got != want {
 			t.Errorf("boots = %d, want %d", got, want)
@@ -234,8 +235,8 @@ func TestPauseResume(t *testing.T) {
 		if res.State != lifecycle.SandboxRunning || res.PreviewURL == sb.PreviewURL || res.PreviewURL != se.Routes[0].URL {
 			t.Errorf("Resume = %+v; want running with the new session's route %v", res, se.Routes)
 		}
-		if got := fetch(t, res.PreviewURL); got != http.StatusOK {
-			t.Errorf("preview after resume answered %d, want 200", got)
+		if got := fetch(t, res.PreviewURL); got != http.StatusBadGateway {
+			t.Errorf("preview after resume answered %d, want 502 (the new session runs, nothing listens)", got)
 		}
 		// Pause again: the stop must address the new session.
 		if err := p.Pause(ctx, sb.ID); err != nil {

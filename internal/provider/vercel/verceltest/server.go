@@ -128,11 +128,16 @@ type Config struct {
 	// https://<subdomain>.vercel.run (what the SDK's domain(p) builds);
 	// PreviewURLs points routes at the fake's own /_preview/ pages.
 	RouteURL func(subdomain string, port int) string
+	// BootDelay is how long after its start a command listens on the port
+	// named by its PORT variable; until then (and without such a command)
+	// that port's route answers 502 SANDBOX_NOT_LISTENING.
+	BootDelay time.Duration
 }
 
 // PreviewURLs returns a RouteURL that points routes at base/_preview/<subdomain>/,
-// which the fake serves: 200 while the session is running, 410
-// SANDBOX_STOPPED otherwise. base is the fake's own URL.
+// which the fake serves: 200 while the session is running and a command
+// listens on the route's port, 502 SANDBOX_NOT_LISTENING while none does,
+// 410 SANDBOX_STOPPED after the session stopped. base is the fake's own URL.
 func PreviewURLs(base string) func(string, int) string {
 	base = strings.TrimRight(base, "/")
 	return func(sub string, _ int) string { return base + "/_preview/" + sub + "/" }
@@ -200,6 +205,7 @@ type sessionRec struct {
 	updatedAt        int64
 	sourceSnapshotID string
 	routes           []RouteJSON
+	commands         []*commandRec
 }
 
 type snapshotRec struct {
@@ -273,6 +279,9 @@ func NewServer(opts Config) *Server {
 	mux.Handle("POST /v2/sandboxes/sessions/{id}/extend-timeout", s.api(OpExtend, s.extend))
 	mux.Handle("POST /v2/sandboxes/sessions/{id}/snapshot", s.api(OpSnapshot, s.snapshot))
 	mux.Handle("GET /v2/sandboxes/sessions/{id}", s.api(OpSession, s.session))
+	mux.Handle("POST /v2/sandboxes/sessions/{id}/cmd", s.api(OpCommand, s.runCommand))
+	mux.Handle("GET /v2/sandboxes/sessions/{id}/cmd/{cmd}", s.api(OpCommandStatus, s.commandStatus))
+	mux.Handle("POST /v2/sandboxes/sessions/{id}/cmd/{cmd}/kill", s.api(OpCommandKill, s.killCommand))
 	mux.Handle("GET /_preview/{sub}/", s.faulty(OpPreview, http.HandlerFunc(s.preview)))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "no route "+r.Method+" "+r.URL.Path)
@@ -534,6 +543,7 @@ func (s *Server) stopSession(se *sessionRec, t int64) *snapshotRec {
 		snap = s.takeSnapshot(se, sb.snapshotExpiration, t)
 		se.snapshottedAt = t
 	}
+	killCommands(se)
 	se.status = StatusStopped
 	se.requestedStopAt = cmp.Or(se.requestedStopAt, t)
 	se.stoppedAt, se.updatedAt = t, t
@@ -1103,8 +1113,10 @@ func (s *Server) session(w http.ResponseWriter, r *http.Request) {
 	fakehttp.WriteJSON(w, http.StatusOK, map[string]any{"session": sessionJSONOf(se), "routes": orEmpty(se.routes)})
 }
 
-// preview answers a route's URL: the sandbox's page while its session runs,
-// 410 SANDBOX_STOPPED after (no wake-on-request, as the sheet assumes).
+// preview answers a route's URL: the app's page while its session runs and
+// a command listens on the route's port, 502 SANDBOX_NOT_LISTENING while
+// none does, 410 SANDBOX_STOPPED after the session stopped (no
+// wake-on-request, as the sheet assumes).
 func (s *Server) preview(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -1115,10 +1127,22 @@ func (s *Server) preview(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "no such sandbox route")
 	case se.status != StatusRunning:
 		writeError(w, http.StatusGone, "SANDBOX_STOPPED", "the sandbox is stopped")
+	case !s.listens(se, s.routePort(se, r.PathValue("sub")), s.now()):
+		writeError(w, http.StatusBadGateway, "SANDBOX_NOT_LISTENING", "the sandbox is running but nothing listens on this port")
 	default:
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprintf(w, "sandbox %s session %s\n", se.sandbox.name, se.id)
 	}
+}
+
+// routePort is the port of se's route sub.
+func (s *Server) routePort(se *sessionRec, sub string) int {
+	for _, r := range se.routes {
+		if r.Subdomain == sub {
+			return r.Port
+		}
+	}
+	return 0
 }
 
 // decodeOptional is decode for a body that may be absent.

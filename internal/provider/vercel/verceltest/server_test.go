@@ -195,9 +195,10 @@ func TestListenAndServe(t *testing.T) {
 	if resp.StatusCode != 200 || len(out.Routes) != 1 || !strings.HasPrefix(out.Routes[0].URL, base+"/_preview/") {
 		t.Fatalf("create answered %d %+v; want a route on %s/_preview/", resp.StatusCode, out, base)
 	}
+	// Nothing runs in the new session, so its route is not listened on.
 	page, err := http.Get(out.Routes[0].URL)
-	if err != nil || page.StatusCode != 200 {
-		t.Fatalf("preview: %v %v", page, err)
+	if err != nil || page.StatusCode != http.StatusBadGateway {
+		t.Fatalf("preview before any command: %v %v; want 502 SANDBOX_NOT_LISTENING", page, err)
 	}
 	_ = page.Body.Close()
 	cancel()

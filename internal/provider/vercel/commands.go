@@ -1,0 +1,280 @@
+package vercel
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"sync"
+
+	"github.com/sandmanhq/sandman/internal/lifecycle"
+)
+
+var _ lifecycle.CommandRunner = (*Provider)(nil)
+
+// The preview's own answers while no app answers on a port
+// (docs/providers/vercel.md "The preview while the port is closed").
+const (
+	codeNotListening   = "SANDBOX_NOT_LISTENING" // 502: the session runs, nothing listens on the port
+	codeSandboxStopped = "SANDBOX_STOPPED"       // 410: the session is over
+)
+
+// probeBodyLimit bounds how much of a preview answer is read.
+const probeBodyLimit = 64 << 10
+
+// startedCommand is a command this Provider started: Vercel addresses a
+// command by session and command id.
+type startedCommand struct {
+	sessionID, commandID string
+}
+
+// commandIDs remembers the commands this Provider started, by sandbox name
+// and command name.
+type commandIDs struct {
+	mu  sync.Mutex
+	ids map[string]startedCommand
+}
+
+func (c *commandIDs) get(sandboxID, name string) (startedCommand, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	sc, ok := c.ids[sandboxID+"/"+name]
+	return sc, ok
+}
+
+func (c *commandIDs) put(sandboxID, name string, sc startedCommand) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ids == nil {
+		c.ids = map[string]startedCommand{}
+	}
+	c.ids[sandboxID+"/"+name] = sc
+}
+
+// commandBody is the body of POST /v2/sandboxes/sessions/{id}/cmd. No
+// timeout is sent: Vercel enforces it even on a detached command and kills
+// the server with SIGKILL.
+type commandBody struct {
+	Command string            `json:"command"`
+	Args    []string          `json:"args"`
+	Cwd     string            `json:"cwd,omitempty"`
+	Env     map[string]string `json:"env"`
+	Sudo    bool              `json:"sudo"`
+}
+
+// commandAnswer answers a run (detached) and a get of a command.
+type commandAnswer struct {
+	Command struct {
+		ID        string `json:"id"`
+		SessionID string `json:"sessionId"`
+		ExitCode  *int   `json:"exitCode"`
+	} `json:"command"`
+}
+
+// KeepsProcesses is false: a stop snapshots only the filesystem, and a
+// resume boots a new session (a new VM) without the old one's processes
+// (docs/providers/vercel.md "Running a command in the sandbox, and
+// readiness").
+func (p *Provider) KeepsProcesses() bool { return false }
+
+// StartCommand starts cmd detached in the sandbox's current session with
+// POST /v2/sandboxes/sessions/{sessionId}/cmd as sh -c <line>, PORT set to
+// cmd.Port, no timeout. It starts nothing when a command of that name runs.
+//
+// Vercel cannot list a session's commands, so "look before starting" is
+// two looks: the command id this Provider stored when it started the
+// command in the same session (GET …/cmd/{cmdId}), and then one GET of the
+// port's preview: an app that answers is taken as the command running,
+// which covers a readiness job redelivered to another process after its
+// first attempt started the server. A redelivery while the first server is
+// still booting (no answer yet, id held by another process) starts a
+// second one; the id is not kept durably. Errors: gone (no running
+// session), transient.
+func (p *Provider) StartCommand(ctx context.Context, sandboxID string, cmd lifecycle.Command) (lifecycle.CommandStatus, error) {
+	const op = "start_command"
+	if !validName(sandboxID) {
+		return lifecycle.CommandStatus{}, fmt.Errorf("%s: invalid sandbox name %q", op, sandboxID)
+	}
+	a, err := p.current(ctx, op, sandboxID)
+	if err != nil {
+		return lifecycle.CommandStatus{}, err
+	}
+	if st, err := p.commandStatus(ctx, op, a, cmd.Name); err == nil && st.Running {
+		return st, nil
+	} else if err != nil && !errors.Is(err, lifecycle.ErrNoCommand) {
+		return lifecycle.CommandStatus{}, err
+	}
+	if cmd.Port > 0 && p.portAnswers(ctx, previewURL(a.Routes, cmd.Port)) {
+		return lifecycle.CommandStatus{Running: true}, nil
+	}
+	env := map[string]string{}
+	for k, v := range cmd.Env {
+		env[k] = v
+	}
+	if cmd.Port > 0 {
+		env["PORT"] = strconv.Itoa(cmd.Port)
+	}
+	sessionID := orString(a.Sandbox.CurrentSessionID, a.Session.ID)
+	// Not retried: a lost answer must not start a second server; the
+	// readiness job's next attempt looks again first.
+	r, err := p.roundTrip(ctx, request{op: op, sandboxID: sandboxID, method: http.MethodPost,
+		path:    []string{"v2", "sandboxes", "sessions", sessionID, "cmd"},
+		body:    commandBody{Command: "sh", Args: []string{"-c", cmd.Line}, Cwd: cmd.Cwd, Env: env},
+		timeout: p.cfg.RequestTimeout})
+	if err != nil {
+		return lifecycle.CommandStatus{}, err
+	}
+	if !r.OK() {
+		return lifecycle.CommandStatus{}, p.statusError(op, sandboxID, r)
+	}
+	var ans commandAnswer
+	if err := json.Unmarshal(r.Body, &ans); err != nil || ans.Command.ID == "" {
+		return lifecycle.CommandStatus{}, decodeError(op, sandboxID, fmt.Errorf("command answer: %v", err))
+	}
+	p.cmds.put(sandboxID, cmd.Name, startedCommand{sessionID: sessionID, commandID: ans.Command.ID})
+	p.cfg.Logger.InfoContext(ctx, "vercel command started", "sandbox_id", sandboxID, "session_id", sessionID,
+		"name", cmd.Name, "command_id", ans.Command.ID)
+	return commandStatusOf(ans), nil
+}
+
+// CommandStatus reads the command named name: the one this Provider
+// started in the sandbox's current session (GET …/cmd/{cmdId}); running
+// while its exitCode is null. A command of an earlier session (lost with
+// it), one this Provider did not start, and a sandbox without a running
+// session are ErrNoCommand. Output is not read (""). Retried. Errors:
+// ErrNoCommand (wrapped), gone, transient.
+func (p *Provider) CommandStatus(ctx context.Context, sandboxID, name string) (lifecycle.CommandStatus, error) {
+	const op = "command_status"
+	if !validName(sandboxID) {
+		return lifecycle.CommandStatus{}, fmt.Errorf("%s: invalid sandbox name %q", op, sandboxID)
+	}
+	a, err := p.current(ctx, op, sandboxID)
+	if errors.Is(err, lifecycle.ErrSandboxConflict) {
+		return lifecycle.CommandStatus{}, noCommand(sandboxID, name)
+	}
+	if err != nil {
+		return lifecycle.CommandStatus{}, err
+	}
+	return p.commandStatus(ctx, op, a, name)
+}
+
+// current reads the sandbox (never booting it); a sandbox without a
+// running session is a conflict (stopping, snapshotting or stopped).
+func (p *Provider) current(ctx context.Context, op, sandboxID string) (sandboxAnswer, error) {
+	var a sandboxAnswer
+	err := p.retry(ctx, op, sandboxID, func(ctx context.Context) error {
+		var err error
+		a, err = p.get(ctx, op, sandboxID, false)
+		return err
+	})
+	if err != nil {
+		return sandboxAnswer{}, err
+	}
+	if _, ok := state(a.Sandbox); !ok {
+		return sandboxAnswer{}, goneError(op, a)
+	}
+	if a.Sandbox.Status != statusRunning && a.Sandbox.Status != statusPending {
+		return sandboxAnswer{}, lifecycle.NewProviderError(lifecycle.ErrSandboxConflict, op, sandboxID,
+			fmt.Errorf("its session is %s, not running", a.Sandbox.Status))
+	}
+	return a, nil
+}
+
+// commandStatus reads the stored command of name in a's current session.
+func (p *Provider) commandStatus(ctx context.Context, op string, a sandboxAnswer, name string) (lifecycle.CommandStatus, error) {
+	sandboxID := a.Sandbox.Name
+	sc, ok := p.cmds.get(sandboxID, name)
+	if !ok || sc.sessionID != orString(a.Sandbox.CurrentSessionID, a.Session.ID) {
+		return lifecycle.CommandStatus{}, noCommand(sandboxID, name)
+	}
+	var st lifecycle.CommandStatus
+	err := p.retry(ctx, op, sandboxID, func(ctx context.Context) error {
+		r, err := p.roundTrip(ctx, request{op: op, sandboxID: sandboxID, method: http.MethodGet,
+			path: []string{"v2", "sandboxes", "sessions", sc.sessionID, "cmd", sc.commandID}, timeout: p.cfg.RequestTimeout})
+		switch {
+		case err != nil:
+			return err
+		case r.Status == http.StatusNotFound || r.Status == http.StatusGone:
+			return noCommand(sandboxID, name)
+		case !r.OK():
+			return p.statusError(op, sandboxID, r)
+		}
+		var ans commandAnswer
+		if err := json.Unmarshal(r.Body, &ans); err != nil {
+			return decodeError(op, sandboxID, err)
+		}
+		st = commandStatusOf(ans)
+		return nil
+	})
+	return st, err
+}
+
+func commandStatusOf(ans commandAnswer) lifecycle.CommandStatus {
+	if ans.Command.ExitCode == nil {
+		return lifecycle.CommandStatus{Running: true}
+	}
+	return lifecycle.CommandStatus{ExitCode: *ans.Command.ExitCode}
+}
+
+func noCommand(sandboxID, name string) error {
+	return fmt.Errorf("command %s in sandbox %s: %w", name, sandboxID, lifecycle.ErrNoCommand)
+}
+
+// PortURL returns the URL of port's route in the sandbox's current session
+// (routes are per session: read fresh, never computed). The port must be
+// one of the template's ports. Retried. Errors: gone, conflict (no running
+// session), transient; a plain error when the session has no route for
+// port.
+func (p *Provider) PortURL(ctx context.Context, sandboxID string, port int) (string, error) {
+	const op = "port_url"
+	if !validName(sandboxID) {
+		return "", fmt.Errorf("%s: invalid sandbox name %q", op, sandboxID)
+	}
+	a, err := p.current(ctx, op, sandboxID)
+	if err != nil {
+		return "", err
+	}
+	u := previewURL(a.Routes, port)
+	if u == "" {
+		return "", fmt.Errorf("%s of sandbox %s: no route for port %d (add it to the template's ports)", op, sandboxID, port)
+	}
+	return u, nil
+}
+
+// PortClosed reports the preview's own answers while no app answers: 502
+// (SANDBOX_NOT_LISTENING: the session runs, nothing listens; a 502 of any
+// body is taken so, as an app's own 502 is not ready either) and 410 with
+// SANDBOX_STOPPED (the session is over).
+func (p *Provider) PortClosed(status int, _ http.Header, body []byte) bool {
+	switch status {
+	case http.StatusBadGateway:
+		return true
+	case http.StatusGone:
+		return parseAPIError(reply{Status: status, Body: body}).Code == codeSandboxStopped
+	}
+	return false
+}
+
+// portAnswers makes one GET of u and reports whether the app answered
+// (below 500, not the preview's own answer).
+func (p *Provider) portAnswers(ctx context.Context, u string) bool {
+	if u == "" {
+		return false
+	}
+	rctx, cancel := context.WithTimeout(ctx, lifecycle.DefaultReadyProbeTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(rctx, http.MethodGet, u, nil)
+	if err != nil {
+		return false
+	}
+	resp, err := p.cfg.HTTPClient.Do(req)
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, probeBodyLimit))
+	return resp.StatusCode < 500 && !p.PortClosed(resp.StatusCode, resp.Header, b)
+}

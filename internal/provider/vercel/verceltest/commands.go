@@ -1,0 +1,185 @@
+package verceltest
+
+import (
+	"fmt"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sandmanhq/sandman/internal/provider/internal/fakehttp"
+)
+
+// The run-command operations (docs/providers/vercel.md "Running a command in
+// the sandbox, and readiness").
+const (
+	OpCommand       Op = "cmd"        // POST /v2/sandboxes/sessions/{id}/cmd
+	OpCommandStatus Op = "cmd-status" // GET /v2/sandboxes/sessions/{id}/cmd/{cmdId}
+	OpCommandKill   Op = "cmd-kill"   // POST /v2/sandboxes/sessions/{id}/cmd/{cmdId}/kill
+)
+
+// commandRec is one command of a session. It "listens" on the port named
+// by its PORT variable once Config.BootDelay has passed since its start,
+// unless its line holds --no-listen; a line "exit N" exits at once with N.
+// A stop of its session kills it (exit code 137): processes do not survive
+// a stop, a resume is a new session.
+type commandRec struct {
+	id, command string
+	args        []string
+	cwd         string
+	env         map[string]string
+	sessionID   string
+	startedAt   int64 // ms
+	exitCode    *int
+	port        int
+	noListen    bool
+}
+
+// CommandJSON is the API's Command.
+type CommandJSON struct {
+	ID        string   `json:"id"`
+	Name      string   `json:"name"`
+	Args      []string `json:"args"`
+	Cwd       string   `json:"cwd"`
+	SessionID string   `json:"sessionId"`
+	ExitCode  *int     `json:"exitCode"`
+	StartedAt int64    `json:"startedAt"`
+}
+
+type commandBody struct {
+	Command string            `json:"command"`
+	Args    []string          `json:"args"`
+	Cwd     string            `json:"cwd"`
+	Env     map[string]string `json:"env"`
+	Sudo    bool              `json:"sudo"`
+	Timeout *int64            `json:"timeout"`
+}
+
+var exitRE = regexp.MustCompile(`^exit (\d+)$`)
+
+func commandJSONOf(c *commandRec) CommandJSON {
+	return CommandJSON{ID: c.id, Name: c.command, Args: append([]string{}, c.args...), Cwd: c.cwd,
+		SessionID: c.sessionID, ExitCode: c.exitCode, StartedAt: c.startedAt}
+}
+
+// runCommand starts a detached command in the path's running session.
+// "wait":true is not served (the adapter never blocks on a command).
+func (s *Server) runCommand(w http.ResponseWriter, r *http.Request) {
+	se := s.sessionOf(w, r)
+	if se == nil || notRunning(w, se) {
+		return
+	}
+	var body commandBody
+	if !decode(w, r, &body, "command", "args", "cwd", "env", "sudo", "timeout") {
+		return
+	}
+	if body.Command == "" {
+		writeError(w, http.StatusBadRequest, "bad_request", "invalid body: command is required")
+		return
+	}
+	s.seq++
+	c := &commandRec{id: fmt.Sprintf("cmd_%08d", s.seq), command: body.Command, args: body.Args, cwd: body.Cwd,
+		env: body.Env, sessionID: se.id, startedAt: s.now()}
+	c.port, _ = strconv.Atoi(body.Env["PORT"])
+	line := strings.TrimSpace(strings.Join(append([]string{body.Command}, body.Args...), " "))
+	if len(body.Args) > 0 {
+		line = strings.TrimSpace(body.Args[len(body.Args)-1])
+	}
+	c.noListen = strings.Contains(line, "--no-listen")
+	if m := exitRE.FindStringSubmatch(line); m != nil {
+		code, _ := strconv.Atoi(m[1])
+		c.exitCode = &code
+	}
+	se.commands = append(se.commands, c)
+	fakehttp.WriteJSON(w, http.StatusOK, map[string]any{"command": commandJSONOf(c)})
+}
+
+// commandOf finds the path's command of the path's session, writing the
+// answer when there is none (404) or the session is not running (410).
+func (s *Server) commandOf(w http.ResponseWriter, r *http.Request) *commandRec {
+	se := s.sessionOf(w, r)
+	if se == nil || notRunning(w, se) {
+		return nil
+	}
+	for _, c := range se.commands {
+		if c.id == r.PathValue("cmd") {
+			return c
+		}
+	}
+	writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("command %q not found", r.PathValue("cmd")))
+	return nil
+}
+
+func (s *Server) commandStatus(w http.ResponseWriter, r *http.Request) {
+	if c := s.commandOf(w, r); c != nil {
+		fakehttp.WriteJSON(w, http.StatusOK, map[string]any{"command": commandJSONOf(c)})
+	}
+}
+
+func (s *Server) killCommand(w http.ResponseWriter, r *http.Request) {
+	c := s.commandOf(w, r)
+	if c == nil {
+		return
+	}
+	var body struct {
+		Signal int `json:"signal"`
+	}
+	if !decodeOptional(w, r, &body, "signal") {
+		return
+	}
+	if c.exitCode == nil {
+		code := 128 + cmpOr(body.Signal, 15)
+		c.exitCode = &code
+	}
+	fakehttp.WriteJSON(w, http.StatusOK, map[string]any{"command": commandJSONOf(c)})
+}
+
+func cmpOr(v, def int) int {
+	if v != 0 {
+		return v
+	}
+	return def
+}
+
+// killCommands ends every command of se (its session stopped).
+func killCommands(se *sessionRec) {
+	for _, c := range se.commands {
+		if c.exitCode == nil {
+			code := 137
+			c.exitCode = &code
+		}
+	}
+}
+
+// listens reports whether a command of se listens on port at now (ms).
+func (s *Server) listens(se *sessionRec, port int, now int64) bool {
+	for _, c := range se.commands {
+		if c.exitCode == nil && !c.noListen && c.port == port && now-c.startedAt >= s.opts.BootDelay.Milliseconds() {
+			return true
+		}
+	}
+	return false
+}
+
+// SetBootDelay sets Config.BootDelay.
+func (s *Server) SetBootDelay(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.opts.BootDelay = d
+}
+
+// Commands returns the commands started in session sessionID, oldest first.
+func (s *Server) Commands(sessionID string) []CommandJSON {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	se, ok := s.sessions[sessionID]
+	if !ok {
+		return nil
+	}
+	out := make([]CommandJSON, 0, len(se.commands))
+	for _, c := range se.commands {
+		out = append(out, commandJSONOf(c))
+	}
+	return out
+}
