@@ -75,6 +75,7 @@ func newSessionJSON(s *lifecycle.Session) api.Session {
 		SandboxExpiresAt:   api.Time(s.SandboxExpiresAt),
 		AwayTimeoutSeconds: int64(s.AwayTimeout / time.Second),
 		AwayDeadline:       api.Time(s.AwayDeadline),
+		ResumeOnReturn:     s.ResumeOnReturn,
 		App:                newAppJSON(s.App),
 		AppReadiness:       newReadinessJSON(s),
 	}

@@ -27,6 +27,9 @@ type createSessionBody struct {
 	// AwayTimeoutSeconds: absent or null for the default (120 s), 0 for
 	// presence off (lifecycle.AwayTimeout).
 	AwayTimeoutSeconds *int64 `json:"away_timeout_seconds"`
+	// ResumeOnReturn: absent or null for on exactly when presence is on
+	// (lifecycle.ResumeOnReturnDefault).
+	ResumeOnReturn *bool `json:"resume_on_return"`
 	// App is the app spec (docs/READINESS.md "The app spec"); absent: the
 	// template's default, if any.
 	App *appBody `json:"app"`
@@ -61,6 +64,7 @@ func (h *Handler) createSession(ctx context.Context, r *request) (response, erro
 		Metadata:           map[string]string(body.Metadata),
 		Provider:           body.Provider,
 		AwayTimeoutSeconds: body.AwayTimeoutSeconds,
+		ResumeOnReturn:     body.ResumeOnReturn,
 	}
 	if a := body.App; a != nil {
 		in.App = &lifecycle.AppInput{Port: a.Port, StartCommand: a.StartCommand, Cwd: a.Cwd, Env: a.Env,

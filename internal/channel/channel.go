@@ -20,7 +20,9 @@
 //     heartbeats (lifecycle.Service.Heartbeat); a heartbeat on a paused
 //     session is not an error on the channel (the client learns the state
 //     from the push). {"action":"resume"} resumes; its outcome arrives as a
-//     push. Unknown actions and unknown fields answer 400 and are otherwise
+//     push. A hello (unless it says "visible":false) or a visible heartbeat
+//     resumes a paused session that resumes on return, reason return
+//     (lifecycle.Service.ReturnVisible; docs/WAKE.md "Resume on return"). Unknown actions and unknown fields answer 400 and are otherwise
 //     ignored; hold_seconds answers 403 (a busy hold is API-key only).
 //   - Connections expire from the table after ConnTTL (API Gateway closes a
 //     WebSocket after 2 h at most).
@@ -291,6 +293,9 @@ func (h *Handler) message(ctx context.Context, connID, body string) int {
 			}
 			return statusOf(err)
 		}
+		if visible {
+			h.returnVisible(ctx, c)
+		}
 		return http.StatusOK
 	case "heartbeat":
 		if changed := visible != c.Visible; changed || touch {
@@ -304,6 +309,7 @@ func (h *Handler) message(ctx context.Context, connID, body string) int {
 			}
 		}
 		if visible {
+			h.returnVisible(ctx, c)
 			if _, err := h.svc.Heartbeat(ctx, c.AccountID, c.SessionID); err != nil && !lifecycle.IsCode(err, lifecycle.CodeConflict) {
 				h.log.WarnContext(ctx, "channel heartbeat", "session_id", c.SessionID, "err", err)
 				return statusOf(err)
@@ -320,6 +326,16 @@ func (h *Handler) message(ctx context.Context, connID, body string) int {
 		return http.StatusOK
 	}
 	return http.StatusBadRequest
+}
+
+// returnVisible tells the service a visible client of c's session is
+// there (a hello, or a visible heartbeat handled in full): a paused session
+// that resumes on return is resumed, reason return (docs/WAKE.md "Resume on
+// return"); its states reach the client as pushes. A failure is logged.
+func (h *Handler) returnVisible(ctx context.Context, c Conn) {
+	if _, resumed, err := h.svc.ReturnVisible(ctx, c.AccountID, c.SessionID); err != nil {
+		h.log.WarnContext(ctx, "resume on return", "session_id", c.SessionID, "resumed", resumed, "err", err)
+	}
 }
 
 // updatePresence sets the session's presence from its connections: present

@@ -68,6 +68,10 @@ type sessionItem struct {
 	// channel's presence (lifecycle.Session.AwayDeadline).
 	AwayTimeoutMS int64  `dynamodbav:"away_timeout_ms,omitempty"`
 	AwayDeadline  string `dynamodbav:"away_deadline,omitempty"`
+	// ResumeOnReturn (absent: off) and ReturnResumedAt (timeLayout; absent:
+	// never) are lifecycle.Session's resume on return (docs/WAKE.md).
+	ResumeOnReturn  bool   `dynamodbav:"resume_on_return,omitempty"`
+	ReturnResumedAt string `dynamodbav:"return_resumed_at,omitempty"`
 	// App is the session's app spec (lifecycle.AppSpec; absent: none);
 	// Readiness, ReadinessDetail and ReadyAt (timeLayout) its readiness
 	// (docs/READINESS.md). The outbox reads readiness from the stream image.
@@ -223,6 +227,7 @@ func toSessionItem(s *lifecycle.Session, shards int) sessionItem {
 		OwnerSort:           s.CreatedAt.UTC().Format(timeLayout) + "#" + s.ID,
 	}
 	it.AwayTimeoutMS, it.AwayDeadline = s.AwayTimeout.Milliseconds(), formatTime(s.AwayDeadline)
+	it.ResumeOnReturn, it.ReturnResumedAt = s.ResumeOnReturn, formatTime(s.ReturnResumedAt)
 	it.App, it.Readiness, it.ReadinessDetail = toAppItem(s.App), string(s.Readiness), s.ReadinessDetail
 	it.ReadyAt = formatTime(s.ReadyAt)
 	if len(s.Metadata) > 0 {
@@ -285,10 +290,12 @@ func (it sessionItem) session() (*lifecycle.Session, error) {
 		{"last_provider_event_at", it.LastProviderEventAt, &s.LastProviderEventAt},
 		{"state_changed_at", it.StateChangedAt, &s.StateChangedAt},
 		{"away_deadline", it.AwayDeadline, &s.AwayDeadline},
+		{"return_resumed_at", it.ReturnResumedAt, &s.ReturnResumedAt},
 		{"ready_at", it.ReadyAt, &s.ReadyAt},
 	}
 	s.App, s.Readiness, s.ReadinessDetail = it.App.spec(), lifecycle.Readiness(it.Readiness), it.ReadinessDetail
 	s.AwayTimeout = time.Duration(it.AwayTimeoutMS) * time.Millisecond
+	s.ResumeOnReturn = it.ResumeOnReturn
 	for _, f := range times {
 		if *f.dst, err = parseTime(f.name, f.v); err != nil {
 			return nil, fmt.Errorf("session %s: %w", it.ID, err)

@@ -24,6 +24,9 @@ type CreateInput struct {
 	// AwayTimeoutSeconds: nil for DefaultAwayTimeout, 0 for presence off,
 	// else 1..MaxAwayTimeout in seconds (docs/DESIGN.md "Client channel").
 	AwayTimeoutSeconds *int64
+	// ResumeOnReturn: nil for on exactly when presence is on (away timeout
+	// > 0); see ResumeOnReturnDefault and docs/WAKE.md "Resume on return".
+	ResumeOnReturn *bool
 	// App is the session's app spec as given (nil: none, or the
 	// template's default from Config.TemplateApps).
 	App *AppInput
@@ -242,7 +245,8 @@ func (s *Service) newSession(accountID string, in CreateInput) (*Session, error)
 	sess := &Session{
 		ID: s.cfg.NewID(), AccountID: accountID, Provider: provider, Template: in.Template,
 		Metadata: in.Metadata, State: StateProvisioning, Reason: ReasonRequest,
-		IdleTimeout: idle, MaxLifetime: life, AwayTimeout: away, CreatedAt: now, UpdatedAt: now, StateChangedAt: now,
+		IdleTimeout: idle, MaxLifetime: life, AwayTimeout: away,
+		ResumeOnReturn: ResumeOnReturnDefault(in.ResumeOnReturn, away), CreatedAt: now, UpdatedAt: now, StateChangedAt: now,
 		LeaseExpiresAt: now.Add(s.cfg.Policy.LeaseDuration),
 		RunningLimit:   s.cfg.MaxRunning,
 		App:            app,

@@ -7,7 +7,8 @@ import (
 
 // Open is what an open of a session's stable link does (docs/WAKE.md):
 // it counts as activity on a running session, and on a paused one it
-// starts the one resume of a burst. The paused → resuming write is
+// starts the one resume of a burst (reason return when the session resumes
+// on return and may now: mayResumeOnReturn; else request). The paused → resuming write is
 // conditional, so of many concurrent opens exactly one wins it and runs the
 // resume; the others re-read, find the session resuming and join (they
 // return it as it is, no error, no second resume). It returns the session
@@ -29,7 +30,11 @@ func (s *Service) Open(ctx context.Context, accountID, id string) (*Session, err
 			}
 			return nil
 		case StatePaused:
-			return s.resume(ctx, sess)
+			reason := ReasonRequest
+			if sess.mayResumeOnReturn(s.now()) {
+				reason, sess.ReturnResumedAt = ReasonReturn, s.now()
+			}
+			return s.resume(ctx, sess, reason)
 		case StateResuming, StateProvisioning, StatePausing:
 			return nil // joins the move under way; the caller follows it
 		}

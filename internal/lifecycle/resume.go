@@ -20,7 +20,7 @@ func (s *Service) Resume(ctx context.Context, accountID, id string) (*Session, e
 		case StateRunning:
 			return nil
 		case StatePaused:
-			return s.resume(ctx, sess)
+			return s.resume(ctx, sess, ReasonRequest)
 		case StatePausing, StateResuming, StateProvisioning:
 			return &Error{Code: CodeConflict, RetryAfter: time.Second,
 				Message: "the session is " + string(sess.State) + "; retry shortly"}
@@ -30,9 +30,13 @@ func (s *Service) Resume(ctx context.Context, accountID, id string) (*Session, e
 	})
 }
 
-func (s *Service) resume(ctx context.Context, sess *Session) error {
+// resume runs the resume of paused sess, its transitions carrying reason
+// (ReasonRequest, or ReasonReturn with sess.ReturnResumedAt set by the
+// caller: the paused → resuming write stores it, conditional on the version
+// it was read at).
+func (s *Service) resume(ctx context.Context, sess *Session, reason string) error {
 	sess.RunningLimit = s.maxRunning(ctx) // paused → resuming takes a running slot
-	if err := s.transition(ctx, sess, StateResuming, ReasonRequest, Guard{}); err != nil {
+	if err := s.transition(ctx, sess, StateResuming, reason, Guard{}); err != nil {
 		return raced(err)
 	}
 	// No bound on the whole call: each attempt has its own (resumeWithRetry).
@@ -59,7 +63,7 @@ func (s *Service) resume(ctx context.Context, sess *Session) error {
 			sess.PreviewURL = s.appPreviewURL(wctx, sess, sess.PreviewURL)
 			sess.SandboxExpiresAt = sb.ExpiresAt
 		}
-		if werr := s.transition(wctx, sess, to, ReasonRequest, Guard{}); werr != nil {
+		if werr := s.transition(wctx, sess, to, reason, Guard{}); werr != nil {
 			if to != StateRunning {
 				s.log().ErrorContext(ctx, "record failed resume", "session_id", sess.ID, "to", to, "err", werr)
 				return s.providerError(err, "resume the sandbox")

@@ -21,7 +21,8 @@ type Session struct {
 	State   State
 	Version int64
 	// Reason is why the last transition happened: ReasonRequest, ReasonIdle,
-	// ReasonAway, ReasonLifetime, ReasonWebhook, ReasonReconcile, ReasonDormant.
+	// ReasonAway, ReasonLifetime, ReasonWebhook, ReasonReconcile, ReasonDormant,
+	// ReasonReturn.
 	Reason string
 
 	IdleTimeout time.Duration // inactivity before a pause; see Policy.IdleTimeout
@@ -59,6 +60,12 @@ type Session struct {
 	// set to now + AwayTimeout when its last visible client left, cleared
 	// when one comes back and by a pause (presence.go).
 	AwayDeadline time.Time
+	// ResumeOnReturn: a visible client appearing while the session is
+	// paused resumes it with reason return (docs/WAKE.md "Resume on
+	// return"). ReturnResumedAt is when the last such resume started (zero:
+	// none); there is at most one per ReturnResumeInterval.
+	ResumeOnReturn  bool
+	ReturnResumedAt time.Time
 
 	// App is the app the sandbox serves (docs/READINESS.md); nil: none, and
 	// the session has no readiness.
@@ -81,6 +88,7 @@ const (
 	ReasonWebhook   = "webhook"   // a provider webhook reported it
 	ReasonReconcile = "reconcile" // the sweep or a probe found the provider disagreeing
 	ReasonDormant   = "dormant"   // the sweep retired a session paused for too long (ours)
+	ReasonReturn    = "return"    // a visible client came back to a paused session (docs/WAKE.md "Resume on return")
 )
 
 // HasSnapshot reports whether the session's sandbox is held as a paused

@@ -49,6 +49,9 @@ type Session struct {
 	// the last visible client left): docs/DESIGN.md "Client channel".
 	AwayTimeoutSeconds int64   `json:"away_timeout_seconds"`
 	AwayDeadline       *string `json:"away_deadline"`
+	// ResumeOnReturn: a visible client appearing while paused resumes the
+	// session, reason return (docs/WAKE.md "Resume on return").
+	ResumeOnReturn bool `json:"resume_on_return"`
 	// App is the session's app spec (null: none); the readiness fields:
 	// docs/READINESS.md.
 	App *App `json:"app"`

@@ -12,7 +12,7 @@
 //   await session.resume();
 //
 // The server pushes {"type":"session","session":<status body>} in answer to
-// the {"action":"hello"} the client sends as soon as the socket opens (API
+// the {"action":"hello","visible":true|false} the client sends as soon as the socket opens (API
 // Gateway cannot push during $connect, so the status at connect is asked
 // for) and after every committed transition. The client sends
 // {"action":"heartbeat","visible":true|false} on user input (at most one per
@@ -288,8 +288,10 @@ export class SandmanSession extends EventTarget {
       this.attempt = 0;
       this.connectionState = "open";
       this._emit("connection", { state: "open", attempt: 0 });
-      // The current status: the server answers with one push.
-      this._send({ action: "hello" });
+      // The current status: the server answers with one push. Saying the
+      // page is visible lets a paused session that resumes on return wake
+      // now, before the first click (docs/WAKE.md "Resume on return").
+      this._send({ action: "hello", visible: this._visible() });
       // The server counts a new connection as a visible client; say so only
       // when the page is hidden, or when input arrived while disconnected.
       // (A heartbeat is activity; an open connection alone is not, DESIGN.md
