@@ -20,7 +20,7 @@
 # E2B's form. SANDMAN_PROVIDER=daytona-fake and vercel-fake do the same on
 # the Daytona and Vercel adapters against their fakes (`sandman fake daytona`,
 # `sandman fake vercel`): Daytona's preview URL is checked for its form only,
-# Vercel's fake routes answer 200 while running and 410 once stopped.
+# Vercel's fake routes answer 502 while nothing listens and 410 once stopped.
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -152,8 +152,9 @@ preview_check() { # preview_check NAME URL WANT_CODE SANDBOX
   case "$provider" in
     e2b-fake) check "$1 (E2B form only)" "$2" "https://3000-$4.e2b.test" ;;
     daytona-fake) check "$1 (Daytona form only)" "${2%%\?*}" "https://3000-$4.proxy.daytona.test" ;;
-    vercel-fake) # the fake's route: 410 SANDBOX_STOPPED where a process would not answer
-      local want="$3"; [ "$want" = 000 ] && want=410
+    vercel-fake) # the fake's route: 502 SANDBOX_NOT_LISTENING while running (these
+      # sessions start no app), 410 SANDBOX_STOPPED once stopped
+      local want="$3"; [ "$want" = 000 ] && want=410; [ "$want" = 200 ] && want=502
       check "$1" "$(curl -s -m 5 -o /dev/null -w '%{http_code}' "$2" || true)" "$want" ;;
     *) check "$1" "$(curl -s -m 5 -o /dev/null -w '%{http_code}' "$2" || true)" "$3" ;;
   esac
