@@ -224,8 +224,15 @@ check "idle session paused by its timer" "$state_now" paused
 api GET "/v1/sessions/$idle_id"
 late="$(jq -r '((.paused_at | sub("\\.[0-9]+";"") | fromdate) - (.idle_deadline | sub("\\.[0-9]+";"") | fromdate))' <<<"$body")"
 check "idle pause within 10 s after the deadline (late ${late} s)" "$([ "$late" -ge 0 ] && [ "$late" -le 10 ] && echo yes)" yes
-check "idle pause event in events.jsonl" \
-  "$(jq -c --arg id "$idle_id" 'select(.detail.session_id == $id and .detail.to == "paused") | .detail.reason' "$state/events.jsonl" | head -1)" '"idle"'
+# Events come from the table's stream through the outbox poller, a moment
+# after the commit: wait up to 10 s for the line.
+idle_event=""
+for _ in $(seq 1 20); do
+  idle_event="$(jq -c --arg id "$idle_id" 'select(.detail.session_id == $id and .detail.to == "paused") | .detail.reason' "$state/events.jsonl" | head -1)"
+  [ -n "$idle_event" ] && break
+  sleep 0.5
+done
+check "idle pause event in events.jsonl" "$idle_event" '"idle"'
 check "idle sandbox process stopped (T)" "$(proc_state "$idle_sandbox")" T
 
 if [ "$provider" != local ]; then
