@@ -122,9 +122,10 @@ try {
     assert.equal(log.connects.length, before + 1);
     assert.equal(log.connects.at(-1).token, "tok-1");
     assert.equal(await page.evaluate(() => window.events[0].state), "running");
-    // The first message on a new connection asks for the status (API
+    // The first message on a new connection asks for the status and says
+    // whether the page is visible (a visible return may resume; API
     // Gateway cannot push during $connect; the server answers hello).
-    assert.deepEqual(log.messages[sentBefore]?.data, { action: "hello" });
+    assert.deepEqual(log.messages[sentBefore]?.data, { action: "hello", visible: true });
     await control("POST", "/control/status", { state: "pausing", sandbox_paused: false });
     await control("POST", "/control/status", { state: "paused", sandbox_paused: true, preview_url: null });
     await until("two pushes", () => page.evaluate(() => window.events.length === 3));
