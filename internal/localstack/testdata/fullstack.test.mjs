@@ -118,9 +118,19 @@ try {
   console.log("ok   app: ready after create, the app in the iframe");
   await appCard.getByRole("button", { name: "Pause", exact: true }).click();
   await appCard.locator(".sleeping").waitFor({ state: "visible", timeout: 5_000 });
+  // Record every text the card's waking line shows: on a fast machine the
+  // app can be ready before a poll would see the line.
+  await page2.evaluate((id) => {
+    window.wakingSaid = [];
+    const look = () => {
+      const w = document.querySelector(`article.session[data-id="${id}"] .waking`);
+      if (w && !w.hidden && w.textContent && window.wakingSaid.at(-1) !== w.textContent) window.wakingSaid.push(w.textContent);
+    };
+    new MutationObserver(look).observe(document.body, { attributes: true, childList: true, characterData: true, subtree: true });
+  }, created.id);
   await appCard.getByRole("button", { name: "Resume preview" }).click();
-  await appCard.locator(".waking").waitFor({ state: "visible", timeout: 10_000 });
-  const said = await appCard.locator(".waking").textContent();
+  await page2.waitForFunction(() => window.wakingSaid.length > 0, null, { timeout: 10_000 });
+  const said = (await page2.evaluate(() => window.wakingSaid)).join(" → ");
   assert.match(said, /Waking…|Starting the app…/);
   await shownWhenReady("resume");
   console.log(`ok   app: cold resume read "${said}", then ready, the app in the iframe again`);
