@@ -129,10 +129,13 @@ try {
     new MutationObserver(look).observe(document.body, { attributes: true, childList: true, characterData: true, subtree: true });
   }, created.id);
   await appCard.getByRole("button", { name: "Resume preview" }).click();
-  await page2.waitForFunction(() => window.wakingSaid.length > 0, null, { timeout: 10_000 });
-  const said = (await page2.evaluate(() => window.wakingSaid)).join(" → ");
-  assert.match(said, /Waking…|Starting the app…/);
+  // The iframe must not show before the app is ready (shownWhenReady checks
+  // the session's readiness when it appears); the waking line is checked
+  // for its words whenever it showed (a push can take the card from paused
+  // straight to ready).
   await shownWhenReady("resume");
+  const said = (await page2.evaluate(() => window.wakingSaid)).join(" → ") || "(no waking line)";
+  for (const text of await page2.evaluate(() => window.wakingSaid)) assert.match(text, /Waking…|Starting the app…/);
   console.log(`ok   app: cold resume read "${said}", then ready, the app in the iframe again`);
   const events = readFileSync(join(dir, "state", "events.jsonl"), "utf8").split("\n").filter((l) => l.includes(created.id) && l.includes("Session Ready"));
   assert.equal(events.length, 2, `Session Ready events: ${events.length}`);
