@@ -407,6 +407,11 @@ func (p *Provider) Pause(ctx context.Context, sandboxID string) error {
 func (p *Provider) pauseLocked(ctx context.Context, op string, rec record, now time.Time) error {
 	if p.cfg.DropProcesses {
 		p.signalCommands(rec, sigKill)
+		// Wait for the reapers: each writes an exit file into the
+		// sandbox's directory, which a later Kill would otherwise race.
+		if err := p.awaitCommandsExit(ctx, op, rec); err != nil {
+			return err
+		}
 		rec.Commands = nil
 	} else {
 		p.signalCommands(rec, sigStop)
@@ -591,10 +596,8 @@ func (p *Provider) killLocked(ctx context.Context, op string, rec record, now ti
 	}
 	// The commands this Provider started are reaped (their exit files
 	// written) before their directory goes.
-	for _, c := range rec.Commands {
-		if err := p.awaitExit(ctx, op, record{ID: rec.ID, PID: c.PID, StartTicks: c.StartTicks}); err != nil {
-			return err
-		}
+	if err := p.awaitCommandsExit(ctx, op, rec); err != nil {
+		return err
 	}
 	if err := p.removeDir(rec.ID); err != nil {
 		return err
@@ -700,6 +703,17 @@ func (p *Provider) await(ctx context.Context, op string, rec record, cond func(p
 		case <-t.C:
 		}
 	}
+}
+
+// awaitCommandsExit waits until every command process of rec has exited
+// (see awaitExit). Errors: as awaitExit's.
+func (p *Provider) awaitCommandsExit(ctx context.Context, op string, rec record) error {
+	for _, c := range rec.Commands {
+		if err := p.awaitExit(ctx, op, record{ID: rec.ID, PID: c.PID, StartTicks: c.StartTicks}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // awaitExit waits until rec's process has exited: reaped when it is this
