@@ -79,6 +79,10 @@ type sessionItem struct {
 	Readiness       string   `dynamodbav:"readiness,omitempty"`
 	ReadinessDetail string   `dynamodbav:"readiness_detail,omitempty"`
 	ReadyAt         string   `dynamodbav:"ready_at,omitempty"`
+	// FromPool (absent: false) and PoolID: the session took a warm pool's
+	// spare (lifecycle.Session.FromPool, docs/POOLS.md).
+	FromPool bool   `dynamodbav:"from_pool,omitempty"`
+	PoolID   string `dynamodbav:"pool_id,omitempty"`
 	// WriteID identifies the write that stored this version (newWriteID).
 	WriteID string `dynamodbav:"write_id,omitempty"`
 
@@ -230,6 +234,7 @@ func toSessionItem(s *lifecycle.Session, shards int) sessionItem {
 	it.ResumeOnReturn, it.ReturnResumedAt = s.ResumeOnReturn, formatTime(s.ReturnResumedAt)
 	it.App, it.Readiness, it.ReadinessDetail = toAppItem(s.App), string(s.Readiness), s.ReadinessDetail
 	it.ReadyAt = formatTime(s.ReadyAt)
+	it.FromPool, it.PoolID = s.FromPool, s.PoolID
 	if len(s.Metadata) > 0 {
 		it.Metadata = s.Metadata
 	}
@@ -296,6 +301,7 @@ func (it sessionItem) session() (*lifecycle.Session, error) {
 	s.App, s.Readiness, s.ReadinessDetail = it.App.spec(), lifecycle.Readiness(it.Readiness), it.ReadinessDetail
 	s.AwayTimeout = time.Duration(it.AwayTimeoutMS) * time.Millisecond
 	s.ResumeOnReturn = it.ResumeOnReturn
+	s.FromPool, s.PoolID = it.FromPool, it.PoolID
 	for _, f := range times {
 		if *f.dst, err = parseTime(f.name, f.v); err != nil {
 			return nil, fmt.Errorf("session %s: %w", it.ID, err)

@@ -49,7 +49,9 @@ const (
 
 // Create creates a session for accountID and its sandbox: the session is
 // written as provisioning (with a lease) before the provider is asked, then
-// moved to running with its preview URL, or to failed. It returns the session
+// moved to running with its preview URL, or to failed. A create whose
+// provider, template and app spec match a warm pool with a ready spare
+// takes the spare instead (createFromPool, docs/POOLS.md) and resumes it. It returns the session
 // and whether it is an Idempotency-Key replay.
 // A create that fails gives its Idempotency-Key back, so a retry with the
 // same key tries again; a replay returns the session of the create that
@@ -73,6 +75,12 @@ func (s *Service) Create(ctx context.Context, accountID string, in CreateInput) 
 	prior, release, err := s.claimIdempotencyKey(ctx, accountID, in.IdempotencyKey, sess.ID)
 	if err != nil || prior != nil {
 		return prior, prior != nil, err
+	}
+	if handled, err := s.createFromPool(ctx, sess, release); handled {
+		if err != nil {
+			return nil, false, err
+		}
+		return sess, false, nil
 	}
 	if err := s.createSandbox(ctx, sess, release); err != nil {
 		return nil, false, err

@@ -17,6 +17,9 @@ func (s *Service) Reconcile(ctx context.Context, sess *Session) (bool, error) {
 	if sess.State.Final() {
 		return false, nil
 	}
+	if sess.State == StateProvisioning && sess.FromPool && sess.SandboxID != "" {
+		return s.reconcileClaim(ctx, sess) // a claim whose create died before the resume
+	}
 	if sess.SandboxID == "" {
 		if sess.State != StateProvisioning {
 			return false, nil
@@ -92,8 +95,14 @@ func (s *Service) killOrphans(ctx context.Context, sess *Session) error {
 // Errors: unavailable (provider trouble), or the store's.
 func (s *Service) ReapOrphan(ctx context.Context, sb Sandbox) (bool, error) {
 	id := sb.Metadata[MetadataSessionID]
-	if id == "" || (s.cfg.Deployment != "" && sb.Metadata[MetadataDeployment] != s.cfg.Deployment) {
-		return false, nil // not ours, or another deployment's
+	if s.cfg.Deployment != "" && sb.Metadata[MetadataDeployment] != s.cfg.Deployment {
+		return false, nil // another deployment's
+	}
+	if pool := sb.Metadata[MetadataPool]; id == "" && pool != "" {
+		return s.reapPoolSandbox(ctx, sb, pool)
+	}
+	if id == "" {
+		return false, nil // not ours
 	}
 	now := s.now()
 	if !sb.StartedAt.IsZero() && now.Sub(sb.StartedAt) < s.cfg.Policy.LeaseDuration {
@@ -200,4 +209,59 @@ func (s *Service) KillDormantSandbox(ctx context.Context, sess *Session, sandbox
 		return err
 	}
 	return nil
+}
+
+// reapPoolSandbox is ReapOrphan for a sandbox made for a warm pool
+// (MetadataPool; docs/POOLS.md "Reconcile"). Its spare item says whose it
+// is: a making or ready spare of a configured pool is the filler's and is
+// left alone; a claimed one belongs to the session the marker names and is
+// killed only when that session is final (an expired one, as for any
+// session, is left for an operator); a spare of a pool no longer
+// configured is dropped. A pool sandbox with no item at all (a fill that
+// died before recording it, a kill that failed) is an orphan and is killed
+// once older than a lease, unless a live session holds it.
+func (s *Service) reapPoolSandbox(ctx context.Context, sb Sandbox, poolID string) (bool, error) {
+	ps, ok := s.cfg.Store.(PoolStore)
+	if !ok {
+		return false, nil
+	}
+	now := s.now()
+	if !sb.StartedAt.IsZero() && now.Sub(sb.StartedAt) < s.cfg.Policy.LeaseDuration {
+		return false, nil
+	}
+	sp, err := ps.GetSpare(ctx, poolID, sb.ID)
+	switch {
+	case IsCode(err, CodeNotFound):
+		if sess, err := s.SessionOfSandbox(ctx, sb); err == nil && (!sess.State.Final() ||
+			(sess.State == StateExpired && sess.Reason != ReasonDormant)) {
+			return false, nil // a session holds it (its claimed marker expired), or an operator must look
+		}
+	case err != nil:
+		return false, err
+	case sp.Status == SpareClaimed:
+		sess, err := s.cfg.Store.GetSession(ctx, sp.SessionID)
+		switch {
+		case IsCode(err, CodeNotFound):
+		case err != nil:
+			return false, err
+		case !sess.State.Final() || (sess.State == StateExpired && sess.Reason != ReasonDormant):
+			return false, nil
+		}
+	default:
+		for _, p := range s.cfg.Pools {
+			if p.ID == poolID {
+				return false, nil // the filler's
+			}
+		}
+		if err := ps.DeleteSpare(ctx, sp); err != nil {
+			return false, nil // claimed or changed meanwhile: look again next run
+		}
+	}
+	pctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
+	defer cancel()
+	if err := s.providerFor(sb.Provider).Kill(pctx, sb.ID); err != nil && !errors.Is(err, ErrSandboxGone) {
+		return false, s.providerError(err, "kill an orphaned pool sandbox")
+	}
+	s.log().InfoContext(ctx, "killed orphaned pool sandbox", "pool_id", poolID, "sandbox_id", sb.ID)
+	return true, nil
 }

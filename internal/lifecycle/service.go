@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -29,6 +31,10 @@ type Service struct {
 	providers map[string]Provider
 	names     []string
 	def       Provider
+	// filling serialises FillPools within a process; refillAgain asks the
+	// fill under way for one more round (a claim during a fill).
+	filling     sync.Mutex
+	refillAgain atomic.Bool
 }
 
 // Config is what a Service is built from (NewService). Store and Provider
@@ -117,6 +123,18 @@ type Config struct {
 	// Metrics receives pauses by reason, resumes, provider errors by kind
 	// and pause lag (metrics.go); nil keeps none.
 	Metrics Metrics
+	// Pools are the warm pools (docs/POOLS.md, SANDMAN_POOLS; ParsePools):
+	// a create matching one takes a spare, and FillPools keeps each at its
+	// size. Pools need a Store that is a PoolStore; nil: none.
+	Pools []Pool
+	// PoolFillConcurrency bounds how many spares FillPools makes at once
+	// (default DefaultPoolFillConcurrency).
+	PoolFillConcurrency int
+	// RefillAfterClaim: a claim starts a refill of its pool in the
+	// background at once (the local stack, a long-lived process). In AWS a
+	// function is frozen after its answer, so the next sweep refills
+	// instead (default false).
+	RefillAfterClaim bool
 }
 
 // Defaults of Config and of the callers that bound provider calls.
@@ -169,6 +187,9 @@ func (c Config) withDefaults() Config {
 	c.ReadyBackoff = orDefault(c.ReadyBackoff, defaultReadyBackoffMin)
 	c.ReadyBackoffMax = orDefault(c.ReadyBackoffMax, defaultReadyBackoffMax)
 	c.ReadyPollInterval = orDefault(c.ReadyPollInterval, 200*time.Millisecond)
+	if c.PoolFillConcurrency <= 0 {
+		c.PoolFillConcurrency = DefaultPoolFillConcurrency
+	}
 	return c
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -35,9 +36,15 @@ type env struct {
 // eventLog is a lifecycle.Publisher that keeps what it was given; the
 // service's store is wrapped in outbox.InPath, so it sees every committed
 // transition as the table's stream would.
-type eventLog struct{ events []lifecycle.Event }
+// Publish is safe for concurrent creates; read events once they are done.
+type eventLog struct {
+	mu     sync.Mutex
+	events []lifecycle.Event
+}
 
 func (l *eventLog) Publish(_ context.Context, evs ...lifecycle.Event) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	l.events = append(l.events, evs...)
 	return nil
 }

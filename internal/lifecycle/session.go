@@ -77,6 +77,12 @@ type Session struct {
 	Readiness       Readiness
 	ReadinessDetail string
 	ReadyAt         time.Time
+
+	// FromPool says the session took a warm pool's spare sandbox instead of
+	// a cold one (docs/POOLS.md); PoolID names the pool. Both are set by the
+	// claim and never change.
+	FromPool bool
+	PoolID   string
 }
 
 // Transition reasons, carried on the session and in lifecycle events.

@@ -16,8 +16,27 @@ import (
 // publishing in-path vs via the stream) and a way for handler tests to
 // observe transitions without reading a stream. A publish failure is
 // logged, never returned: the write has committed.
+// A store that keeps warm pools (lifecycle.PoolStore) stays one, and a
+// claim publishes its session's creation like CreateSession.
 func InPath(store lifecycle.Store, pub lifecycle.Publisher) lifecycle.Store {
-	return &inPathStore{Store: store, pub: pub}
+	s := &inPathStore{Store: store, pub: pub}
+	if ps, ok := store.(lifecycle.PoolStore); ok {
+		return &inPathPoolStore{inPathStore: s, PoolStore: ps}
+	}
+	return s
+}
+
+type inPathPoolStore struct {
+	*inPathStore
+	lifecycle.PoolStore
+}
+
+func (s *inPathPoolStore) ClaimSpare(ctx context.Context, sp *lifecycle.Spare, sess *lifecycle.Session) error {
+	if err := s.PoolStore.ClaimSpare(ctx, sp, sess); err != nil {
+		return err
+	}
+	s.publish(ctx, lifecycle.NewEvent(sess, ""))
+	return nil
 }
 
 type inPathStore struct {

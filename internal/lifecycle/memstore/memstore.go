@@ -32,6 +32,7 @@ type Store struct {
 	keys     map[string]lifecycle.APIKey
 	running  map[string]int // account id → running slots held (lifecycle quota.go)
 	usage    usageState     // usage counters and recent events (usage.go)
+	pools    poolState      // spares and pool status (pool.go)
 }
 
 type claim struct {
@@ -49,6 +50,7 @@ func New() *Store {
 		keys:     map[string]lifecycle.APIKey{},
 		running:  map[string]int{},
 		usage:    newUsageState(),
+		pools:    newPoolState(),
 	}
 }
 

@@ -33,6 +33,7 @@ func Run(t *testing.T, newStore NewStore) {
 	t.Run("APIKey", func(t *testing.T) { testAPIKey(t, newStore) })
 	t.Run("RunningSlots", func(t *testing.T) { testRunningSlots(t, newStore) })
 	t.Run("Usage", func(t *testing.T) { testUsage(t, newStore) })
+	t.Run("Pools", func(t *testing.T) { testPools(t, newStore) })
 }
 
 // t0 is the tests' fixed "now", with nanoseconds to prove they survive.
@@ -115,6 +116,7 @@ func testCreateSession(t *testing.T, newStore NewStore) {
 		s.App = &lifecycle.AppSpec{Port: 3000, StartCommand: "npm run dev", Cwd: "app", Env: map[string]string{"NODE_ENV": "development"},
 			ReadyPath: "/health", ReadyTimeout: 90 * time.Second}
 		s.Readiness, s.ReadinessDetail, s.ReadyAt = lifecycle.ReadinessFailed, "exited with code 1", t0.Add(time.Second)
+		s.FromPool, s.PoolID = true, "pool_0123456789abcdef"
 		want := s.Clone()
 		want.Version = 1
 

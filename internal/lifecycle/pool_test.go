@@ -1,0 +1,423 @@
+package lifecycle_test
+
+import (
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/provider/fake"
+)
+
+const poolLine = "npm run dev"
+
+// poolEnv is readyEnv with one pool of the "base" template serving
+// appInput(poolLine, 60) on the fake provider.
+func poolEnv(t *testing.T, size int, tier lifecycle.PoolTier, edit ...func(*lifecycle.Config)) (*env, lifecycle.Pool) {
+	t.Helper()
+	var pool lifecycle.Pool
+	e, _ := readyEnv(t, fake.Config{}, append([]func(*lifecycle.Config){func(c *lifecycle.Config) {
+		app, err := lifecycle.ResolveApp(nil, appInput(poolLine, 60))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pool = lifecycle.Pool{ID: lifecycle.PoolID("fake", "base", app), Provider: "fake", Template: "base", App: app,
+			Size: size, Tier: tier, MaxAge: time.Hour}
+		c.Pools = []lifecycle.Pool{pool}
+	}}, edit...)...)
+	return e, pool
+}
+
+func (e *env) spares(t *testing.T, poolID string) []*lifecycle.Spare {
+	t.Helper()
+	sp, err := e.store.ListSpares(t.Context(), poolID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sp
+}
+
+func (e *env) poolStatus(t *testing.T, poolID string) lifecycle.PoolStatus {
+	t.Helper()
+	st, err := e.store.PoolStatus(t.Context(), poolID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func TestParsePools(t *testing.T) {
+	opts := lifecycle.PoolOptions{DefaultProvider: "local", Providers: []string{"local", "e2b"},
+		TemplateApps: map[string]*lifecycle.AppSpec{"node": {Port: 3000, StartCommand: "npm run dev", ReadyPath: "/", ReadyTimeout: time.Minute}}}
+	t.Run("OK", func(t *testing.T) {
+		pools, err := lifecycle.ParsePools(`[{"template":"web","app":{"port":8080,"start_command":"serve"},"size":2},
+			{"provider":"e2b","template":"node","size":1,"tier":"running","max_age_seconds":3600}]`, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := len(pools), 2; got != want {
+			t.Fatalf("pools = %d, want %d", got, want)
+		}
+		p := pools[0]
+		if p.Provider != "local" || p.Tier != lifecycle.TierPaused || p.MaxAge != lifecycle.DefaultPoolMaxAge || p.App.ReadyPath != "/" {
+			t.Errorf("defaults not applied: %+v", p)
+		}
+		if got, want := p.ID, lifecycle.PoolID("local", "web", p.App); got != want {
+			t.Errorf("id = %s, want %s", got, want)
+		}
+		if q := pools[1]; q.App == nil || q.App.Port != 3000 || q.Tier != lifecycle.TierRunning || q.MaxAge != time.Hour {
+			t.Errorf("template app or tier not applied: %+v", q)
+		}
+	})
+	for name, c := range map[string]struct{ raw, want string }{
+		"NotJSON":         {`{`, "JSON array"},
+		"UnknownField":    {`[{"template":"web","size":1,"colour":"red"}]`, "colour"},
+		"NoTemplate":      {`[{"size":1}]`, "template is required"},
+		"NoSize":          {`[{"template":"web"}]`, "size is required"},
+		"NegativeSize":    {`[{"template":"web","size":-1}]`, "size is required"},
+		"BadTier":         {`[{"template":"web","size":1,"tier":"warm"}]`, `tier "warm"`},
+		"ProviderOff":     {`[{"provider":"daytona","template":"web","size":1}]`, `provider "daytona" is not enabled`},
+		"BadApp":          {`[{"template":"web","size":1,"app":{"port":0,"start_command":"x"}}]`, "app.port"},
+		"BadMaxAge":       {`[{"template":"web","size":1,"max_age_seconds":5}]`, "max_age_seconds"},
+		"SamePoolTwice":   {`[{"template":"node","size":1},{"template":"node","size":3,"app":{}}]`, "same provider, template and app as pool 0"},
+		"IndexInTheError": {`[{"template":"web","size":1},{"template":"web","size":1,"tier":"x"}]`, "pool 1"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if _, err := lifecycle.ParsePools(c.raw, opts); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("ParsePools = %v, want an error containing %q", err, c.want)
+			}
+		})
+	}
+}
+
+func TestPoolIDFollowsProviderTemplateAndApp(t *testing.T) {
+	app := &lifecycle.AppSpec{Port: 3000, StartCommand: "x", ReadyPath: "/", ReadyTimeout: time.Minute, Env: map[string]string{"A": "1", "B": "2"}}
+	same := app.Clone()
+	same.Env = map[string]string{"B": "2", "A": "1"}
+	if a, b := lifecycle.PoolID("local", "web", app), lifecycle.PoolID("local", "web", same); a != b {
+		t.Errorf("equal specs give %s and %s", a, b)
+	}
+	other := app.Clone()
+	other.Port = 3001
+	for name, id := range map[string]string{
+		"provider": lifecycle.PoolID("e2b", "web", app),
+		"template": lifecycle.PoolID("local", "node", app),
+		"app":      lifecycle.PoolID("local", "web", other),
+		"no app":   lifecycle.PoolID("local", "web", nil),
+	} {
+		if id == lifecycle.PoolID("local", "web", app) {
+			t.Errorf("another %s gives the same id %s", name, id)
+		}
+	}
+}
+
+func TestFillPoolsMakesReadyPausedSparesThatAreNotSessions(t *testing.T) {
+	e, pool := poolEnv(t, 2, lifecycle.TierPaused, func(c *lifecycle.Config) { c.MaxRunning = 1 })
+	sum := e.svc.FillPools(t.Context())
+	if sum.Made != 2 || sum.Failed != 0 {
+		t.Fatalf("fill = %+v, want 2 made", sum)
+	}
+	spares := e.spares(t, pool.ID)
+	if len(spares) != 2 {
+		t.Fatalf("spares = %d, want 2", len(spares))
+	}
+	for _, sp := range spares {
+		if sp.Status != lifecycle.SpareReady || sp.ReadyAt.IsZero() {
+			t.Errorf("spare %s is %s, want ready", sp.SandboxID, sp.Status)
+		}
+		if got := e.sandboxState(sp.SandboxID); got != lifecycle.SandboxPaused {
+			t.Errorf("spare sandbox %s is %s, want paused (tier paused)", sp.SandboxID, got)
+		}
+		sb, _ := e.fake.Sandbox(sp.SandboxID)
+		if sb.Metadata[lifecycle.MetadataPool] != pool.ID || sb.Metadata[lifecycle.MetadataSessionID] != "" {
+			t.Errorf("spare sandbox metadata = %v, want the pool and no session", sb.Metadata)
+		}
+	}
+	if n := e.fake.StartCalls(); n != 2 {
+		t.Errorf("app starts = %d, want one per spare", n)
+	}
+	if page, err := e.store.ListSessions(t.Context(), acct, "", 100); err != nil || len(page.Sessions) != 0 {
+		t.Errorf("sessions = %v (%v), want none: a spare is not a session", page.Sessions, err)
+	}
+	for _, ix := range []lifecycle.DueIndex{lifecycle.IndexIdle, lifecycle.IndexLease, lifecycle.IndexPaused} {
+		page, err := e.store.FindDue(t.Context(), lifecycle.DueQuery{Index: ix, Before: e.clock.Now().Add(48 * time.Hour), Limit: 100})
+		if err != nil || len(page.Sessions) != 0 {
+			t.Errorf("%s index holds %d (%v), want no spare", ix, len(page.Sessions), err)
+		}
+	}
+	if again := e.svc.FillPools(t.Context()); again.Made != 0 {
+		t.Errorf("a full pool made %d more", again.Made)
+	}
+	// A spare holds no running slot: the account's one slot is free.
+	sess := e.mustCreate(t, lifecycle.CreateInput{App: appInput(poolLine, 60)})
+	if !sess.FromPool {
+		t.Errorf("create did not take a spare")
+	}
+}
+
+func TestCreateTakesAReadySpareAndResumesIt(t *testing.T) {
+	e, pool := poolEnv(t, 1, lifecycle.TierPaused)
+	e.svc.FillPools(t.Context())
+	spare := e.spares(t, pool.ID)[0]
+	e.fake.ResetCalls()
+	starts := e.fake.StartCalls()
+
+	sess := e.mustCreate(t, lifecycle.CreateInput{App: appInput(poolLine, 60), Metadata: map[string]string{"user": "u1"}})
+	if !sess.FromPool || sess.PoolID != pool.ID || sess.SandboxID != spare.SandboxID {
+		t.Fatalf("session from_pool=%v pool=%s sandbox=%s, want the spare %s", sess.FromPool, sess.PoolID, sess.SandboxID, spare.SandboxID)
+	}
+	if sess.State != lifecycle.StateRunning || sess.Readiness != lifecycle.ReadinessStarting {
+		t.Errorf("session %s/%s, want running and starting", sess.State, sess.Readiness)
+	}
+	if got := e.sandboxState(sess.SandboxID); got != lifecycle.SandboxRunning {
+		t.Errorf("sandbox %s, want running", got)
+	}
+	if n := e.fake.Calls(fake.OpCreate); n != 0 {
+		t.Errorf("provider creates = %d, want none", n)
+	}
+	if got := e.mustGet(t, sess.ID); got.Metadata["user"] != "u1" || !got.FromPool {
+		t.Errorf("stored session = %+v, want its metadata and from_pool", got)
+	}
+	if len(e.spares(t, pool.ID)) != 0 {
+		t.Errorf("the claimed spare is still listed")
+	}
+	if m, err := e.store.GetSpare(t.Context(), pool.ID, spare.SandboxID); err != nil || m.Status != lifecycle.SpareClaimed || m.SessionID != sess.ID {
+		t.Errorf("claimed marker = %+v (%v), want claimed by %s", m, err, sess.ID)
+	}
+	var types []string
+	for _, ev := range e.events.events {
+		if ev.SessionID == sess.ID {
+			types = append(types, ev.DetailType())
+		}
+	}
+	if got, want := strings.Join(types, ","), "Session Provisioning,Session Running"; got != want {
+		t.Errorf("events = %s, want %s (as a cold create)", got, want)
+	}
+	// Readiness: the app kept running through the pause, so the job finds it.
+	if out, err := e.svc.BringUp(t.Context(), sess.ID); err != nil || out != lifecycle.BringUpReady {
+		t.Errorf("bring up = %s, %v; want ready", out, err)
+	}
+	if n := e.fake.StartCalls() - starts; n != 0 {
+		t.Errorf("app starts after the claim = %d, want none: the spare's app kept running", n)
+	}
+
+	cold := e.mustCreate(t, lifecycle.CreateInput{App: appInput(poolLine, 60)})
+	if cold.FromPool {
+		t.Errorf("a create on an empty pool says from_pool")
+	}
+	other := e.mustCreate(t, lifecycle.CreateInput{App: appInput("other", 60)})
+	if other.FromPool {
+		t.Errorf("a create of another app took a spare")
+	}
+	st := e.poolStatus(t, pool.ID)
+	if st.Hits != 1 || st.Misses != 1 || st.Claims != 1 {
+		t.Errorf("status = %+v, want 1 claim, 1 hit, 1 miss (the other app matches no pool)", st)
+	}
+}
+
+func TestConcurrentCreatesNeverShareASpare(t *testing.T) {
+	e, pool := poolEnv(t, 2, lifecycle.TierPaused)
+	e.svc.FillPools(t.Context())
+	var (
+		mu       sync.Mutex
+		fromPool = map[string]string{}
+		cold     int
+		wg       sync.WaitGroup
+	)
+	for range 10 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sess, _, err := e.svc.Create(t.Context(), acct, lifecycle.CreateInput{Template: "base", App: appInput(poolLine, 60)})
+			if err != nil {
+				t.Errorf("create: %v", err)
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if sess.State != lifecycle.StateRunning {
+				t.Errorf("session %s is %s, want running", sess.ID, sess.State)
+			}
+			if !sess.FromPool {
+				cold++
+				return
+			}
+			if other, dup := fromPool[sess.SandboxID]; dup {
+				t.Errorf("spare %s given to %s and %s", sess.SandboxID, other, sess.ID)
+			}
+			fromPool[sess.SandboxID] = sess.ID
+		}()
+	}
+	wg.Wait()
+	if len(fromPool) != 2 || cold != 8 {
+		t.Errorf("from pool %d, cold %d; want 2 and 8", len(fromPool), cold)
+	}
+	if st := e.poolStatus(t, pool.ID); st.Hits != 2 || st.Misses != 8 {
+		t.Errorf("status = %+v, want 2 hits and 8 misses", st)
+	}
+}
+
+func TestClaimThatDiesBeforeTheResumeIsCompletedByReconcile(t *testing.T) {
+	e, pool := poolEnv(t, 1, lifecycle.TierPaused)
+	e.svc.FillPools(t.Context())
+	spare := e.spares(t, pool.ID)[0]
+	// The create dies between the claim's write and the resume: every
+	// resume fails, as a process killed there never calls it.
+	e.fake.SetFault(fake.OpResume, fake.Fault{Rate: 1})
+	_, _, err := e.svc.Create(t.Context(), acct, lifecycle.CreateInput{Template: "base", App: appInput(poolLine, 60)})
+	if !lifecycle.IsCode(err, lifecycle.CodeUnavailable) {
+		t.Fatalf("create = %v, want unavailable", err)
+	}
+	e.fake.ClearFaults()
+	page, err := e.store.FindDue(t.Context(), lifecycle.DueQuery{Index: lifecycle.IndexLease, Before: e.clock.Now().Add(time.Hour), Limit: 10})
+	if err != nil || len(page.Sessions) != 1 {
+		t.Fatalf("sessions under a lease = %d (%v), want the claim's", len(page.Sessions), err)
+	}
+	sess := page.Sessions[0]
+	if sess.State != lifecycle.StateProvisioning || !sess.FromPool || sess.SandboxID != spare.SandboxID {
+		t.Fatalf("after the crash: %s from_pool=%v sandbox=%s; want provisioning with the spare", sess.State, sess.FromPool, sess.SandboxID)
+	}
+	if len(e.spares(t, pool.ID)) != 0 {
+		t.Fatalf("the spare is still listed next to its session")
+	}
+	e.clock.Advance(e.svc.Policy().LeaseDuration + time.Second)
+	changed, err := e.svc.Reconcile(t.Context(), sess)
+	if err != nil || !changed {
+		t.Fatalf("reconcile = %v, %v; want changed", changed, err)
+	}
+	got := e.mustGet(t, sess.ID)
+	if got.State != lifecycle.StateRunning || got.SandboxID != spare.SandboxID {
+		t.Errorf("after reconcile: %s on %s, want running on the spare's sandbox", got.State, got.SandboxID)
+	}
+	if st := e.sandboxState(spare.SandboxID); st != lifecycle.SandboxRunning {
+		t.Errorf("sandbox %s, want running", st)
+	}
+}
+
+func TestClaimAtTheQuotaLeavesTheSpare(t *testing.T) {
+	e, pool := poolEnv(t, 1, lifecycle.TierPaused, func(c *lifecycle.Config) { c.MaxRunning = 1 })
+	e.svc.FillPools(t.Context())
+	e.mustCreate(t, lifecycle.CreateInput{}) // another template: cold, takes the one slot
+	_, _, err := e.svc.Create(t.Context(), acct, lifecycle.CreateInput{Template: "base", App: appInput(poolLine, 60)})
+	if !lifecycle.IsCode(err, lifecycle.CodeQuotaExceeded) {
+		t.Fatalf("create = %v, want quota_exceeded", err)
+	}
+	if sp := e.spares(t, pool.ID); len(sp) != 1 || sp[0].Status != lifecycle.SpareReady {
+		t.Errorf("spares = %v, want the spare still ready", sp)
+	}
+	if n, _ := e.store.RunningSlots(t.Context(), acct); n != 1 {
+		t.Errorf("running slots = %d, want 1", n)
+	}
+}
+
+func TestPoolStopsAfterThreeFailuresAndBacksOff(t *testing.T) {
+	e, pool := poolEnv(t, 2, lifecycle.TierPaused, func(c *lifecycle.Config) {
+		app, _ := lifecycle.ResolveApp(nil, appInput("exit 3", 60))
+		c.Pools[0].App, c.Pools[0].ID = app, lifecycle.PoolID("fake", "base", app)
+	})
+	pool = e.svc.Pools()[0]
+	for range 4 {
+		e.svc.FillPools(t.Context())
+	}
+	st := e.poolStatus(t, pool.ID)
+	if st.ConsecutiveFailures != lifecycle.PoolFailureLimit || st.Failed != 3 {
+		t.Fatalf("status = %+v, want 3 failures in a row and no more tries", st)
+	}
+	if !strings.Contains(st.LastError, "exited with code 3") {
+		t.Errorf("last error = %q, want the command's exit", st.LastError)
+	}
+	if got, want := st.BackoffUntil, st.LastErrorAt.Add(lifecycle.DefaultPoolBackoff); !got.Equal(want) {
+		t.Errorf("backoff until %s, want %s", got, want)
+	}
+	if n := e.fake.Calls(fake.OpCreate); n != 3 {
+		t.Errorf("provider creates = %d, want 3", n)
+	}
+	if live := e.fake.Sandboxes(); len(live) != 0 {
+		t.Errorf("%d failed spares left alive, want all killed", len(live))
+	}
+	if sum := e.svc.FillPools(t.Context()); sum.Stopped != 1 || sum.Made+sum.Failed != 0 {
+		t.Errorf("fill while backing off = %+v, want the pool skipped", sum)
+	}
+	e.clock.Advance(lifecycle.DefaultPoolBackoff)
+	if sum := e.svc.FillPools(t.Context()); sum.Failed != 1 {
+		t.Errorf("fill after the backoff = %+v, want one try", sum)
+	}
+	if st := e.poolStatus(t, pool.ID); st.BackoffUntil.Sub(st.LastErrorAt) != 2*lifecycle.DefaultPoolBackoff {
+		t.Errorf("second backoff %s, want doubled", st.BackoffUntil.Sub(st.LastErrorAt))
+	}
+}
+
+func TestPoolBackoffDoublesUpToItsCap(t *testing.T) {
+	for failures, want := range map[int]time.Duration{2: 0, 3: time.Minute, 4: 2 * time.Minute, 5: 4 * time.Minute, 12: time.Hour, 100: time.Hour} {
+		if got := lifecycle.PoolBackoff(failures); got != want {
+			t.Errorf("PoolBackoff(%d) = %s, want %s", failures, got, want)
+		}
+	}
+}
+
+func TestFillReplacesSparesOlderThanMaxAge(t *testing.T) {
+	e, pool := poolEnv(t, 1, lifecycle.TierPaused)
+	e.svc.FillPools(t.Context())
+	old := e.spares(t, pool.ID)[0]
+	e.clock.Advance(pool.MaxAge)
+	sum := e.svc.FillPools(t.Context())
+	if sum.Retired != 1 || sum.Made != 1 {
+		t.Fatalf("fill = %+v, want 1 retired and 1 made", sum)
+	}
+	if got := e.sandboxState(old.SandboxID); got != "gone" {
+		t.Errorf("old spare's sandbox is %s, want killed", got)
+	}
+	if sp := e.spares(t, pool.ID); len(sp) != 1 || sp[0].SandboxID == old.SandboxID {
+		t.Errorf("spares = %v, want one new spare", sp)
+	}
+}
+
+func TestRunningTierKeepsSparesRunning(t *testing.T) {
+	e, pool := poolEnv(t, 1, lifecycle.TierRunning)
+	e.svc.FillPools(t.Context())
+	sp := e.spares(t, pool.ID)[0]
+	if got := e.sandboxState(sp.SandboxID); got != lifecycle.SandboxRunning {
+		t.Fatalf("running-tier spare is %s, want running", got)
+	}
+	e.clock.Advance(40 * time.Minute) // past half of the capped 1 h timeout
+	e.svc.FillPools(t.Context())
+	if got := e.spares(t, pool.ID)[0]; !got.ExpiresAt.After(sp.ExpiresAt) {
+		t.Errorf("expires_at %s, want extended beyond %s", got.ExpiresAt, sp.ExpiresAt)
+	}
+	sess := e.mustCreate(t, lifecycle.CreateInput{App: appInput(poolLine, 60)})
+	if !sess.FromPool || sess.State != lifecycle.StateRunning {
+		t.Errorf("create = %s from_pool=%v, want running from the pool", sess.State, sess.FromPool)
+	}
+}
+
+func TestReapOrphanKnowsPoolSandboxes(t *testing.T) {
+	e, pool := poolEnv(t, 1, lifecycle.TierPaused)
+	e.svc.FillPools(t.Context())
+	spare := e.spares(t, pool.ID)[0]
+	// An orphan: a pool sandbox whose fill died before recording it.
+	orphan, err := e.fake.Create(t.Context(), lifecycle.CreateRequest{Template: "base", Timeout: time.Hour,
+		Metadata: map[string]string{lifecycle.MetadataPool: pool.ID}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(e.svc.Policy().LeaseDuration + time.Second)
+	sbs := map[string]lifecycle.Sandbox{}
+	for _, sb := range e.fake.Sandboxes() {
+		sbs[sb.ID] = sb
+	}
+	if killed, err := e.svc.ReapOrphan(t.Context(), sbs[spare.SandboxID]); err != nil || killed {
+		t.Errorf("reap of a ready spare = %v, %v; want left alone", killed, err)
+	}
+	if killed, err := e.svc.ReapOrphan(t.Context(), sbs[orphan.ID]); err != nil || !killed {
+		t.Errorf("reap of an unrecorded pool sandbox = %v, %v; want killed", killed, err)
+	}
+	sess := e.mustCreate(t, lifecycle.CreateInput{App: appInput(poolLine, 60)})
+	sb, _ := e.fake.Sandbox(sess.SandboxID)
+	if killed, err := e.svc.ReapOrphan(t.Context(), sb); err != nil || killed {
+		t.Errorf("reap of a claimed spare's sandbox = %v, %v; want left alone", killed, err)
+	}
+	if _, err := e.svc.Delete(t.Context(), acct, sess.ID); err != nil {
+		t.Fatal(err)
+	}
+}
