@@ -100,6 +100,11 @@ type Deps struct {
 	// delivery.Local); nil: an SQS queue when SANDMAN_WEBHOOK_QUEUE_URL is
 	// set, else none (replays answer 503).
 	WebhookDispatcher delivery.Dispatcher
+	// RefillPoolsAfterClaim is lifecycle.Config.RefillAfterClaim: a claim
+	// refills its pool in the background at once (the local stack, a
+	// long-lived process; a Lambda function is frozen after its answer, so
+	// the sweep refills there).
+	RefillPoolsAfterClaim bool
 }
 
 // ProviderParams is what a ProviderFactory builds a provider from: the
@@ -243,7 +248,8 @@ func New(ctx context.Context, cfg Config, needs Needs, deps Deps) (*App, error) 
 	a.Service = lifecycle.NewService(lifecycle.Config{Store: a.Store, Provider: a.Provider, Providers: a.Providers[1:], Clock: clock,
 		Policy: cfg.Policy, Log: a.Log, ProbeTimeout: cfg.ProbeTimeout, CallTimeout: cfg.ProviderCallTimeout, Deployment: cfg.Deployment,
 		Timers: timers, TimerHorizon: deps.TimerHorizon, MaxRunning: cfg.MaxRunning, Metrics: deps.Metrics,
-		Prices: cfg.Prices, TemplateApps: cfg.TemplateApps, ReadinessJobs: jobs})
+		Prices: cfg.Prices, TemplateApps: cfg.TemplateApps, ReadinessJobs: jobs,
+		Pools: cfg.Pools, RefillAfterClaim: deps.RefillPoolsAfterClaim})
 	a.WebhookStore, a.WebhookDispatcher = dynamostore.New(ddb, cfg.Table), deps.WebhookDispatcher
 	if a.WebhookDispatcher == nil && cfg.WebhookQueueURL != "" {
 		c, err := src.aws()

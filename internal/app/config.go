@@ -29,6 +29,7 @@ const (
 	EnvE2BDomain            = envnames.E2BDomain
 	EnvLocalDir             = envnames.LocalDir
 	EnvTemplateApps         = envnames.TemplateApps
+	EnvPools                = envnames.Pools
 	EnvLocalKeepProcesses   = envnames.LocalKeepProcesses
 	EnvReadinessQueueURL    = envnames.ReadinessQueueURL
 	EnvLocalWebhookURL      = envnames.LocalWebhookURL
@@ -181,6 +182,10 @@ type Config struct {
 	// TemplateApps is lifecycle.Config.TemplateApps (SANDMAN_TEMPLATE_APPS):
 	// default app specs by template; nil: none.
 	TemplateApps map[string]*lifecycle.AppSpec
+	// Pools is lifecycle.Config.Pools (SANDMAN_POOLS, docs/POOLS.md):
+	// the warm pools, validated against the enabled providers and
+	// TemplateApps; nil: none.
+	Pools []lifecycle.Pool
 	// LocalDropProcesses is the local provider's DropProcesses
 	// (SANDMAN_LOCAL_KEEP_PROCESSES=false).
 	LocalDropProcesses bool
@@ -299,6 +304,14 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	c.ReadinessQueueURL = get(EnvReadinessQueueURL)
 	if err := readProviders(get, &c); err != nil {
 		return Config{}, err
+	}
+	if v := get(EnvPools); v != "" {
+		pools, err := lifecycle.ParsePools(v, lifecycle.PoolOptions{DefaultProvider: c.Provider,
+			Providers: c.Providers, TemplateApps: c.TemplateApps})
+		if err != nil {
+			return Config{}, fmt.Errorf("%s: %w", EnvPools, err)
+		}
+		c.Pools = pools
 	}
 	switch c.DaytonaPauseMode {
 	case "", "stop", "pause":
@@ -459,3 +472,4 @@ func parseTemplateApps(v string) (map[string]*lifecycle.AppSpec, error) {
 
 // Enabled reports whether provider is one of c.Providers.
 func (c Config) Enabled(provider string) bool { return slices.Contains(c.Providers, provider) }
+

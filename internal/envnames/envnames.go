@@ -85,6 +85,11 @@ const (
 	// {"<template>":{"port":3000,"start_command":"npm run dev",…}} with the
 	// fields of POST /v1/sessions' "app" (docs/READINESS.md).
 	TemplateApps = "SANDMAN_TEMPLATE_APPS"
+	// Pools configures warm pools, a JSON array
+	// [{"provider","template","app","size","tier","max_age_seconds"}]
+	// (docs/POOLS.md); set by the stack from the context key sandman:pools
+	// on the functions that create sessions, list pools or sweep.
+	Pools = "SANDMAN_POOLS"
 	// LocalKeepProcesses: "false" makes the local provider's pause kill
 	// the sandbox's app processes and its resume start from the folder
 	// only, like Vercel Sandbox (docs/READINESS.md). Default true.
@@ -175,7 +180,7 @@ var (
 		VercelBaseURL, VercelTeamID, VercelProjectID, VercelMaxSessionTimeout, VercelToken, VercelTokenSecret, LocalWebhookURL, EventBus, EventsFile, CORSOrigin, LogLevel,
 		IdleTimeout, MinIdleTimeout, MaxIdleTimeout, MaxLifetimeLimit, ActivityGranularity, ProviderGrace,
 		MaxProviderTimeout, LeaseDuration, Deployment, APIKeyCacheTTL, ProbeTimeout, ProviderCallTimeout,
-		MaxRunning, Shards, Prices, TemplateApps, LocalKeepProcesses, ReadinessQueueURL,
+		MaxRunning, Shards, Prices, TemplateApps, Pools, LocalKeepProcesses, ReadinessQueueURL,
 		ClientTokenKeysSecret, ClientTokenKeysFile, WSURL, WSManagementURL,
 		SweepConcurrency, SweepRate, SweepBurst, SweepPageSize, SweepDeadlineMargin, SweepReconcileSample, SweepDormancyAge,
 		TimerQueueURL,

@@ -2,7 +2,7 @@
 // EventBridge schedule (docs/DESIGN.md "Idle pause"), and the Lambda
 // handler around it.
 //
-// One run (Sweeper.Run) has four phases, in this order of importance:
+// One run (Sweeper.Run) has five phases, in this order of importance:
 //
 //  1. Idle: running sessions past their pause deadline, found page by page
 //     through the sparse idle index (lifecycle.IndexIdle, never a scan), are
@@ -33,6 +33,12 @@
 //     longer than DormancyAge (lifecycle.IndexPaused) become expired, reason
 //     dormant (a conditional write, so a resume that landed meanwhile wins),
 //     then their sandbox is killed; a kill that fails is retried by phase 3.
+//  5. Pools (only with warm pools configured, docs/POOLS.md): every pool is
+//     brought to its size (lifecycle.Service.FillPools): spares older than
+//     their max age are replaced, spares a dead fill left are dropped, and
+//     missing ones are made, within the run's deadline. Phase 3 knows a
+//     pool's sandboxes (lifecycle.MetadataPool): a spare is never reaped, a
+//     pool sandbox with no spare item is.
 //
 // # Limits
 //

@@ -53,6 +53,15 @@ type Summary struct {
 	// silent longer than the bound (Config.Conns); their sessions'
 	// presence was recomputed.
 	StaleConns int `json:"stale_conns"`
+	// SparesMade, SparesFailed and SparesRetired: warm pool spares this run
+	// made ready, that failed to become ready, and that it dropped (older
+	// than their pool's max age, beyond its size, or left making by a fill
+	// that died); PoolsStopped: pools skipped while they back off after
+	// failures in a row (docs/POOLS.md).
+	SparesMade    int `json:"spares_made"`
+	SparesFailed  int `json:"spares_failed"`
+	SparesRetired int `json:"spares_retired"`
+	PoolsStopped  int `json:"pools_stopped"`
 	// LagMaxMS and LagP50MS are the largest and the median delay, in
 	// milliseconds, between a paused session's pause deadline and the time
 	// this run paused it (service clock); 0 when none was paused.
@@ -85,6 +94,10 @@ func (s Summary) LogValue() slog.Value {
 		slog.Int("stale_conns", s.StaleConns),
 		slog.Int("dormant", s.Dormant),
 		slog.Int("dormant_killed", s.DormantKilled),
+		slog.Int("spares_made", s.SparesMade),
+		slog.Int("spares_failed", s.SparesFailed),
+		slog.Int("spares_retired", s.SparesRetired),
+		slog.Int("pools_stopped", s.PoolsStopped),
 		slog.Int64("lag_max_ms", s.LagMaxMS),
 		slog.Int64("lag_p50_ms", s.LagP50MS),
 		slog.Int64("duration_ms", s.DurationMS),

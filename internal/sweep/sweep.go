@@ -132,7 +132,7 @@ func New(svc *lifecycle.Service, cfg Config, log *slog.Logger) *Sweeper {
 	}
 }
 
-// Run sweeps once: the four phases of the package doc, in order, each
+// Run sweeps once: the five phases of the package doc, in order, each
 // bounded by the context's deadline less Config.DeadlineMargin. It logs the
 // summary once and returns it. It returns an error only when the run could
 // not start: the first query of the idle index failed (the store is
@@ -149,9 +149,30 @@ func (sw *Sweeper) Run(ctx context.Context) (Summary, error) {
 	r.providerList(ctx)
 	r.dormant(ctx)
 	r.staleConns(ctx)
+	r.pools(ctx)
 	sum := r.summary(sw.cfg.Wall.Now().Sub(start))
 	sw.log.InfoContext(ctx, "idle sweep finished", "summary", sum)
 	return sum, nil
+}
+
+// pools is phase 5: bring every warm pool to its size
+// (lifecycle.Service.FillPools, docs/POOLS.md "Refill"), within the run's
+// deadline less DeadlineMargin. A spare whose making the deadline cut short
+// stays making and is dropped by a later run.
+func (r *run) pools(ctx context.Context) {
+	if len(r.sw.svc.Pools()) == 0 || r.outOfTime(ctx) {
+		return
+	}
+	if deadline, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, deadline.Add(-r.sw.cfg.DeadlineMargin))
+		defer cancel()
+	}
+	sum := r.sw.svc.FillPools(ctx)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.sum.SparesMade, r.sum.SparesFailed, r.sum.SparesRetired = sum.Made, sum.Failed, sum.Retired+sum.Dropped
+	r.sum.PoolsStopped = sum.Stopped
 }
 
 // staleConns runs Config.Conns, if set, unless the run is out of time.
