@@ -472,4 +472,3 @@ func parseTemplateApps(v string) (map[string]*lifecycle.AppSpec, error) {
 
 // Enabled reports whether provider is one of c.Providers.
 func (c Config) Enabled(provider string) bool { return slices.Contains(c.Providers, provider) }
-
