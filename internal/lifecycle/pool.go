@@ -257,6 +257,10 @@ type PoolStatus struct {
 	Claims, Hits, Misses int64
 	// Failed counts spares that failed to become ready, ever.
 	Failed int64
+	// RunningMS and PausedMS are the milliseconds spares that are gone
+	// (claimed, retired, failed) spent running and paused before they were
+	// (docs/POOLS.md "Cost"): the deployment's own usage, in no account's.
+	RunningMS, PausedMS int64
 	PoolHealth
 	// Version guards SavePoolHealth (0: no health was ever saved).
 	Version int64
@@ -273,7 +277,27 @@ type PoolHealth struct {
 }
 
 // PoolCounts is an atomic increment of a pool's counters (PoolStore.CountPool).
-type PoolCounts struct{ Claims, Hits, Misses, Failed int64 }
+type PoolCounts struct{ Claims, Hits, Misses, Failed, RunningMS, PausedMS int64 }
+
+// spareUsage returns how long sp, a spare of a pool of tier, has run and
+// been paused from its creation to end: a paused-tier spare runs until it
+// is ready and is paused from then on; a running-tier one (or one not yet
+// ready) runs all along.
+func spareUsage(sp *Spare, tier PoolTier, end time.Time) (running, paused time.Duration) {
+	if end.Before(sp.CreatedAt) {
+		return 0, 0
+	}
+	if tier == TierPaused && !sp.ReadyAt.IsZero() && !end.Before(sp.ReadyAt) {
+		return sp.ReadyAt.Sub(sp.CreatedAt), end.Sub(sp.ReadyAt)
+	}
+	return end.Sub(sp.CreatedAt), 0
+}
+
+// spareCounts returns the usage of sp ended at end as counter increments.
+func spareCounts(sp *Spare, tier PoolTier, end time.Time) PoolCounts {
+	run, paused := spareUsage(sp, tier, end)
+	return PoolCounts{RunningMS: run.Milliseconds(), PausedMS: paused.Milliseconds()}
+}
 
 // PoolStore is implemented by stores that keep pools (internal/dynamo,
 // internal/lifecycle/memstore). It is separate from Store so that wrappers
@@ -362,11 +386,14 @@ func (s *Service) Pools() []Pool {
 }
 
 // PoolView is one pool as GET /v1/pools shows it: its configuration, its
-// spares by status and its counters and health.
+// spares by status, its counters and health, and its usage: the time its
+// spares ran and were paused (gone ones and live ones so far) with the
+// estimated cost at the provider's price (Config.Prices over DefaultPrices).
 type PoolView struct {
 	Pool
 	Ready, Making int
 	Status        PoolStatus
+	Usage         UsageTotals
 }
 
 // HitRate returns Hits / (Hits + Misses), or 0 before any matching create.
@@ -391,7 +418,12 @@ func (s *Service) PoolViews(ctx context.Context) ([]PoolView, error) {
 			if err != nil {
 				return nil, fmt.Errorf("list the spares of pool %s: %w", p.ID, err)
 			}
+			now := s.now()
+			row := UsageRow{Provider: p.Provider}
 			for _, sp := range spares {
+				run, paused := spareUsage(sp, p.Tier, now)
+				row.RunningMS += run.Milliseconds()
+				row.PausedMS += paused.Milliseconds()
 				switch sp.Status {
 				case SpareReady:
 					v.Ready++
@@ -402,6 +434,9 @@ func (s *Service) PoolViews(ctx context.Context) ([]PoolView, error) {
 			if v.Status, err = ps.PoolStatus(ctx, p.ID); err != nil {
 				return nil, fmt.Errorf("read the status of pool %s: %w", p.ID, err)
 			}
+			row.RunningMS += v.Status.RunningMS
+			row.PausedMS += v.Status.PausedMS
+			v.Usage = s.totals(row)
 		}
 		out = append(out, v)
 	}

@@ -421,3 +421,31 @@ func TestReapOrphanKnowsPoolSandboxes(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestPoolViewsCountSparesAndTheirTime(t *testing.T) {
+	e, pool := poolEnv(t, 2, lifecycle.TierPaused, func(c *lifecycle.Config) {
+		c.Prices = map[string]lifecycle.Price{"fake": {RunningPerHour: 3600, PausedPerHour: 36}}
+	})
+	e.svc.FillPools(t.Context())
+	sp := e.spares(t, pool.ID)[0]
+	upTo := sp.ReadyAt.Sub(sp.CreatedAt) // both spares ran this long, then paused
+	e.clock.Advance(time.Hour)
+	e.mustCreate(t, lifecycle.CreateInput{App: appInput(poolLine, 60)}) // one spare claimed, one left
+	views, err := e.svc.PoolViews(t.Context())
+	if err != nil || len(views) != 1 {
+		t.Fatalf("views = %v, %v", views, err)
+	}
+	v := views[0]
+	if v.Ready != 1 || v.Making != 0 || v.Status.Hits != 1 || v.HitRate() != 1 {
+		t.Errorf("view = %+v, want 1 ready and one hit", v)
+	}
+	if got, want := v.Usage.PausedSeconds, 2*time.Hour.Seconds(); got < want-1 || got > want {
+		t.Errorf("paused seconds = %v, want about %v (two spares, an hour each)", got, want)
+	}
+	if got, want := v.Usage.RunningSeconds, 2*upTo.Seconds(); got != want {
+		t.Errorf("running seconds = %v, want %v (until each was ready)", got, want)
+	}
+	if v.Usage.EstimatedCostUSD <= 0 {
+		t.Errorf("cost = %v, want the configured prices applied", v.Usage.EstimatedCostUSD)
+	}
+}

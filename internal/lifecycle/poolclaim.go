@@ -60,6 +60,8 @@ func (s *Service) createFromPool(ctx context.Context, sess *Session, release fun
 		err := ps.ClaimSpare(ctx, sp, sess)
 		if err == nil {
 			counts.Hits++
+			use := spareCounts(sp, pool.Tier, sess.CreatedAt)
+			counts.RunningMS, counts.PausedMS = use.RunningMS, use.PausedMS
 			s.logTransition(ctx, NewEvent(sess, ""))
 			s.log().InfoContext(ctx, "session took a pool spare", "session_id", sess.ID, "pool_id", pool.ID, "sandbox_id", sp.SandboxID)
 			s.kickRefill(ctx, pool)

@@ -138,13 +138,13 @@ func (s *Service) tendPool(ctx context.Context, ps PoolStore, pool Pool, add fun
 	for _, sp := range spares {
 		switch {
 		case sp.Status == SpareMaking && !now.Before(sp.UpdatedAt.Add(s.makingBound(pool))):
-			if s.dropSpare(ctx, ps, sp, "its fill died") {
+			if s.dropSpare(ctx, ps, pool, sp, "its fill died") {
 				add(func(sm *PoolFillSummary) { sm.Dropped++ })
 			}
 		case sp.Status == SpareMaking:
 			live++
 		case !now.Before(sp.CreatedAt.Add(pool.MaxAge)):
-			if s.dropSpare(ctx, ps, sp, "older than the pool's max age") {
+			if s.dropSpare(ctx, ps, pool, sp, "older than the pool's max age") {
 				add(func(sm *PoolFillSummary) { sm.Retired++ })
 			}
 		default:
@@ -153,7 +153,7 @@ func (s *Service) tendPool(ctx context.Context, ps PoolStore, pool Pool, add fun
 		}
 	}
 	for i := 0; live > pool.Size && i < len(ready); i++ { // oldest first
-		if s.dropSpare(ctx, ps, ready[i], "beyond the pool's size") {
+		if s.dropSpare(ctx, ps, pool, ready[i], "beyond the pool's size") {
 			add(func(sm *PoolFillSummary) { sm.Retired++ })
 			live--
 		}
@@ -234,7 +234,7 @@ func (s *Service) refreshSpare(ctx context.Context, ps PoolStore, pool Pool, sp 
 // dropSpare deletes sp (conditional on its status and version, so a claim
 // that took it meanwhile wins) and then kills its sandbox. It reports
 // whether it dropped it.
-func (s *Service) dropSpare(ctx context.Context, ps PoolStore, sp *Spare, why string) bool {
+func (s *Service) dropSpare(ctx context.Context, ps PoolStore, pool Pool, sp *Spare, why string) bool {
 	if err := ps.DeleteSpare(ctx, sp); err != nil {
 		if !IsCode(err, CodeConflict) && !IsCode(err, CodeNotFound) {
 			s.log().WarnContext(ctx, "drop a spare", "pool_id", sp.PoolID, "sandbox_id", sp.SandboxID, "err", err)
@@ -242,6 +242,9 @@ func (s *Service) dropSpare(ctx context.Context, ps PoolStore, sp *Spare, why st
 		return false
 	}
 	s.killSpareSandbox(ctx, sp.Provider, sp.SandboxID)
+	if err := ps.CountPool(context.WithoutCancel(ctx), sp.PoolID, spareCounts(sp, pool.Tier, s.now())); err != nil {
+		s.log().WarnContext(ctx, "count a dropped spare's usage", "pool_id", sp.PoolID, "err", err)
+	}
 	s.log().InfoContext(ctx, "dropped a spare", "pool_id", sp.PoolID, "sandbox_id", sp.SandboxID, "why", why)
 	return true
 }
@@ -279,7 +282,7 @@ func (s *Service) makeSpare(ctx context.Context, ps PoolStore, pool Pool) error 
 		return fmt.Errorf("record the spare: %w", err)
 	}
 	fail := func(err error) error {
-		s.dropSpare(ctx, ps, sp, "it failed")
+		s.dropSpare(ctx, ps, pool, sp, "it failed")
 		return err
 	}
 	url, err := s.bringUpSpare(ctx, provider, pool, sp)

@@ -159,6 +159,9 @@ func Run(ctx context.Context, opts Config) error {
 	// Outbound webhooks run in process, one lane per endpoint.
 	hooks := delivery.NewLocal(delivery.LocalConfig{Log: opts.Log})
 	deps.WebhookDispatcher = hooks
+	// Warm pools (docs/POOLS.md): a claim refills its pool at once, in
+	// this long-lived process; the boot and every sweep tick fill too.
+	deps.RefillPoolsAfterClaim = true
 	if getenv(app.EnvProvider) == ProviderE2BFake {
 		log := opts.Log
 		if log == nil {
@@ -273,6 +276,14 @@ func Run(ctx context.Context, opts Config) error {
 			if err := lp.Run(ctx); err != nil {
 				a.Log.Error("local provider timeouts stopped", "err", err)
 			}
+		}()
+	}
+	if len(cfg.Pools) > 0 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sum := a.Service.FillPools(ctx)
+			a.Log.Info("warm pools filled at boot", "made", sum.Made, "failed", sum.Failed)
 		}()
 	}
 	wg.Add(1)

@@ -185,6 +185,8 @@ func (st *Store) CountPool(_ context.Context, poolID string, c lifecycle.PoolCou
 	s.Hits += c.Hits
 	s.Misses += c.Misses
 	s.Failed += c.Failed
+	s.RunningMS += c.RunningMS
+	s.PausedMS += c.PausedMS
 	return nil
 }
 

@@ -192,7 +192,7 @@ func testPools(t *testing.T, newStore NewStore) {
 			t.Fatalf("fresh status = %+v (%v)", st, err)
 		}
 		for range 2 {
-			if err := ps.CountPool(ctx, pool, lifecycle.PoolCounts{Claims: 2, Hits: 1, Misses: 3, Failed: 1}); err != nil {
+			if err := ps.CountPool(ctx, pool, lifecycle.PoolCounts{Claims: 2, Hits: 1, Misses: 3, Failed: 1, RunningMS: 1500, PausedMS: 7}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -205,7 +205,8 @@ func testPools(t *testing.T, newStore NewStore) {
 			t.Errorf("stale save = %v, want conflict", err)
 		}
 		st, err = ps.PoolStatus(ctx, pool)
-		want := lifecycle.PoolStatus{PoolID: pool, Claims: 4, Hits: 2, Misses: 6, Failed: 2, PoolHealth: h, Version: 1}
+		want := lifecycle.PoolStatus{PoolID: pool, Claims: 4, Hits: 2, Misses: 6, Failed: 2, RunningMS: 3000, PausedMS: 14,
+			PoolHealth: h, Version: 1}
 		if err != nil || st != want {
 			t.Errorf("status = %+v (%v), want %+v", st, err, want)
 		}
