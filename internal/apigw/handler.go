@@ -153,6 +153,7 @@ func (h *Handler) implementations() map[string]routeFunc {
 		"GET /v1/sessions/{id}/reconnect":     h.reconnect,
 		"GET /v1/sessions/{id}/diagnose":      h.diagnose,
 		"GET " + routes.UsagePath:             h.usage,
+		"GET " + routes.PoolsPath:             h.pools,
 		"GET " + routes.OpenAPIPath:           h.openAPIDocument,
 		"POST " + routes.ClientTokensPath:     h.createClientToken,
 

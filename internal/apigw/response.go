@@ -78,6 +78,7 @@ func newSessionJSON(s *lifecycle.Session) api.Session {
 		ResumeOnReturn:     s.ResumeOnReturn,
 		App:                newAppJSON(s.App),
 		AppReadiness:       newReadinessJSON(s),
+		FromPool:           s.FromPool,
 	}
 }
 

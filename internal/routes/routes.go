@@ -67,6 +67,7 @@ var Table = []Route{
 	{"GET", "/v1/sessions/{id}/reconnect", Reconnect},
 	{"GET", "/v1/sessions/{id}/diagnose", Sessions},
 	{"GET", UsagePath, Sessions},
+	{"GET", PoolsPath, Sessions},
 	{"POST", ClientTokensPath, Sessions},
 	{"POST", "/v1/webhooks/{provider}", Webhook},
 	{"GET", OpenAPIPath, Sessions},
@@ -92,6 +93,10 @@ const OpenAPIPath = "/v1/openapi.json"
 // UsagePath is the route of an account's usage and estimated cost
 // (docs/DESIGN.md "Operators"), served by the sessions function.
 const UsagePath = "/v1/usage"
+
+// PoolsPath lists the deployment's warm pools (docs/POOLS.md), served by
+// the sessions function.
+const PoolsPath = "/v1/pools"
 
 // OpenPath is a session's stable link (docs/WAKE.md), served by the resume
 // function; OpenPath+"/{path+}" passes a path on to the preview. It also

@@ -56,6 +56,9 @@ type Session struct {
 	// docs/READINESS.md.
 	App *App `json:"app"`
 	AppReadiness
+	// FromPool: the session took a warm pool's spare sandbox instead of a
+	// cold one (docs/POOLS.md).
+	FromPool bool `json:"from_pool"`
 }
 
 // App is an app spec as the API shows and takes it (docs/READINESS.md).
@@ -138,4 +141,46 @@ type Error struct {
 	Status    string `json:"status"`
 	Error     string `json:"error"`
 	ErrorType string `json:"error_type"`
+}
+
+// Pool is one warm pool as GET /v1/pools shows it (docs/POOLS.md): its
+// configuration (SANDMAN_POOLS), its spares, counters and health, and its
+// own usage. hit_rate is hits / (hits + misses), 0 before any matching
+// create; backoff_until is set while the pool has stopped refilling after
+// failures in a row.
+type Pool struct {
+	ID                  string    `json:"id"`
+	Provider            string    `json:"provider"`
+	Template            string    `json:"template"`
+	App                 *App      `json:"app"`
+	Size                int       `json:"size"`
+	Tier                string    `json:"tier"`
+	MaxAgeSeconds       int64     `json:"max_age_seconds"`
+	Ready               int       `json:"ready"`
+	Making              int       `json:"making"`
+	Failed              int64     `json:"failed"`
+	Claims              int64     `json:"claims"`
+	Hits                int64     `json:"hits"`
+	Misses              int64     `json:"misses"`
+	HitRate             float64   `json:"hit_rate"`
+	ConsecutiveFailures int       `json:"consecutive_failures"`
+	LastError           *string   `json:"last_error"`
+	LastErrorAt         *string   `json:"last_error_at"`
+	BackoffUntil        *string   `json:"backoff_until"`
+	Usage               PoolUsage `json:"usage"`
+}
+
+// PoolUsage is the time a pool's spares ran and were paused, gone ones and
+// live ones so far, in seconds (milliseconds as fractions), and its
+// estimated cost in US dollars at the provider's price.
+type PoolUsage struct {
+	RunningSeconds   float64 `json:"running_seconds"`
+	PausedSeconds    float64 `json:"paused_seconds"`
+	EstimatedCostUSD float64 `json:"estimated_cost_usd"`
+}
+
+// PoolList answers GET /v1/pools: every configured pool, in configuration
+// order (empty without pools).
+type PoolList struct {
+	Pools []Pool `json:"pools"`
 }
