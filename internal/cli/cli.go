@@ -415,7 +415,7 @@ func sessionTable(w io.Writer, s Session) {
 		{"created_at", orDash(s.CreatedAt)}, {"updated_at", orDash(s.UpdatedAt)},
 		{"version", fmt.Sprint(s.Version)}, {"metadata", orDash(&m)}, {"app", appSummary(s.App)},
 		{"readiness", orDash(s.Readiness)}, {"readiness_detail", orDash(s.ReadinessDetail)}, {"ready_at", orDash(s.ReadyAt)},
-		{"resume_on_return", fmt.Sprint(s.ResumeOnReturn)},
+		{"resume_on_return", fmt.Sprint(s.ResumeOnReturn)}, {"from_pool", fmt.Sprint(s.FromPool)},
 	})
 }
 

@@ -36,6 +36,7 @@ commands:
             (SANDMAN_URL, SANDMAN_API_KEY; sandman sessions help)
   webhooks  list|create|delete|deliveries|retry: the account's webhook endpoints and delivery logs
             (SANDMAN_URL, SANDMAN_API_KEY; sandman webhooks help)
+  pools     the deployment's warm pools: spares, hit rate, health (SANDMAN_URL, SANDMAN_API_KEY)
   fake      serve a provider's fake API on its own (fake e2b -addr 127.0.0.1:PORT)
 `
 
@@ -68,6 +69,10 @@ func main() {
 		os.Exit(code)
 	case "webhooks":
 		code := cli.WebhooksMain(ctx, args, cli.Env{Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv})
+		stop()
+		os.Exit(code)
+	case "pools":
+		code := cli.PoolsMain(ctx, args, cli.Env{Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv})
 		stop()
 		os.Exit(code)
 	case "fake":
