@@ -9,6 +9,8 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
+
+	"github.com/sandmanhq/sandman/internal/metrics"
 )
 
 // alarmPeriod is the period of the service alarms: the sweep's interval.
@@ -22,7 +24,10 @@ var alarmPeriod = awscdk.Duration_Minutes(jsii.Number(5))
 //   - HttpApi5xxAlarm: the HTTP API's 5xx answers;
 //   - WebSocketApiErrorsAlarm: the WebSocket API's integration and execution
 //     errors (its counterpart of 5xx: WebSocket APIs report no 5xx metric);
-//   - ErrorLogsAlarm: the functions' ERROR log lines (ErrorLogsMetric).
+//   - ErrorLogsAlarm: the functions' ERROR log lines (ErrorLogsMetric);
+//   - PoolStoppedAlarm: a warm pool stopped refilling after three spares
+//     failed in a row (metrics.PoolsStopped, docs/POOLS.md): GET /v1/pools
+//     says why.
 func newServiceAlarms(stack awscdk.Stack, table awsdynamodb.Table, http awsapigatewayv2.HttpStage, ws awsapigatewayv2.WebSocketStage) {
 	alarm := func(id, description string, metric awscloudwatch.IMetric) {
 		awscloudwatch.NewAlarm(stack, jsii.String(id), &awscloudwatch.AlarmProps{
@@ -69,6 +74,8 @@ func newServiceAlarms(stack awscdk.Stack, table awsdynamodb.Table, http awsapiga
 		}))
 	alarm("ErrorLogsAlarm", "Sandman functions: ERROR log lines (the "+ErrorLogsMetric+" metric)",
 		sandmanMetric(ErrorLogsMetric, "Sum", "error log lines", nil))
+	alarm("PoolStoppedAlarm", "Sandman warm pools: a pool stopped refilling after failures in a row (GET /v1/pools shows the last error)",
+		sandmanMetric(metrics.PoolsStopped, "Sum", "pools stopped", nil))
 }
 
 // wireAlarmTopic makes the SNS topic topicArn the alarm and OK action of

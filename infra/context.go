@@ -1,6 +1,7 @@
 package infra
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"strconv"
@@ -59,6 +60,10 @@ const (
 	// ContextAlarmTopicArn is SandmanStackProps.AlarmTopicArn: an SNS
 	// topic every alarm notifies. Unset: alarms have no action.
 	ContextAlarmTopicArn = "sandman:alarmTopicArn"
+	// ContextPools is the warm pools (SandmanStackProps.Pools,
+	// docs/POOLS.md): a JSON array in cdk.json, or its JSON text on the
+	// command line (-c 'sandman:pools=[…]').
+	ContextPools = "sandman:pools"
 )
 
 // DefaultStackName is the stack's name when ContextStackName is unset.
@@ -121,6 +126,9 @@ func PropsFromContext(scope constructs.Construct) (string, *SandmanStackProps, e
 		}
 	default:
 		return "", nil, fmt.Errorf("context %s: want a list or a comma-separated string, got %T", ContextCORSAllowOrigins, v)
+	}
+	if props.Pools, err = contextPools(node); err != nil {
+		return "", nil, err
 	}
 	if props.Providers, err = contextList(node, ContextProviders); err != nil {
 		return "", nil, err
@@ -231,4 +239,29 @@ func contextList(node constructs.Node, key string) ([]string, error) {
 		return nil, fmt.Errorf("context %s: want a list or a comma-separated string, got %T", key, v)
 	}
 	return out, nil
+}
+
+// contextPools reads ContextPools as SANDMAN_POOLS's JSON text: a JSON
+// array given in cdk.json is encoded back, a string must hold a JSON array.
+// The functions validate the pools themselves at boot; here only the shape.
+// Errors name the key.
+func contextPools(node constructs.Node) (string, error) {
+	switch v := node.TryGetContext(jsii.String(ContextPools)).(type) {
+	case nil:
+		return "", nil
+	case []interface{}:
+		b, err := json.Marshal(v)
+		if err != nil {
+			return "", fmt.Errorf("context %s: %w", ContextPools, err)
+		}
+		return string(b), nil
+	case string:
+		var pools []map[string]any
+		if err := json.Unmarshal([]byte(v), &pools); err != nil {
+			return "", fmt.Errorf("context %s: want a JSON array of pools: %w", ContextPools, err)
+		}
+		return v, nil
+	default:
+		return "", fmt.Errorf("context %s: want a JSON array of pools, got %T", ContextPools, v)
+	}
 }

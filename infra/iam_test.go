@@ -212,9 +212,10 @@ func TestRoleTableActionsPinned(t *testing.T) {
 		routes.Webhook:   with(onTable("dynamodb:PutItem", "dynamodb:UpdateItem"), tabledef.IndexBySandbox),
 		// the sweep's phases, and connections that lost their socket: a
 		// Scan of the sparse by_conn_session index, DeleteItem, the
-		// session's remaining ones by Query on that index.
+		// session's remaining ones by Query on that index; warm pools'
+		// spares by Query on the table (POOL#*).
 		routes.IdlePause: func() map[string][]string {
-			m := with(onTable("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"),
+			m := with(onTable("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:Query"),
 				tabledef.IndexIdle, tabledef.IndexLease, tabledef.IndexPaused, tabledef.IndexBySandbox, tabledef.IndexByConnSession)
 			m["dynamodb:Scan"] = []string{index(tabledef.IndexByConnSession)}
 			return m

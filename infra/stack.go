@@ -65,6 +65,9 @@ const (
 	EnvProviders = envnames.Providers
 	// EnvShards is the due indexes' shard count (every function).
 	EnvShards = envnames.Shards
+	// EnvPools is the warm pools' configuration (the sessions and idlepause
+	// functions; docs/POOLS.md).
+	EnvPools = envnames.Pools
 )
 
 // Defaults for the zero values of SandmanStackProps.
@@ -147,6 +150,11 @@ type SandmanStackProps struct {
 	// with data needs `sandman reshard` (docs/CAPACITY.md "Changing the
 	// shard count").
 	Shards float64
+	// Pools is the warm pools' configuration, SANDMAN_POOLS's JSON array
+	// (docs/POOLS.md), set on the functions that create sessions and list
+	// pools (sessions) and refill them (idlepause); they validate it at
+	// boot against the enabled providers. Default "": no pools.
+	Pools string
 	// PublisherParallelization is the stream event source's
 	// ParallelizationFactor (1 to 10): concurrent batches per stream shard.
 	// Lambda keeps records of one partition key (one session) in order
@@ -476,6 +484,9 @@ type functionSpec struct {
 	// running must move the counter, and a store that keeps no counter
 	// refuses any write of a session that carries a running limit.
 	writesSessions bool
+	// pools: the function claims, lists or refills warm pools, so it gets
+	// SandmanStackProps.Pools (SANDMAN_POOLS).
+	pools bool
 }
 
 // functionSpecs lists every function of routes.Functions, in that order.
@@ -514,11 +525,13 @@ var functionSpecs = []functionSpec{
 		// The table Query is bounded to those partitions (LeadingKeys):
 		// ACCOUNT#<account> (usage rows), SESSION#<id> (events), and the
 		// outbound webhooks' WHEP#<account> (endpoints) and WHDLV#<endpoint>
-		// (deliveries), never API keys or Idempotency-Key claims
-		// (internal/dynamo's and internal/delivery/dynamostore's prefixes).
+		// (deliveries) and a warm pool's spares, POOL#<pool id> (a claim
+		// lists them, then deletes one in the session's transaction), never
+		// API keys or Idempotency-Key claims (internal/dynamo's and
+		// internal/delivery/dynamostore's prefixes).
 		table: tableAccess{actions: []string{actionGetItem, actionPutItem, actionUpdateItem, actionDeleteItem, actionQuery}, indexes: []string{tabledef.IndexByOwner},
-			queryKeys: []string{"ACCOUNT#*", "SESSION#*", "WHEP#*", "WHDLV#*"}},
-		writesSessions: true},
+			queryKeys: []string{"ACCOUNT#*", "SESSION#*", "WHEP#*", "WHDLV#*", "POOL#*"}},
+		writesSessions: true, pools: true},
 	{name: routes.Status, description: "Sandman session status (database only)",
 		timeout: 10 * time.Second, memoryMB: 128,
 		table: tableAccess{actions: []string{actionGetItem}}},
@@ -548,11 +561,14 @@ var functionSpecs = []functionSpec{
 		// (every write conditional, docs/DESIGN.md "Idle pause").
 		// Connections that lost their socket (internal/channel Reaper): a
 		// Scan of the sparse by_conn_session index, DeleteItem, and the
-		// session's remaining connections by Query on that index.
-		table: tableAccess{actions: []string{actionGetItem, actionPutItem, actionUpdateItem, actionDeleteItem},
+		// session's remaining connections by Query on that index. Warm
+		// pools (docs/POOLS.md): a pool's spares by Query on the table,
+		// bounded to POOL#<pool id> (LeadingKeys), spares written and
+		// dropped (PutItem, DeleteItem), counters (UpdateItem).
+		table: tableAccess{actions: []string{actionGetItem, actionPutItem, actionUpdateItem, actionDeleteItem, actionQuery},
 			indexes:     []string{tabledef.IndexIdle, tabledef.IndexLease, tabledef.IndexPaused, tabledef.IndexBySandbox, tabledef.IndexByConnSession},
-			scanIndexes: []string{tabledef.IndexByConnSession}},
-		writesSessions: true},
+			scanIndexes: []string{tabledef.IndexByConnSession}, queryKeys: []string{"POOL#*"}},
+		writesSessions: true, pools: true},
 	{name: routes.Publisher, description: "Sandman lifecycle event publisher (table stream to EventBridge)",
 		timeout: time.Minute, memoryMB: 128, publishes: true,
 		// RecordTransition's TransactWriteItems (internal/dynamo usage.go):
@@ -638,6 +654,9 @@ func newFunction(stack awscdk.Stack, spec functionSpec, p SandmanStackProps, tab
 		for k, v := range p.ProviderSettings {
 			env[k] = jsii.String(v)
 		}
+	}
+	if spec.pools && p.Pools != "" {
+		env[EnvPools] = jsii.String(p.Pools)
 	}
 	if spec.writesSessions {
 		for _, k := range runningSlotSettings {

@@ -611,9 +611,9 @@ func mapValues(m map[string]string) []string {
 func TestAlarms(t *testing.T) {
 	s := MustDefaultStack(t)
 	alarms := s.ofType("AWS::CloudWatch::Alarm")
-	if got, want := len(alarms), 2*len(routes.Functions)+10+4; got != want {
+	if got, want := len(alarms), 2*len(routes.Functions)+10+5; got != want {
 		t.Errorf("alarms: got %d, want %d (errors and throttles per function, six DLQ depths, iterator age, timer age, readiness job age, "+
-			"webhook queue age, table throttles, both APIs' errors, error logs)", got, want)
+			"webhook queue age, table throttles, both APIs' errors, error logs, stopped pools)", got, want)
 	}
 	// find returns the alarms on metric in namespace with the given dimension.
 	find := func(namespace, metric string, dimension map[string]any) []cfnResource {

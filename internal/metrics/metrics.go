@@ -30,6 +30,8 @@
 //	SweepLag         Seconds  -                  lifecycle.PauseIfDue: deadline to recorded pause (idlepause, pauser)
 //	EventsPublished  Count    -                  publisher: events put on the bus
 //	Pushes           Count    -                  the channel notifier: messages delivered to a connection
+//	SpareFailures    Count    -                  lifecycle.FillPools: a warm pool's spare failed to become ready
+//	PoolsStopped     Count    -                  lifecycle.FillPools: a pool stopped refilling after 3 failures in a row (alarmed)
 //
 // Locally nothing is emitted: the local stack builds its service without
 // metrics, so `make run` prints none.
@@ -62,6 +64,8 @@ const (
 	SweepLag        = "SweepLag"
 	EventsPublished = "EventsPublished"
 	Pushes          = "Pushes"
+	SpareFailures   = "SpareFailures"
+	PoolsStopped    = "PoolsStopped"
 )
 
 // The dimension names.
@@ -197,6 +201,15 @@ func (e *Emitter) ProviderError(provider, kind string) {
 
 // PauseLag records a pause's lag in seconds as SweepLag (lifecycle.Metrics).
 func (e *Emitter) PauseLag(lag time.Duration) { e.Observe(SweepLag, Seconds, lag.Seconds()) }
+
+// SpareFailed counts a warm pool spare that failed (lifecycle.PoolMetrics).
+// The pool's id is in the log line, not a dimension: one alarmable series.
+func (e *Emitter) SpareFailed(string) { e.Add(SpareFailures, Count, 1) }
+
+// PoolStopped counts a pool that stopped refilling (lifecycle.PoolMetrics).
+func (e *Emitter) PoolStopped(string) { e.Add(PoolsStopped, Count, 1) }
+
+var _ lifecycle.PoolMetrics = (*Emitter)(nil)
 
 // entry is one series' contribution to one line: its sum, or up to
 // MaxValues of its values.
