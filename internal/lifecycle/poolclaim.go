@@ -47,13 +47,13 @@ func (s *Service) createFromPool(ctx context.Context, sess *Session, release fun
 	// Concurrent creates start from different spares, so most win at once.
 	rand.Shuffle(len(ready), func(i, j int) { ready[i], ready[j] = ready[j], ready[i] })
 	counts := PoolCounts{}
-	defer func() {
-		if counts != (PoolCounts{}) {
-			if cerr := ps.CountPool(context.WithoutCancel(ctx), pool.ID, counts); cerr != nil {
-				s.log().WarnContext(ctx, "count the pool's claims", "pool_id", pool.ID, "err", cerr)
-			}
+	// count records the claims, hit or miss before the resume, so a create
+	// that dies after its claim is still counted.
+	count := func() {
+		if cerr := ps.CountPool(context.WithoutCancel(ctx), pool.ID, counts); cerr != nil {
+			s.log().WarnContext(ctx, "count the pool's claims", "pool_id", pool.ID, "err", cerr)
 		}
-	}()
+	}
 	for _, sp := range ready[:min(len(ready), maxClaimTries)] {
 		sess.SandboxID, sess.FromPool, sess.PoolID = sp.SandboxID, true, pool.ID
 		counts.Claims++
@@ -62,6 +62,7 @@ func (s *Service) createFromPool(ctx context.Context, sess *Session, release fun
 			counts.Hits++
 			use := spareCounts(sp, pool.Tier, sess.CreatedAt)
 			counts.RunningMS, counts.PausedMS = use.RunningMS, use.PausedMS
+			count()
 			s.logTransition(ctx, NewEvent(sess, ""))
 			s.log().InfoContext(ctx, "session took a pool spare", "session_id", sess.ID, "pool_id", pool.ID, "sandbox_id", sp.SandboxID)
 			s.kickRefill(ctx, pool)
@@ -71,14 +72,13 @@ func (s *Service) createFromPool(ctx context.Context, sess *Session, release fun
 		switch {
 		case IsCode(err, CodeConflict):
 			continue // another create took it first
-		case IsCode(err, CodeQuotaExceeded):
-			release()
-			return true, err
 		}
+		count()
 		release()
-		return true, err
+		return true, err // quota_exceeded, or the store's trouble
 	}
 	counts.Misses++
+	count()
 	return false, nil
 }
 
