@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -22,6 +23,9 @@ import (
 const (
 	EnvServeApp     = "SANDMAN_BENCH_SERVE_APP"
 	EnvSandboxChild = "SANDMAN_BENCH_SANDBOX_CHILD"
+	// EnvServeBootMS: the app sleeps this many milliseconds before it
+	// listens (the pools figure's install and dev-server start).
+	EnvServeBootMS = "SANDMAN_BENCH_SERVE_BOOT_MS"
 )
 
 // ChildIfAsked runs the bench binary as a local sandbox child or as the
@@ -40,6 +44,9 @@ func ChildIfAsked() {
 		os.Exit(0)
 	default:
 		return
+	}
+	if ms, err := strconv.Atoi(os.Getenv(EnvServeBootMS)); err == nil && ms > 0 {
+		time.Sleep(time.Duration(ms) * time.Millisecond)
 	}
 	err := http.ListenAndServe("127.0.0.1:"+os.Getenv("PORT"), http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = w.Write([]byte("ok"))
