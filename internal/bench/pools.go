@@ -48,12 +48,12 @@ type PoolsResult struct {
 // poolModel is a provider model: the fake with real sleeps (create,
 // resume, app boot), or the local provider with a real server.
 type poolModel struct {
-	name, source          string
-	createMS, resumeMS    float64
-	bootMS                float64
-	keeps                 bool
-	local                 bool
-	localBootMS           int
+	name, source       string
+	createMS, resumeMS float64
+	bootMS             float64
+	keeps              bool
+	local              bool
+	localBootMS        int
 }
 
 var poolModels = []poolModel{
