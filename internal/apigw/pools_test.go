@@ -2,6 +2,7 @@ package apigw_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"testing"
 	"time"
@@ -77,6 +78,17 @@ func TestPoolsRoute(t *testing.T) {
 
 	r = h.invoke(t, MustEvent(t, "pools.json", withKey("")))
 	wantStatus(t, r, 401)
+
+	// Usage carries the pools as the deployment's own line.
+	h.clock.Advance(time.Hour)
+	r = h.invoke(t, MustEvent(t, "usage.json"))
+	wantStatus(t, r, 200)
+	var u struct {
+		Pools *api.PoolUsage `json:"pools"`
+	}
+	if err := json.Unmarshal([]byte(r.body), &u); err != nil || u.Pools == nil || u.Pools.PausedSeconds < 3600 {
+		t.Errorf("usage pools = %+v, want the spares' paused hour", u.Pools)
+	}
 }
 
 // TestPoolsRouteShowsAStoppedPool: a pool whose app exits stops after three

@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/openapi/api"
 )
 
 // usageJSON is the body of GET /v1/usage (lifecycle.UsageReport; docs/DESIGN.md
@@ -17,6 +18,10 @@ type usageJSON struct {
 	Usage      []usageLineJSON `json:"usage"`
 	Total      usageTotalsJSON `json:"total"`
 	NextCursor *string         `json:"next_cursor"`
+	// Pools is the deployment's own line: its warm pools' usage, summed
+	// over every pool and its life (docs/POOLS.md "Cost"); nil without
+	// pools.
+	Pools *api.PoolUsage `json:"pools,omitempty"`
 }
 
 // usageTotalsJSON: seconds (milliseconds as fractions), counts, dollars.
@@ -59,6 +64,19 @@ func (h *Handler) usage(ctx context.Context, r *request) (response, error) {
 	for _, l := range rep.Lines {
 		out.Usage = append(out.Usage, usageLineJSON{Day: l.Day, SessionID: l.SessionID, Provider: l.Provider,
 			usageTotalsJSON: newUsageTotalsJSON(l.UsageTotals)})
+	}
+	if len(h.svc.Pools()) > 0 {
+		views, err := h.svc.PoolViews(ctx)
+		if err != nil {
+			return response{}, err
+		}
+		var sum api.PoolUsage
+		for _, v := range views {
+			sum.RunningSeconds += v.Usage.RunningSeconds
+			sum.PausedSeconds += v.Usage.PausedSeconds
+			sum.EstimatedCostUSD += v.Usage.EstimatedCostUSD
+		}
+		out.Pools = &sum
 	}
 	return response{status: http.StatusOK, body: out}, nil
 }
