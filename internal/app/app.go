@@ -101,9 +101,9 @@ type Deps struct {
 	// set, else none (replays answer 503).
 	WebhookDispatcher delivery.Dispatcher
 	// RefillPoolsAfterClaim is lifecycle.Config.RefillAfterClaim: a claim
-	// refills its pool in the background at once (the local stack, a
-	// long-lived process; a Lambda function is frozen after its answer, so
-	// the sweep refills there).
+	// refills its pool in the background at once, under New's context (the
+	// local stack, a long-lived process; a Lambda function is frozen after
+	// its answer, so the sweep refills there).
 	RefillPoolsAfterClaim bool
 }
 
@@ -249,7 +249,7 @@ func New(ctx context.Context, cfg Config, needs Needs, deps Deps) (*App, error) 
 		Policy: cfg.Policy, Log: a.Log, ProbeTimeout: cfg.ProbeTimeout, CallTimeout: cfg.ProviderCallTimeout, Deployment: cfg.Deployment,
 		Timers: timers, TimerHorizon: deps.TimerHorizon, MaxRunning: cfg.MaxRunning, Metrics: deps.Metrics,
 		Prices: cfg.Prices, TemplateApps: cfg.TemplateApps, ReadinessJobs: jobs,
-		Pools: cfg.Pools, RefillAfterClaim: deps.RefillPoolsAfterClaim})
+		Pools: cfg.Pools, RefillAfterClaim: deps.RefillPoolsAfterClaim, Background: ctx})
 	a.WebhookStore, a.WebhookDispatcher = dynamostore.New(ddb, cfg.Table), deps.WebhookDispatcher
 	if a.WebhookDispatcher == nil && cfg.WebhookQueueURL != "" {
 		c, err := src.aws()

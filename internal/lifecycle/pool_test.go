@@ -1,6 +1,7 @@
 package lifecycle_test
 
 import (
+	"context"
 	"strings"
 	"sync"
 	"testing"
@@ -447,5 +448,31 @@ func TestPoolViewsCountSparesAndTheirTime(t *testing.T) {
 	}
 	if v.Usage.EstimatedCostUSD <= 0 {
 		t.Errorf("cost = %v, want the configured prices applied", v.Usage.EstimatedCostUSD)
+	}
+}
+
+func TestAFillCutShortIsNotAPoolFailure(t *testing.T) {
+	e, pool := poolEnv(t, 2, lifecycle.TierPaused)
+	// The fill's context ends while the spares' apps start (a sweep's
+	// deadline).
+	ctx, cancel := context.WithCancel(t.Context())
+	e.fake.SetOnCall(func(op fake.Op, _ string) {
+		if op == fake.OpStartCommand {
+			cancel()
+		}
+	})
+	e.svc.FillPools(ctx)
+	e.fake.SetOnCall(nil)
+	if st := e.poolStatus(t, pool.ID); st.ConsecutiveFailures != 0 || st.Failed != 0 {
+		t.Errorf("status = %+v, want no failure counted", st)
+	}
+	if sp := e.spares(t, pool.ID); len(sp) != 0 {
+		t.Errorf("spares = %v, want the cut ones dropped", sp)
+	}
+	if live := e.fake.Sandboxes(); len(live) != 0 {
+		t.Errorf("%d sandboxes left, want the cut spares killed", len(live))
+	}
+	if sum := e.svc.FillPools(t.Context()); sum.Made != 2 {
+		t.Errorf("next fill = %+v, want the pool filled", sum)
 	}
 }

@@ -71,14 +71,14 @@ func (s *Service) FillPools(ctx context.Context) PoolFillSummary {
 	return total
 }
 
-// kickRefill starts a refill in the background after a claim from pool
-// when Config.RefillAfterClaim is set.
-func (s *Service) kickRefill(ctx context.Context, pool Pool) {
+// kickRefill starts a refill in the background after a claim when
+// Config.RefillAfterClaim is set, under Config.Background (not the
+// request's context, which ends with the answer).
+func (s *Service) kickRefill() {
 	if !s.cfg.RefillAfterClaim {
 		return
 	}
-	go s.FillPools(context.WithoutCancel(ctx))
-	_ = pool
+	go s.FillPools(s.cfg.Background)
 }
 
 // fillOnce is one round of FillPools over every pool.
@@ -235,6 +235,10 @@ func (s *Service) refreshSpare(ctx context.Context, ps PoolStore, pool Pool, sp 
 // that took it meanwhile wins) and then kills its sandbox. It reports
 // whether it dropped it.
 func (s *Service) dropSpare(ctx context.Context, ps PoolStore, pool Pool, sp *Spare, why string) bool {
+	// Also when the fill's context ended (a sweep's deadline): the spare
+	// must not stay making with nobody bringing it up.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.CallTimeout)
+	defer cancel()
 	if err := ps.DeleteSpare(ctx, sp); err != nil {
 		if !IsCode(err, CodeConflict) && !IsCode(err, CodeNotFound) {
 			s.log().WarnContext(ctx, "drop a spare", "pool_id", sp.PoolID, "sandbox_id", sp.SandboxID, "err", err)
@@ -377,9 +381,15 @@ const maxPoolErrorLen = 1024
 // the last error and, at PoolFailureLimit in a row, stops the pool until
 // the backoff passes (logged as an error and counted as PoolStopped).
 func (s *Service) recordSpare(ctx context.Context, ps PoolStore, pool Pool, made error) {
-	ctx = context.WithoutCancel(ctx)
 	log := s.log().With("pool_id", pool.ID)
 	pm, _ := s.cfg.Metrics.(PoolMetrics)
+	if made != nil && ctx.Err() != nil {
+		// The fill ran out of time (a sweep's deadline, a stop): the
+		// spare was dropped, but that says nothing of the pool's health.
+		log.InfoContext(ctx, "a spare was cut short by the end of its fill", "err", made)
+		return
+	}
+	ctx = context.WithoutCancel(ctx)
 	if made != nil {
 		log.WarnContext(ctx, "a spare failed", "err", made)
 		if err := ps.CountPool(ctx, pool.ID, PoolCounts{Failed: 1}); err != nil {

@@ -135,6 +135,10 @@ type Config struct {
 	// function is frozen after its answer, so the next sweep refills
 	// instead (default false).
 	RefillAfterClaim bool
+	// Background is the context background work runs under (the refills
+	// after claims); the local stack passes its own, so a stop ends them
+	// (default context.Background()).
+	Background context.Context
 }
 
 // Defaults of Config and of the callers that bound provider calls.
@@ -187,6 +191,9 @@ func (c Config) withDefaults() Config {
 	c.ReadyBackoff = orDefault(c.ReadyBackoff, defaultReadyBackoffMin)
 	c.ReadyBackoffMax = orDefault(c.ReadyBackoffMax, defaultReadyBackoffMax)
 	c.ReadyPollInterval = orDefault(c.ReadyPollInterval, 200*time.Millisecond)
+	if c.Background == nil {
+		c.Background = context.Background()
+	}
 	if c.PoolFillConcurrency <= 0 {
 		c.PoolFillConcurrency = DefaultPoolFillConcurrency
 	}
