@@ -68,7 +68,7 @@ func startE2BFake(baseURL string, log *slog.Logger) (lifecycle.Provider, func(),
 func e2bFakeEnv(get func(string) string) func(string) string {
 	return func(k string) string {
 		if k == app.EnvProvider {
-			return app.ProviderE2B
+			return e2b.Name
 		}
 		return get(k)
 	}

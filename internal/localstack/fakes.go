@@ -16,8 +16,10 @@ import (
 	"time"
 
 	"github.com/sandmanhq/sandman/internal/app"
+	"github.com/sandmanhq/sandman/internal/provider/daytona"
 	"github.com/sandmanhq/sandman/internal/provider/daytona/daytonahook"
 	"github.com/sandmanhq/sandman/internal/provider/daytona/daytonatest"
+	"github.com/sandmanhq/sandman/internal/provider/vercel"
 	"github.com/sandmanhq/sandman/internal/provider/vercel/verceltest"
 )
 
@@ -58,12 +60,12 @@ func providerFakeEnv(provider, stackURL string, getenv func(string) string, log 
 	var handler func(base string) (http.Handler, func())
 	switch provider {
 	case ProviderDaytonaFake:
-		baseEnv = app.EnvDaytonaBaseURL
-		set[app.EnvProvider] = app.ProviderDaytona
-		def[app.EnvDaytonaAPIKey] = daytonatest.DefaultAPIKey
-		def[app.EnvDaytonaWebhookSecret] = DefaultDaytonaWebhookSecret
+		baseEnv = daytona.EnvBaseURL
+		set[app.EnvProvider] = daytona.Name
+		def[daytona.EnvAPIKey] = daytonatest.DefaultAPIKey
+		def[daytona.EnvWebhookSecret] = DefaultDaytonaWebhookSecret
 		handler = func(string) (http.Handler, func()) {
-			secret := getenv(app.EnvDaytonaWebhookSecret)
+			secret := getenv(daytona.EnvWebhookSecret)
 			if secret == "" {
 				secret = DefaultDaytonaWebhookSecret
 			}
@@ -74,11 +76,11 @@ func providerFakeEnv(provider, stackURL string, getenv func(string) string, log 
 			return daytonatest.NewServer(o).Handler(), hooks.close
 		}
 	case ProviderVercelFake:
-		baseEnv = app.EnvVercelBaseURL
-		set[app.EnvProvider] = app.ProviderVercel
-		def[app.EnvVercelToken] = verceltest.DefaultToken
-		def[app.EnvVercelTeamID] = verceltest.DefaultTeamID
-		def[app.EnvVercelProjectID] = verceltest.DefaultProjectID
+		baseEnv = vercel.EnvBaseURL
+		set[app.EnvProvider] = vercel.Name
+		def[vercel.EnvToken] = verceltest.DefaultToken
+		def[vercel.EnvTeamID] = verceltest.DefaultTeamID
+		def[vercel.EnvProjectID] = verceltest.DefaultProjectID
 		handler = func(base string) (http.Handler, func()) {
 			f := verceltest.NewServer(verceltest.Config{RouteURL: verceltest.PreviewURLs(base)})
 			return f.Handler(), f.Close
