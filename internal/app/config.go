@@ -319,8 +319,7 @@ func readLimits(get func(string) string, c *Config) error {
 // (the default first, each once), checked against adapters when given, and
 // every adapter's settings, secret variables and call budget (all of them,
 // enabled or not, so a mistake shows before the provider is enabled).
-// Errors: an unknown name, a secret given both as a value and as a secret
-// name, an adapter's own (each names its variable).
+// Errors: an unknown name, readAdapters'.
 func readProviders(get func(string) string, c *Config, adapters registry.Set) error {
 	c.Provider, c.Providers = providerNames(get)
 	if known := adapters.Names(); len(adapters) > 0 {
@@ -333,6 +332,13 @@ func readProviders(get func(string) string, c *Config, adapters registry.Set) er
 			}
 		}
 	}
+	return readAdapters(get, c, adapters)
+}
+
+// readAdapters reads every adapter's settings, secret variables and call
+// budget into c. Errors: a secret given both as a value and as a secret
+// name, an adapter's own (each names its variable).
+func readAdapters(get func(string) string, c *Config, adapters registry.Set) error {
 	for _, a := range adapters {
 		settings, err := a.Read(get)
 		if err != nil {

@@ -160,29 +160,20 @@ func Run(ctx context.Context, opts Config) error {
 	// Outbound webhooks run in process, one lane per endpoint.
 	hooks := delivery.NewLocal(delivery.LocalConfig{Log: opts.Log})
 	deps.WebhookDispatcher = hooks
-	if getenv(app.EnvProvider) == ProviderE2BFake {
+	if name, ok := fakeOf(getenv(app.EnvProvider)); ok {
 		log := opts.Log
 		if log == nil {
 			log = slog.Default()
 		}
-		p, stopFake, err := startE2BFake(getenv(e2b.EnvBaseURL), log)
+		run, err := startFake(name, baseURL, appEnv, log)
 		if err != nil {
 			return err
 		}
-		defer stopFake()
-		deps.Provider, appEnv = p, e2bFakeEnv(appEnv)
-	}
-	if v := getenv(app.EnvProvider); v == ProviderDaytonaFake || v == ProviderVercelFake {
-		log := opts.Log
-		if log == nil {
-			log = slog.Default()
+		defer run.stop()
+		appEnv = run.getenv
+		if run.provider != nil {
+			deps.Provider = run.provider
 		}
-		env, stopFake, err := providerFakeEnv(v, baseURL, appEnv, log)
-		if err != nil {
-			return err
-		}
-		defer stopFake()
-		appEnv = env
 	}
 	cfg, err := app.ConfigFromEnv(appEnv, deps.Adapters...)
 	if err != nil {
