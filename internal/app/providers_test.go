@@ -72,8 +72,8 @@ func TestConfigProviders(t *testing.T) {
 		env  map[string]string
 		want string
 	}{
-		{"ErrUnknownInList", with(app.EnvProviders, "e2b,modal"), app.EnvProviders},
-		{"ErrUnknownDefault", with(app.EnvProvider, "modal"), app.EnvProvider},
+		{"ErrUnknownInList", with(app.EnvProviders, "e2b,not-a-provider"), app.EnvProviders},
+		{"ErrUnknownDefault", with(app.EnvProvider, "not-a-provider"), app.EnvProvider},
 		{"ErrDaytonaKeyTwice", with(daytona.EnvAPIKey, "k", daytona.EnvAPIKeySecret, "s"), daytona.EnvAPIKeySecret},
 		{"ErrVercelTokenTwice", with(vercel.EnvToken, "k", vercel.EnvTokenSecret, "s"), vercel.EnvTokenSecret},
 		{"ErrPauseMode", with(daytona.EnvPauseMode, "archive"), daytona.EnvPauseMode},

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/sandmanhq/sandman/internal/provider"
+	"github.com/sandmanhq/sandman/internal/provider/fake"
+	"github.com/sandmanhq/sandman/internal/provider/local"
 )
 
 // TestLambdaLinksOnlyDeployableProviders: the production functions know
@@ -13,12 +15,19 @@ import (
 // local provider are not among them.
 func TestLambdaLinksOnlyDeployableProviders(t *testing.T) {
 	got := provider.Lambda()
-	if names := strings.Join(got.Names(), ","); names != "e2b,daytona,vercel" {
-		t.Errorf("Lambda() = %s, want e2b,daytona,vercel", names)
+	for _, want := range []string{"e2b", "daytona", "vercel"} {
+		if _, ok := got.Find(want); !ok {
+			t.Errorf("Lambda() lacks %s", want)
+		}
 	}
 	for _, a := range got {
 		if !a.Deployable {
 			t.Errorf("Lambda() holds %s, which a deployment cannot run", a.Name)
+		}
+	}
+	for _, localOnly := range []string{local.ProviderName, fake.DefaultName} {
+		if _, ok := got.Find(localOnly); ok {
+			t.Errorf("Lambda() holds %s", localOnly)
 		}
 	}
 }
