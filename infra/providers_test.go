@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/jsii-runtime-go"
 	"github.com/sandmanhq/sandman/internal/envnames"
 	"github.com/sandmanhq/sandman/internal/provider/daytona"
 	"github.com/sandmanhq/sandman/internal/provider/e2b"
@@ -95,5 +97,32 @@ func TestStackProvidersDefault(t *testing.T) {
 		if strings.Contains(doc, name) {
 			t.Errorf("the default stack mentions %s", name)
 		}
+	}
+}
+
+// TestStackRefusesLocalOnlyProviders: a provider no deployment can run
+// (the local provider, the in-memory fake, or a name nobody declares), as
+// the default or among the others, fails synthesis with an error naming
+// it; the deployable ones pass.
+func TestStackRefusesLocalOnlyProviders(t *testing.T) {
+	for _, tc := range []struct {
+		names   []string
+		refused string
+	}{
+		{names: []string{"e2b", "daytona", "vercel"}},
+		{names: []string{"local"}, refused: "local"},
+		{names: []string{"e2b", "fake"}, refused: "fake"},
+		{names: []string{"e2b", "modal"}, refused: "modal"},
+	} {
+		err := checkProviders(tc.names)
+		if (err != nil) != (tc.refused != "") || (err != nil && !strings.Contains(err.Error(), `"`+tc.refused+`"`)) {
+			t.Errorf("%v: %v, want refused %q", tc.names, err, tc.refused)
+		}
+	}
+	s := MustSynth(t, &SandmanStackProps{Provider: "local"})
+	found := mustAnnotations(t, assertions.Annotations_FromStack(s.stack).FindError(jsii.String("*"),
+		assertions.Match_StringLikeRegexp(jsii.String(".*cannot run in a deployment.*"))))
+	if len(found) == 0 {
+		t.Error("a stack with the local provider synthesized without an error annotation")
 	}
 }
