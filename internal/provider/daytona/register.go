@@ -28,7 +28,7 @@ const (
 //
 // Calls: 10,000 per minute (167/s), the smallest tier's limit of
 // Daytona's general ("authenticated") and lifecycle buckets
-// (docs/providers/daytona.md "Rate limits"); creates have their own,
+// (docs/providers/daytona.md, its rate limits); creates have their own,
 // smaller bucket (300 per minute on that tier), which the adapter's retries
 // on 429 absorb.
 //

@@ -31,7 +31,7 @@ var Webhook = registry.Webhook{Format: "e2b", Secret: registry.Secret{
 // Adapter is E2B's declaration (internal/provider/registry).
 //
 // Calls: 20,000 lifecycle calls per 30 s (667/s), the figure Sandman's
-// capacity model assumes for E2B (docs/providers/e2b.md "Rate limits";
+// capacity model assumes for E2B (docs/providers/e2b.md, its rate limits;
 // E2B publishes only its create rate, 5/s on Pro, and concurrency).
 //
 // Price: 2 vCPU + 512 MiB at $0.000014 per vCPU-second and $0.0000045 per

@@ -26,7 +26,7 @@ const (
 // no per-call limit of the Sandbox API; what it publishes, the vCPU
 // allocation rate (Pro: 200 vCPUs per minute, about 100 starts of a
 // 2-vCPU sandbox), bounds creates and resumes further
-// (docs/providers/vercel.md "Limits").
+// (docs/providers/vercel.md "Session length and the idle guard").
 //
 // Price: 2 vCPU + 4 GB at $0.128 per active vCPU-hour and $0.0106 per
 // GB-hour, stopped free (Vercel's list prices, 2025): an estimate.
