@@ -1,14 +1,21 @@
 package localstack
 
 import (
+	"context"
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
 	"github.com/sandmanhq/sandman/internal/app"
+	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/provider/daytona"
+	"github.com/sandmanhq/sandman/internal/provider/daytona/daytonahook"
+	"github.com/sandmanhq/sandman/internal/provider/daytona/daytonatest"
 	"github.com/sandmanhq/sandman/internal/provider/e2b"
+	"github.com/sandmanhq/sandman/internal/provider/registry"
 	"github.com/sandmanhq/sandman/internal/provider/vercel"
 	"github.com/sandmanhq/sandman/internal/provider/vercel/verceltest"
 )
@@ -59,5 +66,55 @@ func TestStartFake(t *testing.T) {
 	}
 	if _, err := startFake("modal", "", none, quiet); err == nil {
 		t.Error("a provider without a fake started one")
+	}
+}
+
+// TestDaytonaFakeSendsSignedWebhooksToTheStack: the in-process Daytona
+// fake sends its state changes to the stack's /v1/webhooks/daytona, signed
+// with the development secret the stack verifies with, and the adapter
+// built from the environment startFake returns reaches the fake.
+func TestDaytonaFakeSendsSignedWebhooksToTheStack(t *testing.T) {
+	verifier, err := daytonahook.NewVerifier(daytonatest.DefaultWebhookSecret, lifecycle.SystemClock{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan lifecycle.ProviderEvent, 8)
+	stack := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		ev, err := verifier.VerifyAndParse(r.Header, body)
+		if r.URL.Path != "/v1/webhooks/daytona" || err != nil {
+			t.Errorf("webhook to %s: %v", r.URL.Path, err)
+		}
+		got <- ev
+	}))
+	defer stack.Close()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	run, err := startFake(daytona.Name, stack.URL, func(string) string { return "" }, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer run.stop()
+	settings, err := daytona.Adapter.Read(run.getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _, err := daytona.Adapter.New(registry.Params{Settings: settings, APIKey: run.getenv(daytona.EnvAPIKey),
+		Clock: lifecycle.SystemClock{}, Log: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	sb, err := p.Create(ctx, lifecycle.CreateRequest{Template: "default", Timeout: time.Minute})
+	if err != nil {
+		t.Fatalf("create on the fake: %v", err)
+	}
+	select {
+	case ev := <-got:
+		if ev.SandboxID != sb.ID {
+			t.Errorf("webhook names sandbox %q, want %q", ev.SandboxID, sb.ID)
+		}
+	case <-ctx.Done():
+		t.Fatal("no webhook reached the stack")
 	}
 }
