@@ -54,13 +54,6 @@ const (
 	EnvEventBus = envnames.EventBus
 	// EnvProvider names the sandbox provider, e.g. "e2b" (every function).
 	EnvProvider = envnames.Provider
-	// EnvProviderAPIKeySecret is the Secrets Manager name of the secret
-	// holding the provider's API key (only the functions that call the
-	// provider: sessions, resume, snapshot, reconnect, idlepause).
-	EnvProviderAPIKeySecret = envnames.ProviderAPIKeySecret
-	// EnvWebhookSecretSecret is the Secrets Manager name of the secret
-	// holding the provider's webhook signing key (webhook only).
-	EnvWebhookSecretSecret = envnames.WebhookSecretSecret
 	// EnvProviders lists the providers a create may name (every function).
 	EnvProviders = envnames.Providers
 	// EnvShards is the due indexes' shard count (every function).
@@ -72,13 +65,8 @@ const (
 
 // Defaults for the zero values of SandmanStackProps.
 const (
-	DefaultFunctionsDir             = "build/lambda"
-	DefaultProvider                 = "e2b"
-	DefaultProviderAPIKeySecretName = envnames.DefaultProviderAPIKeySecretName
-	DefaultWebhookSecretName        = envnames.DefaultWebhookSecretName
-	DefaultDaytonaAPIKeySecretName  = envnames.DefaultDaytonaAPIKeySecretName
-	DefaultDaytonaWebhookSecretName = envnames.DefaultDaytonaWebhookSecretName
-	DefaultVercelTokenSecretName    = envnames.DefaultVercelTokenSecretName
+	DefaultFunctionsDir = "build/lambda"
+	DefaultProvider     = "e2b"
 	// DefaultThrottleRateLimit is the default stage's steady-state limit in
 	// requests per second, across all routes: 100,000 open tabs
 	// heartbeating every 30 s over HTTP are 3,333 requests per second, plus
@@ -105,32 +93,25 @@ type SandmanStackProps struct {
 	// Provider is the default sandbox provider: the one a create that names
 	// none uses. Default "e2b".
 	Provider string
-	// Providers are the other providers a create may name ("e2b",
-	// "daytona", "vercel"). Only the enabled providers' secrets are read,
-	// each only by the functions that need it: API keys and tokens by the
-	// functions that call providers, webhook secrets (E2B, Daytona; Vercel
-	// sends none) by the webhook function.
+	// Providers are the other providers a create may name, each one of
+	// internal/provider.Lambda (e2b, daytona, vercel); another name (the
+	// local provider, the fake) fails synthesis. Only the enabled
+	// providers' secrets are read, each only by the functions that need it:
+	// API keys and tokens by the functions that call providers, webhook
+	// secrets (E2B, Daytona; Vercel sends none) by the webhook function.
 	Providers []string
 	// ProviderSettings are the providers' non-secret settings, by their
-	// environment variable (internal/envnames: SANDMAN_DAYTONA_* and
-	// SANDMAN_VERCEL_*, e.g. SANDMAN_VERCEL_PROJECT_ID, which vercel
-	// requires), set on the functions that call providers.
+	// environment variable (registry.Adapter.Env, e.g.
+	// SANDMAN_VERCEL_PROJECT_ID, which vercel requires), set on the
+	// functions that call providers.
 	ProviderSettings map[string]string
-	// DaytonaAPIKeySecretName, DaytonaWebhookSecretName and
-	// VercelTokenSecretName name existing Secrets Manager secrets, read only
-	// when their provider is enabled. Defaults DefaultDaytonaAPIKeySecretName,
-	// DefaultDaytonaWebhookSecretName and DefaultVercelTokenSecretName.
-	DaytonaAPIKeySecretName  string
-	DaytonaWebhookSecretName string
-	VercelTokenSecretName    string
-	// ProviderAPIKeySecretName is the name of an existing Secrets Manager
-	// secret holding the provider's API key. Default
-	// DefaultProviderAPIKeySecretName.
-	ProviderAPIKeySecretName string
-	// WebhookSecretName is the name of an existing Secrets Manager secret
-	// holding the provider's webhook signing key. Default
-	// DefaultWebhookSecretName.
-	WebhookSecretName string
+	// SecretNames name existing Secrets Manager secrets of the enabled
+	// providers, by the variable the functions read the name from
+	// (registry.Secret.SecretEnv, e.g. SANDMAN_PROVIDER_API_KEY_SECRET);
+	// a secret not named here has its adapter's registry.Secret.DefaultName
+	// (docs/DEPLOY.md). Each secret's CDK context key sets it too
+	// (registry.Secret.ContextKey, e.g. sandman:providerApiKeySecretName).
+	SecretNames map[string]string
 
 	// CORSAllowOrigins are the origins browsers may call the API from.
 	// Default ["*"]: the API authenticates with keys, not cookies. The rest
@@ -224,21 +205,6 @@ func (p *SandmanStackProps) withDefaults() SandmanStackProps {
 	if out.Provider == "" {
 		out.Provider = DefaultProvider
 	}
-	if out.ProviderAPIKeySecretName == "" {
-		out.ProviderAPIKeySecretName = DefaultProviderAPIKeySecretName
-	}
-	if out.WebhookSecretName == "" {
-		out.WebhookSecretName = DefaultWebhookSecretName
-	}
-	if out.DaytonaAPIKeySecretName == "" {
-		out.DaytonaAPIKeySecretName = DefaultDaytonaAPIKeySecretName
-	}
-	if out.DaytonaWebhookSecretName == "" {
-		out.DaytonaWebhookSecretName = DefaultDaytonaWebhookSecretName
-	}
-	if out.VercelTokenSecretName == "" {
-		out.VercelTokenSecretName = DefaultVercelTokenSecretName
-	}
 	out.Providers = enabledProviders(out.Provider, out.Providers)
 	if len(out.CORSAllowOrigins) == 0 {
 		out.CORSAllowOrigins = []string{routes.CORSAnyOrigin}
@@ -306,24 +272,27 @@ func NewSandmanStack(scope constructs.Construct, id string, props *SandmanStackP
 	if err := checkLease(p.ProviderSettings); err != nil {
 		awscdk.Annotations_Of(stack).AddError(jsii.String(err.Error()))
 	}
+	if err := checkProviders(p.Providers); err != nil {
+		awscdk.Annotations_Of(stack).AddError(jsii.String(err.Error()))
+	}
 
 	table := newTable(stack, p)
 	bus := awsevents.NewEventBus(stack, jsii.String("EventBus"), &awsevents.EventBusProps{
 		Description: jsii.String("Sandman session lifecycle events (source \"sandman\")"),
 	})
 	secrets := newProviderSecrets(stack, p)
-	timerQueue, timerDLQ := newTimerQueue(stack)
-	readinessQueue, readinessDLQ := newReadinessQueue(stack)
+	timerQueue := newJobQueue(stack, timerQueueSpec)
+	readinessQueue := newJobQueue(stack, readinessQueueSpec)
 
 	functions := make(map[string]awslambda.Function, len(functionSpecs))
 	for _, spec := range functionSpecs {
 		fn := newFunction(stack, spec, p, table, bus)
 		grant(spec, fn, table, bus, secrets)
 		if slices.Contains(timerArmers, spec.name) {
-			grantArmTimers(fn, timerQueue)
+			timerQueue.grantSend(fn, envnames.TimerQueueURL)
 		}
 		if slices.Contains(readinessArmers, spec.name) {
-			grantReadinessJobs(fn, readinessQueue)
+			readinessQueue.grantSend(fn, envnames.ReadinessQueueURL)
 		}
 		functions[spec.name] = fn
 	}
@@ -337,8 +306,8 @@ func NewSandmanStack(scope constructs.Construct, id string, props *SandmanStackP
 	dlq := newSchedule(stack, functions[routes.IdlePause])
 	newAlarms(stack, functions, dlq)
 	newOutbox(stack, functions[routes.Publisher], table, p.PublisherParallelization)
-	newTimers(stack, functions[routes.Pauser], timerQueue, timerDLQ, p)
-	newReadiness(stack, functions[routes.Readiness], readinessQueue, readinessDLQ, p)
+	timerQueue.feed(stack, functions[routes.Pauser], timerBatchSize, p.PauserConcurrency)
+	readinessQueue.feed(stack, functions[routes.Readiness], readinessBatchSize, p.ReadinessConcurrency)
 	wsStage := newClientChannel(stack, p, functions, bus)
 	newWebhooks(stack, functions, bus)
 	newErrorLogFilters(stack, functions)
@@ -965,104 +934,6 @@ func newOutbox(stack awscdk.Stack, fn awslambda.Function, table awsdynamodb.Tabl
 			Period: period, Statistic: jsii.String("Maximum"),
 		}),
 		Threshold:          jsii.Number(0),
-		EvaluationPeriods:  jsii.Number(1),
-		ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD,
-		TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
-	})
-}
-
-// timerArmers are the functions whose writes may set a pause deadline before
-// the next sweep and so arm its timer at once (lifecycle.Service.ArmTimer;
-// the channel's heartbeats, resumes and away deadlines included), and the
-// pauser, which re-arms a timer whose deadline moved: they may send
-// to the timer queue (sqs:SendMessage only) and get its URL in
-// envnames.TimerQueueURL.
-var timerArmers = []string{routes.Sessions, routes.Resume, routes.Snapshot, routes.Reconnect, routes.Webhook,
-	routes.IdlePause, routes.Pauser, routes.Channel}
-
-// Settings of the timer queue and the pauser's event source mapping (ours;
-// docs/DESIGN.md "Precise pausing" asks for a timer that fires on the deadline,
-// and tolerates a duplicate or late one).
-const (
-	// pauserTimeout is the pauser's Lambda timeout (see functionSpecs).
-	pauserTimeout = time.Minute
-	// timerBatchSize is the most timers per pauser invocation.
-	timerBatchSize = 10
-	// timerMaxReceives is how many times a timer is delivered before it
-	// moves to the dead-letter queue; the sweep still pauses its session.
-	timerMaxReceives = 5
-	// timerVisibility is the queue's visibility timeout: six times the
-	// pauser's timeout, as Lambda recommends for SQS event sources, so a
-	// timer is not delivered twice while a batch is still working on it.
-	timerVisibility = 6 * pauserTimeout
-	// timerOldestAgeAlarm is the age of the oldest timer past which its
-	// alarm fires: the longest delay SQS allows (15 min,
-	// sqstimer.MaxDelay) plus 5 minutes of the pauser falling behind.
-	timerOldestAgeAlarm = 20 * time.Minute
-)
-
-// newTimerQueue creates the timer queue (internal/timer/sqstimer sends one
-// message per armed timer, delayed up to 15 minutes) and its dead-letter
-// queue, both SQS-encrypted and SSL-only.
-func newTimerQueue(stack awscdk.Stack) (queue, dlq awssqs.Queue) {
-	dlq = awssqs.NewQueue(stack, jsii.String("TimerDLQ"), &awssqs.QueueProps{
-		Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
-		EnforceSSL:      jsii.Bool(true),
-		RetentionPeriod: awscdk.Duration_Days(jsii.Number(14)),
-	})
-	// No SQS3 suppression: cdk-nag sees it is TimerQueue's dead-letter queue.
-	queue = awssqs.NewQueue(stack, jsii.String("TimerQueue"), &awssqs.QueueProps{
-		Encryption:        awssqs.QueueEncryption_SQS_MANAGED,
-		EnforceSSL:        jsii.Bool(true),
-		VisibilityTimeout: awscdk.Duration_Seconds(jsii.Number(timerVisibility.Seconds())),
-		DeadLetterQueue: &awssqs.DeadLetterQueue{
-			Queue:           dlq,
-			MaxReceiveCount: jsii.Number(timerMaxReceives),
-		},
-	})
-	return queue, dlq
-}
-
-// grantArmTimers lets fn send timers to queue (sqs:SendMessage on it only;
-// the queue is SQS-managed encrypted, so no KMS grant) and tells it the
-// queue's URL.
-func grantArmTimers(fn awslambda.Function, queue awssqs.Queue) {
-	fn.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-		Actions:   jsii.Strings("sqs:SendMessage"),
-		Resources: jsii.Strings(*queue.QueueArn()),
-	}))
-	fn.AddEnvironment(jsii.String(envnames.TimerQueueURL), queue.QueueUrl(), nil)
-}
-
-// newTimers feeds the timer queue to the pauser: batches of timerBatchSize,
-// batch item failures reported (internal/timer/sqstimer names the timers to
-// deliver again), and at most p.PauserConcurrency concurrent invocations,
-// the bound on the provider's pause rate from timers. Alarms fire on
-// anything in the dead-letter queue and on the oldest timer waiting longer
-// than timerOldestAgeAlarm; errors and throttles have theirs in newAlarms.
-func newTimers(stack awscdk.Stack, fn awslambda.Function, queue, dlq awssqs.Queue, p SandmanStackProps) {
-	fn.AddEventSource(awslambdaeventsources.NewSqsEventSource(queue, &awslambdaeventsources.SqsEventSourceProps{
-		BatchSize:               jsii.Number(timerBatchSize),
-		ReportBatchItemFailures: jsii.Bool(true),
-		MaxConcurrency:          jsii.Number(p.PauserConcurrency),
-	}))
-	period := awscdk.Duration_Minutes(jsii.Number(5))
-	awscloudwatch.NewAlarm(stack, jsii.String("TimerDLQAlarm"), &awscloudwatch.AlarmProps{
-		AlarmDescription: jsii.String("Sandman pause timers the pauser gave up on (dead-letter queue)"),
-		Metric: dlq.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{
-			Period: period, Statistic: jsii.String("Maximum"),
-		}),
-		Threshold:          jsii.Number(0),
-		EvaluationPeriods:  jsii.Number(1),
-		ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD,
-		TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
-	})
-	awscloudwatch.NewAlarm(stack, jsii.String("TimerQueueAgeAlarm"), &awscloudwatch.AlarmProps{
-		AlarmDescription: jsii.String("Sandman pauser behind the timer queue (oldest timer over 20 min)"),
-		Metric: queue.MetricApproximateAgeOfOldestMessage(&awscloudwatch.MetricOptions{
-			Period: period, Statistic: jsii.String("Maximum"),
-		}),
-		Threshold:          jsii.Number(timerOldestAgeAlarm.Seconds()),
 		EvaluationPeriods:  jsii.Number(1),
 		ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD,
 		TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
