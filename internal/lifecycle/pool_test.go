@@ -476,3 +476,38 @@ func TestAFillCutShortIsNotAPoolFailure(t *testing.T) {
 		t.Errorf("next fill = %+v, want the pool filled", sum)
 	}
 }
+
+// lostClaimAnswer is a store whose claims commit but answer an error, as a
+// table that timed out after applying the write.
+type lostClaimAnswer struct {
+	lifecycle.Store
+	lifecycle.PoolStore
+}
+
+func (s lostClaimAnswer) ClaimSpare(ctx context.Context, sp *lifecycle.Spare, sess *lifecycle.Session) error {
+	if err := s.PoolStore.ClaimSpare(ctx, sp, sess); err != nil {
+		return err
+	}
+	return &lifecycle.Error{Code: lifecycle.CodeUnavailable, Message: "the session store did not answer"}
+}
+
+func TestClaimWhoseAnswerWasLostStillCompletes(t *testing.T) {
+	e, pool := poolEnv(t, 1, lifecycle.TierPaused)
+	e.svc.FillPools(t.Context())
+	cfg := e.svc.Config()
+	cfg.Store = lostClaimAnswer{Store: cfg.Store, PoolStore: cfg.Store.(lifecycle.PoolStore)}
+	svc := lifecycle.NewService(cfg)
+	sess, _, err := svc.Create(t.Context(), acct, lifecycle.CreateInput{Template: "base", App: appInput(poolLine, 60)})
+	if err != nil {
+		t.Fatalf("create = %v, want the committed claim completed", err)
+	}
+	if !sess.FromPool || sess.State != lifecycle.StateRunning {
+		t.Errorf("session %s from_pool=%v, want running from the pool", sess.State, sess.FromPool)
+	}
+	if page, _ := e.store.ListSessions(t.Context(), acct, "", 10); len(page.Sessions) != 1 {
+		t.Errorf("sessions = %d, want exactly the claimed one (no cold create besides)", len(page.Sessions))
+	}
+	if sp := e.spares(t, pool.ID); len(sp) != 0 {
+		t.Errorf("spares = %v, want none", sp)
+	}
+}

@@ -58,6 +58,14 @@ func (s *Service) createFromPool(ctx context.Context, sess *Session, release fun
 		sess.SandboxID, sess.FromPool, sess.PoolID = sp.SandboxID, true, pool.ID
 		counts.Claims++
 		err := ps.ClaimSpare(ctx, sp, sess)
+		if err != nil && !IsCode(err, CodeConflict) && !IsCode(err, CodeQuotaExceeded) {
+			// A store that did not answer may have committed the claim:
+			// the session tells.
+			if cur, gerr := s.cfg.Store.GetSession(ctx, sess.ID); gerr == nil && cur.SandboxID == sp.SandboxID {
+				*sess = *cur
+				err = nil
+			}
+		}
 		if err == nil {
 			counts.Hits++
 			use := spareCounts(sp, pool.Tier, sess.CreatedAt)
@@ -69,8 +77,7 @@ func (s *Service) createFromPool(ctx context.Context, sess *Session, release fun
 			return true, s.completeClaim(ctx, sess, release)
 		}
 		sess.SandboxID, sess.FromPool, sess.PoolID = "", false, ""
-		switch {
-		case IsCode(err, CodeConflict):
+		if IsCode(err, CodeConflict) {
 			continue // another create took it first
 		}
 		count()
