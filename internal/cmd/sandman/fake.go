@@ -19,26 +19,36 @@ import (
 	"github.com/sandmanhq/sandman/internal/provider/vercel/verceltest"
 )
 
+// fakeOptions are what `sandman fake` passes every provider's fake.
+type fakeOptions struct {
+	// BootDelay is how long after its start a command "listens" on its
+	// PORT (the fakes run nothing; their previews answer once it has).
+	BootDelay time.Duration
+}
+
 // fakeProvider builds a provider's fake served at base as one HTTP handler,
 // logging one line per request to log, and says how to aim a client at it
 // (printed after the base URL). close releases what the fake holds.
-type fakeProvider func(log *slog.Logger, base string) (h http.Handler, hint string, close func())
+type fakeProvider func(log *slog.Logger, base string, o fakeOptions) (h http.Handler, hint string, close func())
 
 // fakes is the registry of `sandman fake <provider>`: one line per provider.
 var fakes = map[string]fakeProvider{
-	"e2b": func(log *slog.Logger, _ string) (http.Handler, string, func()) {
-		f := e2btest.New(e2btest.Config{Logger: log})
-		return f.Handler(), fmt.Sprintf("E2B_API_URL=<base url> E2B_API_KEY=%s (domain %s; envd at <base url>%s/<id>/health)",
-			e2btest.APIKey, e2btest.Domain, e2btest.ProxyPrefix), f.Close
+	"e2b": func(log *slog.Logger, _ string, fo fakeOptions) (http.Handler, string, func()) {
+		f := e2btest.New(e2btest.Config{Logger: log, BootDelay: fo.BootDelay})
+		return f.Handler(), fmt.Sprintf("E2B_API_URL=<base url> E2B_SANDBOX_URL=<base url> E2B_API_KEY=%s (domain %s: a request with Host <port>-<id>.%s reaches that port's preview)",
+			e2btest.APIKey, e2btest.Domain, e2btest.Domain), f.Close
 	},
-	"daytona": func(log *slog.Logger, _ string) (http.Handler, string, func()) {
+	"daytona": func(log *slog.Logger, base string, fo fakeOptions) (http.Handler, string, func()) {
 		o := daytonatest.StandaloneConfig()
 		o.Logger = log
+		o.BootDelay = fo.BootDelay
+		o.ToolboxProxyURL = base + "/toolbox"
 		f := daytonatest.NewServer(o)
-		return f.Handler(), fmt.Sprintf("DAYTONA_API_URL=<base url> DAYTONA_API_KEY=%s", f.APIKey()), func() {}
+		return f.Handler(), fmt.Sprintf("DAYTONA_API_URL=<base url> DAYTONA_API_KEY=%s (toolbox at <base url>/toolbox; a request with Host <port>-<id>.%s reaches that port's preview)",
+			f.APIKey(), daytonatest.DefaultProxyDomain), func() {}
 	},
-	"vercel": func(log *slog.Logger, base string) (http.Handler, string, func()) {
-		f := verceltest.NewServer(verceltest.Config{RouteURL: verceltest.PreviewURLs(base)})
+	"vercel": func(log *slog.Logger, base string, fo fakeOptions) (http.Handler, string, func()) {
+		f := verceltest.NewServer(verceltest.Config{RouteURL: verceltest.PreviewURLs(base), BootDelay: fo.BootDelay})
 		return logRequests(log, f.Handler()), fmt.Sprintf("VERCEL_TOKEN=%s teamId=%s project=%s (the SDK has no base URL option: route its fetch to <base url>)",
 			verceltest.DefaultToken, verceltest.DefaultTeamID, verceltest.DefaultProjectID), f.Close
 	},
@@ -66,13 +76,17 @@ func (r *statusRecorder) WriteHeader(code int) {
 	r.ResponseWriter.WriteHeader(code)
 }
 
+// Unwrap lets http.ResponseController reach the connection (to flush a
+// stream).
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
 // fakeCommand serves a provider's fake on its own until ctx ends:
-// `sandman fake e2b -addr 127.0.0.1:PORT`. State lives in memory. It prints
+// `sandman fake e2b -addr 127.0.0.1:PORT -boot-delay 1s`. State lives in memory. It prints
 // "fake <name> listening on http://<addr>" once it serves.
 func fakeCommand(ctx context.Context, args []string, out, logOut io.Writer) error {
 	names := slices.Sorted(maps.Keys(fakes))
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		return fmt.Errorf("usage: sandman fake <%s> [-addr 127.0.0.1:PORT]", strings.Join(names, "|"))
+		return fmt.Errorf("usage: sandman fake <%s> [-addr 127.0.0.1:PORT] [-boot-delay 1s]", strings.Join(names, "|"))
 	}
 	name := args[0]
 	build, ok := fakes[name]
@@ -82,6 +96,8 @@ func fakeCommand(ctx context.Context, args []string, out, logOut io.Writer) erro
 	fs := flag.NewFlagSet("fake "+name, flag.ContinueOnError)
 	fs.SetOutput(logOut)
 	addr := fs.String("addr", "127.0.0.1:0", "listen address (port 0: any free port)")
+	var fo fakeOptions
+	fs.DurationVar(&fo.BootDelay, "boot-delay", 0, "how long after its start a command listens on its PORT")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -91,7 +107,7 @@ func fakeCommand(ctx context.Context, args []string, out, logOut io.Writer) erro
 	}
 	log := slog.New(slog.NewTextHandler(logOut, nil))
 	base := "http://" + ln.Addr().String()
-	h, hint, closeFake := build(log, base)
+	h, hint, closeFake := build(log, base, fo)
 	defer closeFake()
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	serveErr := make(chan error, 1)
