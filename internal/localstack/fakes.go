@@ -31,10 +31,14 @@ import (
 // restart of the stack. The in-process Daytona fake sends Svix-signed
 // sandbox.created and sandbox.state.updated webhooks to the stack's own
 // /v1/webhooks/daytona, as Daytona would; Vercel sends none (the sweep
-// reconciles);
-// Daytona's preview URLs (https://3000-<id>.proxy.daytona.test) do not
-// resolve, Vercel's point at the fake's own /_preview/ pages, which answer
-// 200 while the session runs and 410 once it stopped.
+// reconciles). The in-process Daytona fake serves its toolbox at its own
+// /toolbox and its previews at its own /preview/<port>-<id>/, so readiness
+// runs an app's command and reaches its preview; a `sandman fake daytona`
+// named by SANDMAN_DAYTONA_BASE_URL serves the toolbox there too, but hands
+// out Daytona's preview URLs (https://3000-<id>.proxy.daytona.test), which
+// do not resolve. Vercel's routes point at the fake's own /_preview/ pages.
+// Both previews answer the provider's "nothing listens" until a started
+// command listens, and stop answering once the sandbox stopped.
 const (
 	ProviderDaytonaFake = "daytona-fake"
 	ProviderVercelFake  = "vercel-fake"
@@ -62,7 +66,7 @@ func providerFakeEnv(provider, stackURL string, getenv func(string) string, log 
 		set[app.EnvProvider] = app.ProviderDaytona
 		def[app.EnvDaytonaAPIKey] = daytonatest.DefaultAPIKey
 		def[app.EnvDaytonaWebhookSecret] = DefaultDaytonaWebhookSecret
-		handler = func(string) (http.Handler, func()) {
+		handler = func(base string) (http.Handler, func()) {
 			secret := getenv(app.EnvDaytonaWebhookSecret)
 			if secret == "" {
 				secret = DefaultDaytonaWebhookSecret
@@ -71,6 +75,10 @@ func providerFakeEnv(provider, stackURL string, getenv func(string) string, log 
 			o := daytonatest.StandaloneConfig()
 			o.Logger = log.With("component", "daytona-fake")
 			o.OnStateChange = hooks.send
+			// The toolbox and the previews on the fake itself, so readiness
+			// runs the app and probes its preview without DNS.
+			o.ToolboxProxyURL = base + "/toolbox"
+			o.PreviewBaseURL = base
 			return daytonatest.NewServer(o).Handler(), hooks.close
 		}
 	case ProviderVercelFake:
