@@ -99,6 +99,24 @@ func (s *Service) enqueueReadiness(ctx context.Context, sess *Session, from Stat
 	}
 }
 
+// RequeueReadiness queues the readiness job of sess again when it is
+// running with its app still starting: the sweep's repair of a job that was
+// never queued (the writer died between the commit and the send, or the
+// send failed) or that the queue gave up on (docs/READINESS.md "Crash
+// safety"). The job looks before it starts anything, so a job still at
+// work finds its command running. It reports whether a job was queued
+// (false without ReadinessJobs, or for a session with nothing to bring
+// up). Errors: the queue's (unavailable).
+func (s *Service) RequeueReadiness(ctx context.Context, sess *Session) (bool, error) {
+	if s.cfg.ReadinessJobs == nil || sess.State != StateRunning || sess.App == nil || sess.Readiness != ReadinessStarting {
+		return false, nil
+	}
+	if err := s.cfg.ReadinessJobs.Enqueue(ctx, sess.ID); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
 // BringUpOutcome says what a readiness job did.
 type BringUpOutcome string
 
