@@ -31,7 +31,7 @@ test('a session command serves its port through the preview link, after the empt
 
     await sandbox.process.createSession('dev');
     const started = await sandbox.process.executeSessionCommand('dev', {
-      command: `PORT=${port} python3 -m http.server ${port}`, runAsync: true,
+      command: `python3 -m http.server ${port}`, runAsync: true,
     });
     assert.ok(started.cmdId, `exec: ${JSON.stringify(started)}`);
     const cmd = await sandbox.process.getSessionCommand('dev', started.cmdId);

@@ -24,10 +24,9 @@ test('a background command serves its port through getHost, after the port-close
     const before = await get(url);
     assert.ok(portClosed(before), `before the command: ${JSON.stringify(before)}`);
 
-    // timeoutMs 0: envd would kill the server at the SDK's default 60 s.
-    const cmd = await sbx.commands.run('python3 -m http.server $PORT', {
-      background: true, envs: { PORT: String(port) }, timeoutMs: 0,
-    });
+    // E2B's own example; timeoutMs 0, or envd kills the server after the
+    // SDK's default 60 s.
+    const cmd = await sbx.commands.run(`python3 -m http.server ${port}`, { background: true, timeoutMs: 0 });
     assert.ok(cmd.pid > 0, `pid ${cmd.pid}`);
     const booting = await get(url);
     assert.ok(portClosed(booting), `while it boots: ${JSON.stringify(booting)}`);

@@ -8,14 +8,17 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/provider/internal/fakehttp"
 )
 
 // Process is a background process the fake's envd "runs": it runs nothing,
-// and listens on the port named by its PORT variable once Config.BootDelay
-// has passed since it started (by the clock).
+// and listens once Config.BootDelay has passed since it started (by the
+// clock) on the port named by its PORT variable, or else on the ports its
+// command line names (fakehttp.ListenPorts: `python3 -m http.server 3000`).
 type Process struct {
 	PID       int
 	Tag       string
@@ -60,6 +63,11 @@ const (
 	OpProcessKill  Op = "process_signal"
 	OpPreview      Op = "preview"
 )
+
+// listenPorts returns the ports p listens on once booted.
+func (p Process) listenPorts() []int {
+	return fakehttp.ListenPorts(strings.Join(append([]string{p.Cmd}, p.Args...), " "), p.Envs["PORT"])
+}
 
 // PortClosedMessage is the message of E2B's 502 while nothing listens.
 const PortClosedMessage = "The sandbox is running but port is not open"
@@ -288,7 +296,7 @@ func (s *Server) preview(w http.ResponseWriter, r *http.Request) {
 		sb.EndAt = s.capped(sb, now, sb.Timeout)
 	}
 	for _, p := range sb.Processes {
-		if p.Envs["PORT"] == strconv.Itoa(port) && !s.now().Before(p.StartedAt.Add(s.opts.BootDelay)) {
+		if slices.Contains(p.listenPorts(), port) && !s.now().Before(p.StartedAt.Add(s.opts.BootDelay)) {
 			w.Header().Set("Content-Type", "text/plain")
 			_, _ = io.WriteString(w, "ok")
 			return

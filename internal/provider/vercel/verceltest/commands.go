@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -21,8 +22,10 @@ const (
 	OpCommandLogs   Op = "cmd-logs"   // GET /v2/sandboxes/sessions/{id}/cmd/{cmdId}/logs
 )
 
-// commandRec is one command of a session. It "listens" on the port named
-// by its PORT variable once Config.BootDelay has passed since its start,
+// commandRec is one command of a session. It "listens" once
+// Config.BootDelay has passed since its start on the port named by its PORT
+// variable, or else on the ports its command line names
+// (fakehttp.ListenPorts: python3 -m http.server 3000),
 // unless its line holds --no-listen; a line "exit N" exits at once with N.
 // A stop of its session kills it (exit code 137): processes do not survive
 // a stop, a resume is a new session. Its output is "starting <line>" on
@@ -35,7 +38,7 @@ type commandRec struct {
 	sessionID   string
 	startedAt   int64 // ms
 	exitCode    *int
-	port        int
+	ports       []int // the ports it listens on once booted (fakehttp.ListenPorts)
 	noListen    bool
 	logs        []LogLine
 }
@@ -92,8 +95,8 @@ func (s *Server) runCommand(w http.ResponseWriter, r *http.Request) {
 	s.seq++
 	c := &commandRec{id: fmt.Sprintf("cmd_%08d", s.seq), command: body.Command, args: body.Args, cwd: body.Cwd,
 		env: body.Env, sessionID: se.id, startedAt: s.now()}
-	c.port, _ = strconv.Atoi(body.Env["PORT"])
 	line := strings.TrimSpace(strings.Join(append([]string{body.Command}, body.Args...), " "))
+	c.ports = fakehttp.ListenPorts(line, body.Env["PORT"])
 	if len(body.Args) > 0 {
 		line = strings.TrimSpace(body.Args[len(body.Args)-1])
 	}
@@ -244,7 +247,7 @@ func killCommands(se *sessionRec) {
 // listens reports whether a command of se listens on port at now (ms).
 func (s *Server) listens(se *sessionRec, port int, now int64) bool {
 	for _, c := range se.commands {
-		if c.exitCode == nil && !c.noListen && c.port == port && now-c.startedAt >= s.opts.BootDelay.Milliseconds() {
+		if c.exitCode == nil && !c.noListen && slices.Contains(c.ports, port) && now-c.startedAt >= s.opts.BootDelay.Milliseconds() {
 			return true
 		}
 	}
