@@ -24,6 +24,11 @@ type fakeOptions struct {
 	// BootDelay is how long after its start a command "listens" on its
 	// PORT (the fakes run nothing; their previews answer once it has).
 	BootDelay time.Duration
+	// LocalPreviews (Daytona) hands out preview URLs on the fake's own
+	// address (<base>/preview/<port>-<id>/) instead of Daytona's
+	// https://<port>-<id>.<proxy domain>, which does not resolve: for a
+	// local stack whose readiness probes the preview.
+	LocalPreviews bool
 }
 
 // fakeProvider builds a provider's fake served at base as one HTTP handler,
@@ -43,6 +48,9 @@ var fakes = map[string]fakeProvider{
 		o.Logger = log
 		o.BootDelay = fo.BootDelay
 		o.ToolboxProxyURL = base + "/toolbox"
+		if fo.LocalPreviews {
+			o.PreviewBaseURL = base
+		}
 		f := daytonatest.NewServer(o)
 		return f.Handler(), fmt.Sprintf("DAYTONA_API_URL=<base url> DAYTONA_API_KEY=%s (toolbox at <base url>/toolbox; a request with Host <port>-<id>.%s reaches that port's preview)",
 			f.APIKey(), daytonatest.DefaultProxyDomain), func() {}
@@ -86,7 +94,7 @@ func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter 
 func fakeCommand(ctx context.Context, args []string, out, logOut io.Writer) error {
 	names := slices.Sorted(maps.Keys(fakes))
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		return fmt.Errorf("usage: sandman fake <%s> [-addr 127.0.0.1:PORT] [-boot-delay 1s]", strings.Join(names, "|"))
+		return fmt.Errorf("usage: sandman fake <%s> [-addr 127.0.0.1:PORT] [-boot-delay 1s] [-local-previews]", strings.Join(names, "|"))
 	}
 	name := args[0]
 	build, ok := fakes[name]
@@ -98,6 +106,7 @@ func fakeCommand(ctx context.Context, args []string, out, logOut io.Writer) erro
 	addr := fs.String("addr", "127.0.0.1:0", "listen address (port 0: any free port)")
 	var fo fakeOptions
 	fs.DurationVar(&fo.BootDelay, "boot-delay", 0, "how long after its start a command listens on its PORT")
+	fs.BoolVar(&fo.LocalPreviews, "local-previews", false, "daytona: preview URLs on the fake's own address (for a local stack)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
