@@ -5,7 +5,8 @@
 # with `npm ci` into .tools/sdk (git-ignored) when missing or out of date.
 # For each provider it starts the fake on a free port with a boot delay,
 # points the SDK at it, and runs scripts/sdk/<provider>.test.mjs (node's
-# test runner), each bounded by SDK_TEST_TIMEOUT seconds (default 120).
+# test runner), each bounded by SDK_TEST_TIMEOUT seconds (default 120); the
+# boot delay is SDK_BOOT_DELAY (default 2s).
 # Usage: scripts/sdk.sh [e2b|daytona|vercel ...]   (default: all three)
 set -euo pipefail
 
@@ -14,7 +15,7 @@ cd "$repo"
 providers=("$@")
 [ "${#providers[@]}" -gt 0 ] || providers=(e2b daytona vercel)
 limit="${SDK_TEST_TIMEOUT:-120}"
-boot_delay="${SDK_BOOT_DELAY:-1s}"
+boot_delay="${SDK_BOOT_DELAY:-2s}"
 
 # Install the pinned SDKs; a stamp of the lock file says what is there.
 mods="$repo/.tools/sdk"

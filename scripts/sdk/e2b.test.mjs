@@ -39,6 +39,9 @@ test('a background command serves its port through getHost, after the port-close
     });
     assert.equal(up.status, 200);
 
+    // A command that exits: the SDK's wait sees its code.
+    await assert.rejects(sbx.commands.run('exit 3'), (e) => e.name === 'CommandExitError' && e.exitCode === 3);
+
     // A paused sandbox keeps its processes (E2B's memory snapshot).
     await sbx.pause();
     const back = await Sandbox.connect(sbx.sandboxId);

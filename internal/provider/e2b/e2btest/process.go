@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,6 +20,8 @@ import (
 // and listens once Config.BootDelay has passed since it started (by the
 // clock) on the port named by its PORT variable, or else on the ports its
 // command line names (fakehttp.ListenPorts: `python3 -m http.server 3000`).
+// A command line `exit N` ends at once with exit code N (Start's stream
+// carries its end event) and is never listed.
 type Process struct {
 	PID       int
 	Tag       string
@@ -64,9 +67,18 @@ const (
 	OpPreview      Op = "preview"
 )
 
+// line is p's command line: the last argument of the SDK's
+// /bin/bash -l -c <cmd>, else the command and its arguments.
+func (p Process) line() string {
+	if len(p.Args) >= 2 && p.Args[len(p.Args)-2] == "-c" {
+		return p.Args[len(p.Args)-1]
+	}
+	return strings.Join(append([]string{p.Cmd}, p.Args...), " ")
+}
+
 // listenPorts returns the ports p listens on once booted.
 func (p Process) listenPorts() []int {
-	return fakehttp.ListenPorts(strings.Join(append([]string{p.Cmd}, p.Args...), " "), p.Envs["PORT"])
+	return fakehttp.ListenPorts(p.line(), p.Envs["PORT"])
 }
 
 // PortClosedMessage is the message of E2B's 502 while nothing listens.
@@ -154,13 +166,24 @@ func (s *Server) processStart(w http.ResponseWriter, r *http.Request) {
 	if ms, err := strconv.ParseInt(r.Header.Get("Connect-Timeout-Ms"), 10, 64); err == nil && ms > 0 {
 		p.Deadline = p.StartedAt.Add(time.Duration(ms) * time.Millisecond)
 	}
-	sb.Processes = append(sb.Processes, p)
+	m := exitOf.FindStringSubmatch(p.line())
+	if m == nil {
+		sb.Processes = append(sb.Processes, p)
+	}
 	id := sb.ID
 	s.mu.Unlock()
 	w.Header().Set("Content-Type", "application/connect+json")
 	writeFrame(w, 0, fmt.Appendf(nil, `{"event":{"start":{"pid":%d}}}`, p.PID))
+	if m != nil { // it exits at once with that code
+		writeFrame(w, 0, fmt.Appendf(nil, `{"event":{"end":{"exitCode":%s,"exited":true,"status":"exit status %s"}}}`, m[1], m[1]))
+		writeFrame(w, 0x02, []byte(`{}`))
+		return
+	}
 	s.streamUntilEnd(w, r, id, p.PID)
 }
+
+// exitOf finds a command line that exits at once: `exit N`.
+var exitOf = regexp.MustCompile(`^\s*exit (\d{1,3})\s*$`)
 
 // streamUntilEnd holds Start's stream open as envd does while the process
 // runs: a keepalive event every Keepalive-Ping-Interval seconds, and once

@@ -169,3 +169,21 @@ func TestSandboxHeadersRouteToEnvdOnlyOnALocalHost(t *testing.T) {
 		t.Error("the sandbox headers routed on a named host that is not sandbox.*; E2B's proxy reads them only on localhost, an IP or sandbox.*")
 	}
 }
+
+func TestAnExitCommandEndsAtOnceWithItsCode(t *testing.T) {
+	f, base, _, id, token := oneAddress(t)
+	resp := envd(t, base, id, token, "/process.Process/Start", "application/connect+json",
+		startFrame(t, `{"process":{"cmd":"/bin/bash","args":["-l","-c","exit 3"]}}`), nil)
+	defer resp.Body.Close()
+	r := bufio.NewReader(resp.Body)
+	readFrame(t, r) // start
+	if flags, msg := readFrame(t, r); flags != 0 || !strings.Contains(msg, `"exitCode":3`) || !strings.Contains(msg, `"exited":true`) {
+		t.Errorf("after the start: %d %s, want the end event with exit code 3", flags, msg)
+	}
+	if flags, _ := readFrame(t, r); flags != 0x02 {
+		t.Errorf("flags %d, want the end of the stream", flags)
+	}
+	if n := len(f.Processes(id)); n != 0 {
+		t.Errorf("%d processes listed, want none (it exited)", n)
+	}
+}
