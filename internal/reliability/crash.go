@@ -74,8 +74,17 @@ func (c *Crasher) alive() error {
 	return nil
 }
 
-// Store returns store as the process sees it.
-func (c *Crasher) Store(store lifecycle.Store) lifecycle.Store { return &crashStore{store, c} }
+// Store returns store as the process sees it. A store that keeps warm
+// pools (lifecycle.PoolStore) stays one: a claim is a session write step
+// (From "", To the claimed session's state), the other pool calls fail
+// once the process is dead.
+func (c *Crasher) Store(store lifecycle.Store) lifecycle.Store {
+	cs := &crashStore{store, c}
+	if ps, ok := store.(lifecycle.PoolStore); ok {
+		return &crashPoolStore{crashStore: cs, ps: ps}
+	}
+	return cs
+}
 
 // Provider returns provider as the process sees it. Its calls fail with a
 // transient *lifecycle.ProviderError wrapping ErrCrashed, as a call cut off
@@ -229,4 +238,74 @@ func (p *crashProvider) Kill(ctx context.Context, id string) error {
 		return err
 	}
 	return p.p.Kill(ctx, id)
+}
+
+type crashPoolStore struct {
+	*crashStore
+	ps lifecycle.PoolStore
+}
+
+var _ lifecycle.PoolStore = (*crashPoolStore)(nil)
+
+func (s *crashPoolStore) PutSpare(ctx context.Context, sp *lifecycle.Spare) error {
+	if err := s.c.alive(); err != nil {
+		return err
+	}
+	return s.ps.PutSpare(ctx, sp)
+}
+
+func (s *crashPoolStore) UpdateSpare(ctx context.Context, sp *lifecycle.Spare, from lifecycle.SpareStatus) error {
+	if err := s.c.alive(); err != nil {
+		return err
+	}
+	return s.ps.UpdateSpare(ctx, sp, from)
+}
+
+func (s *crashPoolStore) DeleteSpare(ctx context.Context, sp *lifecycle.Spare) error {
+	if err := s.c.alive(); err != nil {
+		return err
+	}
+	return s.ps.DeleteSpare(ctx, sp)
+}
+
+func (s *crashPoolStore) ListSpares(ctx context.Context, poolID string) ([]*lifecycle.Spare, error) {
+	if err := s.c.alive(); err != nil {
+		return nil, err
+	}
+	return s.ps.ListSpares(ctx, poolID)
+}
+
+func (s *crashPoolStore) GetSpare(ctx context.Context, poolID, sandboxID string) (*lifecycle.Spare, error) {
+	if err := s.c.alive(); err != nil {
+		return nil, err
+	}
+	return s.ps.GetSpare(ctx, poolID, sandboxID)
+}
+
+func (s *crashPoolStore) ClaimSpare(ctx context.Context, sp *lifecycle.Spare, sess *lifecycle.Session) error {
+	if err := s.c.step(Step{Op: StepWrite, To: sess.State, SessionID: sess.ID}); err != nil {
+		return err
+	}
+	return s.ps.ClaimSpare(ctx, sp, sess)
+}
+
+func (s *crashPoolStore) PoolStatus(ctx context.Context, poolID string) (lifecycle.PoolStatus, error) {
+	if err := s.c.alive(); err != nil {
+		return lifecycle.PoolStatus{}, err
+	}
+	return s.ps.PoolStatus(ctx, poolID)
+}
+
+func (s *crashPoolStore) CountPool(ctx context.Context, poolID string, c lifecycle.PoolCounts) error {
+	if err := s.c.alive(); err != nil {
+		return err
+	}
+	return s.ps.CountPool(ctx, poolID, c)
+}
+
+func (s *crashPoolStore) SavePoolHealth(ctx context.Context, poolID string, h lifecycle.PoolHealth, version int64) (int64, error) {
+	if err := s.c.alive(); err != nil {
+		return 0, err
+	}
+	return s.ps.SavePoolHealth(ctx, poolID, h, version)
 }
