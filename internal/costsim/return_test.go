@@ -38,8 +38,8 @@ func TestResumeOnReturnStartsBeforeTheRequest(t *testing.T) {
 		t.Errorf("resume on return bills %v minutes more, want %v (the lead)", got, want)
 	}
 	for _, tt := range []struct {
-		name                        string
-		res                         costsim.Result
+		name                       string
+		res                        costsim.Result
 		resumes, onReturn, returns int
 	}{
 		{"presence", pres, 1, 0, 1},
