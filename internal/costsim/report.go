@@ -598,10 +598,10 @@ func (r Report) otherCallsMarkdown(w func(string, ...any)) {
 	perPause := func(n int) float64 { return float64(n) / float64(timers.Pauses) }
 	other := timers.Resumes + timers.ProviderRefreshes + r.Trace.Sessions
 	perWindow := perPause(other) * float64(sc.DueRate) * (sc.RateWindow.Seconds() / sc.SweepInterval.Seconds())
-	w("- Other calls share the limit. Per pause, the replay's *%s* row also makes %.2f resumes, %.2f provider-timeout "+
-		"refreshes and %.2f creates (%s, %s and %s in all). If those scale with the pauses, %s pauses per %s bring %s of "+
-		"them per %s: %.1f× the limit on their own, before any pause. Whether a set-timeout counts against the limit decides "+
-		"whether the provider-side guard (one refresh per half idle timeout of activity) fits at this scale.\n",
+	w("\nA cross-check from the replay: per pause, its *%s* row makes %.2f resumes, %.2f provider-timeout "+
+		"refreshes and %.2f creates (%s, %s and %s in all). Scaled with the pauses, %s pauses per %s bring %s of "+
+		"them per %s: %.1f× the limit on their own, before any pause (the target above counts every running session as "+
+		"active, so its refreshes are higher). E2B counts set-timeout (an update) against its lifecycle limit.\n",
 		timers.Scenario.Name, perPause(timers.Resumes), perPause(timers.ProviderRefreshes), perPause(r.Trace.Sessions),
 		numfmt.Thousands(timers.Resumes), numfmt.Thousands(timers.ProviderRefreshes), numfmt.Thousands(r.Trace.Sessions),
 		numfmt.Thousands(sc.DueRate), human(sc.SweepInterval), numfmt.Thousands(int(perWindow+0.5)), human(sc.RateWindow),
