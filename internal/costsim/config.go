@@ -228,7 +228,16 @@ type Config struct {
 	// Scale is the scale simulation Run adds to the report (see
 	// "Scale"); a zero Scale.Sessions leaves it out.
 	Scale ScaleConfig
+	// HeldOutSeeds are the seeds Run judges the resume-on-return target on
+	// besides Seed (HeldOut), and on the first five of them how it fares
+	// when the app's restart or the return lead change. Empty leaves the
+	// section out.
+	HeldOutSeeds []uint64
 }
+
+// DefaultHeldOutSeeds are the report's held-out seeds: 2 to 11, never used
+// to tune the model.
+var DefaultHeldOutSeeds = []uint64{2, 3, 4, 5, 6, 7, 8, 9, 10, 11}
 
 // ProviderProfile is how long one provider keeps a user waiting for a
 // sandbox to be usable: after a resume (docs/READINESS.md: running is not
@@ -402,6 +411,7 @@ func DefaultConfig() Config {
 		PoolCosts:          DefaultPoolCosts,
 		Scenarios:          DefaultScenarios(0.05, DefaultOutage, DefaultAwayProbabilities),
 		Scale:              DefaultScale(),
+		HeldOutSeeds:       DefaultHeldOutSeeds,
 	}
 }
 

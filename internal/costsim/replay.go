@@ -24,8 +24,9 @@ const sandboxID = "sbx_sim"
 const reasonAway = "away"
 
 // Run generates cfg's trace, replays every scenario on it, and adds the
-// scale simulation of cfg.Scale. It is Replay(cfg, Generate(cfg)) plus
-// RunScale(cfg.Scale) for configurations known to be good, such as
+// scale simulation of cfg.Scale and the held-out check on
+// cfg.HeldOutSeeds. It is Replay(cfg, Generate(cfg)) plus
+// RunScale(cfg.Scale) and HeldOut for configurations known to be good, such as
 // DefaultConfig: it panics when cfg fails Validate (call Validate first on
 // untrusted input) or when the replay breaks an invariant, which is a bug.
 func Run(cfg Config) Report {
@@ -38,6 +39,9 @@ func Run(cfg Config) Report {
 		panic(err)
 	}
 	if r.Scale, err = RunScale(cfg.Scale); err != nil {
+		panic(err)
+	}
+	if r.HeldOut, r.Sensitivity, err = heldOutReport(cfg); err != nil {
 		panic(err)
 	}
 	return r

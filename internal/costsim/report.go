@@ -30,6 +30,11 @@ type Report struct {
 	Pools []PoolResult
 	// Scale is the scale simulation (Run only; Replay leaves it empty).
 	Scale ScaleReport
+	// HeldOut is the resume-on-return target on Config.HeldOutSeeds, and
+	// Sensitivity how it fares on the first five when one assumption
+	// changes (Run only).
+	HeldOut     []HeldOutRow
+	Sensitivity []SensitivityRow
 }
 
 // FrontierPoint is the timers-and-presence row (away_prob 0.5, no faults)
@@ -266,6 +271,7 @@ func (r Report) Markdown() string {
 	r.waitsMarkdown(w)
 	r.targetsMarkdown(w)
 	r.frontierMarkdown(w)
+	r.heldOutMarkdown(w)
 	r.poolsMarkdown(w)
 
 	w("\n### Method\n\n")

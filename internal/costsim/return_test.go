@@ -180,3 +180,27 @@ func TestHeldOutResumeOnReturn(t *testing.T) {
 		t.Errorf("with an 8 s app start the target is met; want not met on the provider that loses processes")
 	}
 }
+
+// TestDefaultReportHeldOut: the published report judges the target on its
+// held-out seeds (met on every one) and shows where it stops holding.
+func TestDefaultReportHeldOut(t *testing.T) {
+	r := MustDefaultReport(t)
+	if got, want := len(r.HeldOut), len(costsim.DefaultHeldOutSeeds); got != want {
+		t.Fatalf("held-out rows = %d, want %d", got, want)
+	}
+	for _, h := range r.HeldOut {
+		if !h.Met() {
+			t.Errorf("seed %d: resume-on-return target not met", h.Seed)
+		}
+	}
+	met := map[string]int{}
+	for _, s := range r.Sensitivity {
+		met[s.Change[:strings.Index(s.Change, " (")]] = s.Met
+	}
+	if met["app restart after a cold resume 4 s"] != 5 || met["app restart after a cold resume 6 s"] != 0 {
+		t.Errorf("sensitivity %+v: want the target to hold at a 4 s restart and fail at 6 s", r.Sensitivity)
+	}
+	if md := r.Markdown(); !strings.Contains(md, "### Held-out check") || !strings.Contains(md, "Met on 10 of 10 seeds.") {
+		t.Errorf("Markdown lacks the held-out section")
+	}
+}
