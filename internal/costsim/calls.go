@@ -68,7 +68,7 @@ var DefaultProviderLimits = []ProviderLimit{
 	{Name: "e2b (Pro)", Window: 30 * time.Second, Lifecycle: 20_000, Creates: 150, CreatesInLifecycle: true,
 		Source: "e2b.dev/docs/sandbox/rate-limits: lifecycle 20,000 / 30 s; creation 5/s"},
 	{Name: "daytona (tier 4)", Window: time.Minute, Lifecycle: 50_000, Creates: 600,
-		Source: "daytona.io/docs/en/rate-limits: sandbox-lifecycle 50,000 / min; sandbox-create 600 / min"},
+		Source: "daytona.io/docs/en/rate-limits (tier 4): sandbox-lifecycle 50,000 / min; sandbox-create 600 / min"},
 }
 
 // CallRow is one limiter row: the target's calls through one shared limiter
