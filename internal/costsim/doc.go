@@ -212,5 +212,10 @@
 // instant) 1.8/134/152 s. The load the limit cannot carry is the rest: the
 // replay makes 5.7 provider-timeout refreshes and 0.7 resumes per pause,
 // which at this scale would be 3.4× the limit by themselves if they count
-// against it.
+// against it. The provider-call section (calls.go) counts every lifecycle
+// call at the target (123,000 per 30 s: pauses, resumes, creates and the
+// guard's refreshes), sets them against E2B's and Daytona's published
+// limits, drives one interval of them through one shared limiter (first
+// come first served, or resumes and creates first), and gives the limit
+// each guard-refresh interval needs with the guard's bound.
 package costsim

@@ -236,7 +236,7 @@ func (r Report) Markdown() string {
 		"any policy can bill. Prices assume %d vCPUs at $%s per vCPU-second (an assumption; memory not priced).\n\n",
 		numfmt.Thousands(st.Sessions), c.Days, c.Seed, numfmt.Thousands(st.Heartbeats), c.VCPUs, strconv.FormatFloat(c.PricePerVCPUSecond, 'f', -1, 64))
 
-	w("| policy | billed sandbox-min | × floor | saved vs never pause | cost (USD) | resumes waited for | pauses | early pauses | overshoot p50 (s) | overshoot p99 (s) | overshoot max (s) | sweeps run / missed |\n")
+	w("| policy | billed sandbox-min | × floor | saved vs never pause | cost (USD) | resumes | pauses | early pauses | overshoot p50 (s) | overshoot p99 (s) | overshoot max (s) | sweeps run / missed |\n")
 	w("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	floorCost := st.ActiveMinutes * 60 * float64(c.VCPUs) * c.PricePerVCPUSecond
 	w("| floor (active time) | %s | 1.00 | %s | %s | — | — | — | — | — | — | — |\n",
@@ -255,7 +255,7 @@ func (r Report) Markdown() string {
 	}
 
 	w("\n### Operations\n\n")
-	w("| policy | heartbeats | heartbeat writes | provider timeout refreshes | pauses by sweep | pauses by provider timeout | of which early | earliest pause (s) | requests refused (outage) | of which blocked | pauses under an active user | user wait for resumes (s) | running at end |\n")
+	w("| policy | heartbeats | heartbeat writes | provider timeout refreshes | pauses by sweep | pauses by provider timeout | of which early | earliest pause (s) | requests refused (outage) | of which blocked | pauses under an active user | resumes × resume wait (s) | running at end |\n")
 	w("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, res := range r.Results {
 		if res.Scenario.Policy == NeverPause {
