@@ -511,9 +511,11 @@ type functionSpec struct {
 //   - idlepause: 4 min 50 s, so a run ends before the next rate(5 minutes)
 //     tick; the sweeper stops before its deadline and leaves the rest for the
 //     next run;
-//   - publisher: 1 min: a batch of streamBatchSize records is at most
-//     streamBatchSize/10 PutEvents calls, each with the SDK's and the
-//     publisher's bounded retries (a few seconds at worst);
+//   - publisher: 1 min: a batch of streamBatchSize records is one usage
+//     transaction per record, 10 sessions at a time, and streamBatchSize/10
+//     PutEvents calls (up to one per record when one session fills the
+//     batch: a call holds one event of a session), each with the SDK's and
+//     the publisher's bounded retries (a few seconds at worst);
 //   - pauser: 1 min: a batch of timerBatchSize timers fired one after
 //     another, each at most one provider pause (a few seconds) and two
 //     conditional writes; a timer the batch did not reach is delivered
