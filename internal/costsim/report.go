@@ -533,7 +533,7 @@ func (r Report) targetsMarkdown(w func(string, ...any)) {
 			"trace, on every provider): billed %.2f× %s; seconds waited: %s: %s. Assumes the lead model above (median %s) "+
 			"and the provider profiles above.\n",
 			rt.row.Scenario.Name, targetPresenceRatio, rt.row.RatioToFloor, mark(rt.billedOK), strings.Join(parts, "; "),
-			met(rt.met()), human(c.Trace.ReturnLeadMedian))
+			met(rt.met()), fmt.Sprintf("%g s", c.Trace.ReturnLeadMedian.Seconds()))
 	}
 	if okO && okOT {
 		ok := outT.BilledMinutes <= today.BilledMinutes && outT.OvershootMax <= today.OvershootMax &&
@@ -644,7 +644,7 @@ func (r Report) waitsMarkdown(w func(string, ...any)) {
 		"p10 %s, p50 %s, p90 %s; `-return-lead-median`, `-return-lead-sigma`). A user waits max(0, resume to ready − lead); "+
 		"a request that finds the sandbox paused waits all of it. Per user return (the first request after each gap): the "+
 		"sum of seconds waited, and the p95 over returns (returns that met no resume waited 0).\n\n",
-		human(t.ReturnLeadMedian), t.ReturnLeadSigma, human(t.ReturnLeadMin), human(t.ReturnLeadMax),
+		fmt.Sprintf("%g s", t.ReturnLeadMedian.Seconds()), t.ReturnLeadSigma, human(t.ReturnLeadMin), human(t.ReturnLeadMax),
 		human(r.Trace.LeadP10), human(r.Trace.LeadP50), human(r.Trace.LeadP90))
 	w("| policy | returns | resumes (on return) |")
 	for _, p := range c.Providers {
