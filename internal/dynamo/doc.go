@@ -36,7 +36,9 @@
 //	by_owner_keys owner_key = account id,
 //	            owner_sort = created_at (timeLayout) + "#" + id  every session (keys only)
 //	idle        idle_shard, idle_due_at (+ pause_deadline)       while running, due at Session.PauseDeadline()
-//	lease       lease_shard, lease_due_at                        while State.Transitional(), due at LeaseExpiresAt
+//	lease       lease_shard, lease_due_at                        while State.Transitional(), due at LeaseExpiresAt;
+//	                                                             while running with its app starting, due at
+//	                                                             StateChangedAt + ReadinessRequeueAfter (Session.LeaseDue)
 //	paused      paused_shard, paused_due_at                      while paused, due at PausedAt
 //
 // by_owner_keys projects only the keys, so a write that keeps a session's
