@@ -130,13 +130,13 @@ try {
   }, created.id);
   await appCard.getByRole("button", { name: "Resume preview" }).click();
   // The iframe must not show before the app is ready (shownWhenReady checks
-  // the session's readiness when it appears); the waking line is checked
-  // for its words whenever it showed (a push can take the card from paused
-  // straight to ready).
+  // the session's readiness when it appears), and the card says both steps
+  // of the wake in order, even when a push skipped one (a push carries the
+  // session as it is when sent: it can go from paused straight to ready).
   await shownWhenReady("resume");
-  const said = (await page2.evaluate(() => window.wakingSaid)).join(" → ") || "(no waking line)";
-  for (const text of await page2.evaluate(() => window.wakingSaid)) assert.match(text, /Waking…|Starting the app…/);
-  console.log(`ok   app: cold resume read "${said}", then ready, the app in the iframe again`);
+  const said = await page2.evaluate(() => window.wakingSaid);
+  assert.deepEqual(said, ["Waking…", "Starting the app…"], `the waking line said ${JSON.stringify(said)}`);
+  console.log(`ok   app: cold resume read "${said.join(" → ")}", then ready, the app in the iframe again`);
   const events = readFileSync(join(dir, "state", "events.jsonl"), "utf8").split("\n").filter((l) => l.includes(created.id) && l.includes("Session Ready"));
   assert.equal(events.length, 2, `Session Ready events: ${events.length}`);
   console.log("ok   app: events.jsonl holds Session Ready twice");
