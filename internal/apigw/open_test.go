@@ -78,7 +78,7 @@ func TestOpenLink(t *testing.T) {
 		if r.status != http.StatusFound && r.status != http.StatusOK {
 			t.Fatalf("status %d, want the preview or the waking page", r.status)
 		}
-		if r.status == http.StatusOK && !strings.Contains(r.body, "sandman.js") {
+		if r.status == http.StatusOK && !strings.Contains(r.body, `"/v1/sandman.js"`) {
 			t.Errorf("waking page does not follow the session: %s", r.body)
 		}
 		if got := h.mustSession(t, p.ID); got.State != "running" {

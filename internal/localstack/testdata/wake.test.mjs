@@ -5,8 +5,9 @@
 //   bash scripts/browser.sh internal/localstack/testdata/wake.test.mjs
 //
 // 1. An <iframe> whose src is the stable link (/v1/sessions/{id}/open?token=)
-//    of a paused session: the waking page shows, the session resumes, and
-//    the iframe ends at the app's own page with no user action; none of the
+//    of a paused session: the waking page shows (it imports the client
+//    module from the API, GET /v1/sandman.js), the session resumes, and the
+//    iframe ends at the app's own page with no user action; none of the
 //    iframe's documents is a 5xx or the provider's error page.
 // 2. A page with presence on (away timeout 3 s) is hidden: the session is
 //    paused, reason away; the page is shown again and, before any click, the
@@ -98,8 +99,10 @@ try {
   const page = await context.newPage();
   page.on("pageerror", (e) => console.log("page error:", e.message));
   const docs = []; // every document the iframe loaded: status and URL
+  let script = 0; // the waking page's imports of the client module from the API
   page.on("response", (r) => {
     if (r.request().isNavigationRequest() && r.frame() !== page.mainFrame()) docs.push(`${r.status()} ${r.url().replace(/token=[^&]+/, "token=…")}`);
+    if (r.frame() !== page.mainFrame() && new URL(r.url()).pathname === "/v1/sandman.js" && r.status() === 200) script++;
   });
   await page.goto(`${base}/sandman.js`); // a page of the stack's origin to hold the iframe
   const t0 = Date.now();
@@ -116,6 +119,7 @@ try {
   const tookMs = Date.now() - t0;
   assert.ok(docs.some((d) => d.startsWith("200 ") && d.includes("/open")), `the waking page showed: ${JSON.stringify(docs)}`);
   assert.ok(!docs.some((d) => /^5\d\d /.test(d)), `no 5xx in the iframe: ${JSON.stringify(docs)}`);
+  assert.ok(script > 0, "the waking page imported /v1/sandman.js from the API");
   const now1 = await api("GET", `/v1/sessions/${s1.id}`);
   assert.equal(now1.state, "running");
   assert.equal(now1.readiness, "ready");
