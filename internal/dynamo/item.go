@@ -72,6 +72,9 @@ type sessionItem struct {
 	// never) are lifecycle.Session's resume on return (docs/WAKE.md).
 	ResumeOnReturn  bool   `dynamodbav:"resume_on_return,omitempty"`
 	ReturnResumedAt string `dynamodbav:"return_resumed_at,omitempty"`
+	// ResumeQueued (absent: false) is lifecycle.Session.ResumeQueued: a
+	// resuming session's resume runs in a background job.
+	ResumeQueued bool `dynamodbav:"resume_queued,omitempty"`
 	// App is the session's app spec (lifecycle.AppSpec; absent: none);
 	// Readiness, ReadinessDetail and ReadyAt (timeLayout) its readiness
 	// (docs/READINESS.md). The outbox reads readiness from the stream image.
@@ -228,6 +231,7 @@ func toSessionItem(s *lifecycle.Session, shards int) sessionItem {
 	}
 	it.AwayTimeoutMS, it.AwayDeadline = s.AwayTimeout.Milliseconds(), formatTime(s.AwayDeadline)
 	it.ResumeOnReturn, it.ReturnResumedAt = s.ResumeOnReturn, formatTime(s.ReturnResumedAt)
+	it.ResumeQueued = s.ResumeQueued
 	it.App, it.Readiness, it.ReadinessDetail = toAppItem(s.App), string(s.Readiness), s.ReadinessDetail
 	it.ReadyAt = formatTime(s.ReadyAt)
 	if len(s.Metadata) > 0 {
@@ -295,7 +299,7 @@ func (it sessionItem) session() (*lifecycle.Session, error) {
 	}
 	s.App, s.Readiness, s.ReadinessDetail = it.App.spec(), lifecycle.Readiness(it.Readiness), it.ReadinessDetail
 	s.AwayTimeout = time.Duration(it.AwayTimeoutMS) * time.Millisecond
-	s.ResumeOnReturn = it.ResumeOnReturn
+	s.ResumeOnReturn, s.ResumeQueued = it.ResumeOnReturn, it.ResumeQueued
 	for _, f := range times {
 		if *f.dst, err = parseTime(f.name, f.v); err != nil {
 			return nil, fmt.Errorf("session %s: %w", it.ID, err)
