@@ -43,6 +43,8 @@ type Report struct {
 	Channel   *ChannelResult   `json:"channel,omitempty"`
 	Timers    *TimersResult    `json:"timers,omitempty"`
 	Readiness *ReadinessResult `json:"readiness,omitempty"`
+	// Open is the stable link's open → first byte figure (open.go).
+	Open *OpenResult `json:"open,omitempty"`
 	// Deliveries is the outbound webhook figure (deliveries.go).
 	Deliveries *DeliveriesResult `json:"deliveries,omitempty"`
 
@@ -139,6 +141,9 @@ func (r *Report) Markdown() string {
 	}
 	if x := r.Readiness; x != nil {
 		r.readinessSection(&b, x)
+	}
+	if x := r.Open; x != nil {
+		r.openSection(&b, x)
 	}
 	if d := r.Deliveries; d != nil {
 		r.deliveriesSection(&b, d)
