@@ -3,15 +3,6 @@ package infra
 import (
 	"time"
 
-	"github.com/aws/aws-cdk-go/awscdk/v2"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdaeventsources"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
-	"github.com/aws/jsii-runtime-go"
-
-	"github.com/sandmanhq/sandman/internal/envnames"
 	"github.com/sandmanhq/sandman/internal/routes"
 )
 
@@ -52,62 +43,14 @@ const (
 // default.
 const DefaultReadinessConcurrency = 20
 
-// newReadinessQueue creates the readiness job queue and its dead-letter
-// queue, both SQS-encrypted and SSL-only.
-func newReadinessQueue(stack awscdk.Stack) (queue, dlq awssqs.Queue) {
-	dlq = awssqs.NewQueue(stack, jsii.String("ReadinessDLQ"), &awssqs.QueueProps{
-		Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
-		EnforceSSL:      jsii.Bool(true),
-		RetentionPeriod: awscdk.Duration_Days(jsii.Number(14)),
-	})
-	queue = awssqs.NewQueue(stack, jsii.String("ReadinessQueue"), &awssqs.QueueProps{
-		Encryption:        awssqs.QueueEncryption_SQS_MANAGED,
-		EnforceSSL:        jsii.Bool(true),
-		VisibilityTimeout: awscdk.Duration_Seconds(jsii.Number(readinessVisibility.Seconds())),
-		DeadLetterQueue:   &awssqs.DeadLetterQueue{Queue: dlq, MaxReceiveCount: jsii.Number(readinessMaxReceives)},
-	})
-	return queue, dlq
-}
-
-// grantReadinessJobs lets fn send jobs to queue and tells it the queue's URL.
-func grantReadinessJobs(fn awslambda.Function, queue awssqs.Queue) {
-	fn.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-		Actions:   jsii.Strings("sqs:SendMessage"),
-		Resources: jsii.Strings(*queue.QueueArn()),
-	}))
-	fn.AddEnvironment(jsii.String(envnames.ReadinessQueueURL), queue.QueueUrl(), nil)
-}
-
-// newReadiness feeds the readiness queue to the readiness function, one job
-// per invocation, batch item failures reported, at most
-// p.ReadinessConcurrency at once; alarms fire on anything in the
-// dead-letter queue and on a job waiting longer than
-// readinessOldestAgeAlarm.
-func newReadiness(stack awscdk.Stack, fn awslambda.Function, queue, dlq awssqs.Queue, p SandmanStackProps) {
-	fn.AddEventSource(awslambdaeventsources.NewSqsEventSource(queue, &awslambdaeventsources.SqsEventSourceProps{
-		BatchSize:               jsii.Number(readinessBatchSize),
-		ReportBatchItemFailures: jsii.Bool(true),
-		MaxConcurrency:          jsii.Number(p.ReadinessConcurrency),
-	}))
-	period := awscdk.Duration_Minutes(jsii.Number(5))
-	awscloudwatch.NewAlarm(stack, jsii.String("ReadinessDLQAlarm"), &awscloudwatch.AlarmProps{
-		AlarmDescription: jsii.String("Sandman readiness jobs the readiness function gave up on (dead-letter queue)"),
-		Metric: dlq.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{
-			Period: period, Statistic: jsii.String("Maximum"),
-		}),
-		Threshold:          jsii.Number(0),
-		EvaluationPeriods:  jsii.Number(1),
-		ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD,
-		TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
-	})
-	awscloudwatch.NewAlarm(stack, jsii.String("ReadinessQueueAgeAlarm"), &awscloudwatch.AlarmProps{
-		AlarmDescription: jsii.String("Sandman readiness function behind its queue (oldest job over 2 min)"),
-		Metric: queue.MetricApproximateAgeOfOldestMessage(&awscloudwatch.MetricOptions{
-			Period: period, Statistic: jsii.String("Maximum"),
-		}),
-		Threshold:          jsii.Number(readinessOldestAgeAlarm.Seconds()),
-		EvaluationPeriods:  jsii.Number(1),
-		ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD,
-		TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
-	})
+// readinessQueueSpec is the readiness job queue, fed to the readiness
+// function one job per invocation, at most
+// SandmanStackProps.ReadinessConcurrency at once.
+var readinessQueueSpec = jobQueueSpec{
+	name:        "Readiness",
+	visibility:  readinessVisibility,
+	maxReceives: readinessMaxReceives,
+	dlqAlarm:    "Sandman readiness jobs the readiness function gave up on (dead-letter queue)",
+	ageAlarm:    "Sandman readiness function behind its queue (oldest job over 2 min)",
+	oldestAge:   readinessOldestAgeAlarm,
 }

@@ -304,18 +304,18 @@ func NewSandmanStack(scope constructs.Construct, id string, props *SandmanStackP
 		Description: jsii.String("Sandman session lifecycle events (source \"sandman\")"),
 	})
 	secrets := newProviderSecrets(stack, p)
-	timerQueue, timerDLQ := newTimerQueue(stack)
-	readinessQueue, readinessDLQ := newReadinessQueue(stack)
+	timerQueue := newJobQueue(stack, timerQueueSpec)
+	readinessQueue := newJobQueue(stack, readinessQueueSpec)
 
 	functions := make(map[string]awslambda.Function, len(functionSpecs))
 	for _, spec := range functionSpecs {
 		fn := newFunction(stack, spec, p, table, bus)
 		grant(spec, fn, table, bus, secrets)
 		if slices.Contains(timerArmers, spec.name) {
-			grantArmTimers(fn, timerQueue)
+			timerQueue.grantSend(fn, envnames.TimerQueueURL)
 		}
 		if slices.Contains(readinessArmers, spec.name) {
-			grantReadinessJobs(fn, readinessQueue)
+			readinessQueue.grantSend(fn, envnames.ReadinessQueueURL)
 		}
 		functions[spec.name] = fn
 	}
@@ -329,8 +329,8 @@ func NewSandmanStack(scope constructs.Construct, id string, props *SandmanStackP
 	dlq := newSchedule(stack, functions[routes.IdlePause])
 	newAlarms(stack, functions, dlq)
 	newOutbox(stack, functions[routes.Publisher], table, p.PublisherParallelization)
-	newTimers(stack, functions[routes.Pauser], timerQueue, timerDLQ, p)
-	newReadiness(stack, functions[routes.Readiness], readinessQueue, readinessDLQ, p)
+	timerQueue.feed(stack, functions[routes.Pauser], timerBatchSize, p.PauserConcurrency)
+	readinessQueue.feed(stack, functions[routes.Readiness], readinessBatchSize, p.ReadinessConcurrency)
 	wsStage := newClientChannel(stack, p, functions, bus)
 	newWebhooks(stack, functions, bus)
 	newErrorLogFilters(stack, functions)
@@ -946,104 +946,6 @@ func newOutbox(stack awscdk.Stack, fn awslambda.Function, table awsdynamodb.Tabl
 			Period: period, Statistic: jsii.String("Maximum"),
 		}),
 		Threshold:          jsii.Number(0),
-		EvaluationPeriods:  jsii.Number(1),
-		ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD,
-		TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
-	})
-}
-
-// timerArmers are the functions whose writes may set a pause deadline before
-// the next sweep and so arm its timer at once (lifecycle.Service.ArmTimer;
-// the channel's heartbeats, resumes and away deadlines included), and the
-// pauser, which re-arms a timer whose deadline moved: they may send
-// to the timer queue (sqs:SendMessage only) and get its URL in
-// envnames.TimerQueueURL.
-var timerArmers = []string{routes.Sessions, routes.Resume, routes.Snapshot, routes.Reconnect, routes.Webhook,
-	routes.IdlePause, routes.Pauser, routes.Channel}
-
-// Settings of the timer queue and the pauser's event source mapping (ours;
-// docs/DESIGN.md "Precise pausing" asks for a timer that fires on the deadline,
-// and tolerates a duplicate or late one).
-const (
-	// pauserTimeout is the pauser's Lambda timeout (see functionSpecs).
-	pauserTimeout = time.Minute
-	// timerBatchSize is the most timers per pauser invocation.
-	timerBatchSize = 10
-	// timerMaxReceives is how many times a timer is delivered before it
-	// moves to the dead-letter queue; the sweep still pauses its session.
-	timerMaxReceives = 5
-	// timerVisibility is the queue's visibility timeout: six times the
-	// pauser's timeout, as Lambda recommends for SQS event sources, so a
-	// timer is not delivered twice while a batch is still working on it.
-	timerVisibility = 6 * pauserTimeout
-	// timerOldestAgeAlarm is the age of the oldest timer past which its
-	// alarm fires: the longest delay SQS allows (15 min,
-	// sqstimer.MaxDelay) plus 5 minutes of the pauser falling behind.
-	timerOldestAgeAlarm = 20 * time.Minute
-)
-
-// newTimerQueue creates the timer queue (internal/timer/sqstimer sends one
-// message per armed timer, delayed up to 15 minutes) and its dead-letter
-// queue, both SQS-encrypted and SSL-only.
-func newTimerQueue(stack awscdk.Stack) (queue, dlq awssqs.Queue) {
-	dlq = awssqs.NewQueue(stack, jsii.String("TimerDLQ"), &awssqs.QueueProps{
-		Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
-		EnforceSSL:      jsii.Bool(true),
-		RetentionPeriod: awscdk.Duration_Days(jsii.Number(14)),
-	})
-	// No SQS3 suppression: cdk-nag sees it is TimerQueue's dead-letter queue.
-	queue = awssqs.NewQueue(stack, jsii.String("TimerQueue"), &awssqs.QueueProps{
-		Encryption:        awssqs.QueueEncryption_SQS_MANAGED,
-		EnforceSSL:        jsii.Bool(true),
-		VisibilityTimeout: awscdk.Duration_Seconds(jsii.Number(timerVisibility.Seconds())),
-		DeadLetterQueue: &awssqs.DeadLetterQueue{
-			Queue:           dlq,
-			MaxReceiveCount: jsii.Number(timerMaxReceives),
-		},
-	})
-	return queue, dlq
-}
-
-// grantArmTimers lets fn send timers to queue (sqs:SendMessage on it only;
-// the queue is SQS-managed encrypted, so no KMS grant) and tells it the
-// queue's URL.
-func grantArmTimers(fn awslambda.Function, queue awssqs.Queue) {
-	fn.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-		Actions:   jsii.Strings("sqs:SendMessage"),
-		Resources: jsii.Strings(*queue.QueueArn()),
-	}))
-	fn.AddEnvironment(jsii.String(envnames.TimerQueueURL), queue.QueueUrl(), nil)
-}
-
-// newTimers feeds the timer queue to the pauser: batches of timerBatchSize,
-// batch item failures reported (internal/timer/sqstimer names the timers to
-// deliver again), and at most p.PauserConcurrency concurrent invocations,
-// the bound on the provider's pause rate from timers. Alarms fire on
-// anything in the dead-letter queue and on the oldest timer waiting longer
-// than timerOldestAgeAlarm; errors and throttles have theirs in newAlarms.
-func newTimers(stack awscdk.Stack, fn awslambda.Function, queue, dlq awssqs.Queue, p SandmanStackProps) {
-	fn.AddEventSource(awslambdaeventsources.NewSqsEventSource(queue, &awslambdaeventsources.SqsEventSourceProps{
-		BatchSize:               jsii.Number(timerBatchSize),
-		ReportBatchItemFailures: jsii.Bool(true),
-		MaxConcurrency:          jsii.Number(p.PauserConcurrency),
-	}))
-	period := awscdk.Duration_Minutes(jsii.Number(5))
-	awscloudwatch.NewAlarm(stack, jsii.String("TimerDLQAlarm"), &awscloudwatch.AlarmProps{
-		AlarmDescription: jsii.String("Sandman pause timers the pauser gave up on (dead-letter queue)"),
-		Metric: dlq.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{
-			Period: period, Statistic: jsii.String("Maximum"),
-		}),
-		Threshold:          jsii.Number(0),
-		EvaluationPeriods:  jsii.Number(1),
-		ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD,
-		TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
-	})
-	awscloudwatch.NewAlarm(stack, jsii.String("TimerQueueAgeAlarm"), &awscloudwatch.AlarmProps{
-		AlarmDescription: jsii.String("Sandman pauser behind the timer queue (oldest timer over 20 min)"),
-		Metric: queue.MetricApproximateAgeOfOldestMessage(&awscloudwatch.MetricOptions{
-			Period: period, Statistic: jsii.String("Maximum"),
-		}),
-		Threshold:          jsii.Number(timerOldestAgeAlarm.Seconds()),
 		EvaluationPeriods:  jsii.Number(1),
 		ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD,
 		TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,

@@ -4,13 +4,9 @@ import (
 	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdaeventsources"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/sandmanhq/sandman/internal/envnames"
@@ -49,6 +45,16 @@ const (
 	DefaultDeliverConcurrency = 10
 )
 
+// webhookQueueSpec is the webhook queue, fed to the deliver function.
+var webhookQueueSpec = jobQueueSpec{
+	name:        "Webhook",
+	visibility:  webhookVisibility,
+	maxReceives: webhookMaxReceives,
+	dlqAlarm:    "Sandman webhook deliveries that ran out of retries or failed to run (dead-letter queue)",
+	ageAlarm:    "Sandman deliver function behind the webhook queue (oldest message over 20 min)",
+	oldestAge:   webhookOldestAgeAlarm,
+}
+
 // webhookSenders may send to the webhook queue: the deliver function
 // (retries) and the sessions function (replays).
 var webhookSenders = []string{routes.Deliver, routes.Sessions}
@@ -57,17 +63,8 @@ var webhookSenders = []string{routes.Deliver, routes.Sessions}
 // feeding it, the deliver function's event source, the grants and the
 // alarms (dead letters, the oldest message's age).
 func newWebhooks(stack awscdk.Stack, functions map[string]awslambda.Function, bus awsevents.EventBus) {
-	dlq := awssqs.NewQueue(stack, jsii.String("WebhookDLQ"), &awssqs.QueueProps{
-		Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
-		EnforceSSL:      jsii.Bool(true),
-		RetentionPeriod: awscdk.Duration_Days(jsii.Number(14)),
-	})
-	queue := awssqs.NewQueue(stack, jsii.String("WebhookQueue"), &awssqs.QueueProps{
-		Encryption:        awssqs.QueueEncryption_SQS_MANAGED,
-		EnforceSSL:        jsii.Bool(true),
-		VisibilityTimeout: awscdk.Duration_Seconds(jsii.Number(webhookVisibility.Seconds())),
-		DeadLetterQueue:   &awssqs.DeadLetterQueue{Queue: dlq, MaxReceiveCount: jsii.Number(webhookMaxReceives)},
-	})
+	q := newJobQueue(stack, webhookQueueSpec)
+	queue, dlq := q.queue, q.dlq
 	awsevents.NewRule(stack, jsii.String("WebhookRule"), &awsevents.RuleProps{
 		Description:  jsii.String("Hands every Sandman lifecycle event to the webhook delivery queue"),
 		EventBus:     bus,
@@ -75,44 +72,9 @@ func newWebhooks(stack awscdk.Stack, functions map[string]awslambda.Function, bu
 		Targets:      &[]awsevents.IRuleTarget{awseventstargets.NewSqsQueue(queue, &awseventstargets.SqsQueueProps{})},
 	})
 	for _, name := range webhookSenders {
-		fn := functions[name]
-		fn.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-			Actions:   jsii.Strings("sqs:SendMessage"),
-			Resources: jsii.Strings(*queue.QueueArn()),
-		}))
-		fn.AddEnvironment(jsii.String(envnames.WebhookQueueURL), queue.QueueUrl(), nil)
+		q.grantSend(functions[name], envnames.WebhookQueueURL)
 	}
 	deliver := functions[routes.Deliver]
-	deliver.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-		Actions:   jsii.Strings("sqs:SendMessage"),
-		Resources: jsii.Strings(*dlq.QueueArn()),
-	}))
-	deliver.AddEnvironment(jsii.String(envnames.WebhookDLQURL), dlq.QueueUrl(), nil)
-	deliver.AddEventSource(awslambdaeventsources.NewSqsEventSource(queue, &awslambdaeventsources.SqsEventSourceProps{
-		BatchSize:               jsii.Number(deliverBatchSize),
-		ReportBatchItemFailures: jsii.Bool(true),
-		MaxConcurrency:          jsii.Number(DefaultDeliverConcurrency),
-	}))
-
-	period := awscdk.Duration_Minutes(jsii.Number(5))
-	awscloudwatch.NewAlarm(stack, jsii.String("WebhookDLQAlarm"), &awscloudwatch.AlarmProps{
-		AlarmDescription: jsii.String("Sandman webhook deliveries that ran out of retries or failed to run (dead-letter queue)"),
-		Metric: dlq.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{
-			Period: period, Statistic: jsii.String("Maximum"),
-		}),
-		Threshold:          jsii.Number(0),
-		EvaluationPeriods:  jsii.Number(1),
-		ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD,
-		TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
-	})
-	awscloudwatch.NewAlarm(stack, jsii.String("WebhookQueueAgeAlarm"), &awscloudwatch.AlarmProps{
-		AlarmDescription: jsii.String("Sandman deliver function behind the webhook queue (oldest message over 20 min)"),
-		Metric: queue.MetricApproximateAgeOfOldestMessage(&awscloudwatch.MetricOptions{
-			Period: period, Statistic: jsii.String("Maximum"),
-		}),
-		Threshold:          jsii.Number(webhookOldestAgeAlarm.Seconds()),
-		EvaluationPeriods:  jsii.Number(1),
-		ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD,
-		TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
-	})
+	grantSendTo(deliver, dlq, envnames.WebhookDLQURL)
+	q.feed(stack, deliver, deliverBatchSize, DefaultDeliverConcurrency)
 }

@@ -33,6 +33,18 @@ func (h *Handler) webhooks() (*delivery.Service, error) {
 	return h.hooks, nil
 }
 
+// endpoint returns the webhook service and the request's endpoint id.
+// Errors: unavailable when webhooks are not configured; not_found for an id
+// that cannot be one.
+func (h *Handler) endpoint(r *request) (*delivery.Service, string, error) {
+	svc, err := h.webhooks()
+	if err != nil {
+		return nil, "", err
+	}
+	id, err := r.endpointID()
+	return svc, id, err
+}
+
 func (r *request) endpointID() (string, error) {
 	id := r.event.PathParameters["id"]
 	if !endpointIDPattern.MatchString(id) {
@@ -89,11 +101,7 @@ func (h *Handler) listWebhookEndpoints(ctx context.Context, r *request) (respons
 
 // getWebhookEndpoint serves GET /v1/webhook-endpoints/{id} (no secret).
 func (h *Handler) getWebhookEndpoint(ctx context.Context, r *request) (response, error) {
-	svc, err := h.webhooks()
-	if err != nil {
-		return response{}, err
-	}
-	id, err := r.endpointID()
+	svc, id, err := h.endpoint(r)
 	if err != nil {
 		return response{}, err
 	}
@@ -107,11 +115,7 @@ func (h *Handler) getWebhookEndpoint(ctx context.Context, r *request) (response,
 // patchWebhookEndpoint serves PATCH /v1/webhook-endpoints/{id}: url,
 // description, event_types, disabled; absent fields unchanged.
 func (h *Handler) patchWebhookEndpoint(ctx context.Context, r *request) (response, error) {
-	svc, err := h.webhooks()
-	if err != nil {
-		return response{}, err
-	}
-	id, err := r.endpointID()
+	svc, id, err := h.endpoint(r)
 	if err != nil {
 		return response{}, err
 	}
@@ -128,11 +132,7 @@ func (h *Handler) patchWebhookEndpoint(ctx context.Context, r *request) (respons
 
 // deleteWebhookEndpoint serves DELETE /v1/webhook-endpoints/{id}: 204.
 func (h *Handler) deleteWebhookEndpoint(ctx context.Context, r *request) (response, error) {
-	svc, err := h.webhooks()
-	if err != nil {
-		return response{}, err
-	}
-	id, err := r.endpointID()
+	svc, id, err := h.endpoint(r)
 	if err != nil {
 		return response{}, err
 	}
@@ -146,11 +146,7 @@ func (h *Handler) deleteWebhookEndpoint(ctx context.Context, r *request) (respon
 // 200 with the endpoint and its new secret; the old one signs too for
 // delivery.RotationOverlap (24 h).
 func (h *Handler) rotateWebhookSecret(ctx context.Context, r *request) (response, error) {
-	svc, err := h.webhooks()
-	if err != nil {
-		return response{}, err
-	}
-	id, err := r.endpointID()
+	svc, id, err := h.endpoint(r)
 	if err != nil {
 		return response{}, err
 	}
@@ -164,11 +160,7 @@ func (h *Handler) rotateWebhookSecret(ctx context.Context, r *request) (response
 // listWebhookDeliveries serves GET /v1/webhook-endpoints/{id}/deliveries:
 // the delivery log, newest first, limit 1..100 (default 20), cursor.
 func (h *Handler) listWebhookDeliveries(ctx context.Context, r *request) (response, error) {
-	svc, err := h.webhooks()
-	if err != nil {
-		return response{}, err
-	}
-	id, err := r.endpointID()
+	svc, id, err := h.endpoint(r)
 	if err != nil {
 		return response{}, err
 	}
@@ -190,11 +182,7 @@ func (h *Handler) listWebhookDeliveries(ctx context.Context, r *request) (respon
 // retryWebhookDelivery serves POST …/deliveries/{delivery_id}/retry: 202
 // with the delivery, pending, its attempt under way.
 func (h *Handler) retryWebhookDelivery(ctx context.Context, r *request) (response, error) {
-	svc, err := h.webhooks()
-	if err != nil {
-		return response{}, err
-	}
-	id, err := r.endpointID()
+	svc, id, err := h.endpoint(r)
 	if err != nil {
 		return response{}, err
 	}

@@ -7,7 +7,7 @@
 //     the handler accepts it (delivery.Engine.Accept), which makes the
 //     deliveries and dispatches their first attempts.
 //   - A dispatched attempt is a Message {"job":…,"at":…} sent with
-//     DelaySeconds until its time (at most MaxDelay, 15 min). A longer wait
+//     DelaySeconds until its time (at most sqstimer.MaxDelay, 15 min). A longer wait
 //     hops: the message arrives early, Engine.Attempt finds the delivery
 //     not due and dispatches it again for the rest. No function ever sleeps.
 //
@@ -36,10 +36,8 @@ import (
 
 	"github.com/sandmanhq/sandman/internal/delivery"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/timer/sqstimer"
 )
-
-// MaxDelay is SQS's largest DelaySeconds (900 s, 15 min).
-const MaxDelay = 15 * time.Minute
 
 // API is the part of *sqs.Client the queue uses.
 type API interface {
@@ -70,18 +68,7 @@ func New(client API, url string, clock lifecycle.Clock) *Queue {
 	return &Queue{client: client, url: url, clock: clock}
 }
 
-// Delay returns the DelaySeconds of a message due at at, seen at now: the
-// time left rounded up to whole seconds (never early), 0 to 900.
-func Delay(now, at time.Time) int32 {
-	d := at.Sub(now)
-	if d <= 0 {
-		return 0
-	}
-	d = min(d, MaxDelay)
-	return int32((d + time.Second - 1) / time.Second)
-}
-
-// Dispatch sends the job, delayed until at (at most MaxDelay). Errors:
+// Dispatch sends the job, delayed until at (at most sqstimer.MaxDelay). Errors:
 // unavailable when SQS refused or did not answer.
 func (q *Queue) Dispatch(ctx context.Context, job delivery.Job, at time.Time) error {
 	body, err := json.Marshal(Message{Job: job, At: at.UTC()})
@@ -89,7 +76,7 @@ func (q *Queue) Dispatch(ctx context.Context, job delivery.Job, at time.Time) er
 		return fmt.Errorf("encode job: %w", err)
 	}
 	if _, err := q.client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(q.url),
-		MessageBody: aws.String(string(body)), DelaySeconds: Delay(q.clock.Now(), at)}); err != nil {
+		MessageBody: aws.String(string(body)), DelaySeconds: sqstimer.Delay(q.clock.Now(), at)}); err != nil {
 		return &lifecycle.Error{Code: lifecycle.CodeUnavailable, Message: "the delivery queue did not take the job",
 			Err: fmt.Errorf("send delivery job %s: %w", job.DeliveryID, err)}
 	}

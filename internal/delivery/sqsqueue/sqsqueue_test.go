@@ -128,18 +128,6 @@ func TestDeliverFunctionRetriesThroughTheQueueAndDeadLetters(t *testing.T) {
 	}
 }
 
-func TestDelayNeverEarly(t *testing.T) {
-	now := time.Date(2026, 11, 23, 2, 10, 0, 0, time.UTC)
-	for _, tc := range []struct {
-		in   time.Duration
-		want int32
-	}{{-time.Second, 0}, {0, 0}, {1500 * time.Millisecond, 2}, {time.Hour, 900}} {
-		if got := sqsqueue.Delay(now, now.Add(tc.in)); got != tc.want {
-			t.Errorf("Delay(%s) = %d, want %d", tc.in, got, tc.want)
-		}
-	}
-}
-
 // flakySQS fails the SendMessage calls whose number (from 1) is in fail.
 type flakySQS struct {
 	fakeSQS

@@ -58,8 +58,9 @@ func New(client API, queueURL string, clock lifecycle.Clock) *Timers {
 	return &Timers{client: client, queueURL: queueURL, clock: clock}
 }
 
-// Delay returns the DelaySeconds for a timer at at seen at now: the time
-// left rounded up to whole seconds (never early), from 0 to 900.
+// Delay returns the DelaySeconds of a message due at at (a timer here, a
+// delivery retry in internal/delivery/sqsqueue) seen at now: the time left
+// rounded up to whole seconds (never early), from 0 to 900.
 func Delay(now, at time.Time) int32 {
 	d := at.Sub(now)
 	if d <= 0 {
