@@ -9,6 +9,8 @@
 //    module from the API, GET /v1/sandman.js), the session resumes, and the
 //    iframe ends at the app's own page with no user action; none of the
 //    iframe's documents is a 5xx or the provider's error page.
+//    Then twenty clients open the paused link at once: one resume, and all
+//    twenty end at the app's page.
 // 2. A page with presence on (away timeout 3 s) is hidden: the session is
 //    paused, reason away; the page is shown again and, before any click, the
 //    client's visible heartbeat resumes it with reason return.
@@ -62,17 +64,17 @@ const until = async (id, what, pred, ms) => {
   }
 };
 // resumes returns session id's paused → resuming events once events.jsonl
-// holds its resuming → running one (the outbox poller writes a line a
+// holds n of its resuming → running ones (the outbox poller writes a line a
 // moment after the commit), waiting at most 10 s.
-const resumes = async (id) => {
+const resumes = async (id, n) => {
   const t0 = Date.now();
   for (;;) {
     const evs = readFileSync(join(dir, "state", "events.jsonl"), "utf8").split("\n").filter(Boolean)
       .map((l) => JSON.parse(l)).filter((e) => e.detail.session_id === id);
-    if (evs.some((e) => e.detail.from === "resuming" && e.detail.to === "running")) {
+    if (evs.filter((e) => e.detail.from === "resuming" && e.detail.to === "running").length >= n) {
       return evs.filter((e) => e.detail.from === "paused" && e.detail.to === "resuming");
     }
-    if (Date.now() - t0 > 10_000) throw new Error(`no resuming → running event for ${id} within 10 s`);
+    if (Date.now() - t0 > 10_000) throw new Error(`not ${n} resuming → running events for ${id} within 10 s`);
     await new Promise((r) => setTimeout(r, 100));
   }
 };
@@ -127,10 +129,27 @@ try {
   const now1 = await api("GET", `/v1/sessions/${s1.id}`);
   assert.equal(now1.state, "running");
   assert.equal(now1.readiness, "ready");
-  const resumed1 = await resumes(s1.id);
+  const resumed1 = await resumes(s1.id, 1);
   assert.equal(resumed1.length, 1, `one resume: ${JSON.stringify(resumed1)}`);
   console.log(`ok   iframe of the link: waking page after ${firstAnswerMs} ms, one resume, the app's page after ${tookMs} ms; documents ${JSON.stringify(docs)}`);
   await page.close();
+
+  // 1b. Twenty opens of the paused link at once (clients that hold,
+  // ?wait=25): one resume, and every one of them ends at the app's page.
+  await api("POST", `/v1/sessions/${s1.id}/snapshot`);
+  await until(s1.id, "paused", (s) => s.state === "paused", 10_000);
+  const t1 = Date.now();
+  const ends = await Promise.all(Array.from({ length: 20 }, async () => {
+    const r = await fetch(`${link}&wait=25`, { redirect: "manual" });
+    if (r.status !== 302) return `open answered ${r.status}`;
+    const app = await fetch(r.headers.get("location"));
+    return app.status === 200 && (await app.text()).includes("app ok") ? "app" : `preview answered ${app.status}`;
+  }));
+  assert.deepEqual(ends, Array(20).fill("app"), JSON.stringify(ends));
+  await until(s1.id, "running", (s) => s.state === "running", 10_000);
+  const burst = (await resumes(s1.id, 2)).length - resumed1.length;
+  assert.equal(burst, 1, `resumes for 20 concurrent opens: ${burst}`);
+  console.log(`ok   20 concurrent opens: one resume, all 20 at the app's page within ${Date.now() - t1} ms`);
 
   // 2. Hidden → paused (away); shown → resumed (return) before any click.
   const s2 = await api("POST", "/v1/sessions", { template: "base", away_timeout_seconds: 3 });
@@ -167,7 +186,7 @@ try {
   const back = await until(s2.id, "running again", (s) => s.state === "running", 30_000);
   assert.equal(back.reason, "return", JSON.stringify(back));
   assert.deepEqual(clicks, [], "no user input");
-  const moves = await resumes(s2.id);
+  const moves = await resumes(s2.id, 1);
   assert.equal(moves.length, 1, JSON.stringify(moves));
   assert.equal(moves[0].detail.reason, "return");
   console.log(`ok   shown: resumed with reason return ${Date.now() - shown} ms after the page became visible, no click`);
