@@ -105,12 +105,15 @@ func (s *Service) openResume(ctx context.Context, sess *Session, reason string) 
 }
 
 // finishQueuedResume finishes the resume an open handed to a job
-// (openResume): it does nothing unless sess is resuming with ResumeQueued
-// (a job run twice, or one for a resume some request runs itself, finds
-// it otherwise). The resuming → running write queues the app's own
-// readiness job, which brings the app up. An error of the resume is logged:
-// the resume recorded the state the provider showed (paused, expired), or
-// left the session to its lease.
+// (openResume); BringUp calls it only for a session it read resuming with
+// ResumeQueued (a job run again after the resume finished, or one that
+// finds a resume some request runs itself, does nothing). Two copies of one
+// job at once (SQS delivers at least once) may both ask the provider, whose
+// resume of a running sandbox changes nothing; one resuming → running write
+// commits and the other finds it settled. The running write queues the
+// app's own readiness job, which brings the app up. An error of the resume
+// is logged: the resume recorded the state the provider showed (paused,
+// expired), or left the session to its lease.
 func (s *Service) finishQueuedResume(ctx context.Context, sess *Session) BringUpOutcome {
 	if err := s.finishResume(ctx, sess, sess.Reason); err != nil {
 		s.log().WarnContext(ctx, "queued resume failed", "session_id", sess.ID, "err", err)

@@ -115,7 +115,7 @@ const (
 
 // BringUp is a readiness job (docs/READINESS.md "How the app is brought
 // up"). For a resuming session whose resume an open handed to a job
-// (Session.ResumeQueued, docs/WAKE.md "One resume per burst") it finishes
+// (Session.ResumeQueued, docs/WAKE.md "The resume runs in the background") it finishes
 // that resume and returns BringUpResumed (the running write queues the
 // next job, for the app). For a running session whose app is starting, it looks for the app
 // command in the sandbox (CommandRunner.CommandStatus) and starts it only

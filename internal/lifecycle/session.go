@@ -68,7 +68,7 @@ type Session struct {
 	ReturnResumedAt time.Time
 	// ResumeQueued: this resuming session's provider resume was handed to
 	// a background job, which finishes it (an open of the stable link
-	// answers at once: docs/WAKE.md "One resume per burst";
+	// answers at once: docs/WAKE.md "The resume runs in the background";
 	// Service.BringUp). Set only by the paused → resuming write; every
 	// transition clears it.
 	ResumeQueued bool
