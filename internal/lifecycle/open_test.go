@@ -2,6 +2,7 @@ package lifecycle_test
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -347,6 +348,49 @@ func TestQueuedResumeLostToACrashIsReconciled(t *testing.T) {
 	jobs.wg.Wait()
 	if got := w.mustGet(t, sess.ID); !got.Opened() {
 		t.Errorf("after the second open's job: %s, want running", got.State)
+	}
+	w.MustHistory(t, sess.ID)
+}
+
+// TestTwoCopiesOfAQueuedResumeJobCommitOnce: two copies of one queued
+// resume job at once (SQS delivers at least once) may both ask the
+// provider, but one resuming → running write commits and the session's
+// history stays one resume.
+func TestTwoCopiesOfAQueuedResumeJobCommitOnce(t *testing.T) {
+	w := MustWorld(t)
+	jobs := &goJobs{drop: true} // the copies are run by hand below
+	w.withJobs(t, jobs)
+	sess := w.mustIdle(t, 600)
+	if _, err := w.svc.Snapshot(t.Context(), acct, sess.ID); err != nil {
+		t.Fatalf("snapshot: %v", err)
+	}
+	if _, err := w.svc.Open(t.Context(), acct, sess.ID); err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	release, resumes := w.holdResumes(t)
+	outs := make(chan lifecycle.BringUpOutcome, 2)
+	for range 2 {
+		go func() {
+			out, err := w.svc.BringUp(context.Background(), sess.ID)
+			if err != nil {
+				t.Errorf("job: %v", err)
+			}
+			outs <- out
+		}()
+	}
+	for resumes() < 2 {
+		time.Sleep(time.Millisecond) // both copies at the provider, real time
+	}
+	release()
+	got := []lifecycle.BringUpOutcome{<-outs, <-outs}
+	if !slices.Contains(got, lifecycle.BringUpResumed) {
+		t.Errorf("outcomes %v, want one resumed", got)
+	}
+	if now := w.mustGet(t, sess.ID); !now.Opened() {
+		t.Errorf("state %s after both copies, want running", now.State)
+	}
+	if resuming, resumed := w.resumeEvents(sess.ID); resuming != 1 || resumed != 1 {
+		t.Errorf("events paused → resuming %d, resuming → running %d; want 1 each", resuming, resumed)
 	}
 	w.MustHistory(t, sess.ID)
 }
