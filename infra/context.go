@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
+	"github.com/sandmanhq/sandman/internal/provider"
 )
 
 // CDK context keys the app reads (cdk.json "context", or `cdk synth -c
@@ -20,21 +21,12 @@ const (
 	ContextFunctionsDir = "sandman:functionsDir"
 	// ContextProvider is SandmanStackProps.Provider.
 	ContextProvider = "sandman:provider"
-	// ContextProviderAPIKeySecretName is SandmanStackProps.ProviderAPIKeySecretName.
-	ContextProviderAPIKeySecretName = "sandman:providerApiKeySecretName"
-	// ContextWebhookSecretName is SandmanStackProps.WebhookSecretName.
-	ContextWebhookSecretName = "sandman:webhookSecretName"
 	// ContextProviders is SandmanStackProps.Providers: a JSON list in
 	// cdk.json, or a comma-separated string on the command line.
 	ContextProviders = "sandman:providers"
 	// ContextProviderSettings is SandmanStackProps.ProviderSettings: a JSON
 	// object of strings in cdk.json, e.g. {"SANDMAN_VERCEL_PROJECT_ID": "prj_…"}.
 	ContextProviderSettings = "sandman:providerSettings"
-	// ContextDaytonaAPIKeySecretName, ContextDaytonaWebhookSecretName and
-	// ContextVercelTokenSecretName are the SandmanStackProps secret names.
-	ContextDaytonaAPIKeySecretName  = "sandman:daytonaApiKeySecretName"
-	ContextDaytonaWebhookSecretName = "sandman:daytonaWebhookSecretName"
-	ContextVercelTokenSecretName    = "sandman:vercelTokenSecretName"
 	// ContextCORSAllowOrigins is SandmanStackProps.CORSAllowOrigins: a JSON
 	// list in cdk.json, or a comma-separated string on the command line.
 	ContextCORSAllowOrigins = "sandman:corsAllowOrigins"
@@ -89,18 +81,29 @@ func PropsFromContext(scope constructs.Construct) (string, *SandmanStackProps, e
 	}
 	props := &SandmanStackProps{}
 	for key, dst := range map[string]*string{
-		ContextFunctionsDir:             &props.FunctionsDir,
-		ContextProvider:                 &props.Provider,
-		ContextProviderAPIKeySecretName: &props.ProviderAPIKeySecretName,
-		ContextWebhookSecretName:        &props.WebhookSecretName,
-		ContextDaytonaAPIKeySecretName:  &props.DaytonaAPIKeySecretName,
-		ContextDaytonaWebhookSecretName: &props.DaytonaWebhookSecretName,
-		ContextVercelTokenSecretName:    &props.VercelTokenSecretName,
-		ContextWebSocketAccessLogs:      &props.WebSocketAccessLogs,
-		ContextAlarmTopicArn:            &props.AlarmTopicArn,
+		ContextFunctionsDir:        &props.FunctionsDir,
+		ContextProvider:            &props.Provider,
+		ContextWebSocketAccessLogs: &props.WebSocketAccessLogs,
+		ContextAlarmTopicArn:       &props.AlarmTopicArn,
 	} {
 		if *dst, err = str(key); err != nil {
 			return "", nil, err
+		}
+	}
+	// Each deployable adapter's secrets name their own context key
+	// (registry.Secret.ContextKey), e.g. sandman:providerApiKeySecretName.
+	for _, a := range provider.Lambda() {
+		for _, s := range a.Secrets() {
+			v, err := str(s.ContextKey)
+			if err != nil {
+				return "", nil, err
+			}
+			if v != "" {
+				if props.SecretNames == nil {
+					props.SecretNames = map[string]string{}
+				}
+				props.SecretNames[s.SecretEnv] = v
+			}
 		}
 	}
 	switch v := node.TryGetContext(jsii.String(ContextCORSAllowOrigins)).(type) {

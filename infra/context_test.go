@@ -5,6 +5,7 @@ import (
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/jsii-runtime-go"
+	"github.com/sandmanhq/sandman/internal/provider/e2b"
 )
 
 func TestPropsFromContext(t *testing.T) {
@@ -35,12 +36,12 @@ func TestPropsFromContext(t *testing.T) {
 		t.Setenv("CDK_DEFAULT_ACCOUNT", "123456789012")
 		t.Setenv("CDK_DEFAULT_REGION", "eu-west-1")
 		name, props, err := PropsFromContext(newApp(t, map[string]any{
-			ContextStackName:                "SandmanDev",
-			ContextFunctionsDir:             "/tmp/fns",
-			ContextProvider:                 "local",
-			ContextProviderAPIKeySecretName: "dev/key",
-			ContextWebhookSecretName:        "dev/hook",
-			ContextCORSAllowOrigins:         "https://a.example, https://b.example",
+			ContextStackName:              "SandmanDev",
+			ContextFunctionsDir:           "/tmp/fns",
+			ContextProvider:               "local",
+			e2b.Adapter.Key.ContextKey:    "dev/key",
+			e2b.Webhook.Secret.ContextKey: "dev/hook",
+			ContextCORSAllowOrigins:       "https://a.example, https://b.example",
 		}))
 		if err != nil {
 			t.Fatalf("PropsFromContext: %v", err)
@@ -51,8 +52,8 @@ func TestPropsFromContext(t *testing.T) {
 		for _, c := range []struct{ got, want string }{
 			{props.FunctionsDir, "/tmp/fns"},
 			{props.Provider, "local"},
-			{props.ProviderAPIKeySecretName, "dev/key"},
-			{props.WebhookSecretName, "dev/hook"},
+			{props.SecretNames[e2b.EnvAPIKeySecret], "dev/key"},
+			{props.SecretNames[e2b.EnvWebhookSecretSecret], "dev/hook"},
 		} {
 			if c.got != c.want {
 				t.Errorf("got %q, want %q", c.got, c.want)

@@ -5,13 +5,30 @@ import (
 	"testing"
 
 	"github.com/sandmanhq/sandman/internal/envnames"
+	"github.com/sandmanhq/sandman/internal/provider"
+	"github.com/sandmanhq/sandman/internal/provider/e2b"
 	"github.com/sandmanhq/sandman/internal/routes"
 )
 
+// readByFunctions reports whether the functions read name: one of
+// envnames.Functions, or a variable a deployable adapter declares
+// (registry.Adapter.Vars).
+func readByFunctions(name string) bool {
+	if slices.Contains(envnames.Functions, name) {
+		return true
+	}
+	for _, a := range provider.Lambda() {
+		if slices.Contains(a.Vars(), name) {
+			return true
+		}
+	}
+	return false
+}
+
 // TestStackEnvContract: every environment variable the stack sets on a
-// function is one the functions read (envnames.Functions; the readers' side
-// is internal/app's TestEnvContract), and every secret name it sets is
-// envnames' default.
+// function is one the functions read (envnames.Functions and the adapters'
+// variables; the readers' side is internal/app's TestEnvContract), and
+// every secret name it sets is its adapter's default.
 func TestStackEnvContract(t *testing.T) {
 	s := MustDefaultStack(t)
 	fns := s.ofType("AWS::Lambda::Function")
@@ -24,17 +41,17 @@ func TestStackEnvContract(t *testing.T) {
 			t.Errorf("%s sets no environment", id)
 		}
 		for name, v := range vars {
-			if !slices.Contains(envnames.Functions, name) {
+			if !readByFunctions(name) {
 				t.Errorf("%s sets %s, which no function reads", id, name)
 			}
 			switch name {
-			case envnames.ProviderAPIKeySecret:
-				if v != envnames.DefaultProviderAPIKeySecretName {
-					t.Errorf("%s: %s = %v, want %s", id, name, v, envnames.DefaultProviderAPIKeySecretName)
+			case e2b.EnvAPIKeySecret:
+				if v != e2b.Adapter.Key.DefaultName {
+					t.Errorf("%s: %s = %v, want %s", id, name, v, e2b.Adapter.Key.DefaultName)
 				}
-			case envnames.WebhookSecretSecret:
-				if v != envnames.DefaultWebhookSecretName {
-					t.Errorf("%s: %s = %v, want %s", id, name, v, envnames.DefaultWebhookSecretName)
+			case e2b.EnvWebhookSecretSecret:
+				if v != e2b.Webhook.Secret.DefaultName {
+					t.Errorf("%s: %s = %v, want %s", id, name, v, e2b.Webhook.Secret.DefaultName)
 				}
 			}
 		}

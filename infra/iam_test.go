@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/sandmanhq/sandman/internal/dynamo/tabledef"
+	"github.com/sandmanhq/sandman/internal/provider/e2b"
 	"github.com/sandmanhq/sandman/internal/routes"
 )
 
@@ -150,7 +151,7 @@ func TestIAM(t *testing.T) {
 					continue
 				}
 				for _, r := range resources {
-					for _, secret := range []string{DefaultProviderAPIKeySecretName, DefaultWebhookSecretName} {
+					for _, secret := range []string{e2b.Adapter.Key.DefaultName, e2b.Webhook.Secret.DefaultName} {
 						if strings.Contains(r, ":secret:"+secret+"-??????") {
 							readers[secret] = append(readers[secret], name)
 						}
@@ -158,10 +159,10 @@ func TestIAM(t *testing.T) {
 				}
 			}
 		}
-		if got, want := sorted(readers[DefaultProviderAPIKeySecretName]), sorted(providerKeyFunctions); !same(got, want) {
+		if got, want := sorted(readers[e2b.Adapter.Key.DefaultName]), sorted(providerKeyFunctions); !same(got, want) {
 			t.Errorf("provider key readers: got %v, want %v", got, want)
 		}
-		if got, want := readers[DefaultWebhookSecretName], []string{routes.Webhook}; !same(got, want) {
+		if got, want := readers[e2b.Webhook.Secret.DefaultName], []string{routes.Webhook}; !same(got, want) {
 			t.Errorf("webhook key readers: got %v, want %v", got, want)
 		}
 	})

@@ -1,21 +1,16 @@
 package infra
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
 	"github.com/aws/jsii-runtime-go"
 
-	"github.com/sandmanhq/sandman/internal/envnames"
-)
-
-// The provider names SandmanStackProps.Provider and Providers take
-// (internal/app's).
-const (
-	providerE2B     = "e2b"
-	providerDaytona = "daytona"
-	providerVercel  = "vercel"
+	"github.com/sandmanhq/sandman/internal/provider"
+	"github.com/sandmanhq/sandman/internal/provider/registry"
 )
 
 // enabledProviders returns the default provider first, then the others,
@@ -28,6 +23,20 @@ func enabledProviders(def string, others []string) []string {
 		}
 	}
 	return out
+}
+
+// checkProviders refuses a provider a deployment cannot run: one not in
+// internal/provider.Lambda (the local provider and the in-memory fake run
+// only in the local stack; a deployed function would fail at cold start).
+func checkProviders(names []string) error {
+	deployable := provider.Lambda()
+	for _, name := range names {
+		if _, ok := deployable.Find(name); !ok {
+			return fmt.Errorf("infra: provider %q cannot run in a deployment: want some of %s (the local provider and the fake run only in the local stack)",
+				name, strings.Join(deployable.Names(), ", "))
+		}
+	}
+	return nil
 }
 
 // stackSecret is one Secrets Manager secret a function reads: the
@@ -44,28 +53,40 @@ type providerSecrets struct {
 	provider, webhook []stackSecret
 }
 
-// newProviderSecrets references the secrets of the enabled providers only:
-// E2B's API key and webhook secret (also for the local provider and the
-// fake, which E2B's settings configure), Daytona's API key and Svix webhook
-// secret, Vercel's token (Vercel sends no webhooks).
+// newProviderSecrets references the secrets of the enabled providers only,
+// as their adapters declare them (registry.Adapter.Key and Webhook), in
+// internal/provider.Lambda's order, each once: e.g. E2B's API key and
+// webhook secret, Daytona's API key and Svix webhook secret, Vercel's
+// token (Vercel sends no webhooks).
 func newProviderSecrets(stack awscdk.Stack, p SandmanStackProps) providerSecrets {
-	ref := func(id, env, name string) stackSecret {
-		return stackSecret{env: env, name: name,
-			secret: awssecretsmanager.Secret_FromSecretNameV2(stack, jsii.String(id), jsii.String(name))}
-	}
 	var s providerSecrets
-	// The local process provider and the fake speak E2B's webhook format
-	// and are configured like E2B (internal/app).
-	if slices.ContainsFunc(p.Providers, func(n string) bool { return n == providerE2B || n == "local" || n == "fake" }) {
-		s.provider = append(s.provider, ref("ProviderApiKeySecret", envnames.ProviderAPIKeySecret, p.ProviderAPIKeySecretName))
-		s.webhook = append(s.webhook, ref("WebhookSigningKeySecret", envnames.WebhookSecretSecret, p.WebhookSecretName))
+	seen := map[string]bool{}
+	ref := func(sec registry.Secret) (stackSecret, bool) {
+		if seen[sec.SecretEnv] {
+			return stackSecret{}, false
+		}
+		seen[sec.SecretEnv] = true
+		name := p.SecretNames[sec.SecretEnv]
+		if name == "" {
+			name = sec.DefaultName
+		}
+		return stackSecret{env: sec.SecretEnv, name: name,
+			secret: awssecretsmanager.Secret_FromSecretNameV2(stack, jsii.String(sec.ConstructID), jsii.String(name))}, true
 	}
-	if slices.Contains(p.Providers, providerDaytona) {
-		s.provider = append(s.provider, ref("DaytonaApiKeySecret", envnames.DaytonaAPIKeySecret, p.DaytonaAPIKeySecretName))
-		s.webhook = append(s.webhook, ref("DaytonaWebhookSecret", envnames.DaytonaWebhookSecretSecret, p.DaytonaWebhookSecretName))
-	}
-	if slices.Contains(p.Providers, providerVercel) {
-		s.provider = append(s.provider, ref("VercelTokenSecret", envnames.VercelTokenSecret, p.VercelTokenSecretName))
+	for _, a := range provider.Lambda() {
+		if !slices.Contains(p.Providers, a.Name) {
+			continue
+		}
+		if a.Key != nil {
+			if r, ok := ref(*a.Key); ok {
+				s.provider = append(s.provider, r)
+			}
+		}
+		if a.Webhook != nil {
+			if r, ok := ref(a.Webhook.Secret); ok {
+				s.webhook = append(s.webhook, r)
+			}
+		}
 	}
 	return s
 }

@@ -5,7 +5,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/jsii-runtime-go"
 	"github.com/sandmanhq/sandman/internal/envnames"
+	"github.com/sandmanhq/sandman/internal/provider/daytona"
+	"github.com/sandmanhq/sandman/internal/provider/e2b"
+	"github.com/sandmanhq/sandman/internal/provider/vercel"
 	"github.com/sandmanhq/sandman/internal/routes"
 )
 
@@ -16,7 +21,7 @@ import (
 // sets the non-secret settings only where providers are called.
 func TestStackProviders(t *testing.T) {
 	s := MustSynth(t, &SandmanStackProps{Provider: "daytona", Providers: []string{"vercel", "e2b", "daytona"},
-		ProviderSettings: map[string]string{envnames.VercelProjectID: "prj_1", envnames.VercelTeamID: "team_1"}})
+		ProviderSettings: map[string]string{vercel.EnvProjectID: "prj_1", vercel.EnvTeamID: "team_1"}})
 	all := s.statements(t)
 	for _, name := range routes.Functions {
 		fn := s.resource(t, s.functionID(t, name), "AWS::Lambda::Function")
@@ -28,7 +33,7 @@ func TestStackProviders(t *testing.T) {
 			t.Errorf("%s: %s = %v, want %s", name, envnames.Providers, got, want)
 		}
 		for k := range vars {
-			if !slices.Contains(envnames.Functions, k) {
+			if !readByFunctions(k) {
 				t.Errorf("%s sets %s, which no function reads", name, k)
 			}
 		}
@@ -37,20 +42,20 @@ func TestStackProviders(t *testing.T) {
 		switch {
 		case calls:
 			want = map[string]any{
-				envnames.ProviderAPIKeySecret: DefaultProviderAPIKeySecretName,
-				envnames.DaytonaAPIKeySecret:  DefaultDaytonaAPIKeySecretName,
-				envnames.VercelTokenSecret:    DefaultVercelTokenSecretName,
-				envnames.VercelProjectID:      "prj_1",
-				envnames.VercelTeamID:         "team_1",
+				e2b.EnvAPIKeySecret:     e2b.Adapter.Key.DefaultName,
+				daytona.EnvAPIKeySecret: daytona.Adapter.Key.DefaultName,
+				vercel.EnvTokenSecret:   vercel.Adapter.Key.DefaultName,
+				vercel.EnvProjectID:     "prj_1",
+				vercel.EnvTeamID:        "team_1",
 			}
 		case name == routes.Webhook:
 			want = map[string]any{
-				envnames.WebhookSecretSecret:        DefaultWebhookSecretName,
-				envnames.DaytonaWebhookSecretSecret: DefaultDaytonaWebhookSecretName,
+				e2b.EnvWebhookSecretSecret:     e2b.Webhook.Secret.DefaultName,
+				daytona.EnvWebhookSecretSecret: daytona.Adapter.Webhook.Secret.DefaultName,
 			}
 		}
-		for _, k := range []string{envnames.ProviderAPIKeySecret, envnames.DaytonaAPIKeySecret, envnames.VercelTokenSecret,
-			envnames.VercelProjectID, envnames.VercelTeamID, envnames.WebhookSecretSecret, envnames.DaytonaWebhookSecretSecret} {
+		for _, k := range []string{e2b.EnvAPIKeySecret, daytona.EnvAPIKeySecret, vercel.EnvTokenSecret,
+			vercel.EnvProjectID, vercel.EnvTeamID, e2b.EnvWebhookSecretSecret, daytona.EnvWebhookSecretSecret} {
 			if got := vars[k]; got != want[k] {
 				t.Errorf("%s: %s = %v, want %v", name, k, got, want[k])
 			}
@@ -62,8 +67,8 @@ func TestStackProviders(t *testing.T) {
 				continue
 			}
 			for _, r := range resources {
-				for _, secret := range []string{DefaultProviderAPIKeySecretName, DefaultWebhookSecretName,
-					DefaultDaytonaAPIKeySecretName, DefaultDaytonaWebhookSecretName, DefaultVercelTokenSecretName} {
+				for _, secret := range []string{e2b.Adapter.Key.DefaultName, e2b.Webhook.Secret.DefaultName,
+					daytona.Adapter.Key.DefaultName, daytona.Adapter.Webhook.Secret.DefaultName, vercel.Adapter.Key.DefaultName} {
 					if strings.Contains(r, ":secret:"+secret+"-??????") {
 						readable = append(readable, secret)
 					}
@@ -87,10 +92,37 @@ func TestStackProviders(t *testing.T) {
 func TestStackProvidersDefault(t *testing.T) {
 	s := MustDefaultStack(t)
 	doc := canonical(s.doc)
-	for _, name := range []string{DefaultDaytonaAPIKeySecretName, DefaultDaytonaWebhookSecretName, DefaultVercelTokenSecretName,
+	for _, name := range []string{daytona.Adapter.Key.DefaultName, daytona.Adapter.Webhook.Secret.DefaultName, vercel.Adapter.Key.DefaultName,
 		envnames.Providers} {
 		if strings.Contains(doc, name) {
 			t.Errorf("the default stack mentions %s", name)
 		}
+	}
+}
+
+// TestStackRefusesLocalOnlyProviders: a provider no deployment can run
+// (the local provider, the in-memory fake, or a name nobody declares), as
+// the default or among the others, fails synthesis with an error naming
+// it; the deployable ones pass.
+func TestStackRefusesLocalOnlyProviders(t *testing.T) {
+	for _, tc := range []struct {
+		names   []string
+		refused string
+	}{
+		{names: []string{"e2b", "daytona", "vercel"}},
+		{names: []string{"local"}, refused: "local"},
+		{names: []string{"e2b", "fake"}, refused: "fake"},
+		{names: []string{"e2b", "modal"}, refused: "modal"},
+	} {
+		err := checkProviders(tc.names)
+		if (err != nil) != (tc.refused != "") || (err != nil && !strings.Contains(err.Error(), `"`+tc.refused+`"`)) {
+			t.Errorf("%v: %v, want refused %q", tc.names, err, tc.refused)
+		}
+	}
+	s := MustSynth(t, &SandmanStackProps{Provider: "local"})
+	found := mustAnnotations(t, assertions.Annotations_FromStack(s.stack).FindError(jsii.String("*"),
+		assertions.Match_StringLikeRegexp(jsii.String(".*cannot run in a deployment.*"))))
+	if len(found) == 0 {
+		t.Error("a stack with the local provider synthesized without an error annotation")
 	}
 }

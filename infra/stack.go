@@ -54,13 +54,6 @@ const (
 	EnvEventBus = envnames.EventBus
 	// EnvProvider names the sandbox provider, e.g. "e2b" (every function).
 	EnvProvider = envnames.Provider
-	// EnvProviderAPIKeySecret is the Secrets Manager name of the secret
-	// holding the provider's API key (only the functions that call the
-	// provider: sessions, resume, snapshot, reconnect, idlepause).
-	EnvProviderAPIKeySecret = envnames.ProviderAPIKeySecret
-	// EnvWebhookSecretSecret is the Secrets Manager name of the secret
-	// holding the provider's webhook signing key (webhook only).
-	EnvWebhookSecretSecret = envnames.WebhookSecretSecret
 	// EnvProviders lists the providers a create may name (every function).
 	EnvProviders = envnames.Providers
 	// EnvShards is the due indexes' shard count (every function).
@@ -69,13 +62,8 @@ const (
 
 // Defaults for the zero values of SandmanStackProps.
 const (
-	DefaultFunctionsDir             = "build/lambda"
-	DefaultProvider                 = "e2b"
-	DefaultProviderAPIKeySecretName = envnames.DefaultProviderAPIKeySecretName
-	DefaultWebhookSecretName        = envnames.DefaultWebhookSecretName
-	DefaultDaytonaAPIKeySecretName  = envnames.DefaultDaytonaAPIKeySecretName
-	DefaultDaytonaWebhookSecretName = envnames.DefaultDaytonaWebhookSecretName
-	DefaultVercelTokenSecretName    = envnames.DefaultVercelTokenSecretName
+	DefaultFunctionsDir = "build/lambda"
+	DefaultProvider     = "e2b"
 	// DefaultThrottleRateLimit is the default stage's steady-state limit in
 	// requests per second, across all routes: 100,000 open tabs
 	// heartbeating every 30 s over HTTP are 3,333 requests per second, plus
@@ -102,32 +90,25 @@ type SandmanStackProps struct {
 	// Provider is the default sandbox provider: the one a create that names
 	// none uses. Default "e2b".
 	Provider string
-	// Providers are the other providers a create may name ("e2b",
-	// "daytona", "vercel"). Only the enabled providers' secrets are read,
-	// each only by the functions that need it: API keys and tokens by the
-	// functions that call providers, webhook secrets (E2B, Daytona; Vercel
-	// sends none) by the webhook function.
+	// Providers are the other providers a create may name, each one of
+	// internal/provider.Lambda (e2b, daytona, vercel); another name (the
+	// local provider, the fake) fails synthesis. Only the enabled
+	// providers' secrets are read, each only by the functions that need it:
+	// API keys and tokens by the functions that call providers, webhook
+	// secrets (E2B, Daytona; Vercel sends none) by the webhook function.
 	Providers []string
 	// ProviderSettings are the providers' non-secret settings, by their
-	// environment variable (internal/envnames: SANDMAN_DAYTONA_* and
-	// SANDMAN_VERCEL_*, e.g. SANDMAN_VERCEL_PROJECT_ID, which vercel
-	// requires), set on the functions that call providers.
+	// environment variable (registry.Adapter.Env, e.g.
+	// SANDMAN_VERCEL_PROJECT_ID, which vercel requires), set on the
+	// functions that call providers.
 	ProviderSettings map[string]string
-	// DaytonaAPIKeySecretName, DaytonaWebhookSecretName and
-	// VercelTokenSecretName name existing Secrets Manager secrets, read only
-	// when their provider is enabled. Defaults DefaultDaytonaAPIKeySecretName,
-	// DefaultDaytonaWebhookSecretName and DefaultVercelTokenSecretName.
-	DaytonaAPIKeySecretName  string
-	DaytonaWebhookSecretName string
-	VercelTokenSecretName    string
-	// ProviderAPIKeySecretName is the name of an existing Secrets Manager
-	// secret holding the provider's API key. Default
-	// DefaultProviderAPIKeySecretName.
-	ProviderAPIKeySecretName string
-	// WebhookSecretName is the name of an existing Secrets Manager secret
-	// holding the provider's webhook signing key. Default
-	// DefaultWebhookSecretName.
-	WebhookSecretName string
+	// SecretNames name existing Secrets Manager secrets of the enabled
+	// providers, by the variable the functions read the name from
+	// (registry.Secret.SecretEnv, e.g. SANDMAN_PROVIDER_API_KEY_SECRET);
+	// a secret not named here has its adapter's registry.Secret.DefaultName
+	// (docs/DEPLOY.md). Each secret's CDK context key sets it too
+	// (registry.Secret.ContextKey, e.g. sandman:providerApiKeySecretName).
+	SecretNames map[string]string
 
 	// CORSAllowOrigins are the origins browsers may call the API from.
 	// Default ["*"]: the API authenticates with keys, not cookies. The rest
@@ -216,21 +197,6 @@ func (p *SandmanStackProps) withDefaults() SandmanStackProps {
 	if out.Provider == "" {
 		out.Provider = DefaultProvider
 	}
-	if out.ProviderAPIKeySecretName == "" {
-		out.ProviderAPIKeySecretName = DefaultProviderAPIKeySecretName
-	}
-	if out.WebhookSecretName == "" {
-		out.WebhookSecretName = DefaultWebhookSecretName
-	}
-	if out.DaytonaAPIKeySecretName == "" {
-		out.DaytonaAPIKeySecretName = DefaultDaytonaAPIKeySecretName
-	}
-	if out.DaytonaWebhookSecretName == "" {
-		out.DaytonaWebhookSecretName = DefaultDaytonaWebhookSecretName
-	}
-	if out.VercelTokenSecretName == "" {
-		out.VercelTokenSecretName = DefaultVercelTokenSecretName
-	}
 	out.Providers = enabledProviders(out.Provider, out.Providers)
 	if len(out.CORSAllowOrigins) == 0 {
 		out.CORSAllowOrigins = []string{routes.CORSAnyOrigin}
@@ -296,6 +262,9 @@ func NewSandmanStack(scope constructs.Construct, id string, props *SandmanStackP
 	p := props.withDefaults()
 	stack := awscdk.NewStack(scope, jsii.String(id), &p.StackProps)
 	if err := checkLease(p.ProviderSettings); err != nil {
+		awscdk.Annotations_Of(stack).AddError(jsii.String(err.Error()))
+	}
+	if err := checkProviders(p.Providers); err != nil {
 		awscdk.Annotations_Of(stack).AddError(jsii.String(err.Error()))
 	}
 

@@ -19,6 +19,7 @@ import (
 	"github.com/sandmanhq/sandman/internal/apigw"
 	"github.com/sandmanhq/sandman/internal/dynamo/tabledef"
 	"github.com/sandmanhq/sandman/internal/envnames"
+	"github.com/sandmanhq/sandman/internal/provider/e2b"
 	"github.com/sandmanhq/sandman/internal/routes"
 )
 
@@ -51,9 +52,9 @@ func requestBudget(timeout time.Duration) time.Duration {
 func overrideProps(tb testing.TB) *SandmanStackProps {
 	return &SandmanStackProps{
 		FunctionsDir:               MustFunctionsDir(tb),
-		Provider:                   "local",
-		ProviderAPIKeySecretName:   "dev/provider-key",
-		WebhookSecretName:          "dev/webhook-key",
+		Provider:                   "daytona",
+		Providers:                  []string{"e2b"},
+		SecretNames:                map[string]string{e2b.EnvAPIKeySecret: "dev/provider-key", e2b.EnvWebhookSecretSecret: "dev/webhook-key"},
 		CORSAllowOrigins:           []string{"https://app.example.com", "https://admin.example.com"},
 		ThrottleRateLimit:          10,
 		ThrottleBurstLimit:         20,
@@ -253,10 +254,10 @@ func TestFunctions(t *testing.T) {
 			wantEnv := map[string]any{EnvTable: ref(tableID), EnvEventBus: ref(busID), EnvProvider: "e2b",
 				EnvShards: strconv.Itoa(tabledef.DeployedShards)}
 			if slices.Contains(providerKeyFunctions, name) {
-				wantEnv[EnvProviderAPIKeySecret] = DefaultProviderAPIKeySecretName
+				wantEnv[e2b.EnvAPIKeySecret] = e2b.Adapter.Key.DefaultName
 			}
 			if name == routes.Webhook {
-				wantEnv[EnvWebhookSecretSecret] = DefaultWebhookSecretName
+				wantEnv[e2b.EnvWebhookSecretSecret] = e2b.Webhook.Secret.DefaultName
 			}
 			if slices.Contains(timerFunctions, name) {
 				wantEnv[envnames.TimerQueueURL] = ref(s.logicalID(t, "TimerQueue"))
@@ -298,15 +299,15 @@ func TestFunctions(t *testing.T) {
 		o := MustSynth(t, overrideProps(t))
 		fn := o.resource(t, o.functionID(t, routes.Sessions), "AWS::Lambda::Function")
 		env := prop(fn, "Environment").(map[string]any)["Variables"].(map[string]any)
-		if got, want := env[EnvProvider], "local"; got != want {
+		if got, want := env[EnvProvider], "daytona"; got != want {
 			t.Errorf("%s: got %v, want %v", EnvProvider, got, want)
 		}
-		if got, want := env[EnvProviderAPIKeySecret], "dev/provider-key"; got != want {
-			t.Errorf("%s: got %v, want %v", EnvProviderAPIKeySecret, got, want)
+		if got, want := env[e2b.EnvAPIKeySecret], "dev/provider-key"; got != want {
+			t.Errorf("%s: got %v, want %v", e2b.EnvAPIKeySecret, got, want)
 		}
 		webhook := o.resource(t, o.functionID(t, routes.Webhook), "AWS::Lambda::Function")
-		if got, want := prop(webhook, "Environment").(map[string]any)["Variables"].(map[string]any)[EnvWebhookSecretSecret], "dev/webhook-key"; got != want {
-			t.Errorf("%s: got %v, want %v", EnvWebhookSecretSecret, got, want)
+		if got, want := prop(webhook, "Environment").(map[string]any)["Variables"].(map[string]any)[e2b.EnvWebhookSecretSecret], "dev/webhook-key"; got != want {
+			t.Errorf("%s: got %v, want %v", e2b.EnvWebhookSecretSecret, got, want)
 		}
 		logs := o.resource(t, o.logicalID(t, constructID(routes.Sessions)+"Logs"), "AWS::Logs::LogGroup")
 		if got, want := prop(logs, "RetentionInDays"), 7.0; got != want {

@@ -23,7 +23,7 @@ import (
 )
 
 func main() {
-	lambdamain.Start(lambdamain.Function{Name: routes.Channel, Needs: app.Needs{Provider: true}, Providers: provider.Lambda()},
+	lambdamain.Start(lambdamain.Function{Name: routes.Channel, Needs: app.Needs{Provider: true}, Adapters: provider.Lambda()},
 		func(ctx context.Context, a *app.App, m *metrics.Emitter) (any, error) {
 			push, err := apigwmgmt.Load(ctx, a.Config.WSManagementURL)
 			if err != nil {

@@ -18,7 +18,7 @@ import (
 )
 
 func main() {
-	lambdamain.Start(lambdamain.Function{Name: routes.IdlePause, Needs: app.Needs{Provider: true}, Providers: provider.Lambda()},
+	lambdamain.Start(lambdamain.Function{Name: routes.IdlePause, Needs: app.Needs{Provider: true}, Adapters: provider.Lambda()},
 		func(_ context.Context, a *app.App, m *metrics.Emitter) (any, error) {
 			cfg, err := sweep.ConfigFromEnv(os.Getenv)
 			if err != nil {

@@ -17,7 +17,7 @@ import (
 )
 
 func main() {
-	lambdamain.Start(lambdamain.Function{Name: routes.Pauser, Needs: app.Needs{Provider: true}, Providers: provider.Lambda()},
+	lambdamain.Start(lambdamain.Function{Name: routes.Pauser, Needs: app.Needs{Provider: true}, Adapters: provider.Lambda()},
 		func(_ context.Context, a *app.App, m *metrics.Emitter) (any, error) {
 			return metrics.Handler(m, sqstimer.NewHandler(a.Service, a.Log).Handle), nil
 		})

@@ -24,7 +24,7 @@ import (
 )
 
 func main() {
-	lambdamain.Start(lambdamain.Function{Name: routes.Readiness, Needs: app.Needs{Provider: true}, Providers: provider.Lambda()},
+	lambdamain.Start(lambdamain.Function{Name: routes.Readiness, Needs: app.Needs{Provider: true}, Adapters: provider.Lambda()},
 		func(ctx context.Context, a *app.App, m *metrics.Emitter) (any, error) {
 			var requeue lifecycle.ReadinessJobs // nil without a queue
 			if url := a.Config.ReadinessQueueURL; url != "" {

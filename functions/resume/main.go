@@ -11,5 +11,5 @@ import (
 )
 
 func main() {
-	lambdamain.Start(lambdamain.Function{Name: routes.Resume, Needs: app.Needs{Provider: true}, Providers: provider.Lambda()}, lambdamain.HTTP(routes.Resume))
+	lambdamain.Start(lambdamain.Function{Name: routes.Resume, Needs: app.Needs{Provider: true}, Adapters: provider.Lambda()}, lambdamain.HTTP(routes.Resume))
 }

@@ -18,7 +18,7 @@ import (
 )
 
 func main() {
-	lambdamain.Start(lambdamain.Function{Name: routes.Webhook, Needs: app.Needs{WebhookSecret: true}},
+	lambdamain.Start(lambdamain.Function{Name: routes.Webhook, Needs: app.Needs{WebhookSecret: true}, Adapters: provider.Lambda()},
 		func(_ context.Context, a *app.App, m *metrics.Emitter) (any, error) {
 			h, err := provider.WebhookHandler(a)
 			if err != nil {

@@ -12,11 +12,16 @@
 // built without a key. Functions that call the provider say
 // Needs{Provider: true} and fail at cold start when its key is missing.
 //
-// Secrets: SANDMAN_PROVIDER_API_KEY_SECRET and SANDMAN_WEBHOOK_SECRET_SECRET
-// (the names infra/stack.go sets, internal/envnames) name Secrets Manager
-// secrets whose SecretString is the value itself (plain text, surrounding
-// whitespace trimmed). Locally SANDMAN_PROVIDER_API_KEY
-// and SANDMAN_WEBHOOK_SECRET hold the values. Only the secrets a function
+// Providers: a main passes the adapters it links (Deps.Adapters,
+// internal/provider/registry declarations); their settings, secrets, call
+// budgets and prices come from those declarations, so nothing here names a
+// provider. Each provider New builds is put behind its call budget
+// (lifecycle.LimitCalls), one per provider per process.
+//
+// Secrets: each adapter's secret is a Secrets Manager secret named by its
+// *_SECRET variable (which the stack sets), whose SecretString is the value
+// itself (plain text, surrounding whitespace trimmed), or locally the value
+// in its plain variable (registry.Secret). Only the secrets a function
 // needs are fetched.
 //
 // Functions publish no events: the table's stream does (internal/outbox;
@@ -30,8 +35,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
@@ -47,6 +52,7 @@ import (
 	"github.com/sandmanhq/sandman/internal/delivery/sqsqueue"
 	"github.com/sandmanhq/sandman/internal/dynamo"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/provider/registry"
 	"github.com/sandmanhq/sandman/internal/readiness/sqsjobs"
 	"github.com/sandmanhq/sandman/internal/timer/sqstimer"
 )
@@ -80,11 +86,15 @@ type Deps struct {
 	Clock   lifecycle.Clock // default lifecycle.SystemClock
 	Secrets SecretsAPI      // default a client from the AWS default config
 	// Provider, when set, is the default provider (SANDMAN_PROVIDER's)
-	// instead of the one its factory would build.
+	// instead of the one its adapter would build.
 	Provider lifecycle.Provider
-	// Providers builds each enabled provider (SANDMAN_PROVIDER and
-	// SANDMAN_PROVIDERS) when the function needs them (Needs.Provider).
-	Providers map[string]ProviderFactory
+	// Adapters are the providers the function links (internal/provider.Lambda
+	// for the Lambda functions, internal/localstack.Adapters locally): Load
+	// reads their settings, and New builds each enabled one (SANDMAN_PROVIDER
+	// and SANDMAN_PROVIDERS) when the function calls providers
+	// (Needs.Provider) and reads their webhook secrets when it verifies
+	// webhooks.
+	Adapters registry.Set
 	// Timers arms pause timers (lifecycle.Config.Timers; nil: none) and
 	// TimerHorizon is how far ahead (default lifecycle.DefaultTimerHorizon).
 	Timers       lifecycle.Timers
@@ -102,20 +112,6 @@ type Deps struct {
 	WebhookDispatcher delivery.Dispatcher
 }
 
-// ProviderParams is what a ProviderFactory builds a provider from: the
-// configuration, the secrets New fetched, the clock and the logger.
-type ProviderParams struct {
-	Config        Config
-	APIKey        string // the provider's API key or token (e2b, daytona, vercel); "" for the others
-	WebhookSecret string // the webhook signing secret, when the function has it
-	Clock         lifecycle.Clock
-	Log           *slog.Logger
-}
-
-// ProviderFactory builds one provider. close, when not nil, is called by
-// App.Close. Errors: the provider's configuration is unusable.
-type ProviderFactory func(p ProviderParams) (provider lifecycle.Provider, close func(context.Context) error, err error)
-
 // App is one cold start's wiring. Its fields are ready to use and shared by
 // every invocation.
 type App struct {
@@ -127,13 +123,13 @@ type App struct {
 	Provider  lifecycle.Provider
 	Providers []lifecycle.Provider
 	Service   *lifecycle.Service
-	// WebhookSecret is the E2B-format webhook signing secret (E2B, the
-	// local provider); "" unless Needs.WebhookSecret and one of those is
-	// enabled, or the local provider sends webhooks.
-	WebhookSecret string
-	// DaytonaWebhookSecret is Daytona's Svix endpoint secret ("whsec_…");
-	// "" unless Needs.WebhookSecret and daytona is enabled.
-	DaytonaWebhookSecret string
+	// WebhookSecrets are the enabled providers' webhook secrets by
+	// provider name (registry.Adapter.Webhook): read when Needs.WebhookSecret,
+	// or when the provider signs its own webhooks (the local provider with a
+	// URL); providers sharing a format share its secret.
+	WebhookSecrets map[string]string
+	// Adapters are Deps.Adapters.
+	Adapters registry.Set
 	// Tokens mints and verifies client tokens; nil when neither
 	// SANDMAN_CLIENT_TOKEN_KEYS_SECRET nor SANDMAN_CLIENT_TOKEN_KEYS_FILE
 	// is set.
@@ -168,18 +164,23 @@ func (a *App) WebhookEngine(d delivery.Dispatcher, onExhausted func(context.Cont
 
 // Load reads the Config from the process environment and builds the App
 // from it and what the main composes (New). Call it once, in main, before
-// lambda.Start. Errors: ConfigFromEnv's, a provider outside LambdaProviders
-// (the fake and the local provider run only in the local stack), New's.
+// lambda.Start. Errors: ConfigFromEnv's, a provider no deployment may run
+// (registry.Adapter.Deployable: the fake and the local provider run only
+// in the local stack), New's.
 func Load(ctx context.Context, needs Needs, deps Deps) (*App, error) {
-	cfg, err := ConfigFromEnv(os.Getenv)
+	if len(deps.Adapters) > 0 {
+		deployable := deps.Adapters.Deployable()
+		_, names := providerNames(func(k string) string { return strings.TrimSpace(os.Getenv(k)) })
+		for _, name := range names {
+			if _, ok := deployable.Find(name); !ok {
+				return nil, fmt.Errorf("%s/%s name %q, which a deployed function cannot run: want some of %s (the others, such as the local provider and the in-memory fake, run only in the local stack)",
+					EnvProvider, EnvProviders, name, strings.Join(deployable.Names(), ", "))
+			}
+		}
+	}
+	cfg, err := ConfigFromEnv(os.Getenv, deps.Adapters...)
 	if err != nil {
 		return nil, err
-	}
-	for _, name := range cfg.Providers {
-		if !slices.Contains(LambdaProviders, name) {
-			return nil, fmt.Errorf("%s/%s name %q, which a deployed function cannot run: want some of %s (the %s and %s providers run only in the local stack)",
-				EnvProvider, EnvProviders, name, strings.Join(LambdaProviders, ", "), ProviderFake, ProviderLocal)
-		}
 	}
 	return New(ctx, cfg, needs, deps)
 }
@@ -197,7 +198,7 @@ func New(ctx context.Context, cfg Config, needs Needs, deps Deps) (*App, error) 
 	if !cfg.Enabled(cfg.Provider) { // a Config built by hand: the default is always enabled
 		cfg.Providers = append([]string{cfg.Provider}, cfg.Providers...)
 	}
-	a := &App{Config: cfg, Log: deps.Log}
+	a := &App{Config: cfg, Log: deps.Log, Adapters: deps.Adapters, WebhookSecrets: map[string]string{}}
 	if a.Log == nil {
 		a.Log = NewLogger(os.Stderr, cfg.LogLevel)
 		slog.SetDefault(a.Log)
@@ -214,13 +215,12 @@ func New(ctx context.Context, cfg Config, needs Needs, deps Deps) (*App, error) 
 	}()
 
 	src := &secretSource{ctx: ctx, api: deps.Secrets}
-	secret := src.read
-	keys, err := a.loadSecrets(cfg, needs, deps, secret)
+	keys, err := a.loadSecrets(cfg, needs, deps, src.read)
 	if err != nil {
 		return nil, err
 	}
 
-	if err := a.loadTokens(ctx, cfg, clock, secret); err != nil {
+	if err := a.loadTokens(ctx, cfg, clock, src.read); err != nil {
 		return nil, err
 	}
 
@@ -243,7 +243,7 @@ func New(ctx context.Context, cfg Config, needs Needs, deps Deps) (*App, error) 
 	a.Service = lifecycle.NewService(lifecycle.Config{Store: a.Store, Provider: a.Provider, Providers: a.Providers[1:], Clock: clock,
 		Policy: cfg.Policy, Log: a.Log, ProbeTimeout: cfg.ProbeTimeout, CallTimeout: cfg.ProviderCallTimeout, Deployment: cfg.Deployment,
 		Timers: timers, TimerHorizon: deps.TimerHorizon, MaxRunning: cfg.MaxRunning, Metrics: deps.Metrics,
-		Prices: cfg.Prices, TemplateApps: cfg.TemplateApps, ReadinessJobs: jobs})
+		Prices: prices(deps.Adapters, cfg.Prices), TemplateApps: cfg.TemplateApps, ReadinessJobs: jobs})
 	a.WebhookStore, a.WebhookDispatcher = dynamostore.New(ddb, cfg.Table), deps.WebhookDispatcher
 	if a.WebhookDispatcher == nil && cfg.WebhookQueueURL != "" {
 		c, err := src.aws()
@@ -305,65 +305,69 @@ func (s *secretSource) read(what, plain, secretName, plainEnv, secretEnv string)
 // secretFunc is secretSource.read.
 type secretFunc func(what, plain, secretName, plainEnv, secretEnv string) (string, error)
 
-// providerKey is where one provider's API key or token comes from: its
-// plain and Secrets Manager variables and their values in a Config.
-type providerKey struct {
-	what                string
-	plainEnv, secretEnv string
-	values              func(Config) (plain, secretName string)
-}
-
-// providerKeys are the keys of the providers that need one (the local
-// provider and the fake need none).
-var providerKeys = map[string]providerKey{
-	ProviderE2B: {"e2b API key", EnvProviderAPIKey, EnvProviderAPIKeySecret,
-		func(c Config) (string, string) { return c.ProviderAPIKey, c.ProviderAPIKeySecret }},
-	ProviderDaytona: {"daytona API key", EnvDaytonaAPIKey, EnvDaytonaAPIKeySecret,
-		func(c Config) (string, string) { return c.DaytonaAPIKey, c.DaytonaAPIKeySecret }},
-	ProviderVercel: {"vercel token", EnvVercelToken, EnvVercelTokenSecret,
-		func(c Config) (string, string) { return c.VercelToken, c.VercelTokenSecret }},
-}
-
-// loadSecrets reads what needs asks for: each enabled provider's key (by
-// name; none for deps.Provider's) when the function calls providers, and
-// the webhook secrets when it verifies webhooks (the E2B-format one also
-// when the local provider signs its webhooks).
+// loadSecrets reads what needs asks for, each secret once: each enabled
+// provider's key (none for deps.Provider's) when the function calls
+// providers, and their webhook secrets when it verifies webhooks or the
+// provider signs its own. It returns the keys by provider name and sets
+// a.WebhookSecrets.
 func (a *App) loadSecrets(cfg Config, needs Needs, deps Deps, secret secretFunc) (map[string]string, error) {
+	fetched := map[string]string{} // by registry.Secret.SecretEnv
+	read := func(s registry.Secret) (string, error) {
+		if v, ok := fetched[s.SecretEnv]; ok {
+			return v, nil
+		}
+		v, err := secret(s.What, cfg.Secrets[s.Env], cfg.Secrets[s.SecretEnv], s.Env, s.SecretEnv)
+		if err == nil {
+			fetched[s.SecretEnv] = v
+		}
+		return v, err
+	}
 	keys := map[string]string{} // provider name → its API key or token
 	for _, name := range cfg.Providers {
-		k, ok := providerKeys[name]
-		if !needs.Provider || !ok || (name == cfg.Provider && deps.Provider != nil) {
+		ad, ok := deps.Adapters.Find(name)
+		if !ok {
 			continue
 		}
-		plain, secretName := k.values(cfg)
-		v, err := secret(k.what, plain, secretName, k.plainEnv, k.secretEnv)
-		if err != nil {
-			return nil, err
+		if needs.Provider && ad.Key != nil && (name != cfg.Provider || deps.Provider == nil) {
+			v, err := read(*ad.Key)
+			if err != nil {
+				return nil, err
+			}
+			keys[name] = v
 		}
-		keys[name] = v
-	}
-	// E2B-format webhooks come from E2B, the local provider and the fake.
-	e2bFormat := cfg.Enabled(ProviderE2B) || cfg.Enabled(ProviderLocal) || cfg.Enabled(ProviderFake)
-	if (needs.WebhookSecret && e2bFormat) || (needs.Provider && cfg.Enabled(ProviderLocal) && cfg.LocalWebhookURL != "") {
-		var err error
-		if a.WebhookSecret, err = secret("webhook secret", cfg.WebhookSecret, cfg.WebhookSecretSecret,
-			EnvWebhookSecret, EnvWebhookSecretSecret); err != nil {
-			return nil, err
-		}
-	}
-	if needs.WebhookSecret && cfg.Enabled(ProviderDaytona) {
-		var err error
-		if a.DaytonaWebhookSecret, err = secret("daytona webhook secret", cfg.DaytonaWebhookSecret,
-			cfg.DaytonaWebhookSecretSecret, EnvDaytonaWebhookSecret, EnvDaytonaWebhookSecretSecret); err != nil {
-			return nil, err
+		signs := needs.Provider && ad.SignsWebhooks != nil && ad.SignsWebhooks(settings(cfg, ad))
+		if ad.Webhook != nil && (needs.WebhookSecret || signs) {
+			v, err := read(ad.Webhook.Secret)
+			if err != nil {
+				return nil, err
+			}
+			a.WebhookSecrets[name] = v
 		}
 	}
 	return keys, nil
 }
 
+// settings returns the adapter's settings in cfg, or its defaults (what
+// it reads from an empty environment) for a Config built without them.
+func settings(cfg Config, ad registry.Adapter) any {
+	if v, ok := cfg.Settings[ad.Name]; ok {
+		return v
+	}
+	v, _ := ad.Read(func(string) string { return "" })
+	return v
+}
+
+// prices returns the adapters' prices with over's on top.
+func prices(adapters registry.Set, over map[string]lifecycle.Price) map[string]lifecycle.Price {
+	out := adapters.Prices()
+	maps.Copy(out, over)
+	return out
+}
+
 // buildProviders sets a.Providers, the default first, and a.Provider: the
 // default is deps.Provider when given; a function that calls no provider
-// gets noProvider for each; the others are built by their factories.
+// gets noProvider for each; the others are built by their adapters. Each
+// but noProvider is put behind its call budget (Config.CallLimits).
 func (a *App) buildProviders(cfg Config, needs Needs, deps Deps, keys map[string]string, clock lifecycle.Clock) error {
 	for _, name := range cfg.Providers {
 		var p lifecycle.Provider
@@ -374,9 +378,14 @@ func (a *App) buildProviders(cfg Config, needs Needs, deps Deps, keys map[string
 			p = noProvider{name: name}
 		default:
 			var err error
-			if p, err = a.newProvider(cfg, name, deps.Providers, keys[name], clock); err != nil {
+			if p, err = a.newProvider(cfg, name, deps.Adapters, keys[name], clock); err != nil {
 				return err
 			}
+		}
+		if _, none := p.(noProvider); !none {
+			// The budget is the provider's, in real time, whatever clock
+			// the service runs on.
+			p = lifecycle.LimitCalls(p, lifecycle.LimitConfig{Limit: cfg.CallLimits[name]})
 		}
 		a.Providers = append(a.Providers, p)
 	}
@@ -405,13 +414,14 @@ func queues(src *secretSource, cfg Config, deps Deps, clock lifecycle.Clock) (li
 	return timers, jobs, nil
 }
 
-// newProvider builds the provider named name with its factory.
-func (a *App) newProvider(cfg Config, name string, factories map[string]ProviderFactory, apiKey string, clock lifecycle.Clock) (lifecycle.Provider, error) {
-	build, ok := factories[name]
+// newProvider builds the provider named name with its adapter.
+func (a *App) newProvider(cfg Config, name string, adapters registry.Set, apiKey string, clock lifecycle.Clock) (lifecycle.Provider, error) {
+	ad, ok := adapters.Find(name)
 	if !ok {
 		return nil, fmt.Errorf("provider %q (%s/%s) is not one this build knows", name, EnvProvider, EnvProviders)
 	}
-	p, closeFn, err := build(ProviderParams{Config: cfg, APIKey: apiKey, WebhookSecret: a.WebhookSecret, Clock: clock, Log: a.Log})
+	p, closeFn, err := ad.New(registry.Params{Settings: settings(cfg, ad), APIKey: apiKey, WebhookSecret: a.WebhookSecrets[name],
+		Clock: clock, Log: a.Log})
 	if err != nil {
 		return nil, fmt.Errorf("%s provider: %w", name, err)
 	}

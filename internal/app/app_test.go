@@ -21,10 +21,16 @@ import (
 	"github.com/sandmanhq/sandman/internal/app"
 	"github.com/sandmanhq/sandman/internal/dynamo/dynamotest"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/localstack"
 	"github.com/sandmanhq/sandman/internal/provider"
+	"github.com/sandmanhq/sandman/internal/provider/e2b"
 	"github.com/sandmanhq/sandman/internal/provider/fake"
 	"github.com/sandmanhq/sandman/internal/routes"
 )
+
+// adapters are every provider the local stack runs: names and settings of
+// all of them are read.
+var adapters = localstack.Adapters()
 
 // env returns a getenv over m.
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -35,7 +41,7 @@ func TestConfigFromEnv(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, want := c.Provider, app.ProviderE2B; got != want {
+		if got, want := c.Provider, app.DefaultProvider; got != want {
 			t.Errorf("Provider = %q, want %q", got, want)
 		}
 		if got, want := c.Policy, lifecycle.DefaultPolicy(); got != want {
@@ -49,16 +55,16 @@ func TestConfigFromEnv(t *testing.T) {
 		c, err := app.ConfigFromEnv(env(map[string]string{
 			app.EnvTable: "sessions", app.EnvProvider: "FAKE", app.EnvIdleTimeout: "15m",
 			app.EnvActivityGranularity: "10s", app.EnvLeaseDuration: "90s", app.EnvLogLevel: "debug",
-			app.EnvWebhookSecretSecret: "sandman/webhook-signing-key", app.EnvCORSOrigin: "https://app.example.com",
+			e2b.EnvWebhookSecretSecret: "sandman/webhook-signing-key", app.EnvCORSOrigin: "https://app.example.com",
 			app.EnvProbeTimeout: "5s", app.EnvProviderCallTimeout: "45s", app.EnvAPIKeyCacheTTL: "0",
 			app.EnvPrices: `{"e2b":{"running_per_hour":0.2,"paused_per_hour":0.01}}`,
-		}))
+		}), adapters...)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if c.Provider != app.ProviderFake || c.Policy.DefaultIdleTimeout != 15*time.Minute ||
+		if c.Provider != fake.DefaultName || c.Policy.DefaultIdleTimeout != 15*time.Minute ||
 			c.Policy.ActivityGranularity != 10*time.Second || c.Policy.LeaseDuration != 90*time.Second ||
-			c.LogLevel != slog.LevelDebug || c.WebhookSecretSecret != "sandman/webhook-signing-key" ||
+			c.LogLevel != slog.LevelDebug || c.Secrets[e2b.EnvWebhookSecretSecret] != "sandman/webhook-signing-key" ||
 			c.CORSOrigin != "https://app.example.com" || c.ProbeTimeout != 5*time.Second || c.ProviderCallTimeout != 45*time.Second ||
 			c.APIKeyCacheTTL >= 0 || c.Deployment != "sessions" ||
 			c.Prices["e2b"] != (lifecycle.Price{RunningPerHour: 0.2, PausedPerHour: 0.01}) {
@@ -72,8 +78,8 @@ func TestConfigFromEnv(t *testing.T) {
 	}{
 		{"ErrNoTable", map[string]string{}, app.EnvTable},
 		{"ErrUnknownProvider", map[string]string{app.EnvProvider: "docker"}, app.EnvProvider},
-		{"ErrKeyTwice", map[string]string{app.EnvProviderAPIKey: "k", app.EnvProviderAPIKeySecret: "s"}, app.EnvProviderAPIKeySecret},
-		{"ErrWebhookSecretTwice", map[string]string{app.EnvWebhookSecret: "k", app.EnvWebhookSecretSecret: "s"}, app.EnvWebhookSecretSecret},
+		{"ErrKeyTwice", map[string]string{e2b.EnvAPIKey: "k", e2b.EnvAPIKeySecret: "s"}, e2b.EnvAPIKeySecret},
+		{"ErrWebhookSecretTwice", map[string]string{e2b.EnvWebhookSecret: "k", e2b.EnvWebhookSecretSecret: "s"}, e2b.EnvWebhookSecretSecret},
 		{"ErrBadDuration", map[string]string{app.EnvProviderGrace: "two minutes"}, app.EnvProviderGrace},
 		{"ErrNegativeDuration", map[string]string{app.EnvMaxProviderTimeout: "-1h"}, app.EnvMaxProviderTimeout},
 		{"ErrDefaultAboveMax", map[string]string{app.EnvIdleTimeout: "48h"}, app.EnvIdleTimeout},
@@ -88,7 +94,7 @@ func TestConfigFromEnv(t *testing.T) {
 			if tc.name != "ErrNoTable" {
 				tc.env[app.EnvTable] = "sessions"
 			}
-			_, err := app.ConfigFromEnv(env(tc.env))
+			_, err := app.ConfigFromEnv(env(tc.env), adapters...)
 			if err == nil || !strings.Contains(err.Error(), tc.contains) {
 				t.Fatalf("err = %v, want one naming %s", err, tc.contains)
 			}
@@ -135,11 +141,8 @@ func baseConfig(tb testing.TB, provider string) app.Config {
 // wired adds what a Lambda main composes (the providers it links) to deps,
 // and the in-memory fake the tests run the functions on.
 func wired(deps app.Deps) app.Deps {
-	if deps.Providers == nil {
-		deps.Providers = provider.Lambda()
-		deps.Providers[app.ProviderFake] = func(p app.ProviderParams) (lifecycle.Provider, func(context.Context) error, error) {
-			return fake.New(fake.Config{Clock: p.Clock}), nil, nil
-		}
+	if deps.Adapters == nil {
+		deps.Adapters = append(provider.Lambda(), fake.Adapter)
 	}
 	return deps
 }
@@ -164,12 +167,12 @@ func MustApp(tb testing.TB, cfg app.Config, needs app.Needs, deps app.Deps) *app
 
 func TestNewSecrets(t *testing.T) {
 	quiet := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	cfg := app.Config{Table: "t", DynamoEndpoint: "http://127.0.0.1:1", Provider: app.ProviderE2B, Policy: lifecycle.DefaultPolicy()}
+	cfg := app.Config{Table: "t", DynamoEndpoint: "http://127.0.0.1:1", Provider: e2b.Name, Policy: lifecycle.DefaultPolicy()}
 
 	t.Run("ProviderKeyFromSecretsManager", func(t *testing.T) {
 		sm := newFakeSecrets(map[string]string{"sandman/provider-api-key": " e2b_live_key\n"})
 		c := cfg
-		c.ProviderAPIKeySecret = "sandman/provider-api-key"
+		c.Secrets = map[string]string{e2b.EnvAPIKeySecret: "sandman/provider-api-key"}
 		a := MustApp(t, c, app.Needs{Provider: true}, app.Deps{Secrets: sm, Log: quiet})
 		if got, want := a.Provider.Name(), "e2b"; got != want {
 			t.Errorf("provider = %q, want %q", got, want)
@@ -180,13 +183,13 @@ func TestNewSecrets(t *testing.T) {
 	})
 	t.Run("ErrProviderKeyMissing", func(t *testing.T) {
 		_, err := app.New(t.Context(), cfg, app.Needs{Provider: true}, wired(app.Deps{Log: quiet}))
-		if err == nil || !strings.Contains(err.Error(), app.EnvProviderAPIKeySecret) {
-			t.Fatalf("err = %v, want one naming %s", err, app.EnvProviderAPIKeySecret)
+		if err == nil || !strings.Contains(err.Error(), e2b.EnvAPIKeySecret) {
+			t.Fatalf("err = %v, want one naming %s", err, e2b.EnvAPIKeySecret)
 		}
 	})
 	t.Run("ErrSecretRead", func(t *testing.T) {
 		c := cfg
-		c.ProviderAPIKeySecret = "sandman/absent"
+		c.Secrets = map[string]string{e2b.EnvAPIKeySecret: "sandman/absent"}
 		_, err := app.New(t.Context(), c, app.Needs{Provider: true}, wired(app.Deps{Secrets: newFakeSecrets(nil), Log: quiet}))
 		if err == nil || !strings.Contains(err.Error(), "sandman/absent") {
 			t.Fatalf("err = %v, want one naming the secret", err)
@@ -208,16 +211,16 @@ func TestNewSecrets(t *testing.T) {
 	t.Run("WebhookSecret", func(t *testing.T) {
 		sm := newFakeSecrets(map[string]string{"sandman/webhook-signing-key": "whsec_123"})
 		c := cfg
-		c.WebhookSecretSecret = "sandman/webhook-signing-key"
+		c.Secrets = map[string]string{e2b.EnvWebhookSecretSecret: "sandman/webhook-signing-key"}
 		a := MustApp(t, c, app.Needs{WebhookSecret: true}, app.Deps{Secrets: sm, Log: quiet})
-		if got, want := a.WebhookSecret, "whsec_123"; got != want {
+		if got, want := a.WebhookSecrets[e2b.Name], "whsec_123"; got != want {
 			t.Errorf("WebhookSecret = %q, want %q", got, want)
 		}
 	})
 	t.Run("ErrWebhookSecretMissing", func(t *testing.T) {
-		_, err := app.New(t.Context(), cfg, app.Needs{WebhookSecret: true}, app.Deps{Log: quiet})
-		if err == nil || !strings.Contains(err.Error(), app.EnvWebhookSecret) {
-			t.Fatalf("err = %v, want one naming %s", err, app.EnvWebhookSecret)
+		_, err := app.New(t.Context(), cfg, app.Needs{WebhookSecret: true}, wired(app.Deps{Log: quiet}))
+		if err == nil || !strings.Contains(err.Error(), e2b.EnvWebhookSecret) {
+			t.Fatalf("err = %v, want one naming %s", err, e2b.EnvWebhookSecret)
 		}
 	})
 	t.Run("ClientTokenKeysFromTheStacksSecret", func(t *testing.T) {
@@ -252,7 +255,7 @@ func TestNewSecrets(t *testing.T) {
 	})
 	t.Run("PlainEnvKey", func(t *testing.T) {
 		c := cfg
-		c.ProviderAPIKey = "e2b_local_key"
+		c.Secrets = map[string]string{e2b.EnvAPIKey: "e2b_local_key"}
 		sm := newFakeSecrets(nil)
 		MustApp(t, c, app.Needs{Provider: true}, app.Deps{Secrets: sm, Log: quiet})
 		if got := len(sm.reads); got != 0 {
@@ -265,7 +268,7 @@ func TestNewSecrets(t *testing.T) {
 // the sessions function (fake provider), then status
 // through a status function that may not call the provider, over one table.
 func TestWiring(t *testing.T) {
-	cfg := baseConfig(t, app.ProviderFake)
+	cfg := baseConfig(t, fake.DefaultName)
 	sessions := MustApp(t, cfg, app.Needs{Provider: true}, app.Deps{})
 	if err := sessions.Store.PutAPIKey(t.Context(), lifecycle.APIKey{
 		Hash: apigw.HashAPIKey(apigw.DevAPIKey), AccountID: apigw.DevAccountID, CreatedAt: time.Now().UTC(),
@@ -288,7 +291,7 @@ func TestWiring(t *testing.T) {
 	}
 
 	statusCfg := cfg
-	statusCfg.Provider = app.ProviderE2B // as the stack deploys it: no key
+	statusCfg.Provider = e2b.Name // as the stack deploys it: no key
 	status := MustApp(t, statusCfg, app.Needs{}, app.Deps{})
 	sh, err := status.HTTPHandler(routes.Status)
 	if err != nil {

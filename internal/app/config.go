@@ -13,63 +13,39 @@ import (
 	"github.com/sandmanhq/sandman/internal/dynamo"
 	"github.com/sandmanhq/sandman/internal/envnames"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/provider/registry"
 )
 
 // Environment variables read by ConfigFromEnv, named once in
 // internal/envnames (see there for what each means).
 const (
-	EnvTable                = envnames.Table
-	EnvDynamoEndpoint       = envnames.DynamoEndpoint
-	EnvProvider             = envnames.Provider
-	EnvProviderAPIKey       = envnames.ProviderAPIKey
-	EnvProviderAPIKeySecret = envnames.ProviderAPIKeySecret
-	EnvWebhookSecret        = envnames.WebhookSecret
-	EnvWebhookSecretSecret  = envnames.WebhookSecretSecret
-	EnvE2BBaseURL           = envnames.E2BBaseURL
-	EnvE2BDomain            = envnames.E2BDomain
-	EnvLocalDir             = envnames.LocalDir
-	EnvTemplateApps         = envnames.TemplateApps
-	EnvLocalKeepProcesses   = envnames.LocalKeepProcesses
-	EnvReadinessQueueURL    = envnames.ReadinessQueueURL
-	EnvLocalWebhookURL      = envnames.LocalWebhookURL
-	EnvEventBus             = envnames.EventBus
-	EnvEventsFile           = envnames.EventsFile
-	EnvCORSOrigin           = envnames.CORSOrigin
-	EnvLogLevel             = envnames.LogLevel
-	EnvIdleTimeout          = envnames.IdleTimeout
-	EnvMinIdleTimeout       = envnames.MinIdleTimeout
-	EnvMaxIdleTimeout       = envnames.MaxIdleTimeout
-	EnvMaxLifetimeLimit     = envnames.MaxLifetimeLimit
-	EnvActivityGranularity  = envnames.ActivityGranularity
-	EnvProviderGrace        = envnames.ProviderGrace
-	EnvMaxProviderTimeout   = envnames.MaxProviderTimeout
-	EnvLeaseDuration        = envnames.LeaseDuration
-	EnvDeployment           = envnames.Deployment
-	EnvAPIKeyCacheTTL       = envnames.APIKeyCacheTTL
-	EnvProbeTimeout         = envnames.ProbeTimeout
-	EnvProviderCallTimeout  = envnames.ProviderCallTimeout
+	EnvTable               = envnames.Table
+	EnvDynamoEndpoint      = envnames.DynamoEndpoint
+	EnvProvider            = envnames.Provider
+	EnvTemplateApps        = envnames.TemplateApps
+	EnvReadinessQueueURL   = envnames.ReadinessQueueURL
+	EnvEventBus            = envnames.EventBus
+	EnvEventsFile          = envnames.EventsFile
+	EnvCORSOrigin          = envnames.CORSOrigin
+	EnvLogLevel            = envnames.LogLevel
+	EnvIdleTimeout         = envnames.IdleTimeout
+	EnvMinIdleTimeout      = envnames.MinIdleTimeout
+	EnvMaxIdleTimeout      = envnames.MaxIdleTimeout
+	EnvMaxLifetimeLimit    = envnames.MaxLifetimeLimit
+	EnvActivityGranularity = envnames.ActivityGranularity
+	EnvProviderGrace       = envnames.ProviderGrace
+	EnvMaxProviderTimeout  = envnames.MaxProviderTimeout
+	EnvLeaseDuration       = envnames.LeaseDuration
+	EnvDeployment          = envnames.Deployment
+	EnvAPIKeyCacheTTL      = envnames.APIKeyCacheTTL
+	EnvProbeTimeout        = envnames.ProbeTimeout
+	EnvProviderCallTimeout = envnames.ProviderCallTimeout
 
-	EnvProviders                  = envnames.Providers
-	EnvDaytonaBaseURL             = envnames.DaytonaBaseURL
-	EnvDaytonaOrganizationID      = envnames.DaytonaOrganizationID
-	EnvDaytonaTarget              = envnames.DaytonaTarget
-	EnvDaytonaPauseMode           = envnames.DaytonaPauseMode
-	EnvDaytonaAutoArchive         = envnames.DaytonaAutoArchive
-	EnvDaytonaAutoDelete          = envnames.DaytonaAutoDelete
-	EnvDaytonaAPIKey              = envnames.DaytonaAPIKey
-	EnvDaytonaAPIKeySecret        = envnames.DaytonaAPIKeySecret
-	EnvDaytonaWebhookSecret       = envnames.DaytonaWebhookSecret
-	EnvDaytonaWebhookSecretSecret = envnames.DaytonaWebhookSecretSecret
-	EnvVercelBaseURL              = envnames.VercelBaseURL
-	EnvVercelTeamID               = envnames.VercelTeamID
-	EnvVercelProjectID            = envnames.VercelProjectID
-	EnvVercelMaxSessionTimeout    = envnames.VercelMaxSessionTimeout
-	EnvVercelToken                = envnames.VercelToken
-	EnvVercelTokenSecret          = envnames.VercelTokenSecret
-	EnvTimerQueueURL              = envnames.TimerQueueURL
-	EnvMaxRunning                 = envnames.MaxRunning
-	EnvShards                     = envnames.Shards
-	EnvPrices                     = envnames.Prices
+	EnvProviders     = envnames.Providers
+	EnvTimerQueueURL = envnames.TimerQueueURL
+	EnvMaxRunning    = envnames.MaxRunning
+	EnvShards        = envnames.Shards
+	EnvPrices        = envnames.Prices
 )
 
 // The client channel's variables (internal/envnames).
@@ -85,25 +61,8 @@ const (
 	EnvWebhookDLQURL              = envnames.WebhookDLQURL
 )
 
-// The provider names EnvProvider and EnvProviders accept (docs/DESIGN.md
-// "Providers"; the names sessions are stored with).
-const (
-	ProviderE2B     = "e2b"
-	ProviderDaytona = "daytona"
-	ProviderVercel  = "vercel"
-	ProviderLocal   = "local"
-	ProviderFake    = "fake"
-)
-
-// LambdaProviders are the providers a deployed function may be configured
-// with; Load refuses the others. The local provider's sandboxes are
-// processes of the local stack and the fake's live in one process's memory,
-// so neither can serve a deployment (docs/DESIGN.md "Providers"), and the
-// Lambda functions do not link them (internal/provider.Lambda).
-var LambdaProviders = []string{ProviderE2B, ProviderDaytona, ProviderVercel}
-
-// knownProviders lists the names EnvProvider and EnvProviders accept.
-var knownProviders = []string{ProviderE2B, ProviderDaytona, ProviderVercel, ProviderLocal, ProviderFake}
+// DefaultProvider is the provider SANDMAN_PROVIDER names when unset.
+const DefaultProvider = "e2b"
 
 // Config is everything a function reads from its environment, read once per
 // cold start. Secret values are not in it: Load resolves them.
@@ -111,49 +70,24 @@ type Config struct {
 	Table          string
 	DynamoEndpoint string // "" in AWS
 
-	// Provider is the default provider (one of knownProviders); Providers
-	// every enabled one, the default first, each once.
+	// Provider is the default provider (DefaultProvider when unset);
+	// Providers every enabled one, the default first, each once. Names are
+	// checked against the adapters ConfigFromEnv is given.
 	Provider  string
 	Providers []string
-	// ProviderAPIKey and ProviderAPIKeySecret: E2B's API key; at most one
-	// is set (plain value for local use, secret name for AWS).
-	ProviderAPIKey       string
-	ProviderAPIKeySecret string
-	// WebhookSecret and WebhookSecretSecret: likewise.
-	WebhookSecret       string
-	WebhookSecretSecret string
-
-	E2BBaseURL      string // "" for the e2b package's default
-	E2BDomain       string // "" for the e2b package's default
-	LocalDir        string // "" for the local provider package's default
-	LocalWebhookURL string
-
-	// Daytona (docs/providers/daytona.md): the control API, organization
-	// and region ("" for the daytona package's defaults), the pause mode
-	// (daytona.PauseStop or PausePause; "" for stop), autoArchiveInterval
-	// and autoDeleteInterval (0: Daytona's defaults), the API key and the
-	// Svix webhook endpoint secret, each a plain value or a secret name.
-	DaytonaBaseURL             string
-	DaytonaOrganizationID      string
-	DaytonaTarget              string
-	DaytonaPauseMode           string
-	DaytonaAutoArchive         time.Duration
-	DaytonaAutoDelete          time.Duration
-	DaytonaAPIKey              string
-	DaytonaAPIKeySecret        string
-	DaytonaWebhookSecret       string
-	DaytonaWebhookSecretSecret string
-
-	// Vercel Sandbox (docs/providers/vercel.md): the REST API,
-	// team and project, the plan's maximum session length (0: the vercel
-	// package's default, Hobby's 45 min), the token as a plain value or a
-	// secret name.
-	VercelBaseURL           string
-	VercelTeamID            string
-	VercelProjectID         string
-	VercelMaxSessionTimeout time.Duration
-	VercelToken             string
-	VercelTokenSecret       string
+	// Settings are the adapters' settings by provider name, each what its
+	// registry.Adapter.Read returned (its package's Config type); New
+	// reads the defaults (an empty environment) of an adapter missing here.
+	Settings map[string]any
+	// Secrets are the values of the adapters' secret variables by variable
+	// name (registry.Secret.Env and SecretEnv; unset ones are absent): for
+	// each secret, a plain value or a Secrets Manager secret's name, at
+	// most one of the two. New resolves them.
+	Secrets map[string]string
+	// CallLimits are the providers' call budgets by provider name
+	// (registry.ReadCalls; lifecycle.LimitCalls). A provider missing here
+	// has no limit.
+	CallLimits map[string]lifecycle.CallLimit
 
 	EventBus   string // EventBridge bus name or ARN; wins over EventsFile
 	EventsFile string // JSON-lines file when no bus is set
@@ -175,15 +109,12 @@ type Config struct {
 	// Shards is dynamo.Config.Shards: the due indexes' shard count
 	// (SANDMAN_SHARDS; 0: the store's default).
 	Shards int
-	// Prices is lifecycle.Config.Prices (SANDMAN_PRICES): US dollars per
-	// hour by provider, for usage estimates; nil: lifecycle.DefaultPrices.
+	// Prices is SANDMAN_PRICES: US dollars per hour by provider, for usage
+	// estimates, over the adapters' own (registry.Adapter.Price).
 	Prices map[string]lifecycle.Price
 	// TemplateApps is lifecycle.Config.TemplateApps (SANDMAN_TEMPLATE_APPS):
 	// default app specs by template; nil: none.
 	TemplateApps map[string]*lifecycle.AppSpec
-	// LocalDropProcesses is the local provider's DropProcesses
-	// (SANDMAN_LOCAL_KEEP_PROCESSES=false).
-	LocalDropProcesses bool
 	// ReadinessQueueURL is the SQS queue of readiness jobs
 	// (internal/readiness/sqsjobs); "" queues none unless
 	// Deps.ReadinessJobs is given.
@@ -210,61 +141,34 @@ type Config struct {
 	WebhookDLQURL       string
 }
 
-// ConfigFromEnv reads the Config from getenv (os.Getenv in production).
+// ConfigFromEnv reads the Config from getenv (os.Getenv in production),
+// with the settings, secrets and call budgets of adapters (the providers
+// the caller links: internal/provider.Lambda for the Lambda functions).
+// Given no adapters, provider names are not checked and no provider
+// setting is read (a function that calls no provider).
 // Errors: a missing table, an unknown provider, a value and a secret name
 // both set for one secret, an unparsable or out-of-range value, or a lease
 // shorter than lifecycle.MinLeaseDuration (docs/DESIGN.md "Session
 // states"); each names its variable.
-func ConfigFromEnv(getenv func(string) string) (Config, error) {
+func ConfigFromEnv(getenv func(string) string, adapters ...registry.Adapter) (Config, error) {
 	get := func(name string) string { return strings.TrimSpace(getenv(name)) }
 	c := Config{
-		Table:                get(EnvTable),
-		DynamoEndpoint:       get(EnvDynamoEndpoint),
-		Provider:             strings.ToLower(get(EnvProvider)),
-		ProviderAPIKey:       get(EnvProviderAPIKey),
-		ProviderAPIKeySecret: get(EnvProviderAPIKeySecret),
-		WebhookSecret:        get(EnvWebhookSecret),
-		WebhookSecretSecret:  get(EnvWebhookSecretSecret),
-		E2BBaseURL:           get(EnvE2BBaseURL),
-		E2BDomain:            get(EnvE2BDomain),
-		LocalDir:             get(EnvLocalDir),
-		LocalWebhookURL:      get(EnvLocalWebhookURL),
+		Table:          get(EnvTable),
+		DynamoEndpoint: get(EnvDynamoEndpoint),
+		EventBus:       get(EnvEventBus),
+		EventsFile:     get(EnvEventsFile),
+		CORSOrigin:     get(EnvCORSOrigin),
+		Deployment:     get(EnvDeployment),
+		TimerQueueURL:  get(EnvTimerQueueURL),
+		Policy:         lifecycle.DefaultPolicy(),
 
-		DaytonaBaseURL:             get(EnvDaytonaBaseURL),
-		DaytonaOrganizationID:      get(EnvDaytonaOrganizationID),
-		DaytonaTarget:              get(EnvDaytonaTarget),
-		DaytonaPauseMode:           strings.ToLower(get(EnvDaytonaPauseMode)),
-		DaytonaAPIKey:              get(EnvDaytonaAPIKey),
-		DaytonaAPIKeySecret:        get(EnvDaytonaAPIKeySecret),
-		DaytonaWebhookSecret:       get(EnvDaytonaWebhookSecret),
-		DaytonaWebhookSecretSecret: get(EnvDaytonaWebhookSecretSecret),
-		VercelBaseURL:              get(EnvVercelBaseURL),
-		VercelTeamID:               get(EnvVercelTeamID),
-		VercelProjectID:            get(EnvVercelProjectID),
-		VercelToken:                get(EnvVercelToken),
-		VercelTokenSecret:          get(EnvVercelTokenSecret),
-
-		EventBus:      get(EnvEventBus),
-		EventsFile:    get(EnvEventsFile),
-		CORSOrigin:    get(EnvCORSOrigin),
-		Deployment:    get(EnvDeployment),
-		TimerQueueURL: get(EnvTimerQueueURL),
-		Policy:        lifecycle.DefaultPolicy(),
-	}
-	c.ClientTokenKeysSecret, c.ClientTokenKeysFile, c.WSURL = get(EnvClientTokenKeysSecret), get(EnvClientTokenKeysFile), get(EnvWSURL)
-	c.WSManagementURL = get(EnvWSManagementURL)
-	c.WebhookQueueURL, c.WebhookDLQURL = get(EnvWebhookQueueURL), get(EnvWebhookDLQURL)
-	sched, err := delivery.ParseSchedule(get(EnvWebhookRetrySchedule))
-	if err != nil {
-		return Config{}, fmt.Errorf("%s: %w", EnvWebhookRetrySchedule, err)
-	}
-	c.WebhookSchedule = sched
-	switch v := strings.ToLower(get(EnvWebhookAllowPrivateTargets)); v {
-	case "", "false", "0":
-	case "true", "1":
-		c.WebhookAllowPrivate = true
-	default:
-		return Config{}, fmt.Errorf("%s=%q: want true or false", EnvWebhookAllowPrivateTargets, v)
+		ReadinessQueueURL:     get(EnvReadinessQueueURL),
+		ClientTokenKeysSecret: get(EnvClientTokenKeysSecret),
+		ClientTokenKeysFile:   get(EnvClientTokenKeysFile),
+		WSURL:                 get(EnvWSURL),
+		WSManagementURL:       get(EnvWSManagementURL),
+		WebhookQueueURL:       get(EnvWebhookQueueURL),
+		WebhookDLQURL:         get(EnvWebhookDLQURL),
 	}
 	if c.Table == "" {
 		return Config{}, fmt.Errorf("%s is required: the name of the sessions table", EnvTable)
@@ -272,47 +176,75 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	if c.Deployment == "" {
 		c.Deployment = c.Table
 	}
-	if err := readLimits(get, &c); err != nil {
-		return Config{}, err
-	}
-	if v := get(EnvShards); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > dynamo.MaxShards {
-			return Config{}, fmt.Errorf("%s=%q: want a whole number of shards from 1 to %d", EnvShards, v, dynamo.MaxShards)
-		}
-		c.Shards = n
-	}
-	if v := get(EnvTemplateApps); v != "" {
-		apps, err := parseTemplateApps(v)
-		if err != nil {
-			return Config{}, err
-		}
-		c.TemplateApps = apps
-	}
-	switch v := strings.ToLower(get(EnvLocalKeepProcesses)); v {
-	case "", "true", "1":
-	case "false", "0":
-		c.LocalDropProcesses = true
-	default:
-		return Config{}, fmt.Errorf("%s=%q: want true or false", EnvLocalKeepProcesses, v)
-	}
-	c.ReadinessQueueURL = get(EnvReadinessQueueURL)
-	if err := readProviders(get, &c); err != nil {
-		return Config{}, err
-	}
-	switch c.DaytonaPauseMode {
-	case "", "stop", "pause":
-	default:
-		return Config{}, fmt.Errorf("%s=%q: want stop or pause", EnvDaytonaPauseMode, c.DaytonaPauseMode)
-	}
 	if c.ClientTokenKeysSecret != "" && c.ClientTokenKeysFile != "" {
 		return Config{}, fmt.Errorf("set only one of %s and %s", EnvClientTokenKeysSecret, EnvClientTokenKeysFile)
 	}
-	if v := get(EnvLogLevel); v != "" {
-		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
-			return Config{}, fmt.Errorf("%s=%q: want debug, info, warn or error", EnvLogLevel, v)
+	for _, read := range []func(func(string) string, *Config) error{readWebhooks, readLimits, readShards, readTemplateApps, readLogLevel, readDurations} {
+		if err := read(get, &c); err != nil {
+			return Config{}, err
 		}
 	}
+	if err := readProviders(get, &c, adapters); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+// readWebhooks reads the outbound webhooks' schedule and target guard.
+func readWebhooks(get func(string) string, c *Config) error {
+	sched, err := delivery.ParseSchedule(get(EnvWebhookRetrySchedule))
+	if err != nil {
+		return fmt.Errorf("%s: %w", EnvWebhookRetrySchedule, err)
+	}
+	c.WebhookSchedule = sched
+	switch v := strings.ToLower(get(EnvWebhookAllowPrivateTargets)); v {
+	case "", "false", "0":
+	case "true", "1":
+		c.WebhookAllowPrivate = true
+	default:
+		return fmt.Errorf("%s=%q: want true or false", EnvWebhookAllowPrivateTargets, v)
+	}
+	return nil
+}
+
+// readShards reads the due indexes' shard count.
+func readShards(get func(string) string, c *Config) error {
+	if v := get(EnvShards); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > dynamo.MaxShards {
+			return fmt.Errorf("%s=%q: want a whole number of shards from 1 to %d", EnvShards, v, dynamo.MaxShards)
+		}
+		c.Shards = n
+	}
+	return nil
+}
+
+// readTemplateApps reads the templates' default app specs.
+func readTemplateApps(get func(string) string, c *Config) error {
+	if v := get(EnvTemplateApps); v != "" {
+		apps, err := parseTemplateApps(v)
+		if err != nil {
+			return err
+		}
+		c.TemplateApps = apps
+	}
+	return nil
+}
+
+// readLogLevel reads the log level.
+func readLogLevel(get func(string) string, c *Config) error {
+	if v := get(EnvLogLevel); v != "" {
+		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
+			return fmt.Errorf("%s=%q: want debug, info, warn or error", EnvLogLevel, v)
+		}
+	}
+	return nil
+}
+
+// readDurations reads the policy's and the calls' durations, then checks
+// them together: the lease outlasts the longest operation holding one, and
+// the default idle timeout lies within its bounds.
+func readDurations(get func(string) string, c *Config) error {
 	p := &c.Policy
 	for _, o := range []struct {
 		name string
@@ -328,29 +260,24 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		{EnvLeaseDuration, &p.LeaseDuration},
 		{EnvProbeTimeout, &c.ProbeTimeout},
 		{EnvProviderCallTimeout, &c.ProviderCallTimeout},
-		{EnvDaytonaAutoArchive, &c.DaytonaAutoArchive},
-		{EnvDaytonaAutoDelete, &c.DaytonaAutoDelete},
-		{EnvVercelMaxSessionTimeout, &c.VercelMaxSessionTimeout},
 	} {
-		v := get(o.name)
-		if v == "" {
-			continue
+		d, err := registry.Duration(get, o.name)
+		if err != nil {
+			return err
 		}
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			return Config{}, fmt.Errorf("%s=%q: want a positive duration such as 90s or 10m", o.name, v)
+		if d > 0 {
+			*o.dst = d
 		}
-		*o.dst = d
 	}
 	if least := lifecycle.MinLeaseDuration(c.ProviderCallTimeout); p.LeaseDuration < least {
-		return Config{}, fmt.Errorf("%s=%v is shorter than the longest operation holding a lease (%v: a %v request or a %s provider call and its settle write, plus %v): the sweep would reconcile operations still in flight; set at least %v",
+		return fmt.Errorf("%s=%v is shorter than the longest operation holding a lease (%v: a %v request or a %s provider call and its settle write, plus %v): the sweep would reconcile operations still in flight; set at least %v",
 			EnvLeaseDuration, p.LeaseDuration, least, lifecycle.MaxRequestDuration, EnvProviderCallTimeout, lifecycle.LeaseMargin, least)
 	}
 	if p.MinIdleTimeout > p.MaxIdleTimeout || p.DefaultIdleTimeout < p.MinIdleTimeout || p.DefaultIdleTimeout > p.MaxIdleTimeout {
-		return Config{}, fmt.Errorf("%s (%v) must lie between %s (%v) and %s (%v)",
+		return fmt.Errorf("%s (%v) must lie between %s (%v) and %s (%v)",
 			EnvIdleTimeout, p.DefaultIdleTimeout, EnvMinIdleTimeout, p.MinIdleTimeout, EnvMaxIdleTimeout, p.MaxIdleTimeout)
 	}
-	return c, nil
+	return nil
 }
 
 // readLimits reads the API key cache TTL, the running limit and the prices
@@ -389,40 +316,71 @@ func readLimits(get func(string) string, c *Config) error {
 }
 
 // readProviders reads the default provider and the enabled ones into c
-// (the default first, each once), and refuses a secret given both as a
-// value and as a secret name. Errors name the variable.
-func readProviders(get func(string) string, c *Config) error {
-	if c.Provider == "" {
-		c.Provider = ProviderE2B
-	}
-	if !slices.Contains(knownProviders, c.Provider) {
-		return fmt.Errorf("%s=%q is not a provider: want one of %s",
-			EnvProvider, c.Provider, strings.Join(knownProviders, ", "))
-	}
-	c.Providers = []string{c.Provider}
-	for _, name := range strings.Split(strings.ToLower(get(EnvProviders)), ",") {
-		name = strings.TrimSpace(name)
-		switch {
-		case name == "" || slices.Contains(c.Providers, name):
-		case !slices.Contains(knownProviders, name):
-			return fmt.Errorf("%s names %q, not a provider: want some of %s",
-				EnvProviders, name, strings.Join(knownProviders, ", "))
-		default:
-			c.Providers = append(c.Providers, name)
+// (the default first, each once), checked against adapters when given, and
+// every adapter's settings, secret variables and call budget (all of them,
+// enabled or not, so a mistake shows before the provider is enabled).
+// Errors: an unknown name, readAdapters'.
+func readProviders(get func(string) string, c *Config, adapters registry.Set) error {
+	c.Provider, c.Providers = providerNames(get)
+	if known := adapters.Names(); len(adapters) > 0 {
+		if !slices.Contains(known, c.Provider) {
+			return fmt.Errorf("%s=%q is not a provider: want one of %s", EnvProvider, c.Provider, strings.Join(known, ", "))
+		}
+		for _, name := range c.Providers {
+			if !slices.Contains(known, name) {
+				return fmt.Errorf("%s names %q, not a provider: want some of %s", EnvProviders, name, strings.Join(known, ", "))
+			}
 		}
 	}
-	for _, pair := range [][2]string{
-		{EnvProviderAPIKey, EnvProviderAPIKeySecret},
-		{EnvWebhookSecret, EnvWebhookSecretSecret},
-		{EnvDaytonaAPIKey, EnvDaytonaAPIKeySecret},
-		{EnvDaytonaWebhookSecret, EnvDaytonaWebhookSecretSecret},
-		{EnvVercelToken, EnvVercelTokenSecret},
-	} {
-		if get(pair[0]) != "" && get(pair[1]) != "" {
-			return fmt.Errorf("set only one of %s and %s", pair[0], pair[1])
+	return readAdapters(get, c, adapters)
+}
+
+// readAdapters reads every adapter's settings, secret variables and call
+// budget into c. Errors: a secret given both as a value and as a secret
+// name, an adapter's own (each names its variable).
+func readAdapters(get func(string) string, c *Config, adapters registry.Set) error {
+	for _, a := range adapters {
+		settings, err := a.Read(get)
+		if err != nil {
+			return err
+		}
+		limit, err := registry.ReadCalls(a, get)
+		if err != nil {
+			return err
+		}
+		if c.Settings == nil {
+			c.Settings, c.Secrets, c.CallLimits = map[string]any{}, map[string]string{}, map[string]lifecycle.CallLimit{}
+		}
+		c.Settings[a.Name], c.CallLimits[a.Name] = settings, limit
+		for _, s := range a.Secrets() {
+			plain, name := get(s.Env), get(s.SecretEnv)
+			if plain != "" && name != "" {
+				return fmt.Errorf("set only one of %s and %s", s.Env, s.SecretEnv)
+			}
+			for k, v := range map[string]string{s.Env: plain, s.SecretEnv: name} {
+				if v != "" {
+					c.Secrets[k] = v
+				}
+			}
 		}
 	}
 	return nil
+}
+
+// providerNames returns the default provider (DefaultProvider when unset)
+// and every enabled one, the default first, each once, lowercase.
+func providerNames(get func(string) string) (def string, all []string) {
+	def = strings.ToLower(get(EnvProvider))
+	if def == "" {
+		def = DefaultProvider
+	}
+	all = []string{def}
+	for _, name := range strings.Split(strings.ToLower(get(EnvProviders)), ",") {
+		if name = strings.TrimSpace(name); name != "" && !slices.Contains(all, name) {
+			all = append(all, name)
+		}
+	}
+	return def, all
 }
 
 // templateAppJSON is one template's default app spec in

@@ -10,9 +10,11 @@ import (
 	"github.com/sandmanhq/sandman/internal/sweep"
 )
 
-// TestEnvContract ties internal/envnames to its readers: every variable the
-// functions' readers (app.ConfigFromEnv, sweep.ConfigFromEnv) ask for is
-// named in envnames.Functions, and every name there is asked for. The stack's
+// TestEnvContract ties internal/envnames and the adapters' declarations
+// to their readers: every variable the functions' readers
+// (app.ConfigFromEnv, sweep.ConfigFromEnv) ask for is named in
+// envnames.Functions or declared by an adapter (registry.Adapter.Vars),
+// and every name there is asked for. The stack's
 // side (every variable it sets is one of envnames.Functions) is
 // infra.TestStackEnvContract.
 func TestEnvContract(t *testing.T) {
@@ -24,15 +26,25 @@ func TestEnvContract(t *testing.T) {
 		}
 		return ""
 	}
-	if _, err := app.ConfigFromEnv(getenv); err != nil {
+	all := localstack.Adapters()
+	if _, err := app.ConfigFromEnv(getenv, all...); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := sweep.ConfigFromEnv(getenv); err != nil {
 		t.Fatal(err)
 	}
+	var adapterVars []string
+	for _, a := range all {
+		for _, name := range a.Vars() {
+			adapterVars = append(adapterVars, name)
+			if !asked[name] {
+				t.Errorf("the %s adapter declares %s, which ConfigFromEnv does not read", a.Name, name)
+			}
+		}
+	}
 	for name := range asked {
-		if !slices.Contains(envnames.Functions, name) {
-			t.Errorf("%s is read but not named in envnames.Functions", name)
+		if !slices.Contains(envnames.Functions, name) && !slices.Contains(adapterVars, name) {
+			t.Errorf("%s is read but not named in envnames.Functions nor declared by an adapter", name)
 		}
 	}
 	for _, name := range envnames.Functions {

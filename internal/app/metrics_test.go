@@ -21,7 +21,7 @@ import (
 // no metrics line, the snapshot's invocation writes one line, with Pauses 1
 // for its function and reason request, before it returns.
 func TestWiringMetrics(t *testing.T) {
-	cfg := baseConfig(t, app.ProviderFake)
+	cfg := baseConfig(t, fake.DefaultName)
 	fake := fake.New(fake.Config{}) // one provider behind both functions
 	function := func(name string) (func(t *testing.T, event, id string) (int, string), *bytes.Buffer) {
 		var out bytes.Buffer

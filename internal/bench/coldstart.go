@@ -23,6 +23,7 @@ import (
 	"github.com/sandmanhq/sandman/internal/app"
 	"github.com/sandmanhq/sandman/internal/dynamo"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/provider/e2b"
 	"github.com/sandmanhq/sandman/internal/provider/e2b/e2bhook"
 	"github.com/sandmanhq/sandman/internal/provider/e2b/e2btest"
 	"github.com/sandmanhq/sandman/internal/routes"
@@ -295,11 +296,11 @@ func coldEnv(fn, table, endpoint, eventBridgeURL, e2bURL string) []string {
 		"AWS_LAMBDA_INITIALIZATION_TYPE=on-demand",
 		app.EnvTable + "=" + table,
 		app.EnvDynamoEndpoint + "=" + endpoint,
-		app.EnvProvider + "=" + app.ProviderE2B,
-		app.EnvE2BBaseURL + "=" + e2bURL,
-		app.EnvE2BDomain + "=" + e2btest.Domain,
-		app.EnvProviderAPIKey + "=" + e2btest.APIKey,
-		app.EnvWebhookSecret + "=" + benchWebhookSecret,
+		app.EnvProvider + "=" + e2b.Name,
+		e2b.EnvBaseURL + "=" + e2bURL,
+		e2b.EnvDomain + "=" + e2btest.Domain,
+		e2b.EnvAPIKey + "=" + e2btest.APIKey,
+		e2b.EnvWebhookSecret + "=" + benchWebhookSecret,
 		app.EnvEventBus + "=" + benchEventBus,
 		"AWS_ENDPOINT_URL_EVENTBRIDGE=" + eventBridgeURL,
 		// The client channel's functions: a key set file the first start
@@ -548,7 +549,7 @@ var errNoColdEvent = errors.New("no cold-start event")
 func (c *coldEvents) session(ctx context.Context, tag string, state lifecycle.State) (string, error) {
 	now := time.Now().UTC()
 	s := &lifecycle.Session{
-		ID: lifecycle.NewSessionID(), AccountID: apigw.DevAccountID, Provider: app.ProviderE2B, Template: "base",
+		ID: lifecycle.NewSessionID(), AccountID: apigw.DevAccountID, Provider: e2b.Name, Template: "base",
 		SandboxID: "cold_" + tag, State: state, Reason: lifecycle.ReasonRequest, IdleTimeout: 10 * time.Minute,
 		CreatedAt: now, UpdatedAt: now, LastActivityAt: now, IdleDeadline: now.Add(10 * time.Minute),
 	}

@@ -278,7 +278,7 @@ func newStatusApp(ctx context.Context, env *Env, endpoint, table string, clock l
 	vars := map[string]string{
 		app.EnvTable:          table,
 		app.EnvDynamoEndpoint: endpoint,
-		app.EnvProvider:       app.ProviderFake,
+		app.EnvProvider:       "fake", // the fake's name: the status function links no provider
 	}
 	maps.Copy(vars, extra)
 	cfg, err := app.ConfigFromEnv(func(name string) string { return vars[name] })

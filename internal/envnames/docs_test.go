@@ -31,7 +31,8 @@ var (
 // internal/envnames that is a variable name, every such string literal in a
 // Go file of the module outside the tests (os.Getenv("…"), getenv("…"),
 // constants of other packages), every literal passed to os.Getenv or
-// os.LookupEnv in a test, and every CDK context key of infra and cdk.json.
+// os.LookupEnv in a test, and every CDK context key of infra, of the
+// provider adapters' declarations (internal/provider) and of cdk.json.
 // The message names each missing setting and where it is read.
 func TestConfigurationDocListsEverySetting(t *testing.T) {
 	root := moduleRoot(t)
@@ -141,7 +142,7 @@ func readSettings(t *testing.T, root string) settings {
 						s.env[v] = append(s.env[v], at(n))
 					}
 				}
-				if !isTest && contextKey.MatchString(v) && strings.HasPrefix(rel, "infra/") {
+				if !isTest && contextKey.MatchString(v) && (strings.HasPrefix(rel, "infra/") || strings.HasPrefix(rel, "internal/provider/")) {
 					s.keys[v] = append(s.keys[v], at(n))
 				}
 			case *ast.CallExpr:

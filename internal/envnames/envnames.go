@@ -1,6 +1,8 @@
 // Package envnames is Sandman's environment contract: the name of every
 // environment variable a function or the local stack reads, and the default
-// names of the Secrets Manager secrets. The CDK stack (infra) sets the
+// names of the Secrets Manager secrets. A provider adapter's own variables
+// are not here: its package declares them (internal/provider/registry).
+// The CDK stack (infra) sets the
 // variables by these names and the readers (internal/app, internal/sweep,
 // internal/localstack) read them by these names, so the two cannot drift;
 // internal/app's tests tie them (every name here is read, every variable the
@@ -16,43 +18,18 @@ const (
 	Table          = "SANDMAN_TABLE"     // the sessions table; set by the stack
 	DynamoEndpoint = "DYNAMODB_ENDPOINT" // DynamoDB Local's endpoint; unset in AWS
 	// Provider names the default sandbox provider, the one a create that
-	// names none uses: "e2b", "daytona", "vercel", "local" or "fake"; set by
-	// the stack.
+	// names none uses, one of the adapters' names
+	// (internal/provider/registry); set by the stack.
 	Provider = "SANDMAN_PROVIDER"
 	// Providers lists, comma-separated, every provider a create may name;
 	// the default is always one of them. Unset: the default only. Set by the
 	// stack.
-	Providers            = "SANDMAN_PROVIDERS"
-	ProviderAPIKey       = "SANDMAN_PROVIDER_API_KEY"        // E2B's API key in plain text (local use)
-	ProviderAPIKeySecret = "SANDMAN_PROVIDER_API_KEY_SECRET" // the secret holding it; set by the stack for provider functions
-	WebhookSecret        = "SANDMAN_WEBHOOK_SECRET"          // E2B's webhook signing secret in plain text (local use)
-	WebhookSecretSecret  = "SANDMAN_WEBHOOK_SECRET_SECRET"   // the secret holding it; set by the stack for webhook
-	E2BBaseURL           = "SANDMAN_E2B_BASE_URL"            // E2B's control API URL
-	E2BDomain            = "SANDMAN_E2B_DOMAIN"              // E2B's sandbox domain
-	LocalDir             = "SANDMAN_LOCAL_DIR"               // the local provider's state folder
+	Providers = "SANDMAN_PROVIDERS"
 
-	DaytonaBaseURL             = "SANDMAN_DAYTONA_BASE_URL"              // Daytona's control API URL (default https://app.daytona.io/api)
-	DaytonaOrganizationID      = "SANDMAN_DAYTONA_ORGANIZATION_ID"       // X-Daytona-Organization-ID (only with a user JWT as key)
-	DaytonaTarget              = "SANDMAN_DAYTONA_TARGET"                // the region sandboxes are created in
-	DaytonaPauseMode           = "SANDMAN_DAYTONA_PAUSE_MODE"            // "stop" (default) or "pause"
-	DaytonaAutoArchive         = "SANDMAN_DAYTONA_AUTO_ARCHIVE"          // autoArchiveInterval, a duration
-	DaytonaAutoDelete          = "SANDMAN_DAYTONA_AUTO_DELETE"           // autoDeleteInterval, a duration
-	DaytonaAPIKey              = "SANDMAN_DAYTONA_API_KEY"               // Daytona's API key in plain text (local use)
-	DaytonaAPIKeySecret        = "SANDMAN_DAYTONA_API_KEY_SECRET"        // the secret holding it; set by the stack
-	DaytonaWebhookSecret       = "SANDMAN_DAYTONA_WEBHOOK_SECRET"        // Daytona's Svix endpoint secret (whsec_…) in plain text
-	DaytonaWebhookSecretSecret = "SANDMAN_DAYTONA_WEBHOOK_SECRET_SECRET" // the secret holding it; set by the stack for webhook
-
-	VercelBaseURL           = "SANDMAN_VERCEL_BASE_URL"            // Vercel's REST API URL (default https://api.vercel.com)
-	VercelTeamID            = "SANDMAN_VERCEL_TEAM_ID"             // teamId=<team_…> on every call
-	VercelProjectID         = "SANDMAN_VERCEL_PROJECT_ID"          // the project sandboxes live in (required for vercel)
-	VercelMaxSessionTimeout = "SANDMAN_VERCEL_MAX_SESSION_TIMEOUT" // the plan's maximum session length (default 45m, Hobby)
-	VercelToken             = "SANDMAN_VERCEL_TOKEN"               // a Vercel access token in plain text (local use)
-	VercelTokenSecret       = "SANDMAN_VERCEL_TOKEN_SECRET"        // the secret holding it; set by the stack
-	LocalWebhookURL         = "SANDMAN_LOCAL_WEBHOOK_URL"          // where the local provider sends webhooks
-	EventBus                = "SANDMAN_EVENT_BUS"                  // the lifecycle event bus; set by the stack
-	EventsFile              = "SANDMAN_EVENTS_FILE"                // the local stack's JSON-lines events file
-	CORSOrigin              = "SANDMAN_CORS_ORIGIN"                // Access-Control-Allow-Origin, default "*"
-	LogLevel                = "SANDMAN_LOG_LEVEL"                  // debug, info, warn or error
+	EventBus   = "SANDMAN_EVENT_BUS"   // the lifecycle event bus; set by the stack
+	EventsFile = "SANDMAN_EVENTS_FILE" // the local stack's JSON-lines events file
+	CORSOrigin = "SANDMAN_CORS_ORIGIN" // Access-Control-Allow-Origin, default "*"
+	LogLevel   = "SANDMAN_LOG_LEVEL"   // debug, info, warn or error
 
 	IdleTimeout         = "SANDMAN_IDLE_TIMEOUT"         // lifecycle.Policy.DefaultIdleTimeout
 	MinIdleTimeout      = "SANDMAN_MIN_IDLE_TIMEOUT"     // lifecycle.Policy.MinIdleTimeout
@@ -78,17 +55,13 @@ const (
 	Shards = "SANDMAN_SHARDS"
 	// Prices are usage estimates' per-provider prices, a JSON object
 	// {"<provider>":{"running_per_hour":N,"paused_per_hour":N}} in US
-	// dollars per hour (lifecycle.Config.Prices, over
-	// lifecycle.DefaultPrices).
+	// dollars per hour (lifecycle.Config.Prices, over the adapters' own
+	// registry.Adapter.Price).
 	Prices = "SANDMAN_PRICES"
 	// TemplateApps gives templates a default app spec, a JSON object
 	// {"<template>":{"port":3000,"start_command":"npm run dev",…}} with the
 	// fields of POST /v1/sessions' "app" (docs/READINESS.md).
 	TemplateApps = "SANDMAN_TEMPLATE_APPS"
-	// LocalKeepProcesses: "false" makes the local provider's pause kill
-	// the sandbox's app processes and its resume start from the folder
-	// only, like Vercel Sandbox (docs/READINESS.md). Default true.
-	LocalKeepProcesses = "SANDMAN_LOCAL_KEEP_PROCESSES"
 	// ReadinessQueueURL is the SQS queue readiness jobs are sent to
 	// (internal/readiness/sqsjobs); set by the stack on the functions that
 	// create or resume sessions. Unset: no readiness jobs in AWS.
@@ -154,28 +127,15 @@ const (
 	DevAPIKey     = "SANDMAN_DEV_API_KEY"    // the dev account's key
 )
 
-// Default names of the Secrets Manager secrets the stack points the
-// functions at (docs/DEPLOY.md).
-const (
-	DefaultProviderAPIKeySecretName = "sandman/provider-api-key"
-	DefaultWebhookSecretName        = "sandman/webhook-signing-key"
-	DefaultDaytonaAPIKeySecretName  = "sandman/daytona-api-key"
-	DefaultDaytonaWebhookSecretName = "sandman/daytona-webhook-secret"
-	DefaultVercelTokenSecretName    = "sandman/vercel-token"
-)
-
 // Functions lists every variable the Lambda functions read (internal/app
-// and internal/sweep); LocalStack the local stack's own.
+// and internal/sweep) besides the provider adapters' own
+// (registry.Adapter.Vars); LocalStack the local stack's own.
 var (
 	Functions = []string{
-		Table, DynamoEndpoint, Provider, Providers, ProviderAPIKey, ProviderAPIKeySecret, WebhookSecret, WebhookSecretSecret,
-		E2BBaseURL, E2BDomain, LocalDir,
-		DaytonaBaseURL, DaytonaOrganizationID, DaytonaTarget, DaytonaPauseMode, DaytonaAutoArchive, DaytonaAutoDelete,
-		DaytonaAPIKey, DaytonaAPIKeySecret, DaytonaWebhookSecret, DaytonaWebhookSecretSecret,
-		VercelBaseURL, VercelTeamID, VercelProjectID, VercelMaxSessionTimeout, VercelToken, VercelTokenSecret, LocalWebhookURL, EventBus, EventsFile, CORSOrigin, LogLevel,
+		Table, DynamoEndpoint, Provider, Providers, EventBus, EventsFile, CORSOrigin, LogLevel,
 		IdleTimeout, MinIdleTimeout, MaxIdleTimeout, MaxLifetimeLimit, ActivityGranularity, ProviderGrace,
 		MaxProviderTimeout, LeaseDuration, Deployment, APIKeyCacheTTL, ProbeTimeout, ProviderCallTimeout,
-		MaxRunning, Shards, Prices, TemplateApps, LocalKeepProcesses, ReadinessQueueURL,
+		MaxRunning, Shards, Prices, TemplateApps, ReadinessQueueURL,
 		ClientTokenKeysSecret, ClientTokenKeysFile, WSURL, WSManagementURL,
 		SweepConcurrency, SweepRate, SweepBurst, SweepPageSize, SweepDeadlineMargin, SweepReconcileSample, SweepDormancyAge,
 		TimerQueueURL,

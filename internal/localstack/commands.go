@@ -25,6 +25,7 @@ import (
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/outbox"
 	"github.com/sandmanhq/sandman/internal/outbox/jsonl"
+	"github.com/sandmanhq/sandman/internal/provider/e2b"
 	"github.com/sandmanhq/sandman/internal/provider/local"
 	"github.com/sandmanhq/sandman/internal/readiness/sqsjobs"
 	"github.com/sandmanhq/sandman/internal/routes"
@@ -52,7 +53,7 @@ func resolveTarget(ctx context.Context, getenv func(string) string) (*target, er
 	defaults := map[string]string{
 		app.EnvTable:      DefaultTable,
 		app.EnvProvider:   local.ProviderName,
-		app.EnvLocalDir:   filepath.Join(stateDir, "sandboxes"),
+		local.EnvDir:      filepath.Join(stateDir, "sandboxes"),
 		app.EnvEventsFile: filepath.Join(stateDir, "events.jsonl"),
 	}
 	t := &target{cleanup: func() {}}
@@ -114,13 +115,16 @@ func openApp(ctx context.Context, needs app.Needs, deps app.Deps) (*target, *app
 	if err != nil {
 		return nil, nil, err
 	}
-	cfg, err := app.ConfigFromEnv(t.getenv)
+	cfg, err := app.ConfigFromEnv(t.getenv, deps.Adapters...)
 	if err != nil {
 		t.cleanup()
 		return nil, nil, err
 	}
-	if needs.WebhookSecret && cfg.WebhookSecret == "" && cfg.WebhookSecretSecret == "" {
-		cfg.WebhookSecret = DefaultWebhookSecret
+	if s := e2b.Webhook.Secret; needs.WebhookSecret && cfg.Secrets[s.Env] == "" && cfg.Secrets[s.SecretEnv] == "" {
+		if cfg.Secrets == nil {
+			cfg.Secrets = map[string]string{}
+		}
+		cfg.Secrets[s.Env] = DefaultWebhookSecret
 	}
 	a, err := app.New(ctx, cfg, needs, deps)
 	if err != nil {

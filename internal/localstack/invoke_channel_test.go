@@ -14,6 +14,7 @@ import (
 	"github.com/sandmanhq/sandman/internal/envnames"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/localstack"
+	"github.com/sandmanhq/sandman/internal/provider/fake"
 )
 
 // TestInvokeChannel: `sandman invoke -fn channel|notifier` runs the
@@ -25,7 +26,7 @@ func TestInvokeChannel(t *testing.T) {
 	stateDir := t.TempDir()
 	t.Setenv(envnames.Table, dynamotest.MustTable(t)) // needs DYNAMODB_ENDPOINT
 	t.Setenv(envnames.StateDir, stateDir)
-	t.Setenv(envnames.Provider, app.ProviderFake)
+	t.Setenv(envnames.Provider, fake.DefaultName)
 
 	// A session and a token, as the local stack mints them (the same key
 	// file in the state folder).

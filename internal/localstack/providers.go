@@ -1,44 +1,36 @@
 package localstack
 
 import (
-	"context"
 	"log/slog"
-	"maps"
 
 	"github.com/sandmanhq/sandman/internal/app"
-	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/provider"
+	"github.com/sandmanhq/sandman/internal/provider/daytona/daytonatest"
+	"github.com/sandmanhq/sandman/internal/provider/e2b/e2btest"
 	"github.com/sandmanhq/sandman/internal/provider/fake"
 	"github.com/sandmanhq/sandman/internal/provider/local"
+	"github.com/sandmanhq/sandman/internal/provider/registry"
+	"github.com/sandmanhq/sandman/internal/provider/vercel/verceltest"
 )
 
+// Adapters returns every provider the local stack can run: the Lambda
+// functions' (internal/provider.Lambda), plus the local provider whose
+// sandboxes are processes and the in-memory fake, which no deployment may
+// run (the Lambda functions link neither).
+func Adapters() registry.Set {
+	return append(provider.Lambda(), local.Adapter, fake.Adapter)
+}
+
+// Fakes returns the providers' stand-in APIs the local stack can run on
+// (SANDMAN_PROVIDER=<name>-fake) and `sandman fake <name>` serves, each
+// declared beside its adapter's fake (internal/provider/<name>/<name>test).
+// The Lambda functions link none of them.
+func Fakes() []registry.Fake {
+	return []registry.Fake{e2btest.Fake, daytonatest.Fake, verceltest.Fake}
+}
+
 // Deps returns what the local stack composes into app.New on top of log:
-// every provider it can run (the Lambda functions' e2b, daytona and vercel,
-// plus the local provider whose sandboxes are processes and the in-memory
-// fake) and the JSON-lines events file. The Lambda functions link neither
-// of the local ones.
+// every adapter it can run (Adapters).
 func Deps(log *slog.Logger) app.Deps {
-	all := maps.Clone(provider.Lambda())
-	all[app.ProviderLocal] = Local
-	all[app.ProviderFake] = Fake
-	return app.Deps{Log: log, Providers: all}
-}
-
-// Local builds the local provider (internal/provider/local) under the
-// configured directory, sending E2B-format webhooks to the configured URL
-// signed with the webhook secret.
-func Local(p app.ProviderParams) (lifecycle.Provider, func(context.Context) error, error) {
-	prov, err := local.New(local.Config{Dir: p.Config.LocalDir, WebhookURL: p.Config.LocalWebhookURL,
-		WebhookSecret: p.WebhookSecret, Clock: p.Clock, Logger: p.Log, DropProcesses: p.Config.LocalDropProcesses})
-	if err != nil {
-		return nil, nil, err
-	}
-	return prov, prov.Close, nil
-}
-
-// Fake builds the in-memory fake provider (internal/provider/fake):
-// sandboxes live only in this process.
-func Fake(p app.ProviderParams) (lifecycle.Provider, func(context.Context) error, error) {
-	p.Log.Warn("using the in-memory fake provider: sandboxes live only in this process")
-	return fake.New(fake.Config{Clock: p.Clock}), nil, nil
+	return app.Deps{Log: log, Adapters: Adapters()}
 }

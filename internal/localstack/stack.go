@@ -31,6 +31,7 @@ import (
 	"github.com/sandmanhq/sandman/internal/outbox"
 	"github.com/sandmanhq/sandman/internal/outbox/jsonl"
 	"github.com/sandmanhq/sandman/internal/provider"
+	"github.com/sandmanhq/sandman/internal/provider/e2b"
 	"github.com/sandmanhq/sandman/internal/provider/local"
 	"github.com/sandmanhq/sandman/internal/readiness"
 	"github.com/sandmanhq/sandman/internal/routes"
@@ -126,14 +127,14 @@ func Run(ctx context.Context, opts Config) error {
 	}
 
 	defaults := map[string]string{
-		app.EnvTable:           DefaultTable,
-		app.EnvDynamoEndpoint:  endpoint,
-		app.EnvProvider:        local.ProviderName,
-		app.EnvLocalDir:        filepath.Join(stateDir, "sandboxes"),
-		app.EnvLocalWebhookURL: baseURL + "/v1/webhooks/e2b",
-		app.EnvWebhookSecret:   DefaultWebhookSecret,
-		app.EnvEventsFile:      filepath.Join(stateDir, "events.jsonl"),
-		app.EnvWSURL:           "ws://" + ln.Addr().String() + "/v1/ws",
+		app.EnvTable:          DefaultTable,
+		app.EnvDynamoEndpoint: endpoint,
+		app.EnvProvider:       local.ProviderName,
+		local.EnvDir:          filepath.Join(stateDir, "sandboxes"),
+		local.EnvWebhookURL:   baseURL + "/v1/webhooks/e2b",
+		e2b.EnvWebhookSecret:  DefaultWebhookSecret,
+		app.EnvEventsFile:     filepath.Join(stateDir, "events.jsonl"),
+		app.EnvWSURL:          "ws://" + ln.Addr().String() + "/v1/ws",
 		// Local receivers listen on 127.0.0.1 over http (docs/WEBHOOKS.md
 		// "Safe targets"); the stack never sets it.
 		app.EnvWebhookAllowPrivateTargets: "true",
@@ -159,31 +160,22 @@ func Run(ctx context.Context, opts Config) error {
 	// Outbound webhooks run in process, one lane per endpoint.
 	hooks := delivery.NewLocal(delivery.LocalConfig{Log: opts.Log})
 	deps.WebhookDispatcher = hooks
-	if getenv(app.EnvProvider) == ProviderE2BFake {
+	if name, ok := fakeOf(getenv(app.EnvProvider)); ok {
 		log := opts.Log
 		if log == nil {
 			log = slog.Default()
 		}
-		p, stopFake, err := startE2BFake(getenv(app.EnvE2BBaseURL), log)
+		run, err := startFake(name, baseURL, appEnv, log)
 		if err != nil {
 			return err
 		}
-		defer stopFake()
-		deps.Provider, appEnv = p, e2bFakeEnv(appEnv)
-	}
-	if v := getenv(app.EnvProvider); v == ProviderDaytonaFake || v == ProviderVercelFake {
-		log := opts.Log
-		if log == nil {
-			log = slog.Default()
+		defer run.stop()
+		appEnv = run.getenv
+		if run.provider != nil {
+			deps.Provider = run.provider
 		}
-		env, stopFake, err := providerFakeEnv(v, baseURL, appEnv, log)
-		if err != nil {
-			return err
-		}
-		defer stopFake()
-		appEnv = env
 	}
-	cfg, err := app.ConfigFromEnv(appEnv)
+	cfg, err := app.ConfigFromEnv(appEnv, deps.Adapters...)
 	if err != nil {
 		return err
 	}
@@ -289,7 +281,7 @@ func Run(ctx context.Context, opts Config) error {
 	srv := &http.Server{Handler: NewMux(gw, ws, devKey), ReadHeaderTimeout: 10 * time.Second}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
-	printBanner(out, baseURL, devKey, a.WebhookSecret, interval, cfg, stateDir)
+	printBanner(out, baseURL, devKey, a.WebhookSecrets[cfg.Provider], interval, cfg, stateDir)
 	if opts.Ready != nil {
 		opts.Ready(baseURL)
 	}
@@ -490,7 +482,7 @@ Try:
   curl -s %[1]s/v1/sessions/SESSION_ID/status -H 'x-api-key: %[2]s'
 
 Ctrl-C stops the stack; sandboxes keep their state.
-`, baseURL, key, secret, interval, cfg.DynamoEndpoint, cfg.Table, cfg.Provider, cfg.LocalDir, cfg.EventsFile, DevAccountID)
+`, baseURL, key, secret, interval, cfg.DynamoEndpoint, cfg.Table, cfg.Provider, localDir(cfg), cfg.EventsFile, DevAccountID)
 }
 
 // DynamoDBLocal is a DynamoDB Local started by scripts/dynamodb-local.sh.
@@ -554,4 +546,10 @@ func findScript(rel string) (string, error) {
 		}
 		dir = parent
 	}
+}
+
+// localDir is the local provider's state folder in cfg.
+func localDir(cfg app.Config) string {
+	c, _ := cfg.Settings[local.ProviderName].(local.Config)
+	return c.Dir
 }

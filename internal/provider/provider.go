@@ -1,91 +1,61 @@
-// Package providers is the provider wiring of the Lambda functions that call
-// a sandbox provider: the factories app.New builds SANDMAN_PROVIDER's
-// provider with, and the webhook function's handler. Only the functions that
-// need a provider import it (functions/status links none of it); the local
-// stack adds its local provider (internal/localstack).
+// Package provider is the provider wiring of the Lambda functions that call
+// a sandbox provider: Lambda, the one list of the adapters a deployment can
+// run (each declared in its own package's register.go), and the webhook
+// function's handler. Only the functions that need a provider import it
+// (functions/status links none of it); the local stack adds the local
+// provider and the fake (internal/localstack.Adapters).
 package provider
 
 import (
-	"context"
+	"fmt"
 
 	"github.com/sandmanhq/sandman/internal/app"
-	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/provider/daytona"
 	"github.com/sandmanhq/sandman/internal/provider/e2b"
+	"github.com/sandmanhq/sandman/internal/provider/registry"
 	"github.com/sandmanhq/sandman/internal/provider/vercel"
 	"github.com/sandmanhq/sandman/internal/webhook"
 )
 
-// Lambda returns the providers the Lambda functions know: e2b, daytona and
-// vercel (app.LambdaProviders). The in-memory fake and the local provider
-// are not among them, so no production function links them; the local
-// stack adds both (internal/localstack).
-func Lambda() map[string]app.ProviderFactory {
-	return map[string]app.ProviderFactory{
-		app.ProviderE2B:     E2B,
-		app.ProviderDaytona: Daytona,
-		app.ProviderVercel:  Vercel,
-	}
+// Lambda returns the adapters the Lambda functions link and a deployment
+// may run: adding a provider to Sandman is adding it here
+// (docs/DEVELOPMENT.md "Adding a provider"). The in-memory fake and the
+// local provider are not among them, so no production function links them.
+func Lambda() registry.Set {
+	return registry.Set{e2b.Adapter, daytona.Adapter, vercel.Adapter}
 }
 
-// Daytona builds the Daytona provider from the configuration (SANDMAN_DAYTONA_*)
-// and the API key.
-func Daytona(p app.ProviderParams) (lifecycle.Provider, func(context.Context) error, error) {
-	c := p.Config
-	prov, err := daytona.New(daytona.Config{BaseURL: c.DaytonaBaseURL, APIKey: p.APIKey,
-		OrganizationID: c.DaytonaOrganizationID, Target: c.DaytonaTarget, PauseMode: c.DaytonaPauseMode,
-		AutoArchive: c.DaytonaAutoArchive, AutoDelete: c.DaytonaAutoDelete, Clock: p.Clock, Logger: p.Log})
-	if err != nil {
-		return nil, nil, err
-	}
-	return prov, nil, nil
-}
-
-// Vercel builds the Vercel Sandbox provider from the configuration
-// (SANDMAN_VERCEL_*) and the token.
-func Vercel(p app.ProviderParams) (lifecycle.Provider, func(context.Context) error, error) {
-	c := p.Config
-	prov, err := vercel.New(vercel.Config{BaseURL: c.VercelBaseURL, Token: p.APIKey, TeamID: c.VercelTeamID,
-		ProjectID: c.VercelProjectID, MaxSessionTimeout: c.VercelMaxSessionTimeout, Clock: p.Clock, Logger: p.Log})
-	if err != nil {
-		return nil, nil, err
-	}
-	return prov, nil, nil
-}
-
-// E2B builds the E2B provider from the configuration and the API key.
-func E2B(p app.ProviderParams) (lifecycle.Provider, func(context.Context) error, error) {
-	prov, err := e2b.New(e2b.Config{APIKey: p.APIKey, BaseURL: p.Config.E2BBaseURL, Domain: p.Config.E2BDomain,
-		Clock: p.Clock, Logger: p.Log})
-	if err != nil {
-		return nil, nil, err
-	}
-	return prov, nil, nil
-}
-
-// WebhookHandler returns the webhook function's handler: E2B-format
-// deliveries on /v1/webhooks/e2b when e2b, local or fake is enabled,
-// verified with the webhook secret and stamped with the first of those in
-// app.Config.Providers (the local provider and the fake send E2B-format
-// webhooks too), and Daytona's Svix-signed deliveries on
-// /v1/webhooks/daytona when daytona is enabled, their timestamps checked on
-// the service's clock. Vercel sends none. a must be loaded with
-// app.Needs.WebhookSecret. When no enabled provider sends webhooks (Vercel
-// only), every request answers 404. Errors: a secret is unusable.
+// WebhookHandler returns the webhook function's handler: one route per
+// webhook format of the enabled providers (registry.Adapter.Webhook), in
+// app.Config.Providers order. Providers sharing a format (E2B, the local
+// provider and the fake send E2B-format webhooks) share its route, and its
+// events are stamped with the first of them; Daytona's Svix-signed
+// deliveries have their timestamps checked on the service's clock. A
+// provider that sends none (Vercel) has no route; when no enabled provider
+// sends webhooks, every request answers 404. a must be loaded with
+// app.Needs.WebhookSecret and the adapters. Errors: a secret is unusable, a
+// format internal/webhook does not know.
 func WebhookHandler(a *app.App) (*webhook.Handler, error) {
 	var formats []webhook.Format
+	seen := map[string]bool{}
 	for _, name := range a.Config.Providers {
-		if name == app.ProviderE2B || name == app.ProviderLocal || name == app.ProviderFake {
-			format, err := webhook.NewE2B(name, a.WebhookSecret)
-			if err != nil {
-				return nil, err
-			}
-			formats = append(formats, format)
-			break
+		ad, ok := a.Adapters.Find(name)
+		if !ok || ad.Webhook == nil || seen[ad.Webhook.Format] {
+			continue
 		}
-	}
-	if a.Config.Enabled(app.ProviderDaytona) {
-		format, err := webhook.NewDaytona(a.Service.Config().Clock, a.DaytonaWebhookSecret)
+		seen[ad.Webhook.Format] = true
+		var (
+			format webhook.Format
+			err    error
+		)
+		switch secret := a.WebhookSecrets[name]; ad.Webhook.Format {
+		case webhook.E2BName:
+			format, err = webhook.NewE2B(name, secret)
+		case webhook.DaytonaName:
+			format, err = webhook.NewDaytona(a.Service.Config().Clock, secret)
+		default:
+			err = fmt.Errorf("provider %s: no webhook format %q in internal/webhook", name, ad.Webhook.Format)
+		}
 		if err != nil {
 			return nil, err
 		}

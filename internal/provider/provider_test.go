@@ -5,8 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sandmanhq/sandman/internal/app"
 	"github.com/sandmanhq/sandman/internal/provider"
+	"github.com/sandmanhq/sandman/internal/provider/fake"
+	"github.com/sandmanhq/sandman/internal/provider/local"
 )
 
 // TestLambdaLinksOnlyDeployableProviders: the production functions know
@@ -14,12 +15,19 @@ import (
 // local provider are not among them.
 func TestLambdaLinksOnlyDeployableProviders(t *testing.T) {
 	got := provider.Lambda()
-	if len(got) != len(app.LambdaProviders) {
-		t.Errorf("Lambda() has %d providers, want %v", len(got), app.LambdaProviders)
+	for _, want := range []string{"e2b", "daytona", "vercel"} {
+		if _, ok := got.Find(want); !ok {
+			t.Errorf("Lambda() lacks %s", want)
+		}
 	}
-	for _, name := range app.LambdaProviders {
-		if got[name] == nil {
-			t.Errorf("Lambda() lacks %s", name)
+	for _, a := range got {
+		if !a.Deployable {
+			t.Errorf("Lambda() holds %s, which a deployment cannot run", a.Name)
+		}
+	}
+	for _, localOnly := range []string{local.ProviderName, fake.DefaultName} {
+		if _, ok := got.Find(localOnly); ok {
+			t.Errorf("Lambda() holds %s", localOnly)
 		}
 	}
 }
@@ -44,8 +52,11 @@ func TestFunctionsDoNotLinkTheFake(t *testing.T) {
 			t.Errorf("a production function links %s", line)
 		}
 	}
+	// The status function links the registry's declarations (every
+	// function's configuration names providers) but no adapter, no
+	// provider plumbing.
 	for _, line := range strings.Fields(deps("github.com/sandmanhq/sandman/functions/status")) {
-		if strings.Contains(line, "/internal/provider") {
+		if strings.Contains(line, "/internal/provider") && !strings.HasSuffix(line, "/internal/provider/registry") {
 			t.Errorf("the status function links %s", line)
 		}
 	}

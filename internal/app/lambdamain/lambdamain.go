@@ -21,6 +21,7 @@ import (
 
 	"github.com/sandmanhq/sandman/internal/app"
 	"github.com/sandmanhq/sandman/internal/metrics"
+	"github.com/sandmanhq/sandman/internal/provider/registry"
 )
 
 // Function is what a function's main states.
@@ -30,9 +31,9 @@ type Function struct {
 	Name string
 	// Needs is what app.Load loads for it.
 	Needs app.Needs
-	// Providers builds the providers it calls (internal/provider.Lambda());
-	// nil for a function that calls none.
-	Providers map[string]app.ProviderFactory
+	// Adapters are the providers it calls or verifies webhooks of
+	// (internal/provider.Lambda()); nil for a function that does neither.
+	Adapters registry.Set
 }
 
 // Build returns a function's handler from its App and its metrics emitter:
@@ -80,7 +81,7 @@ func Init(ctx context.Context, f Function, stdout, stderr io.Writer, build Build
 		return err
 	}
 	m := metrics.New(metrics.Config{Writer: stdout, Function: f.Name, Log: log})
-	a, err := app.Load(ctx, f.Needs, app.Deps{Providers: f.Providers, Metrics: m, Log: log})
+	a, err := app.Load(ctx, f.Needs, app.Deps{Adapters: f.Adapters, Metrics: m, Log: log})
 	if err != nil {
 		return nil, failed(err)
 	}

@@ -64,7 +64,7 @@ func TestBuildErrorIsLoggedAsJSON(t *testing.T) {
 	}
 	t.Setenv(app.EnvTable, "sandman-lambdamain-test") // never read: the build fails first
 	t.Setenv(app.EnvDynamoEndpoint, endpoint)
-	t.Setenv(app.EnvProvider, app.ProviderE2B)
+	t.Setenv(app.EnvProvider, app.DefaultProvider)
 	var stdout, stderr bytes.Buffer
 	_, err := lambdamain.Init(t.Context(), lambdamain.Function{Name: routes.Notifier}, &stdout, &stderr,
 		func(context.Context, *app.App, *metrics.Emitter) (any, error) {
@@ -89,7 +89,7 @@ func TestHTTPBuildsTheRouteHandler(t *testing.T) {
 	}
 	t.Setenv(app.EnvTable, "sandman-lambdamain-test")
 	t.Setenv(app.EnvDynamoEndpoint, endpoint)
-	t.Setenv(app.EnvProvider, app.ProviderE2B)
+	t.Setenv(app.EnvProvider, app.DefaultProvider)
 	var stdout, stderr bytes.Buffer
 	h, err := lambdamain.Init(t.Context(), lambdamain.Function{Name: routes.Status}, &stdout, &stderr, lambdamain.HTTP(routes.Status))
 	if err != nil || h == nil {

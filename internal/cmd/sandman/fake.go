@@ -7,76 +7,33 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"net"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/sandmanhq/sandman/internal/provider/daytona/daytonatest"
-	"github.com/sandmanhq/sandman/internal/provider/e2b/e2btest"
-	"github.com/sandmanhq/sandman/internal/provider/vercel/verceltest"
+	"github.com/sandmanhq/sandman/internal/localstack"
+	"github.com/sandmanhq/sandman/internal/provider/registry"
 )
 
-// fakeProvider builds a provider's fake served at base as one HTTP handler,
-// logging one line per request to log, and says how to aim a client at it
-// (printed after the base URL). close releases what the fake holds.
-type fakeProvider func(log *slog.Logger, base string) (h http.Handler, hint string, close func())
-
-// fakes is the registry of `sandman fake <provider>`: one line per provider.
-var fakes = map[string]fakeProvider{
-	"e2b": func(log *slog.Logger, _ string) (http.Handler, string, func()) {
-		f := e2btest.New(e2btest.Config{Logger: log})
-		return f.Handler(), fmt.Sprintf("E2B_API_URL=<base url> E2B_API_KEY=%s (domain %s; envd at <base url>%s/<id>/health)",
-			e2btest.APIKey, e2btest.Domain, e2btest.ProxyPrefix), f.Close
-	},
-	"daytona": func(log *slog.Logger, _ string) (http.Handler, string, func()) {
-		o := daytonatest.StandaloneConfig()
-		o.Logger = log
-		f := daytonatest.NewServer(o)
-		return f.Handler(), fmt.Sprintf("DAYTONA_API_URL=<base url> DAYTONA_API_KEY=%s", f.APIKey()), func() {}
-	},
-	"vercel": func(log *slog.Logger, base string) (http.Handler, string, func()) {
-		f := verceltest.NewServer(verceltest.Config{RouteURL: verceltest.PreviewURLs(base)})
-		return logRequests(log, f.Handler()), fmt.Sprintf("VERCEL_TOKEN=%s teamId=%s project=%s (the SDK has no base URL option: route its fetch to <base url>)",
-			verceltest.DefaultToken, verceltest.DefaultTeamID, verceltest.DefaultProjectID), f.Close
-	},
-}
-
-// logRequests logs one line per request (method, path, status) for fakes
-// that do not log themselves.
-func logRequests(log *slog.Logger, h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
-		h.ServeHTTP(rec, r)
-		log.Info("request", "method", r.Method, "path", r.URL.Path, "status", rec.status)
-	})
-}
-
-// statusRecorder remembers the status a handler wrote.
-type statusRecorder struct {
-	http.ResponseWriter
-	status int
-}
-
-// WriteHeader records code and passes it on.
-func (r *statusRecorder) WriteHeader(code int) {
-	r.status = code
-	r.ResponseWriter.WriteHeader(code)
-}
-
-// fakeCommand serves a provider's fake on its own until ctx ends:
+// fakeCommand serves a provider's fake (internal/localstack.Fakes) on its
+// own until ctx ends:
 // `sandman fake e2b -addr 127.0.0.1:PORT`. State lives in memory. It prints
 // "fake <name> listening on http://<addr>" once it serves.
 func fakeCommand(ctx context.Context, args []string, out, logOut io.Writer) error {
-	names := slices.Sorted(maps.Keys(fakes))
+	var names []string
+	for _, f := range localstack.Fakes() {
+		names = append(names, f.Name)
+	}
+	slices.Sort(names)
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		return fmt.Errorf("usage: sandman fake <%s> [-addr 127.0.0.1:PORT]", strings.Join(names, "|"))
 	}
 	name := args[0]
-	build, ok := fakes[name]
-	if !ok {
+	i := slices.IndexFunc(localstack.Fakes(), func(f registry.Fake) bool { return f.Name == name })
+	if i < 0 {
 		return fmt.Errorf("no fake for provider %q; known: %s", name, strings.Join(names, ", "))
 	}
 	fs := flag.NewFlagSet("fake "+name, flag.ContinueOnError)
@@ -91,7 +48,9 @@ func fakeCommand(ctx context.Context, args []string, out, logOut io.Writer) erro
 	}
 	log := slog.New(slog.NewTextHandler(logOut, nil))
 	base := "http://" + ln.Addr().String()
-	h, hint, closeFake := build(log, base)
+	f := localstack.Fakes()[i]
+	h, closeFake := f.Serve(registry.FakeParams{Log: log, Base: base, Getenv: os.Getenv})
+	hint := f.Hint
 	defer closeFake()
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	serveErr := make(chan error, 1)

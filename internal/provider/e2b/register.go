@@ -1,0 +1,61 @@
+package e2b
+
+import (
+	"context"
+
+	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/provider/registry"
+)
+
+// The environment variables of the E2B adapter (docs/CONFIGURATION.md).
+// The API key's variables keep their first, provider-neutral names: E2B was
+// Sandman's only provider then.
+const (
+	EnvBaseURL             = "SANDMAN_E2B_BASE_URL"            // the control API's URL (default DefaultBaseURL)
+	EnvDomain              = "SANDMAN_E2B_DOMAIN"              // the sandbox domain (default DefaultDomain)
+	EnvAPIKey              = "SANDMAN_PROVIDER_API_KEY"        // the API key in plain text (local use)
+	EnvAPIKeySecret        = "SANDMAN_PROVIDER_API_KEY_SECRET" // the Secrets Manager secret holding it; set by the stack
+	EnvWebhookSecret       = "SANDMAN_WEBHOOK_SECRET"          // the webhook signing secret in plain text (local use)
+	EnvWebhookSecretSecret = "SANDMAN_WEBHOOK_SECRET_SECRET"   // the secret holding it; set by the stack for webhook
+	EnvCallsPerSecond      = "SANDMAN_E2B_CALLS_PER_SECOND"    // the call budget's rate (Adapter.Calls)
+)
+
+// Webhook is E2B's webhook format and signing secret, which the local
+// provider and the fake speak too: one route (/v1/webhooks/e2b), one
+// secret (docs/providers/e2b.md "Lifecycle webhooks").
+var Webhook = registry.Webhook{Format: "e2b", Secret: registry.Secret{
+	What: "webhook secret", Env: EnvWebhookSecret, SecretEnv: EnvWebhookSecretSecret,
+	DefaultName: "sandman/webhook-signing-key", ContextKey: "sandman:webhookSecretName", ConstructID: "WebhookSigningKeySecret",
+}}
+
+// Adapter is E2B's declaration (internal/provider/registry).
+//
+// Calls: 20,000 lifecycle calls per 30 s (667/s), the figure Sandman's
+// capacity model assumes for E2B (docs/providers/e2b.md, its rate limits;
+// E2B publishes only its create rate, 5/s on Pro, and concurrency).
+//
+// Price: 2 vCPU + 512 MiB at $0.000014 per vCPU-second and $0.0000045 per
+// GiB-second, paused free (E2B's list prices, 2025): an estimate.
+var Adapter = registry.Adapter{
+	Name:       Name,
+	Deployable: true,
+	Env:        []string{EnvBaseURL, EnvDomain},
+	Key: &registry.Secret{What: "e2b API key", Env: EnvAPIKey, SecretEnv: EnvAPIKeySecret,
+		DefaultName: "sandman/provider-api-key", ContextKey: "sandman:providerApiKeySecretName", ConstructID: "ProviderApiKeySecret"},
+	Webhook:  &Webhook,
+	Calls:    lifecycle.CallLimit{PerSecond: 20000.0 / 30},
+	CallsEnv: EnvCallsPerSecond,
+	Price:    lifecycle.Price{RunningPerHour: 0.1089, PausedPerHour: 0},
+	Read: func(getenv func(string) string) (any, error) {
+		return Config{BaseURL: getenv(EnvBaseURL), Domain: getenv(EnvDomain)}, nil
+	},
+	New: func(p registry.Params) (lifecycle.Provider, func(context.Context) error, error) {
+		cfg, _ := p.Settings.(Config)
+		cfg.APIKey, cfg.Clock, cfg.Logger = p.APIKey, p.Clock, p.Log
+		prov, err := New(cfg)
+		if err != nil {
+			return nil, nil, err
+		}
+		return prov, nil, nil
+	},
+}
