@@ -146,6 +146,18 @@ try {
   console.log(`FAIL fullstack: ${e.stack ?? e}`);
 } finally {
   await context.close();
+  // Kill every session: a local sandbox is a process that outlives the
+  // stack otherwise.
+  try {
+    const { sessions } = await api("/v1/sessions?limit=100");
+    for (const s of sessions ?? []) {
+      if (!["killed", "expired", "failed"].includes(s.state)) {
+        await fetch(`${base}/v1/sessions/${s.id}`, { method: "DELETE", headers: { "x-api-key": key } });
+      }
+    }
+  } catch (e) {
+    console.log(`cleanup: ${e.message ?? e}`);
+  }
   server.kill("SIGINT");
   await new Promise((r) => server.on("exit", r));
   rmSync(dir, { recursive: true, force: true });
