@@ -18,9 +18,10 @@
 # restart): the sandbox's state is read from the fake's API instead of
 # /proc, and the preview URL (which does not resolve) is only checked for
 # E2B's form. SANDMAN_PROVIDER=daytona-fake and vercel-fake do the same on
-# the Daytona and Vercel adapters against their fakes (`sandman fake daytona`,
-# `sandman fake vercel`): Daytona's preview URL is checked for its form only,
-# Vercel's fake routes answer 502 while nothing listens and 410 once stopped.
+# the Daytona and Vercel adapters against their fakes (`sandman fake daytona
+# -local-previews`, `sandman fake vercel`): their previews answer 502 while
+# nothing listens and 400 (Daytona) or 410 (Vercel) once stopped. On a fake,
+# the walk ends with a session whose app comes up ready.
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -52,7 +53,10 @@ check() { # check NAME GOT WANT
 }
 
 start_fake() { # the provider's fake, once for the whole run
-  ./build/sandman fake "$fake_name" -addr 127.0.0.1:0 >"$state/fake.out" 2>>"$state/fake.log" &
+  local flags=(-addr 127.0.0.1:0 -boot-delay 1s)
+  # Daytona's own preview hosts do not resolve: serve them on the fake.
+  [ "$fake_name" = daytona ] && flags+=(-local-previews)
+  ./build/sandman fake "$fake_name" "${flags[@]}" >"$state/fake.out" 2>>"$state/fake.log" &
   fake_pid=$!
   for _ in $(seq 1 40); do
     fake="$(sed -n "s/^fake $fake_name listening on \(http[^ ]*\).*/\1/p" "$state/fake.out")"
@@ -151,7 +155,10 @@ proc_state() { # proc_state SESSION_SANDBOX_ID -> the sandbox process state lett
 preview_check() { # preview_check NAME URL WANT_CODE SANDBOX
   case "$provider" in
     e2b-fake) check "$1 (E2B form only)" "$2" "https://3000-$4.e2b.test" ;;
-    daytona-fake) check "$1 (Daytona form only)" "${2%%\?*}" "https://3000-$4.proxy.daytona.test" ;;
+    daytona-fake) # the fake's own preview page: an empty 502 while running (these
+      # sessions start no app), 400 "Is the Sandbox started?" once stopped
+      local want="$3"; [ "$want" = 000 ] && want=400; [ "$want" = 200 ] && want=502
+      check "$1" "$(curl -s -m 5 -o /dev/null -w '%{http_code}' "$2" || true)" "$want" ;;
     vercel-fake) # the fake's route: 502 SANDBOX_NOT_LISTENING while running (these
       # sessions start no app), 410 SANDBOX_STOPPED once stopped
       local want="$3"; [ "$want" = 000 ] && want=410; [ "$want" = 200 ] && want=502
@@ -282,6 +289,29 @@ rc=0; sm get ses_aaaaaaaaaaaaaaaaaaaaaaaaaa >/dev/null 2>&1 || rc=$?
 check "cli exit status of not_found" "$rc" 6
 rc=0; SANDMAN_URL="$base" SANDMAN_API_KEY=sk_wrong ./build/sandman sessions list >/dev/null 2>&1 || rc=$?
 check "cli exit status of unauthorized" "$rc" 4
+
+if [ "$provider" != local ]; then
+  # Readiness on the real adapter against its fake (docs/READINESS.md): the
+  # app's command runs through the provider's command API, "listens" after
+  # the fake's boot delay, and the preview answers.
+  api POST /v1/sessions '{"template":"web","app":{"port":3000,"start_command":"python3 -m http.server $PORT"}}'
+  check "create app session: 201 starting" "$code $(jq -r .readiness <<<"$body")" "201 starting"
+  app_id="$(jq -r .id <<<"$body")"
+  readiness=""
+  for _ in $(seq 1 40); do
+    api GET "/v1/sessions/$app_id/status"
+    readiness="$(jq -r .readiness <<<"$body")"
+    [ "$readiness" != starting ] && break
+    sleep 0.5
+  done
+  check "app session ready on the fake $fake_name" "$readiness" ready
+  if [ "$provider" != e2b-fake ]; then # E2B's preview host does not resolve
+    api GET "/v1/sessions/$app_id"
+    check "app preview answers 200" "$(curl -s -m 5 -o /dev/null -w '%{http_code}' "$(jq -r .preview_url <<<"$body")" || true)" 200
+  fi
+  api DELETE "/v1/sessions/$app_id"
+  check "delete app session: 200 killed" "$code $(jq -r .state <<<"$body")" "200 killed"
+fi
 stop_stack
 
 left=0

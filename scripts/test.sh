@@ -36,3 +36,10 @@ if [ "$#" -eq 0 ]; then
   bash scripts/browser.sh internal/localstack/testdata/wake.test.mjs
   bash scripts/browser.sh internal/webclient/webclienttest/testdata/client.test.mjs
 fi
+
+# The providers' own JS SDKs (E2B, Daytona, Vercel Sandbox) against
+# `sandman fake <provider>`: a background command reaches its port through
+# the preview. Each run is bounded by a timeout inside sdk.sh.
+if [ "$#" -eq 0 ]; then
+  bash scripts/sdk.sh
+fi

@@ -246,8 +246,8 @@ func toSessionItem(s *lifecycle.Session, shards int) sessionItem {
 		it.IdleShard, it.IdleDueAt = &shard, &ms
 		it.PauseDeadline = formatTime(d)
 	}
-	if s.State.Transitional() && !s.LeaseExpiresAt.IsZero() {
-		ms := dueMillis(s.LeaseExpiresAt)
+	if d, ok := s.LeaseDue(); ok {
+		ms := dueMillis(d)
 		it.LeaseShard, it.LeaseDueAt = &shard, &ms
 	}
 	if s.State == lifecycle.StatePaused && !s.PausedAt.IsZero() {

@@ -340,7 +340,7 @@ var dueIndexes = map[lifecycle.DueIndex]dueIndex{
 	lifecycle.IndexIdle: {tabledef.IndexIdle, tabledef.AttrIdleShard, tabledef.AttrIdleDue,
 		(*lifecycle.Session).PauseDeadline},
 	lifecycle.IndexLease: {tabledef.IndexLease, tabledef.AttrLeaseShard, tabledef.AttrLeaseDue,
-		func(s *lifecycle.Session) time.Time { return s.LeaseExpiresAt }},
+		func(s *lifecycle.Session) time.Time { d, _ := s.LeaseDue(); return d }},
 	lifecycle.IndexPaused: {tabledef.IndexPaused, tabledef.AttrPausedShard, tabledef.AttrPausedDue,
 		func(s *lifecycle.Session) time.Time { return s.PausedAt }},
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	neturl "net/url"
 	"strings"
 	"time"
 )
@@ -99,6 +100,24 @@ func (s *Service) enqueueReadiness(ctx context.Context, sess *Session, from Stat
 	}
 }
 
+// RequeueReadiness queues the readiness job of sess again when it is
+// running with its app still starting: the sweep's repair of a job that was
+// never queued (the writer died between the commit and the send, or the
+// send failed) or that the queue gave up on (docs/READINESS.md "Crash
+// safety"). The job looks before it starts anything, so a job still at
+// work finds its command running. It reports whether a job was queued
+// (false without ReadinessJobs, or for a session with nothing to bring
+// up). Errors: the queue's (unavailable).
+func (s *Service) RequeueReadiness(ctx context.Context, sess *Session) (bool, error) {
+	if s.cfg.ReadinessJobs == nil || sess.State != StateRunning || sess.App == nil || sess.Readiness != ReadinessStarting {
+		return false, nil
+	}
+	if err := s.cfg.ReadinessJobs.Enqueue(ctx, sess.ID); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
 // BringUpOutcome says what a readiness job did.
 type BringUpOutcome string
 
@@ -145,7 +164,7 @@ func (s *Service) BringUp(ctx context.Context, id string) (BringUpOutcome, error
 	}
 	run := sess.StateChangedAt
 	deadline := run.Add(sess.App.ReadyTimeout)
-	url := strings.TrimSuffix(sess.PreviewURL, "/") + sess.App.ReadyPath
+	url := readyURL(sess.PreviewURL, sess.App.ReadyPath)
 	runner, _ := s.provider(sess).(CommandRunner)
 	if runner != nil {
 		pctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
@@ -154,7 +173,7 @@ func (s *Service) BringUp(ctx context.Context, id string) (BringUpOutcome, error
 		if err != nil {
 			return "", fmt.Errorf("readiness of %s: port URL: %w", id, err)
 		}
-		url = strings.TrimSuffix(base, "/") + sess.App.ReadyPath
+		url = readyURL(base, sess.App.ReadyPath)
 		if _, err := s.ensureCommand(ctx, runner, sess); err != nil {
 			return "", err
 		}
@@ -198,6 +217,29 @@ func (s *Service) BringUp(ctx context.Context, id string) (BringUpOutcome, error
 			return BringUpMoved, nil
 		}
 	}
+}
+
+// readyURL is the URL a readiness probe GETs: the port's preview URL base
+// with its path joined to readyPath (which starts with "/" and may carry a
+// query of its own). The preview's query is kept: Daytona's carries the
+// preview token (DAYTONA_SANDBOX_AUTH_KEY), so appending the path to the
+// whole URL would spoil the token and every probe would meet the sign-in
+// redirect. A base that does not parse is joined as text.
+func readyURL(base, readyPath string) string {
+	u, err := neturl.Parse(base)
+	if err != nil {
+		return strings.TrimSuffix(base, "/") + readyPath
+	}
+	path, query, _ := strings.Cut(readyPath, "?")
+	u.Path = strings.TrimSuffix(u.Path, "/") + path
+	u.RawPath = ""
+	if query != "" {
+		if u.RawQuery != "" {
+			u.RawQuery += "&"
+		}
+		u.RawQuery += query
+	}
+	return u.String()
 }
 
 // ensureCommand starts sess's app command unless one already runs in the

@@ -259,6 +259,30 @@ func (s *Session) Transition(to State, reason string, now time.Time, p Policy) e
 	return nil
 }
 
+// ReadinessRequeueAfter is how long a running session's app may stay
+// starting after the session became running before the sweep re-queues its
+// readiness job (docs/READINESS.md "Crash safety"): the commit that made it
+// starting may have died before the job was queued, or the queue may have
+// lost it. A job still at work meanwhile is harmless to repeat: a job looks
+// for the app command before it starts one.
+const ReadinessRequeueAfter = time.Minute
+
+// LeaseDue returns when the session is due in the lease index
+// (IndexLease), and whether the index holds it at all: a transitional
+// session at LeaseExpiresAt (its lease expired: the sweep reconciles it),
+// and a running session whose app is starting at StateChangedAt plus
+// ReadinessRequeueAfter (its readiness job may be lost: the sweep re-queues
+// it). Both stores key the index by this.
+func (s *Session) LeaseDue() (time.Time, bool) {
+	switch {
+	case s.State.Transitional():
+		return s.LeaseExpiresAt, !s.LeaseExpiresAt.IsZero()
+	case s.State == StateRunning && s.App != nil && s.Readiness == ReadinessStarting && !s.StateChangedAt.IsZero():
+		return s.StateChangedAt.Add(ReadinessRequeueAfter), true
+	}
+	return time.Time{}, false
+}
+
 // resetReadiness applies the readiness rules of a transition to to
 // (docs/READINESS.md "Readiness"): a session with an app becomes starting
 // whenever it becomes running from provisioning or resuming (a cold or warm

@@ -69,7 +69,9 @@ type DueIndex string
 const (
 	// IndexIdle holds only running sessions, due at their PauseDeadline.
 	IndexIdle DueIndex = "idle"
-	// IndexLease holds only transitional sessions, due at LeaseExpiresAt.
+	// IndexLease holds transitional sessions, due at LeaseExpiresAt, and
+	// running sessions whose app is starting, due ReadinessRequeueAfter
+	// after they became running (Session.LeaseDue).
 	IndexLease DueIndex = "lease"
 	// IndexPaused holds only paused sessions, due at PausedAt (dormancy).
 	IndexPaused DueIndex = "paused"

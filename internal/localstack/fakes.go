@@ -61,7 +61,9 @@ func startFake(name, stackURL string, getenv func(string) string, log *slog.Logg
 			return fakeRun{}, fmt.Errorf("listen for the %s fake: %w", name, err)
 		}
 		base = "http://" + ln.Addr().String()
-		p := registry.FakeParams{Log: log.With("component", name+FakeSuffix), Base: base, Getenv: env}
+		// LocalPreviews: the stack's readiness probes the previews, so they
+		// must resolve (Daytona's own preview hosts do not).
+		p := registry.FakeParams{Log: log.With("component", name+FakeSuffix), Base: base, Getenv: env, LocalPreviews: true}
 		if a, ok := Adapters().Find(name); ok && a.Webhook != nil {
 			p.WebhookURL = stackURL + "/v1/webhooks/" + a.Webhook.Format
 		}

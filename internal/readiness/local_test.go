@@ -25,11 +25,24 @@ import (
 const (
 	envChild = "SANDMAN_READINESS_TEST_CHILD"
 	envServe = "SANDMAN_READINESS_TEST_SERVE"
+	// envStarts names a file the app appends a line to as it starts;
+	// envBoot is how long it waits before it listens (a Go duration).
+	envStarts = "SANDMAN_READINESS_TEST_STARTS"
+	envBoot   = "SANDMAN_READINESS_TEST_BOOT"
 )
 
 func TestMain(m *testing.M) {
 	switch {
 	case os.Getenv(envServe) == "1":
+		if f := os.Getenv(envStarts); f != "" {
+			if fh, err := os.OpenFile(f, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
+				fmt.Fprintln(fh, os.Getpid())
+				fh.Close()
+			}
+		}
+		if d, err := time.ParseDuration(os.Getenv(envBoot)); err == nil {
+			time.Sleep(d)
+		}
 		err := http.ListenAndServe("127.0.0.1:"+os.Getenv("PORT"), http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			fmt.Fprint(w, "app ok")
 		}))
@@ -223,5 +236,55 @@ func TestLocalCommandThatNeverListensFails(t *testing.T) {
 	}
 	if n != 1 {
 		t.Errorf("Session Not Ready events = %d, want 1", n)
+	}
+}
+
+// TestLocalBringUpRedeliveredAfterACrashStartsOneServer: the readiness job
+// dies between starting the app (a real process of the local provider) and
+// recording ready; the redelivered job finds the app running, starts
+// nothing, and records ready. One server was started.
+func TestLocalBringUpRedeliveredAfterACrashStartsOneServer(t *testing.T) {
+	s := newStack(t, true)
+	cfg := s.svc.Config()
+	cfg.ReadinessJobs = nil // this test delivers the jobs itself
+	svc := lifecycle.NewService(cfg)
+	starts := t.TempDir() + "/starts"
+	app := appSpec(t, serveLine(t), 30)
+	app.Env[envStarts], app.Env[envBoot] = starts, "300ms"
+	sess, _, err := svc.Create(t.Context(), "acct_1", lifecycle.CreateInput{Template: local.TemplateBase, App: app})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, cancel := context.WithCancel(t.Context())
+	dyingCfg := cfg
+	dyingCfg.Sleep = func(context.Context, time.Duration) error { cancel(); return context.Canceled }
+	if out, err := lifecycle.NewService(dyingCfg).BringUp(ctx, sess.ID); err == nil {
+		t.Fatalf("the dying job returned %q without an error", out)
+	}
+	got, err := svc.Get(t.Context(), "acct_1", sess.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Readiness != lifecycle.ReadinessStarting {
+		t.Fatalf("after the crash readiness = %q, want starting", got.Readiness)
+	}
+	if st, err := s.prov.CommandStatus(t.Context(), got.SandboxID, lifecycle.AppCommandName); err != nil || !st.Running {
+		t.Fatalf("after the crash the app is %+v, %v; want it running (the job died after starting it)", st, err)
+	}
+
+	out, err := svc.BringUp(t.Context(), sess.ID) // the redelivery
+	if err != nil || out != lifecycle.BringUpReady {
+		t.Fatalf("redelivered job = %q, %v; want ready", out, err)
+	}
+	if code, body := get(got.PreviewURL); code != 200 || body != "app ok" {
+		t.Errorf("preview answered %d %q, want 200 app ok", code, body)
+	}
+	b, err := os.ReadFile(starts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(b), "\n"); n != 1 {
+		t.Errorf("the app was started %d times, want once", n)
 	}
 }

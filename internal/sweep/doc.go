@@ -17,7 +17,11 @@
 //     backstop for a timer that was lost, and for long deadlines (an SQS
 //     delay is at most 15 min) that each tick re-arms as they come near.
 //  2. Leases: transitional sessions whose lease ran out (lifecycle.IndexLease)
-//     are put into the state their provider reports (Service.Reconcile).
+//     are put into the state their provider reports (Service.Reconcile);
+//     running sessions of the same index, whose app has been starting longer
+//     than lifecycle.ReadinessRequeueAfter, get their readiness job queued
+//     again (Service.RequeueReadiness), so a job lost between a commit and
+//     its send, or given up by the queue, is repaired.
 //  3. Provider list: up to Config.ReconcileSample sandboxes of the provider's
 //     list are compared with the table (Store.FindBySandbox). A session that
 //     is running in the table but paused at the provider, or the reverse (a

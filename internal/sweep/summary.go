@@ -28,8 +28,17 @@ type Summary struct {
 	// heartbeat landed mid-sweep, another run or a webhook moved them) or
 	// their index entry was stale.
 	Skipped int `json:"skipped"`
-	// Leases: transitional sessions found with an expired lease.
+	// Leases: sessions the lease index yielded: transitional sessions with
+	// an expired lease, and running sessions whose app has been starting
+	// longer than lifecycle.ReadinessRequeueAfter.
 	Leases int `json:"leases"`
+	// Requeued: running sessions whose app was still starting and whose
+	// readiness job this run queued again (a lost job is repaired; a job
+	// at work finds its command running).
+	Requeued int `json:"requeued"`
+	// RequeueFailed: readiness jobs that could not be queued; the next run
+	// tries again.
+	RequeueFailed int `json:"requeue_failed"`
 	// Listed: provider sandboxes compared with the table.
 	Listed int `json:"listed"`
 	// Unknown: listed sandboxes that no session holds.
@@ -77,6 +86,8 @@ func (s Summary) LogValue() slog.Value {
 		slog.Int("failed", s.Failed),
 		slog.Int("skipped", s.Skipped),
 		slog.Int("leases", s.Leases),
+		slog.Int("requeued", s.Requeued),
+		slog.Int("requeue_failed", s.RequeueFailed),
 		slog.Int("listed", s.Listed),
 		slog.Int("unknown", s.Unknown),
 		slog.Int("orphans_killed", s.OrphansKilled),

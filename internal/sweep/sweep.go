@@ -358,10 +358,31 @@ func (r *run) leases(ctx context.Context) {
 		r.incomplete()
 		return
 	}
-	err := r.eachDue(ctx, lifecycle.IndexLease, r.now, &r.sum.Leases, r.reconcile)
+	err := r.eachDue(ctx, lifecycle.IndexLease, r.now, &r.sum.Leases, func(ctx context.Context, sess *lifecycle.Session) {
+		if sess.State == lifecycle.StateRunning { // its app still starting: its job may be lost
+			r.requeueReadiness(ctx, sess)
+			return
+		}
+		r.reconcile(ctx, sess)
+	})
 	if err != nil {
 		r.sw.log.ErrorContext(ctx, "reconcile expired leases", "err", err)
 		r.incomplete()
+	}
+}
+
+// requeueReadiness queues the readiness job of a running session whose app
+// has been starting longer than lifecycle.ReadinessRequeueAfter.
+func (r *run) requeueReadiness(ctx context.Context, sess *lifecycle.Session) {
+	queued, err := r.sw.svc.RequeueReadiness(ctx, sess)
+	switch {
+	case err != nil:
+		r.sw.log.WarnContext(ctx, "re-queue readiness job; the next run tries again", "session_id", sess.ID, "err", err)
+		r.add(&r.sum.RequeueFailed, 1)
+	case queued:
+		r.sw.log.InfoContext(ctx, "re-queued readiness job of an app still starting", "session_id", sess.ID,
+			"since", sess.StateChangedAt)
+		r.add(&r.sum.Requeued, 1)
 	}
 }
 

@@ -20,7 +20,8 @@ import (
 
 // fakeCommand serves a provider's fake (internal/localstack.Fakes) on its
 // own until ctx ends:
-// `sandman fake e2b -addr 127.0.0.1:PORT`. State lives in memory. It prints
+// `sandman fake e2b -addr 127.0.0.1:PORT -boot-delay 1s`. State lives in
+// memory. It prints
 // "fake <name> listening on http://<addr>" once it serves.
 func fakeCommand(ctx context.Context, args []string, out, logOut io.Writer) error {
 	var names []string
@@ -29,7 +30,7 @@ func fakeCommand(ctx context.Context, args []string, out, logOut io.Writer) erro
 	}
 	slices.Sort(names)
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		return fmt.Errorf("usage: sandman fake <%s> [-addr 127.0.0.1:PORT]", strings.Join(names, "|"))
+		return fmt.Errorf("usage: sandman fake <%s> [-addr 127.0.0.1:PORT] [-boot-delay 1s] [-local-previews]", strings.Join(names, "|"))
 	}
 	name := args[0]
 	i := slices.IndexFunc(localstack.Fakes(), func(f registry.Fake) bool { return f.Name == name })
@@ -39,6 +40,8 @@ func fakeCommand(ctx context.Context, args []string, out, logOut io.Writer) erro
 	fs := flag.NewFlagSet("fake "+name, flag.ContinueOnError)
 	fs.SetOutput(logOut)
 	addr := fs.String("addr", "127.0.0.1:0", "listen address (port 0: any free port)")
+	bootDelay := fs.Duration("boot-delay", 0, "how long after its start a command listens on its port")
+	localPreviews := fs.Bool("local-previews", false, "daytona: preview URLs on the fake's own address (for a local stack)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -49,7 +52,8 @@ func fakeCommand(ctx context.Context, args []string, out, logOut io.Writer) erro
 	log := slog.New(slog.NewTextHandler(logOut, nil))
 	base := "http://" + ln.Addr().String()
 	f := localstack.Fakes()[i]
-	h, closeFake := f.Serve(registry.FakeParams{Log: log, Base: base, Getenv: os.Getenv})
+	h, closeFake := f.Serve(registry.FakeParams{Log: log, Base: base, Getenv: os.Getenv,
+		BootDelay: *bootDelay, LocalPreviews: *localPreviews})
 	hint := f.Hint
 	defer closeFake()
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}

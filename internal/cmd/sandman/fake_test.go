@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
@@ -81,4 +82,50 @@ func (w *syncWriter) String() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.b.String()
+}
+
+// TestFakeDaytonaServesItsToolboxAndLocalPreviews: `sandman fake daytona`
+// points toolboxProxyUrl at its own /toolbox, and with -local-previews
+// hands out preview URLs on its own address, so a local stack reaches both.
+func TestFakeDaytonaServesItsToolboxAndLocalPreviews(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	outR, outW := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- fakeCommand(ctx, []string{"daytona", "-addr", "127.0.0.1:0", "-local-previews", "-boot-delay", "1s"}, outW, io.Discard)
+	}()
+	line, err := bufio.NewReader(outR).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _, _ = io.Copy(io.Discard, outR) }()
+	base := strings.TrimSpace(strings.TrimPrefix(line, "fake daytona listening on "))
+	call := func(method, path string) map[string]any {
+		req, _ := http.NewRequest(method, base+path, strings.NewReader(`{}`))
+		req.Header.Set("Authorization", "Bearer "+daytonatest.DefaultAPIKey)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := (&http.Client{Timeout: 5 * time.Second}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out map[string]any
+		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode >= 300 {
+			t.Fatalf("%s %s: %d %v", method, path, resp.StatusCode, err)
+		}
+		return out
+	}
+	sb := call(http.MethodPost, "/sandbox")
+	if got := sb["toolboxProxyUrl"]; got != base+"/toolbox" {
+		t.Errorf("toolboxProxyUrl = %v, want %s/toolbox", got, base)
+	}
+	link := call(http.MethodGet, "/sandbox/"+sb["id"].(string)+"/ports/3000/preview-url")
+	if u, _ := link["url"].(string); !strings.HasPrefix(u, base+"/preview/3000-") {
+		t.Errorf("preview url = %q, want one on %s/preview/", u, base)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("fakeCommand: %v", err)
+	}
 }

@@ -224,7 +224,7 @@ func dueTime(ix lifecycle.DueIndex, s *lifecycle.Session) (time.Time, bool) {
 		d := s.PauseDeadline()
 		return d, s.State == lifecycle.StateRunning && !d.IsZero()
 	case lifecycle.IndexLease:
-		return s.LeaseExpiresAt, s.State.Transitional() && !s.LeaseExpiresAt.IsZero()
+		return s.LeaseDue()
 	case lifecycle.IndexPaused:
 		return s.PausedAt, s.State == lifecycle.StatePaused && !s.PausedAt.IsZero()
 	}

@@ -33,6 +33,7 @@ func Run(t *testing.T, newStore NewStore) {
 	t.Run("APIKey", func(t *testing.T) { testAPIKey(t, newStore) })
 	t.Run("RunningSlots", func(t *testing.T) { testRunningSlots(t, newStore) })
 	t.Run("Usage", func(t *testing.T) { testUsage(t, newStore) })
+	t.Run("LeaseIndex", func(t *testing.T) { testLeaseIndex(t, newStore) })
 }
 
 // t0 is the tests' fixed "now", with nanoseconds to prove they survive.
@@ -664,4 +665,47 @@ func testAPIKey(t *testing.T, newStore NewStore) {
 
 // forge returns a cursor made up by hand from json, in the DynamoDB store's
 // encoding: a store must refuse every cursor it did not issue.
+// testLeaseIndex: the lease index holds a running session whose app is
+// starting, due lifecycle.ReadinessRequeueAfter after it became running
+// (Session.LeaseDue), and drops it once its readiness moved on; a running
+// session that is ready, or has no app, is not in it.
+func testLeaseIndex(t *testing.T, newStore NewStore) {
+	f := fixture{store: newStore(t)}
+	app := &lifecycle.AppSpec{Port: 3000, StartCommand: "npm run dev", ReadyPath: "/", ReadyTimeout: time.Minute}
+	starting := RunningSession(SessionID(1), "acct_lease", t0)
+	starting.App, starting.Readiness = app, lifecycle.ReadinessStarting
+	ready := RunningSession(SessionID(2), "acct_lease", t0)
+	ready.App, ready.Readiness, ready.ReadyAt = app, lifecycle.ReadinessReady, t0
+	plain := RunningSession(SessionID(3), "acct_lease", t0)
+	for _, s := range []*lifecycle.Session{starting, ready, plain} {
+		f.MustCreate(t, s)
+	}
+	due := starting.StateChangedAt.Add(lifecycle.ReadinessRequeueAfter)
+	find := func(before time.Time) []string {
+		t.Helper()
+		page, err := f.store.FindDue(t.Context(), lifecycle.DueQuery{Index: lifecycle.IndexLease, Before: before, Limit: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, s := range page.Sessions {
+			ids = append(ids, s.ID)
+		}
+		return ids
+	}
+	if got := find(due.Add(-time.Millisecond)); len(got) != 0 {
+		t.Errorf("lease index before the app's requeue time: %v, want none", got)
+	}
+	if got := find(due.Add(time.Hour)); len(got) != 1 || got[0] != starting.ID {
+		t.Errorf("lease index after the app's requeue time: %v, want only %s (starting)", got, starting.ID)
+	}
+	starting.Readiness, starting.ReadyAt = lifecycle.ReadinessReady, t0.Add(time.Minute)
+	if err := f.store.UpdateSession(t.Context(), starting, lifecycle.StateRunning, lifecycle.Guard{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := find(due.Add(time.Hour)); len(got) != 0 {
+		t.Errorf("lease index once the app is ready: %v, want none", got)
+	}
+}
+
 func forge(json string) string { return base64.RawURLEncoding.EncodeToString([]byte(json)) }

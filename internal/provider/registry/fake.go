@@ -3,6 +3,7 @@ package registry
 import (
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 )
@@ -46,4 +47,13 @@ type FakeParams struct {
 	// Getenv gives the adapter's settings (Env's defaults included), e.g.
 	// the webhook secret to sign with.
 	Getenv func(string) string
+	// BootDelay is how long after its start a command the fake "runs"
+	// listens on its port (the fakes run nothing; their previews answer
+	// once it has). 0: at once.
+	BootDelay time.Duration
+	// LocalPreviews asks a fake whose provider's preview hosts do not
+	// resolve (Daytona) to hand out preview URLs on Base instead, so a
+	// local stack's readiness probes reach them. The local stack sets it;
+	// `sandman fake -local-previews` does.
+	LocalPreviews bool
 }

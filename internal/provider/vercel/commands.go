@@ -1,13 +1,17 @@
 package vercel
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
@@ -25,14 +29,35 @@ const (
 // probeBodyLimit bounds how much of a preview answer is read.
 const probeBodyLimit = 64 << 10
 
-// startedCommand is a command this Provider started: Vercel addresses a
+// maxOutput is how much of a command's output CommandStatus keeps (the
+// readiness detail holds at most 2 KiB).
+const maxOutput = 2048
+
+// commandTagPrefix starts the sandbox tag that records a started command:
+// key commandTagPrefix+<command name>, value "<sessionId>/<cmdId>". Vercel
+// lists no commands, so the tag is how any process (another Lambda
+// container, a redelivered readiness job) finds the command this one
+// started. It is not Sandman metadata (no "sandman_" prefix), so Get and
+// List leave it out of Sandbox.Metadata.
+const commandTagPrefix = "sandman-cmd-"
+
+// startedCommand is a command a Provider started: Vercel addresses a
 // command by session and command id.
 type startedCommand struct {
 	sessionID, commandID string
 }
 
+// tagValue is the tag value recording sc.
+func (sc startedCommand) tagValue() string { return sc.sessionID + "/" + sc.commandID }
+
+// startedFromTag reads a tag value written by tagValue.
+func startedFromTag(v string) (startedCommand, bool) {
+	se, id, ok := strings.Cut(v, "/")
+	return startedCommand{sessionID: se, commandID: id}, ok && se != "" && id != ""
+}
+
 // commandIDs remembers the commands this Provider started, by sandbox name
-// and command name.
+// and command name (a cache of the sandbox's command tags).
 type commandIDs struct {
 	mu  sync.Mutex
 	ids map[string]startedCommand
@@ -84,15 +109,17 @@ func (p *Provider) KeepsProcesses() bool { return false }
 // POST /v2/sandboxes/sessions/{sessionId}/cmd as sh -c <line>, PORT set to
 // cmd.Port, no timeout. It starts nothing when a command of that name runs.
 //
-// Vercel cannot list a session's commands, so "look before starting" is
-// two looks: the command id this Provider stored when it started the
-// command in the same session (GET …/cmd/{cmdId}), and then one GET of the
-// port's preview: an app that answers is taken as the command running,
-// which covers a readiness job redelivered to another process after its
-// first attempt started the server. A redelivery while the first server is
-// still booting (no answer yet, id held by another process) starts a
-// second one; the id is not kept durably. Errors: gone (no running
-// session), transient.
+// Vercel cannot list a session's commands, so the command's session and id
+// are recorded on the sandbox as a tag (commandTagPrefix+name, PATCH
+// /v2/sandboxes/{name} with the sandbox's other tags kept) right after the
+// start, and "look before starting" is two looks: the recorded command in
+// the current session (GET …/cmd/{cmdId}), found by any process, and then
+// one GET of the port's preview (an app that answers is taken as the
+// command running). Only a process that dies between the start and the tag
+// leaves a command no one can find: its redelivered job starts a second
+// one while the first is still booting. A tag that cannot be written (the
+// sandbox holds Vercel's 5 already) is logged; the command still started.
+// Errors: gone (no running session), transient.
 func (p *Provider) StartCommand(ctx context.Context, sandboxID string, cmd lifecycle.Command) (lifecycle.CommandStatus, error) {
 	const op = "start_command"
 	if !validName(sandboxID) {
@@ -134,18 +161,50 @@ func (p *Provider) StartCommand(ctx context.Context, sandboxID string, cmd lifec
 	if err := json.Unmarshal(r.Body, &ans); err != nil || ans.Command.ID == "" {
 		return lifecycle.CommandStatus{}, decodeError(op, sandboxID, fmt.Errorf("command answer: %v", err))
 	}
-	p.cmds.put(sandboxID, cmd.Name, startedCommand{sessionID: sessionID, commandID: ans.Command.ID})
+	sc := startedCommand{sessionID: sessionID, commandID: ans.Command.ID}
+	p.cmds.put(sandboxID, cmd.Name, sc)
 	p.cfg.Logger.InfoContext(ctx, "vercel command started", "sandbox_id", sandboxID, "session_id", sessionID,
 		"name", cmd.Name, "command_id", ans.Command.ID)
+	if err := p.tagCommand(ctx, a.Sandbox, cmd.Name, sc); err != nil {
+		p.cfg.Logger.WarnContext(ctx, "record the vercel command on the sandbox; another process will not find it",
+			"sandbox_id", sandboxID, "name", cmd.Name, "command_id", ans.Command.ID, "err", err)
+	}
 	return commandStatusOf(ans), nil
 }
 
-// CommandStatus reads the command named name: the one this Provider
-// started in the sandbox's current session (GET …/cmd/{cmdId}); running
-// while its exitCode is null. A command of an earlier session (lost with
-// it), one this Provider did not start, and a sandbox without a running
-// session are ErrNoCommand. Output is not read (""). Retried. Errors:
-// ErrNoCommand (wrapped), gone, transient.
+// tagCommand records sc as the sandbox's tag for the command name, keeping
+// its other tags (PATCH replaces the whole map). Retried.
+func (p *Provider) tagCommand(ctx context.Context, sb sandboxJSON, name string, sc startedCommand) error {
+	const op = "tag_command"
+	tags := maps.Clone(sb.Tags)
+	if tags == nil {
+		tags = map[string]string{}
+	}
+	tags[commandTagPrefix+name] = sc.tagValue()
+	if len(tags) > maxTags {
+		return fmt.Errorf("sandbox %s has %d tags; Vercel allows %d", sb.Name, len(sb.Tags), maxTags)
+	}
+	return p.retry(ctx, op, sb.Name, func(ctx context.Context) error {
+		r, err := p.roundTrip(ctx, request{op: op, sandboxID: sb.Name, method: http.MethodPatch,
+			path: []string{"v2", "sandboxes", sb.Name}, query: url.Values{"projectId": {p.cfg.ProjectID}},
+			body: map[string]any{"tags": tags}, timeout: p.cfg.RequestTimeout})
+		if err != nil {
+			return err
+		}
+		if !r.OK() {
+			return p.statusError(op, sb.Name, r)
+		}
+		return nil
+	})
+}
+
+// CommandStatus reads the command named name: the one started in the
+// sandbox's current session, as recorded in its tag (GET …/cmd/{cmdId});
+// running while its exitCode is null. Once it exited, Output is the last
+// 2 KiB of its logs (GET …/cmd/{cmdId}/logs, stdout and stderr in order;
+// "" when they cannot be read). A command of an earlier session (lost with
+// it), none recorded, and a sandbox without a running session are
+// ErrNoCommand. Retried. Errors: ErrNoCommand (wrapped), gone, transient.
 func (p *Provider) CommandStatus(ctx context.Context, sandboxID, name string) (lifecycle.CommandStatus, error) {
 	const op = "command_status"
 	if !validName(sandboxID) {
@@ -183,11 +242,17 @@ func (p *Provider) current(ctx context.Context, op, sandboxID string) (sandboxAn
 	return a, nil
 }
 
-// commandStatus reads the stored command of name in a's current session.
+// commandStatus reads the recorded command of name in a's current
+// session: the sandbox's tag, or this process's own record when the tag
+// could not be written.
 func (p *Provider) commandStatus(ctx context.Context, op string, a sandboxAnswer, name string) (lifecycle.CommandStatus, error) {
 	sandboxID := a.Sandbox.Name
-	sc, ok := p.cmds.get(sandboxID, name)
-	if !ok || sc.sessionID != orString(a.Sandbox.CurrentSessionID, a.Session.ID) {
+	current := orString(a.Sandbox.CurrentSessionID, a.Session.ID)
+	sc, ok := startedFromTag(a.Sandbox.Tags[commandTagPrefix+name])
+	if !ok || sc.sessionID != current {
+		sc, ok = p.cmds.get(sandboxID, name)
+	}
+	if !ok || sc.sessionID != current {
 		return lifecycle.CommandStatus{}, noCommand(sandboxID, name)
 	}
 	var st lifecycle.CommandStatus
@@ -209,7 +274,42 @@ func (p *Provider) commandStatus(ctx context.Context, op string, a sandboxAnswer
 		st = commandStatusOf(ans)
 		return nil
 	})
+	if err == nil && !st.Running {
+		st.Output = p.commandOutput(ctx, sandboxID, sc)
+	}
 	return st, err
+}
+
+// commandOutput reads an exited command's logs (NDJSON lines
+// {"stream":"stdout"|"stderr","data"}) and returns their last maxOutput
+// bytes; "" when they cannot be read (the exit code is the answer, the
+// output a courtesy). Not retried.
+func (p *Provider) commandOutput(ctx context.Context, sandboxID string, sc startedCommand) string {
+	const op = "command_logs"
+	r, err := p.roundTrip(ctx, request{op: op, sandboxID: sandboxID, method: http.MethodGet,
+		path: []string{"v2", "sandboxes", "sessions", sc.sessionID, "cmd", sc.commandID, "logs"}, timeout: p.cfg.RequestTimeout})
+	if err != nil || !r.OK() {
+		return ""
+	}
+	var out strings.Builder
+	for dec := json.NewDecoder(bytes.NewReader(r.Body)); ; {
+		var line struct {
+			Stream string          `json:"stream"`
+			Data   json.RawMessage `json:"data"`
+		}
+		if dec.Decode(&line) != nil {
+			break
+		}
+		var data string
+		if (line.Stream == "stdout" || line.Stream == "stderr") && json.Unmarshal(line.Data, &data) == nil {
+			out.WriteString(data)
+		}
+	}
+	o := out.String()
+	if len(o) > maxOutput {
+		o = o[len(o)-maxOutput:]
+	}
+	return o
 }
 
 func commandStatusOf(ans commandAnswer) lifecycle.CommandStatus {

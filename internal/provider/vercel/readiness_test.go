@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -41,18 +42,55 @@ func TestStartCommandRunsDetachedShellWithPort(t *testing.T) {
 	}
 }
 
-// TestStartCommandTakesAnAnsweringPortAsRunning: a Provider that did not
-// start the command (a readiness job redelivered to another process) sees
-// the app answer on its port and starts no second server.
-func TestStartCommandTakesAnAnsweringPortAsRunning(t *testing.T) {
-	f, p := setup(t, verceltest.Config{}, nil)
+// TestAnotherProcessFindsTheCommandByItsTag: the command's session and id
+// are recorded on the sandbox as a tag, so a Provider that did not start
+// it (a readiness job redelivered to another process, a new Lambda
+// container) finds it running while the server still boots (its preview
+// answers nothing yet) and starts no second server. The tag keeps the
+// sandbox's own tags and is not reported as metadata.
+func TestAnotherProcessFindsTheCommandByItsTag(t *testing.T) {
+	f, p := setup(t, verceltest.Config{BootDelay: time.Minute}, nil)
 	sb := create(t, p, "ses_redeliver", nil)
 	if _, err := p.StartCommand(t.Context(), sb.ID, appCommand("npm run dev")); err != nil {
 		t.Fatalf("StartCommand: %v", err)
 	}
-	other := f.MustProvider(t, nil) // knows no command ids
+	rec := mustSandbox(t, f, sb.ID)
+	if rec.Tags[lifecycle.MetadataSessionID] != "ses_redeliver" || rec.Tags["sandman-cmd-"+lifecycle.AppCommandName] == "" {
+		t.Fatalf("sandbox tags = %v; want the session's tags and the command's", rec.Tags)
+	}
+	other := f.MustProvider(t, nil) // a fresh process: no command ids in memory
+	st, err := other.CommandStatus(t.Context(), sb.ID, lifecycle.AppCommandName)
+	if err != nil || !st.Running {
+		t.Fatalf("CommandStatus of another Provider = %+v, %v; want running", st, err)
+	}
+	if st, err := other.StartCommand(t.Context(), sb.ID, appCommand("npm run dev")); err != nil || !st.Running {
+		t.Fatalf("StartCommand = %+v, %v; want running", st, err)
+	}
+	if got := len(f.Commands(rec.CurrentSessionID)); got != 1 {
+		t.Errorf("the session holds %d commands, want 1", got)
+	}
+	got, err := other.Get(t.Context(), sb.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := got.Metadata["sandman-cmd-"+lifecycle.AppCommandName]; ok || got.Metadata[lifecycle.MetadataSessionID] != "ses_redeliver" {
+		t.Errorf("Get's metadata = %v; want the session's tags only", got.Metadata)
+	}
+}
+
+// TestStartCommandTakesAnAnsweringPortAsRunning: with no record of the
+// command (its tag could not be written), a Provider that did not start it
+// sees the app answer on its port and starts no second server.
+func TestStartCommandTakesAnAnsweringPortAsRunning(t *testing.T) {
+	f, p := setup(t, verceltest.Config{}, nil)
+	sb := create(t, p, "ses_untagged", nil)
+	if _, err := p.StartCommand(t.Context(), sb.ID, appCommand("npm run dev")); err != nil {
+		t.Fatalf("StartCommand: %v", err)
+	}
+	f.SetTags(project, sb.ID, map[string]string{lifecycle.MetadataSessionID: "ses_untagged", lifecycle.MetadataDeployment: "dep1"})
+	other := f.MustProvider(t, nil)
 	if _, err := other.CommandStatus(t.Context(), sb.ID, lifecycle.AppCommandName); !errors.Is(err, lifecycle.ErrNoCommand) {
-		t.Fatalf("CommandStatus of another Provider = %v, want ErrNoCommand", err)
+		t.Fatalf("CommandStatus without the tag = %v, want ErrNoCommand", err)
 	}
 	st, err := other.StartCommand(t.Context(), sb.ID, appCommand("npm run dev"))
 	if err != nil || !st.Running {
@@ -64,7 +102,7 @@ func TestStartCommandTakesAnAnsweringPortAsRunning(t *testing.T) {
 }
 
 // TestCommandStatusReportsTheExitCode: a command that ended is not running
-// and carries its exit code.
+// and carries its exit code and the end of its logs.
 func TestCommandStatusReportsTheExitCode(t *testing.T) {
 	_, p := setup(t, verceltest.Config{}, nil)
 	sb := create(t, p, "ses_exit", nil)
@@ -74,6 +112,9 @@ func TestCommandStatusReportsTheExitCode(t *testing.T) {
 	st, err := p.CommandStatus(t.Context(), sb.ID, lifecycle.AppCommandName)
 	if err != nil || st.Running || st.ExitCode != 3 {
 		t.Errorf("CommandStatus = %+v, %v; want exited with 3", st, err)
+	}
+	if !strings.Contains(st.Output, "starting exit 3\n") || !strings.HasSuffix(st.Output, "exited with 3\n") {
+		t.Errorf("CommandStatus output = %q; want the command's logs, stdout and stderr in order", st.Output)
 	}
 }
 

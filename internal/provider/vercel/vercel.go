@@ -236,7 +236,7 @@ func (p *Provider) adopt(ctx context.Context, name string, tags map[string]strin
 	if err != nil {
 		return err
 	}
-	if !maps.Equal(a.Sandbox.Tags, tags) {
+	if !maps.Equal(metadataOf(a.Sandbox.Tags), tags) {
 		return lifecycle.NewProviderError(lifecycle.ErrSandboxConflict, op, name,
 			fmt.Errorf("the name is taken by another session's sandbox: %w", parseAPIError(bad)))
 	}
@@ -326,9 +326,17 @@ func (p *Provider) sandbox(a sandboxAnswer, tmpl Template) (lifecycle.Sandbox, e
 	return sb, nil
 }
 
+// metadataOf returns a sandbox's tags less the command records
+// (commandTagPrefix): the metadata Sandman gave it.
+func metadataOf(tags map[string]string) map[string]string {
+	md := maps.Clone(tags)
+	maps.DeleteFunc(md, func(k, _ string) bool { return strings.HasPrefix(k, commandTagPrefix) })
+	return md
+}
+
 // sandboxOf converts a Sandbox object (as list gives it, without session).
 func (p *Provider) sandboxOf(s sandboxJSON, st lifecycle.SandboxState) lifecycle.Sandbox {
-	sb := lifecycle.Sandbox{ID: s.Name, Template: p.templateOf(s), State: st, Metadata: maps.Clone(s.Tags)}
+	sb := lifecycle.Sandbox{ID: s.Name, Template: p.templateOf(s), State: st, Metadata: metadataOf(s.Tags)}
 	switch st {
 	case lifecycle.SandboxRunning:
 		if s.ExpiresAt > 0 {

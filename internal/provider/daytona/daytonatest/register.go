@@ -18,13 +18,21 @@ const DefaultWebhookSecret = "whsec_c2FuZG1hbi1kYXl0b25hLWRldi1zZWNyZXQ="
 // (SANDMAN_PROVIDER=daytona-fake) and `sandman fake daytona`. Given a
 // webhook URL (the local stack's /v1/webhooks/daytona), it sends
 // Svix-signed sandbox.created and sandbox.state.updated webhooks there, as
-// Daytona would. Its preview URLs (https://3000-<id>.proxy.daytona.test)
-// do not resolve.
+// Daytona would. Its toolbox is at its own /toolbox; its preview URLs are
+// Daytona's (https://3000-<id>.proxy.daytona.test, which do not resolve,
+// though a request with that Host reaches the preview), or, with
+// LocalPreviews (the local stack; `sandman fake daytona -local-previews`),
+// <base>/preview/3000-<id>/ on the fake itself.
 var Fake = registry.Fake{
 	Name: daytona.Name,
 	Serve: func(p registry.FakeParams) (http.Handler, func()) {
 		o := StandaloneConfig()
 		o.Logger = p.Log
+		o.BootDelay = p.BootDelay
+		o.ToolboxProxyURL = p.Base + "/toolbox"
+		if p.LocalPreviews {
+			o.PreviewBaseURL = p.Base
+		}
 		closeHooks := func() {}
 		if p.WebhookURL != "" {
 			secret := p.Getenv(daytona.EnvWebhookSecret)
@@ -36,7 +44,8 @@ var Fake = registry.Fake{
 		}
 		return NewServer(o).Handler(), closeHooks
 	},
-	Hint:       fmt.Sprintf("DAYTONA_API_URL=<base url> DAYTONA_API_KEY=%s", DefaultAPIKey),
+	Hint: fmt.Sprintf("DAYTONA_API_URL=<base url> DAYTONA_API_KEY=%s (toolbox at <base url>/toolbox; a request with Host <port>-<id>.%s reaches that port's preview)",
+		DefaultAPIKey, DefaultProxyDomain),
 	BaseURLEnv: daytona.EnvBaseURL,
 	Env:        map[string]string{daytona.EnvAPIKey: DefaultAPIKey, daytona.EnvWebhookSecret: DefaultWebhookSecret},
 }

@@ -6,9 +6,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sandmanhq/sandman/internal/provider/internal/fakehttp"
 )
 
 // The toolbox's process sessions and the preview per port
@@ -30,8 +33,9 @@ import (
 //     Sandbox started?"; nothing listening is an empty 502; otherwise the
 //     "app" answers 200.
 //
-// A command "listens" on the port of its PORT=<n> once Config.BootDelay
-// has passed since its exec; a command containing "exit <n>" exits at once
+// A command "listens" once Config.BootDelay has passed since its exec, on
+// the port of its PORT=<n>, or else on the ports its line names
+// (fakehttp.ListenPorts: `python3 -m http.server 3000`); a command containing "exit <n>" exits at once
 // with that code, and one containing "--no-listen" never listens. A stop
 // (any state but started, pausing, paused, resuming) loses every session,
 // as Daytona's stop clears memory.
@@ -43,7 +47,6 @@ const (
 )
 
 var (
-	portOf = regexp.MustCompile(`\bPORT=(\d+)`)
 	exitOf = regexp.MustCompile(`\bexit (\d+)`)
 )
 
@@ -56,7 +59,7 @@ type toolSession struct {
 type toolCommand struct {
 	ID        string
 	Command   string
-	Port      int
+	Ports     []int // the ports it listens on once booted (fakehttp.ListenPorts)
 	StartedAt time.Time
 	ExitCode  *int
 	Output    string
@@ -200,9 +203,7 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
 	s.cmdSeq++
 	c := &toolCommand{ID: fmt.Sprintf("cmd-%06d", s.cmdSeq), Command: body.Command, StartedAt: s.opts.Clock.Now(),
 		NoListen: strings.Contains(body.Command, "--no-listen")}
-	if m := portOf.FindStringSubmatch(body.Command); m != nil {
-		c.Port, _ = strconv.Atoi(m[1])
-	}
+	c.Ports = fakehttp.ListenPorts(body.Command, "")
 	if m := exitOf.FindStringSubmatch(body.Command); m != nil {
 		code, _ := strconv.Atoi(m[1])
 		c.ExitCode = &code
@@ -310,7 +311,7 @@ func (s *Server) preview(w http.ResponseWriter, r *http.Request, port int, id st
 	sb.LastActivityAt = now
 	for _, sess := range s.procs[sb.ID] {
 		for _, c := range sess.commands {
-			if c.Port == port && c.ExitCode == nil && !c.NoListen && !now.Before(c.StartedAt.Add(s.opts.BootDelay)) {
+			if slices.Contains(c.Ports, port) && c.ExitCode == nil && !c.NoListen && !now.Before(c.StartedAt.Add(s.opts.BootDelay)) {
 				w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 				fmt.Fprintf(w, "app on port %d\n", port)
 				return

@@ -6,15 +6,22 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/provider/internal/fakehttp"
 )
 
 // Process is a background process the fake's envd "runs": it runs nothing,
-// and listens on the port named by its PORT variable once Config.BootDelay
-// has passed since it started (by the clock).
+// and listens once Config.BootDelay has passed since it started (by the
+// clock) on the port named by its PORT variable, or else on the ports its
+// command line names (fakehttp.ListenPorts: `python3 -m http.server 3000`).
+// A command line `exit N` ends at once with exit code N (Start's stream
+// carries its end event) and is never listed.
 type Process struct {
 	PID       int
 	Tag       string
@@ -23,16 +30,28 @@ type Process struct {
 	Envs      map[string]string
 	Cwd       string
 	StartedAt time.Time
+	// Deadline, when set, is when envd kills the process: Start's
+	// Connect-Timeout-Ms after its start (the SDK sends 60 s unless told
+	// timeoutMs: 0), as envd runs it under the request's context deadline.
+	Deadline time.Time
 }
 
 // The envd process API and the per-port preview (docs/providers/e2b.md
 // "Running a command in the sandbox, and readiness"):
 //   - POST <proxy>/{id}/process.Process/Start, Connect streaming with the
 //     JSON codec: one enveloped request; the answer is the start event
-//     {"event":{"start":{"pid":N}}} and the end of the stream (a real envd
-//     keeps streaming output; a background client drops it after the pid).
+//     {"event":{"start":{"pid":N}}}, then a keepalive event every
+//     Keepalive-Ping-Interval seconds while the process runs, and its end
+//     event and the end of the stream once it is killed (the fake's
+//     processes print nothing). A background client drops the stream after
+//     the pid; the process keeps running. Connect-Timeout-Ms, when sent,
+//     kills the process that long after its start (Process.Deadline).
 //   - POST <proxy>/{id}/process.Process/List, unary JSON: the running
 //     processes with their tags.
+//   - POST <proxy>/{id}/process.Process/SendSignal, unary JSON
+//     {"process":{"pid":N}} or {"process":{"tag":T}} with a signal: kills
+//     the process (every process of that tag); none: Connect not_found
+//     (404), which the SDK's kill() reads as false.
 //   - GET <proxy>/{id}/port/{port}/…: the preview of a port. 502 JSON
 //     {"sandboxId","message":"The sandbox is running but port is not
 //     open","port":P,"code":502} while nothing listens; 200 from the "app"
@@ -44,8 +63,23 @@ type Process struct {
 const (
 	OpProcessStart Op = "process_start"
 	OpProcessList  Op = "process_list"
+	OpProcessKill  Op = "process_signal"
 	OpPreview      Op = "preview"
 )
+
+// line is p's command line: the last argument of the SDK's
+// /bin/bash -l -c <cmd>, else the command and its arguments.
+func (p Process) line() string {
+	if len(p.Args) >= 2 && p.Args[len(p.Args)-2] == "-c" {
+		return p.Args[len(p.Args)-1]
+	}
+	return strings.Join(append([]string{p.Cmd}, p.Args...), " ")
+}
+
+// listenPorts returns the ports p listens on once booted.
+func (p Process) listenPorts() []int {
+	return fakehttp.ListenPorts(p.line(), p.Envs["PORT"])
+}
 
 // PortClosedMessage is the message of E2B's 502 while nothing listens.
 const PortClosedMessage = "The sandbox is running but port is not open"
@@ -53,6 +87,7 @@ const PortClosedMessage = "The sandbox is running but port is not open"
 func (s *Server) processRoutes(proxy *http.ServeMux) {
 	proxy.Handle("POST /{id}/process.Process/Start", s.faulty(OpProcessStart, http.HandlerFunc(s.processStart)))
 	proxy.Handle("POST /{id}/process.Process/List", s.faulty(OpProcessList, http.HandlerFunc(s.processList)))
+	proxy.Handle("POST /{id}/process.Process/SendSignal", s.faulty(OpProcessKill, http.HandlerFunc(s.processSignal)))
 	proxy.Handle("GET /{id}/port/{port}/{rest...}", s.faulty(OpPreview, http.HandlerFunc(s.preview)))
 }
 
@@ -61,10 +96,12 @@ func (s *Server) PortURL(sandboxID, _ string, port int) string {
 	return s.Proxy.URL + "/" + sandboxID + "/port/" + strconv.Itoa(port) + "/"
 }
 
-// Processes returns the processes of a sandbox.
+// Processes returns the processes of a sandbox (after applying deadlines
+// due by the clock).
 func (s *Server) Processes(id string) []Process {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.expire()
 	if sb, ok := s.sandboxes[id]; ok {
 		return append([]Process(nil), sb.Processes...)
 	}
@@ -126,11 +163,110 @@ func (s *Server) processStart(w http.ResponseWriter, r *http.Request) {
 	s.pid++
 	p := Process{PID: s.pid, Tag: in.Tag, Cmd: in.Process.Cmd, Args: in.Process.Args, Envs: in.Process.Envs,
 		Cwd: in.Process.Cwd, StartedAt: s.now()}
-	sb.Processes = append(sb.Processes, p)
+	if ms, err := strconv.ParseInt(r.Header.Get("Connect-Timeout-Ms"), 10, 64); err == nil && ms > 0 {
+		p.Deadline = p.StartedAt.Add(time.Duration(ms) * time.Millisecond)
+	}
+	m := exitOf.FindStringSubmatch(p.line())
+	if m == nil {
+		sb.Processes = append(sb.Processes, p)
+	}
+	id := sb.ID
 	s.mu.Unlock()
 	w.Header().Set("Content-Type", "application/connect+json")
 	writeFrame(w, 0, fmt.Appendf(nil, `{"event":{"start":{"pid":%d}}}`, p.PID))
-	writeFrame(w, 0x02, []byte(`{}`))
+	if m != nil { // it exits at once with that code
+		writeFrame(w, 0, fmt.Appendf(nil, `{"event":{"end":{"exitCode":%s,"exited":true,"status":"exit status %s"}}}`, m[1], m[1]))
+		writeFrame(w, 0x02, []byte(`{}`))
+		return
+	}
+	s.streamUntilEnd(w, r, id, p.PID)
+}
+
+// exitOf finds a command line that exits at once: `exit N`.
+var exitOf = regexp.MustCompile(`^\s*exit (\d{1,3})\s*$`)
+
+// streamUntilEnd holds Start's stream open as envd does while the process
+// runs: a keepalive event every Keepalive-Ping-Interval seconds, and once
+// the process is gone (killed, past its deadline, its sandbox paused or
+// killed) its end event and the end of the stream. It returns early when
+// the client drops the stream or the fake closes.
+func (s *Server) streamUntilEnd(w http.ResponseWriter, r *http.Request, id string, pid int) {
+	rc := http.NewResponseController(w)
+	flush := func() { _ = rc.Flush() }
+	flush()
+	keepalive := time.Duration(1<<63 - 1)
+	if n, err := strconv.Atoi(r.Header.Get("Keepalive-Ping-Interval")); err == nil && n > 0 {
+		keepalive = time.Duration(n) * time.Second
+	}
+	poll := time.NewTicker(50 * time.Millisecond)
+	defer poll.Stop()
+	lastPing := time.Now()
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-s.closing:
+			return
+		case <-poll.C:
+		}
+		if !s.processRuns(id, pid) {
+			writeFrame(w, 0, []byte(`{"event":{"end":{"exitCode":-1,"exited":false,"status":"signal: killed"}}}`))
+			writeFrame(w, 0x02, []byte(`{}`))
+			flush()
+			return
+		}
+		if time.Since(lastPing) >= keepalive {
+			lastPing = time.Now()
+			writeFrame(w, 0, []byte(`{"event":{"keepalive":{}}}`))
+			flush()
+		}
+	}
+}
+
+// processRuns reports whether the sandbox id runs the process pid.
+func (s *Server) processRuns(id string, pid int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.expire()
+	sb, ok := s.sandboxes[id]
+	if !ok || sb.Transition == Killing {
+		return false
+	}
+	return slices.ContainsFunc(sb.Processes, func(p Process) bool { return p.PID == pid })
+}
+
+// processSignal kills the processes a SendSignal selects.
+func (s *Server) processSignal(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		Process struct {
+			PID *int    `json:"pid"`
+			Tag *string `json:"tag"`
+		} `json:"process"`
+		Signal string `json:"signal"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&in); err != nil || (in.Process.PID == nil) == (in.Process.Tag == nil) {
+		writeConnectError(w, http.StatusBadRequest, "invalid_argument", "process.pid or process.tag is required")
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sb := s.runningSandbox(w, r)
+	if sb == nil {
+		return
+	}
+	kept := slices.DeleteFunc(slices.Clone(sb.Processes), func(p Process) bool {
+		if in.Process.PID != nil {
+			return p.PID == *in.Process.PID
+		}
+		return p.Tag == *in.Process.Tag
+	})
+	if len(kept) == len(sb.Processes) {
+		writeConnectError(w, http.StatusNotFound, "not_found", "process not found")
+		return
+	}
+	sb.Processes = kept
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = io.WriteString(w, "{}")
 }
 
 func writeFrame(w io.Writer, flags byte, msg []byte) {
@@ -183,7 +319,7 @@ func (s *Server) preview(w http.ResponseWriter, r *http.Request) {
 		sb.EndAt = s.capped(sb, now, sb.Timeout)
 	}
 	for _, p := range sb.Processes {
-		if p.Envs["PORT"] == strconv.Itoa(port) && !s.now().Before(p.StartedAt.Add(s.opts.BootDelay)) {
+		if slices.Contains(p.listenPorts(), port) && !s.now().Before(p.StartedAt.Add(s.opts.BootDelay)) {
 			w.Header().Set("Content-Type", "text/plain")
 			_, _ = io.WriteString(w, "ok")
 			return

@@ -260,12 +260,16 @@ func NewServer(tb testing.TB) *Server {
 const ProxyPrefix = "/_proxy"
 
 // Handler serves the control API and, under ProxyPrefix, the proxy, on one
-// address (for `sandman fake e2b`).
+// address (for `sandman fake e2b`). A request that names a sandbox the way
+// E2B's proxy reads it (a Host <port>-<id>.<Domain>, or the SDK's
+// E2b-Sandbox-Id and E2b-Sandbox-Port headers on a localhost or IP host)
+// goes to the proxy too, so E2B's own SDK works against it with
+// E2B_API_URL and E2B_SANDBOX_URL set to the base URL.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle(ProxyPrefix+"/", http.StripPrefix(ProxyPrefix, s.proxy))
 	mux.Handle("/", s.api)
-	return mux
+	return s.routed(mux)
 }
 
 // Close releases requests held by Hang faults. It is idempotent.
@@ -413,6 +417,10 @@ func (r *statusRecorder) WriteHeader(status int) {
 	r.ResponseWriter.WriteHeader(status)
 }
 
+// Unwrap lets http.ResponseController reach the connection (to flush a
+// stream).
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
 // faulty counts requests of op and serves the next queued fault, if any.
 func (s *Server) faulty(op Op, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -475,12 +483,18 @@ func (s *Server) store(sb *Sandbox) {
 	s.sandboxes[sb.ID] = sb
 }
 
-// expire applies every timeout due by the clock: a running sandbox past its
+// expire applies every timeout due by the clock: a running sandbox's
+// processes past their Deadline are killed, and a running sandbox past its
 // endAt pauses (autoPause, endAt becomes the pause time, which is the same
 // instant) or is killed. Callers hold mu.
 func (s *Server) expire() {
 	now := s.now()
 	for id, sb := range s.sandboxes {
+		if sb.State == lifecycle.SandboxRunning {
+			sb.Processes = slices.DeleteFunc(sb.Processes, func(p Process) bool {
+				return !p.Deadline.IsZero() && !now.Before(p.Deadline)
+			})
+		}
 		if sb.State != lifecycle.SandboxRunning || sb.Transition != "" || sb.EndAt.After(now) {
 			continue
 		}

@@ -11,7 +11,11 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"regexp"
 	"slices"
+	"strconv"
+	"strings"
+	"unicode"
 )
 
 // MaxBody is the largest request body a fake reads, in bytes: 1 MiB.
@@ -54,4 +58,49 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 	}
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
+}
+
+// ListenPorts returns the ports a command the fakes "run" listens on (the
+// fakes run nothing: their previews answer for these ports once the
+// command has booted). port is the command's PORT variable, when it has
+// one: then that port only. Otherwise a PORT=<n> in line, else every whole
+// number of 2 to 5 digits in line that stands on its own (not part of a
+// word or a version such as 3.13), up to 65535: `python3 -m http.server
+// 3000`, `next dev -p 3000`, `--port=8080`, `0.0.0.0:5000`.
+func ListenPorts(line, port string) []int {
+	if n, err := strconv.Atoi(strings.TrimSpace(port)); err == nil && n >= 1 && n <= 65535 {
+		return []int{n}
+	}
+	if m := portAssign.FindStringSubmatch(line); m != nil {
+		if n, err := strconv.Atoi(m[1]); err == nil && n >= 1 && n <= 65535 {
+			return []int{n}
+		}
+	}
+	var out []int
+	for _, ix := range digits.FindAllStringIndex(line, -1) {
+		before, after := rune(' '), rune(' ')
+		if ix[0] > 0 {
+			before = rune(line[ix[0]-1])
+		}
+		if ix[1] < len(line) {
+			after = rune(line[ix[1]])
+		}
+		if n := ix[1] - ix[0]; n < 2 || n > 5 || wordish(before) || wordish(after) {
+			continue
+		}
+		if n, _ := strconv.Atoi(line[ix[0]:ix[1]]); n >= 1 && n <= 65535 && !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+var (
+	portAssign = regexp.MustCompile(`\bPORT=['"]?(\d+)`)
+	digits     = regexp.MustCompile(`\d+`)
+)
+
+// wordish reports whether r joins a number to a word or a version.
+func wordish(r rune) bool {
+	return r == '.' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r)
 }

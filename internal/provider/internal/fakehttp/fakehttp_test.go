@@ -74,3 +74,26 @@ func TestFaults(t *testing.T) {
 		t.Errorf("after stop: fault %d, want none", f)
 	}
 }
+
+func TestListenPorts(t *testing.T) {
+	for _, c := range []struct {
+		line, port string
+		want       []int
+	}{
+		{"npm run dev", "3000", []int{3000}},
+		{"python3 -m http.server 8000", "3000", []int{3000}},
+		{"python3 -m http.server 3000", "", []int{3000}},
+		{"cd '/app' && env 'A=1' PORT=5173 sh -c 'npm run dev'", "", []int{5173}},
+		{"next dev -p 3000 --hostname 0.0.0.0", "", []int{3000}},
+		{"serve --port=8080", "", []int{8080}},
+		{"gunicorn -b 0.0.0.0:5000 app:app", "", []int{5000}},
+		{"python3.13 -m http.server 3000 3001", "", []int{3000, 3001}},
+		{"node24 server.js", "", nil},
+		{"exit 3", "", nil},
+		{"listen 70000", "", nil},
+	} {
+		if got := fakehttp.ListenPorts(c.line, c.port); !slices.Equal(got, c.want) {
+			t.Errorf("ListenPorts(%q, %q) = %v, want %v", c.line, c.port, got, c.want)
+		}
+	}
+}

@@ -1,9 +1,11 @@
 package verceltest
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -17,13 +19,17 @@ const (
 	OpCommand       Op = "cmd"        // POST /v2/sandboxes/sessions/{id}/cmd
 	OpCommandStatus Op = "cmd-status" // GET /v2/sandboxes/sessions/{id}/cmd/{cmdId}
 	OpCommandKill   Op = "cmd-kill"   // POST /v2/sandboxes/sessions/{id}/cmd/{cmdId}/kill
+	OpCommandLogs   Op = "cmd-logs"   // GET /v2/sandboxes/sessions/{id}/cmd/{cmdId}/logs
 )
 
-// commandRec is one command of a session. It "listens" on the port named
-// by its PORT variable once Config.BootDelay has passed since its start,
+// commandRec is one command of a session. It "listens" once
+// Config.BootDelay has passed since its start on the port named by its PORT
+// variable, or else on the ports its command line names
+// (fakehttp.ListenPorts: python3 -m http.server 3000),
 // unless its line holds --no-listen; a line "exit N" exits at once with N.
 // A stop of its session kills it (exit code 137): processes do not survive
-// a stop, a resume is a new session.
+// a stop, a resume is a new session. Its output is "starting <line>" on
+// stdout, and for "exit N" "exited with N" on stderr.
 type commandRec struct {
 	id, command string
 	args        []string
@@ -32,8 +38,16 @@ type commandRec struct {
 	sessionID   string
 	startedAt   int64 // ms
 	exitCode    *int
-	port        int
+	ports       []int // the ports it listens on once booted (fakehttp.ListenPorts)
 	noListen    bool
+	logs        []LogLine
+}
+
+// LogLine is one line of a command's logs (NDJSON): stream is "stdout" or
+// "stderr".
+type LogLine struct {
+	Stream string `json:"stream"`
+	Data   string `json:"data"`
 }
 
 // CommandJSON is the API's Command.
@@ -81,15 +95,17 @@ func (s *Server) runCommand(w http.ResponseWriter, r *http.Request) {
 	s.seq++
 	c := &commandRec{id: fmt.Sprintf("cmd_%08d", s.seq), command: body.Command, args: body.Args, cwd: body.Cwd,
 		env: body.Env, sessionID: se.id, startedAt: s.now()}
-	c.port, _ = strconv.Atoi(body.Env["PORT"])
 	line := strings.TrimSpace(strings.Join(append([]string{body.Command}, body.Args...), " "))
+	c.ports = fakehttp.ListenPorts(line, body.Env["PORT"])
 	if len(body.Args) > 0 {
 		line = strings.TrimSpace(body.Args[len(body.Args)-1])
 	}
 	c.noListen = strings.Contains(line, "--no-listen")
+	c.logs = []LogLine{{Stream: "stdout", Data: "starting " + line + "\n"}}
 	if m := exitRE.FindStringSubmatch(line); m != nil {
 		code, _ := strconv.Atoi(m[1])
 		c.exitCode = &code
+		c.logs = append(c.logs, LogLine{Stream: "stderr", Data: fmt.Sprintf("exited with %d\n", code)})
 	}
 	se.commands = append(se.commands, c)
 	fakehttp.WriteJSON(w, http.StatusOK, map[string]any{"command": commandJSONOf(c)})
@@ -111,10 +127,86 @@ func (s *Server) commandOf(w http.ResponseWriter, r *http.Request) *commandRec {
 	return nil
 }
 
+// commandStatus answers a command; with ?wait=true it first waits until
+// the command has exited (or the client gives up).
 func (s *Server) commandStatus(w http.ResponseWriter, r *http.Request) {
-	if c := s.commandOf(w, r); c != nil {
-		fakehttp.WriteJSON(w, http.StatusOK, map[string]any{"command": commandJSONOf(c)})
+	c := s.commandOf(w, r)
+	if c == nil {
+		return
 	}
+	if r.URL.Query().Get("wait") == "true" && !s.waitExit(r, c) {
+		return
+	}
+	fakehttp.WriteJSON(w, http.StatusOK, map[string]any{"command": commandJSONOf(c)})
+}
+
+// commandLogs streams a command's output as NDJSON lines
+// {"stream","data"}, following it until the command exits (or the client
+// gives up), as Vercel's logs endpoint does.
+func (s *Server) commandLogs(w http.ResponseWriter, r *http.Request) {
+	c := s.commandOf(w, r)
+	if c == nil {
+		return
+	}
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	enc := json.NewEncoder(w)
+	sent := 0
+	for {
+		for ; sent < len(c.logs); sent++ {
+			_ = enc.Encode(c.logs[sent])
+		}
+		_ = rc.Flush()
+		if c.exitCode != nil || !s.waitChange(r) {
+			return
+		}
+	}
+}
+
+// waitExit waits, letting go of mu meanwhile, until c has exited; false
+// when the client or the fake gave up first. Callers hold mu.
+func (s *Server) waitExit(r *http.Request, c *commandRec) bool {
+	for c.exitCode == nil {
+		if !s.waitChange(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// waitChange lets go of mu for a moment so the fake's state can move,
+// taking it back (and applying deadlines) before it returns; false when
+// the client or the fake gave up. Callers hold mu.
+func (s *Server) waitChange(r *http.Request) bool {
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.expire()
+	}()
+	select {
+	case <-r.Context().Done():
+		return false
+	case <-s.closing:
+		return false
+	case <-time.After(50 * time.Millisecond):
+		return true
+	}
+}
+
+// CommandLogs returns the output lines of command cmdID of session
+// sessionID, oldest first.
+func (s *Server) CommandLogs(sessionID, cmdID string) []LogLine {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if se, ok := s.sessions[sessionID]; ok {
+		for _, c := range se.commands {
+			if c.id == cmdID {
+				return append([]LogLine(nil), c.logs...)
+			}
+		}
+	}
+	return nil
 }
 
 func (s *Server) killCommand(w http.ResponseWriter, r *http.Request) {
@@ -155,7 +247,7 @@ func killCommands(se *sessionRec) {
 // listens reports whether a command of se listens on port at now (ms).
 func (s *Server) listens(se *sessionRec, port int, now int64) bool {
 	for _, c := range se.commands {
-		if c.exitCode == nil && !c.noListen && c.port == port && now-c.startedAt >= s.opts.BootDelay.Milliseconds() {
+		if c.exitCode == nil && !c.noListen && slices.Contains(c.ports, port) && now-c.startedAt >= s.opts.BootDelay.Milliseconds() {
 			return true
 		}
 	}

@@ -74,3 +74,59 @@ func TestCommandListensAfterBootDelayUntilKilled(t *testing.T) {
 }
 
 func jsonDecode(resp *http.Response, v any) error { return json.NewDecoder(resp.Body).Decode(v) }
+
+// TestCommandLogsAndWaitReadAnExitedCommand: ?wait=true answers once the
+// command has exited, and its logs endpoint streams its output as NDJSON
+// {"stream","data"} lines, as the SDK's wait() and stderr() read them.
+func TestCommandLogsAndWaitReadAnExitedCommand(t *testing.T) {
+	f := verceltest.MustStart(t, verceltest.Config{})
+	_, _, out := call(t, f, "POST", "/v3/sandboxes", createOK, nil)
+	session := out["session"].(map[string]any)["id"].(string)
+	_, _, out = call(t, f, "POST", "/v2/sandboxes/sessions/"+session+"/cmd", `{"command":"sh","args":["-c","exit 3"]}`, nil)
+	id := out["command"].(map[string]any)["id"].(string)
+	status, _, out := call(t, f, "GET", "/v2/sandboxes/sessions/"+session+"/cmd/"+id+"?wait=true", "", nil)
+	if code, _ := out["command"].(map[string]any)["exitCode"].(float64); status != 200 || code != 3 {
+		t.Errorf("wait answered %d %v; want exit code 3", status, out)
+	}
+	req, _ := http.NewRequest("GET", f.HTTP.URL+"/v2/sandboxes/sessions/"+session+"/cmd/"+id+"/logs?teamId="+verceltest.DefaultTeamID, nil)
+	req.Header.Set("Authorization", "Bearer "+verceltest.DefaultToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); resp.StatusCode != 200 || ct != "application/x-ndjson" {
+		t.Fatalf("logs answered %d %s, want 200 application/x-ndjson", resp.StatusCode, ct)
+	}
+	var lines []verceltest.LogLine
+	for dec := json.NewDecoder(resp.Body); dec.More(); {
+		var l verceltest.LogLine
+		if err := dec.Decode(&l); err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, l)
+	}
+	if len(lines) != 2 || lines[1].Stream != "stderr" || lines[1].Data != "exited with 3\n" {
+		t.Errorf("logs = %+v, want a start line then stderr \"exited with 3\"", lines)
+	}
+}
+
+// TestPreviewServedByHost: a request whose Host is <subdomain>.vercel.run
+// (what the SDK's domain(port) builds) is that route's preview.
+func TestPreviewServedByHost(t *testing.T) {
+	f := verceltest.MustStart(t, verceltest.Config{})
+	_, _, out := call(t, f, "POST", "/v3/sandboxes", createOK, nil)
+	sub := out["routes"].([]any)[0].(map[string]any)["subdomain"].(string)
+	req, _ := http.NewRequest("GET", f.HTTP.URL+"/", nil)
+	req.Host = sub + "." + verceltest.PreviewDomain
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var m map[string]any
+	_ = jsonDecode(resp, &m)
+	if resp.StatusCode != 502 || errCode(m) != "SANDBOX_NOT_LISTENING" {
+		t.Errorf("preview by Host = %d %v, want 502 SANDBOX_NOT_LISTENING", resp.StatusCode, m)
+	}
+}

@@ -16,7 +16,7 @@ import (
 var Fake = registry.Fake{
 	Name: vercel.Name,
 	Serve: func(p registry.FakeParams) (http.Handler, func()) {
-		f := NewServer(Config{RouteURL: PreviewURLs(p.Base)})
+		f := NewServer(Config{RouteURL: PreviewURLs(p.Base), BootDelay: p.BootDelay})
 		return logRequests(p, f.Handler()), f.Close
 	},
 	Hint: fmt.Sprintf("VERCEL_TOKEN=%s teamId=%s project=%s (the SDK has no base URL option: route its fetch to <base url>)",
@@ -46,3 +46,7 @@ func (r *statusRecorder) WriteHeader(code int) {
 	r.status = code
 	r.ResponseWriter.WriteHeader(code)
 }
+
+// Unwrap lets http.ResponseController reach the connection (to flush a
+// command's logs as they come).
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }

@@ -27,6 +27,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -282,15 +283,34 @@ func NewServer(opts Config) *Server {
 	mux.Handle("POST /v2/sandboxes/sessions/{id}/cmd", s.api(OpCommand, s.runCommand))
 	mux.Handle("GET /v2/sandboxes/sessions/{id}/cmd/{cmd}", s.api(OpCommandStatus, s.commandStatus))
 	mux.Handle("POST /v2/sandboxes/sessions/{id}/cmd/{cmd}/kill", s.api(OpCommandKill, s.killCommand))
-	mux.Handle("GET /_preview/{sub}/", s.faulty(OpPreview, http.HandlerFunc(s.preview)))
+	mux.Handle("GET /v2/sandboxes/sessions/{id}/cmd/{cmd}/logs", s.api(OpCommandLogs, s.commandLogs))
+	preview := s.faulty(OpPreview, http.HandlerFunc(s.preview))
+	mux.Handle("GET /_preview/{sub}/", preview)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "no route "+r.Method+" "+r.URL.Path)
 	})
-	s.handler = mux
+	s.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host := r.Host
+		if h, _, err := net.SplitHostPort(host); err == nil {
+			host = h
+		}
+		if sub, ok := strings.CutSuffix(host, "."+PreviewDomain); ok && sub != "" && !strings.Contains(sub, ".") {
+			r.SetPathValue("sub", sub)
+			preview.ServeHTTP(w, r)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
 	return s
 }
 
-// Handler serves the fake's API.
+// PreviewDomain is the domain of Vercel's previews: the SDK's domain(p) is
+// https://<route subdomain>.vercel.run. A request to the fake whose Host is
+// <subdomain>.vercel.run is that route's preview.
+const PreviewDomain = "vercel.run"
+
+// Handler serves the fake's API, and the previews by Host (PreviewDomain)
+// and at /_preview/<subdomain>/.
 func (s *Server) Handler() http.Handler { return s.handler }
 
 // Close releases requests held by Hang faults.

@@ -1,0 +1,105 @@
+package sweep_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sandmanhq/sandman/internal/dynamo"
+	"github.com/sandmanhq/sandman/internal/dynamo/dynamotest"
+	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/provider/fake"
+	"github.com/sandmanhq/sandman/internal/sweep"
+)
+
+// lossyJobs is a readiness queue whose sends fail while lose is set (the
+// writer died between the commit and the send, or SQS refused it); it
+// keeps the jobs it accepted.
+type lossyJobs struct {
+	mu   sync.Mutex
+	lose bool
+	jobs []string
+}
+
+func (q *lossyJobs) Enqueue(_ context.Context, id string) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.lose {
+		return errors.New("send failed")
+	}
+	q.jobs = append(q.jobs, id)
+	return nil
+}
+
+func (q *lossyJobs) queued() []string {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return slices.Clone(q.jobs)
+}
+
+// TestSweepRequeuesALostReadinessJob: a create commits its session running
+// with its app starting, and the job's send is lost. The sweep leaves the
+// session alone for lifecycle.ReadinessRequeueAfter, then queues its job;
+// the job brings the app up: ready, one server started. A session that is
+// ready is not queued again.
+func TestSweepRequeuesALostReadinessJob(t *testing.T) {
+	clock := lifecycle.NewManualClock(t0)
+	prov := fake.New(fake.Config{Clock: clock})
+	store := dynamo.New(dynamo.Config{Client: dynamotest.MustClient(t), Table: dynamotest.MustTable(t), Log: quiet()})
+	jobs := &lossyJobs{lose: true}
+	svc := lifecycle.NewService(lifecycle.Config{Store: store, Provider: prov, Clock: clock, Policy: lifecycle.DefaultPolicy(),
+		Log: quiet(), ReadinessJobs: jobs, ReadyHTTP: &http.Client{Transport: prov.Preview()},
+		Sleep: func(ctx context.Context, d time.Duration) error { clock.Advance(d); return ctx.Err() }})
+	port, line, timeout := 3000, "npm run dev", int64(600)
+	sess, _, err := svc.Create(t.Context(), account, lifecycle.CreateInput{Template: "base",
+		App: &lifecycle.AppInput{Port: &port, StartCommand: &line, ReadyTimeoutSeconds: &timeout}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sess.Readiness != lifecycle.ReadinessStarting || len(jobs.queued()) != 0 {
+		t.Fatalf("after the create: readiness %q, jobs %v; want starting and no job (the send was lost)", sess.Readiness, jobs.queued())
+	}
+	jobs.mu.Lock()
+	jobs.lose = false
+	jobs.mu.Unlock()
+	sw := sweep.New(svc, sweep.Config{}, quiet())
+
+	clock.Advance(lifecycle.ReadinessRequeueAfter - time.Second)
+	if sum := MustRun(t, t.Context(), sw); sum.Requeued != 0 || len(jobs.queued()) != 0 {
+		t.Fatalf("a tick before the grace re-queued: %+v, jobs %v", sum, jobs.queued())
+	}
+	clock.Advance(time.Second)
+	sum := MustRun(t, t.Context(), sw)
+	if sum.Requeued != 1 || !slices.Equal(jobs.queued(), []string{sess.ID}) {
+		t.Fatalf("the tick after the grace: %+v, jobs %v; want the session's job queued", sum, jobs.queued())
+	}
+	if got := MustStateOf(t, store, sess.ID); got.State != lifecycle.StateRunning {
+		t.Fatalf("the sweep moved the session to %s; want it left running", got.State)
+	}
+
+	out, err := svc.BringUp(t.Context(), sess.ID)
+	if err != nil || out != lifecycle.BringUpReady {
+		t.Fatalf("the re-queued job: %q, %v; want ready", out, err)
+	}
+	if n := prov.StartCalls(); n != 1 {
+		t.Errorf("servers started = %d, want 1", n)
+	}
+	clock.Advance(lifecycle.ReadinessRequeueAfter)
+	if sum := MustRun(t, t.Context(), sw); sum.Requeued != 0 || len(jobs.queued()) != 1 {
+		t.Errorf("a ready session was queued again: %+v, jobs %v", sum, jobs.queued())
+	}
+}
+
+// MustStateOf reads the stored session id.
+func MustStateOf(tb testing.TB, store lifecycle.Store, id string) *lifecycle.Session {
+	tb.Helper()
+	sess, err := store.GetSession(tb.Context(), id)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return sess
+}

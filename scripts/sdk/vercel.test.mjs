@@ -1,0 +1,69 @@
+// Vercel's own JS SDK (@vercel/sandbox) against `sandman fake vercel`: a
+// detached command serves its port, and the preview at sandbox.domain(port)
+// answers Vercel's 502 SANDBOX_NOT_LISTENING until it listens, then the
+// app; a command's exit code and logs read back; a stop and resume is a new
+// session where nothing runs. The SDK has no base URL option: its
+// documented seam, a custom fetch, sends its calls to the fake.
+// scripts/sdk.sh sets VERCEL_TOKEN, VERCEL_TEAM_ID and VERCEL_PROJECT_ID.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { sdk, fakeURL, get, until } from './preview.mjs';
+
+const { Sandbox } = sdk('@vercel/sandbox');
+const port = 3000;
+const api = 'https://vercel.com/api';
+
+// toFake sends a call the SDK makes to Vercel's API to the fake instead.
+function toFake(input, init) {
+  const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
+  assert.ok(url.startsWith(api), `the SDK called ${url}`);
+  return fetch(fakeURL.origin + url.slice(api.length), init);
+}
+
+const creds = {
+  token: process.env.VERCEL_TOKEN, teamId: process.env.VERCEL_TEAM_ID,
+  projectId: process.env.VERCEL_PROJECT_ID, fetch: toFake,
+};
+
+function notListening(r) {
+  return r.status === 502 && JSON.parse(r.body).error?.code === 'SANDBOX_NOT_LISTENING';
+}
+
+test('a detached command serves its port through domain(port), after the not-listening 502', async () => {
+  const sandbox = await Sandbox.create({ ...creds, ports: [port], timeout: 120_000 });
+  try {
+    const url = sandbox.domain(port);
+    assert.match(url, /^https:\/\/[^.]+\.vercel\.run$/);
+    const before = await get(url);
+    assert.ok(notListening(before), `before the command: ${JSON.stringify(before)}`);
+
+    const cmd = await sandbox.runCommand({
+      cmd: 'python3', args: ['-m', 'http.server', String(port)], detached: true,
+    });
+    assert.ok(cmd.cmdId, 'a command id');
+    assert.equal(cmd.exitCode, null, 'a detached server is still running');
+    const booting = await get(url);
+    assert.ok(notListening(booting), `while it boots: ${JSON.stringify(booting)}`);
+    const up = await until('the preview answers 200', async () => {
+      const r = await get(url);
+      return { ok: r.status === 200, ...r };
+    });
+    assert.equal(up.status, 200);
+    const again = await sandbox.getCommand(cmd.cmdId);
+    assert.equal(again.exitCode, null, 'found again by its id, still running');
+
+    // A command that exits: its code and its logs read back.
+    const failing = await sandbox.runCommand({ cmd: 'sh', args: ['-c', 'exit 3'], detached: true });
+    const done = await failing.wait();
+    assert.equal(done.exitCode, 3);
+    assert.match(await failing.stderr(), /exited with 3/);
+
+    // A stop snapshots the files only: the resumed session runs nothing.
+    await sandbox.stop({ blocking: true });
+    const back = await Sandbox.get({ ...creds, name: sandbox.name, resume: true });
+    const url2 = back.domain(port);
+    assert.ok(notListening(await get(url2)), 'after stop and resume nothing listens');
+  } finally {
+    await sandbox.delete().catch(() => {});
+  }
+});
