@@ -48,6 +48,7 @@ const context = await chromium.launchPersistentContext(process.env.SANDMAN_USER_
   headless: true,
 });
 let ok = false;
+const mine = []; // the sessions this test made, killed at the end
 try {
   const page = await context.newPage();
   const seen = [];
@@ -64,6 +65,7 @@ try {
   const card = page.locator("article.session").first();
   await card.locator(".badge", { hasText: "running" }).waitFor({ timeout: 30_000 });
   const id = await card.getAttribute("data-id");
+  mine.push(id);
   await page.frameLocator("article.session iframe").locator("body").waitFor({ timeout: 30_000 });
   const preview = (await api(`/v1/sessions/${id}`)).preview_url;
   assert.ok(preview, "a running web session has a preview_url");
@@ -104,6 +106,7 @@ try {
   const appLine = `node -e "require('http').createServer((q, r) => r.end('app ok')).listen(+process.env.PORT, '127.0.0.1')"`;
   const created = await (await fetch(base + "/v1/sessions", { method: "POST", headers: { "x-api-key": key },
     body: JSON.stringify({ template: "base", away_timeout_seconds: 0, app: { port: 3000, start_command: appLine } }) })).json();
+  mine.push(created.id);
   assert.equal(created.readiness, "starting", JSON.stringify(created));
   const page2 = await context.newPage();
   await page2.goto(base + "/console/");
@@ -146,17 +149,11 @@ try {
   console.log(`FAIL fullstack: ${e.stack ?? e}`);
 } finally {
   await context.close();
-  // Kill every session: a local sandbox is a process that outlives the
-  // stack otherwise.
-  try {
-    const { sessions } = await api("/v1/sessions?limit=100");
-    for (const s of sessions ?? []) {
-      if (!["killed", "expired", "failed"].includes(s.state)) {
-        await fetch(`${base}/v1/sessions/${s.id}`, { method: "DELETE", headers: { "x-api-key": key } });
-      }
-    }
-  } catch (e) {
-    console.log(`cleanup: ${e.message ?? e}`);
+  // Kill the sessions this test made: a local sandbox is a process that
+  // outlives the stack otherwise.
+  for (const id of mine) {
+    await fetch(`${base}/v1/sessions/${id}`, { method: "DELETE", headers: { "x-api-key": key } })
+      .catch((e) => console.log(`delete ${id}: ${e.message ?? e}`));
   }
   server.kill("SIGINT");
   await new Promise((r) => server.on("exit", r));
