@@ -51,6 +51,10 @@ const (
 	// ContextAlarmTopicArn is SandmanStackProps.AlarmTopicArn: an SNS
 	// topic every alarm notifies. Unset: alarms have no action.
 	ContextAlarmTopicArn = "sandman:alarmTopicArn"
+	// ContextLegacyOwnerIndex is SandmanStackProps.KeepLegacyOwnerIndex:
+	// true (or "true") for the migration deploy of docs/CAPACITY.md "The
+	// by_owner index".
+	ContextLegacyOwnerIndex = "sandman:legacyOwnerIndex"
 )
 
 // DefaultStackName is the stack's name when ContextStackName is unset.
@@ -171,6 +175,19 @@ func PropsFromContext(scope constructs.Construct) (string, *SandmanStackProps, e
 		if *n.dst, err = contextNumber(node, n.key, n.min, n.max); err != nil {
 			return "", nil, err
 		}
+	}
+	switch v := node.TryGetContext(jsii.String(ContextLegacyOwnerIndex)).(type) {
+	case nil:
+	case bool:
+		props.KeepLegacyOwnerIndex = v
+	case string:
+		b, err := strconv.ParseBool(strings.TrimSpace(v))
+		if err != nil {
+			return "", nil, fmt.Errorf("context %s: want true or false, got %q", ContextLegacyOwnerIndex, v)
+		}
+		props.KeepLegacyOwnerIndex = b
+	default:
+		return "", nil, fmt.Errorf("context %s: want true or false, got %T", ContextLegacyOwnerIndex, v)
 	}
 	switch props.WebSocketAccessLogs {
 	case "", WSAccessLogsOff, WSAccessLogsCreateRole, WSAccessLogsAccountRole:

@@ -124,6 +124,21 @@ func TestPropsFromContext(t *testing.T) {
 		}
 	})
 
+	t.Run("LegacyOwnerIndex", func(t *testing.T) {
+		for _, value := range []any{true, "true"} {
+			_, props, err := PropsFromContext(newApp(t, map[string]any{ContextLegacyOwnerIndex: value}))
+			if err != nil {
+				t.Fatalf("PropsFromContext(%v): %v", value, err)
+			}
+			if !props.KeepLegacyOwnerIndex {
+				t.Errorf("KeepLegacyOwnerIndex from %#v: got false, want true", value)
+			}
+		}
+		if _, _, err := PropsFromContext(newApp(t, map[string]any{ContextLegacyOwnerIndex: "maybe"})); err == nil {
+			t.Errorf("PropsFromContext(maybe): got no error")
+		}
+	})
+
 	t.Run("ErrInvalid", func(t *testing.T) {
 		for _, c := range []struct {
 			key   string

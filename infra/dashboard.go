@@ -49,7 +49,7 @@ func breakPoints(p SandmanStackProps) string {
 	return fmt.Sprintf("### Break points (docs/CAPACITY.md)\n"+
 		"- **Idle index shards** (%d): about %.1f million running sessions heartbeating every 30 s "+
 		"(1,000 WCU/s per shard); watch DynamoDB throttles.\n"+
-		"- **by_owner index**: about 27,700 heartbeating sessions on one account.\n"+
+		"- **Account index** (by_owner_keys, keys only): written by creates only (2 WCU each): about 500 creates/s on one account.\n"+
 		"- **Pauser** (concurrency %d × batches of %d): about %.0f pauses/s at 2 s per pause; "+
 		"watch *Pauser behind the timer queue*.\n"+
 		"- **Publisher** (parallelization %d): about %d transitions/s per stream shard; "+

@@ -133,6 +133,14 @@ type SandmanStackProps struct {
 	// Lambda keeps records of one partition key (one session) in order
 	// across them. Default DefaultPublisherParallelization.
 	PublisherParallelization float64
+	// KeepLegacyOwnerIndex keeps the first account index, by_owner
+	// (projecting ALL: every session write also wrote it), beside the
+	// keys-only one the code reads (tabledef.IndexByOwner). Set it for the
+	// one deploy that adds the new index to a table that has the old one;
+	// the next deploy without it drops the old one: CloudFormation creates or
+	// deletes one index per table update (docs/CAPACITY.md "The by_owner
+	// index"). Default false.
+	KeepLegacyOwnerIndex bool
 
 	// TableRemovalPolicy applies to the sessions table. Default RETAIN, so
 	// deleting the stack never deletes sessions.
@@ -353,11 +361,15 @@ func newTable(stack awscdk.Stack, p SandmanStackProps) awsdynamodb.Table {
 		// new image (docs/DESIGN.md "Events out").
 		Stream: awsdynamodb.StreamViewType(tabledef.StreamViewType),
 	})
-	for _, ix := range tabledef.Indexes {
+	indexes := tabledef.Indexes
+	if p.KeepLegacyOwnerIndex {
+		indexes = append(slices.Clone(indexes), tabledef.LegacyOwnerIndex)
+	}
+	for _, ix := range indexes {
 		gsi := &awsdynamodb.GlobalSecondaryIndexProps{
 			IndexName:      jsii.String(ix.Name),
 			PartitionKey:   attribute(stack, ix.PartitionKey, ix.PartitionType),
-			ProjectionType: awsdynamodb.ProjectionType_ALL,
+			ProjectionType: awsdynamodb.ProjectionType(ix.ProjectionType()),
 		}
 		if ix.SortKey != "" {
 			gsi.SortKey = attribute(stack, ix.SortKey, ix.SortType)
@@ -386,14 +398,16 @@ func attribute(stack awscdk.Stack, name, typ string) *awsdynamodb.Attribute {
 // privilege for real). The store writes whole items with PutItem; a session
 // write that takes or releases a running slot is a TransactWriteItems of
 // that Put and an Update of the account's slot counter (internal/dynamo
-// quota.go), which IAM authorises as PutItem and UpdateItem. It never calls
-// BatchGetItem, Scan or the table's stream.
+// quota.go), which IAM authorises as PutItem and UpdateItem. The list reads
+// a page's sessions with BatchGetItem. It never calls Scan on the table or
+// reads the table's stream.
 const (
-	actionGetItem    = "dynamodb:GetItem"    // GetSession, GetAPIKey
-	actionPutItem    = "dynamodb:PutItem"    // CreateSession, UpdateSession, Claim
-	actionDeleteItem = "dynamodb:DeleteItem" // ReleaseClaim (an Idempotency-Key given back)
-	actionUpdateItem = "dynamodb:UpdateItem" // the running-slot counter, inside a session write's transaction
-	actionQuery      = "dynamodb:Query"      // ListSessions, FindBySandbox, FindDue on indexes; UsageRows, SessionEvents on the table
+	actionGetItem    = "dynamodb:GetItem"      // GetSession, GetAPIKey
+	actionPutItem    = "dynamodb:PutItem"      // CreateSession, UpdateSession, Claim
+	actionDeleteItem = "dynamodb:DeleteItem"   // ReleaseClaim (an Idempotency-Key given back)
+	actionUpdateItem = "dynamodb:UpdateItem"   // the running-slot counter, inside a session write's transaction
+	actionQuery      = "dynamodb:Query"        // ListSessions, FindBySandbox, FindDue on indexes; UsageRows, SessionEvents on the table
+	actionBatchGet   = "dynamodb:BatchGetItem" // ListSessions: the page's sessions, after the keys-only by_owner_keys index
 )
 
 // tableAccess is what one function may do with the sessions table: item
@@ -466,9 +480,11 @@ type functionSpec struct {
 //   - idlepause: 4 min 50 s, so a run ends before the next rate(5 minutes)
 //     tick; the sweeper stops before its deadline and leaves the rest for the
 //     next run;
-//   - publisher: 1 min: a batch of streamBatchSize records is at most
-//     streamBatchSize/10 PutEvents calls, each with the SDK's and the
-//     publisher's bounded retries (a few seconds at worst);
+//   - publisher: 1 min: a batch of streamBatchSize records is one usage
+//     transaction per record, 10 sessions at a time, and streamBatchSize/10
+//     PutEvents calls (up to one per record when one session fills the
+//     batch: a call holds one event of a session), each with the SDK's and
+//     the publisher's bounded retries (a few seconds at worst);
 //   - pauser: 1 min: a batch of timerBatchSize timers fired one after
 //     another, each at most one provider pause (a few seconds) and two
 //     conditional writes; a timer the batch did not reach is delivered
@@ -478,14 +494,15 @@ var functionSpecs = []functionSpec{
 		timeout: 29 * time.Second, memoryMB: 256, providerKey: true,
 		// auth and get: GetItem; create, heartbeat, delete: PutItem (and
 		// UpdateItem for the running-slot counter); a failed
-		// create gives its Idempotency-Key back: DeleteItem; list: by_owner;
+		// create gives its Idempotency-Key back: DeleteItem; list: the
+		// by_owner_keys index, then BatchGetItem of the page's sessions;
 		// usage rows and diagnose's recent events: Query on the table.
 		// The table Query is bounded to those partitions (LeadingKeys):
 		// ACCOUNT#<account> (usage rows), SESSION#<id> (events), and the
 		// outbound webhooks' WHEP#<account> (endpoints) and WHDLV#<endpoint>
 		// (deliveries), never API keys or Idempotency-Key claims
 		// (internal/dynamo's and internal/delivery/dynamostore's prefixes).
-		table: tableAccess{actions: []string{actionGetItem, actionPutItem, actionUpdateItem, actionDeleteItem, actionQuery}, indexes: []string{tabledef.IndexByOwner},
+		table: tableAccess{actions: []string{actionGetItem, actionPutItem, actionUpdateItem, actionDeleteItem, actionQuery, actionBatchGet}, indexes: []string{tabledef.IndexByOwner},
 			queryKeys: []string{"ACCOUNT#*", "SESSION#*", "WHEP#*", "WHDLV#*"}},
 		writesSessions: true},
 	{name: routes.Status, description: "Sandman session status (database only)",

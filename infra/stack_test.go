@@ -111,7 +111,7 @@ func TestTable(t *testing.T) {
 			want = append(want, map[string]any{
 				"IndexName":  ix.Name,
 				"KeySchema":  schema,
-				"Projection": map[string]any{"ProjectionType": "ALL"},
+				"Projection": map[string]any{"ProjectionType": ix.ProjectionType()},
 			})
 		}
 		if got := prop(table, "GlobalSecondaryIndexes"); !same(got, want) {
@@ -770,5 +770,36 @@ func TestWebhookUrlOutput(t *testing.T) {
 	if !strings.HasPrefix(url, "https://{"+s.logicalID(t, "HttpApi")+"}.execute-api.") ||
 		!strings.HasSuffix(url, "/v1/webhooks/"+DefaultProvider) || strings.Contains(strings.TrimPrefix(url, "https://"), "//") {
 		t.Errorf("WebhookUrl = %s, want https://<api>.execute-api.<region>.<suffix>/v1/webhooks/%s", url, DefaultProvider)
+	}
+}
+
+// TestLegacyOwnerIndex: the migration deploy keeps the first account index
+// (by_owner, ALL) beside the keys-only one the code reads; the default
+// stack has only the keys-only one.
+func TestLegacyOwnerIndex(t *testing.T) {
+	projections := func(s *synthesized) map[string]any {
+		table := s.resource(t, s.logicalID(t, "SessionsTable"), "AWS::DynamoDB::Table")
+		out := map[string]any{}
+		for _, g := range prop(table, "GlobalSecondaryIndexes").([]any) {
+			g := g.(map[string]any)
+			out[g["IndexName"].(string)] = g["Projection"].(map[string]any)["ProjectionType"]
+		}
+		return out
+	}
+	def := projections(MustDefaultStack(t))
+	if got, want := def[tabledef.IndexByOwner], tabledef.ProjectionKeysOnly; got != want {
+		t.Errorf("default stack: %s projects %v, want %v", tabledef.IndexByOwner, got, want)
+	}
+	if _, ok := def[tabledef.LegacyOwnerIndex.Name]; ok {
+		t.Errorf("default stack keeps %s, want it dropped", tabledef.LegacyOwnerIndex.Name)
+	}
+	props := overrideProps(t)
+	props.KeepLegacyOwnerIndex = true
+	mig := projections(MustSynth(t, props))
+	if got, want := mig[tabledef.LegacyOwnerIndex.Name], tabledef.ProjectionAll; got != want {
+		t.Errorf("migration stack: %s projects %v, want %v", tabledef.LegacyOwnerIndex.Name, got, want)
+	}
+	if got, want := mig[tabledef.IndexByOwner], tabledef.ProjectionKeysOnly; got != want {
+		t.Errorf("migration stack: %s projects %v, want %v", tabledef.IndexByOwner, got, want)
 	}
 }

@@ -93,6 +93,12 @@ type Scenario struct {
 	// page when Config.LeaveClosesPage says so, whatever this is. Used only
 	// with Presence.
 	AwayProbability float64
+	// ResumeOnReturn resumes a paused session the moment its client is
+	// visible again (docs/WAKE.md "Resume on return"): at the end of an away
+	// gap, SessionTrace.Lead before the user's first request, so the
+	// resume-to-ready wait overlaps the lead. Needs Presence (no return is
+	// seen without it).
+	ResumeOnReturn bool
 }
 
 // TraceParams are the distributions of the synthetic trace (package comment,
@@ -132,6 +138,17 @@ type TraceParams struct {
 	LongGapAlpha float64
 	// GapMax clamps every gap.
 	GapMax time.Duration
+	// ReturnLeadMedian and ReturnLeadSigma give the log-normal lead of a
+	// returning user: the time from the tab becoming visible again (the
+	// end of an away gap) to the user's first request, clamped to
+	// [ReturnLeadMin, ReturnLeadMax]. No trace at hand records it; the
+	// default median is the Keystroke-Level Model's time for a first click
+	// (Card, Moran and Newell, 1980: mental preparation 1.35 s + pointing
+	// 1.1 s + button press 0.1 s = 2.55 s), with an assumed spread.
+	ReturnLeadMedian time.Duration
+	ReturnLeadSigma  float64
+	ReturnLeadMin    time.Duration
+	ReturnLeadMax    time.Duration
 }
 
 // Config is one run of the simulator. Start from DefaultConfig.
@@ -197,11 +214,97 @@ type Config struct {
 	// per second, and 2 vCPUs is its default sandbox. Memory is not priced.
 	VCPUs              int
 	PricePerVCPUSecond float64
+	// Providers are the resume-to-ready profiles the report turns resumes
+	// into user waits with, one column each (DefaultProviders). The first
+	// one's figures are the headline ones.
+	Providers []ProviderProfile
+	// Pools are the warm-pool rows of the report (see Pool); empty leaves
+	// the section out.
+	Pools []Pool
+	// PoolCosts prices the pools' paused spares and their making.
+	PoolCosts PoolCosts
 	// Scenarios are the report's rows, in order.
 	Scenarios []Scenario
 	// Scale is the scale simulation Run adds to the report (see
 	// "Scale"); a zero Scale.Sessions leaves it out.
 	Scale ScaleConfig
+	// HeldOutSeeds are the seeds Run judges the resume-on-return target on
+	// besides Seed (HeldOut), and on the first five of them how it fares
+	// when the app's restart or the return lead change. Empty leaves the
+	// section out.
+	HeldOutSeeds []uint64
+}
+
+// DefaultHeldOutSeeds are the report's held-out seeds: 2 to 11, never used
+// to tune the model.
+var DefaultHeldOutSeeds = []uint64{2, 3, 4, 5, 6, 7, 8, 9, 10, 11}
+
+// ProviderProfile is how long one provider keeps a user waiting for a
+// sandbox to be usable: after a resume (docs/READINESS.md: running is not
+// ready) and after a cold create. Durations are time.Duration.
+type ProviderProfile struct {
+	// Name labels the profile's column, e.g. "e2b".
+	Name string
+	// Resume is the provider's resume call, request to running.
+	Resume time.Duration
+	// KeepsProcesses says a pause keeps the app's processes (E2B's pause,
+	// the local provider with SANDMAN_LOCAL_KEEP_PROCESSES=true): the app
+	// answers as soon as the sandbox runs. A provider that loses them
+	// (Vercel Sandbox, Daytona stop/start) restarts the app after every
+	// resume, which adds AppStart.
+	KeepsProcesses bool
+	// AppStart is the app's start (the dev server up and answering) after
+	// a resume that lost the processes.
+	AppStart time.Duration
+	// Overhead is Sandman's own time from the provider's answer to
+	// readiness ready (the readiness probe), added to every wait.
+	Overhead time.Duration
+	// Create is the provider's create call, request to running.
+	Create time.Duration
+	// CreateAppStart is the app's first start in a new sandbox: a
+	// dependency install and the dev server.
+	CreateAppStart time.Duration
+	// Source says where the figures come from.
+	Source string
+}
+
+// ResumeToReady is how long a user who asks at the moment of a resume waits
+// for the preview to answer: Resume + Overhead, + AppStart unless
+// KeepsProcesses.
+func (p ProviderProfile) ResumeToReady() time.Duration {
+	w := p.Resume + p.Overhead
+	if !p.KeepsProcesses {
+		w += p.AppStart
+	}
+	return w
+}
+
+// ColdStart is how long a new session waits without a pool: Create +
+// CreateAppStart + Overhead.
+func (p ProviderProfile) ColdStart() time.Duration { return p.Create + p.CreateAppStart + p.Overhead }
+
+// DefaultProviders are the report's provider profiles. Resume and app start
+// are the bench's (docs/BENCH.md "Resume to ready"): E2B's published resume
+// of about 1 s (docs/providers/e2b.md); Vercel Sandbox and Daytona publish
+// none, so 1 s is assumed, and their dev server takes 2 s to answer after a
+// cold resume; Overhead is the bench's p95 over that floor. The local row
+// is the bench's measured floor of a real server (18 ms) with the
+// processes kept. Create (1 s) and the first app start (10 s: an install
+// from the template's cache and a dev server) are assumptions: no provider
+// sheet gives a create-to-ready figure.
+var DefaultProviders = []ProviderProfile{
+	{Name: "e2b", Resume: time.Second, KeepsProcesses: true, AppStart: 2 * time.Second, Overhead: 15 * time.Millisecond,
+		Create: time.Second, CreateAppStart: 10 * time.Second,
+		Source: "resume: docs/providers/e2b.md (about 1 s), processes kept; overhead: bench p95"},
+	{Name: "vercel", Resume: time.Second, AppStart: 2 * time.Second, Overhead: 147 * time.Millisecond,
+		Create: time.Second, CreateAppStart: 10 * time.Second,
+		Source: "resume assumed 1 s (none published), processes lost: 2 s dev-server start (bench); overhead: bench p95"},
+	{Name: "daytona", Resume: time.Second, AppStart: 2 * time.Second, Overhead: 183 * time.Millisecond,
+		Create: time.Second, CreateAppStart: 10 * time.Second,
+		Source: "stop/start assumed 1 s (none published), processes lost: 2 s dev-server start (bench); overhead: bench p95"},
+	{Name: "local (keep)", Resume: 18 * time.Millisecond, KeepsProcesses: true, AppStart: 18 * time.Millisecond, Overhead: 90 * time.Millisecond,
+		Create: 18 * time.Millisecond, CreateAppStart: 10 * time.Second,
+		Source: "SANDMAN_LOCAL_KEEP_PROCESSES=true: the bench's measured local floor (18 ms) as the resume; overhead: bench p50"},
 }
 
 // DefaultOutage is the report's control-plane outage: 6 h from Tuesday 14:00
@@ -250,6 +353,10 @@ func DefaultScenarios(missedRate float64, outage Outage, awayProbs []float64) []
 		sc = append(sc, Scenario{Name: "sandman + timers + presence, away_prob " + strconv.FormatFloat(p, 'f', -1, 64),
 			Policy: SandmanTimers, Presence: true, AwayProbability: p})
 	}
+	for _, p := range awayProbs {
+		sc = append(sc, Scenario{Name: "sandman + timers + presence + resume on return, away_prob " + strconv.FormatFloat(p, 'f', -1, 64),
+			Policy: SandmanTimers, Presence: true, AwayProbability: p, ResumeOnReturn: true})
+	}
 	if outage.Duration > 0 {
 		sc = append(sc, Scenario{Name: "sandman + timers, " + down, Policy: SandmanTimers, Outage: outage})
 	}
@@ -283,6 +390,10 @@ func DefaultConfig() Config {
 			LongGapMin:        20 * time.Minute,
 			LongGapAlpha:      1.1,
 			GapMax:            36 * time.Hour,
+			ReturnLeadMedian:  2550 * time.Millisecond,
+			ReturnLeadSigma:   0.6,
+			ReturnLeadMin:     200 * time.Millisecond,
+			ReturnLeadMax:     time.Minute,
 		},
 		Lifecycle:          lifecycle.DefaultPolicy(),
 		SweepInterval:      5 * time.Minute,
@@ -295,8 +406,12 @@ func DefaultConfig() Config {
 		AwayFrontier:       DefaultAwayFrontier,
 		VCPUs:              2,
 		PricePerVCPUSecond: 0.000014,
+		Providers:          DefaultProviders,
+		Pools:              DefaultPools,
+		PoolCosts:          DefaultPoolCosts,
 		Scenarios:          DefaultScenarios(0.05, DefaultOutage, DefaultAwayProbabilities),
 		Scale:              DefaultScale(),
+		HeldOutSeeds:       DefaultHeldOutSeeds,
 	}
 }
 
@@ -328,6 +443,8 @@ func (c Config) Validate() error {
 	check(t.ShortGapMedian > 0 && t.ShortGapSigma >= 0, "short gap median must be positive")
 	check(t.LongGapMin > 0 && t.LongGapAlpha > 0, "long gap min and alpha must be positive")
 	check(t.GapMax >= time.Second, "gap max must be at least 1s")
+	check(t.ReturnLeadMedian > 0 && t.ReturnLeadSigma >= 0 && t.ReturnLeadMin > 0 && t.ReturnLeadMin <= t.ReturnLeadMax,
+		"return lead median and min must be positive, sigma not negative, min at most max")
 	check(c.Lifecycle.DefaultIdleTimeout > 0, "idle timeout must be positive")
 	check(c.Lifecycle.ActivityGranularity >= 0, "activity granularity must not be negative")
 	check(c.Lifecycle.ProviderGrace >= 0, "provider grace must not be negative")
@@ -342,6 +459,15 @@ func (c Config) Validate() error {
 	for _, t := range c.AwayFrontier {
 		check(t > 0, "away frontier timeout %s must be positive", t)
 	}
+	for i, p := range c.Providers {
+		check(p.Name != "" && p.Resume >= 0 && p.AppStart >= 0 && p.Overhead >= 0 && p.Create >= 0 && p.CreateAppStart >= 0,
+			"provider %d (%q): a name and no negative duration", i, p.Name)
+	}
+	for i, p := range c.Pools {
+		check(p.Tier.Valid() && p.Size > 0 && p.MaxAge > 0, "pool %d: tier paused or running, size and max age positive", i)
+	}
+	check(c.PoolCosts.SnapshotGiB >= 0 && c.PoolCosts.StoragePerGiBMonth >= 0 && c.PoolCosts.Pause >= 0,
+		"pool costs must not be negative")
 	for i, s := range c.Scenarios {
 		check(s.Policy.Valid(), "scenario %d (%q): unknown policy %q", i, s.Name, s.Policy)
 		check(s.SweepFailureRate >= 0 && s.SweepFailureRate <= 1,
@@ -351,6 +477,7 @@ func (c Config) Validate() error {
 			"scenario %d (%q): away probability must be in [0, 1]", i, s.Name)
 		check(!s.Presence || s.Policy == Sandman || s.Policy == SandmanTimers,
 			"scenario %d (%q): presence needs the sandman or sandman-timers policy", i, s.Name)
+		check(!s.ResumeOnReturn || s.Presence, "scenario %d (%q): resume on return needs presence", i, s.Name)
 	}
 	if err := c.Scale.Validate(); err != nil {
 		errs = append(errs, err)

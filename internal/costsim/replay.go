@@ -24,8 +24,9 @@ const sandboxID = "sbx_sim"
 const reasonAway = "away"
 
 // Run generates cfg's trace, replays every scenario on it, and adds the
-// scale simulation of cfg.Scale. It is Replay(cfg, Generate(cfg)) plus
-// RunScale(cfg.Scale) for configurations known to be good, such as
+// scale simulation of cfg.Scale and the held-out check on
+// cfg.HeldOutSeeds. It is Replay(cfg, Generate(cfg)) plus
+// RunScale(cfg.Scale) and HeldOut for configurations known to be good, such as
 // DefaultConfig: it panics when cfg fails Validate (call Validate first on
 // untrusted input) or when the replay breaks an invariant, which is a bug.
 func Run(cfg Config) Report {
@@ -38,6 +39,9 @@ func Run(cfg Config) Report {
 		panic(err)
 	}
 	if r.Scale, err = RunScale(cfg.Scale); err != nil {
+		panic(err)
+	}
+	if r.HeldOut, r.Sensitivity, err = heldOutReport(cfg); err != nil {
 		panic(err)
 	}
 	return r
@@ -70,6 +74,7 @@ func Replay(cfg Config, tr Trace) (Report, error) {
 		res.SavingsPercent = 100 * ratio(r.NeverPauseMinutes-res.BilledMinutes, r.NeverPauseMinutes)
 		r.Results = append(r.Results, res)
 	}
+	r.Pools = runPools(cfg, tr)
 	for _, t := range cfg.AwayFrontier {
 		fc := cfg
 		fc.AwayTimeout = t
@@ -94,13 +99,14 @@ func ratio(a, b float64) float64 {
 }
 
 // eventKind orders events that fall on the same instant: the user's request
-// first, then the provider's timeout, then a deadline timer, then the sweep.
-// So a heartbeat landing on a timer or a sweep tick wins, as their
-// conditional writes make it do.
+// first, then a client becoming visible again, then the provider's timeout,
+// then a deadline timer, then the sweep. So a heartbeat landing on a timer
+// or a sweep tick wins, as their conditional writes make it do.
 type eventKind uint8
 
 const (
 	evHeartbeat eventKind = iota
+	evReturn
 	evTimeout
 	evTimer
 	evSweep
@@ -155,6 +161,10 @@ type simSession struct {
 	away    time.Duration
 	awaySet bool
 	left    int // index of the last burst whose end was handled, -1 before
+	// returnedAt is when a resume on return started for the gap being
+	// closed, while returned (Scenario.ResumeOnReturn).
+	returnedAt time.Duration
+	returned   bool
 }
 
 // sim replays one scenario.
@@ -166,6 +176,7 @@ type sim struct {
 	guard     bool          // provider-side timeout set and refreshed (Sandman, SandmanTimers)
 	timers    bool          // deadline timers (SandmanTimers)
 	presence  bool          // away deadlines (Scenario.Presence with an away timeout)
+	ror       bool          // resume on return (Scenario.ResumeOnReturn)
 	end       time.Duration // sweeps stop here (last activity + Tail)
 	q         eventQueue
 	sessions  []simSession
@@ -186,6 +197,7 @@ func replay(cfg Config, tr Trace, sc Scenario) (Result, error) {
 		guard:    sc.Policy == Sandman || sc.Policy == SandmanTimers,
 		timers:   sc.Policy.Timers(),
 		presence: sc.Presence && cfg.AwayTimeout > 0,
+		ror:      sc.ResumeOnReturn && sc.Presence && cfg.AwayTimeout > 0,
 		sessions: make([]simSession, len(tr.Sessions)),
 		sweepRNG: rand.New(rand.NewPCG(cfg.Seed, sweepStream)),
 		res:      Result{Scenario: sc},
@@ -210,6 +222,8 @@ func replay(cfg Config, tr Trace, sc Scenario) (Result, error) {
 		switch e.kind {
 		case evHeartbeat:
 			m.heartbeat(e.sess, e.at)
+		case evReturn:
+			m.clientReturns(e.sess, e.at)
 		case evTimeout:
 			m.timeout(e.sess, e.at, e.gen)
 		case evTimer:
@@ -258,6 +272,11 @@ func (m *sim) heartbeat(i int, at time.Duration) {
 		s.burst++
 	}
 	m.res.Heartbeats++
+	back := s.burst > 0 && at == s.tr.Bursts[s.burst].Start // the first request after a gap
+	returned, returnedAt := s.returned, s.returnedAt
+	if back {
+		s.returned = false
+	}
 
 	if m.sc.Policy == NeverPause {
 		if !s.created {
@@ -286,8 +305,19 @@ func (m *sim) heartbeat(i int, at time.Duration) {
 	case !s.created:
 		m.create(s, at)
 	case s.row.State == lifecycle.StatePaused:
-		m.resume(s, at)
+		// The user meets the whole resume: a return with no lead (also
+		// mid-burst, after an outage paused a working user).
+		m.res.Returns++
+		m.res.ResumeLeads = append(m.res.ResumeLeads, 0)
+		m.resume(s, at, lifecycle.ReasonRequest)
 	default:
+		if back {
+			m.res.Returns++
+			if returned {
+				// Resumed on return: the resume had this long already.
+				m.res.ResumeLeads = append(m.res.ResumeLeads, at-returnedAt)
+			}
+		}
 		m.touch(s, at)
 	}
 	if m.presence && at == s.tr.Bursts[s.burst].End && s.left < s.burst {
@@ -309,6 +339,16 @@ func (m *sim) leave(s *simSession, at time.Duration) {
 	} else if s.burst < len(s.tr.Away) {
 		away = s.tr.Away[s.burst] < m.sc.AwayProbability
 	}
+	if away && s.burst < len(s.tr.Bursts)-1 {
+		// The client is seen again the lead before the next burst's first
+		// request (never before the gap starts).
+		next := s.tr.Bursts[s.burst+1].Start
+		var lead time.Duration
+		if s.burst < len(s.tr.Lead) {
+			lead = s.tr.Lead[s.burst]
+		}
+		m.push(event{at: max(next-lead, at), kind: evReturn, sess: s.index})
+	}
 	if !away || s.row.State != lifecycle.StateRunning {
 		return
 	}
@@ -317,6 +357,26 @@ func (m *sim) leave(s *simSession, at time.Duration) {
 	if m.timers {
 		d, _ := m.deadline(s)
 		m.armTimer(s, at, d)
+	}
+}
+
+// clientReturns is an away client becoming visible again at at (a hello, or
+// a heartbeat saying visible): the away deadline is cleared and, with
+// Scenario.ResumeOnReturn, a paused session is resumed at once, reason
+// return (docs/WAKE.md "Resume on return"). Resumes on return are at most
+// one per session per minute in the real code; the trace's away gaps are
+// longer than the away timeout, so that bound never bites here. While the
+// control plane is down the channel is too and the return is lost.
+func (m *sim) clientReturns(i int, at time.Duration) {
+	s := &m.sessions[i]
+	if m.sc.Outage.Down(at) {
+		return
+	}
+	s.awaySet = false
+	if m.ror && s.row.State == lifecycle.StatePaused {
+		m.res.ReturnResumes++
+		m.resume(s, at, lifecycle.ReasonReturn)
+		s.returnedAt, s.returned = at, true
 	}
 }
 
@@ -338,12 +398,13 @@ func (m *sim) create(s *simSession, at time.Duration) {
 	m.wrote(s, at)
 }
 
-// resume mirrors lifecycle.Service.Resume on a paused session: the user's
-// request found it paused and waited for the resume.
-func (m *sim) resume(s *simSession, at time.Duration) {
+// resume mirrors lifecycle.Service.Resume on a paused session, for reason:
+// the user's request found it paused (lifecycle.ReasonRequest), or its
+// client came back (lifecycle.ReasonReturn).
+func (m *sim) resume(s *simSession, at time.Duration, reason string) {
 	now := m.now(at)
 	m.res.Resumes++
-	m.transition(s, lifecycle.StateResuming, lifecycle.ReasonRequest, at)
+	m.transition(s, lifecycle.StateResuming, reason, at)
 	var timeout time.Duration
 	if m.guard {
 		probe := s.row.Clone()
@@ -355,7 +416,7 @@ func (m *sim) resume(s *simSession, at time.Duration) {
 	if m.guard {
 		s.row.SandboxExpiresAt = now.Add(timeout)
 	}
-	m.transition(s, lifecycle.StateRunning, lifecycle.ReasonRequest, at)
+	m.transition(s, lifecycle.StateRunning, reason, at)
 	m.startBilling(s, at)
 	m.wrote(s, at)
 }

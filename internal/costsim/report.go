@@ -25,8 +25,16 @@ type Report struct {
 	Results []Result
 	// Frontier holds one replay per Config.AwayFrontier entry, in order.
 	Frontier []FrontierPoint
+	// Pools holds one row per Config.Pools entry and provider, in that
+	// order.
+	Pools []PoolResult
 	// Scale is the scale simulation (Run only; Replay leaves it empty).
 	Scale ScaleReport
+	// HeldOut is the resume-on-return target on Config.HeldOutSeeds, and
+	// Sensitivity how it fares on the first five when one assumption
+	// changes (Run only).
+	HeldOut     []HeldOutRow
+	Sensitivity []SensitivityRow
 }
 
 // FrontierPoint is the timers-and-presence row (away_prob 0.5, no faults)
@@ -61,11 +69,17 @@ type TraceStats struct {
 	// BurstP50..GapP99 are the percentiles of burst and gap lengths.
 	BurstP50, BurstP90, BurstP99 time.Duration
 	GapP50, GapP90, GapP99       time.Duration
+	// LeadP10, LeadP50 and LeadP90 are percentiles of the return leads
+	// (SessionTrace.Lead) over every gap; zero for a trace without leads.
+	LeadP10, LeadP50, LeadP90 time.Duration
 	// SessionP50 and SessionP90 are percentiles of a session's length, first
 	// to last activity.
 	SessionP50, SessionP90 time.Duration
 	// LastActivity is the offset from the epoch of the trace's last heartbeat.
 	LastActivity time.Duration
+	// LastStart is the offset from the epoch of the trace's last session
+	// start (a session's first request).
+	LastStart time.Duration
 }
 
 // Result is what one scenario bills and what it costs the users.
@@ -134,13 +148,45 @@ type Result struct {
 	// that left at the end of a burst); AwayPauses the pauses at one
 	// (reason "away").
 	AwayDeadlines, AwayPauses int
+	// Returns counts user returns: the first request after each idle gap,
+	// and any later request that found the sandbox paused (after an
+	// outage). ReturnResumes counts resumes started on return
+	// (Scenario.ResumeOnReturn), before the user's request.
+	Returns, ReturnResumes int
+	// ResumeLeads holds, for each return that met a resume, how long before
+	// the user's request the resume started: 0 when the request found the
+	// sandbox paused, the return lead when it was resumed on return. The
+	// user waits max(0, resume-to-ready - lead) (Result.Waited).
+	ResumeLeads []time.Duration
+}
+
+// Waited returns what the users of res waited on provider p: the sum over
+// returns of max(0, p.ResumeToReady() - lead), the nearest-rank p95 of that
+// wait per return (returns that met no resume waited 0), and how many
+// returns waited at all.
+func (res Result) Waited(p ProviderProfile) (sum, p95 time.Duration, waited int) {
+	w := p.ResumeToReady()
+	waits := make([]time.Duration, 0, max(res.Returns, len(res.ResumeLeads)))
+	for _, lead := range res.ResumeLeads {
+		d := max(w-lead, 0)
+		if d > 0 {
+			waited++
+		}
+		sum += d
+		waits = append(waits, d)
+	}
+	for len(waits) < res.Returns {
+		waits = append(waits, 0)
+	}
+	slices.Sort(waits)
+	return sum, percentile(waits, 0.95), waited
 }
 
 // stats describes tr; gaps longer than idle count as pausable, those
 // between away and idle as pausable only by presence.
 func stats(tr Trace, idle, away time.Duration) TraceStats {
 	st := TraceStats{Sessions: len(tr.Sessions)}
-	var bursts, gaps, spans []time.Duration
+	var bursts, gaps, spans, leads []time.Duration
 	var active time.Duration
 	for _, s := range tr.Sessions {
 		st.Heartbeats += len(s.Heartbeats)
@@ -157,13 +203,17 @@ func stats(tr Trace, idle, away time.Duration) TraceStats {
 				}
 			}
 		}
+		leads = append(leads, s.Lead...)
 		first, last := s.Heartbeats[0], s.Heartbeats[len(s.Heartbeats)-1]
 		spans = append(spans, last-first)
 		st.LastActivity = max(st.LastActivity, last)
+		st.LastStart = max(st.LastStart, first)
 	}
 	slices.Sort(bursts)
 	slices.Sort(gaps)
 	slices.Sort(spans)
+	slices.Sort(leads)
+	st.LeadP10, st.LeadP50, st.LeadP90 = percentile(leads, 0.1), percentile(leads, 0.5), percentile(leads, 0.9)
 	st.Bursts, st.Gaps, st.ActiveMinutes = len(bursts), len(gaps), active.Minutes()
 	st.BurstP50, st.BurstP90, st.BurstP99 = percentile(bursts, 0.5), percentile(bursts, 0.9), percentile(bursts, 0.99)
 	st.GapP50, st.GapP90, st.GapP99 = percentile(gaps, 0.5), percentile(gaps, 0.9), percentile(gaps, 0.99)
@@ -186,7 +236,7 @@ func (r Report) Markdown() string {
 		"any policy can bill. Prices assume %d vCPUs at $%s per vCPU-second (an assumption; memory not priced).\n\n",
 		numfmt.Thousands(st.Sessions), c.Days, c.Seed, numfmt.Thousands(st.Heartbeats), c.VCPUs, strconv.FormatFloat(c.PricePerVCPUSecond, 'f', -1, 64))
 
-	w("| policy | billed sandbox-min | × floor | saved vs never pause | cost (USD) | resumes waited for | pauses | early pauses | overshoot p50 (s) | overshoot p99 (s) | overshoot max (s) | sweeps run / missed |\n")
+	w("| policy | billed sandbox-min | × floor | saved vs never pause | cost (USD) | resumes | pauses | early pauses | overshoot p50 (s) | overshoot p99 (s) | overshoot max (s) | sweeps run / missed |\n")
 	w("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	floorCost := st.ActiveMinutes * 60 * float64(c.VCPUs) * c.PricePerVCPUSecond
 	w("| floor (active time) | %s | 1.00 | %s | %s | — | — | — | — | — | — | — |\n",
@@ -205,7 +255,7 @@ func (r Report) Markdown() string {
 	}
 
 	w("\n### Operations\n\n")
-	w("| policy | heartbeats | heartbeat writes | provider timeout refreshes | pauses by sweep | pauses by provider timeout | of which early | earliest pause (s) | requests refused (outage) | of which blocked | pauses under an active user | user wait for resumes (s) | running at end |\n")
+	w("| policy | heartbeats | heartbeat writes | provider timeout refreshes | pauses by sweep | pauses by provider timeout | of which early | earliest pause (s) | requests refused (outage) | of which blocked | pauses under an active user | resumes × resume wait (s) | running at end |\n")
 	w("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, res := range r.Results {
 		if res.Scenario.Policy == NeverPause {
@@ -218,8 +268,11 @@ func (r Report) Markdown() string {
 			secs(res.UserWait), numfmt.Thousands(res.RunningAtEnd))
 	}
 	r.timersMarkdown(w)
+	r.waitsMarkdown(w)
 	r.targetsMarkdown(w)
 	r.frontierMarkdown(w)
+	r.heldOutMarkdown(w)
+	r.poolsMarkdown(w)
 
 	w("\n### Method\n\n")
 	w("- **Trace** (`internal/costsim`, seed %d; each session draws from its own PCG stream seeded by (seed, index)). "+
@@ -433,7 +486,7 @@ func (r Report) targetsMarkdown(w func(string, ...any)) {
 		return res.Scenario.Policy == SandmanTimers && !res.Scenario.Presence && res.Scenario.Outage.Duration > 0 &&
 			res.Scenario.Outage == today.Scenario.Outage
 	})
-	if !okT && !okP && !(okO && okOT) {
+	if _, okR := r.returnTarget(); !okT && !okP && !okR && !(okO && okOT) {
 		return
 	}
 	w("\n### Targets\n\n")
@@ -467,6 +520,20 @@ func (r Report) targetsMarkdown(w func(string, ...any)) {
 				human(c.Lifecycle.DefaultIdleTimeout), presence.Scenario.AwayProbability,
 				numfmt.Thousands(int(presence.Scenario.AwayProbability*float64(r.Trace.GapsAwayToIdle)+0.5)), human(c.ResumeWait))
 		}
+	}
+	if rt, ok := r.returnTarget(); ok {
+		var parts []string
+		for i, p := range c.Providers {
+			a, _, _ := rt.row.Waited(p)
+			b, _, _ := rt.cron.Waited(p)
+			parts = append(parts, fmt.Sprintf("%s %s s against %s s %s", p.Name, numfmt.Thousands(int(a.Seconds()+0.5)),
+				numfmt.Thousands(int(b.Seconds()+0.5)), mark(rt.waitOK[i])))
+		}
+		w("- *%s* (target: billed ≤ %.2f× the floor and users wait no more seconds than with the cron sweep on the same "+
+			"trace, on every provider): billed %.2f× %s; seconds waited: %s: %s. Assumes the lead model above (median %s) "+
+			"and the provider profiles above.\n",
+			rt.row.Scenario.Name, targetPresenceRatio, rt.row.RatioToFloor, mark(rt.billedOK), strings.Join(parts, "; "),
+			met(rt.met()), fmt.Sprintf("%g s", c.Trace.ReturnLeadMedian.Seconds()))
 	}
 	if okO && okOT {
 		ok := outT.BilledMinutes <= today.BilledMinutes && outT.OvershootMax <= today.OvershootMax &&
@@ -537,12 +604,108 @@ func (r Report) otherCallsMarkdown(w func(string, ...any)) {
 	perPause := func(n int) float64 { return float64(n) / float64(timers.Pauses) }
 	other := timers.Resumes + timers.ProviderRefreshes + r.Trace.Sessions
 	perWindow := perPause(other) * float64(sc.DueRate) * (sc.RateWindow.Seconds() / sc.SweepInterval.Seconds())
-	w("- Other calls share the limit. Per pause, the replay's *%s* row also makes %.2f resumes, %.2f provider-timeout "+
-		"refreshes and %.2f creates (%s, %s and %s in all). If those scale with the pauses, %s pauses per %s bring %s of "+
-		"them per %s: %.1f× the limit on their own, before any pause. Whether a set-timeout counts against the limit decides "+
-		"whether the provider-side guard (one refresh per half idle timeout of activity) fits at this scale.\n",
+	w("\nA cross-check from the replay: per pause, its *%s* row makes %.2f resumes, %.2f provider-timeout "+
+		"refreshes and %.2f creates (%s, %s and %s in all). Scaled with the pauses, %s pauses per %s bring %s of "+
+		"them per %s: %.1f× the limit on their own, before any pause (the target above counts every running session as "+
+		"active, so its refreshes are higher). E2B counts set-timeout (an update) against its lifecycle limit.\n",
 		timers.Scenario.Name, perPause(timers.Resumes), perPause(timers.ProviderRefreshes), perPause(r.Trace.Sessions),
 		numfmt.Thousands(timers.Resumes), numfmt.Thousands(timers.ProviderRefreshes), numfmt.Thousands(r.Trace.Sessions),
 		numfmt.Thousands(sc.DueRate), human(sc.SweepInterval), numfmt.Thousands(int(perWindow+0.5)), human(sc.RateWindow),
 		perWindow/float64(sc.RateLimit))
+}
+
+// waitsMarkdown renders the provider profiles and, per policy row, what
+// users waited for resumes on each of them.
+func (r Report) waitsMarkdown(w func(string, ...any)) {
+	c := r.Config
+	if len(c.Providers) == 0 {
+		return
+	}
+	w("\n### Resume to ready: what users wait, per provider\n\n")
+	w("A resume is over when the preview answers (docs/READINESS.md), not when the provider says running. A provider that " +
+		"keeps processes across a pause waits only for its resume; one that loses them restarts the app after it.\n\n")
+	w("| provider | resume (s) | processes kept | app start after resume (s) | Sandman's overhead (s) | resume to ready (s) | cold create to ready (s) | source |\n")
+	w("|---|---:|---|---:|---:|---:|---:|---|\n")
+	for _, p := range c.Providers {
+		start := "—"
+		if !p.KeepsProcesses {
+			start = fmt.Sprintf("%.2f", p.AppStart.Seconds())
+		}
+		w("| %s | %.3f | %s | %s | %.3f | %.3f | %.1f | %s |\n", p.Name, p.Resume.Seconds(),
+			map[bool]string{true: "yes", false: "no"}[p.KeepsProcesses], start, p.Overhead.Seconds(),
+			p.ResumeToReady().Seconds(), p.ColdStart().Seconds(), p.Source)
+	}
+	t := c.Trace
+	w("\nWith *resume on return* (docs/WAKE.md \"Resume on return\") a session paused while its client was away is resumed "+
+		"the moment the tab is visible again, which comes a *lead* before the user's first request. The lead model: no "+
+		"trace at hand records the time from a tab becoming visible to the first request, so it is drawn per gap, log-normal "+
+		"with median %s and σ %g, clamped to %s..%s. The median is the Keystroke-Level Model's first click (Card, Moran and "+
+		"Newell 1980: mental preparation 1.35 s + pointing 1.1 s + button press 0.1 s); the spread is assumed (this trace: "+
+		"p10 %s, p50 %s, p90 %s; `-return-lead-median`, `-return-lead-sigma`). A user waits max(0, resume to ready − lead); "+
+		"a request that finds the sandbox paused waits all of it. Per user return (the first request after each gap): the "+
+		"sum of seconds waited, and the p95 over returns (returns that met no resume waited 0).\n\n",
+		fmt.Sprintf("%g s", t.ReturnLeadMedian.Seconds()), t.ReturnLeadSigma, human(t.ReturnLeadMin), human(t.ReturnLeadMax),
+		human(r.Trace.LeadP10), human(r.Trace.LeadP50), human(r.Trace.LeadP90))
+	w("| policy | returns | resumes (on return) |")
+	for _, p := range c.Providers {
+		w(" %s: s waited (p95 s) |", p.Name)
+	}
+	w("\n|---|---:|---:|")
+	for range c.Providers {
+		w("---:|")
+	}
+	w("\n")
+	for _, res := range r.Results {
+		if res.Scenario.Policy == NeverPause {
+			continue
+		}
+		w("| %s | %s | %s (%s) |", res.Scenario.Name, numfmt.Thousands(res.Returns), numfmt.Thousands(res.Resumes),
+			numfmt.Thousands(res.ReturnResumes))
+		for _, p := range c.Providers {
+			sum, p95, _ := res.Waited(p)
+			w(" %s (%.2f) |", numfmt.Thousands(int(sum.Seconds()+0.5)), p95.Seconds())
+		}
+		w("\n")
+	}
+}
+
+// returnTarget is the resume-on-return target on this report's rows: the
+// row with timers, presence at targetAwayProbability and resume on return
+// (no faults) against the cron sweep. ok is false when a row is missing.
+type returnTarget struct {
+	row, cron Result
+	// billedOK: row bills at most targetPresenceRatio × the floor.
+	billedOK bool
+	// waitOK[i]: on Config.Providers[i] its users waited no more seconds
+	// than the cron sweep's.
+	waitOK []bool
+}
+
+// met reports whether every part of the target holds.
+func (t returnTarget) met() bool {
+	for _, ok := range t.waitOK {
+		if !ok {
+			return false
+		}
+	}
+	return t.billedOK
+}
+
+// returnTarget judges the resume-on-return target, if its rows are there.
+func (r Report) returnTarget() (returnTarget, bool) {
+	row, ok := r.find(func(res Result) bool {
+		return res.Scenario.ResumeOnReturn && res.Scenario.Policy == SandmanTimers &&
+			res.Scenario.AwayProbability == targetAwayProbability && noFaults(res)
+	})
+	cron, okC := r.find(func(res Result) bool { return res.Scenario.Policy == CronSweep && noFaults(res) })
+	if !ok || !okC {
+		return returnTarget{}, false
+	}
+	t := returnTarget{row: row, cron: cron, billedOK: row.RatioToFloor <= targetPresenceRatio}
+	for _, p := range r.Config.Providers {
+		a, _, _ := row.Waited(p)
+		b, _, _ := cron.Waited(p)
+		t.waitOK = append(t.waitOK, a <= b)
+	}
+	return t, true
 }

@@ -52,6 +52,25 @@ type ScaleConfig struct {
 	// deploy of the WebSocket gateway drops every client at once and every
 	// away deadline lands AwayTimeout later. Zero leaves the row out.
 	MassDisconnect time.Duration
+	// ResumeRate and CreateRate are the resumes and creates per
+	// SweepInterval at the target (100,000 and 30,000: docs/DESIGN.md
+	// "Capacity", and the cost replay's 0.29 creates per pause). Zero
+	// ResumeRate leaves the provider-call section out.
+	ResumeRate, CreateRate int
+	// RefreshEvery is how often an active session's provider timeout is
+	// pushed out (lifecycle.Policy.NeedsProviderRefresh: half the idle
+	// timeout, 5 min); every one of the Sessions is taken to be active.
+	RefreshEvery time.Duration
+	// GuardGrace and Coalescing give the guard's bound past the idle
+	// timeout for a refresh interval: grace + interval + coalescing
+	// (lifecycle.Policy.ProviderGrace, ActivityGranularity).
+	GuardGrace, Coalescing time.Duration
+	// LimiterDrain is how long after the interval starts the limiter rows
+	// stop granting; calls still waiting then are unserved.
+	LimiterDrain time.Duration
+	// Limits are the providers' published limits the demand is set
+	// against (DefaultProviderLimits).
+	Limits []ProviderLimit
 }
 
 // DefaultScale returns the target load: 1,000,000 sessions, 100,000 due per
@@ -71,6 +90,13 @@ func DefaultScale() ScaleConfig {
 		OtherShare:     0.5,
 		TimerLateness:  time.Second,
 		MassDisconnect: 2 * time.Minute,
+		ResumeRate:     100_000,
+		CreateRate:     30_000,
+		RefreshEvery:   5 * time.Minute,
+		GuardGrace:     2 * time.Minute,
+		Coalescing:     30 * time.Second,
+		LimiterDrain:   time.Hour,
+		Limits:         DefaultProviderLimits,
 	}
 }
 
@@ -93,6 +119,14 @@ func (c ScaleConfig) Validate() error {
 	check(c.RateLimit > 0 && c.RateWindow > 0 && c.Burst > 0, "scale: rate limit, window and burst must be positive")
 	check(c.OtherShare >= 0 && c.OtherShare < 1, "scale: other share must be in [0, 1)")
 	check(c.TimerLateness >= 0 && c.MassDisconnect >= 0, "scale: timer lateness and mass disconnect must not be negative")
+	check(c.ResumeRate >= 0 && c.CreateRate >= 0 && c.RefreshEvery >= 0 && c.GuardGrace >= 0 && c.Coalescing >= 0,
+		"scale: resume and create rates, refresh interval, grace and coalescing must not be negative")
+	check(c.ResumeRate == 0 || c.LimiterDrain >= c.SweepInterval, "scale: the limiter drain must be at least one sweep interval")
+	check(int64(c.DueRate+c.ResumeRate+c.CreateRate)+int64(float64(c.Sessions)*c.SweepInterval.Seconds()/max(c.RefreshEvery.Seconds(), 1)) <= 20_000_000,
+		"scale: at most 20,000,000 provider calls per sweep interval")
+	for i, l := range c.Limits {
+		check(l.Name != "" && l.Window > 0 && l.Lifecycle > 0 && l.Creates >= 0, fmt.Sprintf("scale: provider limit %d needs a name, a window and a lifecycle limit", i))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("invalid scale config: %w", err)
 	}
@@ -121,6 +155,9 @@ type ScaleResult struct {
 type ScaleReport struct {
 	Config  ScaleConfig
 	Results []ScaleResult
+	// Calls are the shared-limiter rows of the provider-call section
+	// (ScaleConfig.ResumeRate > 0).
+	Calls []CallRow
 }
 
 // RunScale runs the scale simulation's rows: the sweep alone (each pause
@@ -174,6 +211,9 @@ func RunScale(c ScaleConfig) (ScaleReport, error) {
 		rep.Results = append(rep.Results, c.drain(
 			fmt.Sprintf("timers, mass disconnect (one interval's deadlines at one instant, %s after it)", human(c.MassDisconnect)),
 			mass, onTimer, perSecond))
+	}
+	if c.ResumeRate > 0 {
+		rep.Calls = c.runCalls()
 	}
 	return rep, nil
 }
@@ -240,5 +280,5 @@ func (s ScaleReport) Markdown() string {
 		numfmt.Thousands(c.DueRate), human(c.TimerLateness), numfmt.Thousands(c.DueRate), numfmt.Thousands((c.DueRate+9)/10))
 	out += fmt.Sprintf("- The %s sessions enter only through the %s due per %s: the sparse index the sweep reads holds the "+
 		"running ones, and paused sessions cost no calls until they resume.\n", numfmt.Thousands(c.Sessions), numfmt.Thousands(c.DueRate), human(c.SweepInterval))
-	return out
+	return out + s.callsMarkdown()
 }

@@ -26,6 +26,11 @@ type SessionTrace struct {
 	// traces) means the client stays visible through every gap; otherwise
 	// it holds len(Bursts)-1 draws.
 	Away []float64
+	// Lead holds one return lead per idle gap: Lead[j] is how long before
+	// burst j+1's first request its client became visible again (after an
+	// away gap; TraceParams.ReturnLeadMedian). Nil (hand-written traces)
+	// means no lead: the client is seen again with its first request.
+	Lead []time.Duration
 }
 
 // Trace is the input of a replay: every session's activity.
@@ -72,10 +77,23 @@ func Generate(cfg Config) (Trace, error) {
 		for j := range st.Away {
 			st.Away[j] = away.Float64()
 		}
+		// Leads too come from a stream of their own, so adding them changed
+		// no earlier draw.
+		lead := rand.New(rand.NewPCG(cfg.Seed, leadStream|uint64(i)))
+		st.Lead = make([]time.Duration, len(st.Bursts)-1)
+		for j := range st.Lead {
+			p := cfg.Trace
+			st.Lead[j] = clamp(logNormal(lead, p.ReturnLeadMedian, p.ReturnLeadSigma), p.ReturnLeadMin, p.ReturnLeadMax)
+		}
 		tr.Sessions[i] = st
 	}
 	return tr, nil
 }
+
+// leadStream marks the PCG streams of the return leads: session i draws
+// from leadStream|i, which collides with no session stream (below 2^61),
+// presenceStream nor sweepStream.
+const leadStream = 1 << 61
 
 // presenceStream marks the PCG streams of the presence draws: session i
 // draws from presenceStream|i, which collides neither with the session
@@ -174,6 +192,14 @@ func (t Trace) validate() error {
 		}
 		if s.Away != nil && len(s.Away) != len(s.Bursts)-1 {
 			return fmt.Errorf("invalid trace: session %d has %d presence draws for %d gaps", i, len(s.Away), len(s.Bursts)-1)
+		}
+		if s.Lead != nil && len(s.Lead) != len(s.Bursts)-1 {
+			return fmt.Errorf("invalid trace: session %d has %d return leads for %d gaps", i, len(s.Lead), len(s.Bursts)-1)
+		}
+		for _, l := range s.Lead {
+			if l < 0 {
+				return fmt.Errorf("invalid trace: session %d has a negative return lead", i)
+			}
 		}
 		for _, a := range s.Away {
 			if a < 0 || a >= 1 {

@@ -33,13 +33,19 @@
 // new item lacks is gone).
 //
 //	by_sandbox  sandbox_key = "<provider>#<sandbox id>"          while sandbox_id != ""
-//	by_owner    owner_key = account id,
-//	            owner_sort = created_at (timeLayout) + "#" + id  every session
+//	by_owner_keys owner_key = account id,
+//	            owner_sort = created_at (timeLayout) + "#" + id  every session (keys only)
 //	idle        idle_shard, idle_due_at (+ pause_deadline)       while running, due at Session.PauseDeadline()
 //	lease       lease_shard, lease_due_at                        while State.Transitional(), due at LeaseExpiresAt;
 //	                                                             while running with its app starting, due at
 //	                                                             StateChangedAt + ReadinessRequeueAfter (Session.LeaseDue)
 //	paused      paused_shard, paused_due_at                      while paused, due at PausedAt
+//
+// by_owner_keys projects only the keys, so a write that keeps a session's
+// owner keys (a heartbeat, a pause) does not write the account's index
+// partition; ListSessions reads the page's items with one consistent
+// BatchGetItem. (The first by_owner projected ALL: docs/CAPACITY.md "The
+// by_owner index".)
 //
 // (A due index also requires its due time to be set: a running session with
 // no pause deadline is never due, and so is in no due index.)

@@ -136,7 +136,9 @@ func (st *Store) GetSession(ctx context.Context, id string) (*lifecycle.Session,
 // ListSessions returns accountID's sessions newest first (by created_at, then
 // id), at most limit (1..100) of them, continuing after cursor ("" for the
 // first page). The returned Cursor is "" on the last page. It reads the
-// by_owner index. Errors: invalid for a limit out of range or a cursor that
+// keys from the by_owner_keys index and then the sessions themselves with a
+// consistent BatchGetItem (a session deleted in between is left out).
+// Errors: invalid for a limit out of range or a cursor that
 // this store did not issue for accountID ("cursor is not valid").
 func (st *Store) ListSessions(ctx context.Context, accountID, cursorText string, limit int) (lifecycle.SessionPage, error) {
 	if limit < 1 || limit > maxListLimit {
@@ -161,7 +163,11 @@ func (st *Store) ListSessions(ctx context.Context, accountID, cursorText string,
 	if err != nil {
 		return lifecycle.SessionPage{}, storeError("list sessions of account %s: %w", accountID, err)
 	}
-	page, err := decodePage(items)
+	full, err := st.getItems(ctx, items)
+	if err != nil {
+		return lifecycle.SessionPage{}, storeError("list sessions of account %s: %w", accountID, err)
+	}
+	page, err := decodePage(full)
 	if err != nil {
 		return lifecycle.SessionPage{}, storeError("list sessions of account %s: %w", accountID, err)
 	}
@@ -593,6 +599,60 @@ func (st *Store) query(ctx context.Context, index string, keyCond expression.Key
 		}
 		start = out.LastEvaluatedKey
 	}
+}
+
+// batchGetRounds bounds the BatchGetItem calls of getItems: DynamoDB may
+// leave keys unprocessed (throttling, a large answer), and each round asks
+// again for those only. The SDK has already retried a throttled call.
+const batchGetRounds = 4
+
+// getItems reads the table items whose keys (pk, sk) items hold (at most
+// 100: BatchGetItem's limit, and maxListLimit), strongly consistent, and
+// returns them in the order of items; an item no longer in the table is
+// left out. Errors: the SDK's; keys still unprocessed after batchGetRounds.
+func (st *Store) getItems(ctx context.Context, items []map[string]types.AttributeValue) ([]map[string]types.AttributeValue, error) {
+	if len(items) == 0 {
+		return nil, nil
+	}
+	keys := make([]map[string]types.AttributeValue, len(items))
+	for i, it := range items {
+		keys[i] = map[string]types.AttributeValue{tabledef.PartitionKey: it[tabledef.PartitionKey], tabledef.SortKey: it[tabledef.SortKey]}
+	}
+	got := make(map[string]map[string]types.AttributeValue, len(items))
+	todo := keys
+	for round := 0; len(todo) > 0; round++ {
+		if round == batchGetRounds {
+			return nil, fmt.Errorf("batch get: %d of %d items unprocessed after %d rounds", len(todo), len(keys), batchGetRounds)
+		}
+		out, err := st.client.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{
+			st.table: {Keys: todo, ConsistentRead: aws.Bool(true)},
+		}})
+		if err != nil {
+			return nil, fmt.Errorf("batch get: %w", err)
+		}
+		for _, it := range out.Responses[st.table] {
+			got[keyString(it)] = it
+		}
+		todo = out.UnprocessedKeys[st.table].Keys
+	}
+	full := make([]map[string]types.AttributeValue, 0, len(items))
+	for _, k := range keys {
+		if it, ok := got[keyString(k)]; ok {
+			full = append(full, it)
+		}
+	}
+	return full, nil
+}
+
+// keyString is an item's table key as one string (pk, a zero byte, sk).
+func keyString(item map[string]types.AttributeValue) string {
+	str := func(name string) string {
+		if v, ok := item[name].(*types.AttributeValueMemberS); ok {
+			return v.Value
+		}
+		return ""
+	}
+	return str(tabledef.PartitionKey) + "\x00" + str(tabledef.SortKey)
 }
 
 // cursorAfter returns the cursor that continues index after item.

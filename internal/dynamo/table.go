@@ -77,8 +77,8 @@ func CreateTable(ctx context.Context, client *dynamodb.Client, name string) erro
 	return nil
 }
 
-// indexSpec returns ix as a GSI projecting all attributes, and the types of
-// its key attributes.
+// indexSpec returns ix as a GSI with its projection, and the types of its
+// key attributes.
 func indexSpec(ix tabledef.Index) (types.GlobalSecondaryIndex, map[string]types.ScalarAttributeType) {
 	keyTypes := map[string]types.ScalarAttributeType{ix.PartitionKey: types.ScalarAttributeType(ix.PartitionType)}
 	schema := []types.KeySchemaElement{{AttributeName: aws.String(ix.PartitionKey), KeyType: types.KeyTypeHash}}
@@ -89,7 +89,7 @@ func indexSpec(ix tabledef.Index) (types.GlobalSecondaryIndex, map[string]types.
 	return types.GlobalSecondaryIndex{
 		IndexName:  aws.String(ix.Name),
 		KeySchema:  schema,
-		Projection: &types.Projection{ProjectionType: types.ProjectionTypeAll},
+		Projection: &types.Projection{ProjectionType: types.ProjectionType(ix.ProjectionType())},
 	}, keyTypes
 }
 

@@ -169,6 +169,26 @@ func transitions(id string, n int) []outbox.Change {
 	return out
 }
 
+// partial is a publisher that delivers the events before index first and
+// fails from there, saying so as eventbridge.DeliveryError does.
+type partial struct {
+	rec   recorder
+	first int
+}
+
+func (p *partial) Publish(ctx context.Context, evs ...lifecycle.Event) error {
+	if p.first >= len(evs) {
+		return p.rec.Publish(ctx, evs...)
+	}
+	_ = p.rec.Publish(ctx, evs[:p.first]...)
+	return partialErr(p.first)
+}
+
+type partialErr int
+
+func (e partialErr) Error() string    { return "delivered up to event " + strconv.Itoa(int(e)) }
+func (e partialErr) FirstFailed() int { return int(e) }
+
 func TestPublish(t *testing.T) {
 	t.Run("OK", func(t *testing.T) {
 		changes := transitions("ses_x", 25) // 25 transitions, 8 heartbeats
@@ -177,8 +197,8 @@ func TestPublish(t *testing.T) {
 		if err != nil || done != len(changes) {
 			t.Fatalf("Publish = %d, %v; want %d, nil", done, err, len(changes))
 		}
-		if got, want := rec.calls, 3; got != want {
-			t.Fatalf("publisher calls = %d, want %d (batches of %d)", got, want, outbox.BatchSize)
+		if got, want := rec.calls, 1; got != want {
+			t.Fatalf("publisher calls = %d, want %d (the whole batch at once)", got, want)
 		}
 		for i, ev := range rec.events {
 			if got, want := ev.Version, int64(i+1); got != want {
@@ -186,31 +206,38 @@ func TestPublish(t *testing.T) {
 			}
 		}
 	})
-	t.Run("ErrSecondBatch", func(t *testing.T) {
+	t.Run("ErrPartial", func(t *testing.T) {
 		changes := transitions("ses_x", 25)
-		rec := &recorder{fail: map[int]bool{1: true}}
-		done, err := outbox.Publish(context.Background(), rec, changes)
+		pub := &partial{first: 10}
+		done, err := outbox.Publish(context.Background(), pub, changes)
 		if err == nil {
-			t.Fatal("want the second batch's error")
+			t.Fatal("want the publisher's error")
 		}
-		// The first batch held versions 1..10, i.e. changes up to and
-		// including the heartbeat after version 9 and version 10 itself.
+		// Versions 1..10 were delivered: redelivery starts at version 11.
 		ev, _, _ := changes[done].Event()
 		if got, want := ev.Version, int64(11); got != want {
 			t.Fatalf("retry from change %d (version %d), want version %d", done, got, want)
 		}
-		if got, want := len(rec.events), 10; got != want {
-			t.Fatalf("published %d events, want %d", got, want)
-		}
 		// Redelivering from done publishes the rest; versions 11.. follow 10.
-		rec.fail = nil
-		if _, err := outbox.Publish(context.Background(), rec, changes[done:]); err != nil {
+		pub.first = 1 << 30
+		if _, err := outbox.Publish(context.Background(), pub, changes[done:]); err != nil {
 			t.Fatal(err)
 		}
-		for i, ev := range rec.events {
+		for i, ev := range pub.rec.events {
 			if got, want := ev.Version, int64(i+1); got != want {
 				t.Fatalf("event %d version = %d, want %d", i, got, want)
 			}
+		}
+	})
+	t.Run("ErrWhole", func(t *testing.T) {
+		changes := transitions("ses_x", 5)
+		rec := &recorder{fail: map[int]bool{0: true}}
+		done, err := outbox.Publish(context.Background(), rec, changes)
+		if err == nil {
+			t.Fatal("want the publisher's error")
+		}
+		if ev, ok, _ := changes[done].Event(); !ok || ev.Version != 1 {
+			t.Fatalf("retry from change %d, want the first transition's", done)
 		}
 	})
 	t.Run("ErrPoisonRecord", func(t *testing.T) {

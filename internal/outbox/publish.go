@@ -2,6 +2,7 @@ package outbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 
@@ -10,58 +11,57 @@ import (
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 )
 
-// BatchSize is how many events Publish hands the publisher per call:
-// PutEvents' limit of 10 entries (EventBridge API reference, PutEvents), so
-// one failed call names a span of at most 10 records.
-const BatchSize = 10
-
-// Publish publishes the events of changes, in order, BatchSize at a time,
-// through pub (which retries failed entries itself, as internal/outbox/eventbridge
-// does). It returns how many changes, from the first, are done: every
-// transition among them was published (changes that are not transitions
-// count as done). On success that is len(changes) and err is nil. Otherwise
-// changes[done] is the first change to deliver again (its batch failed, or
-// its record cannot be read: err says which); later changes must be
-// delivered again after it so that a session's events keep version order.
+// Publish publishes the events of changes, in order, through pub in one
+// call: a stream batch's transitions go to the publisher together, which
+// records their usage concurrently across sessions (Recording) and puts
+// them on the bus up to 10 per PutEvents call, in order per session
+// (internal/outbox/eventbridge). It returns how many changes, from the
+// first, are done: every transition among them was published (changes that
+// are not transitions count as done). On success that is len(changes) and
+// err is nil. Otherwise changes[done] is the first change to deliver again:
+// the first transition the publisher did not deliver (when its error says
+// which, with a FirstFailed() int method, as *eventbridge.DeliveryError
+// and Recording's errors do; else the first transition), or the first record
+// that cannot be read; later changes must be delivered again after it so
+// that a session's events keep version order (consumers dedupe the ones
+// delivered twice on event_id).
 func Publish(ctx context.Context, pub lifecycle.Publisher, changes []Change) (done int, err error) {
 	var (
 		batch []lifecycle.Event
-		first []int // first[i]: index in changes of batch[i]
+		at    []int // at[i]: index in changes of batch[i]
 	)
-	// flush publishes the batch; on failure the first change to deliver
-	// again is the batch's first (everything before it is done).
-	flush := func() (int, error) {
-		if len(batch) == 0 {
-			return 0, nil
-		}
-		if err := pub.Publish(ctx, batch...); err != nil {
-			return first[0], fmt.Errorf("publish %d events from stream record %s on: %w", len(batch), changes[first[0]].Sequence, err)
-		}
-		batch, first = batch[:0], first[:0]
-		return 0, nil
-	}
+	stop, readErr := len(changes), error(nil)
 	for i, c := range changes {
 		ev, ok, err := c.Event()
 		if err != nil {
-			if at, ferr := flush(); ferr != nil {
-				return at, ferr
-			}
-			return i, err
+			stop, readErr = i, err
+			break
 		}
-		if !ok {
-			continue // not a transition: done once everything before it is
-		}
-		batch, first = append(batch, ev), append(first, i)
-		if len(batch) == BatchSize {
-			if at, err := flush(); err != nil {
-				return at, err
-			}
+		if ok {
+			batch, at = append(batch, ev), append(at, i)
 		}
 	}
-	if at, err := flush(); err != nil {
-		return at, err
+	if len(batch) > 0 {
+		if err := pub.Publish(ctx, batch...); err != nil {
+			k := 0
+			var ff firstFailer
+			if errors.As(err, &ff) {
+				k = min(max(ff.FirstFailed(), 0), len(batch)-1)
+			}
+			return at[k], fmt.Errorf("publish %d events from stream record %s on: %w", len(batch)-k, changes[at[k]].Sequence, err)
+		}
+	}
+	if readErr != nil {
+		return stop, readErr
 	}
 	return len(changes), nil
+}
+
+// firstFailer is an error of a publisher that delivered some of a call's
+// events: every event before index FirstFailed() was delivered.
+type firstFailer interface {
+	error
+	FirstFailed() int
 }
 
 // Handler is the publisher function's handler: DynamoDB Streams batches in,

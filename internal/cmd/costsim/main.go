@@ -45,6 +45,10 @@ func main() {
 	fs.DurationVar(&t.LongGapMin, "long-gap-min", t.LongGapMin, "scale x_m of the long (Pareto) gap")
 	fs.Float64Var(&t.LongGapAlpha, "long-gap-alpha", t.LongGapAlpha, "shape alpha of the long (Pareto) gap")
 	fs.DurationVar(&t.GapMax, "gap-max", t.GapMax, "longest idle gap")
+	fs.DurationVar(&t.ReturnLeadMedian, "return-lead-median", t.ReturnLeadMedian, "median of the log-normal lead from a tab visible again to the first request")
+	fs.Float64Var(&t.ReturnLeadSigma, "return-lead-sigma", t.ReturnLeadSigma, "sigma of the log-normal return lead")
+	fs.DurationVar(&t.ReturnLeadMin, "return-lead-min", t.ReturnLeadMin, "shortest return lead")
+	fs.DurationVar(&t.ReturnLeadMax, "return-lead-max", t.ReturnLeadMax, "longest return lead")
 
 	fs.DurationVar(&pol.DefaultIdleTimeout, "idle-timeout", pol.DefaultIdleTimeout, "every session's idle timeout")
 	fs.DurationVar(&pol.ActivityGranularity, "granularity", pol.ActivityGranularity, "heartbeat coalescing (sandman rows)")
@@ -66,6 +70,17 @@ func main() {
 	outage := costsim.DefaultOutage
 	fs.DurationVar(&outage.Start, "outage-start", outage.Start, "control-plane outage: offset from the epoch (a Monday 00:00 UTC)")
 	fs.DurationVar(&outage.Duration, "outage", outage.Duration, "control-plane outage length (0 = no outage rows)")
+	cfg.Providers = append([]costsim.ProviderProfile(nil), cfg.Providers...)
+	appStart := fs.Duration("app-start", 0, "app start after a resume that lost the processes, for every such provider (0 = each profile's own)")
+	createAppStart := fs.Duration("create-app-start", 0, "the app's first start after a cold create, for every provider (0 = each profile's own)")
+	pools := poolList(cfg.Pools)
+	fs.Var(&pools, "pools", "warm-pool rows: comma-separated tier:size[:max-age], e.g. paused:2,running:1:12h (empty = no pool section)")
+	fs.Float64Var(&cfg.PoolCosts.SnapshotGiB, "pool-snapshot-gib", cfg.PoolCosts.SnapshotGiB, "pools: stored GiB of one paused spare")
+	fs.Float64Var(&cfg.PoolCosts.StoragePerGiBMonth, "pool-storage-price", cfg.PoolCosts.StoragePerGiBMonth, "pools: US dollars per GiB-month of paused storage")
+	fs.DurationVar(&cfg.PoolCosts.Pause, "pool-pause", cfg.PoolCosts.Pause, "pools: running time of pausing a made spare")
+	fs.DurationVar(&cfg.PoolCosts.Claim, "pool-claim", cfg.PoolCosts.Claim, "pools: what a claim adds to the wait besides the resume")
+	var heldOut seeds
+	fs.Var(&heldOut, "held-out", "print only the resume-on-return target judged on each of these comma-separated seeds")
 	fs.IntVar(&cfg.VCPUs, "vcpus", cfg.VCPUs, "vCPUs per sandbox (pricing)")
 	fs.Float64Var(&cfg.PricePerVCPUSecond, "price", cfg.PricePerVCPUSecond, "US dollars per vCPU-second (pricing)")
 
@@ -82,13 +97,93 @@ func main() {
 
 	cfg.Scenarios = costsim.DefaultScenarios(*missed, outage, awayProbs)
 	cfg.AwayFrontier = frontier
+	cfg.Pools = pools
+	for i := range cfg.Providers {
+		if *appStart > 0 {
+			cfg.Providers[i].AppStart = *appStart
+		}
+		if *createAppStart > 0 {
+			cfg.Providers[i].CreateAppStart = *createAppStart
+		}
+	}
 	// The scale simulation runs the same sweep and timers.
 	sc.SweepInterval, sc.TimerLateness = cfg.SweepInterval, cfg.TimerLateness
 	if err := cfg.Validate(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
+	if len(heldOut) > 0 {
+		rows, err := costsim.HeldOut(cfg, heldOut)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		fmt.Print(costsim.HeldOutMarkdown(cfg, rows))
+		return
+	}
 	fmt.Print(costsim.Run(cfg).Markdown())
+}
+
+// seeds is a flag.Value holding a comma-separated list of seeds.
+type seeds []uint64
+
+func (s *seeds) String() string {
+	out := make([]string, len(*s))
+	for i, v := range *s {
+		out[i] = strconv.FormatUint(v, 10)
+	}
+	return strings.Join(out, ",")
+}
+
+func (s *seeds) Set(v string) error {
+	var out []uint64
+	for _, part := range strings.Split(v, ",") {
+		x, err := strconv.ParseUint(strings.TrimSpace(part), 10, 64)
+		if err != nil {
+			return fmt.Errorf("%q is not a seed", part)
+		}
+		out = append(out, x)
+	}
+	*s = out
+	return nil
+}
+
+// poolList is a flag.Value holding pools as tier:size[:max-age]; max age
+// defaults to 24h. An empty value is no pool.
+type poolList []costsim.Pool
+
+func (p *poolList) String() string {
+	out := make([]string, len(*p))
+	for i, v := range *p {
+		out[i] = fmt.Sprintf("%s:%d:%s", v.Tier, v.Size, v.MaxAge)
+	}
+	return strings.Join(out, ",")
+}
+
+func (p *poolList) Set(v string) error {
+	var out []costsim.Pool
+	for _, part := range strings.Split(v, ",") {
+		if part = strings.TrimSpace(part); part == "" {
+			continue
+		}
+		f := strings.Split(part, ":")
+		if len(f) < 2 || len(f) > 3 {
+			return fmt.Errorf("%q is not tier:size[:max-age]", part)
+		}
+		size, err := strconv.Atoi(f[1])
+		if err != nil {
+			return fmt.Errorf("%q: size %q is not a number", part, f[1])
+		}
+		pool := costsim.Pool{Tier: costsim.PoolTier(f[0]), Size: size, MaxAge: 24 * time.Hour}
+		if len(f) == 3 {
+			if pool.MaxAge, err = time.ParseDuration(f[2]); err != nil {
+				return fmt.Errorf("%q: max age %q is not a duration", part, f[2])
+			}
+		}
+		out = append(out, pool)
+	}
+	*p = out
+	return nil
 }
 
 // floats is a flag.Value holding a comma-separated list of numbers in [0, 1].

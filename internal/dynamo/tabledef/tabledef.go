@@ -20,7 +20,7 @@
 // Indexes (all sparse: an item carries an index's keys only when it belongs):
 //
 //	by_sandbox  sandbox_key (S "<provider>#<sandbox id>")             ALL
-//	by_owner    owner_key (S account id), owner_sort (S created_at#id) ALL, newest first by descending query
+//	by_owner_keys owner_key (S account id), owner_sort (S created_at#id) KEYS_ONLY, newest first by descending query
 //	idle        idle_shard (N), idle_due_at (N, epoch ms)   running sessions, due at the pause deadline
 //	lease       lease_shard (N), lease_due_at (N, epoch ms) transitional sessions, due at the lease expiry
 //	paused      paused_shard (N), paused_due_at (N, epoch ms) paused sessions, due at the pause time
@@ -61,22 +61,40 @@ const (
 )
 
 // Index describes one global secondary index. SortKey is "" for a
-// partition-key-only index. Every index projects ALL attributes.
+// partition-key-only index.
 type Index struct {
 	Name          string
 	PartitionKey  string
 	PartitionType string
 	SortKey       string
 	SortType      string
+	// Projection is ProjectionKeysOnly or ProjectionAll ("" means all).
+	Projection string
+}
+
+// Projection types, as DynamoDB names them.
+const (
+	ProjectionAll      = "ALL"
+	ProjectionKeysOnly = "KEYS_ONLY"
+)
+
+// ProjectionType returns ix's projection, ProjectionAll when unset.
+func (ix Index) ProjectionType() string {
+	if ix.Projection == "" {
+		return ProjectionAll
+	}
+	return ix.Projection
 }
 
 // Index names.
 const (
 	IndexBySandbox = "by_sandbox"
-	IndexByOwner   = "by_owner"
-	IndexIdle      = "idle"
-	IndexLease     = "lease"
-	IndexPaused    = "paused"
+	// IndexByOwner lists an account's sessions (keys only: the list reads
+	// the items themselves; docs/CAPACITY.md "The by_owner index").
+	IndexByOwner = "by_owner_keys"
+	IndexIdle    = "idle"
+	IndexLease   = "lease"
+	IndexPaused  = "paused"
 )
 
 // IndexByConnSession holds client-channel connections by session, keyed by
@@ -102,9 +120,19 @@ const (
 // Indexes lists every GSI of the table.
 var Indexes = []Index{
 	{Name: IndexBySandbox, PartitionKey: AttrSandboxKey, PartitionType: TypeString},
-	{Name: IndexByOwner, PartitionKey: AttrOwnerKey, PartitionType: TypeString, SortKey: AttrOwnerSort, SortType: TypeString},
+	{Name: IndexByOwner, PartitionKey: AttrOwnerKey, PartitionType: TypeString, SortKey: AttrOwnerSort, SortType: TypeString,
+		Projection: ProjectionKeysOnly},
 	{Name: IndexIdle, PartitionKey: AttrIdleShard, PartitionType: TypeNumber, SortKey: AttrIdleDue, SortType: TypeNumber},
 	{Name: IndexLease, PartitionKey: AttrLeaseShard, PartitionType: TypeNumber, SortKey: AttrLeaseDue, SortType: TypeNumber},
 	{Name: IndexPaused, PartitionKey: AttrPausedShard, PartitionType: TypeNumber, SortKey: AttrPausedDue, SortType: TypeNumber},
 	{Name: IndexByConnSession, PartitionKey: AttrConnSession, PartitionType: TypeString},
 }
+
+// LegacyOwnerIndex is the account index as it was first deployed: by_owner,
+// projecting ALL attributes, so every write of a session (a heartbeat
+// included) also wrote the account's index partition. A GSI's projection
+// cannot change in place, so IndexByOwner is a new index; the stack keeps
+// this one only while a deployed table migrates (docs/CAPACITY.md "The
+// by_owner index"). No code reads it.
+var LegacyOwnerIndex = Index{Name: "by_owner", PartitionKey: AttrOwnerKey, PartitionType: TypeString,
+	SortKey: AttrOwnerSort, SortType: TypeString, Projection: ProjectionAll}

@@ -483,13 +483,13 @@ func testListSessions(t *testing.T, newStore NewStore) {
 			{"LimitTooLarge", "acct_a", "", 101},
 			{"MalformedCursor", "acct_a", "%%%", 10},
 			{"NotJSON", "acct_a", forge("hello"), 10},
-			{"NoKey", "acct_a", forge(`{"i":"by_owner"}`), 10},
+			{"NoKey", "acct_a", forge(`{"i":"by_owner_keys"}`), 10},
 			{"OtherAccountsCursor", "acct_b", first.Cursor, 10},
 			{"DueIndexCursor", "acct_a", due.Cursor, 10},
-			{"WrongKeyType", "acct_a", forge(`{"i":"by_owner","k":{"pk":{"N":"1"},"sk":{"S":"x"},"owner_key":{"S":"acct_a"},"owner_sort":{"S":"x"}}}`), 10},
+			{"WrongKeyType", "acct_a", forge(`{"i":"by_owner_keys","k":{"pk":{"N":"1"},"sk":{"S":"x"},"owner_key":{"S":"acct_a"},"owner_sort":{"S":"x"}}}`), 10},
 			// DynamoDB refuses empty key values with a ValidationException: found by review as a 500.
-			{"EmptyKeyValues", "acct_a", forge(`{"i":"by_owner","k":{"pk":{"S":""},"sk":{"S":""},"owner_key":{"S":"acct_a"},"owner_sort":{"S":""}}}`), 10},
-			{"NotASessionKey", "acct_a", forge(`{"i":"by_owner","k":{"pk":{"S":"APIKEY#x"},"sk":{"S":"APIKEY"},"owner_key":{"S":"acct_a"},"owner_sort":{"S":"x"}}}`), 10},
+			{"EmptyKeyValues", "acct_a", forge(`{"i":"by_owner_keys","k":{"pk":{"S":""},"sk":{"S":""},"owner_key":{"S":"acct_a"},"owner_sort":{"S":""}}}`), 10},
+			{"NotASessionKey", "acct_a", forge(`{"i":"by_owner_keys","k":{"pk":{"S":"APIKEY#x"},"sk":{"S":"APIKEY"},"owner_key":{"S":"acct_a"},"owner_sort":{"S":"x"}}}`), 10},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				_, err := f.store.ListSessions(t.Context(), tc.account, tc.cursor, tc.limit)

@@ -8,7 +8,11 @@
 // version, reason, time), EventBusName the bus, Time the event's time.
 //
 // PutEvents takes at most 10 entries per call (MaxEntries), so Publish sends
-// them in batches of 10. A call can succeed with some entries failed
+// them in batches of up to 10, in the order given, with at most one event
+// of a session per call: a session's event is sent only once its earlier
+// ones are delivered, so a retried entry never lands after a later event of
+// its session (docs/DESIGN.md "Events out": order per session). A call can
+// succeed with some entries failed
 // (FailedEntryCount, a per-entry ErrorCode); those entries, and only those,
 // are sent again after an exponential backoff with jitter, up to a bounded
 // number of attempts. Entries failed with a code EventBridge documents as not
@@ -16,7 +20,8 @@
 // A call that fails as a whole has already been retried by the SDK client's
 // own retryer (throttling, 5xx, network errors), so Publish does not retry
 // it again. Whatever is still undelivered at the end is reported in a
-// *DeliveryError.
+// *DeliveryError, with the later events of its session, which are then not
+// sent at all.
 //
 // Batches are split by count only: a lifecycle event is a few hundred bytes,
 // far below PutEvents' limit of 256 KB per call.
@@ -26,9 +31,11 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -136,6 +143,8 @@ func New(cfg Config) *Publisher {
 // FailedEvent is an event Publish could not deliver, with why.
 type FailedEvent struct {
 	Event lifecycle.Event
+	// Index is the event's position among those given to Publish.
+	Index int
 	// Code and Message are the entry's ErrorCode and ErrorMessage from
 	// EventBridge's last answer, when it answered one.
 	Code    string
@@ -164,6 +173,20 @@ type DeliveryError struct {
 	Attempts int           // rounds of PutEvents calls made
 	Failed   []FailedEvent // in the order they were given
 }
+
+// FirstFailed is the index, among the events given to Publish, of the first
+// one not delivered: every event before it was delivered (outbox.Publish
+// redelivers from there).
+func (e *DeliveryError) FirstFailed() int {
+	if len(e.Failed) == 0 {
+		return e.Total
+	}
+	return e.Failed[0].Index
+}
+
+// errEarlierUndelivered is why a session's event after an undelivered one
+// was not sent.
+var errEarlierUndelivered = errors.New("not sent: an earlier event of its session was not delivered")
 
 // Error names how many events were not delivered and the first one's reason.
 func (e *DeliveryError) Error() string {
@@ -195,9 +218,10 @@ type item struct {
 	entry types.PutEventsRequestEntry
 }
 
-// Publish puts events on the bus, MaxEntries per call, retrying failed
-// entries as the package comment says. It returns nil when every event was
-// delivered and a *DeliveryError naming the undelivered ones otherwise.
+// Publish puts events on the bus, up to MaxEntries per call and at most one
+// event of a session per call, retrying failed entries as the package
+// comment says. It returns nil when every event was delivered and a
+// *DeliveryError naming the undelivered ones otherwise.
 func (p *Publisher) Publish(ctx context.Context, events ...lifecycle.Event) error {
 	if len(events) == 0 {
 		return nil
@@ -208,7 +232,7 @@ func (p *Publisher) Publish(ctx context.Context, events ...lifecycle.Event) erro
 		if err != nil {
 			return fmt.Errorf("put events on bus %s: marshal event for session %s: %w", p.bus, ev.SessionID, err)
 		}
-		it := &item{index: i, FailedEvent: FailedEvent{Event: ev}}
+		it := &item{index: i, FailedEvent: FailedEvent{Event: ev, Index: i}}
 		it.entry = types.PutEventsRequestEntry{
 			Source:       aws.String(lifecycle.EventSource),
 			DetailType:   aws.String(ev.DetailType()),
@@ -222,6 +246,7 @@ func (p *Publisher) Publish(ctx context.Context, events ...lifecycle.Event) erro
 	}
 
 	var lost []*item
+	lostSession := map[string]bool{} // sessions with an event given up on
 	attempts := 0
 	for len(todo) > 0 && attempts < p.maxAttempts {
 		if attempts > 0 {
@@ -237,27 +262,69 @@ func (p *Publisher) Publish(ctx context.Context, events ...lifecycle.Event) erro
 			}
 		}
 		attempts++
-		var again []*item
-		for start := 0; start < len(todo); start += MaxEntries {
-			retry, drop := p.put(ctx, todo[start:min(start+MaxEntries, len(todo))])
-			again, lost = append(again, retry...), append(lost, drop...)
+		todo, lost = p.round(ctx, todo, lost, lostSession)
+	}
+	for _, it := range todo {
+		if it.Code == "" && it.Err == nil {
+			it.Err = errEarlierUndelivered // never sent: waited behind its session's failed event
 		}
-		todo = again
 	}
 	lost = append(lost, todo...)
 	if len(lost) == 0 {
 		return nil
 	}
-	// Sorted back into the order given: lost holds a few items at most.
-	failed := make([]FailedEvent, 0, len(lost))
-	for i := range events {
-		for _, it := range lost {
-			if it.index == i {
-				failed = append(failed, it.FailedEvent)
-			}
-		}
+	slices.SortFunc(lost, func(a, b *item) int { return a.index - b.index })
+	failed := make([]FailedEvent, len(lost))
+	for i, it := range lost {
+		failed[i] = it.FailedEvent
 	}
 	return &DeliveryError{Bus: p.bus, Total: len(events), Attempts: attempts, Failed: failed}
+}
+
+// round sends every sendable item of todo once, in calls of up to
+// MaxEntries with at most one item per session, and returns the items to
+// retry next round (in order) and lost with the items given up on. An item
+// is sendable when no earlier item of its session is still undelivered:
+// after a session's item fails, its later items wait for the next round,
+// and after one is given up on (lostSession), they are given up on too,
+// unsent.
+func (p *Publisher) round(ctx context.Context, todo, lost []*item, lostSession map[string]bool) (again, _ []*item) {
+	retrySession := map[string]bool{} // sessions with an item to retry next round
+	for len(todo) > 0 {
+		var batch, rest []*item
+		inBatch := map[string]bool{}
+		for _, it := range todo {
+			sid := it.Event.SessionID
+			switch {
+			case lostSession[sid]:
+				it.Err = errEarlierUndelivered
+				lost = append(lost, it)
+			case retrySession[sid]:
+				again = append(again, it) // after its session's failed item, next round
+			case inBatch[sid] || len(batch) == MaxEntries:
+				rest = append(rest, it) // a later call of this round
+			default:
+				inBatch[sid] = true
+				batch = append(batch, it)
+			}
+		}
+		if len(batch) == 0 {
+			break
+		}
+		retry, drop := p.put(ctx, batch)
+		for _, it := range retry {
+			retrySession[it.Event.SessionID] = true
+		}
+		for _, it := range drop {
+			lostSession[it.Event.SessionID] = true
+		}
+		again, lost = append(again, retry...), append(lost, drop...)
+		todo = rest
+	}
+	// Retried items before the later items of their session: back in the
+	// order given.
+	slices.SortFunc(again, func(a, b *item) int { return a.index - b.index })
+	return again, lost
 }
 
 // put makes one PutEvents call with batch and splits what did not get

@@ -476,3 +476,97 @@ func TestDeliveryErrorOrder(t *testing.T) {
 		t.Errorf("failed %v, want %v", got, want)
 	}
 }
+
+// sessionEvents returns events of sessions named by each letter of seq, each
+// session's versions counting up from 1 in the order given.
+func sessionEvents(seq string) []lifecycle.Event {
+	version := map[rune]int64{}
+	var out []lifecycle.Event
+	for _, r := range seq {
+		version[r]++
+		out = append(out, lifecycle.Event{SessionID: "ses_" + string(r), AccountID: "acc_1",
+			From: lifecycle.StateRunning, To: lifecycle.StatePaused, Version: version[r], Reason: lifecycle.ReasonIdle, Time: t0})
+	}
+	return out
+}
+
+// sent lists each call's entries as session:version.
+func (b *fakeBus) sent() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []string
+	for _, c := range b.calls {
+		var call []string
+		for _, d := range c {
+			call = append(call, fmt.Sprintf("%s:%d", strings.TrimPrefix(d.SessionID, "ses_"), d.Version))
+		}
+		out = append(out, strings.Join(call, " "))
+	}
+	return out
+}
+
+// TestSessionOrder: a call carries at most one event of a session, and a
+// session's event is sent only after its earlier ones were delivered, so a
+// retried entry never lands after a later event of its session; an event
+// given up on takes its session's later events with it, unsent.
+func TestSessionOrder(t *testing.T) {
+	ctx := context.Background()
+	t.Run("OnePerSessionPerCall", func(t *testing.T) {
+		b, client := MustBus(t, nil)
+		if err := eventbridge.New(eventbridge.Config{Client: client, Bus: bus}).Publish(ctx, sessionEvents("aabacb")...); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := b.sent(), []string{"a:1 b:1 c:1", "a:2 b:2", "a:3"}; !slices.Equal(got, want) {
+			t.Errorf("calls %q, want %q", got, want)
+		}
+	})
+	t.Run("RetriedBeforeLater", func(t *testing.T) {
+		b, client := MustBus(t, func(call int, d detail) string {
+			if call == 1 && d.SessionID == "ses_a" {
+				return "ThrottlingException"
+			}
+			return ""
+		})
+		s := &sleeps{}
+		if err := eventbridge.New(eventbridge.Config{Client: client, Bus: bus, Sleep: s.sleep}).Publish(ctx, sessionEvents("aab")...); err != nil {
+			t.Fatal(err)
+		}
+		// a:1 fails in the first call; a:2 waits for the next round, after
+		// a:1's retry.
+		if got, want := b.sent(), []string{"a:1 b:1", "a:1", "a:2"}; !slices.Equal(got, want) {
+			t.Errorf("calls %q, want %q", got, want)
+		}
+		if got := s.count(); got != 1 {
+			t.Errorf("%d waits, want 1", got)
+		}
+	})
+	t.Run("GivenUpTakesLaterOnes", func(t *testing.T) {
+		b, client := MustBus(t, func(_ int, d detail) string {
+			if d.SessionID == "ses_a" && d.Version == 1 {
+				return "MalformedDetail"
+			}
+			return ""
+		})
+		err := eventbridge.New(eventbridge.Config{Client: client, Bus: bus}).Publish(ctx, sessionEvents("abaa")...)
+		var de *eventbridge.DeliveryError
+		if !errors.As(err, &de) {
+			t.Fatalf("publish = %v, want a *DeliveryError", err)
+		}
+		if got, want := b.sent(), []string{"a:1 b:1"}; !slices.Equal(got, want) {
+			t.Errorf("calls %q, want %q", got, want)
+		}
+		var failed []int
+		for _, f := range de.Failed {
+			failed = append(failed, f.Index)
+		}
+		if got, want := failed, []int{0, 2, 3}; !slices.Equal(got, want) {
+			t.Errorf("failed indexes %v, want %v", got, want)
+		}
+		if got, want := de.FirstFailed(), 0; got != want {
+			t.Errorf("first failed = %d, want %d", got, want)
+		}
+		if !strings.Contains(fmt.Sprint(de.Failed[1].Err), "earlier event") {
+			t.Errorf("later event's reason = %q, want it to name the earlier undelivered one", fmt.Sprint(de.Failed[1].Err))
+		}
+	})
+}

@@ -1,0 +1,341 @@
+package costsim
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/sandmanhq/sandman/internal/costsim/numfmt"
+)
+
+// CallKind is one kind of provider lifecycle call.
+type CallKind uint8
+
+// The provider calls that share a provider's lifecycle limit, in the
+// priority order of a limiter that serves users first.
+const (
+	CallResume CallKind = iota
+	CallCreate
+	CallPause
+	CallRefresh
+	callKinds
+)
+
+// String names the kind.
+func (k CallKind) String() string {
+	return [...]string{"resume", "create", "pause", "refresh"}[k]
+}
+
+// CallDemand is the provider calls the target makes, per RateWindow.
+type CallDemand [callKinds]float64
+
+// Total is every call of d.
+func (d CallDemand) Total() float64 {
+	return d[CallResume] + d[CallCreate] + d[CallPause] + d[CallRefresh]
+}
+
+// ProviderLimit is one provider's published call limits, as calls per Window
+// (0: none published).
+type ProviderLimit struct {
+	Name   string
+	Window time.Duration
+	// Lifecycle is the limit shared by lifecycle calls (E2B: create, pause,
+	// connect, set-timeout all count; Daytona: start, stop, pause; creates
+	// have a bucket of their own).
+	Lifecycle int
+	// Creates is the limit on creates alone, when the provider has one.
+	Creates int
+	// CreatesInLifecycle says creates also count against Lifecycle.
+	CreatesInLifecycle bool
+	// Source says where the figures come from.
+	Source string
+}
+
+// DefaultProviderLimits are the report's published limits: E2B's rate-limits
+// page (e2b.dev/docs/sandbox/rate-limits: lifecycle and management API
+// 20,000 per 30 s on Hobby and Pro, creation 1/s Hobby and 5/s Pro,
+// Enterprise custom) and Daytona's (daytona.io/docs/en/rate-limits, and
+// docs/providers/daytona.md: tier 4 sandbox-lifecycle 50,000 and
+// sandbox-create 600 per minute). Vercel Sandbox publishes no call limit but
+// a vCPU allocation rate (Enterprise 400 per minute), which every create and
+// resume of a 2-vCPU sandbox draws from; it is not a call limit and is noted
+// in the report, not modelled.
+var DefaultProviderLimits = []ProviderLimit{
+	{Name: "e2b (Pro)", Window: 30 * time.Second, Lifecycle: 20_000, Creates: 150, CreatesInLifecycle: true,
+		Source: "e2b.dev/docs/sandbox/rate-limits: lifecycle 20,000 / 30 s; creation 5/s"},
+	{Name: "daytona (tier 4)", Window: time.Minute, Lifecycle: 50_000, Creates: 600,
+		Source: "daytona.io/docs/en/rate-limits (tier 4): sandbox-lifecycle 50,000 / min; sandbox-create 600 / min"},
+}
+
+// CallRow is one limiter row: the target's calls through one shared limiter
+// of ScaleConfig.RateLimit per RateWindow for one ScaleConfig.Intervals'
+// first interval, then drained.
+type CallRow struct {
+	Name string
+	// Demand is the calls per RateWindow; Limit the limiter's.
+	Demand CallDemand
+	Limit  int
+	// Calls, DelayP50, DelayP99, DelayMax per kind: how long a call waited
+	// for its token (granted - asked). Unserved counts calls still waiting
+	// when the drain stopped (a kind starved by a priority limiter).
+	Calls                        [callKinds]int
+	DelayP50, DelayP99, DelayMax [callKinds]time.Duration
+	Unserved                     [callKinds]int
+	// Drained is when the last call was granted, from the interval's start.
+	Drained time.Duration
+}
+
+// RefreshOption is one guard-refresh interval at the target: the calls it
+// adds and the limit every call needs to stay within 80 % of it.
+type RefreshOption struct {
+	// Every is the refresh interval of an active session; 0 is no refresh
+	// (the guard set only at create and resume).
+	Every time.Duration
+	// PerWindow is the refreshes per RateWindow; Total every call's.
+	PerWindow, Total float64
+	// Needed is the lifecycle limit per RateWindow at which Total is 80 %.
+	Needed float64
+	// Bound is how long past the idle timeout the provider's own timeout
+	// pauses a sandbox when the control plane is down: grace + Every +
+	// the coalescing window (with no refresh, the guard set at the last
+	// create or resume, no bound from activity).
+	Bound time.Duration
+}
+
+// demand is the calls of the target per RateWindow with refreshes every
+// refresh (0: none).
+func (c ScaleConfig) demand(refresh time.Duration) CallDemand {
+	perWindow := func(perInterval int) float64 {
+		return float64(perInterval) * c.RateWindow.Seconds() / c.SweepInterval.Seconds()
+	}
+	var d CallDemand
+	d[CallPause], d[CallResume], d[CallCreate] = perWindow(c.DueRate), perWindow(c.ResumeRate), perWindow(c.CreateRate)
+	if refresh > 0 {
+		d[CallRefresh] = float64(c.Sessions) * c.RateWindow.Seconds() / refresh.Seconds()
+	}
+	return d
+}
+
+// refreshOptions returns the guard-refresh table: today's interval and
+// longer ones, and none.
+func (c ScaleConfig) refreshOptions() []RefreshOption {
+	var out []RefreshOption
+	for _, every := range []time.Duration{c.RefreshEvery, 15 * time.Minute, 30 * time.Minute, time.Hour, 0} {
+		d := c.demand(every)
+		o := RefreshOption{Every: every, PerWindow: d[CallRefresh], Total: d.Total(), Needed: d.Total() / 0.8}
+		if every > 0 {
+			o.Bound = c.GuardGrace + every + c.Coalescing
+		}
+		out = append(out, o)
+	}
+	return out
+}
+
+// callArrivals draws one SweepInterval of the target's calls, each kind a
+// Poisson process (uniform times), sorted by time.
+type call struct {
+	at   time.Duration
+	kind CallKind
+}
+
+func (c ScaleConfig) callArrivals(d CallDemand, rng *rand.Rand) []call {
+	var calls []call
+	for k := range callKinds {
+		n := int(math.Round(d[k] * c.SweepInterval.Seconds() / c.RateWindow.Seconds()))
+		for range n {
+			calls = append(calls, call{at: ms(rng.Float64() * float64(c.SweepInterval)), kind: k})
+		}
+	}
+	slices.SortFunc(calls, func(a, b call) int {
+		if a.at != b.at {
+			return cmp.Compare(a.at, b.at)
+		}
+		return cmp.Compare(a.kind, b.kind)
+	})
+	return calls
+}
+
+// limit runs calls through one limiter of perSecond tokens, burst 1: first
+// come first served, or by kind (CallKind order) when priority, stopping
+// after stop. It returns each call's delay (-1: not served).
+func limit(calls []call, perSecond float64, priority bool, stop time.Duration) []time.Duration {
+	step := time.Duration(float64(time.Second) / perSecond)
+	delay := make([]time.Duration, len(calls))
+	if !priority {
+		next := time.Duration(math.MinInt64 / 2)
+		for i, cl := range calls {
+			g := max(cl.at, next)
+			if g > stop {
+				delay[i] = -1
+				continue
+			}
+			delay[i], next = g-cl.at, g+step
+		}
+		return delay
+	}
+	// Priority: per kind a FIFO of the calls that arrived; each token goes
+	// to the most urgent kind with a call waiting.
+	var queues [callKinds][]int
+	arrived, waiting := 0, 0
+	t := time.Duration(0)
+	if len(calls) > 0 {
+		t = calls[0].at
+	}
+	for arrived < len(calls) || waiting > 0 {
+		for arrived < len(calls) && calls[arrived].at <= t {
+			queues[calls[arrived].kind] = append(queues[calls[arrived].kind], arrived)
+			arrived++
+			waiting++
+		}
+		if waiting == 0 {
+			t = calls[arrived].at
+			continue
+		}
+		if t > stop {
+			break
+		}
+		for k := range callKinds {
+			if q := queues[k]; len(q) > 0 {
+				delay[q[0]] = t - calls[q[0]].at
+				queues[k] = q[1:]
+				waiting--
+				break
+			}
+		}
+		t += step
+	}
+	for k := range callKinds {
+		for _, i := range queues[k] {
+			delay[i] = -1
+		}
+	}
+	for i := arrived; i < len(calls); i++ {
+		delay[i] = -1
+	}
+	return delay
+}
+
+// callRow runs one limiter row.
+func (c ScaleConfig) callRow(name string, d CallDemand, priority bool) CallRow {
+	rng := rand.New(rand.NewPCG(c.Seed, 1))
+	calls := c.callArrivals(d, rng)
+	perSecond := float64(c.RateLimit) / c.RateWindow.Seconds()
+	delay := limit(calls, perSecond, priority, c.LimiterDrain)
+	row := CallRow{Name: name, Demand: d, Limit: c.RateLimit}
+	var by [callKinds][]time.Duration
+	for i, cl := range calls {
+		row.Calls[cl.kind]++
+		if delay[i] < 0 {
+			row.Unserved[cl.kind]++
+			continue
+		}
+		by[cl.kind] = append(by[cl.kind], delay[i])
+		row.Drained = max(row.Drained, cl.at+delay[i])
+	}
+	for k := range callKinds {
+		slices.Sort(by[k])
+		if len(by[k]) > 0 {
+			row.DelayP50[k], row.DelayP99[k], row.DelayMax[k] = percentile(by[k], 0.5), percentile(by[k], 0.99), by[k][len(by[k])-1]
+		}
+	}
+	return row
+}
+
+// runCalls runs the limiter rows: every call at the target with today's
+// refresh interval, first come first served; the same with users first; and
+// with no refresh.
+func (c ScaleConfig) runCalls() []CallRow {
+	today := c.demand(c.RefreshEvery)
+	none := c.demand(0)
+	return []CallRow{
+		c.callRow(fmt.Sprintf("refresh every %s (today), first come first served", human(c.RefreshEvery)), today, false),
+		c.callRow(fmt.Sprintf("refresh every %s (today), resumes and creates first, refreshes last", human(c.RefreshEvery)), today, true),
+		c.callRow("no refresh, first come first served", none, false),
+	}
+}
+
+// callsMarkdown renders the provider-call budget: the demand at the target
+// against each provider's published limits, the limiter rows, and the
+// refresh options.
+func (s ScaleReport) callsMarkdown() string {
+	c := s.Config
+	if len(s.Calls) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	today := c.demand(c.RefreshEvery)
+	w("\n### Scale: provider calls at the target\n\n")
+	w("At the target (%s running sessions heartbeating, %s pauses, %s resumes and %s creates per %s) every lifecycle call "+
+		"the control plane makes, per %s: %s pauses, %s resumes, %s creates and %s guard refreshes (each active session's "+
+		"provider timeout is pushed out once per %s of activity, `lifecycle.Policy.NeedsProviderRefresh`): %s calls.\n\n",
+		numfmt.Thousands(c.Sessions), numfmt.Thousands(c.DueRate), numfmt.Thousands(c.ResumeRate), numfmt.Thousands(c.CreateRate),
+		human(c.SweepInterval), human(c.RateWindow), numfmt.Thousands(int(today[CallPause])), numfmt.Thousands(int(today[CallResume])),
+		numfmt.Thousands(int(today[CallCreate])), numfmt.Thousands(int(today[CallRefresh])), human(c.RefreshEvery),
+		numfmt.Thousands(int(today.Total())))
+	w("| provider | lifecycle limit per %s | calls per %s (today) | × limit | without refreshes | × limit | create limit per %s | creates | × limit | source |\n",
+		human(c.RateWindow), human(c.RateWindow), human(c.RateWindow))
+	w("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	for _, l := range c.Limits {
+		scale := c.RateWindow.Seconds() / l.Window.Seconds()
+		life, creates := float64(l.Lifecycle)*scale, float64(l.Creates)*scale
+		on, off := today.Total(), c.demand(0).Total()
+		if !l.CreatesInLifecycle {
+			on -= today[CallCreate]
+			off -= today[CallCreate]
+		}
+		w("| %s | %s | %s | %.2f | %s | %.2f | %s | %s | %.1f | %s |\n", l.Name, numfmt.Thousands(int(life)),
+			numfmt.Thousands(int(on)), ratio(on, life), numfmt.Thousands(int(off)), ratio(off, life),
+			numfmt.Thousands(int(creates)), numfmt.Thousands(int(today[CallCreate])), ratio(today[CallCreate], creates), l.Source)
+	}
+	w("\nNeither published limit carries the target: E2B's 20,000 per 30 s is below the pauses, resumes and creates alone, "+
+		"and both create limits are far below %s creates per %s (E2B's Enterprise limits are \"custom\"). Vercel Sandbox "+
+		"publishes no call limit; its vCPU allocation rate (Enterprise 400 per minute) is drawn by every create and resume "+
+		"(a resume boots a new session): %s vCPUs per minute at 2 vCPUs a sandbox, a limit of another kind, far below the target.\n\n",
+		numfmt.Thousands(c.CreateRate), human(c.SweepInterval),
+		numfmt.Thousands(int(2*(today[CallResume]+today[CallCreate])*time.Minute.Seconds()/c.RateWindow.Seconds())))
+
+	w("**The one shared limiter.** Every call goes through one limiter per provider (sweep, timers, resumes, creates "+
+		"and refreshes alike) that holds calls to %s per %s, paced evenly. One interval (%s) of the target's calls, drawn "+
+		"as Poisson processes (seed %d), then drained; a call's delay is its grant − its request; calls still waiting %s "+
+		"after the interval began are counted unserved.\n\n",
+		numfmt.Thousands(c.RateLimit), human(c.RateWindow), human(c.SweepInterval), c.Seed, human(c.LimiterDrain))
+	w("| row | calls per %s | × limit | kind | calls | delay p50 (s) | delay p99 (s) | delay max (s) | unserved |\n", human(c.RateWindow))
+	w("|---|---:|---:|---|---:|---:|---:|---:|---:|\n")
+	for _, r := range s.Calls {
+		for k := range callKinds {
+			if r.Calls[k] == 0 {
+				continue
+			}
+			w("| %s | %s | %.2f | %s | %s | %.1f | %.1f | %.1f | %s |\n", r.Name, numfmt.Thousands(int(r.Demand.Total())),
+				ratio(r.Demand.Total(), float64(r.Limit)), k, numfmt.Thousands(r.Calls[k]),
+				r.DelayP50[k].Seconds(), r.DelayP99[k].Seconds(), r.DelayMax[k].Seconds(), numfmt.Thousands(r.Unserved[k]))
+		}
+	}
+	w("\nOver the limit, a first-come limiter delays every kind alike and the delay grows by the excess for as long as the "+
+		"load lasts (here one interval; at a steady target it has no bound). Serving resumes and creates first keeps the "+
+		"users' calls within a second while pauses and refreshes wait; a refresh that waits longer than its headroom "+
+		"lets the provider pause an active user. So at this limit the guard's refreshes cannot be afforded: the table "+
+		"below gives, per refresh interval, the calls and the lifecycle limit under which every call stays at 80 %%, and "+
+		"the guard's bound when the control plane is down (grace %s + interval + coalescing %s).\n\n",
+		human(c.GuardGrace), human(c.Coalescing))
+	w("| guard refresh | refreshes per %s | all calls per %s | limit needed (80 %%) | × E2B's 20,000 | guard bound past the idle timeout |\n",
+		human(c.RateWindow), human(c.RateWindow))
+	w("|---|---:|---:|---:|---:|---|\n")
+	for _, o := range c.refreshOptions() {
+		every, bound := "every "+human(o.Every), human(o.Bound)
+		if o.Every == c.RefreshEvery {
+			every += " (today)"
+		}
+		if o.Every == 0 {
+			every, bound = "none", "the longest run the plan allows (E2B: 1 h Hobby, 24 h Pro), set at create and resume so that no active user is paused"
+		}
+		w("| %s | %s | %s | %s | %.1f | %s |\n", every, numfmt.Thousands(int(o.PerWindow)), numfmt.Thousands(int(o.Total)),
+			numfmt.Thousands(int(o.Needed)), o.Needed/float64(c.RateLimit), bound)
+	}
+	return b.String()
+}

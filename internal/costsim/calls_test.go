@@ -1,0 +1,97 @@
+package costsim_test
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sandmanhq/sandman/internal/costsim"
+)
+
+// smallCalls is the provider-call model scaled down: 6,000 active sessions
+// refreshing every 5 min (600 refreshes per 30 s), 100 pauses, 100 resumes
+// and 30 creates per 30 s, against a limit of 200 per 30 s: 830 calls per
+// 30 s, 4.15× the limit.
+func smallCalls() costsim.ScaleConfig {
+	c := costsim.DefaultScale()
+	c.Sessions, c.DueRate, c.ResumeRate, c.CreateRate = 6000, 1000, 1000, 300
+	c.Intervals, c.RateLimit = 1, 200
+	c.MassDisconnect = 0
+	return c
+}
+
+// TestSharedLimiterDelays: a first-come limiter over its limit delays every
+// kind alike and drains one interval's calls at the limit; one that serves
+// resumes and creates first keeps them within seconds while refreshes wait
+// longest; calls still waiting when the drain stops are unserved.
+func TestSharedLimiterDelays(t *testing.T) {
+	r := MustScale(t, smallCalls())
+	if got, want := len(r.Calls), 3; got != want {
+		t.Fatalf("limiter rows = %d, want %d", got, want)
+	}
+	fifo, prio, none := r.Calls[0], r.Calls[1], r.Calls[2]
+	resume, create, pause, refresh := costsim.CallResume, costsim.CallCreate, costsim.CallPause, costsim.CallRefresh
+	if got, want := fifo.Demand.Total(), 830.0; math.Abs(got-want) > 1e-9 {
+		t.Fatalf("demand = %v calls per 30 s, want %v", got, want)
+	}
+	if got, want := fifo.Calls[refresh], 6000; got != want {
+		t.Errorf("refreshes in one interval = %d, want %d", got, want)
+	}
+	// 8,300 calls at 200 per 30 s take 1,245 s.
+	if got, want := fifo.Drained, 1245*time.Second; got < want*98/100 || got > want*102/100 {
+		t.Errorf("first come first served drained at %v, want about %v", got, want)
+	}
+	for k := range 4 {
+		kind := costsim.CallKind(k)
+		if d := fifo.DelayP50[kind] - fifo.DelayP50[pause]; d < -fifo.Drained/10 || d > fifo.Drained/10 {
+			t.Errorf("first come first served: %s p50 %v, pause p50 %v: want alike", kind, fifo.DelayP50[kind], fifo.DelayP50[pause])
+		}
+	}
+	if prio.DelayP99[resume] > 5*time.Second || prio.DelayP99[create] > 5*time.Second {
+		t.Errorf("users first: resume p99 %v, create p99 %v, want within 5 s", prio.DelayP99[resume], prio.DelayP99[create])
+	}
+	if !(prio.DelayP50[refresh] > prio.DelayP50[pause] && prio.DelayP50[pause] > prio.DelayP50[resume]) {
+		t.Errorf("users first: p50 refresh %v, pause %v, resume %v: want refreshes longest, resumes shortest",
+			prio.DelayP50[refresh], prio.DelayP50[pause], prio.DelayP50[resume])
+	}
+	// Without refreshes: 230 per 30 s, 1.15× the limit; the excess of one
+	// interval (0.15 × 300 s) is the longest delay.
+	if none.Calls[refresh] != 0 {
+		t.Errorf("no refresh row made %d refreshes", none.Calls[refresh])
+	}
+	if got := none.DelayMax[pause]; got < 35*time.Second || got > 55*time.Second {
+		t.Errorf("no refresh: delay max %v, want about 45 s", got)
+	}
+
+	c := smallCalls()
+	c.LimiterDrain = 10 * time.Minute
+	short := MustScale(t, c).Calls[1]
+	if short.Unserved[refresh] == 0 || short.Unserved[resume] != 0 {
+		t.Errorf("drain stopped at 10 min: %d refreshes and %d resumes unserved, want some and none",
+			short.Unserved[refresh], short.Unserved[resume])
+	}
+}
+
+// TestProviderCallsAtTheTarget pins the default target's demand and checks
+// the section names every provider limit and the refresh options with their
+// bounds.
+func TestProviderCallsAtTheTarget(t *testing.T) {
+	r := MustDefaultReport(t)
+	today := r.Scale.Calls[0].Demand
+	want := costsim.CallDemand{costsim.CallResume: 10_000, costsim.CallCreate: 3_000, costsim.CallPause: 10_000, costsim.CallRefresh: 100_000}
+	if today != want {
+		t.Errorf("demand per 30 s = %v, want %v", today, want)
+	}
+	md := r.Markdown()
+	for _, s := range []string{
+		"### Scale: provider calls at the target",
+		"| e2b (Pro) | 20,000 | 123,000 | 6.15 | 23,000 | 1.15 |",
+		"| every 5 min (today) | 100,000 | 123,000 | 153,750 | 7.7 | 7.5 min |",
+		"| every 1 h | 8,333 | 31,333 | 39,166 | 2.0 | 1 h 3 min |",
+	} {
+		if !strings.Contains(md, s) {
+			t.Errorf("Markdown lacks %q", s)
+		}
+	}
+}
