@@ -1,4 +1,4 @@
-// Full-stack browser test (issue 18, Must show): the real local stack
+// Full-stack browser test (docs/DESIGN.md "Client channel"): the real local stack
 // (`sandman run`, DynamoDB Local in memory, the local provider, a 2 s sweep)
 // and the console in real headless Chromium. Run from the repository root:
 //
