@@ -29,9 +29,10 @@ var (
 	providerKeyFunctions = []string{routes.Sessions, routes.Resume, routes.Snapshot, routes.Reconnect, routes.IdlePause, routes.Pauser,
 		routes.Readiness, routes.Channel} // the channel's $default resumes
 	// timerFunctions arm pause timers: every function whose writes may set
-	// a deadline before the next sweep, and the pauser, which re-arms.
+	// a deadline before the next sweep (the readiness function's: it
+	// finishes the resume an open hands off), and the pauser, which re-arms.
 	timerFunctions = []string{routes.Sessions, routes.Resume, routes.Snapshot, routes.Reconnect, routes.Webhook,
-		routes.IdlePause, routes.Pauser, routes.Channel}
+		routes.IdlePause, routes.Pauser, routes.Channel, routes.Readiness}
 	publisherFunctions = []string{routes.Publisher} // the table's stream publishes; no request does
 )
 

@@ -8,12 +8,14 @@ import (
 
 // timerArmers are the functions whose writes may set a pause deadline before
 // the next sweep and so arm its timer at once (lifecycle.Service.ArmTimer;
-// the channel's heartbeats, resumes and away deadlines included), and the
+// the channel's heartbeats, resumes and away deadlines included, and the
+// readiness function's, which finishes the resume an open of a stable link
+// hands off: docs/WAKE.md "The resume runs in the background"), and the
 // pauser, which re-arms a timer whose deadline moved: they may send
 // to the timer queue (sqs:SendMessage only) and get its URL in
 // envnames.TimerQueueURL.
 var timerArmers = []string{routes.Sessions, routes.Resume, routes.Snapshot, routes.Reconnect, routes.Webhook,
-	routes.IdlePause, routes.Pauser, routes.Channel}
+	routes.IdlePause, routes.Pauser, routes.Channel, routes.Readiness}
 
 // Settings of the timer queue and the pauser's event source mapping (ours;
 // docs/DESIGN.md "Precise pausing" asks for a timer that fires on the deadline,

@@ -27,11 +27,13 @@ if [ -x scripts/smoke.sh ] && [ "$#" -eq 0 ]; then
   bash scripts/smoke.sh
 fi
 
-# The client channel end to end in headless Chromium (issue 18), and the
+# The client channel end to end in headless Chromium, the stable link and
+# resume on return (docs/WAKE.md), and the
 # browser client's own behaviours (heartbeat throttling, reconnect backoff,
 # token refresh) against a scripted channel.
 if [ "$#" -eq 0 ]; then
   bash scripts/browser.sh internal/localstack/testdata/fullstack.test.mjs
+  bash scripts/browser.sh internal/localstack/testdata/wake.test.mjs
   bash scripts/browser.sh internal/webclient/webclienttest/testdata/client.test.mjs
 fi
 

@@ -155,6 +155,7 @@ func (h *Handler) implementations() map[string]routeFunc {
 		"GET " + routes.UsagePath:             h.usage,
 		"GET " + routes.PoolsPath:             h.pools,
 		"GET " + routes.OpenAPIPath:           h.openAPIDocument,
+		"GET " + routes.ClientScriptPath:      h.clientScript,
 		"POST " + routes.ClientTokensPath:     h.createClientToken,
 
 		"POST " + routes.WebhookEndpointsPath:                                          h.createWebhookEndpoint,
@@ -232,6 +233,9 @@ func (h *Handler) Handle(ctx context.Context, ev events.APIGatewayV2HTTPRequest)
 		h.log.ErrorContext(ctx, "encode response", "err", err)
 	} else if resp.html != "" {
 		out.Headers["Content-Type"] = "text/html; charset=utf-8"
+		if resp.contentType != "" {
+			out.Headers["Content-Type"] = resp.contentType
+		}
 		out.Body = resp.html
 	}
 	if out.StatusCode == http.StatusUnauthorized { // an API key is the challenge; Responder leaves it to us

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/routes"
 )
 
 // MaxOpenWaitSeconds bounds ?wait= of GET /v1/sessions/{id}/open: the API
@@ -50,7 +51,7 @@ func (h *Handler) open(ctx context.Context, r *request) (response, error) {
 	}
 	if browser {
 		return htmlResponse(http.StatusOK, wakingPage, openPage{
-			SessionID: id, Link: r.path(), Token: h.pageToken(r, id), WSURL: h.wsURL,
+			SessionID: id, Link: r.path(), Script: clientScriptURL(r.path()), Token: h.pageToken(r, id), WSURL: h.wsURL,
 		}), nil
 	}
 	bound := time.Duration(wait) * time.Second
@@ -115,9 +116,22 @@ func appMessage(err error) string {
 	return "the session cannot be opened"
 }
 
-// openPage is what the link's HTML pages are rendered from.
+// openPage is what the link's HTML pages are rendered from. Script is the
+// path of the client module (clientScriptURL).
 type openPage struct {
-	SessionID, Link, Token, WSURL, Message string
+	SessionID, Link, Script, Token, WSURL, Message string
+}
+
+// clientScriptURL returns the path of GET /v1/sandman.js
+// (routes.ClientScriptPath) on the API the link was opened on: the link's
+// path up to "/sessions/", so a stage or a base path in front of /v1 is
+// kept ("/prod/v1/sessions/x/open" → "/prod/v1/sandman.js").
+func clientScriptURL(link string) string {
+	prefix, _, ok := strings.Cut(link, "/sessions/")
+	if !ok {
+		return routes.ClientScriptPath
+	}
+	return prefix + "/sandman.js"
 }
 
 // htmlResponse renders page with data as the body of a text/html answer.
@@ -131,7 +145,7 @@ func htmlResponse(status int, page *template.Template, data openPage) response {
 }
 
 // wakingPage follows the session over the client channel (sandman.js,
-// served beside the API at /sandman.js) and reloads the link the moment the
+// served by the API at /v1/sandman.js: clientScriptURL) and reloads the link the moment the
 // session is usable; the link then redirects to the preview. Without a
 // channel it reloads the link every few seconds.
 var wakingPage = template.Must(template.New("waking").Parse(`<!doctype html>
@@ -140,12 +154,12 @@ var wakingPage = template.Must(template.New("waking").Parse(`<!doctype html>
 <style>body{font:16px system-ui,sans-serif;display:grid;place-items:center;height:100vh;margin:0;color:#333}</style>
 </head><body><p id="msg">Waking your session…</p>
 <script type="module">
-const link = {{.Link}}, token = {{.Token}}, wsURL = {{.WSURL}};
+const link = {{.Link}}, script = {{.Script}}, token = {{.Token}}, wsURL = {{.WSURL}};
 const reopen = () => location.replace(link + location.search);
 if (!token || !wsURL) { setTimeout(reopen, 3000); }
 else {
   try {
-    const { connect, isReady } = await import("/sandman.js");
+    const { connect, isReady } = await import(script);
     const s = connect({ url: wsURL, token });
     s.addEventListener("session", (e) => {
       const st = e.detail;

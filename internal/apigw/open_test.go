@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/sandmanhq/sandman/internal/provider/fake"
 )
 
 // withOpenPath turns an open fixture into one of the link with a trailing
@@ -78,7 +80,7 @@ func TestOpenLink(t *testing.T) {
 		if r.status != http.StatusFound && r.status != http.StatusOK {
 			t.Fatalf("status %d, want the preview or the waking page", r.status)
 		}
-		if r.status == http.StatusOK && !strings.Contains(r.body, "sandman.js") {
+		if r.status == http.StatusOK && !strings.Contains(r.body, `"/v1/sandman.js"`) {
 			t.Errorf("waking page does not follow the session: %s", r.body)
 		}
 		if got := h.mustSession(t, p.ID); got.State != "running" {
@@ -95,4 +97,49 @@ func TestOpenLink(t *testing.T) {
 			t.Errorf("Content-Type %q for a browser, want text/html", r.headers["Content-Type"])
 		}
 	})
+}
+
+// TestOpenWhileResumingServesTheWakingPage: a browser opening the link of a
+// session another open is waking gets the waking page at once, which
+// imports the client module from the API (GET /v1/sandman.js) and follows
+// the session; a client that does not hold gets 503 with Retry-After.
+func TestOpenWhileResumingServesTheWakingPage(t *testing.T) {
+	t.Parallel()
+	h, tokens := MustTokenHarness(t)
+	s := h.mustCreate(t)
+	tok, _, err := tokens.Mint(s.ID, s.AccountID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, h.invoke(t, MustEvent(t, "snapshot.json", withID(s.ID))), http.StatusOK)
+	release := make(chan struct{})
+	atProvider := make(chan struct{}, 1)
+	h.prov.SetOnCall(func(op fake.Op, _ string) {
+		if op == fake.OpResume {
+			atProvider <- struct{}{}
+			<-release
+		}
+	})
+	first := make(chan result, 1)
+	go func() { first <- h.invoke(t, MustEvent(t, "open.json", withID(s.ID))) }()
+	<-atProvider // the first open holds the resume at the provider
+
+	r := h.invoke(t, MustEvent(t, "open.json", withID(s.ID), withKey(""), withQuery("token", tok), withHeader("accept", "text/html")))
+	wantStatus(t, r, http.StatusOK)
+	if !strings.Contains(r.body, `"/v1/sandman.js"`) || !strings.Contains(r.body, tok) {
+		t.Errorf("the waking page does not import /v1/sandman.js with the link's token: %s", r.body)
+	}
+	if !strings.Contains(r.headers["Content-Type"], "text/html") {
+		t.Errorf("Content-Type %q, want text/html", r.headers["Content-Type"])
+	}
+	wantError(t, h.invoke(t, MustEvent(t, "open.json", withID(s.ID))), http.StatusServiceUnavailable, "unavailable")
+
+	close(release)
+	h.prov.SetOnCall(nil)
+	if got := <-first; got.status != http.StatusFound && got.status != http.StatusServiceUnavailable {
+		t.Errorf("the waking open answered %d, want 302 or 503", got.status)
+	}
+	if got := h.mustSession(t, s.ID); got.State != "running" {
+		t.Errorf("state %s after the resume, want running", got.State)
+	}
 }

@@ -16,6 +16,9 @@ type response struct {
 	// html, when not "", is the body as text/html instead of body's JSON
 	// (the stable link's pages, open.go).
 	html string
+	// contentType, when not "", is html's Content-Type instead of
+	// text/html (the client script, clientscript.go).
+	contentType string
 }
 
 // nullable returns nil for "" so the field encodes as null.

@@ -207,7 +207,7 @@ var errNotReady = fmt.Errorf("not ready")
 
 func (r *Report) poolsSection(b *strings.Builder, res *PoolsResult) {
 	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
-	p("## 10. Warm pools: create → ready from a spare and cold (docs/POOLS.md)\n\n")
+	p("## 11. Warm pools: create → ready from a spare and cold (docs/POOLS.md)\n\n")
 	p("Each row runs %d rounds on memstore with the in-process readiness worker: fill a pool of size 1 (`FillPools`), ", res.Rounds)
 	p("then create a session of the pool's app and wait until it is ready (from the pool: the claim, the resume, the ")
 	p("readiness probe), then create one of the same app with one more env value, which matches no pool (cold: the ")

@@ -198,30 +198,11 @@ func readinessOnFake(ctx context.Context, prof ReadinessProfile, rounds int) (Re
 func readinessOnLocal(ctx context.Context, rounds int) (ReadinessProfile, error) {
 	prof := ReadinessProfile{Name: "local, real server, SANDMAN_LOCAL_KEEP_PROCESSES=false",
 		Source: "measured: resume (SIGCONT) + start + first answer, polled every 1 ms"}
-	exe, err := os.Executable()
+	lp, exe, closeLocal, err := newBenchLocal(ctx, "sandman-bench-readiness-")
 	if err != nil {
 		return prof, err
 	}
-	dir, err := os.MkdirTemp("", "sandman-bench-readiness-")
-	if err != nil {
-		return prof, err
-	}
-	defer os.RemoveAll(dir)
-	lp, err := local.New(local.Config{Dir: dir, DropProcesses: true, Logger: slog.New(slog.DiscardHandler),
-		Command: []string{exe, "sandbox"}, Env: []string{EnvSandboxChild + "=1"}})
-	if err != nil {
-		return prof, err
-	}
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		if page, err := lp.List(cctx, lifecycle.ListRequest{}); err == nil {
-			for _, sb := range page.Sandboxes {
-				_ = lp.Kill(cctx, sb.ID)
-			}
-		}
-		_ = lp.Close(cctx)
-	}()
+	defer closeLocal()
 	svc, w := readinessService(lp, nil)
 	wctx, cancel := context.WithCancel(ctx)
 	defer func() { cancel(); w.Close() }()

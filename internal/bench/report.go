@@ -43,6 +43,8 @@ type Report struct {
 	Channel   *ChannelResult   `json:"channel,omitempty"`
 	Timers    *TimersResult    `json:"timers,omitempty"`
 	Readiness *ReadinessResult `json:"readiness,omitempty"`
+	// Open is the stable link's open → first byte figure (open.go).
+	Open *OpenResult `json:"open,omitempty"`
 	// Pools is the warm pool figure (pools.go).
 	Pools *PoolsResult `json:"pools,omitempty"`
 	// Deliveries is the outbound webhook figure (deliveries.go).
@@ -141,6 +143,9 @@ func (r *Report) Markdown() string {
 	}
 	if x := r.Readiness; x != nil {
 		r.readinessSection(&b, x)
+	}
+	if x := r.Open; x != nil {
+		r.openSection(&b, x)
 	}
 	if x := r.Pools; x != nil {
 		r.poolsSection(&b, x)

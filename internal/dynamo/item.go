@@ -72,6 +72,9 @@ type sessionItem struct {
 	// never) are lifecycle.Session's resume on return (docs/WAKE.md).
 	ResumeOnReturn  bool   `dynamodbav:"resume_on_return,omitempty"`
 	ReturnResumedAt string `dynamodbav:"return_resumed_at,omitempty"`
+	// ResumeQueued (absent: false) is lifecycle.Session.ResumeQueued: a
+	// resuming session's resume runs in a background job.
+	ResumeQueued bool `dynamodbav:"resume_queued,omitempty"`
 	// App is the session's app spec (lifecycle.AppSpec; absent: none);
 	// Readiness, ReadinessDetail and ReadyAt (timeLayout) its readiness
 	// (docs/READINESS.md). The outbox reads readiness from the stream image.
@@ -232,6 +235,7 @@ func toSessionItem(s *lifecycle.Session, shards int) sessionItem {
 	}
 	it.AwayTimeoutMS, it.AwayDeadline = s.AwayTimeout.Milliseconds(), formatTime(s.AwayDeadline)
 	it.ResumeOnReturn, it.ReturnResumedAt = s.ResumeOnReturn, formatTime(s.ReturnResumedAt)
+	it.ResumeQueued = s.ResumeQueued
 	it.App, it.Readiness, it.ReadinessDetail = toAppItem(s.App), string(s.Readiness), s.ReadinessDetail
 	it.ReadyAt = formatTime(s.ReadyAt)
 	it.FromPool, it.PoolID = s.FromPool, s.PoolID
@@ -300,7 +304,7 @@ func (it sessionItem) session() (*lifecycle.Session, error) {
 	}
 	s.App, s.Readiness, s.ReadinessDetail = it.App.spec(), lifecycle.Readiness(it.Readiness), it.ReadinessDetail
 	s.AwayTimeout = time.Duration(it.AwayTimeoutMS) * time.Millisecond
-	s.ResumeOnReturn = it.ResumeOnReturn
+	s.ResumeOnReturn, s.ResumeQueued = it.ResumeOnReturn, it.ResumeQueued
 	s.FromPool, s.PoolID = it.FromPool, it.PoolID
 	for _, f := range times {
 		if *f.dst, err = parseTime(f.name, f.v); err != nil {

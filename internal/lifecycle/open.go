@@ -8,14 +8,17 @@ import (
 // Open is what an open of a session's stable link does (docs/WAKE.md):
 // it counts as activity on a running session, and on a paused one it
 // starts the one resume of a burst (reason return when the session resumes
-// on return and may now: mayResumeOnReturn; else request). The paused → resuming write is
-// conditional, so of many concurrent opens exactly one wins it and runs the
-// resume; the others re-read, find the session resuming and join (they
-// return it as it is, no error, no second resume). It returns the session
-// as it then is (running, resuming, …). Errors: not_found, forbidden,
-// gone (killed, failed or expired), conflict (another state
-// that cannot open), quota_exceeded and unavailable as
-// Resume.
+// on return and may now: mayResumeOnReturn; else request). The paused →
+// resuming write is conditional, so of many concurrent opens exactly one
+// wins it and starts the resume; the others re-read, find the session
+// resuming and join (they return it as it is, no error, no second resume).
+// With Config.ReadinessJobs the winner does not wait for the provider: it
+// hands the rest of the resume to a job (openResume) and returns the
+// session resuming, so the link answers at once. It returns the session as
+// it then is (running, resuming, …). Errors: not_found, forbidden, gone
+// (killed, failed or expired), conflict (another state that cannot open),
+// quota_exceeded, and (without jobs, or when the job could not be queued)
+// unavailable as Resume.
 func (s *Service) Open(ctx context.Context, accountID, id string) (*Session, error) {
 	return s.retryConflicts(ctx, accountID, id, func(sess *Session) error {
 		switch sess.State {
@@ -34,7 +37,7 @@ func (s *Service) Open(ctx context.Context, accountID, id string) (*Session, err
 			if sess.mayResumeOnReturn(s.now()) {
 				reason, sess.ReturnResumedAt = ReasonReturn, s.now()
 			}
-			return s.resume(ctx, sess, reason)
+			return s.openResume(ctx, sess, reason)
 		case StateResuming, StateProvisioning, StatePausing:
 			return nil // joins the move under way; the caller follows it
 		}
@@ -75,4 +78,46 @@ func (s *Service) WaitOpen(ctx context.Context, accountID, id string, bound time
 func (s *Session) Opened() bool {
 	return s.State == StateRunning && s.PreviewURL != "" &&
 		(s.App == nil || s.Readiness == ReadinessReady || s.Readiness == "")
+}
+
+// openResume starts the resume of paused sess for an open. With
+// Config.ReadinessJobs it commits paused → resuming marked ResumeQueued and
+// queues a job for the session, whose BringUp finishes the resume (the
+// provider's resume and resuming → running) in the background: a goroutine
+// of the in-process worker locally, a readiness-queue message in AWS. When
+// the job cannot be queued the open finishes the resume itself, as without
+// jobs. A job that never runs (a crash between the write and the queue)
+// leaves the session resuming until its lease ends; the sweep's reconcile
+// then settles it from the provider's view, as for any resume cut short.
+func (s *Service) openResume(ctx context.Context, sess *Session, reason string) error {
+	if s.cfg.ReadinessJobs == nil {
+		return s.resume(ctx, sess, reason)
+	}
+	if err := s.beginResume(ctx, sess, reason, true); err != nil {
+		return err
+	}
+	if err := s.cfg.ReadinessJobs.Enqueue(ctx, sess.ID); err != nil {
+		s.log().WarnContext(ctx, "queue the resume job; the open resumes the session itself",
+			"session_id", sess.ID, "err", err)
+		return s.finishResume(ctx, sess, reason)
+	}
+	return nil
+}
+
+// finishQueuedResume finishes the resume an open handed to a job
+// (openResume); BringUp calls it only for a session it read resuming with
+// ResumeQueued (a job run again after the resume finished, or one that
+// finds a resume some request runs itself, does nothing). Two copies of one
+// job at once (SQS delivers at least once) may both ask the provider, whose
+// resume of a running sandbox changes nothing; one resuming → running write
+// commits and the other finds it settled. The running write queues the
+// app's own readiness job, which brings the app up. An error of the resume
+// is logged: the resume recorded the state the provider showed (paused,
+// expired), or left the session to its lease.
+func (s *Service) finishQueuedResume(ctx context.Context, sess *Session) BringUpOutcome {
+	if err := s.finishResume(ctx, sess, sess.Reason); err != nil {
+		s.log().WarnContext(ctx, "queued resume failed", "session_id", sess.ID, "err", err)
+		return BringUpMoved
+	}
+	return BringUpResumed
 }

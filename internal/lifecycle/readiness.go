@@ -127,10 +127,16 @@ const (
 	BringUpReady   BringUpOutcome = "ready"
 	BringUpFailed  BringUpOutcome = "failed"
 	BringUpMoved   BringUpOutcome = "moved" // the session left running (paused, killed) meanwhile
+	// BringUpResumed: the job finished a resume an open handed to it
+	// (Session.ResumeQueued); the running write queued the app's job.
+	BringUpResumed BringUpOutcome = "resumed"
 )
 
 // BringUp is a readiness job (docs/READINESS.md "How the app is brought
-// up"): for a running session whose app is starting, it looks for the app
+// up"). For a resuming session whose resume an open handed to a job
+// (Session.ResumeQueued, docs/WAKE.md "The resume runs in the background") it finishes
+// that resume and returns BringUpResumed (the running write queues the
+// next job, for the app). For a running session whose app is starting, it looks for the app
 // command in the sandbox (CommandRunner.CommandStatus) and starts it only
 // when none runs, then probes the preview at the app's ready path with
 // backoff until it answers below 500 with something other than the
@@ -149,6 +155,9 @@ func (s *Service) BringUp(ctx context.Context, id string) (BringUpOutcome, error
 			return BringUpNothing, nil
 		}
 		return "", err
+	}
+	if sess.State == StateResuming && sess.ResumeQueued {
+		return s.finishQueuedResume(ctx, sess), nil
 	}
 	if sess.State != StateRunning || sess.App == nil || sess.Readiness != ReadinessStarting {
 		return BringUpNothing, nil

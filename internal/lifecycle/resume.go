@@ -35,10 +35,33 @@ func (s *Service) Resume(ctx context.Context, accountID, id string) (*Session, e
 // caller: the paused → resuming write stores it, conditional on the version
 // it was read at).
 func (s *Service) resume(ctx context.Context, sess *Session, reason string) error {
+	if err := s.beginResume(ctx, sess, reason, false); err != nil {
+		return err
+	}
+	return s.finishResume(ctx, sess, reason)
+}
+
+// beginResume commits paused sess → resuming for reason, conditional on the
+// version it was read at, taking a running slot. queued marks the resume
+// as handed to a background job (Session.ResumeQueued: the job finishes
+// it, BringUp). Errors: conflict (raced), quota_exceeded, the store's.
+func (s *Service) beginResume(ctx context.Context, sess *Session, reason string, queued bool) error {
 	sess.RunningLimit = s.maxRunning(ctx) // paused → resuming takes a running slot
-	if err := s.transition(ctx, sess, StateResuming, reason, Guard{}); err != nil {
+	from := sess.State
+	if err := sess.Transition(StateResuming, reason, s.now(), s.cfg.Policy); err != nil {
 		return raced(err)
 	}
+	sess.ResumeQueued = queued
+	if err := s.commit(ctx, sess, from, Guard{}); err != nil {
+		return raced(err)
+	}
+	return nil
+}
+
+// finishResume is the rest of a resume begun by beginResume: the
+// provider's resume, then resuming → running (or the state the provider
+// shows after a failure), both transitions carrying reason.
+func (s *Service) finishResume(ctx context.Context, sess *Session, reason string) error {
 	// No bound on the whole call: each attempt has its own (resumeWithRetry).
 	return settle(ctx, 0, func(ctx context.Context) (Sandbox, error) {
 		return s.resumeWithRetry(ctx, sess)

@@ -66,6 +66,12 @@ type Session struct {
 	// none); there is at most one per ReturnResumeInterval.
 	ResumeOnReturn  bool
 	ReturnResumedAt time.Time
+	// ResumeQueued: this resuming session's provider resume was handed to
+	// a background job, which finishes it (an open of the stable link
+	// answers at once: docs/WAKE.md "The resume runs in the background";
+	// Service.BringUp). Set only by the paused → resuming write; every
+	// transition clears it.
+	ResumeQueued bool
 
 	// App is the app the sandbox serves (docs/READINESS.md); nil: none, and
 	// the session has no readiness.
@@ -223,6 +229,7 @@ func (s *Session) Transition(to State, reason string, now time.Time, p Policy) e
 		return err
 	}
 	s.resetReadiness(to) // reads the state left
+	s.ResumeQueued = false
 	s.State, s.Reason, s.UpdatedAt, s.StateChangedAt = to, reason, now, now
 	s.LeaseExpiresAt = time.Time{}
 	if to.Transitional() {

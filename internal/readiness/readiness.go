@@ -1,5 +1,6 @@
 // Package readiness runs readiness jobs (lifecycle.Service.BringUp,
-// docs/READINESS.md "Where it runs"). Worker is the local stack's
+// docs/READINESS.md "Where it runs"; also the resume an open of a stable
+// link hands off, docs/WAKE.md "The resume runs in the background"). Worker is the local stack's
 // lifecycle.ReadinessJobs: an in-process worker with bounded concurrency.
 // AWS uses an SQS queue consumed by the readiness function instead
 // (internal/readiness/sqsjobs).

@@ -71,6 +71,7 @@ var Table = []Route{
 	{"POST", ClientTokensPath, Sessions},
 	{"POST", "/v1/webhooks/{provider}", Webhook},
 	{"GET", OpenAPIPath, Sessions},
+	{"GET", ClientScriptPath, Sessions},
 	{"POST", WebhookEndpointsPath, Sessions},
 	{"GET", WebhookEndpointsPath, Sessions},
 	{"GET", WebhookEndpointsPath + "/{id}", Sessions},
@@ -90,6 +91,12 @@ const WebhookEndpointsPath = "/v1/webhook-endpoints"
 // "Operators"; internal/openapi), served by the sessions function.
 const OpenAPIPath = "/v1/openapi.json"
 
+// ClientScriptPath serves the browser client module sandman.js (docs/WAKE.md
+// "The waking page", docs/DESIGN.md "Client channel") beside the API, to
+// anyone, so the stable link's waking page (and an app) can import it from
+// the API's own origin in AWS as locally. Served by the sessions function.
+const ClientScriptPath = "/v1/sandman.js"
+
 // UsagePath is the route of an account's usage and estimated cost
 // (docs/DESIGN.md "Operators"), served by the sessions function.
 const UsagePath = "/v1/usage"
@@ -108,18 +115,18 @@ const OpenPath = "/v1/sessions/{id}/open"
 const (
 	AuthAPIKey    = "api_key"   // exactly one of Authorization: Bearer <key> or x-api-key
 	AuthSignature = "signature" // the provider's webhook signature over the raw body
-	AuthNone      = "none"      // anyone: the OpenAPI document
+	AuthNone      = "none"      // anyone: the OpenAPI document and the client script
 )
 
 // Auth returns how the route authenticates its caller: AuthSignature for
-// the webhook function's routes, AuthNone for the OpenAPI document,
-// AuthAPIKey for every other route. The OpenAPI document's security
+// the webhook function's routes, AuthNone for the OpenAPI document and the
+// client script (ClientScriptPath), AuthAPIKey for every other route. The OpenAPI document's security
 // requirements must agree (a test in internal/openapi checks it).
 func (r Route) Auth() string {
 	switch {
 	case r.Function == Webhook:
 		return AuthSignature
-	case r.Method == "GET" && r.Path == OpenAPIPath:
+	case r.Method == "GET" && (r.Path == OpenAPIPath || r.Path == ClientScriptPath):
 		return AuthNone
 	default:
 		return AuthAPIKey

@@ -31,7 +31,7 @@ import (
 )
 
 // figures names what -only can select, in the order they run.
-var figures = []string{"status", "webhook", "sweep", "coldstart", "cost", "outbox", "channel", "timers", "readiness", "deliveries", "pools"}
+var figures = []string{"status", "webhook", "sweep", "coldstart", "cost", "outbox", "channel", "timers", "readiness", "open", "deliveries", "pools"}
 
 func main() {
 	bench.ChildIfAsked()
@@ -84,6 +84,8 @@ func run(ctx context.Context, args []string) error {
 	fs.BoolVar(&tm.DynamoDB, "timers-dynamodb", false, "run the timers figure on DynamoDB Local instead of the in-memory store")
 	var rd bench.ReadinessConfig
 	fs.IntVar(&rd.Rounds, "readiness-rounds", 20, "snapshot and resume cycles per provider model of the readiness figure")
+	var op bench.OpenConfig
+	fs.IntVar(&op.Rounds, "open-rounds", 20, "snapshot and open cycles per provider model of the open figure")
 	var pl bench.PoolsConfig
 	fs.IntVar(&pl.Rounds, "pools-rounds", 10, "creates from a pool and cold per provider model and tier of the pools figure")
 	var cold bench.ColdStartConfig
@@ -252,6 +254,16 @@ func run(ctx context.Context, args []string) error {
 		}
 	}
 
+	if selected["open"] {
+		if r, err := bench.RunOpen(ctx, env, op); err != nil {
+			failed("open", err)
+			if len(r.Profiles) > 0 {
+				rep.Open = &r
+			}
+		} else {
+			rep.Open = &r
+		}
+	}
 	if selected["pools"] {
 		if r, err := bench.RunPools(ctx, env, pl); err != nil {
 			failed("pools", err)

@@ -1,4 +1,4 @@
-// Full-stack browser test (issue 18, Must show): the real local stack
+// Full-stack browser test (docs/DESIGN.md "Client channel"): the real local stack
 // (`sandman run`, DynamoDB Local in memory, the local provider, a 2 s sweep)
 // and the console in real headless Chromium. Run from the repository root:
 //
@@ -48,6 +48,7 @@ const context = await chromium.launchPersistentContext(process.env.SANDMAN_USER_
   headless: true,
 });
 let ok = false;
+const mine = []; // the sessions this test made, killed at the end
 try {
   const page = await context.newPage();
   const seen = [];
@@ -64,6 +65,7 @@ try {
   const card = page.locator("article.session").first();
   await card.locator(".badge", { hasText: "running" }).waitFor({ timeout: 30_000 });
   const id = await card.getAttribute("data-id");
+  mine.push(id);
   await page.frameLocator("article.session iframe").locator("body").waitFor({ timeout: 30_000 });
   const preview = (await api(`/v1/sessions/${id}`)).preview_url;
   assert.ok(preview, "a running web session has a preview_url");
@@ -104,6 +106,7 @@ try {
   const appLine = `node -e "require('http').createServer((q, r) => r.end('app ok')).listen(+process.env.PORT, '127.0.0.1')"`;
   const created = await (await fetch(base + "/v1/sessions", { method: "POST", headers: { "x-api-key": key },
     body: JSON.stringify({ template: "base", away_timeout_seconds: 0, app: { port: 3000, start_command: appLine } }) })).json();
+  mine.push(created.id);
   assert.equal(created.readiness, "starting", JSON.stringify(created));
   const page2 = await context.newPage();
   await page2.goto(base + "/console/");
@@ -130,13 +133,13 @@ try {
   }, created.id);
   await appCard.getByRole("button", { name: "Resume preview" }).click();
   // The iframe must not show before the app is ready (shownWhenReady checks
-  // the session's readiness when it appears); the waking line is checked
-  // for its words whenever it showed (a push can take the card from paused
-  // straight to ready).
+  // the session's readiness when it appears), and the card says both steps
+  // of the wake in order, even when a push skipped one (a push carries the
+  // session as it is when sent: it can go from paused straight to ready).
   await shownWhenReady("resume");
-  const said = (await page2.evaluate(() => window.wakingSaid)).join(" → ") || "(no waking line)";
-  for (const text of await page2.evaluate(() => window.wakingSaid)) assert.match(text, /Waking…|Starting the app…/);
-  console.log(`ok   app: cold resume read "${said}", then ready, the app in the iframe again`);
+  const said = await page2.evaluate(() => window.wakingSaid);
+  assert.deepEqual(said, ["Waking…", "Starting the app…"], `the waking line said ${JSON.stringify(said)}`);
+  console.log(`ok   app: cold resume read "${said.join(" → ")}", then ready, the app in the iframe again`);
   const events = readFileSync(join(dir, "state", "events.jsonl"), "utf8").split("\n").filter((l) => l.includes(created.id) && l.includes("Session Ready"));
   assert.equal(events.length, 2, `Session Ready events: ${events.length}`);
   console.log("ok   app: events.jsonl holds Session Ready twice");
@@ -146,6 +149,12 @@ try {
   console.log(`FAIL fullstack: ${e.stack ?? e}`);
 } finally {
   await context.close();
+  // Kill the sessions this test made: a local sandbox is a process that
+  // outlives the stack otherwise.
+  for (const id of mine) {
+    await fetch(`${base}/v1/sessions/${id}`, { method: "DELETE", headers: { "x-api-key": key } })
+      .catch((e) => console.log(`delete ${id}: ${e.message ?? e}`));
+  }
   server.kill("SIGINT");
   await new Promise((r) => server.on("exit", r));
   rmSync(dir, { recursive: true, force: true });

@@ -52,14 +52,16 @@ type Validator struct {
 	seen map[string]int // "METHOD /path STATUS" → answers validated
 }
 
-// NewValidator loads and validates the embedded document (Load) and returns
-// a Validator over it. Errors: Load's.
-// The stable link's pages (docs/WAKE.md) answer text/html, which is
-// validated as a plain string.
+// The stable link's pages (docs/WAKE.md) answer text/html, and the client
+// module (GET /v1/sandman.js) text/javascript: both are validated as plain
+// strings.
 func init() {
 	openapi3filter.RegisterBodyDecoder("text/html", openapi3filter.PlainBodyDecoder)
+	openapi3filter.RegisterBodyDecoder("text/javascript", openapi3filter.PlainBodyDecoder)
 }
 
+// NewValidator loads and validates the embedded document (Load) and returns
+// a Validator over it. Errors: Load's.
 func NewValidator(ctx context.Context) (*Validator, error) {
 	doc, err := Load(ctx)
 	if err != nil {

@@ -2,8 +2,10 @@
 // "Where it runs"): a readiness job is an SQS message carrying the session
 // id, sent by the commit that makes a session with an app running (create,
 // resume), and the readiness function (Handler, functions/readiness)
-// consumes it by calling lifecycle.Service.BringUp. The event source
-// mapping's maximum concurrency bounds how many jobs run at once.
+// consumes it by calling lifecycle.Service.BringUp. An open of a paused
+// session's stable link sends one too: its job finishes the resume the open
+// handed off (docs/WAKE.md "The resume runs in the background"). The event
+// source mapping's maximum concurrency bounds how many jobs run at once.
 //
 // Delivery is at least once and crash-safe: a function that dies mid-way
 // never deletes the message, which comes back after the queue's visibility

@@ -47,7 +47,7 @@ async function addSession(session) {
   const el = /** @type {HTMLElement} */ (cardTemplate.content.firstElementChild.cloneNode(true));
   el.dataset.id = session.id;
   el.querySelector(".id").textContent = session.id;
-  const card = { el, channel: null, session };
+  const card = { el, channel: null, session, wake: { step: "", since: 0, armed: false, asked: false, timer: 0 } };
   cards.set(session.id, card);
   list.prepend(el);
   render(card, session);
@@ -67,12 +67,24 @@ async function addSession(session) {
   });
   const path = `${API}/${encodeURIComponent(session.id)}`;
   act(".pause", () => api("POST", `${path}/snapshot`));
-  act(".resume", () => api("POST", `${path}/resume`));
+  // A resume asked for says "Waking…" at once (wakeLine); one refused
+  // does not.
+  const waking = async (resume) => {
+    card.wake.asked = true;
+    render(card, card.session);
+    try {
+      return await resume();
+    } catch (e) {
+      card.wake.asked = false;
+      throw e;
+    }
+  };
+  act(".resume", () => waking(() => api("POST", `${path}/resume`)));
   act(".delete", async () => {
     const killed = await api("DELETE", path);
     if (killed) render(card, { ...card.session, ...killed });
   });
-  act(".resume-preview", () => card.channel ? card.channel.resume() : api("POST", `${path}/resume`));
+  act(".resume-preview", () => waking(async () => card.channel ? card.channel.resume() : api("POST", `${path}/resume`)));
 
   if (FINAL.has(session.state)) return;
   try {
@@ -89,10 +101,76 @@ async function addSession(session) {
   }
 }
 
+// A wake's steps, in order, as the card's line says them. A push carries the
+// session as it is when sent, so one can jump from paused straight to
+// running and ready: the card still says every step it skipped, each for at
+// least LINE_MS, before the next (the preview shows after the last).
+const WAKE_STEPS = ["waking", "starting", "ready"];
+const LINE_MS = 400;
+
+/**
+ * The wake step a status body stands for: "waking" (resuming or
+ * provisioning), "starting" (running, its app not answering yet), "ready"
+ * (isReady), else "".
+ * @param {any} s
+ */
+function wakeStep(s) {
+  if (s.state === "resuming" || s.state === "provisioning") return "waking";
+  if (s.state === "running" && s.readiness === "starting") return "starting";
+  if (isReady(s)) return "ready";
+  return "";
+}
+
+/**
+ * Returns the wake step the card shows for s. A card follows a wake once
+ * it has seen the session paused, resuming or provisioning, or a resume was
+ * asked for (wake.asked: then a paused session already says "Waking…"); it
+ * then walks the steps in order, one at a time: a step said for less than
+ * LINE_MS holds the next back, and a timer renders again when it has been.
+ * "starting" is skipped for a session without an app (readiness null). A
+ * card that follows no wake shows what s stands for at once (a session
+ * running when the page loaded never says "Waking…").
+ * @param {{wake: {step: string, since: number, armed: boolean, asked: boolean, timer: any}, session: any}} card
+ * @param {any} s
+ */
+function wakeLine(card, s) {
+  const w = card.wake;
+  const now = performance.now();
+  if (s.state === "paused" && !w.asked) {
+    w.armed = true;
+    w.step = "";
+    return "";
+  }
+  if (s.state === "resuming" || s.state === "provisioning" || w.asked) w.armed = true;
+  const target = s.state === "paused" ? "waking" : wakeStep(s);
+  const want = WAKE_STEPS.indexOf(target);
+  if (!w.armed || want < 0) {
+    // No wake followed, or it ended otherwise (pausing, failed, killed).
+    w.armed = w.asked = false;
+    w.step = target;
+    w.since = now;
+    return target;
+  }
+  let at = WAKE_STEPS.indexOf(w.step);
+  while (at < want) {
+    if (at >= 0 && now - w.since < LINE_MS) {
+      clearTimeout(w.timer);
+      w.timer = setTimeout(() => render(card, card.session), LINE_MS - (now - w.since) + 1);
+      return w.step;
+    }
+    at++;
+    if (WAKE_STEPS[at] === "starting" && s.readiness == null) at++;
+    w.step = WAKE_STEPS[at];
+    w.since = now;
+  }
+  if (w.step === "ready") w.armed = w.asked = false;
+  return w.step;
+}
+
 /**
  * Shows a session's state: badge, preview iframe when running, sleeping
  * card when paused, buttons that fit the state.
- * @param {{el: HTMLElement, channel: any, session: any}} card
+ * @param {{el: HTMLElement, channel: any, session: any, wake: any}} card
  * @param {any} s the session or status body
  */
 function render(card, s) {
@@ -109,18 +187,20 @@ function render(card, s) {
   const sleeping = /** @type {HTMLElement} */ (el.querySelector(".sleeping"));
   // The iframe only once the app answers: never a 502 in it
   // (docs/READINESS.md). A session without an app is ready when running.
-  const running = isReady(s) && s.preview_url;
+  // The line says each step of a wake, even one a push skipped (wakeLine).
+  const step = wakeLine(card, s);
+  const running = step === "ready" && s.preview_url;
   preview.hidden = !running;
   const waking = /** @type {HTMLElement} */ (el.querySelector(".waking"));
   let wait = "";
-  if (state === "resuming" || state === "provisioning") wait = "Waking…";
-  else if (state === "running" && s.readiness === "starting") wait = "Starting the app…";
+  if (step === "waking") wait = "Waking…";
+  else if (step === "starting") wait = "Starting the app…";
   else if (state === "running" && s.readiness === "failed") wait = "The app did not start: " + (s.readiness_detail ?? "no detail");
   waking.textContent = wait;
   waking.hidden = wait === "";
   if (running && iframe.getAttribute("src") !== s.preview_url) iframe.src = s.preview_url;
   if (!running && iframe.getAttribute("src")) iframe.removeAttribute("src");
-  sleeping.hidden = state !== "paused";
+  sleeping.hidden = state !== "paused" || step !== "";
 
   const link = el.querySelector(".link");
   link.replaceChildren();
