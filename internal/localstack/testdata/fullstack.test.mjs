@@ -9,37 +9,17 @@
 // (every request the page makes is counted); "Resume preview" and see the
 // preview load; close the page and see the session paused with reason away.
 import { createRequire } from "node:module";
-import { spawn, execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import net from "node:net";
 import assert from "node:assert/strict";
+import { startStack } from "./stack.mjs";
 
 const require = createRequire(import.meta.url);
 const { chromium } = require("playwright-core");
 const started = Date.now();
 
-const port = await new Promise((res) => {
-  const s = net.createServer().listen(0, "127.0.0.1", () => { const p = s.address().port; s.close(() => res(p)); });
-});
-const dir = mkdtempSync(join(tmpdir(), "sandman-fullstack-"));
-const bin = join(dir, "sandman");
-execFileSync("go", ["build", "-o", bin, "./internal/cmd/sandman"], { stdio: "inherit" });
-const env = { ...process.env, SANDMAN_ADDR: `127.0.0.1:${port}`, SANDMAN_STATE_DIR: join(dir, "state"),
-  SANDMAN_DDB_IN_MEMORY: "1", SANDMAN_SWEEP_INTERVAL: "2s", SANDMAN_LOCAL_KEEP_PROCESSES: "false" };
-const server = spawn(bin, ["run"], { env, stdio: ["ignore", "pipe", "pipe"] });
-let out = "";
-server.stdout.on("data", (d) => { out += d; });
-server.stderr.on("data", (d) => { out += d; });
-const base = `http://127.0.0.1:${port}`;
-const key = await new Promise((resolve, reject) => {
-  const t = setInterval(() => {
-    const m = out.match(/dev API key\s+(sk_[a-z0-9]+)/);
-    if (m) { clearInterval(t); resolve(m[1]); }
-  }, 100);
-  server.on("exit", (code) => reject(new Error(`sandman run exited ${code}\n${out}`)));
-});
+const { base, key, dir, log, stop } = await startStack("console");
+const port = new URL(base).port;
 const api = async (path) => (await fetch(base + path, { headers: { "x-api-key": key } })).json();
 
 const context = await chromium.launchPersistentContext(process.env.SANDMAN_USER_DATA_DIR, {
@@ -149,15 +129,7 @@ try {
   console.log(`FAIL fullstack: ${e.stack ?? e}`);
 } finally {
   await context.close();
-  // Kill the sessions this test made: a local sandbox is a process that
-  // outlives the stack otherwise.
-  for (const id of mine) {
-    await fetch(`${base}/v1/sessions/${id}`, { method: "DELETE", headers: { "x-api-key": key } })
-      .catch((e) => console.log(`delete ${id}: ${e.message ?? e}`));
-  }
-  server.kill("SIGINT");
-  await new Promise((r) => server.on("exit", r));
-  rmSync(dir, { recursive: true, force: true });
+  await stop(mine);
 }
 console.log(`fullstack: ${ok ? "passed" : "FAILED"} in ${((Date.now() - started) / 1000).toFixed(1)} s`);
 process.exit(ok ? 0 : 1);

@@ -16,37 +16,16 @@
 //    client's visible heartbeat resumes it with reason return.
 // Every wait polls the API for a state, bounded; nothing sleeps for a result.
 import { createRequire } from "node:module";
-import { spawn, execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import net from "node:net";
 import assert from "node:assert/strict";
+import { startStack } from "./stack.mjs";
 
 const require = createRequire(import.meta.url);
 const { chromium } = require("playwright-core");
 const started = Date.now();
 
-const port = await new Promise((res) => {
-  const s = net.createServer().listen(0, "127.0.0.1", () => { const p = s.address().port; s.close(() => res(p)); });
-});
-const dir = mkdtempSync(join(tmpdir(), "sandman-fullstack-wake-"));
-const bin = join(dir, "sandman");
-execFileSync("go", ["build", "-o", bin, "./internal/cmd/sandman"], { stdio: "inherit" });
-const env = { ...process.env, SANDMAN_ADDR: `127.0.0.1:${port}`, SANDMAN_STATE_DIR: join(dir, "state"),
-  SANDMAN_DDB_IN_MEMORY: "1", SANDMAN_SWEEP_INTERVAL: "2s", SANDMAN_LOCAL_KEEP_PROCESSES: "false" };
-const server = spawn(bin, ["run"], { env, stdio: ["ignore", "pipe", "pipe"] });
-let out = "";
-server.stdout.on("data", (d) => { out += d; });
-server.stderr.on("data", (d) => { out += d; });
-const base = `http://127.0.0.1:${port}`;
-const key = await new Promise((resolve, reject) => {
-  const t = setInterval(() => {
-    const m = out.match(/dev API key\s+(sk_[a-z0-9]+)/);
-    if (m) { clearInterval(t); resolve(m[1]); }
-  }, 100);
-  server.on("exit", (code) => reject(new Error(`sandman run exited ${code}\n${out}`)));
-});
+const { base, key, dir, log, stop } = await startStack("wake");
 const api = async (method, path, body) => {
   const res = await fetch(base + path, { method, headers: { "x-api-key": key }, body: body && JSON.stringify(body) });
   const data = await res.json();
@@ -194,13 +173,10 @@ try {
   ok = true;
 } catch (e) {
   console.log(`FAIL wake: ${e.stack ?? e}`);
-  console.log(out.split("\n").slice(-30).join("\n"));
+  console.log(log().split("\n").slice(-30).join("\n"));
 } finally {
   await context.close();
-  for (const id of created) await api("DELETE", `/v1/sessions/${id}`).catch((e) => console.log(`delete ${id}: ${e.message}`));
-  server.kill("SIGINT");
-  await new Promise((r) => server.on("exit", r));
-  rmSync(dir, { recursive: true, force: true });
+  await stop(created);
 }
 console.log(`wake: ${ok ? "passed" : "FAILED"} in ${((Date.now() - started) / 1000).toFixed(1)} s`);
 process.exit(ok ? 0 : 1);
