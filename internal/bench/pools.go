@@ -61,6 +61,8 @@ var poolModels = []poolModel{
 		source: "docs/providers/e2b.md: resume about 1 s; create 1 s and a 2 s dev-server boot assumed"},
 	{name: "fake vercel (loses processes)", createMS: 1000, resumeMS: 1000, bootMS: 2000,
 		source: "assumed: no published figures; 1 s create and resume, 2 s dev-server boot"},
+	{name: "fake daytona (loses processes)", createMS: 1000, resumeMS: 1000, bootMS: 2000,
+		source: "assumed: no published figures; 1 s create and start, 2 s dev-server boot (a stop loses processes)"},
 	{name: "local, real server", local: true, localBootMS: 1000,
 		source: "measured: a local sandbox (process) whose app sleeps 1 s (its install) then serves"},
 }
