@@ -4,13 +4,13 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/sandmanhq/sandman/internal/dynamo"
 	"github.com/sandmanhq/sandman/internal/dynamo/dynamotest"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/lifecycle/storetest"
 	"github.com/sandmanhq/sandman/internal/provider/fake"
 	"github.com/sandmanhq/sandman/internal/sweep"
 )
@@ -48,41 +48,14 @@ func TestPoolConcurrentCreatesOnDynamoDB(t *testing.T) {
 	if n, _ := store.RunningSlots(t.Context(), account); n != 0 {
 		t.Errorf("running slots before any create = %d, want 0", n)
 	}
-	var (
-		mu       sync.Mutex
-		fromPool = map[string]string{}
-		cold     int
-		wg       sync.WaitGroup
-	)
-	for range 10 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			port, line, timeout := 3000, "npm run dev", int64(60)
-			sess, _, err := svc.Create(t.Context(), account, lifecycle.CreateInput{Template: "base",
-				App: &lifecycle.AppInput{Port: &port, StartCommand: &line, ReadyTimeoutSeconds: &timeout}})
-			if err != nil {
-				t.Errorf("create: %v", err)
-				return
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			if sess.State != lifecycle.StateRunning {
-				t.Errorf("session %s is %s, want running", sess.ID, sess.State)
-			}
-			if !sess.FromPool {
-				cold++
-				return
-			}
-			if other, dup := fromPool[sess.SandboxID]; dup {
-				t.Errorf("spare %s given to %s and %s", sess.SandboxID, other, sess.ID)
-			}
-			fromPool[sess.SandboxID] = sess.ID
-		}()
-	}
-	wg.Wait()
-	if len(fromPool) != 2 || cold != 8 {
-		t.Fatalf("from pool %d, cold %d; want 2 and 8", len(fromPool), cold)
+	fromPool, cold := storetest.ConcurrentCreates(t, 10, func() (*lifecycle.Session, error) {
+		port, line, timeout := 3000, "npm run dev", int64(60)
+		sess, _, err := svc.Create(t.Context(), account, lifecycle.CreateInput{Template: "base",
+			App: &lifecycle.AppInput{Port: &port, StartCommand: &line, ReadyTimeoutSeconds: &timeout}})
+		return sess, err
+	})
+	if fromPool != 2 || cold != 8 {
+		t.Fatalf("from pool %d, cold %d; want 2 and 8", fromPool, cold)
 	}
 	page, err := store.ListSessions(t.Context(), account, "", 100)
 	if err != nil || len(page.Sessions) != 10 {

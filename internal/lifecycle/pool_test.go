@@ -3,11 +3,11 @@ package lifecycle_test
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/lifecycle/storetest"
 	"github.com/sandmanhq/sandman/internal/provider/fake"
 )
 
@@ -220,39 +220,12 @@ func TestCreateTakesAReadySpareAndResumesIt(t *testing.T) {
 func TestConcurrentCreatesNeverShareASpare(t *testing.T) {
 	e, pool := poolEnv(t, 2, lifecycle.TierPaused)
 	e.svc.FillPools(t.Context())
-	var (
-		mu       sync.Mutex
-		fromPool = map[string]string{}
-		cold     int
-		wg       sync.WaitGroup
-	)
-	for range 10 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sess, _, err := e.svc.Create(t.Context(), acct, lifecycle.CreateInput{Template: "base", App: appInput(poolLine, 60)})
-			if err != nil {
-				t.Errorf("create: %v", err)
-				return
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			if sess.State != lifecycle.StateRunning {
-				t.Errorf("session %s is %s, want running", sess.ID, sess.State)
-			}
-			if !sess.FromPool {
-				cold++
-				return
-			}
-			if other, dup := fromPool[sess.SandboxID]; dup {
-				t.Errorf("spare %s given to %s and %s", sess.SandboxID, other, sess.ID)
-			}
-			fromPool[sess.SandboxID] = sess.ID
-		}()
-	}
-	wg.Wait()
-	if len(fromPool) != 2 || cold != 8 {
-		t.Errorf("from pool %d, cold %d; want 2 and 8", len(fromPool), cold)
+	fromPool, cold := storetest.ConcurrentCreates(t, 10, func() (*lifecycle.Session, error) {
+		sess, _, err := e.svc.Create(t.Context(), acct, lifecycle.CreateInput{Template: "base", App: appInput(poolLine, 60)})
+		return sess, err
+	})
+	if fromPool != 2 || cold != 8 {
+		t.Errorf("from pool %d, cold %d; want 2 and 8", fromPool, cold)
 	}
 	if st := e.poolStatus(t, pool.ID); st.Hits != 2 || st.Misses != 8 {
 		t.Errorf("status = %+v, want 2 hits and 8 misses", st)

@@ -218,3 +218,42 @@ func testPools(t *testing.T, newStore NewStore) {
 		}
 	})
 }
+
+// ConcurrentCreates runs n creates at once and sorts their sessions: it
+// returns how many took a pool spare and how many were created cold. It
+// fails the test on a create that errs, a session that is not running, and
+// a spare's sandbox given to two sessions.
+func ConcurrentCreates(t *testing.T, n int, create func() (*lifecycle.Session, error)) (fromPool, cold int) {
+	t.Helper()
+	var (
+		mu     sync.Mutex
+		owners = map[string]string{} // a spare's sandbox id → the session that took it
+		wg     sync.WaitGroup
+	)
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sess, err := create()
+			if err != nil {
+				t.Errorf("create: %v", err)
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if sess.State != lifecycle.StateRunning {
+				t.Errorf("session %s is %s, want running", sess.ID, sess.State)
+			}
+			if !sess.FromPool {
+				cold++
+				return
+			}
+			if other, dup := owners[sess.SandboxID]; dup {
+				t.Errorf("spare %s given to %s and %s", sess.SandboxID, other, sess.ID)
+			}
+			owners[sess.SandboxID] = sess.ID
+		}()
+	}
+	wg.Wait()
+	return len(owners), cold
+}
