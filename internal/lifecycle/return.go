@@ -33,7 +33,9 @@ func (s *Session) mayResumeOnReturn(now time.Time) bool {
 // return; anything else is left as it is. The paused → resuming write
 // stores ReturnResumedAt and is conditional on the version read, so of
 // concurrent calls one resumes and the others find the session resuming (or
-// the minute not passed) and do nothing. It returns the session as it then
+// the minute not passed) and do nothing. With Config.ReadinessJobs the
+// resume finishes in the background, as an open's does (openResume): the
+// channel answers at once and pushes the session's moves. It returns the session as it then
 // is and whether it started a resume. Errors: not_found, forbidden, and a
 // resume's (quota_exceeded, unavailable).
 func (s *Service) ReturnVisible(ctx context.Context, accountID, id string) (*Session, bool, error) {
@@ -46,7 +48,7 @@ func (s *Service) ReturnVisible(ctx context.Context, accountID, id string) (*Ses
 		}
 		sess.ReturnResumedAt = now
 		resumed = true
-		return s.resume(ctx, sess, ReasonReturn)
+		return s.openResume(ctx, sess, ReasonReturn)
 	})
 	return sess, resumed, err
 }

@@ -1,6 +1,7 @@
 package lifecycle_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -48,6 +49,52 @@ func TestVisibleClientResumesAwayPausedSessionWithReasonReturn(t *testing.T) {
 	}
 	if !got.ReturnResumedAt.Equal(w.clock.Now()) {
 		t.Errorf("return resumed at %v, want %v", got.ReturnResumedAt, w.clock.Now())
+	}
+	var reasons []string
+	for _, ev := range w.log.For(sess.ID) {
+		if ev.From == lifecycle.StatePaused || ev.From == lifecycle.StateResuming {
+			reasons = append(reasons, ev.Reason)
+		}
+	}
+	if len(reasons) != 2 || reasons[0] != lifecycle.ReasonReturn || reasons[1] != lifecycle.ReasonReturn {
+		t.Errorf("resume events' reasons %v, want [return return]", reasons)
+	}
+	w.MustHistory(t, sess.ID)
+}
+
+// TestReturnVisibleHandsTheResumeToAJob: with a job queue the channel's
+// call answers while the provider's resume is still under way, the session
+// resuming; the job finishes it, and both resume events say return.
+func TestReturnVisibleHandsTheResumeToAJob(t *testing.T) {
+	w := MustWorld(t)
+	jobs := &goJobs{}
+	w.withJobs(t, jobs)
+	sess := w.mustPausedFor(t, nil, lifecycle.ReasonAway)
+	release, resumes := w.holdResumes(t)
+	answered := make(chan *lifecycle.Session, 1)
+	go func() {
+		got, resumed, err := w.svc.ReturnVisible(context.Background(), acct, sess.ID)
+		if err != nil || !resumed {
+			t.Errorf("return visible: resumed %v, err %v; want a resume", resumed, err)
+		}
+		answered <- got
+	}()
+	select {
+	case got := <-answered:
+		if got == nil || got.State != lifecycle.StateResuming {
+			t.Errorf("return visible answered %+v, want the session resuming", got)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("return visible waited for the provider's resume")
+	}
+	release()
+	jobs.wg.Wait()
+	w.fake.SetOnCall(nil)
+	if now := w.mustGet(t, sess.ID); now.State != lifecycle.StateRunning || now.Reason != lifecycle.ReasonReturn {
+		t.Errorf("after the job: %s (%s), want running (return)", now.State, now.Reason)
+	}
+	if n := resumes(); n != 1 {
+		t.Errorf("provider resumes = %d, want 1", n)
 	}
 	var reasons []string
 	for _, ev := range w.log.For(sess.ID) {
