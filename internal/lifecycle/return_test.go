@@ -19,6 +19,21 @@ func (w *world) mustPausedFor(t *testing.T, flag *bool, reason string) *lifecycl
 	return w.mustGet(t, sess.ID)
 }
 
+// mustResumeReasons fails unless id's resume events (paused → resuming,
+// resuming → running) are one of each, both with reason.
+func (w *world) mustResumeReasons(t *testing.T, id, reason string) {
+	t.Helper()
+	var reasons []string
+	for _, ev := range w.log.For(id) {
+		if ev.From == lifecycle.StatePaused || ev.From == lifecycle.StateResuming {
+			reasons = append(reasons, ev.Reason)
+		}
+	}
+	if len(reasons) != 2 || reasons[0] != reason || reasons[1] != reason {
+		t.Errorf("resume events' reasons %v, want [%s %s]", reasons, reason, reason)
+	}
+}
+
 func TestResumeOnReturnDefaultsToPresence(t *testing.T) {
 	w := MustWorld(t)
 	on := w.mustCreate(t, lifecycle.CreateInput{IdleTimeoutSeconds: 600})
@@ -50,15 +65,7 @@ func TestVisibleClientResumesAwayPausedSessionWithReasonReturn(t *testing.T) {
 	if !got.ReturnResumedAt.Equal(w.clock.Now()) {
 		t.Errorf("return resumed at %v, want %v", got.ReturnResumedAt, w.clock.Now())
 	}
-	var reasons []string
-	for _, ev := range w.log.For(sess.ID) {
-		if ev.From == lifecycle.StatePaused || ev.From == lifecycle.StateResuming {
-			reasons = append(reasons, ev.Reason)
-		}
-	}
-	if len(reasons) != 2 || reasons[0] != lifecycle.ReasonReturn || reasons[1] != lifecycle.ReasonReturn {
-		t.Errorf("resume events' reasons %v, want [return return]", reasons)
-	}
+	w.mustResumeReasons(t, sess.ID, lifecycle.ReasonReturn)
 	w.MustHistory(t, sess.ID)
 }
 
@@ -96,15 +103,7 @@ func TestReturnVisibleHandsTheResumeToAJob(t *testing.T) {
 	if n := resumes(); n != 1 {
 		t.Errorf("provider resumes = %d, want 1", n)
 	}
-	var reasons []string
-	for _, ev := range w.log.For(sess.ID) {
-		if ev.From == lifecycle.StatePaused || ev.From == lifecycle.StateResuming {
-			reasons = append(reasons, ev.Reason)
-		}
-	}
-	if len(reasons) != 2 || reasons[0] != lifecycle.ReasonReturn || reasons[1] != lifecycle.ReasonReturn {
-		t.Errorf("resume events' reasons %v, want [return return]", reasons)
-	}
+	w.mustResumeReasons(t, sess.ID, lifecycle.ReasonReturn)
 	w.MustHistory(t, sess.ID)
 }
 
