@@ -115,10 +115,12 @@ func (p *Provider) KeepsProcesses() bool { return false }
 // start, and "look before starting" is two looks: the recorded command in
 // the current session (GET …/cmd/{cmdId}), found by any process, and then
 // one GET of the port's preview (an app that answers is taken as the
-// command running). Only a process that dies between the start and the tag
-// leaves a command no one can find: its redelivered job starts a second
-// one while the first is still booting. A tag that cannot be written (the
-// sandbox holds Vercel's 5 already) is logged; the command still started.
+// command running). A process that dies between the start and the tag
+// leaves a command no one can find, and its redelivered job starts the
+// command again; the line runs through startGuard, which lets one start
+// per session run it and makes any other follow that one, so one server
+// runs. A tag that cannot be written (the sandbox holds Vercel's 5
+// already) is logged; the command still started.
 // Errors: gone (no running session), transient.
 func (p *Provider) StartCommand(ctx context.Context, sandboxID string, cmd lifecycle.Command) (lifecycle.CommandStatus, error) {
 	const op = "start_command"
@@ -149,7 +151,7 @@ func (p *Provider) StartCommand(ctx context.Context, sandboxID string, cmd lifec
 	// readiness job's next attempt looks again first.
 	r, err := p.roundTrip(ctx, request{op: op, sandboxID: sandboxID, method: http.MethodPost,
 		path:    []string{"v2", "sandboxes", "sessions", sessionID, "cmd"},
-		body:    commandBody{Command: "sh", Args: []string{"-c", cmd.Line}, Cwd: cmd.Cwd, Env: env},
+		body:    commandBody{Command: "sh", Args: guardedArgs(cmd, sessionID), Cwd: cmd.Cwd, Env: env},
 		timeout: p.cfg.RequestTimeout})
 	if err != nil {
 		return lifecycle.CommandStatus{}, err
@@ -170,6 +172,66 @@ func (p *Provider) StartCommand(ctx context.Context, sandboxID string, cmd lifec
 			"sandbox_id", sandboxID, "name", cmd.Name, "command_id", ans.Command.ID, "err", err)
 	}
 	return commandStatusOf(ans), nil
+}
+
+// startGuard is the sh script every command is started through, so that
+// it runs at most once per Vercel session however many times it is
+// started: Vercel lists no commands, and a process that dies between the
+// start and the tag write leaves a command no one finds, whose redelivered
+// job starts it again (docs/providers/vercel.md "Running a command, and
+// readiness"). Its arguments: $0 the command's name, $1 a lock key naming
+// the command and the session (guardKey), $2 the command line.
+//
+// The first start makes the lock directory $TMPDIR/sandman-cmd-<key>
+// (mkdir is atomic), writes its pid there, runs the line with sh -c and
+// records its exit code. Any later start of the same key in the session
+// runs nothing: it follows the first while it runs (its status reads
+// running) and ends with the first's exit code (or 1 when the first died
+// without one). A new session is a new VM and a new key, so a resume
+// starts the command afresh. When no lock can be made at all (no writable
+// temporary directory) the line runs unguarded, as before.
+const startGuard = `l="${TMPDIR:-/tmp}/sandman-cmd-$1"
+if ! mkdir "$l" 2>/dev/null; then
+  [ -d "$l" ] || exec sh -c "$2"
+  echo "sandman: $0 already runs in this session; following it"
+  i=0
+  while [ ! -s "$l/exit" ]; do
+    p=$(cat "$l/pid" 2>/dev/null)
+    if [ -n "$p" ]; then
+      kill -0 "$p" 2>/dev/null || [ -s "$l/exit" ] || { echo "sandman: $0 ended without an exit code" >&2; exit 1; }
+    elif [ "$((i += 1))" -gt 60 ]; then
+      echo "sandman: $0 left no pid" >&2; exit 1
+    fi
+    sleep 1
+  done
+  c=$(cat "$l/exit")
+  echo "sandman: $0 exited with code $c" >&2
+  exit "$c"
+fi
+echo "$$" >"$l/pid"
+sh -c "$2"
+c=$?
+echo "$c" >"$l/exit"
+exit "$c"
+`
+
+// guardedArgs are the arguments of sh that run cmd through startGuard in
+// session sessionID: -c, the script, then its $0, $1 and $2 (passed as
+// arguments, never spliced into the script).
+func guardedArgs(cmd lifecycle.Command, sessionID string) []string {
+	return []string{"-c", startGuard, cmd.Name, guardKey(cmd.Name + "-" + sessionID), cmd.Line}
+}
+
+// guardKey makes s safe as a file name: every byte other than ASCII
+// letters, digits, '-', '_' and '.' becomes '_'.
+func guardKey(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
+			return r
+		}
+		return '_'
+	}, s)
 }
 
 // tagCommand records sc as the sandbox's tag for the command name, keeping

@@ -25,7 +25,8 @@ const (
 // commandRec is one command of a session. It "listens" once
 // Config.BootDelay has passed since its start on the port named by its PORT
 // variable, or else on the ports its command line names
-// (fakehttp.ListenPorts: python3 -m http.server 3000),
+// (fakehttp.ListenPorts: python3 -m http.server 3000; for sh -c <script>
+// ... <line>, as the adapter sends, the last argument is the line),
 // unless its line holds --no-listen; a line "exit N" exits at once with N.
 // A stop of its session kills it (exit code 137): processes do not survive
 // a stop, a resume is a new session. Its output is "starting <line>" on
@@ -96,10 +97,16 @@ func (s *Server) runCommand(w http.ResponseWriter, r *http.Request) {
 	c := &commandRec{id: fmt.Sprintf("cmd_%08d", s.seq), command: body.Command, args: body.Args, cwd: body.Cwd,
 		env: body.Env, sessionID: se.id, startedAt: s.now()}
 	line := strings.TrimSpace(strings.Join(append([]string{body.Command}, body.Args...), " "))
-	c.ports = fakehttp.ListenPorts(line, body.Env["PORT"])
 	if len(body.Args) > 0 {
 		line = strings.TrimSpace(body.Args[len(body.Args)-1])
 	}
+	ports := line
+	if len(body.Args) == 0 || body.Args[0] != "-c" {
+		// Not a shell's -c: the ports may be any argument (node server.js
+		// --port 3000 --verbose).
+		ports = strings.Join(append([]string{body.Command}, body.Args...), " ")
+	}
+	c.ports = fakehttp.ListenPorts(ports, body.Env["PORT"])
 	c.noListen = strings.Contains(line, "--no-listen")
 	c.logs = []LogLine{{Stream: "stdout", Data: "starting " + line + "\n"}}
 	if m := exitRE.FindStringSubmatch(line); m != nil {
