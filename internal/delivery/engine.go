@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 )
@@ -371,9 +372,22 @@ func (e *Engine) send(ctx context.Context, ep *Endpoint, d *Delivery) Attempt {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBody))
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // reuse the connection when cheap
-	a.StatusCode, a.Response = resp.StatusCode, string(b)
+	a.StatusCode, a.Response = resp.StatusCode, loggable(b)
 	a.LatencyMS = e.clock.Now().Sub(start).Milliseconds()
 	return a
+}
+
+// loggable returns b as the attempt log keeps it: UTF-8 (a table string),
+// each invalid byte sequence a replacement character, at most
+// MaxResponseBody bytes, cut at a character (the cut of a read that ended
+// inside one drops its partial bytes).
+func loggable(b []byte) string {
+	s := strings.ToValidUTF8(string(b), "\uFFFD")
+	for len(s) > MaxResponseBody {
+		_, size := utf8.DecodeLastRuneInString(s)
+		s = s[:len(s)-size]
+	}
+	return s
 }
 
 func isTimeout(err error) bool {
