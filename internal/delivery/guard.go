@@ -38,11 +38,54 @@ var metadataAddrs = []netip.Addr{netip.MustParseAddr("169.254.169.254"), netip.M
 // cgnat is the shared address space (RFC 6598), not public.
 var cgnat = netip.MustParsePrefix("100.64.0.0/10")
 
+// v4Carriers are the IPv6 prefixes whose addresses carry an IPv4 address a
+// translator or tunnel reaches: NAT64 (64:ff9b::/96, RFC 6052, and the
+// local-use 64:ff9b:1::/48, RFC 8215, both in the last 32 bits), 6to4
+// (2002::/16, RFC 3056, bits 16..47) and the deprecated IPv4-compatible
+// ::/96 (the last 32 bits).
+var v4Carriers = []struct {
+	prefix netip.Prefix
+	at     int // byte offset of the IPv4 address in the IPv6 one
+}{
+	{netip.MustParsePrefix("64:ff9b::/96"), 12},
+	{netip.MustParsePrefix("64:ff9b:1::/48"), 12},
+	{netip.MustParsePrefix("2002::/16"), 2},
+	{netip.MustParsePrefix("::/96"), 12},
+}
+
+// carriedV4 returns the IPv4 address a carries (v4Carriers), if any.
+func carriedV4(a netip.Addr) (netip.Addr, bool) {
+	if !a.Is6() {
+		return netip.Addr{}, false
+	}
+	b := a.As16()
+	for _, c := range v4Carriers {
+		if c.prefix.Contains(a) {
+			return netip.AddrFrom4([4]byte(b[c.at : c.at+4])), true
+		}
+	}
+	return netip.Addr{}, false
+}
+
 // CheckAddr returns why a may not be dialled, or nil: the metadata address
 // always; unless AllowPrivate, loopback, private (RFC 1918, fc00::/7,
-// 100.64.0.0/10), link-local, multicast and unspecified addresses.
+// 100.64.0.0/10), link-local, multicast and unspecified addresses. An IPv6
+// address that carries an IPv4 one (NAT64, 6to4, IPv4-compatible) is
+// judged as that address too.
 func (g Guard) CheckAddr(a netip.Addr) error {
 	a = a.Unmap()
+	if err := g.checkAddr(a); err != nil {
+		return err
+	}
+	if v4, ok := carriedV4(a); ok {
+		if err := g.checkAddr(v4); err != nil {
+			return fmt.Errorf("%s carries %w", a, err)
+		}
+	}
+	return nil
+}
+
+func (g Guard) checkAddr(a netip.Addr) error {
 	for _, m := range metadataAddrs {
 		if a == m {
 			return fmt.Errorf("%s is the instance metadata address", a)

@@ -116,3 +116,36 @@ func TestRedirectsAreNotFollowed(t *testing.T) {
 		t.Errorf("a 307 is a failed attempt: %+v", ds[0])
 	}
 }
+
+// TestIPv6FormsOfAnIPv4AddressAreCheckedAsIt: an IPv6 address that
+// carries an IPv4 one a translator reaches (NAT64's 64:ff9b::/96 and
+// 64:ff9b:1::/48, 6to4's 2002::/16, the old IPv4-compatible ::/96) is
+// judged as that IPv4 address: the metadata address is refused through
+// each, also with private targets allowed, and so is a private one unless
+// allowed. A public IPv4 inside passes.
+func TestIPv6FormsOfAnIPv4AddressAreCheckedAsIt(t *testing.T) {
+	for _, c := range []struct {
+		addr        string
+		metadata    bool // refused even with private targets allowed
+		private     bool // refused without
+		description string
+	}{
+		{"64:ff9b::a9fe:a9fe", true, true, "NAT64 of 169.254.169.254"},
+		{"64:ff9b:1::a9fe:a9fe", true, true, "local-use NAT64 of 169.254.169.254"},
+		{"2002:a9fe:a9fe::1", true, true, "6to4 of 169.254.169.254"},
+		{"::a9fe:a9fe", true, true, "IPv4-compatible 169.254.169.254"},
+		{"64:ff9b::a00:1", false, true, "NAT64 of 10.0.0.1"},
+		{"64:ff9b::7f00:1", false, true, "NAT64 of 127.0.0.1"},
+		{"2002:c0a8:101::1", false, true, "6to4 of 192.168.1.1"},
+		{"::a00:1", false, true, "IPv4-compatible 10.0.0.1"},
+		{"64:ff9b::5db8:d70e", false, false, "NAT64 of the public 93.184.215.14"},
+	} {
+		a := netip.MustParseAddr(c.addr)
+		if err := (delivery.Guard{AllowPrivate: true}).CheckAddr(a); (err != nil) != c.metadata {
+			t.Errorf("%s (%s) with private targets allowed: %v, want refused=%v", c.addr, c.description, err, c.metadata)
+		}
+		if err := (delivery.Guard{}).CheckAddr(a); (err != nil) != c.private {
+			t.Errorf("%s (%s): %v, want refused=%v", c.addr, c.description, err, c.private)
+		}
+	}
+}
