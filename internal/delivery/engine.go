@@ -259,6 +259,8 @@ func (e *Engine) Attempt(ctx context.Context, job Job) error {
 		d.Status, d.NextAttemptAt, d.Reason = StatusSucceeded, time.Time{}, ""
 	case n >= len(e.schedule):
 		d.Status, d.NextAttemptAt, d.Reason = StatusFailed, time.Time{}, "retry schedule exhausted"
+	case len(d.Attempts) >= MaxAttemptsPerDelivery: // a replay's run stops at the limit too
+		d.Status, d.NextAttemptAt, d.Reason = StatusFailed, time.Time{}, "attempt limit reached"
 	default:
 		d.NextAttemptAt = a.At.Add(e.schedule[n])
 	}

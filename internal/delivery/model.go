@@ -148,7 +148,8 @@ type Delivery struct {
 	// way, the end of its claim); zero unless pending.
 	NextAttemptAt time.Time
 	// Reason says why a failed delivery stopped ("retry schedule
-	// exhausted", "endpoint disabled", "endpoint deleted").
+	// exhausted", "attempt limit reached", "endpoint disabled", "endpoint
+	// deleted").
 	Reason    string
 	CreatedAt time.Time
 	UpdatedAt time.Time
