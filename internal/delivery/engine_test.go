@@ -126,7 +126,7 @@ func TestRotationOverlapVerifiesWithEitherSecret(t *testing.T) {
 
 func TestRotatedOutSecretStopsSigningAfterTheOverlap(t *testing.T) {
 	now := time.Date(2026, 11, 27, 6, 0, 0, 0, time.UTC)
-	e := delivery.Endpoint{Secret: "new", PreviousSecret: "old", PreviousSecretUntil: now.Add(delivery.RotationOverlap)}
+	e := delivery.Endpoint{Secret: "new", Retired: []delivery.RetiredSecret{{Secret: "old", Until: now.Add(delivery.RotationOverlap)}}}
 	if got := e.Secrets(now.Add(delivery.RotationOverlap - time.Second)); len(got) != 2 {
 		t.Errorf("just before the overlap ends: %v, want both", got)
 	}

@@ -20,6 +20,9 @@ const (
 	// RotationOverlap is how long a rotated-out secret still signs: both
 	// secrets sign every delivery for 24 h after a rotation.
 	RotationOverlap = 24 * time.Hour
+	// MaxRetiredSecrets bounds the rotated-out secrets still signing (ours:
+	// a delivery carries at most 1 + this many signatures).
+	MaxRetiredSecrets = 4
 	// DisableAfter: an endpoint whose every delivery failed for this long
 	// (5 days) is disabled.
 	DisableAfter = 5 * 24 * time.Hour
@@ -83,11 +86,12 @@ type Endpoint struct {
 	// ("disabled by request", or the failures that disabled it).
 	Disabled       bool
 	DisabledReason string
-	// Secret signs every delivery ("whsec_…"). PreviousSecret, until
-	// PreviousSecretUntil, signs too (a rotation's overlap).
-	Secret              string
-	PreviousSecret      string
-	PreviousSecretUntil time.Time
+	// Secret signs every delivery ("whsec_…"). Each secret in Retired
+	// signs too until its Until (a rotation's overlap).
+	Secret string
+	// Retired are the secrets rotations replaced that may still sign,
+	// newest first, at most MaxRetiredSecrets.
+	Retired []RetiredSecret
 	// FailingSince is the first failed attempt since the last success;
 	// zero while the endpoint is healthy.
 	FailingSince time.Time
@@ -106,14 +110,50 @@ func (e *Endpoint) Wants(typ string) bool {
 	return !e.Disabled && (len(e.EventTypes) == 0 || slices.Contains(e.EventTypes, typ))
 }
 
+// RetiredSecret is a secret a rotation replaced: it still signs until
+// Until (RotationOverlap after that rotation).
+type RetiredSecret struct {
+	Secret string
+	Until  time.Time
+}
+
 // Secrets returns the secrets that sign a delivery at now: the current one,
-// and the previous one during its overlap.
+// and each retired one during its overlap.
 func (e *Endpoint) Secrets(now time.Time) []string {
 	s := []string{e.Secret}
-	if e.PreviousSecret != "" && now.Before(e.PreviousSecretUntil) {
-		s = append(s, e.PreviousSecret)
+	for _, r := range e.Retired {
+		if r.Secret != "" && now.Before(r.Until) {
+			s = append(s, r.Secret)
+		}
 	}
 	return s
+}
+
+// Rotate makes secret the endpoint's secret at now. The one it replaces
+// signs for RotationOverlap more, and so does every earlier one still in
+// its own overlap: a rotation repeated because its answer (the new secret,
+// shown once) was lost must not cut short the secret the receiver holds.
+// At most MaxRetiredSecrets are kept (the oldest go first).
+func (e *Endpoint) Rotate(secret string, now time.Time) {
+	retired := []RetiredSecret{{Secret: e.Secret, Until: now.Add(RotationOverlap)}}
+	for _, r := range e.Retired {
+		if now.Before(r.Until) && len(retired) < MaxRetiredSecrets {
+			retired = append(retired, r)
+		}
+	}
+	e.Secret, e.Retired = secret, retired
+}
+
+// RetiredUntil is when the last retired secret stops signing, zero when
+// none signs at now.
+func (e *Endpoint) RetiredUntil(now time.Time) time.Time {
+	var until time.Time
+	for _, r := range e.Retired {
+		if now.Before(r.Until) && r.Until.After(until) {
+			until = r.Until
+		}
+	}
+	return until
 }
 
 // Attempt is one POST of a delivery.

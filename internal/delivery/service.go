@@ -129,12 +129,11 @@ func (s *Service) Update(ctx context.Context, accountID, id string, in EndpointI
 }
 
 // RotateSecret gives the endpoint a new secret; the old one keeps signing
-// for RotationOverlap. It returns the endpoint with the new secret.
+// for RotationOverlap, and so do earlier ones still in their overlap
+// (Endpoint.Rotate). It returns the endpoint with the new secret.
 func (s *Service) RotateSecret(ctx context.Context, accountID, id string) (*Endpoint, error) {
-	return s.modify(ctx, accountID, id, func(e *Endpoint) {
-		e.PreviousSecret, e.PreviousSecretUntil = e.Secret, s.clock.Now().Add(RotationOverlap)
-		e.Secret = NewSecret()
-	})
+	secret := NewSecret()
+	return s.modify(ctx, accountID, id, func(e *Endpoint) { e.Rotate(secret, s.clock.Now()) })
 }
 
 // modify applies change to the stored endpoint with a conditional write,

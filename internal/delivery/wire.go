@@ -28,8 +28,8 @@ func (e *Endpoint) JSON(now time.Time, withSecret bool) api.WebhookEndpoint {
 	if out.EventTypes == nil {
 		out.EventTypes = []string{}
 	}
-	if e.PreviousSecret != "" && now.Before(e.PreviousSecretUntil) {
-		out.PreviousSecretExpiresAt = api.Time(e.PreviousSecretUntil)
+	if until := e.RetiredUntil(now); !until.IsZero() {
+		out.PreviousSecretExpiresAt = api.Time(until)
 	}
 	if withSecret {
 		out.Secret = e.Secret

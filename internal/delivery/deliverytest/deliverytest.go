@@ -6,12 +6,17 @@ package deliverytest
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/sandmanhq/sandman/internal/delivery"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 )
+
+func sameRetired(a, b delivery.RetiredSecret) bool {
+	return a.Secret == b.Secret && a.Until.Equal(b.Until)
+}
 
 // RunStoreContract runs the store contract on stores made by newStore (a
 // fresh, empty store per call).
@@ -25,7 +30,8 @@ func RunStoreContract(t *testing.T, newStore func(t *testing.T) delivery.Store) 
 	t.Run("EndpointRoundTrip", func(t *testing.T) {
 		s := newStore(t)
 		e := endpoint("acct")
-		e.PreviousSecret, e.PreviousSecretUntil = delivery.NewSecret(), now.Add(time.Hour)
+		e.Retired = []delivery.RetiredSecret{{Secret: delivery.NewSecret(), Until: now.Add(time.Hour)},
+			{Secret: delivery.NewSecret(), Until: now.Add(time.Minute)}}
 		e.FailingSince, e.ProbeUntil = now.Add(-time.Hour), now.Add(20*time.Second)
 		if err := s.CreateEndpoint(ctx, e); err != nil {
 			t.Fatal(err)
@@ -34,8 +40,8 @@ func RunStoreContract(t *testing.T, newStore func(t *testing.T) delivery.Store) 
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.URL != e.URL || got.Secret != e.Secret || got.PreviousSecret != e.PreviousSecret ||
-			!got.PreviousSecretUntil.Equal(e.PreviousSecretUntil) || len(got.EventTypes) != 1 || !got.CreatedAt.Equal(now) ||
+		if got.URL != e.URL || got.Secret != e.Secret || !slices.EqualFunc(got.Retired, e.Retired, sameRetired) ||
+			len(got.EventTypes) != 1 || !got.CreatedAt.Equal(now) ||
 			!got.FailingSince.Equal(e.FailingSince) || !got.ProbeUntil.Equal(e.ProbeUntil) {
 			t.Errorf("round trip: got %+v, want %+v", got, e)
 		}

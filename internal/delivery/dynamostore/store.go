@@ -93,27 +93,49 @@ type endpointItem struct {
 	Secret              string   `dynamodbav:"secret"`
 	PreviousSecret      string   `dynamodbav:"previous_secret,omitempty"`
 	PreviousSecretUntil string   `dynamodbav:"previous_secret_until,omitempty"`
-	FailingSince        string   `dynamodbav:"failing_since,omitempty"`
-	ProbeUntil          string   `dynamodbav:"probe_until,omitempty"`
-	CreatedAt           string   `dynamodbav:"created_at"`
-	UpdatedAt           string   `dynamodbav:"updated_at"`
-	Version             int64    `dynamodbav:"version"`
+	// OlderSecrets are the retired secrets after the newest (which is
+	// previous_secret, as items have always held it), newest first.
+	OlderSecrets []retiredItem `dynamodbav:"older_secrets,omitempty"`
+	FailingSince string        `dynamodbav:"failing_since,omitempty"`
+	ProbeUntil   string        `dynamodbav:"probe_until,omitempty"`
+	CreatedAt    string        `dynamodbav:"created_at"`
+	UpdatedAt    string        `dynamodbav:"updated_at"`
+	Version      int64         `dynamodbav:"version"`
+}
+
+// retiredItem is a retired signing secret (delivery.RetiredSecret).
+type retiredItem struct {
+	Secret string `dynamodbav:"secret"`
+	Until  string `dynamodbav:"until"`
 }
 
 func toEndpointItem(e *delivery.Endpoint) endpointItem {
-	return endpointItem{PK: endpointPrefix + e.AccountID, SK: e.ID, ID: e.ID, AccountID: e.AccountID, URL: e.URL,
+	it := endpointItem{PK: endpointPrefix + e.AccountID, SK: e.ID, ID: e.ID, AccountID: e.AccountID, URL: e.URL,
 		Description: e.Description, EventTypes: e.EventTypes, Disabled: e.Disabled, DisabledReason: e.DisabledReason,
-		Secret: e.Secret, PreviousSecret: e.PreviousSecret, PreviousSecretUntil: formatTime(e.PreviousSecretUntil),
-		FailingSince: formatTime(e.FailingSince), ProbeUntil: formatTime(e.ProbeUntil), CreatedAt: formatTime(e.CreatedAt), UpdatedAt: formatTime(e.UpdatedAt),
-		Version: e.Version}
+		Secret: e.Secret, FailingSince: formatTime(e.FailingSince), ProbeUntil: formatTime(e.ProbeUntil),
+		CreatedAt: formatTime(e.CreatedAt), UpdatedAt: formatTime(e.UpdatedAt), Version: e.Version}
+	for i, r := range e.Retired {
+		if i == 0 {
+			it.PreviousSecret, it.PreviousSecretUntil = r.Secret, formatTime(r.Until)
+			continue
+		}
+		it.OlderSecrets = append(it.OlderSecrets, retiredItem{Secret: r.Secret, Until: formatTime(r.Until)})
+	}
+	return it
 }
 
 func (it endpointItem) endpoint() *delivery.Endpoint {
-	return &delivery.Endpoint{ID: it.ID, AccountID: it.AccountID, URL: it.URL, Description: it.Description,
+	e := &delivery.Endpoint{ID: it.ID, AccountID: it.AccountID, URL: it.URL, Description: it.Description,
 		EventTypes: it.EventTypes, Disabled: it.Disabled, DisabledReason: it.DisabledReason, Secret: it.Secret,
-		PreviousSecret: it.PreviousSecret, PreviousSecretUntil: parseTime(it.PreviousSecretUntil),
 		FailingSince: parseTime(it.FailingSince), ProbeUntil: parseTime(it.ProbeUntil), CreatedAt: parseTime(it.CreatedAt), UpdatedAt: parseTime(it.UpdatedAt),
 		Version: it.Version}
+	if it.PreviousSecret != "" {
+		e.Retired = append(e.Retired, delivery.RetiredSecret{Secret: it.PreviousSecret, Until: parseTime(it.PreviousSecretUntil)})
+	}
+	for _, r := range it.OlderSecrets {
+		e.Retired = append(e.Retired, delivery.RetiredSecret{Secret: r.Secret, Until: parseTime(r.Until)})
+	}
+	return e
 }
 
 type attemptItem struct {

@@ -15,7 +15,7 @@ type WebhookEndpoint struct {
 	// FailingSince is the first failed attempt since the last success;
 	// null while healthy.
 	FailingSince *string `json:"failing_since"`
-	// PreviousSecretExpiresAt is when the rotated-out secret stops
+	// PreviousSecretExpiresAt is when the last rotated-out secret stops
 	// signing; null when none does.
 	PreviousSecretExpiresAt *string `json:"previous_secret_expires_at"`
 	CreatedAt               string  `json:"created_at"`
