@@ -36,7 +36,9 @@
 //	by_owner_keys owner_key = account id,
 //	            owner_sort = created_at (timeLayout) + "#" + id  every session (keys only)
 //	idle        idle_shard, idle_due_at (+ pause_deadline)       while running, due at Session.PauseDeadline()
-//	lease       lease_shard, lease_due_at                        while State.Transitional(), due at LeaseExpiresAt;
+//	lease       lease_shard, lease_due_at                        while State.Transitional(), due at LeaseExpiresAt
+//	                                                             (resuming with ResumeQueued: at the earlier of it and
+//	                                                             StateChangedAt + ReadinessRequeueAfter);
 //	                                                             while running with its app starting, due at
 //	                                                             StateChangedAt + ReadinessRequeueAfter (Session.LeaseDue)
 //	paused      paused_shard, paused_due_at                      while paused, due at PausedAt

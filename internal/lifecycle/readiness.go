@@ -101,15 +101,19 @@ func (s *Service) enqueueReadiness(ctx context.Context, sess *Session, from Stat
 }
 
 // RequeueReadiness queues the readiness job of sess again when it is
-// running with its app still starting: the sweep's repair of a job that was
-// never queued (the writer died between the commit and the send, or the
-// send failed) or that the queue gave up on (docs/READINESS.md "Crash
-// safety"). The job looks before it starts anything, so a job still at
-// work finds its command running. It reports whether a job was queued
-// (false without ReadinessJobs, or for a session with nothing to bring
-// up). Errors: the queue's (unavailable).
+// running with its app still starting, or resuming with its resume handed
+// to a job (ResumeQueued, an open of its link) and its lease not yet
+// expired: the sweep's repair of a job that was never queued (the writer
+// died between the commit and the send, or the send failed) or that the
+// queue gave up on (docs/READINESS.md "Crash safety", docs/WAKE.md "The
+// resume runs in the background"). The job looks before it starts
+// anything, so a job still at work finds its command running, and two
+// copies of a resume's job commit one resuming → running. It reports
+// whether a job was queued (false without ReadinessJobs, or for a session
+// with nothing to bring up). Errors: the queue's (unavailable).
 func (s *Service) RequeueReadiness(ctx context.Context, sess *Session) (bool, error) {
-	if s.cfg.ReadinessJobs == nil || sess.State != StateRunning || sess.App == nil || sess.Readiness != ReadinessStarting {
+	starting := sess.State == StateRunning && sess.App != nil && sess.Readiness == ReadinessStarting
+	if s.cfg.ReadinessJobs == nil || !starting && !sess.resumeJobDue(s.now()) {
 		return false, nil
 	}
 	if err := s.cfg.ReadinessJobs.Enqueue(ctx, sess.ID); err != nil {
@@ -117,6 +121,18 @@ func (s *Service) RequeueReadiness(ctx context.Context, sess *Session) (bool, er
 	}
 	return true, nil
 }
+
+// resumeJobDue reports whether sess is resuming with its resume handed to
+// a job that may have been lost: queued, waited ReadinessRequeueAfter, and
+// within its lease (after it, the sweep reconciles the session instead).
+func (sess *Session) resumeJobDue(now time.Time) bool {
+	return sess.State == StateResuming && sess.ResumeQueued && now.Before(sess.LeaseExpiresAt) &&
+		!now.Before(sess.StateChangedAt.Add(ReadinessRequeueAfter))
+}
+
+// ResumeJobDue reports whether the sweep should queue the job of sess's
+// handed-off resume again rather than reconcile it (RequeueReadiness).
+func (sess *Session) ResumeJobDue(now time.Time) bool { return sess.resumeJobDue(now) }
 
 // BringUpOutcome says what a readiness job did.
 type BringUpOutcome string

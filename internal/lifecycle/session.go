@@ -276,17 +276,29 @@ const ReadinessRequeueAfter = time.Minute
 // LeaseDue returns when the session is due in the lease index
 // (IndexLease), and whether the index holds it at all: a transitional
 // session at LeaseExpiresAt (its lease expired: the sweep reconciles it),
-// and a running session whose app is starting at StateChangedAt plus
+// but a resuming one whose resume was handed to a job (ResumeQueued) at
+// StateChangedAt plus ReadinessRequeueAfter when that comes first (the job
+// may be lost: the sweep re-queues it until the lease expires), and a
+// running session whose app is starting at StateChangedAt plus
 // ReadinessRequeueAfter (its readiness job may be lost: the sweep re-queues
 // it). Both stores key the index by this.
 func (s *Session) LeaseDue() (time.Time, bool) {
 	switch {
+	case s.State == StateResuming && s.ResumeQueued && !s.StateChangedAt.IsZero() && !s.LeaseExpiresAt.IsZero():
+		return minTime(s.LeaseExpiresAt, s.StateChangedAt.Add(ReadinessRequeueAfter)), true
 	case s.State.Transitional():
 		return s.LeaseExpiresAt, !s.LeaseExpiresAt.IsZero()
 	case s.State == StateRunning && s.App != nil && s.Readiness == ReadinessStarting && !s.StateChangedAt.IsZero():
 		return s.StateChangedAt.Add(ReadinessRequeueAfter), true
 	}
 	return time.Time{}, false
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // resetReadiness applies the readiness rules of a transition to to

@@ -29,12 +29,14 @@ type Summary struct {
 	// their index entry was stale.
 	Skipped int `json:"skipped"`
 	// Leases: sessions the lease index yielded: transitional sessions with
-	// an expired lease, and running sessions whose app has been starting
-	// longer than lifecycle.ReadinessRequeueAfter.
+	// an expired lease, running sessions whose app has been starting
+	// longer than lifecycle.ReadinessRequeueAfter, and resuming ones whose
+	// resume a job should have finished by then.
 	Leases int `json:"leases"`
-	// Requeued: running sessions whose app was still starting and whose
+	// Requeued: running sessions whose app was still starting, and
+	// resuming ones whose handed-off resume had not finished, whose
 	// readiness job this run queued again (a lost job is repaired; a job
-	// at work finds its command running).
+	// at work finds its command running, or its resume committed).
 	Requeued int `json:"requeued"`
 	// RequeueFailed: readiness jobs that could not be queued; the next run
 	// tries again.

@@ -380,7 +380,9 @@ func (r *run) leases(ctx context.Context) {
 		return
 	}
 	err := r.eachDue(ctx, lifecycle.IndexLease, r.now, &r.sum.Leases, func(ctx context.Context, sess *lifecycle.Session) {
-		if sess.State == lifecycle.StateRunning { // its app still starting: its job may be lost
+		// Its app still starting, or its resume handed to a job, within the
+		// lease: its job may be lost.
+		if sess.State == lifecycle.StateRunning || sess.ResumeJobDue(r.now) {
 			r.requeueReadiness(ctx, sess)
 			return
 		}
@@ -393,7 +395,8 @@ func (r *run) leases(ctx context.Context) {
 }
 
 // requeueReadiness queues the readiness job of a running session whose app
-// has been starting longer than lifecycle.ReadinessRequeueAfter.
+// has been starting longer than lifecycle.ReadinessRequeueAfter, or of a
+// resuming one whose resume a job should have finished by then.
 func (r *run) requeueReadiness(ctx context.Context, sess *lifecycle.Session) {
 	queued, err := r.sw.svc.RequeueReadiness(ctx, sess)
 	switch {
@@ -401,7 +404,7 @@ func (r *run) requeueReadiness(ctx context.Context, sess *lifecycle.Session) {
 		r.sw.log.WarnContext(ctx, "re-queue readiness job; the next run tries again", "session_id", sess.ID, "err", err)
 		r.add(&r.sum.RequeueFailed, 1)
 	case queued:
-		r.sw.log.InfoContext(ctx, "re-queued readiness job of an app still starting", "session_id", sess.ID,
+		r.sw.log.InfoContext(ctx, "re-queued the readiness job of a session still starting or resuming", "session_id", sess.ID, "state", sess.State,
 			"since", sess.StateChangedAt)
 		r.add(&r.sum.Requeued, 1)
 	}
