@@ -10,13 +10,14 @@ import (
 )
 
 // smallCalls is the provider-call model scaled down: 6,000 active sessions
-// refreshing every 5 min (600 refreshes per 30 s), 100 pauses, 100 resumes
+// refreshing every 5 min (a 5 min guard headroom: 600 refreshes per 30 s), 100 pauses, 100 resumes
 // and 30 creates per 30 s, against a limit of 200 per 30 s: 830 calls per
 // 30 s, 4.15× the limit.
 func smallCalls() costsim.ScaleConfig {
 	c := costsim.DefaultScale()
 	c.Sessions, c.DueRate, c.ResumeRate, c.CreateRate = 6000, 1000, 1000, 300
 	c.Intervals, c.RateLimit = 1, 200
+	c.Guard.GuardHeadroom = 5 * time.Minute
 	c.MassDisconnect = 0
 	return c
 }
@@ -73,22 +74,28 @@ func TestSharedLimiterDelays(t *testing.T) {
 	}
 }
 
-// TestProviderCallsAtTheTarget pins the default target's demand and checks
-// the section names every provider limit and the refresh options with their
+// TestProviderCallsAtTheTarget pins the default target's demand (refreshes
+// = 1,000,000 active sessions × 30 s / the 27.5 min default headroom) and
+// checks the section names every provider limit and the headroom options
+// with their refresh intervals (the 1 h one capped by the 1 h plan) and
 // bounds.
 func TestProviderCallsAtTheTarget(t *testing.T) {
 	r := MustDefaultReport(t)
 	today := r.Scale.Calls[0].Demand
-	want := costsim.CallDemand{costsim.CallResume: 10_000, costsim.CallCreate: 3_000, costsim.CallPause: 10_000, costsim.CallRefresh: 100_000}
-	if today != want {
-		t.Errorf("demand per 30 s = %v, want %v", today, want)
+	want := costsim.CallDemand{costsim.CallResume: 10_000, costsim.CallCreate: 3_000, costsim.CallPause: 10_000, costsim.CallRefresh: 1_000_000 * 30.0 / 1650}
+	for k := range want {
+		if math.Abs(today[k]-want[k]) > 1e-6 {
+			t.Errorf("demand per 30 s = %v, want %v", today, want)
+		}
 	}
 	md := r.Markdown()
 	for _, s := range []string{
 		"### Scale: provider calls at the target",
-		"| e2b (Pro) | 20,000 | 123,000 | 6.15 | 23,000 | 1.15 |",
-		"| every 5 min (today) | 100,000 | 123,000 | 153,750 | 7.7 | 7.5 min |",
-		"| every 1 h | 8,333 | 31,333 | 39,166 | 2.0 | 1 h 3 min |",
+		"| e2b (Pro) | 20,000 | 41,181 | 2.06 | 23,000 | 1.15 |",
+		"| 5 min | 5 min | 100,000 | 123,000 | 153,750 | 7.7 | 7.5 min |",
+		"| 27.5 min (today) | 27.5 min | 18,181 | 41,181 | 51,477 | 2.6 | 30 min |",
+		"| 1 h | 47.5 min (the 1 h cap) | 10,526 | 33,526 | 41,907 | 2.1 | 50 min |",
+		"| none | never | 0 | 23,000 | 28,750 | 1.4 |",
 	} {
 		if !strings.Contains(md, s) {
 			t.Errorf("Markdown lacks %q", s)

@@ -14,8 +14,8 @@ import (
 func TestHeartbeatOnSelfPausedSandbox(t *testing.T) {
 	w := MustWorld(t)
 	sess := w.mustIdle(t, 600)
-	// Past half the idle timeout the provider's timeout must be pushed out.
-	now := w.clock.Advance(6 * time.Minute)
+	// Past the guard's headroom the provider's timeout must be pushed out.
+	now := w.clock.Advance(w.svc.Policy().GuardHeadroom + time.Minute)
 	probe := w.mustGet(t, sess.ID)
 	probe.RecordActivity(now, 0)
 	if !w.svc.Policy().NeedsProviderRefresh(probe, now) {
