@@ -19,6 +19,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -456,10 +457,17 @@ func encodeCursor(last string) string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
+// deliveryIDPattern is the form of every delivery id (delivery.DeliveryID).
+var deliveryIDPattern = regexp.MustCompile(`^dlv_[0-9a-f]{28}$`)
+
+// decodeCursor reads a cursor encodeCursor made. The caller may forge one:
+// only a delivery id is accepted as the key to start after (a longer one
+// would reach DynamoDB as a sort key over its 1024-byte limit, a
+// ValidationException the caller would see as an internal error).
 func decodeCursor(s string) (string, error) {
 	b, err := base64.RawURLEncoding.DecodeString(s)
 	var c cursorJSON
-	if err != nil || json.Unmarshal(b, &c) != nil || len(c.Last) < 5 || c.Last[:4] != "dlv_" {
+	if err != nil || json.Unmarshal(b, &c) != nil || !deliveryIDPattern.MatchString(c.Last) {
 		return "", lifecycle.Errorf(lifecycle.CodeInvalid, "cursor is not valid")
 	}
 	return c.Last, nil
