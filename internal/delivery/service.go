@@ -102,14 +102,15 @@ func (s *Service) List(ctx context.Context, accountID string) ([]*Endpoint, erro
 }
 
 // Update patches an endpoint. Enabling a disabled endpoint clears its
-// failure streak.
+// failure streak, and so does a new URL: the old URL's failures say
+// nothing of it, and must not count towards disabling it.
 func (s *Service) Update(ctx context.Context, accountID, id string, in EndpointInput) (*Endpoint, error) {
 	if err := s.checkInput(ctx, in); err != nil {
 		return nil, err
 	}
 	return s.modify(ctx, accountID, id, func(e *Endpoint) {
-		if in.URL != nil {
-			e.URL = *in.URL
+		if in.URL != nil && *in.URL != e.URL {
+			e.URL, e.FailingSince, e.ProbeUntil = *in.URL, time.Time{}, time.Time{}
 		}
 		if in.Description != nil {
 			e.Description = *in.Description
