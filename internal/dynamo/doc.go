@@ -38,7 +38,7 @@
 //	idle        idle_shard, idle_due_at (+ pause_deadline)       while running, due at Session.PauseDeadline()
 //	lease       lease_shard, lease_due_at                        while State.Transitional(), due at LeaseExpiresAt
 //	                                                             (resuming with ResumeQueued: at the earlier of it and
-//	                                                             StateChangedAt + ReadinessRequeueAfter);
+//	                                                             StateChangedAt + ResumeRequeueAfter);
 //	                                                             while running with its app starting, due at
 //	                                                             StateChangedAt + ReadinessRequeueAfter (Session.LeaseDue)
 //	paused      paused_shard, paused_due_at                      while paused, due at PausedAt

@@ -123,11 +123,11 @@ func (s *Service) RequeueReadiness(ctx context.Context, sess *Session) (bool, er
 }
 
 // resumeJobDue reports whether sess is resuming with its resume handed to
-// a job that may have been lost: queued, waited ReadinessRequeueAfter, and
+// a job that may have been lost: queued, waited ResumeRequeueAfter, and
 // within its lease (after it, the sweep reconciles the session instead).
 func (sess *Session) resumeJobDue(now time.Time) bool {
 	return sess.State == StateResuming && sess.ResumeQueued && now.Before(sess.LeaseExpiresAt) &&
-		!now.Before(sess.StateChangedAt.Add(ReadinessRequeueAfter))
+		!now.Before(sess.StateChangedAt.Add(ResumeRequeueAfter))
 }
 
 // ResumeJobDue reports whether the sweep should queue the job of sess's

@@ -273,11 +273,20 @@ func (s *Session) Transition(to State, reason string, now time.Time, p Policy) e
 // for the app command before it starts one.
 const ReadinessRequeueAfter = time.Minute
 
+// ResumeRequeueAfter is how long a resume handed to a job (ResumeQueued,
+// docs/WAKE.md "The resume runs in the background") may stay resuming
+// before the sweep queues its job again: the job may be lost. It is longer
+// than a job at work can take with the default settings (two provider
+// resumes of at most 30 s each, a backoff, a look at the provider after a
+// failure), so a job still under way is seldom joined by a second; one
+// that is changes nothing (one resuming → running write commits).
+const ResumeRequeueAfter = 2 * time.Minute
+
 // LeaseDue returns when the session is due in the lease index
 // (IndexLease), and whether the index holds it at all: a transitional
 // session at LeaseExpiresAt (its lease expired: the sweep reconciles it),
 // but a resuming one whose resume was handed to a job (ResumeQueued) at
-// StateChangedAt plus ReadinessRequeueAfter when that comes first (the job
+// StateChangedAt plus ResumeRequeueAfter when that comes first (the job
 // may be lost: the sweep re-queues it until the lease expires), and a
 // running session whose app is starting at StateChangedAt plus
 // ReadinessRequeueAfter (its readiness job may be lost: the sweep re-queues
@@ -285,7 +294,7 @@ const ReadinessRequeueAfter = time.Minute
 func (s *Session) LeaseDue() (time.Time, bool) {
 	switch {
 	case s.State == StateResuming && s.ResumeQueued && !s.StateChangedAt.IsZero() && !s.LeaseExpiresAt.IsZero():
-		return minTime(s.LeaseExpiresAt, s.StateChangedAt.Add(ReadinessRequeueAfter)), true
+		return minTime(s.LeaseExpiresAt, s.StateChangedAt.Add(ResumeRequeueAfter)), true
 	case s.State.Transitional():
 		return s.LeaseExpiresAt, !s.LeaseExpiresAt.IsZero()
 	case s.State == StateRunning && s.App != nil && s.Readiness == ReadinessStarting && !s.StateChangedAt.IsZero():

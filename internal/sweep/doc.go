@@ -23,7 +23,7 @@
 //     again (Service.RequeueReadiness), so a job lost between a commit and
 //     its send, or given up by the queue, is repaired; so do resuming
 //     sessions whose resume an open handed to a job that has not finished it
-//     within lifecycle.ReadinessRequeueAfter (until their lease expires).
+//     within lifecycle.ResumeRequeueAfter (until their lease expires).
 //  3. Provider list: up to Config.ReconcileSample sandboxes of the provider's
 //     list are compared with the table (Store.FindBySandbox). A session that
 //     is running in the table but paused at the provider, or the reverse (a

@@ -31,7 +31,7 @@ type Summary struct {
 	// Leases: sessions the lease index yielded: transitional sessions with
 	// an expired lease, running sessions whose app has been starting
 	// longer than lifecycle.ReadinessRequeueAfter, and resuming ones whose
-	// resume a job should have finished by then.
+	// resume a job should have finished within lifecycle.ResumeRequeueAfter.
 	Leases int `json:"leases"`
 	// Requeued: running sessions whose app was still starting, and
 	// resuming ones whose handed-off resume had not finished, whose

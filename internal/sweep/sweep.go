@@ -396,7 +396,8 @@ func (r *run) leases(ctx context.Context) {
 
 // requeueReadiness queues the readiness job of a running session whose app
 // has been starting longer than lifecycle.ReadinessRequeueAfter, or of a
-// resuming one whose resume a job should have finished by then.
+// resuming one whose resume a job should have finished within
+// lifecycle.ResumeRequeueAfter.
 func (r *run) requeueReadiness(ctx context.Context, sess *lifecycle.Session) {
 	queued, err := r.sw.svc.RequeueReadiness(ctx, sess)
 	switch {

@@ -44,7 +44,7 @@ func (q *droppingJobs) queued() []string {
 // Left to its lease, the session would sit resuming for the whole lease
 // and then be reconciled back to paused: a wake that never happens, with
 // the waking page open all along. The sweep queues the job again once the
-// resume has waited lifecycle.ReadinessRequeueAfter, and the job finishes
+// resume has waited lifecycle.ResumeRequeueAfter, and the job finishes
 // the resume: running, one resume at the provider.
 func TestSweepRequeuesALostResumeJob(t *testing.T) {
 	clock := lifecycle.NewManualClock(t0)
@@ -74,7 +74,7 @@ func TestSweepRequeuesALostResumeJob(t *testing.T) {
 	jobs.mu.Unlock()
 	sw := sweep.New(svc, sweep.Config{}, quiet())
 
-	clock.Advance(lifecycle.ReadinessRequeueAfter - time.Second)
+	clock.Advance(lifecycle.ResumeRequeueAfter - time.Second)
 	if sum := MustRun(t, t.Context(), sw); sum.Requeued != 0 || len(jobs.queued()) != 0 {
 		t.Fatalf("a tick before the grace re-queued: %+v, jobs %v", sum, jobs.queued())
 	}
@@ -96,7 +96,7 @@ func TestSweepRequeuesALostResumeJob(t *testing.T) {
 	if n := prov.Calls(fake.OpResume) - resumes; n != 1 {
 		t.Errorf("provider resumes = %d, want 1", n)
 	}
-	clock.Advance(lifecycle.ReadinessRequeueAfter)
+	clock.Advance(lifecycle.ResumeRequeueAfter)
 	if sum := MustRun(t, t.Context(), sw); sum.Requeued != 0 || len(jobs.queued()) != 1 {
 		t.Errorf("a running session was queued again: %+v, jobs %v", sum, jobs.queued())
 	}
