@@ -324,7 +324,7 @@ func TestLimitCallsCancelledWaiterLeavesItsQueue(t *testing.T) {
 	}
 	done := make(chan error, 3)
 	go func() { done <- p.Pause(t.Context(), "held") }()
-	waitFor(t, l, "a token is held", func(q *CallQueue) bool { return q.held != nil })
+	waitFor(t, l, "a token is held", func(q *CallQueue) bool { return q.Held() != nil })
 	ctx, cancel := context.WithCancel(t.Context())
 	cancelled := make(chan error, 1)
 	go func() { cancelled <- p.Pause(ctx, "cancelled") }()

@@ -146,6 +146,10 @@ func (q *CallQueue) Leave(t *CallTicket, now time.Time) []*CallTicket {
 	return q.Release(t, now)
 }
 
+// Held returns the call holding the token promised ahead of its time (its
+// caller waits until its At, then calls Release), or nil when none does.
+func (q *CallQueue) Held() *CallTicket { return q.held }
+
 // Waiting returns the number of calls of class p waiting for a token.
 func (q *CallQueue) Waiting(p CallPriority) int {
 	if p >= callPriorities {

@@ -14,7 +14,7 @@ func drain(q *CallQueue, held *CallTicket) []*CallTicket {
 	var order []*CallTicket
 	for held != nil {
 		order = append(order, q.Release(held, held.At)...)
-		held = q.held
+		held = q.Held()
 	}
 	return order
 }
@@ -98,8 +98,8 @@ func TestCallQueueNeverServesALowerClassWhileAHigherWaits(t *testing.T) {
 	}
 	for _, a := range arrivals {
 		now := queueT0.Add(a.at)
-		for q.held != nil && !q.held.At.After(now) {
-			check(q.Release(q.held, q.held.At))
+		for q.Held() != nil && !q.Held().At.After(now) {
+			check(q.Release(q.Held(), q.Held().At))
 		}
 		tk := q.Arrive(now, a.p)
 		if tk.Granted() {
@@ -108,8 +108,8 @@ func TestCallQueueNeverServesALowerClassWhileAHigherWaits(t *testing.T) {
 		}
 		waiting = append(waiting, tk)
 	}
-	for q.held != nil {
-		check(q.Release(q.held, q.held.At))
+	for q.Held() != nil {
+		check(q.Release(q.Held(), q.Held().At))
 	}
 	if len(waiting) != 0 || len(grants) != len(arrivals) {
 		t.Fatalf("%d calls still wait, %d of %d granted", len(waiting), len(grants), len(arrivals))
