@@ -48,9 +48,16 @@ func WithCallPriority(ctx context.Context, p CallPriority) context.Context {
 	return context.WithValue(ctx, callPriorityKey{}, p)
 }
 
-// callPriority returns the class ctx sets (WithCallPriority), or def.
+// CallPriorityOf returns the class ctx sets (WithCallPriority) and whether
+// it sets one in range.
+func CallPriorityOf(ctx context.Context) (CallPriority, bool) {
+	p, ok := ctx.Value(callPriorityKey{}).(CallPriority)
+	return p, ok && p < callPriorities
+}
+
+// callPriority returns the class ctx sets, or def.
 func callPriority(ctx context.Context, def CallPriority) CallPriority {
-	if p, ok := ctx.Value(callPriorityKey{}).(CallPriority); ok && p < callPriorities {
+	if p, ok := CallPriorityOf(ctx); ok {
 		return p
 	}
 	return def
