@@ -87,6 +87,9 @@ func TestHeartbeatSurvivesARefreshTheCallLimiterRefuses(t *testing.T) {
 		t.Fatalf("next heartbeat: wrote %v, err %v", wrote, err)
 	}
 	got = w.mustGet(t, sess.ID)
+	if !got.LastActivityAt.Equal(now) {
+		t.Errorf("next heartbeat: activity %v, want %v", got.LastActivityAt, now)
+	}
 	if n := w.fake.Calls(fake.OpSetTimeout); n != 1 || !got.SandboxExpiresAt.After(sess.SandboxExpiresAt) {
 		t.Errorf("next heartbeat: %d provider calls, provider timeout %v; want 1 and later than %v", n, got.SandboxExpiresAt, sess.SandboxExpiresAt)
 	}
