@@ -74,8 +74,9 @@ type LimitConfig struct {
 // transient failure, and gives the token back. A call waiting in its queue
 // cannot know when its turn comes (a higher-class call may arrive first):
 // it waits until it is granted or its ctx ends; then it leaves the queue at
-// once, transient and Refused too, RetryAfter the time the calls waiting
-// ahead of it would take. cfg.Limit.Off() returns p unchanged.
+// once, transient and Refused too, RetryAfter the time the calls then
+// waiting in its class and above take at the rate (CallQueue.Ahead; at
+// least one token interval). cfg.Limit.Off() returns p unchanged.
 func LimitCalls(p Provider, cfg LimitConfig) Provider {
 	if cfg.Limit.Off() {
 		return p

@@ -77,7 +77,7 @@ func callPriority(ctx context.Context, def CallPriority) CallPriority {
 // the token after the one already promised: it waits at most one token
 // interval (1 / rate) plus the user calls ahead of it.
 //
-// Its methods take now, the caller's clock; times must not go backwards.
+// Its methods take now, the caller's clock, as golang.org/x/time/rate does.
 type CallQueue struct {
 	lim     *rate.Limiter
 	waiting [callPriorities]list.List // of *CallTicket
