@@ -128,10 +128,7 @@ func (l *limitedProvider) wait(ctx context.Context, def CallPriority, op, sandbo
 		select {
 		case <-t.wake:
 		case <-ctx.Done():
-			l.mu.Lock()
-			ahead := l.q.Ahead(t.Priority)
-			l.leave(t)
-			l.mu.Unlock()
+			ahead := l.leave(t)
 			return refused(op, sandboxID, max(ahead, l.interval()),
 				fmt.Errorf("waiting for a provider call token (limit %s, class %s): %w", l.q.Limit(), t.Priority, ctx.Err()))
 		}
@@ -139,26 +136,30 @@ func (l *limitedProvider) wait(ctx context.Context, def CallPriority, op, sandbo
 	if d := t.At.Sub(l.clock.Now()); d > 0 {
 		// The deadline is on the wall clock; d is a length, so compare lengths.
 		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < d {
-			l.mu.Lock()
 			l.leave(t)
-			l.mu.Unlock()
 			return refused(op, sandboxID, d, fmt.Errorf("provider call limit %s: the next call token comes in %v, after the call's deadline", l.q.Limit(), d))
 		}
 		if err := l.sleep(ctx, d); err != nil {
-			l.mu.Lock()
 			l.leave(t)
-			l.mu.Unlock()
 			return refused(op, sandboxID, 0, fmt.Errorf("waiting for a provider call token (limit %s): %w", l.q.Limit(), err))
 		}
 	}
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	l.wake(l.q.Release(t, l.clock.Now()))
-	l.mu.Unlock()
 	return nil
 }
 
-// leave takes t out of the queue and wakes whom that grants; l.mu held.
-func (l *limitedProvider) leave(t *CallTicket) { l.wake(l.q.Leave(t, l.clock.Now())) }
+// leave takes t out of the queue and wakes whom that grants. It returns
+// how long the calls waiting in t's class and above took at the rate just
+// before (CallQueue.Ahead).
+func (l *limitedProvider) leave(t *CallTicket) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ahead := l.q.Ahead(t.Priority)
+	l.wake(l.q.Leave(t, l.clock.Now()))
+	return ahead
+}
 
 // wake tells the granted waiting callers; l.mu held.
 func (l *limitedProvider) wake(granted []*CallTicket) {
