@@ -178,62 +178,82 @@ func (c ScaleConfig) callArrivals(d CallDemand, rng *rand.Rand) []call {
 	return calls
 }
 
-// limit runs calls through one limiter of perSecond tokens, burst 1: first
-// come first served, or by kind (CallKind order) when priority, stopping
-// after stop. It returns each call's delay (-1: not served).
-func limit(calls []call, perSecond float64, priority bool, stop time.Duration) []time.Duration {
-	step := time.Duration(float64(time.Second) / perSecond)
+// limiterEpoch is when the simulated clock of the limiter rows starts.
+var limiterEpoch = time.Date(2026, time.January, 5, 0, 0, 0, 0, time.UTC)
+
+// classOf is the class a kind's call takes in the provider call limiter
+// (lifecycle.LimitCalls): resumes and creates are user calls, pauses
+// background work, refreshes refreshes.
+func classOf(k CallKind) lifecycle.CallPriority {
+	switch k {
+	case CallResume, CallCreate:
+		return lifecycle.PriorityUser
+	case CallPause:
+		return lifecycle.PriorityBackground
+	}
+	return lifecycle.PriorityRefresh
+}
+
+// limit runs calls through the provider call limiter itself
+// (lifecycle.CallQueue, the bookkeeping of lifecycle.LimitCalls) on a
+// simulated clock: each call arrives at its time, a call holding a token
+// promised ahead of its time goes at that time and the next token is
+// promised then, as LimitCalls's callers do on the wall clock. With
+// priority each kind takes its class (classOf); without, every call takes
+// one class: first come first served, the limiter before it had classes.
+// Granting stops at stop; it returns each call's delay (-1: not served by
+// then).
+func limit(calls []call, l lifecycle.CallLimit, priority bool, stop time.Duration) []time.Duration {
+	q := lifecycle.NewCallQueue(l)
 	delay := make([]time.Duration, len(calls))
-	if !priority {
-		next := time.Duration(math.MinInt64 / 2)
-		for i, cl := range calls {
-			g := max(cl.at, next)
-			if g > stop {
-				delay[i] = -1
-				continue
-			}
-			delay[i], next = g-cl.at, g+step
+	end := limiterEpoch.Add(stop)
+	served := func(t *lifecycle.CallTicket, i int) {
+		delay[i] = -1
+		if !t.At.After(end) {
+			delay[i] = t.At.Sub(limiterEpoch.Add(calls[i].at))
 		}
-		return delay
 	}
-	// Priority: per kind a FIFO of the calls that arrived; each token goes
-	// to the most urgent kind with a call waiting.
-	var queues [callKinds][]int
-	arrived, waiting := 0, 0
-	t := time.Duration(0)
-	if len(calls) > 0 {
-		t = calls[0].at
+	// The waiting calls per class, in arrival order: the order the
+	// limiter grants them in within a class (checked as it goes).
+	type waiter struct {
+		t *lifecycle.CallTicket
+		i int
 	}
-	for arrived < len(calls) || waiting > 0 {
-		for arrived < len(calls) && calls[arrived].at <= t {
-			queues[calls[arrived].kind] = append(queues[calls[arrived].kind], arrived)
-			arrived++
-			waiting++
-		}
-		if waiting == 0 {
-			t = calls[arrived].at
-			continue
-		}
-		if t > stop {
-			break
-		}
-		for k := range callKinds {
-			if q := queues[k]; len(q) > 0 {
-				delay[q[0]] = t - calls[q[0]].at
-				queues[k] = q[1:]
-				waiting--
+	var waiting [lifecycle.PriorityRefresh + 1][]waiter
+	next := 0
+	for {
+		if h := q.Held(); h != nil && (next == len(calls) || h.At.Before(limiterEpoch.Add(calls[next].at))) {
+			if h.At.After(end) {
 				break
 			}
+			for _, g := range q.Release(h, h.At) {
+				w := waiting[g.Priority]
+				if len(w) == 0 || w[0].t != g {
+					panic("costsim: the call limiter granted a call out of arrival order within its class")
+				}
+				served(g, w[0].i)
+				waiting[g.Priority] = w[1:]
+			}
+			continue
 		}
-		t += step
-	}
-	for k := range callKinds {
-		for _, i := range queues[k] {
-			delay[i] = -1
+		if next == len(calls) {
+			break
 		}
+		class := lifecycle.PriorityBackground
+		if priority {
+			class = classOf(calls[next].kind)
+		}
+		if t := q.Arrive(limiterEpoch.Add(calls[next].at), class); t.Granted() {
+			served(t, next)
+		} else {
+			waiting[class] = append(waiting[class], waiter{t, next})
+		}
+		next++
 	}
-	for i := arrived; i < len(calls); i++ {
-		delay[i] = -1
+	for _, w := range waiting {
+		for _, x := range w {
+			delay[x.i] = -1
+		}
 	}
 	return delay
 }
@@ -243,7 +263,7 @@ func (c ScaleConfig) callRow(name string, d CallDemand, priority bool) CallRow {
 	rng := rand.New(rand.NewPCG(c.Seed, 1))
 	calls := c.callArrivals(d, rng)
 	perSecond := float64(c.RateLimit) / c.RateWindow.Seconds()
-	delay := limit(calls, perSecond, priority, c.LimiterDrain)
+	delay := limit(calls, lifecycle.CallLimit{PerSecond: perSecond, Burst: c.Burst}, priority, c.LimiterDrain)
 	row := CallRow{Name: name, Demand: d, Limit: c.RateLimit}
 	var by [callKinds][]time.Duration
 	for i, cl := range calls {
@@ -265,15 +285,16 @@ func (c ScaleConfig) callRow(name string, d CallDemand, priority bool) CallRow {
 }
 
 // runCalls runs the limiter rows: every call at the target with today's
-// refresh interval, first come first served; the same with users first; and
-// with no refresh.
+// refresh interval through the limiter with one class (first come first
+// served, as it was before it had classes) and with its classes as built;
+// and with no refresh, as built.
 func (c ScaleConfig) runCalls() []CallRow {
 	today := c.demand(&c.Guard)
 	none := c.demand(nil)
 	return []CallRow{
-		c.callRow(fmt.Sprintf("refresh every %s (today), first come first served", human(c.refreshEvery())), today, false),
-		c.callRow(fmt.Sprintf("refresh every %s (today), resumes and creates first, refreshes last", human(c.refreshEvery())), today, true),
-		c.callRow("no refresh, first come first served", none, false),
+		c.callRow(fmt.Sprintf("refresh every %s (today), one class: first come first served", human(c.refreshEvery())), today, false),
+		c.callRow(fmt.Sprintf("refresh every %s (today), by class (built): resumes and creates, then pauses, then refreshes", human(c.refreshEvery())), today, true),
+		c.callRow("no refresh, by class (built)", none, true),
 	}
 }
 
@@ -320,10 +341,12 @@ func (s ScaleReport) callsMarkdown() string {
 		numfmt.Thousands(int(2*(today[CallResume]+today[CallCreate])*time.Minute.Seconds()/c.RateWindow.Seconds())))
 
 	w("**The one shared limiter.** Every call goes through one limiter per provider (sweep, timers, resumes, creates "+
-		"and refreshes alike) that holds calls to %s per %s, paced evenly. One interval (%s) of the target's calls, drawn "+
-		"as Poisson processes (seed %d), then drained; a call's delay is its grant − its request; calls still waiting %s "+
-		"after the interval began are counted unserved.\n\n",
-		numfmt.Thousands(c.RateLimit), human(c.RateWindow), human(c.SweepInterval), c.Seed, human(c.LimiterDrain))
+		"and refreshes alike) that holds calls to %s per %s, paced evenly (burst %d), and serves them by class: resumes "+
+		"and creates (user) first, then pauses (background), then refreshes. The rows drive that limiter itself "+
+		"(`lifecycle.CallQueue`, what `lifecycle.LimitCalls` runs on) on the simulated clock. One interval (%s) of the "+
+		"target's calls, drawn as Poisson processes (seed %d), then drained; a call's delay is its grant − its request; "+
+		"calls still waiting %s after the interval began are counted unserved.\n\n",
+		numfmt.Thousands(c.RateLimit), human(c.RateWindow), c.Burst, human(c.SweepInterval), c.Seed, human(c.LimiterDrain))
 	w("| row | calls per %s | × limit | kind | calls | delay p50 (s) | delay p99 (s) | delay max (s) | unserved |\n", human(c.RateWindow))
 	w("|---|---:|---:|---|---:|---:|---:|---:|---:|\n")
 	for _, r := range s.Calls {
@@ -331,15 +354,14 @@ func (s ScaleReport) callsMarkdown() string {
 			if r.Calls[k] == 0 {
 				continue
 			}
-			w("| %s | %s | %.2f | %s | %s | %.1f | %.1f | %.1f | %s |\n", r.Name, numfmt.Thousands(int(r.Demand.Total())),
+			w("| %s | %s | %.2f | %s | %s | %.2f | %.2f | %.2f | %s |\n", r.Name, numfmt.Thousands(int(r.Demand.Total())),
 				ratio(r.Demand.Total(), float64(r.Limit)), k, numfmt.Thousands(r.Calls[k]),
 				r.DelayP50[k].Seconds(), r.DelayP99[k].Seconds(), r.DelayMax[k].Seconds(), numfmt.Thousands(r.Unserved[k]))
 		}
 	}
 	w("\nOver the limit, a first-come limiter delays every kind alike and the delay grows by the excess for as long as the " +
-		"load lasts (here one interval; at a steady target it has no bound). Serving resumes and creates first keeps the " +
-		"users' calls within a second while pauses and refreshes wait; a refresh that waits longer than its headroom " +
-		"lets the provider pause an active user.\n\n")
+		"load lasts (here one interval; at a steady target it has no bound). Serving by class keeps the users' calls " +
+		"within a token or two while pauses and refreshes take the excess.\n\n")
 	bound, _ := c.Guard.GuardBound(c.Guard.DefaultIdleTimeout)
 	w("**The guard's headroom** (`lifecycle.Policy.GuardHeadroom`, `SANDMAN_GUARD_HEADROOM`) sets the refreshes: the "+
 		"provider timeout is set to the pause deadline + grace %s + headroom, so an active session costs one refresh per "+

@@ -22,10 +22,11 @@ func smallCalls() costsim.ScaleConfig {
 	return c
 }
 
-// TestSharedLimiterDelays: a first-come limiter over its limit delays every
-// kind alike and drains one interval's calls at the limit; one that serves
-// resumes and creates first keeps them within seconds while refreshes wait
-// longest; calls still waiting when the drain stops are unserved.
+// TestSharedLimiterDelays: the provider call limiter with one class (first
+// come first served) over its limit delays every kind alike and drains one
+// interval's calls at the limit; with its classes it keeps resumes and
+// creates within seconds while refreshes wait longest; calls still waiting
+// when the drain stops are unserved.
 func TestSharedLimiterDelays(t *testing.T) {
 	r := MustScale(t, smallCalls())
 	if got, want := len(r.Calls), 3; got != want {
@@ -56,13 +57,21 @@ func TestSharedLimiterDelays(t *testing.T) {
 		t.Errorf("users first: p50 refresh %v, pause %v, resume %v: want refreshes longest, resumes shortest",
 			prio.DelayP50[refresh], prio.DelayP50[pause], prio.DelayP50[resume])
 	}
-	// Without refreshes: 230 per 30 s, 1.15× the limit; the excess of one
-	// interval (0.15 × 300 s) is the longest delay.
+	// Without refreshes: 230 per 30 s, 1.15× the limit. The users' 130
+	// are served first; the pauses get the other 70 of their 100 while the
+	// interval lasts, so the one arriving at 210 s waits until 300 s (90 s),
+	// and the excess (0.15 × 300 s) drains 45 s after the interval.
 	if none.Calls[refresh] != 0 {
 		t.Errorf("no refresh row made %d refreshes", none.Calls[refresh])
 	}
-	if got := none.DelayMax[pause]; got < 35*time.Second || got > 55*time.Second {
-		t.Errorf("no refresh: delay max %v, want about 45 s", got)
+	if got := none.DelayMax[pause]; got < 80*time.Second || got > 100*time.Second {
+		t.Errorf("no refresh: pause delay max %v, want about 90 s", got)
+	}
+	if got, want := none.Drained, 345*time.Second; got < want-5*time.Second || got > want+5*time.Second {
+		t.Errorf("no refresh: drained at %v, want about %v", got, want)
+	}
+	if none.DelayP99[resume] > 5*time.Second || none.DelayP99[create] > 5*time.Second {
+		t.Errorf("no refresh: resume p99 %v, create p99 %v, want within 5 s", none.DelayP99[resume], none.DelayP99[create])
 	}
 
 	c := smallCalls()
