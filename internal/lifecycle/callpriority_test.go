@@ -76,7 +76,10 @@ func (r *classRecorder) SetTimeout(ctx context.Context, id string, d time.Durati
 func TestCallersSetTheirCallClass(t *testing.T) {
 	w := MustWorld(t)
 	rec := newClassRecorder(w.fake)
-	w.rewire(t, func(c *lifecycle.Config) { c.Provider = rec })
+	w.rewire(t, func(c *lifecycle.Config) {
+		c.Provider = rec
+		c.Policy.GuardHeadroom = 5 * time.Minute // the heartbeat 6 min in refreshes
+	})
 	user, background := []string{"user"}, []string{"background"}
 	want := func(what string, op fake.Op, classes []string) {
 		t.Helper()

@@ -56,6 +56,7 @@ func TestHeartbeatSurvivesARefreshTheCallLimiterRefuses(t *testing.T) {
 	limiterClock := lifecycle.NewManualClock(svcT0)
 	w := MustWorld(t)
 	w.rewire(t, func(c *lifecycle.Config) {
+		c.Policy.GuardHeadroom = 5 * time.Minute // a refresh comes due 6 min in
 		// One call an hour: the create takes the only token.
 		c.Provider = lifecycle.LimitCalls(c.Provider, lifecycle.LimitConfig{
 			Limit: lifecycle.CallLimit{PerSecond: 1.0 / 3600, Burst: 1}, Clock: limiterClock})
