@@ -75,6 +75,9 @@ type sessionItem struct {
 	// ResumeQueued (absent: false) is lifecycle.Session.ResumeQueued: a
 	// resuming session's resume runs in a background job.
 	ResumeQueued bool `dynamodbav:"resume_queued,omitempty"`
+	// PausedOnRequest (absent: false) is lifecycle.Session.PausedOnRequest:
+	// the current pause was asked for through the API.
+	PausedOnRequest bool `dynamodbav:"paused_on_request,omitempty"`
 	// App is the session's app spec (lifecycle.AppSpec; absent: none);
 	// Readiness, ReadinessDetail and ReadyAt (timeLayout) its readiness
 	// (docs/READINESS.md). The outbox reads readiness from the stream image.
@@ -235,7 +238,7 @@ func toSessionItem(s *lifecycle.Session, shards int) sessionItem {
 	}
 	it.AwayTimeoutMS, it.AwayDeadline = s.AwayTimeout.Milliseconds(), formatTime(s.AwayDeadline)
 	it.ResumeOnReturn, it.ReturnResumedAt = s.ResumeOnReturn, formatTime(s.ReturnResumedAt)
-	it.ResumeQueued = s.ResumeQueued
+	it.ResumeQueued, it.PausedOnRequest = s.ResumeQueued, s.PausedOnRequest
 	it.App, it.Readiness, it.ReadinessDetail = toAppItem(s.App), string(s.Readiness), s.ReadinessDetail
 	it.ReadyAt = formatTime(s.ReadyAt)
 	it.FromPool, it.PoolID = s.FromPool, s.PoolID
@@ -304,7 +307,7 @@ func (it sessionItem) session() (*lifecycle.Session, error) {
 	}
 	s.App, s.Readiness, s.ReadinessDetail = it.App.spec(), lifecycle.Readiness(it.Readiness), it.ReadinessDetail
 	s.AwayTimeout = time.Duration(it.AwayTimeoutMS) * time.Millisecond
-	s.ResumeOnReturn, s.ResumeQueued = it.ResumeOnReturn, it.ResumeQueued
+	s.ResumeOnReturn, s.ResumeQueued, s.PausedOnRequest = it.ResumeOnReturn, it.ResumeQueued, it.PausedOnRequest
 	s.FromPool, s.PoolID = it.FromPool, it.PoolID
 	for _, f := range times {
 		if *f.dst, err = parseTime(f.name, f.v); err != nil {

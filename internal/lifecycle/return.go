@@ -19,11 +19,13 @@ func ResumeOnReturnDefault(flag *bool, away time.Duration) bool {
 }
 
 // mayResumeOnReturn reports whether a visible client appearing at now
-// resumes s with reason return: s is paused, resumes on return, its last
-// pause was not asked for by the API (reason request), and no resume on
+// resumes s with reason return: s is paused, resumes on return, its pause
+// was not asked for by the API (PausedOnRequest, or a last transition of
+// reason request: a resume the API asked for that failed back to paused,
+// or an item written before PausedOnRequest existed), and no resume on
 // return started within ReturnResumeInterval before now.
 func (s *Session) mayResumeOnReturn(now time.Time) bool {
-	return s.State == StatePaused && s.ResumeOnReturn && s.Reason != ReasonRequest &&
+	return s.State == StatePaused && s.ResumeOnReturn && !s.PausedOnRequest && s.Reason != ReasonRequest &&
 		(s.ReturnResumedAt.IsZero() || now.Sub(s.ReturnResumedAt) >= ReturnResumeInterval)
 }
 

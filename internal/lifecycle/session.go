@@ -66,6 +66,13 @@ type Session struct {
 	// none); there is at most one per ReturnResumeInterval.
 	ResumeOnReturn  bool
 	ReturnResumedAt time.Time
+	// PausedOnRequest: the session's current pause was asked for through
+	// the API (the running → pausing write had reason request), so the app
+	// decides when it resumes and a returning client does not. Unlike
+	// Reason it survives a crash the sweep settles (pausing → paused with
+	// reason reconcile). Set by every transition to pausing, cleared by one
+	// to resuming or running.
+	PausedOnRequest bool
 	// ResumeQueued: this resuming session's provider resume was handed to
 	// a background job, which finishes it (an open of the stable link
 	// answers at once: docs/WAKE.md "The resume runs in the background";
@@ -230,6 +237,12 @@ func (s *Session) Transition(to State, reason string, now time.Time, p Policy) e
 	}
 	s.resetReadiness(to) // reads the state left
 	s.ResumeQueued = false
+	switch to {
+	case StatePausing:
+		s.PausedOnRequest = reason == ReasonRequest
+	case StateResuming, StateRunning:
+		s.PausedOnRequest = false
+	}
 	s.State, s.Reason, s.UpdatedAt, s.StateChangedAt = to, reason, now, now
 	s.LeaseExpiresAt = time.Time{}
 	if to.Transitional() {

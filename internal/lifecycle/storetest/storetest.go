@@ -115,6 +115,7 @@ func testCreateSession(t *testing.T, newStore NewStore) {
 		s.HoldUntil = t0.Add(2 * time.Hour)
 		s.ResumeOnReturn, s.ReturnResumedAt = true, t0.Add(-30*time.Minute)
 		s.ResumeQueued = true // not consistent with running either
+		s.PausedOnRequest = true
 		s.App = &lifecycle.AppSpec{Port: 3000, StartCommand: "npm run dev", Cwd: "app", Env: map[string]string{"NODE_ENV": "development"},
 			ReadyPath: "/health", ReadyTimeout: 90 * time.Second}
 		s.Readiness, s.ReadinessDetail, s.ReadyAt = lifecycle.ReadinessFailed, "exited with code 1", t0.Add(time.Second)
