@@ -70,8 +70,9 @@ type Session struct {
 	// the API (the running → pausing write had reason request), so the app
 	// decides when it resumes and a returning client does not. Unlike
 	// Reason it survives a crash the sweep settles (pausing → paused with
-	// reason reconcile). Set by every transition to pausing, cleared by one
-	// to resuming or running.
+	// reason reconcile). Set by every transition that begins a pause (to
+	// pausing, or straight to paused), cleared by one to resuming or
+	// running.
 	PausedOnRequest bool
 	// ResumeQueued: this resuming session's provider resume was handed to
 	// a background job, which finishes it (an open of the stable link
@@ -237,10 +238,10 @@ func (s *Session) Transition(to State, reason string, now time.Time, p Policy) e
 	}
 	s.resetReadiness(to) // reads the state left
 	s.ResumeQueued = false
-	switch to {
-	case StatePausing:
+	switch {
+	case to == StatePausing, to == StatePaused && s.State != StatePausing: // a pause begins (a webhook's goes straight to paused)
 		s.PausedOnRequest = reason == ReasonRequest
-	case StateResuming, StateRunning:
+	case to == StateResuming, to == StateRunning:
 		s.PausedOnRequest = false
 	}
 	s.State, s.Reason, s.UpdatedAt, s.StateChangedAt = to, reason, now, now
