@@ -484,3 +484,85 @@ func TestClaimWhoseAnswerWasLostStillCompletes(t *testing.T) {
 		t.Errorf("spares = %v, want none", sp)
 	}
 }
+
+func TestClaimedSpareGoneAtTheProviderGetsACreateColdForTheSameSession(t *testing.T) {
+	e, pool := poolEnv(t, 1, lifecycle.TierPaused, func(c *lifecycle.Config) { c.MaxRunning = 2 })
+	e.svc.FillPools(t.Context())
+	spare := e.spares(t, pool.ID)[0]
+	e.fake.Forget(spare.SandboxID) // the provider expired it
+	e.fake.ResetCalls()
+
+	in := lifecycle.CreateInput{Template: "base", App: appInput(poolLine, 60), IdempotencyKey: "k1"}
+	sess, replay, err := e.svc.Create(t.Context(), acct, in)
+	if err != nil || replay {
+		t.Fatalf("create = %v (replay %v), want a session", err, replay)
+	}
+	if sess.State != lifecycle.StateRunning || sess.FromPool || sess.PoolID != "" || sess.SandboxID == "" || sess.SandboxID == spare.SandboxID {
+		t.Fatalf("session %s from_pool=%v pool=%q on %q; want running on a cold sandbox, not from the pool",
+			sess.State, sess.FromPool, sess.PoolID, sess.SandboxID)
+	}
+	if got := e.sandboxState(sess.SandboxID); got != lifecycle.SandboxRunning {
+		t.Errorf("the cold sandbox is %s, want running", got)
+	}
+	sb, _ := e.fake.Sandbox(sess.SandboxID)
+	if sb.Metadata[lifecycle.MetadataSessionID] != sess.ID {
+		t.Errorf("the cold sandbox's metadata = %v, want it tagged with the session", sb.Metadata)
+	}
+	if n := e.fake.Calls(fake.OpCreate); n != 1 {
+		t.Errorf("provider creates = %d, want 1", n)
+	}
+	if got := e.mustGet(t, sess.ID); got.State != lifecycle.StateRunning || got.FromPool || got.SandboxID != sess.SandboxID {
+		t.Errorf("stored session = %s from_pool=%v on %s, want what the create answered", got.State, got.FromPool, got.SandboxID)
+	}
+	if page, _ := e.store.ListSessions(t.Context(), acct, "", 10); len(page.Sessions) != 1 {
+		t.Errorf("sessions = %d, want the one the claim wrote", len(page.Sessions))
+	}
+	if n, _ := e.store.RunningSlots(t.Context(), acct); n != 1 {
+		t.Errorf("running slots = %d, want 1: the claim's slot, not a second", n)
+	}
+	if got, want := strings.Join(statesOf(e.events.to(sess.ID)), ","), "provisioning,running"; got != want {
+		t.Errorf("events = %s, want %s (one provisioning, from the claim)", got, want)
+	}
+	again, replay, err := e.svc.Create(t.Context(), acct, in)
+	if err != nil || !replay || again.ID != sess.ID {
+		t.Errorf("replay of the key = %v, %v, %v; want the same session", again, replay, err)
+	}
+	st := e.poolStatus(t, pool.ID)
+	if st.Lost != 1 || st.Hits != 0 || st.Misses != 1 || st.Claims != 1 {
+		t.Errorf("status = %+v, want 1 claim, 1 lost, no hit, 1 miss", st)
+	}
+	if !strings.Contains(st.LastError, spare.SandboxID) || !strings.Contains(st.LastError, "gone") || st.ConsecutiveFailures != 0 {
+		t.Errorf("health = %+v, want the lost spare as last error and no fill failure", st.PoolHealth)
+	}
+}
+
+func TestClaimedSpareGoneAndTheColdCreateFailingFailsTheSessionAndFreesItsKey(t *testing.T) {
+	e, pool := poolEnv(t, 1, lifecycle.TierPaused, func(c *lifecycle.Config) { c.MaxRunning = 2 })
+	e.svc.FillPools(t.Context())
+	e.fake.Forget(e.spares(t, pool.ID)[0].SandboxID)
+	e.fake.FailNext(fake.OpCreate, lifecycle.ErrSandboxConflict)
+
+	in := lifecycle.CreateInput{Template: "base", App: appInput(poolLine, 60), IdempotencyKey: "k1"}
+	if _, _, err := e.svc.Create(t.Context(), acct, in); err == nil {
+		t.Fatal("create succeeded, want the provider's refusal")
+	}
+	page, _ := e.store.ListSessions(t.Context(), acct, "", 10)
+	if len(page.Sessions) != 1 || page.Sessions[0].State != lifecycle.StateFailed {
+		t.Fatalf("sessions = %v, want the claim's, failed", page.Sessions)
+	}
+	if n, _ := e.store.RunningSlots(t.Context(), acct); n != 0 {
+		t.Errorf("running slots = %d, want the failed session's given back", n)
+	}
+	sess, replay, err := e.svc.Create(t.Context(), acct, in)
+	if err != nil || replay || sess.ID == page.Sessions[0].ID {
+		t.Errorf("retry with the key = %v, replay %v, %v; want a new attempt", sess, replay, err)
+	}
+}
+
+func statesOf(states []lifecycle.State) []string {
+	out := make([]string, len(states))
+	for i, s := range states {
+		out[i] = string(s)
+	}
+	return out
+}

@@ -399,45 +399,60 @@ func (s *Service) recordSpare(ctx context.Context, ps PoolStore, pool Pool, made
 			pm.SpareFailed(pool.ID)
 		}
 	}
-	for attempt := 0; attempt < 5; attempt++ {
-		st, err := ps.PoolStatus(ctx, pool.ID)
-		if err != nil {
-			log.WarnContext(ctx, "read the pool's health", "err", err)
-			return
-		}
-		h := st.PoolHealth
-		now := s.now()
+	h, saved := s.updatePoolHealth(ctx, ps, pool.ID, func(h *PoolHealth) bool {
 		if made == nil {
 			if h.ConsecutiveFailures == 0 && h.BackoffUntil.IsZero() {
-				return
+				return false
 			}
 			h.ConsecutiveFailures, h.BackoffUntil = 0, time.Time{}
-		} else {
-			h.ConsecutiveFailures++
-			h.LastError, h.LastErrorAt = TruncateDetail(made.Error()), now
-			if len(h.LastError) > maxPoolErrorLen {
-				h.LastError = h.LastError[len(h.LastError)-maxPoolErrorLen:]
-			}
-			if h.ConsecutiveFailures >= PoolFailureLimit {
-				h.BackoffUntil = now.Add(PoolBackoff(h.ConsecutiveFailures))
-			}
+			return true
 		}
-		if _, err := ps.SavePoolHealth(ctx, pool.ID, h, st.Version); err != nil {
+		h.ConsecutiveFailures++
+		h.LastError, h.LastErrorAt = TruncateDetail(made.Error()), s.now()
+		if len(h.LastError) > maxPoolErrorLen {
+			h.LastError = h.LastError[len(h.LastError)-maxPoolErrorLen:]
+		}
+		if h.ConsecutiveFailures >= PoolFailureLimit {
+			h.BackoffUntil = h.LastErrorAt.Add(PoolBackoff(h.ConsecutiveFailures))
+		}
+		return true
+	})
+	if saved && !h.BackoffUntil.IsZero() {
+		log.ErrorContext(ctx, "pool stopped refilling after failures in a row; it tries again after a backoff",
+			"failures", h.ConsecutiveFailures, "backoff_until", h.BackoffUntil, "last_error", h.LastError)
+		if pm != nil {
+			pm.PoolStopped(pool.ID)
+		}
+	}
+}
+
+// updatePoolHealth applies edit to pool poolID's stored health and saves
+// it under its version, re-reading and re-applying on a conflict (a few
+// times). edit returns false when there is nothing to save. It returns the
+// health saved and whether it was; failures are logged.
+func (s *Service) updatePoolHealth(ctx context.Context, ps PoolStore, poolID string, edit func(*PoolHealth) bool) (PoolHealth, bool) {
+	log := s.log().With("pool_id", poolID)
+	for attempt := 0; attempt < 5; attempt++ {
+		st, err := ps.PoolStatus(ctx, poolID)
+		if err != nil {
+			log.WarnContext(ctx, "read the pool's health", "err", err)
+			return PoolHealth{}, false
+		}
+		h := st.PoolHealth
+		if !edit(&h) {
+			return h, false
+		}
+		if _, err := ps.SavePoolHealth(ctx, poolID, h, st.Version); err != nil {
 			if IsCode(err, CodeConflict) {
 				continue
 			}
 			log.WarnContext(ctx, "save the pool's health", "err", err)
-			return
+			return PoolHealth{}, false
 		}
-		if !h.BackoffUntil.IsZero() {
-			log.ErrorContext(ctx, "pool stopped refilling after failures in a row; it tries again after a backoff",
-				"failures", h.ConsecutiveFailures, "backoff_until", h.BackoffUntil, "last_error", h.LastError)
-			if pm != nil {
-				pm.PoolStopped(pool.ID)
-			}
-		}
-		return
+		return h, true
 	}
+	log.WarnContext(ctx, "save the pool's health: it kept changing meanwhile")
+	return PoolHealth{}, false
 }
 
 // PoolBackoff returns how long a pool with failures failures in a row
