@@ -3,6 +3,7 @@ package lifecycle_test
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -565,4 +566,112 @@ func statesOf(states []lifecycle.State) []string {
 		out[i] = string(s)
 	}
 	return out
+}
+
+// refillLog is a lifecycle.PoolRefills that keeps the requests, as a queue
+// would until its consumer runs them.
+type refillLog struct {
+	mu    sync.Mutex
+	pools []string
+}
+
+func (l *refillLog) RequestRefill(_ context.Context, poolID, _ string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.pools = append(l.pools, poolID)
+	return nil
+}
+
+func TestClaimsAskForARefillThatBringsThePoolBackWithoutASweep(t *testing.T) {
+	refills := &refillLog{}
+	e, pool := poolEnv(t, 3, lifecycle.TierPaused, func(c *lifecycle.Config) { c.PoolRefills = refills })
+	e.svc.FillPools(t.Context())
+	e.fake.ResetCalls()
+	fromPool, cold := storetest.ConcurrentCreates(t, 3, func() (*lifecycle.Session, error) {
+		sess, _, err := e.svc.Create(t.Context(), acct, lifecycle.CreateInput{Template: "base", App: appInput(poolLine, 60)})
+		return sess, err
+	})
+	if fromPool != 3 || cold != 0 {
+		t.Fatalf("from pool %d, cold %d; want 3 and 0", fromPool, cold)
+	}
+	if len(e.spares(t, pool.ID)) != 0 {
+		t.Fatalf("the pool is not empty after 3 claims")
+	}
+	if got := len(refills.pools); got != 3 {
+		t.Fatalf("refill requests = %d, want one per claim", got)
+	}
+	// The queue's consumer runs the requests of one pool one after another
+	// (its message group); no sweep runs.
+	made := 0
+	for _, id := range refills.pools {
+		sum, err := e.svc.FillPool(t.Context(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		made += sum.Made
+	}
+	ready := 0
+	for _, sp := range e.spares(t, pool.ID) {
+		if sp.Status == lifecycle.SpareReady {
+			ready++
+		}
+	}
+	if ready != pool.Size {
+		t.Errorf("ready spares after the refills = %d, want %d", ready, pool.Size)
+	}
+	if n := e.fake.Calls(fake.OpCreate); made != 3 || n != 3 {
+		t.Errorf("spares made %d, provider creates %d; want 3 each: the later requests find the pool full", made, n)
+	}
+}
+
+func TestConcurrentRefillsOfAPoolMakeOnlyWhatIsMissing(t *testing.T) {
+	e, pool := poolEnv(t, 2, lifecycle.TierPaused)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			if _, err := e.svc.FillPool(t.Context(), pool.ID); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if n := e.fake.Calls(fake.OpCreate); n != 2 {
+		t.Errorf("provider creates = %d, want 2: eight refills of an empty pool of 2 make 2", n)
+	}
+	if _, err := e.svc.FillPool(t.Context(), "pool_0000000000000000"); !lifecycle.IsCode(err, lifecycle.CodeNotFound) {
+		t.Errorf("refill of an unknown pool = %v, want not_found", err)
+	}
+}
+
+func TestLocalRefillAfterClaimBringsThePoolBack(t *testing.T) {
+	e, pool := poolEnv(t, 2, lifecycle.TierPaused, func(c *lifecycle.Config) {
+		c.RefillAfterClaim, c.Background = true, t.Context()
+	})
+	e.svc.FillPools(t.Context())
+	e.mustCreate(t, lifecycle.CreateInput{App: appInput(poolLine, 60)})
+	e.mustCreate(t, lifecycle.CreateInput{App: appInput(poolLine, 60)})
+	// The refills run in the background: wait for them (real time).
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ready := 0
+		for _, sp := range e.spares(t, pool.ID) {
+			if sp.Status == lifecycle.SpareReady {
+				ready++
+			}
+		}
+		if ready == pool.Size {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ready spares = %d after 10 s, want %d", ready, pool.Size)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// FillPool waits for a fill under way; it finds nothing to make.
+	if sum, err := e.svc.FillPool(t.Context(), pool.ID); err != nil || sum.Made != 0 {
+		t.Errorf("fill after the refills = %+v, %v; want nothing made", sum, err)
+	}
+	if n := e.fake.Calls(fake.OpCreate); n != 4 {
+		t.Errorf("provider creates = %d, want 4 (2 at boot, 2 refills)", n)
+	}
 }

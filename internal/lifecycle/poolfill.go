@@ -42,7 +42,8 @@ type PoolFillSummary struct {
 // failures in a row stop the pool until a backoff (DefaultPoolBackoff,
 // doubling up to MaxPoolBackoff) has passed, after which one spare is tried
 // again. The sweep calls it on every run; the local stack also on boot and
-// after each claim (Config.RefillAfterClaim). Runs within one process are
+// after each claim (Config.RefillAfterClaim; in AWS a claim asks for
+// FillPool through Config.PoolRefills instead). Runs within one process are
 // serialised: a call while one runs asks that one for another round and
 // returns at once. Failures are logged and counted, never returned.
 func (s *Service) FillPools(ctx context.Context) PoolFillSummary {
@@ -58,7 +59,7 @@ func (s *Service) FillPools(ctx context.Context) PoolFillSummary {
 	var total PoolFillSummary
 	for round := 0; round < 3; round++ {
 		s.refillAgain.Store(false)
-		sum := s.fillOnce(ctx, ps)
+		sum := s.fillOnce(ctx, ps, s.cfg.Pools)
 		total.Made += sum.Made
 		total.Failed += sum.Failed
 		total.Retired += sum.Retired
@@ -71,18 +72,65 @@ func (s *Service) FillPools(ctx context.Context) PoolFillSummary {
 	return total
 }
 
-// kickRefill starts a refill in the background after a claim when
-// Config.RefillAfterClaim is set, under Config.Background (not the
-// request's context, which ends with the answer).
-func (s *Service) kickRefill() {
-	if !s.cfg.RefillAfterClaim {
-		return
-	}
-	go s.FillPools(s.cfg.Background)
+// PoolRefills queues refills of pools (Config.PoolRefills): in AWS a FIFO
+// SQS queue with one message group per pool (internal/sweep/sqsrefill), so
+// the refills of one pool run one after another, each a FillPool.
+type PoolRefills interface {
+	// RequestRefill asks for FillPool(poolID) soon, after the claim of
+	// session sessionID (a retried request for the same claim may be
+	// dropped as a duplicate). Errors: unavailable when the request could
+	// not be queued; the pool then waits for the sweep's next run.
+	RequestRefill(ctx context.Context, poolID, sessionID string) error
 }
 
-// fillOnce is one round of FillPools over every pool.
-func (s *Service) fillOnce(ctx context.Context, ps PoolStore) PoolFillSummary {
+// kickRefill asks for a refill of pool poolID after session sessionID
+// claimed one of its spares: through Config.PoolRefills when set (a
+// request that could not be queued is logged: the sweep's next run refills
+// the pool), else with Config.RefillAfterClaim a FillPools in the
+// background under Config.Background (not the request's context, which
+// ends with the answer).
+func (s *Service) kickRefill(ctx context.Context, poolID, sessionID string) {
+	switch {
+	case s.cfg.PoolRefills != nil:
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.CallTimeout)
+		defer cancel()
+		if err := s.cfg.PoolRefills.RequestRefill(rctx, poolID, sessionID); err != nil {
+			s.log().WarnContext(ctx, "ask for a refill of the pool; the sweep refills it on its next run",
+				"pool_id", poolID, "session_id", sessionID, "err", err)
+		}
+	case s.cfg.RefillAfterClaim:
+		go s.FillPools(s.cfg.Background)
+	}
+}
+
+// FillPool brings the one configured pool poolID to its size, as FillPools
+// does for every pool: a refill after a claim (Config.PoolRefills). It is
+// idempotent: a pool already at its size makes nothing, so a repeated or
+// late request costs two reads. Within one process it waits for a fill
+// under way (never two at once); across processes, the refill queue runs
+// one refill of a pool at a time (its message group), and one that
+// overlaps the sweep's may make a few spares too many, which the next fill
+// retires (beyond the pool's size). Errors: not_found for a pool that is
+// not configured (any more); the fill's own failures are logged and
+// counted, never returned.
+func (s *Service) FillPool(ctx context.Context, poolID string) (PoolFillSummary, error) {
+	var pool *Pool
+	for i := range s.cfg.Pools {
+		if s.cfg.Pools[i].ID == poolID {
+			pool = &s.cfg.Pools[i]
+		}
+	}
+	ps := s.poolStore()
+	if pool == nil || ps == nil {
+		return PoolFillSummary{}, Errorf(CodeNotFound, "pool %s is not configured", poolID)
+	}
+	s.filling.Lock()
+	defer s.filling.Unlock()
+	return s.fillOnce(ctx, ps, []Pool{*pool}), nil
+}
+
+// fillOnce is one round of FillPools over pools.
+func (s *Service) fillOnce(ctx context.Context, ps PoolStore, pools []Pool) PoolFillSummary {
 	var (
 		mu  sync.Mutex
 		sum PoolFillSummary
@@ -90,7 +138,7 @@ func (s *Service) fillOnce(ctx context.Context, ps PoolStore) PoolFillSummary {
 	)
 	add := func(f func(*PoolFillSummary)) { mu.Lock(); f(&sum); mu.Unlock() }
 	sem := make(chan struct{}, s.cfg.PoolFillConcurrency)
-	for _, pool := range s.cfg.Pools {
+	for _, pool := range pools {
 		need := s.tendPool(ctx, ps, pool, add)
 		for range need {
 			wg.Add(1)
