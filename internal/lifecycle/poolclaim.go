@@ -149,11 +149,11 @@ func (s *Service) completeClaim(ctx context.Context, sess *Session, release func
 // event, goes on with the provider step of a cold create (provisionSandbox)
 // and ends running with from_pool false, or failed (release runs). Once
 // that outcome is written the pool counts the spare lost, a miss instead of
-// a hit, and shows why as its last error. The table keeps the claim (from_pool, the spare's sandbox)
-// until that outcome is written, so a process that dies in between leaves
-// the session to Reconcile, which comes back here with recovering set: a
-// fallback cut short may have left a sandbox tagged with the session, which
-// is killed before the new one is made.
+// a hit, and shows why as its last error. The table keeps the claim
+// (from_pool, the spare's sandbox) until then, so a process that dies in
+// between leaves the session to Reconcile, which comes back here with
+// recovering set: a fallback cut short may have left a sandbox tagged with
+// the session, which is killed before the new one is made.
 func (s *Service) claimFallBack(ctx context.Context, sess *Session, goneID string, release func(), recovering bool) error {
 	poolID := sess.PoolID
 	s.log().WarnContext(ctx, "the claimed spare's sandbox is gone at the provider; creating one cold for the session",
