@@ -1,7 +1,6 @@
 package infra
 
 import (
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -85,101 +84,27 @@ func mustPoolsStack(tb testing.TB) *synthesized {
 }
 
 // TestPoolRefillQueue pins the AWS side of docs/POOLS.md "Refill": with
-// pools, a FIFO refill queue (and FIFO dead-letter queue) whose visibility
-// outlasts the idlepause function, fed to it in batches with a maximum
-// concurrency and batch item failures; sqs:SendMessage and the queue's URL
-// for the sessions function only; its two alarms. Without pools, none of it.
+// pools, the job queue shape (checkJobQueue) with the sessions function as
+// its only sender and the idlepause function as its consumer; FIFO, the
+// dead-letter queue too; a visibility that outlasts idlepause's timeout.
+// Without pools, none of it.
 func TestPoolRefillQueue(t *testing.T) {
 	s := mustPoolsStack(t)
-	queueID, dlqID := s.logicalID(t, "PoolRefillQueue"), s.logicalID(t, "PoolRefillDLQ")
-	queueArn := canonical(getAtt(queueID, "Arn"))
-
-	t.Run("Queue", func(t *testing.T) {
-		queue := s.resource(t, queueID, "AWS::SQS::Queue")
-		dlq := s.resource(t, dlqID, "AWS::SQS::Queue")
-		if prop(queue, "FifoQueue") != true || prop(dlq, "FifoQueue") != true {
-			t.Errorf("FifoQueue: queue %v, dead-letter queue %v; want both FIFO", prop(queue, "FifoQueue"), prop(dlq, "FifoQueue"))
-		}
-		var idle functionSpec
-		for _, f := range functionSpecs {
-			if f.name == routes.IdlePause {
-				idle = f
-			}
-		}
-		if got := prop(queue, "VisibilityTimeout").(float64); got <= idle.timeout.Seconds() {
-			t.Errorf("VisibilityTimeout %v s is not above idlepause's timeout %v: a refill under way would be delivered twice", got, idle.timeout)
-		}
-		want := map[string]any{"deadLetterTargetArn": getAtt(dlqID, "Arn"), "maxReceiveCount": float64(poolRefillMaxReceives)}
-		if got := prop(queue, "RedrivePolicy"); !same(got, want) {
-			t.Errorf("RedrivePolicy: got %s, want %s", canonical(got), canonical(want))
-		}
+	queueID, dlqID := checkJobQueue(t, s, jobQueueWant{
+		name: "PoolRefill", visibility: poolRefillVisibility, maxReceives: poolRefillMaxReceives,
+		consumer: routes.IdlePause, batchSize: poolRefillBatchSize, concurrency: poolRefillConcurrency,
+		senders: []string{routes.Sessions}, urlEnv: envnames.PoolRefillQueueURL, oldestAge: poolRefillOldestAgeAlarm,
 	})
-
-	t.Run("EventSource", func(t *testing.T) {
-		var found int
-		for _, m := range s.ofType("AWS::Lambda::EventSourceMapping") {
-			if !same(prop(m, "EventSourceArn"), getAtt(queueID, "Arn")) {
-				continue
-			}
-			found++
-			for key, want := range map[string]any{
-				"FunctionName":          ref(s.functionID(t, routes.IdlePause)),
-				"BatchSize":             float64(poolRefillBatchSize),
-				"FunctionResponseTypes": []any{"ReportBatchItemFailures"},
-				"ScalingConfig":         map[string]any{"MaximumConcurrency": float64(poolRefillConcurrency)},
-			} {
-				if got := prop(m, key); !same(got, want) {
-					t.Errorf("%s: got %s, want %s", key, canonical(got), canonical(want))
-				}
-			}
+	for _, id := range []string{queueID, dlqID} {
+		if got := prop(s.resource(t, id, "AWS::SQS::Queue"), "FifoQueue"); got != true {
+			t.Errorf("%s FifoQueue: got %v, want true (one message group per pool)", id, got)
 		}
-		if found != 1 {
-			t.Fatalf("event source mappings on the refill queue: got %d, want 1", found)
+	}
+	for _, f := range functionSpecs {
+		if f.name == routes.IdlePause && poolRefillVisibility <= f.timeout {
+			t.Errorf("refill queue visibility %v is not above idlepause's timeout %v: a refill under way would be delivered twice", poolRefillVisibility, f.timeout)
 		}
-	})
-
-	t.Run("Grants", func(t *testing.T) {
-		all := s.statements(t)
-		for _, name := range routes.Functions {
-			var got []string
-			for a, resources := range s.functionActions(t, all, name) {
-				if slices.Contains(resources, queueArn) {
-					got = append(got, a)
-				}
-			}
-			var want []string
-			switch name {
-			case routes.Sessions:
-				want = []string{"sqs:SendMessage"}
-			case routes.IdlePause:
-				want = []string{"sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes",
-					"sqs:GetQueueUrl", "sqs:ReceiveMessage"}
-			}
-			if !same(sorted(got), sorted(want)) {
-				t.Errorf("%s: actions on the refill queue %v, want %v", name, sorted(got), sorted(want))
-			}
-			env := canonical(prop(s.resource(t, s.functionID(t, name), "AWS::Lambda::Function"), "Environment"))
-			if has := strings.Contains(env, envnames.PoolRefillQueueURL); has != (name == routes.Sessions) {
-				t.Errorf("%s: %s set %v, want %v", name, envnames.PoolRefillQueueURL, has, !has)
-			}
-		}
-	})
-
-	t.Run("Alarms", func(t *testing.T) {
-		var depth, age bool
-		for _, a := range s.ofType("AWS::CloudWatch::Alarm") {
-			dims := canonical(prop(a, "Dimensions"))
-			switch {
-			case prop(a, "MetricName") == "ApproximateNumberOfMessagesVisible" && strings.Contains(dims, dlqID):
-				depth = prop(a, "Threshold") == 0.0
-			case prop(a, "MetricName") == "ApproximateAgeOfOldestMessage" && strings.Contains(dims, queueID) && !strings.Contains(dims, dlqID):
-				age = prop(a, "Threshold") == poolRefillOldestAgeAlarm.Seconds()
-			}
-		}
-		if !depth || !age {
-			t.Errorf("alarms: DLQ depth %v, oldest request age %v; want both", depth, age)
-		}
-	})
+	}
 
 	t.Run("NoneWithoutPools", func(t *testing.T) {
 		d := MustDefaultStack(t)
