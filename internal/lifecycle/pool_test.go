@@ -10,6 +10,7 @@ import (
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/lifecycle/storetest"
 	"github.com/sandmanhq/sandman/internal/provider/fake"
+	"github.com/sandmanhq/sandman/internal/reliability"
 )
 
 const poolLine = "npm run dev"
@@ -673,5 +674,34 @@ func TestLocalRefillAfterClaimBringsThePoolBack(t *testing.T) {
 	}
 	if n := e.fake.Calls(fake.OpCreate); n != 4 {
 		t.Errorf("provider creates = %d, want 4 (2 at boot, 2 refills)", n)
+	}
+}
+
+func TestReplayAfterACrashInTheColdFallbackCompletesTheSession(t *testing.T) {
+	e, pool := poolEnv(t, 1, lifecycle.TierPaused)
+	e.svc.FillPools(t.Context())
+	e.fake.Forget(e.spares(t, pool.ID)[0].SandboxID)
+	// The process dies as it asks the provider for the cold sandbox.
+	crasher := &reliability.Crasher{At: func(s reliability.Step) bool { return s.Op == "create" }}
+	dying := e.svc.Config()
+	dying.Store, dying.Provider = crasher.Store(dying.Store), crasher.Provider(dying.Provider)
+	in := lifecycle.CreateInput{Template: "base", App: appInput(poolLine, 60), IdempotencyKey: "k1"}
+	if _, _, err := lifecycle.NewService(dying).Create(t.Context(), acct, in); err == nil {
+		t.Fatal("the dying create succeeded")
+	}
+	e.clock.Advance(e.svc.Policy().LeaseDuration + time.Second)
+	// The client retries with its key: the claim is completed, cold.
+	sess, replay, err := e.svc.Create(t.Context(), acct, in)
+	if err != nil || !replay {
+		t.Fatalf("retry = %v, replay %v; want the first create's session", err, replay)
+	}
+	if sess.State != lifecycle.StateRunning || sess.FromPool || e.sandboxState(sess.SandboxID) != lifecycle.SandboxRunning {
+		t.Errorf("session %s from_pool=%v on %s; want running on a cold sandbox", sess.State, sess.FromPool, sess.SandboxID)
+	}
+	if page, _ := e.store.ListSessions(t.Context(), acct, "", 10); len(page.Sessions) != 1 {
+		t.Errorf("sessions = %d, want 1", len(page.Sessions))
+	}
+	if st := e.poolStatus(t, pool.ID); st.Lost != 1 {
+		t.Errorf("lost = %d, want 1: counted once, by the create that wrote the outcome", st.Lost)
 	}
 }
