@@ -705,3 +705,25 @@ func TestReplayAfterACrashInTheColdFallbackCompletesTheSession(t *testing.T) {
 		t.Errorf("lost = %d, want 1: counted once, by the create that wrote the outcome", st.Lost)
 	}
 }
+
+// refusedRefills is a lifecycle.PoolRefills whose queue is down.
+type refusedRefills struct{}
+
+func (refusedRefills) RequestRefill(context.Context, string, string) error {
+	return lifecycle.Errorf(lifecycle.CodeUnavailable, "the pool refill queue did not take the request")
+}
+
+func TestARefillRequestThatCannotBeSentLeavesTheClaimAndTheSweepRefills(t *testing.T) {
+	e, pool := poolEnv(t, 1, lifecycle.TierPaused, func(c *lifecycle.Config) { c.PoolRefills = refusedRefills{} })
+	e.svc.FillPools(t.Context())
+	sess := e.mustCreate(t, lifecycle.CreateInput{App: appInput(poolLine, 60)})
+	if !sess.FromPool || sess.State != lifecycle.StateRunning {
+		t.Errorf("create = %s from_pool=%v, want running from the pool", sess.State, sess.FromPool)
+	}
+	if sum := e.svc.FillPools(t.Context()); sum.Made != 1 {
+		t.Errorf("the sweep's fill = %+v, want the spare the lost request would have made", sum)
+	}
+	if len(e.spares(t, pool.ID)) != 1 {
+		t.Errorf("the pool is not back to its size after the sweep's fill")
+	}
+}

@@ -74,8 +74,10 @@ func (s *Service) createFromPool(ctx context.Context, sess *Session, release fun
 			count()
 			s.logTransition(ctx, NewEvent(sess, ""))
 			s.log().InfoContext(ctx, "session took a pool spare", "session_id", sess.ID, "pool_id", pool.ID, "sandbox_id", sp.SandboxID)
-			s.kickRefill(ctx, pool.ID, sess.ID)
-			return true, s.completeClaim(ctx, sess, release, false)
+			refilled := s.kickRefill(ctx, pool.ID, sess.ID)
+			err := s.completeClaim(ctx, sess, release, false)
+			refilled()
+			return true, err
 		}
 		sess.SandboxID, sess.FromPool, sess.PoolID = "", false, ""
 		if IsCode(err, CodeConflict) {

@@ -84,23 +84,32 @@ type PoolRefills interface {
 }
 
 // kickRefill asks for a refill of pool poolID after session sessionID
-// claimed one of its spares: through Config.PoolRefills when set (a
-// request that could not be queued is logged: the sweep's next run refills
-// the pool), else with Config.RefillAfterClaim a FillPools in the
-// background under Config.Background (not the request's context, which
-// ends with the answer).
-func (s *Service) kickRefill(ctx context.Context, poolID, sessionID string) {
+// claimed one of its spares: through Config.PoolRefills when set, sent
+// while the claim's resume runs (the returned wait ends when the request
+// is sent; the caller waits before it answers, as a Lambda function is
+// frozen after its answer); a request that could not be sent is logged:
+// the sweep's next run refills the pool. Else, with
+// Config.RefillAfterClaim, a FillPools in the background under
+// Config.Background (not the request's context, which ends with the
+// answer), and wait does nothing.
+func (s *Service) kickRefill(ctx context.Context, poolID, sessionID string) (wait func()) {
 	switch {
 	case s.cfg.PoolRefills != nil:
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.CallTimeout)
-		defer cancel()
-		if err := s.cfg.PoolRefills.RequestRefill(rctx, poolID, sessionID); err != nil {
-			s.log().WarnContext(ctx, "ask for a refill of the pool; the sweep refills it on its next run",
-				"pool_id", poolID, "session_id", sessionID, "err", err)
-		}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.CallTimeout)
+			defer cancel()
+			if err := s.cfg.PoolRefills.RequestRefill(rctx, poolID, sessionID); err != nil {
+				s.log().WarnContext(ctx, "ask for a refill of the pool; the sweep refills it on its next run",
+					"pool_id", poolID, "session_id", sessionID, "err", err)
+			}
+		}()
+		return func() { <-done }
 	case s.cfg.RefillAfterClaim:
 		go s.FillPools(s.cfg.Background)
 	}
+	return func() {}
 }
 
 // FillPool brings the one configured pool poolID to its size, as FillPools
