@@ -4,12 +4,16 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/sandmanhq/sandman/internal/envnames"
 )
 
 // optionsTopicArn is the alarm topic of optionsStack.
 const optionsTopicArn = "arn:aws:sns:eu-west-1:123456789012:sandman-alarms"
+
+// optionsHeadroom is the guard headroom of optionsStack.
+const optionsHeadroom = 20 * time.Minute
 
 var optionsStackOnce struct {
 	once sync.Once
@@ -18,7 +22,7 @@ var optionsStackOnce struct {
 
 // optionsStack is the stack with the operational options on: a running
 // limit in the settings, WebSocket access logs with the stack's own
-// CloudWatch role, and an alarm topic. Synthesized once per test binary.
+// CloudWatch role, an alarm topic, and a guard headroom (optionsHeadroom). Synthesized once per test binary.
 func optionsStack(tb testing.TB) *synthesized {
 	tb.Helper()
 	optionsStackOnce.once.Do(func() {
@@ -26,6 +30,7 @@ func optionsStack(tb testing.TB) *synthesized {
 			ProviderSettings:    map[string]string{envnames.MaxRunning: "7"},
 			WebSocketAccessLogs: WSAccessLogsCreateRole,
 			AlarmTopicArn:       optionsTopicArn,
+			GuardHeadroom:       optionsHeadroom,
 		})
 	})
 	if optionsStackOnce.s == nil {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/constructs-go/constructs/v10"
@@ -37,6 +38,9 @@ const (
 	ContextPauserConcurrency = "sandman:pauserConcurrency"
 	// ContextShards is SandmanStackProps.Shards (1 to 1024), a number.
 	ContextShards = "sandman:shards"
+	// ContextGuardHeadroom is SandmanStackProps.GuardHeadroom, a Go
+	// duration string such as "27m30s".
+	ContextGuardHeadroom = "sandman:guardHeadroom"
 	// ContextThrottleRateLimit and ContextThrottleBurstLimit are
 	// SandmanStackProps.ThrottleRateLimit and ThrottleBurstLimit, numbers.
 	ContextThrottleRateLimit  = "sandman:throttleRateLimit"
@@ -183,6 +187,17 @@ func PropsFromContext(scope constructs.Construct) (string, *SandmanStackProps, e
 		if *n.dst, err = contextNumber(node, n.key, n.min, n.max); err != nil {
 			return "", nil, err
 		}
+	}
+	switch v := node.TryGetContext(jsii.String(ContextGuardHeadroom)).(type) {
+	case nil:
+	case string:
+		d, err := time.ParseDuration(strings.TrimSpace(v))
+		if err != nil || d <= 0 {
+			return "", nil, fmt.Errorf("context %s: want a positive duration such as 27m30s, got %q", ContextGuardHeadroom, v)
+		}
+		props.GuardHeadroom = d
+	default:
+		return "", nil, fmt.Errorf("context %s: want a duration string such as \"27m30s\", got %T", ContextGuardHeadroom, v)
 	}
 	switch v := node.TryGetContext(jsii.String(ContextLegacyOwnerIndex)).(type) {
 	case nil:

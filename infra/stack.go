@@ -58,6 +58,9 @@ const (
 	EnvProviders = envnames.Providers
 	// EnvShards is the due indexes' shard count (every function).
 	EnvShards = envnames.Shards
+	// EnvGuardHeadroom is the provider guard's headroom (the functions that
+	// call providers, when SandmanStackProps.GuardHeadroom is set).
+	EnvGuardHeadroom = envnames.GuardHeadroom
 	// EnvPools is the warm pools' configuration (the sessions and idlepause
 	// functions; docs/POOLS.md).
 	EnvPools = envnames.Pools
@@ -131,6 +134,16 @@ type SandmanStackProps struct {
 	// with data needs `sandman reshard` (docs/CAPACITY.md "Changing the
 	// shard count").
 	Shards float64
+	// GuardHeadroom is how far past the pause deadline + grace the
+	// provider's own timeout is set (SANDMAN_GUARD_HEADROOM on the functions
+	// that call providers, the ones that create, resume and refresh;
+	// lifecycle.Policy.GuardHeadroom): one provider call per headroom of a
+	// session's activity, and a guard bound of grace + headroom + 30 s past
+	// the idle timeout (docs/CAPACITY.md "Provider calls"). Default 0: the
+	// functions' own default, lifecycle.DefaultGuardHeadroom. Synthesis fails
+	// when it does not fit under the max provider timeout
+	// (checkGuardHeadroom).
+	GuardHeadroom time.Duration
 	// Pools is the warm pools' configuration, SANDMAN_POOLS's JSON array
 	// (docs/POOLS.md), set on the functions that create sessions and list
 	// pools (sessions) and refill them (idlepause); they validate it at
@@ -278,6 +291,9 @@ func NewSandmanStack(scope constructs.Construct, id string, props *SandmanStackP
 	p := props.withDefaults()
 	stack := awscdk.NewStack(scope, jsii.String(id), &p.StackProps)
 	if err := checkLease(p.ProviderSettings); err != nil {
+		awscdk.Annotations_Of(stack).AddError(jsii.String(err.Error()))
+	}
+	if err := checkGuardHeadroom(p); err != nil {
 		awscdk.Annotations_Of(stack).AddError(jsii.String(err.Error()))
 	}
 	if err := checkProviders(p.Providers); err != nil {
@@ -645,6 +661,9 @@ func newFunction(stack awscdk.Stack, spec functionSpec, p SandmanStackProps, tab
 	if spec.providerKey {
 		for k, v := range p.ProviderSettings {
 			env[k] = jsii.String(v)
+		}
+		if p.GuardHeadroom > 0 {
+			env[EnvGuardHeadroom] = jsii.String(p.GuardHeadroom.String())
 		}
 	}
 	if spec.pools && p.Pools != "" {

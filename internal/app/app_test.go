@@ -57,13 +57,15 @@ func TestConfigFromEnv(t *testing.T) {
 			app.EnvActivityGranularity: "10s", app.EnvLeaseDuration: "90s", app.EnvLogLevel: "debug",
 			e2b.EnvWebhookSecretSecret: "sandman/webhook-signing-key", app.EnvCORSOrigin: "https://app.example.com",
 			app.EnvProbeTimeout: "5s", app.EnvProviderCallTimeout: "45s", app.EnvAPIKeyCacheTTL: "0",
-			app.EnvPrices: `{"e2b":{"running_per_hour":0.2,"paused_per_hour":0.01}}`,
+			app.EnvGuardHeadroom: "10m",
+			app.EnvPrices:        `{"e2b":{"running_per_hour":0.2,"paused_per_hour":0.01}}`,
 		}), adapters...)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if c.Provider != fake.DefaultName || c.Policy.DefaultIdleTimeout != 15*time.Minute ||
 			c.Policy.ActivityGranularity != 10*time.Second || c.Policy.LeaseDuration != 90*time.Second ||
+			c.Policy.GuardHeadroom != 10*time.Minute ||
 			c.LogLevel != slog.LevelDebug || c.Secrets[e2b.EnvWebhookSecretSecret] != "sandman/webhook-signing-key" ||
 			c.CORSOrigin != "https://app.example.com" || c.ProbeTimeout != 5*time.Second || c.ProviderCallTimeout != 45*time.Second ||
 			c.APIKeyCacheTTL >= 0 || c.Deployment != "sessions" ||
@@ -83,6 +85,9 @@ func TestConfigFromEnv(t *testing.T) {
 		{"ErrBadDuration", map[string]string{app.EnvProviderGrace: "two minutes"}, app.EnvProviderGrace},
 		{"ErrNegativeDuration", map[string]string{app.EnvMaxProviderTimeout: "-1h"}, app.EnvMaxProviderTimeout},
 		{"ErrDefaultAboveMax", map[string]string{app.EnvIdleTimeout: "48h"}, app.EnvIdleTimeout},
+		{"ErrGuardHeadroomZero", map[string]string{app.EnvGuardHeadroom: "0s"}, app.EnvGuardHeadroom},
+		// 10 min idle + 30 s + 2 min grace + 50 min > the 1 h cap.
+		{"ErrGuardHeadroomBeyondCap", map[string]string{app.EnvGuardHeadroom: "50m"}, "set at most 47m30s"},
 		{"ErrLogLevel", map[string]string{app.EnvLogLevel: "loud"}, app.EnvLogLevel},
 		{"ErrProbeTimeout", map[string]string{app.EnvProbeTimeout: "0s"}, app.EnvProbeTimeout},
 		{"ErrKeyCacheTTL", map[string]string{app.EnvAPIKeyCacheTTL: "-1m"}, app.EnvAPIKeyCacheTTL},

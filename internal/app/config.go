@@ -37,6 +37,7 @@ const (
 	EnvActivityGranularity = envnames.ActivityGranularity
 	EnvProviderGrace       = envnames.ProviderGrace
 	EnvMaxProviderTimeout  = envnames.MaxProviderTimeout
+	EnvGuardHeadroom       = envnames.GuardHeadroom
 	EnvLeaseDuration       = envnames.LeaseDuration
 	EnvDeployment          = envnames.Deployment
 	EnvAPIKeyCacheTTL      = envnames.APIKeyCacheTTL
@@ -272,8 +273,9 @@ func readLogLevel(get func(string) string, c *Config) error {
 }
 
 // readDurations reads the policy's and the calls' durations, then checks
-// them together: the lease outlasts the longest operation holding one, and
-// the default idle timeout lies within its bounds.
+// them together: the lease outlasts the longest operation holding one, the
+// default idle timeout lies within its bounds, and a guard headroom set here
+// fits under the max provider timeout with the default idle timeout.
 func readDurations(get func(string) string, c *Config) error {
 	p := &c.Policy
 	for _, o := range []struct {
@@ -287,6 +289,7 @@ func readDurations(get func(string) string, c *Config) error {
 		{EnvActivityGranularity, &p.ActivityGranularity},
 		{EnvProviderGrace, &p.ProviderGrace},
 		{EnvMaxProviderTimeout, &p.MaxProviderTimeout},
+		{EnvGuardHeadroom, &p.GuardHeadroom},
 		{EnvLeaseDuration, &p.LeaseDuration},
 		{EnvProbeTimeout, &c.ProbeTimeout},
 		{EnvProviderCallTimeout, &c.ProviderCallTimeout},
@@ -306,6 +309,15 @@ func readDurations(get func(string) string, c *Config) error {
 	if p.MinIdleTimeout > p.MaxIdleTimeout || p.DefaultIdleTimeout < p.MinIdleTimeout || p.DefaultIdleTimeout > p.MaxIdleTimeout {
 		return fmt.Errorf("%s (%v) must lie between %s (%v) and %s (%v)",
 			EnvIdleTimeout, p.DefaultIdleTimeout, EnvMinIdleTimeout, p.MinIdleTimeout, EnvMaxIdleTimeout, p.MaxIdleTimeout)
+	}
+	// Only a headroom set here is checked against the cap: the default one
+	// under a long default idle timeout is capped as documented
+	// (lifecycle.Policy.GuardRefreshInterval).
+	if get(EnvGuardHeadroom) != "" {
+		if err := p.CheckGuardHeadroom(); err != nil {
+			return fmt.Errorf("%s: %w (with %s, %s, %s and %s)", EnvGuardHeadroom, err,
+				EnvIdleTimeout, EnvActivityGranularity, EnvProviderGrace, EnvMaxProviderTimeout)
+		}
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sandmanhq/sandman/internal/costsim/numfmt"
+	"github.com/sandmanhq/sandman/internal/lifecycle"
 )
 
 // CallKind is one kind of provider lifecycle call.
@@ -89,50 +90,68 @@ type CallRow struct {
 	Drained time.Duration
 }
 
-// RefreshOption is one guard-refresh interval at the target: the calls it
-// adds and the limit every call needs to stay within 80 % of it.
+// RefreshOption is one guard headroom at the target: the refresh interval
+// the policy gives it, the calls it adds, the limit every call needs to stay
+// within 80 % of it, and the guard's bound.
 type RefreshOption struct {
-	// Every is the refresh interval of an active session; 0 is no refresh
-	// (the guard set only at create and resume).
+	// Headroom is lifecycle.Policy.GuardHeadroom; 0 is no refresh (the
+	// guard set only at create and resume). Default marks the policy's own.
+	Headroom time.Duration
+	Default  bool
+	// Every is the refresh interval of an active session
+	// (lifecycle.Policy.GuardRefreshInterval: the headroom, less when the
+	// provider's timeout cap eats it).
 	Every time.Duration
-	// PerWindow is the refreshes per RateWindow; Total every call's.
+	// PerWindow is the refreshes per RateWindow
+	// (lifecycle.Policy.GuardRefreshes); Total every call's.
 	PerWindow, Total float64
 	// Needed is the lifecycle limit per RateWindow at which Total is 80 %.
 	Needed float64
 	// Bound is how long past the idle timeout the provider's own timeout
-	// pauses a sandbox when the control plane is down: grace + Every +
-	// the coalescing window (with no refresh, the guard set at the last
-	// create or resume, no bound from activity).
+	// pauses a sandbox when the control plane is down
+	// (lifecycle.Policy.GuardBound: grace + Every + the coalescing window;
+	// with no refresh, the guard set at the last create or resume, no
+	// bound from activity). Holds is false when the provider cannot hold
+	// the idle timeout at all.
 	Bound time.Duration
+	Holds bool
 }
 
-// demand is the calls of the target per RateWindow with refreshes every
-// refresh (0: none).
-func (c ScaleConfig) demand(refresh time.Duration) CallDemand {
+// demand is the calls of the target per RateWindow, with the refreshes of
+// guard's policy (nil: none).
+func (c ScaleConfig) demand(guard *lifecycle.Policy) CallDemand {
 	perWindow := func(perInterval int) float64 {
 		return float64(perInterval) * c.RateWindow.Seconds() / c.SweepInterval.Seconds()
 	}
 	var d CallDemand
 	d[CallPause], d[CallResume], d[CallCreate] = perWindow(c.DueRate), perWindow(c.ResumeRate), perWindow(c.CreateRate)
-	if refresh > 0 {
-		d[CallRefresh] = float64(c.Sessions) * c.RateWindow.Seconds() / refresh.Seconds()
+	if guard != nil {
+		d[CallRefresh] = guard.GuardRefreshes(c.Sessions, guard.DefaultIdleTimeout, c.RateWindow)
 	}
 	return d
 }
 
-// refreshOptions returns the guard-refresh table: today's interval and
-// longer ones, and none.
+// refreshEvery is the target's refresh interval under Guard.
+func (c ScaleConfig) refreshEvery() time.Duration {
+	return c.Guard.GuardRefreshInterval(c.Guard.DefaultIdleTimeout)
+}
+
+// refreshOptions returns the guard-refresh table: Guard with its own
+// headroom and each of GuardHeadrooms, shortest first, then no refresh.
 func (c ScaleConfig) refreshOptions() []RefreshOption {
+	heads := slices.Sorted(slices.Values(append([]time.Duration{c.Guard.GuardHeadroom}, c.GuardHeadrooms...)))
 	var out []RefreshOption
-	for _, every := range []time.Duration{c.RefreshEvery, 15 * time.Minute, 30 * time.Minute, time.Hour, 0} {
-		d := c.demand(every)
-		o := RefreshOption{Every: every, PerWindow: d[CallRefresh], Total: d.Total(), Needed: d.Total() / 0.8}
-		if every > 0 {
-			o.Bound = c.GuardGrace + every + c.Coalescing
-		}
+	for _, h := range slices.Compact(heads) {
+		pol := c.Guard
+		pol.GuardHeadroom = h
+		d := c.demand(&pol)
+		o := RefreshOption{Headroom: h, Default: h == c.Guard.GuardHeadroom,
+			Every: pol.GuardRefreshInterval(pol.DefaultIdleTimeout), PerWindow: d[CallRefresh], Total: d.Total(), Needed: d.Total() / 0.8}
+		o.Bound, o.Holds = pol.GuardBound(pol.DefaultIdleTimeout)
 		out = append(out, o)
 	}
-	return out
+	d := c.demand(nil)
+	return append(out, RefreshOption{Total: d.Total(), Needed: d.Total() / 0.8})
 }
 
 // callArrivals draws one SweepInterval of the target's calls, each kind a
@@ -159,62 +178,82 @@ func (c ScaleConfig) callArrivals(d CallDemand, rng *rand.Rand) []call {
 	return calls
 }
 
-// limit runs calls through one limiter of perSecond tokens, burst 1: first
-// come first served, or by kind (CallKind order) when priority, stopping
-// after stop. It returns each call's delay (-1: not served).
-func limit(calls []call, perSecond float64, priority bool, stop time.Duration) []time.Duration {
-	step := time.Duration(float64(time.Second) / perSecond)
+// limiterEpoch is when the simulated clock of the limiter rows starts.
+var limiterEpoch = time.Date(2026, time.January, 5, 0, 0, 0, 0, time.UTC)
+
+// classOf is the class a kind's call takes in the provider call limiter
+// (lifecycle.LimitCalls): resumes and creates are user calls, pauses
+// background work, refreshes refreshes.
+func classOf(k CallKind) lifecycle.CallPriority {
+	switch k {
+	case CallResume, CallCreate:
+		return lifecycle.PriorityUser
+	case CallPause:
+		return lifecycle.PriorityBackground
+	}
+	return lifecycle.PriorityRefresh
+}
+
+// limit runs calls through the provider call limiter itself
+// (lifecycle.CallQueue, the bookkeeping of lifecycle.LimitCalls) on a
+// simulated clock: each call arrives at its time, a call holding a token
+// promised ahead of its time goes at that time and the next token is
+// promised then, as LimitCalls's callers do on the wall clock. With
+// priority each kind takes its class (classOf); without, every call takes
+// one class: first come first served, the limiter before it had classes.
+// Granting stops at stop; it returns each call's delay (-1: not served by
+// then).
+func limit(calls []call, l lifecycle.CallLimit, priority bool, stop time.Duration) []time.Duration {
+	q := lifecycle.NewCallQueue(l)
 	delay := make([]time.Duration, len(calls))
-	if !priority {
-		next := time.Duration(math.MinInt64 / 2)
-		for i, cl := range calls {
-			g := max(cl.at, next)
-			if g > stop {
-				delay[i] = -1
-				continue
-			}
-			delay[i], next = g-cl.at, g+step
+	end := limiterEpoch.Add(stop)
+	served := func(t *lifecycle.CallTicket, i int) {
+		delay[i] = -1
+		if !t.At.After(end) {
+			delay[i] = t.At.Sub(limiterEpoch.Add(calls[i].at))
 		}
-		return delay
 	}
-	// Priority: per kind a FIFO of the calls that arrived; each token goes
-	// to the most urgent kind with a call waiting.
-	var queues [callKinds][]int
-	arrived, waiting := 0, 0
-	t := time.Duration(0)
-	if len(calls) > 0 {
-		t = calls[0].at
+	// The waiting calls per class, in arrival order: the order the
+	// limiter grants them in within a class (checked as it goes).
+	type waiter struct {
+		t *lifecycle.CallTicket
+		i int
 	}
-	for arrived < len(calls) || waiting > 0 {
-		for arrived < len(calls) && calls[arrived].at <= t {
-			queues[calls[arrived].kind] = append(queues[calls[arrived].kind], arrived)
-			arrived++
-			waiting++
-		}
-		if waiting == 0 {
-			t = calls[arrived].at
-			continue
-		}
-		if t > stop {
-			break
-		}
-		for k := range callKinds {
-			if q := queues[k]; len(q) > 0 {
-				delay[q[0]] = t - calls[q[0]].at
-				queues[k] = q[1:]
-				waiting--
+	var waiting [lifecycle.PriorityRefresh + 1][]waiter
+	next := 0
+	for {
+		if h := q.Held(); h != nil && (next == len(calls) || h.At.Before(limiterEpoch.Add(calls[next].at))) {
+			if h.At.After(end) {
 				break
 			}
+			for _, g := range q.Release(h, h.At) {
+				w := waiting[g.Priority]
+				if len(w) == 0 || w[0].t != g {
+					panic("costsim: the call limiter granted a call out of arrival order within its class")
+				}
+				served(g, w[0].i)
+				waiting[g.Priority] = w[1:]
+			}
+			continue
 		}
-		t += step
-	}
-	for k := range callKinds {
-		for _, i := range queues[k] {
-			delay[i] = -1
+		if next == len(calls) {
+			break
 		}
+		class := lifecycle.PriorityBackground
+		if priority {
+			class = classOf(calls[next].kind)
+		}
+		if t := q.Arrive(limiterEpoch.Add(calls[next].at), class); t.Granted() {
+			served(t, next)
+		} else {
+			waiting[class] = append(waiting[class], waiter{t, next})
+		}
+		next++
 	}
-	for i := arrived; i < len(calls); i++ {
-		delay[i] = -1
+	for _, w := range waiting {
+		for _, x := range w {
+			delay[x.i] = -1
+		}
 	}
 	return delay
 }
@@ -224,7 +263,7 @@ func (c ScaleConfig) callRow(name string, d CallDemand, priority bool) CallRow {
 	rng := rand.New(rand.NewPCG(c.Seed, 1))
 	calls := c.callArrivals(d, rng)
 	perSecond := float64(c.RateLimit) / c.RateWindow.Seconds()
-	delay := limit(calls, perSecond, priority, c.LimiterDrain)
+	delay := limit(calls, lifecycle.CallLimit{PerSecond: perSecond, Burst: c.Burst}, priority, c.LimiterDrain)
 	row := CallRow{Name: name, Demand: d, Limit: c.RateLimit}
 	var by [callKinds][]time.Duration
 	for i, cl := range calls {
@@ -246,15 +285,16 @@ func (c ScaleConfig) callRow(name string, d CallDemand, priority bool) CallRow {
 }
 
 // runCalls runs the limiter rows: every call at the target with today's
-// refresh interval, first come first served; the same with users first; and
-// with no refresh.
+// refresh interval through the limiter with one class (first come first
+// served, as it was before it had classes) and with its classes as built;
+// and with no refresh, as built.
 func (c ScaleConfig) runCalls() []CallRow {
-	today := c.demand(c.RefreshEvery)
-	none := c.demand(0)
+	today := c.demand(&c.Guard)
+	none := c.demand(nil)
 	return []CallRow{
-		c.callRow(fmt.Sprintf("refresh every %s (today), first come first served", human(c.RefreshEvery)), today, false),
-		c.callRow(fmt.Sprintf("refresh every %s (today), resumes and creates first, refreshes last", human(c.RefreshEvery)), today, true),
-		c.callRow("no refresh, first come first served", none, false),
+		c.callRow(fmt.Sprintf("refresh every %s (today), one class: first come first served", human(c.refreshEvery())), today, false),
+		c.callRow(fmt.Sprintf("refresh every %s (today), by class (built): resumes and creates, then pauses, then refreshes", human(c.refreshEvery())), today, true),
+		c.callRow("no refresh, by class (built)", none, true),
 	}
 }
 
@@ -268,22 +308,23 @@ func (s ScaleReport) callsMarkdown() string {
 	}
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
-	today := c.demand(c.RefreshEvery)
+	today := c.demand(&c.Guard)
 	w("\n### Scale: provider calls at the target\n\n")
 	w("At the target (%s running sessions heartbeating, %s pauses, %s resumes and %s creates per %s) every lifecycle call "+
 		"the control plane makes, per %s: %s pauses, %s resumes, %s creates and %s guard refreshes (each active session's "+
-		"provider timeout is pushed out once per %s of activity, `lifecycle.Policy.NeedsProviderRefresh`): %s calls.\n\n",
+		"provider timeout is pushed out once per %s of activity, the guard headroom: `lifecycle.Policy.GuardRefreshInterval`; "+
+		"refreshes per %s = active sessions × %s / headroom): %s calls.\n\n",
 		numfmt.Thousands(c.Sessions), numfmt.Thousands(c.DueRate), numfmt.Thousands(c.ResumeRate), numfmt.Thousands(c.CreateRate),
 		human(c.SweepInterval), human(c.RateWindow), numfmt.Thousands(int(today[CallPause])), numfmt.Thousands(int(today[CallResume])),
-		numfmt.Thousands(int(today[CallCreate])), numfmt.Thousands(int(today[CallRefresh])), human(c.RefreshEvery),
-		numfmt.Thousands(int(today.Total())))
+		numfmt.Thousands(int(today[CallCreate])), numfmt.Thousands(int(today[CallRefresh])), human(c.refreshEvery()),
+		human(c.RateWindow), human(c.RateWindow), numfmt.Thousands(int(today.Total())))
 	w("| provider | lifecycle limit per %s | calls per %s (today) | × limit | without refreshes | × limit | create limit per %s | creates | × limit | source |\n",
 		human(c.RateWindow), human(c.RateWindow), human(c.RateWindow))
 	w("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, l := range c.Limits {
 		scale := c.RateWindow.Seconds() / l.Window.Seconds()
 		life, creates := float64(l.Lifecycle)*scale, float64(l.Creates)*scale
-		on, off := today.Total(), c.demand(0).Total()
+		on, off := today.Total(), c.demand(nil).Total()
 		if !l.CreatesInLifecycle {
 			on -= today[CallCreate]
 			off -= today[CallCreate]
@@ -300,10 +341,12 @@ func (s ScaleReport) callsMarkdown() string {
 		numfmt.Thousands(int(2*(today[CallResume]+today[CallCreate])*time.Minute.Seconds()/c.RateWindow.Seconds())))
 
 	w("**The one shared limiter.** Every call goes through one limiter per provider (sweep, timers, resumes, creates "+
-		"and refreshes alike) that holds calls to %s per %s, paced evenly. One interval (%s) of the target's calls, drawn "+
-		"as Poisson processes (seed %d), then drained; a call's delay is its grant − its request; calls still waiting %s "+
-		"after the interval began are counted unserved.\n\n",
-		numfmt.Thousands(c.RateLimit), human(c.RateWindow), human(c.SweepInterval), c.Seed, human(c.LimiterDrain))
+		"and refreshes alike) that holds calls to %s per %s, paced evenly (burst %d), and serves them by class: resumes "+
+		"and creates (user) first, then pauses (background), then refreshes. The rows drive that limiter itself "+
+		"(`lifecycle.CallQueue`, what `lifecycle.LimitCalls` runs on) on the simulated clock. One interval (%s) of the "+
+		"target's calls, drawn as Poisson processes (seed %d), then drained; a call's delay is its grant − its request; "+
+		"calls still waiting %s after the interval began are counted unserved.\n\n",
+		numfmt.Thousands(c.RateLimit), human(c.RateWindow), c.Burst, human(c.SweepInterval), c.Seed, human(c.LimiterDrain))
 	w("| row | calls per %s | × limit | kind | calls | delay p50 (s) | delay p99 (s) | delay max (s) | unserved |\n", human(c.RateWindow))
 	w("|---|---:|---:|---|---:|---:|---:|---:|---:|\n")
 	for _, r := range s.Calls {
@@ -311,30 +354,46 @@ func (s ScaleReport) callsMarkdown() string {
 			if r.Calls[k] == 0 {
 				continue
 			}
-			w("| %s | %s | %.2f | %s | %s | %.1f | %.1f | %.1f | %s |\n", r.Name, numfmt.Thousands(int(r.Demand.Total())),
+			w("| %s | %s | %.2f | %s | %s | %.2f | %.2f | %.2f | %s |\n", r.Name, numfmt.Thousands(int(r.Demand.Total())),
 				ratio(r.Demand.Total(), float64(r.Limit)), k, numfmt.Thousands(r.Calls[k]),
 				r.DelayP50[k].Seconds(), r.DelayP99[k].Seconds(), r.DelayMax[k].Seconds(), numfmt.Thousands(r.Unserved[k]))
 		}
 	}
-	w("\nOver the limit, a first-come limiter delays every kind alike and the delay grows by the excess for as long as the "+
-		"load lasts (here one interval; at a steady target it has no bound). Serving resumes and creates first keeps the "+
-		"users' calls within a second while pauses and refreshes wait; a refresh that waits longer than its headroom "+
-		"lets the provider pause an active user. So at this limit the guard's refreshes cannot be afforded: the table "+
-		"below gives, per refresh interval, the calls and the lifecycle limit under which every call stays at 80 %%, and "+
-		"the guard's bound when the control plane is down (grace %s + interval + coalescing %s).\n\n",
-		human(c.GuardGrace), human(c.Coalescing))
-	w("| guard refresh | refreshes per %s | all calls per %s | limit needed (80 %%) | × E2B's 20,000 | guard bound past the idle timeout |\n",
+	w("\nOver the limit, a first-come limiter delays every kind alike and the delay grows by the excess for as long as the " +
+		"load lasts (here one interval; at a steady target it has no bound). Serving by class keeps the users' calls " +
+		"within a token or two while pauses and refreshes take the excess.\n\n")
+	bound, _ := c.Guard.GuardBound(c.Guard.DefaultIdleTimeout)
+	w("**The guard's headroom** (`lifecycle.Policy.GuardHeadroom`, `SANDMAN_GUARD_HEADROOM`) sets the refreshes: the "+
+		"provider timeout is set to the pause deadline + grace %s + headroom, so an active session costs one refresh per "+
+		"headroom of activity, and while the control plane is down a sandbox pauses itself at most grace + headroom + the "+
+		"%s coalescing window past its idle timeout (the guard's bound). Create and resume set the guard with the headroom "+
+		"too. A refresh comes due while the provider's timeout is still about the idle timeout + grace ahead (%s), and one "+
+		"that fails or waits past its call's deadline is asked again by the next written heartbeat, so a refresh may wait "+
+		"that long before the provider pauses an active user. The timeout never exceeds the plan's %s cap "+
+		"(`SANDMAN_MAX_PROVIDER_TIMEOUT`): where idle timeout + %s + grace + headroom does not fit, the cap eats the headroom "+
+		"(more refreshes, a smaller bound). Each row below is the policy with that headroom, at a %s idle timeout; with "+
+		"this run's, %s, the bound is %s (docs/CAPACITY.md \"Provider calls\" gives the choice of the default).\n\n",
+		human(c.Guard.ProviderGrace), human(c.Guard.ActivityGranularity),
+		human(c.Guard.DefaultIdleTimeout+c.Guard.ProviderGrace), human(c.Guard.MaxProviderTimeout), human(c.Guard.ActivityGranularity),
+		human(c.Guard.DefaultIdleTimeout), human(c.Guard.GuardHeadroom), human(bound))
+	w("| guard headroom | refresh every | refreshes per %s | all calls per %s | limit needed (80 %%) | × E2B's 20,000 | guard bound past the idle timeout |\n",
 		human(c.RateWindow), human(c.RateWindow))
-	w("|---|---:|---:|---:|---:|---|\n")
+	w("|---|---|---:|---:|---:|---:|---|\n")
 	for _, o := range c.refreshOptions() {
-		every, bound := "every "+human(o.Every), human(o.Bound)
-		if o.Every == c.RefreshEvery {
-			every += " (today)"
+		head, every, bound := human(o.Headroom), human(o.Every), human(o.Bound)
+		if o.Default {
+			head += " (today)"
 		}
-		if o.Every == 0 {
-			every, bound = "none", "the longest run the plan allows (E2B: 1 h Hobby, 24 h Pro), set at create and resume so that no active user is paused"
+		if o.Every < o.Headroom {
+			every += fmt.Sprintf(" (the %s cap)", human(c.Guard.MaxProviderTimeout))
 		}
-		w("| %s | %s | %s | %s | %.1f | %s |\n", every, numfmt.Thousands(int(o.PerWindow)), numfmt.Thousands(int(o.Total)),
+		if !o.Holds {
+			bound = "none: the provider may pause before the idle timeout"
+		}
+		if o.Headroom == 0 {
+			head, every, bound = "none", "never", "the longest run the plan allows (E2B: 1 h Hobby, 24 h Pro), set at create and resume so that no active user is paused"
+		}
+		w("| %s | %s | %s | %s | %s | %.1f | %s |\n", head, every, numfmt.Thousands(int(o.PerWindow)), numfmt.Thousands(int(o.Total)),
 			numfmt.Thousands(int(o.Needed)), o.Needed/float64(c.RateLimit), bound)
 	}
 	return b.String()

@@ -24,8 +24,8 @@ const (
 	CronSweep Policy = "cron-sweep"
 	// Sandman is ours: heartbeats coalesced to Policy.ActivityGranularity,
 	// the same sweep, and a provider timeout with pause-on-timeout set by
-	// lifecycle.Policy.ProviderTimeout (idle deadline + ProviderGrace + half
-	// the idle timeout) and refreshed when
+	// lifecycle.Policy.ProviderTimeout (idle deadline + ProviderGrace +
+	// GuardHeadroom) and refreshed when
 	// lifecycle.Policy.NeedsProviderRefresh says so.
 	Sandman Policy = "sandman"
 	// SandmanTimers is Sandman with the deadline timers of docs/DESIGN.md

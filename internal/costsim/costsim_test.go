@@ -129,16 +129,21 @@ func TestNeverPauseCostsMost(t *testing.T) {
 
 // guardBound is how long past its idle timeout a Sandman sandbox can run
 // whatever the sweep does: the provider timeout is never more than grace +
-// half the idle timeout past the recorded idle deadline, which is at most
-// the coalescing window after the real one (lifecycle.Session.MarkActivity,
-// lifecycle.Policy.ProviderTimeout).
-func guardBound(cfg costsim.Config) time.Duration {
-	return cfg.Lifecycle.ProviderGrace + cfg.Lifecycle.DefaultIdleTimeout/2 + cfg.Lifecycle.ActivityGranularity
+// the guard headroom past the recorded idle deadline, which is at most the
+// coalescing window after the real one (lifecycle.Session.MarkActivity,
+// lifecycle.Policy.ProviderTimeout, lifecycle.Policy.GuardBound).
+func guardBound(tb testing.TB, cfg costsim.Config) time.Duration {
+	tb.Helper()
+	bound, holds := cfg.Lifecycle.GuardBound(cfg.Lifecycle.DefaultIdleTimeout)
+	if !holds {
+		tb.Fatalf("the provider cannot hold a %v idle timeout under %+v", cfg.Lifecycle.DefaultIdleTimeout, cfg.Lifecycle)
+	}
+	return bound
 }
 
 func TestGuardBoundsOvershootWithMissedSweeps(t *testing.T) {
 	r := MustDefaultReport(t)
-	bound := guardBound(costsim.DefaultConfig())
+	bound := guardBound(t, costsim.DefaultConfig())
 	interval := costsim.DefaultConfig().SweepInterval
 	cron := MustResult(t, r, "cron sweep, 5% missed sweeps")
 	ours := MustResult(t, r, "sandman, 5% missed sweeps")
@@ -149,18 +154,18 @@ func TestGuardBoundsOvershootWithMissedSweeps(t *testing.T) {
 	if got, want := ours.SweepsMissed, cron.SweepsMissed; got != want {
 		t.Fatalf("sandman missed %d sweeps, cron %d: the scenarios should miss the same ticks", got, want)
 	}
-	if got, limit := ours.OvershootP99, cron.OvershootP99; got > limit {
-		t.Fatalf("sandman overshoot p99 = %v, above the cron sweep's %v", got, limit)
+	// Sandman's deadline counts the coalescing window, so its sweep pauses
+	// up to that much later than the cron sweep's.
+	gran := costsim.DefaultConfig().Lifecycle.ActivityGranularity
+	if got, limit := ours.OvershootP99, cron.OvershootP99+gran; got > limit {
+		t.Fatalf("sandman overshoot p99 = %v, above the cron sweep's + the window, %v", got, limit)
 	}
 	if got := ours.OvershootMax; got > bound {
-		t.Fatalf("sandman overshoot max = %v, want at most grace + idle/2 + granularity = %v", got, bound)
+		t.Fatalf("sandman overshoot max = %v, want at most grace + headroom + granularity = %v", got, bound)
 	}
 	if got := ours.OvershootMax; got <= interval {
 		t.Fatalf("sandman overshoot max with missed sweeps = %v, want beyond one sweep interval (%v): "+
 			"a missed tick should leave the pause to the provider", got, interval)
-	}
-	if got := cron.OvershootMax; got <= bound {
-		t.Fatalf("cron overshoot max with missed sweeps = %v, want beyond the guard's bound %v", got, bound)
 	}
 	// Sandman's recorded deadline counts the coalescing window
 	// (lifecycle.Session.MarkActivity), so its sweep may pause up to one
@@ -207,12 +212,12 @@ func TestNoEarlyProviderPauses(t *testing.T) {
 
 func TestOutageIsBoundedByTheGuard(t *testing.T) {
 	r := MustDefaultReport(t)
-	bound := guardBound(costsim.DefaultConfig())
+	bound := guardBound(t, costsim.DefaultConfig())
 	cron := MustResult(t, r, "cron sweep, 6 h outage")
 	ours := MustResult(t, r, "sandman, 6 h outage")
 
 	if got := ours.OvershootMax; got > bound {
-		t.Fatalf("sandman overshoot max during the outage = %v, want at most grace + idle/2 + granularity = %v", got, bound)
+		t.Fatalf("sandman overshoot max during the outage = %v, want at most grace + headroom + granularity = %v", got, bound)
 	}
 	if got := cron.OvershootMax; got <= bound {
 		t.Fatalf("cron overshoot max during the outage = %v, want beyond the guard's bound %v", got, bound)
@@ -249,22 +254,27 @@ func TestCoalescingSavesWrites(t *testing.T) {
 		t.Fatalf("sandman provider refreshes = %d for %d writes, want a few per idle timeout",
 			ours.ProviderRefreshes, ours.HeartbeatWrites)
 	}
-	// A refresh comes only once more than half an idle timeout has run since
-	// the provider timeout was last set (at create, resume or a refresh), so
-	// a running span of length L holds fewer than L / (idle/2) of them.
-	half := costsim.DefaultConfig().Lifecycle.DefaultIdleTimeout / 2
+	// A refresh comes only once more than the guard's refresh interval (its
+	// headroom) has run since the provider timeout was last set (at create,
+	// resume or a refresh), so a running span of length L holds fewer than
+	// L / interval of them.
+	pol := costsim.DefaultConfig().Lifecycle
+	every := pol.GuardRefreshInterval(pol.DefaultIdleTimeout)
 	for _, name := range []string{"sandman", "sandman, 5% missed sweeps", "sandman, 6 h outage"} {
 		res := MustResult(t, r, name)
-		if got, limit := float64(res.ProviderRefreshes), res.BilledMinutes/half.Minutes(); got >= limit {
+		if got, limit := float64(res.ProviderRefreshes), res.BilledMinutes/every.Minutes(); got >= limit {
 			t.Errorf("%s: %d provider refreshes in %.0f running minutes, want fewer than one per %v",
-				name, res.ProviderRefreshes, res.BilledMinutes, half)
+				name, res.ProviderRefreshes, res.BilledMinutes, every)
 		}
 	}
 }
 
-// handConfig replays one scenario per policy with no jitter anywhere.
+// handConfig replays one scenario per policy with no jitter anywhere, with
+// a guard headroom of 5 min (half the idle timeout), so that the provider's
+// timeout pauses before the sweep in the hand-worked traces below.
 func handConfig() costsim.Config {
 	cfg := costsim.DefaultConfig()
+	cfg.Lifecycle.GuardHeadroom = 5 * time.Minute
 	cfg.Scenarios = []costsim.Scenario{
 		{Name: "never", Policy: costsim.NeverPause},
 		{Name: "cron", Policy: costsim.CronSweep},
@@ -390,7 +400,7 @@ func TestHandTrace(t *testing.T) {
 //   - sandman: the first burst ends before the outage, so the provider
 //     timeout is 23:00 as in TestHandTrace (refreshed at 5:30), and the
 //     provider, which keeps running, pauses the sandbox there: overshoot
-//     +3:00, within grace + idle/2 + granularity = 7:30. The resume at 40
+//     +3:00, within grace + headroom + granularity = 7:30. The resume at 40
 //     and the rest of the second burst are refused and find it paused: 11
 //     blocked, no resume, billed 23 min.
 func TestHandTraceOutage(t *testing.T) {
@@ -476,7 +486,7 @@ func TestGuardPausesUnderActiveUserInOutage(t *testing.T) {
 // window), timeout 18:30; writes 1:30 .. 6:30 (11), the one at 6:30 the
 // first whose deadline + grace (6:30 + 12:30 = 19:00) is past 18:30:
 // refreshed to 6:30 + 17:30 = 24:00. That last write was also the user's
-// last request, so the provider pauses at 24:00, exactly grace + idle/2 +
+// last request, so the provider pauses at 24:00, exactly grace + headroom +
 // granularity = 7:30 past the real idle deadline 16:30: the bound is
 // reached. Ticks
 // at 0, 5, .., 25 are missed (6); at 25 nothing runs and sweeps stop.
@@ -493,8 +503,8 @@ func TestGuardBoundIsTight(t *testing.T) {
 	r := MustReplay(t, cfg, tr)
 
 	ours := MustResult(t, r, "sandman")
-	if got, want := ours.OvershootMax, guardBound(cfg); got != want {
-		t.Errorf("sandman overshoot = %v, want grace + idle/2 + granularity = %v", got, want)
+	if got, want := ours.OvershootMax, guardBound(t, cfg); got != want {
+		t.Errorf("sandman overshoot = %v, want grace + headroom + granularity = %v", got, want)
 	}
 	if got, want := ours.ProviderPauses, 1; got != want {
 		t.Errorf("sandman pauses by the provider = %d, want %d", got, want)
@@ -707,23 +717,23 @@ func TestPublishedFigures(t *testing.T) {
 		{"cron overshoot p99 s", secs(cron.OvershootP99), 298},
 		{"cron overshoot max s", secs(cron.OvershootMax), 300},
 		{"cron outage overshoot max s", secs(cronOut.OvershootMax), 21569},
-		{"sandman billed minutes", mins(ours.BilledMinutes), 163054},
-		{"sandman pauses", ours.Pauses, 3391},
-		{"sandman provider pauses", ours.ProviderPauses, 558},
+		{"sandman billed minutes", mins(ours.BilledMinutes), 163538},
+		{"sandman pauses", ours.Pauses, 3387},
+		{"sandman provider pauses", ours.ProviderPauses, 64},
 		{"sandman early pauses", ours.EarlyPauses, 0},
 		{"sandman early provider pauses", ours.EarlyProviderPauses, 0},
 		{"sandman earliest pause s", secs(ours.OvershootMin), 4},
-		{"sandman overshoot p50 s", secs(ours.OvershootP50), 157},
-		{"sandman overshoot p99 s", secs(ours.OvershootP99), 319},
+		{"sandman overshoot p50 s", secs(ours.OvershootP50), 164},
+		{"sandman overshoot p99 s", secs(ours.OvershootP99), 322},
 		{"sandman overshoot max s", secs(ours.OvershootMax), 330},
-		{"sandman resumes", ours.Resumes, 2391},
-		{"sandman provider refreshes", ours.ProviderRefreshes, 19988},
-		{"sandman heartbeat writes", ours.HeartbeatWrites, 148815},
-		{"sandman 5% missed overshoot max s", secs(missed.OvershootMax), 450},
-		{"sandman outage billed minutes", mins(out.BilledMinutes), 154058},
-		{"sandman outage overshoot max s", secs(out.OvershootMax), 431},
-		{"sandman outage early provider pauses", out.EarlyProviderPauses, 11},
-		{"sandman outage pauses under an active user", out.Interrupted, 7},
+		{"sandman resumes", ours.Resumes, 2387},
+		{"sandman provider refreshes", ours.ProviderRefreshes, 2840},
+		{"sandman heartbeat writes", ours.HeartbeatWrites, 148819},
+		{"sandman 5% missed overshoot max s", secs(missed.OvershootMax), 909},
+		{"sandman outage billed minutes", mins(out.BilledMinutes), 154925},
+		{"sandman outage overshoot max s", secs(out.OvershootMax), 1733},
+		{"sandman outage early provider pauses", out.EarlyProviderPauses, 13},
+		{"sandman outage pauses under an active user", out.Interrupted, 12},
 	}
 	for _, tt := range tests {
 		if tt.got != tt.want {

@@ -57,8 +57,8 @@
 //     timeout is taken never to fire.
 //   - Sandman: heartbeats coalesced to 30 s, the same sweep, and a
 //     provider-side timeout with pause-on-timeout, set by ProviderTimeout at
-//     create and resume to the idle deadline + 2 min grace + 5 min headroom
-//     (half the idle timeout), and pushed out by a written heartbeat when
+//     create and resume to the idle deadline + 2 min grace + the 27:30 guard
+//     headroom (Policy.GuardHeadroom), and pushed out by a written heartbeat when
 //     NeedsProviderRefresh says the provider would otherwise pause before
 //     the pause deadline + grace.
 //   - SandmanTimers (modelled, not in the real code yet): Sandman
@@ -106,17 +106,17 @@
 // their 10 min idle timeout. This replay found it; DefaultConfig, seed 1,
 // sandman row:
 //
-//	                              first guard      fixed     window (today)
-//	billed sandbox-minutes           148,583      161,446      163,054
-//	pauses (by provider timeout)  3,608 (3,360)  3,406 (561)  3,391 (558)
-//	early pauses (by provider)    2,599 (2,563)    108 (0)        0 (0)
-//	earliest pause                    -328 s        -25 s         +4 s
-//	overshoot p50 / p99 / max    -91/120/120 s  130/284/300 s  157/319/330 s
-//	resumes waited for                 2,608        2,406        2,391
-//	provider timeout refreshes        14,040       19,973       19,988
-//	heartbeat writes                 148,598      148,800      148,815
-//	6 h outage: billed minutes       140,349      152,537      154,058
-//	6 h outage: overshoot max          120 s        401 s        431 s
+//	                              first guard      fixed         window     headroom (today)
+//	billed sandbox-minutes           148,583      161,446      163,054      163,538
+//	pauses (by provider timeout)  3,608 (3,360)  3,406 (561)  3,391 (558)   3,387 (64)
+//	early pauses (by provider)    2,599 (2,563)    108 (0)        0 (0)        0 (0)
+//	earliest pause                    -328 s        -25 s         +4 s         +4 s
+//	overshoot p50 / p99 / max    -91/120/120 s  130/284/300 s  157/319/330 s  164/322/330 s
+//	resumes waited for                 2,608        2,406        2,391        2,387
+//	provider timeout refreshes        14,040       19,973       19,988        2,840
+//	heartbeat writes                 148,598      148,800      148,815      148,819
+//	6 h outage: billed minutes       140,349      152,537      154,058      154,925
+//	6 h outage: overshoot max          120 s        401 s        431 s      1,733 s
 //
 // (cron sweep, unchanged: 162,528 minutes, 2,399 resumes, overshoot
 // 147/298/300 s; 21,569 s at most through the outage; never pause 330,274.)
@@ -126,42 +126,49 @@
 // up to 30 s early (below). The window column counts the 30 s coalescing
 // window into the idle deadline (lifecycle.Session.MarkActivity): no pause
 // comes before the real idle timeout, for 0.3 % more billed time than the
-// cron sweep.
+// cron sweep. The headroom column makes the guard's headroom a setting
+// (Policy.GuardHeadroom) and raises it from half the idle timeout (5 min) to
+// 27:30 (docs/CAPACITY.md "Provider calls"): 7× fewer refreshes; the sweep
+// now pauses nearly every sandbox before the provider's timeout would (64
+// by the provider), for 0.3 % more billed time in this row, and the guard's
+// bound through an outage grows to 30 min.
 //
 // The fix, in Policy.ProviderTimeout and Policy.NeedsProviderRefresh: the
-// timeout aims at the idle deadline + grace + half the idle timeout, and a
+// timeout aims at the idle deadline + grace + the guard headroom, and a
 // written heartbeat refreshes it when the provider would pause before the
 // pause deadline + grace. After every written heartbeat the provider timeout
-// lies 2 to 7 min (grace to grace + idle/2) past the recorded idle deadline,
-// which is the written activity + idle timeout + the 30 s coalescing window,
-// never before the real one and at most 30 s after it, so:
+// lies grace to grace + headroom (2 to 29:30 min) past the recorded idle
+// deadline, which is the written activity + idle timeout + the 30 s
+// coalescing window, never before the real one and at most 30 s after it,
+// so:
 //
 //   - while the control plane is up nothing pauses a sandbox before its
 //     idle timeout (0 early pauses in every row without an outage);
-//   - a refresh needs more than half an idle timeout of running time since
-//     the timeout was last set: at most one provider call per 5 min;
+//   - a refresh needs more than a headroom of running time since the
+//     timeout was last set: at most one provider call per 27:30;
 //   - the guard's bound, when sweeps are missed or the control plane is
-//     down, is grace + idle/2 + window = 7:30 past the idle timeout. With 5
-//     % missed sweeps the replay reaches it exactly (450 s); through the 6 h
-//     outage the worst is 431 s.
+//     down, is grace + headroom + window = 30 min past the idle timeout
+//     (Policy.GuardBound). With a 5 min headroom (7:30) the replay reached
+//     it exactly with 5 % missed sweeps (450 s) and 431 s through the 6 h
+//     outage; with 27:30 the worst is 909 s and 1,733 s.
 //
 // An outage still makes early pauses: refused heartbeats do not move the
-// deadline, so the provider pauses users who keep working (11 early provider
-// pauses, 7 of them under an active user). See also the "Not done:
+// deadline, so the provider pauses users who keep working (13 early provider
+// pauses, 12 of them under an active user). See also the "Not done:
 // provider-timeout repair" note of package sweep.
 //
 // # Timers and presence
 //
 // DefaultConfig, seed 1 (floor 109,041 min; cron sweep 162,528 min, 1.49×,
-// 2,399 resumes; sandman today 163,054 min, 1.50×, overshoot p99 319 s):
+// 2,399 resumes; sandman today 163,538 min, 1.50×, overshoot p99 322 s):
 //
 //	                                billed min  × floor  resumes  overshoot p50/p99/max
 //	sandman + timers                   155,217     1.42    2,463      24 / 32 / 32 s
-//	  5% missed sweeps                 155,453     1.43    2,462     25 / 177 / 450 s
+//	  5% missed sweeps                 155,476     1.43    2,462     25 / 193 / 568 s
 //	  + presence, away_prob 0          146,879     1.35    2,463      15 / 32 / 32 s
 //	  + presence, away_prob 0.5        134,788     1.24    3,398       1 / 32 / 32 s
 //	  + presence, away_prob 1          122,294     1.12    4,222        1 / 1 / 1 s
-//	  6 h outage                       146,735     1.35    2,309     24 / 32 / 431 s
+//	  6 h outage                       147,123     1.35    2,309    24 / 32 / 1,733 s
 //
 // Against the cost targets: timers alone reach an overshoot p99 of 32 s
 // (target ≤ 10 s, not met: see below); with presence at away_prob 0.5 the
@@ -170,8 +177,8 @@
 // one: 1,782 of the 7,299 gaps last between the away timeout (2 min) and the
 // idle timeout (10 min), and an away client's such gap is a pause and a
 // resume that the cron sweep never makes (about 891 at 0.5). The outage row
-// is no worse than today's (146,735 against 154,058 min, overshoot max 431 s
-// both, the same requests blocked).
+// is no worse than today's (147,123 against 154,925 min, overshoot max
+// 1,733 s both, the same requests blocked).
 //
 // Two findings. Timers pause on the recorded deadline; before it counted
 // the 30 s coalescing window, 2,181 of 3,482 timer pauses came before the
@@ -210,12 +217,13 @@
 // timers 1.7/2.0/2.0 s; timers with half the limit left to other calls
 // 2.7/4.9/5.1 s; a mass disconnect (one interval's 100,000 deadlines at one
 // instant) 1.8/134/152 s. The load the limit cannot carry is the rest: the
-// replay makes 5.7 provider-timeout refreshes and 0.7 resumes per pause,
-// which at this scale would be 3.4× the limit by themselves if they count
-// against it. The provider-call section (calls.go) counts every lifecycle
-// call at the target (123,000 per 30 s: pauses, resumes, creates and the
-// guard's refreshes), sets them against E2B's and Daytona's published
-// limits, drives one interval of them through one shared limiter (first
-// come first served, or resumes and creates first), and gives the limit
-// each guard-refresh interval needs with the guard's bound.
+// replay makes 0.8 provider-timeout refreshes (5.7 with the former 5 min
+// headroom) and 0.7 resumes per pause. The provider-call section (calls.go)
+// counts every lifecycle call at the target (41,181 per 30 s: pauses,
+// resumes, creates and the guard's refreshes, every running session taken
+// as active), sets them against E2B's and Daytona's published limits,
+// drives one interval of them through one shared limiter (first come first
+// served, or resumes and creates first), and gives, per guard headroom
+// (ScaleConfig.Guard with each of GuardHeadrooms), the refreshes and the
+// limit they need with the guard's bound, all from lifecycle.Policy.
 package costsim

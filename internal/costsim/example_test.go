@@ -10,12 +10,14 @@ import (
 // One session, active 0-10 min and 40-45 min after a start 1 min past a sweep
 // tick, replayed under the three policies. The cron sweep pauses 4 min after
 // each idle deadline (20 and 55 min), at the next tick. Sandman's provider
-// timeout, refreshed once at 5:30 to 5:30 + 10 min idle + 2 min grace + 5 min
-// headroom = 22:30, pauses the first run there, and the resume at 40 sets it
-// to 57 min: 2:30 and 2:00 past the idle deadlines, each before the next
-// tick.
+// timeout, with a 5 min guard headroom, refreshed once at 5:30 to 5:30 + 10
+// min idle + 2 min grace + 5 min headroom = 22:30, pauses the first run there,
+// and the resume at 40 sets it to 57 min: 2:30 and 2:00 past the idle
+// deadlines, each before the next tick. (With the default 27.5 min headroom
+// the sweep pauses first, as the cron sweep does.)
 func ExampleReplay() {
 	cfg := costsim.DefaultConfig()
+	cfg.Lifecycle.GuardHeadroom = 5 * time.Minute
 	cfg.Scenarios = []costsim.Scenario{
 		{Name: "never pause", Policy: costsim.NeverPause},
 		{Name: "cron sweep", Policy: costsim.CronSweep},

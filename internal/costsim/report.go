@@ -297,18 +297,20 @@ func (r Report) Markdown() string {
 		"reported as %s per resume (E2B's published figure) and the provider's paused webhook reaches the table at once. "+
 		"The replay ends when every sandbox is paused or killed, or %s after the last activity.\n",
 		human(c.SweepInterval), human(c.SweepInterval), human(c.ResumeWait), human(c.Tail))
-	headroom := pol.DefaultIdleTimeout / 2
+	headroom := pol.GuardHeadroom
+	every := pol.GuardRefreshInterval(pol.DefaultIdleTimeout)
+	bound, holds := pol.GuardBound(pol.DefaultIdleTimeout)
 	w("- **Policies**: *never pause* runs each sandbox from the session's first activity to its last and kills it there "+
 		"(a perfect kill, so its bill is a lower bound of never pausing). *cron sweep* (the seeds' design) writes every "+
 		"heartbeat and pauses a sandbox when a sweep sees last activity + %s passed; no provider-side guard. *sandman* "+
 		"runs the real rules of `internal/lifecycle` (`Session.RecordActivity` with %s coalescing, `Session.Due`/`PauseDeadline`, "+
 		"`Policy.ProviderTimeout` and `Policy.NeedsProviderRefresh`): at create and resume the provider timeout is set to the "+
-		"idle deadline + %s grace + %s headroom (half the idle timeout), and a written heartbeat pushes it out again when the "+
+		"idle deadline + %s grace + %s headroom (`Policy.GuardHeadroom`), and a written heartbeat pushes it out again when the "+
 		"provider would otherwise pause before the pause deadline + grace, at most once per %s of running time; at it the "+
 		"provider pauses the sandbox itself. A user request that finds the sandbox paused resumes it (a resume waited for). "+
 		"Missed sweeps are independent draws per tick; an outage stops sweeps and fails every request (create, heartbeat, resume) "+
 		"while the provider keeps running.\n",
-		human(pol.DefaultIdleTimeout), human(pol.ActivityGranularity), human(pol.ProviderGrace), human(headroom), human(headroom))
+		human(pol.DefaultIdleTimeout), human(pol.ActivityGranularity), human(pol.ProviderGrace), human(headroom), human(every))
 	w("- **Measures**: billed = time running (paused time is not billed for compute; storage of paused snapshots is not priced). " +
 		"Overshoot of a pause = pause time − (the user's real last request + idle timeout); negative means the sandbox paused " +
 		"before the idle timeout had run (an early pause). Percentiles are nearest-rank over all pauses.\n")
@@ -316,14 +318,17 @@ func (r Report) Markdown() string {
 		"coalescing window, so it is never before the user's real one (a coalesced heartbeat comes less than the window after "+
 		"the written one) and at most the window after it. After every written heartbeat the provider timeout lies between %s "+
 		"and %s past the recorded idle deadline. So while the control plane is up nothing pauses a sandbox before its idle "+
-		"timeout. Whatever the sweep does (missed ticks, an outage), no sandbox runs more than %s (grace + headroom + window) "+
+		"timeout. Whatever the sweep does (missed ticks, an outage), no sandbox runs more than %s (grace + headroom + window, `Policy.GuardBound`) "+
 		"past its idle timeout. During an outage heartbeats are refused and do not move the deadline, so the provider also pauses "+
 		"users who are still working (pauses under an active user) and they stay blocked until the control plane is back.\n",
-		human(pol.ActivityGranularity), human(pol.ProviderGrace), human(pol.ProviderGrace+headroom),
-		human(pol.ProviderGrace+headroom+pol.ActivityGranularity))
-	if pol.MaxProviderTimeout > 0 && pol.DefaultIdleTimeout+pol.ProviderGrace+headroom > pol.MaxProviderTimeout {
-		w("  These bounds do not hold here: the idle timeout + grace + headroom exceeds the provider's %s maximum timeout, "+
+		human(pol.ActivityGranularity), human(pol.ProviderGrace), human(pol.ProviderGrace+every),
+		human(bound))
+	if !holds {
+		w("  These bounds do not hold here: the idle timeout + window + grace exceeds the provider's %s maximum timeout, "+
 			"so the provider can pause a sandbox before its idle timeout (see `Policy.NeedsProviderRefresh`).\n", human(pol.MaxProviderTimeout))
+	} else if every < headroom {
+		w("  The provider's %s maximum timeout cuts the headroom to %s here (`Policy.GuardRefreshInterval`).\n",
+			human(pol.MaxProviderTimeout), human(every))
 	}
 	w("- **Timers** (*+ timers*, modelled on docs/DESIGN.md \"Precise pausing\"; in the real code `lifecycle.Timers` with `internal/timer/localtimer` or `internal/timer/sqstimer`): each sweep tick "+
 		"that runs arms a timer for every running session whose deadline falls before the next tick + %s margin; a write that "+

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sandmanhq/sandman/internal/costsim/numfmt"
+	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"golang.org/x/time/rate"
 )
 
@@ -57,14 +58,16 @@ type ScaleConfig struct {
 	// "Capacity", and the cost replay's 0.29 creates per pause). Zero
 	// ResumeRate leaves the provider-call section out.
 	ResumeRate, CreateRate int
-	// RefreshEvery is how often an active session's provider timeout is
-	// pushed out (lifecycle.Policy.NeedsProviderRefresh: half the idle
-	// timeout, 5 min); every one of the Sessions is taken to be active.
-	RefreshEvery time.Duration
-	// GuardGrace and Coalescing give the guard's bound past the idle
-	// timeout for a refresh interval: grace + interval + coalescing
-	// (lifecycle.Policy.ProviderGrace, ActivityGranularity).
-	GuardGrace, Coalescing time.Duration
+	// Guard is the lifecycle policy of the target's sessions, each active
+	// throughout with Guard.DefaultIdleTimeout: its refresh interval
+	// (lifecycle.Policy.GuardRefreshInterval), refreshes per window
+	// (GuardRefreshes) and bound (GuardBound) give the refresh calls and
+	// the refresh table; the table's other rows change only its
+	// GuardHeadroom (GuardHeadrooms).
+	Guard lifecycle.Policy
+	// GuardHeadrooms are the refresh table's other headrooms (besides
+	// Guard's own, and none).
+	GuardHeadrooms []time.Duration
 	// LimiterDrain is how long after the interval starts the limiter rows
 	// stop granting; calls still waiting then are unserved.
 	LimiterDrain time.Duration
@@ -72,6 +75,12 @@ type ScaleConfig struct {
 	// against (DefaultProviderLimits).
 	Limits []ProviderLimit
 }
+
+// DefaultGuardHeadrooms are the refresh table's headrooms besides the
+// policy's: 5 min (half the default idle timeout, the rule before the
+// headroom was a setting), 15 min, 47 min 30 s (the most a 1 h plan cap
+// holds with the default 10 min idle timeout) and 1 h (capped to that).
+var DefaultGuardHeadrooms = []time.Duration{5 * time.Minute, 15 * time.Minute, 47*time.Minute + 30*time.Second, time.Hour}
 
 // DefaultScale returns the target load: 1,000,000 sessions, 100,000 due per
 // 5 min for an hour, 20,000 calls per 30 s with an even pace (burst 1), half
@@ -92,9 +101,8 @@ func DefaultScale() ScaleConfig {
 		MassDisconnect: 2 * time.Minute,
 		ResumeRate:     100_000,
 		CreateRate:     30_000,
-		RefreshEvery:   5 * time.Minute,
-		GuardGrace:     2 * time.Minute,
-		Coalescing:     30 * time.Second,
+		Guard:          lifecycle.DefaultPolicy(),
+		GuardHeadrooms: DefaultGuardHeadrooms,
 		LimiterDrain:   time.Hour,
 		Limits:         DefaultProviderLimits,
 	}
@@ -119,10 +127,18 @@ func (c ScaleConfig) Validate() error {
 	check(c.RateLimit > 0 && c.RateWindow > 0 && c.Burst > 0, "scale: rate limit, window and burst must be positive")
 	check(c.OtherShare >= 0 && c.OtherShare < 1, "scale: other share must be in [0, 1)")
 	check(c.TimerLateness >= 0 && c.MassDisconnect >= 0, "scale: timer lateness and mass disconnect must not be negative")
-	check(c.ResumeRate >= 0 && c.CreateRate >= 0 && c.RefreshEvery >= 0 && c.GuardGrace >= 0 && c.Coalescing >= 0,
-		"scale: resume and create rates, refresh interval, grace and coalescing must not be negative")
+	check(c.ResumeRate >= 0 && c.CreateRate >= 0, "scale: resume and create rates must not be negative")
+	check(c.ResumeRate == 0 || (c.Guard.GuardHeadroom > 0 && c.Guard.DefaultIdleTimeout > 0),
+		"scale: the guard policy needs a positive headroom and idle timeout")
+	for _, h := range c.GuardHeadrooms {
+		check(h > 0, "scale: guard headrooms must be positive")
+	}
 	check(c.ResumeRate == 0 || c.LimiterDrain >= c.SweepInterval, "scale: the limiter drain must be at least one sweep interval")
-	check(int64(c.DueRate+c.ResumeRate+c.CreateRate)+int64(float64(c.Sessions)*c.SweepInterval.Seconds()/max(c.RefreshEvery.Seconds(), 1)) <= 20_000_000,
+	var refreshes float64
+	if c.ResumeRate > 0 && c.Guard.GuardHeadroom > 0 {
+		refreshes = c.Guard.GuardRefreshes(c.Sessions, c.Guard.DefaultIdleTimeout, c.SweepInterval)
+	}
+	check(float64(c.DueRate+c.ResumeRate+c.CreateRate)+refreshes <= 20_000_000,
 		"scale: at most 20,000,000 provider calls per sweep interval")
 	for i, l := range c.Limits {
 		check(l.Name != "" && l.Window > 0 && l.Lifecycle > 0 && l.Creates >= 0, fmt.Sprintf("scale: provider limit %d needs a name, a window and a lifecycle limit", i))

@@ -38,6 +38,7 @@ const (
 	ActivityGranularity = "SANDMAN_ACTIVITY_GRANULARITY" // lifecycle.Policy.ActivityGranularity
 	ProviderGrace       = "SANDMAN_PROVIDER_GRACE"       // lifecycle.Policy.ProviderGrace
 	MaxProviderTimeout  = "SANDMAN_MAX_PROVIDER_TIMEOUT" // lifecycle.Policy.MaxProviderTimeout
+	GuardHeadroom       = "SANDMAN_GUARD_HEADROOM"       // lifecycle.Policy.GuardHeadroom; set by the stack from sandman:guardHeadroom
 	LeaseDuration       = "SANDMAN_LEASE_DURATION"       // lifecycle.Policy.LeaseDuration
 
 	Deployment          = "SANDMAN_DEPLOYMENT"            // tags every sandbox; default the table name
@@ -145,7 +146,7 @@ var (
 	Functions = []string{
 		Table, DynamoEndpoint, Provider, Providers, EventBus, EventsFile, CORSOrigin, LogLevel,
 		IdleTimeout, MinIdleTimeout, MaxIdleTimeout, MaxLifetimeLimit, ActivityGranularity, ProviderGrace,
-		MaxProviderTimeout, LeaseDuration, Deployment, APIKeyCacheTTL, ProbeTimeout, ProviderCallTimeout,
+		MaxProviderTimeout, GuardHeadroom, LeaseDuration, Deployment, APIKeyCacheTTL, ProbeTimeout, ProviderCallTimeout,
 		MaxRunning, Shards, Prices, TemplateApps, Pools, ReadinessQueueURL, PoolRefillQueueURL,
 		ClientTokenKeysSecret, ClientTokenKeysFile, WSURL, WSManagementURL,
 		SweepConcurrency, SweepRate, SweepBurst, SweepPageSize, SweepDeadlineMargin, SweepReconcileSample, SweepDormancyAge,

@@ -5,9 +5,8 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"sync"
 	"time"
-
-	"golang.org/x/time/rate"
 )
 
 // CallLimit is a provider's call budget in one process: PerSecond calls
@@ -52,20 +51,32 @@ type LimitConfig struct {
 	Sleep func(ctx context.Context, d time.Duration) error
 }
 
-// LimitCalls returns p behind one token bucket (golang.org/x/time/rate):
-// every provider call of the returned Provider (Create, Get, List, Pause,
-// Resume, SetTimeout, Probe, Kill, and SetTimeoutUntil, StartCommand,
-// CommandStatus and PortURL when p offers them) takes a token first,
-// waiting for it when the bucket is empty. Build it once per process and
-// give that one value to every caller (the Service's creates, resumes,
-// guard refreshes, the sweep and the timers all reach the provider through
-// the Service), so they share one budget. It keeps p's optional interfaces.
+// LimitCalls returns p behind one token bucket (golang.org/x/time/rate)
+// that serves calls by class (CallPriority): every provider call of the
+// returned Provider (Create, Get, List, Pause, Resume, SetTimeout, Probe,
+// Kill, and SetTimeoutUntil, StartCommand, CommandStatus and PortURL when p
+// offers them) takes a token first, waiting for it when the bucket is
+// empty. Build it once per process and give that one value to every caller
+// (the Service's creates, resumes, guard refreshes, the sweep and the
+// timers all reach the provider through the Service), so they share one
+// budget. It keeps p's optional interfaces.
 //
-// A call whose ctx ends before its token would come does not wait: it
-// returns at once a transient *ProviderError (ErrProviderTransient, with
-// RetryAfter the wait it would have needed), retried like any transient
-// failure. A ctx cancelled while waiting returns promptly, transient too,
-// and gives the token back. cfg.Limit.Off() returns p unchanged.
+// Each method has a class (user: Create, Resume, Probe, StartCommand,
+// CommandStatus, PortURL; background: Pause, Get, List, Kill; refresh:
+// SetTimeout, SetTimeoutUntil), which WithCallPriority on the call's ctx
+// overrides. A token goes to the oldest waiting call of the highest class
+// that has one; lower classes get tokens only while no higher-class call
+// waits (CallQueue says when a token is given out).
+//
+// A call granted a token that comes after its ctx's deadline does not wait:
+// it returns at once a transient *ProviderError (ErrProviderTransient,
+// Refused, with RetryAfter the wait it would have needed), retried like any
+// transient failure, and gives the token back. A call waiting in its queue
+// cannot know when its turn comes (a higher-class call may arrive first):
+// it waits until it is granted or its ctx ends; then it leaves the queue at
+// once, transient and Refused too, RetryAfter the time the calls then
+// waiting in its class and above take at the rate (CallQueue.Ahead; at
+// least one token interval). cfg.Limit.Off() returns p unchanged.
 func LimitCalls(p Provider, cfg LimitConfig) Provider {
 	if cfg.Limit.Off() {
 		return p
@@ -76,8 +87,7 @@ func LimitCalls(p Provider, cfg LimitConfig) Provider {
 	if cfg.Sleep == nil {
 		cfg.Sleep = Sleep
 	}
-	base := &limitedProvider{p: p, lim: rate.NewLimiter(rate.Limit(cfg.Limit.PerSecond), cfg.Limit.burst()),
-		clock: cfg.Clock, sleep: cfg.Sleep}
+	base := &limitedProvider{p: p, q: NewCallQueue(cfg.Limit), clock: cfg.Clock, sleep: cfg.Sleep}
 	var tr TimeoutReporter
 	if r, ok := p.(TimeoutReporter); ok {
 		tr = limitedTimeout{base, r}
@@ -90,100 +100,141 @@ func LimitCalls(p Provider, cfg LimitConfig) Provider {
 	return withOptional(base, tr, tc, cr)
 }
 
-// limitedProvider is a Provider whose calls each take a token of lim.
+// limitedProvider is a Provider whose calls each take a token of q.
 type limitedProvider struct {
 	p     Provider
-	lim   *rate.Limiter
+	mu    sync.Mutex // guards q
+	q     *CallQueue
 	clock Clock
 	sleep func(ctx context.Context, d time.Duration) error
 }
 
 var _ Provider = (*limitedProvider)(nil)
 
-// wait takes one token for the call op on sandboxID, waiting for it when
-// needed. Errors: transient (see LimitCalls).
-func (l *limitedProvider) wait(ctx context.Context, op, sandboxID string) error {
+// wait takes one token for the call op on sandboxID, in class def unless
+// ctx sets another, waiting for it when needed. Errors: transient and
+// refused (see LimitCalls).
+func (l *limitedProvider) wait(ctx context.Context, def CallPriority, op, sandboxID string) error {
 	if err := ctx.Err(); err != nil {
-		return NewProviderError(ErrProviderTransient, op, sandboxID, fmt.Errorf("no provider call token: %w", err))
+		return refused(op, sandboxID, 0, fmt.Errorf("no provider call token: %w", err))
 	}
-	now := l.clock.Now()
-	r := l.lim.ReserveN(now, 1)
-	if !r.OK() { // a burst of 0: never (burst is at least 1)
-		return Transientf(op, sandboxID, 0, "provider call limit %s admits no call", l.limit())
+	l.mu.Lock()
+	t := l.q.Arrive(l.clock.Now(), callPriority(ctx, def))
+	if !t.Granted() {
+		t.wake = make(chan struct{})
 	}
-	d := r.DelayFrom(now)
-	if d <= 0 {
-		return nil
+	l.mu.Unlock()
+	if t.wake != nil {
+		select {
+		case <-t.wake:
+		case <-ctx.Done():
+			ahead := l.leave(t)
+			return refused(op, sandboxID, max(ahead, l.interval()),
+				fmt.Errorf("waiting for a provider call token (limit %s, class %s): %w", l.q.Limit(), t.Priority, ctx.Err()))
+		}
 	}
-	// The deadline is on the wall clock; d is a length, so compare lengths.
-	if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < d {
-		r.CancelAt(now)
-		return Transientf(op, sandboxID, d, "provider call limit %s: the next call token comes in %v, after the call's deadline", l.limit(), d)
+	if d := t.At.Sub(l.clock.Now()); d > 0 {
+		// The deadline is on the wall clock; d is a length, so compare lengths.
+		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < d {
+			l.leave(t)
+			return refused(op, sandboxID, d, fmt.Errorf("provider call limit %s: the next call token comes in %v, after the call's deadline", l.q.Limit(), d))
+		}
+		if err := l.sleep(ctx, d); err != nil {
+			l.leave(t)
+			return refused(op, sandboxID, 0, fmt.Errorf("waiting for a provider call token (limit %s): %w", l.q.Limit(), err))
+		}
 	}
-	if err := l.sleep(ctx, d); err != nil {
-		r.CancelAt(l.clock.Now())
-		return NewProviderError(ErrProviderTransient, op, sandboxID, fmt.Errorf("waiting for a provider call token (limit %s): %w", l.limit(), err))
-	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.wake(l.q.Release(t, l.clock.Now()))
 	return nil
 }
 
-func (l *limitedProvider) limit() CallLimit {
-	return CallLimit{PerSecond: float64(l.lim.Limit()), Burst: l.lim.Burst()}
+// leave takes t out of the queue and wakes whom that grants. It returns
+// how long the calls waiting in t's class and above took at the rate just
+// before (CallQueue.Ahead).
+func (l *limitedProvider) leave(t *CallTicket) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ahead := l.q.Ahead(t.Priority)
+	l.wake(l.q.Leave(t, l.clock.Now()))
+	return ahead
+}
+
+// wake tells the granted waiting callers; l.mu held.
+func (l *limitedProvider) wake(granted []*CallTicket) {
+	for _, g := range granted {
+		if g.wake != nil {
+			close(g.wake)
+		}
+	}
+}
+
+// interval is the time between two tokens.
+func (l *limitedProvider) interval() time.Duration {
+	return time.Duration(float64(time.Second) / l.q.Limit().PerSecond)
+}
+
+// refused is the limiter's transient error: the provider was not asked, so
+// the sandbox is as it was (ProviderError.Refused).
+func refused(op, sandboxID string, retryAfter time.Duration, cause error) *ProviderError {
+	return &ProviderError{Kind: ErrProviderTransient, Op: op, SandboxID: sandboxID, RetryAfter: retryAfter,
+		Refused: true, Err: cause}
 }
 
 func (l *limitedProvider) Name() string { return l.p.Name() }
 
 func (l *limitedProvider) Create(ctx context.Context, req CreateRequest) (Sandbox, error) {
-	if err := l.wait(ctx, "create", ""); err != nil {
+	if err := l.wait(ctx, PriorityUser, "create", ""); err != nil {
 		return Sandbox{}, err
 	}
 	return l.p.Create(ctx, req)
 }
 
 func (l *limitedProvider) Get(ctx context.Context, sandboxID string) (Sandbox, error) {
-	if err := l.wait(ctx, "get", sandboxID); err != nil {
+	if err := l.wait(ctx, PriorityBackground, "get", sandboxID); err != nil {
 		return Sandbox{}, err
 	}
 	return l.p.Get(ctx, sandboxID)
 }
 
 func (l *limitedProvider) List(ctx context.Context, req ListRequest) (SandboxPage, error) {
-	if err := l.wait(ctx, "list", ""); err != nil {
+	if err := l.wait(ctx, PriorityBackground, "list", ""); err != nil {
 		return SandboxPage{}, err
 	}
 	return l.p.List(ctx, req)
 }
 
 func (l *limitedProvider) Pause(ctx context.Context, sandboxID string) error {
-	if err := l.wait(ctx, "pause", sandboxID); err != nil {
+	if err := l.wait(ctx, PriorityBackground, "pause", sandboxID); err != nil {
 		return err
 	}
 	return l.p.Pause(ctx, sandboxID)
 }
 
 func (l *limitedProvider) Resume(ctx context.Context, sandboxID string, timeout time.Duration) (Sandbox, error) {
-	if err := l.wait(ctx, "resume", sandboxID); err != nil {
+	if err := l.wait(ctx, PriorityUser, "resume", sandboxID); err != nil {
 		return Sandbox{}, err
 	}
 	return l.p.Resume(ctx, sandboxID, timeout)
 }
 
 func (l *limitedProvider) SetTimeout(ctx context.Context, sandboxID string, timeout time.Duration) error {
-	if err := l.wait(ctx, "set_timeout", sandboxID); err != nil {
+	if err := l.wait(ctx, PriorityRefresh, "set_timeout", sandboxID); err != nil {
 		return err
 	}
 	return l.p.SetTimeout(ctx, sandboxID, timeout)
 }
 
 func (l *limitedProvider) Probe(ctx context.Context, sandboxID string) (Probe, error) {
-	if err := l.wait(ctx, "probe", sandboxID); err != nil {
+	if err := l.wait(ctx, PriorityUser, "probe", sandboxID); err != nil {
 		return Probe{}, err
 	}
 	return l.p.Probe(ctx, sandboxID)
 }
 
 func (l *limitedProvider) Kill(ctx context.Context, sandboxID string) error {
-	if err := l.wait(ctx, "kill", sandboxID); err != nil {
+	if err := l.wait(ctx, PriorityBackground, "kill", sandboxID); err != nil {
 		return err
 	}
 	return l.p.Kill(ctx, sandboxID)
@@ -197,7 +248,7 @@ type limitedTimeout struct {
 
 // SetTimeoutUntil takes a token, then calls the provider's.
 func (t limitedTimeout) SetTimeoutUntil(ctx context.Context, sandboxID string, timeout time.Duration) (time.Time, error) {
-	if err := t.l.wait(ctx, "set_timeout", sandboxID); err != nil {
+	if err := t.l.wait(ctx, PriorityRefresh, "set_timeout", sandboxID); err != nil {
 		return time.Time{}, err
 	}
 	return t.tr.SetTimeoutUntil(ctx, sandboxID, timeout)
@@ -214,21 +265,21 @@ type limitedCommands struct {
 func (c limitedCommands) KeepsProcesses() bool { return c.cr.KeepsProcesses() }
 
 func (c limitedCommands) StartCommand(ctx context.Context, sandboxID string, cmd Command) (CommandStatus, error) {
-	if err := c.l.wait(ctx, "start_command", sandboxID); err != nil {
+	if err := c.l.wait(ctx, PriorityUser, "start_command", sandboxID); err != nil {
 		return CommandStatus{}, err
 	}
 	return c.cr.StartCommand(ctx, sandboxID, cmd)
 }
 
 func (c limitedCommands) CommandStatus(ctx context.Context, sandboxID, name string) (CommandStatus, error) {
-	if err := c.l.wait(ctx, "command_status", sandboxID); err != nil {
+	if err := c.l.wait(ctx, PriorityUser, "command_status", sandboxID); err != nil {
 		return CommandStatus{}, err
 	}
 	return c.cr.CommandStatus(ctx, sandboxID, name)
 }
 
 func (c limitedCommands) PortURL(ctx context.Context, sandboxID string, port int) (string, error) {
-	if err := c.l.wait(ctx, "port_url", sandboxID); err != nil {
+	if err := c.l.wait(ctx, PriorityUser, "port_url", sandboxID); err != nil {
 		return "", err
 	}
 	return c.cr.PortURL(ctx, sandboxID, port)

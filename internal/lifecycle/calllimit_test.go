@@ -3,6 +3,7 @@ package lifecycle
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"sync"
@@ -197,4 +198,180 @@ func TestLimitCallsKeepsOptionalInterfaces(t *testing.T) {
 	if p := LimitCalls(plain, LimitConfig{}); p != Provider(plain) {
 		t.Errorf("an off limit wrapped the provider: %T", p)
 	}
+}
+
+// gatedSleep is a limiter Sleep on a standing clock: it records the label
+// of each caller's ctx (callLabel) in the order the calls are let through
+// (one held token at a time, so that is the order of the grants) and holds
+// every sleeper until open is closed.
+type gatedSleep struct {
+	mu     sync.Mutex
+	order  []string
+	asleep chan string
+	open   chan struct{}
+}
+
+type callLabel struct{}
+
+func newGatedSleep() *gatedSleep {
+	return &gatedSleep{asleep: make(chan string, 100), open: make(chan struct{})}
+}
+
+func (g *gatedSleep) sleep(ctx context.Context, _ time.Duration) error {
+	label, _ := ctx.Value(callLabel{}).(string)
+	g.mu.Lock()
+	g.order = append(g.order, label)
+	g.mu.Unlock()
+	g.asleep <- label
+	select {
+	case <-g.open:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// waitFor polls until cond holds under the limiter's lock (the callers are
+// goroutines: there is no event to wait on).
+func waitFor(t *testing.T, l *limitedProvider, what string, cond func(q *CallQueue) bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		l.mu.Lock()
+		ok := cond(l.q)
+		l.mu.Unlock()
+		if ok {
+			return
+		}
+	}
+	t.Fatalf("timed out waiting until %s", what)
+}
+
+// TestLimitCallsServesAUserBeforeQueuedPausesAndRefreshes: while one pause
+// waits out its token, 10 pauses and 10 refreshes queue, then a resume
+// arrives: the resume is let through next, then the pauses in arrival
+// order, then the refreshes.
+func TestLimitCallsServesAUserBeforeQueuedPausesAndRefreshes(t *testing.T) {
+	g := newGatedSleep()
+	p := LimitCalls(stubProvider{nil}, LimitConfig{Limit: CallLimit{PerSecond: 10, Burst: 1},
+		Clock: NewManualClock(queueT0), Sleep: g.sleep})
+	l := p.(*limitedProvider)
+	labelled := func(label string) context.Context { return context.WithValue(t.Context(), callLabel{}, label) }
+	if err := p.Pause(labelled("first"), "sb"); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 30)
+	call := func(f func() error) {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs <- f() }()
+	}
+	call(func() error { return p.Pause(labelled("held"), "sb") })
+	<-g.asleep
+	var want []string
+	for i := range 10 {
+		pause, refresh := fmt.Sprintf("pause %d", i), fmt.Sprintf("refresh %d", i)
+		call(func() error { return p.Pause(labelled(pause), "sb") })
+		waitFor(t, l, pause+" waits", func(q *CallQueue) bool { return q.Waiting(PriorityBackground) == i+1 })
+		call(func() error { return p.SetTimeout(labelled(refresh), "sb", time.Minute) })
+		waitFor(t, l, refresh+" waits", func(q *CallQueue) bool { return q.Waiting(PriorityRefresh) == i+1 })
+		want = append(want, pause)
+	}
+	for i := range 10 {
+		want = append(want, fmt.Sprintf("refresh %d", i))
+	}
+	call(func() error { _, err := p.Resume(labelled("resume"), "sb", time.Minute); return err })
+	waitFor(t, l, "the resume waits", func(q *CallQueue) bool { return q.Waiting(PriorityUser) == 1 })
+	close(g.open)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("a call failed: %v", err)
+		}
+	}
+	want = append([]string{"held", "resume"}, want...)
+	if !slices.Equal(g.order, want) {
+		t.Errorf("calls let through in the order\n%q\nwant\n%q", g.order, want)
+	}
+}
+
+// TestLimitCallsCancelledWaiterLeavesItsQueue: a pause waiting in its
+// queue whose ctx is cancelled returns at once, transient and refused (the
+// provider was not asked) with a retry-after, is no longer in the queue, and
+// the token it would have had goes to the next call, at the same time.
+func TestLimitCallsCancelledWaiterLeavesItsQueue(t *testing.T) {
+	var (
+		mu    sync.Mutex
+		waits []time.Duration
+	)
+	open := make(chan struct{})
+	sleep := func(ctx context.Context, d time.Duration) error {
+		mu.Lock()
+		waits = append(waits, d)
+		mu.Unlock()
+		select {
+		case <-open:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	p := LimitCalls(stubProvider{nil}, LimitConfig{Limit: CallLimit{PerSecond: 10, Burst: 1},
+		Clock: NewManualClock(queueT0), Sleep: sleep})
+	l := p.(*limitedProvider)
+	if err := p.Pause(t.Context(), "sb"); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 3)
+	go func() { done <- p.Pause(t.Context(), "held") }()
+	waitFor(t, l, "a token is held", func(q *CallQueue) bool { return q.Held() != nil })
+	ctx, cancel := context.WithCancel(t.Context())
+	cancelled := make(chan error, 1)
+	go func() { cancelled <- p.Pause(ctx, "cancelled") }()
+	waitFor(t, l, "the pause waits", func(q *CallQueue) bool { return q.Waiting(PriorityBackground) == 1 })
+	go func() { done <- p.SetTimeout(t.Context(), "next", time.Minute) }()
+	waitFor(t, l, "the refresh waits", func(q *CallQueue) bool { return q.Waiting(PriorityRefresh) == 1 })
+
+	cancel()
+	err := <-cancelled
+	var pe *ProviderError
+	if !errors.As(err, &pe) || !errors.Is(err, ErrProviderTransient) || !errors.Is(err, context.Canceled) || !pe.Refused || pe.RetryAfter <= 0 {
+		t.Fatalf("cancelled waiter: %v (%+v), want transient, refused, wrapping context.Canceled, with a retry-after", err, pe)
+	}
+	waitFor(t, l, "the cancelled pause has left", func(q *CallQueue) bool { return q.Waiting(PriorityBackground) == 0 })
+	close(open)
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []time.Duration{100 * time.Millisecond, 200 * time.Millisecond}; !slices.Equal(waits, want) {
+		t.Errorf("waits %v, want %v: the refresh takes the token the cancelled pause would have had", waits, want)
+	}
+}
+
+// TestWithCallPriorityOverridesTheMethodsClass: a Get (background) made
+// with WithCallPriority(ctx, PriorityUser) queues as a user call, and a
+// SetTimeout made as background queues as background.
+func TestWithCallPriorityOverridesTheMethodsClass(t *testing.T) {
+	g := newGatedSleep()
+	p := LimitCalls(stubProvider{nil}, LimitConfig{Limit: CallLimit{PerSecond: 10, Burst: 1},
+		Clock: NewManualClock(queueT0), Sleep: g.sleep})
+	l := p.(*limitedProvider)
+	if err := p.Pause(t.Context(), "sb"); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	run := func(f func()) { wg.Add(1); go func() { defer wg.Done(); f() }() }
+	run(func() { _ = p.Pause(t.Context(), "held") })
+	<-g.asleep
+	run(func() { _, _ = p.Get(WithCallPriority(t.Context(), PriorityUser), "sb") })
+	run(func() { _ = p.SetTimeout(WithCallPriority(t.Context(), PriorityBackground), "sb", time.Minute) })
+	waitFor(t, l, "both wait", func(q *CallQueue) bool {
+		return q.Waiting(PriorityUser) == 1 && q.Waiting(PriorityBackground) == 1 && q.Waiting(PriorityRefresh) == 0
+	})
+	close(g.open)
+	wg.Wait()
 }

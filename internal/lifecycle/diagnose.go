@@ -92,7 +92,9 @@ func (s *Service) Diagnose(ctx context.Context, accountID, id string, probe Prev
 	d.LeaseExpired = sess.State.Transitional() && !sess.LeaseExpiresAt.IsZero() && !now.Before(sess.LeaseExpiresAt)
 	if sess.SandboxID != "" {
 		d.Provider.Checked = true
-		pctx, cancel := context.WithTimeout(ctx, s.cfg.ProbeTimeout)
+		// An operator waits on this read: a user call in the provider's
+		// call limiter, not the background Get of the sweep.
+		pctx, cancel := context.WithTimeout(WithCallPriority(ctx, PriorityUser), s.cfg.ProbeTimeout)
 		sb, gerr := s.provider(sess).Get(pctx, sess.SandboxID)
 		cancel()
 		switch {

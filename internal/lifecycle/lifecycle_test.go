@@ -155,25 +155,26 @@ func TestPolicy(t *testing.T) {
 	}
 	s := &lifecycle.Session{State: lifecycle.StateRunning, SandboxID: "sb", IdleTimeout: 10 * time.Minute}
 	s.RecordActivity(t0, 0)
-	// deadline 10 min + grace 2 min + headroom 5 min
-	if got, want := p.ProviderTimeout(s, t0), 17*time.Minute; got != want {
+	h := p.GuardHeadroom
+	// deadline 10 min + grace 2 min + headroom
+	if got, want := p.ProviderTimeout(s, t0), 12*time.Minute+h; got != want {
 		t.Fatalf("ProviderTimeout = %v, want %v", got, want)
 	}
-	s.SandboxExpiresAt = t0.Add(17 * time.Minute)
+	s.SandboxExpiresAt = t0.Add(12*time.Minute + h)
 	t.Run("NoRefreshWithinHeadroom", func(t *testing.T) {
-		now := t0.Add(5 * time.Minute)
-		s.RecordActivity(now, 0) // deadline 15 min; 15+2 <= 17
+		now := t0.Add(h)
+		s.RecordActivity(now, 0) // deadline 10 min + h; + grace is the expiry
 		if p.NeedsProviderRefresh(s, now) {
 			t.Fatal("refresh wanted while the provider timeout still covers deadline + grace")
 		}
 	})
 	t.Run("RefreshPastHeadroom", func(t *testing.T) {
-		now := t0.Add(5*time.Minute + time.Second)
-		s.RecordActivity(now, 0) // deadline 15:01; 17:01 > 17
+		now := t0.Add(h + time.Second)
+		s.RecordActivity(now, 0) // deadline + grace 1 s past the expiry
 		if !p.NeedsProviderRefresh(s, now) {
 			t.Fatal("no refresh although the provider would pause before deadline + grace")
 		}
-		if got, want := now.Add(p.ProviderTimeout(s, now)), s.IdleDeadline.Add(p.ProviderGrace+5*time.Minute); !got.Equal(want) {
+		if got, want := now.Add(p.ProviderTimeout(s, now)), s.IdleDeadline.Add(p.ProviderGrace+h); !got.Equal(want) {
 			t.Fatalf("refreshed expiry = %v, want %v", got, want)
 		}
 	})
@@ -186,21 +187,23 @@ func TestPolicy(t *testing.T) {
 		}
 	})
 	t.Run("CappedByPlan", func(t *testing.T) {
+		// 24 h idle: the provider cannot hold the deadline; the capped
+		// timeout is refreshed once a headroom of it has run.
 		long := &lifecycle.Session{State: lifecycle.StateRunning, SandboxID: "sb", IdleTimeout: 24 * time.Hour}
 		long.RecordActivity(t0, 0)
 		if got, want := p.ProviderTimeout(long, t0), p.MaxProviderTimeout; got != want {
 			t.Fatalf("ProviderTimeout = %v, want the cap %v", got, want)
 		}
 		long.SandboxExpiresAt = t0.Add(p.MaxProviderTimeout)
-		now := t0.Add(20 * time.Minute)
+		now := t0.Add(h - time.Second)
 		long.RecordActivity(now, 0)
 		if p.NeedsProviderRefresh(long, now) {
-			t.Fatal("refresh wanted with 40 of 60 capped minutes left")
+			t.Fatalf("refresh wanted %v after the capped timeout was set, headroom %v", h-time.Second, h)
 		}
-		now = t0.Add(31 * time.Minute)
+		now = t0.Add(h + time.Second)
 		long.RecordActivity(now, 0)
 		if !p.NeedsProviderRefresh(long, now) {
-			t.Fatal("no refresh with 29 of 60 capped minutes left")
+			t.Fatalf("no refresh %v after the capped timeout was set, headroom %v", h+time.Second, h)
 		}
 	})
 }

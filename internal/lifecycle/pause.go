@@ -149,6 +149,10 @@ func (s *Service) settledElsewhere(ctx context.Context, sess *Session, want Stat
 // forbidden, conflict (transitional or final state), unavailable (provider
 // failure: the session stays as it truly is).
 func (s *Service) Snapshot(ctx context.Context, accountID, id string) (*Session, error) {
+	// The caller waits on this pause (and on the reads after a failed
+	// one): user calls in the provider's call limiter, not the sweep's
+	// background pauses.
+	ctx = WithCallPriority(ctx, PriorityUser)
 	return s.retryConflicts(ctx, accountID, id, func(sess *Session) error {
 		switch sess.State {
 		case StatePaused:

@@ -47,6 +47,9 @@ type PoolFillSummary struct {
 // serialised: a call while one runs asks that one for another round and
 // returns at once. Failures are logged and counted, never returned.
 func (s *Service) FillPools(ctx context.Context) PoolFillSummary {
+	// Nobody waits on a spare: its create, commands and timeout refreshes
+	// are background calls in the provider's call limiter.
+	ctx = WithCallPriority(ctx, PriorityBackground)
 	ps := s.poolStore()
 	if ps == nil {
 		return PoolFillSummary{}

@@ -14,6 +14,10 @@ import (
 // Errors: unavailable (provider trouble: try next run), conflict (lost a
 // race: someone else moved it).
 func (s *Service) Reconcile(ctx context.Context, sess *Session) (bool, error) {
+	// Nobody waits on a reconcile (a heartbeat that finds its sandbox gone
+	// reconciles too, rarely): even the resume that completes a pool
+	// claim is background work in the provider's call limiter.
+	ctx = WithCallPriority(ctx, PriorityBackground)
 	if sess.State.Final() {
 		return false, nil
 	}

@@ -151,6 +151,9 @@ func (s *Service) heartbeatOnMissing(ctx context.Context, sess *Session) error {
 // Errors: not_found, forbidden, conflict (lost maxDeleteRetries races in a
 // row, to writers other than a delete).
 func (s *Service) Delete(ctx context.Context, accountID, id string) (*Session, error) {
+	// The caller waits on the kill: a user call in the provider's call
+	// limiter, not a background one like the sweep's reaping.
+	ctx = WithCallPriority(ctx, PriorityUser)
 	sess, err := s.retryConflictsN(ctx, accountID, id, maxDeleteRetries, func(sess *Session) error {
 		if sess.State == StateKilled {
 			return nil

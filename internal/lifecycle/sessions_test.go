@@ -14,8 +14,8 @@ import (
 func TestHeartbeatOnSelfPausedSandbox(t *testing.T) {
 	w := MustWorld(t)
 	sess := w.mustIdle(t, 600)
-	// Past half the idle timeout the provider's timeout must be pushed out.
-	now := w.clock.Advance(6 * time.Minute)
+	// Past the guard's headroom the provider's timeout must be pushed out.
+	now := w.clock.Advance(w.svc.Policy().GuardHeadroom + time.Minute)
 	probe := w.mustGet(t, sess.ID)
 	probe.RecordActivity(now, 0)
 	if !w.svc.Policy().NeedsProviderRefresh(probe, now) {
@@ -42,6 +42,57 @@ func TestHeartbeatOnSelfPausedSandbox(t *testing.T) {
 	}
 	if st := w.sandboxState(sess.SandboxID); st != lifecycle.SandboxPaused {
 		t.Errorf("provider %s, want paused", st)
+	}
+	w.MustHistory(t, sess.ID)
+}
+
+// TestHeartbeatSurvivesARefreshTheCallLimiterRefuses: a guard refresh the
+// provider call limiter refuses (its token would come after the call's
+// deadline) does not fail the heartbeat: the activity is recorded, the
+// provider's timeout left as it was and the provider not asked; the next
+// recorded heartbeat, a token having come, refreshes. The limiter runs on
+// a clock of its own, as it runs on the wall clock in a deployment.
+func TestHeartbeatSurvivesARefreshTheCallLimiterRefuses(t *testing.T) {
+	limiterClock := lifecycle.NewManualClock(svcT0)
+	w := MustWorld(t)
+	w.rewire(t, func(c *lifecycle.Config) {
+		c.Policy.GuardHeadroom = 5 * time.Minute // a refresh comes due 6 min in
+		// One call an hour: the create takes the only token.
+		c.Provider = lifecycle.LimitCalls(c.Provider, lifecycle.LimitConfig{
+			Limit: lifecycle.CallLimit{PerSecond: 1.0 / 3600, Burst: 1}, Clock: limiterClock})
+	})
+	sess := w.mustIdle(t, 600)
+	now := w.clock.Advance(6 * time.Minute)
+	probe := w.mustGet(t, sess.ID)
+	probe.RecordActivity(now, 0)
+	if !w.svc.Policy().NeedsProviderRefresh(probe, now) {
+		t.Fatal("setup: the heartbeat would not refresh the provider timeout")
+	}
+
+	wrote, err := w.svc.Heartbeat(t.Context(), acct, sess.ID)
+	if err != nil || !wrote {
+		t.Fatalf("heartbeat with the refresh refused: wrote %v, err %v; want recorded, no error", wrote, err)
+	}
+	got := w.mustGet(t, sess.ID)
+	if !got.LastActivityAt.Equal(now) || !got.SandboxExpiresAt.Equal(sess.SandboxExpiresAt) {
+		t.Errorf("after the refused refresh: activity %v, provider timeout %v; want %v and unchanged %v",
+			got.LastActivityAt, got.SandboxExpiresAt, now, sess.SandboxExpiresAt)
+	}
+	if n := w.fake.Calls(fake.OpSetTimeout); n != 0 {
+		t.Errorf("the provider was asked %d times, want 0 (the limiter refused the call)", n)
+	}
+
+	limiterClock.Advance(time.Hour)
+	now = w.clock.Advance(time.Minute) // past the coalescing window: recorded
+	if wrote, err := w.svc.Heartbeat(t.Context(), acct, sess.ID); err != nil || !wrote {
+		t.Fatalf("next heartbeat: wrote %v, err %v", wrote, err)
+	}
+	got = w.mustGet(t, sess.ID)
+	if !got.LastActivityAt.Equal(now) {
+		t.Errorf("next heartbeat: activity %v, want %v", got.LastActivityAt, now)
+	}
+	if n := w.fake.Calls(fake.OpSetTimeout); n != 1 || !got.SandboxExpiresAt.After(sess.SandboxExpiresAt) {
+		t.Errorf("next heartbeat: %d provider calls, provider timeout %v; want 1 and later than %v", n, got.SandboxExpiresAt, sess.SandboxExpiresAt)
 	}
 	w.MustHistory(t, sess.ID)
 }

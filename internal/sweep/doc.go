@@ -84,9 +84,10 @@
 //
 // While a session runs, the provider's own timeout is kept past the pause
 // deadline plus Policy.ProviderGrace (set at create and resume with a headroom
-// of half the idle timeout, and pushed out by heartbeats when the deadline
+// of Policy.GuardHeadroom, and pushed out by heartbeats when the deadline
 // catches up with it; see lifecycle.Policy.NeedsProviderRefresh). A lag can
-// only come from a failed refresh (logged by the heartbeat). The sweep does
+// only come from a failed refresh (logged by the heartbeat, asked again by
+// the next written one). The sweep does
 // not look for running sessions whose provider timeout fell behind: the idle
 // index is keyed by the pause deadline alone, so finding them needs a table
 // scan or a further index. The consequence is bounded: the sandbox pauses

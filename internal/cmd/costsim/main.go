@@ -54,6 +54,7 @@ func main() {
 	fs.DurationVar(&pol.ActivityGranularity, "granularity", pol.ActivityGranularity, "heartbeat coalescing (sandman rows)")
 	fs.DurationVar(&pol.ProviderGrace, "provider-grace", pol.ProviderGrace, "provider timeout grace past the pause deadline (sandman rows)")
 	fs.DurationVar(&pol.MaxProviderTimeout, "max-provider-timeout", pol.MaxProviderTimeout, "provider's longest timeout (E2B Hobby 1h, Pro 24h)")
+	fs.DurationVar(&pol.GuardHeadroom, "guard-headroom", pol.GuardHeadroom, "provider timeout headroom past the pause deadline + grace: one refresh per headroom of activity (sandman rows, scale section)")
 	fs.DurationVar(&cfg.SweepInterval, "sweep-interval", cfg.SweepInterval, "period of the idle-pause sweep")
 	fs.DurationVar(&cfg.ResumeWait, "resume-wait", cfg.ResumeWait, "how long a user waits for one resume")
 	fs.DurationVar(&cfg.Tail, "tail", cfg.Tail, "the replay stops this long after the last activity")
@@ -106,8 +107,8 @@ func main() {
 			cfg.Providers[i].CreateAppStart = *createAppStart
 		}
 	}
-	// The scale simulation runs the same sweep and timers.
-	sc.SweepInterval, sc.TimerLateness = cfg.SweepInterval, cfg.TimerLateness
+	// The scale simulation runs the same sweep, timers and policy.
+	sc.SweepInterval, sc.TimerLateness, sc.Guard = cfg.SweepInterval, cfg.TimerLateness, cfg.Lifecycle
 	if err := cfg.Validate(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
