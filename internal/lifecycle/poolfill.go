@@ -126,6 +126,8 @@ func (s *Service) kickRefill(ctx context.Context, poolID, sessionID string) (wai
 // not configured (any more); the fill's own failures are logged and
 // counted, never returned.
 func (s *Service) FillPool(ctx context.Context, poolID string) (PoolFillSummary, error) {
+	// Background calls in the provider's call limiter, as FillPools'.
+	ctx = WithCallPriority(ctx, PriorityBackground)
 	var pool *Pool
 	for i := range s.cfg.Pools {
 		if s.cfg.Pools[i].ID == poolID {
