@@ -13,13 +13,16 @@ import (
 )
 
 // jobQueueSpec describes one of the stack's job queues (timers, readiness
-// jobs, webhook deliveries): an SQS queue with a dead-letter queue, fed to
-// one function, with two alarms.
+// jobs, webhook deliveries, pool refills): an SQS queue with a dead-letter
+// queue, fed to one function, with two alarms.
 type jobQueueSpec struct {
 	// name prefixes the logical ids: <name>Queue, <name>DLQ,
 	// <name>DLQAlarm and <name>QueueAgeAlarm. Changing it replaces the
 	// deployed queues.
 	name string
+	// fifo makes a FIFO queue (and dead-letter queue), deduplicated by the
+	// sender's ids: messages of one group go to one invocation at a time.
+	fifo bool
 	// visibility is the queue's visibility timeout.
 	visibility time.Duration
 	// maxReceives is how many times a message is delivered before it
@@ -41,10 +44,15 @@ type jobQueue struct {
 // newJobQueue creates spec's queue and its dead-letter queue, which keeps
 // messages 14 days.
 func newJobQueue(stack awscdk.Stack, spec jobQueueSpec) jobQueue {
+	var fifo *bool
+	if spec.fifo {
+		fifo = jsii.Bool(true) // the CDK names both queues ….fifo
+	}
 	dlq := awssqs.NewQueue(stack, jsii.String(spec.name+"DLQ"), &awssqs.QueueProps{
 		Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
 		EnforceSSL:      jsii.Bool(true),
 		RetentionPeriod: awscdk.Duration_Days(jsii.Number(14)),
+		Fifo:            fifo,
 	})
 	// No SQS3 suppression: cdk-nag sees dlq is the queue's dead-letter queue.
 	queue := awssqs.NewQueue(stack, jsii.String(spec.name+"Queue"), &awssqs.QueueProps{
@@ -52,6 +60,7 @@ func newJobQueue(stack awscdk.Stack, spec jobQueueSpec) jobQueue {
 		EnforceSSL:        jsii.Bool(true),
 		VisibilityTimeout: awscdk.Duration_Seconds(jsii.Number(spec.visibility.Seconds())),
 		DeadLetterQueue:   &awssqs.DeadLetterQueue{Queue: dlq, MaxReceiveCount: jsii.Number(spec.maxReceives)},
+		Fifo:              fifo,
 	})
 	return jobQueue{queue: queue, dlq: dlq, spec: spec}
 }

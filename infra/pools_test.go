@@ -2,6 +2,7 @@ package infra
 
 import (
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -44,14 +45,13 @@ func TestPoolsFromContext(t *testing.T) {
 // claim, list and refill pools (sessions, idlepause) and on no other; both
 // may query a pool's partition; the stopped-pool alarm watches PoolsStopped.
 func TestPoolsReachTheirFunctions(t *testing.T) {
-	const pools = `[{"template":"web","size":2}]`
-	s := MustSynth(t, &SandmanStackProps{Pools: pools})
+	s := mustPoolsStack(t)
 	for _, name := range routes.Functions {
 		fn := s.resource(t, s.functionID(t, name), "AWS::Lambda::Function")
 		vars, _ := prop(fn, "Environment").(map[string]any)["Variables"].(map[string]any)
 		got, set := vars[envnames.Pools]
 		want := name == routes.Sessions || name == routes.IdlePause
-		if set != want || (set && got != pools) {
+		if set != want || (set && got != testPools) {
 			t.Errorf("%s: %s = %v (set %v), want set %v", name, envnames.Pools, got, set, want)
 		}
 	}
@@ -63,4 +63,59 @@ func TestPoolsReachTheirFunctions(t *testing.T) {
 	if doc := canonical(alarm.Properties); !strings.Contains(doc, `"`+metrics.PoolsStopped+`"`) {
 		t.Errorf("PoolStoppedAlarm = %s, want it on %s", doc, metrics.PoolsStopped)
 	}
+}
+
+// testPools is the pools of mustPoolsStack.
+const testPools = `[{"template":"web","size":2}]`
+
+var poolsStack struct {
+	once sync.Once
+	s    *synthesized
+}
+
+// mustPoolsStack returns the stack synthesized with testPools, built once.
+func mustPoolsStack(tb testing.TB) *synthesized {
+	tb.Helper()
+	poolsStack.once.Do(func() { poolsStack.s = MustSynth(tb, &SandmanStackProps{Pools: testPools}) })
+	if poolsStack.s == nil {
+		tb.Fatal("the pools stack failed to synthesize in an earlier test")
+	}
+	return poolsStack.s
+}
+
+// TestPoolRefillQueue pins the AWS side of docs/POOLS.md "Refill": with
+// pools, the job queue shape (checkJobQueue) with the sessions function as
+// its only sender and the idlepause function as its consumer; FIFO, the
+// dead-letter queue too; a visibility that outlasts idlepause's timeout.
+// Without pools, none of it.
+func TestPoolRefillQueue(t *testing.T) {
+	s := mustPoolsStack(t)
+	queueID, dlqID := checkJobQueue(t, s, jobQueueWant{
+		name: "PoolRefill", visibility: poolRefillVisibility, maxReceives: poolRefillMaxReceives,
+		consumer: routes.IdlePause, batchSize: poolRefillBatchSize, concurrency: poolRefillConcurrency,
+		senders: []string{routes.Sessions}, urlEnv: envnames.PoolRefillQueueURL, oldestAge: poolRefillOldestAgeAlarm,
+	})
+	for _, id := range []string{queueID, dlqID} {
+		if got := prop(s.resource(t, id, "AWS::SQS::Queue"), "FifoQueue"); got != true {
+			t.Errorf("%s FifoQueue: got %v, want true (one message group per pool)", id, got)
+		}
+	}
+	for _, f := range functionSpecs {
+		if f.name == routes.IdlePause && poolRefillVisibility <= f.timeout {
+			t.Errorf("refill queue visibility %v is not above idlepause's timeout %v: a refill under way would be delivered twice", poolRefillVisibility, f.timeout)
+		}
+	}
+
+	t.Run("NoneWithoutPools", func(t *testing.T) {
+		d := MustDefaultStack(t)
+		for id, q := range d.ofType("AWS::SQS::Queue") {
+			if prop(q, "FifoQueue") == true || strings.Contains(id, "PoolRefill") {
+				t.Errorf("queue %s in a stack without pools", id)
+			}
+		}
+		env := canonical(prop(d.resource(t, d.functionID(t, routes.Sessions), "AWS::Lambda::Function"), "Environment"))
+		if strings.Contains(env, envnames.PoolRefillQueueURL) {
+			t.Errorf("%s set on sessions without pools", envnames.PoolRefillQueueURL)
+		}
+	})
 }

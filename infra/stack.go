@@ -332,6 +332,12 @@ func NewSandmanStack(scope constructs.Construct, id string, props *SandmanStackP
 	newOutbox(stack, functions[routes.Publisher], table, p.PublisherParallelization)
 	timerQueue.feed(stack, functions[routes.Pauser], timerBatchSize, p.PauserConcurrency)
 	readinessQueue.feed(stack, functions[routes.Readiness], readinessBatchSize, p.ReadinessConcurrency)
+	if hasPools(p) {
+		// A claim asks for its pool's refill at once (docs/POOLS.md "Refill").
+		refills := newJobQueue(stack, poolRefillQueueSpec)
+		refills.grantSend(functions[routes.Sessions], envnames.PoolRefillQueueURL)
+		refills.feed(stack, functions[routes.IdlePause], poolRefillBatchSize, poolRefillConcurrency)
+	}
 	wsStage := newClientChannel(stack, p, functions, bus)
 	newWebhooks(stack, functions, bus)
 	newErrorLogFilters(stack, functions)

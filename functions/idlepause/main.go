@@ -1,6 +1,7 @@
 // Command idlepause is the Lambda function the EventBridge schedule
 // (routes.ScheduleExpression) invokes: one idle sweep per scheduled event
-// (internal/sweep). Configuration comes from the environment once per cold
+// (internal/sweep). The pool refill queue feeds it too: each batch of
+// refill requests fills the pools it names (internal/sweep/sqsrefill). Configuration comes from the environment once per cold
 // start (internal/app for the service, sweep.ConfigFromEnv for the sweep).
 package main
 
@@ -15,6 +16,7 @@ import (
 	"github.com/sandmanhq/sandman/internal/provider"
 	"github.com/sandmanhq/sandman/internal/routes"
 	"github.com/sandmanhq/sandman/internal/sweep"
+	"github.com/sandmanhq/sandman/internal/sweep/sqsrefill"
 )
 
 func main() {
@@ -29,6 +31,10 @@ func main() {
 			if cfg.Conns, err = channel.NewReaper(a.Service, a.Store, a.Log); err != nil {
 				return nil, err
 			}
-			return metrics.Handler(m, sweep.NewHandler(sweep.New(a.Service, cfg, a.Log), a.Log).Handle), nil
+			h := sweep.NewHandler(sweep.New(a.Service, cfg, a.Log), a.Log)
+			// The pool refill queue's requests: a claim's pool refilled at
+			// once (docs/POOLS.md "Refill").
+			h.Refills = sqsrefill.NewHandler(a.Service, a.Log)
+			return metrics.Handler(m, h.Invoke), nil
 		})
 }

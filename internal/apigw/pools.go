@@ -29,7 +29,7 @@ func newPoolJSON(v lifecycle.PoolView) api.Pool {
 	return api.Pool{
 		ID: v.ID, Provider: v.Provider, Template: v.Template, App: newAppJSON(v.App), Size: v.Size, Tier: string(v.Tier),
 		MaxAgeSeconds: int64(v.MaxAge / time.Second), Ready: v.Ready, Making: v.Making, Failed: v.Status.Failed,
-		Claims: v.Status.Claims, Hits: v.Status.Hits, Misses: v.Status.Misses, HitRate: v.HitRate(),
+		Claims: v.Status.Claims, Hits: v.Status.Hits, Misses: v.Status.Misses, Lost: v.Status.Lost, HitRate: v.HitRate(),
 		ConsecutiveFailures: v.Status.ConsecutiveFailures, LastError: nullable(v.Status.LastError),
 		LastErrorAt: api.Time(v.Status.LastErrorAt), BackoffUntil: api.Time(v.Status.BackoffUntil),
 		Usage: api.PoolUsage{RunningSeconds: v.Usage.RunningSeconds, PausedSeconds: v.Usage.PausedSeconds,

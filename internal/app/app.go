@@ -54,6 +54,7 @@ import (
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/provider/registry"
 	"github.com/sandmanhq/sandman/internal/readiness/sqsjobs"
+	"github.com/sandmanhq/sandman/internal/sweep/sqsrefill"
 	"github.com/sandmanhq/sandman/internal/timer/sqstimer"
 )
 
@@ -113,8 +114,11 @@ type Deps struct {
 	// RefillPoolsAfterClaim is lifecycle.Config.RefillAfterClaim: a claim
 	// refills its pool in the background at once, under New's context (the
 	// local stack, a long-lived process; a Lambda function is frozen after
-	// its answer, so the sweep refills there).
+	// its answer, so there PoolRefills hands the refill on).
 	RefillPoolsAfterClaim bool
+	// PoolRefills is lifecycle.Config.PoolRefills; nil: a FIFO SQS queue
+	// when SANDMAN_POOL_REFILL_QUEUE_URL is set, else none.
+	PoolRefills lifecycle.PoolRefills
 }
 
 // App is one cold start's wiring. Its fields are ready to use and shared by
@@ -245,11 +249,15 @@ func New(ctx context.Context, cfg Config, needs Needs, deps Deps) (*App, error) 
 	if err != nil {
 		return nil, err
 	}
+	refills, err := poolRefills(src, cfg, deps)
+	if err != nil {
+		return nil, err
+	}
 	a.Service = lifecycle.NewService(lifecycle.Config{Store: a.Store, Provider: a.Provider, Providers: a.Providers[1:], Clock: clock,
 		Policy: cfg.Policy, Log: a.Log, ProbeTimeout: cfg.ProbeTimeout, CallTimeout: cfg.ProviderCallTimeout, Deployment: cfg.Deployment,
 		Timers: timers, TimerHorizon: deps.TimerHorizon, MaxRunning: cfg.MaxRunning, Metrics: deps.Metrics,
 		Prices: prices(deps.Adapters, cfg.Prices), TemplateApps: cfg.TemplateApps, ReadinessJobs: jobs,
-		Pools: cfg.Pools, RefillAfterClaim: deps.RefillPoolsAfterClaim, Background: ctx})
+		Pools: cfg.Pools, PoolRefills: refills, RefillAfterClaim: deps.RefillPoolsAfterClaim, Background: ctx})
 	a.WebhookStore, a.WebhookDispatcher = dynamostore.New(ddb, cfg.Table), deps.WebhookDispatcher
 	if a.WebhookDispatcher == nil && cfg.WebhookQueueURL != "" {
 		c, err := src.aws()
@@ -418,6 +426,19 @@ func queues(src *secretSource, cfg Config, deps Deps, clock lifecycle.Clock) (li
 		jobs = sqsjobs.New(sqs.NewFromConfig(c), cfg.ReadinessQueueURL)
 	}
 	return timers, jobs, nil
+}
+
+// poolRefills returns the service's pool refill requests: deps' when
+// given, else the FIFO SQS queue when its URL is configured, else nil.
+func poolRefills(src *secretSource, cfg Config, deps Deps) (lifecycle.PoolRefills, error) {
+	if deps.PoolRefills != nil || cfg.PoolRefillQueueURL == "" {
+		return deps.PoolRefills, nil
+	}
+	c, err := src.aws()
+	if err != nil {
+		return nil, err
+	}
+	return sqsrefill.New(sqs.NewFromConfig(c), cfg.PoolRefillQueueURL), nil
 }
 
 // newProvider builds the provider named name with its adapter.

@@ -25,6 +25,7 @@ const (
 	EnvTemplateApps        = envnames.TemplateApps
 	EnvPools               = envnames.Pools
 	EnvReadinessQueueURL   = envnames.ReadinessQueueURL
+	EnvPoolRefillQueueURL  = envnames.PoolRefillQueueURL
 	EnvEventBus            = envnames.EventBus
 	EnvEventsFile          = envnames.EventsFile
 	EnvCORSOrigin          = envnames.CORSOrigin
@@ -125,6 +126,10 @@ type Config struct {
 	// (internal/readiness/sqsjobs); "" queues none unless
 	// Deps.ReadinessJobs is given.
 	ReadinessQueueURL string
+	// PoolRefillQueueURL is the FIFO SQS queue of pool refill requests
+	// (internal/sweep/sqsrefill, lifecycle.Config.PoolRefills); "" sends
+	// none unless Deps.PoolRefills is given.
+	PoolRefillQueueURL string
 
 	// ClientTokenKeysSecret and ClientTokenKeysFile: at most one is set
 	// (Secrets Manager secret name in AWS, generated file locally); with
@@ -169,6 +174,7 @@ func ConfigFromEnv(getenv func(string) string, adapters ...registry.Adapter) (Co
 		Policy:         lifecycle.DefaultPolicy(),
 
 		ReadinessQueueURL:     get(EnvReadinessQueueURL),
+		PoolRefillQueueURL:    get(EnvPoolRefillQueueURL),
 		ClientTokenKeysSecret: get(EnvClientTokenKeysSecret),
 		ClientTokenKeysFile:   get(EnvClientTokenKeysFile),
 		WSURL:                 get(EnvWSURL),

@@ -68,10 +68,10 @@ func runPools(ctx context.Context, args []string, env Env) error {
 
 // poolsTable writes one row per pool.
 func poolsTable(w io.Writer, l api.PoolList) {
-	fmt.Fprintln(w, "ID\tPROVIDER\tTEMPLATE\tTIER\tSIZE\tREADY\tMAKING\tFAILED\tHITS\tMISSES\tHIT RATE\tBACKOFF UNTIL\tLAST ERROR")
+	fmt.Fprintln(w, "ID\tPROVIDER\tTEMPLATE\tTIER\tSIZE\tREADY\tMAKING\tFAILED\tHITS\tMISSES\tLOST\tHIT RATE\tBACKOFF UNTIL\tLAST ERROR")
 	for _, p := range l.Pools {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%.0f%%\t%s\t%s\n", p.ID, p.Provider, p.Template, p.Tier,
-			p.Size, p.Ready, p.Making, p.Failed, p.Hits, p.Misses, 100*p.HitRate, orDash(p.BackoffUntil), oneLine(orDash(p.LastError)))
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%.0f%%\t%s\t%s\n", p.ID, p.Provider, p.Template, p.Tier,
+			p.Size, p.Ready, p.Making, p.Failed, p.Hits, p.Misses, p.Lost, 100*p.HitRate, orDash(p.BackoffUntil), oneLine(orDash(p.LastError)))
 	}
 }
 

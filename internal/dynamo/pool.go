@@ -22,7 +22,7 @@ import (
 //
 //	spare          pk "POOL#<pool id>"  sk "SPARE#<sandbox id>"    status making|ready, version, times
 //	claimed marker pk "POOL#<pool id>"  sk "CLAIMED#<sandbox id>"  session_id, ttl (lifecycle.ClaimedMarkerTTL)
-//	pool status    pk "POOL#<pool id>"  sk "STATUS"                claims, hits, misses, failed, running_ms, paused_ms (ADD);
+//	pool status    pk "POOL#<pool id>"  sk "STATUS"                claims, hits, misses, lost, failed, running_ms, paused_ms (ADD);
 //	                                                                health fields and health_version (SET)
 //
 // None of them carries a session's attributes or index keys, so a spare is
@@ -358,6 +358,7 @@ type poolStatusItem struct {
 	Claims              int64  `dynamodbav:"claims"`
 	Hits                int64  `dynamodbav:"hits"`
 	Misses              int64  `dynamodbav:"misses"`
+	Lost                int64  `dynamodbav:"lost"`
 	Failed              int64  `dynamodbav:"failed"`
 	RunningMS           int64  `dynamodbav:"running_ms"` // milliseconds
 	PausedMS            int64  `dynamodbav:"paused_ms"`  // milliseconds
@@ -382,7 +383,7 @@ func (st *Store) PoolStatus(ctx context.Context, poolID string) (lifecycle.PoolS
 	if err := attributevalue.UnmarshalMap(out.Item, &it); err != nil {
 		return lifecycle.PoolStatus{}, storeError("decode status of pool %s: %w", poolID, err)
 	}
-	s := lifecycle.PoolStatus{PoolID: poolID, Claims: it.Claims, Hits: it.Hits, Misses: it.Misses, Failed: it.Failed,
+	s := lifecycle.PoolStatus{PoolID: poolID, Claims: it.Claims, Hits: it.Hits, Misses: it.Misses, Lost: it.Lost, Failed: it.Failed,
 		RunningMS: it.RunningMS, PausedMS: it.PausedMS,
 		Version: it.HealthVersion, PoolHealth: lifecycle.PoolHealth{ConsecutiveFailures: it.ConsecutiveFailures, LastError: it.LastError}}
 	if s.LastErrorAt, err = parseTime("last_error_at", it.LastErrorAt); err == nil {
@@ -399,6 +400,7 @@ func (st *Store) CountPool(ctx context.Context, poolID string, c lifecycle.PoolC
 	upd := expression.Add(expression.Name("claims"), expression.Value(c.Claims)).
 		Add(expression.Name("hits"), expression.Value(c.Hits)).
 		Add(expression.Name("misses"), expression.Value(c.Misses)).
+		Add(expression.Name("lost"), expression.Value(c.Lost)).
 		Add(expression.Name("failed"), expression.Value(c.Failed)).
 		Add(expression.Name("running_ms"), expression.Value(c.RunningMS)).
 		Add(expression.Name("paused_ms"), expression.Value(c.PausedMS))

@@ -72,6 +72,12 @@ const (
 	// (internal/readiness/sqsjobs); set by the stack on the functions that
 	// create or resume sessions. Unset: no readiness jobs in AWS.
 	ReadinessQueueURL = "SANDMAN_READINESS_QUEUE_URL"
+	// PoolRefillQueueURL is the FIFO SQS queue a claim of a warm pool's
+	// spare sends its pool's refill request to (internal/sweep/sqsrefill,
+	// docs/POOLS.md "Refill"); set by the stack on the sessions function
+	// when pools are configured. Unset: pools refill on the sweep's runs
+	// only (locally, in the background after each claim).
+	PoolRefillQueueURL = "SANDMAN_POOL_REFILL_QUEUE_URL"
 	// ClientTokenKeysSecret names the Secrets Manager secret holding the
 	// client-token key set (internal/channel/clienttoken JSON); set by the stack for
 	// the functions that mint or verify client tokens.
@@ -141,7 +147,7 @@ var (
 		Table, DynamoEndpoint, Provider, Providers, EventBus, EventsFile, CORSOrigin, LogLevel,
 		IdleTimeout, MinIdleTimeout, MaxIdleTimeout, MaxLifetimeLimit, ActivityGranularity, ProviderGrace,
 		MaxProviderTimeout, GuardHeadroom, LeaseDuration, Deployment, APIKeyCacheTTL, ProbeTimeout, ProviderCallTimeout,
-		MaxRunning, Shards, Prices, TemplateApps, Pools, ReadinessQueueURL,
+		MaxRunning, Shards, Prices, TemplateApps, Pools, ReadinessQueueURL, PoolRefillQueueURL,
 		ClientTokenKeysSecret, ClientTokenKeysFile, WSURL, WSManagementURL,
 		SweepConcurrency, SweepRate, SweepBurst, SweepPageSize, SweepDeadlineMargin, SweepReconcileSample, SweepDormancyAge,
 		TimerQueueURL,

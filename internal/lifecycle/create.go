@@ -116,15 +116,24 @@ func (s *Service) claimIdempotencyKey(ctx context.Context, accountID, key, sessi
 }
 
 // createSandbox writes sess (provisioning), asks the provider for its
-// sandbox and records the outcome: running, or failed. release runs when the
-// create fails.
+// sandbox and records the outcome: running, or failed (provisionSandbox).
+// release runs when the create fails.
 func (s *Service) createSandbox(ctx context.Context, sess *Session, release func()) error {
 	if err := s.cfg.Store.CreateSession(ctx, sess); err != nil {
 		release()
 		return fmt.Errorf("create session: %w", err)
 	}
 	s.logTransition(ctx, NewEvent(sess, ""))
+	return s.provisionSandbox(ctx, sess, release)
+}
 
+// provisionSandbox is the provider step of a cold create for sess, a
+// provisioning session already stored (by createSandbox, or by a claim whose
+// spare turned out gone: claimFallBack): it asks the provider for a sandbox
+// tagged with the session and records the outcome, running with the
+// sandbox's preview, or failed (release runs). A transient failure first
+// kills any sandbox the provider may have made and lost the answer for.
+func (s *Service) provisionSandbox(ctx context.Context, sess *Session, release func()) error {
 	now := s.now()
 	sess.MarkActivity(now, s.cfg.Policy.ActivityGranularity)
 	meta := maps.Clone(sess.Metadata)

@@ -253,8 +253,13 @@ type PoolStatus struct {
 	PoolID string
 	// Claims counts claim writes tried (a conflict with another create
 	// counts too), Hits creates served from the pool, Misses creates that
-	// matched the pool but went cold (empty pool, every spare taken).
+	// matched the pool but went cold (empty pool, every spare taken, or
+	// the claimed spare lost).
 	Claims, Hits, Misses int64
+	// Lost counts claimed spares whose sandbox was gone at the provider
+	// (expired or killed there): their creates went cold (claimFallBack)
+	// and count as misses, not hits.
+	Lost int64
 	// Failed counts spares that failed to become ready, ever.
 	Failed int64
 	// RunningMS and PausedMS are the milliseconds spares that are gone
@@ -276,8 +281,9 @@ type PoolHealth struct {
 	BackoffUntil time.Time
 }
 
-// PoolCounts is an atomic increment of a pool's counters (PoolStore.CountPool).
-type PoolCounts struct{ Claims, Hits, Misses, Failed, RunningMS, PausedMS int64 }
+// PoolCounts is an atomic increment of a pool's counters (PoolStore.CountPool);
+// a negative field decrements (a lost spare takes back its hit).
+type PoolCounts struct{ Claims, Hits, Misses, Lost, Failed, RunningMS, PausedMS int64 }
 
 // spareUsage returns how long sp, a spare of a pool of tier, has run and
 // been paused from its creation to end: a paused-tier spare runs until it

@@ -3,12 +3,14 @@ package lifecycle_test
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/lifecycle/storetest"
 	"github.com/sandmanhq/sandman/internal/provider/fake"
+	"github.com/sandmanhq/sandman/internal/reliability"
 )
 
 const poolLine = "npm run dev"
@@ -482,5 +484,246 @@ func TestClaimWhoseAnswerWasLostStillCompletes(t *testing.T) {
 	}
 	if sp := e.spares(t, pool.ID); len(sp) != 0 {
 		t.Errorf("spares = %v, want none", sp)
+	}
+}
+
+func TestClaimedSpareGoneAtTheProviderGetsACreateColdForTheSameSession(t *testing.T) {
+	e, pool := poolEnv(t, 1, lifecycle.TierPaused, func(c *lifecycle.Config) { c.MaxRunning = 2 })
+	e.svc.FillPools(t.Context())
+	spare := e.spares(t, pool.ID)[0]
+	e.fake.Forget(spare.SandboxID) // the provider expired it
+	e.fake.ResetCalls()
+
+	in := lifecycle.CreateInput{Template: "base", App: appInput(poolLine, 60), IdempotencyKey: "k1"}
+	sess, replay, err := e.svc.Create(t.Context(), acct, in)
+	if err != nil || replay {
+		t.Fatalf("create = %v (replay %v), want a session", err, replay)
+	}
+	if sess.State != lifecycle.StateRunning || sess.FromPool || sess.PoolID != "" || sess.SandboxID == "" || sess.SandboxID == spare.SandboxID {
+		t.Fatalf("session %s from_pool=%v pool=%q on %q; want running on a cold sandbox, not from the pool",
+			sess.State, sess.FromPool, sess.PoolID, sess.SandboxID)
+	}
+	if got := e.sandboxState(sess.SandboxID); got != lifecycle.SandboxRunning {
+		t.Errorf("the cold sandbox is %s, want running", got)
+	}
+	sb, _ := e.fake.Sandbox(sess.SandboxID)
+	if sb.Metadata[lifecycle.MetadataSessionID] != sess.ID {
+		t.Errorf("the cold sandbox's metadata = %v, want it tagged with the session", sb.Metadata)
+	}
+	if n := e.fake.Calls(fake.OpCreate); n != 1 {
+		t.Errorf("provider creates = %d, want 1", n)
+	}
+	if got := e.mustGet(t, sess.ID); got.State != lifecycle.StateRunning || got.FromPool || got.SandboxID != sess.SandboxID {
+		t.Errorf("stored session = %s from_pool=%v on %s, want what the create answered", got.State, got.FromPool, got.SandboxID)
+	}
+	if page, _ := e.store.ListSessions(t.Context(), acct, "", 10); len(page.Sessions) != 1 {
+		t.Errorf("sessions = %d, want the one the claim wrote", len(page.Sessions))
+	}
+	if n, _ := e.store.RunningSlots(t.Context(), acct); n != 1 {
+		t.Errorf("running slots = %d, want 1: the claim's slot, not a second", n)
+	}
+	if got, want := strings.Join(statesOf(e.events.to(sess.ID)), ","), "provisioning,running"; got != want {
+		t.Errorf("events = %s, want %s (one provisioning, from the claim)", got, want)
+	}
+	again, replay, err := e.svc.Create(t.Context(), acct, in)
+	if err != nil || !replay || again.ID != sess.ID {
+		t.Errorf("replay of the key = %v, %v, %v; want the same session", again, replay, err)
+	}
+	st := e.poolStatus(t, pool.ID)
+	if st.Lost != 1 || st.Hits != 0 || st.Misses != 1 || st.Claims != 1 {
+		t.Errorf("status = %+v, want 1 claim, 1 lost, no hit, 1 miss", st)
+	}
+	if !strings.Contains(st.LastError, spare.SandboxID) || !strings.Contains(st.LastError, "gone") || st.ConsecutiveFailures != 0 {
+		t.Errorf("health = %+v, want the lost spare as last error and no fill failure", st.PoolHealth)
+	}
+}
+
+func TestClaimedSpareGoneAndTheColdCreateFailingFailsTheSessionAndFreesItsKey(t *testing.T) {
+	e, pool := poolEnv(t, 1, lifecycle.TierPaused, func(c *lifecycle.Config) { c.MaxRunning = 2 })
+	e.svc.FillPools(t.Context())
+	e.fake.Forget(e.spares(t, pool.ID)[0].SandboxID)
+	e.fake.FailNext(fake.OpCreate, lifecycle.ErrSandboxConflict)
+
+	in := lifecycle.CreateInput{Template: "base", App: appInput(poolLine, 60), IdempotencyKey: "k1"}
+	if _, _, err := e.svc.Create(t.Context(), acct, in); err == nil {
+		t.Fatal("create succeeded, want the provider's refusal")
+	}
+	page, _ := e.store.ListSessions(t.Context(), acct, "", 10)
+	if len(page.Sessions) != 1 || page.Sessions[0].State != lifecycle.StateFailed {
+		t.Fatalf("sessions = %v, want the claim's, failed", page.Sessions)
+	}
+	if n, _ := e.store.RunningSlots(t.Context(), acct); n != 0 {
+		t.Errorf("running slots = %d, want the failed session's given back", n)
+	}
+	sess, replay, err := e.svc.Create(t.Context(), acct, in)
+	if err != nil || replay || sess.ID == page.Sessions[0].ID {
+		t.Errorf("retry with the key = %v, replay %v, %v; want a new attempt", sess, replay, err)
+	}
+}
+
+func statesOf(states []lifecycle.State) []string {
+	out := make([]string, len(states))
+	for i, s := range states {
+		out[i] = string(s)
+	}
+	return out
+}
+
+// refillLog is a lifecycle.PoolRefills that keeps the requests, as a queue
+// would until its consumer runs them.
+type refillLog struct {
+	mu    sync.Mutex
+	pools []string
+}
+
+func (l *refillLog) RequestRefill(_ context.Context, poolID, _ string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.pools = append(l.pools, poolID)
+	return nil
+}
+
+func TestClaimsAskForARefillThatBringsThePoolBackWithoutASweep(t *testing.T) {
+	refills := &refillLog{}
+	e, pool := poolEnv(t, 3, lifecycle.TierPaused, func(c *lifecycle.Config) { c.PoolRefills = refills })
+	e.svc.FillPools(t.Context())
+	e.fake.ResetCalls()
+	fromPool, cold := storetest.ConcurrentCreates(t, 3, func() (*lifecycle.Session, error) {
+		sess, _, err := e.svc.Create(t.Context(), acct, lifecycle.CreateInput{Template: "base", App: appInput(poolLine, 60)})
+		return sess, err
+	})
+	if fromPool != 3 || cold != 0 {
+		t.Fatalf("from pool %d, cold %d; want 3 and 0", fromPool, cold)
+	}
+	if len(e.spares(t, pool.ID)) != 0 {
+		t.Fatalf("the pool is not empty after 3 claims")
+	}
+	if got := len(refills.pools); got != 3 {
+		t.Fatalf("refill requests = %d, want one per claim", got)
+	}
+	// The queue's consumer runs the requests of one pool one after another
+	// (its message group); no sweep runs.
+	made := 0
+	for _, id := range refills.pools {
+		sum, err := e.svc.FillPool(t.Context(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		made += sum.Made
+	}
+	ready := 0
+	for _, sp := range e.spares(t, pool.ID) {
+		if sp.Status == lifecycle.SpareReady {
+			ready++
+		}
+	}
+	if ready != pool.Size {
+		t.Errorf("ready spares after the refills = %d, want %d", ready, pool.Size)
+	}
+	if n := e.fake.Calls(fake.OpCreate); made != 3 || n != 3 {
+		t.Errorf("spares made %d, provider creates %d; want 3 each: the later requests find the pool full", made, n)
+	}
+}
+
+func TestConcurrentRefillsOfAPoolMakeOnlyWhatIsMissing(t *testing.T) {
+	e, pool := poolEnv(t, 2, lifecycle.TierPaused)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			if _, err := e.svc.FillPool(t.Context(), pool.ID); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if n := e.fake.Calls(fake.OpCreate); n != 2 {
+		t.Errorf("provider creates = %d, want 2: eight refills of an empty pool of 2 make 2", n)
+	}
+	if _, err := e.svc.FillPool(t.Context(), "pool_0000000000000000"); !lifecycle.IsCode(err, lifecycle.CodeNotFound) {
+		t.Errorf("refill of an unknown pool = %v, want not_found", err)
+	}
+}
+
+func TestLocalRefillAfterClaimBringsThePoolBack(t *testing.T) {
+	e, pool := poolEnv(t, 2, lifecycle.TierPaused, func(c *lifecycle.Config) {
+		c.RefillAfterClaim, c.Background = true, t.Context()
+	})
+	e.svc.FillPools(t.Context())
+	e.mustCreate(t, lifecycle.CreateInput{App: appInput(poolLine, 60)})
+	e.mustCreate(t, lifecycle.CreateInput{App: appInput(poolLine, 60)})
+	// The refills run in the background: wait for them (real time).
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ready := 0
+		for _, sp := range e.spares(t, pool.ID) {
+			if sp.Status == lifecycle.SpareReady {
+				ready++
+			}
+		}
+		if ready == pool.Size {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ready spares = %d after 10 s, want %d", ready, pool.Size)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// FillPool waits for a fill under way; it finds nothing to make.
+	if sum, err := e.svc.FillPool(t.Context(), pool.ID); err != nil || sum.Made != 0 {
+		t.Errorf("fill after the refills = %+v, %v; want nothing made", sum, err)
+	}
+	if n := e.fake.Calls(fake.OpCreate); n != 4 {
+		t.Errorf("provider creates = %d, want 4 (2 at boot, 2 refills)", n)
+	}
+}
+
+func TestReplayAfterACrashInTheColdFallbackCompletesTheSession(t *testing.T) {
+	e, pool := poolEnv(t, 1, lifecycle.TierPaused)
+	e.svc.FillPools(t.Context())
+	e.fake.Forget(e.spares(t, pool.ID)[0].SandboxID)
+	// The process dies as it asks the provider for the cold sandbox.
+	crasher := &reliability.Crasher{At: func(s reliability.Step) bool { return s.Op == "create" }}
+	dying := e.svc.Config()
+	dying.Store, dying.Provider = crasher.Store(dying.Store), crasher.Provider(dying.Provider)
+	in := lifecycle.CreateInput{Template: "base", App: appInput(poolLine, 60), IdempotencyKey: "k1"}
+	if _, _, err := lifecycle.NewService(dying).Create(t.Context(), acct, in); err == nil {
+		t.Fatal("the dying create succeeded")
+	}
+	e.clock.Advance(e.svc.Policy().LeaseDuration + time.Second)
+	// The client retries with its key: the claim is completed, cold.
+	sess, replay, err := e.svc.Create(t.Context(), acct, in)
+	if err != nil || !replay {
+		t.Fatalf("retry = %v, replay %v; want the first create's session", err, replay)
+	}
+	if sess.State != lifecycle.StateRunning || sess.FromPool || e.sandboxState(sess.SandboxID) != lifecycle.SandboxRunning {
+		t.Errorf("session %s from_pool=%v on %s; want running on a cold sandbox", sess.State, sess.FromPool, sess.SandboxID)
+	}
+	if page, _ := e.store.ListSessions(t.Context(), acct, "", 10); len(page.Sessions) != 1 {
+		t.Errorf("sessions = %d, want 1", len(page.Sessions))
+	}
+	if st := e.poolStatus(t, pool.ID); st.Lost != 1 {
+		t.Errorf("lost = %d, want 1: counted once, by the create that wrote the outcome", st.Lost)
+	}
+}
+
+// refusedRefills is a lifecycle.PoolRefills whose queue is down.
+type refusedRefills struct{}
+
+func (refusedRefills) RequestRefill(context.Context, string, string) error {
+	return lifecycle.Errorf(lifecycle.CodeUnavailable, "the pool refill queue did not take the request")
+}
+
+func TestARefillRequestThatCannotBeSentLeavesTheClaimAndTheSweepRefills(t *testing.T) {
+	e, pool := poolEnv(t, 1, lifecycle.TierPaused, func(c *lifecycle.Config) { c.PoolRefills = refusedRefills{} })
+	e.svc.FillPools(t.Context())
+	sess := e.mustCreate(t, lifecycle.CreateInput{App: appInput(poolLine, 60)})
+	if !sess.FromPool || sess.State != lifecycle.StateRunning {
+		t.Errorf("create = %s from_pool=%v, want running from the pool", sess.State, sess.FromPool)
+	}
+	if sum := e.svc.FillPools(t.Context()); sum.Made != 1 {
+		t.Errorf("the sweep's fill = %+v, want the spare the lost request would have made", sum)
+	}
+	if len(e.spares(t, pool.ID)) != 1 {
+		t.Errorf("the pool is not back to its size after the sweep's fill")
 	}
 }

@@ -3,6 +3,7 @@ package lifecycle
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 )
 
@@ -73,8 +74,10 @@ func (s *Service) createFromPool(ctx context.Context, sess *Session, release fun
 			count()
 			s.logTransition(ctx, NewEvent(sess, ""))
 			s.log().InfoContext(ctx, "session took a pool spare", "session_id", sess.ID, "pool_id", pool.ID, "sandbox_id", sp.SandboxID)
-			s.kickRefill()
-			return true, s.completeClaim(ctx, sess, release)
+			refilled := s.kickRefill(ctx, pool.ID, sess.ID)
+			err := s.completeClaim(ctx, sess, release, false)
+			refilled()
+			return true, err
 		}
 		sess.SandboxID, sess.FromPool, sess.PoolID = "", false, ""
 		if IsCode(err, CodeConflict) {
@@ -92,26 +95,25 @@ func (s *Service) createFromPool(ctx context.Context, sess *Session, release fun
 // completeClaim resumes the sandbox of sess, a provisioning session that
 // claimed a spare, and records it running with a fresh preview URL, its
 // provider timeout set beyond the pause deadline as for any resume
-// (docs/DESIGN.md "Belt and braces"). The sandbox gone: the session fails
-// and release gives its Idempotency-Key back. Any other failure leaves the
-// session provisioning under its lease, for Reconcile to complete, and
-// answers unavailable.
-func (s *Service) completeClaim(ctx context.Context, sess *Session, release func()) error {
+// (docs/DESIGN.md "Belt and braces"). The sandbox gone at the provider (it
+// expired or was killed there): the session gets a cold sandbox instead
+// (claimFallBack). Any other failure leaves the session provisioning under
+// its lease, for Reconcile to complete, and answers unavailable.
+// recovering says Reconcile runs it for a create that died (claimFallBack).
+func (s *Service) completeClaim(ctx context.Context, sess *Session, release func(), recovering bool) error {
 	sess.MarkActivity(s.now(), s.cfg.Policy.ActivityGranularity)
 	sandboxID := sess.SandboxID
-	return settle(ctx, 0, func(ctx context.Context) (Sandbox, error) {
+	gone := false
+	err := settle(ctx, 0, func(ctx context.Context) (Sandbox, error) {
 		return s.resumeWithRetry(ctx, sess)
 	}, func(wctx context.Context, sb Sandbox, err error) error {
 		if err != nil {
 			if errors.Is(err, ErrSandboxGone) {
-				if ferr := s.transition(wctx, sess, StateFailed, ReasonRequest, Guard{}); ferr != nil {
-					s.log().ErrorContext(ctx, "mark the session of a lost spare failed", "session_id", sess.ID, "err", ferr)
-				}
-				release()
-			} else {
-				s.log().WarnContext(ctx, "resume a claimed spare; its lease settles it", "session_id", sess.ID,
-					"sandbox_id", sandboxID, "err", err)
+				gone = true
+				return nil
 			}
+			s.log().WarnContext(ctx, "resume a claimed spare; its lease settles it", "session_id", sess.ID,
+				"sandbox_id", sandboxID, "err", err)
 			return s.providerError(err, "resume the pool's spare sandbox")
 		}
 		if sb.PreviewURL != "" {
@@ -136,16 +138,87 @@ func (s *Service) completeClaim(ctx context.Context, sess *Session, release func
 		}
 		return nil
 	})
+	if gone {
+		return s.claimFallBack(ctx, sess, sandboxID, release, recovering)
+	}
+	return err
+}
+
+// claimFallBack gives sess, a provisioning session whose claimed spare's
+// sandbox goneID the provider no longer has, a cold sandbox instead
+// (docs/POOLS.md "A spare gone at the provider"): the same session item,
+// with its running slot, its Idempotency-Key and its Session Provisioning
+// event, goes on with the provider step of a cold create (provisionSandbox)
+// and ends running with from_pool false, or failed (release runs). Once
+// that outcome is written the pool counts the spare lost, a miss instead of
+// a hit, and shows why as its last error. The table keeps the claim
+// (from_pool, the spare's sandbox) until then, so a process that dies in
+// between leaves the session to Reconcile, which comes back here with
+// recovering set: a fallback cut short may have left a sandbox tagged with
+// the session, which is killed before the new one is made.
+func (s *Service) claimFallBack(ctx context.Context, sess *Session, goneID string, release func(), recovering bool) error {
+	poolID := sess.PoolID
+	s.log().WarnContext(ctx, "the claimed spare's sandbox is gone at the provider; creating one cold for the session",
+		"session_id", sess.ID, "pool_id", poolID, "sandbox_id", goneID, "recovering", recovering)
+	if recovering {
+		if err := s.killOrphans(ctx, sess); err != nil {
+			s.log().WarnContext(ctx, "look for a sandbox an earlier fallback made; the sweep reaps it later",
+				"session_id", sess.ID, "err", err)
+		}
+	}
+	sess.SandboxID, sess.FromPool, sess.PoolID, sess.PreviewURL = "", false, "", ""
+	err := s.provisionSandbox(ctx, sess, release)
+	// Counted once the outcome is written, so a fallback that died and is
+	// completed by Reconcile counts once.
+	if s.settled(ctx, sess.ID, err) {
+		s.noteLostSpare(ctx, poolID, goneID)
+	}
+	// In case the provider's "gone" was wrong: nothing names the sandbox now.
+	s.killSpareSandbox(ctx, sess.Provider, goneID)
+	return err
+}
+
+// settled reports whether the outcome of a create of session id, which
+// answered err, is written: it succeeded, or the session is no longer
+// provisioning (it was recorded failed).
+func (s *Service) settled(ctx context.Context, id string, err error) bool {
+	if err == nil {
+		return true
+	}
+	wctx, cancel := settleContext(ctx)
+	defer cancel()
+	cur, gerr := s.cfg.Store.GetSession(wctx, id)
+	return gerr == nil && cur.State != StateProvisioning
+}
+
+// noteLostSpare records on pool poolID's status that a claimed spare's
+// sandbox was gone at the provider: one lost, and the create counted a
+// miss instead of the hit counted at the claim; its last error says so.
+func (s *Service) noteLostSpare(ctx context.Context, poolID, sandboxID string) {
+	ps := s.poolStore()
+	if ps == nil || poolID == "" {
+		return
+	}
+	ctx = context.WithoutCancel(ctx)
+	if err := ps.CountPool(ctx, poolID, PoolCounts{Lost: 1, Hits: -1, Misses: 1}); err != nil {
+		s.log().WarnContext(ctx, "count a lost spare", "pool_id", poolID, "err", err)
+	}
+	why := fmt.Sprintf("claimed spare %s was gone at the provider (expired or killed there); its create went cold", sandboxID)
+	s.updatePoolHealth(ctx, ps, poolID, func(h *PoolHealth) bool {
+		h.LastError, h.LastErrorAt = why, s.now()
+		return true
+	})
 }
 
 // reconcileClaim completes the claim of sess, a provisioning session that
-// took a spare and whose create died before it resumed the sandbox (its
-// lease ran out): it resumes the sandbox now (completeClaim). It reports
-// whether the session changed.
+// took a spare and whose create died before it resumed the sandbox or
+// recorded a cold one instead (its lease ran out): completeClaim, now. It
+// reports whether the session changed.
 func (s *Service) reconcileClaim(ctx context.Context, sess *Session) (bool, error) {
-	err := s.completeClaim(ctx, sess, func() {})
+	err := s.completeClaim(ctx, sess, func() {}, true)
 	if err == nil {
-		s.log().InfoContext(ctx, "completed the claim of a pool spare", "session_id", sess.ID, "sandbox_id", sess.SandboxID)
+		s.log().InfoContext(ctx, "completed the claim of a pool spare", "session_id", sess.ID, "sandbox_id", sess.SandboxID,
+			"from_pool", sess.FromPool)
 		return true, nil
 	}
 	return sess.State != StateProvisioning, err

@@ -42,7 +42,8 @@ type PoolFillSummary struct {
 // failures in a row stop the pool until a backoff (DefaultPoolBackoff,
 // doubling up to MaxPoolBackoff) has passed, after which one spare is tried
 // again. The sweep calls it on every run; the local stack also on boot and
-// after each claim (Config.RefillAfterClaim). Runs within one process are
+// after each claim (Config.RefillAfterClaim; in AWS a claim asks for
+// FillPool through Config.PoolRefills instead). Runs within one process are
 // serialised: a call while one runs asks that one for another round and
 // returns at once. Failures are logged and counted, never returned.
 func (s *Service) FillPools(ctx context.Context) PoolFillSummary {
@@ -61,7 +62,7 @@ func (s *Service) FillPools(ctx context.Context) PoolFillSummary {
 	var total PoolFillSummary
 	for round := 0; round < 3; round++ {
 		s.refillAgain.Store(false)
-		sum := s.fillOnce(ctx, ps)
+		sum := s.fillOnce(ctx, ps, s.cfg.Pools)
 		total.Made += sum.Made
 		total.Failed += sum.Failed
 		total.Retired += sum.Retired
@@ -74,18 +75,76 @@ func (s *Service) FillPools(ctx context.Context) PoolFillSummary {
 	return total
 }
 
-// kickRefill starts a refill in the background after a claim when
-// Config.RefillAfterClaim is set, under Config.Background (not the
-// request's context, which ends with the answer).
-func (s *Service) kickRefill() {
-	if !s.cfg.RefillAfterClaim {
-		return
-	}
-	go s.FillPools(s.cfg.Background)
+// PoolRefills queues refills of pools (Config.PoolRefills): in AWS a FIFO
+// SQS queue with one message group per pool (internal/sweep/sqsrefill), so
+// the refills of one pool run one after another, each a FillPool.
+type PoolRefills interface {
+	// RequestRefill asks for FillPool(poolID) soon, after the claim of
+	// session sessionID (a retried request for the same claim may be
+	// dropped as a duplicate). Errors: unavailable when the request could
+	// not be queued; the pool then waits for the sweep's next run.
+	RequestRefill(ctx context.Context, poolID, sessionID string) error
 }
 
-// fillOnce is one round of FillPools over every pool.
-func (s *Service) fillOnce(ctx context.Context, ps PoolStore) PoolFillSummary {
+// kickRefill asks for a refill of pool poolID after session sessionID
+// claimed one of its spares: through Config.PoolRefills when set, sent
+// while the claim's resume runs (the returned wait ends when the request
+// is sent; the caller waits before it answers, as a Lambda function is
+// frozen after its answer); a request that could not be sent is logged:
+// the sweep's next run refills the pool. Else, with
+// Config.RefillAfterClaim, a FillPools in the background under
+// Config.Background (not the request's context, which ends with the
+// answer), and wait does nothing.
+func (s *Service) kickRefill(ctx context.Context, poolID, sessionID string) (wait func()) {
+	switch {
+	case s.cfg.PoolRefills != nil:
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.CallTimeout)
+			defer cancel()
+			if err := s.cfg.PoolRefills.RequestRefill(rctx, poolID, sessionID); err != nil {
+				s.log().WarnContext(ctx, "ask for a refill of the pool; the sweep refills it on its next run",
+					"pool_id", poolID, "session_id", sessionID, "err", err)
+			}
+		}()
+		return func() { <-done }
+	case s.cfg.RefillAfterClaim:
+		go s.FillPools(s.cfg.Background)
+	}
+	return func() {}
+}
+
+// FillPool brings the one configured pool poolID to its size, as FillPools
+// does for every pool: a refill after a claim (Config.PoolRefills). It is
+// idempotent: a pool already at its size makes nothing, so a repeated or
+// late request costs two reads. Within one process it waits for a fill
+// under way (never two at once); across processes, the refill queue runs
+// one refill of a pool at a time (its message group), and one that
+// overlaps the sweep's may make a few spares too many, which the next fill
+// retires (beyond the pool's size). Errors: not_found for a pool that is
+// not configured (any more); the fill's own failures are logged and
+// counted, never returned.
+func (s *Service) FillPool(ctx context.Context, poolID string) (PoolFillSummary, error) {
+	// Background calls in the provider's call limiter, as FillPools'.
+	ctx = WithCallPriority(ctx, PriorityBackground)
+	var pool *Pool
+	for i := range s.cfg.Pools {
+		if s.cfg.Pools[i].ID == poolID {
+			pool = &s.cfg.Pools[i]
+		}
+	}
+	ps := s.poolStore()
+	if pool == nil || ps == nil {
+		return PoolFillSummary{}, Errorf(CodeNotFound, "pool %s is not configured", poolID)
+	}
+	s.filling.Lock()
+	defer s.filling.Unlock()
+	return s.fillOnce(ctx, ps, []Pool{*pool}), nil
+}
+
+// fillOnce is one round of FillPools over pools.
+func (s *Service) fillOnce(ctx context.Context, ps PoolStore, pools []Pool) PoolFillSummary {
 	var (
 		mu  sync.Mutex
 		sum PoolFillSummary
@@ -93,7 +152,7 @@ func (s *Service) fillOnce(ctx context.Context, ps PoolStore) PoolFillSummary {
 	)
 	add := func(f func(*PoolFillSummary)) { mu.Lock(); f(&sum); mu.Unlock() }
 	sem := make(chan struct{}, s.cfg.PoolFillConcurrency)
-	for _, pool := range s.cfg.Pools {
+	for _, pool := range pools {
 		need := s.tendPool(ctx, ps, pool, add)
 		for range need {
 			wg.Add(1)
@@ -402,45 +461,60 @@ func (s *Service) recordSpare(ctx context.Context, ps PoolStore, pool Pool, made
 			pm.SpareFailed(pool.ID)
 		}
 	}
-	for attempt := 0; attempt < 5; attempt++ {
-		st, err := ps.PoolStatus(ctx, pool.ID)
-		if err != nil {
-			log.WarnContext(ctx, "read the pool's health", "err", err)
-			return
-		}
-		h := st.PoolHealth
-		now := s.now()
+	h, saved := s.updatePoolHealth(ctx, ps, pool.ID, func(h *PoolHealth) bool {
 		if made == nil {
 			if h.ConsecutiveFailures == 0 && h.BackoffUntil.IsZero() {
-				return
+				return false
 			}
 			h.ConsecutiveFailures, h.BackoffUntil = 0, time.Time{}
-		} else {
-			h.ConsecutiveFailures++
-			h.LastError, h.LastErrorAt = TruncateDetail(made.Error()), now
-			if len(h.LastError) > maxPoolErrorLen {
-				h.LastError = h.LastError[len(h.LastError)-maxPoolErrorLen:]
-			}
-			if h.ConsecutiveFailures >= PoolFailureLimit {
-				h.BackoffUntil = now.Add(PoolBackoff(h.ConsecutiveFailures))
-			}
+			return true
 		}
-		if _, err := ps.SavePoolHealth(ctx, pool.ID, h, st.Version); err != nil {
+		h.ConsecutiveFailures++
+		h.LastError, h.LastErrorAt = TruncateDetail(made.Error()), s.now()
+		if len(h.LastError) > maxPoolErrorLen {
+			h.LastError = h.LastError[len(h.LastError)-maxPoolErrorLen:]
+		}
+		if h.ConsecutiveFailures >= PoolFailureLimit {
+			h.BackoffUntil = h.LastErrorAt.Add(PoolBackoff(h.ConsecutiveFailures))
+		}
+		return true
+	})
+	if saved && !h.BackoffUntil.IsZero() {
+		log.ErrorContext(ctx, "pool stopped refilling after failures in a row; it tries again after a backoff",
+			"failures", h.ConsecutiveFailures, "backoff_until", h.BackoffUntil, "last_error", h.LastError)
+		if pm != nil {
+			pm.PoolStopped(pool.ID)
+		}
+	}
+}
+
+// updatePoolHealth applies edit to pool poolID's stored health and saves
+// it under its version, re-reading and re-applying on a conflict (a few
+// times). edit returns false when there is nothing to save. It returns the
+// health saved and whether it was; failures are logged.
+func (s *Service) updatePoolHealth(ctx context.Context, ps PoolStore, poolID string, edit func(*PoolHealth) bool) (PoolHealth, bool) {
+	log := s.log().With("pool_id", poolID)
+	for attempt := 0; attempt < 5; attempt++ {
+		st, err := ps.PoolStatus(ctx, poolID)
+		if err != nil {
+			log.WarnContext(ctx, "read the pool's health", "err", err)
+			return PoolHealth{}, false
+		}
+		h := st.PoolHealth
+		if !edit(&h) {
+			return h, false
+		}
+		if _, err := ps.SavePoolHealth(ctx, poolID, h, st.Version); err != nil {
 			if IsCode(err, CodeConflict) {
 				continue
 			}
 			log.WarnContext(ctx, "save the pool's health", "err", err)
-			return
+			return PoolHealth{}, false
 		}
-		if !h.BackoffUntil.IsZero() {
-			log.ErrorContext(ctx, "pool stopped refilling after failures in a row; it tries again after a backoff",
-				"failures", h.ConsecutiveFailures, "backoff_until", h.BackoffUntil, "last_error", h.LastError)
-			if pm != nil {
-				pm.PoolStopped(pool.ID)
-			}
-		}
-		return
+		return h, true
 	}
+	log.WarnContext(ctx, "save the pool's health: it kept changing meanwhile")
+	return PoolHealth{}, false
 }
 
 // PoolBackoff returns how long a pool with failures failures in a row

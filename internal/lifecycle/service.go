@@ -132,10 +132,15 @@ type Config struct {
 	// PoolFillConcurrency bounds how many spares FillPools makes at once
 	// (default DefaultPoolFillConcurrency).
 	PoolFillConcurrency int
-	// RefillAfterClaim: a claim starts a refill of its pool in the
-	// background at once (the local stack, a long-lived process). In AWS a
-	// function is frozen after its answer, so the next sweep refills
-	// instead (default false).
+	// PoolRefills asks for a refill of a pool after each claim of one of
+	// its spares (docs/POOLS.md "Refill"): in AWS a FIFO SQS queue
+	// (internal/sweep/sqsrefill) whose messages run FillPool. It wins over
+	// RefillAfterClaim. nil: none.
+	PoolRefills PoolRefills
+	// RefillAfterClaim: a claim starts a refill in the background at once
+	// (the local stack, a long-lived process; default false). A Lambda
+	// function is frozen after its answer, so in AWS PoolRefills hands the
+	// refill to another invocation instead.
 	RefillAfterClaim bool
 	// Background is the context background work runs under (the refills
 	// after claims); the local stack passes its own, so a stop ends them

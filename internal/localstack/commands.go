@@ -30,6 +30,7 @@ import (
 	"github.com/sandmanhq/sandman/internal/readiness/sqsjobs"
 	"github.com/sandmanhq/sandman/internal/routes"
 	"github.com/sandmanhq/sandman/internal/sweep"
+	"github.com/sandmanhq/sandman/internal/sweep/sqsrefill"
 	"github.com/sandmanhq/sandman/internal/timer/sqstimer"
 )
 
@@ -274,17 +275,16 @@ func InvokeCommand(ctx context.Context, args []string, w io.Writer) error {
 			return err
 		}
 	case routes.IdlePause:
-		var ev events.CloudWatchEvent
-		if err := json.Unmarshal(raw, &ev); err != nil {
-			return fmt.Errorf("decode scheduled event %s: %w", *eventFile, err)
-		}
+		// A scheduled event runs a sweep; an SQS batch of the pool refill
+		// queue (events/queue/poolrefill.json) fills the pools it names.
 		scfg, err := sweep.ConfigFromEnv(t.getenv)
 		if err != nil {
 			return err
 		}
-		resp, err = sweep.NewHandler(sweep.New(a.Service, scfg, a.Log), a.Log).Handle(ctx, ev)
-		if err != nil {
-			return err
+		h := sweep.NewHandler(sweep.New(a.Service, scfg, a.Log), a.Log)
+		h.Refills = sqsrefill.NewHandler(a.Service, a.Log)
+		if resp, err = h.Invoke(ctx, raw); err != nil {
+			return fmt.Errorf("%s: %w", *eventFile, err)
 		}
 	case routes.Deliver:
 		// Attempts run in process (delivery.Local) instead of through the

@@ -44,7 +44,9 @@
 //     their max age are replaced, spares a dead fill left are dropped, and
 //     missing ones are made, within the run's deadline. Phase 3 knows a
 //     pool's sandboxes (lifecycle.MetadataPool): a spare is never reaped, a
-//     pool sandbox with no spare item is.
+//     pool sandbox with no spare item is. Between runs, a claim's pool is
+//     refilled at once by the same function from the pool refill queue
+//     (Handler.Invoke, internal/sweep/sqsrefill).
 //
 // # Limits
 //

@@ -3,6 +3,7 @@ package sweep_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/sweep"
+	"github.com/sandmanhq/sandman/internal/sweep/sqsrefill"
 )
 
 // MustScheduledEvent reads the EventBridge scheduled event fixture that
@@ -135,4 +137,49 @@ func TestHandle(t *testing.T) {
 			t.Errorf("handle error = %v, want %v", err, down)
 		}
 	})
+}
+
+// refillCalls is a sqsrefill.Filler that records the pools it fills.
+type refillCalls struct{ pools []string }
+
+func (r *refillCalls) FillPool(_ context.Context, poolID string) (lifecycle.PoolFillSummary, error) {
+	r.pools = append(r.pools, poolID)
+	return lifecycle.PoolFillSummary{}, nil
+}
+
+func TestInvokeTellsRefillBatchesFromTheSchedule(t *testing.T) {
+	e := MustEnv(t)
+	MustSessions(t, e, 1)
+	e.clock.Set(t0.Add(11*time.Minute + 30*time.Second))
+	fills := &refillCalls{}
+	h := sweep.NewHandler(sweep.New(e.svc, sweep.Config{Rate: rate.Inf}, quiet()), quiet())
+
+	batch, err := os.ReadFile("../../events/queue/poolrefill.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Invoke(t.Context(), batch); err == nil {
+		t.Error("an SQS batch without a refill handler was taken")
+	}
+	h.Refills = sqsrefill.NewHandler(fills, quiet())
+	out, err := h.Invoke(t.Context(), batch)
+	if _, ok := out.(events.SQSEventResponse); err != nil || !ok {
+		t.Fatalf("invoke with the refill batch = %T, %v; want the refill handler's answer", out, err)
+	}
+	if len(fills.pools) != 1 || fills.pools[0] != "pool_0000000000000000" {
+		t.Errorf("pools filled = %v, want the batch's one pool", fills.pools)
+	}
+
+	scheduled, err := os.ReadFile("../../events/scheduled/idlepause.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err = h.Invoke(t.Context(), scheduled)
+	sum, ok := out.(sweep.Summary)
+	if err != nil || !ok || sum.Paused != 1 {
+		t.Errorf("invoke with the scheduled event = %+v (%T), %v; want a sweep that paused 1", out, out, err)
+	}
+	if len(fills.pools) != 1 {
+		t.Errorf("the scheduled event reached the refill handler")
+	}
 }

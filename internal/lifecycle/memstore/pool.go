@@ -184,6 +184,7 @@ func (st *Store) CountPool(_ context.Context, poolID string, c lifecycle.PoolCou
 	s.Claims += c.Claims
 	s.Hits += c.Hits
 	s.Misses += c.Misses
+	s.Lost += c.Lost
 	s.Failed += c.Failed
 	s.RunningMS += c.RunningMS
 	s.PausedMS += c.PausedMS

@@ -196,6 +196,10 @@ func testPools(t *testing.T, newStore NewStore) {
 				t.Fatal(err)
 			}
 		}
+		// A lost spare takes its hit back: negative counts decrement.
+		if err := ps.CountPool(ctx, pool, lifecycle.PoolCounts{Hits: -1, Misses: 1, Lost: 1}); err != nil {
+			t.Fatal(err)
+		}
 		h := lifecycle.PoolHealth{ConsecutiveFailures: 3, LastError: "boom", LastErrorAt: t0, BackoffUntil: t0.Add(time.Minute)}
 		v, err := ps.SavePoolHealth(ctx, pool, h, 0)
 		if err != nil || v != 1 {
@@ -205,7 +209,7 @@ func testPools(t *testing.T, newStore NewStore) {
 			t.Errorf("stale save = %v, want conflict", err)
 		}
 		st, err = ps.PoolStatus(ctx, pool)
-		want := lifecycle.PoolStatus{PoolID: pool, Claims: 4, Hits: 2, Misses: 6, Failed: 2, RunningMS: 3000, PausedMS: 14,
+		want := lifecycle.PoolStatus{PoolID: pool, Claims: 4, Hits: 1, Misses: 7, Lost: 1, Failed: 2, RunningMS: 3000, PausedMS: 14,
 			PoolHealth: h, Version: 1}
 		if err != nil || st != want {
 			t.Errorf("status = %+v (%v), want %+v", st, err, want)
@@ -213,7 +217,7 @@ func testPools(t *testing.T, newStore NewStore) {
 		if _, err := ps.SavePoolHealth(ctx, pool, lifecycle.PoolHealth{}, 1); err != nil {
 			t.Fatal(err)
 		}
-		if st, _ := ps.PoolStatus(ctx, pool); st.Hits != 2 || st.ConsecutiveFailures != 0 || !st.BackoffUntil.IsZero() {
+		if st, _ := ps.PoolStatus(ctx, pool); st.Hits != 1 || st.Lost != 1 || st.ConsecutiveFailures != 0 || !st.BackoffUntil.IsZero() {
 			t.Errorf("after clearing health: %+v, want counters kept and health cleared", st)
 		}
 	})

@@ -146,7 +146,8 @@ type Error struct {
 // Pool is one warm pool as GET /v1/pools shows it (docs/POOLS.md): its
 // configuration (SANDMAN_POOLS), its spares, counters and health, and its
 // own usage. hit_rate is hits / (hits + misses), 0 before any matching
-// create; backoff_until is set while the pool has stopped refilling after
+// create; lost counts claimed spares gone at the provider (their creates
+// went cold and count as misses); backoff_until is set while the pool has stopped refilling after
 // failures in a row.
 type Pool struct {
 	ID                  string    `json:"id"`
@@ -162,6 +163,7 @@ type Pool struct {
 	Claims              int64     `json:"claims"`
 	Hits                int64     `json:"hits"`
 	Misses              int64     `json:"misses"`
+	Lost                int64     `json:"lost"`
 	HitRate             float64   `json:"hit_rate"`
 	ConsecutiveFailures int       `json:"consecutive_failures"`
 	LastError           *string   `json:"last_error"`
