@@ -108,12 +108,17 @@ func sandmanMetric(name, statistic, label string, dims map[string]string) awsclo
 // dimension keys dims (the rolled-up set, without Function), summed per
 // period: one line per value (each reason, each provider and kind).
 func searchSum(name, label string, dims ...string) awscloudwatch.MathExpression {
+	return searchStat(name, "Sum", label, dims...)
+}
+
+// searchStat is searchSum with another statistic (e.g. "p99", "Maximum").
+func searchStat(name, statistic, label string, dims ...string) awscloudwatch.MathExpression {
 	schema := metrics.Namespace
 	for _, d := range dims {
 		schema += "," + d
 	}
 	return awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
-		Expression: jsii.String(fmt.Sprintf(`SEARCH('{%s} MetricName="%s"', 'Sum', %d)`, schema, name, dashboardPeriodSeconds)),
+		Expression: jsii.String(fmt.Sprintf(`SEARCH('{%s} MetricName="%s"', '%s', %d)`, schema, name, statistic, dashboardPeriodSeconds)),
 		Label:      jsii.String(label),
 		Period:     awscdk.Duration_Seconds(jsii.Number(dashboardPeriodSeconds)),
 	})
@@ -142,7 +147,9 @@ func stackAlarms(scope constructs.IConstruct) []interfacesawscloudwatch.IAlarmRe
 // stack. Call it after every alarm exists. Rows, top to bottom: the state of
 // every alarm; pauses by reason and resumes; provider errors by provider and
 // kind, and the sweep lag of the sweep (idlepause) and the timers (pauser)
-// as p50, p99 and maximum; events published and pushes, and error log lines
+// as p50, p99 and maximum; the provider call limiter's calls and refusals
+// by provider and class, and its wait by provider and class as p99 and
+// maximum (docs/OPERATIONS.md "Provider call limiter"); events published and pushes, and error log lines
 // with each function's Lambda errors; the publisher's and the pauser's
 // backlog alarms; the last error lines of every function.
 func newDashboard(stack awscdk.Stack, functions map[string]awslambda.Function, breaks string) awscloudwatch.Dashboard {
@@ -188,6 +195,14 @@ func newDashboard(stack awscdk.Stack, functions map[string]awslambda.Function, b
 				searchSum(metrics.ProviderErrors, "", metrics.DimKind, metrics.DimProvider)),
 			graph("Sweep lag (seconds after the pause deadline)",
 				append(lag(routes.IdlePause), lag(routes.Pauser)...)...),
+		},
+		[]awscloudwatch.IWidget{
+			graph("Provider calls and refusals by provider and class (call limiter)",
+				searchSum(metrics.ProviderCalls, "granted", metrics.DimClass, metrics.DimProvider),
+				searchSum(metrics.ProviderCallsRefused, "refused", metrics.DimClass, metrics.DimProvider)),
+			graph("Provider call wait for a token (seconds, calls that waited)",
+				searchStat(metrics.ProviderCallWait, "p99", "p99", metrics.DimClass, metrics.DimProvider),
+				searchStat(metrics.ProviderCallWait, "Maximum", "max", metrics.DimClass, metrics.DimProvider)),
 		},
 		[]awscloudwatch.IWidget{
 			graph("Events published and pushes",

@@ -130,6 +130,10 @@ func TestDashboard(t *testing.T) {
 	for _, want := range []string{
 		fmt.Sprintf(`SEARCH('{%s,%s} MetricName="%s"', 'Sum', 300)`, ns, metrics.DimReason, metrics.Pauses),
 		fmt.Sprintf(`SEARCH('{%s,%s,%s} MetricName="%s"', 'Sum', 300)`, ns, metrics.DimKind, metrics.DimProvider, metrics.ProviderErrors),
+		fmt.Sprintf(`SEARCH('{%s,%s,%s} MetricName="%s"', 'Sum', 300)`, ns, metrics.DimClass, metrics.DimProvider, metrics.ProviderCalls),
+		fmt.Sprintf(`SEARCH('{%s,%s,%s} MetricName="%s"', 'Sum', 300)`, ns, metrics.DimClass, metrics.DimProvider, metrics.ProviderCallsRefused),
+		fmt.Sprintf(`SEARCH('{%s,%s,%s} MetricName="%s"', 'p99', 300)`, ns, metrics.DimClass, metrics.DimProvider, metrics.ProviderCallWait),
+		fmt.Sprintf(`SEARCH('{%s,%s,%s} MetricName="%s"', 'Maximum', 300)`, ns, metrics.DimClass, metrics.DimProvider, metrics.ProviderCallWait),
 	} {
 		if !slices.Contains(expressions, want) {
 			t.Errorf("no graph of %s; expressions: %v", want, expressions)

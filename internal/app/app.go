@@ -104,8 +104,10 @@ type Deps struct {
 	// nil: an SQS queue when SANDMAN_READINESS_QUEUE_URL is set, else none).
 	ReadinessJobs lifecycle.ReadinessJobs
 	// Metrics receives the service's pauses, resumes, provider errors and
-	// pause lag (lifecycle.Config.Metrics; nil: none). The Lambda mains pass
-	// an internal/metrics Emitter writing EMF to stdout.
+	// pause lag (lifecycle.Config.Metrics; nil: none), and, when it is also a
+	// lifecycle.CallMetrics, each provider call limiter's grants, waits and
+	// refusals. The Lambda mains pass an internal/metrics Emitter writing
+	// EMF to stdout.
 	Metrics lifecycle.Metrics
 	// WebhookDispatcher runs outbound webhook jobs (the local stack's
 	// delivery.Local); nil: an SQS queue when SANDMAN_WEBHOOK_QUEUE_URL is
@@ -398,8 +400,10 @@ func (a *App) buildProviders(cfg Config, needs Needs, deps Deps, keys map[string
 		}
 		if _, none := p.(noProvider); !none {
 			// The budget is the provider's, in real time, whatever clock
-			// the service runs on.
-			p = lifecycle.LimitCalls(p, lifecycle.LimitConfig{Limit: cfg.CallLimits[name]})
+			// the service runs on. A Metrics that also counts limiter calls
+			// (internal/metrics) sees its grants, waits and refusals.
+			cm, _ := deps.Metrics.(lifecycle.CallMetrics)
+			p = lifecycle.LimitCalls(p, lifecycle.LimitConfig{Limit: cfg.CallLimits[name], Metrics: cm})
 		}
 		a.Providers = append(a.Providers, p)
 	}

@@ -1,7 +1,9 @@
 package app_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/sandmanhq/sandman/internal/app"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/metrics"
 	"github.com/sandmanhq/sandman/internal/provider/daytona"
 	"github.com/sandmanhq/sandman/internal/provider/e2b"
 	"github.com/sandmanhq/sandman/internal/provider/fake"
@@ -159,8 +162,9 @@ func TestNewProviders(t *testing.T) {
 
 // TestNewPutsEachProviderBehindItsBudget: a provider New builds takes its
 // calls from its adapter's budget (a second call within an hour-long
-// refill fails transient at once), and the service prices usage with the
-// adapters' prices under SANDMAN_PRICES.
+// refill fails transient at once; both reach Deps.Metrics as one call
+// granted and one refused, by provider and class), and the service prices
+// usage with the adapters' prices under SANDMAN_PRICES.
 func TestNewPutsEachProviderBehindItsBudget(t *testing.T) {
 	limited := registry.Adapter{Name: "limited", Calls: lifecycle.CallLimit{PerSecond: 1.0 / 3600, Burst: 1},
 		Price: lifecycle.Price{RunningPerHour: 0.5},
@@ -175,7 +179,9 @@ func TestNewPutsEachProviderBehindItsBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := MustApp(t, c, app.Needs{Provider: true}, app.Deps{Adapters: set})
+	var out bytes.Buffer
+	m := metrics.New(metrics.Config{Writer: &out})
+	a := MustApp(t, c, app.Needs{Provider: true}, app.Deps{Adapters: set, Metrics: m})
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
 	if _, err := a.Provider.Get(ctx, "sbx"); errors.Is(err, lifecycle.ErrProviderTransient) {
@@ -184,6 +190,19 @@ func TestNewPutsEachProviderBehindItsBudget(t *testing.T) {
 	start := time.Now()
 	if _, err := a.Provider.Get(ctx, "sbx"); !errors.Is(err, lifecycle.ErrProviderTransient) || time.Since(start) > time.Second {
 		t.Errorf("second call = %v after %v, want a transient error at once (the budget is spent)", err, time.Since(start))
+	}
+	if err := m.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	var line struct {
+		Provider, Class                     string
+		ProviderCalls, ProviderCallsRefused float64
+	}
+	if err := json.Unmarshal(out.Bytes(), &line); err != nil {
+		t.Fatalf("metrics %q: %v", out.String(), err)
+	}
+	if line.Provider != "limited" || line.Class != "background" || line.ProviderCalls != 1 || line.ProviderCallsRefused != 1 {
+		t.Errorf("metrics %+v, want limited background: 1 call, 1 refused", line)
 	}
 	prices := a.Service.Config().Prices
 	if prices["limited"].RunningPerHour != 0.5 || prices["fake"].RunningPerHour != 2 {

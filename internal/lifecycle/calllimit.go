@@ -49,7 +49,35 @@ type LimitConfig struct {
 	Clock Clock
 	// Sleep waits for a token (default Sleep); tests replace it.
 	Sleep func(ctx context.Context, d time.Duration) error
+	// Metrics receives every call's grant or refusal (nil: none). The
+	// Lambda mains pass internal/metrics' Emitter (docs/OPERATIONS.md
+	// "Provider call limiter").
+	Metrics CallMetrics
 }
+
+// CallMetrics receives what a provider's call limiter (LimitCalls) did,
+// for operators: how many calls each class got through, how long they
+// waited for their tokens and how many were refused. internal/metrics
+// implements it with Metrics; implementations must be safe for concurrent
+// use and must not block.
+type CallMetrics interface {
+	// CallGranted counts one call let through to the provider named
+	// provider (Provider.Name), in class class, after waiting wait for its
+	// token: from its arrival to the time its token was due, on
+	// LimitConfig.Clock (0: it went at once). Never negative.
+	CallGranted(provider string, class CallPriority, wait time.Duration)
+	// CallRefused counts one call the limiter refused (a transient,
+	// Refused ProviderError: its token would have come after its ctx's
+	// deadline, or its ctx ended while it waited); the provider was not
+	// asked.
+	CallRefused(provider string, class CallPriority)
+}
+
+// noCallMetrics is the CallMetrics of a limiter built without one.
+type noCallMetrics struct{}
+
+func (noCallMetrics) CallGranted(string, CallPriority, time.Duration) {}
+func (noCallMetrics) CallRefused(string, CallPriority)                {}
 
 // LimitCalls returns p behind one token bucket (golang.org/x/time/rate)
 // that serves calls by class (CallPriority): every provider call of the
@@ -87,7 +115,10 @@ func LimitCalls(p Provider, cfg LimitConfig) Provider {
 	if cfg.Sleep == nil {
 		cfg.Sleep = Sleep
 	}
-	base := &limitedProvider{p: p, q: NewCallQueue(cfg.Limit), clock: cfg.Clock, sleep: cfg.Sleep}
+	if cfg.Metrics == nil {
+		cfg.Metrics = noCallMetrics{}
+	}
+	base := &limitedProvider{p: p, q: NewCallQueue(cfg.Limit), clock: cfg.Clock, sleep: cfg.Sleep, m: cfg.Metrics}
 	var tr TimeoutReporter
 	if r, ok := p.(TimeoutReporter); ok {
 		tr = limitedTimeout{base, r}
@@ -107,19 +138,32 @@ type limitedProvider struct {
 	q     *CallQueue
 	clock Clock
 	sleep func(ctx context.Context, d time.Duration) error
+	m     CallMetrics
 }
 
 var _ Provider = (*limitedProvider)(nil)
 
 // wait takes one token for the call op on sandboxID, in class def unless
-// ctx sets another, waiting for it when needed. Errors: transient and
-// refused (see LimitCalls).
+// ctx sets another, waiting for it when needed, and reports the grant or
+// refusal to l.m. Errors: transient and refused (see LimitCalls).
 func (l *limitedProvider) wait(ctx context.Context, def CallPriority, op, sandboxID string) error {
+	class := callPriority(ctx, def)
+	err := l.take(ctx, class, op, sandboxID)
+	if err != nil {
+		l.m.CallRefused(l.p.Name(), class)
+	}
+	return err
+}
+
+// take is wait without the metrics: it reports a grant itself, when it
+// knows the wait.
+func (l *limitedProvider) take(ctx context.Context, class CallPriority, op, sandboxID string) error {
 	if err := ctx.Err(); err != nil {
 		return refused(op, sandboxID, 0, fmt.Errorf("no provider call token: %w", err))
 	}
 	l.mu.Lock()
-	t := l.q.Arrive(l.clock.Now(), callPriority(ctx, def))
+	arrived := l.clock.Now()
+	t := l.q.Arrive(arrived, class)
 	if !t.Granted() {
 		t.wake = make(chan struct{})
 	}
@@ -145,8 +189,9 @@ func (l *limitedProvider) wait(ctx context.Context, def CallPriority, op, sandbo
 		}
 	}
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	l.wake(l.q.Release(t, l.clock.Now()))
+	l.mu.Unlock()
+	l.m.CallGranted(l.p.Name(), t.Priority, max(0, t.At.Sub(arrived)))
 	return nil
 }
 

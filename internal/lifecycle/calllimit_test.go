@@ -375,3 +375,111 @@ func TestWithCallPriorityOverridesTheMethodsClass(t *testing.T) {
 	close(g.open)
 	wg.Wait()
 }
+
+// callRecord is one report a limiter made to its CallMetrics.
+type callRecord struct {
+	provider string
+	class    CallPriority
+	granted  bool
+	wait     time.Duration
+}
+
+// recordedCalls is a CallMetrics that keeps every report.
+type recordedCalls struct {
+	mu  sync.Mutex
+	got []callRecord
+}
+
+func (r *recordedCalls) CallGranted(provider string, class CallPriority, wait time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.got = append(r.got, callRecord{provider, class, true, wait})
+}
+
+func (r *recordedCalls) CallRefused(provider string, class CallPriority) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.got = append(r.got, callRecord{provider, class, false, 0})
+}
+
+// TestLimitCallsReportsGrantsWaitsAndRefusals: through a 1/s bucket of
+// depth 1 on a standing clock, a pause goes at once (wait 0), a refresh
+// right behind it waits the 1 s to the next token, a resume whose deadline
+// comes before its token and a get whose ctx has ended are refused, and
+// after the clock moves a get goes at once: each reported with its
+// provider, its class (an override's, not the method's) and its wait.
+func TestLimitCallsReportsGrantsWaitsAndRefusals(t *testing.T) {
+	clock := NewManualClock(queueT0)
+	rec := &recordedCalls{}
+	p := LimitCalls(stubProvider{nil}, LimitConfig{Limit: CallLimit{PerSecond: 1, Burst: 1}, Clock: clock,
+		Sleep: func(context.Context, time.Duration) error { return nil }, Metrics: rec})
+
+	if err := p.Pause(t.Context(), "sb"); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.SetTimeout(t.Context(), "sb", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	short, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	if _, err := p.Resume(short, "sb", time.Minute); !errors.Is(err, ErrProviderTransient) {
+		t.Fatalf("resume without time for its token: %v, want refused", err)
+	}
+	ended, end := context.WithCancel(t.Context())
+	end()
+	if _, err := p.Get(WithCallPriority(ended, PriorityUser), "sb"); !errors.Is(err, ErrProviderTransient) {
+		t.Fatalf("get with an ended ctx: %v, want refused", err)
+	}
+	clock.Advance(5 * time.Second)
+	if _, err := p.Get(t.Context(), "sb"); err != nil {
+		t.Fatal(err)
+	}
+
+	want := []callRecord{
+		{"stub", PriorityBackground, true, 0},
+		{"stub", PriorityRefresh, true, time.Second},
+		{"stub", PriorityUser, false, 0},
+		{"stub", PriorityUser, false, 0},
+		{"stub", PriorityBackground, true, 0},
+	}
+	if !slices.Equal(rec.got, want) {
+		t.Errorf("reports\n%+v\nwant\n%+v", rec.got, want)
+	}
+}
+
+// TestLimitCallsReportsTheWaitInTheQueue: a pause that waits in its
+// queue behind a held token is reported with its whole wait, from its
+// arrival to its own token: two token intervals on a 10/s bucket.
+func TestLimitCallsReportsTheWaitInTheQueue(t *testing.T) {
+	g := newGatedSleep()
+	rec := &recordedCalls{}
+	p := LimitCalls(stubProvider{nil}, LimitConfig{Limit: CallLimit{PerSecond: 10, Burst: 1},
+		Clock: NewManualClock(queueT0), Sleep: g.sleep, Metrics: rec})
+	l := p.(*limitedProvider)
+	if err := p.Pause(t.Context(), "sb"); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 2)
+	go func() { done <- p.Pause(t.Context(), "held") }()
+	<-g.asleep
+	go func() { done <- p.SetTimeout(t.Context(), "queued", time.Minute) }()
+	waitFor(t, l, "the refresh waits", func(q *CallQueue) bool { return q.Waiting(PriorityRefresh) == 1 })
+	close(g.open)
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	// The held pause and the refresh it wakes report concurrently.
+	slices.SortFunc(rec.got, func(a, b callRecord) int { return int(a.wait - b.wait) })
+	want := []callRecord{
+		{"stub", PriorityBackground, true, 0},
+		{"stub", PriorityBackground, true, 100 * time.Millisecond},
+		{"stub", PriorityRefresh, true, 200 * time.Millisecond},
+	}
+	if !slices.Equal(rec.got, want) {
+		t.Errorf("reports\n%+v\nwant\n%+v", rec.got, want)
+	}
+}

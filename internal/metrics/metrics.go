@@ -23,15 +23,18 @@
 //
 // The metrics (namespace Sandman):
 //
-//	name             unit     dimensions         emitted by
-//	Pauses           Count    Reason             lifecycle: every committed transition into paused
-//	Resumes          Count    -                  lifecycle: every committed transition back to running
-//	ProviderErrors   Count    Provider, Kind     lifecycle: every failed provider call (lifecycle.ProviderErrorKind)
-//	SweepLag         Seconds  -                  lifecycle.PauseIfDue: deadline to recorded pause (idlepause, pauser)
-//	EventsPublished  Count    -                  publisher: events put on the bus
-//	Pushes           Count    -                  the channel notifier: messages delivered to a connection
-//	SpareFailures    Count    -                  lifecycle.FillPools: a warm pool's spare failed to become ready
-//	PoolsStopped     Count    -                  lifecycle.FillPools: a pool stopped refilling after 3 failures in a row (alarmed)
+//	name                 unit     dimensions         emitted by
+//	Pauses               Count    Reason             lifecycle: every committed transition into paused
+//	Resumes              Count    -                  lifecycle: every committed transition back to running
+//	ProviderErrors       Count    Provider, Kind     lifecycle: every failed provider call (lifecycle.ProviderErrorKind)
+//	SweepLag             Seconds  -                  lifecycle.PauseIfDue: deadline to recorded pause (idlepause, pauser)
+//	EventsPublished      Count    -                  publisher: events put on the bus
+//	Pushes               Count    -                  the channel notifier: messages delivered to a connection
+//	SpareFailures        Count    -                  lifecycle.FillPools: a warm pool's spare failed to become ready
+//	PoolsStopped         Count    -                  lifecycle.FillPools: a pool stopped refilling after 3 failures in a row (alarmed)
+//	ProviderCalls        Count    Provider, Class    lifecycle.LimitCalls: a call the provider call limiter let through
+//	ProviderCallsRefused Count    Provider, Class    lifecycle.LimitCalls: a call it refused (its deadline came before its token)
+//	ProviderCallWait     Seconds  Provider, Class    lifecycle.LimitCalls: one value per call that waited for its token
 //
 // Locally nothing is emitted: the local stack builds its service without
 // metrics, so `make run` prints none.
@@ -66,6 +69,11 @@ const (
 	Pushes          = "Pushes"
 	SpareFailures   = "SpareFailures"
 	PoolsStopped    = "PoolsStopped"
+	// ProviderCalls, ProviderCallsRefused and ProviderCallWait are the
+	// provider call limiter's (lifecycle.CallMetrics).
+	ProviderCalls        = "ProviderCalls"
+	ProviderCallsRefused = "ProviderCallsRefused"
+	ProviderCallWait     = "ProviderCallWait"
 )
 
 // The dimension names.
@@ -74,6 +82,7 @@ const (
 	DimReason   = "Reason"   // a lifecycle.Reason* value
 	DimProvider = "Provider" // a provider's name, e.g. "e2b"
 	DimKind     = "Kind"     // a lifecycle.ProviderError* kind
+	DimClass    = "Class"    // a provider call's class in the call limiter: lifecycle.CallPriority's String
 )
 
 // Unit is a CloudWatch metric unit (MetricDatum's Unit).
@@ -210,6 +219,28 @@ func (e *Emitter) SpareFailed(string) { e.Add(SpareFailures, Count, 1) }
 func (e *Emitter) PoolStopped(string) { e.Add(PoolsStopped, Count, 1) }
 
 var _ lifecycle.PoolMetrics = (*Emitter)(nil)
+
+// CallGranted counts a call the provider call limiter let through as
+// ProviderCalls and, when it waited for its token, records the wait in
+// seconds as ProviderCallWait (lifecycle.CallMetrics). Calls that went at
+// once record no wait: most calls do, and every value is written, so the
+// wait's statistics describe the calls that queued (their count is its
+// SampleCount).
+func (e *Emitter) CallGranted(provider string, class lifecycle.CallPriority, wait time.Duration) {
+	dims := []Dim{{DimProvider, provider}, {DimClass, class.String()}}
+	e.Add(ProviderCalls, Count, 1, dims...)
+	if wait > 0 {
+		e.Observe(ProviderCallWait, Seconds, wait.Seconds(), dims...)
+	}
+}
+
+// CallRefused counts a call the provider call limiter refused as
+// ProviderCallsRefused (lifecycle.CallMetrics).
+func (e *Emitter) CallRefused(provider string, class lifecycle.CallPriority) {
+	e.Add(ProviderCallsRefused, Count, 1, Dim{DimProvider, provider}, Dim{DimClass, class.String()})
+}
+
+var _ lifecycle.CallMetrics = (*Emitter)(nil)
 
 // entry is one series' contribution to one line: its sum, or up to
 // MaxValues of its values.
