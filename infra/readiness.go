@@ -54,3 +54,41 @@ var readinessQueueSpec = jobQueueSpec{
 	ageAlarm:    "Sandman readiness function behind its queue (oldest job over 2 min)",
 	oldestAge:   readinessOldestAgeAlarm,
 }
+
+// resumeSenders are the functions that hand a resume to a job: the resume
+// function (an open of the stable link), the channel (a return) and
+// idlepause (the sweep queues a lost one again). They may send to the
+// resume queue and get its URL in envnames.ResumeQueueURL (docs/WAKE.md
+// "The resume runs in the background").
+var resumeSenders = []string{routes.Resume, routes.Channel, routes.IdlePause}
+
+// Settings of the resume queue (ours). Its jobs run on the readiness
+// function, which has the provider's key and the session writes a resume
+// needs, under their own maximum concurrency: a slow app's bring-up holds
+// a readiness slot for up to its ready timeout, and a user coming back
+// must not wait for one.
+const (
+	// resumeConcurrency bounds the resume jobs at once: each is one
+	// provider resume (at most the call timeout, 30 s), so 10 finish
+	// hundreds of resumes a minute.
+	resumeConcurrency = 10
+	// resumeBatchSize is one job per invocation: a batch would make the
+	// last resume wait for the first.
+	resumeBatchSize = 1
+	// resumeOldestAgeAlarm is the age of the oldest resume job past which
+	// its alarm fires: a user waits on the waking page.
+	resumeOldestAgeAlarm = time.Minute
+)
+
+// resumeQueueSpec is the resume job queue (sqsjobs.NewResumes), fed to the
+// readiness function one job per invocation, at most resumeConcurrency at
+// once. Its visibility is the readiness queue's: the consumer is the same
+// function, with the same timeout.
+var resumeQueueSpec = jobQueueSpec{
+	name:        "WakeResume",
+	visibility:  readinessVisibility,
+	maxReceives: readinessMaxReceives,
+	dlqAlarm:    "Sandman resume jobs the readiness function gave up on (dead-letter queue)",
+	ageAlarm:    "Sandman readiness function behind its resume queue (oldest resume job over 1 min)",
+	oldestAge:   resumeOldestAgeAlarm,
+}

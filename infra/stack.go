@@ -307,6 +307,7 @@ func NewSandmanStack(scope constructs.Construct, id string, props *SandmanStackP
 	secrets := newProviderSecrets(stack, p)
 	timerQueue := newJobQueue(stack, timerQueueSpec)
 	readinessQueue := newJobQueue(stack, readinessQueueSpec)
+	resumeQueue := newJobQueue(stack, resumeQueueSpec)
 
 	functions := make(map[string]awslambda.Function, len(functionSpecs))
 	for _, spec := range functionSpecs {
@@ -317,6 +318,9 @@ func NewSandmanStack(scope constructs.Construct, id string, props *SandmanStackP
 		}
 		if slices.Contains(readinessArmers, spec.name) {
 			readinessQueue.grantSend(fn, envnames.ReadinessQueueURL)
+		}
+		if slices.Contains(resumeSenders, spec.name) {
+			resumeQueue.grantSend(fn, envnames.ResumeQueueURL)
 		}
 		functions[spec.name] = fn
 	}
@@ -332,6 +336,7 @@ func NewSandmanStack(scope constructs.Construct, id string, props *SandmanStackP
 	newOutbox(stack, functions[routes.Publisher], table, p.PublisherParallelization)
 	timerQueue.feed(stack, functions[routes.Pauser], timerBatchSize, p.PauserConcurrency)
 	readinessQueue.feed(stack, functions[routes.Readiness], readinessBatchSize, p.ReadinessConcurrency)
+	resumeQueue.feed(stack, functions[routes.Readiness], resumeBatchSize, resumeConcurrency)
 	if hasPools(p) {
 		// A claim asks for its pool's refill at once (docs/POOLS.md "Refill").
 		refills := newJobQueue(stack, poolRefillQueueSpec)

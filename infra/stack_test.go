@@ -265,6 +265,9 @@ func TestFunctions(t *testing.T) {
 			if slices.Contains(readinessArmers, name) {
 				wantEnv[envnames.ReadinessQueueURL] = ref(s.logicalID(t, "ReadinessQueue"))
 			}
+			if slices.Contains(resumeSenders, name) {
+				wantEnv[envnames.ResumeQueueURL] = ref(s.logicalID(t, "WakeResumeQueue"))
+			}
 			gotEnv := maps.Clone(prop(fn, "Environment").(map[string]any)["Variables"].(map[string]any))
 			// The client channel's variables (TestClientChannel pins their
 			// values); here: set on exactly the functions that use them.
@@ -391,8 +394,8 @@ func TestSchedule(t *testing.T) {
 	})
 
 	t.Run("DeadLetterQueue", func(t *testing.T) {
-		if got, want := len(s.ofType("AWS::SQS::Queue")), 9; got != want {
-			t.Fatalf("queues: got %d, want %d (the schedule's, the stream's and the notifier's DLQ, the timer, readiness and webhook queues and their DLQs)", got, want)
+		if got, want := len(s.ofType("AWS::SQS::Queue")), 11; got != want {
+			t.Fatalf("queues: got %d, want %d (the schedule's, the stream's and the notifier's DLQ, the timer, readiness, resume and webhook queues and their DLQs)", got, want)
 		}
 		dlq := s.resource(t, dlqID, "AWS::SQS::Queue")
 		if got, want := prop(dlq, "SqsManagedSseEnabled"), true; got != want {
@@ -613,9 +616,9 @@ func mapValues(m map[string]string) []string {
 func TestAlarms(t *testing.T) {
 	s := MustDefaultStack(t)
 	alarms := s.ofType("AWS::CloudWatch::Alarm")
-	if got, want := len(alarms), 2*len(routes.Functions)+10+5; got != want {
-		t.Errorf("alarms: got %d, want %d (errors and throttles per function, six DLQ depths, iterator age, timer age, readiness job age, "+
-			"webhook queue age, table throttles, both APIs' errors, error logs, stopped pools)", got, want)
+	if got, want := len(alarms), 2*len(routes.Functions)+12+5; got != want {
+		t.Errorf("alarms: got %d, want %d (errors and throttles per function, seven DLQ depths, iterator age, timer age, readiness job age, "+
+			"resume job age, webhook queue age, table throttles, both APIs' errors, error logs, stopped pools)", got, want)
 	}
 	// find returns the alarms on metric in namespace with the given dimension.
 	find := func(namespace, metric string, dimension map[string]any) []cfnResource {

@@ -2,9 +2,11 @@
 // docs/READINESS.md "Where it runs"): each message is one readiness job,
 // lifecycle.Service.BringUp, which starts the session's app command unless
 // it already runs, probes the preview and records ready or failed
-// (internal/readiness/sqsjobs). The event source mapping's maximum
-// concurrency bounds how many jobs run at once; a job still waiting near
-// the invocation's deadline continues in a new message.
+// (internal/readiness/sqsjobs). The resume queue feeds it too: a message of
+// kind resume is lifecycle.Service.FinishResume, the resume an open or a
+// return handed off. Each event source mapping's maximum concurrency bounds
+// how many of its jobs run at once; a readiness job still waiting near the
+// invocation's deadline continues in a new message.
 package main
 
 import (

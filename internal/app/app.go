@@ -103,6 +103,10 @@ type Deps struct {
 	// ReadinessJobs queues readiness jobs (lifecycle.Config.ReadinessJobs;
 	// nil: an SQS queue when SANDMAN_READINESS_QUEUE_URL is set, else none).
 	ReadinessJobs lifecycle.ReadinessJobs
+	// ResumeJobs queues the jobs that finish a handed-off resume
+	// (lifecycle.Config.ResumeJobs; nil: an SQS queue when
+	// SANDMAN_RESUME_QUEUE_URL is set, else ReadinessJobs).
+	ResumeJobs lifecycle.ReadinessJobs
 	// Metrics receives the service's pauses, resumes, provider errors and
 	// pause lag (lifecycle.Config.Metrics; nil: none), and, when it is also a
 	// lifecycle.CallMetrics, each provider call limiter's grants, waits and
@@ -251,6 +255,10 @@ func New(ctx context.Context, cfg Config, needs Needs, deps Deps) (*App, error) 
 	if err != nil {
 		return nil, err
 	}
+	resumeJobs, err := resumeQueue(src, cfg, deps)
+	if err != nil {
+		return nil, err
+	}
 	refills, err := poolRefills(src, cfg, deps)
 	if err != nil {
 		return nil, err
@@ -258,7 +266,7 @@ func New(ctx context.Context, cfg Config, needs Needs, deps Deps) (*App, error) 
 	a.Service = lifecycle.NewService(lifecycle.Config{Store: a.Store, Provider: a.Provider, Providers: a.Providers[1:], Clock: clock,
 		Policy: cfg.Policy, Log: a.Log, ProbeTimeout: cfg.ProbeTimeout, CallTimeout: cfg.ProviderCallTimeout, Deployment: cfg.Deployment,
 		Timers: timers, TimerHorizon: deps.TimerHorizon, MaxRunning: cfg.MaxRunning, Metrics: deps.Metrics,
-		Prices: prices(deps.Adapters, cfg.Prices), TemplateApps: cfg.TemplateApps, ReadinessJobs: jobs,
+		Prices: prices(deps.Adapters, cfg.Prices), TemplateApps: cfg.TemplateApps, ReadinessJobs: jobs, ResumeJobs: resumeJobs,
 		Pools: cfg.Pools, PoolRefills: refills, RefillAfterClaim: deps.RefillPoolsAfterClaim, Background: ctx})
 	a.WebhookStore, a.WebhookDispatcher = dynamostore.New(ddb, cfg.Table), deps.WebhookDispatcher
 	if a.WebhookDispatcher == nil && cfg.WebhookQueueURL != "" {
@@ -430,6 +438,20 @@ func queues(src *secretSource, cfg Config, deps Deps, clock lifecycle.Clock) (li
 		jobs = sqsjobs.New(sqs.NewFromConfig(c), cfg.ReadinessQueueURL)
 	}
 	return timers, jobs, nil
+}
+
+// resumeQueue returns the service's resume jobs: deps' when given, else
+// the SQS resume queue when its URL is configured, else nil (they go to
+// the readiness jobs).
+func resumeQueue(src *secretSource, cfg Config, deps Deps) (lifecycle.ReadinessJobs, error) {
+	if deps.ResumeJobs != nil || cfg.ResumeQueueURL == "" {
+		return deps.ResumeJobs, nil
+	}
+	c, err := src.aws()
+	if err != nil {
+		return nil, err
+	}
+	return sqsjobs.NewResumes(sqs.NewFromConfig(c), cfg.ResumeQueueURL), nil
 }
 
 // poolRefills returns the service's pool refill requests: deps' when

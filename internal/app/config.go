@@ -25,6 +25,7 @@ const (
 	EnvTemplateApps        = envnames.TemplateApps
 	EnvPools               = envnames.Pools
 	EnvReadinessQueueURL   = envnames.ReadinessQueueURL
+	EnvResumeQueueURL      = envnames.ResumeQueueURL
 	EnvPoolRefillQueueURL  = envnames.PoolRefillQueueURL
 	EnvEventBus            = envnames.EventBus
 	EnvEventsFile          = envnames.EventsFile
@@ -126,6 +127,10 @@ type Config struct {
 	// (internal/readiness/sqsjobs); "" queues none unless
 	// Deps.ReadinessJobs is given.
 	ReadinessQueueURL string
+	// ResumeQueueURL is the SQS queue of the jobs that finish a handed-off
+	// resume (lifecycle.Config.ResumeJobs); "" sends them to
+	// ReadinessQueueURL unless Deps.ResumeJobs is given.
+	ResumeQueueURL string
 	// PoolRefillQueueURL is the FIFO SQS queue of pool refill requests
 	// (internal/sweep/sqsrefill, lifecycle.Config.PoolRefills); "" sends
 	// none unless Deps.PoolRefills is given.
@@ -174,6 +179,7 @@ func ConfigFromEnv(getenv func(string) string, adapters ...registry.Adapter) (Co
 		Policy:         lifecycle.DefaultPolicy(),
 
 		ReadinessQueueURL:     get(EnvReadinessQueueURL),
+		ResumeQueueURL:        get(EnvResumeQueueURL),
 		PoolRefillQueueURL:    get(EnvPoolRefillQueueURL),
 		ClientTokenKeysSecret: get(EnvClientTokenKeysSecret),
 		ClientTokenKeysFile:   get(EnvClientTokenKeysFile),

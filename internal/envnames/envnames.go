@@ -72,6 +72,13 @@ const (
 	// (internal/readiness/sqsjobs); set by the stack on the functions that
 	// create or resume sessions. Unset: no readiness jobs in AWS.
 	ReadinessQueueURL = "SANDMAN_READINESS_QUEUE_URL"
+	// ResumeQueueURL is the SQS queue the jobs that finish a handed-off
+	// resume (an open of the stable link, a return) are sent to, apart
+	// from the app bring-ups (internal/readiness/sqsjobs, docs/WAKE.md
+	// "The resume runs in the background"); set by the stack on the
+	// functions that open, return or sweep. Unset: those jobs go to
+	// ReadinessQueueURL.
+	ResumeQueueURL = "SANDMAN_RESUME_QUEUE_URL"
 	// PoolRefillQueueURL is the FIFO SQS queue a claim of a warm pool's
 	// spare sends its pool's refill request to (internal/sweep/sqsrefill,
 	// docs/POOLS.md "Refill"); set by the stack on the sessions function
@@ -147,7 +154,7 @@ var (
 		Table, DynamoEndpoint, Provider, Providers, EventBus, EventsFile, CORSOrigin, LogLevel,
 		IdleTimeout, MinIdleTimeout, MaxIdleTimeout, MaxLifetimeLimit, ActivityGranularity, ProviderGrace,
 		MaxProviderTimeout, GuardHeadroom, LeaseDuration, Deployment, APIKeyCacheTTL, ProbeTimeout, ProviderCallTimeout,
-		MaxRunning, Shards, Prices, TemplateApps, Pools, ReadinessQueueURL, PoolRefillQueueURL,
+		MaxRunning, Shards, Prices, TemplateApps, Pools, ReadinessQueueURL, ResumeQueueURL, PoolRefillQueueURL,
 		ClientTokenKeysSecret, ClientTokenKeysFile, WSURL, WSManagementURL,
 		SweepConcurrency, SweepRate, SweepBurst, SweepPageSize, SweepDeadlineMargin, SweepReconcileSample, SweepDormancyAge,
 		TimerQueueURL,

@@ -12,7 +12,7 @@ import (
 // resuming write is conditional, so of many concurrent opens exactly one
 // wins it and starts the resume; the others re-read, find the session
 // resuming and join (they return it as it is, no error, no second resume).
-// With Config.ReadinessJobs the winner does not wait for the provider: it
+// With Config.ResumeJobs or ReadinessJobs the winner does not wait for the provider: it
 // hands the rest of the resume to a job (openResume) and returns the
 // session resuming, so the link answers at once. It returns the session as
 // it then is (running, resuming, …). Errors: not_found, forbidden, gone
@@ -81,22 +81,24 @@ func (s *Session) Opened() bool {
 }
 
 // openResume starts the resume of paused sess for an open. With
-// Config.ReadinessJobs it commits paused → resuming marked ResumeQueued and
-// queues a job for the session, whose BringUp finishes the resume (the
-// provider's resume and resuming → running) in the background: a goroutine
-// of the in-process worker locally, a readiness-queue message in AWS. When
+// Config.ResumeJobs (or ReadinessJobs) it commits paused → resuming marked ResumeQueued and
+// queues a job for the session, whose FinishResume (or BringUp) finishes
+// the resume (the provider's resume and resuming → running) in the
+// background: a goroutine of the resume worker locally, a resume-queue
+// message in AWS (docs/WAKE.md "The resume runs in the background"). When
 // the job cannot be queued the open finishes the resume itself, as without
 // jobs. A job that never runs (a crash between the write and the queue)
 // leaves the session resuming until its lease ends; the sweep's reconcile
 // then settles it from the provider's view, as for any resume cut short.
 func (s *Service) openResume(ctx context.Context, sess *Session, reason string) error {
-	if s.cfg.ReadinessJobs == nil {
+	jobs := s.resumeJobs()
+	if jobs == nil {
 		return s.resume(ctx, sess, reason)
 	}
 	if err := s.beginResume(ctx, sess, reason, true); err != nil {
 		return err
 	}
-	if err := s.cfg.ReadinessJobs.Enqueue(ctx, sess.ID); err != nil {
+	if err := jobs.Enqueue(ctx, sess.ID); err != nil {
 		s.log().WarnContext(ctx, "queue the resume job; the open resumes the session itself",
 			"session_id", sess.ID, "err", err)
 		return s.finishResume(ctx, sess, reason)
@@ -104,8 +106,38 @@ func (s *Service) openResume(ctx context.Context, sess *Session, reason string) 
 	return nil
 }
 
+// resumeJobs returns where a handed-off resume's job goes: ResumeJobs, or
+// ReadinessJobs without it (nil: no jobs, the request resumes itself).
+func (s *Service) resumeJobs() ReadinessJobs {
+	if s.cfg.ResumeJobs != nil {
+		return s.cfg.ResumeJobs
+	}
+	return s.cfg.ReadinessJobs
+}
+
+// FinishResume is a resume job (Config.ResumeJobs, docs/WAKE.md "The
+// resume runs in the background"): for a session resuming with its resume
+// handed to a job (Session.ResumeQueued) it finishes that resume and
+// returns BringUpResumed; for any other session it does nothing
+// (BringUpNothing). Unlike BringUp it never waits on an app: the running
+// write queues the app's own job on ReadinessJobs, so a resume job holds
+// its slot for one provider resume at most. Errors: the store's.
+func (s *Service) FinishResume(ctx context.Context, id string) (BringUpOutcome, error) {
+	sess, err := s.cfg.Store.GetSession(ctx, id)
+	if err != nil {
+		if IsCode(err, CodeNotFound) {
+			return BringUpNothing, nil
+		}
+		return "", err
+	}
+	if sess.State != StateResuming || !sess.ResumeQueued {
+		return BringUpNothing, nil
+	}
+	return s.finishQueuedResume(ctx, sess), nil
+}
+
 // finishQueuedResume finishes the resume an open handed to a job
-// (openResume); BringUp calls it only for a session it read resuming with
+// (openResume); FinishResume and BringUp call it only for a session they read resuming with
 // ResumeQueued (a job run again after the resume finished, or one that
 // finds a resume some request runs itself, does nothing). Two copies of one
 // job at once (SQS delivers at least once) may both ask the provider, whose

@@ -118,9 +118,10 @@ func TestOpenRunningCountsAsActivity(t *testing.T) {
 // goJobs is a lifecycle.ReadinessJobs running each job (Service.BringUp)
 // in a goroutine, as the local worker does. With refuse set Enqueue fails;
 // with drop set it takes the job and never runs it (a crash between the
-// write and the queue).
+// write and the queue). With run set it runs that instead of BringUp.
 type goJobs struct {
 	svc          *lifecycle.Service
+	run          func(ctx context.Context, id string) (lifecycle.BringUpOutcome, error)
 	refuse, drop bool
 	wg           sync.WaitGroup
 	mu           sync.Mutex
@@ -138,10 +139,14 @@ func (j *goJobs) Enqueue(_ context.Context, id string) error {
 	if j.drop {
 		return nil
 	}
+	run := j.run
+	if run == nil {
+		run = j.svc.BringUp
+	}
 	j.wg.Add(1)
 	go func() {
 		defer j.wg.Done()
-		out, err := j.svc.BringUp(context.Background(), id)
+		out, err := run(context.Background(), id)
 		j.mu.Lock()
 		defer j.mu.Unlock()
 		j.ran++
@@ -391,6 +396,52 @@ func TestTwoCopiesOfAQueuedResumeJobCommitOnce(t *testing.T) {
 	}
 	if resuming, resumed := w.resumeEvents(sess.ID); resuming != 1 || resumed != 1 {
 		t.Errorf("events paused → resuming %d, resuming → running %d; want 1 each", resuming, resumed)
+	}
+	w.MustHistory(t, sess.ID)
+}
+
+// TestHandedOffResumesGoToResumeJobs: with ResumeJobs set, an open hands
+// its resume to them, not to the app jobs (ReadinessJobs); their job
+// (FinishResume) takes the session to running and does nothing once it
+// runs (it never waits on an app); and the sweep queues a lost resume's
+// job on ResumeJobs again.
+func TestHandedOffResumesGoToResumeJobs(t *testing.T) {
+	w := MustWorld(t)
+	apps, resumes := &goJobs{drop: true}, &goJobs{}
+	w.rewire(t, func(c *lifecycle.Config) { c.ReadinessJobs, c.ResumeJobs = apps, resumes })
+	apps.svc, resumes.svc, resumes.run = w.svc, w.svc, w.svc.FinishResume
+	sess := w.mustIdle(t, 600)
+	if _, err := w.svc.Snapshot(t.Context(), acct, sess.ID); err != nil {
+		t.Fatalf("snapshot: %v", err)
+	}
+	if _, err := w.svc.Open(t.Context(), acct, sess.ID); err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	resumes.wg.Wait()
+	if got := w.mustGet(t, sess.ID); !got.Opened() {
+		t.Fatalf("after the resume job: %s, want running", got.State)
+	}
+	if apps.queued != 0 || resumes.queued != 1 || resumes.lastOutcome != lifecycle.BringUpResumed {
+		t.Errorf("app jobs %d, resume jobs %d (last %q); want 0, 1 resumed", apps.queued, resumes.queued, resumes.lastOutcome)
+	}
+	if out, err := w.svc.FinishResume(t.Context(), sess.ID); err != nil || out != lifecycle.BringUpNothing {
+		t.Errorf("a resume job on the running session: %q, %v; want nothing", out, err)
+	}
+
+	lost := w.mustIdle(t, 600)
+	if _, err := w.svc.Snapshot(t.Context(), acct, lost.ID); err != nil {
+		t.Fatalf("snapshot: %v", err)
+	}
+	resumes.mu.Lock()
+	resumes.drop = true
+	resumes.mu.Unlock()
+	if _, err := w.svc.Open(t.Context(), acct, lost.ID); err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	w.clock.Advance(lifecycle.ResumeRequeueAfter + time.Second)
+	MustRun(t, w.sweeper)
+	if apps.queued != 0 || resumes.queued != 3 {
+		t.Errorf("after the sweep: app jobs %d, resume jobs %d; want 0, 3 (the lost one queued again)", apps.queued, resumes.queued)
 	}
 	w.MustHistory(t, sess.ID)
 }

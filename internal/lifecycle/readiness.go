@@ -110,13 +110,18 @@ func (s *Service) enqueueReadiness(ctx context.Context, sess *Session, from Stat
 // anything, so a job still at work finds its command running, and two
 // copies of a resume's job commit one resuming → running. It reports
 // whether a job was queued (false without ReadinessJobs, or for a session
-// with nothing to bring up). Errors: the queue's (unavailable).
+// with nothing to bring up). A resume's job goes to Config.ResumeJobs when
+// set. Errors: the queue's (unavailable).
 func (s *Service) RequeueReadiness(ctx context.Context, sess *Session) (bool, error) {
 	starting := sess.State == StateRunning && sess.App != nil && sess.Readiness == ReadinessStarting
-	if s.cfg.ReadinessJobs == nil || !starting && !sess.resumeJobDue(s.now()) {
+	jobs := s.cfg.ReadinessJobs
+	if !starting {
+		jobs = s.resumeJobs()
+	}
+	if jobs == nil || !starting && !sess.resumeJobDue(s.now()) {
 		return false, nil
 	}
-	if err := s.cfg.ReadinessJobs.Enqueue(ctx, sess.ID); err != nil {
+	if err := jobs.Enqueue(ctx, sess.ID); err != nil {
 		return false, err
 	}
 	return true, nil
@@ -145,6 +150,7 @@ const (
 	BringUpMoved   BringUpOutcome = "moved" // the session left running (paused, killed) meanwhile
 	// BringUpResumed: the job finished a resume an open handed to it
 	// (Session.ResumeQueued); the running write queued the app's job.
+	// FinishResume's outcome, and BringUp's when there are no ResumeJobs.
 	BringUpResumed BringUpOutcome = "resumed"
 )
 

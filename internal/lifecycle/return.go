@@ -35,7 +35,7 @@ func (s *Session) mayResumeOnReturn(now time.Time) bool {
 // return; anything else is left as it is. The paused → resuming write
 // stores ReturnResumedAt and is conditional on the version read, so of
 // concurrent calls one resumes and the others find the session resuming (or
-// the minute not passed) and do nothing. With Config.ReadinessJobs the
+// the minute not passed) and do nothing. With Config.ResumeJobs or ReadinessJobs the
 // resume finishes in the background, as an open's does (openResume): the
 // channel answers at once and pushes the session's moves. It returns the session as it then
 // is and whether it started a resume. Errors: not_found, forbidden, and a

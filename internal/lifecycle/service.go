@@ -107,6 +107,13 @@ type Config struct {
 	// makes a session with an app running; nil queues none (the session
 	// stays starting).
 	ReadinessJobs ReadinessJobs
+	// ResumeJobs queues the jobs that finish a resume an open of the
+	// stable link or a return handed off (FinishResume), in a queue of
+	// their own so that a user coming back never waits behind other
+	// sessions' slow app bring-ups (docs/READINESS.md "Where it runs").
+	// nil: those jobs go to ReadinessJobs, whose BringUp finishes a handed
+	// off resume too.
+	ResumeJobs ReadinessJobs
 	// ReadyHTTP makes the readiness probes (default: a client that follows
 	// no redirects: a redirect is an answer).
 	ReadyHTTP *http.Client

@@ -157,6 +157,10 @@ func Run(ctx context.Context, opts Config) error {
 	// worker behind the interface the SQS queue implements in AWS.
 	jobs := readiness.New(readiness.Config{Log: opts.Log})
 	deps.ReadinessJobs = jobs
+	// The resumes an open or a return hands off run on a worker of their
+	// own, so a user coming back never waits for a slot behind slow apps.
+	resumes := readiness.New(readiness.Config{Log: opts.Log})
+	deps.ResumeJobs = resumes
 	// Outbound webhooks run in process, one lane per endpoint.
 	hooks := delivery.NewLocal(delivery.LocalConfig{Log: opts.Log})
 	deps.WebhookDispatcher = hooks
@@ -260,6 +264,8 @@ func Run(ctx context.Context, opts Config) error {
 	defer func() { cancel(); timers.Close() }()
 	jobs.Start(ctx, a.Service.BringUp)
 	defer func() { cancel(); jobs.Close() }()
+	resumes.Start(ctx, a.Service.FinishResume)
+	defer func() { cancel(); resumes.Close() }()
 	var wg sync.WaitGroup
 	if lp, ok := a.Provider.(*local.Provider); ok {
 		wg.Add(1)

@@ -2,8 +2,11 @@
 // docs/READINESS.md "Where it runs"; also the resume an open of a stable
 // link hands off, docs/WAKE.md "The resume runs in the background"). Worker is the local stack's
 // lifecycle.ReadinessJobs: an in-process worker with bounded concurrency.
-// AWS uses an SQS queue consumed by the readiness function instead
-// (internal/readiness/sqsjobs).
+// The local stack runs two: one for the app bring-ups (Service.BringUp) and
+// one for the resumes an open or a return hands off (Service.FinishResume,
+// lifecycle.Config.ResumeJobs), so that a user coming back never waits for
+// a slot behind slow apps. AWS uses SQS queues consumed by the readiness
+// function instead (internal/readiness/sqsjobs).
 //
 // A job that fails (a provider or store error, or the worker's context
 // ended mid-way) is run again after a backoff, up to Config.Attempts times,

@@ -3,9 +3,13 @@
 // id, sent by the commit that makes a session with an app running (create,
 // resume), and the readiness function (Handler, functions/readiness)
 // consumes it by calling lifecycle.Service.BringUp. An open of a paused
-// session's stable link sends one too: its job finishes the resume the open
-// handed off (docs/WAKE.md "The resume runs in the background"). The event
-// source mapping's maximum concurrency bounds how many jobs run at once.
+// session's stable link (or a return) sends a resume job: its job finishes
+// the resume the open handed off (docs/WAKE.md "The resume runs in the
+// background"). The stack sends those to a queue of their own (NewResumes,
+// Message.Kind "resume", lifecycle.Service.FinishResume), consumed by the
+// same function under its own maximum concurrency, so that a user coming
+// back never waits behind slow app bring-ups. The event source mappings'
+// maximum concurrency bounds how many jobs run at once.
 //
 // Delivery is at least once and crash-safe: a function that dies mid-way
 // never deletes the message, which comes back after the queue's visibility
@@ -37,23 +41,37 @@ type API interface {
 // Message is a readiness job's body (JSON).
 type Message struct {
 	SessionID string `json:"session_id"`
+	// Kind is KindResume for a job that only finishes a handed-off resume
+	// (lifecycle.Service.FinishResume); absent for a readiness job
+	// (lifecycle.Service.BringUp, which finishes such a resume too).
+	Kind string `json:"kind,omitempty"`
 }
 
-// Jobs sends job messages to one queue. Build it with New.
+// KindResume is Message.Kind of a resume job.
+const KindResume = "resume"
+
+// Jobs sends job messages to one queue. Build it with New or NewResumes.
 type Jobs struct {
 	client   API
 	queueURL string
+	kind     string
 }
 
 var _ lifecycle.ReadinessJobs = (*Jobs)(nil)
 
-// New returns Jobs sending to queueURL through client.
+// New returns Jobs sending readiness jobs to queueURL through client.
 func New(client API, queueURL string) *Jobs { return &Jobs{client: client, queueURL: queueURL} }
+
+// NewResumes returns Jobs sending resume jobs (KindResume) to queueURL
+// through client: lifecycle.Config.ResumeJobs.
+func NewResumes(client API, queueURL string) *Jobs {
+	return &Jobs{client: client, queueURL: queueURL, kind: KindResume}
+}
 
 // Enqueue sends one job message for sessionID, without delay. Errors:
 // unavailable when SQS refused or did not answer.
 func (j *Jobs) Enqueue(ctx context.Context, sessionID string) error {
-	body, err := json.Marshal(Message{SessionID: sessionID})
+	body, err := json.Marshal(Message{SessionID: sessionID, Kind: j.kind})
 	if err != nil {
 		return fmt.Errorf("encode readiness job: %w", err)
 	}
@@ -64,9 +82,11 @@ func (j *Jobs) Enqueue(ctx context.Context, sessionID string) error {
 	return nil
 }
 
-// BringUpper is what a job runs: lifecycle.Service.BringUp.
+// BringUpper is what a job runs: lifecycle.Service's BringUp for a
+// readiness job, FinishResume for a resume job.
 type BringUpper interface {
 	BringUp(ctx context.Context, sessionID string) (lifecycle.BringUpOutcome, error)
+	FinishResume(ctx context.Context, sessionID string) (lifecycle.BringUpOutcome, error)
 }
 
 // Handler is the readiness function's SQS handler. Build it with
@@ -107,7 +127,11 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 			h.log.ErrorContext(ctx, "drop malformed readiness job", "message_id", rec.MessageId, "err", err)
 			continue
 		}
-		out, err := h.bringUp(ctx, m.SessionID)
+		run := h.bringUp
+		if m.Kind == KindResume {
+			run = h.svc.FinishResume // one provider resume: no deadline to continue past
+		}
+		out, err := run(ctx, m.SessionID)
 		if err != nil {
 			h.log.WarnContext(ctx, "readiness job failed; SQS delivers it again", "session_id", m.SessionID, "err", err)
 			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: rec.MessageId})

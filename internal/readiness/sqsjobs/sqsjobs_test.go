@@ -8,6 +8,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -65,6 +66,11 @@ func (f bringUpFunc) BringUp(ctx context.Context, id string) (lifecycle.BringUpO
 	return f(ctx, id)
 }
 
+// FinishResume is never a readiness job's.
+func (f bringUpFunc) FinishResume(context.Context, string) (lifecycle.BringUpOutcome, error) {
+	return "", errors.New("a resume job ran for a readiness message")
+}
+
 func record(id, body string) events.SQSMessage { return events.SQSMessage{MessageId: id, Body: body} }
 
 func TestHandleReportsFailedJobsOnly(t *testing.T) {
@@ -104,5 +110,43 @@ func TestHandleContinuesAJobNearTheDeadlineInANewMessage(t *testing.T) {
 	}
 	if len(f.bodies) != 1 || f.bodies[0] != `{"session_id":"ses_slow"}` {
 		t.Errorf("sent %q, want the job continued in one new message", f.bodies)
+	}
+}
+
+// jobKinds records which job each message ran.
+type jobKinds struct{ ran []string }
+
+func (k *jobKinds) BringUp(_ context.Context, id string) (lifecycle.BringUpOutcome, error) {
+	k.ran = append(k.ran, "bring-up "+id)
+	return lifecycle.BringUpReady, nil
+}
+
+func (k *jobKinds) FinishResume(_ context.Context, id string) (lifecycle.BringUpOutcome, error) {
+	k.ran = append(k.ran, "resume "+id)
+	return lifecycle.BringUpResumed, nil
+}
+
+// TestResumeJobsRunFinishResume: NewResumes' messages carry kind resume
+// and the handler runs them as FinishResume; a message without a kind (a
+// readiness job, or one sent before resume jobs existed) runs BringUp.
+func TestResumeJobsRunFinishResume(t *testing.T) {
+	f := &fakeSQS{}
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	c := sqs.New(sqs.Options{Region: "us-east-1", BaseEndpoint: aws.String(srv.URL), Credentials: aws.AnonymousCredentials{}, RetryMaxAttempts: 1})
+	if err := sqsjobs.NewResumes(c, "https://sqs.example/resume").Enqueue(t.Context(), "ses_b"); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.bodies) != 1 || f.bodies[0] != `{"session_id":"ses_b","kind":"resume"}` {
+		t.Fatalf("sent %q, want one resume job for ses_b", f.bodies)
+	}
+	k := &jobKinds{}
+	resp, err := sqsjobs.NewHandler(k, nil, nil).Handle(t.Context(), events.SQSEvent{Records: []events.SQSMessage{
+		record("m1", f.bodies[0]), record("m2", `{"session_id":"ses_c"}`)}})
+	if err != nil || len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("handle: %v, failures %v", err, resp.BatchItemFailures)
+	}
+	if want := []string{"resume ses_b", "bring-up ses_c"}; !slices.Equal(k.ran, want) {
+		t.Errorf("ran %q, want %q", k.ran, want)
 	}
 }
