@@ -29,8 +29,9 @@ import "strings"
 // stop the app from starting again.
 //
 // <n> is the lock's generation. A start takes the highest generation
-// there is; while its holder runs (the pid in its pid file lives with the
-// start time it recorded, so a reused pid is not taken for it) the start
+// there is; while its holder runs (the pid in its pid file lives, is no
+// zombie, and has the start time it recorded, so a reused pid is not taken
+// for it) the start
 // follows it: it runs nothing, prints that it follows, and ends when the
 // holder ends, with the holder's exit code (1 when the holder died without
 // one, or left no pid within a minute). Once the holder ended, a start
@@ -44,6 +45,7 @@ ident() {
   if [ -r /proc/self/stat ]; then
     s=$(cat "/proc/$1/stat" 2>/dev/null) || return 0
     set -- "$1" ${s##*") "}
+    case $2 in Z | X) return 0 ;; esac
     echo "$1 ${21}"
   elif kill -0 "$1" 2>/dev/null; then
     echo "$1"
