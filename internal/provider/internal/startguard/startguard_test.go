@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -20,13 +21,13 @@ const app = `echo x >> starts; echo up; while [ ! -f stop ]; do sleep 0.05; done
 
 type guarded struct {
 	cmd   *exec.Cmd
+	out   *bufio.Reader
 	first string
 }
 
-// start runs line through the guard with a real outer shell in dir, with
-// TMPDIR=tmp, in its own process group, and returns it once it printed its
-// first line.
-func start(t *testing.T, outer, dir, tmp, line string) *guarded {
+// launch runs line through the guard with a real outer shell in dir, with
+// TMPDIR=tmp, in its own process group, without waiting.
+func launch(t *testing.T, outer, dir, tmp, line string) *guarded {
 	t.Helper()
 	cmd := exec.Command(outer, append([]string{"-c"}, startguard.Args("sandman-app", "sandman-app", "", line)...)...)
 	cmd.Dir = dir
@@ -40,13 +41,25 @@ func start(t *testing.T, outer, dir, tmp, line string) *guarded {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); _ = cmd.Wait() })
-	br := bufio.NewReader(out)
-	first, err := br.ReadString('\n')
+	return &guarded{cmd: cmd, out: bufio.NewReader(out)}
+}
+
+// readFirst waits for g's first line of output, then drains the rest.
+func (g *guarded) readFirst(t *testing.T) *guarded {
+	t.Helper()
+	first, err := g.out.ReadString('\n')
 	if err != nil {
 		t.Fatalf("the guarded command printed nothing: %v", err)
 	}
-	go func() { _, _ = br.WriteTo(discard{}) }()
-	return &guarded{cmd: cmd, first: first}
+	g.first = first
+	go func() { _, _ = g.out.WriteTo(discard{}) }()
+	return g
+}
+
+// start launches line through the guard and waits for its first line.
+func start(t *testing.T, outer, dir, tmp, line string) *guarded {
+	t.Helper()
+	return launch(t, outer, dir, tmp, line).readFirst(t)
 }
 
 func starts(t *testing.T, dir string) int {
@@ -86,12 +99,11 @@ func TestTwoStartsAtOnceRunTheLineOnce(t *testing.T) {
 			}
 			dir := t.TempDir()
 			var gs []*guarded
-			ch := make(chan *guarded)
 			for range 3 {
-				go func() { ch <- start(t, outer, dir, dir, app) }()
+				gs = append(gs, launch(t, outer, dir, dir, app))
 			}
-			for range 3 {
-				gs = append(gs, <-ch)
+			for _, g := range gs {
+				g.readFirst(t)
 			}
 			if n := starts(t, dir); n != 1 {
 				t.Fatalf("the line started %d times, want once", n)
@@ -186,3 +198,53 @@ func TestLineFindsTheCommandLine(t *testing.T) {
 type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+// A holder killed under a parent that does not reap it stays a zombie,
+// which /proc still lists with its start time: it counts as gone, so the
+// next start runs the line again.
+func TestAZombieHolderCountsAsGone(t *testing.T) {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("no /proc")
+	}
+	dir := t.TempDir()
+	// sleep, exec'd in place of the shell, never reaps the guard under it.
+	args := append([]string{"-c", `sh -c "$@" & exec sleep 60`, "outer", "-c"},
+		startguard.Args("sandman-app", "sandman-app", "", app)...)
+	cmd := exec.Command("sh", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "TMPDIR="+dir)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); _ = cmd.Wait() })
+	var holder int
+	for deadline := time.Now().Add(10 * time.Second); holder == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the guard wrote no pid")
+		}
+		pids, _ := filepath.Glob(filepath.Join(dir, "sandman-cmd-*", "pid"))
+		if len(pids) == 1 {
+			b, _ := os.ReadFile(pids[0])
+			holder, _ = strconv.Atoi(strings.Fields(string(b) + " 0")[0])
+		}
+	}
+	if err := syscall.Kill(holder, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		b, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(holder), "stat"))
+		if strings.Contains(string(b), ") Z ") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the killed holder is not a zombie: %q", b)
+		}
+	}
+	if g := start(t, "sh", dir, dir, app); g.first != "up\n" {
+		t.Fatalf("a start after the holder became a zombie printed %q, want the line's own \"up\"", g.first)
+	}
+	if n := starts(t, dir); n != 2 {
+		t.Fatalf("the line started %d times, want twice", n)
+	}
+}
