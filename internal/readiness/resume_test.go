@@ -67,6 +67,7 @@ func TestWakeResumeDoesNotWaitBehindSlowApps(t *testing.T) {
 			t.Fatal(err)
 		}
 		if got.State == lifecycle.StateRunning {
+			t.Logf("the woken session is running %v after its open", time.Since(start))
 			break
 		}
 		if time.Since(start) > 5*time.Second {
