@@ -104,7 +104,9 @@ func (noCallMetrics) CallRefused(string, CallPriority)                {}
 // it waits until it is granted or its ctx ends; then it leaves the queue at
 // once, transient and Refused too, RetryAfter the time the calls then
 // waiting in its class and above take at the rate (CallQueue.Ahead; at
-// least one token interval). cfg.Limit.Off() returns p unchanged.
+// least one token interval). Every call is reported to cfg.Metrics,
+// granted with its wait or refused, by provider and class.
+// cfg.Limit.Off() returns p unchanged (and reports nothing).
 func LimitCalls(p Provider, cfg LimitConfig) Provider {
 	if cfg.Limit.Off() {
 		return p
@@ -155,8 +157,8 @@ func (l *limitedProvider) wait(ctx context.Context, def CallPriority, op, sandbo
 	return err
 }
 
-// take is wait without the metrics: it reports a grant itself, when it
-// knows the wait.
+// take does wait's work: it reports a grant itself (only it knows the
+// wait); wait reports a refusal.
 func (l *limitedProvider) take(ctx context.Context, class CallPriority, op, sandboxID string) error {
 	if err := ctx.Err(); err != nil {
 		return refused(op, sandboxID, 0, fmt.Errorf("no provider call token: %w", err))
