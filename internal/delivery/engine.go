@@ -218,38 +218,39 @@ func (e *Engine) Attempt(ctx context.Context, job Job) error {
 	case ep.Disabled:
 		return e.settle(ctx, d, StatusFailed, "endpoint disabled")
 	}
-	// A failing endpoint gets one attempt at a time: the others wait
-	// (ProbeWait) without counting as attempts, so a dead endpoint never
-	// ties up the capacity other endpoints' deliveries run in.
-	if !ep.FailingSince.IsZero() {
-		held, err := e.holdEndpoint(ctx, ep, now)
-		if err != nil {
+	// A failing or slow endpoint has a cap on attempts under way
+	// (Endpoint.AttemptCap), kept on the endpoint item: an attempt over
+	// the cap waits ProbeWait without counting as an attempt and without
+	// a write (its job comes back), so a dead endpoint's queue costs the
+	// table nothing while it waits and a slow one never ties up the
+	// capacity other endpoints' deliveries run in.
+	limit := ep.AttemptCap()
+	var hold time.Time
+	if limit > 0 {
+		if hold, err = e.holdEndpoint(ctx, ep, limit, now); err != nil {
 			return err
 		}
-		if !held {
-			prev := d.Version
-			d.NextAttemptAt, d.Version, d.UpdatedAt = now.Add(ProbeWait), d.Version+1, now
-			if err := e.store.UpdateDelivery(ctx, d, prev); err != nil {
-				if lifecycle.ErrorCode(err) == lifecycle.CodeConflict {
-					return nil
-				}
-				return err
-			}
-			return e.dispatch.Dispatch(ctx, job, d.NextAttemptAt)
+		if hold.IsZero() {
+			return e.dispatch.Dispatch(ctx, job, now.Add(ProbeWait))
 		}
 	}
-	// Claim: a copy of this job arriving meanwhile finds it not due.
-	prev := d.Version
-	d.NextAttemptAt, d.Version, d.UpdatedAt = now.Add(AttemptTimeout+claimSlack), d.Version+1, now
-	if err := e.store.UpdateDelivery(ctx, d, prev); err != nil {
-		if lifecycle.ErrorCode(err) == lifecycle.CodeConflict {
-			return nil // another copy claimed it
+	// Claim: a copy of this job arriving meanwhile finds it not due. With
+	// a cap of one the endpoint's hold is the claim: no copy attempts
+	// until this attempt is recorded and the hold let go.
+	if limit != 1 {
+		prev := d.Version
+		d.NextAttemptAt, d.Version, d.UpdatedAt = now.Add(AttemptTimeout+claimSlack), d.Version+1, now
+		if err := e.store.UpdateDelivery(ctx, d, prev); err != nil {
+			if lifecycle.ErrorCode(err) == lifecycle.CodeConflict {
+				e.letGo(ctx, ep, hold)
+				return nil // another copy claimed it
+			}
+			return err
 		}
-		return err
 	}
 
 	a := e.send(ctx, ep, d)
-	prev = d.Version
+	prev := d.Version
 	d.Attempts = append(d.Attempts, a)
 	d.Version++
 	d.UpdatedAt = e.clock.Now()
@@ -267,7 +268,7 @@ func (e *Engine) Attempt(ctx context.Context, job Job) error {
 	if err := e.store.UpdateDelivery(ctx, d, prev); err != nil {
 		return fmt.Errorf("record attempt of delivery %s: %w", d.ID, err)
 	}
-	e.endpointHealth(ctx, ep, a)
+	e.endpointHealth(ctx, ep, a, hold)
 	switch d.Status {
 	case StatusPending:
 		next := Job{AccountID: d.AccountID, EndpointID: d.EndpointID, DeliveryID: d.ID, Seq: len(d.Attempts)}
@@ -306,24 +307,69 @@ func (e *Engine) Redelivered(ctx context.Context, job Job) error {
 	return e.Attempt(ctx, job)
 }
 
-// holdEndpoint takes a failing endpoint for one attempt (a conditional
-// write of ProbeUntil); false when another attempt holds it or won the
-// race.
-func (e *Engine) holdEndpoint(ctx context.Context, ep *Endpoint, now time.Time) (bool, error) {
-	if now.Before(ep.ProbeUntil) {
-		return false, nil
+// holdEndpoint takes one of the limit holds of a capped endpoint for an
+// attempt at now (a conditional write of its Holds, read again after a lost
+// race, three tries) and returns the hold's end; zero when the endpoint is
+// at its cap.
+func (e *Engine) holdEndpoint(ctx context.Context, ep *Endpoint, limit int, now time.Time) (time.Time, error) {
+	for try := 0; try < 3; try++ {
+		if try > 0 {
+			fresh, err := e.store.GetEndpoint(ctx, ep.AccountID, ep.ID)
+			if lifecycle.ErrorCode(err) == lifecycle.CodeNotFound {
+				return time.Time{}, nil
+			}
+			if err != nil {
+				return time.Time{}, err
+			}
+			*ep = *fresh
+			if c := ep.AttemptCap(); c > 0 {
+				limit = min(limit, c) // never above the cap the caller's claim was decided on
+			}
+		}
+		live := ep.liveHolds(now)
+		if len(live) >= limit {
+			return time.Time{}, nil
+		}
+		prev := ep.Version
+		end := now.Add(AttemptTimeout + claimSlack)
+		ep.Holds, ep.Version, ep.UpdatedAt = append(live, end), ep.Version+1, now
+		err := e.store.UpdateEndpoint(ctx, ep, prev)
+		switch lifecycle.ErrorCode(err) {
+		case "":
+			return end, nil
+		case lifecycle.CodeNotFound:
+			return time.Time{}, nil
+		case lifecycle.CodeConflict:
+			continue
+		default:
+			return time.Time{}, err
+		}
+	}
+	return time.Time{}, nil
+}
+
+// letGo gives back a hold an attempt did not use (best effort: it ends on
+// its own).
+func (e *Engine) letGo(ctx context.Context, ep *Endpoint, hold time.Time) {
+	if hold.IsZero() {
+		return
 	}
 	prev := ep.Version
-	ep.ProbeUntil, ep.Version, ep.UpdatedAt = now.Add(AttemptTimeout+claimSlack), ep.Version+1, now
-	err := e.store.UpdateEndpoint(ctx, ep, prev)
-	switch lifecycle.ErrorCode(err) {
-	case "":
-		return true, nil
-	case lifecycle.CodeConflict, lifecycle.CodeNotFound:
-		return false, nil
-	default:
-		return false, err
+	ep.Holds, ep.Version, ep.UpdatedAt = dropHold(ep.liveHolds(e.clock.Now()), hold), ep.Version+1, e.clock.Now()
+	if err := e.store.UpdateEndpoint(ctx, ep, prev); err != nil && lifecycle.ErrorCode(err) != lifecycle.CodeConflict {
+		e.log.WarnContext(ctx, "delivery: let go of an endpoint hold", "endpoint_id", ep.ID, "err", err)
 	}
+}
+
+// dropHold returns holds without one hold equal to h (two equal holds are
+// alike: either may go).
+func dropHold(holds []time.Time, h time.Time) []time.Time {
+	for i, x := range holds {
+		if x.Equal(h) {
+			return append(holds[:i:i], holds[i+1:]...)
+		}
+	}
+	return holds
 }
 
 // settle ends a pending delivery without an attempt.
@@ -406,11 +452,21 @@ func refusedText(err error) string {
 	return "refused: " + s
 }
 
-// endpointHealth tracks an endpoint's failures after an attempt: a success
-// clears FailingSince; a failure sets it if unset, and disables the
-// endpoint once it is DisableAfter old; a hold (ProbeUntil) is let go. Best effort: a lost race is tried
+// endpointHealth tracks an endpoint's failures and slowness after an
+// attempt and lets go of the attempt's hold (zero: none). A success clears
+// FailingSince; a failure sets it if unset, holds the endpoint for FailingGap
+// from the attempt's start (so a failing endpoint gets at most one attempt
+// each FailingGap, however fast it fails), and disables the endpoint once it
+// is DisableAfter old. An answer (or a timeout) after SlowAnswer or more
+// sets SlowSince if unset; a quicker answer clears it. Holds that ended
+// are dropped. Nothing changed, nothing is written: a healthy quick
+// endpoint's attempts never write it. Best effort: a lost race is tried
 // once more, other failures are logged.
-func (e *Engine) endpointHealth(ctx context.Context, ep *Endpoint, a Attempt) {
+func (e *Engine) endpointHealth(ctx context.Context, ep *Endpoint, a Attempt, hold time.Time) {
+	now := e.clock.Now()
+	latency := time.Duration(a.LatencyMS) * time.Millisecond
+	answered := a.StatusCode != 0
+	slow := latency >= SlowAnswer && (answered || strings.HasPrefix(a.Error, "timeout"))
 	for try := 0; try < 2; try++ {
 		if try > 0 {
 			fresh, err := e.store.GetEndpoint(ctx, ep.AccountID, ep.ID)
@@ -420,8 +476,9 @@ func (e *Engine) endpointHealth(ctx context.Context, ep *Endpoint, a Attempt) {
 			ep = fresh
 		}
 		prev := ep.Version
-		changed := !ep.ProbeUntil.IsZero() // this attempt held the endpoint: let go
-		ep.ProbeUntil = time.Time{}
+		holds := dropHold(ep.liveHolds(now), hold)
+		changed := len(holds) != len(ep.Holds)
+		ep.Holds = holds
 		switch {
 		case a.Succeeded() && !ep.FailingSince.IsZero():
 			ep.FailingSince, changed = time.Time{}, true
@@ -432,10 +489,19 @@ func (e *Engine) endpointHealth(ctx context.Context, ep *Endpoint, a Attempt) {
 			ep.DisabledReason = fmt.Sprintf("disabled automatically: every delivery failed since %s (%s)",
 				ep.FailingSince.UTC().Format(time.RFC3339), DisableAfter)
 		}
+		if spaced := a.At.Add(FailingGap); !a.Succeeded() && now.Before(spaced) {
+			ep.Holds, changed = append(ep.Holds, spaced), true
+		}
+		switch {
+		case slow && ep.SlowSince.IsZero():
+			ep.SlowSince, changed = a.At, true
+		case answered && !slow && !ep.SlowSince.IsZero():
+			ep.SlowSince, changed = time.Time{}, true
+		}
 		if !changed {
 			return
 		}
-		ep.Version, ep.UpdatedAt = ep.Version+1, e.clock.Now()
+		ep.Version, ep.UpdatedAt = ep.Version+1, now
 		err := e.store.UpdateEndpoint(ctx, ep, prev)
 		if err == nil || lifecycle.ErrorCode(err) != lifecycle.CodeConflict {
 			if err != nil {
