@@ -63,6 +63,9 @@ type Config struct {
 	OnExhausted func(ctx context.Context, d *Delivery) error
 	// Log receives failures. Default slog.Default().
 	Log *slog.Logger
+	// ProbeWait is how long an attempt over its endpoint's cap waits.
+	// Default ProbeWait (20 s); tests running on the wall clock shorten it.
+	ProbeWait time.Duration
 }
 
 // Engine accepts events and runs delivery attempts. It is safe for
@@ -75,6 +78,11 @@ type Engine struct {
 	client    *http.Client
 	exhausted func(ctx context.Context, d *Delivery) error
 	log       *slog.Logger
+	probeWait time.Duration
+	// gap is the least time between the starts of two attempts to a
+	// failing endpoint: FailingGap, or the schedule's shortest retry wait
+	// when shorter, so the gap never stretches a delivery's own schedule.
+	gap time.Duration
 }
 
 // NewClient returns the HTTP client deliveries use: every connection dialled
@@ -110,8 +118,15 @@ func NewEngine(cfg Config) (*Engine, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
+	if cfg.ProbeWait <= 0 {
+		cfg.ProbeWait = ProbeWait
+	}
+	gap := FailingGap
+	for _, w := range cfg.Schedule[1:] {
+		gap = min(gap, w)
+	}
 	return &Engine{store: cfg.Store, dispatch: cfg.Dispatcher, clock: cfg.Clock, schedule: cfg.Schedule,
-		client: cfg.Client, exhausted: cfg.OnExhausted, log: cfg.Log}, nil
+		client: cfg.Client, exhausted: cfg.OnExhausted, log: cfg.Log, probeWait: cfg.ProbeWait, gap: gap}, nil
 }
 
 // Body is the JSON body of every delivery: the event's type, when it was
@@ -231,7 +246,7 @@ func (e *Engine) Attempt(ctx context.Context, job Job) error {
 			return err
 		}
 		if hold.IsZero() {
-			return e.dispatch.Dispatch(ctx, job, now.Add(ProbeWait))
+			return e.dispatch.Dispatch(ctx, job, now.Add(e.probeWait))
 		}
 	}
 	// Claim: a copy of this job arriving meanwhile finds it not due. With
@@ -454,9 +469,10 @@ func refusedText(err error) string {
 
 // endpointHealth tracks an endpoint's failures and slowness after an
 // attempt and lets go of the attempt's hold (zero: none). A success clears
-// FailingSince; a failure sets it if unset, holds the endpoint for FailingGap
-// from the attempt's start (so a failing endpoint gets at most one attempt
-// each FailingGap, however fast it fails), and disables the endpoint once it
+// FailingSince; a failure sets it if unset, holds the endpoint for the gap
+// (FailingGap, or the schedule's shortest retry wait) from the attempt's
+// start, so a failing endpoint gets at most one attempt each gap, however
+// fast it fails, and disables the endpoint once it
 // is DisableAfter old. An answer (or a timeout) after SlowAnswer or more
 // sets SlowSince if unset; a quicker answer clears it. Holds that ended
 // are dropped. Nothing changed, nothing is written: a healthy quick
@@ -489,7 +505,7 @@ func (e *Engine) endpointHealth(ctx context.Context, ep *Endpoint, a Attempt, ho
 			ep.DisabledReason = fmt.Sprintf("disabled automatically: every delivery failed since %s (%s)",
 				ep.FailingSince.UTC().Format(time.RFC3339), DisableAfter)
 		}
-		if spaced := a.At.Add(FailingGap); !a.Succeeded() && now.Before(spaced) {
+		if spaced := a.At.Add(e.gap); !a.Succeeded() && now.Before(spaced) {
 			ep.Holds, changed = append(ep.Holds, spaced), true
 		}
 		switch {

@@ -37,9 +37,10 @@ const (
 	// delivery is not written.
 	ProbeWait = 20 * time.Second
 	// FailingGap is the least time between the starts of two attempts to
-	// a failing endpoint (ours; the schedule's shortest retry wait): one
-	// that refuses at once gets at most 12 attempts a minute, however
-	// many deliveries wait for it.
+	// a failing endpoint (ours; DefaultSchedule's shortest retry wait; a
+	// schedule with a shorter one shortens it to that): one that refuses
+	// at once gets at most 12 attempts a minute, however many deliveries
+	// wait for it.
 	FailingGap = 5 * time.Second
 	// SlowAnswer: an attempt answered after this long (5 s, a third of
 	// AttemptTimeout) marks its endpoint slow (ours).
