@@ -727,3 +727,63 @@ func TestARefillRequestThatCannotBeSentLeavesTheClaimAndTheSweepRefills(t *testi
 		t.Errorf("the pool is not back to its size after the sweep's fill")
 	}
 }
+
+// TestTwoCompletionsOfOneLostClaimCountItOnce: two completions of the same
+// dead claim overlap (a client's retry and the sweep's reconcile, both
+// after the lease): both find the spare gone and go cold, one writes the
+// session running, the other loses its conditional write and kills its
+// sandbox. The spare is counted lost once, by the one that wrote.
+func TestTwoCompletionsOfOneLostClaimCountItOnce(t *testing.T) {
+	e, pool := poolEnv(t, 1, lifecycle.TierPaused)
+	e.svc.FillPools(t.Context())
+	e.fake.Forget(e.spares(t, pool.ID)[0].SandboxID)
+	crasher := &reliability.Crasher{At: func(s reliability.Step) bool { return s.Op == "create" }}
+	dying := e.svc.Config()
+	dying.Store, dying.Provider = crasher.Store(dying.Store), crasher.Provider(dying.Provider)
+	in := lifecycle.CreateInput{Template: "base", App: appInput(poolLine, 60), IdempotencyKey: "k1"}
+	if _, _, err := lifecycle.NewService(dying).Create(t.Context(), acct, in); err == nil {
+		t.Fatal("the dying create succeeded")
+	}
+	e.clock.Advance(e.svc.Policy().LeaseDuration + time.Second)
+
+	// The first completion stops at its provider create until the second
+	// has written the session running.
+	reached, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	e.fake.SetOnCall(func(op fake.Op, _ string) {
+		if op != fake.OpCreate {
+			return
+		}
+		first := false
+		once.Do(func() { first = true })
+		if first {
+			close(reached)
+			<-release
+		}
+	})
+	firstErr := make(chan error, 1)
+	go func() {
+		_, _, err := e.svc.Create(t.Context(), acct, in)
+		firstErr <- err
+	}()
+	<-reached
+	sess, _, err := e.svc.Create(t.Context(), acct, in)
+	if err != nil || sess.State != lifecycle.StateRunning {
+		t.Fatalf("second completion = %v, %v; want the session running", sess, err)
+	}
+	close(release)
+	if err := <-firstErr; err != nil && !lifecycle.IsCode(err, lifecycle.CodeConflict) {
+		t.Errorf("first completion = %v, want the session or a conflict: the second wrote the outcome", err)
+	}
+	e.fake.SetOnCall(nil)
+
+	if got := e.mustGet(t, sess.ID); got.State != lifecycle.StateRunning || got.SandboxID != sess.SandboxID {
+		t.Errorf("stored session %s on %s, want running on %s", got.State, got.SandboxID, sess.SandboxID)
+	}
+	if live := e.fake.Sandboxes(); len(live) != 1 {
+		t.Errorf("%d sandboxes live, want 1: the losing completion kills its own", len(live))
+	}
+	if st := e.poolStatus(t, pool.ID); st.Lost != 1 || st.Hits != 0 || st.Misses != 1 {
+		t.Errorf("status = %+v, want the spare lost once: 1 lost, 0 hits, 1 miss", st)
+	}
+}

@@ -168,9 +168,11 @@ func (s *Service) claimFallBack(ctx context.Context, sess *Session, goneID strin
 	}
 	sess.SandboxID, sess.FromPool, sess.PoolID, sess.PreviewURL = "", false, "", ""
 	err := s.provisionSandbox(ctx, sess, release)
-	// Counted once the outcome is written, so a fallback that died and is
-	// completed by Reconcile counts once.
-	if s.settled(ctx, sess.ID, err) {
+	// Counted once the outcome is written, by the completion that wrote it:
+	// a fallback that died and is completed by Reconcile counts once, and of
+	// two overlapping completions the one that lost its conditional write
+	// (a conflict) counts nothing.
+	if !IsCode(err, CodeConflict) && s.settled(ctx, sess.ID, err) {
 		s.noteLostSpare(ctx, poolID, goneID)
 	}
 	// In case the provider's "gone" was wrong: nothing names the sandbox now.

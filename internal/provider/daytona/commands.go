@@ -14,6 +14,7 @@ import (
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/provider/internal/provhttp"
+	"github.com/sandmanhq/sandman/internal/provider/internal/startguard"
 )
 
 var _ lifecycle.CommandRunner = (*Provider)(nil)
@@ -93,8 +94,17 @@ func (p *Provider) toolbox(ctx context.Context, op, sandboxID string) (*url.URL,
 // …/session/{name}/exec with runAsync), unless a command of that session
 // still runs: then it starts nothing. A session whose command exited is
 // deleted and made again. The exec body has no cwd or env fields, so the
-// line becomes `cd <cwd> && env PORT=<port> K=V… sh -c <line>`, each part
-// shell-quoted. Errors: gone, transient.
+// line becomes `cd <cwd> && env K=V… PORT=<port> sh -c <guard> …
+// <line>` (shellLine), each part shell-quoted.
+//
+// Looking and starting are separate calls: two jobs at once can both find
+// the session empty (a start died between making it and its exec) and
+// both exec into it, or both find it gone and race to make it. So the line
+// runs through the start guard, which runs it once per boot of the
+// sandbox's container and makes any later start follow the running one
+// (ending with its exit code); a stop and start is a new boot, so the app
+// starts again even when the container's /tmp kept the old lock
+// (docs/READINESS.md "One start per boot"). Errors: gone, transient.
 func (p *Provider) StartCommand(ctx context.Context, sandboxID string, cmd lifecycle.Command) (lifecycle.CommandStatus, error) {
 	const op = "start_command"
 	if err := checkID(op, sandboxID); err != nil {
@@ -152,7 +162,9 @@ func (p *Provider) StartCommand(ctx context.Context, sandboxID string, cmd lifec
 }
 
 // shellLine is cmd as one line for a toolbox session, which takes no cwd
-// or env: `cd <cwd> && env PORT=<port> K=V… sh -c <line>`.
+// or env: `cd <cwd> && env K=V… PORT=<port> sh -c <guard> <name> <name>
+// sh <line>`, the line run through the start guard
+// (internal/provider/internal/startguard), every part shell-quoted.
 func shellLine(cmd lifecycle.Command) string {
 	var b strings.Builder
 	if cmd.Cwd != "" {
@@ -172,12 +184,15 @@ func shellLine(cmd lifecycle.Command) string {
 	if cmd.Port > 0 {
 		b.WriteString(" PORT=" + strconv.Itoa(cmd.Port))
 	}
-	b.WriteString(" sh -c " + shellQuote(cmd.Line))
+	b.WriteString(" sh -c")
+	for _, a := range startguard.Args(cmd.Name, cmd.Name, "sh", cmd.Line) {
+		b.WriteString(" " + shellQuote(a))
+	}
 	return b.String()
 }
 
 // shellQuote quotes s for sh in single quotes.
-func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+func shellQuote(s string) string { return startguard.Quote(s) }
 
 // CommandStatus reads the toolbox session named name (GET
 // <toolbox>/process/session/{name}): running while its last command has no

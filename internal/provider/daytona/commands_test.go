@@ -11,6 +11,7 @@ import (
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/provider/daytona/daytonatest"
+	"github.com/sandmanhq/sandman/internal/provider/internal/startguard"
 )
 
 var app = lifecycle.Command{Name: lifecycle.AppCommandName, Line: "npm run dev -- --host 'all'", Cwd: "my app",
@@ -28,7 +29,8 @@ func TestStartCommandTwiceExecsOnce(t *testing.T) {
 	if len(cmds) != 1 {
 		t.Fatalf("commands executed: %q, want one", cmds)
 	}
-	want := `cd 'my app' && env 'NODE_ENV=development' PORT=3000 sh -c 'npm run dev -- --host '\''all'\'''`
+	want := `cd 'my app' && env 'NODE_ENV=development' PORT=3000 sh -c ` + startguard.Quote(startguard.Script) +
+		` 'sandman-app' 'sandman-app' 'sh' 'npm run dev -- --host '\''all'\'''`
 	if cmds[0] != want {
 		t.Errorf("exec line = %s\nwant        %s", cmds[0], want)
 	}

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/provider/internal/startguard"
 )
 
 var _ lifecycle.CommandRunner = (*Provider)(nil)
@@ -63,12 +64,21 @@ type listAnswer struct {
 
 // StartCommand starts cmd in the background through envd, tagged with
 // cmd.Name, unless a process of that tag runs. As E2B's SDK does, the line
-// runs as /bin/bash -l -c; PORT is set to cmd.Port (dev servers honour it).
+// runs under /bin/bash -l; PORT is set to cmd.Port (dev servers honour it).
 // No Connect-Timeout-Ms is sent, so envd never kills the server, and the
 // stream is dropped once the start event names its pid. Because E2B may list
 // no processes after a resume although the server still runs
 // (e2b-dev/E2B#1031), a port that already answers is taken as the server
-// running and nothing is started. Errors: gone, transient.
+// running and nothing is started.
+//
+// Listing and starting are two calls, so two jobs at once, or a job after
+// a resume whose list came back empty while the kept server still boots,
+// can both start: the line runs through the start guard
+// (internal/provider/internal/startguard), bash -l -c <guard> <name> <name>
+// /bin/bash <line>, which runs it once per boot of the VM (a resume from
+// E2B's memory snapshot is the same boot) and makes any other start follow
+// that one (docs/READINESS.md "One start per boot"). Errors: gone,
+// transient.
 func (p *Provider) StartCommand(ctx context.Context, sandboxID string, cmd lifecycle.Command) (lifecycle.CommandStatus, error) {
 	const op = "start_command"
 	if err := checkID(op, sandboxID); err != nil {
@@ -89,7 +99,8 @@ func (p *Provider) StartCommand(ctx context.Context, sandboxID string, cmd lifec
 	if cmd.Port > 0 {
 		envs["PORT"] = strconv.Itoa(cmd.Port)
 	}
-	body, err := json.Marshal(startRequest{Process: processConfig{Cmd: "/bin/bash", Args: []string{"-l", "-c", cmd.Line},
+	args := append([]string{"-l", "-c"}, startguard.Args(cmd.Name, cmd.Name, "/bin/bash", cmd.Line)...)
+	body, err := json.Marshal(startRequest{Process: processConfig{Cmd: "/bin/bash", Args: args,
 		Envs: envs, Cwd: cmd.Cwd}, Tag: cmd.Name})
 	if err != nil {
 		return lifecycle.CommandStatus{}, fmt.Errorf("encode start request: %w", err)

@@ -15,6 +15,7 @@ import (
 	"sync"
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/provider/internal/startguard"
 )
 
 var _ lifecycle.CommandRunner = (*Provider)(nil)
@@ -117,9 +118,9 @@ func (p *Provider) KeepsProcesses() bool { return false }
 // one GET of the port's preview (an app that answers is taken as the
 // command running). A process that dies between the start and the tag
 // leaves a command no one can find, and its redelivered job starts the
-// command again; the line runs through startGuard, which lets one start
-// per session run it and makes any other follow that one, so one server
-// runs. A tag that cannot be written (the sandbox holds Vercel's 5
+// command again; the line runs through the start guard (guardedArgs),
+// which lets one start per session run it and makes any other follow that
+// one, so one server runs. A tag that cannot be written (the sandbox holds Vercel's 5
 // already) is logged; the command still started.
 // Errors: gone (no running session), transient.
 func (p *Provider) StartCommand(ctx context.Context, sandboxID string, cmd lifecycle.Command) (lifecycle.CommandStatus, error) {
@@ -174,64 +175,16 @@ func (p *Provider) StartCommand(ctx context.Context, sandboxID string, cmd lifec
 	return commandStatusOf(ans), nil
 }
 
-// startGuard is the sh script every command is started through, so that
-// it runs at most once per Vercel session however many times it is
-// started: Vercel lists no commands, and a process that dies between the
-// start and the tag write leaves a command no one finds, whose redelivered
-// job starts it again (docs/providers/vercel.md "Running a command, and
-// readiness"). Its arguments: $0 the command's name, $1 a lock key naming
-// the command and the session (guardKey), $2 the command line.
-//
-// The first start makes the lock directory $TMPDIR/sandman-cmd-<key>
-// (mkdir is atomic), writes its pid there, runs the line with sh -c and
-// records its exit code. Any later start of the same key in the session
-// runs nothing: it follows the first while it runs (its status reads
-// running) and ends with the first's exit code (or 1 when the first died
-// without one). A new session is a new VM and a new key, so a resume
-// starts the command afresh. When no lock can be made at all (no writable
-// temporary directory) the line runs unguarded, as before.
-const startGuard = `l="${TMPDIR:-/tmp}/sandman-cmd-$1"
-if ! mkdir "$l" 2>/dev/null; then
-  [ -d "$l" ] || exec sh -c "$2"
-  echo "sandman: $0 already runs in this session; following it"
-  i=0
-  while [ ! -s "$l/exit" ]; do
-    p=$(cat "$l/pid" 2>/dev/null)
-    if [ -n "$p" ]; then
-      kill -0 "$p" 2>/dev/null || [ -s "$l/exit" ] || { echo "sandman: $0 ended without an exit code" >&2; exit 1; }
-    elif [ "$((i += 1))" -gt 60 ]; then
-      echo "sandman: $0 left no pid" >&2; exit 1
-    fi
-    sleep 1
-  done
-  c=$(cat "$l/exit")
-  echo "sandman: $0 exited with code $c" >&2
-  exit "$c"
-fi
-echo "$$" >"$l/pid"
-sh -c "$2"
-c=$?
-echo "$c" >"$l/exit"
-exit "$c"
-`
-
-// guardedArgs are the arguments of sh that run cmd through startGuard in
-// session sessionID: -c, the script, then its $0, $1 and $2 (passed as
-// arguments, never spliced into the script).
+// guardedArgs are the arguments of sh that run cmd through the start
+// guard (internal/provider/internal/startguard), keyed by the command's
+// name and the Vercel session: Vercel lists no commands, and a process
+// that dies between the start and the tag write leaves a command no one
+// finds, whose redelivered job starts it again (docs/providers/vercel.md
+// "Running a command in the sandbox, and readiness"). The guard lets one
+// start per boot of the session's VM run the line; any other follows it
+// and ends with its exit code.
 func guardedArgs(cmd lifecycle.Command, sessionID string) []string {
-	return []string{"-c", startGuard, cmd.Name, guardKey(cmd.Name + "-" + sessionID), cmd.Line}
-}
-
-// guardKey makes s safe as a file name: every byte other than ASCII
-// letters, digits, '-', '_' and '.' becomes '_'.
-func guardKey(s string) string {
-	return strings.Map(func(r rune) rune {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
-			return r
-		}
-		return '_'
-	}, s)
+	return append([]string{"-c"}, startguard.Args(cmd.Name, cmd.Name+"-"+sessionID, "sh", cmd.Line)...)
 }
 
 // tagCommand records sc as the sandbox's tag for the command name, keeping

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/provider/internal/startguard"
 	"github.com/sandmanhq/sandman/internal/provider/vercel/verceltest"
 )
 
@@ -33,8 +34,8 @@ func TestStartCommandRunsDetachedShellWithPort(t *testing.T) {
 	if len(cmds) != 1 {
 		t.Fatalf("the session holds %d commands, want 1 (the second start finds the first by its id)", len(cmds))
 	}
-	if c := cmds[0]; c.Name != "sh" || len(c.Args) != 5 || c.Args[0] != "-c" || c.Args[4] != "npm run dev" || c.Cwd != "/app" {
-		t.Errorf("command = %+v; want sh -c <the start guard> … \"npm run dev\" in /app", c)
+	if line, ok := startguard.Line(cmds[0].Args); cmds[0].Name != "sh" || !ok || line != "npm run dev" || cmds[0].Cwd != "/app" {
+		t.Errorf("command = %+v; want sh -c <the start guard> … \"npm run dev\" in /app", cmds[0])
 	}
 	if got := f.Requests(verceltest.OpCommand); got != 1 {
 		t.Errorf("run-command requests = %d, want 1", got)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sandmanhq/sandman/internal/provider/internal/fakehttp"
+	"github.com/sandmanhq/sandman/internal/provider/internal/startguard"
 )
 
 // The toolbox's process sessions and the preview per port
@@ -201,10 +202,12 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.cmdSeq++
+	// The adapter's start guard is read past: what counts is the line.
+	line := startguard.Unwrap(body.Command)
 	c := &toolCommand{ID: fmt.Sprintf("cmd-%06d", s.cmdSeq), Command: body.Command, StartedAt: s.opts.Clock.Now(),
-		NoListen: strings.Contains(body.Command, "--no-listen")}
-	c.Ports = fakehttp.ListenPorts(body.Command, "")
-	if m := exitOf.FindStringSubmatch(body.Command); m != nil {
+		NoListen: strings.Contains(line, "--no-listen")}
+	c.Ports = fakehttp.ListenPorts(line, "")
+	if m := exitOf.FindStringSubmatch(line); m != nil {
 		code, _ := strconv.Atoi(m[1])
 		c.ExitCode = &code
 		c.Output = fmt.Sprintf("starting\nexited with %d\n", code)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/provider/internal/fakehttp"
+	"github.com/sandmanhq/sandman/internal/provider/internal/startguard"
 )
 
 // Process is a background process the fake's envd "runs": it runs nothing,
@@ -67,9 +68,13 @@ const (
 	OpPreview      Op = "preview"
 )
 
-// line is p's command line: the last argument of the SDK's
+// line is p's command line: the line the adapter's start guard runs
+// (bash -l -c <guard> … <line>), else the last argument of the SDK's
 // /bin/bash -l -c <cmd>, else the command and its arguments.
 func (p Process) line() string {
+	if line, ok := startguard.Line(p.Args); ok {
+		return line
+	}
 	if len(p.Args) >= 2 && p.Args[len(p.Args)-2] == "-c" {
 		return p.Args[len(p.Args)-1]
 	}
