@@ -477,13 +477,15 @@ func refusedText(err error) string {
 // sets SlowSince if unset; a quicker answer clears it. Holds that ended
 // are dropped. Nothing changed, nothing is written: a healthy quick
 // endpoint's attempts never write it. Best effort: a lost race is tried
-// once more, other failures are logged.
+// again, up to SlowEndpointConcurrency more times (every other holder may
+// win one race against it), other failures are logged; a hold not let go
+// ends on its own.
 func (e *Engine) endpointHealth(ctx context.Context, ep *Endpoint, a Attempt, hold time.Time) {
 	now := e.clock.Now()
 	latency := time.Duration(a.LatencyMS) * time.Millisecond
 	answered := a.StatusCode != 0
 	slow := latency >= SlowAnswer && (answered || strings.HasPrefix(a.Error, "timeout"))
-	for try := 0; try < 2; try++ {
+	for try := 0; try <= SlowEndpointConcurrency; try++ {
 		if try > 0 {
 			fresh, err := e.store.GetEndpoint(ctx, ep.AccountID, ep.ID)
 			if err != nil {
