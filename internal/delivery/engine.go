@@ -202,13 +202,16 @@ func (e *Engine) accept(ctx context.Context, ev lifecycle.Event) error {
 	return nil
 }
 
-// Attempt runs the attempt job names, if it is still due: it claims the
-// delivery (a conditional write), POSTs the payload, records the attempt
-// and then either settles the delivery (succeeded, or failed when the
-// schedule ran out) or dispatches the next attempt. A stale job (the
-// delivery moved on) is dropped; a job that came early (an SQS hop) is
-// dispatched again for its time. Errors: the store or dispatcher failed
-// (the caller runs the job again later).
+// Attempt runs the attempt job names, if it is still due: on a failing or
+// slow endpoint it first takes one of the endpoint's holds
+// (Endpoint.AttemptCap; none free: the job comes back after ProbeWait and
+// nothing is written), it claims the delivery (a conditional write; a
+// failing endpoint's single hold is the claim), POSTs the payload, records
+// the attempt and then either settles the delivery (succeeded, or failed
+// when the schedule ran out) or dispatches the next attempt. A stale job
+// (the delivery moved on) is dropped; a job that came early (an SQS hop)
+// is dispatched again for its time. Errors: the store or dispatcher
+// failed (the caller runs the job again later).
 func (e *Engine) Attempt(ctx context.Context, job Job) error {
 	d, err := e.store.GetDelivery(ctx, job.EndpointID, job.DeliveryID)
 	if lifecycle.ErrorCode(err) == lifecycle.CodeNotFound {
