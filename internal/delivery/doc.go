@@ -25,7 +25,12 @@
 // locally a Local runner (in process, one bounded lane per endpoint so a
 // slow endpoint never delays another), in AWS an SQS queue
 // (internal/delivery/sqsqueue) consumed by functions/deliver, which waits
-// through message delays, never sleeping.
+// through message delays, never sleeping. A failing endpoint (one attempt
+// at a time, one start each FailingGap) and a slow one
+// (SlowEndpointConcurrency at once) are capped across every process by
+// holds on the endpoint item (Endpoint.Holds); an attempt over the cap
+// waits ProbeWait without a write, so a dead endpoint's queue costs the
+// table nothing while it waits.
 //
 // Targets are checked twice (Guard): at registration the URL's host must
 // resolve only to public addresses (and be https), and at every attempt the

@@ -63,6 +63,9 @@ type Config struct {
 	OnExhausted func(ctx context.Context, d *Delivery) error
 	// Log receives failures. Default slog.Default().
 	Log *slog.Logger
+	// ProbeWait is how long an attempt over its endpoint's cap waits.
+	// Default ProbeWait (20 s); tests running on the wall clock shorten it.
+	ProbeWait time.Duration
 }
 
 // Engine accepts events and runs delivery attempts. It is safe for
@@ -75,6 +78,11 @@ type Engine struct {
 	client    *http.Client
 	exhausted func(ctx context.Context, d *Delivery) error
 	log       *slog.Logger
+	probeWait time.Duration
+	// gap is the least time between the starts of two attempts to a
+	// failing endpoint: FailingGap, or the schedule's shortest retry wait
+	// when shorter, so the gap never stretches a delivery's own schedule.
+	gap time.Duration
 }
 
 // NewClient returns the HTTP client deliveries use: every connection dialled
@@ -110,8 +118,15 @@ func NewEngine(cfg Config) (*Engine, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
+	if cfg.ProbeWait <= 0 {
+		cfg.ProbeWait = ProbeWait
+	}
+	gap := FailingGap
+	for _, w := range cfg.Schedule[1:] {
+		gap = min(gap, w)
+	}
 	return &Engine{store: cfg.Store, dispatch: cfg.Dispatcher, clock: cfg.Clock, schedule: cfg.Schedule,
-		client: cfg.Client, exhausted: cfg.OnExhausted, log: cfg.Log}, nil
+		client: cfg.Client, exhausted: cfg.OnExhausted, log: cfg.Log, probeWait: cfg.ProbeWait, gap: gap}, nil
 }
 
 // Body is the JSON body of every delivery: the event's type, when it was
@@ -187,13 +202,16 @@ func (e *Engine) accept(ctx context.Context, ev lifecycle.Event) error {
 	return nil
 }
 
-// Attempt runs the attempt job names, if it is still due: it claims the
-// delivery (a conditional write), POSTs the payload, records the attempt
-// and then either settles the delivery (succeeded, or failed when the
-// schedule ran out) or dispatches the next attempt. A stale job (the
-// delivery moved on) is dropped; a job that came early (an SQS hop) is
-// dispatched again for its time. Errors: the store or dispatcher failed
-// (the caller runs the job again later).
+// Attempt runs the attempt job names, if it is still due: on a failing or
+// slow endpoint it first takes one of the endpoint's holds
+// (Endpoint.AttemptCap; none free: the job comes back after ProbeWait and
+// nothing is written), it claims the delivery (a conditional write; a
+// failing endpoint's single hold is the claim), POSTs the payload, records
+// the attempt and then either settles the delivery (succeeded, or failed
+// when the schedule ran out) or dispatches the next attempt. A stale job
+// (the delivery moved on) is dropped; a job that came early (an SQS hop)
+// is dispatched again for its time. Errors: the store or dispatcher
+// failed (the caller runs the job again later).
 func (e *Engine) Attempt(ctx context.Context, job Job) error {
 	d, err := e.store.GetDelivery(ctx, job.EndpointID, job.DeliveryID)
 	if lifecycle.ErrorCode(err) == lifecycle.CodeNotFound {
@@ -218,38 +236,39 @@ func (e *Engine) Attempt(ctx context.Context, job Job) error {
 	case ep.Disabled:
 		return e.settle(ctx, d, StatusFailed, "endpoint disabled")
 	}
-	// A failing endpoint gets one attempt at a time: the others wait
-	// (ProbeWait) without counting as attempts, so a dead endpoint never
-	// ties up the capacity other endpoints' deliveries run in.
-	if !ep.FailingSince.IsZero() {
-		held, err := e.holdEndpoint(ctx, ep, now)
-		if err != nil {
+	// A failing or slow endpoint has a cap on attempts under way
+	// (Endpoint.AttemptCap), kept on the endpoint item: an attempt over
+	// the cap waits ProbeWait without counting as an attempt and without
+	// a write (its job comes back), so a dead endpoint's queue costs the
+	// table nothing while it waits and a slow one never ties up the
+	// capacity other endpoints' deliveries run in.
+	limit := ep.AttemptCap()
+	var hold time.Time
+	if limit > 0 {
+		if hold, err = e.holdEndpoint(ctx, ep, limit, now); err != nil {
 			return err
 		}
-		if !held {
-			prev := d.Version
-			d.NextAttemptAt, d.Version, d.UpdatedAt = now.Add(ProbeWait), d.Version+1, now
-			if err := e.store.UpdateDelivery(ctx, d, prev); err != nil {
-				if lifecycle.ErrorCode(err) == lifecycle.CodeConflict {
-					return nil
-				}
-				return err
-			}
-			return e.dispatch.Dispatch(ctx, job, d.NextAttemptAt)
+		if hold.IsZero() {
+			return e.dispatch.Dispatch(ctx, job, now.Add(e.probeWait))
 		}
 	}
-	// Claim: a copy of this job arriving meanwhile finds it not due.
-	prev := d.Version
-	d.NextAttemptAt, d.Version, d.UpdatedAt = now.Add(AttemptTimeout+claimSlack), d.Version+1, now
-	if err := e.store.UpdateDelivery(ctx, d, prev); err != nil {
-		if lifecycle.ErrorCode(err) == lifecycle.CodeConflict {
-			return nil // another copy claimed it
+	// Claim: a copy of this job arriving meanwhile finds it not due. With
+	// a cap of one the endpoint's hold is the claim: no copy attempts
+	// until this attempt is recorded and the hold let go.
+	if limit != 1 {
+		prev := d.Version
+		d.NextAttemptAt, d.Version, d.UpdatedAt = now.Add(AttemptTimeout+claimSlack), d.Version+1, now
+		if err := e.store.UpdateDelivery(ctx, d, prev); err != nil {
+			if lifecycle.ErrorCode(err) == lifecycle.CodeConflict {
+				e.letGo(ctx, ep, hold)
+				return nil // another copy claimed it
+			}
+			return err
 		}
-		return err
 	}
 
 	a := e.send(ctx, ep, d)
-	prev = d.Version
+	prev := d.Version
 	d.Attempts = append(d.Attempts, a)
 	d.Version++
 	d.UpdatedAt = e.clock.Now()
@@ -267,7 +286,7 @@ func (e *Engine) Attempt(ctx context.Context, job Job) error {
 	if err := e.store.UpdateDelivery(ctx, d, prev); err != nil {
 		return fmt.Errorf("record attempt of delivery %s: %w", d.ID, err)
 	}
-	e.endpointHealth(ctx, ep, a)
+	e.endpointHealth(ctx, ep, a, hold)
 	switch d.Status {
 	case StatusPending:
 		next := Job{AccountID: d.AccountID, EndpointID: d.EndpointID, DeliveryID: d.ID, Seq: len(d.Attempts)}
@@ -306,24 +325,69 @@ func (e *Engine) Redelivered(ctx context.Context, job Job) error {
 	return e.Attempt(ctx, job)
 }
 
-// holdEndpoint takes a failing endpoint for one attempt (a conditional
-// write of ProbeUntil); false when another attempt holds it or won the
-// race.
-func (e *Engine) holdEndpoint(ctx context.Context, ep *Endpoint, now time.Time) (bool, error) {
-	if now.Before(ep.ProbeUntil) {
-		return false, nil
+// holdEndpoint takes one of the limit holds of a capped endpoint for an
+// attempt at now (a conditional write of its Holds, read again after a lost
+// race, three tries) and returns the hold's end; zero when the endpoint is
+// at its cap.
+func (e *Engine) holdEndpoint(ctx context.Context, ep *Endpoint, limit int, now time.Time) (time.Time, error) {
+	for try := 0; try < 3; try++ {
+		if try > 0 {
+			fresh, err := e.store.GetEndpoint(ctx, ep.AccountID, ep.ID)
+			if lifecycle.ErrorCode(err) == lifecycle.CodeNotFound {
+				return time.Time{}, nil
+			}
+			if err != nil {
+				return time.Time{}, err
+			}
+			*ep = *fresh
+			if c := ep.AttemptCap(); c > 0 {
+				limit = min(limit, c) // never above the cap the caller's claim was decided on
+			}
+		}
+		live := ep.liveHolds(now)
+		if len(live) >= limit {
+			return time.Time{}, nil
+		}
+		prev := ep.Version
+		end := now.Add(AttemptTimeout + claimSlack)
+		ep.Holds, ep.Version, ep.UpdatedAt = append(live, end), ep.Version+1, now
+		err := e.store.UpdateEndpoint(ctx, ep, prev)
+		switch lifecycle.ErrorCode(err) {
+		case "":
+			return end, nil
+		case lifecycle.CodeNotFound:
+			return time.Time{}, nil
+		case lifecycle.CodeConflict:
+			continue
+		default:
+			return time.Time{}, err
+		}
+	}
+	return time.Time{}, nil
+}
+
+// letGo gives back a hold an attempt did not use (best effort: it ends on
+// its own).
+func (e *Engine) letGo(ctx context.Context, ep *Endpoint, hold time.Time) {
+	if hold.IsZero() {
+		return
 	}
 	prev := ep.Version
-	ep.ProbeUntil, ep.Version, ep.UpdatedAt = now.Add(AttemptTimeout+claimSlack), ep.Version+1, now
-	err := e.store.UpdateEndpoint(ctx, ep, prev)
-	switch lifecycle.ErrorCode(err) {
-	case "":
-		return true, nil
-	case lifecycle.CodeConflict, lifecycle.CodeNotFound:
-		return false, nil
-	default:
-		return false, err
+	ep.Holds, ep.Version, ep.UpdatedAt = dropHold(ep.liveHolds(e.clock.Now()), hold), ep.Version+1, e.clock.Now()
+	if err := e.store.UpdateEndpoint(ctx, ep, prev); err != nil && lifecycle.ErrorCode(err) != lifecycle.CodeConflict {
+		e.log.WarnContext(ctx, "delivery: let go of an endpoint hold", "endpoint_id", ep.ID, "err", err)
 	}
+}
+
+// dropHold returns holds without one hold equal to h (two equal holds are
+// alike: either may go).
+func dropHold(holds []time.Time, h time.Time) []time.Time {
+	for i, x := range holds {
+		if x.Equal(h) {
+			return append(holds[:i:i], holds[i+1:]...)
+		}
+	}
+	return holds
 }
 
 // settle ends a pending delivery without an attempt.
@@ -406,12 +470,25 @@ func refusedText(err error) string {
 	return "refused: " + s
 }
 
-// endpointHealth tracks an endpoint's failures after an attempt: a success
-// clears FailingSince; a failure sets it if unset, and disables the
-// endpoint once it is DisableAfter old; a hold (ProbeUntil) is let go. Best effort: a lost race is tried
-// once more, other failures are logged.
-func (e *Engine) endpointHealth(ctx context.Context, ep *Endpoint, a Attempt) {
-	for try := 0; try < 2; try++ {
+// endpointHealth tracks an endpoint's failures and slowness after an
+// attempt and lets go of the attempt's hold (zero: none). A success clears
+// FailingSince; a failure sets it if unset, holds the endpoint for the gap
+// (FailingGap, or the schedule's shortest retry wait) from the attempt's
+// start, so a failing endpoint gets at most one attempt each gap, however
+// fast it fails, and disables the endpoint once it
+// is DisableAfter old. An answer (or a timeout) after SlowAnswer or more
+// sets SlowSince if unset; a quicker answer clears it. Holds that ended
+// are dropped. Nothing changed, nothing is written: a healthy quick
+// endpoint's attempts never write it. Best effort: a lost race is tried
+// again, up to SlowEndpointConcurrency more times (every other holder may
+// win one race against it), other failures are logged; a hold not let go
+// ends on its own.
+func (e *Engine) endpointHealth(ctx context.Context, ep *Endpoint, a Attempt, hold time.Time) {
+	now := e.clock.Now()
+	latency := time.Duration(a.LatencyMS) * time.Millisecond
+	answered := a.StatusCode != 0
+	slow := latency >= SlowAnswer && (answered || strings.HasPrefix(a.Error, "timeout"))
+	for try := 0; try <= SlowEndpointConcurrency; try++ {
 		if try > 0 {
 			fresh, err := e.store.GetEndpoint(ctx, ep.AccountID, ep.ID)
 			if err != nil {
@@ -420,8 +497,9 @@ func (e *Engine) endpointHealth(ctx context.Context, ep *Endpoint, a Attempt) {
 			ep = fresh
 		}
 		prev := ep.Version
-		changed := !ep.ProbeUntil.IsZero() // this attempt held the endpoint: let go
-		ep.ProbeUntil = time.Time{}
+		holds := dropHold(ep.liveHolds(now), hold)
+		changed := len(holds) != len(ep.Holds)
+		ep.Holds = holds
 		switch {
 		case a.Succeeded() && !ep.FailingSince.IsZero():
 			ep.FailingSince, changed = time.Time{}, true
@@ -432,10 +510,19 @@ func (e *Engine) endpointHealth(ctx context.Context, ep *Endpoint, a Attempt) {
 			ep.DisabledReason = fmt.Sprintf("disabled automatically: every delivery failed since %s (%s)",
 				ep.FailingSince.UTC().Format(time.RFC3339), DisableAfter)
 		}
+		if spaced := a.At.Add(e.gap); !a.Succeeded() && now.Before(spaced) {
+			ep.Holds, changed = append(ep.Holds, spaced), true
+		}
+		switch {
+		case slow && ep.SlowSince.IsZero():
+			ep.SlowSince, changed = a.At, true
+		case answered && !slow && !ep.SlowSince.IsZero():
+			ep.SlowSince, changed = time.Time{}, true
+		}
 		if !changed {
 			return
 		}
-		ep.Version, ep.UpdatedAt = ep.Version+1, e.clock.Now()
+		ep.Version, ep.UpdatedAt = ep.Version+1, now
 		err := e.store.UpdateEndpoint(ctx, ep, prev)
 		if err == nil || lifecycle.ErrorCode(err) != lifecycle.CodeConflict {
 			if err != nil {

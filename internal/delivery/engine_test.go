@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -333,7 +334,7 @@ func TestFailingEndpointGetsOneAttemptAtATime(t *testing.T) {
 	if held.FailingSince.IsZero() {
 		t.Fatal("a failed attempt did not mark the endpoint failing")
 	}
-	held.ProbeUntil, held.Version = clock.Now().Add(10*time.Second), held.Version+1
+	held.Holds, held.Version = []time.Time{clock.Now().Add(10 * time.Second)}, held.Version+1
 	if err := store.UpdateEndpoint(ctx, held, held.Version-1); err != nil {
 		t.Fatal(err)
 	}
@@ -359,7 +360,8 @@ func TestFailingEndpointGetsOneAttemptAtATime(t *testing.T) {
 	if got := len(rcv.requests()); got != 2 {
 		t.Errorf("after the hold: %d requests, want 2", got)
 	}
-	if got, _ := store.GetEndpoint(ctx, "acct", ep.ID); !got.ProbeUntil.IsZero() {
-		t.Errorf("the attempt kept holding the endpoint until %s", got.ProbeUntil)
+	got, _ := store.GetEndpoint(ctx, "acct", ep.ID)
+	if want := []time.Time{clock.Now().Add(delivery.FailingGap)}; !slices.EqualFunc(got.Holds, want, time.Time.Equal) {
+		t.Errorf("after a failed attempt the endpoint's holds are %v, want only the wait before the next, %v", got.Holds, want)
 	}
 }

@@ -31,10 +31,25 @@ const (
 	LogRetention = 30 * 24 * time.Hour
 	// AttemptTimeout: an answer later than 15 s is a failure.
 	AttemptTimeout = 15 * time.Second
-	// ProbeWait is how long an attempt to a failing endpoint waits when
-	// another attempt holds the endpoint (ours): a dead endpoint holds one
-	// attempt's worth of capacity, not one per delivery.
+	// ProbeWait is how long an attempt waits when its endpoint is at its
+	// cap (Endpoint.AttemptCap) (ours): a dead endpoint holds one
+	// attempt's worth of capacity, not one per delivery, and a waiting
+	// delivery is not written.
 	ProbeWait = 20 * time.Second
+	// FailingGap is the least time between the starts of two attempts to
+	// a failing endpoint (ours; DefaultSchedule's shortest retry wait; a
+	// schedule with a shorter one shortens it to that): one that refuses
+	// at once gets at most 12 attempts a minute, however many deliveries
+	// wait for it.
+	FailingGap = 5 * time.Second
+	// SlowAnswer: an attempt answered after this long (5 s, a third of
+	// AttemptTimeout) marks its endpoint slow (ours).
+	SlowAnswer = 5 * time.Second
+	// SlowEndpointConcurrency bounds the attempts under way at once to a
+	// slow endpoint, across every process (ours, as Local's
+	// DefaultPerEndpoint): a healthy endpoint that answers in 14 s takes 4
+	// of the deliver function's 100 attempts in flight, not all of them.
+	SlowEndpointConcurrency = 4
 	// MaxResponseBody is how much of an answer's body is kept, in bytes (1 KiB).
 	MaxResponseBody = 1 << 10
 	// MaxEndpointsPerAccount bounds an account's endpoints (ours: every
@@ -95,12 +110,17 @@ type Endpoint struct {
 	// FailingSince is the first failed attempt since the last success;
 	// zero while the endpoint is healthy.
 	FailingSince time.Time
-	// ProbeUntil: while an endpoint is failing, one attempt at a time
-	// reaches it, across every process; the one under way holds the
-	// endpoint until ProbeUntil (Engine.Attempt).
-	ProbeUntil time.Time
-	CreatedAt  time.Time
-	UpdatedAt  time.Time
+	// SlowSince is the first attempt since the last quick answer that was
+	// answered after SlowAnswer or more (a timeout included); zero while
+	// the endpoint answers quickly.
+	SlowSince time.Time
+	// Holds are the ends of the holds of attempts under way to a capped
+	// endpoint (AttemptCap), across every process, and, after a failed
+	// attempt, of the FailingGap before the next; one ended is free
+	// (Engine.Attempt). Empty while the endpoint is healthy and quick.
+	Holds     []time.Time
+	CreatedAt time.Time
+	UpdatedAt time.Time
 	// Version increments on every write; updates are conditional on it.
 	Version int64
 }
@@ -108,6 +128,31 @@ type Endpoint struct {
 // Wants reports whether e receives events of type typ.
 func (e *Endpoint) Wants(typ string) bool {
 	return !e.Disabled && (len(e.EventTypes) == 0 || slices.Contains(e.EventTypes, typ))
+}
+
+// AttemptCap returns how many attempts may be under way to e at once,
+// across every process: 1 while it is failing (one starting at most
+// each FailingGap), SlowEndpointConcurrency while it is slow, 0 (no bound but
+// the dispatcher's) while it is healthy and quick.
+func (e *Endpoint) AttemptCap() int {
+	switch {
+	case !e.FailingSince.IsZero():
+		return 1
+	case !e.SlowSince.IsZero():
+		return SlowEndpointConcurrency
+	}
+	return 0
+}
+
+// liveHolds returns e's holds that have not ended at now.
+func (e *Endpoint) liveHolds(now time.Time) []time.Time {
+	var live []time.Time
+	for _, h := range e.Holds {
+		if now.Before(h) {
+			live = append(live, h)
+		}
+	}
+	return live
 }
 
 // RetiredSecret is a secret a rotation replaced: it still signs until

@@ -110,7 +110,7 @@ func (s *Service) Update(ctx context.Context, accountID, id string, in EndpointI
 	}
 	return s.modify(ctx, accountID, id, func(e *Endpoint) {
 		if in.URL != nil && *in.URL != e.URL {
-			e.URL, e.FailingSince, e.ProbeUntil = *in.URL, time.Time{}, time.Time{}
+			e.URL, e.FailingSince, e.SlowSince, e.Holds = *in.URL, time.Time{}, time.Time{}, nil
 		}
 		if in.Description != nil {
 			e.Description = *in.Description
@@ -123,7 +123,7 @@ func (s *Service) Update(ctx context.Context, accountID, id string, in EndpointI
 			case *in.Disabled && !e.Disabled:
 				e.Disabled, e.DisabledReason = true, "disabled by request"
 			case !*in.Disabled:
-				e.Disabled, e.DisabledReason, e.FailingSince = false, "", time.Time{}
+				e.Disabled, e.DisabledReason, e.FailingSince, e.Holds = false, "", time.Time{}, nil
 			}
 		}
 	})

@@ -677,11 +677,15 @@ func TestLocalRefillAfterClaimBringsThePoolBack(t *testing.T) {
 	}
 }
 
-func TestReplayAfterACrashInTheColdFallbackCompletesTheSession(t *testing.T) {
+// crashInTheColdFallback leaves a dead claim: a create with key "k1" claimed
+// a pool's spare, found its sandbox gone, and the process died as it asked
+// the provider for the cold sandbox; the clock is past the session's lease.
+// It returns the input to retry with.
+func crashInTheColdFallback(t *testing.T) (*env, lifecycle.Pool, lifecycle.CreateInput) {
+	t.Helper()
 	e, pool := poolEnv(t, 1, lifecycle.TierPaused)
 	e.svc.FillPools(t.Context())
 	e.fake.Forget(e.spares(t, pool.ID)[0].SandboxID)
-	// The process dies as it asks the provider for the cold sandbox.
 	crasher := &reliability.Crasher{At: func(s reliability.Step) bool { return s.Op == "create" }}
 	dying := e.svc.Config()
 	dying.Store, dying.Provider = crasher.Store(dying.Store), crasher.Provider(dying.Provider)
@@ -690,6 +694,11 @@ func TestReplayAfterACrashInTheColdFallbackCompletesTheSession(t *testing.T) {
 		t.Fatal("the dying create succeeded")
 	}
 	e.clock.Advance(e.svc.Policy().LeaseDuration + time.Second)
+	return e, pool, in
+}
+
+func TestReplayAfterACrashInTheColdFallbackCompletesTheSession(t *testing.T) {
+	e, pool, in := crashInTheColdFallback(t)
 	// The client retries with its key: the claim is completed, cold.
 	sess, replay, err := e.svc.Create(t.Context(), acct, in)
 	if err != nil || !replay {
@@ -734,17 +743,7 @@ func TestARefillRequestThatCannotBeSentLeavesTheClaimAndTheSweepRefills(t *testi
 // session running, the other loses its conditional write and kills its
 // sandbox. The spare is counted lost once, by the one that wrote.
 func TestTwoCompletionsOfOneLostClaimCountItOnce(t *testing.T) {
-	e, pool := poolEnv(t, 1, lifecycle.TierPaused)
-	e.svc.FillPools(t.Context())
-	e.fake.Forget(e.spares(t, pool.ID)[0].SandboxID)
-	crasher := &reliability.Crasher{At: func(s reliability.Step) bool { return s.Op == "create" }}
-	dying := e.svc.Config()
-	dying.Store, dying.Provider = crasher.Store(dying.Store), crasher.Provider(dying.Provider)
-	in := lifecycle.CreateInput{Template: "base", App: appInput(poolLine, 60), IdempotencyKey: "k1"}
-	if _, _, err := lifecycle.NewService(dying).Create(t.Context(), acct, in); err == nil {
-		t.Fatal("the dying create succeeded")
-	}
-	e.clock.Advance(e.svc.Policy().LeaseDuration + time.Second)
+	e, pool, in := crashInTheColdFallback(t)
 
 	// The first completion stops at its provider create until the second
 	// has written the session running.

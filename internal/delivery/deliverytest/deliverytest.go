@@ -32,7 +32,8 @@ func RunStoreContract(t *testing.T, newStore func(t *testing.T) delivery.Store) 
 		e := endpoint("acct")
 		e.Retired = []delivery.RetiredSecret{{Secret: delivery.NewSecret(), Until: now.Add(time.Hour)},
 			{Secret: delivery.NewSecret(), Until: now.Add(time.Minute)}}
-		e.FailingSince, e.ProbeUntil = now.Add(-time.Hour), now.Add(20*time.Second)
+		e.FailingSince, e.SlowSince = now.Add(-time.Hour), now.Add(-time.Minute)
+		e.Holds = []time.Time{now.Add(20 * time.Second), now.Add(5 * time.Second)}
 		if err := s.CreateEndpoint(ctx, e); err != nil {
 			t.Fatal(err)
 		}
@@ -42,7 +43,8 @@ func RunStoreContract(t *testing.T, newStore func(t *testing.T) delivery.Store) 
 		}
 		if got.URL != e.URL || got.Secret != e.Secret || !slices.EqualFunc(got.Retired, e.Retired, sameRetired) ||
 			len(got.EventTypes) != 1 || !got.CreatedAt.Equal(now) ||
-			!got.FailingSince.Equal(e.FailingSince) || !got.ProbeUntil.Equal(e.ProbeUntil) {
+			!got.FailingSince.Equal(e.FailingSince) || !got.SlowSince.Equal(e.SlowSince) ||
+			!slices.EqualFunc(got.Holds, e.Holds, time.Time.Equal) {
 			t.Errorf("round trip: got %+v, want %+v", got, e)
 		}
 		if _, err := s.GetEndpoint(ctx, "other", e.ID); lifecycle.ErrorCode(err) != lifecycle.CodeNotFound {

@@ -98,10 +98,13 @@ type endpointItem struct {
 	// previous_secret, as items have always held it), newest first.
 	OlderSecrets []retiredItem `dynamodbav:"older_secrets,omitempty"`
 	FailingSince string        `dynamodbav:"failing_since,omitempty"`
-	ProbeUntil   string        `dynamodbav:"probe_until,omitempty"`
-	CreatedAt    string        `dynamodbav:"created_at"`
-	UpdatedAt    string        `dynamodbav:"updated_at"`
-	Version      int64         `dynamodbav:"version"`
+	SlowSince    string        `dynamodbav:"slow_since,omitempty"`
+	// Holds are delivery.Endpoint.Holds (items from before them carried a
+	// single probe_until, a hold of at most 20 s: left unread).
+	Holds     []string `dynamodbav:"holds,omitempty"`
+	CreatedAt string   `dynamodbav:"created_at"`
+	UpdatedAt string   `dynamodbav:"updated_at"`
+	Version   int64    `dynamodbav:"version"`
 }
 
 // retiredItem is a retired signing secret (delivery.RetiredSecret).
@@ -113,8 +116,11 @@ type retiredItem struct {
 func toEndpointItem(e *delivery.Endpoint) endpointItem {
 	it := endpointItem{PK: endpointPrefix + e.AccountID, SK: e.ID, ID: e.ID, AccountID: e.AccountID, URL: e.URL,
 		Description: e.Description, EventTypes: e.EventTypes, Disabled: e.Disabled, DisabledReason: e.DisabledReason,
-		Secret: e.Secret, FailingSince: formatTime(e.FailingSince), ProbeUntil: formatTime(e.ProbeUntil),
+		Secret: e.Secret, FailingSince: formatTime(e.FailingSince), SlowSince: formatTime(e.SlowSince),
 		CreatedAt: formatTime(e.CreatedAt), UpdatedAt: formatTime(e.UpdatedAt), Version: e.Version}
+	for _, h := range e.Holds {
+		it.Holds = append(it.Holds, formatTime(h))
+	}
 	for i, r := range e.Retired {
 		if i == 0 {
 			it.PreviousSecret, it.PreviousSecretUntil = r.Secret, formatTime(r.Until)
@@ -128,8 +134,11 @@ func toEndpointItem(e *delivery.Endpoint) endpointItem {
 func (it endpointItem) endpoint() *delivery.Endpoint {
 	e := &delivery.Endpoint{ID: it.ID, AccountID: it.AccountID, URL: it.URL, Description: it.Description,
 		EventTypes: it.EventTypes, Disabled: it.Disabled, DisabledReason: it.DisabledReason, Secret: it.Secret,
-		FailingSince: parseTime(it.FailingSince), ProbeUntil: parseTime(it.ProbeUntil), CreatedAt: parseTime(it.CreatedAt), UpdatedAt: parseTime(it.UpdatedAt),
+		FailingSince: parseTime(it.FailingSince), SlowSince: parseTime(it.SlowSince), CreatedAt: parseTime(it.CreatedAt), UpdatedAt: parseTime(it.UpdatedAt),
 		Version: it.Version}
+	for _, h := range it.Holds {
+		e.Holds = append(e.Holds, parseTime(h))
+	}
 	if it.PreviousSecret != "" {
 		e.Retired = append(e.Retired, delivery.RetiredSecret{Secret: it.PreviousSecret, Until: parseTime(it.PreviousSecretUntil)})
 	}

@@ -38,6 +38,7 @@ func notFound(what, id string) error {
 func cloneEndpoint(e delivery.Endpoint) *delivery.Endpoint {
 	e.EventTypes = slices.Clone(e.EventTypes)
 	e.Retired = slices.Clone(e.Retired)
+	e.Holds = slices.Clone(e.Holds)
 	return &e
 }
 
