@@ -122,12 +122,29 @@ func MustProvider(tb testing.TB, cfg Config) *Provider {
 			tb.Errorf("Close: %v", err)
 		}
 		KillSandboxes(tb, p.Dir())
+		// The commands this provider started are its children: wait for
+		// their reapers, whose exit files would race the removal of Dir.
+		p.mu.Lock()
+		var reapers []chan struct{}
+		for _, r := range p.exited {
+			reapers = append(reapers, r)
+		}
+		p.mu.Unlock()
+		for _, r := range reapers {
+			select {
+			case <-r:
+			case <-ctx.Done():
+				tb.Errorf("a command's reaper did not finish: %v", ctx.Err())
+				return
+			}
+		}
 	})
 	return p
 }
 
 // KillSandboxes kills the process group of every sandbox recorded in dir,
-// without the provider, so no test leaves a process behind.
+// and of each of its commands, without the provider, so no test leaves a
+// process behind.
 func KillSandboxes(tb testing.TB, dir string) {
 	tb.Helper()
 	paths, _ := filepath.Glob(filepath.Join(dir, "*", recordName))
@@ -142,6 +159,12 @@ func KillSandboxes(tb testing.TB, dir string) {
 		}
 		if st, err := readProcStat(rec.PID); err == nil && st.StartTicks == rec.StartTicks {
 			_ = syscall.Kill(-rec.PGID, syscall.SIGKILL)
+		}
+		// Each command runs in a process group of its own (its pid).
+		for _, c := range rec.Commands {
+			if st, err := readProcStat(c.PID); err == nil && st.StartTicks == c.StartTicks {
+				_ = syscall.Kill(-c.PID, syscall.SIGKILL)
+			}
 		}
 	}
 }
