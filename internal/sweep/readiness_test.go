@@ -16,29 +16,55 @@ import (
 	"github.com/sandmanhq/sandman/internal/sweep"
 )
 
-// lossyJobs is a readiness queue whose sends fail while lose is set (the
-// writer died between the commit and the send, or SQS refused it); it
-// keeps the jobs it accepted.
+// lossyJobs is a job queue that loses the jobs it is sent while lose is
+// set: with failSend the send fails (the writer died between its commit and
+// the send, or SQS refused it), without it the send succeeds and the job is
+// lost all the same (the queue gave up on the message). It keeps the jobs
+// it did not lose.
 type lossyJobs struct {
-	mu   sync.Mutex
-	lose bool
-	jobs []string
+	mu             sync.Mutex
+	lose, failSend bool
+	jobs           []string
 }
 
 func (q *lossyJobs) Enqueue(_ context.Context, id string) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.lose {
+	switch {
+	case q.lose && q.failSend:
 		return errors.New("send failed")
+	case q.lose:
+		return nil
 	}
 	q.jobs = append(q.jobs, id)
 	return nil
+}
+
+func (q *lossyJobs) setLose(lose bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.lose = lose
 }
 
 func (q *lossyJobs) queued() []string {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return slices.Clone(q.jobs)
+}
+
+// mustRequeueAfter runs sw a second before grace has passed on clock, when
+// it must queue nothing, and at grace, when it must queue id's job and no
+// other.
+func mustRequeueAfter(t *testing.T, sw *sweep.Sweeper, clock *lifecycle.ManualClock, grace time.Duration, jobs *lossyJobs, id string) {
+	t.Helper()
+	clock.Advance(grace - time.Second)
+	if sum := MustRun(t, t.Context(), sw); sum.Requeued != 0 || len(jobs.queued()) != 0 {
+		t.Fatalf("a tick before the grace re-queued: %+v, jobs %v", sum, jobs.queued())
+	}
+	clock.Advance(time.Second)
+	if sum := MustRun(t, t.Context(), sw); sum.Requeued != 1 || !slices.Equal(jobs.queued(), []string{id}) {
+		t.Fatalf("the tick after the grace: %+v, jobs %v; want the session's job queued", sum, jobs.queued())
+	}
 }
 
 // TestSweepRequeuesALostReadinessJob: a create commits its session running
@@ -50,7 +76,7 @@ func TestSweepRequeuesALostReadinessJob(t *testing.T) {
 	clock := lifecycle.NewManualClock(t0)
 	prov := fake.New(fake.Config{Clock: clock})
 	store := dynamo.New(dynamo.Config{Client: dynamotest.MustClient(t), Table: dynamotest.MustTable(t), Log: quiet()})
-	jobs := &lossyJobs{lose: true}
+	jobs := &lossyJobs{lose: true, failSend: true}
 	svc := lifecycle.NewService(lifecycle.Config{Store: store, Provider: prov, Clock: clock, Policy: lifecycle.DefaultPolicy(),
 		Log: quiet(), ReadinessJobs: jobs, ReadyHTTP: &http.Client{Transport: prov.Preview()},
 		Sleep: func(ctx context.Context, d time.Duration) error { clock.Advance(d); return ctx.Err() }})
@@ -63,20 +89,9 @@ func TestSweepRequeuesALostReadinessJob(t *testing.T) {
 	if sess.Readiness != lifecycle.ReadinessStarting || len(jobs.queued()) != 0 {
 		t.Fatalf("after the create: readiness %q, jobs %v; want starting and no job (the send was lost)", sess.Readiness, jobs.queued())
 	}
-	jobs.mu.Lock()
-	jobs.lose = false
-	jobs.mu.Unlock()
+	jobs.setLose(false)
 	sw := sweep.New(svc, sweep.Config{}, quiet())
-
-	clock.Advance(lifecycle.ReadinessRequeueAfter - time.Second)
-	if sum := MustRun(t, t.Context(), sw); sum.Requeued != 0 || len(jobs.queued()) != 0 {
-		t.Fatalf("a tick before the grace re-queued: %+v, jobs %v", sum, jobs.queued())
-	}
-	clock.Advance(time.Second)
-	sum := MustRun(t, t.Context(), sw)
-	if sum.Requeued != 1 || !slices.Equal(jobs.queued(), []string{sess.ID}) {
-		t.Fatalf("the tick after the grace: %+v, jobs %v; want the session's job queued", sum, jobs.queued())
-	}
+	mustRequeueAfter(t, sw, clock, lifecycle.ReadinessRequeueAfter, jobs, sess.ID)
 	if got := MustStateOf(t, store, sess.ID); got.State != lifecycle.StateRunning {
 		t.Fatalf("the sweep moved the session to %s; want it left running", got.State)
 	}

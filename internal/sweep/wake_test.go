@@ -2,8 +2,6 @@ package sweep_test
 
 import (
 	"context"
-	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,31 +11,6 @@ import (
 	"github.com/sandmanhq/sandman/internal/provider/fake"
 	"github.com/sandmanhq/sandman/internal/sweep"
 )
-
-// droppingJobs is a readiness queue that takes every job and, while drop
-// is set, loses it (the open's process died between its write and the
-// send, or the queue gave up on the message); it keeps the jobs it did
-// not lose.
-type droppingJobs struct {
-	mu   sync.Mutex
-	drop bool
-	jobs []string
-}
-
-func (q *droppingJobs) Enqueue(_ context.Context, id string) error {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if !q.drop {
-		q.jobs = append(q.jobs, id)
-	}
-	return nil
-}
-
-func (q *droppingJobs) queued() []string {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return slices.Clone(q.jobs)
-}
 
 // TestSweepRequeuesALostResumeJob: an open of a paused session's link
 // commits paused → resuming and hands the resume to a job, which is lost.
@@ -50,7 +23,7 @@ func TestSweepRequeuesALostResumeJob(t *testing.T) {
 	clock := lifecycle.NewManualClock(t0)
 	prov := fake.New(fake.Config{Clock: clock})
 	store := dynamo.New(dynamo.Config{Client: dynamotest.MustClient(t), Table: dynamotest.MustTable(t), Log: quiet()})
-	jobs := &droppingJobs{}
+	jobs := &lossyJobs{}
 	svc := lifecycle.NewService(lifecycle.Config{Store: store, Provider: prov, Clock: clock, Policy: lifecycle.DefaultPolicy(),
 		Log: quiet(), ReadinessJobs: jobs,
 		Sleep: func(ctx context.Context, d time.Duration) error { clock.Advance(d); return ctx.Err() }})
@@ -62,27 +35,14 @@ func TestSweepRequeuesALostResumeJob(t *testing.T) {
 		t.Fatal(err)
 	}
 	resumes := prov.Calls(fake.OpResume)
-	jobs.mu.Lock()
-	jobs.drop = true
-	jobs.mu.Unlock()
+	jobs.setLose(true)
 	opened, err := svc.Open(t.Context(), account, sess.ID)
 	if err != nil || opened.State != lifecycle.StateResuming {
 		t.Fatalf("open = %v, %v; want the session resuming, its resume handed to a job", opened, err)
 	}
-	jobs.mu.Lock()
-	jobs.drop = false
-	jobs.mu.Unlock()
+	jobs.setLose(false)
 	sw := sweep.New(svc, sweep.Config{}, quiet())
-
-	clock.Advance(lifecycle.ResumeRequeueAfter - time.Second)
-	if sum := MustRun(t, t.Context(), sw); sum.Requeued != 0 || len(jobs.queued()) != 0 {
-		t.Fatalf("a tick before the grace re-queued: %+v, jobs %v", sum, jobs.queued())
-	}
-	clock.Advance(time.Second)
-	sum := MustRun(t, t.Context(), sw)
-	if sum.Requeued != 1 || !slices.Equal(jobs.queued(), []string{sess.ID}) {
-		t.Fatalf("the tick after the grace: %+v, jobs %v; want the session's job queued", sum, jobs.queued())
-	}
+	mustRequeueAfter(t, sw, clock, lifecycle.ResumeRequeueAfter, jobs, sess.ID)
 	if got := MustStateOf(t, store, sess.ID); got.State != lifecycle.StateResuming {
 		t.Fatalf("the sweep moved the session to %s; want it left resuming for its job", got.State)
 	}
