@@ -1,14 +1,9 @@
 package daytona_test
 
 import (
-	"bufio"
 	"context"
-	"errors"
-	"io"
 	"net/http"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -18,12 +13,8 @@ import (
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/provider/daytona"
 	"github.com/sandmanhq/sandman/internal/provider/daytona/daytonatest"
+	"github.com/sandmanhq/sandman/internal/provider/internal/startguard/startguardtest"
 )
-
-// guardApp records each start of the app in the file starts, prints "up",
-// and serves until the file stop exists, then exits with code 7.
-var guardApp = lifecycle.Command{Name: lifecycle.AppCommandName, Port: 3000,
-	Line: `echo x >> starts; echo up; while [ ! -f stop ]; do sleep 0.05; done; exit 7`}
 
 // sessionBarrier holds each answer to a read of the app's toolbox session
 // until `together` reads were answered: jobs that all looked before any
@@ -70,45 +61,15 @@ func withSessionBarrier(together int) func(*daytona.Config) {
 	}
 }
 
-// runLines runs command lines the toolbox was asked to execute with a real
-// sh, as the session's shell would in the sandbox's one container: in dir,
-// TMPDIR=dir, each in its own process group. It returns them once each
-// printed its first line.
+// runLines runs the session's recorded exec lines with a real sh, at once,
+// in dir (startguardtest.Run), and returns them with their first lines.
 func runLines(t *testing.T, dir string, lines []string) ([]*exec.Cmd, []string) {
 	t.Helper()
-	var cmds []*exec.Cmd
-	var firsts []string
-	for _, line := range lines {
-		cmd := exec.Command("sh", "-c", line)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "TMPDIR="+dir)
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); _ = cmd.Wait() })
-		br := bufio.NewReader(out)
-		first, err := br.ReadString('\n')
-		if err != nil {
-			t.Fatalf("%q printed nothing: %v", line, err)
-		}
-		go func() { _, _ = io.Copy(io.Discard, br) }()
-		cmds, firsts = append(cmds, cmd), append(firsts, first)
+	cmds := make([]*exec.Cmd, len(lines))
+	for i, line := range lines {
+		cmds[i] = exec.Command("sh", "-c", line)
 	}
-	return cmds, firsts
-}
-
-func appStarts(t *testing.T, dir string) int {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, "starts"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return strings.Count(string(b), "x")
+	return cmds, startguardtest.Run(t, dir, cmds...)
 }
 
 // makeEmptySession makes the app's toolbox session as a start that died
@@ -140,7 +101,7 @@ func TestTwoStartsIntoAnEmptySessionRunTheAppOnce(t *testing.T) {
 	errs := make(chan error, 2)
 	for range 2 {
 		wg.Go(func() {
-			_, err := e.p.StartCommand(t.Context(), sb.ID, guardApp)
+			_, err := e.p.StartCommand(t.Context(), sb.ID, startguardtest.App)
 			errs <- err
 		})
 	}
@@ -157,19 +118,10 @@ func TestTwoStartsIntoAnEmptySessionRunTheAppOnce(t *testing.T) {
 	}
 	dir := t.TempDir()
 	cmds, firsts := runLines(t, dir, lines)
-	if n := appStarts(t, dir); n != 1 {
+	if n := startguardtest.Starts(t, dir); n != 1 {
 		t.Fatalf("the app started %d times, want once (first lines %q)", n, firsts)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "stop"), nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	for i, cmd := range cmds {
-		err := waitTimeout(cmd, 10*time.Second)
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) || ee.ExitCode() != 7 {
-			t.Errorf("command %d ended with %v, want exit code 7 (the app's)", i, err)
-		}
-	}
+	startguardtest.Stop(t, dir, cmds...)
 }
 
 // Daytona's stop and start restarts the container: its processes are
@@ -178,7 +130,7 @@ func TestTwoStartsIntoAnEmptySessionRunTheAppOnce(t *testing.T) {
 func TestAStartAfterStopAndStartRunsTheAppAgain(t *testing.T) {
 	e := MustEnv(t, daytonatest.Config{})
 	sb := MustCreate(t, e, nil)
-	if _, err := e.p.StartCommand(t.Context(), sb.ID, guardApp); err != nil {
+	if _, err := e.p.StartCommand(t.Context(), sb.ID, startguardtest.App); err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
@@ -194,26 +146,14 @@ func TestAStartAfterStopAndStartRunsTheAppAgain(t *testing.T) {
 	if _, err := e.p.Resume(context.Background(), sb.ID, 10*time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.p.StartCommand(t.Context(), sb.ID, guardApp); err != nil {
+	if _, err := e.p.StartCommand(t.Context(), sb.ID, startguardtest.App); err != nil {
 		t.Fatal(err)
 	}
 	_, firsts := runLines(t, dir, e.srv.Commands(sb.ID, lifecycle.AppCommandName))
 	if firsts[0] != "up\n" {
 		t.Errorf("the start after the restart printed %q, want the app's own \"up\"", firsts[0])
 	}
-	if n := appStarts(t, dir); n != 2 {
+	if n := startguardtest.Starts(t, dir); n != 2 {
 		t.Fatalf("the app started %d times, want twice (once per container boot)", n)
-	}
-}
-
-func waitTimeout(cmd *exec.Cmd, d time.Duration) error {
-	ch := make(chan error, 1)
-	go func() { ch <- cmd.Wait() }()
-	select {
-	case err := <-ch:
-		return err
-	case <-time.After(d):
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		return <-ch
 	}
 }

@@ -1,14 +1,11 @@
 package e2b_test
 
 import (
-	"bufio"
 	"bytes"
-	"errors"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -17,12 +14,8 @@ import (
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/provider/e2b"
 	"github.com/sandmanhq/sandman/internal/provider/e2b/e2btest"
+	"github.com/sandmanhq/sandman/internal/provider/internal/startguard/startguardtest"
 )
-
-// guardApp records each start of the app in the file starts, prints "up",
-// and serves until the file stop exists, then exits with code 7.
-var guardApp = lifecycle.Command{Name: lifecycle.AppCommandName, Port: 3000,
-	Line: `echo x >> starts; echo up; while [ ! -f stop ]; do sleep 0.05; done; exit 7`}
 
 // listTransport stands between the adapter and the fake's envd: each
 // process list's answer waits at a barrier until `together` lists were
@@ -85,67 +78,19 @@ func withListTransport(lt *listTransport) func(*e2b.Config) {
 	}
 }
 
-// runProcesses runs the processes envd was asked to start with a real
-// bash, as envd would in the sandbox's one VM: in dir, TMPDIR=dir, with
-// their env. It returns them once each printed its first line.
+// runProcesses runs envd's recorded processes with a real bash, at once,
+// in dir (startguardtest.Run), and returns them with their first lines.
 func runProcesses(t *testing.T, dir string, procs []e2btest.Process) ([]*exec.Cmd, []string) {
 	t.Helper()
-	var cmds []*exec.Cmd
-	var firsts []string
-	for _, pr := range procs {
-		cmd := exec.Command("bash", pr.Args...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "TMPDIR="+dir)
+	cmds := make([]*exec.Cmd, len(procs))
+	for i, pr := range procs {
+		cmds[i] = exec.Command("bash", pr.Args...)
+		cmds[i].Env = os.Environ()
 		for k, v := range pr.Envs {
-			cmd.Env = append(cmd.Env, k+"="+v)
-		}
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-		br := bufio.NewReader(out)
-		first, err := br.ReadString('\n')
-		if err != nil {
-			t.Fatalf("process %d (%q) printed nothing: %v", pr.PID, pr.Args, err)
-		}
-		go func() { _, _ = io.Copy(io.Discard, br) }()
-		cmds, firsts = append(cmds, cmd), append(firsts, first)
-	}
-	return cmds, firsts
-}
-
-func appStarts(t *testing.T, dir string) int {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, "starts"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return strings.Count(string(b), "x")
-}
-
-// endsWith stops the app and checks that every process ends with its code.
-func endsWith(t *testing.T, dir string, cmds []*exec.Cmd, code int) {
-	t.Helper()
-	if err := os.WriteFile(filepath.Join(dir, "stop"), nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	for i, cmd := range cmds {
-		ch := make(chan error, 1)
-		go func() { ch <- cmd.Wait() }()
-		select {
-		case err := <-ch:
-			var ee *exec.ExitError
-			if !errors.As(err, &ee) || ee.ExitCode() != code {
-				t.Errorf("process %d ended with %v, want exit code %d (the app's)", i, err, code)
-			}
-		case <-time.After(10 * time.Second):
-			t.Errorf("process %d did not end", i)
+			cmds[i].Env = append(cmds[i].Env, k+"="+v)
 		}
 	}
+	return cmds, startguardtest.Run(t, dir, cmds...)
 }
 
 // Two readiness jobs for one session at once both list no app process
@@ -160,7 +105,7 @@ func TestTwoStartsAtOnceRunTheAppOnce(t *testing.T) {
 	errs := make(chan error, 2)
 	for range 2 {
 		wg.Go(func() {
-			_, err := p.StartCommand(t.Context(), "sbx", guardApp)
+			_, err := p.StartCommand(t.Context(), "sbx", startguardtest.App)
 			errs <- err
 		})
 	}
@@ -177,10 +122,10 @@ func TestTwoStartsAtOnceRunTheAppOnce(t *testing.T) {
 	}
 	dir := t.TempDir()
 	cmds, firsts := runProcesses(t, dir, procs)
-	if n := appStarts(t, dir); n != 1 {
+	if n := startguardtest.Starts(t, dir); n != 1 {
 		t.Fatalf("the app started %d times, want once (first lines %q)", n, firsts)
 	}
-	endsWith(t, dir, cmds, 7)
+	startguardtest.Stop(t, dir, cmds...)
 }
 
 // After a resume E2B may list no process while the kept server still
@@ -192,7 +137,7 @@ func TestAStartAfterAResumeThatListsNothingFollowsTheKeptServer(t *testing.T) {
 	lt := &listTransport{}
 	p, _ := MustProvider(t, srv, noRetries, withListTransport(lt))
 	MustPut(t, srv, "sbx", lifecycle.SandboxRunning, srv.Clock.Now().Add(time.Hour))
-	if _, err := p.StartCommand(t.Context(), "sbx", guardApp); err != nil {
+	if _, err := p.StartCommand(t.Context(), "sbx", startguardtest.App); err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
@@ -204,7 +149,7 @@ func TestAStartAfterAResumeThatListsNothingFollowsTheKeptServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	lt.empty = true
-	if _, err := p.StartCommand(t.Context(), "sbx", guardApp); err != nil {
+	if _, err := p.StartCommand(t.Context(), "sbx", startguardtest.App); err != nil {
 		t.Fatal(err)
 	}
 	procs := srv.Processes("sbx")
@@ -212,8 +157,8 @@ func TestAStartAfterAResumeThatListsNothingFollowsTheKeptServer(t *testing.T) {
 		t.Fatalf("envd holds %d processes, want 2 (the kept one and the second start)", len(procs))
 	}
 	second, firsts := runProcesses(t, dir, procs[1:])
-	if n := appStarts(t, dir); n != 1 {
+	if n := startguardtest.Starts(t, dir); n != 1 {
 		t.Fatalf("the app started %d times, want once (the second printed %q)", n, firsts)
 	}
-	endsWith(t, dir, append(first, second...), 7)
+	startguardtest.Stop(t, dir, append(first, second...)...)
 }

@@ -1,17 +1,16 @@
 package vercel_test
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/provider/internal/startguard/startguardtest"
 	"github.com/sandmanhq/sandman/internal/provider/vercel/verceltest"
 )
 
@@ -25,7 +24,7 @@ import (
 func TestACrashBeforeTheTagStartsOneServer(t *testing.T) {
 	f, p := setup(t, verceltest.Config{BootDelay: time.Minute}, nil)
 	sb := create(t, p, "ses_crash", nil)
-	line := `echo x >> starts; echo up; while [ ! -f stop ]; do sleep 0.05; done; exit 7`
+	line := startguardtest.App.Line
 
 	// The first process starts the command; its tag write hangs and the
 	// process dies there (its context ends).
@@ -62,60 +61,28 @@ func TestACrashBeforeTheTagStartsOneServer(t *testing.T) {
 
 	// Run both as the VM would, at once, in one /tmp.
 	dir := t.TempDir()
-	procs, firsts := runAll(t, dir, "TMPDIR="+dir, cmds)
+	procs, firsts := runAll(t, dir, dir, cmds)
 	t.Logf("first lines: %q", firsts)
-	b, err := os.ReadFile(filepath.Join(dir, "starts"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n := strings.Count(string(b), "x"); n != 1 {
+	if n := startguardtest.Starts(t, dir); n != 1 {
 		t.Fatalf("the app started %d times, want once", n)
 	}
 
 	// The app ends: both commands end with its exit code, so the status
 	// of whichever the tag records reads as the app's.
-	if err := os.WriteFile(filepath.Join(dir, "stop"), nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	for i, cmd := range procs {
-		err := waitTimeout(cmd, 10*time.Second)
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) || ee.ExitCode() != 7 {
-			t.Errorf("command %d ended with %v, want exit code 7 (the app's)", i, err)
-		}
-	}
+	startguardtest.Stop(t, dir, procs...)
 }
 
-// runAll starts each command with a real sh in dir, all at once, and
-// returns them with the first line each printed.
-func runAll(t *testing.T, dir, tmpdir string, cmds []verceltest.CommandJSON) ([]*exec.Cmd, []string) {
+// runAll runs the commands the fake received with a real sh, all at once,
+// in dir with TMPDIR=tmp (startguardtest.RunIn), and returns them with
+// the first line each printed.
+func runAll(t *testing.T, dir, tmp string, cmds []verceltest.CommandJSON) ([]*exec.Cmd, []string) {
 	t.Helper()
-	var procs []*exec.Cmd
-	var outs []*bufio.Reader
-	for _, c := range cmds {
-		cmd := exec.Command(c.Name, c.Args...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), tmpdir, "PORT=3000")
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-		procs, outs = append(procs, cmd), append(outs, bufio.NewReader(out))
+	procs := make([]*exec.Cmd, len(cmds))
+	for i, c := range cmds {
+		procs[i] = exec.Command(c.Name, c.Args...)
+		procs[i].Env = append(os.Environ(), "PORT=3000")
 	}
-	var firsts []string
-	for i, out := range outs {
-		first, err := out.ReadString('\n')
-		if err != nil {
-			t.Fatalf("%s %q printed nothing: %v", cmds[i].Name, cmds[i].Args, err)
-		}
-		firsts = append(firsts, first)
-		go func() { _, _ = out.WriteTo(discard{}) }()
-	}
-	return procs, firsts
+	return procs, startguardtest.RunIn(t, dir, tmp, procs...)
 }
 
 // TestStartGuardRunsTheLineWhenNoLockCanBeMade: with no writable temporary
@@ -128,7 +95,7 @@ func TestStartGuardRunsTheLineWhenNoLockCanBeMade(t *testing.T) {
 	}
 	cmds := f.Commands(mustSandbox(t, f, sb.ID).CurrentSessionID)
 	dir := t.TempDir()
-	procs, firsts := runAll(t, dir, "TMPDIR="+filepath.Join(dir, "missing"), cmds)
+	procs, firsts := runAll(t, dir, filepath.Join(dir, "missing"), cmds)
 	if firsts[0] != "up\n" {
 		t.Errorf("first line = %q, want the line's own \"up\"", firsts[0])
 	}
@@ -137,10 +104,6 @@ func TestStartGuardRunsTheLineWhenNoLockCanBeMade(t *testing.T) {
 		t.Errorf("the command ended with %v, want the line's exit code 4", err)
 	}
 }
-
-type discard struct{}
-
-func (discard) Write(p []byte) (int, error) { return len(p), nil }
 
 func waitTimeout(cmd *exec.Cmd, d time.Duration) error {
 	ch := make(chan error, 1)
