@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,8 +20,14 @@ const poolCreateBody = `{"template":"base","app":{"port":3000,"start_command":"n
 // template and app, whose spares the fake provider brings up.
 func (h *harness) withPool(tb testing.TB, size int) lifecycle.Pool {
 	tb.Helper()
+	return h.withPoolApp(tb, size, nil)
+}
+
+// withPoolApp is withPool whose app also has env.
+func (h *harness) withPoolApp(tb testing.TB, size int, env map[string]string) lifecycle.Pool {
+	tb.Helper()
 	port, line := 3000, "npm run dev"
-	app, err := lifecycle.ResolveApp(nil, &lifecycle.AppInput{Port: &port, StartCommand: &line})
+	app, err := lifecycle.ResolveApp(nil, &lifecycle.AppInput{Port: &port, StartCommand: &line, Env: env})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -113,6 +120,33 @@ func TestPoolsRouteShowsAStoppedPool(t *testing.T) {
 	p := mustDecode[api.PoolList](t, r).Pools[0]
 	if p.Failed != 3 || p.ConsecutiveFailures != 3 || p.LastError == nil || p.BackoffUntil == nil || p.Ready != 0 {
 		t.Errorf("pool = %+v, want 3 failures, the last error and a backoff", p)
+	}
+}
+
+// TestPoolsRouteShowsNoEnvValues: a pool's app env may hold the
+// deployment's secrets and pools are read with any account's key, so GET
+// /v1/pools names the variables (sorted) and shows no value, to the
+// deployment's own key and to another account's alike.
+func TestPoolsRouteShowsNoEnvValues(t *testing.T) {
+	h := MustHarness(t)
+	h.withPoolApp(t, 1, map[string]string{"DATABASE_URL": "postgres://app:hunter2@db/app", "STRIPE_KEY": "sk_live_s3cret", "A": "1"})
+	for name, key := range map[string]string{"DevKey": apigw.DevAPIKey, "OtherAccount": h.otherKey} {
+		t.Run(name, func(t *testing.T) {
+			r := h.invoke(t, MustEvent(t, "pools.json", withKey(key)))
+			wantStatus(t, r, 200)
+			for _, secret := range []string{"hunter2", "sk_live_s3cret", `"env"`} {
+				if strings.Contains(r.body, secret) {
+					t.Errorf("GET /v1/pools shows %q: %s", secret, r.body)
+				}
+			}
+			l := mustDecode[api.PoolList](t, r)
+			if len(l.Pools) != 1 || l.Pools[0].App == nil {
+				t.Fatalf("pools = %+v, want one with an app", l.Pools)
+			}
+			if got, want := strings.Join(l.Pools[0].App.EnvNames, ","), "A,DATABASE_URL,STRIPE_KEY"; got != want {
+				t.Errorf("env_names = %q, want %q", got, want)
+			}
+		})
 	}
 }
 

@@ -168,3 +168,22 @@ func TestWebhookEndpointsNotConfiguredAre503(t *testing.T) {
 	r := h.invoke(t, MustEvent(t, "webhook-endpoints-list.json"))
 	wantStatus(t, r, 503)
 }
+
+// TestAWebhookURLPortOutsideOneTo65535Is400: creating or repointing an
+// endpoint at a port outside 1-65535 answers 400 invalid, the error
+// naming the range; such a URL parses, but no delivery could reach it.
+func TestAWebhookURLPortOutsideOneTo65535Is400(t *testing.T) {
+	store := dynamostore.New(dynamotest.MustClient(t), dynamotest.MustTable(t))
+	svc := delivery.NewService(store, delivery.Guard{Resolver: publicResolver{}}, &jobRecorder{}, nil)
+	h := MustHarness(t, func(c *apigw.Config) { c.Webhooks = svc })
+	for _, port := range []string{"99999", "0", "65536"} {
+		body := `{"url":"https://hooks.example.com:` + port + `/hook"}`
+		r := h.invoke(t, MustEvent(t, "webhook-endpoints-create.json", withBody(body)))
+		wantError(t, r, 400, "invalid", "port "+port, "1 to 65535")
+	}
+	r := h.invoke(t, MustEvent(t, "webhook-endpoints-create.json", withBody(`{"url":"https://hooks.example.com:8443/hook"}`)))
+	wantStatus(t, r, 201)
+	id := withEndpoint(decode[api.WebhookEndpoint](t, r.body).ID)
+	r = h.invoke(t, MustEvent(t, "webhook-endpoints-patch.json", id, withBody(`{"url":"https://hooks.example.com:99999/hook"}`)))
+	wantError(t, r, 400, "invalid", "port 99999", "1 to 65535")
+}

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -20,10 +21,13 @@ type Resolver interface {
 }
 
 // Guard decides which targets deliveries may reach (docs/WEBHOOKS.md "Safe
-// targets"). The zero value refuses http and every non-public address.
+// targets"). The zero value refuses http and every address that is not
+// globally reachable (addressBlocks).
 type Guard struct {
-	// AllowPrivate allows http URLs and loopback, private and link-local
-	// addresses (SANDMAN_WEBHOOK_ALLOW_PRIVATE_TARGETS; local use only).
+	// AllowPrivate allows http URLs and every address that is not globally
+	// reachable but the metadata address: loopback, private, link-local
+	// and the rest of addressBlocks (SANDMAN_WEBHOOK_ALLOW_PRIVATE_TARGETS;
+	// local use only).
 	AllowPrivate bool
 	// Resolver resolves hosts, at registration and before every dial.
 	// Default net.DefaultResolver.
@@ -34,9 +38,6 @@ type Guard struct {
 // private targets are allowed (AWS, GCP and Azure use 169.254.169.254; AWS
 // also fd00:ec2::254).
 var metadataAddrs = []netip.Addr{netip.MustParseAddr("169.254.169.254"), netip.MustParseAddr("fd00:ec2::254")}
-
-// cgnat is the shared address space (RFC 6598), not public.
-var cgnat = netip.MustParsePrefix("100.64.0.0/10")
 
 // v4Carriers are the IPv6 prefixes whose addresses carry an IPv4 address a
 // translator or tunnel reaches: NAT64 (64:ff9b::/96, RFC 6052, and the
@@ -68,12 +69,15 @@ func carriedV4(a netip.Addr) (netip.Addr, bool) {
 }
 
 // CheckAddr returns why a may not be dialled, or nil: the metadata address
-// always; unless AllowPrivate, loopback, private (RFC 1918, fc00::/7,
-// 100.64.0.0/10), link-local, multicast and unspecified addresses. An IPv6
-// address that carries an IPv4 one (NAT64, 6to4, IPv4-compatible) is
-// judged as that address too.
+// always; unless AllowPrivate, every address whose most specific block in
+// addressBlocks IANA's special-purpose registries do not mark globally
+// reachable (loopback, private, shared, link-local, unspecified,
+// documentation, benchmarking, reserved, discard, Teredo, 6to4 and the
+// rest), every multicast address and every IPv6 address outside
+// 2000::/3. An IPv6 address that carries an IPv4 one (NAT64, 6to4,
+// IPv4-compatible) is judged as that IPv4 address too. A zone is ignored.
 func (g Guard) CheckAddr(a netip.Addr) error {
-	a = a.Unmap()
+	a = a.Unmap().WithZone("")
 	if err := g.checkAddr(a); err != nil {
 		return err
 	}
@@ -94,19 +98,11 @@ func (g Guard) checkAddr(a netip.Addr) error {
 	if g.AllowPrivate {
 		return nil
 	}
-	switch {
-	case a.IsUnspecified():
-		return fmt.Errorf("%s is unspecified", a)
-	case a.IsLoopback():
-		return fmt.Errorf("%s is a loopback address", a)
-	case a.IsPrivate(), cgnat.Contains(a):
-		return fmt.Errorf("%s is a private address", a)
-	case a.IsLinkLocalUnicast(), a.IsLinkLocalMulticast():
-		return fmt.Errorf("%s is a link-local address", a)
-	case a.IsMulticast(), a.IsInterfaceLocalMulticast():
-		return fmt.Errorf("%s is a multicast address", a)
-	case !a.IsGlobalUnicast():
-		return fmt.Errorf("%s is not a public address", a)
+	if !a.IsValid() {
+		return errors.New("no address")
+	}
+	if b, ok := blockOf(a); ok && b.refused() {
+		return b.refusal(a)
 	}
 	return nil
 }
@@ -120,8 +116,8 @@ func (g Guard) resolver() Resolver {
 
 // CheckURL validates an endpoint URL at registration: absolute, https
 // (http too with AllowPrivate), no user info, at most MaxURLLength bytes,
-// and a host whose every address passes CheckAddr. Errors: invalid, with
-// the reason.
+// a port, if given, from 1 to 65535, and a host whose every address passes
+// CheckAddr. Errors: invalid, with the reason.
 func (g Guard) CheckURL(ctx context.Context, raw string) error {
 	if len(raw) > MaxURLLength {
 		return lifecycle.Errorf(lifecycle.CodeInvalid, "url must be at most %d bytes", MaxURLLength)
@@ -138,6 +134,11 @@ func (g Guard) CheckURL(ctx context.Context, raw string) error {
 	}
 	if u.User != nil {
 		return lifecycle.Errorf(lifecycle.CodeInvalid, "url must not carry a user name or password")
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return lifecycle.Errorf(lifecycle.CodeInvalid, "url port %s is out of range: a port is 1 to 65535", p)
+		}
 	}
 	addrs, err := g.lookup(ctx, u.Hostname())
 	if err != nil {

@@ -112,7 +112,8 @@ const (
 	// "0s,5s,5m,30m,2h,5h,10h,10h"); tests shorten it.
 	WebhookRetrySchedule = "SANDMAN_WEBHOOK_RETRY_SCHEDULE"
 	// WebhookAllowPrivateTargets "true" allows http endpoints and
-	// loopback, private and link-local addresses (never the metadata
+	// addresses that are not globally reachable (loopback, private,
+	// link-local and the other special-purpose blocks; never the metadata
 	// address). make run sets it unless the environment says otherwise;
 	// the stack never does.
 	WebhookAllowPrivateTargets = "SANDMAN_WEBHOOK_ALLOW_PRIVATE_TARGETS"

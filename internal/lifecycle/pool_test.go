@@ -2,6 +2,8 @@ package lifecycle_test
 
 import (
 	"context"
+	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -784,5 +786,81 @@ func TestTwoCompletionsOfOneLostClaimCountItOnce(t *testing.T) {
 	}
 	if st := e.poolStatus(t, pool.ID); st.Lost != 1 || st.Hits != 0 || st.Misses != 1 {
 		t.Errorf("status = %+v, want the spare lost once: 1 lost, 0 hits, 1 miss", st)
+	}
+}
+
+// tokenPreviews is the fake provider with Daytona's private previews: each
+// port's preview URL carries its token as a query.
+type tokenPreviews struct{ *fake.Provider }
+
+const previewToken = "DAYTONA_SANDBOX_AUTH_KEY=tok123"
+
+func (p tokenPreviews) PortURL(ctx context.Context, sandboxID string, port int) (string, error) {
+	u, err := p.Provider.PortURL(ctx, sandboxID, port)
+	return u + "?" + previewToken, err
+}
+
+// probeLog is a RoundTripper that keeps the URL of every request before the
+// fake's preview serves it.
+type probeLog struct {
+	next http.RoundTripper
+	mu   sync.Mutex
+	urls []*url.URL
+}
+
+func (l *probeLog) RoundTrip(req *http.Request) (*http.Response, error) {
+	l.mu.Lock()
+	l.urls = append(l.urls, req.URL)
+	l.mu.Unlock()
+	return l.next.RoundTrip(req)
+}
+
+// TestPoolFillProbesTheReadyPathAndKeepsThePreviewQuery: a spare's probe
+// joins the app's ready path to the preview URL's path and keeps the
+// preview's query (Daytona's token) whole, as a session's readiness probe
+// does; appending the path to the whole URL would spoil the token and probe
+// the root.
+func TestPoolFillProbesTheReadyPathAndKeepsThePreviewQuery(t *testing.T) {
+	probes := &probeLog{}
+	var pool lifecycle.Pool
+	e := newEnv(t, func(c *lifecycle.Config) {
+		p := fake.New(fake.Config{Clock: c.Clock})
+		probes.next = p.Preview()
+		c.Provider = tokenPreviews{p}
+		c.ReadyHTTP = &http.Client{Transport: probes}
+		in := appInput(poolLine, 60)
+		health := "/health"
+		in.ReadyPath = &health
+		app, err := lifecycle.ResolveApp(nil, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pool = lifecycle.Pool{ID: lifecycle.PoolID("fake", "base", app), Provider: "fake", Template: "base", App: app,
+			Size: 1, Tier: lifecycle.TierPaused, MaxAge: time.Hour}
+		c.Pools = []lifecycle.Pool{pool}
+	})
+	if sum := e.svc.FillPools(t.Context()); sum.Made != 1 || sum.Failed != 0 {
+		t.Fatalf("fill = %+v, want 1 made", sum)
+	}
+	probes.mu.Lock()
+	urls := probes.urls
+	probes.mu.Unlock()
+	if len(urls) == 0 {
+		t.Fatal("the fill probed nothing")
+	}
+	for _, u := range urls {
+		if got, want := u.Path, "/health"; got != want {
+			t.Errorf("probe %s: path %q, want %q", u, got, want)
+		}
+		if got, want := u.RawQuery, previewToken; got != want {
+			t.Errorf("probe %s: query %q, want %q (the preview's token, whole)", u, got, want)
+		}
+	}
+	spares := e.spares(t, pool.ID)
+	if len(spares) != 1 {
+		t.Fatalf("spares = %d, want 1", len(spares))
+	}
+	if got := spares[0].PreviewURL; !strings.HasSuffix(got, "?"+previewToken) {
+		t.Errorf("spare preview URL = %q, want the port's URL with its token", got)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 )
@@ -404,7 +403,7 @@ func (s *Service) bringUpSpare(ctx context.Context, provider Provider, pool Pool
 		}
 		base = u
 	}
-	url := strings.TrimSuffix(base, "/") + app.ReadyPath
+	url := readyURL(base, app.ReadyPath)
 	deadline := s.now().Add(app.ReadyTimeout)
 	backoff := s.cfg.ReadyBackoff
 	for {

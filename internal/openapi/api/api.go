@@ -153,7 +153,7 @@ type Pool struct {
 	ID                  string    `json:"id"`
 	Provider            string    `json:"provider"`
 	Template            string    `json:"template"`
-	App                 *App      `json:"app"`
+	App                 *PoolApp  `json:"app"`
 	Size                int       `json:"size"`
 	Tier                string    `json:"tier"`
 	MaxAgeSeconds       int64     `json:"max_age_seconds"`
@@ -170,6 +170,19 @@ type Pool struct {
 	LastErrorAt         *string   `json:"last_error_at"`
 	BackoffUntil        *string   `json:"backoff_until"`
 	Usage               PoolUsage `json:"usage"`
+}
+
+// PoolApp is the app a pool's spares serve as GET /v1/pools shows it: an
+// App whose env is reduced to its variables' names, sorted. Any account's
+// key reads pools, and a pool's env may hold the deployment's secrets, so
+// no value is shown.
+type PoolApp struct {
+	Port                int      `json:"port"`
+	StartCommand        string   `json:"start_command"`
+	Cwd                 string   `json:"cwd"`
+	EnvNames            []string `json:"env_names"`
+	ReadyPath           string   `json:"ready_path"`
+	ReadyTimeoutSeconds int64    `json:"ready_timeout_seconds"`
 }
 
 // PoolUsage is the time a pool's spares ran and were paused, gone ones and
