@@ -5,7 +5,7 @@
 #      pinned dev dependencies (npm ci, from its package-lock.json), and a
 #      python3 with `requests` (Debian's python3-requests when none has it);
 #   2. runs each SDK's unit and drift tests (no server);
-#   3. packs both (npm pack; pip wheel --no-deps --no-build-isolation, on the
+#   3. packs both (npm pack of the built dist/; pip wheel --no-deps --no-build-isolation, on the
 #      package's own standard-library build backend) and installs each
 #      artifact into an empty folder outside the repository and imports it;
 #   4. starts the local stack once (`sandman run` on a free loopback port,
@@ -24,6 +24,7 @@ repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
 mode="${1:-all}"
 limit="${SDK_CLIENTS_TIMEOUT:-240}"
+export PIP_ROOT_USER_ACTION=ignore PIP_DISABLE_PIP_VERSION_CHECK=1
 ts="$repo/clients/typescript"
 pydir="$repo/clients/python"
 
@@ -113,8 +114,10 @@ fi
 failed=()
 step() { # step NAME command...: runs it, remembers a failure, goes on
   local name="$1"; shift
+  local t0=$SECONDS
   echo "sdk-clients: $name" >&2
   if ! "$@"; then failed+=("$name"); echo "sdk-clients: FAIL $name" >&2; fi
+  echo "sdk-clients: $name took $((SECONDS - t0)) s" >&2
 }
 
 # --- unit and drift tests, builds ---------------------------------------------------
@@ -123,9 +126,9 @@ step "typescript unit and drift tests" bash -c "cd '$ts' && timeout $limit node 
 step "python unit and drift tests" bash -c "cd '$pydir' && timeout $limit '$py' -m unittest discover -s tests -t . -p 'test_*.py'"
 
 # --- artifacts, installed outside the repository -------------------------------
-pack_ts() {
+pack_ts() ( # a subshell: it changes folder
   local tgz
-  tgz="$(cd "$ts" && npm pack --silent --pack-destination "$work" | tail -1)"
+  tgz="$(cd "$ts" && npm pack --silent --ignore-scripts --pack-destination "$work" | tail -1)"
   mkdir -p "$work/ts-empty" && cd "$work/ts-empty"
   echo '{"name":"empty","private":true,"type":"module"}' >package.json
   npm install --no-audit --no-fund --loglevel=error "$work/$tgz" >&2
@@ -144,8 +147,8 @@ TS
     if (!where.startsWith(process.cwd())) throw new Error("resolved from " + where);
     new Sandman({ apiKey: "x" });
     console.log("npm pack artifact imports outside the repository, API", API_VERSION);'
-}
-pack_py() {
+)
+pack_py() ( # a subshell: it changes folder
   "$py" -m pip wheel --no-deps --no-build-isolation --quiet -w "$work/wheel" "$pydir" >&2
   local whl; whl="$(ls "$work"/wheel/sandman-*.whl)"
   mkdir -p "$work/py-empty" && cd "$work/py-empty"
@@ -156,7 +159,7 @@ from sandman import Sandman, SandmanError, verify_webhook
 assert sandman.__file__.startswith(os.getcwd()), sandman.__file__
 Sandman(base_url="http://127.0.0.1:9", api_key="x")
 print("pip wheel artifact", os.path.basename("'"$whl"'"), "imports outside the repository, API", sandman.API_VERSION)'
-}
+)
 step "npm pack, install into an empty folder, import" pack_ts
 step "pip wheel, install into an empty folder, import" pack_py
 
