@@ -43,3 +43,10 @@ fi
 if [ "$#" -eq 0 ]; then
   bash scripts/sdk.sh
 fi
+
+# The customer SDKs in clients/ (TypeScript and Python): unit and drift
+# tests, packed artifacts installed outside the repository, and each
+# conformance suite against one local stack (scripts/sdk-clients.sh).
+if [ "$#" -eq 0 ]; then
+  bash scripts/sdk-clients.sh
+fi

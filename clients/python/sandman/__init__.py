@@ -1,0 +1,81 @@
+"""sandman: Sandman's API for Python backends (on requests).
+
+    from sandman import Sandman, SandmanError, verify_webhook
+    sm = Sandman()  # SANDMAN_URL, SANDMAN_API_KEY
+"""
+
+from ._transport import RetryPolicy
+from ._version import API_VERSION, __version__
+from .client import Sandman, is_ready
+from .errors import SandmanError
+from .models import (
+    App,
+    AppRequest,
+    ClientToken,
+    Diagnosis,
+    DiagnosisEvent,
+    DiagnosisPreview,
+    DiagnosisProvider,
+    LifecycleEnvelope,
+    Model,
+    PauseResult,
+    Pool,
+    PoolList,
+    PoolUsage,
+    ReconnectResult,
+    ResumeResult,
+    SCHEMAS,
+    Session,
+    SessionList,
+    Status,
+    Usage,
+    UsageLine,
+    UsageTotals,
+    WebhookAttempt,
+    WebhookDelivery,
+    WebhookDeliveryList,
+    WebhookEndpoint,
+    WebhookEndpointList,
+)
+from .routes import NOT_IN_SDK, ROUTES, Route
+from .webhooks import verify_webhook
+
+__all__ = [
+    "API_VERSION",
+    "App",
+    "AppRequest",
+    "ClientToken",
+    "Diagnosis",
+    "DiagnosisEvent",
+    "DiagnosisPreview",
+    "DiagnosisProvider",
+    "LifecycleEnvelope",
+    "Model",
+    "NOT_IN_SDK",
+    "PauseResult",
+    "Pool",
+    "PoolList",
+    "PoolUsage",
+    "ROUTES",
+    "ReconnectResult",
+    "ResumeResult",
+    "RetryPolicy",
+    "Route",
+    "SCHEMAS",
+    "Sandman",
+    "SandmanError",
+    "Session",
+    "SessionList",
+    "Status",
+    "Usage",
+    "UsageLine",
+    "UsageTotals",
+    "WebhookAttempt",
+    "WebhookDelivery",
+    "WebhookDeliveryList",
+    "WebhookEndpoint",
+    "WebhookEndpointList",
+    "__version__",
+    "is_ready",
+    "verify_webhook",
+]

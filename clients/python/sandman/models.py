@@ -1,0 +1,387 @@
+"""The API's bodies as dataclasses, written once from docs/openapi.json.
+
+Field names are the JSON's (snake_case); a JSON name that is a Python
+keyword gets a trailing underscore (``from_``). Times are RFC 3339 strings,
+as the API sends them. Fields the API adds later are ignored until the
+models have them: the drift test (tests/test_drift.py) fails while a field of
+the document is missing here. ``SCHEMAS`` maps each schema of the document
+to its model.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from dataclasses import dataclass, field
+from typing import Any, TypeVar, Union
+
+T = TypeVar("T", bound="Model")
+
+
+def _alias(json_name: str, default: Any = None) -> Any:
+    return field(default=default, metadata={"json": json_name})
+
+
+class Model:
+    """A body of the API: from_dict reads the JSON, to_dict writes it back."""
+
+    @classmethod
+    def from_dict(cls: type[T], data: dict[str, Any]) -> T:
+        hints = typing.get_type_hints(cls)
+        kwargs = {}
+        for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+            name = f.metadata.get("json", f.name)
+            kwargs[f.name] = _convert(hints[f.name], data.get(name)) if name in data else None
+        return cls(**kwargs)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {}
+        for f in dataclasses.fields(self):  # type: ignore[arg-type]
+            v = getattr(self, f.name)
+            out[f.metadata.get("json", f.name)] = v.to_dict() if isinstance(v, Model) else v
+        return out
+
+
+def _convert(tp: Any, value: Any) -> Any:
+    if value is None:
+        return None
+    origin = typing.get_origin(tp)
+    if origin in (Union, types.UnionType):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        return _convert(args[0], value) if len(args) == 1 else value
+    if origin is list:
+        (item,) = typing.get_args(tp)
+        return [_convert(item, v) for v in value]
+    if isinstance(tp, type) and issubclass(tp, Model):
+        return tp.from_dict(value)
+    return value
+
+
+def model_of(cls: type) -> type | None:
+    """The Model class a field type holds (through Optional and list), or None."""
+    origin = typing.get_origin(cls)
+    if origin in (Union, types.UnionType, list):
+        for a in typing.get_args(cls):
+            m = model_of(a)
+            if m is not None:
+                return m
+        return None
+    return cls if isinstance(cls, type) and issubclass(cls, Model) else None
+
+
+# Enumerations are strings: SessionState ("provisioning", "running",
+# "pausing", "paused", "resuming", "expired", "killed", "failed"),
+# Readiness ("starting", "ready", "failed" or None), WebhookEventType
+# ("session.paused", …).
+SessionState = str
+Readiness = str
+WebhookEventType = str
+
+
+@dataclass(kw_only=True)
+class App(Model):
+    """The app the sandbox serves, as resolved (docs/READINESS.md "The app spec")."""
+
+    port: int
+    start_command: str
+    cwd: str
+    env: dict[str, str]
+    ready_path: str
+    ready_timeout_seconds: int
+
+
+@dataclass(kw_only=True)
+class AppRequest(Model):
+    """The app to start in a new session: port and start_command required."""
+
+    port: int
+    start_command: str
+    cwd: str | None = None
+    env: dict[str, str] | None = None
+    ready_path: str | None = None
+    ready_timeout_seconds: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in super().to_dict().items() if v is not None}
+
+
+@dataclass(kw_only=True)
+class Session(Model):
+    id: str
+    account_id: str
+    provider: str
+    template: str
+    state: SessionState
+    reason: str
+    sandbox_id: str | None
+    preview_url: str | None
+    metadata: dict[str, str]
+    idle_timeout_seconds: int
+    max_lifetime_seconds: int
+    version: int
+    created_at: str | None
+    updated_at: str | None
+    last_activity_at: str | None
+    idle_deadline: str | None
+    #: When it is due to pause.
+    hibernate_after: str | None
+    running_since: str | None
+    paused_at: str | None
+    sandbox_expires_at: str | None
+    readiness: Readiness | None
+    readiness_detail: str | None
+    ready_at: str | None
+    app: App | None
+    away_timeout_seconds: int | None = None
+    away_deadline: str | None = None
+    resume_on_return: bool | None = None
+    from_pool: bool | None = None
+
+
+@dataclass(kw_only=True)
+class SessionList(Model):
+    sessions: list[Session]
+    next_cursor: str | None
+
+
+@dataclass(kw_only=True)
+class LifecycleEnvelope(Model):
+    server_time: str
+    state: SessionState
+    last_activity_at: str | None
+    hibernate_after: str | None
+    sandbox_expires_at: str | None
+
+
+@dataclass(kw_only=True)
+class Status(Model):
+    session_id: str
+    state: SessionState
+    sandbox_paused: bool
+    has_snapshot: bool
+    preview_url: str | None
+    lifecycle: LifecycleEnvelope
+    readiness: Readiness | None
+    readiness_detail: str | None
+    ready_at: str | None
+
+
+@dataclass(kw_only=True)
+class ResumeResult(Model):
+    preview_url: str | None
+    session: Session
+
+
+@dataclass(kw_only=True)
+class PauseResult(Model):
+    """What pause answers (the snapshot route's body)."""
+
+    paused: bool
+    session: Session
+
+
+@dataclass(kw_only=True)
+class ReconnectResult(Model):
+    status: str
+    session_id: str
+    state: SessionState
+    expires_at: str | None
+    preview_url: str | None
+    lifecycle: LifecycleEnvelope
+    readiness: Readiness | None
+    readiness_detail: str | None
+    ready_at: str | None
+
+
+@dataclass(kw_only=True)
+class DiagnosisProvider(Model):
+    checked: bool
+    state: str | None
+    error: str | None
+
+
+@dataclass(kw_only=True)
+class DiagnosisPreview(Model):
+    checked: bool
+    answered: bool
+    status: int | None
+    error: str | None
+
+
+@dataclass(kw_only=True)
+class DiagnosisEvent(Model):
+    event_id: str
+    time: str
+    from_: str = _alias("from")
+    to: str
+    reason: str
+    version: int
+
+
+@dataclass(kw_only=True)
+class Diagnosis(Model):
+    session: Session
+    lease_expires_at: str | None
+    lease_expired: bool
+    provider: DiagnosisProvider
+    preview: DiagnosisPreview
+    agree: bool
+    verdict: str
+    events: list[DiagnosisEvent]
+
+
+@dataclass(kw_only=True)
+class ClientToken(Model):
+    token: str
+    expires_at: str
+    ws_url: str | None
+
+
+@dataclass(kw_only=True)
+class UsageTotals(Model):
+    running_seconds: float
+    paused_seconds: float
+    pauses: int
+    resumes: int
+    estimated_cost_usd: float
+
+
+@dataclass(kw_only=True)
+class UsageLine(Model):
+    day: str
+    running_seconds: float
+    paused_seconds: float
+    pauses: int
+    resumes: int
+    estimated_cost_usd: float
+    session_id: str | None = None
+    provider: str | None = None
+
+
+@dataclass(kw_only=True)
+class PoolUsage(Model):
+    running_seconds: float
+    paused_seconds: float
+    estimated_cost_usd: float
+
+
+@dataclass(kw_only=True)
+class Usage(Model):
+    from_: str = _alias("from")
+    to: str
+    group_by: str
+    currency: str
+    usage: list[UsageLine]
+    total: UsageTotals
+    next_cursor: str | None
+    pools: PoolUsage | None = None
+
+
+@dataclass(kw_only=True)
+class Pool(Model):
+    id: str
+    provider: str
+    template: str
+    app: App | None
+    size: int
+    tier: str
+    max_age_seconds: int
+    ready: int
+    making: int
+    failed: int
+    claims: int
+    hits: int
+    misses: int
+    lost: int
+    hit_rate: float
+    consecutive_failures: int
+    last_error: str | None
+    last_error_at: str | None
+    backoff_until: str | None
+    usage: PoolUsage
+
+
+@dataclass(kw_only=True)
+class PoolList(Model):
+    pools: list[Pool]
+
+
+@dataclass(kw_only=True)
+class WebhookEndpoint(Model):
+    id: str
+    url: str
+    description: str
+    event_types: list[WebhookEventType]
+    disabled: bool
+    disabled_reason: str | None
+    failing_since: str | None
+    previous_secret_expires_at: str | None
+    created_at: str
+    updated_at: str
+    #: The signing secret (whsec_…), only in the answers of create and rotate_secret.
+    secret: str | None = None
+
+
+@dataclass(kw_only=True)
+class WebhookEndpointList(Model):
+    webhook_endpoints: list[WebhookEndpoint]
+
+
+@dataclass(kw_only=True)
+class WebhookAttempt(Model):
+    at: str
+    status_code: int | None
+    latency_ms: int
+    error: str | None
+    response_body: str
+
+
+@dataclass(kw_only=True)
+class WebhookDelivery(Model):
+    id: str
+    endpoint_id: str
+    event_id: str
+    event_type: WebhookEventType
+    status: str
+    reason: str | None
+    attempts: list[WebhookAttempt]
+    next_attempt_at: str | None
+    created_at: str
+    expires_at: str
+
+
+@dataclass(kw_only=True)
+class WebhookDeliveryList(Model):
+    deliveries: list[WebhookDelivery]
+    next_cursor: str | None
+
+
+#: Each schema of docs/openapi.json the SDK reads or writes, and its model.
+#: Request bodies are keyword arguments of the methods named in ROUTES
+#: (CreateSessionRequest: sessions.create); the error envelope is
+#: SandmanError.
+SCHEMAS: dict[str, type[Model]] = {
+    "App": App,
+    "AppRequest": AppRequest,
+    "Session": Session,
+    "SessionList": SessionList,
+    "LifecycleEnvelope": LifecycleEnvelope,
+    "Status": Status,
+    "ResumeResult": ResumeResult,
+    "SnapshotResult": PauseResult,
+    "ReconnectResult": ReconnectResult,
+    "Diagnosis": Diagnosis,
+    "ClientToken": ClientToken,
+    "UsageTotals": UsageTotals,
+    "UsageLine": UsageLine,
+    "PoolUsage": PoolUsage,
+    "Usage": Usage,
+    "Pool": Pool,
+    "PoolList": PoolList,
+    "WebhookEndpoint": WebhookEndpoint,
+    "WebhookEndpointList": WebhookEndpointList,
+    "WebhookAttempt": WebhookAttempt,
+    "WebhookDelivery": WebhookDelivery,
+    "WebhookDeliveryList": WebhookDeliveryList,
+}

@@ -1,0 +1,71 @@
+"""The routes of docs/openapi.json the SDK calls, written once.
+
+The drift test (tests/test_drift.py) fails when the document has a route,
+or a query parameter, header or request field of one, that the SDK lacks.
+
+``retry`` says what the SDK may repeat on its own:
+
+- ``key``: the call carries an Idempotency-Key, generated once per call and
+  sent again on every retry, so the API does it once;
+- ``safe``: doing it twice is the same as once (reads, and the writes the
+  API makes idempotent: pause, resume, delete, activity, a PATCH);
+- ``unsafe``: a second time makes a second thing (a webhook endpoint, a new
+  secret), so only a 429, which the API answers before acting, is retried.
+
+``kind="link"`` routes are not called: the SDK builds their URL for a
+browser (``sessions.open_url``). ``sdk`` names the methods that call the
+route; the drift test checks their keyword arguments against the request
+body's fields. A new route (checkpoints, restore, fork) is one entry here
+and one method on its resource.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Route:
+    method: str
+    path: str
+    retry: str  # "key", "safe" or "unsafe"
+    sdk: tuple[str, ...]
+    query: tuple[str, ...] = ()
+    headers: tuple[str, ...] = ()
+    kind: str | None = None
+
+
+ROUTES: dict[str, Route] = {
+    "createSession": Route("POST", "/v1/sessions", "key", ("sessions.create",), headers=("Idempotency-Key",)),
+    "listSessions": Route("GET", "/v1/sessions", "safe", ("sessions.list", "sessions.list_page"), query=("limit", "cursor")),
+    "getSession": Route("GET", "/v1/sessions/{id}", "safe", ("sessions.get",)),
+    "deleteSession": Route("DELETE", "/v1/sessions/{id}", "safe", ("sessions.delete",)),
+    "sendActivity": Route("POST", "/v1/sessions/{id}/activity", "safe", ("sessions.activity",)),
+    "getSessionStatus": Route("GET", "/v1/sessions/{id}/status", "safe", ("sessions.status", "sessions.wait_until_ready")),
+    "resumeSession": Route("POST", "/v1/sessions/{id}/resume", "safe", ("sessions.resume",), query=("wait",)),
+    # Pause is POST …/snapshot today; once POST …/pause exists (with
+    # …/snapshot kept as its alias) this entry moves to it.
+    "snapshotSession": Route("POST", "/v1/sessions/{id}/snapshot", "safe", ("sessions.pause",)),
+    "reconnectSession": Route("GET", "/v1/sessions/{id}/reconnect", "safe", ("sessions.reconnect",)),
+    "diagnoseSession": Route("GET", "/v1/sessions/{id}/diagnose", "safe", ("sessions.diagnose",)),
+    "openSession": Route("GET", "/v1/sessions/{id}/open", "safe", ("sessions.open_url",), query=("wait", "token"), kind="link"),
+    "openSessionPath": Route("GET", "/v1/sessions/{id}/open/{path}", "safe", ("sessions.open_url",), query=("wait", "token"), kind="link"),
+    "createClientToken": Route("POST", "/v1/sessions/{id}/client-tokens", "safe", ("client_tokens.create",)),
+    "getUsage": Route("GET", "/v1/usage", "safe", ("usage.get", "usage.lines"), query=("from", "to", "group_by", "limit", "cursor")),
+    "listPools": Route("GET", "/v1/pools", "safe", ("pools.list",)),
+    "createWebhookEndpoint": Route("POST", "/v1/webhook-endpoints", "unsafe", ("webhook_endpoints.create",)),
+    "listWebhookEndpoints": Route("GET", "/v1/webhook-endpoints", "safe", ("webhook_endpoints.list",)),
+    "getWebhookEndpoint": Route("GET", "/v1/webhook-endpoints/{id}", "safe", ("webhook_endpoints.get",)),
+    "updateWebhookEndpoint": Route("PATCH", "/v1/webhook-endpoints/{id}", "safe", ("webhook_endpoints.update",)),
+    "deleteWebhookEndpoint": Route("DELETE", "/v1/webhook-endpoints/{id}", "safe", ("webhook_endpoints.delete",)),
+    "rotateWebhookSecret": Route("POST", "/v1/webhook-endpoints/{id}/rotate-secret", "unsafe", ("webhook_endpoints.rotate_secret",)),
+    "listWebhookDeliveries": Route("GET", "/v1/webhook-endpoints/{id}/deliveries", "safe", ("webhook_deliveries.list",), query=("limit", "cursor")),
+    "retryWebhookDelivery": Route("POST", "/v1/webhook-endpoints/{id}/deliveries/{delivery_id}/retry", "safe", ("webhook_deliveries.retry",)),
+}
+
+#: Routes of the document a backend SDK does not call, and why.
+NOT_IN_SDK: dict[str, str] = {
+    "POST /v1/webhooks/{provider}": "providers' signed webhooks into Sandman, not a customer's call",
+    "GET /v1/sandman.js": "the browser client module, loaded by pages",
+    "GET /v1/openapi.json": "the contract itself",
+}

@@ -1,0 +1,354 @@
+/**
+ * @sandmanhq/sdk: Sandman's API for backends (Node 20+, Deno, Bun, edge
+ * runtimes; fetch only). Types are generated from docs/openapi.json
+ * (src/openapi.ts); routes are listed once in src/routes.ts.
+ */
+import type { components, operations } from "./openapi.js";
+import { SandmanError } from "./errors.js";
+import { ROUTES, type Route } from "./routes.js";
+import {
+  send,
+  buildUrl,
+  type Call,
+  type CallOptions,
+  type IdempotentOptions,
+  type RetryOptions,
+  type TransportConfig,
+} from "./transport.js";
+
+export { SandmanError } from "./errors.js";
+export { ROUTES, NOT_IN_SDK, API_VERSION, type Route } from "./routes.js";
+export type { CallOptions, IdempotentOptions, RetryOptions } from "./transport.js";
+export { verifyWebhook, type WebhookEvent } from "./webhooks.js";
+export type { components, paths, operations } from "./openapi.js";
+
+type Schemas = components["schemas"];
+export type Session = Schemas["Session"];
+export type SessionState = Schemas["SessionState"];
+export type SessionList = Schemas["SessionList"];
+export type CreateSessionRequest = Schemas["CreateSessionRequest"];
+export type AppRequest = Schemas["AppRequest"];
+export type App = Schemas["App"];
+export type ActivityRequest = Schemas["ActivityRequest"];
+export type Status = Schemas["Status"];
+export type Readiness = Schemas["Readiness"];
+export type LifecycleEnvelope = Schemas["LifecycleEnvelope"];
+export type ResumeResult = Schemas["ResumeResult"];
+/** What pause answers (the snapshot route's body). */
+export type PauseResult = Schemas["SnapshotResult"];
+export type ReconnectResult = Schemas["ReconnectResult"];
+export type Diagnosis = Schemas["Diagnosis"];
+export type ClientTokenRequest = Schemas["ClientTokenRequest"];
+export type ClientToken = Schemas["ClientToken"];
+export type Usage = Schemas["Usage"];
+export type UsageLine = Schemas["UsageLine"];
+export type UsageQuery = NonNullable<operations["getUsage"]["parameters"]["query"]>;
+export type Pool = Schemas["Pool"];
+export type WebhookEndpoint = Schemas["WebhookEndpoint"];
+export type WebhookEndpointRequest = Schemas["WebhookEndpointRequest"];
+export type WebhookEventType = Schemas["WebhookEventType"];
+export type WebhookDelivery = Schemas["WebhookDelivery"];
+export type WebhookDeliveryList = Schemas["WebhookDeliveryList"];
+export type ErrorEnvelope = Schemas["Error"];
+
+/** new Sandman(options): every field optional. */
+export interface SandmanOptions {
+  /** The API's base URL; default SANDMAN_URL, else http://127.0.0.1:8080 (make run). */
+  baseUrl?: string;
+  /** An API key (or a client token, for status, activity and resume); default SANDMAN_API_KEY. */
+  apiKey?: string;
+  /** One attempt's timeout; default 30 000 ms. */
+  timeoutMs?: number;
+  /** Retries; defaults in RetryOptions. */
+  retry?: RetryOptions;
+  /** The fetch to use; default globalThis.fetch. */
+  fetch?: typeof fetch;
+}
+
+/** The environment variable, where the runtime has process.env (Node, Bun; edge runtimes may not). */
+function env(name: string): string | undefined {
+  const p = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process;
+  return p?.env?.[name] || undefined;
+}
+
+/** The client: one per process is enough (it holds no connection of its own). */
+export class Sandman {
+  readonly baseUrl: string;
+  readonly sessions: Sessions;
+  readonly clientTokens: ClientTokens;
+  readonly usage: UsageResource;
+  readonly pools: Pools;
+  readonly webhookEndpoints: WebhookEndpoints;
+  readonly webhookDeliveries: WebhookDeliveries;
+  /** @internal */
+  readonly transport: TransportConfig;
+
+  constructor(options: SandmanOptions = {}) {
+    const apiKey = options.apiKey ?? env("SANDMAN_API_KEY");
+    if (!apiKey) throw new TypeError("Sandman: no API key (pass apiKey or set SANDMAN_API_KEY)");
+    this.baseUrl = (options.baseUrl ?? env("SANDMAN_URL") ?? "http://127.0.0.1:8080").replace(/\/+$/, "");
+    const f = options.fetch ?? globalThis.fetch;
+    if (typeof f !== "function") throw new TypeError("Sandman: no fetch in this runtime (pass options.fetch)");
+    this.transport = {
+      baseUrl: this.baseUrl,
+      apiKey,
+      timeoutMs: options.timeoutMs ?? 30_000,
+      retry: { maxRetries: 4, baseDelayMs: 250, maxDelayMs: 5_000, deadlineMs: 60_000, ...options.retry },
+      fetch: f.bind(globalThis),
+    };
+    this.sessions = new Sessions(this);
+    this.clientTokens = new ClientTokens(this);
+    this.usage = new UsageResource(this);
+    this.pools = new Pools(this);
+    this.webhookEndpoints = new WebhookEndpoints(this);
+    this.webhookDeliveries = new WebhookDeliveries(this);
+  }
+
+  /** @internal One call of a route: its body, or throws SandmanError. */
+  async call<T>(route: Route, call: Call = {}): Promise<T> {
+    return (await send<T>(this.transport, route, call)).data;
+  }
+}
+
+abstract class Resource {
+  constructor(protected readonly sm: Sandman) {}
+}
+
+/** Options of sessions.list. */
+export interface ListSessionsOptions extends CallOptions {
+  /** Page size asked of the API, 1..100; default 20. */
+  limit?: number;
+  /** Only sessions in this state; the API lists every state, so the SDK filters the pages. */
+  state?: SessionState;
+  /** Start after this cursor (a previous page's next_cursor). */
+  cursor?: string;
+}
+
+/** Options of sessions.waitUntilReady. */
+export interface WaitOptions {
+  /** How long to wait in all; default 60 000 ms. */
+  timeoutMs?: number;
+  /** First poll interval, doubled up to maxIntervalMs; default 250 ms. */
+  intervalMs?: number;
+  /** Longest poll interval; default 2 000 ms. */
+  maxIntervalMs?: number;
+  signal?: AbortSignal;
+}
+
+const FINAL_STATES = new Set(["failed", "expired", "killed"]);
+
+/**
+ * Whether a status is ready (docs/READINESS.md): running, and either its app
+ * answered (readiness "ready") or it has no app (readiness null).
+ */
+export function isReady(s: Pick<Status, "state" | "readiness">): boolean {
+  return s.state === "running" && (s.readiness === "ready" || s.readiness === null);
+}
+
+/** Sessions: create, read, list, pause, resume, delete, and what a backend watches. */
+export class Sessions extends Resource {
+  /** POST /v1/sessions: 201 a new session, or the first one when the Idempotency-Key was seen (24 h). */
+  create(body: CreateSessionRequest, options: IdempotentOptions = {}): Promise<Session> {
+    return this.sm.call(ROUTES.createSession, { body, idempotencyKey: options.idempotencyKey, options });
+  }
+
+  /** GET /v1/sessions/{id}. */
+  get(id: string, options?: CallOptions): Promise<Session> {
+    return this.sm.call(ROUTES.getSession, { params: { id }, options });
+  }
+
+  /** GET /v1/sessions, one page (newest first). */
+  listPage(query: { limit?: number; cursor?: string } = {}, options?: CallOptions): Promise<SessionList> {
+    return this.sm.call(ROUTES.listSessions, { query, options });
+  }
+
+  /** Every session, newest first, following next_cursor page by page. */
+  async *list(options: ListSessionsOptions = {}): AsyncGenerator<Session> {
+    const { limit, state, ...call } = options;
+    let cursor: string | null | undefined = options.cursor;
+    do {
+      const page = await this.listPage({ limit, cursor: cursor ?? undefined }, call);
+      for (const s of page.sessions) if (!state || s.state === state) yield s;
+      cursor = page.next_cursor;
+    } while (cursor);
+  }
+
+  /** DELETE /v1/sessions/{id}: the killed session (again 200 when deleted twice). */
+  delete(id: string, options?: CallOptions): Promise<Session> {
+    return this.sm.call(ROUTES.deleteSession, { params: { id }, options });
+  }
+
+  /** GET /v1/sessions/{id}/status: state, readiness, the lifecycle envelope; reads the table only. */
+  status(id: string, options?: CallOptions): Promise<Status> {
+    return this.sm.call(ROUTES.getSessionStatus, { params: { id }, options });
+  }
+
+  /** POST /v1/sessions/{id}/activity: a heartbeat (holdSeconds: a busy hold, 60..86400). 409 sandbox_paused when paused. */
+  async activity(id: string, body: ActivityRequest = {}, options?: CallOptions): Promise<void> {
+    await this.sm.call(ROUTES.sendActivity, { params: { id }, body, options });
+  }
+
+  /**
+   * POST /v1/sessions/{id}/resume: the session running again, with a fresh
+   * preview URL. waitReady holds the answer until the app is ready or
+   * failed, at most 25 s.
+   */
+  resume(id: string, options: CallOptions & { waitReady?: boolean } = {}): Promise<ResumeResult> {
+    return this.sm.call(ROUTES.resumeSession, {
+      params: { id },
+      query: { wait: options.waitReady ? "ready" : undefined },
+      body: {},
+      options,
+    });
+  }
+
+  /**
+   * Pauses the session now (its sandbox paused, kept for a resume): 200
+   * whether it was running or paused. Calls POST …/snapshot, the pause route
+   * of this API version.
+   */
+  pause(id: string, options?: CallOptions): Promise<PauseResult> {
+    return this.sm.call(ROUTES.snapshotSession, { params: { id }, body: {}, options });
+  }
+
+  /** GET /v1/sessions/{id}/reconnect: a live probe of the sandbox. */
+  reconnect(id: string, options?: CallOptions): Promise<ReconnectResult> {
+    return this.sm.call(ROUTES.reconnectSession, { params: { id }, options });
+  }
+
+  /** GET /v1/sessions/{id}/diagnose: the table's and the provider's views, a verdict, the last events. */
+  diagnose(id: string, options?: CallOptions): Promise<Diagnosis> {
+    return this.sm.call(ROUTES.diagnoseSession, { params: { id }, options });
+  }
+
+  /**
+   * The session's stable link for a browser (GET …/open): a redirect to the
+   * preview, waking the session first. Pass a client token, since a browser
+   * holds no API key; path opens a page under the preview.
+   */
+  openUrl(id: string, token?: string, options: { path?: string; wait?: boolean } = {}): string {
+    const path = options.path?.replace(/^\/+/, "");
+    return buildUrl(this.sm.baseUrl, path ? ROUTES.openSessionPath : ROUTES.openSession, {
+      params: path ? { id, path } : { id },
+      query: { token, wait: options.wait ? "ready" : undefined },
+    });
+  }
+
+  /**
+   * Polls the status, with backoff, until the session is ready (running and
+   * its app answering, or running without an app) and returns that status.
+   * Throws SandmanError not_ready when the session ends (failed, expired,
+   * killed) or its app fails, timeout when timeoutMs passes first.
+   */
+  async waitUntilReady(id: string, options: WaitOptions = {}): Promise<Status> {
+    const timeoutMs = options.timeoutMs ?? 60_000;
+    const deadline = Date.now() + timeoutMs;
+    let interval = options.intervalMs ?? 250;
+    const maxInterval = options.maxIntervalMs ?? 2_000;
+    for (;;) {
+      const left = deadline - Date.now();
+      const s = await this.status(id, {
+        signal: options.signal,
+        timeoutMs: Math.max(1, Math.min(this.sm.transport.timeoutMs, left)),
+        retry: { deadlineMs: Math.max(1, left) },
+      });
+      if (isReady(s)) return s;
+      if (FINAL_STATES.has(s.state) || s.readiness === "failed") {
+        const why = s.readiness === "failed" ? `its app failed${s.readiness_detail ? ": " + s.readiness_detail : ""}` : `it is ${s.state}`;
+        throw new SandmanError({ status: 0, errorType: "not_ready", message: `session ${id} will not be ready: ${why}` });
+      }
+      if (Date.now() + interval >= deadline) {
+        throw new SandmanError({
+          status: 0,
+          errorType: "timeout",
+          message: `session ${id} not ready within ${timeoutMs} ms (state ${s.state}, readiness ${s.readiness})`,
+        });
+      }
+      await new Promise((r) => setTimeout(r, interval));
+      interval = Math.min(maxInterval, interval * 2);
+    }
+  }
+}
+
+/** Client tokens: what a browser holds instead of an API key. */
+export class ClientTokens extends Resource {
+  /** POST /v1/sessions/{id}/client-tokens: {token, expires_at, ws_url}; ttlSeconds default 900, at most 86400. */
+  create(sessionId: string, body: ClientTokenRequest = {}, options?: CallOptions): Promise<ClientToken> {
+    return this.sm.call(ROUTES.createClientToken, { params: { id: sessionId }, body, options });
+  }
+}
+
+/** Usage: running and paused time, pauses, resumes and estimated cost. */
+export class UsageResource extends Resource {
+  /** GET /v1/usage: one page (per day, or per session and day with group_by "session"). */
+  get(query: UsageQuery = {}, options?: CallOptions): Promise<Usage> {
+    return this.sm.call(ROUTES.getUsage, { query, options });
+  }
+
+  /** Every usage line of the query, following next_cursor. */
+  async *lines(query: UsageQuery = {}, options?: CallOptions): AsyncGenerator<UsageLine> {
+    let cursor = query.cursor;
+    do {
+      const page = await this.get({ ...query, cursor }, options);
+      yield* page.usage;
+      cursor = page.next_cursor ?? undefined;
+    } while (cursor);
+  }
+}
+
+/** Warm pools of the deployment. */
+export class Pools extends Resource {
+  /** GET /v1/pools. */
+  async list(options?: CallOptions): Promise<Pool[]> {
+    return (await this.sm.call<Schemas["PoolList"]>(ROUTES.listPools, { options })).pools;
+  }
+}
+
+/** The account's webhook endpoints (docs/WEBHOOKS.md). */
+export class WebhookEndpoints extends Resource {
+  /** POST /v1/webhook-endpoints: the endpoint with its signing secret (whsec_…), shown once. Not retried but on 429. */
+  create(body: WebhookEndpointRequest & { url: string }, options?: CallOptions): Promise<WebhookEndpoint> {
+    return this.sm.call(ROUTES.createWebhookEndpoint, { body, options });
+  }
+  /** GET /v1/webhook-endpoints: oldest first, no secrets. */
+  async list(options?: CallOptions): Promise<WebhookEndpoint[]> {
+    return (await this.sm.call<Schemas["WebhookEndpointList"]>(ROUTES.listWebhookEndpoints, { options })).webhook_endpoints;
+  }
+  get(id: string, options?: CallOptions): Promise<WebhookEndpoint> {
+    return this.sm.call(ROUTES.getWebhookEndpoint, { params: { id }, options });
+  }
+  /** PATCH: absent fields unchanged; disabled false re-enables. */
+  update(id: string, body: WebhookEndpointRequest, options?: CallOptions): Promise<WebhookEndpoint> {
+    return this.sm.call(ROUTES.updateWebhookEndpoint, { params: { id }, body, options });
+  }
+  async delete(id: string, options?: CallOptions): Promise<void> {
+    await this.sm.call(ROUTES.deleteWebhookEndpoint, { params: { id }, options });
+  }
+  /** A new secret (shown once); the old one keeps signing for 24 h. Not retried but on 429. */
+  rotateSecret(id: string, options?: CallOptions): Promise<WebhookEndpoint> {
+    return this.sm.call(ROUTES.rotateWebhookSecret, { params: { id }, options });
+  }
+}
+
+/** An endpoint's delivery log. */
+export class WebhookDeliveries extends Resource {
+  /** Every delivery of the endpoint, newest first, following next_cursor. */
+  async *list(endpointId: string, options: CallOptions & { limit?: number } = {}): AsyncGenerator<WebhookDelivery> {
+    const { limit, ...call } = options;
+    let cursor: string | undefined;
+    do {
+      const page: WebhookDeliveryList = await this.sm.call(ROUTES.listWebhookDeliveries, {
+        params: { id: endpointId },
+        query: { limit, cursor },
+        options: call,
+      });
+      yield* page.deliveries;
+      cursor = page.next_cursor ?? undefined;
+    } while (cursor);
+  }
+  /** 202: send the delivery again now, with the same webhook-id. */
+  retry(endpointId: string, deliveryId: string, options?: CallOptions): Promise<WebhookDelivery> {
+    return this.sm.call(ROUTES.retryWebhookDelivery, { params: { id: endpointId, delivery_id: deliveryId }, options });
+  }
+}
+
