@@ -9,8 +9,9 @@
 #   timeout go idle and sees the sweep pause it (status paused, an event with
 #   reason idle in events.jsonl), deletes everything, checks the served
 #   OpenAPI document, drives one more session through its whole lifecycle
-#   with the CLI (`sandman sessions`), stops the stack and checks that no
-#   sandbox process is left.
+#   with the CLI (`sandman sessions`), runs README.md's "Try it" commands,
+#   taken from README.md, twice (two sessions), stops the stack and checks
+#   that no sandbox process is left.
 # It prints one line per check and ends with "smoke: N passed, M failed".
 #
 # SANDMAN_PROVIDER=e2b-fake runs the same walk on the E2B adapter against the
@@ -289,6 +290,27 @@ rc=0; sm get ses_aaaaaaaaaaaaaaaaaaaaaaaaaa >/dev/null 2>&1 || rc=$?
 check "cli exit status of not_found" "$rc" 6
 rc=0; SANDMAN_URL="$base" SANDMAN_API_KEY=sk_wrong ./build/sandman sessions list >/dev/null 2>&1 || rc=$?
 check "cli exit status of unauthorized" "$rc" 4
+
+if [ "$provider" = local ]; then
+  # README.md's "Try it" walkthrough, as written there, twice in a row: each
+  # run must make its own session (a fixed Idempotency-Key would hand the
+  # second run the first, killed one). Only the address and the state folder
+  # are this stack's.
+  walk="$(awk '/^## Try it/ {on = 1} on && /^```sh/ {inblock = 1; next} inblock && /^```/ {exit} inblock' README.md |
+    sed -e "s#http://127.0.0.1:8080#$base#g" -e "s#\.sandman/#$state/#g")"
+  walk_ids=() walk_out=""
+  for run in 1 2; do
+    out="$(bash -euo pipefail -c "$walk"$'\n''echo "walkthrough session $S"' 2>&1)" || { fail "README walkthrough run $run: exit $?"; echo "$out" | tail -5; }
+    walk_out+="$out"
+    walk_ids+=("$(sed -n 's/^walkthrough session \(ses_[a-z0-9]*\)$/\1/p' <<<"$out")")
+  done
+  check "README walkthrough twice: two sessions" "$([ -n "${walk_ids[0]}" ] && [ "${walk_ids[0]}" != "${walk_ids[1]}" ] && echo yes)" yes
+  check "README walkthrough twice: each preview answered after its resume" "$(grep -c 'Sandman sandbox' <<<"$walk_out")" 4
+  for s in "${walk_ids[@]}"; do
+    api GET "/v1/sessions/$s"
+    check "README walkthrough session $s ends killed" "$code $(jq -r .state <<<"$body")" "200 killed"
+  done
+fi
 
 if [ "$provider" != local ]; then
   # Readiness on the real adapter against its fake (docs/READINESS.md): the

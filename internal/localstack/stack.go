@@ -111,6 +111,11 @@ func Run(ctx context.Context, opts Config) error {
 	if err := os.MkdirAll(stateDir, 0o755); err != nil {
 		return fmt.Errorf("create state dir: %w", err)
 	}
+	release, err := lockStateDir(stateDir)
+	if err != nil {
+		return err
+	}
+	defer release()
 
 	ln, err := net.Listen("tcp", env(EnvAddr, DefaultAddr))
 	if err != nil {
@@ -283,14 +288,21 @@ func Run(ctx context.Context, opts Config) error {
 			}
 		}()
 	}
-	if len(cfg.Pools) > 0 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		// Spares of a pool taken out of SANDMAN_POOLS go at once, not at
+		// the sweep's reconcile (docs/POOLS.md "Reconcile").
+		if n, err := a.Service.DrainRemovedPools(ctx); err != nil {
+			a.Log.Warn("warm pools: spares of removed pools not all drained", "killed", n, "err", err)
+		} else if n > 0 {
+			a.Log.Info("warm pools: spares of removed pools drained", "killed", n)
+		}
+		if len(cfg.Pools) > 0 {
 			sum := a.Service.FillPools(ctx)
 			a.Log.Info("warm pools filled at boot", "made", sum.Made, "failed", sum.Failed)
-		}()
-	}
+		}
+	}()
 	wg.Add(1)
 	go func() {
 		defer wg.Done()

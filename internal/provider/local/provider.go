@@ -558,9 +558,10 @@ func (p *Provider) get(ctx context.Context, url string) error {
 }
 
 // Kill ends the sandbox's process group (SIGKILL, which also ends a stopped
-// process), waits until its process has exited, and removes its directory.
-// Killing a sandbox that is gone, or an id that was never one, succeeds
-// (and removes whatever directory is left). Errors: transient when ctx is
+// process) and its background commands, waits until they have exited, and
+// removes its directory. Killing a sandbox that is gone, or an id that was
+// never one, succeeds (and ends the commands it recorded that still run,
+// and removes whatever directory is left). Errors: transient when ctx is
 // done or the process does not exit.
 func (p *Provider) Kill(ctx context.Context, sandboxID string) error {
 	if !validID(sandboxID) {
@@ -576,6 +577,14 @@ func (p *Provider) Kill(ctx context.Context, sandboxID string) error {
 	defer unlock()
 	rec, _, err := p.load(opKill, sandboxID)
 	if errors.Is(err, lifecycle.ErrSandboxGone) {
+		// The sandbox's process is gone, but a background command may
+		// still run (it leads its own session): it goes with the folder.
+		if rec, rerr := p.readRecord(sandboxID); rerr == nil {
+			p.signalCommands(rec, sigKill)
+			if err := p.awaitCommandsExit(ctx, opKill, rec); err != nil {
+				return err
+			}
+		}
 		return p.removeDir(sandboxID)
 	}
 	if err != nil {
