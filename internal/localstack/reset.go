@@ -96,6 +96,7 @@ func Stop(ctx context.Context, getenv func(string) string) (int, error) {
 	if p == nil || err != nil {
 		return 0, err
 	}
+	defer func() { _ = p.Close(context.WithoutCancel(ctx)) }() // closes its preview fronts
 	stopped := 0
 	var first error
 	for token := ""; ; {
@@ -143,6 +144,7 @@ func Reset(ctx context.Context, getenv func(string) string) (int, string, error)
 	}
 	killed := 0
 	if p != nil {
+		defer func() { _ = p.Close(context.WithoutCancel(ctx)) }() // closes its preview fronts
 		entries, err := os.ReadDir(sandboxes)
 		if err != nil {
 			return 0, state, err

@@ -52,13 +52,17 @@ func awaitAnswer(t *testing.T, url string) {
 	}
 }
 
+// refuses reports whether nothing of the sandbox answers at url: the
+// connection is refused (no front), or the preview front answers that
+// nothing listens behind it.
 func refuses(url string) bool {
 	c := http.Client{Timeout: 500 * time.Millisecond}
 	resp, err := c.Get(url)
-	if err == nil {
-		resp.Body.Close()
+	if err != nil {
+		return true
 	}
-	return err != nil
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusBadGateway && resp.Header.Get(FrontHeader) != ""
 }
 
 func TestStartCommandServesOnTheMappedPort(t *testing.T) {
