@@ -302,7 +302,7 @@ if [ "$provider" = local ]; then
     sed -e "s#http://127.0.0.1:8080#$base#g" -e "s#\.sandman/#$state/#g")"
   walk_ids=() walk_out=""
   for run in 1 2; do
-    out="$(bash -euo pipefail -c "$walk"$'\n''echo "walkthrough session $S"' 2>&1)" || { fail "README walkthrough run $run: exit $?"; echo "$out" | tail -5; }
+    out="$(bash -euo pipefail -c "$walk"$'\n''printf "\\nwalkthrough session %s\\n" "$S"' 2>&1)" || { fail "README walkthrough run $run: exit $?"; echo "$out" | tail -5; }
     walk_out+="$out"
     walk_ids+=("$(sed -n 's/^walkthrough session \(ses_[a-z0-9]*\)$/\1/p' <<<"$out")")
   done
