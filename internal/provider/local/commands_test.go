@@ -173,3 +173,48 @@ func TestCommandExitReportsCodeAndOutput(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestKillOfAGoneSandboxEndsItsCommands: a sandbox whose own process died
+// (gone) while its app command still runs in its own session: Kill ends
+// the command too, so `make reset` leaves no process of the folder.
+func TestKillOfAGoneSandboxEndsItsCommands(t *testing.T) {
+	p := MustProvider(t, Config{})
+	sb := MustCreate(t, p, lifecycle.CreateRequest{Template: TemplateBase})
+	ctx := MustContext(t)
+	url, err := p.PortURL(ctx, sb.ID, 3000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.StartCommand(ctx, sb.ID, appCommand(t)); err != nil {
+		t.Fatal(err)
+	}
+	awaitAnswer(t, url)
+	rec := MustRecord(t, p, sb.ID)
+	c := rec.Commands[lifecycle.AppCommandName]
+	proc, err := os.FindProcess(rec.PID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := proc.Kill(); err != nil { // the sandbox's process only, not its command's session
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if _, err := p.Get(ctx, sb.ID); errors.Is(err, lifecycle.ErrSandboxGone) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the sandbox is not gone after its process was killed")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !commandAlive(c) {
+		t.Fatal("the command died with the sandbox's process; the test needs it alive")
+	}
+	if err := p.Kill(ctx, sb.ID); err != nil {
+		t.Fatalf("Kill of a gone sandbox: %v", err)
+	}
+	if commandAlive(c) {
+		t.Error("the command outlives the Kill of its gone sandbox")
+	}
+}
