@@ -11,6 +11,15 @@ SANDMAN_BIN := build/sandman
 run: sandman
 	$(SANDMAN_BIN) run
 
+.PHONY: stop reset
+## stop: pause every sandbox of the state folder (.sandman, or SANDMAN_STATE_DIR) once make run has stopped; data kept
+stop: sandman
+	$(SANDMAN_BIN) stop
+
+## reset: kill every sandbox of the state folder, then remove the folder (sessions, keys, data); make run stopped first
+reset: sandman
+	$(SANDMAN_BIN) reset
+
 ## apikey: print a new API key for ACCOUNT (MAX_RUNNING=N: its own running limit), stored hashed in the configured table
 apikey: sandman
 	@test -n "$(ACCOUNT)" || { echo "usage: make apikey ACCOUNT=<id>" >&2; exit 2; }

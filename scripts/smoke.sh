@@ -9,8 +9,9 @@
 #   timeout go idle and sees the sweep pause it (status paused, an event with
 #   reason idle in events.jsonl), deletes everything, checks the served
 #   OpenAPI document, drives one more session through its whole lifecycle
-#   with the CLI (`sandman sessions`), stops the stack and checks that no
-#   sandbox process is left.
+#   with the CLI (`sandman sessions`), runs README.md's "Try it" commands,
+#   taken from README.md, twice (two sessions), stops the stack and checks
+#   that no sandbox process is left.
 # It prints one line per check and ends with "smoke: N passed, M failed".
 #
 # SANDMAN_PROVIDER=e2b-fake runs the same walk on the E2B adapter against the
@@ -152,18 +153,20 @@ proc_state() { # proc_state SESSION_SANDBOX_ID -> the sandbox process state lett
   sed 's/.*) \(.\).*/\1/' "/proc/$p/stat"
 }
 
-preview_check() { # preview_check NAME URL WANT_CODE SANDBOX
+preview_check() { # preview_check NAME URL WANT_CODE|paused SANDBOX
   case "$provider" in
     e2b-fake) check "$1 (E2B form only)" "$2" "https://3000-$4.e2b.test" ;;
     daytona-fake) # the fake's own preview page: an empty 502 while running (these
       # sessions start no app), 400 "Is the Sandbox started?" once stopped
-      local want="$3"; [ "$want" = 000 ] && want=400; [ "$want" = 200 ] && want=502
+      local want="$3"; [ "$want" = paused ] && want=400; [ "$want" = 200 ] && want=502
       check "$1" "$(curl -s -m 5 -o /dev/null -w '%{http_code}' "$2" || true)" "$want" ;;
     vercel-fake) # the fake's route: 502 SANDBOX_NOT_LISTENING while running (these
       # sessions start no app), 410 SANDBOX_STOPPED once stopped
-      local want="$3"; [ "$want" = 000 ] && want=410; [ "$want" = 200 ] && want=502
+      local want="$3"; [ "$want" = paused ] && want=410; [ "$want" = 200 ] && want=502
       check "$1" "$(curl -s -m 5 -o /dev/null -w '%{http_code}' "$2" || true)" "$want" ;;
-    *) check "$1" "$(curl -s -m 5 -o /dev/null -w '%{http_code}' "$2" || true)" "$3" ;;
+    *) # the local provider's preview front answers a paused sandbox 502 at once
+      local want="$3"; [ "$want" = paused ] && want=502
+      check "$1" "$(curl -s -m 2 -o /dev/null -w '%{http_code}' "$2" || true)" "$want" ;;
   esac
 }
 
@@ -199,7 +202,7 @@ check "sandbox process stopped (T)" "$(proc_state "$sandbox")" T
 api GET "/v1/sessions/$id/reconnect"
 check "reconnect: paused" "$code $(jq -r .status <<<"$body")" "200 paused"
 check "reconnect did not wake the sandbox" "$(proc_state "$sandbox")" T
-preview_check "preview does not answer while paused" "$url" 000 "$sandbox"
+preview_check "paused preview answers at once (local: its front's 502)" "$url" paused "$sandbox"
 
 stop_stack
 check "sandbox stays paused while the stack is down" "$(proc_state "$sandbox")" T
@@ -289,6 +292,27 @@ rc=0; sm get ses_aaaaaaaaaaaaaaaaaaaaaaaaaa >/dev/null 2>&1 || rc=$?
 check "cli exit status of not_found" "$rc" 6
 rc=0; SANDMAN_URL="$base" SANDMAN_API_KEY=sk_wrong ./build/sandman sessions list >/dev/null 2>&1 || rc=$?
 check "cli exit status of unauthorized" "$rc" 4
+
+if [ "$provider" = local ]; then
+  # README.md's "Try it" walkthrough, as written there, twice in a row: each
+  # run must make its own session (a fixed Idempotency-Key would hand the
+  # second run the first, killed one). Only the address and the state folder
+  # are this stack's.
+  walk="$(awk '/^## Try it/ {on = 1} on && /^```sh/ {inblock = 1; next} inblock && /^```/ {exit} inblock' README.md |
+    sed -e "s#http://127.0.0.1:8080#$base#g" -e "s#\.sandman/#$state/#g")"
+  walk_ids=() walk_out=""
+  for run in 1 2; do
+    out="$(bash -euo pipefail -c "$walk"$'\n''printf "\\nwalkthrough session %s\\n" "$S"' 2>&1)" || { fail "README walkthrough run $run: exit $?"; echo "$out" | tail -5; }
+    walk_out+="$out"
+    walk_ids+=("$(sed -n 's/^walkthrough session \(ses_[a-z0-9]*\)$/\1/p' <<<"$out")")
+  done
+  check "README walkthrough twice: two sessions" "$([ -n "${walk_ids[0]}" ] && [ "${walk_ids[0]}" != "${walk_ids[1]}" ] && echo yes)" yes
+  check "README walkthrough twice: each preview answered after its resume" "$(grep -c 'Sandman sandbox' <<<"$walk_out")" 4
+  for s in "${walk_ids[@]}"; do
+    api GET "/v1/sessions/$s"
+    check "README walkthrough session $s ends killed" "$code $(jq -r .state <<<"$body")" "200 killed"
+  done
+fi
 
 if [ "$provider" != local ]; then
   # Readiness on the real adapter against its fake (docs/READINESS.md): the

@@ -53,7 +53,7 @@ func TestEnvContract(t *testing.T) {
 		}
 	}
 	for _, name := range []string{localstack.EnvAddr, localstack.EnvSweepInterval, localstack.EnvInMemory,
-		localstack.EnvStateDir, localstack.EnvDevAPIKey} {
+		localstack.EnvDDBPort, localstack.EnvStateDir, localstack.EnvDevAPIKey} {
 		if !slices.Contains(envnames.LocalStack, name) {
 			t.Errorf("the local stack reads %s, not named in envnames.LocalStack", name)
 		}

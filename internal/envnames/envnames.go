@@ -143,6 +143,7 @@ const (
 	Addr          = "SANDMAN_ADDR"           // listen address
 	SweepInterval = "SANDMAN_SWEEP_INTERVAL" // idle-pause schedule
 	InMemory      = "SANDMAN_DDB_IN_MEMORY"  // "1": DynamoDB Local keeps nothing
+	DDBPort       = "SANDMAN_DDB_PORT"       // DynamoDB Local's port; unset: a free one
 	StateDir      = "SANDMAN_STATE_DIR"      // data, sandboxes, events, dev key
 	DevAPIKey     = "SANDMAN_DEV_API_KEY"    // the dev account's key
 )
@@ -161,5 +162,5 @@ var (
 		TimerQueueURL,
 		WebhookRetrySchedule, WebhookAllowPrivateTargets, WebhookQueueURL, WebhookDLQURL,
 	}
-	LocalStack = []string{Addr, SweepInterval, InMemory, StateDir, DevAPIKey}
+	LocalStack = []string{Addr, SweepInterval, InMemory, DDBPort, StateDir, DevAPIKey}
 )

@@ -103,7 +103,7 @@ func (s *Service) ReapOrphan(ctx context.Context, sb Sandbox) (bool, error) {
 		return false, nil // another deployment's
 	}
 	if pool := sb.Metadata[MetadataPool]; id == "" && pool != "" {
-		return s.reapPoolSandbox(ctx, sb, pool)
+		return s.reapPoolSandbox(ctx, sb, pool, true)
 	}
 	if id == "" {
 		return false, nil // not ours
@@ -223,14 +223,15 @@ func (s *Service) KillDormantSandbox(ctx context.Context, sess *Session, sandbox
 // session, is left for an operator); a spare of a pool no longer
 // configured is dropped. A pool sandbox with no item at all (a fill that
 // died before recording it, a kill that failed) is an orphan and is killed
-// once older than a lease, unless a live session holds it.
-func (s *Service) reapPoolSandbox(ctx context.Context, sb Sandbox, poolID string) (bool, error) {
+// once older than a lease (when leased; DrainRemovedPools does not wait),
+// unless a live session holds it.
+func (s *Service) reapPoolSandbox(ctx context.Context, sb Sandbox, poolID string, leased bool) (bool, error) {
 	ps, ok := s.cfg.Store.(PoolStore)
 	if !ok {
 		return false, nil
 	}
 	now := s.now()
-	if !sb.StartedAt.IsZero() && now.Sub(sb.StartedAt) < s.cfg.Policy.LeaseDuration {
+	if leased && !sb.StartedAt.IsZero() && now.Sub(sb.StartedAt) < s.cfg.Policy.LeaseDuration {
 		return false, nil
 	}
 	sp, err := ps.GetSpare(ctx, poolID, sb.ID)

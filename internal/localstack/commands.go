@@ -69,7 +69,11 @@ func resolveTarget(ctx context.Context, getenv func(string) string) (*target, er
 		if ep, err := runningEndpoint(stateDir); err == nil {
 			endpoint = ep
 		} else {
-			ddb, err := StartDynamoDBLocal(ctx, stateDir, getenv(EnvInMemory) == "1")
+			port, err := DDBPort(getenv)
+			if err != nil {
+				return nil, err
+			}
+			ddb, err := StartDynamoDBLocal(ctx, stateDir, getenv(EnvInMemory) == "1", port)
 			if err != nil {
 				return nil, err
 			}

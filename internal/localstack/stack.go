@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -45,6 +46,7 @@ const (
 	EnvAddr          = envnames.Addr          // listen address, default 127.0.0.1:8080
 	EnvSweepInterval = envnames.SweepInterval // idle-pause schedule, default 5m
 	EnvInMemory      = envnames.InMemory      // "1": DynamoDB Local keeps nothing
+	EnvDDBPort       = envnames.DDBPort       // DynamoDB Local's port; default a free one
 	EnvStateDir      = envnames.StateDir      // default .sandman
 	EnvDevAPIKey     = envnames.DevAPIKey     // the dev key; default generated once and kept in the state dir
 )
@@ -75,8 +77,9 @@ type Config struct {
 }
 
 // Run starts the local stack and serves until ctx ends: DynamoDB Local
-// (started with scripts/dynamodb-local.sh unless DYNAMODB_ENDPOINT is set;
-// data kept under the state dir unless SANDMAN_DDB_IN_MEMORY=1), the table
+// (started with scripts/dynamodb-local.sh unless DYNAMODB_ENDPOINT is set,
+// on SANDMAN_DDB_PORT or a free port; data kept under the state dir unless
+// SANDMAN_DDB_IN_MEMORY=1), the table
 // (created if missing), the local process provider (webhooks to its own
 // /v1/webhooks/e2b), every HTTP function behind the local API Gateway, the
 // idle-pause function every SANDMAN_SWEEP_INTERVAL, and the outbox: a
@@ -108,6 +111,11 @@ func Run(ctx context.Context, opts Config) error {
 	if err := os.MkdirAll(stateDir, 0o755); err != nil {
 		return fmt.Errorf("create state dir: %w", err)
 	}
+	release, err := lockStateDir(stateDir)
+	if err != nil {
+		return err
+	}
+	defer release()
 
 	ln, err := net.Listen("tcp", env(EnvAddr, DefaultAddr))
 	if err != nil {
@@ -118,7 +126,11 @@ func Run(ctx context.Context, opts Config) error {
 
 	endpoint := getenv(app.EnvDynamoEndpoint)
 	if endpoint == "" {
-		ddb, err := StartDynamoDBLocal(ctx, stateDir, getenv(EnvInMemory) == "1")
+		port, err := DDBPort(getenv)
+		if err != nil {
+			return err
+		}
+		ddb, err := StartDynamoDBLocal(ctx, stateDir, getenv(EnvInMemory) == "1", port)
 		if err != nil {
 			return err
 		}
@@ -276,14 +288,21 @@ func Run(ctx context.Context, opts Config) error {
 			}
 		}()
 	}
-	if len(cfg.Pools) > 0 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		// Spares of a pool taken out of SANDMAN_POOLS go at once, not at
+		// the sweep's reconcile (docs/POOLS.md "Reconcile").
+		if n, err := a.Service.DrainRemovedPools(ctx); err != nil {
+			a.Log.Warn("warm pools: spares of removed pools not all drained", "killed", n, "err", err)
+		} else if n > 0 {
+			a.Log.Info("warm pools: spares of removed pools drained", "killed", n)
+		}
+		if len(cfg.Pools) > 0 {
 			sum := a.Service.FillPools(ctx)
 			a.Log.Info("warm pools filled at boot", "made", sum.Made, "failed", sum.Failed)
-		}()
-	}
+		}
+	}()
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -486,6 +505,7 @@ func ensureDevKey(ctx context.Context, store lifecycle.Store, key, stateDir stri
 func printBanner(w io.Writer, baseURL, key, secret string, interval time.Duration, cfg app.Config, stateDir string) {
 	fmt.Fprintf(w, `
 Sandman is ready on %[1]s
+  console          %[1]s/console/  (the dev account's sessions, live)
   DynamoDB Local   %[5]s (table %[6]s)
   provider         %[7]s (sandboxes in %[8]s)
   idle pause       every %[4]s
@@ -509,10 +529,26 @@ type DynamoDBLocal struct {
 	pidfile  string
 }
 
+// DDBPort reads SANDMAN_DDB_PORT through getenv: the port DynamoDB Local is
+// started on, 0 (a free port) when unset. Errors: a value that is not a
+// port number from 1 to 65535.
+func DDBPort(getenv func(string) string) (int, error) {
+	v := getenv(EnvDDBPort)
+	if v == "" {
+		return 0, nil
+	}
+	port, err := strconv.Atoi(v)
+	if err != nil || port < 1 || port > 65535 {
+		return 0, fmt.Errorf("%s=%q is not a port number (1-65535)", EnvDDBPort, v)
+	}
+	return port, nil
+}
+
 // StartDynamoDBLocal starts DynamoDB Local through scripts/dynamodb-local.sh
 // (installing it on first use), keeping its data under stateDir/dynamodb
-// unless inMemory. The script is found from the working directory upwards.
-func StartDynamoDBLocal(ctx context.Context, stateDir string, inMemory bool) (*DynamoDBLocal, error) {
+// unless inMemory, on 127.0.0.1:port (0: a free port; a port in use is an
+// error). The script is found from the working directory upwards.
+func StartDynamoDBLocal(ctx context.Context, stateDir string, inMemory bool, port int) (*DynamoDBLocal, error) {
 	script, err := findScript("scripts/dynamodb-local.sh")
 	if err != nil {
 		return nil, err
@@ -524,6 +560,9 @@ func StartDynamoDBLocal(ctx context.Context, stateDir string, inMemory bool) (*D
 	d := &DynamoDBLocal{script: script, pidfile: filepath.Join(absState, "dynamodb-local.pid")}
 	_ = d.Stop() // a previous run killed hard may have left one behind
 	args := []string{script, "start", "--pidfile", d.pidfile}
+	if port != 0 {
+		args = append(args, "--port", strconv.Itoa(port))
+	}
 	if inMemory {
 		args = append(args, "--in-memory")
 	} else {

@@ -181,8 +181,8 @@ func TestLocalColdResumeComesBackReady(t *testing.T) {
 	if _, err := s.svc.Snapshot(t.Context(), "acct_1", sess.ID); err != nil {
 		t.Fatal(err)
 	}
-	if code, _ := get(got.PreviewURL); code != 0 {
-		t.Fatalf("the app still answers (%d) after a snapshot that drops processes", code)
+	if code, _ := get(got.PreviewURL); code != http.StatusBadGateway { // the local preview front's, at once
+		t.Fatalf("the preview answers %d after a snapshot that drops processes, want the front's 502", code)
 	}
 	resumed, err := s.svc.Resume(t.Context(), "acct_1", sess.ID)
 	if err != nil {

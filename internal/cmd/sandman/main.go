@@ -1,6 +1,8 @@
 // Command sandman is Sandman on one machine.
 //
 //	sandman run                        the local stack (make run)
+//	sandman stop                       pause every sandbox of the state folder (make stop)
+//	sandman reset                      kill every sandbox, remove the state folder (make reset)
 //	sandman apikey -account ID [-max-running N]  mint an API key for an account (make apikey)
 //	sandman invoke -fn NAME -event F   run one function's handler once on an event (make invoke)
 //	sandman sandbox ...                a local sandbox process (started by the local provider)
@@ -28,6 +30,8 @@ const usage = `usage: sandman <command> [flags]
 
 commands:
   run       serve every function locally on DynamoDB Local and the local provider
+  stop      pause every sandbox of the state folder (SANDMAN_STATE_DIR, default .sandman); data kept
+  reset     kill every sandbox of the state folder, then remove the folder (everything)
   apikey    print a new API key for an account (-account ID, -max-running N)
   invoke    run one function's handler once (-fn NAME -event FILE)
   reshard   move every session into its due-index shard after SANDMAN_SHARDS changed (docs/CAPACITY.md)
@@ -55,6 +59,10 @@ func main() {
 	switch cmd, args := os.Args[1], os.Args[2:]; cmd {
 	case "run":
 		err = localstack.Run(ctx, localstack.Config{})
+	case "stop":
+		err = localstack.StopCommand(ctx, args, os.Stdout)
+	case "reset":
+		err = localstack.ResetCommand(ctx, args, os.Stdout)
 	case "apikey":
 		err = localstack.APIKeyCommand(ctx, args, os.Stdout)
 	case "invoke":

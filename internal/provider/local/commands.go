@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -50,8 +51,9 @@ func (p *Provider) KeepsProcesses() bool { return !p.cfg.DropProcesses }
 
 // StartCommand starts cmd.Line with sh -c as a real process in its own
 // session, in the sandbox's files folder (joined with cmd.Cwd), with the
-// sandbox environment, cmd.Env and PORT set to the host port that
-// cmd.Port maps to (PortURL), its output in cmd-<name>.log of the sandbox
+// sandbox environment, cmd.Env and PORT set to the loopback port behind
+// the host port that cmd.Port maps to (PortURL: the preview front
+// forwards there), its output in cmd-<name>.log of the sandbox
 // directory. A command of that name that still runs is returned as it is,
 // and nothing is started. Errors: gone; transient while the sandbox is
 // paused or when ctx is done; a plain error when the process cannot start.
@@ -92,7 +94,7 @@ func (p *Provider) StartCommand(ctx context.Context, sandboxID string, cmd lifec
 		c.Env = append(c.Env, k+"="+v)
 	}
 	if hostPort > 0 {
-		c.Env = append(c.Env, "PORT="+strconv.Itoa(hostPort))
+		c.Env = append(c.Env, "PORT="+strconv.Itoa(upstreamOf(rec, hostPort)))
 	}
 	c.Stdout, c.Stderr = logf, logf
 	c.SysProcAttr = childSysProcAttr()
@@ -190,13 +192,18 @@ func (p *Provider) PortURL(ctx context.Context, sandboxID string, port int) (str
 	return "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(hostPort)) + "/", nil
 }
 
-// PortClosed is always false: nothing answers a local port nobody listens
-// on (the connection is refused), so there is no "port not open" page.
-func (p *Provider) PortClosed(int, http.Header, []byte) bool { return false }
+// PortClosed reports whether an answer is the preview front's own "port
+// not open" 502 (FrontHeader FrontPortClosed): nothing listens behind the
+// port yet.
+func (p *Provider) PortClosed(status int, header http.Header, _ []byte) bool {
+	return status == http.StatusBadGateway && header.Get(FrontHeader) == FrontPortClosed
+}
 
-// mapPort returns the host port of the sandbox port port (0 for 0),
-// mapping a free one and writing the record when it has none. The caller
-// holds the sandbox's lock.
+// mapPort returns the host port of the sandbox port port (0 for 0): on
+// first use a free loopback port served by a preview front (front.go), in
+// front of another free port that the sandbox's command listens on
+// (record.Upstreams), written to the record. The caller holds the
+// sandbox's lock.
 func (p *Provider) mapPort(rec record, port int) (int, record, error) {
 	if port <= 0 {
 		return 0, rec, nil
@@ -205,19 +212,33 @@ func (p *Provider) mapPort(rec record, port int) (int, record, error) {
 	if hp, ok := rec.Ports[key]; ok {
 		return hp, rec, nil
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	public, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, rec, fmt.Errorf("find a free port for sandbox port %d: %w", port, err)
 	}
-	hp := ln.Addr().(*net.TCPAddr).Port
-	_ = ln.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		_ = public.Close()
+		return 0, rec, fmt.Errorf("find a free port for sandbox port %d: %w", port, err)
+	}
+	inner := ln.Addr().(*net.TCPAddr).Port
+	_ = ln.Close() // the command binds it
+	hp := public.Addr().(*net.TCPAddr).Port
+	rec.Ports = maps.Clone(rec.Ports)
 	if rec.Ports == nil {
 		rec.Ports = map[string]int{}
 	}
 	rec.Ports[key] = hp
+	rec.Upstreams = maps.Clone(rec.Upstreams)
+	if rec.Upstreams == nil {
+		rec.Upstreams = map[string]int{}
+	}
+	rec.Upstreams[strconv.Itoa(hp)] = inner
 	if err := p.writeRecord(rec); err != nil {
+		_ = public.Close()
 		return 0, rec, err
 	}
+	p.openFront(rec.ID, public, inner)
 	return hp, rec, nil
 }
 

@@ -52,13 +52,17 @@ func awaitAnswer(t *testing.T, url string) {
 	}
 }
 
+// refuses reports whether nothing of the sandbox answers at url: the
+// connection is refused (no front), or the preview front answers that
+// nothing listens behind it.
 func refuses(url string) bool {
 	c := http.Client{Timeout: 500 * time.Millisecond}
 	resp, err := c.Get(url)
-	if err == nil {
-		resp.Body.Close()
+	if err != nil {
+		return true
 	}
-	return err != nil
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusBadGateway && resp.Header.Get(FrontHeader) != ""
 }
 
 func TestStartCommandServesOnTheMappedPort(t *testing.T) {
@@ -167,5 +171,50 @@ func TestCommandExitReportsCodeAndOutput(t *testing.T) {
 			t.Fatalf("CommandStatus = %+v, want exited with code 7", st)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestKillOfAGoneSandboxEndsItsCommands: a sandbox whose own process died
+// (gone) while its app command still runs in its own session: Kill ends
+// the command too, so `make reset` leaves no process of the folder.
+func TestKillOfAGoneSandboxEndsItsCommands(t *testing.T) {
+	p := MustProvider(t, Config{})
+	sb := MustCreate(t, p, lifecycle.CreateRequest{Template: TemplateBase})
+	ctx := MustContext(t)
+	url, err := p.PortURL(ctx, sb.ID, 3000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.StartCommand(ctx, sb.ID, appCommand(t)); err != nil {
+		t.Fatal(err)
+	}
+	awaitAnswer(t, url)
+	rec := MustRecord(t, p, sb.ID)
+	c := rec.Commands[lifecycle.AppCommandName]
+	proc, err := os.FindProcess(rec.PID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := proc.Kill(); err != nil { // the sandbox's process only, not its command's session
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if _, err := p.Get(ctx, sb.ID); errors.Is(err, lifecycle.ErrSandboxGone) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the sandbox is not gone after its process was killed")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !commandAlive(c) {
+		t.Fatal("the command died with the sandbox's process; the test needs it alive")
+	}
+	if err := p.Kill(ctx, sb.ID); err != nil {
+		t.Fatalf("Kill of a gone sandbox: %v", err)
+	}
+	if commandAlive(c) {
+		t.Error("the command outlives the Kill of its gone sandbox")
 	}
 }

@@ -44,6 +44,20 @@
 // known and accepting before Create returns). Its preview URL is
 // http://127.0.0.1:<port>/ and Create writes an index.html there.
 //
+// # Preview fronts
+//
+// A preview port (a web sandbox's, and each port PortURL maps for a
+// command) is the provider's own listener, a front, not the sandbox's: it
+// forwards each request to the loopback port the sandbox's process listens
+// on (record.Upstreams) while the sandbox runs, and answers at once with a
+// 502 of its own (E2B's proxy's JSON shape, header FrontHeader) while it is
+// paused or gone, or nothing listens behind it. A stopped process's socket
+// would otherwise accept connections and never answer them. Fronts live in
+// the Provider's process: New and every Tick open the fronts of the
+// sandboxes in the folder that have none (a control plane that restarted),
+// Close closes them, and while no Provider runs the previews refuse
+// connections.
+//
 // # Timeouts
 //
 // As on E2B, a sandbox has a provider-side timeout (CreateRequest.Timeout,

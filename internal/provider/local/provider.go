@@ -59,10 +59,16 @@ type Provider struct {
 	// reaped, a channel closed once it is reaped. It only speeds up Kill;
 	// nothing else depends on it.
 	exited map[int]chan struct{}
+	// fronts are the open preview fronts (front.go), by public port;
+	// closed is set by Close, after which none opens.
+	fronts map[int]*front
+	closed bool
 }
 
-// New returns a Provider for cfg, creating cfg.Dir if needed. Off Linux it
-// returns an error: the local provider needs /proc and process groups.
+// New returns a Provider for cfg, creating cfg.Dir if needed, and opens the
+// preview fronts (front.go) of the sandboxes already there whose ports no
+// other process holds. Off Linux it returns an error: the local provider
+// needs /proc and process groups.
 func New(cfg Config) (*Provider, error) {
 	if !supported {
 		return nil, errUnsupported
@@ -82,10 +88,12 @@ func New(cfg Config) (*Provider, error) {
 		log:    cfg.Logger.With("provider", ProviderName),
 		clock:  cfg.Clock,
 		exited: map[int]chan struct{}{},
+		fronts: map[int]*front{},
 	}
 	if cfg.WebhookURL != "" {
 		p.hooks = newNotifier(cfg)
 	}
+	p.adoptFronts()
 	return p, nil
 }
 
@@ -152,6 +160,7 @@ func (p *Provider) Create(ctx context.Context, req lifecycle.CreateRequest) (sb 
 		if cmd != nil {
 			_ = signalGroup(cmd.Process.Pid, sigKill)
 		}
+		p.closeFronts(id)
 		if rerr := os.RemoveAll(dir); rerr != nil {
 			p.log.Warn("remove directory of failed sandbox", "sandbox_id", id, "err", rerr)
 		}
@@ -167,9 +176,19 @@ func (p *Provider) Create(ctx context.Context, req lifecycle.CreateRequest) (sb 
 		AutoPause: req.AutoPause, Metadata: maps.Clone(req.Metadata),
 	}
 	var exited chan struct{}
-	cmd, exited, rec.Port, err = p.startChild(id, req.Template)
+	var inner int
+	cmd, exited, inner, err = p.startChild(id, req.Template)
 	if err != nil {
 		return lifecycle.Sandbox{}, fmt.Errorf("create sandbox %s: %w", id, err)
+	}
+	var public net.Listener
+	if inner != 0 {
+		// The preview URL is the front's port; the child listens on inner.
+		if public, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+			return lifecycle.Sandbox{}, fmt.Errorf("create sandbox %s: listen for the preview port: %w", id, err)
+		}
+		rec.Port = public.Addr().(*net.TCPAddr).Port
+		rec.Upstreams = map[string]int{strconv.Itoa(rec.Port): inner}
 	}
 	rec.PID, rec.PGID = cmd.Process.Pid, cmd.Process.Pid // setsid: pgid = sid = pid
 	st, err := readProcStat(rec.PID)
@@ -179,7 +198,13 @@ func (p *Provider) Create(ctx context.Context, req lifecycle.CreateRequest) (sb 
 	}
 	rec.StartTicks = st.StartTicks
 	if err := p.writeRecord(rec); err != nil {
+		if public != nil {
+			_ = public.Close()
+		}
 		return lifecycle.Sandbox{}, fmt.Errorf("create sandbox %s: %w", id, err)
+	}
+	if public != nil {
+		p.openFront(id, public, inner)
 	}
 	if rec.Template == TemplateWeb {
 		if err := p.awaitServing(ctx, rec, exited); err != nil {
@@ -214,7 +239,8 @@ func (p *Provider) prepareDir(id, template string, now time.Time) error {
 // startChild starts the sandbox child of id in its own session, detached,
 // with its output in sandbox.log and, for web, a fresh loopback listener as
 // descriptor 3. It returns the command, a channel closed once the child is
-// reaped, and the preview port (0 for base).
+// reaped, and the port the child listens on (0 for base): the preview
+// front's target.
 func (p *Provider) startChild(id, template string) (*exec.Cmd, chan struct{}, int, error) {
 	dir := p.sandboxDir(id)
 	logf, err := os.OpenFile(filepath.Join(dir, logName), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
@@ -558,9 +584,10 @@ func (p *Provider) get(ctx context.Context, url string) error {
 }
 
 // Kill ends the sandbox's process group (SIGKILL, which also ends a stopped
-// process), waits until its process has exited, and removes its directory.
-// Killing a sandbox that is gone, or an id that was never one, succeeds
-// (and removes whatever directory is left). Errors: transient when ctx is
+// process) and its background commands, waits until they have exited, and
+// removes its directory. Killing a sandbox that is gone, or an id that was
+// never one, succeeds (and ends the commands it recorded that still run,
+// and removes whatever directory is left). Errors: transient when ctx is
 // done or the process does not exit.
 func (p *Provider) Kill(ctx context.Context, sandboxID string) error {
 	if !validID(sandboxID) {
@@ -576,6 +603,14 @@ func (p *Provider) Kill(ctx context.Context, sandboxID string) error {
 	defer unlock()
 	rec, _, err := p.load(opKill, sandboxID)
 	if errors.Is(err, lifecycle.ErrSandboxGone) {
+		// The sandbox's process is gone, but a background command may
+		// still run (it leads its own session): it goes with the folder.
+		if rec, rerr := p.readRecord(sandboxID); rerr == nil {
+			p.signalCommands(rec, sigKill)
+			if err := p.awaitCommandsExit(ctx, opKill, rec); err != nil {
+				return err
+			}
+		}
 		return p.removeDir(sandboxID)
 	}
 	if err != nil {
@@ -607,8 +642,9 @@ func (p *Provider) killLocked(ctx context.Context, op string, rec record, now ti
 	return nil
 }
 
-// removeDir removes sandbox id's directory.
+// removeDir closes sandbox id's preview fronts and removes its directory.
 func (p *Provider) removeDir(id string) error {
+	p.closeFronts(id)
 	if err := os.RemoveAll(p.sandboxDir(id)); err != nil {
 		return fmt.Errorf("remove sandbox %s: %w", id, err)
 	}
@@ -624,10 +660,13 @@ func (p *Provider) Flush(ctx context.Context) error {
 	return p.hooks.flush(ctx)
 }
 
-// Close stops sending webhooks and waits for deliveries in flight until ctx
-// is done, then abandons them. Sandboxes keep running: they belong to the
-// state folder, not to the Provider.
+// Close closes the preview fronts (the previews refuse connections until
+// another Provider over the folder opens them), stops sending webhooks and
+// waits for deliveries in flight until ctx is done, then abandons them.
+// Sandboxes keep running: they belong to the state folder, not to the
+// Provider.
 func (p *Provider) Close(ctx context.Context) error {
+	p.closeAllFronts()
 	if p.hooks == nil {
 		return nil
 	}

@@ -73,7 +73,7 @@ type record struct {
 	// StartTicks is field 22 of /proc/<pid>/stat when the child started; a
 	// process with the same pid and another start time is someone else.
 	StartTicks uint64    `json:"start_ticks"`
-	Port       int       `json:"port,omitempty"` // web: the preview port on 127.0.0.1
+	Port       int       `json:"port,omitempty"` // web: the preview port on 127.0.0.1 (the front's)
 	CreatedAt  time.Time `json:"created_at"`
 	// ExecutionID names the current run: a new one at create and at every
 	// resume (E2B's sandbox_execution_id).
@@ -89,8 +89,12 @@ type record struct {
 	// Ports maps sandbox ports (as text) to the loopback host ports that
 	// serve them (PortURL); Commands are the background commands started
 	// by StartCommand, by name (commands.go).
-	Ports    map[string]int           `json:"ports,omitempty"`
-	Commands map[string]commandRecord `json:"commands,omitempty"`
+	Ports map[string]int `json:"ports,omitempty"`
+	// Upstreams maps each public port (as text: the preview port, the
+	// mapped ports) to the loopback port the sandbox's process listens on
+	// behind the provider's preview front (front.go).
+	Upstreams map[string]int           `json:"upstreams,omitempty"`
+	Commands  map[string]commandRecord `json:"commands,omitempty"`
 }
 
 // errNoRecord is readRecord's error when the sandbox has no sandbox.json:

@@ -29,8 +29,11 @@ func (p *Provider) Run(ctx context.Context) error {
 	}
 }
 
-// Tick is EnforceTimeouts at the Provider's clock's now.
+// Tick is EnforceTimeouts at the Provider's clock's now; it also opens the
+// preview fronts of sandboxes that have none here (adoptFronts: a port
+// another process held at New).
 func (p *Provider) Tick(ctx context.Context) error {
+	p.adoptFronts()
 	return p.EnforceTimeouts(ctx, p.clock.Now())
 }
 
