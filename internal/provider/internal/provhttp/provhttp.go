@@ -1,9 +1,12 @@
 // Package provhttp is the HTTP plumbing the provider adapters
-// (internal/provider/e2b, internal/provider/daytona, internal/provider/vercel) share: one attempt at a
-// JSON API read in full (RoundTrip), the default client, and the pieces of
-// their error messages. What differs between providers (authentication,
-// URLs, how a status maps to a lifecycle error, retries: internal/provider/internal/retry)
-// stays in each adapter, and adapters still never import each other.
+// (internal/provider/e2b, internal/provider/daytona, internal/provider/vercel)
+// share: one attempt at a JSON API read in full (RoundTrip), the default
+// client, the error a failed answer carries (APIError, ParseError), how a
+// status maps to a lifecycle error (Classes), and the retries of idempotent
+// calls (Retrier, on internal/provider/internal/retry). What differs
+// between providers (authentication, URLs, their error bodies, which
+// statuses mean what) each adapter declares in its own package, and
+// adapters still never import each other.
 package provhttp
 
 import (
