@@ -39,7 +39,7 @@ import (
 	"time"
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
-	"github.com/sandmanhq/sandman/internal/provider/internal/fakehttp"
+	"github.com/sandmanhq/sandman/internal/provider/internal/fakekit"
 )
 
 // Defaults of Config.
@@ -280,7 +280,7 @@ type Server struct {
 	sandboxes  map[string]*Sandbox
 	seqOf      map[string]int
 	tombstones []tombstone
-	faults     fakehttp.Faults[Op, Fault]
+	faults     fakekit.Faults[Op, Fault]
 	counts     map[Op]int
 	wakes      map[string]int
 	window     map[string]int // requests per bucket in the current minute
@@ -1434,7 +1434,7 @@ func (s *Server) flush() {
 }
 
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
-	b, err := fakehttp.ReadBody(w, r)
+	b, err := fakekit.ReadBody(w, r)
 	if err != nil {
 		s.writeError(w, r, http.StatusRequestEntityTooLarge, "request entity too large")
 		return nil, false
@@ -1454,5 +1454,5 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, status int, 
 // writeJSON answers v with Daytona's Content-Type.
 func (s *Server) writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	fakehttp.WriteJSON(w, status, v)
+	fakekit.WriteJSON(w, status, v)
 }

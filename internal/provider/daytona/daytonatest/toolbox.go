@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sandmanhq/sandman/internal/provider/internal/fakehttp"
+	"github.com/sandmanhq/sandman/internal/provider/internal/fakekit"
 	"github.com/sandmanhq/sandman/internal/provider/internal/startguard"
 )
 
@@ -36,7 +36,7 @@ import (
 //
 // A command "listens" once Config.BootDelay has passed since its exec, on
 // the port of its PORT=<n>, or else on the ports its line names
-// (fakehttp.ListenPorts: `python3 -m http.server 3000`); a command containing "exit <n>" exits at once
+// (fakekit.ListenPorts: `python3 -m http.server 3000`); a command containing "exit <n>" exits at once
 // with that code, and one containing "--no-listen" never listens. A stop
 // (any state but started, pausing, paused, resuming) loses every session,
 // as Daytona's stop clears memory.
@@ -60,7 +60,7 @@ type toolSession struct {
 type toolCommand struct {
 	ID        string
 	Command   string
-	Ports     []int // the ports it listens on once booted (fakehttp.ListenPorts)
+	Ports     []int // the ports it listens on once booted (fakekit.ListenPorts)
 	StartedAt time.Time
 	ExitCode  *int
 	Output    string
@@ -206,7 +206,7 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
 	line := startguard.Unwrap(body.Command)
 	c := &toolCommand{ID: fmt.Sprintf("cmd-%06d", s.cmdSeq), Command: body.Command, StartedAt: s.opts.Clock.Now(),
 		NoListen: strings.Contains(line, "--no-listen")}
-	c.Ports = fakehttp.ListenPorts(line, "")
+	c.Ports = fakekit.ListenPorts(line, "")
 	if m := exitOf.FindStringSubmatch(line); m != nil {
 		code, _ := strconv.Atoi(m[1])
 		c.ExitCode = &code

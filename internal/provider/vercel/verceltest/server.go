@@ -38,7 +38,7 @@ import (
 	"time"
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
-	"github.com/sandmanhq/sandman/internal/provider/internal/fakehttp"
+	"github.com/sandmanhq/sandman/internal/provider/internal/fakekit"
 )
 
 // Defaults of Config.
@@ -230,7 +230,7 @@ type Server struct {
 	sessions  map[string]*sessionRec
 	snapshots map[string]*snapshotRec
 	bySub     map[string]*sessionRec
-	faults    fakehttp.Faults[Op, Fault] // FailNext's under opAny
+	faults    fakekit.Faults[Op, Fault] // FailNext's under opAny
 	counts    map[Op]int
 	boots     int
 	refused   int
@@ -746,7 +746,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 	}
 	s.sandboxes[project+"/"+sb.name] = sb
 	s.boot(sb, fromSnapshot)
-	fakehttp.WriteJSON(w, http.StatusOK, s.answer(sb, false))
+	fakekit.WriteJSON(w, http.StatusOK, s.answer(sb, false))
 }
 
 // validate returns a 400 message for a sandbox the API would refuse, or "".
@@ -811,12 +811,12 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.URL.Query().Get("resume") != "true" {
-		fakehttp.WriteJSON(w, http.StatusOK, s.answer(sb, false))
+		fakekit.WriteJSON(w, http.StatusOK, s.answer(sb, false))
 		return
 	}
 	switch st := s.statusOf(sb); st {
 	case StatusRunning, StatusPending:
-		fakehttp.WriteJSON(w, http.StatusOK, s.answer(sb, false))
+		fakekit.WriteJSON(w, http.StatusOK, s.answer(sb, false))
 		return
 	case StatusStopping:
 		writeError(w, http.StatusUnprocessableEntity, "sandbox_stopping", "the sandbox is stopping")
@@ -837,7 +837,7 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 		from = snap.id
 	}
 	s.boot(sb, from)
-	fakehttp.WriteJSON(w, http.StatusOK, s.answer(sb, true))
+	fakekit.WriteJSON(w, http.StatusOK, s.answer(sb, true))
 }
 
 // sortKey orders sandboxes for list: the sort field (numbers zero-padded)
@@ -947,7 +947,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 		out.Sandboxes = append(out.Sandboxes, s.sandboxJSON(k.sb))
 	}
 	out.Pagination.Count = len(out.Sandboxes)
-	fakehttp.WriteJSON(w, http.StatusOK, out)
+	fakekit.WriteJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) update(w http.ResponseWriter, r *http.Request) {
@@ -995,7 +995,7 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request) {
 	if b.Ports != nil && (se.status == StatusRunning || se.status == StatusPending) {
 		s.routeSession(se, sb.ports)
 	}
-	fakehttp.WriteJSON(w, http.StatusOK, map[string]any{"sandbox": s.sandboxJSON(sb), "routes": orEmpty(se.routes)})
+	fakekit.WriteJSON(w, http.StatusOK, map[string]any{"sandbox": s.sandboxJSON(sb), "routes": orEmpty(se.routes)})
 }
 
 func (s *Server) remove(w http.ResponseWriter, r *http.Request) {
@@ -1022,7 +1022,7 @@ func (s *Server) remove(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	fakehttp.WriteJSON(w, http.StatusOK, map[string]any{"sandbox": out})
+	fakekit.WriteJSON(w, http.StatusOK, map[string]any{"sandbox": out})
 }
 
 // sessionOf finds the path's session, writing 404 when there is none or its
@@ -1072,7 +1072,7 @@ func (s *Server) stop(w http.ResponseWriter, r *http.Request) {
 	out.Session = sessionJSONOf(se)
 	sbj := s.sandboxJSON(se.sandbox)
 	out.Sandbox = &sbj
-	fakehttp.WriteJSON(w, http.StatusOK, out)
+	fakekit.WriteJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) extend(w http.ResponseWriter, r *http.Request) {
@@ -1098,7 +1098,7 @@ func (s *Server) extend(w http.ResponseWriter, r *http.Request) {
 	}
 	se.timeout += b.Duration
 	se.updatedAt = s.now()
-	fakehttp.WriteJSON(w, http.StatusOK, map[string]any{"session": sessionJSONOf(se)})
+	fakekit.WriteJSON(w, http.StatusOK, map[string]any{"session": sessionJSONOf(se)})
 }
 
 func (s *Server) snapshot(w http.ResponseWriter, r *http.Request) {
@@ -1122,7 +1122,7 @@ func (s *Server) snapshot(w http.ResponseWriter, r *http.Request) {
 	se.snapshottedAt, se.requestedStopAt = now, now
 	se.status, se.stoppedAt, se.updatedAt = StatusStopped, now, now
 	se.sandbox.statusUpdatedAt, se.sandbox.updatedAt = now, now
-	fakehttp.WriteJSON(w, http.StatusOK, map[string]any{"snapshot": snapshotJSONOf(snap), "session": sessionJSONOf(se)})
+	fakekit.WriteJSON(w, http.StatusOK, map[string]any{"snapshot": snapshotJSONOf(snap), "session": sessionJSONOf(se)})
 }
 
 func (s *Server) session(w http.ResponseWriter, r *http.Request) {
@@ -1130,7 +1130,7 @@ func (s *Server) session(w http.ResponseWriter, r *http.Request) {
 	if se == nil {
 		return
 	}
-	fakehttp.WriteJSON(w, http.StatusOK, map[string]any{"session": sessionJSONOf(se), "routes": orEmpty(se.routes)})
+	fakekit.WriteJSON(w, http.StatusOK, map[string]any{"session": sessionJSONOf(se), "routes": orEmpty(se.routes)})
 }
 
 // preview answers a route's URL: the app's page while its session runs and
@@ -1167,7 +1167,7 @@ func (s *Server) routePort(se *sessionRec, sub string) int {
 
 // decodeOptional is decode for a body that may be absent.
 func decodeOptional(w http.ResponseWriter, r *http.Request, v any, keys ...string) bool {
-	b, err := fakehttp.ReadBody(w, r)
+	b, err := fakekit.ReadBody(w, r)
 	if err != nil {
 		writeError(w, http.StatusRequestEntityTooLarge, "bad_request", "body too large")
 		return false
@@ -1181,7 +1181,7 @@ func decodeOptional(w http.ResponseWriter, r *http.Request, v any, keys ...strin
 // decode reads a JSON object body strictly: a key not exactly one of keys
 // is a 400 (the API's names are case-sensitive; encoding/json is not).
 func decode(w http.ResponseWriter, r *http.Request, v any, keys ...string) bool {
-	b, err := fakehttp.ReadBody(w, r)
+	b, err := fakekit.ReadBody(w, r)
 	if err != nil {
 		writeError(w, http.StatusRequestEntityTooLarge, "bad_request", "body too large")
 		return false
@@ -1191,7 +1191,7 @@ func decode(w http.ResponseWriter, r *http.Request, v any, keys ...string) bool 
 
 // decodeBytes is decode's check and decoding of a body already read.
 func decodeBytes(w http.ResponseWriter, b []byte, v any, keys ...string) bool {
-	_, unknown, err := fakehttp.SplitFields(b, keys...)
+	_, unknown, err := fakekit.SplitFields(b, keys...)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "bad_request", "invalid body: "+err.Error())
 		return false
@@ -1208,7 +1208,7 @@ func decodeBytes(w http.ResponseWriter, b []byte, v any, keys ...string) bool {
 }
 
 func writeError(w http.ResponseWriter, status int, code, msg string) {
-	fakehttp.WriteJSON(w, status, map[string]any{"error": map[string]string{"code": code, "message": msg}})
+	fakekit.WriteJSON(w, status, map[string]any{"error": map[string]string{"code": code, "message": msg}})
 }
 
 func orEmpty(r []RouteJSON) []RouteJSON {

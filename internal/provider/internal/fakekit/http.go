@@ -1,11 +1,11 @@
-// Package fakehttp is the request plumbing the providers' fakes
+// Package fakekit is the request plumbing the providers' fakes
 // (internal/provider/e2b/e2btest, internal/provider/daytona/daytonatest,
 // internal/provider/vercel/verceltest) share: reading a bounded body, splitting a
 // JSON object into the fields an API knows and the ones it does not, and
 // writing a JSON answer. Each fake keeps what is its provider's own: its
 // error body, and whether an unknown field is ignored or refused. It
 // imports only the standard library.
-package fakehttp
+package fakekit
 
 import (
 	"encoding/json"
@@ -103,4 +103,17 @@ var (
 // wordish reports whether r joins a number to a word or a version.
 func wordish(r rune) bool {
 	return r == '.' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r)
+}
+
+// DecodeObject decodes the fields of the JSON object b named exactly one of
+// keys into v (SplitFields) and returns the names of the others, sorted:
+// a fake that ignores unknown fields records them, one that refuses them
+// answers 400. Errors: b is not a JSON object, or a known field does not
+// decode into v.
+func DecodeObject(b []byte, v any, keys ...string) (unknown []string, err error) {
+	known, unknown, err := SplitFields(b, keys...)
+	if err != nil {
+		return nil, err
+	}
+	return unknown, json.Unmarshal(known, v)
 }
