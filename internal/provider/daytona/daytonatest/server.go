@@ -221,6 +221,17 @@ type Fault struct {
 	Drop bool
 }
 
+// Effect says what f does (fakekit.Kit.Handle).
+func (f Fault) Effect() fakekit.Effect {
+	switch {
+	case f.Drop:
+		return fakekit.Drop
+	case f.Status != 0:
+		return fakekit.Answer
+	}
+	return fakekit.Serve
+}
+
 // Sandbox is the fake's record of one sandbox.
 type Sandbox struct {
 	ID             string
@@ -270,24 +281,23 @@ type tombstone struct {
 	until time.Time
 }
 
-// Server is the fake Daytona.
+// Server is the fake Daytona. Its Kit counts requests (Requests), injects
+// faults (Fail, FailUntil), records the unknown create fields
+// (UnknownFields) and sets the boot delay (SetBootDelay).
 type Server struct {
+	fakekit.Kit[Op, Fault]
 	opts Config
 
 	mu         sync.Mutex
-	seq        int
+	order      fakekit.Order
 	tokenSeq   int
 	sandboxes  map[string]*Sandbox
-	seqOf      map[string]int
 	tombstones []tombstone
-	faults     fakekit.Faults[Op, Fault]
-	counts     map[Op]int
 	wakes      map[string]int
 	window     map[string]int // requests per bucket in the current minute
 	windowAt   time.Time
 	pending    []StateChange
 	notify     sync.Mutex                         // serializes OnStateChange calls
-	unknown    []string                           // unknown create fields seen
 	procs      map[string]map[string]*toolSession // sandbox ID → toolbox session ID → session
 	cmdSeq     int
 }
@@ -313,15 +323,15 @@ func NewServer(opts Config) *Server {
 	if opts.Class == "" {
 		opts.Class = DefaultClass
 	}
-	return &Server{
+	s := &Server{
 		opts:      opts,
 		sandboxes: map[string]*Sandbox{},
-		seqOf:     map[string]int{},
-		counts:    map[Op]int{},
 		wakes:     map[string]int{},
 		window:    map[string]int{},
 		procs:     map[string]map[string]*toolSession{},
 	}
+	s.SetBootDelay(opts.BootDelay)
+	return s
 }
 
 // Start serves a new fake with opts on a loopback httptest server that is
@@ -386,29 +396,8 @@ func (s *Server) Handler() http.Handler {
 		}
 		mux.ServeHTTP(w, r)
 	})
-	if s.opts.Logger == nil {
-		return h
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
-		h.ServeHTTP(sw, r)
-		s.opts.Logger.Info("fake daytona", "method", r.Method, "path", r.URL.Path, "status", sw.status)
-	})
+	return fakekit.Logged(s.opts.Logger, "fake daytona", h)
 }
-
-// statusWriter remembers the status written, for the request log.
-type statusWriter struct {
-	http.ResponseWriter
-	status int
-}
-
-func (w *statusWriter) WriteHeader(status int) {
-	w.status = status
-	w.ResponseWriter.WriteHeader(status)
-}
-
-// Unwrap lets http.ResponseController reach the connection (Fault.Drop).
-func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // Put stores sb as if Daytona held it, replacing a sandbox of that id.
 // Empty fields get defaults: DesiredState the one State implies, Class,
@@ -470,31 +459,6 @@ func (s *Server) Edit(id string, f func(*Sandbox)) bool {
 	return ok
 }
 
-// Fail queues faults for the next requests of op (OpAny: of any
-// operation), one request each. Faults of the operation itself are served
-// before OpAny ones.
-func (s *Server) Fail(op Op, faults ...Fault) { s.faults.Queue(op, faults...) }
-
-// FailUntil makes every request of op (OpAny: of any operation) answer f
-// until the returned stop function is called. Queued Fail faults are
-// served first.
-func (s *Server) FailUntil(op Op, f Fault) (stop func()) { return s.faults.Stand(op, f) }
-
-// Requests returns how many requests of op arrived (OpAny: all), faulted
-// and refused ones included.
-func (s *Server) Requests(op Op) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if op == OpAny {
-		n := 0
-		for _, c := range s.counts {
-			n += c
-		}
-		return n
-	}
-	return s.counts[op]
-}
-
 // Wakes returns how many times the sandbox of id ("": of every sandbox)
 // was started from stopped, paused, archived or error (a start, resume,
 // restore or recover); a probe must never add to it.
@@ -511,55 +475,40 @@ func (s *Server) Wakes(id string) int {
 	return s.wakes[id]
 }
 
-// UnknownFields returns the create body fields seen that daytona.md does
-// not list (Daytona's SDK sends a few of its own; an adapter should send
-// none).
-func (s *Server) UnknownFields() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.unknown)
-}
-
-// wrap counts, checks the key, applies rate limits and faults, then serves.
+// wrap counts, applies faults, checks the key and rate limits, serves,
+// then delivers the state changes the request made (OnStateChange).
 func (s *Server) wrap(op Op, h func(http.ResponseWriter, *http.Request)) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		bucket := bucketOf(op)
-		f, _ := s.faults.Next(op, OpAny)
-		s.mu.Lock()
-		s.counts[op]++
-		limited, retry := false, 0
-		if f == (Fault{}) && r.Header.Get("Authorization") == "Bearer "+s.opts.APIKey {
-			limited, retry = s.rate(w, bucket)
-		}
-		s.mu.Unlock()
-		switch {
-		case f.Drop:
-			if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
-				conn.Close()
-				return
-			}
-			panic(http.ErrAbortHandler)
-		case f.Status == http.StatusTooManyRequests:
-			secs := f.RetryAfter
-			if secs <= 0 {
-				secs = 1
-			}
-			if f.PlainRetryAfter {
-				w.Header().Set("Retry-After", strconv.Itoa(secs))
-			} else {
-				w.Header().Set("Retry-After-"+bucket, strconv.Itoa(secs))
-			}
-			s.writeError(w, r, f.Status, cmp.Or(f.Message, "ThrottlerException: Too Many Requests"))
-		case f.Status != 0:
-			s.writeError(w, r, f.Status, cmp.Or(f.Message, http.StatusText(f.Status)))
-		case r.Header.Get("Authorization") != "Bearer "+s.opts.APIKey:
+	bucket := bucketOf(op)
+	checked := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer "+s.opts.APIKey {
 			s.writeError(w, r, http.StatusUnauthorized, "Invalid credentials")
-		case limited:
+			return
+		}
+		s.mu.Lock()
+		limited, retry := s.rate(w, bucket)
+		s.mu.Unlock()
+		if limited {
 			w.Header().Set("Retry-After-"+bucket, strconv.Itoa(retry))
 			s.writeError(w, r, http.StatusTooManyRequests, "ThrottlerException: Too Many Requests")
-		default:
-			h(w, r)
+			return
 		}
+		h(w, r)
+	})
+	faulty := s.Handle(op, checked, func(w http.ResponseWriter, r *http.Request, f Fault) {
+		if f.Status != http.StatusTooManyRequests {
+			s.writeError(w, r, f.Status, cmp.Or(f.Message, http.StatusText(f.Status)))
+			return
+		}
+		secs := strconv.Itoa(max(f.RetryAfter, 1))
+		if f.PlainRetryAfter {
+			w.Header().Set("Retry-After", secs)
+		} else {
+			w.Header().Set("Retry-After-"+bucket, secs)
+		}
+		s.writeError(w, r, f.Status, cmp.Or(f.Message, "ThrottlerException: Too Many Requests"))
+	}, op, OpAny)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		faulty.ServeHTTP(w, r)
 		s.flush()
 	})
 }
@@ -746,8 +695,8 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for k := range fields {
-		if !slices.Contains(createFields, k) && !slices.Contains(s.unknown, k) {
-			s.unknown = append(s.unknown, k)
+		if !slices.Contains(createFields, k) {
+			s.NoteOnce(k) // daytona.md does not list it (Daytona's SDK sends a few)
 		}
 	}
 	snapshot := ""
@@ -768,7 +717,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	now := s.opts.Clock.Now().UTC()
-	id := fmt.Sprintf("%08x-0000-4000-8000-%012x", s.seq+1, s.seq+1)
+	id := fmt.Sprintf("%08x-0000-4000-8000-%012x", s.order.Next(), s.order.Next())
 	sb := &Sandbox{
 		ID: id, Name: cmp.Or(in.Name, id), Snapshot: snapshot, Labels: maps.Clone(in.Labels),
 		Env: maps.Clone(in.Env), Public: in.Public, Target: cmp.Or(in.Target, DefaultTarget),
@@ -903,7 +852,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 				return a.Name < b.Name
 			}
 		}
-		return s.seqOf[a.ID] < s.seqOf[b.ID]
+		return s.order.Of(a.ID) < s.order.Of(b.ID)
 	}
 	sort.SliceStable(match, func(i, j int) bool {
 		if order == "desc" {
@@ -1248,10 +1197,7 @@ func (s *Server) lookupByID(w http.ResponseWriter, r *http.Request) *Sandbox {
 
 // store records sb, keeping its creation order. Callers hold mu.
 func (s *Server) store(sb *Sandbox) {
-	if _, ok := s.seqOf[sb.ID]; !ok {
-		s.seq++
-		s.seqOf[sb.ID] = s.seq
-	}
+	s.order.Add(sb.ID)
 	s.sandboxes[sb.ID] = sb
 }
 
@@ -1317,7 +1263,7 @@ func (s *Server) tick() {
 	for id := range s.sandboxes {
 		ids = append(ids, id)
 	}
-	sort.Slice(ids, func(i, j int) bool { return s.seqOf[ids[i]] < s.seqOf[ids[j]] })
+	sort.Slice(ids, func(i, j int) bool { return s.order.Of(ids[i]) < s.order.Of(ids[j]) })
 	for _, id := range ids {
 		for range 16 {
 			sb, ok := s.sandboxes[id]

@@ -11,8 +11,9 @@ import (
 	"time"
 )
 
-// Logged logs one line per request to log, msg with the method, path,
-// query, status and milliseconds taken, and attrs; a nil log logs nothing.
+// Logged logs one line per request to log: msg with attrs, then the
+// method, path, status, query and milliseconds taken; a nil log logs
+// nothing.
 func Logged(log *slog.Logger, msg string, next http.Handler, attrs ...any) http.Handler {
 	if log == nil {
 		return next
@@ -21,8 +22,8 @@ func Logged(log *slog.Logger, msg string, next http.Handler, attrs ...any) http.
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 		start := time.Now()
 		next.ServeHTTP(rec, r)
-		log.Info(msg, append(attrs, "method", r.Method, "path", r.URL.Path, "query", r.URL.RawQuery,
-			"status", rec.status, "ms", time.Since(start).Milliseconds())...)
+		log.Info(msg, append(attrs, "method", r.Method, "path", r.URL.Path, "status", rec.status,
+			"query", r.URL.RawQuery, "ms", time.Since(start).Milliseconds())...)
 	})
 }
 

@@ -182,23 +182,16 @@ func (s *Server) waitExit(r *http.Request, c *commandRec) bool {
 	return true
 }
 
-// waitChange lets go of mu for a moment so the fake's state can move,
-// taking it back (and applying deadlines) before it returns; false when
-// the client or the fake gave up. Callers hold mu.
+// waitChange lets go of mu for a moment (50 ms) so the fake's state can
+// move, taking it back (and applying deadlines) before it returns; false
+// when the client or the fake gave up. Callers hold mu.
 func (s *Server) waitChange(r *http.Request) bool {
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
 		s.expire()
 	}()
-	select {
-	case <-r.Context().Done():
-		return false
-	case <-s.closing:
-		return false
-	case <-time.After(50 * time.Millisecond):
-		return true
-	}
+	return s.Wait(r, 50*time.Millisecond)
 }
 
 // CommandLogs returns the output lines of command cmdID of session
@@ -254,18 +247,11 @@ func killCommands(se *sessionRec) {
 // listens reports whether a command of se listens on port at now (ms).
 func (s *Server) listens(se *sessionRec, port int, now int64) bool {
 	for _, c := range se.commands {
-		if c.exitCode == nil && !c.noListen && slices.Contains(c.ports, port) && now-c.startedAt >= s.opts.BootDelay.Milliseconds() {
+		if c.exitCode == nil && !c.noListen && slices.Contains(c.ports, port) && now-c.startedAt >= s.BootDelay().Milliseconds() {
 			return true
 		}
 	}
 	return false
-}
-
-// SetBootDelay sets Config.BootDelay.
-func (s *Server) SetBootDelay(d time.Duration) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.opts.BootDelay = d
 }
 
 // Commands returns the commands started in session sessionID, oldest first.

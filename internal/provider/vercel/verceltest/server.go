@@ -23,16 +23,12 @@ package verceltest
 
 import (
 	"cmp"
-	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -113,6 +109,21 @@ type Fault struct {
 	// Hang holds the request until the client gives up or the server
 	// closes.
 	Hang bool
+}
+
+// Effect says what f does (fakekit.Kit.Handle).
+func (f Fault) Effect() fakekit.Effect {
+	switch {
+	case f.Hang:
+		return fakekit.Hang
+	case f.Drop:
+		return fakekit.Drop
+	case f.Lose:
+		return fakekit.Lose
+	case f.Status != 0:
+		return fakekit.Answer
+	}
+	return fakekit.Serve
 }
 
 // Config configures a Server; zero fields take the defaults above.
@@ -219,8 +230,12 @@ type snapshotRec struct {
 	updatedAt           int64
 }
 
-// Server is the fake. Its methods are safe for concurrent use.
+// Server is the fake. Its methods are safe for concurrent use. Its Kit
+// counts requests (Requests), injects faults (Fail, FailNext), releases
+// hanging requests (Close) and sets the boot delay (SetBootDelay).
 type Server struct {
+	fakekit.Kit[Op, Fault]
+
 	opts    Config
 	handler http.Handler
 
@@ -230,12 +245,6 @@ type Server struct {
 	sessions  map[string]*sessionRec
 	snapshots map[string]*snapshotRec
 	bySub     map[string]*sessionRec
-	faults    fakekit.Faults[Op, Fault] // FailNext's under opAny
-	counts    map[Op]int
-	boots     int
-	refused   int
-	closing   chan struct{}
-	closeOnce sync.Once
 }
 
 // NewServer returns a fake with opts (defaults filled in). Serve its
@@ -266,9 +275,8 @@ func NewServer(opts Config) *Server {
 		sessions:  map[string]*sessionRec{},
 		snapshots: map[string]*snapshotRec{},
 		bySub:     map[string]*sessionRec{},
-		counts:    map[Op]int{},
-		closing:   make(chan struct{}),
 	}
+	s.SetBootDelay(opts.BootDelay)
 	mux := http.NewServeMux()
 	mux.Handle("POST /v3/sandboxes", s.api(OpCreate, s.create))
 	mux.Handle("POST /v2/sandboxes", s.api(OpCreate, s.create))
@@ -313,42 +321,21 @@ const PreviewDomain = "vercel.run"
 // and at /_preview/<subdomain>/.
 func (s *Server) Handler() http.Handler { return s.handler }
 
-// Close releases requests held by Hang faults.
-func (s *Server) Close() { s.closeOnce.Do(func() { close(s.closing) }) }
-
 // Config returns the configuration in force (defaults filled in).
 func (s *Server) Config() Config { return s.opts }
 
-// Fail queues faults for the next requests of op, one request each.
-func (s *Server) Fail(op Op, faults ...Fault) { s.faults.Queue(op, faults...) }
-
 // FailNext queues faults for the next requests of any operation, one
 // request each; they come before those queued by Fail.
-func (s *Server) FailNext(faults ...Fault) { s.faults.Queue(opAny, faults...) }
+func (s *Server) FailNext(faults ...Fault) { s.Fail(opAny, faults...) }
 
-// opAny keys FailNext's faults: they serve a request of any operation.
-const opAny Op = "*"
-
-// Requests returns how many requests of op arrived (faulted ones included).
-func (s *Server) Requests(op Op) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.counts[op]
-}
+// opAny keys FailNext's faults: the zero Op, any operation.
+const opAny Op = ""
 
 // Boots returns how many sessions were booted (by create or resume).
-func (s *Server) Boots() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.boots
-}
+func (s *Server) Boots() int { return s.Tally("boots") }
 
 // Refused returns how many requests were refused for their token or team.
-func (s *Server) Refused() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.refused
-}
+func (s *Server) Refused() int { return s.Tally("refused") }
 
 // Sandbox returns the named sandbox of project as the fake holds it now
 // (session deadlines applied).
@@ -461,11 +448,7 @@ func (s *Server) api(op Op, h http.HandlerFunc) http.Handler {
 	}))
 }
 
-func (s *Server) refuse() {
-	s.mu.Lock()
-	s.refused++
-	s.mu.Unlock()
-}
+func (s *Server) refuse() { s.Add("refused") }
 
 // getOrResume dispatches GET /v2/sandboxes/{name} by its resume parameter,
 // so the two are counted and faulted apart.
@@ -477,46 +460,15 @@ func (s *Server) getOrResume(w http.ResponseWriter, r *http.Request) {
 	s.api(OpGet, s.get).ServeHTTP(w, r)
 }
 
-// faulty counts requests of op and serves the next queued fault, if any.
+// faulty counts requests of op and serves the next fault queued for any
+// operation (FailNext) or for op, if any, as Vercel's error body.
 func (s *Server) faulty(op Op, next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.mu.Lock()
-		s.counts[op]++
-		s.mu.Unlock()
-		f, _ := s.faults.Next(opAny, op)
-		switch {
-		case f.Hang:
-			select {
-			case <-r.Context().Done():
-			case <-s.closing:
-			}
-		case f.Drop, f.Lose:
-			if f.Lose {
-				next.ServeHTTP(httptest.NewRecorder(), r)
-			}
-			if hj, ok := w.(http.Hijacker); ok {
-				if conn, _, err := hj.Hijack(); err == nil {
-					_ = conn.Close()
-					return
-				}
-			}
-			panic(http.ErrAbortHandler)
-		case f.Status != 0:
-			if f.RetryAfter != "" {
-				w.Header().Set("Retry-After", f.RetryAfter)
-			}
-			code, msg := f.Code, f.Message
-			if code == "" {
-				code = codeOf(f.Status)
-			}
-			if msg == "" {
-				msg = http.StatusText(f.Status)
-			}
-			writeError(w, f.Status, code, msg)
-		default:
-			next.ServeHTTP(w, r)
+	return s.Handle(op, next, func(w http.ResponseWriter, _ *http.Request, f Fault) {
+		if f.RetryAfter != "" {
+			w.Header().Set("Retry-After", f.RetryAfter)
 		}
-	})
+		writeError(w, f.Status, cmp.Or(f.Code, codeOf(f.Status)), cmp.Or(f.Message, http.StatusText(f.Status)))
+	}, opAny, op)
 }
 
 func codeOf(status int) string {
@@ -587,7 +539,7 @@ func (s *Server) takeSnapshot(se *sessionRec, expiration, t int64) *snapshotRec 
 func (s *Server) boot(sb *sandboxRec, snapshotID string) *sessionRec {
 	now := s.now()
 	s.seq++
-	s.boots++
+	s.Add("boots")
 	se := &sessionRec{id: fmt.Sprintf("sbx_%08d", s.seq), sandbox: sb, status: StatusRunning, timeout: sb.timeout,
 		requestedAt: now, startedAt: now, createdAt: now, updatedAt: now, sourceSnapshotID: snapshotID}
 	s.routeSession(se, sb.ports)
@@ -863,14 +815,10 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	limit := 20
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 50 {
-			writeError(w, http.StatusBadRequest, "bad_request", "limit must be between 1 and 50")
-			return
-		}
-		limit = n
+	limit, ok := fakekit.Limit(q.Get("limit"), 20, 1, 50)
+	if !ok {
+		writeError(w, http.StatusBadRequest, "bad_request", "limit must be between 1 and 50")
+		return
 	}
 	by := cmp.Or(q.Get("sortBy"), "createdAt")
 	if !slices.Contains([]string{"createdAt", "name", "statusUpdatedAt", "currentSnapshotId"}, by) {
@@ -901,12 +849,10 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 	}
 	after := ""
 	if c := q.Get("cursor"); c != "" {
-		b, err := base64.RawURLEncoding.DecodeString(c)
-		if err != nil || !strings.HasPrefix(string(b), by+"|") {
+		if after, ok = fakekit.ReadCursor(c, by+"|"); !ok {
 			writeError(w, http.StatusBadRequest, "bad_request", "invalid cursor")
 			return
 		}
-		after = strings.TrimPrefix(string(b), by+"|")
 	}
 	type keyed struct {
 		key string
@@ -940,7 +886,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 	out := listAnswer{Sandboxes: []sandboxJSON{}}
 	for i, k := range all {
 		if i == limit {
-			next := base64.RawURLEncoding.EncodeToString([]byte(by + "|" + all[i-1].key))
+			next := fakekit.Cursor(by+"|", all[i-1].key)
 			out.Pagination.Next = &next
 			break
 		}
@@ -1191,20 +1137,15 @@ func decode(w http.ResponseWriter, r *http.Request, v any, keys ...string) bool 
 
 // decodeBytes is decode's check and decoding of a body already read.
 func decodeBytes(w http.ResponseWriter, b []byte, v any, keys ...string) bool {
-	_, unknown, err := fakekit.SplitFields(b, keys...)
-	if err != nil {
-		writeError(w, http.StatusBadRequest, "bad_request", "invalid body: "+err.Error())
-		return false
-	}
-	if len(unknown) > 0 {
+	switch unknown, err := fakekit.DecodeObject(b, v, keys...); {
+	case len(unknown) > 0: // refused before the fields are read
 		writeError(w, http.StatusBadRequest, "bad_request", fmt.Sprintf("invalid body: unknown field %q", unknown[0]))
-		return false
-	}
-	if err := json.Unmarshal(b, v); err != nil {
+	case err != nil:
 		writeError(w, http.StatusBadRequest, "bad_request", "invalid body: "+err.Error())
-		return false
+	default:
+		return true
 	}
-	return true
+	return false
 }
 
 func writeError(w http.ResponseWriter, status int, code, msg string) {
