@@ -130,7 +130,7 @@ func (p *Provider) Create(ctx context.Context, req lifecycle.CreateRequest) (lif
 	}
 	body.TTLMinutes = minutesOf(p.cfg.TTL)
 	var d sandboxBody
-	if err := p.call(ctx, request{op: op, method: http.MethodPost, path: []string{"sandbox"}, body: body}, &d); err != nil {
+	if err := p.call(ctx, request{Op: op, Method: http.MethodPost, Path: []string{"sandbox"}, Body: body}, &d); err != nil {
 		return lifecycle.Sandbox{}, err
 	}
 	if d.ID == "" {
@@ -194,7 +194,7 @@ func (p *Provider) await(ctx context.Context, op string, d sandboxBody, timeout 
 // get is one attempt of GET /sandbox/{id}.
 func (p *Provider) get(ctx context.Context, op, sandboxID string) (sandboxBody, error) {
 	var d sandboxBody
-	err := p.call(ctx, request{op: op, sandboxID: sandboxID, method: http.MethodGet, path: []string{"sandbox", sandboxID}}, &d)
+	err := p.call(ctx, request{Op: op, SandboxID: sandboxID, Method: http.MethodGet, Path: []string{"sandbox", sandboxID}}, &d)
 	if err == nil && d.ID == "" {
 		d.ID = sandboxID
 	}
@@ -217,8 +217,8 @@ func (p *Provider) getRetried(ctx context.Context, op, sandboxID string) (sandbo
 func (p *Provider) previewURL(ctx context.Context, op, sandboxID string, port int) (string, error) {
 	var out previewBody
 	err := p.retry(ctx, op, sandboxID, 0, func(ctx context.Context) error {
-		return p.call(ctx, request{op: op, sandboxID: sandboxID, method: http.MethodGet,
-			path: []string{"sandbox", sandboxID, "ports", strconv.Itoa(port), "preview-url"}}, &out)
+		return p.call(ctx, request{Op: op, SandboxID: sandboxID, Method: http.MethodGet,
+			Path: []string{"sandbox", sandboxID, "ports", strconv.Itoa(port), "preview-url"}}, &out)
 	})
 	if err != nil {
 		return "", err
@@ -309,7 +309,7 @@ func (p *Provider) List(ctx context.Context, req lifecycle.ListRequest) (lifecyc
 	var page lifecycle.SandboxPage
 	err := p.retry(ctx, op, "", 0, func(ctx context.Context) error {
 		var out listBody
-		if err := p.call(ctx, request{op: op, method: http.MethodGet, path: []string{"sandbox"}, query: q}, &out); err != nil {
+		if err := p.call(ctx, request{Op: op, Method: http.MethodGet, Path: []string{"sandbox"}, Query: q}, &out); err != nil {
 			return err
 		}
 		page = lifecycle.SandboxPage{Sandboxes: make([]lifecycle.Sandbox, 0, len(out.Items))}
@@ -365,8 +365,8 @@ func (p *Provider) Pause(ctx context.Context, sandboxID string) error {
 			return goneError(op, d)
 		case d.State == "started" && d.DesiredState == "started":
 			err := p.retry(ctx, op, sandboxID, 0, func(ctx context.Context) error {
-				return p.call(ctx, request{op: op, sandboxID: sandboxID, method: http.MethodPost,
-					path: []string{"sandbox", sandboxID, mode}}, nil)
+				return p.call(ctx, request{Op: op, SandboxID: sandboxID, Method: http.MethodPost,
+					Path: []string{"sandbox", sandboxID, mode}}, nil)
 			})
 			switch {
 			case err == nil, errors.Is(err, lifecycle.ErrSandboxConflict), statusOf(err) == http.StatusBadRequest:
@@ -457,8 +457,8 @@ func (p *Provider) Resume(ctx context.Context, sandboxID string, timeout time.Du
 				action = "recover"
 			}
 			err := p.retry(ctx, op, sandboxID, 0, func(ctx context.Context) error {
-				return p.call(ctx, request{op: op, sandboxID: sandboxID, method: http.MethodPost,
-					path: []string{"sandbox", sandboxID, action}}, nil)
+				return p.call(ctx, request{Op: op, SandboxID: sandboxID, Method: http.MethodPost,
+					Path: []string{"sandbox", sandboxID, action}}, nil)
 			})
 			switch {
 			case err == nil:
@@ -531,8 +531,8 @@ func (p *Provider) refresh(ctx context.Context, op, sandboxID string, m, current
 		return err
 	}
 	return p.retry(ctx, op, sandboxID, 0, func(ctx context.Context) error {
-		return p.call(ctx, request{op: op, sandboxID: sandboxID, method: http.MethodPost,
-			path: []string{"sandbox", sandboxID, "last-activity"}, body: struct{}{}}, nil)
+		return p.call(ctx, request{Op: op, SandboxID: sandboxID, Method: http.MethodPost,
+			Path: []string{"sandbox", sandboxID, "last-activity"}, Body: struct{}{}}, nil)
 	})
 }
 
@@ -547,8 +547,8 @@ func (p *Provider) setGuard(ctx context.Context, op, sandboxID string, m, curren
 		timer = "autopause"
 	}
 	return p.retry(ctx, op, sandboxID, 0, func(ctx context.Context) error {
-		return p.call(ctx, request{op: op, sandboxID: sandboxID, method: http.MethodPost,
-			path: []string{"sandbox", sandboxID, timer, strconv.FormatInt(m, 10)}}, nil)
+		return p.call(ctx, request{Op: op, SandboxID: sandboxID, Method: http.MethodPost,
+			Path: []string{"sandbox", sandboxID, timer, strconv.FormatInt(m, 10)}}, nil)
 	})
 }
 
@@ -582,8 +582,8 @@ func (p *Provider) Kill(ctx context.Context, sandboxID string) error {
 		return err
 	}
 	err := p.retry(ctx, op, sandboxID, p.cfg.ConflictRetries, func(ctx context.Context) error {
-		err := p.call(ctx, request{op: op, sandboxID: sandboxID, method: http.MethodDelete,
-			path: []string{"sandbox", sandboxID}}, nil)
+		err := p.call(ctx, request{Op: op, SandboxID: sandboxID, Method: http.MethodDelete,
+			Path: []string{"sandbox", sandboxID}}, nil)
 		if errors.Is(err, lifecycle.ErrSandboxConflict) {
 			if d, gerr := p.get(ctx, op, sandboxID); errors.Is(gerr, lifecycle.ErrSandboxGone) ||
 				(gerr == nil && (d.DesiredState == "destroyed" || d.State == "destroyed")) {

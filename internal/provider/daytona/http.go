@@ -20,19 +20,10 @@ import (
 // sandboxes is far below it).
 const maxBody = 8 << 20
 
-// request is one HTTP call to Daytona's control API.
-type request struct {
-	op        string // the lifecycle operation, e.g. "pause"
-	sandboxID string // "" for create and list
-	method    string
-	path      []string // segments after the base URL, each escaped
-	query     url.Values
-	body      any // JSON-encoded when non-nil
-	// at, when set, is the absolute URL of the call (the sandbox's
-	// toolbox) instead of the base URL and path.
-	at     *url.URL
-	header http.Header // added to the call's headers
-}
+// request is one HTTP call to Daytona: its Path (and Query) after the base
+// URL, or after URL when set (the sandbox's toolbox), and any header of its
+// own.
+type request = provhttp.Request
 
 // reply is an answer read in full.
 type reply = provhttp.Reply
@@ -42,20 +33,21 @@ type reply = provhttp.Reply
 // *ProviderError wrapping the cause; any answer is returned for the
 // operation to interpret.
 func (p *Provider) roundTrip(ctx context.Context, rq request) (reply, error) {
-	u := p.base.JoinPath(rq.path...)
-	if rq.at != nil {
-		u = rq.at.JoinPath(rq.path...)
+	if rq.URL == "" {
+		rq.URL = p.base.String()
 	}
-	u.RawQuery = rq.query.Encode()
+	if rq.Query == nil {
+		rq.Query = url.Values{} // no query, as Daytona's own calls send
+	}
 	h := http.Header{"User-Agent": {"sandman-daytona"}, "X-Daytona-Source": {"sandman"}, "Authorization": {"Bearer " + p.cfg.APIKey}}
 	if p.cfg.OrganizationID != "" {
 		h.Set("X-Daytona-Organization-ID", p.cfg.OrganizationID)
 	}
-	for k, v := range rq.header {
+	for k, v := range rq.Header {
 		h[k] = v
 	}
-	return provhttp.RoundTrip(ctx, p.cfg.HTTPClient, provhttp.Request{Op: rq.op, SandboxID: rq.sandboxID,
-		Method: rq.method, URL: u.String(), Body: rq.body, Header: h, Timeout: p.cfg.RequestTimeout, MaxBody: maxBody})
+	rq.Header, rq.Timeout, rq.MaxBody = h, p.cfg.RequestTimeout, maxBody
+	return provhttp.RoundTrip(ctx, p.cfg.HTTPClient, rq)
 }
 
 // call makes one attempt at rq and decodes a 2xx answer into out (when
@@ -66,11 +58,11 @@ func (p *Provider) call(ctx context.Context, rq request, out any) error {
 		return err
 	}
 	if !r.OK() {
-		return p.statusError(rq.op, rq.sandboxID, r)
+		return p.statusError(rq.Op, rq.SandboxID, r)
 	}
 	if out != nil {
 		if err := json.Unmarshal(r.Body, out); err != nil {
-			return fmt.Errorf("%s: decode daytona answer: %w", provhttp.Describe(rq.op, rq.sandboxID), err)
+			return provhttp.DecodeError("daytona", rq.Op, rq.SandboxID, err)
 		}
 	}
 	return nil

@@ -3,8 +3,8 @@ package e2b
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"net/http"
-	"time"
 
 	"github.com/sandmanhq/sandman/internal/provider/internal/provhttp"
 )
@@ -13,34 +13,25 @@ import (
 // sandboxes with metadata is far below it).
 const maxBody = 4 << 20
 
-// request is one HTTP call to E2B.
-type request struct {
-	op        string // the lifecycle operation, e.g. "pause"
-	sandboxID string // "" for create and list
-	method    string
-	url       string
-	body      any               // JSON-encoded when non-nil
-	header    map[string]string // extra headers
-	timeout   time.Duration     // per attempt
-	apiKey    bool              // send X-API-Key (control API only, never a sandbox)
-}
+// request is one HTTP call to E2B: its URL, timeout and any header of its
+// own (apiKey for the control API; the envd token for a sandbox).
+type request = provhttp.Request
 
 // reply is an answer read in full.
 type reply = provhttp.Reply
 
-// roundTrip makes one attempt at rq (provhttp.RoundTrip): a failure to get
-// an answer is a transient *ProviderError, any answer is returned for the
-// operation to interpret.
+// apiKey is the header of a control API call: X-API-Key, never sent to a
+// sandbox.
+func (p *Provider) apiKey() http.Header { return http.Header{"X-API-Key": {p.cfg.APIKey}} }
+
+// roundTrip makes one attempt at rq (provhttp.RoundTrip) with Sandman's
+// user agent: a failure to get an answer is a transient *ProviderError,
+// any answer is returned for the operation to interpret.
 func (p *Provider) roundTrip(ctx context.Context, rq request) (reply, error) {
 	h := http.Header{"User-Agent": {"sandman-e2b"}}
-	if rq.apiKey {
-		h.Set("X-API-Key", p.cfg.APIKey)
-	}
-	for k, v := range rq.header {
-		h.Set(k, v)
-	}
-	return provhttp.RoundTrip(ctx, p.cfg.HTTPClient, provhttp.Request{Op: rq.op, SandboxID: rq.sandboxID,
-		Method: rq.method, URL: rq.url, Body: rq.body, Header: h, Timeout: rq.timeout, MaxBody: maxBody})
+	maps.Copy(h, rq.Header)
+	rq.Header, rq.MaxBody = h, maxBody
+	return provhttp.RoundTrip(ctx, p.cfg.HTTPClient, rq)
 }
 
 // statuses classifies E2B's failed answers (docs/providers/e2b.md): 404

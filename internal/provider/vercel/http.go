@@ -19,16 +19,9 @@ const maxBody = 4 << 20
 // ours, the sandbox settles within seconds.
 const conflictRetryAfter = 2 * time.Second
 
-// request is one call to the API.
-type request struct {
-	op        string // the lifecycle operation, e.g. "pause"
-	sandboxID string // "" for create and list
-	method    string
-	path      []string   // path segments after the base URL, each escaped
-	query     url.Values // besides the team scope
-	body      any        // JSON-encoded when non-nil
-	timeout   time.Duration
-}
+// request is one call to the API: its Path after the base URL, its Query
+// besides the team scope, and its Timeout.
+type request = provhttp.Request
 
 // reply is an answer read in full.
 type reply = provhttp.Reply
@@ -43,8 +36,7 @@ type APIError = provhttp.APIError
 // is a transient *ProviderError wrapping the cause; any answer is returned
 // for the operation to interpret.
 func (p *Provider) roundTrip(ctx context.Context, rq request) (reply, error) {
-	u := p.base.JoinPath(rq.path...)
-	q := maps.Clone(rq.query)
+	q := maps.Clone(rq.Query)
 	if q == nil {
 		q = url.Values{}
 	}
@@ -54,10 +46,9 @@ func (p *Provider) roundTrip(ctx context.Context, rq request) (reply, error) {
 	case p.cfg.TeamSlug != "":
 		q.Set("slug", p.cfg.TeamSlug)
 	}
-	u.RawQuery = q.Encode()
-	h := http.Header{"Content-Type": {"application/json"}, "User-Agent": {"sandman-vercel"}, "Authorization": {"Bearer " + p.cfg.Token}}
-	return provhttp.RoundTrip(ctx, p.cfg.HTTPClient, provhttp.Request{Op: rq.op, SandboxID: rq.sandboxID,
-		Method: rq.method, URL: u.String(), Body: rq.body, Header: h, Timeout: rq.timeout, MaxBody: maxBody})
+	rq.URL, rq.Query, rq.MaxBody = p.base.String(), q, maxBody
+	rq.Header = http.Header{"Content-Type": {"application/json"}, "User-Agent": {"sandman-vercel"}, "Authorization": {"Bearer " + p.cfg.Token}}
+	return provhttp.RoundTrip(ctx, p.cfg.HTTPClient, rq)
 }
 
 // statuses classifies Vercel's failed answers (docs/providers/vercel.md):

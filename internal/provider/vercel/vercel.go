@@ -190,8 +190,8 @@ func (p *Provider) Create(ctx context.Context, req lifecycle.CreateRequest) (lif
 	}
 	var sb lifecycle.Sandbox
 	err := p.retry(ctx, op, "", func(ctx context.Context) error {
-		r, err := p.roundTrip(ctx, request{op: op, method: http.MethodPost, path: []string{version, "sandboxes"},
-			body: body, timeout: p.cfg.RequestTimeout})
+		r, err := p.roundTrip(ctx, request{Op: op, Method: http.MethodPost, Path: []string{version, "sandboxes"},
+			Body: body, Timeout: p.cfg.RequestTimeout})
 		if err != nil {
 			return err
 		}
@@ -260,9 +260,9 @@ func (p *Provider) get(ctx context.Context, op, name string, resume bool) (sandb
 	if resume {
 		timeout = p.cfg.ResumeTimeout
 	}
-	r, err := p.roundTrip(ctx, request{op: op, sandboxID: name, method: http.MethodGet,
-		path: []string{"v2", "sandboxes", name}, timeout: timeout,
-		query: url.Values{"projectId": {p.cfg.ProjectID}, "resume": {strconv.FormatBool(resume)}}})
+	r, err := p.roundTrip(ctx, request{Op: op, SandboxID: name, Method: http.MethodGet,
+		Path: []string{"v2", "sandboxes", name}, Timeout: timeout,
+		Query: url.Values{"projectId": {p.cfg.ProjectID}, "resume": {strconv.FormatBool(resume)}}})
 	if err != nil {
 		return sandboxAnswer{}, err
 	}
@@ -338,8 +338,8 @@ func (p *Provider) List(ctx context.Context, req lifecycle.ListRequest) (lifecyc
 		}
 		var a listAnswer
 		err := p.retry(ctx, op, "", func(ctx context.Context) error {
-			r, err := p.roundTrip(ctx, request{op: op, method: http.MethodGet, path: []string{"v2", "sandboxes"},
-				query: q, timeout: p.cfg.RequestTimeout})
+			r, err := p.roundTrip(ctx, request{Op: op, Method: http.MethodGet, Path: []string{"v2", "sandboxes"},
+				Query: q, Timeout: p.cfg.RequestTimeout})
 			if err != nil {
 				return err
 			}
@@ -417,8 +417,8 @@ func (p *Provider) Pause(ctx context.Context, sandboxID string) error {
 			return nil
 		}
 		sessionID := orString(a.Sandbox.CurrentSessionID, a.Session.ID)
-		r, err := p.roundTrip(ctx, request{op: op, sandboxID: sandboxID, method: http.MethodPost,
-			path: []string{"v2", "sandboxes", "sessions", sessionID, "stop"}, timeout: p.cfg.StopTimeout})
+		r, err := p.roundTrip(ctx, request{Op: op, SandboxID: sandboxID, Method: http.MethodPost,
+			Path: []string{"v2", "sandboxes", "sessions", sessionID, "stop"}, Timeout: p.cfg.StopTimeout})
 		switch {
 		case err != nil:
 			return err
@@ -519,9 +519,9 @@ func (p *Provider) extendSession(ctx context.Context, op string, a sandboxAnswer
 		return nil
 	}
 	sessionID := orString(a.Sandbox.CurrentSessionID, a.Session.ID)
-	r, err := p.roundTrip(ctx, request{op: op, sandboxID: name, method: http.MethodPost,
-		path: []string{"v2", "sandboxes", "sessions", sessionID, "extend-timeout"},
-		body: extendBody{Duration: millis(missing)}, timeout: p.cfg.RequestTimeout})
+	r, err := p.roundTrip(ctx, request{Op: op, SandboxID: name, Method: http.MethodPost,
+		Path: []string{"v2", "sandboxes", "sessions", sessionID, "extend-timeout"},
+		Body: extendBody{Duration: millis(missing)}, Timeout: p.cfg.RequestTimeout})
 	if err != nil {
 		return err
 	}
@@ -608,8 +608,8 @@ func (p *Provider) Kill(ctx context.Context, sandboxID string) error {
 		q.Set("deleteOrphanSnapshots", "true")
 	}
 	return p.withSandbox(ctx, op, sandboxID, func(ctx context.Context) error {
-		r, err := p.roundTrip(ctx, request{op: op, sandboxID: sandboxID, method: http.MethodDelete,
-			path: []string{"v2", "sandboxes", sandboxID}, query: q, timeout: p.cfg.RequestTimeout})
+		r, err := p.roundTrip(ctx, request{Op: op, SandboxID: sandboxID, Method: http.MethodDelete,
+			Path: []string{"v2", "sandboxes", sandboxID}, Query: q, Timeout: p.cfg.RequestTimeout})
 		switch {
 		case err != nil:
 			return err
@@ -628,8 +628,8 @@ func (p *Provider) Kill(ctx context.Context, sandboxID string) error {
 func (p *Provider) Check(ctx context.Context) error {
 	const op = "check"
 	return p.retry(ctx, op, "", func(ctx context.Context) error {
-		r, err := p.roundTrip(ctx, request{op: op, method: http.MethodGet, path: []string{"v2", "sandboxes"},
-			query: url.Values{"project": {p.cfg.ProjectID}, "limit": {"1"}}, timeout: p.cfg.RequestTimeout})
+		r, err := p.roundTrip(ctx, request{Op: op, Method: http.MethodGet, Path: []string{"v2", "sandboxes"},
+			Query: url.Values{"project": {p.cfg.ProjectID}, "limit": {"1"}}, Timeout: p.cfg.RequestTimeout})
 		if err != nil {
 			return err
 		}

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -108,5 +110,19 @@ func TestRetrier(t *testing.T) {
 	once := func(err error, k int) bool { return k < 1 }
 	if err := r.Do(t.Context(), "get", "sb", once, func(context.Context) error { n++; return gone }); err == nil || n != 2 {
 		t.Errorf("attempts = %d, want 2 with the caller's own retryable", n)
+	}
+}
+
+func TestRoundTripJoinsPathAndQuery(t *testing.T) {
+	var got string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got = r.URL.RequestURI() }))
+	defer srv.Close()
+	rq := provhttp.Request{Op: "get", SandboxID: "a b", Method: http.MethodGet, URL: srv.URL + "/api?old=1",
+		Path: []string{"sandbox", "a b"}, Query: url.Values{"limit": {"2"}}, Timeout: time.Second, MaxBody: 1}
+	if _, err := provhttp.RoundTrip(t.Context(), srv.Client(), rq); err != nil {
+		t.Fatal(err)
+	}
+	if want := "/api/sandbox/a%20b?limit=2"; got != want {
+		t.Errorf("request URI = %q, want %q (the segments escaped, the query replaced)", got, want)
 	}
 }

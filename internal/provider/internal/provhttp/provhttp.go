@@ -18,6 +18,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -31,7 +32,12 @@ type Request struct {
 	Op        string
 	SandboxID string
 	Method    string
-	URL       string
+	// URL is the call's URL; with Path or Query, the base they complete.
+	URL string
+	// Path are segments joined to URL (url.JoinPath: escaped as a path).
+	Path []string
+	// Query, when non-nil, replaces URL's query.
+	Query url.Values
 	// Body is sent JSON-encoded, with Content-Type application/json, when
 	// non-nil.
 	Body any
@@ -70,9 +76,21 @@ func RoundTrip(ctx context.Context, client *http.Client, rq Request) (Reply, err
 		}
 		body = bytes.NewReader(b)
 	}
+	target := rq.URL
+	if len(rq.Path) > 0 || rq.Query != nil {
+		u, err := url.Parse(rq.URL)
+		if err != nil {
+			return Reply{}, fmt.Errorf("%s: build request: %w", Describe(rq.Op, rq.SandboxID), err)
+		}
+		u = u.JoinPath(rq.Path...)
+		if rq.Query != nil {
+			u.RawQuery = rq.Query.Encode()
+		}
+		target = u.String()
+	}
 	actx, cancel := context.WithTimeout(ctx, rq.Timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(actx, rq.Method, rq.URL, body)
+	req, err := http.NewRequestWithContext(actx, rq.Method, target, body)
 	if err != nil {
 		return Reply{}, fmt.Errorf("%s: build request: %w", Describe(rq.Op, rq.SandboxID), err)
 	}
