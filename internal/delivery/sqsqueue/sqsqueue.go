@@ -7,7 +7,7 @@
 //     the handler accepts it (delivery.Engine.Accept), which makes the
 //     deliveries and dispatches their first attempts.
 //   - A dispatched attempt is a Message {"job":…,"at":…} sent with
-//     DelaySeconds until its time (at most sqstimer.MaxDelay, 15 min). A longer wait
+//     DelaySeconds until its time (at most sqskit.MaxDelay, 15 min). A longer wait
 //     hops: the message arrives early, Engine.Attempt finds the delivery
 //     not due and dispatches it again for the rest. No function ever sleeps.
 //
@@ -30,19 +30,11 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/sandmanhq/sandman/internal/delivery"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
-	"github.com/sandmanhq/sandman/internal/timer/sqstimer"
+	"github.com/sandmanhq/sandman/internal/sqskit"
 )
-
-// API is the part of *sqs.Client the queue uses.
-type API interface {
-	SendMessage(ctx context.Context, in *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
-}
 
 // Message is a job message's body: the job and when it is due (RFC 3339
 // UTC).
@@ -52,48 +44,28 @@ type Message struct {
 }
 
 // Queue is a delivery.Dispatcher on one SQS queue.
-type Queue struct {
-	client API
-	url    string
-	clock  lifecycle.Clock
-}
+type Queue struct{ queue sqskit.Queue }
 
 var _ delivery.Dispatcher = (*Queue)(nil)
 
 // New returns a Queue sending to url; clock nil means lifecycle.SystemClock.
-func New(client API, url string, clock lifecycle.Clock) *Queue {
-	if clock == nil {
-		clock = lifecycle.SystemClock{}
-	}
-	return &Queue{client: client, url: url, clock: clock}
+func New(client sqskit.API, url string, clock lifecycle.Clock) *Queue {
+	return &Queue{sqskit.Queue{API: client, URL: url, Clock: clock}}
 }
 
-// Dispatch sends the job, delayed until at (at most sqstimer.MaxDelay). Errors:
+// Dispatch sends the job, delayed until at (at most sqskit.MaxDelay). Errors:
 // unavailable when SQS refused or did not answer.
 func (q *Queue) Dispatch(ctx context.Context, job delivery.Job, at time.Time) error {
-	body, err := json.Marshal(Message{Job: job, At: at.UTC()})
-	if err != nil {
-		return fmt.Errorf("encode job: %w", err)
-	}
-	if _, err := q.client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(q.url),
-		MessageBody: aws.String(string(body)), DelaySeconds: sqstimer.Delay(q.clock.Now(), at)}); err != nil {
-		return &lifecycle.Error{Code: lifecycle.CodeUnavailable, Message: "the delivery queue did not take the job",
-			Err: fmt.Errorf("send delivery job %s: %w", job.DeliveryID, err)}
-	}
-	return nil
+	return q.queue.Send(ctx, sqskit.Message{Body: Message{Job: job, At: at.UTC()}, DueAt: at},
+		"send delivery job "+job.DeliveryID, "the delivery queue did not take the job")
 }
 
 // DeadLetter returns a delivery.Config.OnExhausted that copies a failed
 // delivery's summary (ids, event, attempts' status codes) to the queue at
 // url, the dead-letter queue an alarm watches.
-func DeadLetter(client API, url string) func(context.Context, *delivery.Delivery) error {
+func DeadLetter(client sqskit.API, url string) func(context.Context, *delivery.Delivery) error {
 	return func(ctx context.Context, d *delivery.Delivery) error {
-		body, err := json.Marshal(d.JSON())
-		if err != nil {
-			return err
-		}
-		_, err = client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: aws.String(string(body))})
-		if err != nil {
+		if err := (sqskit.Queue{API: client, URL: url}).SendJSON(ctx, sqskit.Message{Body: d.JSON()}); err != nil {
 			return fmt.Errorf("send delivery %s to the dead-letter queue: %w", d.ID, err)
 		}
 		return nil
@@ -133,26 +105,13 @@ type body struct {
 // failures, so only those come back. A message that is neither form is
 // logged and dropped.
 func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-	failed := make([]bool, len(ev.Records))
-	var g errgroup.Group
-	g.SetLimit(h.limit)
-	for i, rec := range ev.Records {
-		g.Go(func() error {
-			if err := h.handle(ctx, rec); err != nil {
-				h.log.WarnContext(ctx, "delivery message failed; SQS delivers it again", "message_id", rec.MessageId, "err", err)
-				failed[i] = true
-			}
-			return nil
-		})
-	}
-	_ = g.Wait()
-	var resp events.SQSEventResponse
-	for i, f := range failed {
-		if f {
-			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: ev.Records[i].MessageId})
+	return sqskit.Batch(ctx, ev, h.limit, func(ctx context.Context, rec events.SQSMessage) error {
+		err := h.handle(ctx, rec)
+		if err != nil {
+			h.log.WarnContext(ctx, "delivery message failed; SQS delivers it again", "message_id", rec.MessageId, "err", err)
 		}
-	}
-	return resp, nil
+		return err
+	}), nil
 }
 
 func (h *Handler) handle(ctx context.Context, rec events.SQSMessage) error {

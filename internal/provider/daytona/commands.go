@@ -74,8 +74,8 @@ func (p *Provider) toolbox(ctx context.Context, op, sandboxID string) (*url.URL,
 			URL string `json:"url"`
 		}
 		err := p.retry(ctx, op, sandboxID, 0, func(ctx context.Context) error {
-			return p.call(ctx, request{op: op, sandboxID: sandboxID, method: http.MethodGet,
-				path: []string{"sandbox", sandboxID, "toolbox-proxy-url"}}, &out)
+			return p.call(ctx, request{Op: op, SandboxID: sandboxID, Method: http.MethodGet,
+				Path: []string{"sandbox", sandboxID, "toolbox-proxy-url"}}, &out)
 		})
 		if err != nil {
 			return nil, err
@@ -123,8 +123,8 @@ func (p *Provider) StartCommand(ctx context.Context, sandboxID string, cmd lifec
 	case err == nil: // the session is there, its command exited
 		exists = false
 		err := p.retry(ctx, op, sandboxID, 0, func(ctx context.Context) error {
-			r, err := p.roundTrip(ctx, request{op: op, sandboxID: sandboxID, method: http.MethodDelete, at: tb,
-				path: []string{"process", "session", cmd.Name}})
+			r, err := p.roundTrip(ctx, request{Op: op, SandboxID: sandboxID, Method: http.MethodDelete, URL: tb.String(),
+				Path: []string{"process", "session", cmd.Name}})
 			if err != nil {
 				return err
 			}
@@ -144,17 +144,17 @@ func (p *Provider) StartCommand(ctx context.Context, sandboxID string, cmd lifec
 	// A session made meanwhile by another start answers 409: a conflict,
 	// and the retried job then finds that start's command.
 	if !exists {
-		if err := p.call(ctx, request{op: op, sandboxID: sandboxID, method: http.MethodPost, at: tb,
-			path: []string{"process", "session"}, body: map[string]string{"sessionId": cmd.Name}}, nil); err != nil {
+		if err := p.call(ctx, request{Op: op, SandboxID: sandboxID, Method: http.MethodPost, URL: tb.String(),
+			Path: []string{"process", "session"}, Body: map[string]string{"sessionId": cmd.Name}}, nil); err != nil {
 			return lifecycle.CommandStatus{}, err
 		}
 	}
 	var out struct {
 		CmdID string `json:"cmdId"`
 	}
-	if err := p.call(ctx, request{op: op, sandboxID: sandboxID, method: http.MethodPost, at: tb,
-		path: []string{"process", "session", cmd.Name, "exec"},
-		body: map[string]any{"command": shellLine(cmd), "runAsync": true}}, &out); err != nil {
+	if err := p.call(ctx, request{Op: op, SandboxID: sandboxID, Method: http.MethodPost, URL: tb.String(),
+		Path: []string{"process", "session", cmd.Name, "exec"},
+		Body: map[string]any{"command": shellLine(cmd), "runAsync": true}}, &out); err != nil {
 		return lifecycle.CommandStatus{}, err
 	}
 	p.cfg.Logger.InfoContext(ctx, "daytona command started", "sandbox_id", sandboxID, "session", cmd.Name, "cmd_id", out.CmdID)
@@ -215,8 +215,8 @@ func (p *Provider) CommandStatus(ctx context.Context, sandboxID, name string) (l
 func (p *Provider) sessionStatus(ctx context.Context, op, sandboxID string, tb *url.URL, name string) (lifecycle.CommandStatus, error) {
 	var sess sessionBody
 	err := p.retry(ctx, op, sandboxID, 0, func(ctx context.Context) error {
-		r, err := p.roundTrip(ctx, request{op: op, sandboxID: sandboxID, method: http.MethodGet, at: tb,
-			path: []string{"process", "session", name}})
+		r, err := p.roundTrip(ctx, request{Op: op, SandboxID: sandboxID, Method: http.MethodGet, URL: tb.String(),
+			Path: []string{"process", "session", name}})
 		if err != nil {
 			return err
 		}
@@ -244,9 +244,9 @@ func (p *Provider) sessionStatus(ctx context.Context, op, sandboxID string, tb *
 	st := lifecycle.CommandStatus{ExitCode: *last.ExitCode}
 	var logs logsBody
 	err = p.retry(ctx, op, sandboxID, 0, func(ctx context.Context) error {
-		return p.call(ctx, request{op: op, sandboxID: sandboxID, method: http.MethodGet, at: tb,
-			path:   []string{"process", "session", name, "command", last.ID, "logs"},
-			header: http.Header{"X-Daytona-Sdk-Version": {logsSDKVersion}}}, &logs)
+		return p.call(ctx, request{Op: op, SandboxID: sandboxID, Method: http.MethodGet, URL: tb.String(),
+			Path:   []string{"process", "session", name, "command", last.ID, "logs"},
+			Header: http.Header{"X-Daytona-Sdk-Version": {logsSDKVersion}}}, &logs)
 	})
 	if err == nil { // the output is a courtesy: the exit code is the answer
 		out := logs.Output

@@ -89,110 +89,6 @@ func New(cfg Config) (*Provider, error) {
 // Name returns "daytona".
 func (p *Provider) Name() string { return Name }
 
-// class is what a Daytona state means to Sandman.
-type class int
-
-const (
-	classTransitional class = iota
-	classRunning
-	classResumable
-	classGone
-)
-
-// classify maps a sandbox to its class (see the package doc).
-func classify(d sandboxBody) class {
-	if d.DesiredState == "destroyed" {
-		return classGone // being deleted: nothing brings it back
-	}
-	switch d.State {
-	case "started":
-		return classRunning
-	case "stopped", "paused", "archived":
-		return classResumable
-	case "error":
-		if d.Recoverable {
-			return classResumable
-		}
-		return classGone
-	case "build_failed", "destroyed":
-		return classGone
-	}
-	return classTransitional
-}
-
-// goneError reports a sandbox in a state nothing brings back.
-func goneError(op string, d sandboxBody) error {
-	msg := "sandbox is " + d.State
-	if d.DesiredState == "destroyed" && d.State != "destroyed" {
-		msg += ", being deleted"
-	}
-	if d.ErrorReason != "" {
-		msg += ": " + d.ErrorReason
-	}
-	return lifecycle.NewProviderError(lifecycle.ErrSandboxGone, op, d.ID, errors.New(msg))
-}
-
-// transitionalError reports a sandbox whose state is still changing.
-func (p *Provider) transitionalError(op string, d sandboxBody) error {
-	return lifecycle.Transientf(op, d.ID, p.cfg.PollInterval, "sandbox is %s (desired %s)", d.State, d.DesiredState)
-}
-
-// guardMinutes returns the guard interval for a provider-side timeout:
-// whole minutes rounded up, at least 1.
-func guardMinutes(d time.Duration) int64 {
-	m := int64((d + time.Minute - 1) / time.Minute)
-	return max(m, 1)
-}
-
-func minutesOf(d time.Duration) *int64 {
-	if d <= 0 {
-		return nil
-	}
-	m := guardMinutes(d)
-	return &m
-}
-
-// guard returns the sandbox's guard interval in minutes: autoPauseInterval
-// in PausePause mode when set, else autoStopInterval.
-func (p *Provider) guard(d sandboxBody) int64 {
-	if p.cfg.PauseMode == PausePause && d.AutoPauseInterval > 0 {
-		return d.AutoPauseInterval
-	}
-	return d.AutoStopInterval
-}
-
-// expiresAt is when Daytona's guard stops (or pauses) a started sandbox:
-// lastActivityAt plus the interval; zero when the guard is off.
-func (p *Provider) expiresAt(d sandboxBody) time.Time {
-	m := p.guard(d)
-	if m <= 0 || d.LastActivityAt.IsZero() {
-		return time.Time{}
-	}
-	return d.LastActivityAt.UTC().Add(time.Duration(m) * time.Minute)
-}
-
-// sandbox converts a settled running or resumable sandbox to lifecycle's
-// Sandbox (without PreviewURL).
-func (p *Provider) sandbox(d sandboxBody) lifecycle.Sandbox {
-	sb := lifecycle.Sandbox{
-		ID: d.ID, Template: d.Snapshot, StartedAt: d.CreatedAt.UTC(), Metadata: d.Labels,
-	}
-	if classify(d) == classRunning {
-		sb.State, sb.ExpiresAt = lifecycle.SandboxRunning, p.expiresAt(d)
-	} else {
-		sb.State, sb.PausedAt = lifecycle.SandboxPaused, d.UpdatedAt.UTC()
-	}
-	return sb
-}
-
-// previewPort is the preview port of template.
-func (p *Provider) previewPort(template string) int {
-	if port, ok := p.cfg.PreviewPorts[template]; ok && port > 0 {
-		return port
-	}
-	return p.cfg.PreviewPort
-}
-
 // Create makes a sandbox from req.Template (a snapshot name, or
 // ImagePrefix and an image) labelled with req.Metadata, with the guard
 // interval of req.Timeout (0: Daytona's default, 15 min) and the
@@ -234,7 +130,7 @@ func (p *Provider) Create(ctx context.Context, req lifecycle.CreateRequest) (lif
 	}
 	body.TTLMinutes = minutesOf(p.cfg.TTL)
 	var d sandboxBody
-	if err := p.call(ctx, request{op: op, method: http.MethodPost, path: []string{"sandbox"}, body: body}, &d); err != nil {
+	if err := p.call(ctx, request{Op: op, Method: http.MethodPost, Path: []string{"sandbox"}, Body: body}, &d); err != nil {
 		return lifecycle.Sandbox{}, err
 	}
 	if d.ID == "" {
@@ -298,7 +194,7 @@ func (p *Provider) await(ctx context.Context, op string, d sandboxBody, timeout 
 // get is one attempt of GET /sandbox/{id}.
 func (p *Provider) get(ctx context.Context, op, sandboxID string) (sandboxBody, error) {
 	var d sandboxBody
-	err := p.call(ctx, request{op: op, sandboxID: sandboxID, method: http.MethodGet, path: []string{"sandbox", sandboxID}}, &d)
+	err := p.call(ctx, request{Op: op, SandboxID: sandboxID, Method: http.MethodGet, Path: []string{"sandbox", sandboxID}}, &d)
 	if err == nil && d.ID == "" {
 		d.ID = sandboxID
 	}
@@ -321,8 +217,8 @@ func (p *Provider) getRetried(ctx context.Context, op, sandboxID string) (sandbo
 func (p *Provider) previewURL(ctx context.Context, op, sandboxID string, port int) (string, error) {
 	var out previewBody
 	err := p.retry(ctx, op, sandboxID, 0, func(ctx context.Context) error {
-		return p.call(ctx, request{op: op, sandboxID: sandboxID, method: http.MethodGet,
-			path: []string{"sandbox", sandboxID, "ports", strconv.Itoa(port), "preview-url"}}, &out)
+		return p.call(ctx, request{Op: op, SandboxID: sandboxID, Method: http.MethodGet,
+			Path: []string{"sandbox", sandboxID, "ports", strconv.Itoa(port), "preview-url"}}, &out)
 	})
 	if err != nil {
 		return "", err
@@ -413,7 +309,7 @@ func (p *Provider) List(ctx context.Context, req lifecycle.ListRequest) (lifecyc
 	var page lifecycle.SandboxPage
 	err := p.retry(ctx, op, "", 0, func(ctx context.Context) error {
 		var out listBody
-		if err := p.call(ctx, request{op: op, method: http.MethodGet, path: []string{"sandbox"}, query: q}, &out); err != nil {
+		if err := p.call(ctx, request{Op: op, Method: http.MethodGet, Path: []string{"sandbox"}, Query: q}, &out); err != nil {
 			return err
 		}
 		page = lifecycle.SandboxPage{Sandboxes: make([]lifecycle.Sandbox, 0, len(out.Items))}
@@ -469,8 +365,8 @@ func (p *Provider) Pause(ctx context.Context, sandboxID string) error {
 			return goneError(op, d)
 		case d.State == "started" && d.DesiredState == "started":
 			err := p.retry(ctx, op, sandboxID, 0, func(ctx context.Context) error {
-				return p.call(ctx, request{op: op, sandboxID: sandboxID, method: http.MethodPost,
-					path: []string{"sandbox", sandboxID, mode}}, nil)
+				return p.call(ctx, request{Op: op, SandboxID: sandboxID, Method: http.MethodPost,
+					Path: []string{"sandbox", sandboxID, mode}}, nil)
 			})
 			switch {
 			case err == nil, errors.Is(err, lifecycle.ErrSandboxConflict), statusOf(err) == http.StatusBadRequest:
@@ -561,8 +457,8 @@ func (p *Provider) Resume(ctx context.Context, sandboxID string, timeout time.Du
 				action = "recover"
 			}
 			err := p.retry(ctx, op, sandboxID, 0, func(ctx context.Context) error {
-				return p.call(ctx, request{op: op, sandboxID: sandboxID, method: http.MethodPost,
-					path: []string{"sandbox", sandboxID, action}}, nil)
+				return p.call(ctx, request{Op: op, SandboxID: sandboxID, Method: http.MethodPost,
+					Path: []string{"sandbox", sandboxID, action}}, nil)
 			})
 			switch {
 			case err == nil:
@@ -635,8 +531,8 @@ func (p *Provider) refresh(ctx context.Context, op, sandboxID string, m, current
 		return err
 	}
 	return p.retry(ctx, op, sandboxID, 0, func(ctx context.Context) error {
-		return p.call(ctx, request{op: op, sandboxID: sandboxID, method: http.MethodPost,
-			path: []string{"sandbox", sandboxID, "last-activity"}, body: struct{}{}}, nil)
+		return p.call(ctx, request{Op: op, SandboxID: sandboxID, Method: http.MethodPost,
+			Path: []string{"sandbox", sandboxID, "last-activity"}, Body: struct{}{}}, nil)
 	})
 }
 
@@ -651,8 +547,8 @@ func (p *Provider) setGuard(ctx context.Context, op, sandboxID string, m, curren
 		timer = "autopause"
 	}
 	return p.retry(ctx, op, sandboxID, 0, func(ctx context.Context) error {
-		return p.call(ctx, request{op: op, sandboxID: sandboxID, method: http.MethodPost,
-			path: []string{"sandbox", sandboxID, timer, strconv.FormatInt(m, 10)}}, nil)
+		return p.call(ctx, request{Op: op, SandboxID: sandboxID, Method: http.MethodPost,
+			Path: []string{"sandbox", sandboxID, timer, strconv.FormatInt(m, 10)}}, nil)
 	})
 }
 
@@ -686,8 +582,8 @@ func (p *Provider) Kill(ctx context.Context, sandboxID string) error {
 		return err
 	}
 	err := p.retry(ctx, op, sandboxID, p.cfg.ConflictRetries, func(ctx context.Context) error {
-		err := p.call(ctx, request{op: op, sandboxID: sandboxID, method: http.MethodDelete,
-			path: []string{"sandbox", sandboxID}}, nil)
+		err := p.call(ctx, request{Op: op, SandboxID: sandboxID, Method: http.MethodDelete,
+			Path: []string{"sandbox", sandboxID}}, nil)
 		if errors.Is(err, lifecycle.ErrSandboxConflict) {
 			if d, gerr := p.get(ctx, op, sandboxID); errors.Is(gerr, lifecycle.ErrSandboxGone) ||
 				(gerr == nil && (d.DesiredState == "destroyed" || d.State == "destroyed")) {

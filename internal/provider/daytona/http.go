@@ -1,6 +1,7 @@
 package daytona
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,57 +20,34 @@ import (
 // sandboxes is far below it).
 const maxBody = 8 << 20
 
-// request is one HTTP call to Daytona's control API.
-type request struct {
-	op        string // the lifecycle operation, e.g. "pause"
-	sandboxID string // "" for create and list
-	method    string
-	path      []string // segments after the base URL, each escaped
-	query     url.Values
-	body      any // JSON-encoded when non-nil
-	// at, when set, is the absolute URL of the call (the sandbox's
-	// toolbox) instead of the base URL and path.
-	at     *url.URL
-	header http.Header // added to the call's headers
-}
+// request is one HTTP call to Daytona: its Path (and Query) after the base
+// URL, or after URL when set (the sandbox's toolbox), and any header of its
+// own.
+type request = provhttp.Request
 
 // reply is an answer read in full.
 type reply = provhttp.Reply
-
-// apiError is Daytona's answer to a failed call, the cause inside the
-// errors Provider returns.
-type apiError struct {
-	Status  int
-	Message string
-}
-
-func (e *apiError) Error() string {
-	msg := e.Message
-	if msg == "" {
-		msg = http.StatusText(e.Status)
-	}
-	return fmt.Sprintf("daytona answered %d: %s", e.Status, msg)
-}
 
 // roundTrip makes one attempt at rq (provhttp.RoundTrip). No answer at all
 // (connection error, timeout, cancelled context) is a transient
 // *ProviderError wrapping the cause; any answer is returned for the
 // operation to interpret.
 func (p *Provider) roundTrip(ctx context.Context, rq request) (reply, error) {
-	u := p.base.JoinPath(rq.path...)
-	if rq.at != nil {
-		u = rq.at.JoinPath(rq.path...)
+	if rq.URL == "" {
+		rq.URL = p.base.String()
 	}
-	u.RawQuery = rq.query.Encode()
+	if rq.Query == nil {
+		rq.Query = url.Values{} // no query, as Daytona's own calls send
+	}
 	h := http.Header{"User-Agent": {"sandman-daytona"}, "X-Daytona-Source": {"sandman"}, "Authorization": {"Bearer " + p.cfg.APIKey}}
 	if p.cfg.OrganizationID != "" {
 		h.Set("X-Daytona-Organization-ID", p.cfg.OrganizationID)
 	}
-	for k, v := range rq.header {
+	for k, v := range rq.Header {
 		h[k] = v
 	}
-	return provhttp.RoundTrip(ctx, p.cfg.HTTPClient, provhttp.Request{Op: rq.op, SandboxID: rq.sandboxID,
-		Method: rq.method, URL: u.String(), Body: rq.body, Header: h, Timeout: p.cfg.RequestTimeout, MaxBody: maxBody})
+	rq.Header, rq.Timeout, rq.MaxBody = h, p.cfg.RequestTimeout, maxBody
+	return provhttp.RoundTrip(ctx, p.cfg.HTTPClient, rq)
 }
 
 // call makes one attempt at rq and decodes a 2xx answer into out (when
@@ -80,77 +58,57 @@ func (p *Provider) call(ctx context.Context, rq request, out any) error {
 		return err
 	}
 	if !r.OK() {
-		return p.statusError(rq.op, rq.sandboxID, r)
+		return p.statusError(rq.Op, rq.SandboxID, r)
 	}
 	if out != nil {
 		if err := json.Unmarshal(r.Body, out); err != nil {
-			return fmt.Errorf("%s: decode daytona answer: %w", provhttp.Describe(rq.op, rq.sandboxID), err)
+			return provhttp.DecodeError("daytona", rq.Op, rq.SandboxID, err)
 		}
 	}
 	return nil
 }
 
+// statuses classifies Daytona's failed answers (docs/providers/daytona.md):
+// 404 gone (for a call about one sandbox), 409 conflict, 429 and 5xx
+// transient with the Retry-After Daytona sent (RetryAfterOf), 401/403 a
+// plain error about the key or the organization, any other status (400,
+// 422) a plain error carrying Daytona's message.
+var statuses = provhttp.Classes{Conflict: []int{http.StatusConflict}, RetryAfter: RetryAfterOf,
+	Auth: map[int]string{http.StatusUnauthorized: "the Daytona API key is wrong or missing",
+		http.StatusForbidden: "Daytona refused the organization (suspended, or region not allowed)"}}
+
 // statusError classifies an answer that is not a success of the operation
-// (docs/providers/daytona.md): 404 gone (for a call about one sandbox), 409
-// conflict, 429 and 5xx transient with the Retry-After Daytona sent
-// (RetryAfterOf), 401/403 a plain error about the key or the organization,
-// any other status (400, 422) a plain error carrying Daytona's message.
-// The *apiError is the cause in every case, so callers can read its status.
+// (statuses). The *provhttp.APIError is the cause in every case, so
+// callers can read its status (statusOf).
 func (p *Provider) statusError(op, sandboxID string, r reply) error {
-	cause := parseAPIError(r)
-	switch {
-	case r.Status == http.StatusNotFound && sandboxID != "":
-		return lifecycle.NewProviderError(lifecycle.ErrSandboxGone, op, sandboxID, cause)
-	case r.Status == http.StatusConflict:
-		return lifecycle.NewProviderError(lifecycle.ErrSandboxConflict, op, sandboxID, cause)
-	case r.Status == http.StatusTooManyRequests || r.Status >= 500:
-		e := lifecycle.NewProviderError(lifecycle.ErrProviderTransient, op, sandboxID, cause)
-		e.Refused = r.Status == http.StatusTooManyRequests // not processed (RFC 6585)
-		e.RetryAfter = RetryAfterOf(r.Header, p.cfg.Clock.Now())
-		return e
-	case r.Status == http.StatusUnauthorized:
-		return fmt.Errorf("%s: the Daytona API key is wrong or missing: %w", provhttp.Describe(op, sandboxID), cause)
-	case r.Status == http.StatusForbidden:
-		return fmt.Errorf("%s: Daytona refused the organization (suspended, or region not allowed): %w", provhttp.Describe(op, sandboxID), cause)
-	default:
-		return fmt.Errorf("%s: %w", provhttp.Describe(op, sandboxID), cause)
-	}
+	return statuses.Error(op, sandboxID, r, parseAPIError(r), p.cfg.Clock.Now())
 }
 
 // statusOf returns the HTTP status inside err, or 0.
-func statusOf(err error) int {
-	var ae *apiError
-	if errors.As(err, &ae) {
-		return ae.Status
-	}
-	return 0
-}
+func statusOf(err error) int { return provhttp.StatusOf(err) }
 
 // parseAPIError reads Daytona's error body ({"statusCode","error",
 // "message"}), falling back to the start of the raw body.
-func parseAPIError(r reply) *apiError {
-	e := &apiError{Status: r.Status}
-	var body errorBody
-	if err := json.Unmarshal(r.Body, &body); err == nil {
+func parseAPIError(r reply) *provhttp.APIError {
+	return provhttp.ParseError("daytona", r, func(b []byte) (string, string, bool) {
+		var body errorBody
+		if err := json.Unmarshal(b, &body); err != nil {
+			return "", "", false
+		}
+		msg := ""
 		switch m := body.Message.(type) {
 		case string:
-			e.Message = m
+			msg = m
 		case []any:
 			parts := make([]string, 0, len(m))
 			for _, v := range m {
 				parts = append(parts, fmt.Sprint(v))
 			}
-			e.Message = strings.Join(parts, ", ")
+			msg = strings.Join(parts, ", ")
 		}
-		if e.Message == "" {
-			e.Message = body.Error
-		}
-		if e.Message != "" {
-			return e
-		}
-	}
-	e.Message = provhttp.Snippet(r.Body)
-	return e
+		msg = cmp.Or(msg, body.Error)
+		return "", msg, msg != ""
+	})
 }
 
 // RetryAfterOf reads how long Daytona asks a client to wait: the largest
@@ -176,10 +134,9 @@ func RetryAfterOf(h http.Header, now time.Time) time.Duration {
 }
 
 // retry runs attempt until it succeeds, fails for good or the retries run
-// out (retry.Do): transient failures are retried up to MaxRetries times,
-// conflicts (409) up to conflicts times, after a jittered exponential
-// backoff (RetryBase, RetryMaxWait) that honours RetryAfter. Callers pass
-// only idempotent operations.
+// out (provhttp.Retrier): transient failures are retried up to MaxRetries
+// times, conflicts (409) up to conflicts times. Callers pass only
+// idempotent operations.
 func (p *Provider) retry(ctx context.Context, op, sandboxID string, conflicts int, attempt func(ctx context.Context) error) error {
 	transient, conflict := 0, 0
 	retryable := func(err error, _ int) bool {
@@ -193,9 +150,8 @@ func (p *Provider) retry(ctx context.Context, op, sandboxID string, conflicts in
 		}
 		return true
 	}
-	return retry.Do(ctx, retry.Policy{Name: "daytona", Settle: lifecycle.SettleRefused, Retryable: retryable, After: lifecycle.RetryAfter,
-		Base: p.cfg.RetryBase, MaxWait: p.cfg.RetryMaxWait, Sleep: p.cfg.Sleep, Log: p.cfg.Logger,
-	}, attempt, "op", op, "sandbox_id", sandboxID)
+	return provhttp.Retrier{Name: "daytona", Base: p.cfg.RetryBase, MaxWait: p.cfg.RetryMaxWait,
+		Sleep: p.cfg.Sleep, Log: p.cfg.Logger}.Do(ctx, op, sandboxID, retryable, attempt)
 }
 
 func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }

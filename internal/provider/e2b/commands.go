@@ -161,12 +161,12 @@ func (p *Provider) CommandStatus(ctx context.Context, sandboxID, name string) (l
 	const op = "command_status"
 	var st lifecycle.CommandStatus
 	err := p.retry(ctx, op, sandboxID, func(ctx context.Context) error {
-		hdr := map[string]string{"Connect-Protocol-Version": "1"}
+		hdr := http.Header{"Connect-Protocol-Version": {"1"}}
 		if tok := p.tokens.get(sandboxID); tok != "" {
-			hdr["X-Access-Token"] = tok
+			hdr.Set("X-Access-Token", tok)
 		}
-		r, err := p.roundTrip(ctx, request{op: op, sandboxID: sandboxID, method: http.MethodPost,
-			url: p.envdURL(sandboxID, "") + processList, body: struct{}{}, header: hdr, timeout: p.cfg.RequestTimeout})
+		r, err := p.roundTrip(ctx, request{Op: op, SandboxID: sandboxID, Method: http.MethodPost,
+			URL: p.envdURL(sandboxID, "") + processList, Body: struct{}{}, Header: hdr, Timeout: p.cfg.RequestTimeout})
 		if err != nil {
 			return err
 		}

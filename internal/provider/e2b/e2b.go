@@ -160,8 +160,8 @@ func (p *Provider) Create(ctx context.Context, req lifecycle.CreateRequest) (lif
 		body.AutoResume = &autoResumeBody{Enabled: true}
 	}
 	r, err := p.roundTrip(ctx, request{
-		op: op, method: http.MethodPost, url: p.apiURL(nil, "v2", "sandboxes"),
-		body: body, timeout: p.cfg.RequestTimeout, apiKey: true,
+		Op: op, Method: http.MethodPost, URL: p.apiURL(nil, "v2", "sandboxes"),
+		Body: body, Timeout: p.cfg.RequestTimeout, Header: p.apiKey(),
 	})
 	if err != nil {
 		return lifecycle.Sandbox{}, err
@@ -213,8 +213,8 @@ func (p *Provider) Get(ctx context.Context, sandboxID string) (lifecycle.Sandbox
 // also returns the sandbox's domain, "" when E2B named none.
 func (p *Provider) get(ctx context.Context, op, sandboxID string) (lifecycle.Sandbox, string, error) {
 	r, err := p.roundTrip(ctx, request{
-		op: op, sandboxID: sandboxID, method: http.MethodGet,
-		url: p.apiURL(nil, "sandboxes", sandboxID), timeout: p.cfg.RequestTimeout, apiKey: true,
+		Op: op, SandboxID: sandboxID, Method: http.MethodGet,
+		URL: p.apiURL(nil, "sandboxes", sandboxID), Timeout: p.cfg.RequestTimeout, Header: p.apiKey(),
 	})
 	if err != nil {
 		return lifecycle.Sandbox{}, "", err
@@ -292,8 +292,8 @@ func (p *Provider) List(ctx context.Context, req lifecycle.ListRequest) (lifecyc
 	var page lifecycle.SandboxPage
 	err := p.retry(ctx, op, "", func(ctx context.Context) error {
 		r, err := p.roundTrip(ctx, request{
-			op: op, method: http.MethodGet, url: p.apiURL(q, "v2", "sandboxes"),
-			timeout: p.cfg.RequestTimeout, apiKey: true,
+			Op: op, Method: http.MethodGet, URL: p.apiURL(q, "v2", "sandboxes"),
+			Timeout: p.cfg.RequestTimeout, Header: p.apiKey(),
 		})
 		if err != nil {
 			return err
@@ -345,8 +345,8 @@ func (p *Provider) Pause(ctx context.Context, sandboxID string) error {
 	const op = "pause"
 	return p.withSandbox(ctx, op, sandboxID, func(ctx context.Context) error {
 		r, err := p.roundTrip(ctx, request{
-			op: op, sandboxID: sandboxID, method: http.MethodPost,
-			url: p.apiURL(nil, "sandboxes", sandboxID, "pause"), timeout: p.cfg.PauseTimeout, apiKey: true,
+			Op: op, SandboxID: sandboxID, Method: http.MethodPost,
+			URL: p.apiURL(nil, "sandboxes", sandboxID, "pause"), Timeout: p.cfg.PauseTimeout, Header: p.apiKey(),
 		})
 		switch {
 		case err != nil:
@@ -389,9 +389,9 @@ func (p *Provider) Resume(ctx context.Context, sandboxID string, timeout time.Du
 	}
 	secs := seconds(timeout)
 	r, err := p.roundTrip(ctx, request{
-		op: op, sandboxID: sandboxID, method: http.MethodPost,
-		url:  p.apiURL(nil, "v2", "sandboxes", sandboxID, "connect"),
-		body: timeoutBody{Timeout: secs}, timeout: p.cfg.RequestTimeout, apiKey: true,
+		Op: op, SandboxID: sandboxID, Method: http.MethodPost,
+		URL:  p.apiURL(nil, "v2", "sandboxes", sandboxID, "connect"),
+		Body: timeoutBody{Timeout: secs}, Timeout: p.cfg.RequestTimeout, Header: p.apiKey(),
 	})
 	if err != nil {
 		return lifecycle.Sandbox{}, err
@@ -438,9 +438,9 @@ func (p *Provider) SetTimeout(ctx context.Context, sandboxID string, timeout tim
 	}
 	return p.withSandbox(ctx, op, sandboxID, func(ctx context.Context) error {
 		r, err := p.roundTrip(ctx, request{
-			op: op, sandboxID: sandboxID, method: http.MethodPost,
-			url:  p.apiURL(nil, "sandboxes", sandboxID, "timeout"),
-			body: timeoutBody{Timeout: seconds(timeout)}, timeout: p.cfg.RequestTimeout, apiKey: true,
+			Op: op, SandboxID: sandboxID, Method: http.MethodPost,
+			URL:  p.apiURL(nil, "sandboxes", sandboxID, "timeout"),
+			Body: timeoutBody{Timeout: seconds(timeout)}, Timeout: p.cfg.RequestTimeout, Header: p.apiKey(),
 		})
 		switch {
 		case err != nil:
@@ -501,13 +501,13 @@ func (p *Provider) probe(ctx context.Context, sandboxID string) (lifecycle.Probe
 	if sb.State == lifecycle.SandboxPaused {
 		return lifecycle.Probe{State: lifecycle.SandboxPaused}, nil
 	}
-	var hdr map[string]string
+	var hdr http.Header
 	if tok := p.tokens.get(sandboxID); tok != "" {
-		hdr = map[string]string{"X-Access-Token": tok}
+		hdr = http.Header{"X-Access-Token": {tok}}
 	}
 	r, err := p.roundTrip(ctx, request{
-		op: op, sandboxID: sandboxID, method: http.MethodGet,
-		url: p.envdURL(sandboxID, domain) + "/health", header: hdr, timeout: p.cfg.ProbeTimeout,
+		Op: op, SandboxID: sandboxID, Method: http.MethodGet,
+		URL: p.envdURL(sandboxID, domain) + "/health", Header: hdr, Timeout: p.cfg.ProbeTimeout,
 	})
 	if err != nil {
 		return lifecycle.Probe{}, lifecycle.NewProviderError(lifecycle.ErrProviderTransient, op, sandboxID,
@@ -531,8 +531,8 @@ func (p *Provider) Kill(ctx context.Context, sandboxID string) error {
 	const op = "kill"
 	return p.withSandbox(ctx, op, sandboxID, func(ctx context.Context) error {
 		r, err := p.roundTrip(ctx, request{
-			op: op, sandboxID: sandboxID, method: http.MethodDelete,
-			url: p.apiURL(nil, "sandboxes", sandboxID), timeout: p.cfg.RequestTimeout, apiKey: true,
+			Op: op, SandboxID: sandboxID, Method: http.MethodDelete,
+			URL: p.apiURL(nil, "sandboxes", sandboxID), Timeout: p.cfg.RequestTimeout, Header: p.apiKey(),
 		})
 		switch {
 		case err != nil:

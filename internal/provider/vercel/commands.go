@@ -150,10 +150,10 @@ func (p *Provider) StartCommand(ctx context.Context, sandboxID string, cmd lifec
 	sessionID := orString(a.Sandbox.CurrentSessionID, a.Session.ID)
 	// Not retried: a lost answer must not start a second server; the
 	// readiness job's next attempt looks again first.
-	r, err := p.roundTrip(ctx, request{op: op, sandboxID: sandboxID, method: http.MethodPost,
-		path:    []string{"v2", "sandboxes", "sessions", sessionID, "cmd"},
-		body:    commandBody{Command: "sh", Args: guardedArgs(cmd, sessionID), Cwd: cmd.Cwd, Env: env},
-		timeout: p.cfg.RequestTimeout})
+	r, err := p.roundTrip(ctx, request{Op: op, SandboxID: sandboxID, Method: http.MethodPost,
+		Path:    []string{"v2", "sandboxes", "sessions", sessionID, "cmd"},
+		Body:    commandBody{Command: "sh", Args: guardedArgs(cmd, sessionID), Cwd: cmd.Cwd, Env: env},
+		Timeout: p.cfg.RequestTimeout})
 	if err != nil {
 		return lifecycle.CommandStatus{}, err
 	}
@@ -200,9 +200,9 @@ func (p *Provider) tagCommand(ctx context.Context, sb sandboxJSON, name string, 
 		return fmt.Errorf("sandbox %s has %d tags; Vercel allows %d", sb.Name, len(sb.Tags), maxTags)
 	}
 	return p.retry(ctx, op, sb.Name, func(ctx context.Context) error {
-		r, err := p.roundTrip(ctx, request{op: op, sandboxID: sb.Name, method: http.MethodPatch,
-			path: []string{"v2", "sandboxes", sb.Name}, query: url.Values{"projectId": {p.cfg.ProjectID}},
-			body: map[string]any{"tags": tags}, timeout: p.cfg.RequestTimeout})
+		r, err := p.roundTrip(ctx, request{Op: op, SandboxID: sb.Name, Method: http.MethodPatch,
+			Path: []string{"v2", "sandboxes", sb.Name}, Query: url.Values{"projectId": {p.cfg.ProjectID}},
+			Body: map[string]any{"tags": tags}, Timeout: p.cfg.RequestTimeout})
 		if err != nil {
 			return err
 		}
@@ -272,8 +272,8 @@ func (p *Provider) commandStatus(ctx context.Context, op string, a sandboxAnswer
 	}
 	var st lifecycle.CommandStatus
 	err := p.retry(ctx, op, sandboxID, func(ctx context.Context) error {
-		r, err := p.roundTrip(ctx, request{op: op, sandboxID: sandboxID, method: http.MethodGet,
-			path: []string{"v2", "sandboxes", "sessions", sc.sessionID, "cmd", sc.commandID}, timeout: p.cfg.RequestTimeout})
+		r, err := p.roundTrip(ctx, request{Op: op, SandboxID: sandboxID, Method: http.MethodGet,
+			Path: []string{"v2", "sandboxes", "sessions", sc.sessionID, "cmd", sc.commandID}, Timeout: p.cfg.RequestTimeout})
 		switch {
 		case err != nil:
 			return err
@@ -301,8 +301,8 @@ func (p *Provider) commandStatus(ctx context.Context, op string, a sandboxAnswer
 // output a courtesy). Not retried.
 func (p *Provider) commandOutput(ctx context.Context, sandboxID string, sc startedCommand) string {
 	const op = "command_logs"
-	r, err := p.roundTrip(ctx, request{op: op, sandboxID: sandboxID, method: http.MethodGet,
-		path: []string{"v2", "sandboxes", "sessions", sc.sessionID, "cmd", sc.commandID, "logs"}, timeout: p.cfg.RequestTimeout})
+	r, err := p.roundTrip(ctx, request{Op: op, SandboxID: sandboxID, Method: http.MethodGet,
+		Path: []string{"v2", "sandboxes", "sessions", sc.sessionID, "cmd", sc.commandID, "logs"}, Timeout: p.cfg.RequestTimeout})
 	if err != nil || !r.OK() {
 		return ""
 	}

@@ -3,16 +3,12 @@ package vercel
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"maps"
 	"net/http"
 	"net/url"
 	"time"
 
-	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/provider/internal/provhttp"
-	"github.com/sandmanhq/sandman/internal/provider/internal/retry"
 )
 
 // maxBody bounds how much of an answer is read (a list page of 50 sandboxes
@@ -23,47 +19,24 @@ const maxBody = 4 << 20
 // ours, the sandbox settles within seconds.
 const conflictRetryAfter = 2 * time.Second
 
-// request is one call to the API.
-type request struct {
-	op        string // the lifecycle operation, e.g. "pause"
-	sandboxID string // "" for create and list
-	method    string
-	path      []string   // path segments after the base URL, each escaped
-	query     url.Values // besides the team scope
-	body      any        // JSON-encoded when non-nil
-	timeout   time.Duration
-}
+// request is one call to the API: its Path after the base URL, its Query
+// besides the team scope, and its Timeout.
+type request = provhttp.Request
 
 // reply is an answer read in full.
 type reply = provhttp.Reply
 
 // APIError is Vercel's answer to a failed call ({"error":{"code","message"}}),
-// the cause inside the errors Provider returns; errors.As finds it.
-type APIError struct {
-	Status  int    // HTTP status
-	Code    string // e.g. "snapshot_not_found"; "" when the body had none
-	Message string
-}
-
-// Error gives the status, code and message.
-func (e *APIError) Error() string {
-	msg := e.Message
-	if msg == "" {
-		msg = http.StatusText(e.Status)
-	}
-	if e.Code != "" {
-		return fmt.Sprintf("vercel answered %d %s: %s", e.Status, e.Code, msg)
-	}
-	return fmt.Sprintf("vercel answered %d: %s", e.Status, msg)
-}
+// the cause inside the errors Provider returns; errors.As finds it. Code is
+// Vercel's, such as "snapshot_not_found" ("" when the body had none).
+type APIError = provhttp.APIError
 
 // roundTrip makes one attempt at rq (provhttp.RoundTrip), scoped to the
 // configured team. No answer (connection error, timeout, cancelled context)
 // is a transient *ProviderError wrapping the cause; any answer is returned
 // for the operation to interpret.
 func (p *Provider) roundTrip(ctx context.Context, rq request) (reply, error) {
-	u := p.base.JoinPath(rq.path...)
-	q := maps.Clone(rq.query)
+	q := maps.Clone(rq.Query)
 	if q == nil {
 		q = url.Values{}
 	}
@@ -73,16 +46,12 @@ func (p *Provider) roundTrip(ctx context.Context, rq request) (reply, error) {
 	case p.cfg.TeamSlug != "":
 		q.Set("slug", p.cfg.TeamSlug)
 	}
-	u.RawQuery = q.Encode()
-	h := http.Header{"Content-Type": {"application/json"}, "User-Agent": {"sandman-vercel"}, "Authorization": {"Bearer " + p.cfg.Token}}
-	return provhttp.RoundTrip(ctx, p.cfg.HTTPClient, provhttp.Request{Op: rq.op, SandboxID: rq.sandboxID,
-		Method: rq.method, URL: u.String(), Body: rq.body, Header: h, Timeout: rq.timeout, MaxBody: maxBody})
+	rq.URL, rq.Query, rq.MaxBody = p.base.String(), q, maxBody
+	rq.Header = http.Header{"Content-Type": {"application/json"}, "User-Agent": {"sandman-vercel"}, "Authorization": {"Bearer " + p.cfg.Token}}
+	return provhttp.RoundTrip(ctx, p.cfg.HTTPClient, rq)
 }
 
-// statusError classifies an answer that is not a success of the operation
-// (docs/providers/vercel.md). Operations handle their documented special
-// cases first (404 on delete, 410 sandbox_stopped on stop, 400 on a taken
-// name). Then:
+// statuses classifies Vercel's failed answers (docs/providers/vercel.md):
 //   - 404 not_found about one sandbox, and 410 (snapshot_not_found: the
 //     snapshot expired, the state is gone; sandbox_stopped: the session is
 //     over) → lifecycle.ErrSandboxGone;
@@ -92,55 +61,38 @@ func (p *Provider) roundTrip(ctx context.Context, rq request) (reply, error) {
 //   - 401/403 → a plain error about the token, team or project;
 //   - anything else (400 bad_request) → a plain error with Vercel's code
 //     and message.
+var statuses = provhttp.Classes{Gone: []int{http.StatusGone}, Conflict: []int{http.StatusUnprocessableEntity},
+	Auth: map[int]string{http.StatusUnauthorized: "the Vercel token, team or project is wrong or missing",
+		http.StatusForbidden: "the Vercel token, team or project is wrong or missing"}}
+
+// statusError classifies an answer that is not a success of the operation
+// (statuses). Operations handle their documented special cases first (404
+// on delete, 410 sandbox_stopped on stop, 400 on a taken name).
 func (p *Provider) statusError(op, sandboxID string, r reply) error {
-	cause := parseAPIError(r)
-	switch {
-	case r.Status == http.StatusNotFound && sandboxID != "",
-		r.Status == http.StatusGone:
-		return lifecycle.NewProviderError(lifecycle.ErrSandboxGone, op, sandboxID, cause)
-	case r.Status == http.StatusUnprocessableEntity:
-		return lifecycle.NewProviderError(lifecycle.ErrSandboxConflict, op, sandboxID, cause)
-	case r.Status == http.StatusTooManyRequests || r.Status >= 500:
-		e := lifecycle.NewProviderError(lifecycle.ErrProviderTransient, op, sandboxID, cause)
-		e.Refused = r.Status == http.StatusTooManyRequests // not processed (RFC 6585)
-		e.RetryAfter = retry.ParseAfter(r.Header.Get("Retry-After"), p.cfg.Clock.Now())
-		return e
-	case r.Status == http.StatusUnauthorized || r.Status == http.StatusForbidden:
-		return fmt.Errorf("%s: the Vercel token, team or project is wrong or missing: %w", provhttp.Describe(op, sandboxID), cause)
-	default:
-		return fmt.Errorf("%s: %w", provhttp.Describe(op, sandboxID), cause)
-	}
+	return statuses.Error(op, sandboxID, r, parseAPIError(r), p.cfg.Clock.Now())
 }
 
 // parseAPIError reads {"error":{"code","message"}}, falling back to the
 // start of the raw body (a proxy's HTML page).
 func parseAPIError(r reply) *APIError {
-	e := &APIError{Status: r.Status}
-	var body errorBody
-	if err := json.Unmarshal(r.Body, &body); err == nil && (body.Error.Code != "" || body.Error.Message != "") {
-		e.Code, e.Message = body.Error.Code, body.Error.Message
-		return e
-	}
-	e.Message = provhttp.Snippet(r.Body)
-	return e
+	return provhttp.ParseError("vercel", r, func(b []byte) (string, string, bool) {
+		var body errorBody
+		err := json.Unmarshal(b, &body)
+		return body.Error.Code, body.Error.Message, err == nil && (body.Error.Code != "" || body.Error.Message != "")
+	})
 }
 
 // decodeError describes a success answer that is not what the API
 // documents: a plain error, since retrying will not help.
 func decodeError(op, sandboxID string, err error) error {
-	return fmt.Errorf("%s: decode vercel answer: %w", provhttp.Describe(op, sandboxID), err)
+	return provhttp.DecodeError("vercel", op, sandboxID, err)
 }
 
 // retry runs attempt until it succeeds, fails for good, or the retries run
-// out (retry.Do): only transient failures are retried, at most MaxRetries
-// times, after a jittered exponential backoff (RetryBase, RetryMaxWait)
-// that honours the error's RetryAfter; when the retries end, the caller
-// sees the last error's RetryAfter.
+// out (provhttp.Retrier): only transient failures are retried, at most
+// MaxRetries times; when the retries end, the caller sees the last error's
+// RetryAfter.
 func (p *Provider) retry(ctx context.Context, op, sandboxID string, attempt func(ctx context.Context) error) error {
-	return retry.Do(ctx, retry.Policy{Name: "vercel", Settle: lifecycle.SettleRefused, After: lifecycle.RetryAfter,
-		Retryable: func(err error, n int) bool {
-			return errors.Is(err, lifecycle.ErrProviderTransient) && n < p.cfg.MaxRetries
-		},
-		Base: p.cfg.RetryBase, MaxWait: p.cfg.RetryMaxWait, Sleep: p.cfg.Sleep, Log: p.cfg.Logger,
-	}, attempt, "op", op, "sandbox_id", sandboxID)
+	return provhttp.Retrier{Name: "vercel", MaxRetries: p.cfg.MaxRetries, Base: p.cfg.RetryBase, MaxWait: p.cfg.RetryMaxWait,
+		Sleep: p.cfg.Sleep, Log: p.cfg.Logger}.Do(ctx, op, sandboxID, nil, attempt)
 }

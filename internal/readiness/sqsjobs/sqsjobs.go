@@ -27,16 +27,10 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/sqskit"
 )
-
-// API is the part of *sqs.Client Jobs uses.
-type API interface {
-	SendMessage(ctx context.Context, in *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
-}
 
 // Message is a readiness job's body (JSON).
 type Message struct {
@@ -52,34 +46,28 @@ const KindResume = "resume"
 
 // Jobs sends job messages to one queue. Build it with New or NewResumes.
 type Jobs struct {
-	client   API
-	queueURL string
-	kind     string
+	queue sqskit.Queue
+	kind  string
 }
 
 var _ lifecycle.ReadinessJobs = (*Jobs)(nil)
 
 // New returns Jobs sending readiness jobs to queueURL through client.
-func New(client API, queueURL string) *Jobs { return &Jobs{client: client, queueURL: queueURL} }
+func New(client sqskit.API, queueURL string) *Jobs {
+	return &Jobs{queue: sqskit.Queue{API: client, URL: queueURL}}
+}
 
 // NewResumes returns Jobs sending resume jobs (KindResume) to queueURL
 // through client: lifecycle.Config.ResumeJobs.
-func NewResumes(client API, queueURL string) *Jobs {
-	return &Jobs{client: client, queueURL: queueURL, kind: KindResume}
+func NewResumes(client sqskit.API, queueURL string) *Jobs {
+	return &Jobs{queue: sqskit.Queue{API: client, URL: queueURL}, kind: KindResume}
 }
 
 // Enqueue sends one job message for sessionID, without delay. Errors:
 // unavailable when SQS refused or did not answer.
 func (j *Jobs) Enqueue(ctx context.Context, sessionID string) error {
-	body, err := json.Marshal(Message{SessionID: sessionID, Kind: j.kind})
-	if err != nil {
-		return fmt.Errorf("encode readiness job: %w", err)
-	}
-	if _, err := j.client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(j.queueURL), MessageBody: aws.String(string(body))}); err != nil {
-		return &lifecycle.Error{Code: lifecycle.CodeUnavailable,
-			Message: "the readiness queue did not take the job", Err: fmt.Errorf("send readiness job for %s: %w", sessionID, err)}
-	}
-	return nil
+	return j.queue.Send(ctx, sqskit.Message{Body: Message{SessionID: sessionID, Kind: j.kind}},
+		"send readiness job for "+sessionID, "the readiness queue did not take the job")
 }
 
 // BringUpper is what a job runs: lifecycle.Service's BringUp for a
@@ -120,12 +108,11 @@ func NewHandler(svc BringUpper, requeue lifecycle.ReadinessJobs, log *slog.Logge
 // and, after the queue's maxReceiveCount, land in the dead-letter queue. A
 // body that is not a Message is logged and dropped.
 func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-	var resp events.SQSEventResponse
-	for _, rec := range ev.Records {
+	return sqskit.Batch(ctx, ev, 1, func(ctx context.Context, rec events.SQSMessage) error {
 		var m Message
 		if err := json.Unmarshal([]byte(rec.Body), &m); err != nil || m.SessionID == "" {
 			h.log.ErrorContext(ctx, "drop malformed readiness job", "message_id", rec.MessageId, "err", err)
-			continue
+			return nil
 		}
 		run := h.bringUp
 		if m.Kind == KindResume {
@@ -134,12 +121,11 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 		out, err := run(ctx, m.SessionID)
 		if err != nil {
 			h.log.WarnContext(ctx, "readiness job failed; SQS delivers it again", "session_id", m.SessionID, "err", err)
-			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: rec.MessageId})
-			continue
+			return err
 		}
 		h.log.InfoContext(ctx, "readiness job done", "session_id", m.SessionID, "outcome", out)
-	}
-	return resp, nil
+		return nil
+	}), nil
 }
 
 // bringUp runs one job until DeadlineMargin before ctx's deadline; a job

@@ -18,21 +18,14 @@ package sqsrefill
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/sqskit"
 )
-
-// API is the part of *sqs.Client Refills uses.
-type API interface {
-	SendMessage(ctx context.Context, in *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
-}
 
 // Message is a refill request's body (JSON): the pool to refill and the
 // session whose claim asked for it (for the logs).
@@ -42,35 +35,26 @@ type Message struct {
 }
 
 // Refills sends refill requests to one FIFO queue. Build it with New.
-type Refills struct {
-	client   API
-	queueURL string
-}
+type Refills struct{ queue sqskit.Queue }
 
 var _ lifecycle.PoolRefills = (*Refills)(nil)
 
 // New returns Refills sending to the FIFO queue queueURL through client.
-func New(client API, queueURL string) *Refills { return &Refills{client: client, queueURL: queueURL} }
+func New(client sqskit.API, queueURL string) *Refills {
+	return &Refills{sqskit.Queue{API: client, URL: queueURL}}
+}
 
 // RequestRefill sends one message for poolID in the pool's message group,
 // deduplicated by the pool and sessionID (a new id when sessionID is "").
 // Errors: unavailable when SQS refused or did not answer.
 func (r *Refills) RequestRefill(ctx context.Context, poolID, sessionID string) error {
-	body, err := json.Marshal(Message{PoolID: poolID, SessionID: sessionID})
-	if err != nil {
-		return fmt.Errorf("encode refill request: %w", err)
-	}
 	dedup := sessionID
 	if dedup == "" {
 		dedup = lifecycle.NewSessionID()
 	}
-	_, err = r.client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(r.queueURL), MessageBody: aws.String(string(body)),
-		MessageGroupId: aws.String(poolID), MessageDeduplicationId: aws.String(poolID + "." + dedup)})
-	if err != nil {
-		return &lifecycle.Error{Code: lifecycle.CodeUnavailable,
-			Message: "the pool refill queue did not take the request", Err: fmt.Errorf("send refill of pool %s: %w", poolID, err)}
-	}
-	return nil
+	return r.queue.Send(ctx, sqskit.Message{Body: Message{PoolID: poolID, SessionID: sessionID},
+		GroupID: poolID, DeduplicationID: poolID + "." + dedup},
+		"send refill of pool "+poolID, "the pool refill queue did not take the request")
 }
 
 // Filler is what a refill runs: lifecycle.Service.FillPool.

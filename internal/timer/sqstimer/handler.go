@@ -6,9 +6,9 @@ import (
 	"log/slog"
 
 	"github.com/aws/aws-lambda-go/events"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/sqskit"
 )
 
 // Firer is what a timer message fires: lifecycle.Service.FireTimer.
@@ -54,32 +54,18 @@ func NewHandlerConcurrent(svc Firer, log *slog.Logger, concurrency int) *Handler
 // queue. A body that is not a Message is logged and dropped: redelivering
 // it cannot help. Failures are reported in the batch's order.
 func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-	failed := make([]bool, len(ev.Records))
-	var g errgroup.Group
-	g.SetLimit(h.concurrency)
-	for i, rec := range ev.Records {
+	return sqskit.Batch(ctx, ev, h.concurrency, func(ctx context.Context, rec events.SQSMessage) error {
 		var m Message
 		if err := json.Unmarshal([]byte(rec.Body), &m); err != nil || m.SessionID == "" {
 			h.log.ErrorContext(ctx, "drop malformed timer message", "message_id", rec.MessageId, "err", err)
-			continue
-		}
-		g.Go(func() error {
-			out, err := h.svc.FireTimer(ctx, m.SessionID)
-			if err != nil {
-				h.log.WarnContext(ctx, "pause timer failed; SQS delivers it again", "session_id", m.SessionID, "err", err)
-				failed[i] = true
-				return nil
-			}
-			h.log.DebugContext(ctx, "pause timer fired", "session_id", m.SessionID, "outcome", out)
 			return nil
-		})
-	}
-	_ = g.Wait() // every task returns nil: a failure is per message
-	var resp events.SQSEventResponse
-	for i, rec := range ev.Records {
-		if failed[i] {
-			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: rec.MessageId})
 		}
-	}
-	return resp, nil
+		out, err := h.svc.FireTimer(ctx, m.SessionID)
+		if err != nil {
+			h.log.WarnContext(ctx, "pause timer failed; SQS delivers it again", "session_id", m.SessionID, "err", err)
+			return err
+		}
+		h.log.DebugContext(ctx, "pause timer fired", "session_id", m.SessionID, "outcome", out)
+		return nil
+	}), nil
 }

@@ -14,23 +14,14 @@ package sqstimer
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
-
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/sqskit"
 )
 
 // MaxDelay is SQS's largest DelaySeconds (900 s, 15 min).
-const MaxDelay = 15 * time.Minute
-
-// API is the part of *sqs.Client Timers uses.
-type API interface {
-	SendMessage(ctx context.Context, in *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
-}
+const MaxDelay = sqskit.MaxDelay
 
 // Message is a timer message's body (JSON): the session to fire for and the
 // deadline it was armed for (RFC 3339 UTC, informational: FireTimer re-reads
@@ -41,50 +32,23 @@ type Message struct {
 }
 
 // Timers sends timer messages to one queue. Build it with New.
-type Timers struct {
-	client   API
-	queueURL string
-	clock    lifecycle.Clock
-}
+type Timers struct{ queue sqskit.Queue }
 
 var _ lifecycle.Timers = (*Timers)(nil)
 
 // New returns Timers sending to queueURL through client; clock tells now
 // (nil: lifecycle.SystemClock).
-func New(client API, queueURL string, clock lifecycle.Clock) *Timers {
-	if clock == nil {
-		clock = lifecycle.SystemClock{}
-	}
-	return &Timers{client: client, queueURL: queueURL, clock: clock}
+func New(client sqskit.API, queueURL string, clock lifecycle.Clock) *Timers {
+	return &Timers{sqskit.Queue{API: client, URL: queueURL, Clock: clock}}
 }
 
-// Delay returns the DelaySeconds of a message due at at (a timer here, a
-// delivery retry in internal/delivery/sqsqueue) seen at now: the time left
-// rounded up to whole seconds (never early), from 0 to 900.
-func Delay(now, at time.Time) int32 {
-	d := at.Sub(now)
-	if d <= 0 {
-		return 0
-	}
-	d = min(d, MaxDelay)
-	return int32((d + time.Second - 1) / time.Second)
-}
+// Delay returns the DelaySeconds of a timer due at at seen at now
+// (sqskit.Delay): the time left rounded up to whole seconds, 0 to 900.
+func Delay(now, at time.Time) int32 { return sqskit.Delay(now, at) }
 
 // Arm sends one timer message for sessionID, delayed until at (at most
 // MaxDelay). Errors: unavailable when SQS refused or did not answer.
 func (t *Timers) Arm(ctx context.Context, sessionID string, at time.Time) error {
-	body, err := json.Marshal(Message{SessionID: sessionID, At: at.UTC()})
-	if err != nil {
-		return fmt.Errorf("encode timer message: %w", err)
-	}
-	_, err = t.client.SendMessage(ctx, &sqs.SendMessageInput{
-		QueueUrl:     aws.String(t.queueURL),
-		MessageBody:  aws.String(string(body)),
-		DelaySeconds: Delay(t.clock.Now(), at),
-	})
-	if err != nil {
-		return &lifecycle.Error{Code: lifecycle.CodeUnavailable,
-			Message: "the timer queue did not take the pause timer", Err: fmt.Errorf("send timer for %s: %w", sessionID, err)}
-	}
-	return nil
+	return t.queue.Send(ctx, sqskit.Message{Body: Message{SessionID: sessionID, At: at.UTC()}, DueAt: at},
+		"send timer for "+sessionID, "the timer queue did not take the pause timer")
 }

@@ -39,8 +39,7 @@ var Fake = registry.Fake{
 			if secret == "" {
 				secret = DefaultWebhookSecret
 			}
-			hooks := newSvixSender(p.WebhookURL, secret, p.Log.With("component", "daytona-fake-webhooks"))
-			o.OnStateChange, closeHooks = hooks.send, hooks.close
+			o.OnStateChange, closeHooks = newSvixSender(p.WebhookURL, secret, p.Log.With("component", "daytona-fake-webhooks"))
 		}
 		return NewServer(o).Handler(), closeHooks
 	},

@@ -23,15 +23,11 @@ package daytonatest
 
 import (
 	"cmp"
-	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"maps"
 	"net/http"
 	"net/http/httptest"
-	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -39,7 +35,7 @@ import (
 	"time"
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
-	"github.com/sandmanhq/sandman/internal/provider/internal/fakehttp"
+	"github.com/sandmanhq/sandman/internal/provider/internal/fakekit"
 )
 
 // Defaults of Config.
@@ -221,6 +217,17 @@ type Fault struct {
 	Drop bool
 }
 
+// Effect says what f does (fakekit.Kit.Handle).
+func (f Fault) Effect() fakekit.Effect {
+	switch {
+	case f.Drop:
+		return fakekit.Drop
+	case f.Status != 0:
+		return fakekit.Answer
+	}
+	return fakekit.Serve
+}
+
 // Sandbox is the fake's record of one sandbox.
 type Sandbox struct {
 	ID             string
@@ -270,24 +277,23 @@ type tombstone struct {
 	until time.Time
 }
 
-// Server is the fake Daytona.
+// Server is the fake Daytona. Its Kit counts requests (Requests), injects
+// faults (Fail, FailUntil), records the unknown create fields
+// (UnknownFields) and sets the boot delay (SetBootDelay).
 type Server struct {
+	fakekit.Kit[Op, Fault]
 	opts Config
 
 	mu         sync.Mutex
-	seq        int
+	order      fakekit.Order
 	tokenSeq   int
 	sandboxes  map[string]*Sandbox
-	seqOf      map[string]int
 	tombstones []tombstone
-	faults     fakehttp.Faults[Op, Fault]
-	counts     map[Op]int
 	wakes      map[string]int
 	window     map[string]int // requests per bucket in the current minute
 	windowAt   time.Time
 	pending    []StateChange
 	notify     sync.Mutex                         // serializes OnStateChange calls
-	unknown    []string                           // unknown create fields seen
 	procs      map[string]map[string]*toolSession // sandbox ID → toolbox session ID → session
 	cmdSeq     int
 }
@@ -313,15 +319,15 @@ func NewServer(opts Config) *Server {
 	if opts.Class == "" {
 		opts.Class = DefaultClass
 	}
-	return &Server{
+	s := &Server{
 		opts:      opts,
 		sandboxes: map[string]*Sandbox{},
-		seqOf:     map[string]int{},
-		counts:    map[Op]int{},
 		wakes:     map[string]int{},
 		window:    map[string]int{},
 		procs:     map[string]map[string]*toolSession{},
 	}
+	s.SetBootDelay(opts.BootDelay)
+	return s
 }
 
 // Start serves a new fake with opts on a loopback httptest server that is
@@ -386,29 +392,8 @@ func (s *Server) Handler() http.Handler {
 		}
 		mux.ServeHTTP(w, r)
 	})
-	if s.opts.Logger == nil {
-		return h
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
-		h.ServeHTTP(sw, r)
-		s.opts.Logger.Info("fake daytona", "method", r.Method, "path", r.URL.Path, "status", sw.status)
-	})
+	return fakekit.Logged(s.opts.Logger, "fake daytona", h)
 }
-
-// statusWriter remembers the status written, for the request log.
-type statusWriter struct {
-	http.ResponseWriter
-	status int
-}
-
-func (w *statusWriter) WriteHeader(status int) {
-	w.status = status
-	w.ResponseWriter.WriteHeader(status)
-}
-
-// Unwrap lets http.ResponseController reach the connection (Fault.Drop).
-func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // Put stores sb as if Daytona held it, replacing a sandbox of that id.
 // Empty fields get defaults: DesiredState the one State implies, Class,
@@ -470,31 +455,6 @@ func (s *Server) Edit(id string, f func(*Sandbox)) bool {
 	return ok
 }
 
-// Fail queues faults for the next requests of op (OpAny: of any
-// operation), one request each. Faults of the operation itself are served
-// before OpAny ones.
-func (s *Server) Fail(op Op, faults ...Fault) { s.faults.Queue(op, faults...) }
-
-// FailUntil makes every request of op (OpAny: of any operation) answer f
-// until the returned stop function is called. Queued Fail faults are
-// served first.
-func (s *Server) FailUntil(op Op, f Fault) (stop func()) { return s.faults.Stand(op, f) }
-
-// Requests returns how many requests of op arrived (OpAny: all), faulted
-// and refused ones included.
-func (s *Server) Requests(op Op) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if op == OpAny {
-		n := 0
-		for _, c := range s.counts {
-			n += c
-		}
-		return n
-	}
-	return s.counts[op]
-}
-
 // Wakes returns how many times the sandbox of id ("": of every sandbox)
 // was started from stopped, paused, archived or error (a start, resume,
 // restore or recover); a probe must never add to it.
@@ -511,55 +471,40 @@ func (s *Server) Wakes(id string) int {
 	return s.wakes[id]
 }
 
-// UnknownFields returns the create body fields seen that daytona.md does
-// not list (Daytona's SDK sends a few of its own; an adapter should send
-// none).
-func (s *Server) UnknownFields() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.unknown)
-}
-
-// wrap counts, checks the key, applies rate limits and faults, then serves.
+// wrap counts, applies faults, checks the key and rate limits, serves,
+// then delivers the state changes the request made (OnStateChange).
 func (s *Server) wrap(op Op, h func(http.ResponseWriter, *http.Request)) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		bucket := bucketOf(op)
-		f, _ := s.faults.Next(op, OpAny)
-		s.mu.Lock()
-		s.counts[op]++
-		limited, retry := false, 0
-		if f == (Fault{}) && r.Header.Get("Authorization") == "Bearer "+s.opts.APIKey {
-			limited, retry = s.rate(w, bucket)
-		}
-		s.mu.Unlock()
-		switch {
-		case f.Drop:
-			if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
-				conn.Close()
-				return
-			}
-			panic(http.ErrAbortHandler)
-		case f.Status == http.StatusTooManyRequests:
-			secs := f.RetryAfter
-			if secs <= 0 {
-				secs = 1
-			}
-			if f.PlainRetryAfter {
-				w.Header().Set("Retry-After", strconv.Itoa(secs))
-			} else {
-				w.Header().Set("Retry-After-"+bucket, strconv.Itoa(secs))
-			}
-			s.writeError(w, r, f.Status, cmp.Or(f.Message, "ThrottlerException: Too Many Requests"))
-		case f.Status != 0:
-			s.writeError(w, r, f.Status, cmp.Or(f.Message, http.StatusText(f.Status)))
-		case r.Header.Get("Authorization") != "Bearer "+s.opts.APIKey:
+	bucket := bucketOf(op)
+	checked := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer "+s.opts.APIKey {
 			s.writeError(w, r, http.StatusUnauthorized, "Invalid credentials")
-		case limited:
+			return
+		}
+		s.mu.Lock()
+		limited, retry := s.rate(w, bucket)
+		s.mu.Unlock()
+		if limited {
 			w.Header().Set("Retry-After-"+bucket, strconv.Itoa(retry))
 			s.writeError(w, r, http.StatusTooManyRequests, "ThrottlerException: Too Many Requests")
-		default:
-			h(w, r)
+			return
 		}
+		h(w, r)
+	})
+	faulty := s.Handle(op, checked, func(w http.ResponseWriter, r *http.Request, f Fault) {
+		if f.Status != http.StatusTooManyRequests {
+			s.writeError(w, r, f.Status, cmp.Or(f.Message, http.StatusText(f.Status)))
+			return
+		}
+		secs := strconv.Itoa(max(f.RetryAfter, 1))
+		if f.PlainRetryAfter {
+			w.Header().Set("Retry-After", secs)
+		} else {
+			w.Header().Set("Retry-After-"+bucket, secs)
+		}
+		s.writeError(w, r, f.Status, cmp.Or(f.Message, "ThrottlerException: Too Many Requests"))
+	}, op, OpAny)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		faulty.ServeHTTP(w, r)
 		s.flush()
 	})
 }
@@ -588,573 +533,6 @@ func (s *Server) rate(w http.ResponseWriter, bucket string) (bool, int) {
 	h.Set("X-RateLimit-Remaining-"+bucket, strconv.Itoa(max(limit-used, 0)))
 	h.Set("X-RateLimit-Reset-"+bucket, strconv.Itoa(reset))
 	return used > limit, reset
-}
-
-// The JSON shapes, field names exactly as in daytona.md.
-
-type buildInfo struct {
-	DockerfileContent string   `json:"dockerfileContent"`
-	ContextHashes     []string `json:"contextHashes"`
-}
-
-type createBody struct {
-	Snapshot            *string           `json:"snapshot"`
-	BuildInfo           *buildInfo        `json:"buildInfo"`
-	Name                string            `json:"name"`
-	User                string            `json:"user"`
-	Env                 map[string]string `json:"env"`
-	Labels              map[string]string `json:"labels"`
-	Public              bool              `json:"public"`
-	Target              string            `json:"target"`
-	CPU                 *int              `json:"cpu"`
-	GPU                 *int              `json:"gpu"`
-	Memory              *int              `json:"memory"`
-	Disk                *int              `json:"disk"`
-	AutoStopInterval    *int              `json:"autoStopInterval"`
-	AutoPauseInterval   *int              `json:"autoPauseInterval"`
-	AutoArchiveInterval *int              `json:"autoArchiveInterval"`
-	AutoDeleteInterval  *int              `json:"autoDeleteInterval"`
-	TTLMinutes          *int              `json:"ttlMinutes"`
-	Volumes             []struct {
-		VolumeID  string `json:"volumeId"`
-		MountPath string `json:"mountPath"`
-		Subpath   string `json:"subpath"`
-	} `json:"volumes"`
-	NetworkBlockAll  *bool   `json:"networkBlockAll"`
-	NetworkAllowList *string `json:"networkAllowList"`
-	DomainAllowList  any     `json:"domainAllowList"`
-}
-
-var createFields = []string{"snapshot", "buildInfo", "name", "user", "env", "labels", "public", "target",
-	"cpu", "gpu", "memory", "disk", "autoStopInterval", "autoPauseInterval", "autoArchiveInterval",
-	"autoDeleteInterval", "ttlMinutes", "volumes", "networkBlockAll", "networkAllowList", "domainAllowList"}
-
-// sandboxJSON is the Sandbox object of get, create, start, stop, delete and
-// (without env) list items.
-type sandboxJSON struct {
-	ID                  string             `json:"id"`
-	OrganizationID      string             `json:"organizationId"`
-	Name                string             `json:"name"`
-	State               string             `json:"state"`
-	DesiredState        string             `json:"desiredState"`
-	ErrorReason         *string            `json:"errorReason,omitempty"`
-	Recoverable         bool               `json:"recoverable"`
-	Snapshot            *string            `json:"snapshot"`
-	Labels              map[string]string  `json:"labels"`
-	Env                 *map[string]string `json:"env,omitempty"`
-	Public              bool               `json:"public"`
-	Target              string             `json:"target"`
-	CPU                 int                `json:"cpu"`
-	GPU                 int                `json:"gpu"`
-	Memory              int                `json:"memory"`
-	Disk                int                `json:"disk"`
-	AutoStopInterval    int                `json:"autoStopInterval"`
-	AutoPauseInterval   int                `json:"autoPauseInterval"`
-	AutoArchiveInterval int                `json:"autoArchiveInterval"`
-	AutoDeleteInterval  int                `json:"autoDeleteInterval"`
-	AutoDestroyAt       *string            `json:"autoDestroyAt"`
-	CreatedAt           string             `json:"createdAt"`
-	UpdatedAt           string             `json:"updatedAt"`
-	LastActivityAt      string             `json:"lastActivityAt"`
-	SandboxClass        string             `json:"sandboxClass"`
-	RunnerID            string             `json:"runnerId"`
-	ToolboxProxyURL     string             `json:"toolboxProxyUrl"`
-}
-
-func (s *Server) toJSON(sb *Sandbox, withEnv bool) sandboxJSON {
-	out := sandboxJSON{
-		ID: sb.ID, OrganizationID: s.opts.OrganizationID, Name: sb.Name, State: sb.State,
-		DesiredState: sb.DesiredState, Recoverable: sb.Recoverable, Labels: maps.Clone(sb.Labels),
-		Public: sb.Public, Target: sb.Target, CPU: sb.CPU, GPU: sb.GPU, Memory: sb.Memory, Disk: sb.Disk,
-		AutoStopInterval: sb.AutoStop, AutoPauseInterval: sb.AutoPause,
-		AutoArchiveInterval: sb.AutoArchive, AutoDeleteInterval: sb.AutoDelete,
-		CreatedAt: iso(sb.CreatedAt), UpdatedAt: iso(sb.UpdatedAt), LastActivityAt: iso(sb.LastActivityAt),
-		SandboxClass: sb.Class, RunnerID: "runner-1", ToolboxProxyURL: s.opts.ToolboxProxyURL,
-	}
-	if out.Labels == nil {
-		out.Labels = map[string]string{}
-	}
-	if sb.ErrorReason != "" {
-		r := sb.ErrorReason
-		out.ErrorReason = &r
-	}
-	if sb.Snapshot != "" {
-		snap := sb.Snapshot
-		out.Snapshot = &snap
-	}
-	if withEnv {
-		env := maps.Clone(sb.Env)
-		if env == nil {
-			env = map[string]string{}
-		}
-		out.Env = &env
-	}
-	if !sb.AutoDestroyAt.IsZero() {
-		t := iso(sb.AutoDestroyAt)
-		out.AutoDestroyAt = &t
-	}
-	return out
-}
-
-func iso(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
-
-func (s *Server) create(w http.ResponseWriter, r *http.Request) {
-	raw, ok := s.readBody(w, r)
-	if !ok {
-		return
-	}
-	var in createBody
-	var fields map[string]json.RawMessage
-	if len(raw) == 0 {
-		raw = []byte("{}")
-	}
-	if err := json.Unmarshal(raw, &fields); err != nil {
-		s.writeError(w, r, http.StatusBadRequest, "body must be a JSON object")
-		return
-	}
-	if err := json.Unmarshal(raw, &in); err != nil {
-		s.writeError(w, r, http.StatusBadRequest, "invalid body: "+err.Error())
-		return
-	}
-	var bad []string
-	switch {
-	case in.Snapshot != nil && in.BuildInfo != nil:
-		bad = append(bad, "cannot specify both snapshot and buildInfo")
-	case in.Snapshot != nil && (in.CPU != nil || in.GPU != nil || in.Memory != nil || in.Disk != nil):
-		bad = append(bad, "cannot specify sandbox resources when using a snapshot")
-	case in.AutoStopInterval != nil && in.AutoPauseInterval != nil && *in.AutoStopInterval != 0 && *in.AutoPauseInterval != 0:
-		bad = append(bad, "autoStopInterval and autoPauseInterval cannot both be set")
-	}
-	for _, p := range []struct {
-		name string
-		v    *int
-		min  int
-	}{{"autoStopInterval", in.AutoStopInterval, 0}, {"autoPauseInterval", in.AutoPauseInterval, 0},
-		{"autoArchiveInterval", in.AutoArchiveInterval, 0}, {"autoDeleteInterval", in.AutoDeleteInterval, -1},
-		{"ttlMinutes", in.TTLMinutes, 0}} {
-		if p.v != nil && *p.v < p.min {
-			bad = append(bad, fmt.Sprintf("%s must not be less than %d", p.name, p.min))
-		}
-	}
-	if in.BuildInfo != nil && !strings.HasPrefix(strings.TrimSpace(in.BuildInfo.DockerfileContent), "FROM ") {
-		bad = append(bad, "buildInfo.dockerfileContent must be a Dockerfile")
-	}
-	if len(bad) > 0 {
-		s.writeError(w, r, http.StatusBadRequest, strings.Join(bad, ", "))
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for k := range fields {
-		if !slices.Contains(createFields, k) && !slices.Contains(s.unknown, k) {
-			s.unknown = append(s.unknown, k)
-		}
-	}
-	snapshot := ""
-	if in.Snapshot != nil {
-		snapshot = *in.Snapshot
-		if s.opts.Snapshots != nil && !slices.Contains(s.opts.Snapshots, snapshot) {
-			s.writeError(w, r, http.StatusBadRequest, fmt.Sprintf("Snapshot %s not found. Did you add it through the Daytona Dashboard?", snapshot))
-			return
-		}
-	}
-	s.tick()
-	if in.Name != "" {
-		for _, o := range s.sandboxes {
-			if o.Name == in.Name {
-				s.writeError(w, r, http.StatusConflict, fmt.Sprintf("Sandbox with name %s already exists", in.Name))
-				return
-			}
-		}
-	}
-	now := s.opts.Clock.Now().UTC()
-	id := fmt.Sprintf("%08x-0000-4000-8000-%012x", s.seq+1, s.seq+1)
-	sb := &Sandbox{
-		ID: id, Name: cmp.Or(in.Name, id), Snapshot: snapshot, Labels: maps.Clone(in.Labels),
-		Env: maps.Clone(in.Env), Public: in.Public, Target: cmp.Or(in.Target, DefaultTarget),
-		Class: s.opts.Class, CPU: 1, Memory: 1, Disk: 3, AutoStop: 15, AutoArchive: 10080, AutoDelete: -1,
-		CreatedAt: now, UpdatedAt: now, LastActivityAt: now, Token: s.newToken(),
-	}
-	if sb.Labels == nil {
-		sb.Labels = map[string]string{}
-	}
-	pauseCapable := sb.Class == "linux-vm" || sb.Class == "windows"
-	if pauseCapable && in.AutoStopInterval == nil && in.AutoPauseInterval == nil {
-		sb.AutoStop, sb.AutoPause = 0, 60
-	}
-	setInt(&sb.AutoStop, in.AutoStopInterval)
-	setInt(&sb.AutoPause, in.AutoPauseInterval)
-	setInt(&sb.AutoArchive, in.AutoArchiveInterval)
-	setInt(&sb.AutoDelete, in.AutoDeleteInterval)
-	if in.TTLMinutes != nil && *in.TTLMinutes > 0 {
-		sb.AutoDestroyAt = now.Add(time.Duration(*in.TTLMinutes) * time.Minute)
-	}
-	for _, p := range []struct {
-		dst *int
-		v   *int
-	}{{&sb.CPU, in.CPU}, {&sb.GPU, in.GPU}, {&sb.Memory, in.Memory}, {&sb.Disk, in.Disk}} {
-		setInt(p.dst, p.v)
-	}
-	sb.DesiredState = StateStarted
-	s.store(sb)
-	switch {
-	case in.BuildInfo != nil:
-		// Answered at once as pending_build, even with BuildTime 0 (it then
-		// settles on the next read).
-		s.set(sb, StatePendingBuild, now)
-		sb.next, sb.settleAt = StateStarted, now.Add(s.opts.BuildTime)
-	default:
-		s.begin(sb, StateCreating, StateStarted, s.opts.CreateTime, now)
-	}
-	s.writeJSON(w, http.StatusOK, s.toJSON(sb, true))
-}
-
-func setInt(dst, v *int) {
-	if v != nil {
-		*dst = *v
-	}
-}
-
-func (s *Server) get(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if sb := s.lookup(w, r); sb != nil {
-		s.writeJSON(w, http.StatusOK, s.toJSON(sb, true))
-	}
-}
-
-// list serves GET /sandbox: labels (URL-encoded JSON object, all pairs
-// must match), states (repeated; destroyed refused), name and id
-// prefixes, limit (1-200, default 100), cursor (opaque, issued here),
-// sort and order (createdAt by default, ascending).
-func (s *Server) list(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	var labels map[string]string
-	if v := q.Get("labels"); v != "" {
-		if err := json.Unmarshal([]byte(v), &labels); err != nil {
-			s.writeError(w, r, http.StatusBadRequest, "Invalid labels JSON format")
-			return
-		}
-	}
-	states := map[string]bool{}
-	for _, v := range q["states"] {
-		for _, st := range strings.Split(v, ",") {
-			if st == StateDestroyed || !knownState(st) {
-				s.writeError(w, r, http.StatusBadRequest, fmt.Sprintf("each value in states must be one of the non-destroyed states, got %q", st))
-				return
-			}
-			states[st] = true
-		}
-	}
-	limit := 100
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 200 {
-			s.writeError(w, r, http.StatusBadRequest, "limit must not be less than 1, limit must not be greater than 200")
-			return
-		}
-		limit = n
-	}
-	sortBy, order := cmp.Or(q.Get("sort"), "createdAt"), cmp.Or(q.Get("order"), "asc")
-	if !slices.Contains([]string{"createdAt", "lastActivityAt", "name", "cpu", "memoryGib", "diskGib"}, sortBy) ||
-		(order != "asc" && order != "desc") {
-		s.writeError(w, r, http.StatusBadRequest, "sort or order is not valid")
-		return
-	}
-	from := 0
-	if v := q.Get("cursor"); v != "" {
-		b, err := base64.RawURLEncoding.DecodeString(v)
-		n, aerr := strconv.Atoi(strings.TrimPrefix(string(b), "c:"))
-		if err != nil || aerr != nil || !strings.HasPrefix(string(b), "c:") || n < 0 {
-			s.writeError(w, r, http.StatusBadRequest, "Invalid cursor")
-			return
-		}
-		from = n
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.tick()
-	now := s.opts.Clock.Now()
-	var all []*Sandbox
-	for _, sb := range s.sandboxes {
-		all = append(all, sb)
-	}
-	for _, t := range s.tombstones {
-		if now.Before(t.until) {
-			c := t.sb.clone()
-			all = append(all, &c)
-		}
-	}
-	var match []*Sandbox
-	for _, sb := range all {
-		if (len(states) == 0 || states[sb.State]) && hasLabels(sb.Labels, labels) &&
-			strings.HasPrefix(sb.Name, q.Get("name")) && strings.HasPrefix(sb.ID, q.Get("id")) {
-			match = append(match, sb)
-		}
-	}
-	less := func(a, b *Sandbox) bool {
-		switch sortBy {
-		case "lastActivityAt":
-			if !a.LastActivityAt.Equal(b.LastActivityAt) {
-				return a.LastActivityAt.Before(b.LastActivityAt)
-			}
-		case "name":
-			if a.Name != b.Name {
-				return a.Name < b.Name
-			}
-		}
-		return s.seqOf[a.ID] < s.seqOf[b.ID]
-	}
-	sort.SliceStable(match, func(i, j int) bool {
-		if order == "desc" {
-			return less(match[j], match[i])
-		}
-		return less(match[i], match[j])
-	})
-	if from > len(match) {
-		from = len(match)
-	}
-	match = match[from:]
-	var next *string
-	if len(match) > limit {
-		c := base64.RawURLEncoding.EncodeToString([]byte("c:" + strconv.Itoa(from+limit)))
-		next = &c
-		match = match[:limit]
-	}
-	items := make([]sandboxJSON, 0, len(match))
-	for _, sb := range match {
-		items = append(items, s.toJSON(sb, false))
-	}
-	s.writeJSON(w, http.StatusOK, map[string]any{"items": items, "nextCursor": next})
-}
-
-func hasLabels(have, want map[string]string) bool {
-	for k, v := range want {
-		if got, ok := have[k]; !ok || got != v {
-			return false
-		}
-	}
-	return true
-}
-
-// inFlight answers 409 when a change is in progress: state !=
-// desiredState while the state is transitional (an errored sandbox is not
-// changing and can be deleted).
-func (s *Server) inFlight(w http.ResponseWriter, r *http.Request, sb *Sandbox) bool {
-	if sb.State != sb.DesiredState && Transitional(sb.State) {
-		s.writeError(w, r, http.StatusConflict, "Sandbox state change in progress")
-		return true
-	}
-	return false
-}
-
-func (s *Server) start(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sb := s.lookup(w, r)
-	if sb == nil || s.inFlight(w, r, sb) {
-		return
-	}
-	now := s.opts.Clock.Now().UTC()
-	switch sb.State {
-	case StateStarted:
-	case StateStopped:
-		sb.Token = s.newToken()
-		s.wakes[sb.ID]++
-		s.begin(sb, StateStarting, StateStarted, s.opts.StartTime, now)
-	case StateArchived:
-		sb.Token = s.newToken()
-		s.wakes[sb.ID]++
-		s.begin(sb, StateRestoring, StateStarted, s.opts.RestoreTime, now)
-	case StatePaused:
-		s.wakes[sb.ID]++
-		s.begin(sb, StateResuming, StateStarted, s.opts.ResumeTime, now)
-	case StateError:
-		s.writeError(w, r, http.StatusBadRequest, "Sandbox is in an errored state")
-		return
-	default:
-		s.writeError(w, r, http.StatusBadRequest, fmt.Sprintf("Sandbox is not in a startable state (%s)", sb.State))
-		return
-	}
-	s.writeJSON(w, http.StatusOK, s.toJSON(sb, true))
-}
-
-func (s *Server) stop(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sb := s.lookup(w, r)
-	if sb == nil || s.inFlight(w, r, sb) {
-		return
-	}
-	if sb.State != StateStarted && sb.State != StatePaused {
-		s.writeError(w, r, http.StatusBadRequest, "Sandbox is not in a stoppable state")
-		return
-	}
-	now := s.opts.Clock.Now().UTC()
-	if sb.AutoDelete == 0 {
-		s.destroy(sb, now)
-	} else {
-		s.begin(sb, StateStopping, StateStopped, s.opts.StopTime, now)
-	}
-	s.writeJSON(w, http.StatusOK, s.toJSON(sb, true))
-}
-
-func (s *Server) pause(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sb := s.lookup(w, r)
-	if sb == nil || s.inFlight(w, r, sb) {
-		return
-	}
-	if sb.Class != "linux-vm" && sb.Class != "windows" {
-		s.writeError(w, r, http.StatusUnprocessableEntity, fmt.Sprintf("Pause is not supported for sandbox class %s", sb.Class))
-		return
-	}
-	if sb.State != StateStarted {
-		s.writeError(w, r, http.StatusBadRequest, "Sandbox is not in a pausable state")
-		return
-	}
-	s.begin(sb, StatePausing, StatePaused, s.opts.PauseTime, s.opts.Clock.Now().UTC())
-	s.writeJSON(w, http.StatusOK, s.toJSON(sb, true))
-}
-
-func (s *Server) archive(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sb := s.lookup(w, r)
-	if sb == nil || s.inFlight(w, r, sb) {
-		return
-	}
-	if sb.State != StateStopped || sb.AutoDelete == 0 {
-		s.writeError(w, r, http.StatusBadRequest, "Sandbox is not in an archivable state")
-		return
-	}
-	s.begin(sb, StateArchiving, StateArchived, s.opts.ArchiveTime, s.opts.Clock.Now().UTC())
-	s.writeJSON(w, http.StatusOK, s.toJSON(sb, true))
-}
-
-func (s *Server) recover(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sb := s.lookup(w, r)
-	if sb == nil {
-		return
-	}
-	if sb.State != StateError || !sb.Recoverable {
-		s.writeError(w, r, http.StatusBadRequest, "Sandbox is not recoverable")
-		return
-	}
-	now := s.opts.Clock.Now().UTC()
-	sb.ErrorReason, sb.Recoverable = "", false
-	if r.URL.Query().Get("skipStart") == "true" {
-		s.set(sb, StateStopped, now)
-		sb.DesiredState = StateStopped
-	} else {
-		sb.Token = s.newToken()
-		s.wakes[sb.ID]++
-		s.begin(sb, StateStarting, StateStarted, s.opts.StartTime, now)
-	}
-	s.writeJSON(w, http.StatusOK, s.toJSON(sb, true))
-}
-
-func (s *Server) delete(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sb := s.lookup(w, r)
-	if sb == nil || s.inFlight(w, r, sb) {
-		return
-	}
-	out := s.toJSON(sb, true)
-	s.destroy(sb, s.opts.Clock.Now().UTC())
-	out.State, out.DesiredState = sb.State, sb.DesiredState
-	s.writeJSON(w, http.StatusOK, out)
-}
-
-func (s *Server) lastActivity(w http.ResponseWriter, r *http.Request) {
-	if _, ok := s.readBody(w, r); !ok {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sb := s.lookupByID(w, r)
-	if sb == nil {
-		return
-	}
-	sb.LastActivityAt = s.opts.Clock.Now().UTC()
-	w.WriteHeader(http.StatusCreated)
-}
-
-// timer serves POST /sandbox/{id}/{autostop,autopause,autoarchive,autodelete,ttl}/{min},
-// answering 201 with the Sandbox as Daytona's v0.190 source does.
-func (s *Server) timer(w http.ResponseWriter, r *http.Request) {
-	name := r.PathValue("timer")
-	if !slices.Contains([]string{"autostop", "autopause", "autoarchive", "autodelete", "ttl"}, name) {
-		s.writeError(w, r, http.StatusNotFound, fmt.Sprintf("Cannot POST %s", r.URL.Path))
-		return
-	}
-	min, err := strconv.Atoi(r.PathValue("min"))
-	lowest := 0
-	if name == "autodelete" {
-		lowest = -1
-	}
-	if err != nil || min < lowest {
-		s.writeError(w, r, http.StatusBadRequest, "Interval must be a non-negative integer")
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sb := s.lookup(w, r)
-	if sb == nil {
-		return
-	}
-	now := s.opts.Clock.Now().UTC()
-	switch name {
-	case "autostop":
-		if min != 0 && sb.AutoPause != 0 {
-			s.writeError(w, r, http.StatusBadRequest, "autoStopInterval and autoPauseInterval cannot both be set")
-			return
-		}
-		sb.AutoStop = min
-	case "autopause":
-		if min != 0 && sb.AutoStop != 0 {
-			s.writeError(w, r, http.StatusBadRequest, "autoStopInterval and autoPauseInterval cannot both be set")
-			return
-		}
-		sb.AutoPause = min
-	case "autoarchive":
-		sb.AutoArchive = min
-	case "autodelete":
-		sb.AutoDelete = min
-	case "ttl":
-		sb.AutoDestroyAt = time.Time{}
-		if min > 0 {
-			sb.AutoDestroyAt = now.Add(time.Duration(min) * time.Minute)
-		}
-	}
-	sb.UpdatedAt = now
-	s.writeJSON(w, http.StatusCreated, s.toJSON(sb, true))
-}
-
-func (s *Server) labels(w http.ResponseWriter, r *http.Request) {
-	raw, ok := s.readBody(w, r)
-	if !ok {
-		return
-	}
-	var in struct {
-		Labels map[string]string `json:"labels"`
-	}
-	if err := json.Unmarshal(raw, &in); err != nil || in.Labels == nil {
-		s.writeError(w, r, http.StatusBadRequest, "labels must be an object of strings")
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sb := s.lookup(w, r)
-	if sb == nil {
-		return
-	}
-	sb.Labels = maps.Clone(in.Labels)
-	s.writeJSON(w, http.StatusOK, map[string]any{"labels": sb.Labels})
 }
 
 func (s *Server) port(w http.ResponseWriter, r *http.Request) (int, bool) {
@@ -1248,10 +626,7 @@ func (s *Server) lookupByID(w http.ResponseWriter, r *http.Request) *Sandbox {
 
 // store records sb, keeping its creation order. Callers hold mu.
 func (s *Server) store(sb *Sandbox) {
-	if _, ok := s.seqOf[sb.ID]; !ok {
-		s.seq++
-		s.seqOf[sb.ID] = s.seq
-	}
+	s.order.Add(sb.ID)
 	s.sandboxes[sb.ID] = sb
 }
 
@@ -1260,181 +635,8 @@ func (s *Server) newToken() string {
 	return fmt.Sprintf("dtn-preview-%06d", s.tokenSeq)
 }
 
-// set changes sb's state at t, queueing the change for OnStateChange. A
-// state change is activity (docs/providers/daytona.md "Idle and auto-stop
-// semantics").
-// Callers hold mu.
-func (s *Server) set(sb *Sandbox, state string, t time.Time) {
-	if sb.State != state {
-		s.pending = append(s.pending, StateChange{SandboxID: sb.ID, OldState: sb.State, NewState: state, At: t})
-	}
-	sb.State, sb.UpdatedAt, sb.LastActivityAt = state, t, t
-	s.loseProcesses(sb, state)
-}
-
-// begin moves sb into transitional state via toward final, settling after
-// d (at once when d is 0). Callers hold mu.
-func (s *Server) begin(sb *Sandbox, via, final string, d time.Duration, t time.Time) {
-	sb.DesiredState = desiredOf(final)
-	s.set(sb, via, t)
-	sb.next, sb.settleAt = final, t.Add(d)
-	if d == 0 && !sb.Stuck {
-		s.settle(sb)
-	}
-}
-
-// destroy starts deleting sb at t. Callers hold mu.
-func (s *Server) destroy(sb *Sandbox, t time.Time) {
-	s.begin(sb, StateDestroying, StateDestroyed, s.opts.DeleteTime, t)
-}
-
-// settle ends sb's transition. A destroyed sandbox leaves the store (and,
-// with ListLag, leaves a tombstone carrying its state before the delete).
-// Callers hold mu.
-func (s *Server) settle(sb *Sandbox) {
-	at := sb.settleAt
-	final := sb.next
-	sb.next, sb.settleAt = "", time.Time{}
-	if final == StateDestroyed {
-		s.pending = append(s.pending, StateChange{SandboxID: sb.ID, OldState: sb.State, NewState: StateDestroyed, At: at})
-		delete(s.sandboxes, sb.ID)
-		if s.opts.ListLag > 0 {
-			c := sb.clone()
-			c.State, c.DesiredState = StateStarted, StateStarted
-			s.tombstones = append(s.tombstones, tombstone{sb: c, until: at.Add(s.opts.ListLag)})
-		}
-		return
-	}
-	s.set(sb, final, at)
-}
-
-// tick applies everything due by the clock to every sandbox, in time
-// order per sandbox: settling transitions, then the timers (auto-stop,
-// auto-pause, auto-archive, auto-delete, TTL). Callers hold mu.
-func (s *Server) tick() {
-	now := s.opts.Clock.Now().UTC()
-	ids := make([]string, 0, len(s.sandboxes))
-	for id := range s.sandboxes {
-		ids = append(ids, id)
-	}
-	sort.Slice(ids, func(i, j int) bool { return s.seqOf[ids[i]] < s.seqOf[ids[j]] })
-	for _, id := range ids {
-		for range 16 {
-			sb, ok := s.sandboxes[id]
-			if !ok || !s.step(sb, now) {
-				break
-			}
-		}
-	}
-	live := s.tombstones[:0]
-	for _, t := range s.tombstones {
-		if now.Before(t.until) {
-			live = append(live, t)
-		}
-	}
-	s.tombstones = live
-}
-
-// step applies sb's earliest event due by now and reports whether there
-// was one. Callers hold mu.
-func (s *Server) step(sb *Sandbox, now time.Time) bool {
-	if sb.next != "" {
-		if sb.Stuck || sb.settleAt.After(now) {
-			return false
-		}
-		s.settle(sb)
-		return true
-	}
-	if !sb.AutoDestroyAt.IsZero() && !sb.AutoDestroyAt.After(now) {
-		s.destroy(sb, sb.AutoDestroyAt)
-		return true
-	}
-	minutes := func(m int) time.Time { return sb.LastActivityAt.Add(time.Duration(m) * time.Minute) }
-	switch {
-	case sb.State == StateStarted && sb.DesiredState == StateStarted && sb.AutoStop > 0 && !minutes(sb.AutoStop).After(now):
-		if sb.AutoDelete == 0 {
-			s.destroy(sb, minutes(sb.AutoStop))
-		} else {
-			s.begin(sb, StateStopping, StateStopped, s.opts.StopTime, minutes(sb.AutoStop))
-		}
-		return true
-	case sb.State == StateStarted && sb.DesiredState == StateStarted && sb.AutoPause > 0 && !minutes(sb.AutoPause).After(now):
-		s.begin(sb, StatePausing, StatePaused, s.opts.PauseTime, minutes(sb.AutoPause))
-		return true
-	case sb.State == StateStopped && sb.AutoDelete >= 0 && !minutes(sb.AutoDelete).After(now):
-		s.destroy(sb, minutes(sb.AutoDelete))
-		return true
-	case sb.State == StateStopped && !minutes(archiveMinutes(sb.AutoArchive)).After(now):
-		s.begin(sb, StateArchiving, StateArchived, s.opts.ArchiveTime, minutes(archiveMinutes(sb.AutoArchive)))
-		return true
-	}
-	return false
-}
-
-// archiveMinutes reads autoArchiveInterval: 0 is the maximum, 30 days.
-func archiveMinutes(m int) int {
-	if m == 0 {
-		return 30 * 24 * 60
-	}
-	return m
-}
-
-// desiredOf returns the desiredState a settled state implies.
-func desiredOf(state string) string {
-	switch state {
-	case StateStopped, StateStopping:
-		return StateStopped
-	case StatePaused, StatePausing:
-		return StatePaused
-	case StateArchived, StateArchiving:
-		return StateArchived
-	case StateDestroyed, StateDestroying:
-		return StateDestroyed
-	case StateError, StateBuildFailed:
-		return StateStarted
-	default:
-		return StateStarted
-	}
-}
-
-// Transitional reports whether state is one that settles on its own:
-// every known state but started, stopped, paused, archived, error,
-// build_failed and destroyed, and every unknown one (daytona.md).
-func Transitional(state string) bool {
-	switch state {
-	case StateStarted, StateStopped, StatePaused, StateArchived, StateError, StateBuildFailed, StateDestroyed:
-		return false
-	}
-	return true
-}
-
-func knownState(st string) bool {
-	return slices.Contains([]string{StateCreating, StateRestoring, StateDestroyed, StateDestroying,
-		StateStarted, StateStopped, StateStarting, StateStopping, StateError, StateBuildFailed,
-		StatePendingBuild, StateBuildingSnapshot, StateUnknown, StatePullingSnapshot, StateArchived,
-		StateArchiving, StateResizing, StateSnapshotting, StateForking, StatePausing, StatePaused,
-		StateResuming}, st)
-}
-
-// flush delivers queued state changes to OnStateChange, in order, outside
-// mu.
-func (s *Server) flush() {
-	s.notify.Lock()
-	defer s.notify.Unlock()
-	s.mu.Lock()
-	pending := s.pending
-	s.pending = nil
-	s.mu.Unlock()
-	if s.opts.OnStateChange == nil {
-		return
-	}
-	for _, c := range pending {
-		s.opts.OnStateChange(c)
-	}
-}
-
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
-	b, err := fakehttp.ReadBody(w, r)
+	b, err := fakekit.ReadBody(w, r)
 	if err != nil {
 		s.writeError(w, r, http.StatusRequestEntityTooLarge, "request entity too large")
 		return nil, false
@@ -1454,5 +656,5 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, status int, 
 // writeJSON answers v with Daytona's Content-Type.
 func (s *Server) writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	fakehttp.WriteJSON(w, status, v)
+	fakekit.WriteJSON(w, status, v)
 }

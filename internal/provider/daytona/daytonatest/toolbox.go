@@ -4,14 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/sandmanhq/sandman/internal/provider/internal/fakehttp"
+	"github.com/sandmanhq/sandman/internal/provider/internal/fakekit"
 	"github.com/sandmanhq/sandman/internal/provider/internal/startguard"
 )
 
@@ -36,7 +35,7 @@ import (
 //
 // A command "listens" once Config.BootDelay has passed since its exec, on
 // the port of its PORT=<n>, or else on the ports its line names
-// (fakehttp.ListenPorts: `python3 -m http.server 3000`); a command containing "exit <n>" exits at once
+// (fakekit.ListenPorts: `python3 -m http.server 3000`); a command containing "exit <n>" exits at once
 // with that code, and one containing "--no-listen" never listens. A stop
 // (any state but started, pausing, paused, resuming) loses every session,
 // as Daytona's stop clears memory.
@@ -60,7 +59,7 @@ type toolSession struct {
 type toolCommand struct {
 	ID        string
 	Command   string
-	Ports     []int // the ports it listens on once booted (fakehttp.ListenPorts)
+	Ports     []int // the ports it listens on once booted (fakekit.ListenPorts)
 	StartedAt time.Time
 	ExitCode  *int
 	Output    string
@@ -206,7 +205,7 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
 	line := startguard.Unwrap(body.Command)
 	c := &toolCommand{ID: fmt.Sprintf("cmd-%06d", s.cmdSeq), Command: body.Command, StartedAt: s.opts.Clock.Now(),
 		NoListen: strings.Contains(line, "--no-listen")}
-	c.Ports = fakehttp.ListenPorts(line, "")
+	c.Ports = fakekit.ListenPorts(line, "")
 	if m := exitOf.FindStringSubmatch(line); m != nil {
 		code, _ := strconv.Atoi(m[1])
 		c.ExitCode = &code
@@ -288,7 +287,7 @@ func (s *Server) previewOf(host string) (port int, id string, ok bool) {
 func (s *Server) preview(w http.ResponseWriter, r *http.Request, port int, id string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.counts[OpProxy]++
+	s.Count(OpProxy)
 	s.tick()
 	sb := s.sandboxes[id]
 	if sb == nil {
@@ -314,7 +313,7 @@ func (s *Server) preview(w http.ResponseWriter, r *http.Request, port int, id st
 	sb.LastActivityAt = now
 	for _, sess := range s.procs[sb.ID] {
 		for _, c := range sess.commands {
-			if slices.Contains(c.Ports, port) && c.ExitCode == nil && !c.NoListen && !now.Before(c.StartedAt.Add(s.opts.BootDelay)) {
+			if slices.Contains(c.Ports, port) && c.ExitCode == nil && !c.NoListen && s.Booted(c.StartedAt, now) {
 				w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 				fmt.Fprintf(w, "app on port %d\n", port)
 				return
@@ -327,36 +326,10 @@ func (s *Server) preview(w http.ResponseWriter, r *http.Request, port int, id st
 // Preview returns a RoundTripper that serves every request with the fake's
 // handler in process, so a test reaches the preview URLs
 // (https://{port}-{id}.<ProxyDomain>) without DNS.
-func (s *Server) Preview() http.RoundTripper {
-	h := s.Handler()
-	return roundTripFunc(func(r *http.Request) (*http.Response, error) {
-		rec := httptest.NewRecorder()
-		if r.Host == "" { // a client's request names its host in URL
-			r = r.Clone(r.Context())
-			r.Host = r.URL.Host
-		}
-		h.ServeHTTP(rec, r)
-		return rec.Result(), nil
-	})
-}
-
-type roundTripFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+func (s *Server) Preview() http.RoundTripper { return fakekit.InProcess(s.Handler()) }
 
 // ProxyRequests counts requests that reached a preview.
-func (s *Server) ProxyRequests() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.counts[OpProxy]
-}
-
-// SetBootDelay sets Config.BootDelay.
-func (s *Server) SetBootDelay(d time.Duration) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.opts.BootDelay = d
-}
+func (s *Server) ProxyRequests() int { return s.Requests(OpProxy) }
 
 // decode reads the request's JSON body into v, or answers 400 and reports
 // false.

@@ -13,14 +13,14 @@ import (
 	"time"
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
-	"github.com/sandmanhq/sandman/internal/provider/internal/fakehttp"
+	"github.com/sandmanhq/sandman/internal/provider/internal/fakekit"
 	"github.com/sandmanhq/sandman/internal/provider/internal/startguard"
 )
 
 // Process is a background process the fake's envd "runs": it runs nothing,
 // and listens once Config.BootDelay has passed since it started (by the
 // clock) on the port named by its PORT variable, or else on the ports its
-// command line names (fakehttp.ListenPorts: `python3 -m http.server 3000`).
+// command line names (fakekit.ListenPorts: `python3 -m http.server 3000`).
 // A command line `exit N` ends at once with exit code N (Start's stream
 // carries its end event) and is never listed.
 type Process struct {
@@ -83,7 +83,7 @@ func (p Process) line() string {
 
 // listenPorts returns the ports p listens on once booted.
 func (p Process) listenPorts() []int {
-	return fakehttp.ListenPorts(p.line(), p.Envs["PORT"])
+	return fakekit.ListenPorts(p.line(), p.Envs["PORT"])
 }
 
 // PortClosedMessage is the message of E2B's 502 while nothing listens.
@@ -210,7 +210,7 @@ func (s *Server) streamUntilEnd(w http.ResponseWriter, r *http.Request, id strin
 		select {
 		case <-r.Context().Done():
 			return
-		case <-s.closing:
+		case <-s.Closing():
 			return
 		case <-poll.C:
 		}
@@ -324,7 +324,7 @@ func (s *Server) preview(w http.ResponseWriter, r *http.Request) {
 		sb.EndAt = s.capped(sb, now, sb.Timeout)
 	}
 	for _, p := range sb.Processes {
-		if slices.Contains(p.listenPorts(), port) && !s.now().Before(p.StartedAt.Add(s.opts.BootDelay)) {
+		if slices.Contains(p.listenPorts(), port) && s.Booted(p.StartedAt, s.now()) {
 			w.Header().Set("Content-Type", "text/plain")
 			_, _ = io.WriteString(w, "ok")
 			return
@@ -339,11 +339,4 @@ func writeConnectError(w http.ResponseWriter, status int, code, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(map[string]string{"code": code, "message": msg})
-}
-
-// SetBootDelay sets Config.BootDelay.
-func (s *Server) SetBootDelay(d time.Duration) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.opts.BootDelay = d
 }

@@ -42,16 +42,14 @@
 package e2btest
 
 import (
+	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"maps"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -59,7 +57,7 @@ import (
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/provider/e2b"
-	"github.com/sandmanhq/sandman/internal/provider/internal/fakehttp"
+	"github.com/sandmanhq/sandman/internal/provider/internal/fakekit"
 )
 
 // Defaults of a new Server.
@@ -123,6 +121,19 @@ type Fault struct {
 	Drop bool
 }
 
+// Effect says what f does (fakekit.Kit.Handle).
+func (f Fault) Effect() fakekit.Effect {
+	switch {
+	case f.Hang:
+		return fakekit.Hang
+	case f.Drop:
+		return fakekit.Drop
+	case f.Status != 0:
+		return fakekit.Answer
+	}
+	return fakekit.Serve
+}
+
 // Sandbox is the fake's record of one sandbox.
 type Sandbox struct {
 	ID         string
@@ -171,8 +182,14 @@ type Config struct {
 	BootDelay time.Duration
 }
 
-// Server is the fake E2B. Its methods are safe for concurrent use.
+// Server is the fake E2B. Its methods are safe for concurrent use. Its
+// Kit counts requests (Requests), injects faults (Fail, FailAll), records
+// the unknown fields and parameters it ignored ("<op> <name>",
+// UnknownFields), reports hanging requests (Hanging) and sets the boot
+// delay (SetBootDelay).
 type Server struct {
+	fakekit.Kit[Op, Fault]
+
 	// API is the control API of NewServer; point Config.BaseURL at API.URL.
 	API *httptest.Server
 	// Proxy is the sandbox proxy of NewServer, serving envd; see EnvdURL.
@@ -182,20 +199,9 @@ type Server struct {
 
 	opts      Config
 	mu        sync.Mutex
-	seq       int
+	order     fakekit.Order
 	sandboxes map[string]*Sandbox
-	seqOf     map[string]int
-	faults    fakehttp.Faults[Op, Fault]
-	counts    map[Op]int
-	unknown   []string
-	old       int
-	proxyHits int
-	keyLeaks  int
-	refused   int
 	pid       int
-	hanging   chan Op
-	closing   chan struct{}
-	closeOnce sync.Once
 	api       http.Handler
 	proxy     http.Handler
 }
@@ -216,11 +222,8 @@ func New(opts Config) *Server {
 	s := &Server{
 		opts:      opts,
 		sandboxes: map[string]*Sandbox{},
-		seqOf:     map[string]int{},
-		counts:    map[Op]int{},
-		hanging:   make(chan Op, 64),
-		closing:   make(chan struct{}),
 	}
+	s.SetBootDelay(opts.BootDelay)
 	api := http.NewServeMux()
 	api.Handle("POST /v2/sandboxes", s.handle(OpCreate, s.createV2))
 	api.Handle("POST /sandboxes", s.handle(OpCreate, s.deprecated(s.createV1)))
@@ -234,8 +237,8 @@ func New(opts Config) *Server {
 	proxy := http.NewServeMux()
 	proxy.Handle("GET /{id}/health", s.faulty(OpHealth, http.HandlerFunc(s.health)))
 	s.processRoutes(proxy)
-	s.api = s.logged("api", api)
-	s.proxy = s.logged("proxy", s.countProxy(proxy))
+	s.api = fakekit.Logged(opts.Logger, "e2b fake", api, "part", "api")
+	s.proxy = fakekit.Logged(opts.Logger, "e2b fake", s.countProxy(proxy), "part", "proxy")
 	return s
 }
 
@@ -271,9 +274,6 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("/", s.api)
 	return s.routed(mux)
 }
-
-// Close releases requests held by Hang faults. It is idempotent.
-func (s *Server) Close() { s.closeOnce.Do(func() { close(s.closing) }) }
 
 // Config returns an e2b.Config aimed at this NewServer: its URLs, key,
 // domain and clock, and a Sleep that returns at once (honouring ctx) so
@@ -314,71 +314,32 @@ func (s *Server) Sandbox(id string) (Sandbox, bool) {
 	return sb.clone(), true
 }
 
-// Fail queues faults for the next requests of op, one request each.
-func (s *Server) Fail(op Op, faults ...Fault) { s.faults.Queue(op, faults...) }
-
 // FailAll answers every request of op with f (after queued Fail faults)
 // until the returned function is called.
-func (s *Server) FailAll(op Op, f Fault) (stop func()) { return s.faults.Stand(op, f) }
-
-// Requests returns how many requests of op arrived, faulted ones included.
-func (s *Server) Requests(op Op) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.counts[op]
-}
-
-// UnknownFields returns every unknown JSON field and query parameter the
-// control API ignored, as "<op> <name>", in arrival order.
-func (s *Server) UnknownFields() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.unknown)
-}
+func (s *Server) FailAll(op Op, f Fault) (stop func()) { return s.FailUntil(op, f) }
 
 // DeprecatedRequests returns how many requests used a deprecated route
 // (POST /sandboxes, POST /sandboxes/{id}/connect).
-func (s *Server) DeprecatedRequests() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.old
-}
+func (s *Server) DeprecatedRequests() int { return s.Tally("deprecated") }
 
 // deprecated counts a request to a deprecated route before serving it.
 func (s *Server) deprecated(h func(Op, http.ResponseWriter, *http.Request)) func(Op, http.ResponseWriter, *http.Request) {
 	return func(op Op, w http.ResponseWriter, r *http.Request) {
-		s.mu.Lock()
-		s.old++
-		s.mu.Unlock()
+		s.Add("deprecated")
 		h(op, w, r)
 	}
 }
 
 // ProxyRequests returns how many requests of any kind reached the proxy.
-func (s *Server) ProxyRequests() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.proxyHits
-}
+func (s *Server) ProxyRequests() int { return s.Tally("proxy") }
 
 // ProxyKeyLeaks returns how many proxy requests carried an X-API-Key header:
 // the team's key must never be sent to a sandbox.
-func (s *Server) ProxyKeyLeaks() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.keyLeaks
-}
+func (s *Server) ProxyKeyLeaks() int { return s.Tally("key leaks") }
 
 // RefusedTokens returns how many health checks carried an X-Access-Token
 // that is not the sandbox's (envd's /health answers 204 anyway).
-func (s *Server) RefusedTokens() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.refused
-}
-
-// Hanging reports the op of each request that a Hang fault is holding.
-func (s *Server) Hanging() <-chan Op { return s.hanging }
+func (s *Server) RefusedTokens() int { return s.Tally("refused tokens") }
 
 func (s *Server) now() time.Time { return s.opts.Now().UTC() }
 
@@ -393,93 +354,31 @@ func (s *Server) handle(op Op, h func(Op, http.ResponseWriter, *http.Request)) h
 	}))
 }
 
-// logged writes one log line per request when Config.Logger is set.
-func (s *Server) logged(part string, next http.Handler) http.Handler {
-	if s.opts.Logger == nil {
-		return next
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
-		start := time.Now()
-		next.ServeHTTP(rec, r)
-		s.opts.Logger.Info("e2b fake", "part", part, "method", r.Method, "path", r.URL.Path,
-			"query", r.URL.RawQuery, "status", rec.status, "ms", time.Since(start).Milliseconds())
-	})
-}
-
-type statusRecorder struct {
-	http.ResponseWriter
-	status int
-}
-
-func (r *statusRecorder) WriteHeader(status int) {
-	r.status = status
-	r.ResponseWriter.WriteHeader(status)
-}
-
-// Unwrap lets http.ResponseController reach the connection (to flush a
-// stream).
-func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
-
-// faulty counts requests of op and serves the next queued fault, if any.
+// faulty counts requests of op and serves the next queued fault, if any,
+// as E2B's error body with its Retry-After.
 func (s *Server) faulty(op Op, next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.mu.Lock()
-		s.counts[op]++
-		s.mu.Unlock()
-		f, _ := s.faults.Next(op)
-		switch {
-		case f.Hang:
-			select {
-			case s.hanging <- op:
-			default:
-			}
-			select {
-			case <-r.Context().Done():
-			case <-s.closing:
-			}
-		case f.Drop:
-			if hj, ok := w.(http.Hijacker); ok {
-				if conn, _, err := hj.Hijack(); err == nil {
-					conn.Close()
-					return
-				}
-			}
-			panic(http.ErrAbortHandler)
-		case f.Status != 0:
-			if f.RetryAfter != "" {
-				w.Header().Set("Retry-After", f.RetryAfter)
-			}
-			msg := f.Message
-			if msg == "" {
-				msg = http.StatusText(f.Status)
-			}
-			writeError(w, f.Status, msg)
-		default:
-			next.ServeHTTP(w, r)
+	return s.Handle(op, next, func(w http.ResponseWriter, _ *http.Request, f Fault) {
+		if f.RetryAfter != "" {
+			w.Header().Set("Retry-After", f.RetryAfter)
 		}
+		writeError(w, f.Status, cmp.Or(f.Message, http.StatusText(f.Status)))
 	})
 }
 
 // countProxy counts every proxy request and any API key sent to it.
 func (s *Server) countProxy(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.mu.Lock()
-		s.proxyHits++
+		s.Add("proxy")
 		if r.Header.Get("X-API-Key") != "" {
-			s.keyLeaks++
+			s.Add("key leaks")
 		}
-		s.mu.Unlock()
 		next.ServeHTTP(w, r)
 	})
 }
 
 // store records sb, keeping its creation order for paging. Callers hold mu.
 func (s *Server) store(sb *Sandbox) {
-	if _, ok := s.seqOf[sb.ID]; !ok {
-		s.seq++
-		s.seqOf[sb.ID] = s.seq
-	}
+	s.order.Add(sb.ID)
 	s.sandboxes[sb.ID] = sb
 }
 
@@ -510,14 +409,11 @@ func (s *Server) expire() {
 // 404 (also for one being killed, as E2B does) and returns nil. Callers hold
 // mu.
 func (s *Server) lookup(w http.ResponseWriter, r *http.Request) *Sandbox {
-	s.expire()
-	id := r.PathValue("id")
-	sb, ok := s.sandboxes[id]
-	if !ok || sb.Transition == Killing {
-		writeError(w, http.StatusNotFound, fmt.Sprintf("sandbox %q not found", id))
-		return nil
+	if sb := s.lookupAny(w, r); sb == nil || sb.Transition != Killing {
+		return sb
 	}
-	return sb
+	writeError(w, http.StatusNotFound, fmt.Sprintf("sandbox %q not found", r.PathValue("id")))
+	return nil
 }
 
 // lookupAny is lookup that also returns a sandbox being killed. Callers
@@ -565,22 +461,13 @@ type createdBody struct {
 	Domain          string `json:"domain"`
 }
 
-// detailBody answers get (E2B's SandboxDetail).
+// detailBody answers get (E2B's SandboxDetail): a listed sandbox's fields,
+// and its token, domain and lifecycle.
 type detailBody struct {
-	SandboxID       string            `json:"sandboxID"`
-	TemplateID      string            `json:"templateID"`
-	ClientID        string            `json:"clientID"`
-	State           string            `json:"state"`
-	StartedAt       string            `json:"startedAt"`
-	EndAt           string            `json:"endAt"`
-	CPUCount        int               `json:"cpuCount"`
-	MemoryMB        int               `json:"memoryMB"`
-	DiskSizeMB      int               `json:"diskSizeMB"`
-	EnvdVersion     string            `json:"envdVersion"`
-	EnvdAccessToken string            `json:"envdAccessToken,omitempty"`
-	Metadata        map[string]string `json:"metadata,omitempty"`
-	Domain          string            `json:"domain"`
-	Lifecycle       lifecycleBody     `json:"lifecycle"`
+	listedBody
+	EnvdAccessToken string        `json:"envdAccessToken,omitempty"`
+	Domain          string        `json:"domain"`
+	Lifecycle       lifecycleBody `json:"lifecycle"`
 }
 
 // lifecycleBody is get's lifecycle (E2B's SandboxLifecycle).
@@ -644,7 +531,7 @@ func (s *Server) create(op Op, w http.ResponseWriter, r *http.Request, v2 bool) 
 	defer s.mu.Unlock()
 	now := s.now()
 	sb := &Sandbox{
-		ID:         fmt.Sprintf("isbx%016d", s.seq+1),
+		ID:         fmt.Sprintf("isbx%016d", s.order.Next()),
 		TemplateID: in.TemplateID,
 		State:      lifecycle.SandboxRunning,
 		StartedAt:  now,
@@ -660,7 +547,7 @@ func (s *Server) create(op Op, w http.ResponseWriter, r *http.Request, v2 bool) 
 		sb.AccessToken = "envd-token-" + sb.ID
 	}
 	s.store(sb)
-	fakehttp.WriteJSON(w, http.StatusCreated, created(sb))
+	fakekit.WriteJSON(w, http.StatusCreated, created(sb))
 }
 
 func created(sb *Sandbox) createdBody {
@@ -676,13 +563,8 @@ func stateOf(sb *Sandbox) string {
 }
 
 func detail(sb *Sandbox) detailBody {
-	return detailBody{
-		SandboxID: sb.ID, TemplateID: sb.TemplateID, ClientID: ClientID, State: stateOf(sb),
-		StartedAt: sb.StartedAt.Format(time.RFC3339Nano), EndAt: sb.EndAt.Format(time.RFC3339Nano),
-		CPUCount: 2, MemoryMB: 512, DiskSizeMB: 1024, EnvdVersion: EnvdVersion, EnvdAccessToken: sb.AccessToken,
-		Metadata: maps.Clone(sb.Metadata), Domain: Domain,
-		Lifecycle: lifecycleBody{AutoResume: sb.AutoResume, OnTimeout: map[bool]string{true: "pause", false: "kill"}[sb.AutoPause]},
-	}
+	return detailBody{listedBody: listed(sb), EnvdAccessToken: sb.AccessToken, Domain: Domain,
+		Lifecycle: lifecycleBody{AutoResume: sb.AutoResume, OnTimeout: map[bool]string{true: "pause", false: "kill"}[sb.AutoPause]}}
 }
 
 func listed(sb *Sandbox) listedBody {
@@ -698,250 +580,12 @@ func (s *Server) get(op Op, w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if sb := s.lookup(w, r); sb != nil {
-		fakehttp.WriteJSON(w, http.StatusOK, detail(sb))
+		fakekit.WriteJSON(w, http.StatusOK, detail(sb))
 	}
 }
 
-// list serves GET /v2/sandboxes: state (comma-separated), metadata
-// (decoded three times: see DecodeMetadataFilter; all pairs must match),
-// limit (at least 1; above 100 clamped to 100; default 100) and nextToken (a
-// token this server issued), newest first. order, startedAfter and template
-// are accepted and ignored, like any other unknown parameter.
-func (s *Server) list(op Op, w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	for k := range q {
-		if !slices.Contains([]string{"state", "metadata", "limit", "nextToken", "order", "startedAfter", "template"}, k) {
-			s.note(op, k)
-		}
-	}
-	states := map[string]bool{"running": true, "paused": true}
-	if v := q.Get("state"); v != "" {
-		states = map[string]bool{}
-		for _, name := range strings.Split(v, ",") {
-			if name != "running" && name != "paused" {
-				writeError(w, http.StatusBadRequest, fmt.Sprintf("invalid state %q", name))
-				return
-			}
-			states[name] = true
-		}
-	}
-	md, err := DecodeMetadataFilter(q.Get("metadata"))
-	if err != nil {
-		writeError(w, http.StatusBadRequest, "error when parsing metadata: "+err.Error())
-		return
-	}
-	limit := 100
-	if v := q.Get("limit"); v != "" {
-		if limit, err = strconv.Atoi(v); err != nil || limit < 1 {
-			writeError(w, http.StatusBadRequest, "limit must be at least 1")
-			return
-		}
-		limit = min(limit, 100)
-	}
-	from := -1
-	if v := q.Get("nextToken"); v != "" {
-		if from, err = strconv.Atoi(strings.TrimPrefix(v, "tok-")); err != nil || !strings.HasPrefix(v, "tok-") {
-			writeError(w, http.StatusBadRequest, "invalid next token")
-			return
-		}
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.expire()
-	var match []*Sandbox
-	for _, sb := range s.sandboxes {
-		if sb.Transition == Killing || (from >= 0 && s.seqOf[sb.ID] > from) {
-			continue
-		}
-		if states[stateOf(sb)] && hasMetadata(sb, md) {
-			match = append(match, sb)
-		}
-	}
-	slices.SortFunc(match, func(a, b *Sandbox) int { return s.seqOf[b.ID] - s.seqOf[a.ID] })
-	if len(match) > limit {
-		w.Header().Set("X-Next-Token", "tok-"+strconv.Itoa(s.seqOf[match[limit].ID]))
-		match = match[:limit]
-	}
-	out := make([]listedBody, 0, len(match))
-	for _, sb := range match {
-		out = append(out, listed(sb))
-	}
-	fakehttp.WriteJSON(w, http.StatusOK, out)
-}
-
-// DecodeMetadataFilter decodes list's metadata query value (already
-// decoded once from the query string) the way E2B's server does: the value
-// is percent-decoded again, split into k=v pairs at '&', and each key and
-// value percent-decoded a third time. Errors: a malformed escape.
-func DecodeMetadataFilter(v string) (url.Values, error) {
-	if v == "" {
-		return url.Values{}, nil
-	}
-	once, err := url.QueryUnescape(v)
-	if err != nil {
-		return nil, err
-	}
-	return url.ParseQuery(once)
-}
-
-func hasMetadata(sb *Sandbox, md url.Values) bool {
-	for k := range md {
-		if v, ok := sb.Metadata[k]; !ok || v != md.Get(k) {
-			return false
-		}
-	}
-	return true
-}
-
-func (s *Server) pause(op Op, w http.ResponseWriter, r *http.Request) {
-	s.noteQuery(op, r)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sb := s.lookupAny(w, r)
-	switch {
-	case sb == nil:
-	case sb.Transition == Killing:
-		writeError(w, http.StatusConflict, "Sandbox cannot be paused while in 'killing' state")
-	case readsPaused(sb):
-		writeError(w, http.StatusConflict, fmt.Sprintf("Sandbox %s is already paused", sb.ID))
-	default:
-		sb.State, sb.EndAt = lifecycle.SandboxPaused, s.now()
-		w.WriteHeader(http.StatusNoContent)
-	}
-}
-
-// conflicted answers 409 for a sandbox in a transition. Callers hold mu.
-func conflicted(w http.ResponseWriter, sb *Sandbox) bool {
-	if sb.Transition == "" {
-		return false
-	}
-	writeError(w, http.StatusConflict, fmt.Sprintf("Sandbox %s is in '%s' state", sb.ID, sb.Transition))
-	return true
-}
-
-// capped returns the end time of a timeout asked for at now on sb: at most
-// the last start + the run-length cap.
-func (s *Server) capped(sb *Sandbox, now time.Time, timeout time.Duration) time.Time {
-	end := now.Add(timeout)
-	if limit := sb.StartedAt.Add(s.opts.MaxRunLength); end.After(limit) {
-		return limit
-	}
-	return end
-}
-
-// connect resumes a paused sandbox (201) or extends a running one's timeout
-// to at least now+timeout (200), capped at the run length either way. The
-// body is optional: an omitted timeout is 300 s (DefaultTimeout).
-func (s *Server) connect(op Op, w http.ResponseWriter, r *http.Request) {
-	var in timeoutReq
-	if !s.decode(op, w, r, &in, "timeout") {
-		return
-	}
-	s.noteQuery(op, r)
-	if in.Timeout == nil {
-		secs := int64(DefaultTimeout / time.Second)
-		in.Timeout = &secs
-	}
-	if *in.Timeout < 0 {
-		writeError(w, http.StatusBadRequest, "Timeout must be greater than or equal to 0")
-		return
-	}
-	timeout := time.Duration(*in.Timeout) * time.Second
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sb := s.lookupAny(w, r)
-	if sb == nil || conflicted(w, sb) {
-		return
-	}
-	now := s.now()
-	sb.Timeout = timeout
-	if sb.State == lifecycle.SandboxPaused {
-		sb.State, sb.StartedAt = lifecycle.SandboxRunning, now
-		sb.EndAt = s.capped(sb, now, timeout)
-		fakehttp.WriteJSON(w, http.StatusCreated, created(sb))
-		return
-	}
-	if end := s.capped(sb, now, timeout); end.After(sb.EndAt) {
-		sb.EndAt = end
-	}
-	fakehttp.WriteJSON(w, http.StatusOK, created(sb))
-}
-
-// setTimeout sets a running sandbox's endAt to now+timeout, capped at the
-// run length; 0 expires it now. A paused sandbox answers 404: E2B keeps
-// timers only for running sandboxes (from its API's source).
-func (s *Server) setTimeout(op Op, w http.ResponseWriter, r *http.Request) {
-	var in timeoutReq
-	if !s.decode(op, w, r, &in, "timeout") {
-		return
-	}
-	s.noteQuery(op, r)
-	if in.Timeout == nil || *in.Timeout < 0 {
-		writeError(w, http.StatusBadRequest, "timeout is required and must not be negative")
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sb := s.lookupAny(w, r)
-	if sb == nil || conflicted(w, sb) {
-		return
-	}
-	if sb.State != lifecycle.SandboxRunning {
-		writeError(w, http.StatusNotFound, fmt.Sprintf("sandbox %q is not running", sb.ID))
-		return
-	}
-	now := s.now()
-	limit := sb.StartedAt.Add(s.opts.MaxRunLength)
-	if !now.Before(limit) {
-		writeError(w, http.StatusBadRequest, "Sandbox has reached its maximum run length")
-		return
-	}
-	sb.Timeout = time.Duration(*in.Timeout) * time.Second
-	sb.EndAt = s.capped(sb, now, sb.Timeout)
-	s.expire()
-	w.WriteHeader(http.StatusNoContent)
-}
-
-func (s *Server) kill(op Op, w http.ResponseWriter, r *http.Request) {
-	s.noteQuery(op, r)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if sb := s.lookup(w, r); sb != nil {
-		delete(s.sandboxes, sb.ID)
-		w.WriteHeader(http.StatusNoContent)
-	}
-}
-
-// health is envd's /health behind E2B's proxy; it needs no access token.
-func (s *Server) health(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.expire()
-	sb, ok := s.sandboxes[r.PathValue("id")]
-	switch {
-	case !ok || sb.Transition == Killing:
-		http.Error(w, "sandbox not found", http.StatusBadGateway)
-		return
-	case readsPaused(sb) && !sb.AutoResume:
-		http.Error(w, "sandbox is not running", http.StatusBadGateway)
-		return
-	case sb.State == lifecycle.SandboxPaused:
-		now := s.now()
-		sb.State, sb.StartedAt = lifecycle.SandboxRunning, now
-		sb.EndAt = s.capped(sb, now, sb.Timeout)
-	}
-	if tok := r.Header.Get("X-Access-Token"); tok != "" && tok != sb.AccessToken {
-		s.refused++
-	}
-	w.WriteHeader(http.StatusNoContent)
-}
-
-// note records an ignored field or parameter. Callers do not hold mu.
-func (s *Server) note(op Op, name string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.unknown = append(s.unknown, string(op)+" "+name)
-}
+// note records an ignored field or parameter (UnknownFields).
+func (s *Server) note(op Op, name string) { s.Note(string(op) + " " + name) }
 
 // noteQuery records every query parameter of a route that takes none.
 func (s *Server) noteQuery(op Op, r *http.Request) {
@@ -956,7 +600,7 @@ func (s *Server) noteQuery(op Op, r *http.Request) {
 // JSON object, or a known field of the wrong type, is a 400. An empty body
 // is an empty object.
 func (s *Server) decode(op Op, w http.ResponseWriter, r *http.Request, v any, keys ...string) bool {
-	b, err := fakehttp.ReadBody(w, r)
+	b, err := fakekit.ReadBody(w, r)
 	if err != nil {
 		writeError(w, http.StatusRequestEntityTooLarge, "body too large")
 		return false
@@ -964,15 +608,11 @@ func (s *Server) decode(op Op, w http.ResponseWriter, r *http.Request, v any, ke
 	if len(strings.TrimSpace(string(b))) == 0 {
 		b = []byte("{}")
 	}
-	known, unknown, err := fakehttp.SplitFields(b, keys...)
-	if err != nil {
-		writeError(w, http.StatusBadRequest, "invalid body: "+err.Error())
-		return false
-	}
+	unknown, err := fakekit.DecodeObject(b, v, keys...)
 	for _, k := range unknown {
 		s.note(op, k)
 	}
-	if err := json.Unmarshal(known, v); err != nil {
+	if err != nil {
 		writeError(w, http.StatusBadRequest, "invalid body: "+err.Error())
 		return false
 	}
@@ -980,5 +620,5 @@ func (s *Server) decode(op Op, w http.ResponseWriter, r *http.Request, v any, ke
 }
 
 func writeError(w http.ResponseWriter, status int, msg string) {
-	fakehttp.WriteJSON(w, status, map[string]any{"code": status, "message": msg})
+	fakekit.WriteJSON(w, status, map[string]any{"code": status, "message": msg})
 }

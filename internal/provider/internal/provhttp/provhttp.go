@@ -1,9 +1,12 @@
 // Package provhttp is the HTTP plumbing the provider adapters
-// (internal/provider/e2b, internal/provider/daytona, internal/provider/vercel) share: one attempt at a
-// JSON API read in full (RoundTrip), the default client, and the pieces of
-// their error messages. What differs between providers (authentication,
-// URLs, how a status maps to a lifecycle error, retries: internal/provider/internal/retry)
-// stays in each adapter, and adapters still never import each other.
+// (internal/provider/e2b, internal/provider/daytona, internal/provider/vercel)
+// share: one attempt at a JSON API read in full (RoundTrip), the default
+// client, the error a failed answer carries (APIError, ParseError), how a
+// status maps to a lifecycle error (Classes), and the retries of idempotent
+// calls (Retrier, on internal/provider/internal/retry). What differs
+// between providers (authentication, URLs, their error bodies, which
+// statuses mean what) each adapter declares in its own package, and
+// adapters still never import each other.
 package provhttp
 
 import (
@@ -15,6 +18,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -28,7 +32,12 @@ type Request struct {
 	Op        string
 	SandboxID string
 	Method    string
-	URL       string
+	// URL is the call's URL; with Path or Query, the base they complete.
+	URL string
+	// Path are segments joined to URL (url.JoinPath: escaped as a path).
+	Path []string
+	// Query, when non-nil, replaces URL's query.
+	Query url.Values
 	// Body is sent JSON-encoded, with Content-Type application/json, when
 	// non-nil.
 	Body any
@@ -67,9 +76,21 @@ func RoundTrip(ctx context.Context, client *http.Client, rq Request) (Reply, err
 		}
 		body = bytes.NewReader(b)
 	}
+	target := rq.URL
+	if len(rq.Path) > 0 || rq.Query != nil {
+		u, err := url.Parse(rq.URL)
+		if err != nil {
+			return Reply{}, fmt.Errorf("%s: build request: %w", Describe(rq.Op, rq.SandboxID), err)
+		}
+		u = u.JoinPath(rq.Path...)
+		if rq.Query != nil {
+			u.RawQuery = rq.Query.Encode()
+		}
+		target = u.String()
+	}
 	actx, cancel := context.WithTimeout(ctx, rq.Timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(actx, rq.Method, rq.URL, body)
+	req, err := http.NewRequestWithContext(actx, rq.Method, target, body)
 	if err != nil {
 		return Reply{}, fmt.Errorf("%s: build request: %w", Describe(rq.Op, rq.SandboxID), err)
 	}

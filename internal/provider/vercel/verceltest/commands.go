@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sandmanhq/sandman/internal/provider/internal/fakehttp"
+	"github.com/sandmanhq/sandman/internal/provider/internal/fakekit"
 )
 
 // The run-command operations (docs/providers/vercel.md "Running a command in
@@ -25,7 +25,7 @@ const (
 // commandRec is one command of a session. It "listens" once
 // Config.BootDelay has passed since its start on the port named by its PORT
 // variable, or else on the ports its command line names
-// (fakehttp.ListenPorts: python3 -m http.server 3000; for sh -c <script>
+// (fakekit.ListenPorts: python3 -m http.server 3000; for sh -c <script>
 // ... <line>, as the adapter sends, the last argument is the line),
 // unless its line holds --no-listen; a line "exit N" exits at once with N.
 // A stop of its session kills it (exit code 137): processes do not survive
@@ -39,7 +39,7 @@ type commandRec struct {
 	sessionID   string
 	startedAt   int64 // ms
 	exitCode    *int
-	ports       []int // the ports it listens on once booted (fakehttp.ListenPorts)
+	ports       []int // the ports it listens on once booted (fakekit.ListenPorts)
 	noListen    bool
 	logs        []LogLine
 }
@@ -106,7 +106,7 @@ func (s *Server) runCommand(w http.ResponseWriter, r *http.Request) {
 		// --port 3000 --verbose).
 		ports = strings.Join(append([]string{body.Command}, body.Args...), " ")
 	}
-	c.ports = fakehttp.ListenPorts(ports, body.Env["PORT"])
+	c.ports = fakekit.ListenPorts(ports, body.Env["PORT"])
 	c.noListen = strings.Contains(line, "--no-listen")
 	c.logs = []LogLine{{Stream: "stdout", Data: "starting " + line + "\n"}}
 	if m := exitRE.FindStringSubmatch(line); m != nil {
@@ -115,7 +115,7 @@ func (s *Server) runCommand(w http.ResponseWriter, r *http.Request) {
 		c.logs = append(c.logs, LogLine{Stream: "stderr", Data: fmt.Sprintf("exited with %d\n", code)})
 	}
 	se.commands = append(se.commands, c)
-	fakehttp.WriteJSON(w, http.StatusOK, map[string]any{"command": commandJSONOf(c)})
+	fakekit.WriteJSON(w, http.StatusOK, map[string]any{"command": commandJSONOf(c)})
 }
 
 // commandOf finds the path's command of the path's session, writing the
@@ -144,7 +144,7 @@ func (s *Server) commandStatus(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Query().Get("wait") == "true" && !s.waitExit(r, c) {
 		return
 	}
-	fakehttp.WriteJSON(w, http.StatusOK, map[string]any{"command": commandJSONOf(c)})
+	fakekit.WriteJSON(w, http.StatusOK, map[string]any{"command": commandJSONOf(c)})
 }
 
 // commandLogs streams a command's output as NDJSON lines
@@ -182,23 +182,16 @@ func (s *Server) waitExit(r *http.Request, c *commandRec) bool {
 	return true
 }
 
-// waitChange lets go of mu for a moment so the fake's state can move,
-// taking it back (and applying deadlines) before it returns; false when
-// the client or the fake gave up. Callers hold mu.
+// waitChange lets go of mu for a moment (50 ms) so the fake's state can
+// move, taking it back (and applying deadlines) before it returns; false
+// when the client or the fake gave up. Callers hold mu.
 func (s *Server) waitChange(r *http.Request) bool {
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
 		s.expire()
 	}()
-	select {
-	case <-r.Context().Done():
-		return false
-	case <-s.closing:
-		return false
-	case <-time.After(50 * time.Millisecond):
-		return true
-	}
+	return s.Wait(r, 50*time.Millisecond)
 }
 
 // CommandLogs returns the output lines of command cmdID of session
@@ -231,7 +224,7 @@ func (s *Server) killCommand(w http.ResponseWriter, r *http.Request) {
 		code := 128 + cmpOr(body.Signal, 15)
 		c.exitCode = &code
 	}
-	fakehttp.WriteJSON(w, http.StatusOK, map[string]any{"command": commandJSONOf(c)})
+	fakekit.WriteJSON(w, http.StatusOK, map[string]any{"command": commandJSONOf(c)})
 }
 
 func cmpOr(v, def int) int {
@@ -254,18 +247,11 @@ func killCommands(se *sessionRec) {
 // listens reports whether a command of se listens on port at now (ms).
 func (s *Server) listens(se *sessionRec, port int, now int64) bool {
 	for _, c := range se.commands {
-		if c.exitCode == nil && !c.noListen && slices.Contains(c.ports, port) && now-c.startedAt >= s.opts.BootDelay.Milliseconds() {
+		if c.exitCode == nil && !c.noListen && slices.Contains(c.ports, port) && now-c.startedAt >= s.BootDelay().Milliseconds() {
 			return true
 		}
 	}
 	return false
-}
-
-// SetBootDelay sets Config.BootDelay.
-func (s *Server) SetBootDelay(d time.Duration) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.opts.BootDelay = d
 }
 
 // Commands returns the commands started in session sessionID, oldest first.

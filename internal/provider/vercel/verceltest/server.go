@@ -23,22 +23,18 @@ package verceltest
 
 import (
 	"cmp"
-	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
-	"github.com/sandmanhq/sandman/internal/provider/internal/fakehttp"
+	"github.com/sandmanhq/sandman/internal/provider/internal/fakekit"
 )
 
 // Defaults of Config.
@@ -113,6 +109,21 @@ type Fault struct {
 	// Hang holds the request until the client gives up or the server
 	// closes.
 	Hang bool
+}
+
+// Effect says what f does (fakekit.Kit.Handle).
+func (f Fault) Effect() fakekit.Effect {
+	switch {
+	case f.Hang:
+		return fakekit.Hang
+	case f.Drop:
+		return fakekit.Drop
+	case f.Lose:
+		return fakekit.Lose
+	case f.Status != 0:
+		return fakekit.Answer
+	}
+	return fakekit.Serve
 }
 
 // Config configures a Server; zero fields take the defaults above.
@@ -219,8 +230,12 @@ type snapshotRec struct {
 	updatedAt           int64
 }
 
-// Server is the fake. Its methods are safe for concurrent use.
+// Server is the fake. Its methods are safe for concurrent use. Its Kit
+// counts requests (Requests), injects faults (Fail, FailNext), releases
+// hanging requests (Close) and sets the boot delay (SetBootDelay).
 type Server struct {
+	fakekit.Kit[Op, Fault]
+
 	opts    Config
 	handler http.Handler
 
@@ -230,12 +245,6 @@ type Server struct {
 	sessions  map[string]*sessionRec
 	snapshots map[string]*snapshotRec
 	bySub     map[string]*sessionRec
-	faults    fakehttp.Faults[Op, Fault] // FailNext's under opAny
-	counts    map[Op]int
-	boots     int
-	refused   int
-	closing   chan struct{}
-	closeOnce sync.Once
 }
 
 // NewServer returns a fake with opts (defaults filled in). Serve its
@@ -266,9 +275,8 @@ func NewServer(opts Config) *Server {
 		sessions:  map[string]*sessionRec{},
 		snapshots: map[string]*snapshotRec{},
 		bySub:     map[string]*sessionRec{},
-		counts:    map[Op]int{},
-		closing:   make(chan struct{}),
 	}
+	s.SetBootDelay(opts.BootDelay)
 	mux := http.NewServeMux()
 	mux.Handle("POST /v3/sandboxes", s.api(OpCreate, s.create))
 	mux.Handle("POST /v2/sandboxes", s.api(OpCreate, s.create))
@@ -313,42 +321,21 @@ const PreviewDomain = "vercel.run"
 // and at /_preview/<subdomain>/.
 func (s *Server) Handler() http.Handler { return s.handler }
 
-// Close releases requests held by Hang faults.
-func (s *Server) Close() { s.closeOnce.Do(func() { close(s.closing) }) }
-
 // Config returns the configuration in force (defaults filled in).
 func (s *Server) Config() Config { return s.opts }
 
-// Fail queues faults for the next requests of op, one request each.
-func (s *Server) Fail(op Op, faults ...Fault) { s.faults.Queue(op, faults...) }
-
 // FailNext queues faults for the next requests of any operation, one
 // request each; they come before those queued by Fail.
-func (s *Server) FailNext(faults ...Fault) { s.faults.Queue(opAny, faults...) }
+func (s *Server) FailNext(faults ...Fault) { s.Fail(opAny, faults...) }
 
-// opAny keys FailNext's faults: they serve a request of any operation.
-const opAny Op = "*"
-
-// Requests returns how many requests of op arrived (faulted ones included).
-func (s *Server) Requests(op Op) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.counts[op]
-}
+// opAny keys FailNext's faults: the zero Op, any operation.
+const opAny Op = ""
 
 // Boots returns how many sessions were booted (by create or resume).
-func (s *Server) Boots() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.boots
-}
+func (s *Server) Boots() int { return s.Tally("boots") }
 
 // Refused returns how many requests were refused for their token or team.
-func (s *Server) Refused() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.refused
-}
+func (s *Server) Refused() int { return s.Tally("refused") }
 
 // Sandbox returns the named sandbox of project as the fake holds it now
 // (session deadlines applied).
@@ -461,11 +448,7 @@ func (s *Server) api(op Op, h http.HandlerFunc) http.Handler {
 	}))
 }
 
-func (s *Server) refuse() {
-	s.mu.Lock()
-	s.refused++
-	s.mu.Unlock()
-}
+func (s *Server) refuse() { s.Add("refused") }
 
 // getOrResume dispatches GET /v2/sandboxes/{name} by its resume parameter,
 // so the two are counted and faulted apart.
@@ -477,46 +460,15 @@ func (s *Server) getOrResume(w http.ResponseWriter, r *http.Request) {
 	s.api(OpGet, s.get).ServeHTTP(w, r)
 }
 
-// faulty counts requests of op and serves the next queued fault, if any.
+// faulty counts requests of op and serves the next fault queued for any
+// operation (FailNext) or for op, if any, as Vercel's error body.
 func (s *Server) faulty(op Op, next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.mu.Lock()
-		s.counts[op]++
-		s.mu.Unlock()
-		f, _ := s.faults.Next(opAny, op)
-		switch {
-		case f.Hang:
-			select {
-			case <-r.Context().Done():
-			case <-s.closing:
-			}
-		case f.Drop, f.Lose:
-			if f.Lose {
-				next.ServeHTTP(httptest.NewRecorder(), r)
-			}
-			if hj, ok := w.(http.Hijacker); ok {
-				if conn, _, err := hj.Hijack(); err == nil {
-					_ = conn.Close()
-					return
-				}
-			}
-			panic(http.ErrAbortHandler)
-		case f.Status != 0:
-			if f.RetryAfter != "" {
-				w.Header().Set("Retry-After", f.RetryAfter)
-			}
-			code, msg := f.Code, f.Message
-			if code == "" {
-				code = codeOf(f.Status)
-			}
-			if msg == "" {
-				msg = http.StatusText(f.Status)
-			}
-			writeError(w, f.Status, code, msg)
-		default:
-			next.ServeHTTP(w, r)
+	return s.Handle(op, next, func(w http.ResponseWriter, _ *http.Request, f Fault) {
+		if f.RetryAfter != "" {
+			w.Header().Set("Retry-After", f.RetryAfter)
 		}
-	})
+		writeError(w, f.Status, cmp.Or(f.Code, codeOf(f.Status)), cmp.Or(f.Message, http.StatusText(f.Status)))
+	}, opAny, op)
 }
 
 func codeOf(status int) string {
@@ -587,7 +539,7 @@ func (s *Server) takeSnapshot(se *sessionRec, expiration, t int64) *snapshotRec 
 func (s *Server) boot(sb *sandboxRec, snapshotID string) *sessionRec {
 	now := s.now()
 	s.seq++
-	s.boots++
+	s.Add("boots")
 	se := &sessionRec{id: fmt.Sprintf("sbx_%08d", s.seq), sandbox: sb, status: StatusRunning, timeout: sb.timeout,
 		requestedAt: now, startedAt: now, createdAt: now, updatedAt: now, sourceSnapshotID: snapshotID}
 	s.routeSession(se, sb.ports)
@@ -690,484 +642,9 @@ func (s *Server) lookup(w http.ResponseWriter, r *http.Request) *sandboxRec {
 
 var nameRE = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,128}$`)
 
-func (s *Server) create(w http.ResponseWriter, r *http.Request) {
-	var b createBody
-	if !decode(w, r, &b, createKeys...) {
-		return
-	}
-	project, ok := s.project(w, b.ProjectID)
-	if !ok {
-		return
-	}
-	now := s.now()
-	sb := &sandboxRec{project: project, name: b.Name, persistent: true, image: b.Image, runtime: b.Runtime,
-		vcpus: 2, timeout: int64(DefaultSessionTimeout / time.Millisecond), ports: b.Ports, env: b.Env,
-		tags: b.Tags, region: cmp.Or(b.Region, DefaultRegion),
-		snapshotExpiration: int64(DefaultSnapshotExpiration / time.Millisecond), createdAt: now, updatedAt: now}
-	if sb.name == "" {
-		s.seq++
-		sb.name = fmt.Sprintf("sandbox-%08d", s.seq)
-	}
-	if b.Persistent != nil {
-		sb.persistent = *b.Persistent
-	}
-	if b.SnapshotExpiration != nil {
-		sb.snapshotExpiration = *b.SnapshotExpiration
-	}
-	if b.Timeout != nil {
-		sb.timeout = *b.Timeout
-	}
-	if b.Resources != nil && b.Resources.VCPUs != 0 {
-		sb.vcpus = b.Resources.VCPUs
-	}
-	var fromSnapshot string
-	if b.Source != nil && b.Source.Type == "snapshot" {
-		fromSnapshot = b.Source.SnapshotID
-	}
-	if msg := s.validate(sb, fromSnapshot != "" && (b.Image != "" || b.Runtime != "")); msg != "" {
-		writeError(w, http.StatusBadRequest, "bad_request", msg)
-		return
-	}
-	if fromSnapshot == "" && sb.image == "" && sb.runtime == "" {
-		sb.image = DefaultImage
-	}
-	if _, taken := s.sandboxes[project+"/"+sb.name]; taken {
-		writeError(w, http.StatusBadRequest, "bad_request",
-			fmt.Sprintf("a sandbox named %q already exists; use GET /sandboxes/:name", sb.name))
-		return
-	}
-	if fromSnapshot != "" {
-		snap, ok := s.snapshots[fromSnapshot]
-		if !ok || snap.status != "created" {
-			writeError(w, http.StatusGone, "snapshot_not_found", fmt.Sprintf("snapshot %q not found", fromSnapshot))
-			return
-		}
-		s.useSnapshot(snap, now)
-	}
-	s.sandboxes[project+"/"+sb.name] = sb
-	s.boot(sb, fromSnapshot)
-	fakehttp.WriteJSON(w, http.StatusOK, s.answer(sb, false))
-}
-
-// validate returns a 400 message for a sandbox the API would refuse, or "".
-func (s *Server) validate(sb *sandboxRec, snapshotWithImage bool) string {
-	switch {
-	case !nameRE.MatchString(sb.name):
-		return fmt.Sprintf("name %q must be 1 to 128 of a-z, A-Z, 0-9, _ and -", sb.name)
-	case snapshotWithImage:
-		return "source of type snapshot excludes image and runtime"
-	case sb.image != "" && sb.runtime != "":
-		return "image and runtime exclude each other"
-	case sb.timeout < 1000:
-		return "timeout must be at least 1000 ms"
-	case ms(sb.timeout) > s.opts.MaxSessionTimeout:
-		return fmt.Sprintf("timeout %d ms exceeds the plan's maximum of %d ms", sb.timeout, s.opts.MaxSessionTimeout.Milliseconds())
-	case sb.vcpus < 1 || sb.vcpus > 8 || (sb.vcpus > 1 && sb.vcpus%2 != 0):
-		return "resources.vcpus must be 1 or an even number up to 8"
-	case sb.snapshotExpiration < 0:
-		return "snapshotExpiration must be 0 (never) or positive"
-	}
-	if msg := checkPorts(sb.ports); msg != "" {
-		return msg
-	}
-	return checkTags(sb.tags)
-}
-
-func checkPorts(ports []int) string {
-	if len(ports) > 15 {
-		return "at most 15 ports"
-	}
-	for _, p := range ports {
-		if p < 1 || p > 65535 {
-			return fmt.Sprintf("port %d is out of range", p)
-		}
-	}
-	return ""
-}
-
-func checkTags(tags map[string]string) string {
-	if len(tags) > 5 {
-		return "at most 5 tags"
-	}
-	for k := range tags {
-		if k == "" || strings.Contains(k, ":") {
-			return fmt.Sprintf("tag key %q must be non-empty and without ':'", k)
-		}
-	}
-	return ""
-}
-
-// useSnapshot records a use of snap at now, which restarts its expiry.
-func (s *Server) useSnapshot(snap *snapshotRec, now int64) {
-	if snap.expiration > 0 {
-		snap.expiresAt = now + snap.expiration
-	}
-	snap.updatedAt = now
-}
-
-func (s *Server) get(w http.ResponseWriter, r *http.Request) {
-	sb := s.lookup(w, r)
-	if sb == nil {
-		return
-	}
-	if r.URL.Query().Get("resume") != "true" {
-		fakehttp.WriteJSON(w, http.StatusOK, s.answer(sb, false))
-		return
-	}
-	switch st := s.statusOf(sb); st {
-	case StatusRunning, StatusPending:
-		fakehttp.WriteJSON(w, http.StatusOK, s.answer(sb, false))
-		return
-	case StatusStopping:
-		writeError(w, http.StatusUnprocessableEntity, "sandbox_stopping", "the sandbox is stopping")
-		return
-	case StatusSnapshotting:
-		writeError(w, http.StatusUnprocessableEntity, "sandbox_snapshotting", "the sandbox is snapshotting")
-		return
-	}
-	from := ""
-	if sb.persistent && sb.currentSnapshotID != "" {
-		snap := s.snapshots[sb.currentSnapshotID]
-		if snap == nil || snap.status != "created" {
-			writeError(w, http.StatusGone, "snapshot_not_found",
-				fmt.Sprintf("snapshot %q of sandbox %q has expired", sb.currentSnapshotID, sb.name))
-			return
-		}
-		s.useSnapshot(snap, s.now())
-		from = snap.id
-	}
-	s.boot(sb, from)
-	fakehttp.WriteJSON(w, http.StatusOK, s.answer(sb, true))
-}
-
-// sortKey orders sandboxes for list: the sort field (numbers zero-padded)
-// then the name.
-func (s *Server) sortKey(sb *sandboxRec, by string) string {
-	var k string
-	switch by {
-	case "name":
-		k = ""
-	case "statusUpdatedAt":
-		k = fmt.Sprintf("%020d", sb.statusUpdatedAt)
-	case "currentSnapshotId":
-		k = sb.currentSnapshotID
-	default:
-		k = fmt.Sprintf("%020d", sb.createdAt)
-	}
-	return k + "\x00" + sb.name
-}
-
-func (s *Server) list(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	project, ok := s.project(w, q.Get("project"))
-	if !ok {
-		return
-	}
-	limit := 20
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 50 {
-			writeError(w, http.StatusBadRequest, "bad_request", "limit must be between 1 and 50")
-			return
-		}
-		limit = n
-	}
-	by := cmp.Or(q.Get("sortBy"), "createdAt")
-	if !slices.Contains([]string{"createdAt", "name", "statusUpdatedAt", "currentSnapshotId"}, by) {
-		writeError(w, http.StatusBadRequest, "bad_request", "sortBy must be createdAt, name, statusUpdatedAt or currentSnapshotId")
-		return
-	}
-	order := cmp.Or(q.Get("sortOrder"), "desc")
-	if order != "asc" && order != "desc" {
-		writeError(w, http.StatusBadRequest, "bad_request", "sortOrder must be asc or desc")
-		return
-	}
-	prefix := q.Get("namePrefix")
-	if prefix != "" && by != "name" {
-		writeError(w, http.StatusBadRequest, "bad_request", "namePrefix needs sortBy=name")
-		return
-	}
-	var tagKey, tagValue string
-	if tags := q["tags"]; len(tags) > 1 {
-		writeError(w, http.StatusBadRequest, "bad_request", "only one tag filter is supported")
-		return
-	} else if len(tags) == 1 {
-		var found bool
-		tagKey, tagValue, found = strings.Cut(tags[0], ":")
-		if !found || tagKey == "" {
-			writeError(w, http.StatusBadRequest, "bad_request", "tags must be key:value")
-			return
-		}
-	}
-	after := ""
-	if c := q.Get("cursor"); c != "" {
-		b, err := base64.RawURLEncoding.DecodeString(c)
-		if err != nil || !strings.HasPrefix(string(b), by+"|") {
-			writeError(w, http.StatusBadRequest, "bad_request", "invalid cursor")
-			return
-		}
-		after = strings.TrimPrefix(string(b), by+"|")
-	}
-	type keyed struct {
-		key string
-		sb  *sandboxRec
-	}
-	var all []keyed
-	for _, sb := range s.sandboxes {
-		if sb.project != project || !strings.HasPrefix(sb.name, prefix) {
-			continue
-		}
-		if tagKey != "" {
-			if v, ok := sb.tags[tagKey]; !ok || v != tagValue {
-				continue
-			}
-		}
-		all = append(all, keyed{s.sortKey(sb, by), sb})
-	}
-	slices.SortFunc(all, func(a, b keyed) int {
-		if order == "desc" {
-			return strings.Compare(b.key, a.key)
-		}
-		return strings.Compare(a.key, b.key)
-	})
-	if after != "" {
-		i := 0
-		for i < len(all) && ((order == "desc" && all[i].key >= after) || (order == "asc" && all[i].key <= after)) {
-			i++
-		}
-		all = all[i:]
-	}
-	out := listAnswer{Sandboxes: []sandboxJSON{}}
-	for i, k := range all {
-		if i == limit {
-			next := base64.RawURLEncoding.EncodeToString([]byte(by + "|" + all[i-1].key))
-			out.Pagination.Next = &next
-			break
-		}
-		out.Sandboxes = append(out.Sandboxes, s.sandboxJSON(k.sb))
-	}
-	out.Pagination.Count = len(out.Sandboxes)
-	fakehttp.WriteJSON(w, http.StatusOK, out)
-}
-
-func (s *Server) update(w http.ResponseWriter, r *http.Request) {
-	sb := s.lookup(w, r)
-	if sb == nil {
-		return
-	}
-	var b updateBody
-	if !decode(w, r, &b, updateKeys...) {
-		return
-	}
-	next := *sb
-	if b.Persistent != nil {
-		next.persistent = *b.Persistent
-	}
-	if b.Timeout != nil {
-		next.timeout = *b.Timeout
-	}
-	if b.Ports != nil {
-		next.ports = b.Ports
-	}
-	if b.Tags != nil {
-		next.tags = b.Tags
-	}
-	if b.Resources != nil && b.Resources.VCPUs != 0 {
-		next.vcpus = b.Resources.VCPUs
-	}
-	if b.SnapshotExpiration != nil {
-		next.snapshotExpiration = *b.SnapshotExpiration
-	}
-	if msg := s.validate(&next, false); msg != "" {
-		writeError(w, http.StatusBadRequest, "bad_request", msg)
-		return
-	}
-	if b.CurrentSnapshotID != nil {
-		if snap, ok := s.snapshots[*b.CurrentSnapshotID]; !ok || snap.status != "created" {
-			writeError(w, http.StatusGone, "snapshot_not_found", fmt.Sprintf("snapshot %q not found", *b.CurrentSnapshotID))
-			return
-		}
-		next.currentSnapshotID = *b.CurrentSnapshotID
-	}
-	next.updatedAt = s.now()
-	*sb = next
-	se := s.sessions[sb.currentSessionID]
-	if b.Ports != nil && (se.status == StatusRunning || se.status == StatusPending) {
-		s.routeSession(se, sb.ports)
-	}
-	fakehttp.WriteJSON(w, http.StatusOK, map[string]any{"sandbox": s.sandboxJSON(sb), "routes": orEmpty(se.routes)})
-}
-
-func (s *Server) remove(w http.ResponseWriter, r *http.Request) {
-	sb := s.lookup(w, r)
-	if sb == nil {
-		return
-	}
-	now := s.now()
-	for _, id := range sb.sessions {
-		se := s.sessions[id]
-		if se.status != StatusStopped && se.status != StatusFailed && se.status != StatusAborted {
-			se.status, se.stoppedAt, se.updatedAt = StatusStopped, now, now
-		}
-		for _, rt := range se.routes {
-			delete(s.bySub, rt.Subdomain)
-		}
-	}
-	out := s.sandboxJSON(sb)
-	delete(s.sandboxes, sb.project+"/"+sb.name)
-	if r.URL.Query().Get("deleteOrphanSnapshots") == "true" {
-		for _, snap := range s.snapshots {
-			if se, ok := s.sessions[snap.sourceSessionID]; ok && se.sandbox == sb {
-				snap.status, snap.updatedAt = "deleted", now
-			}
-		}
-	}
-	fakehttp.WriteJSON(w, http.StatusOK, map[string]any{"sandbox": out})
-}
-
-// sessionOf finds the path's session, writing 404 when there is none or its
-// sandbox was deleted.
-func (s *Server) sessionOf(w http.ResponseWriter, r *http.Request) *sessionRec {
-	se, ok := s.sessions[r.PathValue("id")]
-	if ok {
-		if cur, live := s.sandboxes[se.sandbox.project+"/"+se.sandbox.name]; live && cur == se.sandbox {
-			return se
-		}
-	}
-	writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("session %q not found", r.PathValue("id")))
-	return nil
-}
-
-// notRunning writes the answer to a session call on a session that is not
-// running, and reports whether it did.
-func notRunning(w http.ResponseWriter, se *sessionRec) bool {
-	switch se.status {
-	case StatusRunning, StatusPending:
-		return false
-	case StatusStopping:
-		writeError(w, http.StatusUnprocessableEntity, "sandbox_stopping", "the sandbox is stopping")
-	case StatusSnapshotting:
-		writeError(w, http.StatusUnprocessableEntity, "sandbox_snapshotting", "the sandbox is snapshotting")
-	default:
-		writeError(w, http.StatusGone, "sandbox_stopped", "the sandbox session is stopped")
-	}
-	return true
-}
-
-func (s *Server) stop(w http.ResponseWriter, r *http.Request) {
-	se := s.sessionOf(w, r)
-	if se == nil {
-		return
-	}
-	out := stopAnswer{}
-	switch se.status {
-	case StatusStopped, StatusFailed, StatusAborted:
-	default: // running, pending, or a stop already under way: wait it out
-		now := s.now()
-		se.requestedStopAt = now
-		if snap := s.stopSession(se, now); snap != nil {
-			out.Snapshot = snapshotJSONOf(snap)
-		}
-	}
-	out.Session = sessionJSONOf(se)
-	sbj := s.sandboxJSON(se.sandbox)
-	out.Sandbox = &sbj
-	fakehttp.WriteJSON(w, http.StatusOK, out)
-}
-
-func (s *Server) extend(w http.ResponseWriter, r *http.Request) {
-	se := s.sessionOf(w, r)
-	if se == nil {
-		return
-	}
-	var b extendBody
-	if !decode(w, r, &b, "duration") {
-		return
-	}
-	if b.Duration < 1000 {
-		writeError(w, http.StatusBadRequest, "bad_request", "duration must be at least 1000 ms")
-		return
-	}
-	if notRunning(w, se) {
-		return
-	}
-	if ms(se.timeout+b.Duration) > s.opts.MaxSessionTimeout {
-		writeError(w, http.StatusBadRequest, "bad_request", fmt.Sprintf(
-			"the session timeout would exceed the plan's maximum of %d ms", s.opts.MaxSessionTimeout.Milliseconds()))
-		return
-	}
-	se.timeout += b.Duration
-	se.updatedAt = s.now()
-	fakehttp.WriteJSON(w, http.StatusOK, map[string]any{"session": sessionJSONOf(se)})
-}
-
-func (s *Server) snapshot(w http.ResponseWriter, r *http.Request) {
-	se := s.sessionOf(w, r)
-	if se == nil {
-		return
-	}
-	var b snapshotBody
-	if !decodeOptional(w, r, &b, "expiration") {
-		return
-	}
-	if notRunning(w, se) {
-		return
-	}
-	now := s.now()
-	exp := se.sandbox.snapshotExpiration
-	if b.Expiration != nil {
-		exp = *b.Expiration
-	}
-	snap := s.takeSnapshot(se, exp, now)
-	se.snapshottedAt, se.requestedStopAt = now, now
-	se.status, se.stoppedAt, se.updatedAt = StatusStopped, now, now
-	se.sandbox.statusUpdatedAt, se.sandbox.updatedAt = now, now
-	fakehttp.WriteJSON(w, http.StatusOK, map[string]any{"snapshot": snapshotJSONOf(snap), "session": sessionJSONOf(se)})
-}
-
-func (s *Server) session(w http.ResponseWriter, r *http.Request) {
-	se := s.sessionOf(w, r)
-	if se == nil {
-		return
-	}
-	fakehttp.WriteJSON(w, http.StatusOK, map[string]any{"session": sessionJSONOf(se), "routes": orEmpty(se.routes)})
-}
-
-// preview answers a route's URL: the app's page while its session runs and
-// a command listens on the route's port, 502 SANDBOX_NOT_LISTENING while
-// none does, 410 SANDBOX_STOPPED after the session stopped (no
-// wake-on-request, as the sheet assumes).
-func (s *Server) preview(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.expire()
-	se, ok := s.bySub[r.PathValue("sub")]
-	switch {
-	case !ok:
-		writeError(w, http.StatusNotFound, "not_found", "no such sandbox route")
-	case se.status != StatusRunning:
-		writeError(w, http.StatusGone, "SANDBOX_STOPPED", "the sandbox is stopped")
-	case !s.listens(se, s.routePort(se, r.PathValue("sub")), s.now()):
-		writeError(w, http.StatusBadGateway, "SANDBOX_NOT_LISTENING", "the sandbox is running but nothing listens on this port")
-	default:
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		fmt.Fprintf(w, "sandbox %s session %s\n", se.sandbox.name, se.id)
-	}
-}
-
-// routePort is the port of se's route sub.
-func (s *Server) routePort(se *sessionRec, sub string) int {
-	for _, r := range se.routes {
-		if r.Subdomain == sub {
-			return r.Port
-		}
-	}
-	return 0
-}
-
 // decodeOptional is decode for a body that may be absent.
 func decodeOptional(w http.ResponseWriter, r *http.Request, v any, keys ...string) bool {
-	b, err := fakehttp.ReadBody(w, r)
+	b, err := fakekit.ReadBody(w, r)
 	if err != nil {
 		writeError(w, http.StatusRequestEntityTooLarge, "bad_request", "body too large")
 		return false
@@ -1181,7 +658,7 @@ func decodeOptional(w http.ResponseWriter, r *http.Request, v any, keys ...strin
 // decode reads a JSON object body strictly: a key not exactly one of keys
 // is a 400 (the API's names are case-sensitive; encoding/json is not).
 func decode(w http.ResponseWriter, r *http.Request, v any, keys ...string) bool {
-	b, err := fakehttp.ReadBody(w, r)
+	b, err := fakekit.ReadBody(w, r)
 	if err != nil {
 		writeError(w, http.StatusRequestEntityTooLarge, "bad_request", "body too large")
 		return false
@@ -1191,24 +668,19 @@ func decode(w http.ResponseWriter, r *http.Request, v any, keys ...string) bool 
 
 // decodeBytes is decode's check and decoding of a body already read.
 func decodeBytes(w http.ResponseWriter, b []byte, v any, keys ...string) bool {
-	_, unknown, err := fakehttp.SplitFields(b, keys...)
-	if err != nil {
-		writeError(w, http.StatusBadRequest, "bad_request", "invalid body: "+err.Error())
-		return false
-	}
-	if len(unknown) > 0 {
+	switch unknown, err := fakekit.DecodeObject(b, v, keys...); {
+	case len(unknown) > 0: // refused before the fields are read
 		writeError(w, http.StatusBadRequest, "bad_request", fmt.Sprintf("invalid body: unknown field %q", unknown[0]))
-		return false
-	}
-	if err := json.Unmarshal(b, v); err != nil {
+	case err != nil:
 		writeError(w, http.StatusBadRequest, "bad_request", "invalid body: "+err.Error())
-		return false
+	default:
+		return true
 	}
-	return true
+	return false
 }
 
 func writeError(w http.ResponseWriter, status int, code, msg string) {
-	fakehttp.WriteJSON(w, status, map[string]any{"error": map[string]string{"code": code, "message": msg}})
+	fakekit.WriteJSON(w, status, map[string]any{"error": map[string]string{"code": code, "message": msg}})
 }
 
 func orEmpty(r []RouteJSON) []RouteJSON {

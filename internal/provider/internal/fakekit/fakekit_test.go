@@ -1,4 +1,4 @@
-package fakehttp_test
+package fakekit_test
 
 import (
 	"net/http"
@@ -7,11 +7,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sandmanhq/sandman/internal/provider/internal/fakehttp"
+	"github.com/sandmanhq/sandman/internal/provider/internal/fakekit"
 )
 
 func TestSplitFields(t *testing.T) {
-	known, unknown, err := fakehttp.SplitFields([]byte(`{"templateID":"a","TemplateID":"b","zeta":1,"alpha":{}}`), "templateID")
+	known, unknown, err := fakekit.SplitFields([]byte(`{"templateID":"a","TemplateID":"b","zeta":1,"alpha":{}}`), "templateID")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -22,39 +22,39 @@ func TestSplitFields(t *testing.T) {
 		t.Errorf("unknown = %v, want %v (case-sensitive, sorted)", unknown, want)
 	}
 	for _, bad := range []string{"", "[1]", "nope"} {
-		if _, _, err := fakehttp.SplitFields([]byte(bad)); err == nil {
+		if _, _, err := fakekit.SplitFields([]byte(bad)); err == nil {
 			t.Errorf("SplitFields(%q) succeeded, want an error", bad)
 		}
 	}
 }
 
 func TestReadBody(t *testing.T) {
-	r := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(strings.Repeat("x", fakehttp.MaxBody)))
-	if b, err := fakehttp.ReadBody(httptest.NewRecorder(), r); err != nil || len(b) != fakehttp.MaxBody {
+	r := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(strings.Repeat("x", fakekit.MaxBody)))
+	if b, err := fakekit.ReadBody(httptest.NewRecorder(), r); err != nil || len(b) != fakekit.MaxBody {
 		t.Errorf("a body of MaxBody bytes: %d bytes, %v", len(b), err)
 	}
-	r = httptest.NewRequest(http.MethodPost, "/", strings.NewReader(strings.Repeat("x", fakehttp.MaxBody+1)))
-	if _, err := fakehttp.ReadBody(httptest.NewRecorder(), r); err == nil {
+	r = httptest.NewRequest(http.MethodPost, "/", strings.NewReader(strings.Repeat("x", fakekit.MaxBody+1)))
+	if _, err := fakekit.ReadBody(httptest.NewRecorder(), r); err == nil {
 		t.Error("a body over MaxBody was read")
 	}
 }
 
 func TestWriteJSON(t *testing.T) {
 	w := httptest.NewRecorder()
-	fakehttp.WriteJSON(w, http.StatusCreated, map[string]int{"a": 1})
+	fakekit.WriteJSON(w, http.StatusCreated, map[string]int{"a": 1})
 	if w.Code != http.StatusCreated || w.Header().Get("Content-Type") != "application/json" || w.Body.String() != "{\"a\":1}\n" {
 		t.Errorf("answer = %d %q %q", w.Code, w.Header().Get("Content-Type"), w.Body.String())
 	}
 	w = httptest.NewRecorder()
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	fakehttp.WriteJSON(w, http.StatusOK, nil)
+	fakekit.WriteJSON(w, http.StatusOK, nil)
 	if got := w.Header().Get("Content-Type"); got != "application/json; charset=utf-8" {
 		t.Errorf("Content-Type = %q, want the handler's own", got)
 	}
 }
 
 func TestFaults(t *testing.T) {
-	var p fakehttp.Faults[string, int]
+	var p fakekit.Faults[string, int]
 	if _, ok := p.Next("get"); ok {
 		t.Fatal("the zero plan served a fault")
 	}
@@ -92,7 +92,7 @@ func TestListenPorts(t *testing.T) {
 		{"exit 3", "", nil},
 		{"listen 70000", "", nil},
 	} {
-		if got := fakehttp.ListenPorts(c.line, c.port); !slices.Equal(got, c.want) {
+		if got := fakekit.ListenPorts(c.line, c.port); !slices.Equal(got, c.want) {
 			t.Errorf("ListenPorts(%q, %q) = %v, want %v", c.line, c.port, got, c.want)
 		}
 	}

@@ -1,4 +1,4 @@
-package fakehttp
+package fakekit
 
 import "sync"
 

@@ -1,11 +1,17 @@
-// Package fakehttp is the request plumbing the providers' fakes
+// Package fakekit is the plumbing the providers' fakes
 // (internal/provider/e2b/e2btest, internal/provider/daytona/daytonatest,
-// internal/provider/vercel/verceltest) share: reading a bounded body, splitting a
-// JSON object into the fields an API knows and the ones it does not, and
-// writing a JSON answer. Each fake keeps what is its provider's own: its
-// error body, and whether an unknown field is ignored or refused. It
+// internal/provider/vercel/verceltest) share, so that each fake keeps only
+// its provider's own state rules and wire shapes: the Kit a fake embeds
+// (request counts and tallies, the fault plan and what a fault does to a
+// request, hanging requests, the boot delay of the commands it "runs"),
+// reading a bounded body and splitting a JSON object into the fields an API
+// knows and the ones it does not, writing a JSON answer, the ports a
+// command line listens on, creation order, page cursors and sizes, the
+// request log, an in-process transport, serving on an address, and sending
+// signed webhooks (Sender). Each fake keeps its error body, whether an
+// unknown field is ignored or refused, and what each fault answers. It
 // imports only the standard library.
-package fakehttp
+package fakekit
 
 import (
 	"encoding/json"
@@ -103,4 +109,17 @@ var (
 // wordish reports whether r joins a number to a word or a version.
 func wordish(r rune) bool {
 	return r == '.' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r)
+}
+
+// DecodeObject decodes the fields of the JSON object b named exactly one of
+// keys into v (SplitFields) and returns the names of the others, sorted:
+// a fake that ignores unknown fields records them, one that refuses them
+// answers 400. Errors: b is not a JSON object, or a known field does not
+// decode into v.
+func DecodeObject(b []byte, v any, keys ...string) (unknown []string, err error) {
+	known, unknown, err := SplitFields(b, keys...)
+	if err != nil {
+		return nil, err
+	}
+	return unknown, json.Unmarshal(known, v)
 }
