@@ -9,6 +9,7 @@ import (
 	neturl "net/url"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // AppCommandName is the name (or tag) under which Sandman starts a
@@ -273,17 +274,19 @@ func (s *Service) probeOnce(ctx context.Context, runner CommandRunner, sess *Ses
 		return true, "", err
 	}
 	var detail string
+	var exit *int
 	switch {
 	case err != nil:
 		detail = "the start command is no longer in the sandbox"
 	case !st.Running:
 		detail = fmt.Sprintf("the start command exited with code %d before the preview answered", st.ExitCode)
+		exit = &st.ExitCode
 	case late:
 		detail = timedOut
 	default:
 		return false, "", nil
 	}
-	out, serr := s.settleReadiness(ctx, sess.ID, run, ReadinessFailed, withOutput(detail, st.Output))
+	out, serr := s.settleFailed(ctx, sess.ID, run, withOutput(detail, st.Output), exit)
 	return true, out, serr
 }
 
@@ -381,18 +384,46 @@ func (s *Service) appPreviewURL(ctx context.Context, sess *Session, fallback str
 	return u
 }
 
-// withOutput appends the command's last output lines to detail.
+// outputSeparator joins a readiness detail's sentence to the command's
+// last output lines (withOutput, AppOutput).
+const outputSeparator = "; last output:\n"
+
+// withOutput appends the command's last output lines to detail, cutting
+// the output's beginning (never the sentence) so the whole fits in
+// MaxReadinessDetail.
 func withOutput(detail, output string) string {
 	if output = strings.TrimSpace(output); output == "" {
 		return detail
 	}
-	return TruncateDetail(detail + "; last output:\n" + output)
+	room := MaxReadinessDetail - len(detail) - len(outputSeparator)
+	if room <= len("…") {
+		return TruncateDetail(detail + outputSeparator + output)
+	}
+	if len(output) > room {
+		cut := len(output) - room + len("…")
+		for cut < len(output) && !utf8.RuneStart(output[cut]) {
+			cut++
+		}
+		output = "…" + output[cut:]
+	}
+	return detail + outputSeparator + output
+}
+
+// settleFailed records readiness failed with detail, and the start
+// command's exit code when it exited (exit nil otherwise), as
+// settleReadiness does.
+func (s *Service) settleFailed(ctx context.Context, id string, run time.Time, detail string, exit *int) (BringUpOutcome, error) {
+	return s.settle(ctx, id, run, ReadinessFailed, detail, exit)
 }
 
 // settleReadiness records readiness r (ready or failed) on session id if it
 // is still the same run (running since run) with its app starting: one
 // conditional write, retried on a lost race. Errors: the store's.
 func (s *Service) settleReadiness(ctx context.Context, id string, run time.Time, r Readiness, detail string) (BringUpOutcome, error) {
+	return s.settle(ctx, id, run, r, detail, nil)
+}
+
+func (s *Service) settle(ctx context.Context, id string, run time.Time, r Readiness, detail string, exit *int) (BringUpOutcome, error) {
 	for attempt := 0; ; attempt++ {
 		sess, err := s.cfg.Store.GetSession(ctx, id)
 		if err != nil {
@@ -403,6 +434,11 @@ func (s *Service) settleReadiness(ctx context.Context, id string, run time.Time,
 		}
 		now := s.now()
 		sess.Readiness, sess.ReadinessDetail, sess.UpdatedAt = r, TruncateDetail(detail), now
+		sess.AppExitCode = nil
+		if exit != nil {
+			code := *exit
+			sess.AppExitCode = &code
+		}
 		if r == ReadinessReady {
 			sess.ReadyAt = now
 		}
