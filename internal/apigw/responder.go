@@ -84,7 +84,8 @@ func (r Responder) JSON(status int, body any, headers map[string]string) (events
 }
 
 // Error returns the error envelope {"status":"error","error":"<sentence>",
-// "error_type":"<type>"} for err, with JSON's headers. known reports
+// "error_type":"<type>"} for err (with "exit_code" and "output" when it
+// carries a lifecycle.AppFailure), with JSON's headers. known reports
 // whether err is an application error a caller can act on: a
 // *lifecycle.Error in err's chain whose code is in StatusFor's table and is
 // not internal. Then the status is StatusFor(code), the sentence is its
@@ -105,7 +106,11 @@ func (r Responder) Error(err error, requestID string) (resp events.APIGatewayV2H
 	if le.RetryAfter > 0 {
 		headers = map[string]string{"Retry-After": retryAfterSeconds(le.RetryAfter)}
 	}
-	resp, _ = r.JSON(StatusFor(le.Code), api.Error{Status: "error", Error: le.Message, ErrorType: le.ErrorType()}, headers)
+	body := api.Error{Status: "error", Error: le.Message, ErrorType: le.ErrorType()}
+	if le.App != nil {
+		body.ExitCode, body.Output = le.App.ExitCode, le.App.Output
+	}
+	resp, _ = r.JSON(StatusFor(le.Code), body, headers)
 	return resp, true
 }
 

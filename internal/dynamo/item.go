@@ -85,6 +85,9 @@ type sessionItem struct {
 	Readiness       string   `dynamodbav:"readiness,omitempty"`
 	ReadinessDetail string   `dynamodbav:"readiness_detail,omitempty"`
 	ReadyAt         string   `dynamodbav:"ready_at,omitempty"`
+	// AppExitCode (absent: none) is lifecycle.Session.AppExitCode: the
+	// start command's exit code when readiness failed because it exited.
+	AppExitCode *int `dynamodbav:"app_exit_code,omitempty"`
 	// FromPool (absent: false) and PoolID: the session took a warm pool's
 	// spare (lifecycle.Session.FromPool, docs/POOLS.md).
 	FromPool bool   `dynamodbav:"from_pool,omitempty"`
@@ -240,7 +243,7 @@ func toSessionItem(s *lifecycle.Session, shards int) sessionItem {
 	it.ResumeOnReturn, it.ReturnResumedAt = s.ResumeOnReturn, formatTime(s.ReturnResumedAt)
 	it.ResumeQueued, it.PausedOnRequest = s.ResumeQueued, s.PausedOnRequest
 	it.App, it.Readiness, it.ReadinessDetail = toAppItem(s.App), string(s.Readiness), s.ReadinessDetail
-	it.ReadyAt = formatTime(s.ReadyAt)
+	it.ReadyAt, it.AppExitCode = formatTime(s.ReadyAt), cloneInt(s.AppExitCode)
 	it.FromPool, it.PoolID = s.FromPool, s.PoolID
 	if len(s.Metadata) > 0 {
 		it.Metadata = s.Metadata
@@ -306,6 +309,7 @@ func (it sessionItem) session() (*lifecycle.Session, error) {
 		{"ready_at", it.ReadyAt, &s.ReadyAt},
 	}
 	s.App, s.Readiness, s.ReadinessDetail = it.App.spec(), lifecycle.Readiness(it.Readiness), it.ReadinessDetail
+	s.AppExitCode = cloneInt(it.AppExitCode)
 	s.AwayTimeout = time.Duration(it.AwayTimeoutMS) * time.Millisecond
 	s.ResumeOnReturn, s.ResumeQueued, s.PausedOnRequest = it.ResumeOnReturn, it.ResumeQueued, it.PausedOnRequest
 	s.FromPool, s.PoolID = it.FromPool, it.PoolID
@@ -315,4 +319,13 @@ func (it sessionItem) session() (*lifecycle.Session, error) {
 		}
 	}
 	return s, nil
+}
+
+// cloneInt returns a copy of *p, or nil.
+func cloneInt(p *int) *int {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
 }

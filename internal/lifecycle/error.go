@@ -35,17 +35,35 @@ const (
 	TypeSandboxExpired     = "sandbox_expired"     // 503: the provider says the sandbox is gone
 	TypeSandboxUnreachable = "sandbox_unreachable" // 503: transient provider failure
 	TypeQuotaExceeded      = "quota_exceeded"      // 429: the account is at its max_running limit
+	// TypeAppFailed is 409: an open of a running session whose app failed
+	// (readiness failed); Error.App carries the exit code and last output
+	// lines (docs/WAKE.md "Opening the link").
+	TypeAppFailed = "app_failed"
+	// TypeNoPreview is 409: an open of a running session whose sandbox gave
+	// no preview URL (docs/WAKE.md "Opening the link").
+	TypeNoPreview = "no_preview"
 )
+
+// AppFailure is what an error of TypeAppFailed carries besides its
+// sentence: the start command's exit code when it exited (nil when it did
+// not, or the provider keeps none), and its last output lines ("" when the
+// provider keeps none).
+type AppFailure struct {
+	ExitCode *int
+	Output   string
+}
 
 // Error is Sandman's one application error type. Message is a human sentence
 // safe to show a caller; Type is the envelope's error_type (defaults to the
-// code); RetryAfter, when positive, becomes a Retry-After header; Err is the
-// wrapped cause and is never shown to a caller.
+// code); RetryAfter, when positive, becomes a Retry-After header; App, set
+// for TypeAppFailed only, is shown with the sentence; Err is the wrapped
+// cause and is never shown to a caller.
 type Error struct {
 	Code       Code
 	Type       string
 	Message    string
 	RetryAfter time.Duration
+	App        *AppFailure
 	Err        error
 }
 

@@ -2,12 +2,14 @@ package lifecycle
 
 import (
 	"context"
+	"strings"
 	"time"
 )
 
 // Open is what an open of a session's stable link does (docs/WAKE.md):
-// it counts as activity on a running session, and on a paused one it
-// starts the one resume of a burst (reason return when the session resumes
+// it counts as activity on a running session whose link leads somewhere
+// (its app ready, starting, or none, and a preview URL), and on a paused
+// one it starts the one resume of a burst (reason return when the session resumes
 // on return and may now: mayResumeOnReturn; else request). The paused →
 // resuming write is conditional, so of many concurrent opens exactly one
 // wins it and starts the resume; the others re-read, find the session
@@ -16,15 +18,33 @@ import (
 // hands the rest of the resume to a job (openResume) and returns the
 // session resuming, so the link answers at once. It returns the session as
 // it then is (running, resuming, …). Errors: not_found, forbidden, gone
-// (killed, failed or expired), conflict (another state that cannot open),
-// quota_exceeded, and (without jobs, or when the job could not be queued)
-// unavailable as Resume.
+// (killed, failed or expired), conflict (TypeAppFailed and TypeNoPreview
+// from Session.OpenError, without counting as activity; another state that
+// cannot open), quota_exceeded, and (without jobs, or when the job could
+// not be queued) unavailable as Resume.
 func (s *Service) Open(ctx context.Context, accountID, id string) (*Session, error) {
+	return s.open(ctx, accountID, id, false)
+}
+
+// Reopen is the waking page's own re-open of the link (docs/WAKE.md "The
+// waking page"): as Open, but it is never activity and never wakes
+// anything. A running session's deadlines stay as they are, and a paused
+// one is left paused: conflict TypeSandboxPaused (a page left open must not
+// keep a session running, nor resume one the app or the sweep paused).
+// Errors: as Open.
+func (s *Service) Reopen(ctx context.Context, accountID, id string) (*Session, error) {
+	return s.open(ctx, accountID, id, true)
+}
+
+func (s *Service) open(ctx context.Context, accountID, id string, reopen bool) (*Session, error) {
 	return s.retryConflicts(ctx, accountID, id, func(sess *Session) error {
+		if err := sess.OpenError(); err != nil {
+			return err
+		}
 		switch sess.State {
 		case StateRunning:
 			now := s.now()
-			if !sess.RecordActivity(now, s.cfg.Policy.ActivityGranularity) {
+			if reopen || !sess.RecordActivity(now, s.cfg.Policy.ActivityGranularity) {
 				return nil
 			}
 			sess.UpdatedAt = now
@@ -33,6 +53,10 @@ func (s *Service) Open(ctx context.Context, accountID, id string) (*Session, err
 			}
 			return nil
 		case StatePaused:
+			if reopen {
+				return &Error{Code: CodeConflict, Type: TypeSandboxPaused,
+					Message: "the session is paused; a page's automatic re-open does not wake it, open the link to wake it"}
+			}
 			reason := ReasonRequest
 			if sess.mayResumeOnReturn(s.now()) {
 				reason, sess.ReturnResumedAt = ReasonReturn, s.now()
@@ -41,11 +65,37 @@ func (s *Service) Open(ctx context.Context, accountID, id string) (*Session, err
 		case StateResuming, StateProvisioning, StatePausing:
 			return nil // joins the move under way; the caller follows it
 		}
-		if sess.State.Final() {
-			return Errorf(CodeGone, "the session is %s and its link no longer opens anything", sess.State)
-		}
 		return Errorf(CodeConflict, "the session is %s and cannot be opened", sess.State)
 	})
+}
+
+// OpenError returns why an open of sess can reach nothing, now or by
+// waiting (docs/WAKE.md "Opening the link"), or nil: gone for a killed,
+// failed or expired session; for a running one, conflict TypeAppFailed
+// when its app failed (the readiness detail's reason as the sentence,
+// Error.App with the exit code and last output lines) and conflict TypeNoPreview
+// when its sandbox gave no preview URL. A held open asks it again of the
+// session its hold ends on.
+func (s *Session) OpenError() error {
+	switch {
+	case s.State.Final():
+		return Errorf(CodeGone, "the session is %s and its link no longer opens anything", s.State)
+	case s.State != StateRunning:
+		return nil
+	case s.App != nil && s.Readiness == ReadinessFailed:
+		var exit *int
+		if s.AppExitCode != nil {
+			code := *s.AppExitCode
+			exit = &code
+		}
+		why, output, _ := strings.Cut(s.ReadinessDetail, outputSeparator)
+		return &Error{Code: CodeConflict, Type: TypeAppFailed, App: &AppFailure{ExitCode: exit, Output: output},
+			Message: "the session's app failed: " + why}
+	case s.PreviewURL == "":
+		return &Error{Code: CodeConflict, Type: TypeNoPreview,
+			Message: "the session is running but its sandbox has no preview URL, so its link has nothing to open"}
+	}
+	return nil
 }
 
 // WaitOpen holds until session id is running with an app that is not

@@ -9,6 +9,7 @@ import (
 	neturl "net/url"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // AppCommandName is the name (or tag) under which Sandman starts a
@@ -84,6 +85,10 @@ const (
 	defaultReadyBackoffMin   = 100 * time.Millisecond
 	defaultReadyBackoffMax   = 250 * time.Millisecond
 	readyCloseBodyLimit      = 64 << 10
+	// A start the provider failed transiently is tried again after 1 s,
+	// doubling to 8 s (or after its Retry-After), until the ready timeout.
+	readyStartBackoffMin = time.Second
+	readyStartBackoffMax = 8 * time.Second
 )
 
 // enqueueReadiness queues sess's readiness job when the committed write
@@ -188,6 +193,7 @@ func (s *Service) BringUp(ctx context.Context, id string) (BringUpOutcome, error
 	deadline := run.Add(sess.App.ReadyTimeout)
 	url := readyURL(sess.PreviewURL, sess.App.ReadyPath)
 	runner, _ := s.provider(sess).(CommandRunner)
+	started := runner == nil // a provider without a command API serves the app itself
 	if runner != nil {
 		pctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
 		base, err := runner.PortURL(pctx, sess.SandboxID, sess.App.Port)
@@ -196,41 +202,42 @@ func (s *Service) BringUp(ctx context.Context, id string) (BringUpOutcome, error
 			return "", fmt.Errorf("readiness of %s: port URL: %w", id, err)
 		}
 		url = readyURL(base, sess.App.ReadyPath)
-		if _, err := s.ensureCommand(ctx, runner, sess); err != nil {
-			return "", err
-		}
 	}
-	backoff := s.cfg.ReadyBackoff
+	backoff, startBackoff := s.cfg.ReadyBackoff, readyStartBackoffMin
 	for {
-		ok, why := s.probeReady(ctx, runner, url)
-		if ok {
-			return s.settleReadiness(ctx, id, run, ReadinessReady, "")
+		wait := backoff
+		if !started {
+			err := s.ensureCommand(ctx, runner, sess)
+			switch {
+			case err == nil:
+				started = true
+			case ctx.Err() != nil || errors.Is(err, ErrSandboxGone):
+				return "", fmt.Errorf("readiness of %s: start the app command: %w", id, err)
+			case !errors.Is(err, ErrProviderTransient):
+				// Refused for good (a cwd that does not exist, a command
+				// the provider will not run): no retry can start it.
+				return s.settleReadiness(ctx, id, run, ReadinessFailed,
+					"the start command could not be started: "+err.Error())
+			case !s.now().Before(deadline):
+				return s.settleReadiness(ctx, id, run, ReadinessFailed, fmt.Sprintf(
+					"the start command could not be started within %d s: %v", int64(sess.App.ReadyTimeout/time.Second), err))
+			}
+			// A provider in trouble is asked again less often than a
+			// server that boots is probed.
+			wait = max(startBackoff, RetryAfter(err))
+			startBackoff = min(2*startBackoff, readyStartBackoffMax)
 		}
-		if runner != nil {
-			st, err := s.commandStatus(ctx, runner, sess)
-			if err != nil && !errors.Is(err, ErrNoCommand) {
-				return "", err
+		if started {
+			if done, out, err := s.probeOnce(ctx, runner, sess, url, run, deadline); done {
+				return out, err
 			}
-			if err != nil || !st.Running {
-				detail := fmt.Sprintf("the start command exited with code %d before the preview answered", st.ExitCode)
-				if err != nil {
-					detail = "the start command is no longer in the sandbox"
-				}
-				return s.settleReadiness(ctx, id, run, ReadinessFailed, withOutput(detail, st.Output))
-			}
-			if !s.now().Before(deadline) {
-				detail := fmt.Sprintf("the preview did not answer at %s within %d s (%s)",
-					sess.App.ReadyPath, int64(sess.App.ReadyTimeout/time.Second), why)
-				return s.settleReadiness(ctx, id, run, ReadinessFailed, withOutput(detail, st.Output))
-			}
-		} else if !s.now().Before(deadline) {
-			return s.settleReadiness(ctx, id, run, ReadinessFailed, fmt.Sprintf(
-				"the preview did not answer at %s within %d s (%s)", sess.App.ReadyPath, int64(sess.App.ReadyTimeout/time.Second), why))
 		}
-		if err := s.sleep(ctx, min(backoff, deadline.Sub(s.now())+time.Millisecond)); err != nil {
+		if err := s.sleep(ctx, max(min(wait, deadline.Sub(s.now())+time.Millisecond), time.Millisecond)); err != nil {
 			return "", err
 		}
-		backoff = min(2*backoff, s.cfg.ReadyBackoffMax)
+		if started {
+			backoff = min(2*backoff, s.cfg.ReadyBackoffMax)
+		}
 		cur, err := s.cfg.Store.GetSession(ctx, id)
 		if err != nil {
 			return "", err
@@ -239,6 +246,48 @@ func (s *Service) BringUp(ctx context.Context, id string) (BringUpOutcome, error
 			return BringUpMoved, nil
 		}
 	}
+}
+
+// probeOnce makes one probe of sess's app at url and settles its
+// readiness when the probe or the command decides it: ready when the
+// preview answered, failed when the command is gone or exited, or the
+// deadline has passed. It reports whether it settled (or failed), with
+// BringUp's outcome and error.
+func (s *Service) probeOnce(ctx context.Context, runner CommandRunner, sess *Session, url string, run, deadline time.Time) (bool, BringUpOutcome, error) {
+	ok, why := s.probeReady(ctx, runner, url)
+	if ok {
+		out, err := s.settleReadiness(ctx, sess.ID, run, ReadinessReady, "")
+		return true, out, err
+	}
+	late := !s.now().Before(deadline)
+	timedOut := fmt.Sprintf("the preview did not answer at %s within %d s (%s)",
+		sess.App.ReadyPath, int64(sess.App.ReadyTimeout/time.Second), why)
+	if runner == nil {
+		if !late {
+			return false, "", nil
+		}
+		out, err := s.settleReadiness(ctx, sess.ID, run, ReadinessFailed, timedOut)
+		return true, out, err
+	}
+	st, err := s.commandStatus(ctx, runner, sess)
+	if err != nil && !errors.Is(err, ErrNoCommand) {
+		return true, "", err
+	}
+	var detail string
+	var exit *int
+	switch {
+	case err != nil:
+		detail = "the start command is no longer in the sandbox"
+	case !st.Running:
+		detail = fmt.Sprintf("the start command exited with code %d before the preview answered", st.ExitCode)
+		exit = &st.ExitCode
+	case late:
+		detail = timedOut
+	default:
+		return false, "", nil
+	}
+	out, serr := s.settleFailed(ctx, sess.ID, run, withOutput(detail, st.Output), exit)
+	return true, out, serr
 }
 
 // readyURL is the URL a readiness probe GETs: the port's preview URL base
@@ -266,24 +315,25 @@ func readyURL(base, readyPath string) string {
 
 // ensureCommand starts sess's app command unless one already runs in the
 // sandbox (a redelivered job, or a provider that kept it across a pause).
-// It reports whether it started one.
-func (s *Service) ensureCommand(ctx context.Context, runner CommandRunner, sess *Session) (bool, error) {
+// Errors: the provider's, as it returned them (BringUp tells a start that
+// may succeed later, transient, from one refused for good).
+func (s *Service) ensureCommand(ctx context.Context, runner CommandRunner, sess *Session) error {
 	st, err := s.commandStatus(ctx, runner, sess)
 	if err == nil && st.Running {
-		return false, nil
+		return nil
 	}
 	if err != nil && !errors.Is(err, ErrNoCommand) {
-		return false, err
+		return err
 	}
 	pctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
 	defer cancel()
 	app := sess.App
 	if _, err := runner.StartCommand(pctx, sess.SandboxID, Command{Name: AppCommandName,
 		Line: app.StartCommand, Cwd: app.Cwd, Env: app.Env, Port: app.Port}); err != nil {
-		return false, fmt.Errorf("readiness of %s: start the app command: %w", sess.ID, err)
+		return err
 	}
 	s.log().InfoContext(ctx, "app command started", "session_id", sess.ID, "sandbox_id", sess.SandboxID)
-	return true, nil
+	return nil
 }
 
 func (s *Service) commandStatus(ctx context.Context, runner CommandRunner, sess *Session) (CommandStatus, error) {
@@ -334,18 +384,46 @@ func (s *Service) appPreviewURL(ctx context.Context, sess *Session, fallback str
 	return u
 }
 
-// withOutput appends the command's last output lines to detail.
+// outputSeparator joins a readiness detail's sentence to the command's
+// last output lines (withOutput, AppOutput).
+const outputSeparator = "; last output:\n"
+
+// withOutput appends the command's last output lines to detail, cutting
+// the output's beginning (never the sentence) so the whole fits in
+// MaxReadinessDetail.
 func withOutput(detail, output string) string {
 	if output = strings.TrimSpace(output); output == "" {
 		return detail
 	}
-	return TruncateDetail(detail + "; last output:\n" + output)
+	room := MaxReadinessDetail - len(detail) - len(outputSeparator)
+	if room <= len("…") {
+		return TruncateDetail(detail + outputSeparator + output)
+	}
+	if len(output) > room {
+		cut := len(output) - room + len("…")
+		for cut < len(output) && !utf8.RuneStart(output[cut]) {
+			cut++
+		}
+		output = "…" + output[cut:]
+	}
+	return detail + outputSeparator + output
+}
+
+// settleFailed records readiness failed with detail, and the start
+// command's exit code when it exited (exit nil otherwise), as
+// settleReadiness does.
+func (s *Service) settleFailed(ctx context.Context, id string, run time.Time, detail string, exit *int) (BringUpOutcome, error) {
+	return s.settle(ctx, id, run, ReadinessFailed, detail, exit)
 }
 
 // settleReadiness records readiness r (ready or failed) on session id if it
 // is still the same run (running since run) with its app starting: one
 // conditional write, retried on a lost race. Errors: the store's.
 func (s *Service) settleReadiness(ctx context.Context, id string, run time.Time, r Readiness, detail string) (BringUpOutcome, error) {
+	return s.settle(ctx, id, run, r, detail, nil)
+}
+
+func (s *Service) settle(ctx context.Context, id string, run time.Time, r Readiness, detail string, exit *int) (BringUpOutcome, error) {
 	for attempt := 0; ; attempt++ {
 		sess, err := s.cfg.Store.GetSession(ctx, id)
 		if err != nil {
@@ -356,6 +434,11 @@ func (s *Service) settleReadiness(ctx context.Context, id string, run time.Time,
 		}
 		now := s.now()
 		sess.Readiness, sess.ReadinessDetail, sess.UpdatedAt = r, TruncateDetail(detail), now
+		sess.AppExitCode = nil
+		if exit != nil {
+			code := *exit
+			sess.AppExitCode = &code
+		}
 		if r == ReadinessReady {
 			sess.ReadyAt = now
 		}

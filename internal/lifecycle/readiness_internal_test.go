@@ -1,6 +1,10 @@
 package lifecycle
 
-import "testing"
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
 
 // TestReadyURLKeepsThePreviewQuery: the ready path joins the preview URL's
 // path, and a query on the preview URL (Daytona's preview token) is kept
@@ -18,5 +22,24 @@ func TestReadyURLKeepsThePreviewQuery(t *testing.T) {
 		if got := readyURL(c.base, c.path); got != c.want {
 			t.Errorf("readyURL(%q, %q) = %q, want %q", c.base, c.path, got, c.want)
 		}
+	}
+}
+
+// TestWithOutputKeepsTheReasonAndTheOutputsEnd: a failed readiness detail
+// fits in MaxReadinessDetail with its reason whole and the output's end
+// kept, so an open can tell the reason from the output lines.
+func TestWithOutputKeepsTheReasonAndTheOutputsEnd(t *testing.T) {
+	reason := "the start command exited with code 1 before the preview answered"
+	long := strings.Repeat("é", MaxReadinessDetail) + "\nthe last line"
+	got := withOutput(reason, long)
+	if len(got) > MaxReadinessDetail || !utf8.ValidString(got) {
+		t.Fatalf("detail of %d bytes (valid UTF-8: %v), want at most %d", len(got), utf8.ValidString(got), MaxReadinessDetail)
+	}
+	why, output, ok := strings.Cut(got, outputSeparator)
+	if !ok || why != reason || !strings.HasSuffix(output, "the last line") || !strings.HasPrefix(output, "…") {
+		t.Errorf("reason %q, output %.40q…; want the reason whole and the output's end after a cut", why, output)
+	}
+	if got := withOutput(reason, "  "); got != reason {
+		t.Errorf("with no output: %q, want the reason alone", got)
 	}
 }

@@ -91,6 +91,10 @@ type Session struct {
 	Readiness       Readiness
 	ReadinessDetail string
 	ReadyAt         time.Time
+	// AppExitCode is the start command's exit code when readiness failed
+	// because the command exited (nil otherwise, and whenever readiness
+	// resets).
+	AppExitCode *int
 
 	// FromPool says the session took a warm pool's spare sandbox instead of
 	// a cold one (docs/POOLS.md); PoolID names the pool. Both are set by the
@@ -333,12 +337,12 @@ func minTime(a, b time.Time) time.Time {
 func (s *Session) resetReadiness(to State) {
 	switch {
 	case to == StateRunning && s.App != nil && s.State != StatePausing:
-		s.Readiness, s.ReadinessDetail, s.ReadyAt = ReadinessStarting, "", time.Time{}
+		s.Readiness, s.ReadinessDetail, s.ReadyAt, s.AppExitCode = ReadinessStarting, "", time.Time{}, nil
 	case to == StateRunning && s.App != nil && s.Readiness == "":
 		s.Readiness = ReadinessStarting
 	case to == StatePausing, to == StateResuming, to == StateRunning:
 	default:
-		s.Readiness, s.ReadinessDetail, s.ReadyAt = "", "", time.Time{}
+		s.Readiness, s.ReadinessDetail, s.ReadyAt, s.AppExitCode = "", "", time.Time{}, nil
 	}
 }
 
@@ -347,5 +351,9 @@ func (s *Session) Clone() *Session {
 	c := *s
 	c.Metadata = maps.Clone(s.Metadata)
 	c.App = s.App.Clone()
+	if s.AppExitCode != nil {
+		code := *s.AppExitCode
+		c.AppExitCode = &code
+	}
 	return &c
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -117,4 +118,95 @@ func MustStateOf(tb testing.TB, store lifecycle.Store, id string) *lifecycle.Ses
 		tb.Fatal(err)
 	}
 	return sess
+}
+
+// TestAStartThatCannotSucceedEndsFailedOnce: an app whose start the
+// provider refuses ends failed with the provider's reason, by the first
+// job, within its ready timeout: refused for good (a cwd that does not
+// exist) at once, refused transiently on every try at the ready timeout.
+// The job is run as the local worker runs it (up to
+// readiness.DefaultAttempts tries while it errs). After that the session
+// leaves the lease index: the sweeps of the next minutes queue no job, and
+// no provider call touches its sandbox.
+func TestAStartThatCannotSucceedEndsFailedOnce(t *testing.T) {
+	for _, c := range []struct {
+		name, cwd  string
+		fault      fake.Fault
+		wantDetail string
+	}{
+		{"FolderMissing", fake.MissingFolder, fake.Fault{}, "chdir " + fake.MissingFolder},
+		{"StartKeepsFailingTransiently", "", fake.Fault{Rate: 1}, "within 5 s"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			clock := lifecycle.NewManualClock(t0)
+			prov := fake.New(fake.Config{Clock: clock})
+			prov.SetFault(fake.OpStartCommand, c.fault)
+			store := dynamo.New(dynamo.Config{Client: dynamotest.MustClient(t), Table: dynamotest.MustTable(t), Log: quiet()})
+			jobs := &lossyJobs{}
+			svc := lifecycle.NewService(lifecycle.Config{Store: store, Provider: prov, Clock: clock, Policy: lifecycle.DefaultPolicy(),
+				Log: quiet(), ReadinessJobs: jobs, ReadyHTTP: &http.Client{Transport: prov.Preview()},
+				Sleep: func(ctx context.Context, d time.Duration) error { clock.Advance(d); return ctx.Err() }})
+			port, line, timeout := 3000, "npm run dev", int64(5)
+			sess, _, err := svc.Create(t.Context(), account, lifecycle.CreateInput{Template: "base",
+				App: &lifecycle.AppInput{Port: &port, StartCommand: &line, Cwd: &c.cwd, ReadyTimeoutSeconds: &timeout}})
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			var out lifecycle.BringUpOutcome
+			for try := 0; try < 5; try++ { // the local worker's attempts (readiness.DefaultAttempts)
+				if out, err = svc.BringUp(t.Context(), sess.ID); err == nil {
+					break
+				}
+			}
+			if err != nil || out != lifecycle.BringUpFailed {
+				t.Fatalf("the job: %q, %v; want failed", out, err)
+			}
+			got := MustStateOf(t, store, sess.ID)
+			if got.Readiness != lifecycle.ReadinessFailed || !strings.Contains(got.ReadinessDetail, "could not be started") ||
+				!strings.Contains(got.ReadinessDetail, c.wantDetail) {
+				t.Errorf("readiness %q, detail %q; want failed saying the start could not be made (%q)", got.Readiness, got.ReadinessDetail, c.wantDetail)
+			}
+			if got.Version != sess.Version+1 {
+				t.Errorf("version %d after the job, want %d: one write, the failed one", got.Version, sess.Version+1)
+			}
+			if took, limit := clock.Now().Sub(sess.StateChangedAt), 5*time.Second+time.Millisecond; took > limit {
+				t.Errorf("failed %v after the session became running, want within the 5 s ready timeout", took)
+			}
+			if n := prov.StartCalls(); n != 0 {
+				t.Errorf("commands started = %d, want 0", n)
+			}
+			if n := prov.CallsFor(fake.OpStartCommand, sess.SandboxID); n > 5 {
+				t.Errorf("starts asked for = %d in 5 s, want at most 5 (backing off from 1 s)", n)
+			}
+
+			calls := sandboxCalls(prov, sess.SandboxID)
+			sw := sweep.New(svc, sweep.Config{}, quiet())
+			for range 5 { // the sweeps of the next five minutes, past ReadinessRequeueAfter
+				clock.Advance(lifecycle.ReadinessRequeueAfter)
+				if sum := MustRun(t, t.Context(), sw); sum.Requeued != 0 {
+					t.Errorf("a sweep %v after the create re-queued: %+v", clock.Now().Sub(t0), sum)
+				}
+			}
+			if q := jobs.queued(); !slices.Equal(q, []string{sess.ID}) {
+				t.Errorf("jobs queued = %v, want only the create's", q)
+			}
+			if after := sandboxCalls(prov, sess.SandboxID); after != calls {
+				t.Errorf("provider calls on the sandbox went from %d to %d after it failed, want none", calls, after)
+			}
+			if got := MustStateOf(t, store, sess.ID); got.State != lifecycle.StateRunning || got.Readiness != lifecycle.ReadinessFailed {
+				t.Errorf("after the sweeps: %s, readiness %q; want running and failed", got.State, got.Readiness)
+			}
+		})
+	}
+}
+
+// sandboxCalls counts the fake's calls about one sandbox, every operation
+// (the command API's included) and the preview's requests.
+func sandboxCalls(prov *fake.Provider, sandboxID string) int {
+	n := prov.PreviewHits()
+	for _, op := range append(slices.Clone(fake.Ops), fake.OpStartCommand, fake.OpCommandStatus) {
+		n += prov.CallsFor(op, sandboxID)
+	}
+	return n
 }

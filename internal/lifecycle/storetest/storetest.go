@@ -119,6 +119,8 @@ func testCreateSession(t *testing.T, newStore NewStore) {
 		s.App = &lifecycle.AppSpec{Port: 3000, StartCommand: "npm run dev", Cwd: "app", Env: map[string]string{"NODE_ENV": "development"},
 			ReadyPath: "/health", ReadyTimeout: 90 * time.Second}
 		s.Readiness, s.ReadinessDetail, s.ReadyAt = lifecycle.ReadinessFailed, "exited with code 1", t0.Add(time.Second)
+		exit := 1
+		s.AppExitCode = &exit
 		s.FromPool, s.PoolID = true, "pool_0123456789abcdef"
 		want := s.Clone()
 		want.Version = 1

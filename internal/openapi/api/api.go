@@ -136,11 +136,16 @@ type ReconnectResult struct {
 }
 
 // Error is the error envelope every failure answers with:
-// {"status":"error","error":"<sentence>","error_type":"<code>"}.
+// {"status":"error","error":"<sentence>","error_type":"<code>"}. ExitCode
+// and Output come with error_type app_failed only (an open of a session
+// whose app failed, docs/WAKE.md): the app's start command's exit code
+// when it exited, and its last output lines when the provider keeps them.
 type Error struct {
 	Status    string `json:"status"`
 	Error     string `json:"error"`
 	ErrorType string `json:"error_type"`
+	ExitCode  *int   `json:"exit_code,omitempty"`
+	Output    string `json:"output,omitempty"`
 }
 
 // Pool is one warm pool as GET /v1/pools shows it (docs/POOLS.md): its

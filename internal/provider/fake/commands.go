@@ -27,6 +27,12 @@ const (
 // (docs/providers/e2b.md).
 const PortClosedBody = "The sandbox is running but port is not open"
 
+// MissingFolder is a Command.Cwd the fake's sandboxes never have: a start
+// there fails as the local provider's does (its chdir fails), with an
+// error of no provider kind (not gone, conflict or transient), and starts
+// nothing.
+const MissingFolder = "/missing"
+
 // command is a background command the fake "runs". It runs nothing: it
 // listens on its port BootDelay after it started, by the clock, unless its
 // line contains "--no-listen"; a line "exit N" exits at once with code N.
@@ -46,7 +52,8 @@ func (p *Provider) KeepsProcesses() bool { return !p.cfg.DropProcesses }
 // StartCommand records cmd as running in the sandbox unless one of its name
 // already runs (then it returns that one and starts nothing, so
 // StartCalls counts the starts that happened). Errors: gone; transient
-// when the sandbox is paused; injected ones.
+// when the sandbox is paused; a plain error for a Cwd of MissingFolder;
+// injected ones.
 func (p *Provider) StartCommand(ctx context.Context, sandboxID string, cmd lifecycle.Command) (lifecycle.CommandStatus, error) {
 	var out lifecycle.CommandStatus
 	err := p.call(ctx, OpStartCommand, sandboxID, func(now time.Time) error {
@@ -60,6 +67,9 @@ func (p *Provider) StartCommand(ctx context.Context, sandboxID string, cmd lifec
 		if c, ok := sb.commands[cmd.Name]; ok && !c.exited {
 			out = c.status()
 			return nil
+		}
+		if cmd.Cwd == MissingFolder || strings.HasPrefix(cmd.Cwd, MissingFolder+"/") {
+			return fmt.Errorf("start command in sandbox %s: chdir %s: no such file or directory", sandboxID, cmd.Cwd)
 		}
 		c := &command{line: cmd.Line, port: cmd.Port, startedAt: now, noListen: strings.Contains(cmd.Line, "--no-listen")}
 		if code, ok := strings.CutPrefix(strings.TrimSpace(cmd.Line), "exit "); ok {
