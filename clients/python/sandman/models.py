@@ -92,6 +92,19 @@ class App(Model):
 
 
 @dataclass(kw_only=True)
+class PoolApp(Model):
+    """The app a pool's spares serve, as GET /v1/pools shows it: App with env
+    reduced to its variables' names (sorted); no value is shown."""
+
+    port: int
+    start_command: str
+    cwd: str
+    env_names: list[str]
+    ready_path: str
+    ready_timeout_seconds: int
+
+
+@dataclass(kw_only=True)
 class AppRequest(Model):
     """The app to start in a new session: port and start_command required."""
 
@@ -283,7 +296,7 @@ class Pool(Model):
     id: str
     provider: str
     template: str
-    app: App | None
+    app: PoolApp | None
     size: int
     tier: str
     max_age_seconds: int
@@ -378,6 +391,7 @@ SCHEMAS: dict[str, type[Model]] = {
     "PoolUsage": PoolUsage,
     "Usage": Usage,
     "Pool": Pool,
+    "PoolApp": PoolApp,
     "PoolList": PoolList,
     "WebhookEndpoint": WebhookEndpoint,
     "WebhookEndpointList": WebhookEndpointList,

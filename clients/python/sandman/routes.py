@@ -33,6 +33,9 @@ class Route:
     query: tuple[str, ...] = ()
     headers: tuple[str, ...] = ()
     kind: str | None = None
+    # Query parameters only Sandman's own pages add (the waking page's
+    # reopen=1, which is never activity); the SDK never builds them.
+    page_query: tuple[str, ...] = ()
 
 
 ROUTES: dict[str, Route] = {
@@ -48,8 +51,8 @@ ROUTES: dict[str, Route] = {
     "snapshotSession": Route("POST", "/v1/sessions/{id}/snapshot", "safe", ("sessions.pause",)),
     "reconnectSession": Route("GET", "/v1/sessions/{id}/reconnect", "safe", ("sessions.reconnect",)),
     "diagnoseSession": Route("GET", "/v1/sessions/{id}/diagnose", "safe", ("sessions.diagnose",)),
-    "openSession": Route("GET", "/v1/sessions/{id}/open", "safe", ("sessions.open_url",), query=("wait", "token"), kind="link"),
-    "openSessionPath": Route("GET", "/v1/sessions/{id}/open/{path}", "safe", ("sessions.open_url",), query=("wait", "token"), kind="link"),
+    "openSession": Route("GET", "/v1/sessions/{id}/open", "safe", ("sessions.open_url",), query=("wait", "token"), kind="link", page_query=("reopen",)),
+    "openSessionPath": Route("GET", "/v1/sessions/{id}/open/{path}", "safe", ("sessions.open_url",), query=("wait", "token"), kind="link", page_query=("reopen",)),
     "createClientToken": Route("POST", "/v1/sessions/{id}/client-tokens", "safe", ("client_tokens.create",)),
     "getUsage": Route("GET", "/v1/usage", "safe", ("usage.get", "usage.lines"), query=("from", "to", "group_by", "limit", "cursor")),
     "listPools": Route("GET", "/v1/pools", "safe", ("pools.list",)),

@@ -97,7 +97,7 @@ def drift(doc: dict) -> list[str]:
             for p in item.get("parameters", []) + op.get("parameters", []):
                 if "$ref" in p:
                     p = doc["components"]["parameters"][p["$ref"].rsplit("/", 1)[1]]
-                if p["in"] == "query" and p["name"] not in r.query:
+                if p["in"] == "query" and p["name"] not in r.query + r.page_query:
                     problems.append(f"query parameter {p['name']} of {key} is not sent by the SDK (ROUTES[{name!r}].query)")
                 if p["in"] == "header" and p["name"].lower() not in {h.lower() for h in r.headers}:
                     problems.append(f"header {p['name']} of {key} is not sent by the SDK (ROUTES[{name!r}].headers)")

@@ -136,7 +136,7 @@ export interface paths {
         };
         /**
          * Open a session's stable link
-         * @description The session's stable link (docs/WAKE.md "Opening the link"). Running and ready (or no app): 302 to the preview URL plus path. Paused: starts one resume per burst (concurrent opens join the one under way), which runs in the background (docs/WAKE.md "The resume runs in the background"), and answers a browser (Accept: text/html) at once 200 with a waking page that imports GET /v1/sandman.js and follows the session over the client channel, and any other client, after holding up to ?wait= seconds, 302 when ready or 503 with Retry-After. killed, failed, expired: 410 (an HTML page for a browser). Served by the resume function. Counts as activity.
+         * @description The session's stable link (docs/WAKE.md "Opening the link"). Running and ready (or no app): 302 to the preview URL plus path. Paused: starts one resume per burst (concurrent opens join the one under way), which runs in the background (docs/WAKE.md "The resume runs in the background"), and answers a browser (Accept: text/html) at once 200 with a waking page that imports GET /v1/sandman.js and follows the session over the client channel, and any other client, after holding up to ?wait= seconds, 302 when ready or 503 with Retry-After. Running with its app failed: 409 app_failed (with exit_code and output); running with no preview URL: 409 no_preview; neither waits. killed, failed, expired (also when it ends during the hold): 410. A browser gets each error as a short HTML page. Served by the resume function. Counts as activity when it leads somewhere (a redirect, a resume, an app still starting), never with reopen=1.
          */
         get: operations["openSession"];
         put?: never;
@@ -353,7 +353,7 @@ export interface paths {
         };
         /**
          * The deployment's warm pools: spares ready and being made, claims, hit rate, health and usage
-         * @description Served by the sessions function (docs/POOLS.md). Pools are the deployment's (SANDMAN_POOLS), not an account's: any API key may read them. Reads the table only; no provider call.
+         * @description Served by the sessions function (docs/POOLS.md). Pools are the deployment's (SANDMAN_POOLS), not an account's: any API key may read them, so an app's env is shown as its variables' names only (a pool's env may hold the deployment's secrets). Reads the table only; no provider call.
          */
         get: operations["listPools"];
         put?: never;
@@ -379,7 +379,7 @@ export interface paths {
         put?: never;
         /**
          * Register a webhook endpoint
-         * @description Served by the sessions function. Answers 201 with the endpoint and its signing secret (shown once). The URL is refused (400) unless https with a host resolving only to public addresses (not loopback, private, link-local or the metadata address), unless the deployment allows private targets. 409 beyond 20 endpoints per account.
+         * @description Served by the sessions function. Answers 201 with the endpoint and its signing secret (shown once). The URL is refused (400 invalid) unless https, with a port (if given) from 1 to 65535 and a host resolving only to globally reachable addresses: not loopback, private, link-local, the metadata address, or any block IANA's special-purpose address registries mark not globally reachable (benchmarking, documentation, reserved, discard, Teredo, 6to4; docs/WEBHOOKS.md "Safe targets"); only the https and address rules are lifted where the deployment allows private targets, never for the metadata address. 409 beyond 20 endpoints per account.
          */
         post: operations["createWebhookEndpoint"];
         delete?: never;
@@ -760,10 +760,14 @@ export interface components {
             /** @description A human sentence; for a 500 it names only the request id. */
             error: string;
             /**
-             * @description invalid 400, unauthorized 401, forbidden 403, not_found 404, conflict and sandbox_paused 409, too_large 413, gone 410, quota_exceeded 429, unavailable, sandbox_expired and sandbox_unreachable 503, internal 500.
+             * @description invalid 400, unauthorized 401, forbidden 403, not_found 404, conflict, sandbox_paused, app_failed and no_preview 409, too_large 413, gone 410, quota_exceeded 429, unavailable, sandbox_expired and sandbox_unreachable 503, internal 500.
              * @enum {string}
              */
-            error_type: "invalid" | "unauthorized" | "forbidden" | "not_found" | "conflict" | "sandbox_paused" | "too_large" | "gone" | "quota_exceeded" | "unavailable" | "sandbox_expired" | "sandbox_unreachable" | "internal";
+            error_type: "invalid" | "unauthorized" | "forbidden" | "not_found" | "conflict" | "sandbox_paused" | "app_failed" | "no_preview" | "too_large" | "gone" | "quota_exceeded" | "unavailable" | "sandbox_expired" | "sandbox_unreachable" | "internal";
+            /** @description app_failed only: the app's start command's exit code, when it exited before the preview answered (absent when it did not, or the provider keeps none). */
+            exit_code?: number;
+            /** @description app_failed only: the start command's last output lines (stdout and stderr), when the provider keeps them. */
+            output?: string;
         };
         Diagnosis: {
             session: components["schemas"]["Session"];
@@ -924,7 +928,7 @@ export interface components {
         WebhookEndpoint: {
             /** @description "we_" and 26 lowercase base32 characters. */
             id: string;
-            /** @description Where deliveries are POSTed: https (http and private addresses only where the deployment allows private targets). */
+            /** @description Where deliveries are POSTed: https, port 1 to 65535, a host resolving only to globally reachable addresses (http and other addresses only where the deployment allows private targets; never the metadata address). */
             url: string;
             description: string;
             /** @description The event types delivered; empty: every type. */
@@ -1032,8 +1036,8 @@ export interface components {
             provider: string;
             /** @description The template spares are made from. */
             template: string;
-            /** @description The app spares serve (the template's default with the pool's fields over it); null when none. */
-            app: components["schemas"]["App"] | null;
+            /** @description The app spares serve (the template's default with the pool's fields over it), its env shown as the variables' names only; null when none. */
+            app: components["schemas"]["PoolApp"] | null;
             /** @description How many spares the pool keeps. */
             size: number;
             /**
@@ -1074,6 +1078,21 @@ export interface components {
              */
             backoff_until: string | null;
             usage: components["schemas"]["PoolUsage"];
+        };
+        /** @description The app a pool's spares serve, as GET /v1/pools shows it: App with env reduced to its variables' names. Any API key reads pools and a pool's env may hold the deployment's secrets, so no value is shown. */
+        PoolApp: {
+            /** @description The sandbox port the app listens on. */
+            port: number;
+            /** @description Shell command line started in the background (sh -c). */
+            start_command: string;
+            /** @description Working directory; empty for the sandbox home. */
+            cwd: string;
+            /** @description The names of the variables added to the command's environment, sorted; their values are not shown. */
+            env_names: string[];
+            /** @description The path probed on the preview. */
+            ready_path: string;
+            /** @description Seconds after the session became running before readiness fails. */
+            ready_timeout_seconds: number;
         };
         /** @description Every configured warm pool, in configuration order. */
         PoolList: {
@@ -1448,6 +1467,8 @@ export interface operations {
                 wait?: number;
                 /** @description A client token of this session (instead of an API key or Authorization header). */
                 token?: string;
+                /** @description Set by the waking page when it opens the link again by itself: the open is never activity and wakes nothing (a paused session answers 409 sandbox_paused, a browser a page with the link to click). */
+                reopen?: "1";
             };
             header?: never;
             path: {
@@ -1480,7 +1501,16 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            409: components["responses"]["Conflict"];
+            /** @description conflict: the state does not allow it; app_failed: running, its app failed (exit_code and output carried); no_preview: running with no preview URL; sandbox_paused: a reopen=1 open of a paused session. A browser gets a short HTML page. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "text/html": string;
+                };
+            };
             /** @description gone: the session is killed, failed or expired; its link opens nothing any more. */
             410: {
                 headers: {

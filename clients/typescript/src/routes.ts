@@ -26,6 +26,8 @@ export interface Route {
   /** Request headers the SDK sends besides auth and content-type. */
   readonly headers?: readonly string[];
   readonly kind?: "link";
+  /** Query parameters only Sandman's own pages add (the waking page's reopen=1, never activity); the SDK never builds them. */
+  readonly pageQuery?: readonly string[];
   /** The SDK method that calls it. */
   readonly sdk: string;
 }
@@ -43,8 +45,8 @@ export const ROUTES = {
   snapshotSession: { method: "POST", path: "/v1/sessions/{id}/snapshot", retry: "safe", sdk: "sessions.pause" },
   reconnectSession: { method: "GET", path: "/v1/sessions/{id}/reconnect", retry: "safe", sdk: "sessions.reconnect" },
   diagnoseSession: { method: "GET", path: "/v1/sessions/{id}/diagnose", retry: "safe", sdk: "sessions.diagnose" },
-  openSession: { method: "GET", path: "/v1/sessions/{id}/open", retry: "safe", query: ["wait", "token"], kind: "link", sdk: "sessions.openUrl" },
-  openSessionPath: { method: "GET", path: "/v1/sessions/{id}/open/{path}", retry: "safe", query: ["wait", "token"], kind: "link", sdk: "sessions.openUrl" },
+  openSession: { method: "GET", path: "/v1/sessions/{id}/open", retry: "safe", query: ["wait", "token"], pageQuery: ["reopen"], kind: "link", sdk: "sessions.openUrl" },
+  openSessionPath: { method: "GET", path: "/v1/sessions/{id}/open/{path}", retry: "safe", query: ["wait", "token"], pageQuery: ["reopen"], kind: "link", sdk: "sessions.openUrl" },
   createClientToken: { method: "POST", path: "/v1/sessions/{id}/client-tokens", retry: "safe", sdk: "clientTokens.create" },
   getUsage: { method: "GET", path: "/v1/usage", retry: "safe", query: ["from", "to", "group_by", "limit", "cursor"], sdk: "usage.get, usage.lines" },
   listPools: { method: "GET", path: "/v1/pools", retry: "safe", sdk: "pools.list" },

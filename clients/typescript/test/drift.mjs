@@ -58,7 +58,7 @@ export async function drift(docPath) {
       }
       for (const p of [...(item.parameters ?? []), ...(op.parameters ?? [])]) {
         const param = p.$ref ? p.$ref.split("/").reduce((o, k) => (k === "#" ? doc : o[k]), doc) : p;
-        if (param.in === "query" && !(r.query ?? []).includes(param.name)) {
+        if (param.in === "query" && ![...(r.query ?? []), ...(r.pageQuery ?? [])].includes(param.name)) {
           problems.push(`query parameter ${param.name} of ${key} is not sent by the SDK (ROUTES.${r.op}.query)`);
         }
         if (param.in === "header" && !(r.headers ?? []).some((h) => h.toLowerCase() === param.name.toLowerCase())) {
