@@ -22,6 +22,7 @@ require (
 	github.com/cdklabs/cdk-nag-go/cdknag/v2 v2.34.0
 	github.com/coder/websocket v1.8.15
 	github.com/getkin/kin-openapi v0.152.0
+	github.com/klauspost/compress v1.20.4
 	github.com/standard-webhooks/standard-webhooks/libraries v0.0.1
 	golang.org/x/sync v0.24.0
 	golang.org/x/time v0.16.0
