@@ -7,13 +7,15 @@ import (
 	"github.com/klauspost/compress/zstd"
 )
 
-// The zstd settings of every archive. Level: zstd's default (the
-// reference tool's -3), the speed/ratio point `tar | zstd -3` is measured
+// The zstd settings of every archive. Level: zstd's default, the
+// reference tool's -3, the speed/ratio point `tar | zstd -3` is measured
 // at. Concurrency: a Lambda function or a small host has about two cores,
 // one of which also reads the tar stream (a file walk or the sandbox's
-// stdout), so two encoders work at once on independent sections of the
-// stream (each section still one zstd frame's blocks, with the previous
-// section's tail as history); measured in internal/lab/archivebench.
+// stdout), so the encoder compresses one block while the next is being
+// read (concurrency 2). The encoder's concurrent sections
+// (zstd.WithConcurrentBlocks) measured slower on two cores, and decoding
+// with two blocks in flight about twice as fast as with one
+// (internal/lab/archivebench, BenchmarkEncoderSettings).
 const (
 	encoderLevel       = zstd.SpeedDefault
 	encoderConcurrency = 2
@@ -28,7 +30,6 @@ func NewCompressor(dst io.Writer) (io.WriteCloser, error) {
 	enc, err := zstd.NewWriter(dst,
 		zstd.WithEncoderLevel(encoderLevel),
 		zstd.WithEncoderConcurrency(encoderConcurrency),
-		zstd.WithConcurrentBlocks(true),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("zstd encoder: %w", err)
