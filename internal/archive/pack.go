@@ -45,21 +45,34 @@ func PackTar(ctx context.Context, w io.Writer, dir string, ex Excludes) (PackSta
 	return st, err
 }
 
-// Pack writes dir to w as a tar stream compressed with zstd (PackTar, then
-// the compression of Compress), the object a Store keeps. PackStats.Written
-// counts the compressed bytes.
+// Pack writes dir to w as a tar stream compressed with zstd, the object a
+// Store keeps: PackTar in one goroutine, its stream through a pipe into
+// Compress in another, so that reading the files and compressing overlap
+// as `tar | zstd` and the sandbox path (TarCommand's stdout into Compress)
+// do. PackStats.Written counts the compressed bytes.
 func Pack(ctx context.Context, w io.Writer, dir string, ex Excludes) (PackStats, error) {
+	pr, pw := io.Pipe()
+	done := make(chan struct{})
+	var st PackStats
+	var packErr error
+	go func() {
+		defer close(done)
+		st, packErr = packTar(ctx, pw, dir, ex)
+		pw.CloseWithError(packErr)
+	}()
 	cw := &countingWriter{w: w}
-	enc, err := NewCompressor(cw)
-	if err != nil {
-		return PackStats{}, err
-	}
-	st, err := packTar(ctx, enc, dir, ex)
-	if cerr := enc.Close(); err == nil && cerr != nil {
-		err = fmt.Errorf("pack %s: %w", dir, cerr)
-	}
+	_, err := Compress(cw, pr)
+	// A failed write to w stops the packer too.
+	pr.CloseWithError(err)
+	<-done
 	st.Written = cw.n
-	return st, err
+	if packErr != nil {
+		return st, packErr
+	}
+	if err != nil {
+		return st, fmt.Errorf("pack %s: %w", dir, err)
+	}
+	return st, nil
 }
 
 func packTar(ctx context.Context, w io.Writer, dir string, ex Excludes) (PackStats, error) {

@@ -152,3 +152,30 @@ func TestPackFileChangedSize(t *testing.T) {
 		}
 	}
 }
+
+type failingWriter struct{ left int }
+
+var errDisk = errors.New("disk full")
+
+func (f *failingWriter) Write(p []byte) (int, error) {
+	if len(p) > f.left {
+		n := f.left
+		f.left = 0
+		return n, errDisk
+	}
+	f.left -= len(p)
+	return len(p), nil
+}
+
+// TestPackStopsWhenTheDestinationFails checks that a failing destination
+// ends Pack with its error, the packing goroutine included.
+func TestPackStopsWhenTheDestinationFails(t *testing.T) {
+	src := t.TempDir()
+	mustTree(t, src)
+	if err := os.WriteFile(filepath.Join(src, "big"), bytes.Repeat([]byte("incompressible? no, but long "), 1<<17), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Pack(t.Context(), &failingWriter{left: 100}, src, Excludes{}); !errors.Is(err, errDisk) {
+		t.Errorf("Pack to a failing writer = %v, want its error", err)
+	}
+}

@@ -164,22 +164,29 @@ func (u *unpacker) member(hdr *tar.Header, r io.Reader) error {
 		u.st.Dirs++
 		return nil
 	case tar.TypeReg, tar.TypeGNUSparse:
-		if err := u.clear(name); err != nil {
-			return err
-		}
+		// Into a fresh folder the exclusive create succeeds at once; only
+		// when something is there is it looked at and removed. Each path
+		// operation through the root costs a lookup per component, so the
+		// mode is set on the open file.
 		f, err := u.root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if errors.Is(err, fs.ErrExist) {
+			if err := u.clear(name); err != nil {
+				return err
+			}
+			f, err = u.root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		}
 		if err != nil {
 			return err
 		}
 		n, err := io.CopyBuffer(f, r, u.buf)
+		if err == nil {
+			err = f.Chmod(mode)
+		}
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}
 		if err != nil {
 			return fmt.Errorf("write %s: %w", name, err)
-		}
-		if err := u.root.Chmod(name, mode); err != nil {
-			return err
 		}
 		if err := u.root.Chtimes(name, atime, hdr.ModTime); err != nil {
 			return err
