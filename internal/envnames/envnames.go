@@ -138,6 +138,32 @@ const (
 	SweepDormancyAge     = "SANDMAN_SWEEP_DORMANCY_AGE"
 )
 
+// Where Sandman keeps its archives of sessions' workspaces (docs/ARCHIVES.md),
+// read by internal/archive.ConfigFromEnv. Not yet in Functions: no function
+// reads them until checkpoints are wired in.
+const (
+	// ArchiveBucket is the S3 bucket archives are kept in; set by the stack.
+	// Unset: the folder store at ArchiveDir.
+	ArchiveBucket = "SANDMAN_ARCHIVE_BUCKET"
+	// ArchiveDir is the folder store's root when no bucket is set (default
+	// ".sandman/archives").
+	ArchiveDir = "SANDMAN_ARCHIVE_DIR"
+	// ArchiveSSE is the server-side encryption every put asks S3 for:
+	// "AES256" (the default, S3-managed keys) or "aws:kms".
+	ArchiveSSE = "SANDMAN_ARCHIVE_SSE"
+	// ArchiveKMSKeyID is the KMS key of "aws:kms" (an id, ARN or alias);
+	// unset: the account's aws/s3 key.
+	ArchiveKMSKeyID = "SANDMAN_ARCHIVE_KMS_KEY_ID"
+	// ArchiveS3Endpoint is an S3-compatible endpoint such as moto's
+	// (http://127.0.0.1:N); unset in AWS.
+	ArchiveS3Endpoint = "SANDMAN_ARCHIVE_S3_ENDPOINT"
+	// ArchiveS3PathStyle "true" addresses the bucket in the path
+	// (endpoint/bucket/key) instead of the host name, as moto and other
+	// local S3 servers need; default false, true when ArchiveS3Endpoint is
+	// set.
+	ArchiveS3PathStyle = "SANDMAN_ARCHIVE_S3_PATH_STYLE"
+)
+
 // The local stack's own variables (internal/localstack).
 const (
 	Addr          = "SANDMAN_ADDR"           // listen address
@@ -163,4 +189,6 @@ var (
 		WebhookRetrySchedule, WebhookAllowPrivateTargets, WebhookQueueURL, WebhookDLQURL,
 	}
 	LocalStack = []string{Addr, SweepInterval, InMemory, DDBPort, StateDir, DevAPIKey}
+	// Archive lists the archive store's variables (internal/archive).
+	Archive = []string{ArchiveBucket, ArchiveDir, ArchiveSSE, ArchiveKMSKeyID, ArchiveS3Endpoint, ArchiveS3PathStyle}
 )
