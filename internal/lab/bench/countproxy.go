@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -39,13 +38,26 @@ type CountingProxy struct {
 // transport errors are logged to log at warn level. Errors: an endpoint
 // that is not an http(s) URL, or no port to listen on.
 func NewCountingProxy(endpoint string, ops *OpCounter, log *slog.Logger) (*CountingProxy, error) {
-	return NewCapacityProxy(endpoint, ops, nil, log)
+	return NewObservedProxy(endpoint, ops, nil, log)
 }
 
-// NewCapacityProxy is NewCountingProxy that also records, in capacity, the
-// capacity units DynamoDB reports for every request it carries, by key
-// family (see CapacityLog; nil: none).
-func NewCapacityProxy(endpoint string, ops *OpCounter, capacity *CapacityLog, log *slog.Logger) (*CountingProxy, error) {
+// ProxyObserver sees the requests a CountingProxy carries and their
+// answers, e.g. the capacity model's log of consumed capacity units.
+// Its methods are called from the proxy's request goroutines at once.
+type ProxyObserver interface {
+	// Request is called with each request (op is its DynamoDB operation,
+	// e.g. "UpdateItem") before it goes on; it may rewrite r's body and
+	// headers. It returns what Response gets for the request's answer,
+	// nil when the answer need not be seen.
+	Request(op string, r *http.Request) any
+	// Response is called with the answer to a request whose Request
+	// returned state (not nil), before the answer goes back.
+	Response(op string, state any, resp *http.Response)
+}
+
+// NewObservedProxy is NewCountingProxy that also shows every request it
+// carries, and its answer, to obs (nil: none).
+func NewObservedProxy(endpoint string, ops *OpCounter, obs ProxyObserver, log *slog.Logger) (*CountingProxy, error) {
 	target, err := url.Parse(endpoint)
 	if err != nil || (target.Scheme != "http" && target.Scheme != "https") || target.Host == "" {
 		return nil, fmt.Errorf("counting proxy: endpoint %q is not an http(s) URL", endpoint)
@@ -63,17 +75,17 @@ func NewCapacityProxy(endpoint string, ops *OpCounter, capacity *CapacityLog, lo
 			ops.Add(op)
 			pr.SetURL(target)
 			pr.Out.Host = pr.In.Host // signed by the SDK
-			if capacity != nil {
+			if obs != nil {
 				// DynamoDB Local does not check the signature over the
-				// body, so asking for the consumed capacity is harmless.
-				if body := capacity.request(op, pr.Out); body != nil {
-					*pr.Out = *pr.Out.WithContext(context.WithValue(pr.Out.Context(), capacityKey{}, capacityReq{op, body}))
+				// body, so an observer may rewrite it.
+				if state := obs.Request(op, pr.Out); state != nil {
+					*pr.Out = *pr.Out.WithContext(context.WithValue(pr.Out.Context(), observedKey{}, observed{op, state}))
 				}
 			}
 		},
 		ModifyResponse: func(resp *http.Response) error {
-			if c, ok := resp.Request.Context().Value(capacityKey{}).(capacityReq); ok && capacity != nil {
-				capacity.response(c.op, c.body, resp)
+			if c, ok := resp.Request.Context().Value(observedKey{}).(observed); ok && obs != nil {
+				obs.Response(c.op, c.state, resp)
 			}
 			return nil
 		},
@@ -108,10 +120,11 @@ func (p *CountingProxy) Close(ctx context.Context) error {
 	return err
 }
 
-// capacityKey carries a request's parsed body from Rewrite to ModifyResponse.
-type capacityKey struct{}
+// observedKey carries an observed request's state from Rewrite to
+// ModifyResponse.
+type observedKey struct{}
 
-type capacityReq struct {
-	op   string
-	body map[string]json.RawMessage
+type observed struct {
+	op    string
+	state any
 }

@@ -23,6 +23,7 @@ import (
 	"syscall"
 
 	"github.com/sandmanhq/sandman/internal/lab/bench"
+	"github.com/sandmanhq/sandman/internal/lab/capacity"
 )
 
 func main() {
@@ -45,8 +46,8 @@ func run(ctx context.Context, args []string, out, progress io.Writer) (bool, err
 	fs.SetOutput(progress)
 	endpoint := fs.String("endpoint", os.Getenv("DYNAMODB_ENDPOINT"), "DynamoDB Local endpoint (default $DYNAMODB_ENDPOINT)")
 	limit := fs.Float64("limit", 0.8, "fail when a key family uses more than this share of a DynamoDB limit")
-	d := bench.DefaultCapacityTarget
-	var cfg bench.CapacityConfig
+	d := capacity.DefaultTarget
+	var cfg capacity.Config
 	t := &cfg.Target
 	fs.IntVar(&t.Sessions, "sessions", d.Sessions, "running sessions")
 	fs.DurationVar(&t.HeartbeatEvery, "heartbeat", d.HeartbeatEvery, "heartbeat interval of each running session")
@@ -66,7 +67,7 @@ func run(ctx context.Context, args []string, out, progress io.Writer) (bool, err
 	if err != nil {
 		return false, err
 	}
-	res, err := bench.RunCapacity(ctx, env, cfg)
+	res, err := capacity.Run(ctx, env, cfg)
 	if err != nil {
 		return false, err
 	}

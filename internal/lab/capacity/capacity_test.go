@@ -1,17 +1,22 @@
-package bench
+package capacity
 
 import (
 	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
 	"testing"
 
+	"github.com/sandmanhq/sandman/internal/dynamo/dynamotest"
 	"github.com/sandmanhq/sandman/internal/dynamo/tabledef"
+	"github.com/sandmanhq/sandman/internal/lab/bench"
 )
 
 // TestCapacityLogSplitsATransaction: a transaction's one table figure is
 // split as DynamoDB bills its items: 2 WCU per small item, the rest to the
 // session item; index units go to the index families.
 func TestCapacityLogSplitsATransaction(t *testing.T) {
-	l := NewCapacityLog()
+	l := NewLog()
 	body := map[string]json.RawMessage{"TransactItems": json.RawMessage(`[
 		{"Update":{"Key":{"pk":{"S":"SESSION#ses_1"},"sk":{"S":"SESSION"}}}},
 		{"Update":{"Key":{"pk":{"S":"ACCOUNT#a"},"sk":{"S":"RUNNING"}}}}]`)}
@@ -34,12 +39,12 @@ func TestCapacityLogSplitsATransaction(t *testing.T) {
 // TestScaleCapacity: a family's busiest key gets the mean session's, the
 // largest account's or one shard's share of each operation's rate.
 func TestScaleCapacity(t *testing.T) {
-	target := DefaultCapacityTarget
-	ops := []CapacityOp{{Name: "heartbeat", PerSecond: 1000, Units: map[Family]Units{
+	target := DefaultTarget
+	ops := []Op{{Name: "heartbeat", PerSecond: 1000, Units: map[Family]Units{
 		FamIdleShard: {Write: 2}, FamOwnerIndex: {Write: 1}, FamSessionItem: {Write: 1, Read: 1},
 	}}}
-	rows := scaleCapacity(ops, target, 10, 1)
-	byFamily := map[Family]CapacityRow{}
+	rows := scaleRows(ops, target, 10, 1)
+	byFamily := map[Family]Row{}
 	for _, r := range rows {
 		byFamily[r.Family] = r
 	}
@@ -61,8 +66,8 @@ func TestScaleCapacity(t *testing.T) {
 // operation: at the default target every key family stays under 80 % of
 // DynamoDB's limits; at 10× the target the idle index's shards break first.
 func TestRunCapacity(t *testing.T) {
-	env := MustEnv(t)
-	res, err := RunCapacity(t.Context(), env, CapacityConfig{Ops: 3})
+	env := mustEnv(t)
+	res, err := Run(t.Context(), env, Config{Ops: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,13 +81,38 @@ func TestRunCapacity(t *testing.T) {
 	// measured units per call.
 	target := res.Target
 	target.Scale = 10
-	ops := make([]CapacityOp, len(res.Ops))
+	ops := make([]Op, len(res.Ops))
 	for i, op := range res.Ops {
 		op.PerSecond *= 10
 		ops[i] = op
 	}
-	ten := CapacityResult{Rows: scaleCapacity(ops, target, res.Shards, 1)}
+	ten := Result{Rows: scaleRows(ops, target, res.Shards, 1)}
 	if got, want := ten.Rows[0].Family, FamIdleShard; got != want || ten.Rows[0].Use <= 1 {
 		t.Errorf("at 10×: busiest %s at %.0f %%, want %s over its limit", got, ten.Rows[0].Use*100, want)
 	}
+}
+
+// mustEnv returns a bench.Env on the DynamoDB Local of $DYNAMODB_ENDPOINT
+// (the test fails when it is unset), with the code under test's logs
+// discarded and progress sent to the test log.
+func mustEnv(tb testing.TB) *bench.Env {
+	tb.Helper()
+	dynamotest.MustClient(tb) // fails with instructions when DYNAMODB_ENDPOINT is unset
+	repo, err := filepath.Abs(filepath.Join("..", "..", ".."))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	env, err := bench.NewEnv(tb.Context(), os.Getenv(dynamotest.EndpointEnv), repo, io.Discard, testLog{tb})
+	if err != nil {
+		tb.Fatalf("bench env: %v", err)
+	}
+	return env
+}
+
+// testLog writes progress lines to the test log.
+type testLog struct{ tb testing.TB }
+
+func (w testLog) Write(p []byte) (int, error) {
+	w.tb.Log(string(p))
+	return len(p), nil
 }

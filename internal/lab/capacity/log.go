@@ -1,4 +1,4 @@
-package bench
+package capacity
 
 import (
 	"bytes"
@@ -13,12 +13,13 @@ import (
 	"github.com/sandmanhq/sandman/internal/dynamo/tabledef"
 )
 
-// CapacityLog sums the capacity units DynamoDB reports as consumed, by key
-// family (Family), for the requests a CountingProxy carries. The proxy asks
-// for them: it adds "ReturnConsumedCapacity":"INDEXES" to every request that
-// takes it (DynamoDB Local answers with the table's and each index's units,
-// as DynamoDB does) and reads the answer. Build it with NewCapacityLog and
-// hand it to NewCapacityProxy. Safe for concurrent use.
+// Log sums the capacity units DynamoDB reports as consumed, by key
+// family (Family), for the requests a bench.CountingProxy carries. As the
+// proxy's observer it asks for them: it adds
+// "ReturnConsumedCapacity":"INDEXES" to every request that takes it
+// (DynamoDB Local answers with the table's and each index's units, as
+// DynamoDB does) and reads the answer. Build it with NewLog and hand it to
+// bench.NewObservedProxy. Safe for concurrent use.
 //
 // A request that writes several items (TransactWriteItems, BatchWriteItem)
 // gets one figure for the table; it is split between them as DynamoDB
@@ -26,7 +27,7 @@ import (
 // units (size known for a put, else taken as under 1 KB; doubled in a
 // transaction) and the session items share the rest. Index units go to the
 // session items (only they, and connections, carry index keys).
-type CapacityLog struct {
+type Log struct {
 	mu   sync.Mutex
 	sums map[Family]*Units
 }
@@ -64,18 +65,18 @@ const (
 	FamConnSessIndex Family = "by_conn_session index partition"
 )
 
-// NewCapacityLog returns an empty CapacityLog.
-func NewCapacityLog() *CapacityLog { return &CapacityLog{sums: map[Family]*Units{}} }
+// NewLog returns an empty Log.
+func NewLog() *Log { return &Log{sums: map[Family]*Units{}} }
 
 // Reset forgets everything recorded.
-func (l *CapacityLog) Reset() {
+func (l *Log) Reset() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.sums = map[Family]*Units{}
 }
 
 // Snapshot returns the units recorded per family since the last Reset.
-func (l *CapacityLog) Snapshot() map[Family]Units {
+func (l *Log) Snapshot() map[Family]Units {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	out := make(map[Family]Units, len(l.sums))
@@ -85,7 +86,7 @@ func (l *CapacityLog) Snapshot() map[Family]Units {
 	return out
 }
 
-func (l *CapacityLog) add(f Family, read bool, units float64) {
+func (l *Log) add(f Family, read bool, units float64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	u := l.sums[f]
@@ -107,9 +108,26 @@ var capacityOps = map[string]bool{
 	"PutItem": false, "UpdateItem": false, "DeleteItem": false, "BatchWriteItem": false, "TransactWriteItems": false,
 }
 
+// Request implements bench.ProxyObserver: it rewrites a request whose
+// operation takes ReturnConsumedCapacity to ask for it, and returns the
+// parsed body for Response (nil: the request is not observed).
+func (l *Log) Request(op string, r *http.Request) any {
+	if body := l.request(op, r); body != nil {
+		return body
+	}
+	return nil
+}
+
+// Response implements bench.ProxyObserver: it records the units of the
+// answer to a request Request observed (state is its parsed body).
+func (l *Log) Response(op string, state any, resp *http.Response) {
+	body, _ := state.(map[string]json.RawMessage)
+	l.response(op, body, resp)
+}
+
 // request rewrites a request's body to ask for the consumed capacity and
 // returns the parsed body (nil when the operation takes none).
-func (l *CapacityLog) request(op string, r *http.Request) map[string]json.RawMessage {
+func (l *Log) request(op string, r *http.Request) map[string]json.RawMessage {
 	if _, ok := capacityOps[op]; !ok || r.Body == nil {
 		return nil
 	}
@@ -135,7 +153,7 @@ type consumed struct {
 }
 
 // response records the units of one answer to a request parsed by request.
-func (l *CapacityLog) response(op string, body map[string]json.RawMessage, resp *http.Response) {
+func (l *Log) response(op string, body map[string]json.RawMessage, resp *http.Response) {
 	if body == nil || resp.StatusCode != http.StatusOK {
 		return
 	}
@@ -189,7 +207,7 @@ type itemKey struct {
 }
 
 // split attributes one request's units to the items it touched.
-func (l *CapacityLog) split(keys []itemKey, txn, read bool, table float64, gsi map[string]float64) {
+func (l *Log) split(keys []itemKey, txn, read bool, table float64, gsi map[string]float64) {
 	if len(keys) == 0 {
 		l.add(FamOther, read, table)
 		return
@@ -234,7 +252,7 @@ func (l *CapacityLog) split(keys []itemKey, txn, read bool, table float64, gsi m
 }
 
 // addItem adds units to an item's family and its partition's family.
-func (l *CapacityLog) addItem(k itemKey, read bool, u float64) {
+func (l *Log) addItem(k itemKey, read bool, u float64) {
 	item, part := keyFamilies(k)
 	l.add(item, read, u)
 	if part != "" {
@@ -244,7 +262,7 @@ func (l *CapacityLog) addItem(k itemKey, read bool, u float64) {
 
 // query attributes a Query's units: to the index partition it read, or to
 // the table partition.
-func (l *CapacityLog) query(body map[string]json.RawMessage, table float64, gsi map[string]float64) {
+func (l *Log) query(body map[string]json.RawMessage, table float64, gsi map[string]float64) {
 	var index string
 	_ = json.Unmarshal(body["IndexName"], &index)
 	if index != "" {

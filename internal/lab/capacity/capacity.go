@@ -1,4 +1,4 @@
-package bench
+package capacity
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/sandmanhq/sandman/internal/dynamo"
 	"github.com/sandmanhq/sandman/internal/dynamo/tabledef"
+	"github.com/sandmanhq/sandman/internal/lab/bench"
 	"github.com/sandmanhq/sandman/internal/lab/numfmt"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/outbox"
@@ -24,9 +25,9 @@ const (
 	PartitionRCU = 3000.0
 )
 
-// CapacityTarget is the workload the capacity model scales to
-// (docs/CAPACITY.md "Target"). Zero fields take DefaultCapacityTarget's.
-type CapacityTarget struct {
+// Target is the workload the capacity model scales to
+// (docs/CAPACITY.md "Target"). Zero fields take DefaultTarget's.
+type Target struct {
 	// Sessions running at once (1,000,000).
 	Sessions int
 	// HeartbeatEvery is how often each running session's client sends a
@@ -53,15 +54,15 @@ type CapacityTarget struct {
 	Scale float64
 }
 
-// DefaultCapacityTarget is docs/DESIGN.md "Capacity"'s target.
-var DefaultCapacityTarget = CapacityTarget{
+// DefaultTarget is docs/DESIGN.md "Capacity"'s target.
+var DefaultTarget = Target{
 	Sessions: 1_000_000, HeartbeatEvery: 30 * time.Second, ChannelShare: 0.5,
 	PausesPer5Min: 100_000, ResumesPer5Min: 100_000, CreatesPer5Min: 30_000, ConnectsPer5Min: 130_000,
 	LargestAccount: 10_000, Scale: 1,
 }
 
-func (t CapacityTarget) withDefaults() CapacityTarget {
-	d := DefaultCapacityTarget
+func (t Target) withDefaults() Target {
+	d := DefaultTarget
 	if t.Sessions <= 0 {
 		t.Sessions = d.Sessions
 	}
@@ -92,11 +93,11 @@ func (t CapacityTarget) withDefaults() CapacityTarget {
 	return t
 }
 
-// CapacityConfig is what RunCapacity measures with. Zero fields mean the
+// Config is what Run measures with. Zero fields mean the
 // defaults given.
-type CapacityConfig struct {
-	// Target is the workload scaled to (DefaultCapacityTarget).
-	Target CapacityTarget
+type Config struct {
+	// Target is the workload scaled to (DefaultTarget).
+	Target Target
 	// Ops is how many of each operation the synthetic run makes (50).
 	Ops int
 	// Shards is the due indexes' shard count the table is written with
@@ -110,9 +111,9 @@ type CapacityConfig struct {
 	MaxRunning int
 }
 
-// CapacityOp is one operation of the synthetic workload with its measured
+// Op is one operation of the synthetic workload with its measured
 // cost per call and its rate at the target.
-type CapacityOp struct {
+type Op struct {
 	Name string `json:"name"`
 	// PerSecond is the operation's rate at the target, calls per second.
 	PerSecond float64 `json:"per_second"`
@@ -120,8 +121,8 @@ type CapacityOp struct {
 	Units map[Family]Units `json:"units"`
 }
 
-// CapacityRow is one key family at the target.
-type CapacityRow struct {
+// Row is one key family at the target.
+type Row struct {
 	Family Family `json:"family"`
 	// Keyed says what one key of the family is: "session", "account",
 	// "shard of N".
@@ -134,19 +135,19 @@ type CapacityRow struct {
 	Use float64 `json:"use"`
 }
 
-// CapacityResult is RunCapacity's answer.
-type CapacityResult struct {
-	Target CapacityTarget `json:"target"`
-	Shards int            `json:"shards"`
-	Ops    []CapacityOp   `json:"ops"`
-	Rows   []CapacityRow  `json:"rows"`
+// Result is Run's answer.
+type Result struct {
+	Target Target `json:"target"`
+	Shards int    `json:"shards"`
+	Ops    []Op   `json:"ops"`
+	Rows   []Row  `json:"rows"`
 	// Seconds is the wall time of the run.
 	Seconds float64 `json:"seconds"`
 }
 
 // Over returns the rows whose use is above limit (0.8: 80 %).
-func (r CapacityResult) Over(limit float64) []CapacityRow {
-	var out []CapacityRow
+func (r Result) Over(limit float64) []Row {
+	var out []Row
 	for _, row := range r.Rows {
 		if row.Use > limit {
 			out = append(out, row)
@@ -155,16 +156,19 @@ func (r CapacityResult) Over(limit float64) []CapacityRow {
 	return out
 }
 
-// capacityAccount is the largest account of the synthetic run.
-const capacityAccount = "acct_largest"
+// largestAccount is the largest account of the synthetic run.
+const largestAccount = "acct_largest"
 
-// RunCapacity drives the synthetic workload through lifecycle.Service on a
+// closeTimeout bounds stopping the capacity proxy once the run is over.
+const closeTimeout = 10 * time.Second
+
+// Run drives the synthetic workload through lifecycle.Service on a
 // dynamo.Store, as the functions wire them (the outbox's usage recording
 // in the path, the running-slot counter on), on a fresh table of DynamoDB
 // Local behind a capacity proxy; measures each operation's capacity units
 // per key family; and scales them to cfg.Target (docs/CAPACITY.md
 // "Method"). Errors: a table, proxy or operation that failed.
-func RunCapacity(ctx context.Context, env *Env, cfg CapacityConfig) (CapacityResult, error) {
+func Run(ctx context.Context, env *bench.Env, cfg Config) (Result, error) {
 	start := time.Now()
 	cfg.Target = cfg.Target.withDefaults()
 	if cfg.Ops <= 0 {
@@ -181,13 +185,13 @@ func RunCapacity(ctx context.Context, env *Env, cfg CapacityConfig) (CapacityRes
 	}
 	table, drop, err := env.NewTable(ctx, "capacity")
 	if err != nil {
-		return CapacityResult{}, err
+		return Result{}, err
 	}
 	defer drop()
-	capLog := NewCapacityLog()
-	proxy, err := NewCapacityProxy(env.Endpoint, NewOpCounter(), capLog, env.Log)
+	capLog := NewLog()
+	proxy, err := bench.NewObservedProxy(env.Endpoint, bench.NewOpCounter(), capLog, env.Log)
 	if err != nil {
-		return CapacityResult{}, err
+		return Result{}, err
 	}
 	defer func() {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeTimeout)
@@ -196,7 +200,7 @@ func RunCapacity(ctx context.Context, env *Env, cfg CapacityConfig) (CapacityRes
 	}()
 	client, err := dynamo.NewClient(ctx, proxy.URL)
 	if err != nil {
-		return CapacityResult{}, fmt.Errorf("dynamodb client for the proxy: %w", err)
+		return Result{}, fmt.Errorf("dynamodb client for the proxy: %w", err)
 	}
 	store := dynamo.New(dynamo.Config{Client: client, Table: table, Log: env.Log, Shards: cfg.Shards,
 		WithoutRunningSlots: cfg.MaxRunning < 0})
@@ -217,7 +221,7 @@ func RunCapacity(ctx context.Context, env *Env, cfg CapacityConfig) (CapacityRes
 
 	n := cfg.Ops
 	ids := make([]string, n)
-	var ops []CapacityOp
+	var ops []Op
 	measure := func(name string, rate float64, each func(i int) error) error {
 		capLog.Reset()
 		for i := range n {
@@ -229,7 +233,7 @@ func RunCapacity(ctx context.Context, env *Env, cfg CapacityConfig) (CapacityRes
 		for f, u := range capLog.Snapshot() {
 			per[f] = Units{Read: u.Read / float64(n), Write: u.Write / float64(n)}
 		}
-		ops = append(ops, CapacityOp{Name: name, PerSecond: rate, Units: per})
+		ops = append(ops, Op{Name: name, PerSecond: rate, Units: per})
 		return nil
 	}
 	steps := []struct {
@@ -239,40 +243,40 @@ func RunCapacity(ctx context.Context, env *Env, cfg CapacityConfig) (CapacityRes
 		each  func(i int) error
 	}{
 		{"create", per5(t.CreatesPer5Min), 0, func(i int) error {
-			s, _, err := svc.Create(ctx, capacityAccount, lifecycle.CreateInput{Template: "base"})
+			s, _, err := svc.Create(ctx, largestAccount, lifecycle.CreateInput{Template: "base"})
 			if err == nil {
 				ids[i] = s.ID
 			}
 			return err
 		}},
 		{"heartbeat over HTTP, written", writes * (1 - t.ChannelShare), cfg.Policy.ActivityGranularity + time.Second, func(i int) error {
-			_, err := svc.Heartbeat(ctx, capacityAccount, ids[i])
+			_, err := svc.Heartbeat(ctx, largestAccount, ids[i])
 			return err
 		}},
 		{"heartbeat over HTTP, coalesced", coalesced * (1 - t.ChannelShare), time.Second, func(i int) error {
-			_, err := svc.Heartbeat(ctx, capacityAccount, ids[i])
+			_, err := svc.Heartbeat(ctx, largestAccount, ids[i])
 			return err
 		}},
 		{"client connects (hello, visible)", per5(t.ConnectsPer5Min), 0, func(i int) error {
-			if err := store.PutConn(ctx, lifecycle.ClientConn{ID: "conn-" + ids[i], SessionID: ids[i], AccountID: capacityAccount,
+			if err := store.PutConn(ctx, lifecycle.ClientConn{ID: "conn-" + ids[i], SessionID: ids[i], AccountID: largestAccount,
 				Visible: true, ExpiresAt: clock.Now().Add(2 * time.Hour)}); err != nil {
 				return err
 			}
-			_, _, err := svc.SetPresence(ctx, capacityAccount, ids[i], true)
+			_, _, err := svc.SetPresence(ctx, largestAccount, ids[i], true)
 			return err
 		}},
 		{"heartbeat on the channel, written", writes * t.ChannelShare, cfg.Policy.ActivityGranularity + time.Second, func(i int) error {
 			if _, err := store.GetConn(ctx, "conn-"+ids[i]); err != nil {
 				return err
 			}
-			_, err := svc.Heartbeat(ctx, capacityAccount, ids[i])
+			_, err := svc.Heartbeat(ctx, largestAccount, ids[i])
 			return err
 		}},
 		{"heartbeat on the channel, coalesced", coalesced * t.ChannelShare, time.Second, func(i int) error {
 			if _, err := store.GetConn(ctx, "conn-"+ids[i]); err != nil {
 				return err
 			}
-			_, err := svc.Heartbeat(ctx, capacityAccount, ids[i])
+			_, err := svc.Heartbeat(ctx, largestAccount, ids[i])
 			return err
 		}},
 		{"client disconnects (last one: away)", per5(t.ConnectsPer5Min), 0, func(i int) error {
@@ -282,7 +286,7 @@ func RunCapacity(ctx context.Context, env *Env, cfg CapacityConfig) (CapacityRes
 			if _, err := store.SessionConns(ctx, ids[i]); err != nil {
 				return err
 			}
-			_, _, err := svc.SetPresence(ctx, capacityAccount, ids[i], false)
+			_, _, err := svc.SetPresence(ctx, largestAccount, ids[i], false)
 			return err
 		}},
 		{"pause by timer (idle)", per5(t.PausesPer5Min), time.Hour, func(i int) error {
@@ -293,7 +297,7 @@ func RunCapacity(ctx context.Context, env *Env, cfg CapacityConfig) (CapacityRes
 			return err
 		}},
 		{"resume", per5(t.ResumesPer5Min), time.Minute, func(i int) error {
-			_, err := svc.Resume(ctx, capacityAccount, ids[i])
+			_, err := svc.Resume(ctx, largestAccount, ids[i])
 			return err
 		}},
 	}
@@ -301,21 +305,21 @@ func RunCapacity(ctx context.Context, env *Env, cfg CapacityConfig) (CapacityRes
 		clock.Advance(st.clock)
 		env.Printf("capacity: %d × %s", n, st.name)
 		if err := measure(st.name, st.rate, st.each); err != nil {
-			return CapacityResult{}, err
+			return Result{}, err
 		}
 	}
-	res := CapacityResult{Target: t, Shards: cfg.Shards, Ops: ops}
-	res.Rows = scaleCapacity(ops, t, cfg.Shards, store.ShardSkew(t.Sessions))
+	res := Result{Target: t, Shards: cfg.Shards, Ops: ops}
+	res.Rows = scaleRows(ops, t, cfg.Shards, store.ShardSkew(t.Sessions))
 	res.Seconds = time.Since(start).Seconds()
 	return res, nil
 }
 
-// scaleCapacity turns per-call units and rates into each family's busiest
+// scaleRows turns per-call units and rates into each family's busiest
 // key: a session's families get the mean session's share of the rate (1 /
 // Sessions), an account's the largest account's (LargestAccount /
 // Sessions), a due index's shard 1 / shards of it times skew (the busiest
 // shard's share over the mean's).
-func scaleCapacity(ops []CapacityOp, t CapacityTarget, shards int, skew float64) []CapacityRow {
+func scaleRows(ops []Op, t Target, shards int, skew float64) []Row {
 	share := func(f Family) (float64, string) {
 		sessions := float64(t.Sessions) * t.Scale
 		switch f {
@@ -328,25 +332,25 @@ func scaleCapacity(ops []CapacityOp, t CapacityTarget, shards int, skew float64)
 		}
 		return 1 / sessions, "session"
 	}
-	rows := map[Family]*CapacityRow{}
+	rows := map[Family]*Row{}
 	for _, op := range ops {
 		for f, u := range op.Units {
 			s, keyed := share(f)
 			r := rows[f]
 			if r == nil {
-				r = &CapacityRow{Family: f, Keyed: keyed}
+				r = &Row{Family: f, Keyed: keyed}
 				rows[f] = r
 			}
 			r.WCU += op.PerSecond * s * u.Write
 			r.RCU += op.PerSecond * s * u.Read
 		}
 	}
-	var out []CapacityRow
+	var out []Row
 	for _, r := range rows {
 		r.Use = max(r.WCU/PartitionWCU, r.RCU/PartitionRCU)
 		out = append(out, *r)
 	}
-	slices.SortFunc(out, func(a, b CapacityRow) int {
+	slices.SortFunc(out, func(a, b Row) int {
 		if a.Use != b.Use {
 			if a.Use > b.Use {
 				return -1
@@ -360,7 +364,7 @@ func scaleCapacity(ops []CapacityOp, t CapacityTarget, shards int, skew float64)
 
 // Markdown renders the result: the target, each family against the
 // limits, and the operations' measured costs.
-func (r CapacityResult) Markdown(limit float64) string {
+func (r Result) Markdown(limit float64) string {
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	t := r.Target
