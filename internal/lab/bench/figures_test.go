@@ -299,7 +299,7 @@ func TestReportMarkdown(t *testing.T) {
 		StartedAt: time.Date(2026, 1, 15, 10, 0, 0, 0, time.UTC),
 		Seconds:   612,
 		Command:   "make bench (bash scripts/bench.sh)",
-		Args:      "go run ./internal/lab/cmd/bench -out bench-results/",
+		Args:      "internal/lab/cmd/bench -out bench-results/",
 		Machine:   Machine{CPUs: 2, MemoryBytes: 24 << 30, GoVersion: "go1.26.0", OSArch: "linux/amd64", LoadStart: "1.00 1.00 1.00", LoadEnd: "2.00 2.00 2.00"},
 		DynamoDB:  "DynamoDB Local",
 		Status: &StatusResult{Requests: 2000, Warmup: 100, Route: "GET /v1/sessions/{id}/status", KeyCacheTTLSeconds: 60, Seconds: 12.5,

@@ -2,7 +2,7 @@
 // sandbox-minutes do we pay for" when idle sandboxes are paused, and what the
 // pausing costs users. It is the cost report of docs/BENCH.md: Run replays
 // DefaultConfig and Report.Markdown renders the tables and the method.
-// `go run ./internal/lab/cmd/costsim` prints it alone.
+// `go -C internal/lab run ./cmd/costsim` prints it alone.
 //
 // # Trace
 //

@@ -152,7 +152,7 @@ func (r Report) heldOutMarkdown(w func(string, ...any)) {
 		seeds[i] = strconv.FormatUint(s, 10)
 	}
 	w("\n### Held-out check: resume on return on seeds never used to tune the model\n\n")
-	w("The resume-on-return target judged on the traces of other seeds (`go run ./internal/lab/cmd/costsim -held-out %s`): "+
+	w("The resume-on-return target judged on the traces of other seeds (`go -C internal/lab run ./cmd/costsim -held-out %s`): "+
 		"per seed, the cron sweep and timers with presence at away_prob %g and resume on return, no faults.\n\n",
 		strings.Join(seeds, ","), targetAwayProbability)
 	w("%s", HeldOutMarkdown(r.Config, r.HeldOut))

@@ -27,7 +27,7 @@ func costReport() (sec *bench.CostSection, err error) {
 		Markdown: demoteHeadings(rep.Markdown()),
 		Raw:      rep,
 		Note: fmt.Sprintf("Computed in this run by `costsim.Run(costsim.DefaultConfig())` in %.1f s "+
-			"(`go run ./internal/lab/cmd/costsim` prints the same report alone).", took.Seconds()),
+			"(`go -C internal/lab run ./cmd/costsim` prints the same report alone).", took.Seconds()),
 	}, nil
 }
 

@@ -1,8 +1,11 @@
 // Command bench measures Sandman and writes the report behind docs/BENCH.md
 // (internal/lab/bench describes each figure). `make bench` runs it through
-// scripts/bench.sh, which starts an in-memory DynamoDB Local for it:
+// scripts/bench.sh, which builds it (the lab is a module of its own) and
+// starts an in-memory DynamoDB Local for it; by hand, from the repository
+// root:
 //
-//	go run ./internal/lab/cmd/bench -out bench-results/
+//	go -C internal/lab build -o ../../build/lab/bench ./cmd/bench
+//	build/lab/bench -out bench-results/
 //
 // It needs DYNAMODB_ENDPOINT (or -endpoint), runs from the repository root
 // (or -repo), and writes <out>/BENCH.md, <out>/bench.json, the built
@@ -48,7 +51,7 @@ func run(ctx context.Context, args []string) error {
 	out := fs.String("out", "bench-results", "directory for the report, the raw figures, builds and logs")
 	endpoint := fs.String("endpoint", os.Getenv("DYNAMODB_ENDPOINT"), "DynamoDB Local endpoint (default $DYNAMODB_ENDPOINT)")
 	repo := fs.String("repo", ".", "repository root (events/ and functions/ are read from it)")
-	command := fs.String("command", "go run ./internal/lab/cmd/bench", "how this run was started, for the report")
+	command := fs.String("command", "internal/lab/cmd/bench", "how this run was started, for the report")
 	ddbNote := fs.String("dynamodb", "DynamoDB Local (in memory)", "what DynamoDB is, for the report")
 	only := fs.String("only", strings.Join(figures, ","), "comma-separated figures to run: "+strings.Join(figures, ", "))
 
@@ -131,7 +134,7 @@ func run(ctx context.Context, args []string) error {
 	rep := &bench.Report{
 		StartedAt: started.UTC(),
 		Command:   *command,
-		Args:      "go run ./internal/lab/cmd/bench " + shellJoin(args),
+		Args:      "internal/lab/cmd/bench " + shellJoin(args),
 		Machine:   bench.CurrentMachine(ctx),
 		DynamoDB:  *ddbNote,
 	}

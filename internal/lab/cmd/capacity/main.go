@@ -6,8 +6,8 @@
 // per-partition limits (1,000 WCU/s, 3,000 RCU/s). `make capacity` runs it
 // through scripts/capacity.sh, which starts DynamoDB Local:
 //
-//	go run ./internal/lab/cmd/capacity              # the default target
-//	go run ./internal/lab/cmd/capacity -scale 10    # what breaks first at 10×
+//	go -C internal/lab run ./cmd/capacity              # the default target
+//	go -C internal/lab run ./cmd/capacity -scale 10    # what breaks first at 10×
 //
 // It exits 1 when a key family is above -limit (80 %) of a limit, 2 on a
 // usage or run error.

@@ -1,6 +1,6 @@
 // Command cmd prints the cost replay report of package costsim as Markdown:
 //
-//	go run ./internal/lab/cmd/costsim [flags]
+//	go -C internal/lab run ./cmd/costsim [flags]
 //
 // Every parameter of the replay is a flag (`-h` lists them with their
 // defaults): the seed, the trace's shape, the idle policy, the sweep, the
