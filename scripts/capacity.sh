@@ -2,7 +2,8 @@
 # capacity.sh runs the capacity model (what `make capacity` runs): it starts
 # its own in-memory DynamoDB Local (own pidfile, stopped however the run
 # ends) and runs
-#   go run ./internal/cmd/capacity [flags]
+#   go -C internal/lab run ./cmd/capacity [flags]
+# (the lab, internal/lab, is a Go module of its own)
 # against it. The report (markdown) goes to stdout, progress to stderr; it
 # exits 1 when a key family is over 80 % of a DynamoDB limit
 # (docs/CAPACITY.md). A run takes well under a minute.
@@ -19,4 +20,4 @@ bash scripts/dynamodb-local.sh stop --pidfile "$pidfile" >/dev/null 2>&1 || true
 trap 'bash scripts/dynamodb-local.sh stop --pidfile "$pidfile" >/dev/null 2>&1 || true' EXIT
 DYNAMODB_ENDPOINT="$(bash scripts/dynamodb-local.sh start --in-memory --pidfile "$pidfile")"
 export DYNAMODB_ENDPOINT
-go run ./internal/cmd/capacity "$@"
+go -C internal/lab run ./cmd/capacity "$@"

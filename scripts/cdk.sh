@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs the AWS CDK CLI on this repository's app (cdk.json: `go run ./infra/app`),
+# Runs the AWS CDK CLI on this repository's app (cdk.json: infra/app, a module
+# of its own, built into build/cdk/app and run from the repository root),
 # installing the pinned CLI into .tools/cdk (git-ignored) on first use.
 #
 #   scripts/cdk.sh synth                 # needs Node.js and `make build`, no AWS credentials

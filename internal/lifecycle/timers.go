@@ -74,7 +74,7 @@ const (
 // it. Unknown, paused or otherwise non-running sessions are left alone, so
 // a duplicate timer pauses once.
 //
-// Accuracy (ours, see the package doc of internal/costsim): the deadline is
+// Accuracy (ours, see the package doc of internal/lab/costsim): the deadline is
 // the recorded one, which counts the heartbeat coalescing window
 // (Policy.ActivityGranularity, 30 s; Session.MarkActivity), so a timer never
 // pauses before the user's real idle timeout runs out, and at most the
