@@ -13,8 +13,7 @@ import (
 
 	"github.com/sandmanhq/sandman/internal/apigw"
 	"github.com/sandmanhq/sandman/internal/delivery"
-	"github.com/sandmanhq/sandman/internal/delivery/dynamostore"
-	"github.com/sandmanhq/sandman/internal/dynamo/dynamotest"
+	"github.com/sandmanhq/sandman/internal/delivery/memstore"
 	"github.com/sandmanhq/sandman/internal/openapi/api"
 )
 
@@ -68,7 +67,7 @@ func decode[T any](t *testing.T, body string) T {
 }
 
 func TestWebhookEndpointRoutes(t *testing.T) {
-	store := dynamostore.New(dynamotest.MustClient(t), dynamotest.MustTable(t))
+	store := memstore.New()
 	jobs := &jobRecorder{}
 	svc := delivery.NewService(store, delivery.Guard{Resolver: publicResolver{}}, jobs, nil)
 	h := MustHarness(t, func(c *apigw.Config) { c.Webhooks = svc })
