@@ -31,7 +31,7 @@ func Required() bool {
 func Missing(tb testing.TB, what, how string) {
 	tb.Helper()
 	if Required() {
-		tb.Fatalf("needs %s: %s is set, so this fails instead of skipping; run it with `%s`", what, RequireEnv, how)
+		tb.Fatalf("needs %s: run `%s` (%s is set: a missing server or tool fails the test)", what, how, RequireEnv)
 	}
 	tb.Skipf("needs %s: run `%s`", what, how)
 }
