@@ -63,7 +63,7 @@ cmd_check() {
 		has_moto && return 0
 		die "pip installed moto[server] but python3 still cannot import moto.server"
 	fi
-	die "moto is not installed and pip reaches no package index here. Install moto[server] where an index is reachable (pip install 'moto[server]'), or from a wheelhouse (pip install --no-index --find-links DIR 'moto[server]'); Debian has no python3-moto package. Without it the S3 archive tests skip (or fail under SANDMAN_TEST_REQUIRE_SERVERS=1)."
+	die "moto is not installed and pip reaches no package index here. Install moto[server] where an index is reachable (pip install 'moto[server]'), or from a wheelhouse (pip install --no-index --find-links DIR 'moto[server]'); Debian has no python3-moto package. Without it the S3 archive tests skip (or fail under SANDMAN_TEST_REQUIRE=1)."
 }
 
 # free_port prints a TCP port on 127.0.0.1 that nothing listens on now.

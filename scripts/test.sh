@@ -3,9 +3,10 @@
 # starts a throwaway in-memory DynamoDB Local (installing it through npm on
 # first use) and moto's S3 server (scripts/moto.sh), runs `go test -race ./...`
 # against them in each Go module (the product, then the CDK stack in infra/
-# and the lab in internal/lab/, which the root's ./... does not reach), runs
-# the local-stack smoke test when it exists, and stops both however the run
-# ends.
+# and the lab in internal/lab/, which the root's ./... does not reach) with
+# SANDMAN_TEST_REQUIRE=1 (a test's skip for want of a server or tool fails),
+# runs the local-stack smoke test when it exists, and stops both however the
+# run ends.
 #
 # Usage: scripts/test.sh [go test flags...]   e.g. scripts/test.sh -run TestStore
 # Env:   GOTEST_TIMEOUT (default 20m)
@@ -23,10 +24,13 @@ export MOTO_PIDFILE="$repo/.sandman/moto-test-$$.pid"
 trap 'bash scripts/dynamodb-local.sh stop >/dev/null 2>&1 || true; bash scripts/moto.sh stop >/dev/null 2>&1 || true' EXIT
 DYNAMODB_ENDPOINT="$(bash scripts/dynamodb-local.sh start --in-memory)"
 export DYNAMODB_ENDPOINT
+# Every test that would skip for want of DynamoDB Local or a tool fails
+# instead (internal/testenv): this run has them all.
+export SANDMAN_TEST_REQUIRE=1
 echo "test.sh: DynamoDB Local at $DYNAMODB_ENDPOINT" >&2
 # moto's S3 for the archive store tests, which fail rather than skip here.
 S3_ENDPOINT="$(bash scripts/moto.sh start)"
-export S3_ENDPOINT SANDMAN_TEST_REQUIRE_SERVERS=1
+export S3_ENDPOINT
 echo "test.sh: moto's S3 at $S3_ENDPOINT" >&2
 
 # Each module builds alone, as CI builds it, even beside a local go.work.

@@ -61,15 +61,19 @@ func (d *deleteTally) add(status int, answer string, err error) {
 
 // TestDeleteWinsOverSnapshotAndResume: DELETE answers 200 with the session
 // killed however it interleaves with a snapshot or a resume in flight, and
-// the sandbox is killed (docs/DESIGN.md "Session states"). On DynamoDB
-// Local, with the provider's pause and resume taking a few milliseconds so
+// the sandbox is killed (docs/DESIGN.md "Session states"). On memstore and
+// on DynamoDB Local, with the provider's pause and resume taking a few milliseconds so
 // that the delete lands mid-transition: 100 deletes racing a snapshot, and
 // 60 deletes racing a storm of snapshots and resumes.
 func TestDeleteWinsOverSnapshotAndResume(t *testing.T) {
+	forEachStore(t, testDeleteWinsOverSnapshotAndResume)
+}
+
+func testDeleteWinsOverSnapshotAndResume(t *testing.T, newHarness harnessMaker) {
 	if testing.Short() {
-		t.Skip("a race on DynamoDB Local: not in -short")
+		t.Skip("a race of 160 trials: not in -short")
 	}
-	h := MustHarness(t)
+	h := newHarness(t)
 	h.prov.SetFault(fake.OpPause, fake.Fault{Delay: 3 * time.Millisecond})
 	h.prov.SetFault(fake.OpResume, fake.Fault{Delay: 3 * time.Millisecond})
 	rng := rand.New(rand.NewPCG(27, 1))

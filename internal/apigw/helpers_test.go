@@ -19,6 +19,7 @@ import (
 	"github.com/sandmanhq/sandman/internal/dynamo"
 	"github.com/sandmanhq/sandman/internal/dynamo/dynamotest"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/lifecycle/memstore"
 	"github.com/sandmanhq/sandman/internal/openapi/api"
 	"github.com/sandmanhq/sandman/internal/outbox"
 	"github.com/sandmanhq/sandman/internal/provider/fake"
@@ -83,10 +84,21 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// harness is the five API functions over one fresh DynamoDB Local table, the
-// fake provider, a manual clock and a recording publisher.
+// harnessStore is what the harness needs of its store: memstore by default
+// (MustHarness), a fresh DynamoDB Local table where the table's own
+// behaviour is under test (MustDynamoHarness).
+type harnessStore interface {
+	lifecycle.Store
+	lifecycle.SlotCounter
+	lifecycle.UsageStore
+	apigw.KeyStore
+	apigw.KeyWriter
+}
+
+// harness is the five API functions over one fresh store, the fake
+// provider, a manual clock and a recording publisher.
 type harness struct {
-	store      *dynamo.Store
+	store      harnessStore
 	prov       *fake.Provider
 	clock      *lifecycle.ManualClock
 	svc        *lifecycle.Service
@@ -97,10 +109,35 @@ type harness struct {
 	byRouteKey map[string]string
 }
 
-// MustHarness builds a harness; DevAPIKey belongs to DevAccountID.
+// MustHarness builds a harness on an in-memory store (memstore, which keeps
+// the DynamoDB store's conditional-write rules); DevAPIKey belongs to
+// DevAccountID.
 func MustHarness(tb testing.TB, opts ...func(*apigw.Config)) *harness {
 	tb.Helper()
-	store := dynamo.New(dynamo.Config{Client: dynamotest.MustClient(tb), Table: dynamotest.MustTable(tb)})
+	return mustHarnessOn(tb, memstore.New(), opts...)
+}
+
+// MustDynamoHarness builds a harness on a fresh DynamoDB Local table, for
+// tests of what the table itself does (conditional writes racing, its
+// errors); without DynamoDB Local it skips or fails (dynamotest).
+func MustDynamoHarness(tb testing.TB, opts ...func(*apigw.Config)) *harness {
+	tb.Helper()
+	return mustHarnessOn(tb, dynamo.New(dynamo.Config{Client: dynamotest.MustClient(tb), Table: dynamotest.MustTable(tb)}), opts...)
+}
+
+// harnessMaker builds a harness: MustHarness or MustDynamoHarness.
+type harnessMaker func(tb testing.TB, opts ...func(*apigw.Config)) *harness
+
+// forEachStore runs test once on memstore and once on DynamoDB Local (the
+// second skips or fails without it, dynamotest), for the races whose
+// outcome rests on the table's conditional writes.
+func forEachStore(t *testing.T, test func(t *testing.T, newHarness harnessMaker)) {
+	t.Run("memstore", func(t *testing.T) { test(t, MustHarness) })
+	t.Run("dynamodb", func(t *testing.T) { test(t, MustDynamoHarness) })
+}
+
+func mustHarnessOn(tb testing.TB, store harnessStore, opts ...func(*apigw.Config)) *harness {
+	tb.Helper()
 	clock := lifecycle.NewManualClock(t0)
 	prov := fake.New(fake.Config{Clock: clock})
 	logs := &syncBuffer{}

@@ -55,8 +55,10 @@ func TestQuotaAnswers429(t *testing.T) {
 // 10 lets 2 of 6 concurrent creates through and answers 429 naming 2 to the
 // rest; its resume is held to 2 as well; another key of the same account
 // keeps the deployment's 10, counted on the same per-account counter.
-func TestQuotaKeyOverride(t *testing.T) {
-	h := MustHarness(t)
+func TestQuotaKeyOverride(t *testing.T) { forEachStore(t, testQuotaKeyOverride) }
+
+func testQuotaKeyOverride(t *testing.T, newHarness harnessMaker) {
+	h := newHarness(t)
 	h.withMaxRunning(t, 10)
 	limited, err := apigw.IssueLimitedAPIKey(t.Context(), h.store, apigw.DevAccountID, 2, t0)
 	if err != nil {

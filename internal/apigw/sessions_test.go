@@ -15,9 +15,11 @@ import (
 	"github.com/sandmanhq/sandman/internal/provider/fake"
 )
 
-func TestCreateSession(t *testing.T) {
+func TestCreateSession(t *testing.T) { forEachStore(t, testCreateSession) }
+
+func testCreateSession(t *testing.T, newHarness harnessMaker) {
 	t.Parallel()
-	h := MustHarness(t)
+	h := newHarness(t)
 
 	var first api.Session
 	t.Run("Created", func(t *testing.T) {

@@ -20,7 +20,7 @@ import (
 // it cut short writes nothing at the provider.
 func TestStoreStallIsUnavailable(t *testing.T) {
 	t.Parallel()
-	h := MustHarness(t) // healthy API keys on DynamoDB Local
+	h := MustHarness(t) // healthy API keys
 	done := make(chan struct{})
 	stalled := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		select { // never answers while the test runs

@@ -13,8 +13,7 @@ import (
 
 	"github.com/sandmanhq/sandman/internal/apigw"
 	"github.com/sandmanhq/sandman/internal/delivery"
-	"github.com/sandmanhq/sandman/internal/delivery/dynamostore"
-	"github.com/sandmanhq/sandman/internal/dynamo/dynamotest"
+	"github.com/sandmanhq/sandman/internal/delivery/memstore"
 	"github.com/sandmanhq/sandman/internal/openapi/api"
 )
 
@@ -68,7 +67,7 @@ func decode[T any](t *testing.T, body string) T {
 }
 
 func TestWebhookEndpointRoutes(t *testing.T) {
-	store := dynamostore.New(dynamotest.MustClient(t), dynamotest.MustTable(t))
+	store := memstore.New()
 	jobs := &jobRecorder{}
 	svc := delivery.NewService(store, delivery.Guard{Resolver: publicResolver{}}, jobs, nil)
 	h := MustHarness(t, func(c *apigw.Config) { c.Webhooks = svc })
@@ -173,8 +172,7 @@ func TestWebhookEndpointsNotConfiguredAre503(t *testing.T) {
 // endpoint at a port outside 1-65535 answers 400 invalid, the error
 // naming the range; such a URL parses, but no delivery could reach it.
 func TestAWebhookURLPortOutsideOneTo65535Is400(t *testing.T) {
-	store := dynamostore.New(dynamotest.MustClient(t), dynamotest.MustTable(t))
-	svc := delivery.NewService(store, delivery.Guard{Resolver: publicResolver{}}, &jobRecorder{}, nil)
+	svc := delivery.NewService(memstore.New(), delivery.Guard{Resolver: publicResolver{}}, &jobRecorder{}, nil)
 	h := MustHarness(t, func(c *apigw.Config) { c.Webhooks = svc })
 	for _, port := range []string{"99999", "0", "65536"} {
 		body := `{"url":"https://hooks.example.com:` + port + `/hook"}`

@@ -15,9 +15,8 @@ import (
 
 	"github.com/sandmanhq/sandman/internal/apigw"
 	"github.com/sandmanhq/sandman/internal/cli"
-	"github.com/sandmanhq/sandman/internal/dynamo"
-	"github.com/sandmanhq/sandman/internal/dynamo/dynamotest"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/lifecycle/memstore"
 	"github.com/sandmanhq/sandman/internal/localstack"
 	"github.com/sandmanhq/sandman/internal/openapi/contract"
 	"github.com/sandmanhq/sandman/internal/provider/fake"
@@ -25,7 +24,7 @@ import (
 )
 
 // api is the real HTTP API (every apigw function behind the local API
-// Gateway) over a fresh DynamoDB Local table and the fake provider; every
+// Gateway) over a fresh in-memory store (memstore) and the fake provider; every
 // answer the CLI gets is checked against the OpenAPI document too.
 type api struct {
 	url   string
@@ -37,7 +36,7 @@ type api struct {
 // MustAPI starts the API on an httptest server.
 func MustAPI(tb testing.TB) *api {
 	tb.Helper()
-	store := dynamo.New(dynamo.Config{Client: dynamotest.MustClient(tb), Table: dynamotest.MustTable(tb)})
+	store := memstore.New()
 	clock := lifecycle.NewManualClock(time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC))
 	prov := fake.New(fake.Config{Clock: clock})
 	svc := lifecycle.NewService(lifecycle.Config{Store: store, Provider: prov, Clock: clock, Policy: lifecycle.DefaultPolicy(),

@@ -17,9 +17,8 @@ import (
 	"github.com/sandmanhq/sandman/internal/cli"
 	"github.com/sandmanhq/sandman/internal/delivery"
 	"github.com/sandmanhq/sandman/internal/delivery/memstore"
-	"github.com/sandmanhq/sandman/internal/dynamo"
-	"github.com/sandmanhq/sandman/internal/dynamo/dynamotest"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	sessionstore "github.com/sandmanhq/sandman/internal/lifecycle/memstore"
 	"github.com/sandmanhq/sandman/internal/localstack"
 	apishape "github.com/sandmanhq/sandman/internal/openapi/api"
 	"github.com/sandmanhq/sandman/internal/provider/fake"
@@ -55,7 +54,7 @@ func TestWebhooksCommand(t *testing.T) {
 	}))
 	defer rcv.Close()
 
-	store := dynamo.New(dynamo.Config{Client: dynamotest.MustClient(t), Table: dynamotest.MustTable(t)})
+	store := sessionstore.New()
 	if err := store.PutAPIKey(t.Context(), lifecycle.APIKey{Hash: apigw.HashAPIKey(apigw.DevAPIKey), AccountID: apigw.DevAccountID}); err != nil {
 		t.Fatal(err)
 	}

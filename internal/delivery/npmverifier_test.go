@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sandmanhq/sandman/internal/testenv"
 )
 
 // npmReceiver is testdata/receiver.js running under
@@ -31,9 +33,7 @@ type npmResult struct {
 
 func startNPMReceiver(t *testing.T) *npmReceiver {
 	t.Helper()
-	if _, err := exec.LookPath("node"); err != nil {
-		t.Skip("node is not installed: the npm verifier cannot run")
-	}
+	testenv.Tool(t, "node", "apt-get install nodejs npm")
 	r := &npmReceiver{secrets: filepath.Join(t.TempDir(), "secrets"), lines: make(chan npmResult, 16)}
 	if err := os.WriteFile(r.secrets, nil, 0o600); err != nil {
 		t.Fatal(err)

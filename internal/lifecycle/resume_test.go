@@ -41,3 +41,22 @@ func TestResumeRacingDeleteKillsSandbox(t *testing.T) {
 	w.wantStates(t, sess, lifecycle.StateKilled, sandboxGone)
 	w.MustHistory(t, sess.ID)
 }
+
+// TestRefusedResumeRollsBackAtOnce: the same for a resume: back to paused
+// at once, the sandbox untouched.
+func TestRefusedResumeRollsBackAtOnce(t *testing.T) {
+	w := MustWorld(t)
+	sess := w.mustIdle(t, 600)
+	if _, err := w.svc.Snapshot(t.Context(), acct, sess.ID); err != nil {
+		t.Fatalf("snapshot: %v", err)
+	}
+	w.fake.SetFault(fake.OpResume, fake.Fault{Rate: 1, Refused: true})
+	w.fake.SetFault(fake.OpGet, fake.Fault{Rate: 1})
+	_, err := w.svc.Resume(t.Context(), acct, sess.ID)
+	w.fake.ClearFaults()
+	if err == nil {
+		t.Fatal("resume succeeded, want the refusal")
+	}
+	w.wantStates(t, sess, lifecycle.StatePaused, lifecycle.SandboxPaused)
+	w.MustHistory(t, sess.ID)
+}

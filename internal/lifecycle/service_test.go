@@ -161,66 +161,6 @@ func TestCreateRunsAndTagsTheSandbox(t *testing.T) {
 	}
 }
 
-func TestCreateIdempotencyKey(t *testing.T) {
-	t.Run("ReplayReturnsTheFirstSession", func(t *testing.T) {
-		e := newEnv(t)
-		first := e.mustCreate(t, lifecycle.CreateInput{IdempotencyKey: "k1"})
-		again, replayed, err := e.svc.Create(t.Context(), acct, lifecycle.CreateInput{Template: "other", IdempotencyKey: "k1"})
-		if err != nil || !replayed || again.ID != first.ID {
-			t.Fatalf("replay = %v, %v, %v; want the first session replayed", again, replayed, err)
-		}
-		if n := e.fake.Calls(fake.OpCreate); n != 1 {
-			t.Errorf("provider creates = %d, want 1", n)
-		}
-	})
-	t.Run("OtherAccountIsNotAReplay", func(t *testing.T) {
-		e := newEnv(t)
-		first := e.mustCreate(t, lifecycle.CreateInput{IdempotencyKey: "k1"})
-		other, replayed, err := e.svc.Create(t.Context(), "acct_2", lifecycle.CreateInput{Template: "base", IdempotencyKey: "k1"})
-		if err != nil || replayed || other.ID == first.ID {
-			t.Fatalf("other account: %v, replayed %v, %v; want a new session", other, replayed, err)
-		}
-	})
-	t.Run("FailedCreateGivesTheKeyBack", func(t *testing.T) {
-		e := newEnv(t)
-		e.fake.FailNext(fake.OpCreate, lifecycle.ErrSandboxConflict)
-		_, _, err := e.svc.Create(t.Context(), acct, lifecycle.CreateInput{Template: "base", IdempotencyKey: "k2"})
-		if lifecycle.ErrorCode(err) != lifecycle.CodeConflict {
-			t.Fatalf("failed create: %v, want conflict", err)
-		}
-		sess, replayed, err := e.svc.Create(t.Context(), acct, lifecycle.CreateInput{Template: "base", IdempotencyKey: "k2"})
-		if err != nil || replayed || sess.State != lifecycle.StateRunning {
-			t.Fatalf("retry: %v, replayed %v, %v; want a new running session", sess, replayed, err)
-		}
-	})
-	t.Run("ReplayDuringCreateIsStillInProgress", func(t *testing.T) {
-		e := newEnv(t)
-		var inner *lifecycle.Session
-		var replayed bool
-		var err error
-		e.fake.SetOnCall(func(op fake.Op, _ string) {
-			if op == fake.OpCreate && inner == nil {
-				e.fake.SetOnCall(nil)
-				inner, replayed, err = e.svc.Create(t.Context(), acct, lifecycle.CreateInput{Template: "base", IdempotencyKey: "k3"})
-			}
-		})
-		first := e.mustCreate(t, lifecycle.CreateInput{IdempotencyKey: "k3"})
-		// The first create holds the key and is under way (provisioning,
-		// within its lease): the retry is told to come back (409,
-		// Retry-After 1 s), and then replays the first session.
-		if !lifecycle.IsCode(err, lifecycle.CodeConflict) || inner != nil || replayed {
-			t.Fatalf("create during the first: %+v, replayed %v, %v; want conflict (still in progress)", inner, replayed, err)
-		}
-		again, replayed, err := e.svc.Create(t.Context(), acct, lifecycle.CreateInput{Template: "base", IdempotencyKey: "k3"})
-		if err != nil || !replayed || again.ID != first.ID {
-			t.Fatalf("retry after the first: %v, replayed %v, %v; want the first replayed", again, replayed, err)
-		}
-		if n := e.fake.Calls(fake.OpCreate); n != 1 {
-			t.Errorf("provider creates = %d, want 1", n)
-		}
-	})
-}
-
 func TestCreateProviderFailure(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
@@ -618,35 +558,5 @@ func TestExpireDormant(t *testing.T) {
 	}
 	if err := e.svc.KillDormantSandbox(t.Context(), got, sandboxID); err != nil {
 		t.Errorf("second kill of a gone sandbox: %v, want success", err)
-	}
-}
-
-func TestApplyProviderEvent(t *testing.T) {
-	e := newEnv(t)
-	sess := e.mustCreate(t, lifecycle.CreateInput{})
-	ev := func(id string, typ lifecycle.ProviderEventType, at time.Time) lifecycle.ProviderEvent {
-		return lifecycle.ProviderEvent{ID: id, Provider: e.fake.Name(), Type: typ, SandboxID: sess.SandboxID, Timestamp: at}
-	}
-	e.clock.Advance(time.Minute)
-	for _, tc := range []struct {
-		name  string
-		ev    lifecycle.ProviderEvent
-		want  lifecycle.WebhookOutcome
-		state lifecycle.State
-	}{
-		{"Paused", ev("e1", lifecycle.ProviderEventPaused, e.clock.Now()), lifecycle.WebhookApplied, lifecycle.StatePaused},
-		{"Duplicate", ev("e1", lifecycle.ProviderEventPaused, e.clock.Now()), lifecycle.WebhookDuplicate, lifecycle.StatePaused},
-		{"Stale", ev("e0", lifecycle.ProviderEventResumed, svcT0.Add(-time.Hour)), lifecycle.WebhookStale, lifecycle.StatePaused},
-		{"Resumed", ev("e2", lifecycle.ProviderEventResumed, e.clock.Now().Add(time.Second)), lifecycle.WebhookApplied, lifecycle.StateRunning},
-		{"UnknownSandbox", lifecycle.ProviderEvent{ID: "e3", Provider: e.fake.Name(), Type: lifecycle.ProviderEventPaused,
-			SandboxID: "nope", Timestamp: e.clock.Now()}, lifecycle.WebhookUnknownSandbox, lifecycle.StateRunning},
-	} {
-		got, err := e.svc.ApplyProviderEvent(t.Context(), tc.ev)
-		if err != nil || got != tc.want {
-			t.Errorf("%s: %s, %v; want %s", tc.name, got, err, tc.want)
-		}
-		if st := e.mustGet(t, sess.ID).State; st != tc.state {
-			t.Errorf("%s: state %s, want %s", tc.name, st, tc.state)
-		}
 	}
 }

@@ -32,3 +32,86 @@ func TestFinalSessionAdvertisesNoURL(t *testing.T) {
 		})
 	}
 }
+
+func TestRecordActivity(t *testing.T) {
+	s := &lifecycle.Session{IdleTimeout: 10 * time.Minute}
+	if !s.RecordActivity(t0, 30*time.Second) {
+		t.Fatal("first activity not recorded")
+	}
+	// The coalescing window counts into the deadline: a heartbeat coalesced
+	// within it must not leave the session due before its real activity.
+	if got, want := s.IdleDeadline, t0.Add(10*time.Minute+30*time.Second); !got.Equal(want) {
+		t.Fatalf("IdleDeadline = %v, want %v", got, want)
+	}
+	t.Run("Coalesced", func(t *testing.T) {
+		if s.RecordActivity(t0.Add(29*time.Second), 30*time.Second) {
+			t.Fatal("heartbeat within the granularity was recorded")
+		}
+		if got, want := s.LastActivityAt, t0; !got.Equal(want) {
+			t.Fatalf("LastActivityAt = %v, want %v", got, want)
+		}
+	})
+	t.Run("Recorded", func(t *testing.T) {
+		if !s.RecordActivity(t0.Add(30*time.Second), 30*time.Second) {
+			t.Fatal("heartbeat at the granularity was not recorded")
+		}
+		if got, want := s.IdleDeadline, t0.Add(30*time.Second+10*time.Minute+30*time.Second); !got.Equal(want) {
+			t.Fatalf("IdleDeadline = %v, want %v", got, want)
+		}
+	})
+	t.Run("NeverBackwards", func(t *testing.T) {
+		before := s.IdleDeadline
+		s.IdleTimeout = time.Minute // a shorter timeout must not pull the deadline in
+		s.RecordActivity(t0.Add(2*time.Minute), 0)
+		if got := s.IdleDeadline; got.Before(before) {
+			t.Fatalf("IdleDeadline moved back from %v to %v", before, got)
+		}
+	})
+}
+
+func TestPauseDeadline(t *testing.T) {
+	s := &lifecycle.Session{State: lifecycle.StateRunning, IdleTimeout: 10 * time.Minute, MaxLifetime: 5 * time.Minute, RunningSince: t0}
+	s.RecordActivity(t0, 0)
+	if got, want := s.PauseDeadline(), t0.Add(5*time.Minute); !got.Equal(want) {
+		t.Fatalf("PauseDeadline = %v, want the lifetime end %v", got, want)
+	}
+	if s.Due(t0.Add(4 * time.Minute)) {
+		t.Fatal("due before its deadline")
+	}
+	if !s.Due(t0.Add(5 * time.Minute)) {
+		t.Fatal("not due at its deadline")
+	}
+	s.MaxLifetime = 0
+	if got, want := s.PauseDeadline(), t0.Add(10*time.Minute); !got.Equal(want) {
+		t.Fatalf("PauseDeadline = %v, want the idle deadline %v", got, want)
+	}
+}
+
+func TestSessionTransition(t *testing.T) {
+	p := lifecycle.DefaultPolicy()
+	s := &lifecycle.Session{State: lifecycle.StateRunning, SandboxID: "sb", PreviewURL: "u", RunningSince: t0}
+	if err := s.Transition(lifecycle.StatePausing, lifecycle.ReasonIdle, t0.Add(time.Minute), p); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := s.LeaseExpiresAt, t0.Add(time.Minute+p.LeaseDuration); !got.Equal(want) {
+		t.Fatalf("LeaseExpiresAt = %v, want %v", got, want)
+	}
+	if err := s.Transition(lifecycle.StateRunning, lifecycle.ReasonIdle, t0.Add(2*time.Minute), p); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := s.RunningSince, t0; !got.Equal(want) {
+		t.Fatalf("rollback moved RunningSince to %v, want %v", got, want)
+	}
+	if !s.LeaseExpiresAt.IsZero() {
+		t.Fatal("running session kept a lease")
+	}
+	if err := s.Transition(lifecycle.StateResuming, "", t0, p); !lifecycle.IsCode(err, lifecycle.CodeConflict) {
+		t.Fatalf("running → resuming: err = %v, want conflict", err)
+	}
+	if err := s.Transition(lifecycle.StateExpired, lifecycle.ReasonReconcile, t0.Add(3*time.Minute), p); err != nil {
+		t.Fatal(err)
+	}
+	if s.SandboxID != "" || s.PreviewURL != "" {
+		t.Fatalf("expired session kept sandbox fields: %q %q", s.SandboxID, s.PreviewURL)
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandmanhq/sandman/internal/dynamo/dynamotest"
 	"github.com/sandmanhq/sandman/internal/envnames"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/localstack"
@@ -145,10 +146,7 @@ func p50(ds []time.Duration) time.Duration {
 // same app in the same run; after each claim the pool is back to 2 within
 // 60 s.
 func TestLocalStackPoolScenario(t *testing.T) {
-	endpoint := os.Getenv(envnames.DynamoEndpoint)
-	if endpoint == "" {
-		t.Skip("DYNAMODB_ENDPOINT is not set: this test needs DynamoDB Local (make test starts it)")
-	}
+	endpoint := dynamotest.Endpoint(t)
 	if testing.Short() {
 		t.Skip("the local stack scenario takes about a minute")
 	}

@@ -10,9 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sandmanhq/sandman/internal/dynamo"
-	"github.com/sandmanhq/sandman/internal/dynamo/dynamotest"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/lifecycle/memstore"
 	"github.com/sandmanhq/sandman/internal/provider/fake"
 	"github.com/sandmanhq/sandman/internal/sweep"
 )
@@ -76,7 +75,7 @@ func mustRequeueAfter(t *testing.T, sw *sweep.Sweeper, clock *lifecycle.ManualCl
 func TestSweepRequeuesALostReadinessJob(t *testing.T) {
 	clock := lifecycle.NewManualClock(t0)
 	prov := fake.New(fake.Config{Clock: clock})
-	store := dynamo.New(dynamo.Config{Client: dynamotest.MustClient(t), Table: dynamotest.MustTable(t), Log: quiet()})
+	store := memstore.New()
 	jobs := &lossyJobs{lose: true, failSend: true}
 	svc := lifecycle.NewService(lifecycle.Config{Store: store, Provider: prov, Clock: clock, Policy: lifecycle.DefaultPolicy(),
 		Log: quiet(), ReadinessJobs: jobs, ReadyHTTP: &http.Client{Transport: prov.Preview()},
@@ -141,7 +140,7 @@ func TestAStartThatCannotSucceedEndsFailedOnce(t *testing.T) {
 			clock := lifecycle.NewManualClock(t0)
 			prov := fake.New(fake.Config{Clock: clock})
 			prov.SetFault(fake.OpStartCommand, c.fault)
-			store := dynamo.New(dynamo.Config{Client: dynamotest.MustClient(t), Table: dynamotest.MustTable(t), Log: quiet()})
+			store := memstore.New()
 			jobs := &lossyJobs{}
 			svc := lifecycle.NewService(lifecycle.Config{Store: store, Provider: prov, Clock: clock, Policy: lifecycle.DefaultPolicy(),
 				Log: quiet(), ReadinessJobs: jobs, ReadyHTTP: &http.Client{Transport: prov.Preview()},

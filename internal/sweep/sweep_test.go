@@ -13,6 +13,7 @@ import (
 	"github.com/sandmanhq/sandman/internal/dynamo"
 	"github.com/sandmanhq/sandman/internal/dynamo/dynamotest"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/lifecycle/memstore"
 	"github.com/sandmanhq/sandman/internal/provider/fake"
 	"github.com/sandmanhq/sandman/internal/sweep"
 )
@@ -36,7 +37,7 @@ type env struct {
 	svc   *lifecycle.Service
 }
 
-// hookStore wraps the DynamoDB store so a test can act between a sweep's
+// hookStore wraps the session store so a test can act between a sweep's
 // index query and its writes, or make the query fail.
 type hookStore struct {
 	lifecycle.Store
@@ -67,18 +68,32 @@ func (s *hookStore) setAfterFindDue(f func(q lifecycle.DueQuery, page lifecycle.
 	s.afterFindDue = f
 }
 
-// MustEnv returns a fresh env on its own DynamoDB Local table.
+// MustEnv returns a fresh env on its own in-memory store (memstore, which
+// keeps the DynamoDB store's due indexes and conditional writes).
 func MustEnv(tb testing.TB, opts ...func(*fake.Config)) *env {
 	tb.Helper()
-	client := dynamotest.MustClient(tb)
-	table := dynamotest.MustTable(tb)
+	return mustEnvOn(tb, memstore.New(), opts...)
+}
+
+// MustDynamoEnv returns a fresh env on its own DynamoDB Local table; without
+// DynamoDB Local it skips or fails (dynamotest).
+func MustDynamoEnv(tb testing.TB, opts ...func(*fake.Config)) *env {
+	tb.Helper()
+	return mustEnvOn(tb, dynamo.New(dynamo.Config{Client: dynamotest.MustClient(tb), Table: dynamotest.MustTable(tb), Log: quiet()}), opts...)
+}
+
+// envMaker builds an env: MustEnv or MustDynamoEnv.
+type envMaker func(tb testing.TB, opts ...func(*fake.Config)) *env
+
+func mustEnvOn(tb testing.TB, sessions lifecycle.Store, opts ...func(*fake.Config)) *env {
+	tb.Helper()
 	clock := lifecycle.NewManualClock(t0)
 	provCfg := fake.Config{Clock: clock}
 	for _, o := range opts {
 		o(&provCfg)
 	}
 	prov := fake.New(provCfg)
-	store := &hookStore{Store: dynamo.New(dynamo.Config{Client: client, Table: table, Log: quiet()})}
+	store := &hookStore{Store: sessions}
 	svc := lifecycle.NewService(lifecycle.Config{Store: store, Provider: prov, Clock: clock, Policy: lifecycle.DefaultPolicy(), Log: quiet()})
 	return &env{clock: clock, prov: prov, store: store, svc: svc}
 }
@@ -153,9 +168,17 @@ func MustUpdate(tb testing.TB, e *env, sess *lifecycle.Session, to lifecycle.Sta
 	}
 }
 
+// TestRunIdle runs on memstore and on DynamoDB Local: its races (a
+// heartbeat mid-sweep, overlapping runs) rest on the due-by guard of the
+// store's conditional write.
 func TestRunIdle(t *testing.T) {
+	t.Run("memstore", func(t *testing.T) { testRunIdle(t, MustEnv) })
+	t.Run("dynamodb", func(t *testing.T) { testRunIdle(t, MustDynamoEnv) })
+}
+
+func testRunIdle(t *testing.T, mustEnv envMaker) {
 	t.Run("PausesExactlyTheIdle", func(t *testing.T) {
-		e := MustEnv(t)
+		e := mustEnv(t)
 		setup := time.Now()
 		// Due at the idle timeout plus the 30 s coalescing window.
 		idle := MustSessions(t, e, 300) // due at t0+10m30s
@@ -219,7 +242,7 @@ func TestRunIdle(t *testing.T) {
 	})
 
 	t.Run("HeartbeatMidSweepWins", func(t *testing.T) {
-		e := MustEnv(t)
+		e := mustEnv(t)
 		sessions := MustSessions(t, e, 10)
 		e.clock.Set(t0.Add(11 * time.Minute))
 		beating := sessions[3]
@@ -257,7 +280,7 @@ func TestRunIdle(t *testing.T) {
 	})
 
 	t.Run("OverlappingRunsPauseOnce", func(t *testing.T) {
-		e := MustEnv(t)
+		e := mustEnv(t)
 		sessions := MustSessions(t, e, 200)
 		e.clock.Set(t0.Add(11 * time.Minute))
 		e.prov.ResetCalls()
@@ -305,7 +328,7 @@ func TestRunIdle(t *testing.T) {
 	})
 
 	t.Run("ProviderFailuresRetriedNextRun", func(t *testing.T) {
-		e := MustEnv(t, func(c *fake.Config) { c.Seed = 7 })
+		e := mustEnv(t, func(c *fake.Config) { c.Seed = 7 })
 		sessions := MustSessions(t, e, 100)
 		e.clock.Set(t0.Add(11 * time.Minute))
 		e.prov.SetFault(fake.OpPause, fake.Fault{Rate: 0.3})
@@ -357,7 +380,7 @@ func TestRunIdle(t *testing.T) {
 		// manual wall clock instead of slept; the deadline leaves 20 s of
 		// work before the margin.
 		wall := lifecycle.NewManualClock(time.Now())
-		e := MustEnv(t, func(c *fake.Config) {
+		e := mustEnv(t, func(c *fake.Config) {
 			c.Sleep = func(ctx context.Context, d time.Duration) error {
 				wall.Advance(d)
 				return ctx.Err()
@@ -405,7 +428,7 @@ func TestRunIdle(t *testing.T) {
 	})
 
 	t.Run("SandboxGoneExpires", func(t *testing.T) {
-		e := MustEnv(t)
+		e := mustEnv(t)
 		sessions := MustSessions(t, e, 3)
 		e.clock.Set(t0.Add(11 * time.Minute))
 		e.prov.Forget(sessions[0].SandboxID)

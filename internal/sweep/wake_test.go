@@ -5,9 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sandmanhq/sandman/internal/dynamo"
-	"github.com/sandmanhq/sandman/internal/dynamo/dynamotest"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/lifecycle/memstore"
 	"github.com/sandmanhq/sandman/internal/provider/fake"
 	"github.com/sandmanhq/sandman/internal/sweep"
 )
@@ -22,7 +21,7 @@ import (
 func TestSweepRequeuesALostResumeJob(t *testing.T) {
 	clock := lifecycle.NewManualClock(t0)
 	prov := fake.New(fake.Config{Clock: clock})
-	store := dynamo.New(dynamo.Config{Client: dynamotest.MustClient(t), Table: dynamotest.MustTable(t), Log: quiet()})
+	store := memstore.New()
 	jobs := &lossyJobs{}
 	svc := lifecycle.NewService(lifecycle.Config{Store: store, Provider: prov, Clock: clock, Policy: lifecycle.DefaultPolicy(),
 		Log: quiet(), ReadinessJobs: jobs,

@@ -21,7 +21,7 @@ import (
 // timestamps, so every one applies (and publishes). Signing happens before
 // the timer starts. It reports events/s and the p50/p99 latency in ms.
 func BenchmarkHandler(b *testing.B) {
-	h := MustHarness(b)
+	h := MustDynamoHarness(b)
 	h.MustSession(b)
 	h.handler = mustQuietHandler(b, h)
 

@@ -10,9 +10,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/sandmanhq/sandman/internal/dynamo"
-	"github.com/sandmanhq/sandman/internal/dynamo/dynamotest"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/lifecycle/memstore"
 	"github.com/sandmanhq/sandman/internal/outbox"
 	"github.com/sandmanhq/sandman/internal/provider/daytona/daytonahook"
 	"github.com/sandmanhq/sandman/internal/provider/fake"
@@ -28,7 +27,7 @@ func MustDaytonaHarness(tb testing.TB, secrets ...string) *harness {
 	if len(secrets) == 0 {
 		secrets = []string{DaytonaTestSecret}
 	}
-	store := dynamo.New(dynamo.Config{Client: dynamotest.MustClient(tb), Table: dynamotest.MustTable(tb)})
+	store := memstore.New()
 	clock := lifecycle.NewManualClock(t0)
 	h := &harness{store: store, clock: clock, logs: &syncBuffer{}}
 	h.provider = fake.New(fake.Config{Clock: clock, Name: webhook.DaytonaName})

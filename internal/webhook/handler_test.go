@@ -18,6 +18,7 @@ import (
 	"github.com/sandmanhq/sandman/internal/dynamo"
 	"github.com/sandmanhq/sandman/internal/dynamo/dynamotest"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/lifecycle/memstore"
 	"github.com/sandmanhq/sandman/internal/outbox"
 	"github.com/sandmanhq/sandman/internal/provider/e2b/e2bhook"
 	"github.com/sandmanhq/sandman/internal/provider/fake"
@@ -27,14 +28,15 @@ import (
 // t0 is the tests' start time: a minute before the first fixture event.
 var t0 = fixtureStart.Add(-time.Minute)
 
-// harness is a Handler over a real Service: DynamoDB Local (a fresh table),
-// the fake provider and a manual clock. The fake provider's sessions are
+// harness is a Handler over a real Service: a fresh store (memstore, or a
+// DynamoDB Local table where the table matters), the fake provider and a
+// manual clock. The fake provider's sessions are
 // stored with provider "fake", so the E2B format stamps "fake", as the
 // local stack stamps "local".
 type harness struct {
 	handler  *webhook.Handler
 	service  *lifecycle.Service
-	store    *dynamo.Store
+	store    harnessStore
 	clock    *lifecycle.ManualClock
 	provider *fake.Provider
 	logs     *syncBuffer
@@ -43,14 +45,29 @@ type harness struct {
 	published []lifecycle.Event
 }
 
-// MustHarness returns a harness on a fresh table; opts configure the handler.
+// harnessStore is what the harness needs of its store.
+type harnessStore interface {
+	lifecycle.Store
+	lifecycle.SlotCounter
+}
+
+// MustHarness returns a harness on an in-memory store (memstore, which keeps
+// the DynamoDB store's conditional-write rules); opts configure the handler.
 func MustHarness(tb testing.TB, opts ...func(*webhook.Config)) *harness {
+	tb.Helper()
+	return mustHarnessOn(tb, memstore.New(), opts...)
+}
+
+// MustDynamoHarness returns a harness on a fresh DynamoDB Local table, for
+// what the table itself decides (racing conditional writes); without
+// DynamoDB Local it skips or fails (dynamotest).
+func MustDynamoHarness(tb testing.TB, opts ...func(*webhook.Config)) *harness {
 	tb.Helper()
 	store := dynamo.New(dynamo.Config{Client: dynamotest.MustClient(tb), Table: dynamotest.MustTable(tb)})
 	return mustHarnessOn(tb, store, opts...)
 }
 
-func mustHarnessOn(tb testing.TB, store *dynamo.Store, opts ...func(*webhook.Config)) *harness {
+func mustHarnessOn(tb testing.TB, store harnessStore, opts ...func(*webhook.Config)) *harness {
 	tb.Helper()
 	clock := lifecycle.NewManualClock(t0)
 	h := &harness{store: store, clock: clock, logs: &syncBuffer{}}
@@ -384,7 +401,11 @@ func TestDuplicate(t *testing.T) {
 // the session once. Which delivery reports "applied" is up to the race (the
 // service claims the id after its write), so only the effect is checked.
 func TestDuplicateConcurrent(t *testing.T) {
-	h := MustHarness(t)
+	t.Run("memstore", func(t *testing.T) { testDuplicateConcurrent(t, MustHarness(t)) })
+	t.Run("dynamodb", func(t *testing.T) { testDuplicateConcurrent(t, MustDynamoHarness(t)) })
+}
+
+func testDuplicateConcurrent(t *testing.T, h *harness) {
 	sess := h.MustSession(t)
 	const n = 8
 	var wg sync.WaitGroup

@@ -11,9 +11,14 @@ import (
 // SANDMAN_MAX_RUNNING the stack gives the webhook function too), a
 // provider's pause, resume and kill delivered as webhooks release and take
 // the account's running slot in the same write as the transition, on
-// DynamoDB Local: the counter follows the session instead of drifting.
+// memstore and on DynamoDB Local: the counter follows the session instead
+// of drifting.
 func TestWebhookMovesRunningSlots(t *testing.T) {
-	h := MustHarness(t)
+	t.Run("memstore", func(t *testing.T) { testWebhookMovesRunningSlots(t, MustHarness(t)) })
+	t.Run("dynamodb", func(t *testing.T) { testWebhookMovesRunningSlots(t, MustDynamoHarness(t)) })
+}
+
+func testWebhookMovesRunningSlots(t *testing.T, h *harness) {
 	cfg := h.service.Config()
 	cfg.MaxRunning = 5
 	h.service = lifecycle.NewService(cfg)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"os"
 	"strings"
 	"testing"
 
@@ -58,10 +57,7 @@ func TestColdStartErrorIsLoggedAsJSON(t *testing.T) {
 // TestBuildErrorIsLoggedAsJSON: an error of the function's own build (after
 // the App loaded) is logged the same way.
 func TestBuildErrorIsLoggedAsJSON(t *testing.T) {
-	endpoint := os.Getenv(dynamotest.EndpointEnv)
-	if endpoint == "" {
-		t.Skipf("%s is not set", dynamotest.EndpointEnv)
-	}
+	endpoint := dynamotest.Endpoint(t)
 	t.Setenv(app.EnvTable, "sandman-lambdamain-test") // never read: the build fails first
 	t.Setenv(app.EnvDynamoEndpoint, endpoint)
 	t.Setenv(app.EnvProvider, app.DefaultProvider)
@@ -83,10 +79,7 @@ func TestBuildErrorIsLoggedAsJSON(t *testing.T) {
 // TestHTTPBuildsTheRouteHandler: HTTP(name) builds the API handler of the
 // named function, and Init returns it ready for lambda.Start.
 func TestHTTPBuildsTheRouteHandler(t *testing.T) {
-	endpoint := os.Getenv(dynamotest.EndpointEnv)
-	if endpoint == "" {
-		t.Skipf("%s is not set", dynamotest.EndpointEnv)
-	}
+	endpoint := dynamotest.Endpoint(t)
 	t.Setenv(app.EnvTable, "sandman-lambdamain-test")
 	t.Setenv(app.EnvDynamoEndpoint, endpoint)
 	t.Setenv(app.EnvProvider, app.DefaultProvider)

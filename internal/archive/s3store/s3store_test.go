@@ -18,7 +18,7 @@ import (
 )
 
 // mustClient returns a client for moto's S3 at S3_ENDPOINT (the test skips
-// without it, or fails under SANDMAN_TEST_REQUIRE_SERVERS=1).
+// without it, or fails under SANDMAN_TEST_REQUIRE=1).
 func mustClient(t *testing.T) *s3.Client {
 	t.Helper()
 	endpoint := archivetest.ServerEndpoint(t, "S3_ENDPOINT", "moto's S3 server (scripts/moto.sh)")

@@ -1,9 +1,10 @@
 // Package dynamotest connects tests to DynamoDB Local: MustClient builds a
 // client for the endpoint in DYNAMODB_ENDPOINT, MustTable creates a fresh,
-// uniquely named sessions table for one test and deletes it afterwards
-// ().
+// uniquely named sessions table for one test and deletes it afterwards.
 //
-// `make test` starts DynamoDB Local and sets DYNAMODB_ENDPOINT; by hand:
+// Without DYNAMODB_ENDPOINT each of them skips the test with one line naming
+// `make test` (internal/testenv), or fails it when testenv.RequireEnv is
+// set. `make test` starts DynamoDB Local and sets both; by hand:
 //
 //	export DYNAMODB_ENDPOINT=$(scripts/dynamodb-local.sh start --in-memory)
 //	go test ./internal/dynamo/...
@@ -22,6 +23,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/sandmanhq/sandman/internal/dynamo"
+	"github.com/sandmanhq/sandman/internal/testenv"
 )
 
 // EndpointEnv names the environment variable holding DynamoDB Local's
@@ -31,16 +33,24 @@ const EndpointEnv = "DYNAMODB_ENDPOINT"
 // setupTimeout bounds creating or deleting one table.
 const setupTimeout = time.Minute
 
-// MustClient returns a client for DynamoDB Local at $DYNAMODB_ENDPOINT (dummy
-// static credentials, region dynamo.LocalRegion). It fails the test when the
-// variable is unset: tests need DynamoDB Local, which `make test` starts.
-func MustClient(tb testing.TB) *dynamodb.Client {
+// Endpoint returns DynamoDB Local's endpoint, $DYNAMODB_ENDPOINT. When the
+// variable is unset it skips the test with one line naming `make test`, or
+// fails it when testenv.RequireEnv is set (testenv.Missing).
+func Endpoint(tb testing.TB) string {
 	tb.Helper()
 	endpoint := os.Getenv(EndpointEnv)
 	if endpoint == "" {
-		tb.Fatalf("%s is not set: these tests need DynamoDB Local; run `make test`, which starts it, "+
-			"or export %s=$(scripts/dynamodb-local.sh start --in-memory)", EndpointEnv, EndpointEnv)
+		testenv.Missing(tb, "DynamoDB Local ("+EndpointEnv+" is unset)", "make test")
 	}
+	return endpoint
+}
+
+// MustClient returns a client for DynamoDB Local at $DYNAMODB_ENDPOINT (dummy
+// static credentials, region dynamo.LocalRegion). Without the variable it
+// skips or fails the test as Endpoint does.
+func MustClient(tb testing.TB) *dynamodb.Client {
+	tb.Helper()
+	endpoint := Endpoint(tb)
 	client, err := dynamo.NewClient(tb.Context(), endpoint)
 	if err != nil {
 		tb.Fatalf("dynamodb client for %s: %v", endpoint, err)

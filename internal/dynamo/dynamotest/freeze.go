@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -103,10 +102,7 @@ func (c *FreezeClient) Do(req *http.Request) (*http.Response, error) {
 // in all) waiting nothing between attempts.
 func MustFreezeClient(tb testing.TB, retryAttempts int) (*dynamodb.Client, *FreezeClient) {
 	tb.Helper()
-	endpoint := os.Getenv(EndpointEnv)
-	if endpoint == "" {
-		tb.Fatalf("%s is not set: run the tests with `make test`, which starts DynamoDB Local", EndpointEnv)
-	}
+	endpoint := Endpoint(tb)
 	fc := &FreezeClient{inner: awshttp.NewBuildableClient().WithTimeout(10 * time.Second)}
 	client := dynamodb.New(dynamodb.Options{
 		BaseEndpoint: aws.String(endpoint),

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"io"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -93,10 +92,7 @@ func (c *LostAnswerClient) Do(req *http.Request) (*http.Response, error) {
 // LostAnswerClient and whose SDK retries (5 attempts) do not wait.
 func MustLossyClient(tb testing.TB) (*dynamodb.Client, *LostAnswerClient) {
 	tb.Helper()
-	endpoint := os.Getenv(EndpointEnv)
-	if endpoint == "" {
-		tb.Fatalf("%s is not set: run the tests with `make test`, which starts DynamoDB Local", EndpointEnv)
-	}
+	endpoint := Endpoint(tb)
 	hc := &LostAnswerClient{inner: awshttp.NewBuildableClient().WithTimeout(10 * time.Second)}
 	client := dynamodb.New(dynamodb.Options{
 		BaseEndpoint: aws.String(endpoint),

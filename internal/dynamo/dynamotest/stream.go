@@ -1,7 +1,6 @@
 package dynamotest
 
 import (
-	"os"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
@@ -19,7 +18,7 @@ func MustStream(tb testing.TB, table string) (*dynamodbstreams.Client, string) {
 	if err != nil || arn == "" {
 		tb.Fatalf("stream of table %s: %q, %v", table, arn, err)
 	}
-	streams, err := dynamo.NewStreamsClient(tb.Context(), os.Getenv(EndpointEnv))
+	streams, err := dynamo.NewStreamsClient(tb.Context(), Endpoint(tb))
 	if err != nil {
 		tb.Fatalf("streams client: %v", err)
 	}

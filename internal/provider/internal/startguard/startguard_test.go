@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sandmanhq/sandman/internal/provider/internal/startguard"
+	"github.com/sandmanhq/sandman/internal/testenv"
 )
 
 // app is a line that records each start in the file starts, prints "up",
@@ -94,9 +95,7 @@ func exitCode(t *testing.T, g *guarded) int {
 func TestTwoStartsAtOnceRunTheLineOnce(t *testing.T) {
 	for _, outer := range []string{"sh", "bash"} {
 		t.Run(outer, func(t *testing.T) {
-			if _, err := exec.LookPath(outer); err != nil {
-				t.Skip(err)
-			}
+			testenv.Tool(t, outer, "apt-get install "+outer)
 			dir := t.TempDir()
 			var gs []*guarded
 			for range 3 {

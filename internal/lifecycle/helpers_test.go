@@ -4,6 +4,7 @@ import (
 	"errors"
 	"log/slog"
 	"testing"
+	"time"
 
 	"golang.org/x/time/rate"
 
@@ -13,13 +14,17 @@ import (
 	"github.com/sandmanhq/sandman/internal/sweep"
 )
 
-// The world of the Service's rule tests (create_test.go, pause_test.go,
-// resume_test.go, sessions_test.go, reconcile_test.go, gone_test.go). They
+// The helpers of the lifecycle tests, and the world of the Service's rule
+// tests (claim_test.go, create_test.go, pause_test.go, resume_test.go,
+// sessions_test.go, reconcile_test.go). They
 // need no database: the store is internal/lifecycle/memstore behind a
 // reliability.RecordingStore, which refuses chosen writes and records every
 // committed one so each test can check the session's history. The rules that
 // depend on DynamoDB itself (a lost write answer) are tested in
 // internal/reliability.
+
+// t0 is the tests' start time, where each manual clock begins.
+var t0 = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 
 // quiet discards the logs of the service and the sweep.
 var quiet = slog.New(slog.DiscardHandler)

@@ -164,3 +164,87 @@ func TestCheckGuardHeadroom(t *testing.T) {
 		t.Fatalf("default idle timeout beyond the cap: %v, want the capped rule", err)
 	}
 }
+
+func TestPolicy(t *testing.T) {
+	p := lifecycle.DefaultPolicy()
+	for _, tc := range []struct {
+		name    string
+		seconds int64
+		want    time.Duration
+		invalid bool
+	}{
+		{"Default", 0, 10 * time.Minute, false},
+		{"Min", 60, time.Minute, false},
+		{"Max", 86400, 24 * time.Hour, false},
+		{"TooShort", 59, 0, true},
+		{"TooLong", 86401, 0, true},
+		{"Negative", -1, 0, true},
+		{"Wraps", 18446744134, 0, true}, // × 1e9 ns would wrap around to 60 s
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := p.IdleTimeout(tc.seconds)
+			if tc.invalid {
+				if !lifecycle.IsCode(err, lifecycle.CodeInvalid) {
+					t.Fatalf("err = %v, want invalid", err)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Fatalf("IdleTimeout(%d) = %v, %v; want %v", tc.seconds, got, err, tc.want)
+			}
+		})
+	}
+	s := &lifecycle.Session{State: lifecycle.StateRunning, SandboxID: "sb", IdleTimeout: 10 * time.Minute}
+	s.RecordActivity(t0, 0)
+	h := p.GuardHeadroom
+	// deadline 10 min + grace 2 min + headroom
+	if got, want := p.ProviderTimeout(s, t0), 12*time.Minute+h; got != want {
+		t.Fatalf("ProviderTimeout = %v, want %v", got, want)
+	}
+	s.SandboxExpiresAt = t0.Add(12*time.Minute + h)
+	t.Run("NoRefreshWithinHeadroom", func(t *testing.T) {
+		now := t0.Add(h)
+		s.RecordActivity(now, 0) // deadline 10 min + h; + grace is the expiry
+		if p.NeedsProviderRefresh(s, now) {
+			t.Fatal("refresh wanted while the provider timeout still covers deadline + grace")
+		}
+	})
+	t.Run("RefreshPastHeadroom", func(t *testing.T) {
+		now := t0.Add(h + time.Second)
+		s.RecordActivity(now, 0) // deadline + grace 1 s past the expiry
+		if !p.NeedsProviderRefresh(s, now) {
+			t.Fatal("no refresh although the provider would pause before deadline + grace")
+		}
+		if got, want := now.Add(p.ProviderTimeout(s, now)), s.IdleDeadline.Add(p.ProviderGrace+h); !got.Equal(want) {
+			t.Fatalf("refreshed expiry = %v, want %v", got, want)
+		}
+	})
+	t.Run("LifetimeGetsNoHeadroom", func(t *testing.T) {
+		l := &lifecycle.Session{State: lifecycle.StateRunning, SandboxID: "sb", IdleTimeout: 10 * time.Minute,
+			MaxLifetime: 5 * time.Minute, RunningSince: t0}
+		l.RecordActivity(t0, 0)
+		if got, want := p.ProviderTimeout(l, t0), 7*time.Minute; got != want {
+			t.Fatalf("ProviderTimeout = %v, want lifetime + grace %v", got, want)
+		}
+	})
+	t.Run("CappedByPlan", func(t *testing.T) {
+		// 24 h idle: the provider cannot hold the deadline; the capped
+		// timeout is refreshed once a headroom of it has run.
+		long := &lifecycle.Session{State: lifecycle.StateRunning, SandboxID: "sb", IdleTimeout: 24 * time.Hour}
+		long.RecordActivity(t0, 0)
+		if got, want := p.ProviderTimeout(long, t0), p.MaxProviderTimeout; got != want {
+			t.Fatalf("ProviderTimeout = %v, want the cap %v", got, want)
+		}
+		long.SandboxExpiresAt = t0.Add(p.MaxProviderTimeout)
+		now := t0.Add(h - time.Second)
+		long.RecordActivity(now, 0)
+		if p.NeedsProviderRefresh(long, now) {
+			t.Fatalf("refresh wanted %v after the capped timeout was set, headroom %v", h-time.Second, h)
+		}
+		now = t0.Add(h + time.Second)
+		long.RecordActivity(now, 0)
+		if !p.NeedsProviderRefresh(long, now) {
+			t.Fatalf("no refresh %v after the capped timeout was set, headroom %v", h+time.Second, h)
+		}
+	})
+}
