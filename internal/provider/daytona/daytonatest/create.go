@@ -75,7 +75,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 	}
 	s.tick()
 	if in.Name != "" {
-		for _, o := range s.sandboxes {
+		for _, o := range s.sandboxes.All() {
 			if o.Name == in.Name {
 				s.writeError(w, r, http.StatusConflict, fmt.Sprintf("Sandbox with name %s already exists", in.Name))
 				return
@@ -83,7 +83,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	now := s.opts.Clock.Now().UTC()
-	id := fmt.Sprintf("%08x-0000-4000-8000-%012x", s.order.Next(), s.order.Next())
+	id := fmt.Sprintf("%08x-0000-4000-8000-%012x", s.sandboxes.Next(), s.sandboxes.Next())
 	sb := &Sandbox{
 		ID: id, Name: cmp.Or(in.Name, id), Snapshot: snapshot, Labels: maps.Clone(in.Labels),
 		Env: maps.Clone(in.Env), Public: in.Public, Target: cmp.Or(in.Target, DefaultTarget),
@@ -111,7 +111,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		setInt(p.dst, p.v)
 	}
 	sb.DesiredState = StateStarted
-	s.store(sb)
+	s.sandboxes.Put(sb.ID, sb)
 	switch {
 	case in.BuildInfo != nil:
 		// Answered at once as pending_build, even with BuildTime 0 (it then

@@ -289,7 +289,7 @@ func (s *Server) preview(w http.ResponseWriter, r *http.Request, port int, id st
 	defer s.mu.Unlock()
 	s.Count(OpProxy)
 	s.tick()
-	sb := s.sandboxes[id]
+	sb, _ := s.sandboxes.Get(id)
 	if sb == nil {
 		s.writeError(w, r, http.StatusNotFound, fmt.Sprintf("Sandbox with ID %s not found", id))
 		return
