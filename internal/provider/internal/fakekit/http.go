@@ -176,3 +176,11 @@ func PortHost(host, domain string) (port int, id string, ok bool) {
 // NoSleep is an adapter's Sleep for tests against a fake: it returns at
 // once (ctx's error, if ctx is done), so retries never sleep.
 func NoSleep(ctx context.Context, _ time.Duration) error { return ctx.Err() }
+
+// Set sets *dst to *v when v is not nil: an optional field of a request
+// body over a default.
+func Set[T any](dst, v *T) {
+	if v != nil {
+		*dst = *v
+	}
+}

@@ -150,3 +150,15 @@ func TestNoSleep(t *testing.T) {
 		t.Errorf("NoSleep of a done ctx = %v", err)
 	}
 }
+
+func TestSet(t *testing.T) {
+	dst, five := 1, 5
+	fakekit.Set(&dst, nil)
+	if dst != 1 {
+		t.Errorf("Set(nil) changed dst to %d", dst)
+	}
+	fakekit.Set(&dst, &five)
+	if dst != 5 {
+		t.Errorf("Set(&5) left dst %d", dst)
+	}
+}
