@@ -77,8 +77,6 @@ func (s *Server) moveOf(op Op, sb *Sandbox) (m move, status int, msg string) {
 // state).
 func (s *Server) transition(op Op) func(http.ResponseWriter, *http.Request) {
 	return func(w http.ResponseWriter, r *http.Request) {
-		s.mu.Lock()
-		defer s.mu.Unlock()
 		sb := s.lookup(w, r)
 		if sb == nil || s.inFlight(w, r, sb) {
 			return
@@ -114,8 +112,6 @@ func (s *Server) apply(sb *Sandbox, m move, now time.Time) {
 }
 
 func (s *Server) recover(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	sb := s.lookup(w, r)
 	if sb == nil {
 		return
@@ -139,8 +135,6 @@ func (s *Server) lastActivity(w http.ResponseWriter, r *http.Request) {
 	if _, ok := s.readBody(w, r); !ok {
 		return
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	sb := s.lookupByID(w, r)
 	if sb == nil {
 		return
@@ -163,8 +157,6 @@ func (s *Server) timer(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, http.StatusBadRequest, "Interval must be a non-negative integer")
 		return
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	sb := s.lookup(w, r)
 	if sb == nil {
 		return
@@ -199,8 +191,6 @@ func (s *Server) labels(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, http.StatusBadRequest, "labels must be an object of strings")
 		return
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	sb := s.lookup(w, r)
 	if sb == nil {
 		return

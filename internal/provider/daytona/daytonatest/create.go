@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/sandmanhq/sandman/internal/provider/internal/fakekit"
 )
 
 // Creating and reading a sandbox.
@@ -58,8 +60,6 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, http.StatusBadRequest, strings.Join(bad, ", "))
 		return
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	for k := range fields {
 		if !slices.Contains(createFields, k) {
 			s.NoteOnce(k) // daytona.md does not list it (Daytona's SDK sends a few)
@@ -97,10 +97,10 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 	if pauseCapable && in.AutoStopInterval == nil && in.AutoPauseInterval == nil {
 		sb.AutoStop, sb.AutoPause = 0, 60
 	}
-	setInt(&sb.AutoStop, in.AutoStopInterval)
-	setInt(&sb.AutoPause, in.AutoPauseInterval)
-	setInt(&sb.AutoArchive, in.AutoArchiveInterval)
-	setInt(&sb.AutoDelete, in.AutoDeleteInterval)
+	fakekit.Set(&sb.AutoStop, in.AutoStopInterval)
+	fakekit.Set(&sb.AutoPause, in.AutoPauseInterval)
+	fakekit.Set(&sb.AutoArchive, in.AutoArchiveInterval)
+	fakekit.Set(&sb.AutoDelete, in.AutoDeleteInterval)
 	if in.TTLMinutes != nil && *in.TTLMinutes > 0 {
 		sb.AutoDestroyAt = now.Add(time.Duration(*in.TTLMinutes) * time.Minute)
 	}
@@ -108,7 +108,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		dst *int
 		v   *int
 	}{{&sb.CPU, in.CPU}, {&sb.GPU, in.GPU}, {&sb.Memory, in.Memory}, {&sb.Disk, in.Disk}} {
-		setInt(p.dst, p.v)
+		fakekit.Set(p.dst, p.v)
 	}
 	sb.DesiredState = StateStarted
 	s.sandboxes.Put(sb.ID, sb)
@@ -124,15 +124,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 	s.writeJSON(w, http.StatusOK, s.toJSON(sb, true))
 }
 
-func setInt(dst, v *int) {
-	if v != nil {
-		*dst = *v
-	}
-}
-
 func (s *Server) get(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if sb := s.lookup(w, r); sb != nil {
 		s.writeJSON(w, http.StatusOK, s.toJSON(sb, true))
 	}

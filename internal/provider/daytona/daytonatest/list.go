@@ -58,8 +58,6 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 		}
 		from = n
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.tick()
 	now := s.opts.Clock.Now()
 	all := s.sandboxes.All()

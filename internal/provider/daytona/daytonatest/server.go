@@ -432,8 +432,9 @@ func (s *Server) Edit(id string, f func(*Sandbox)) bool {
 // restore or recover); a probe must never add to it.
 func (s *Server) Wakes(id string) int { return s.Tally(strings.TrimSpace("wakes " + id)) }
 
-// wrap counts, applies faults, checks the key and rate limits, serves,
-// then delivers the state changes the request made (OnStateChange).
+// wrap counts, applies faults, checks the key, then, holding mu, the rate
+// limits, and serves; then it delivers the state changes the request made
+// (OnStateChange).
 func (s *Server) wrap(op Op, h func(http.ResponseWriter, *http.Request)) http.Handler {
 	bucket := bucketOf(op)
 	checked := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -442,9 +443,8 @@ func (s *Server) wrap(op Op, h func(http.ResponseWriter, *http.Request)) http.Ha
 			return
 		}
 		s.mu.Lock()
-		limited, retry := s.rate(w, bucket)
-		s.mu.Unlock()
-		if limited {
+		defer s.mu.Unlock()
+		if limited, retry := s.rate(w, bucket); limited {
 			w.Header().Set("Retry-After-"+bucket, strconv.Itoa(retry))
 			s.writeError(w, r, http.StatusTooManyRequests, "ThrottlerException: Too Many Requests")
 			return
@@ -510,8 +510,6 @@ func (s *Server) previewURL(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	sb := s.lookup(w, r)
 	if sb == nil {
 		return
@@ -535,8 +533,6 @@ func (s *Server) signedPreviewURL(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	sb := s.lookup(w, r)
 	if sb == nil {
 		return
@@ -549,8 +545,6 @@ func (s *Server) signedPreviewURL(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) toolboxProxy(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if sb := s.lookup(w, r); sb != nil {
 		s.writeJSON(w, http.StatusOK, map[string]string{"url": s.opts.ToolboxProxyURL})
 	}

@@ -101,8 +101,6 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 	if !s.decode(w, r, &body) {
 		return
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	sb := s.started(w, r)
 	switch {
 	case sb == nil:
@@ -120,8 +118,6 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	sb := s.started(w, r)
 	if sb == nil {
 		return
@@ -165,16 +161,12 @@ func (s *Server) session(w http.ResponseWriter, r *http.Request) (*Sandbox, *too
 }
 
 func (s *Server) getSession(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if _, sess := s.session(w, r); sess != nil {
 		s.writeJSON(w, http.StatusOK, s.sessionJSON(r.PathValue("sid"), sess))
 	}
 }
 
 func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if sb, sess := s.session(w, r); sess != nil {
 		delete(s.procs[sb.ID], r.PathValue("sid"))
 		w.WriteHeader(http.StatusNoContent)
@@ -190,8 +182,6 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
 	if !s.decode(w, r, &body) {
 		return
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	_, sess := s.session(w, r)
 	if sess == nil {
 		return
@@ -240,16 +230,12 @@ func (s *Server) command(w http.ResponseWriter, r *http.Request) *toolCommand {
 }
 
 func (s *Server) getCommand(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if c := s.command(w, r); c != nil {
 		s.writeJSON(w, http.StatusOK, commandJSON(c))
 	}
 }
 
 func (s *Server) commandLogs(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if c := s.command(w, r); c != nil {
 		s.writeJSON(w, http.StatusOK, map[string]string{"output": c.Output, "stdout": c.Output, "stderr": ""})
 	}
