@@ -14,8 +14,6 @@ import (
 
 func (s *Server) pause(op Op, w http.ResponseWriter, r *http.Request) {
 	s.noteQuery(op, r)
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	sb := s.lookupAny(w, r)
 	switch {
 	case sb == nil:
@@ -73,8 +71,6 @@ func (s *Server) connect(op Op, w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	timeout := time.Duration(*in.Timeout) * time.Second
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	sb := s.lookupAny(w, r)
 	if sb == nil || conflicted(w, sb) {
 		return
@@ -104,8 +100,6 @@ func (s *Server) setTimeout(op Op, w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "timeout is required and must not be negative")
 		return
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	sb := s.lookupAny(w, r)
 	if sb == nil || conflicted(w, sb) {
 		return
@@ -128,8 +122,6 @@ func (s *Server) setTimeout(op Op, w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) kill(op Op, w http.ResponseWriter, r *http.Request) {
 	s.noteQuery(op, r)
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if sb := s.lookup(w, r); sb != nil {
 		s.sandboxes.Delete(sb.ID)
 		w.WriteHeader(http.StatusNoContent)

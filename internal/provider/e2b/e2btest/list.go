@@ -55,8 +55,6 @@ func (s *Server) list(op Op, w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.expire()
 	want := map[string]string{}
 	for k := range md {
@@ -85,9 +83,6 @@ func (s *Server) list(op Op, w http.ResponseWriter, r *http.Request) {
 // is percent-decoded again, split into k=v pairs at '&', and each key and
 // value percent-decoded a third time. Errors: a malformed escape.
 func DecodeMetadataFilter(v string) (url.Values, error) {
-	if v == "" {
-		return url.Values{}, nil
-	}
 	once, err := url.QueryUnescape(v)
 	if err != nil {
 		return nil, err

@@ -115,11 +115,7 @@ func (s *Server) Processes(id string) []Process {
 
 // Starts returns how many processes were started (pids handed out; a
 // refused Start request is not one, Requests counts those).
-func (s *Server) Starts() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.pid
-}
+func (s *Server) Starts() int { return s.Tally("starts") }
 
 func (s *Server) runningSandbox(w http.ResponseWriter, r *http.Request) *Sandbox {
 	s.expire()
@@ -166,6 +162,7 @@ func (s *Server) processStart(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.pid++
+	s.Add("starts")
 	p := Process{PID: s.pid, Tag: in.Tag, Cmd: in.Process.Cmd, Args: in.Process.Args, Envs: in.Process.Envs,
 		Cwd: in.Process.Cwd, StartedAt: s.now()}
 	if ms, err := strconv.ParseInt(r.Header.Get("Connect-Timeout-Ms"), 10, 64); err == nil && ms > 0 {
@@ -289,19 +286,14 @@ func (s *Server) processList(w http.ResponseWriter, r *http.Request) {
 	if sb == nil {
 		return
 	}
-	type item struct {
-		Config map[string]any `json:"config"`
-		PID    int            `json:"pid"`
-		Tag    string         `json:"tag,omitempty"`
-	}
-	out := struct {
-		Processes []item `json:"processes"`
-	}{Processes: []item{}}
+	items := []map[string]any{} // {config, pid, tag (omitted when empty)}
 	for _, p := range sb.Processes {
-		out.Processes = append(out.Processes, item{PID: p.PID, Tag: p.Tag,
-			Config: map[string]any{"cmd": p.Cmd, "args": p.Args, "envs": p.Envs, "cwd": p.Cwd}})
+		items = append(items, map[string]any{"pid": p.PID, "config": map[string]any{"cmd": p.Cmd, "args": p.Args, "envs": p.Envs, "cwd": p.Cwd}})
+		if p.Tag != "" {
+			items[len(items)-1]["tag"] = p.Tag
+		}
 	}
-	fakekit.WriteJSON(w, http.StatusOK, out)
+	fakekit.WriteJSON(w, http.StatusOK, map[string]any{"processes": items})
 }
 
 func (s *Server) preview(w http.ResponseWriter, r *http.Request) {

@@ -158,11 +158,9 @@ type Config struct {
 	BootDelay time.Duration
 }
 
-// Server is the fake E2B. Its methods are safe for concurrent use. Its
-// Kit counts requests (Requests), injects faults (Fail, FailAll), records
-// the unknown fields and parameters it ignored ("<op> <name>",
-// UnknownFields), reports hanging requests (Hanging) and sets the boot
-// delay (SetBootDelay).
+// Server is the fake E2B, safe for concurrent use. Its Kit counts requests,
+// injects faults (also FailAll) and records the unknown fields and
+// parameters it ignored ("<op> <name>", UnknownFields).
 type Server struct {
 	fakekit.Kit[Op, Fault]
 
@@ -302,13 +300,16 @@ func (s *Server) RefusedTokens() int { return s.Tally("refused tokens") }
 
 func (s *Server) now() time.Time { return s.opts.Now().UTC() }
 
-// handle wraps a control API handler: count, fault, key check.
+// handle wraps a control API handler: count, fault, key check, then it
+// serves holding mu.
 func (s *Server) handle(op Op, h func(Op, http.ResponseWriter, *http.Request)) http.Handler {
 	return s.faulty(op, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("X-API-Key") != s.opts.APIKey {
 			writeError(w, http.StatusUnauthorized, "Invalid API key, it must start with 'e2b_' prefix")
 			return
 		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
 		h(op, w, r)
 	}))
 }
@@ -358,25 +359,20 @@ func (s *Server) expire() {
 // lookup returns the sandbox of the request's {id} after expiry, or answers
 // 404 (also for one being killed, as E2B does) and returns nil. Callers hold
 // mu.
-func (s *Server) lookup(w http.ResponseWriter, r *http.Request) *Sandbox {
-	if sb := s.lookupAny(w, r); sb == nil || sb.Transition != Killing {
+func (s *Server) lookup(w http.ResponseWriter, r *http.Request) *Sandbox { return s.find(w, r, false) }
+
+// lookupAny is lookup that also returns a sandbox being killed.
+func (s *Server) lookupAny(w http.ResponseWriter, r *http.Request) *Sandbox {
+	return s.find(w, r, true)
+}
+
+func (s *Server) find(w http.ResponseWriter, r *http.Request, killing bool) *Sandbox {
+	s.expire()
+	if sb, ok := s.sandboxes.Get(r.PathValue("id")); ok && (killing || sb.Transition != Killing) {
 		return sb
 	}
 	writeError(w, http.StatusNotFound, fmt.Sprintf("sandbox %q not found", r.PathValue("id")))
 	return nil
-}
-
-// lookupAny is lookup that also returns a sandbox being killed. Callers
-// hold mu.
-func (s *Server) lookupAny(w http.ResponseWriter, r *http.Request) *Sandbox {
-	s.expire()
-	id := r.PathValue("id")
-	sb, ok := s.sandboxes.Get(id)
-	if !ok {
-		writeError(w, http.StatusNotFound, fmt.Sprintf("sandbox %q not found", id))
-		return nil
-	}
-	return sb
 }
 
 // readsPaused reports whether sb reads as paused: paused, or pausing.
@@ -477,8 +473,6 @@ func (s *Server) create(op Op, w http.ResponseWriter, r *http.Request, v2 bool) 
 			timeout = time.Duration(secs) * time.Second
 		}
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	now := s.now()
 	sb := &Sandbox{
 		ID:         fmt.Sprintf("isbx%016d", s.sandboxes.Next()),
@@ -527,8 +521,6 @@ func listed(sb *Sandbox) listedBody {
 
 func (s *Server) get(op Op, w http.ResponseWriter, r *http.Request) {
 	s.noteQuery(op, r)
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if sb := s.lookup(w, r); sb != nil {
 		fakekit.WriteJSON(w, http.StatusOK, detail(sb))
 	}
