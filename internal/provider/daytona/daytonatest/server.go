@@ -359,13 +359,13 @@ func (s *Server) Handler() http.Handler {
 		s.writeError(w, r, http.StatusNotFound, fmt.Sprintf("Cannot %s %s", r.Method, r.URL.Path))
 	})
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if port, id, ok := s.previewOf(r.Host); ok {
+		if port, id, ok := fakekit.PortHost(r.Host, s.opts.ProxyDomain); ok {
 			s.preview(w, r, port, id)
 			return
 		}
 		if rest, ok := strings.CutPrefix(r.URL.Path, "/preview/"); ok {
 			label, _, _ := strings.Cut(rest, "/")
-			if port, id, ok := s.previewOf(label + "." + s.opts.ProxyDomain); ok {
+			if port, id, ok := fakekit.PortHost(label+"."+s.opts.ProxyDomain, s.opts.ProxyDomain); ok {
 				s.preview(w, r, port, id)
 				return
 			}
@@ -485,10 +485,7 @@ func (s *Server) rate(w http.ResponseWriter, bucket string) (bool, int) {
 	}
 	s.window[bucket]++
 	used := s.window[bucket]
-	reset := int(start.Add(time.Minute).Sub(now).Seconds() + 0.999)
-	if reset < 1 {
-		reset = 1
-	}
+	reset := max(int(start.Add(time.Minute).Sub(now).Seconds()+0.999), 1)
 	h := w.Header()
 	h.Set("X-RateLimit-Limit-"+bucket, strconv.Itoa(limit))
 	h.Set("X-RateLimit-Remaining-"+bucket, strconv.Itoa(max(limit-used, 0)))
@@ -526,12 +523,9 @@ func (s *Server) signedPreviewURL(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if v := r.URL.Query().Get("expiresInSeconds"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 86400 {
-			s.writeError(w, r, http.StatusBadRequest, "expiresInSeconds must be between 1 and 86400")
-			return
-		}
+	if _, ok := fakekit.Limit(r.URL.Query().Get("expiresInSeconds"), 0, 1, 86400); !ok {
+		s.writeError(w, r, http.StatusBadRequest, "expiresInSeconds must be between 1 and 86400")
+		return
 	}
 	sb := s.lookup(w, r)
 	if sb == nil {

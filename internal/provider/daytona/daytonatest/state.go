@@ -133,9 +133,7 @@ func desiredOf(state string) string {
 		return StateArchived
 	case StateDestroyed, StateDestroying:
 		return StateDestroyed
-	case StateError, StateBuildFailed:
-		return StateStarted
-	default:
+	default: // error and build_failed too: they wanted to start
 		return StateStarted
 	}
 }

@@ -251,23 +251,6 @@ func (s *Server) loseProcesses(sb *Sandbox, state string) {
 	}
 }
 
-// previewOf parses a preview host, {port}-{id}.<ProxyDomain>.
-func (s *Server) previewOf(host string) (port int, id string, ok bool) {
-	if h, _, found := strings.Cut(host, ":"); found {
-		host = h
-	}
-	label, found := strings.CutSuffix(host, "."+s.opts.ProxyDomain)
-	if !found {
-		return 0, "", false
-	}
-	p, id, found := strings.Cut(label, "-")
-	if !found {
-		return 0, "", false
-	}
-	port, err := strconv.Atoi(p)
-	return port, id, err == nil && id != ""
-}
-
 // preview serves https://{port}-{id}.<ProxyDomain>/…. A proxied request
 // is activity; it never starts a stopped sandbox.
 func (s *Server) preview(w http.ResponseWriter, r *http.Request, port int, id string) {
