@@ -1,16 +1,22 @@
 package local
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/base32"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sandmanhq/sandman/internal/lifecycle"
 )
 
 // Names inside a sandbox's directory.
@@ -162,4 +168,88 @@ func (p *Provider) listIDs() ([]string, error) {
 		}
 	}
 	return ids, nil
+}
+
+// load reads sandbox id's record and its process state. Errors: gone when
+// id is not a local id, has no record, or its process has exited (or its
+// pid now belongs to another process).
+func (p *Provider) load(op, id string) (record, lifecycle.SandboxState, error) {
+	if !validID(id) {
+		return record{}, "", p.gone(op, id, errors.New("not a local sandbox id"))
+	}
+	rec, err := p.readRecord(id)
+	if errors.Is(err, errNoRecord) {
+		return record{}, "", p.gone(op, id, err)
+	}
+	if err != nil {
+		return record{}, "", fmt.Errorf("%s sandbox %s: %w", op, id, err)
+	}
+	st, err := p.liveStat(rec)
+	if err != nil {
+		return record{}, "", p.classify(op, id, err)
+	}
+	if st.stopped() {
+		return rec, lifecycle.SandboxPaused, nil
+	}
+	return rec, lifecycle.SandboxRunning, nil
+}
+
+// lock takes sandbox id's lock (flock on <id>/lock), retrying while another
+// goroutine or process holds it, until ctx is done. Errors: gone when the
+// sandbox has no directory; transient when ctx is done.
+func (p *Provider) lock(ctx context.Context, op, id string) (unlock func(), err error) {
+	if !validID(id) {
+		return nil, p.gone(op, id, errors.New("not a local sandbox id"))
+	}
+	f, err := os.OpenFile(filepath.Join(p.sandboxDir(id), lockName), os.O_RDWR, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, p.gone(op, id, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s sandbox %s: %w", op, id, err)
+	}
+	t := time.NewTicker(pollInterval)
+	defer t.Stop()
+	for {
+		ok, err := tryLock(f)
+		if err != nil {
+			_ = f.Close()
+			return nil, fmt.Errorf("%s sandbox %s: %w", op, id, err)
+		}
+		if ok {
+			return func() { _ = f.Close() }, nil // closing releases the flock
+		}
+		select {
+		case <-ctx.Done():
+			_ = f.Close()
+			return nil, p.transient(op, id, fmt.Errorf("sandbox is locked: %w", ctx.Err()))
+		case <-t.C:
+		}
+	}
+}
+
+// sandbox converts a record and its process state to the domain's view.
+func (p *Provider) sandbox(rec record, state lifecycle.SandboxState) lifecycle.Sandbox {
+	sb := lifecycle.Sandbox{
+		ID:         rec.ID,
+		Template:   rec.Template,
+		State:      state,
+		StartedAt:  rec.ExecutionStartedAt,
+		PreviewURL: previewURL(rec),
+		Metadata:   maps.Clone(rec.Metadata),
+	}
+	if state == lifecycle.SandboxRunning {
+		sb.ExpiresAt = rec.ExpiresAt
+	} else {
+		sb.PausedAt = rec.PausedAt
+	}
+	return sb
+}
+
+// previewURL returns a web sandbox's preview URL, "" for other templates.
+func previewURL(rec record) string {
+	if rec.Port == 0 {
+		return ""
+	}
+	return "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(rec.Port)) + "/"
 }

@@ -5,13 +5,12 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
-	"slices"
 	"strconv"
 	"time"
 )
 
-// The sandbox actions: start, stop, pause, archive, recover, delete,
-// activity, timers and labels.
+// The sandbox actions: start, stop, pause, archive and delete (one
+// transition each), recover, activity, timers and labels.
 
 // inFlight answers 409 when a change is in progress: state !=
 // desiredState while the state is transitional (an errored sandbox is not
@@ -24,94 +23,95 @@ func (s *Server) inFlight(w http.ResponseWriter, r *http.Request, sb *Sandbox) b
 	return false
 }
 
-func (s *Server) start(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sb := s.lookup(w, r)
-	if sb == nil || s.inFlight(w, r, sb) {
-		return
+// move is what a lifecycle action does to a sandbox: it passes through the
+// transitional state via and settles at to after d (Server.begin); a wake
+// is a start from stopped, paused, archived or error (Wakes), and token a
+// new preview token (a start from stopped or archived).
+type move struct {
+	via, to     string
+	d           time.Duration
+	wake, token bool
+}
+
+// moveOf returns the move op (start, stop, pause, archive or delete) makes
+// from sb's state, none for a start of a started sandbox, or the status
+// and message refusing it (docs/providers/daytona.md "State machine").
+func (s *Server) moveOf(op Op, sb *Sandbox) (m move, status int, msg string) {
+	o := &s.opts
+	vm := sb.Class == "linux-vm" || sb.Class == "windows"
+	switch st := sb.State; {
+	case op == OpStart && st == StateStarted:
+		return move{}, 0, ""
+	case op == OpStart && st == StateStopped:
+		return move{StateStarting, StateStarted, o.StartTime, true, true}, 0, ""
+	case op == OpStart && st == StateArchived:
+		return move{StateRestoring, StateStarted, o.RestoreTime, true, true}, 0, ""
+	case op == OpStart && st == StatePaused:
+		return move{StateResuming, StateStarted, o.ResumeTime, true, false}, 0, ""
+	case op == OpStart && st == StateError:
+		return move{}, http.StatusBadRequest, "Sandbox is in an errored state"
+	case op == OpStart:
+		return move{}, http.StatusBadRequest, fmt.Sprintf("Sandbox is not in a startable state (%s)", st)
+	case op == OpStop && st != StateStarted && st != StatePaused:
+		return move{}, http.StatusBadRequest, "Sandbox is not in a stoppable state"
+	case op == OpStop && sb.AutoDelete != 0:
+		return move{via: StateStopping, to: StateStopped, d: o.StopTime}, 0, ""
+	case op == OpPause && !vm:
+		return move{}, http.StatusUnprocessableEntity, fmt.Sprintf("Pause is not supported for sandbox class %s", sb.Class)
+	case op == OpPause && st != StateStarted:
+		return move{}, http.StatusBadRequest, "Sandbox is not in a pausable state"
+	case op == OpPause:
+		return move{via: StatePausing, to: StatePaused, d: o.PauseTime}, 0, ""
+	case op == OpArchive && (st != StateStopped || sb.AutoDelete == 0):
+		return move{}, http.StatusBadRequest, "Sandbox is not in an archivable state"
+	case op == OpArchive:
+		return move{via: StateArchiving, to: StateArchived, d: o.ArchiveTime}, 0, ""
 	}
-	now := s.opts.Clock.Now().UTC()
-	switch sb.State {
-	case StateStarted:
-	case StateStopped:
+	// A delete, or the stop of an ephemeral sandbox (autoDeleteInterval 0).
+	return move{via: StateDestroying, to: StateDestroyed, d: o.DeleteTime}, 0, ""
+}
+
+// transition serves start, stop, pause, archive and delete: 404 for an
+// unknown sandbox, 409 while a change is in flight, else moveOf's move and
+// the sandbox after it (a delete: the sandbox before it, with its new
+// state).
+func (s *Server) transition(op Op) func(http.ResponseWriter, *http.Request) {
+	return func(w http.ResponseWriter, r *http.Request) {
+		sb := s.lookup(w, r)
+		if sb == nil || s.inFlight(w, r, sb) {
+			return
+		}
+		m, status, msg := s.moveOf(op, sb)
+		if status != 0 {
+			s.writeError(w, r, status, msg)
+			return
+		}
+		before := s.toJSON(sb, true)
+		s.apply(sb, m, s.opts.Clock.Now().UTC())
+		out := s.toJSON(sb, true)
+		if op == OpDelete {
+			before.State, before.DesiredState = out.State, out.DesiredState
+			out = before
+		}
+		s.writeJSON(w, http.StatusOK, out)
+	}
+}
+
+// apply makes move m on sb at now. Callers hold mu.
+func (s *Server) apply(sb *Sandbox, m move, now time.Time) {
+	if m.token {
 		sb.Token = s.newToken()
-		s.wakes[sb.ID]++
-		s.begin(sb, StateStarting, StateStarted, s.opts.StartTime, now)
-	case StateArchived:
-		sb.Token = s.newToken()
-		s.wakes[sb.ID]++
-		s.begin(sb, StateRestoring, StateStarted, s.opts.RestoreTime, now)
-	case StatePaused:
-		s.wakes[sb.ID]++
-		s.begin(sb, StateResuming, StateStarted, s.opts.ResumeTime, now)
-	case StateError:
-		s.writeError(w, r, http.StatusBadRequest, "Sandbox is in an errored state")
-		return
-	default:
-		s.writeError(w, r, http.StatusBadRequest, fmt.Sprintf("Sandbox is not in a startable state (%s)", sb.State))
-		return
 	}
-	s.writeJSON(w, http.StatusOK, s.toJSON(sb, true))
-}
-
-func (s *Server) stop(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sb := s.lookup(w, r)
-	if sb == nil || s.inFlight(w, r, sb) {
-		return
+	if m.wake {
+		s.Add("wakes")
+		s.Add("wakes " + sb.ID)
 	}
-	if sb.State != StateStarted && sb.State != StatePaused {
-		s.writeError(w, r, http.StatusBadRequest, "Sandbox is not in a stoppable state")
-		return
+	if m.via != "" {
+		s.begin(sb, m.via, m.to, m.d, now)
 	}
-	now := s.opts.Clock.Now().UTC()
-	if sb.AutoDelete == 0 {
-		s.destroy(sb, now)
-	} else {
-		s.begin(sb, StateStopping, StateStopped, s.opts.StopTime, now)
-	}
-	s.writeJSON(w, http.StatusOK, s.toJSON(sb, true))
-}
-
-func (s *Server) pause(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sb := s.lookup(w, r)
-	if sb == nil || s.inFlight(w, r, sb) {
-		return
-	}
-	if sb.Class != "linux-vm" && sb.Class != "windows" {
-		s.writeError(w, r, http.StatusUnprocessableEntity, fmt.Sprintf("Pause is not supported for sandbox class %s", sb.Class))
-		return
-	}
-	if sb.State != StateStarted {
-		s.writeError(w, r, http.StatusBadRequest, "Sandbox is not in a pausable state")
-		return
-	}
-	s.begin(sb, StatePausing, StatePaused, s.opts.PauseTime, s.opts.Clock.Now().UTC())
-	s.writeJSON(w, http.StatusOK, s.toJSON(sb, true))
-}
-
-func (s *Server) archive(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sb := s.lookup(w, r)
-	if sb == nil || s.inFlight(w, r, sb) {
-		return
-	}
-	if sb.State != StateStopped || sb.AutoDelete == 0 {
-		s.writeError(w, r, http.StatusBadRequest, "Sandbox is not in an archivable state")
-		return
-	}
-	s.begin(sb, StateArchiving, StateArchived, s.opts.ArchiveTime, s.opts.Clock.Now().UTC())
-	s.writeJSON(w, http.StatusOK, s.toJSON(sb, true))
 }
 
 func (s *Server) recover(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	sb := s.lookup(w, r)
 	if sb == nil {
 		return
@@ -126,32 +126,15 @@ func (s *Server) recover(w http.ResponseWriter, r *http.Request) {
 		s.set(sb, StateStopped, now)
 		sb.DesiredState = StateStopped
 	} else {
-		sb.Token = s.newToken()
-		s.wakes[sb.ID]++
-		s.begin(sb, StateStarting, StateStarted, s.opts.StartTime, now)
+		s.apply(sb, move{StateStarting, StateStarted, s.opts.StartTime, true, true}, now)
 	}
 	s.writeJSON(w, http.StatusOK, s.toJSON(sb, true))
-}
-
-func (s *Server) delete(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sb := s.lookup(w, r)
-	if sb == nil || s.inFlight(w, r, sb) {
-		return
-	}
-	out := s.toJSON(sb, true)
-	s.destroy(sb, s.opts.Clock.Now().UTC())
-	out.State, out.DesiredState = sb.State, sb.DesiredState
-	s.writeJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) lastActivity(w http.ResponseWriter, r *http.Request) {
 	if _, ok := s.readBody(w, r); !ok {
 		return
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	sb := s.lookupByID(w, r)
 	if sb == nil {
 		return
@@ -164,48 +147,33 @@ func (s *Server) lastActivity(w http.ResponseWriter, r *http.Request) {
 // answering 201 with the Sandbox as Daytona's v0.190 source does.
 func (s *Server) timer(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("timer")
-	if !slices.Contains([]string{"autostop", "autopause", "autoarchive", "autodelete", "ttl"}, name) {
+	lowest, ok := map[string]int{"autostop": 0, "autopause": 0, "autoarchive": 0, "autodelete": -1, "ttl": 0}[name]
+	if !ok {
 		s.writeError(w, r, http.StatusNotFound, fmt.Sprintf("Cannot POST %s", r.URL.Path))
 		return
 	}
 	min, err := strconv.Atoi(r.PathValue("min"))
-	lowest := 0
-	if name == "autodelete" {
-		lowest = -1
-	}
 	if err != nil || min < lowest {
 		s.writeError(w, r, http.StatusBadRequest, "Interval must be a non-negative integer")
 		return
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	sb := s.lookup(w, r)
 	if sb == nil {
 		return
 	}
 	now := s.opts.Clock.Now().UTC()
-	switch name {
-	case "autostop":
-		if min != 0 && sb.AutoPause != 0 {
-			s.writeError(w, r, http.StatusBadRequest, "autoStopInterval and autoPauseInterval cannot both be set")
-			return
-		}
-		sb.AutoStop = min
-	case "autopause":
-		if min != 0 && sb.AutoStop != 0 {
-			s.writeError(w, r, http.StatusBadRequest, "autoStopInterval and autoPauseInterval cannot both be set")
-			return
-		}
-		sb.AutoPause = min
-	case "autoarchive":
-		sb.AutoArchive = min
-	case "autodelete":
-		sb.AutoDelete = min
-	case "ttl":
+	switch {
+	case name == "ttl":
 		sb.AutoDestroyAt = time.Time{}
 		if min > 0 {
 			sb.AutoDestroyAt = now.Add(time.Duration(min) * time.Minute)
 		}
+	case min != 0 && ((name == "autostop" && sb.AutoPause != 0) || (name == "autopause" && sb.AutoStop != 0)):
+		s.writeError(w, r, http.StatusBadRequest, "autoStopInterval and autoPauseInterval cannot both be set")
+		return
+	default:
+		*map[string]*int{"autostop": &sb.AutoStop, "autopause": &sb.AutoPause, "autoarchive": &sb.AutoArchive,
+			"autodelete": &sb.AutoDelete}[name] = min
 	}
 	sb.UpdatedAt = now
 	s.writeJSON(w, http.StatusCreated, s.toJSON(sb, true))
@@ -223,8 +191,6 @@ func (s *Server) labels(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, http.StatusBadRequest, "labels must be an object of strings")
 		return
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	sb := s.lookup(w, r)
 	if sb == nil {
 		return

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/sandmanhq/sandman/internal/provider/internal/fakekit"
 )
 
 // Creating and reading a sandbox.
@@ -58,8 +60,6 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, http.StatusBadRequest, strings.Join(bad, ", "))
 		return
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	for k := range fields {
 		if !slices.Contains(createFields, k) {
 			s.NoteOnce(k) // daytona.md does not list it (Daytona's SDK sends a few)
@@ -75,7 +75,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 	}
 	s.tick()
 	if in.Name != "" {
-		for _, o := range s.sandboxes {
+		for _, o := range s.sandboxes.All() {
 			if o.Name == in.Name {
 				s.writeError(w, r, http.StatusConflict, fmt.Sprintf("Sandbox with name %s already exists", in.Name))
 				return
@@ -83,7 +83,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	now := s.opts.Clock.Now().UTC()
-	id := fmt.Sprintf("%08x-0000-4000-8000-%012x", s.order.Next(), s.order.Next())
+	id := fmt.Sprintf("%08x-0000-4000-8000-%012x", s.sandboxes.Next(), s.sandboxes.Next())
 	sb := &Sandbox{
 		ID: id, Name: cmp.Or(in.Name, id), Snapshot: snapshot, Labels: maps.Clone(in.Labels),
 		Env: maps.Clone(in.Env), Public: in.Public, Target: cmp.Or(in.Target, DefaultTarget),
@@ -97,10 +97,10 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 	if pauseCapable && in.AutoStopInterval == nil && in.AutoPauseInterval == nil {
 		sb.AutoStop, sb.AutoPause = 0, 60
 	}
-	setInt(&sb.AutoStop, in.AutoStopInterval)
-	setInt(&sb.AutoPause, in.AutoPauseInterval)
-	setInt(&sb.AutoArchive, in.AutoArchiveInterval)
-	setInt(&sb.AutoDelete, in.AutoDeleteInterval)
+	fakekit.Set(&sb.AutoStop, in.AutoStopInterval)
+	fakekit.Set(&sb.AutoPause, in.AutoPauseInterval)
+	fakekit.Set(&sb.AutoArchive, in.AutoArchiveInterval)
+	fakekit.Set(&sb.AutoDelete, in.AutoDeleteInterval)
 	if in.TTLMinutes != nil && *in.TTLMinutes > 0 {
 		sb.AutoDestroyAt = now.Add(time.Duration(*in.TTLMinutes) * time.Minute)
 	}
@@ -108,10 +108,10 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		dst *int
 		v   *int
 	}{{&sb.CPU, in.CPU}, {&sb.GPU, in.GPU}, {&sb.Memory, in.Memory}, {&sb.Disk, in.Disk}} {
-		setInt(p.dst, p.v)
+		fakekit.Set(p.dst, p.v)
 	}
 	sb.DesiredState = StateStarted
-	s.store(sb)
+	s.sandboxes.Put(sb.ID, sb)
 	switch {
 	case in.BuildInfo != nil:
 		// Answered at once as pending_build, even with BuildTime 0 (it then
@@ -124,15 +124,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 	s.writeJSON(w, http.StatusOK, s.toJSON(sb, true))
 }
 
-func setInt(dst, v *int) {
-	if v != nil {
-		*dst = *v
-	}
-}
-
 func (s *Server) get(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if sb := s.lookup(w, r); sb != nil {
 		s.writeJSON(w, http.StatusOK, s.toJSON(sb, true))
 	}

@@ -2,14 +2,14 @@ package daytonatest
 
 import (
 	"cmp"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/sandmanhq/sandman/internal/provider/internal/fakekit"
 )
 
 // Listing sandboxes: filters, sort order and cursors.
@@ -37,14 +37,10 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 			states[st] = true
 		}
 	}
-	limit := 100
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 200 {
-			s.writeError(w, r, http.StatusBadRequest, "limit must not be less than 1, limit must not be greater than 200")
-			return
-		}
-		limit = n
+	limit, ok := fakekit.Limit(q.Get("limit"), 100, 1, 200)
+	if !ok {
+		s.writeError(w, r, http.StatusBadRequest, "limit must not be less than 1, limit must not be greater than 200")
+		return
 	}
 	sortBy, order := cmp.Or(q.Get("sort"), "createdAt"), cmp.Or(q.Get("order"), "asc")
 	if !slices.Contains([]string{"createdAt", "lastActivityAt", "name", "cpu", "memoryGib", "diskGib"}, sortBy) ||
@@ -54,22 +50,17 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 	}
 	from := 0
 	if v := q.Get("cursor"); v != "" {
-		b, err := base64.RawURLEncoding.DecodeString(v)
-		n, aerr := strconv.Atoi(strings.TrimPrefix(string(b), "c:"))
-		if err != nil || aerr != nil || !strings.HasPrefix(string(b), "c:") || n < 0 {
+		c, ok := fakekit.ReadCursor(v, "c:")
+		n, err := strconv.Atoi(c)
+		if !ok || err != nil || n < 0 {
 			s.writeError(w, r, http.StatusBadRequest, "Invalid cursor")
 			return
 		}
 		from = n
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.tick()
 	now := s.opts.Clock.Now()
-	var all []*Sandbox
-	for _, sb := range s.sandboxes {
-		all = append(all, sb)
-	}
+	all := s.sandboxes.All()
 	for _, t := range s.tombstones {
 		if now.Before(t.until) {
 			c := t.sb.clone()
@@ -78,37 +69,29 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 	}
 	var match []*Sandbox
 	for _, sb := range all {
-		if (len(states) == 0 || states[sb.State]) && hasLabels(sb.Labels, labels) &&
+		if (len(states) == 0 || states[sb.State]) && fakekit.HasAll(sb.Labels, labels) &&
 			strings.HasPrefix(sb.Name, q.Get("name")) && strings.HasPrefix(sb.ID, q.Get("id")) {
 			match = append(match, sb)
 		}
 	}
-	less := func(a, b *Sandbox) bool {
+	slices.SortStableFunc(match, func(a, b *Sandbox) int {
+		c := 0
 		switch sortBy {
 		case "lastActivityAt":
-			if !a.LastActivityAt.Equal(b.LastActivityAt) {
-				return a.LastActivityAt.Before(b.LastActivityAt)
-			}
+			c = a.LastActivityAt.Compare(b.LastActivityAt)
 		case "name":
-			if a.Name != b.Name {
-				return a.Name < b.Name
-			}
+			c = strings.Compare(a.Name, b.Name)
 		}
-		return s.order.Of(a.ID) < s.order.Of(b.ID)
-	}
-	sort.SliceStable(match, func(i, j int) bool {
+		c = cmp.Or(c, s.sandboxes.Of(a.ID)-s.sandboxes.Of(b.ID))
 		if order == "desc" {
-			return less(match[j], match[i])
+			return -c
 		}
-		return less(match[i], match[j])
+		return c
 	})
-	if from > len(match) {
-		from = len(match)
-	}
-	match = match[from:]
+	match = match[min(from, len(match)):]
 	var next *string
 	if len(match) > limit {
-		c := base64.RawURLEncoding.EncodeToString([]byte("c:" + strconv.Itoa(from+limit)))
+		c := fakekit.Cursor("c:", strconv.Itoa(from+limit))
 		next = &c
 		match = match[:limit]
 	}
@@ -117,13 +100,4 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 		items = append(items, s.toJSON(sb, false))
 	}
 	s.writeJSON(w, http.StatusOK, map[string]any{"items": items, "nextCursor": next})
-}
-
-func hasLabels(have, want map[string]string) bool {
-	for k, v := range want {
-		if got, ok := have[k]; !ok || got != v {
-			return false
-		}
-	}
-	return true
 }

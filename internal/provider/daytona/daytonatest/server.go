@@ -285,11 +285,9 @@ type Server struct {
 	opts Config
 
 	mu         sync.Mutex
-	order      fakekit.Order
 	tokenSeq   int
-	sandboxes  map[string]*Sandbox
+	sandboxes  fakekit.Table[Sandbox]
 	tombstones []tombstone
-	wakes      map[string]int
 	window     map[string]int // requests per bucket in the current minute
 	windowAt   time.Time
 	pending    []StateChange
@@ -301,31 +299,13 @@ type Server struct {
 // NewServer returns a fake Daytona with opts' defaults filled in. Serve it
 // with Handler (e.g. httptest.NewServer(s.Handler()) or http.Server).
 func NewServer(opts Config) *Server {
-	if opts.APIKey == "" {
-		opts.APIKey = DefaultAPIKey
-	}
 	if opts.Clock == nil {
 		opts.Clock = lifecycle.SystemClock{}
 	}
-	if opts.ProxyDomain == "" {
-		opts.ProxyDomain = DefaultProxyDomain
-	}
-	if opts.ToolboxProxyURL == "" {
-		opts.ToolboxProxyURL = "https://toolbox." + opts.ProxyDomain
-	}
-	if opts.OrganizationID == "" {
-		opts.OrganizationID = DefaultOrganizationID
-	}
-	if opts.Class == "" {
-		opts.Class = DefaultClass
-	}
-	s := &Server{
-		opts:      opts,
-		sandboxes: map[string]*Sandbox{},
-		wakes:     map[string]int{},
-		window:    map[string]int{},
-		procs:     map[string]map[string]*toolSession{},
-	}
+	opts.APIKey, opts.ProxyDomain = cmp.Or(opts.APIKey, DefaultAPIKey), cmp.Or(opts.ProxyDomain, DefaultProxyDomain)
+	opts.ToolboxProxyURL = cmp.Or(opts.ToolboxProxyURL, "https://toolbox."+opts.ProxyDomain)
+	opts.OrganizationID, opts.Class = cmp.Or(opts.OrganizationID, DefaultOrganizationID), cmp.Or(opts.Class, DefaultClass)
+	s := &Server{opts: opts, window: map[string]int{}, procs: map[string]map[string]*toolSession{}}
 	s.SetBootDelay(opts.BootDelay)
 	return s
 }
@@ -361,11 +341,11 @@ func (s *Server) Handler() http.Handler {
 		route("POST /sandbox", OpCreate, s.create)
 		route("GET /sandbox", OpList, s.list)
 		route("GET /sandbox/{id}", OpGet, s.get)
-		route("DELETE /sandbox/{id}", OpDelete, s.delete)
-		route("POST /sandbox/{id}/start", OpStart, s.start)
-		route("POST /sandbox/{id}/stop", OpStop, s.stop)
-		route("POST /sandbox/{id}/pause", OpPause, s.pause)
-		route("POST /sandbox/{id}/archive", OpArchive, s.archive)
+		route("DELETE /sandbox/{id}", OpDelete, s.transition(OpDelete))
+		route("POST /sandbox/{id}/start", OpStart, s.transition(OpStart))
+		route("POST /sandbox/{id}/stop", OpStop, s.transition(OpStop))
+		route("POST /sandbox/{id}/pause", OpPause, s.transition(OpPause))
+		route("POST /sandbox/{id}/archive", OpArchive, s.transition(OpArchive))
 		route("POST /sandbox/{id}/recover", OpRecover, s.recover)
 		route("POST /sandbox/{id}/last-activity", OpActivity, s.lastActivity)
 		route("POST /sandbox/{id}/{timer}/{min}", OpTimer, s.timer)
@@ -379,13 +359,13 @@ func (s *Server) Handler() http.Handler {
 		s.writeError(w, r, http.StatusNotFound, fmt.Sprintf("Cannot %s %s", r.Method, r.URL.Path))
 	})
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if port, id, ok := s.previewOf(r.Host); ok {
+		if port, id, ok := fakekit.PortHost(r.Host, s.opts.ProxyDomain); ok {
 			s.preview(w, r, port, id)
 			return
 		}
 		if rest, ok := strings.CutPrefix(r.URL.Path, "/preview/"); ok {
 			label, _, _ := strings.Cut(rest, "/")
-			if port, id, ok := s.previewOf(label + "." + s.opts.ProxyDomain); ok {
+			if port, id, ok := fakekit.PortHost(label+"."+s.opts.ProxyDomain, s.opts.ProxyDomain); ok {
 				s.preview(w, r, port, id)
 				return
 			}
@@ -405,15 +385,7 @@ func (s *Server) Put(sb Sandbox) {
 	defer s.mu.Unlock()
 	c := sb.clone()
 	now := s.opts.Clock.Now().UTC()
-	if c.DesiredState == "" {
-		c.DesiredState = desiredOf(c.State)
-	}
-	if c.Class == "" {
-		c.Class = s.opts.Class
-	}
-	if c.Target == "" {
-		c.Target = DefaultTarget
-	}
+	c.DesiredState, c.Class, c.Target = cmp.Or(c.DesiredState, desiredOf(c.State)), cmp.Or(c.Class, s.opts.Class), cmp.Or(c.Target, DefaultTarget)
 	for _, t := range []*time.Time{&c.CreatedAt, &c.UpdatedAt, &c.LastActivityAt} {
 		if t.IsZero() {
 			*t = now
@@ -425,7 +397,7 @@ func (s *Server) Put(sb Sandbox) {
 	if c.Labels == nil {
 		c.Labels = map[string]string{}
 	}
-	s.store(&c)
+	s.sandboxes.Put(c.ID, &c)
 }
 
 // Sandbox returns the sandbox of id after applying everything due by the
@@ -433,7 +405,7 @@ func (s *Server) Put(sb Sandbox) {
 func (s *Server) Sandbox(id string) (Sandbox, bool) {
 	s.mu.Lock()
 	s.tick()
-	sb, ok := s.sandboxes[id]
+	sb, ok := s.sandboxes.Get(id)
 	var c Sandbox
 	if ok {
 		c = sb.clone()
@@ -448,7 +420,7 @@ func (s *Server) Sandbox(id string) (Sandbox, bool) {
 func (s *Server) Edit(id string, f func(*Sandbox)) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	sb, ok := s.sandboxes[id]
+	sb, ok := s.sandboxes.Get(id)
 	if ok {
 		f(sb)
 	}
@@ -458,21 +430,11 @@ func (s *Server) Edit(id string, f func(*Sandbox)) bool {
 // Wakes returns how many times the sandbox of id ("": of every sandbox)
 // was started from stopped, paused, archived or error (a start, resume,
 // restore or recover); a probe must never add to it.
-func (s *Server) Wakes(id string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if id == "" {
-		n := 0
-		for _, c := range s.wakes {
-			n += c
-		}
-		return n
-	}
-	return s.wakes[id]
-}
+func (s *Server) Wakes(id string) int { return s.Tally(strings.TrimSpace("wakes " + id)) }
 
-// wrap counts, applies faults, checks the key and rate limits, serves,
-// then delivers the state changes the request made (OnStateChange).
+// wrap counts, applies faults, checks the key, then, holding mu, the rate
+// limits, and serves; then it delivers the state changes the request made
+// (OnStateChange).
 func (s *Server) wrap(op Op, h func(http.ResponseWriter, *http.Request)) http.Handler {
 	bucket := bucketOf(op)
 	checked := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -481,9 +443,8 @@ func (s *Server) wrap(op Op, h func(http.ResponseWriter, *http.Request)) http.Ha
 			return
 		}
 		s.mu.Lock()
-		limited, retry := s.rate(w, bucket)
-		s.mu.Unlock()
-		if limited {
+		defer s.mu.Unlock()
+		if limited, retry := s.rate(w, bucket); limited {
 			w.Header().Set("Retry-After-"+bucket, strconv.Itoa(retry))
 			s.writeError(w, r, http.StatusTooManyRequests, "ThrottlerException: Too Many Requests")
 			return
@@ -524,10 +485,7 @@ func (s *Server) rate(w http.ResponseWriter, bucket string) (bool, int) {
 	}
 	s.window[bucket]++
 	used := s.window[bucket]
-	reset := int(start.Add(time.Minute).Sub(now).Seconds() + 0.999)
-	if reset < 1 {
-		reset = 1
-	}
+	reset := max(int(start.Add(time.Minute).Sub(now).Seconds()+0.999), 1)
 	h := w.Header()
 	h.Set("X-RateLimit-Limit-"+bucket, strconv.Itoa(limit))
 	h.Set("X-RateLimit-Remaining-"+bucket, strconv.Itoa(max(limit-used, 0)))
@@ -549,8 +507,6 @@ func (s *Server) previewURL(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	sb := s.lookup(w, r)
 	if sb == nil {
 		return
@@ -567,15 +523,10 @@ func (s *Server) signedPreviewURL(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if v := r.URL.Query().Get("expiresInSeconds"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 86400 {
-			s.writeError(w, r, http.StatusBadRequest, "expiresInSeconds must be between 1 and 86400")
-			return
-		}
+	if _, ok := fakekit.Limit(r.URL.Query().Get("expiresInSeconds"), 0, 1, 86400); !ok {
+		s.writeError(w, r, http.StatusBadRequest, "expiresInSeconds must be between 1 and 86400")
+		return
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	sb := s.lookup(w, r)
 	if sb == nil {
 		return
@@ -588,8 +539,6 @@ func (s *Server) signedPreviewURL(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) toolboxProxy(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if sb := s.lookup(w, r); sb != nil {
 		s.writeJSON(w, http.StatusOK, map[string]string{"url": s.opts.ToolboxProxyURL})
 	}
@@ -598,36 +547,26 @@ func (s *Server) toolboxProxy(w http.ResponseWriter, r *http.Request) {
 // lookup returns the sandbox named by the request's {id} (its ID or its
 // name) after applying what is due, or answers 404 and returns nil.
 // Callers hold mu.
-func (s *Server) lookup(w http.ResponseWriter, r *http.Request) *Sandbox {
-	s.tick()
-	id := r.PathValue("id")
-	if sb, ok := s.sandboxes[id]; ok {
-		return sb
-	}
-	for _, sb := range s.sandboxes {
-		if sb.Name == id {
-			return sb
-		}
-	}
-	s.writeError(w, r, http.StatusNotFound, fmt.Sprintf("Sandbox with ID or name %s not found", id))
-	return nil
-}
+func (s *Server) lookup(w http.ResponseWriter, r *http.Request) *Sandbox { return s.find(w, r, true) }
 
 // lookupByID is lookup for the routes that take the ID only.
 func (s *Server) lookupByID(w http.ResponseWriter, r *http.Request) *Sandbox {
-	s.tick()
-	id := r.PathValue("id")
-	if sb, ok := s.sandboxes[id]; ok {
-		return sb
-	}
-	s.writeError(w, r, http.StatusNotFound, fmt.Sprintf("Sandbox with ID %s not found", id))
-	return nil
+	return s.find(w, r, false)
 }
 
-// store records sb, keeping its creation order. Callers hold mu.
-func (s *Server) store(sb *Sandbox) {
-	s.order.Add(sb.ID)
-	s.sandboxes[sb.ID] = sb
+func (s *Server) find(w http.ResponseWriter, r *http.Request, byName bool) *Sandbox {
+	s.tick()
+	id := r.PathValue("id")
+	if sb, ok := s.sandboxes.Get(id); ok {
+		return sb
+	}
+	for _, sb := range s.sandboxes.All() {
+		if byName && sb.Name == id {
+			return sb
+		}
+	}
+	s.writeError(w, r, http.StatusNotFound, fmt.Sprintf("Sandbox with ID %s%s not found", map[bool]string{true: "or name "}[byName], id))
+	return nil
 }
 
 func (s *Server) newToken() string {

@@ -2,7 +2,6 @@ package daytonatest
 
 import (
 	"slices"
-	"sort"
 	"time"
 )
 
@@ -33,7 +32,7 @@ func (s *Server) begin(sb *Sandbox, via, final string, d time.Duration, t time.T
 	}
 }
 
-// destroy starts deleting sb at t. Callers hold mu.
+// destroy starts deleting sb at t (a delete, or a timer). Callers hold mu.
 func (s *Server) destroy(sb *Sandbox, t time.Time) {
 	s.begin(sb, StateDestroying, StateDestroyed, s.opts.DeleteTime, t)
 }
@@ -47,7 +46,7 @@ func (s *Server) settle(sb *Sandbox) {
 	sb.next, sb.settleAt = "", time.Time{}
 	if final == StateDestroyed {
 		s.pending = append(s.pending, StateChange{SandboxID: sb.ID, OldState: sb.State, NewState: StateDestroyed, At: at})
-		delete(s.sandboxes, sb.ID)
+		s.sandboxes.Delete(sb.ID)
 		if s.opts.ListLag > 0 {
 			c := sb.clone()
 			c.State, c.DesiredState = StateStarted, StateStarted
@@ -63,15 +62,9 @@ func (s *Server) settle(sb *Sandbox) {
 // auto-pause, auto-archive, auto-delete, TTL). Callers hold mu.
 func (s *Server) tick() {
 	now := s.opts.Clock.Now().UTC()
-	ids := make([]string, 0, len(s.sandboxes))
-	for id := range s.sandboxes {
-		ids = append(ids, id)
-	}
-	sort.Slice(ids, func(i, j int) bool { return s.order.Of(ids[i]) < s.order.Of(ids[j]) })
-	for _, id := range ids {
+	for _, sb := range s.sandboxes.All() {
 		for range 16 {
-			sb, ok := s.sandboxes[id]
-			if !ok || !s.step(sb, now) {
+			if _, ok := s.sandboxes.Get(sb.ID); !ok || !s.step(sb, now) {
 				break
 			}
 		}
@@ -140,9 +133,7 @@ func desiredOf(state string) string {
 		return StateArchived
 	case StateDestroyed, StateDestroying:
 		return StateDestroyed
-	case StateError, StateBuildFailed:
-		return StateStarted
-	default:
+	default: // error and build_failed too: they wanted to start
 		return StateStarted
 	}
 }

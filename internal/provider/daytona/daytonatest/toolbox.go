@@ -101,8 +101,6 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 	if !s.decode(w, r, &body) {
 		return
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	sb := s.started(w, r)
 	switch {
 	case sb == nil:
@@ -120,8 +118,6 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	sb := s.started(w, r)
 	if sb == nil {
 		return
@@ -165,16 +161,12 @@ func (s *Server) session(w http.ResponseWriter, r *http.Request) (*Sandbox, *too
 }
 
 func (s *Server) getSession(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if _, sess := s.session(w, r); sess != nil {
 		s.writeJSON(w, http.StatusOK, s.sessionJSON(r.PathValue("sid"), sess))
 	}
 }
 
 func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if sb, sess := s.session(w, r); sess != nil {
 		delete(s.procs[sb.ID], r.PathValue("sid"))
 		w.WriteHeader(http.StatusNoContent)
@@ -190,8 +182,6 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
 	if !s.decode(w, r, &body) {
 		return
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	_, sess := s.session(w, r)
 	if sess == nil {
 		return
@@ -240,16 +230,12 @@ func (s *Server) command(w http.ResponseWriter, r *http.Request) *toolCommand {
 }
 
 func (s *Server) getCommand(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if c := s.command(w, r); c != nil {
 		s.writeJSON(w, http.StatusOK, commandJSON(c))
 	}
 }
 
 func (s *Server) commandLogs(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if c := s.command(w, r); c != nil {
 		s.writeJSON(w, http.StatusOK, map[string]string{"output": c.Output, "stdout": c.Output, "stderr": ""})
 	}
@@ -265,23 +251,6 @@ func (s *Server) loseProcesses(sb *Sandbox, state string) {
 	}
 }
 
-// previewOf parses a preview host, {port}-{id}.<ProxyDomain>.
-func (s *Server) previewOf(host string) (port int, id string, ok bool) {
-	if h, _, found := strings.Cut(host, ":"); found {
-		host = h
-	}
-	label, found := strings.CutSuffix(host, "."+s.opts.ProxyDomain)
-	if !found {
-		return 0, "", false
-	}
-	p, id, found := strings.Cut(label, "-")
-	if !found {
-		return 0, "", false
-	}
-	port, err := strconv.Atoi(p)
-	return port, id, err == nil && id != ""
-}
-
 // preview serves https://{port}-{id}.<ProxyDomain>/…. A proxied request
 // is activity; it never starts a stopped sandbox.
 func (s *Server) preview(w http.ResponseWriter, r *http.Request, port int, id string) {
@@ -289,7 +258,7 @@ func (s *Server) preview(w http.ResponseWriter, r *http.Request, port int, id st
 	defer s.mu.Unlock()
 	s.Count(OpProxy)
 	s.tick()
-	sb := s.sandboxes[id]
+	sb, _ := s.sandboxes.Get(id)
 	if sb == nil {
 		s.writeError(w, r, http.StatusNotFound, fmt.Sprintf("Sandbox with ID %s not found", id))
 		return

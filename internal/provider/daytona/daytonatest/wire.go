@@ -89,14 +89,7 @@ func (s *Server) toJSON(sb *Sandbox, withEnv bool) sandboxJSON {
 	if out.Labels == nil {
 		out.Labels = map[string]string{}
 	}
-	if sb.ErrorReason != "" {
-		r := sb.ErrorReason
-		out.ErrorReason = &r
-	}
-	if sb.Snapshot != "" {
-		snap := sb.Snapshot
-		out.Snapshot = &snap
-	}
+	out.ErrorReason, out.Snapshot = orNull(sb.ErrorReason), orNull(sb.Snapshot)
 	if withEnv {
 		env := maps.Clone(sb.Env)
 		if env == nil {
@@ -105,10 +98,17 @@ func (s *Server) toJSON(sb *Sandbox, withEnv bool) sandboxJSON {
 		out.Env = &env
 	}
 	if !sb.AutoDestroyAt.IsZero() {
-		t := iso(sb.AutoDestroyAt)
-		out.AutoDestroyAt = &t
+		out.AutoDestroyAt = orNull(iso(sb.AutoDestroyAt))
 	}
 	return out
+}
+
+// orNull is v, nil (null, or omitted) when v is "".
+func orNull(v string) *string {
+	if v == "" {
+		return nil
+	}
+	return &v
 }
 
 func iso(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }

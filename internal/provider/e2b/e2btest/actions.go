@@ -14,8 +14,6 @@ import (
 
 func (s *Server) pause(op Op, w http.ResponseWriter, r *http.Request) {
 	s.noteQuery(op, r)
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	sb := s.lookupAny(w, r)
 	switch {
 	case sb == nil:
@@ -48,6 +46,13 @@ func (s *Server) capped(sb *Sandbox, now time.Time, timeout time.Duration) time.
 	return end
 }
 
+// resume starts the paused sb again now, for its last timeout.
+func (s *Server) resume(sb *Sandbox) {
+	now := s.now()
+	sb.State, sb.StartedAt = lifecycle.SandboxRunning, now
+	sb.EndAt = s.capped(sb, now, sb.Timeout) // from the new start
+}
+
 // connect resumes a paused sandbox (201) or extends a running one's timeout
 // to at least now+timeout (200), capped at the run length either way. The
 // body is optional: an omitted timeout is 300 s (DefaultTimeout).
@@ -66,21 +71,17 @@ func (s *Server) connect(op Op, w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	timeout := time.Duration(*in.Timeout) * time.Second
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	sb := s.lookupAny(w, r)
 	if sb == nil || conflicted(w, sb) {
 		return
 	}
-	now := s.now()
 	sb.Timeout = timeout
 	if sb.State == lifecycle.SandboxPaused {
-		sb.State, sb.StartedAt = lifecycle.SandboxRunning, now
-		sb.EndAt = s.capped(sb, now, timeout)
+		s.resume(sb)
 		fakekit.WriteJSON(w, http.StatusCreated, created(sb))
 		return
 	}
-	if end := s.capped(sb, now, timeout); end.After(sb.EndAt) {
+	if end := s.capped(sb, s.now(), timeout); end.After(sb.EndAt) {
 		sb.EndAt = end
 	}
 	fakekit.WriteJSON(w, http.StatusOK, created(sb))
@@ -99,8 +100,6 @@ func (s *Server) setTimeout(op Op, w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "timeout is required and must not be negative")
 		return
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	sb := s.lookupAny(w, r)
 	if sb == nil || conflicted(w, sb) {
 		return
@@ -123,10 +122,8 @@ func (s *Server) setTimeout(op Op, w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) kill(op Op, w http.ResponseWriter, r *http.Request) {
 	s.noteQuery(op, r)
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if sb := s.lookup(w, r); sb != nil {
-		delete(s.sandboxes, sb.ID)
+		s.sandboxes.Delete(sb.ID)
 		w.WriteHeader(http.StatusNoContent)
 	}
 }
@@ -136,7 +133,7 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.expire()
-	sb, ok := s.sandboxes[r.PathValue("id")]
+	sb, ok := s.sandboxes.Get(r.PathValue("id"))
 	switch {
 	case !ok || sb.Transition == Killing:
 		http.Error(w, "sandbox not found", http.StatusBadGateway)
@@ -145,9 +142,7 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "sandbox is not running", http.StatusBadGateway)
 		return
 	case sb.State == lifecycle.SandboxPaused:
-		now := s.now()
-		sb.State, sb.StartedAt = lifecycle.SandboxRunning, now
-		sb.EndAt = s.capped(sb, now, sb.Timeout)
+		s.resume(sb)
 	}
 	if tok := r.Header.Get("X-Access-Token"); tok != "" && tok != sb.AccessToken {
 		s.Add("refused tokens")

@@ -55,21 +55,20 @@ func (s *Server) list(op Op, w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.expire()
+	want := map[string]string{}
+	for k := range md {
+		want[k] = md.Get(k)
+	}
 	var match []*Sandbox
-	for _, sb := range s.sandboxes {
-		if sb.Transition == Killing || (from >= 0 && s.order.Of(sb.ID) > from) {
-			continue
-		}
-		if states[stateOf(sb)] && hasMetadata(sb, md) {
+	for _, sb := range slices.Backward(s.sandboxes.All()) {
+		if sb.Transition != Killing && (from < 0 || s.sandboxes.Of(sb.ID) <= from) &&
+			states[stateOf(sb)] && fakekit.HasAll(sb.Metadata, want) {
 			match = append(match, sb)
 		}
 	}
-	slices.SortFunc(match, func(a, b *Sandbox) int { return s.order.Of(b.ID) - s.order.Of(a.ID) })
 	if len(match) > limit {
-		w.Header().Set("X-Next-Token", "tok-"+strconv.Itoa(s.order.Of(match[limit].ID)))
+		w.Header().Set("X-Next-Token", "tok-"+strconv.Itoa(s.sandboxes.Of(match[limit].ID)))
 		match = match[:limit]
 	}
 	out := make([]listedBody, 0, len(match))
@@ -84,21 +83,9 @@ func (s *Server) list(op Op, w http.ResponseWriter, r *http.Request) {
 // is percent-decoded again, split into k=v pairs at '&', and each key and
 // value percent-decoded a third time. Errors: a malformed escape.
 func DecodeMetadataFilter(v string) (url.Values, error) {
-	if v == "" {
-		return url.Values{}, nil
-	}
 	once, err := url.QueryUnescape(v)
 	if err != nil {
 		return nil, err
 	}
 	return url.ParseQuery(once)
-}
-
-func hasMetadata(sb *Sandbox, md url.Values) bool {
-	for k := range md {
-		if v, ok := sb.Metadata[k]; !ok || v != md.Get(k) {
-			return false
-		}
-	}
-	return true
 }

@@ -107,7 +107,7 @@ func (s *Server) Processes(id string) []Process {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.expire()
-	if sb, ok := s.sandboxes[id]; ok {
+	if sb, ok := s.sandboxes.Get(id); ok {
 		return append([]Process(nil), sb.Processes...)
 	}
 	return nil
@@ -115,15 +115,11 @@ func (s *Server) Processes(id string) []Process {
 
 // Starts returns how many processes were started (pids handed out; a
 // refused Start request is not one, Requests counts those).
-func (s *Server) Starts() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.pid
-}
+func (s *Server) Starts() int { return s.Tally("starts") }
 
 func (s *Server) runningSandbox(w http.ResponseWriter, r *http.Request) *Sandbox {
 	s.expire()
-	sb, ok := s.sandboxes[r.PathValue("id")]
+	sb, ok := s.sandboxes.Get(r.PathValue("id"))
 	if !ok || sb.Transition == Killing || readsPaused(sb) {
 		writeConnectError(w, http.StatusBadGateway, "unavailable", "The sandbox was not found")
 		return nil
@@ -166,6 +162,7 @@ func (s *Server) processStart(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.pid++
+	s.Add("starts")
 	p := Process{PID: s.pid, Tag: in.Tag, Cmd: in.Process.Cmd, Args: in.Process.Args, Envs: in.Process.Envs,
 		Cwd: in.Process.Cwd, StartedAt: s.now()}
 	if ms, err := strconv.ParseInt(r.Header.Get("Connect-Timeout-Ms"), 10, 64); err == nil && ms > 0 {
@@ -233,7 +230,7 @@ func (s *Server) processRuns(id string, pid int) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.expire()
-	sb, ok := s.sandboxes[id]
+	sb, ok := s.sandboxes.Get(id)
 	if !ok || sb.Transition == Killing {
 		return false
 	}
@@ -289,20 +286,14 @@ func (s *Server) processList(w http.ResponseWriter, r *http.Request) {
 	if sb == nil {
 		return
 	}
-	type item struct {
-		Config map[string]any `json:"config"`
-		PID    int            `json:"pid"`
-		Tag    string         `json:"tag,omitempty"`
-	}
-	out := struct {
-		Processes []item `json:"processes"`
-	}{Processes: []item{}}
+	items := []map[string]any{} // {config, pid, tag (omitted when empty)}
 	for _, p := range sb.Processes {
-		out.Processes = append(out.Processes, item{PID: p.PID, Tag: p.Tag,
-			Config: map[string]any{"cmd": p.Cmd, "args": p.Args, "envs": p.Envs, "cwd": p.Cwd}})
+		items = append(items, map[string]any{"pid": p.PID, "config": map[string]any{"cmd": p.Cmd, "args": p.Args, "envs": p.Envs, "cwd": p.Cwd}})
+		if p.Tag != "" {
+			items[len(items)-1]["tag"] = p.Tag
+		}
 	}
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(out)
+	fakekit.WriteJSON(w, http.StatusOK, map[string]any{"processes": items})
 }
 
 func (s *Server) preview(w http.ResponseWriter, r *http.Request) {
@@ -311,17 +302,14 @@ func (s *Server) preview(w http.ResponseWriter, r *http.Request) {
 	s.expire()
 	id := r.PathValue("id")
 	port, err := strconv.Atoi(r.PathValue("port"))
-	sb, ok := s.sandboxes[id]
+	sb, ok := s.sandboxes.Get(id)
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	if err != nil || !ok || sb.Transition == Killing || (readsPaused(sb) && !sb.AutoResume) {
-		w.WriteHeader(http.StatusBadGateway)
-		_ = json.NewEncoder(w).Encode(map[string]any{"sandboxId": id, "message": "The sandbox was not found", "code": 502})
+		fakekit.WriteJSON(w, http.StatusBadGateway, map[string]any{"sandboxId": id, "message": "The sandbox was not found", "code": 502})
 		return
 	}
 	if sb.State == lifecycle.SandboxPaused { // auto-resume: traffic wakes it
-		now := s.now()
-		sb.State, sb.StartedAt = lifecycle.SandboxRunning, now
-		sb.EndAt = s.capped(sb, now, sb.Timeout)
+		s.resume(sb)
 	}
 	for _, p := range sb.Processes {
 		if slices.Contains(p.listenPorts(), port) && s.Booted(p.StartedAt, s.now()) {
@@ -330,13 +318,10 @@ func (s *Server) preview(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	w.WriteHeader(http.StatusBadGateway)
-	_ = json.NewEncoder(w).Encode(map[string]any{"sandboxId": id, "message": PortClosedMessage, "port": port, "code": 502})
+	fakekit.WriteJSON(w, http.StatusBadGateway, map[string]any{"sandboxId": id, "message": PortClosedMessage, "port": port, "code": 502})
 }
 
 // writeConnectError answers a Connect error {"code","message"}.
 func writeConnectError(w http.ResponseWriter, status int, code, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(map[string]string{"code": code, "message": msg})
+	fakekit.WriteJSON(w, status, map[string]string{"code": code, "message": msg})
 }

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/sandmanhq/sandman/internal/provider/internal/fakekit"
 )
 
 // EnvdPort is the port envd listens on in every sandbox.
@@ -17,18 +19,10 @@ const EnvdPort = 49983
 // sandbox.* host, from the E2b-Sandbox-Id and E2b-Sandbox-Port headers the
 // SDK sends to envd. ok is false when the request names no sandbox.
 func sandboxRoute(r *http.Request, domain string) (id string, port int, ok bool) {
-	host := r.Host
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
+	if n, sid, ok := fakekit.PortHost(r.Host, domain); ok && !strings.Contains(sid, ".") {
+		return sid, n, true
 	}
-	if label, found := strings.CutSuffix(host, "."+domain); found {
-		p, sid, cut := strings.Cut(label, "-")
-		n, err := strconv.Atoi(p)
-		if cut && err == nil && sid != "" && !strings.Contains(sid, ".") {
-			return sid, n, true
-		}
-	}
-	sid := r.Header.Get("E2b-Sandbox-Id")
+	host, sid := fakekit.Hostname(r.Host), r.Header.Get("E2b-Sandbox-Id")
 	if sid == "" || !(host == "localhost" || net.ParseIP(host) != nil || strings.HasPrefix(host, "sandbox.")) {
 		return "", 0, false
 	}

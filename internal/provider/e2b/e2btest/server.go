@@ -43,14 +43,13 @@ package e2btest
 
 import (
 	"cmp"
-	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
 	"net/http"
 	"net/http/httptest"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -105,34 +104,11 @@ const (
 	Killing Transition = "killing" // reads as 404; pause, connect and set timeout answer 409
 )
 
-// Fault replaces the answer to one request. The zero Status with neither
-// Hang nor Drop is not a fault.
-type Fault struct {
-	// Status is answered with E2B's error body {"code","message"}.
-	Status int
-	// Message is the error body's message (default: the status text).
-	Message string
-	// RetryAfter, when set, is sent as the Retry-After header.
-	RetryAfter string
-	// Hang blocks the request until the client gives up (or the server
-	// closes); Server.Hanging reports that it arrived.
-	Hang bool
-	// Drop closes the connection without an answer.
-	Drop bool
-}
-
-// Effect says what f does (fakekit.Kit.Handle).
-func (f Fault) Effect() fakekit.Effect {
-	switch {
-	case f.Hang:
-		return fakekit.Hang
-	case f.Drop:
-		return fakekit.Drop
-	case f.Status != 0:
-		return fakekit.Answer
-	}
-	return fakekit.Serve
-}
+// Fault replaces the answer to one request: a Status answered with E2B's
+// error body {"code","message"} (the code is the status; Code is ignored)
+// and its RetryAfter, a Hang (Server.Hanging reports that it arrived), a
+// Drop or a Lose. The zero Fault is not a fault.
+type Fault = fakekit.Fault
 
 // Sandbox is the fake's record of one sandbox.
 type Sandbox struct {
@@ -182,11 +158,9 @@ type Config struct {
 	BootDelay time.Duration
 }
 
-// Server is the fake E2B. Its methods are safe for concurrent use. Its
-// Kit counts requests (Requests), injects faults (Fail, FailAll), records
-// the unknown fields and parameters it ignored ("<op> <name>",
-// UnknownFields), reports hanging requests (Hanging) and sets the boot
-// delay (SetBootDelay).
+// Server is the fake E2B, safe for concurrent use. Its Kit counts requests,
+// injects faults (also FailAll) and records the unknown fields and
+// parameters it ignored ("<op> <name>", UnknownFields).
 type Server struct {
 	fakekit.Kit[Op, Fault]
 
@@ -199,8 +173,7 @@ type Server struct {
 
 	opts      Config
 	mu        sync.Mutex
-	order     fakekit.Order
-	sandboxes map[string]*Sandbox
+	sandboxes fakekit.Table[Sandbox]
 	pid       int
 	api       http.Handler
 	proxy     http.Handler
@@ -213,16 +186,8 @@ func New(opts Config) *Server {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	if opts.APIKey == "" {
-		opts.APIKey = APIKey
-	}
-	if opts.MaxRunLength == 0 {
-		opts.MaxRunLength = MaxRunLength
-	}
-	s := &Server{
-		opts:      opts,
-		sandboxes: map[string]*Sandbox{},
-	}
+	opts.APIKey, opts.MaxRunLength = cmp.Or(opts.APIKey, APIKey), cmp.Or(opts.MaxRunLength, MaxRunLength)
+	s := &Server{opts: opts}
 	s.SetBootDelay(opts.BootDelay)
 	api := http.NewServeMux()
 	api.Handle("POST /v2/sandboxes", s.handle(OpCreate, s.createV2))
@@ -279,15 +244,8 @@ func (s *Server) Handler() http.Handler {
 // domain and clock, and a Sleep that returns at once (honouring ctx) so
 // retries never sleep in tests.
 func (s *Server) Config() e2b.Config {
-	return e2b.Config{
-		BaseURL: s.API.URL,
-		APIKey:  s.opts.APIKey,
-		Domain:  Domain,
-		EnvdURL: s.EnvdURL,
-		PortURL: s.PortURL,
-		Clock:   s.Clock,
-		Sleep:   func(ctx context.Context, _ time.Duration) error { return ctx.Err() },
-	}
+	return e2b.Config{BaseURL: s.API.URL, APIKey: s.opts.APIKey, Domain: Domain,
+		EnvdURL: s.EnvdURL, PortURL: s.PortURL, Clock: s.Clock, Sleep: fakekit.NoSleep}
 }
 
 // EnvdURL returns the proxy URL standing in for https://49983-<id>.<domain>.
@@ -298,7 +256,7 @@ func (s *Server) Put(sb Sandbox) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c := sb.clone()
-	s.store(&c)
+	s.sandboxes.Put(c.ID, &c)
 }
 
 // Sandbox returns the sandbox of id as the fake now holds it, after
@@ -307,11 +265,10 @@ func (s *Server) Sandbox(id string) (Sandbox, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.expire()
-	sb, ok := s.sandboxes[id]
-	if !ok {
-		return Sandbox{}, false
+	if sb, ok := s.sandboxes.Get(id); ok {
+		return sb.clone(), true
 	}
-	return sb.clone(), true
+	return Sandbox{}, false
 }
 
 // FailAll answers every request of op with f (after queued Fail faults)
@@ -343,13 +300,16 @@ func (s *Server) RefusedTokens() int { return s.Tally("refused tokens") }
 
 func (s *Server) now() time.Time { return s.opts.Now().UTC() }
 
-// handle wraps a control API handler: count, fault, key check.
+// handle wraps a control API handler: count, fault, key check, then it
+// serves holding mu.
 func (s *Server) handle(op Op, h func(Op, http.ResponseWriter, *http.Request)) http.Handler {
 	return s.faulty(op, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("X-API-Key") != s.opts.APIKey {
 			writeError(w, http.StatusUnauthorized, "Invalid API key, it must start with 'e2b_' prefix")
 			return
 		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
 		h(op, w, r)
 	}))
 }
@@ -358,10 +318,7 @@ func (s *Server) handle(op Op, h func(Op, http.ResponseWriter, *http.Request)) h
 // as E2B's error body with its Retry-After.
 func (s *Server) faulty(op Op, next http.Handler) http.Handler {
 	return s.Handle(op, next, func(w http.ResponseWriter, _ *http.Request, f Fault) {
-		if f.RetryAfter != "" {
-			w.Header().Set("Retry-After", f.RetryAfter)
-		}
-		writeError(w, f.Status, cmp.Or(f.Message, http.StatusText(f.Status)))
+		writeError(w, f.Status, f.Prepare(w))
 	})
 }
 
@@ -376,19 +333,13 @@ func (s *Server) countProxy(next http.Handler) http.Handler {
 	})
 }
 
-// store records sb, keeping its creation order for paging. Callers hold mu.
-func (s *Server) store(sb *Sandbox) {
-	s.order.Add(sb.ID)
-	s.sandboxes[sb.ID] = sb
-}
-
 // expire applies every timeout due by the clock: a running sandbox's
 // processes past their Deadline are killed, and a running sandbox past its
 // endAt pauses (autoPause, endAt becomes the pause time, which is the same
 // instant) or is killed. Callers hold mu.
 func (s *Server) expire() {
 	now := s.now()
-	for id, sb := range s.sandboxes {
+	for _, sb := range s.sandboxes.All() {
 		if sb.State == lifecycle.SandboxRunning {
 			sb.Processes = slices.DeleteFunc(sb.Processes, func(p Process) bool {
 				return !p.Deadline.IsZero() && !now.Before(p.Deadline)
@@ -401,32 +352,27 @@ func (s *Server) expire() {
 			sb.State = lifecycle.SandboxPaused
 			continue
 		}
-		delete(s.sandboxes, id)
+		s.sandboxes.Delete(sb.ID)
 	}
 }
 
 // lookup returns the sandbox of the request's {id} after expiry, or answers
 // 404 (also for one being killed, as E2B does) and returns nil. Callers hold
 // mu.
-func (s *Server) lookup(w http.ResponseWriter, r *http.Request) *Sandbox {
-	if sb := s.lookupAny(w, r); sb == nil || sb.Transition != Killing {
+func (s *Server) lookup(w http.ResponseWriter, r *http.Request) *Sandbox { return s.find(w, r, false) }
+
+// lookupAny is lookup that also returns a sandbox being killed.
+func (s *Server) lookupAny(w http.ResponseWriter, r *http.Request) *Sandbox {
+	return s.find(w, r, true)
+}
+
+func (s *Server) find(w http.ResponseWriter, r *http.Request, killing bool) *Sandbox {
+	s.expire()
+	if sb, ok := s.sandboxes.Get(r.PathValue("id")); ok && (killing || sb.Transition != Killing) {
 		return sb
 	}
 	writeError(w, http.StatusNotFound, fmt.Sprintf("sandbox %q not found", r.PathValue("id")))
 	return nil
-}
-
-// lookupAny is lookup that also returns a sandbox being killed. Callers
-// hold mu.
-func (s *Server) lookupAny(w http.ResponseWriter, r *http.Request) *Sandbox {
-	s.expire()
-	id := r.PathValue("id")
-	sb, ok := s.sandboxes[id]
-	if !ok {
-		writeError(w, http.StatusNotFound, fmt.Sprintf("sandbox %q not found", id))
-		return nil
-	}
-	return sb
 }
 
 // readsPaused reports whether sb reads as paused: paused, or pausing.
@@ -527,11 +473,9 @@ func (s *Server) create(op Op, w http.ResponseWriter, r *http.Request, v2 bool) 
 			timeout = time.Duration(secs) * time.Second
 		}
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	now := s.now()
 	sb := &Sandbox{
-		ID:         fmt.Sprintf("isbx%016d", s.order.Next()),
+		ID:         fmt.Sprintf("isbx%016d", s.sandboxes.Next()),
 		TemplateID: in.TemplateID,
 		State:      lifecycle.SandboxRunning,
 		StartedAt:  now,
@@ -546,7 +490,7 @@ func (s *Server) create(op Op, w http.ResponseWriter, r *http.Request, v2 bool) 
 	if sb.Secure {
 		sb.AccessToken = "envd-token-" + sb.ID
 	}
-	s.store(sb)
+	s.sandboxes.Put(sb.ID, sb)
 	fakekit.WriteJSON(w, http.StatusCreated, created(sb))
 }
 
@@ -577,8 +521,6 @@ func listed(sb *Sandbox) listedBody {
 
 func (s *Server) get(op Op, w http.ResponseWriter, r *http.Request) {
 	s.noteQuery(op, r)
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if sb := s.lookup(w, r); sb != nil {
 		fakekit.WriteJSON(w, http.StatusOK, detail(sb))
 	}
@@ -600,23 +542,19 @@ func (s *Server) noteQuery(op Op, r *http.Request) {
 // JSON object, or a known field of the wrong type, is a 400. An empty body
 // is an empty object.
 func (s *Server) decode(op Op, w http.ResponseWriter, r *http.Request, v any, keys ...string) bool {
-	b, err := fakekit.ReadBody(w, r)
-	if err != nil {
-		writeError(w, http.StatusRequestEntityTooLarge, "body too large")
-		return false
-	}
-	if len(strings.TrimSpace(string(b))) == 0 {
-		b = []byte("{}")
-	}
-	unknown, err := fakekit.DecodeObject(b, v, keys...)
+	unknown, err := fakekit.ReadObject(w, r, v, true, keys...)
 	for _, k := range unknown {
 		s.note(op, k)
 	}
-	if err != nil {
+	switch {
+	case errors.Is(err, fakekit.ErrTooLarge):
+		writeError(w, http.StatusRequestEntityTooLarge, "body too large")
+	case err != nil:
 		writeError(w, http.StatusBadRequest, "invalid body: "+err.Error())
-		return false
+	default:
+		return true
 	}
-	return true
+	return false
 }
 
 func writeError(w http.ResponseWriter, status int, msg string) {

@@ -3,24 +3,32 @@
 // internal/provider/vercel/verceltest) share, so that each fake keeps only
 // its provider's own state rules and wire shapes: the Kit a fake embeds
 // (request counts and tallies, the fault plan and what a fault does to a
-// request, hanging requests, the boot delay of the commands it "runs"),
-// reading a bounded body and splitting a JSON object into the fields an API
-// knows and the ones it does not, writing a JSON answer, the ports a
-// command line listens on, creation order, page cursors and sizes, the
-// request log, an in-process transport, serving on an address, and sending
-// signed webhooks (Sender). Each fake keeps its error body, whether an
-// unknown field is ignored or refused, and what each fault answers. It
-// imports only the standard library.
+// request, hanging requests, the boot delay of the commands it "runs"), a
+// fault type for the fakes whose error body is a status, code and message
+// (Fault), reading a bounded body and splitting a JSON object into the
+// fields an API knows and the ones it does not, writing a JSON answer, the
+// ports a command line listens on, preview hosts (PortHost), records kept
+// in creation order (Table), list filters (HasAll), page cursors and
+// sizes, the request log, an in-process transport, serving on an address,
+// a Sleep that never sleeps, and sending signed webhooks (Sender). Each
+// fake keeps its error body, whether an unknown field is ignored or
+// refused, and what each fault answers. It imports only the standard
+// library.
 package fakekit
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"io"
+	"net"
 	"net/http"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 )
 
@@ -122,4 +130,57 @@ func DecodeObject(b []byte, v any, keys ...string) (unknown []string, err error)
 		return nil, err
 	}
 	return unknown, json.Unmarshal(known, v)
+}
+
+// ErrTooLarge is ReadObject's error for a body it could not read whole: over
+// MaxBody bytes (the caller answers 413), or a failed read.
+var ErrTooLarge = errors.New("request body too large")
+
+// ReadObject reads r's body (ReadBody) as a JSON object and decodes the
+// fields named exactly one of keys into v (DecodeObject), returning the
+// names of the others, sorted. A blank body is an empty object when
+// optional, otherwise a decoding error. Errors: ErrTooLarge, or
+// DecodeObject's.
+func ReadObject(w http.ResponseWriter, r *http.Request, v any, optional bool, keys ...string) (unknown []string, err error) {
+	b, err := ReadBody(w, r)
+	if err != nil {
+		return nil, ErrTooLarge
+	}
+	if optional && len(bytes.TrimSpace(b)) == 0 {
+		return nil, nil
+	}
+	return DecodeObject(b, v, keys...)
+}
+
+// Hostname returns host without its :port, if it has one.
+func Hostname(host string) string {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		return h
+	}
+	return host
+}
+
+// PortHost parses a preview host of a port, <port>-<id>.<domain> (what the
+// providers' SDKs build; a :port after it is dropped): ok is false for any
+// other host, a port that is not a number, or an empty id.
+func PortHost(host, domain string) (port int, id string, ok bool) {
+	label, found := strings.CutSuffix(Hostname(host), "."+domain)
+	if !found {
+		return 0, "", false
+	}
+	p, id, found := strings.Cut(label, "-")
+	port, err := strconv.Atoi(p)
+	return port, id, found && err == nil && id != ""
+}
+
+// NoSleep is an adapter's Sleep for tests against a fake: it returns at
+// once (ctx's error, if ctx is done), so retries never sleep.
+func NoSleep(ctx context.Context, _ time.Duration) error { return ctx.Err() }
+
+// Set sets *dst to *v when v is not nil: an optional field of a request
+// body over a default.
+func Set[T any](dst, v *T) {
+	if v != nil {
+		*dst = *v
+	}
 }

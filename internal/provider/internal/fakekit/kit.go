@@ -28,8 +28,8 @@ const (
 	Lose
 )
 
-// Fault is a fake's fault type: it says what it does.
-type Fault interface{ Effect() Effect }
+// Effector is a fake's fault type: it says what it does.
+type Effector interface{ Effect() Effect }
 
 // Kit is the plumbing one fake embeds: request counts by operation, named
 // tallies (wakes, refused tokens...), the fault plan, the unknown fields
@@ -39,7 +39,7 @@ type Fault interface{ Effect() Effect }
 // faults queued under it serve a request of any operation whose Handle
 // names it). F is the fake's fault type. The zero Kit is ready to use; its
 // methods are safe for concurrent use.
-type Kit[Op comparable, F Fault] struct {
+type Kit[Op comparable, F Effector] struct {
 	faults Faults[Op, F]
 
 	mu      sync.Mutex

@@ -1,6 +1,7 @@
 package verceltest
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -86,7 +87,7 @@ func (s *Server) runCommand(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var body commandBody
-	if !decode(w, r, &body, "command", "args", "cwd", "env", "sudo", "timeout") {
+	if !decode(w, r, &body, false, "command", "args", "cwd", "env", "sudo", "timeout") {
 		return
 	}
 	if body.Command == "" {
@@ -95,7 +96,7 @@ func (s *Server) runCommand(w http.ResponseWriter, r *http.Request) {
 	}
 	s.seq++
 	c := &commandRec{id: fmt.Sprintf("cmd_%08d", s.seq), command: body.Command, args: body.Args, cwd: body.Cwd,
-		env: body.Env, sessionID: se.id, startedAt: s.now()}
+		env: body.Env, sessionID: se.ID, startedAt: s.now()}
 	line := strings.TrimSpace(strings.Join(append([]string{body.Command}, body.Args...), " "))
 	if len(body.Args) > 0 {
 		line = strings.TrimSpace(body.Args[len(body.Args)-1])
@@ -217,21 +218,14 @@ func (s *Server) killCommand(w http.ResponseWriter, r *http.Request) {
 	var body struct {
 		Signal int `json:"signal"`
 	}
-	if !decodeOptional(w, r, &body, "signal") {
+	if !decode(w, r, &body, true, "signal") {
 		return
 	}
 	if c.exitCode == nil {
-		code := 128 + cmpOr(body.Signal, 15)
+		code := 128 + cmp.Or(body.Signal, 15)
 		c.exitCode = &code
 	}
 	fakekit.WriteJSON(w, http.StatusOK, map[string]any{"command": commandJSONOf(c)})
-}
-
-func cmpOr(v, def int) int {
-	if v != 0 {
-		return v
-	}
-	return def
 }
 
 // killCommands ends every command of se (its session stopped).

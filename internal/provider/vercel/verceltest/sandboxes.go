@@ -15,7 +15,7 @@ import (
 
 func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 	var b createBody
-	if !decode(w, r, &b, createKeys...) {
+	if !decode(w, r, &b, false, createKeys...) {
 		return
 	}
 	project, ok := s.project(w, b.ProjectID)
@@ -23,25 +23,19 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := s.now()
-	sb := &sandboxRec{project: project, name: b.Name, persistent: true, image: b.Image, runtime: b.Runtime,
-		vcpus: 2, timeout: int64(DefaultSessionTimeout / time.Millisecond), ports: b.Ports, env: b.Env,
-		tags: b.Tags, region: cmp.Or(b.Region, DefaultRegion),
-		snapshotExpiration: int64(DefaultSnapshotExpiration / time.Millisecond), createdAt: now, updatedAt: now}
-	if sb.name == "" {
+	sb := &sandboxRec{sandboxJSON: sandboxJSON{ProjectID: project, Name: b.Name, Persistent: true, Image: b.Image,
+		Runtime: b.Runtime, VCPUs: 2, Timeout: int64(DefaultSessionTimeout / time.Millisecond), Tags: b.Tags,
+		Region: cmp.Or(b.Region, DefaultRegion), SnapshotExpiration: int64(DefaultSnapshotExpiration / time.Millisecond),
+		CreatedAt: now, UpdatedAt: now}, ports: b.Ports, env: b.Env}
+	if sb.Name == "" {
 		s.seq++
-		sb.name = fmt.Sprintf("sandbox-%08d", s.seq)
+		sb.Name = fmt.Sprintf("sandbox-%08d", s.seq)
 	}
-	if b.Persistent != nil {
-		sb.persistent = *b.Persistent
-	}
-	if b.SnapshotExpiration != nil {
-		sb.snapshotExpiration = *b.SnapshotExpiration
-	}
-	if b.Timeout != nil {
-		sb.timeout = *b.Timeout
-	}
+	fakekit.Set(&sb.Persistent, b.Persistent)
+	fakekit.Set(&sb.SnapshotExpiration, b.SnapshotExpiration)
+	fakekit.Set(&sb.Timeout, b.Timeout)
 	if b.Resources != nil && b.Resources.VCPUs != 0 {
-		sb.vcpus = b.Resources.VCPUs
+		sb.VCPUs = b.Resources.VCPUs
 	}
 	var fromSnapshot string
 	if b.Source != nil && b.Source.Type == "snapshot" {
@@ -51,23 +45,23 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "bad_request", msg)
 		return
 	}
-	if fromSnapshot == "" && sb.image == "" && sb.runtime == "" {
-		sb.image = DefaultImage
+	if fromSnapshot == "" && sb.Image == "" && sb.Runtime == "" {
+		sb.Image = DefaultImage
 	}
-	if _, taken := s.sandboxes[project+"/"+sb.name]; taken {
+	if _, taken := s.sandboxes[project+"/"+sb.Name]; taken {
 		writeError(w, http.StatusBadRequest, "bad_request",
-			fmt.Sprintf("a sandbox named %q already exists; use GET /sandboxes/:name", sb.name))
+			fmt.Sprintf("a sandbox named %q already exists; use GET /sandboxes/:name", sb.Name))
 		return
 	}
 	if fromSnapshot != "" {
 		snap, ok := s.snapshots[fromSnapshot]
-		if !ok || snap.status != "created" {
+		if !ok || snap.Status != "created" {
 			writeError(w, http.StatusGone, "snapshot_not_found", fmt.Sprintf("snapshot %q not found", fromSnapshot))
 			return
 		}
 		s.useSnapshot(snap, now)
 	}
-	s.sandboxes[project+"/"+sb.name] = sb
+	s.sandboxes[project+"/"+sb.Name] = sb
 	s.boot(sb, fromSnapshot)
 	fakekit.WriteJSON(w, http.StatusOK, s.answer(sb, false))
 }
@@ -75,25 +69,25 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 // validate returns a 400 message for a sandbox the API would refuse, or "".
 func (s *Server) validate(sb *sandboxRec, snapshotWithImage bool) string {
 	switch {
-	case !nameRE.MatchString(sb.name):
-		return fmt.Sprintf("name %q must be 1 to 128 of a-z, A-Z, 0-9, _ and -", sb.name)
+	case !nameRE.MatchString(sb.Name):
+		return fmt.Sprintf("name %q must be 1 to 128 of a-z, A-Z, 0-9, _ and -", sb.Name)
 	case snapshotWithImage:
 		return "source of type snapshot excludes image and runtime"
-	case sb.image != "" && sb.runtime != "":
+	case sb.Image != "" && sb.Runtime != "":
 		return "image and runtime exclude each other"
-	case sb.timeout < 1000:
+	case sb.Timeout < 1000:
 		return "timeout must be at least 1000 ms"
-	case ms(sb.timeout) > s.opts.MaxSessionTimeout:
-		return fmt.Sprintf("timeout %d ms exceeds the plan's maximum of %d ms", sb.timeout, s.opts.MaxSessionTimeout.Milliseconds())
-	case sb.vcpus < 1 || sb.vcpus > 8 || (sb.vcpus > 1 && sb.vcpus%2 != 0):
+	case ms(sb.Timeout) > s.opts.MaxSessionTimeout:
+		return fmt.Sprintf("timeout %d ms exceeds the plan's maximum of %d ms", sb.Timeout, s.opts.MaxSessionTimeout.Milliseconds())
+	case sb.VCPUs < 1 || sb.VCPUs > 8 || (sb.VCPUs > 1 && sb.VCPUs%2 != 0):
 		return "resources.vcpus must be 1 or an even number up to 8"
-	case sb.snapshotExpiration < 0:
+	case sb.SnapshotExpiration < 0:
 		return "snapshotExpiration must be 0 (never) or positive"
 	}
 	if msg := checkPorts(sb.ports); msg != "" {
 		return msg
 	}
-	return checkTags(sb.tags)
+	return checkTags(sb.Tags)
 }
 
 func checkPorts(ports []int) string {
@@ -123,9 +117,9 @@ func checkTags(tags map[string]string) string {
 // useSnapshot records a use of snap at now, which restarts its expiry.
 func (s *Server) useSnapshot(snap *snapshotRec, now int64) {
 	if snap.expiration > 0 {
-		snap.expiresAt = now + snap.expiration
+		snap.ExpiresAt = now + snap.expiration
 	}
-	snap.updatedAt = now
+	snap.UpdatedAt = now
 }
 
 func (s *Server) get(w http.ResponseWriter, r *http.Request) {
@@ -149,15 +143,15 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	from := ""
-	if sb.persistent && sb.currentSnapshotID != "" {
-		snap := s.snapshots[sb.currentSnapshotID]
-		if snap == nil || snap.status != "created" {
+	if sb.Persistent && sb.CurrentSnapshotID != "" {
+		snap := s.snapshots[sb.CurrentSnapshotID]
+		if snap == nil || snap.Status != "created" {
 			writeError(w, http.StatusGone, "snapshot_not_found",
-				fmt.Sprintf("snapshot %q of sandbox %q has expired", sb.currentSnapshotID, sb.name))
+				fmt.Sprintf("snapshot %q of sandbox %q has expired", sb.CurrentSnapshotID, sb.Name))
 			return
 		}
 		s.useSnapshot(snap, s.now())
-		from = snap.id
+		from = snap.ID
 	}
 	s.boot(sb, from)
 	fakekit.WriteJSON(w, http.StatusOK, s.answer(sb, true))
@@ -171,13 +165,13 @@ func (s *Server) sortKey(sb *sandboxRec, by string) string {
 	case "name":
 		k = ""
 	case "statusUpdatedAt":
-		k = fmt.Sprintf("%020d", sb.statusUpdatedAt)
+		k = fmt.Sprintf("%020d", sb.StatusUpdatedAt)
 	case "currentSnapshotId":
-		k = sb.currentSnapshotID
+		k = sb.CurrentSnapshotID
 	default:
-		k = fmt.Sprintf("%020d", sb.createdAt)
+		k = fmt.Sprintf("%020d", sb.CreatedAt)
 	}
-	return k + "\x00" + sb.name
+	return k + "\x00" + sb.Name
 }
 
 func (s *Server) list(w http.ResponseWriter, r *http.Request) {
@@ -206,17 +200,17 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "bad_request", "namePrefix needs sortBy=name")
 		return
 	}
-	var tagKey, tagValue string
-	if tags := q["tags"]; len(tags) > 1 {
+	tags := map[string]string{}
+	if tq := q["tags"]; len(tq) > 1 {
 		writeError(w, http.StatusBadRequest, "bad_request", "only one tag filter is supported")
 		return
-	} else if len(tags) == 1 {
-		var found bool
-		tagKey, tagValue, found = strings.Cut(tags[0], ":")
-		if !found || tagKey == "" {
+	} else if len(tq) == 1 {
+		k, v, found := strings.Cut(tq[0], ":")
+		if !found || k == "" {
 			writeError(w, http.StatusBadRequest, "bad_request", "tags must be key:value")
 			return
 		}
+		tags[k] = v
 	}
 	after := ""
 	if c := q.Get("cursor"); c != "" {
@@ -231,15 +225,9 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 	}
 	var all []keyed
 	for _, sb := range s.sandboxes {
-		if sb.project != project || !strings.HasPrefix(sb.name, prefix) {
-			continue
+		if sb.ProjectID == project && strings.HasPrefix(sb.Name, prefix) && fakekit.HasAll(sb.Tags, tags) {
+			all = append(all, keyed{s.sortKey(sb, by), sb})
 		}
-		if tagKey != "" {
-			if v, ok := sb.tags[tagKey]; !ok || v != tagValue {
-				continue
-			}
-		}
-		all = append(all, keyed{s.sortKey(sb, by), sb})
 	}
 	slices.SortFunc(all, func(a, b keyed) int {
 		if order == "desc" {
@@ -273,43 +261,37 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var b updateBody
-	if !decode(w, r, &b, updateKeys...) {
+	if !decode(w, r, &b, false, updateKeys...) {
 		return
 	}
 	next := *sb
-	if b.Persistent != nil {
-		next.persistent = *b.Persistent
-	}
-	if b.Timeout != nil {
-		next.timeout = *b.Timeout
-	}
+	fakekit.Set(&next.Persistent, b.Persistent)
+	fakekit.Set(&next.Timeout, b.Timeout)
 	if b.Ports != nil {
 		next.ports = b.Ports
 	}
 	if b.Tags != nil {
-		next.tags = b.Tags
+		next.Tags = b.Tags
 	}
 	if b.Resources != nil && b.Resources.VCPUs != 0 {
-		next.vcpus = b.Resources.VCPUs
+		next.VCPUs = b.Resources.VCPUs
 	}
-	if b.SnapshotExpiration != nil {
-		next.snapshotExpiration = *b.SnapshotExpiration
-	}
+	fakekit.Set(&next.SnapshotExpiration, b.SnapshotExpiration)
 	if msg := s.validate(&next, false); msg != "" {
 		writeError(w, http.StatusBadRequest, "bad_request", msg)
 		return
 	}
 	if b.CurrentSnapshotID != nil {
-		if snap, ok := s.snapshots[*b.CurrentSnapshotID]; !ok || snap.status != "created" {
+		if snap, ok := s.snapshots[*b.CurrentSnapshotID]; !ok || snap.Status != "created" {
 			writeError(w, http.StatusGone, "snapshot_not_found", fmt.Sprintf("snapshot %q not found", *b.CurrentSnapshotID))
 			return
 		}
-		next.currentSnapshotID = *b.CurrentSnapshotID
+		next.CurrentSnapshotID = *b.CurrentSnapshotID
 	}
-	next.updatedAt = s.now()
+	next.UpdatedAt = s.now()
 	*sb = next
-	se := s.sessions[sb.currentSessionID]
-	if b.Ports != nil && (se.status == StatusRunning || se.status == StatusPending) {
+	se := s.sessions[sb.CurrentSessionID]
+	if b.Ports != nil && (se.Status == StatusRunning || se.Status == StatusPending) {
 		s.routeSession(se, sb.ports)
 	}
 	fakekit.WriteJSON(w, http.StatusOK, map[string]any{"sandbox": s.sandboxJSON(sb), "routes": orEmpty(se.routes)})
@@ -323,19 +305,19 @@ func (s *Server) remove(w http.ResponseWriter, r *http.Request) {
 	now := s.now()
 	for _, id := range sb.sessions {
 		se := s.sessions[id]
-		if se.status != StatusStopped && se.status != StatusFailed && se.status != StatusAborted {
-			se.status, se.stoppedAt, se.updatedAt = StatusStopped, now, now
+		if se.Status != StatusStopped && se.Status != StatusFailed && se.Status != StatusAborted {
+			se.Status, se.StoppedAt, se.UpdatedAt = StatusStopped, now, now
 		}
 		for _, rt := range se.routes {
 			delete(s.bySub, rt.Subdomain)
 		}
 	}
 	out := s.sandboxJSON(sb)
-	delete(s.sandboxes, sb.project+"/"+sb.name)
+	delete(s.sandboxes, sb.ProjectID+"/"+sb.Name)
 	if r.URL.Query().Get("deleteOrphanSnapshots") == "true" {
 		for _, snap := range s.snapshots {
-			if se, ok := s.sessions[snap.sourceSessionID]; ok && se.sandbox == sb {
-				snap.status, snap.updatedAt = "deleted", now
+			if se, ok := s.sessions[snap.SourceSessionID]; ok && se.sandbox == sb {
+				snap.Status, snap.UpdatedAt = "deleted", now
 			}
 		}
 	}

@@ -23,9 +23,9 @@ package verceltest
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"maps"
-	"net"
 	"net/http"
 	"regexp"
 	"slices"
@@ -90,41 +90,12 @@ const (
 	OpPreview  Op = "preview"  // GET /_preview/{subdomain}/... (a route's URL, see Config.RouteURL)
 )
 
-// Fault replaces the answer to one request. The zero Fault is no fault.
-type Fault struct {
-	// Status is answered with {"error":{"code","message"}}.
-	Status int
-	// Code is the error code (default: derived from Status, e.g.
-	// "rate_limited" for 429, "internal_server_error" for 5xx).
-	Code string
-	// Message is the error message (default: the status text).
-	Message string
-	// RetryAfter, when set, is sent as the Retry-After header (seconds).
-	RetryAfter string
-	// Drop closes the connection without an answer.
-	Drop bool
-	// Lose serves the request (its effect happens) and then closes the
-	// connection without the answer: a commit whose answer was lost.
-	Lose bool
-	// Hang holds the request until the client gives up or the server
-	// closes.
-	Hang bool
-}
-
-// Effect says what f does (fakekit.Kit.Handle).
-func (f Fault) Effect() fakekit.Effect {
-	switch {
-	case f.Hang:
-		return fakekit.Hang
-	case f.Drop:
-		return fakekit.Drop
-	case f.Lose:
-		return fakekit.Lose
-	case f.Status != 0:
-		return fakekit.Answer
-	}
-	return fakekit.Serve
-}
+// Fault replaces the answer to one request: a Status answered with
+// {"error":{"code","message"}} (Code defaults to one derived from Status,
+// e.g. "rate_limited" for 429, "internal_server_error" for 5xx) and its
+// RetryAfter, a Hang, a Drop, or a Lose (the request's effect happens, its
+// answer is lost). The zero Fault is no fault.
+type Fault = fakekit.Fault
 
 // Config configures a Server; zero fields take the defaults above.
 type Config struct {
@@ -185,49 +156,26 @@ type Session struct {
 	Routes           []RouteJSON
 }
 
+// The records are the wire shapes they answer with (wire.go), and what
+// the API does not show. A sandbox's Status, Memory and ExpiresAt, and a
+// session's Memory, VCPUs, Region, Cwd and Duration, are set when answered.
 type sandboxRec struct {
-	project, name      string
-	persistent         bool
-	image, runtime     string
-	vcpus              int
-	timeout            int64 // ms, default of new sessions
-	ports              []int
-	env, tags          map[string]string
-	region             string
-	snapshotExpiration int64 // ms, 0: never
-	createdAt          int64
-	updatedAt          int64
-	statusUpdatedAt    int64
-	currentSessionID   string
-	currentSnapshotID  string
-	sessions           []string
+	sandboxJSON // Timeout: the default of new sessions
+	ports       []int
+	env         map[string]string
+	sessions    []string
 }
 
 type sessionRec struct {
-	id               string
-	sandbox          *sandboxRec
-	status           string
-	timeout          int64 // ms
-	requestedAt      int64
-	startedAt        int64
-	requestedStopAt  int64
-	stoppedAt        int64
-	snapshottedAt    int64
-	createdAt        int64
-	updatedAt        int64
-	sourceSnapshotID string
-	routes           []RouteJSON
-	commands         []*commandRec
+	sessionJSON
+	sandbox  *sandboxRec
+	routes   []RouteJSON
+	commands []*commandRec
 }
 
 type snapshotRec struct {
-	id, sourceSessionID string
-	region, status      string
-	sizeBytes           int64
-	expiration          int64 // ms after last use, 0: never
-	expiresAt           int64 // 0: never
-	createdAt           int64
-	updatedAt           int64
+	snapshotJSON
+	expiration int64 // ms after last use, 0: never
 }
 
 // Server is the fake. Its methods are safe for concurrent use. Its Kit
@@ -251,12 +199,7 @@ type Server struct {
 // Handler at the root of a URL: the API paths are /v3/sandboxes and
 // /v2/sandboxes/...
 func NewServer(opts Config) *Server {
-	if opts.Token == "" {
-		opts.Token = DefaultToken
-	}
-	if opts.TeamID == "" {
-		opts.TeamID = DefaultTeamID
-	}
+	opts.Token, opts.TeamID = cmp.Or(opts.Token, DefaultToken), cmp.Or(opts.TeamID, DefaultTeamID)
 	if len(opts.ProjectIDs) == 0 {
 		opts.ProjectIDs = []string{DefaultProjectID}
 	}
@@ -298,11 +241,7 @@ func NewServer(opts Config) *Server {
 		writeError(w, http.StatusNotFound, "not_found", "no route "+r.Method+" "+r.URL.Path)
 	})
 	s.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		host := r.Host
-		if h, _, err := net.SplitHostPort(host); err == nil {
-			host = h
-		}
-		if sub, ok := strings.CutSuffix(host, "."+PreviewDomain); ok && sub != "" && !strings.Contains(sub, ".") {
+		if sub, ok := strings.CutSuffix(fakekit.Hostname(r.Host), "."+PreviewDomain); ok && sub != "" && !strings.Contains(sub, ".") {
 			r.SetPathValue("sub", sub)
 			preview.ServeHTTP(w, r)
 			return
@@ -348,11 +287,11 @@ func (s *Server) Sandbox(project, name string) (Sandbox, bool) {
 		return Sandbox{}, false
 	}
 	return Sandbox{
-		ProjectID: sb.project, Name: sb.name, Persistent: sb.persistent, Status: s.statusOf(sb),
-		CurrentSessionID: sb.currentSessionID, CurrentSnapshotID: sb.currentSnapshotID,
-		Image: sb.image, Runtime: sb.runtime, Timeout: ms(sb.timeout), Ports: slices.Clone(sb.ports), Tags: maps.Clone(sb.tags),
-		SnapshotExpiration: ms(sb.snapshotExpiration), SessionIDs: slices.Clone(sb.sessions),
-		CreatedAt: at(sb.createdAt),
+		ProjectID: sb.ProjectID, Name: sb.Name, Persistent: sb.Persistent, Status: s.statusOf(sb),
+		CurrentSessionID: sb.CurrentSessionID, CurrentSnapshotID: sb.CurrentSnapshotID,
+		Image: sb.Image, Runtime: sb.Runtime, Timeout: ms(sb.Timeout), Ports: slices.Clone(sb.ports), Tags: maps.Clone(sb.Tags),
+		SnapshotExpiration: ms(sb.SnapshotExpiration), SessionIDs: slices.Clone(sb.sessions),
+		CreatedAt: at(sb.CreatedAt),
 	}, true
 }
 
@@ -365,8 +304,8 @@ func (s *Server) Session(id string) (Session, bool) {
 	if !ok {
 		return Session{}, false
 	}
-	return Session{ID: se.id, Sandbox: se.sandbox.name, Status: se.status, Timeout: ms(se.timeout),
-		StartedAt: at(se.startedAt), StoppedAt: at(se.stoppedAt), SourceSnapshotID: se.sourceSnapshotID,
+	return Session{ID: se.ID, Sandbox: se.sandbox.Name, Status: se.Status, Timeout: ms(se.Timeout),
+		StartedAt: at(se.StartedAt), StoppedAt: at(se.StoppedAt), SourceSnapshotID: se.SourceSnapshotID,
 		Routes: slices.Clone(se.routes)}, true
 }
 
@@ -380,10 +319,10 @@ func (s *Server) SetStatus(project, name, status string) bool {
 	if !ok {
 		return false
 	}
-	se := s.sessions[sb.currentSessionID]
-	se.status = status
-	se.updatedAt = s.now()
-	sb.statusUpdatedAt = se.updatedAt
+	se := s.sessions[sb.CurrentSessionID]
+	se.Status = status
+	se.UpdatedAt = s.now()
+	sb.StatusUpdatedAt = se.UpdatedAt
 	return true
 }
 
@@ -394,7 +333,7 @@ func (s *Server) SetTags(project, name string, tags map[string]string) bool {
 	defer s.mu.Unlock()
 	sb, ok := s.sandboxes[project+"/"+name]
 	if ok {
-		sb.tags = maps.Clone(tags)
+		sb.Tags = maps.Clone(tags)
 	}
 	return ok
 }
@@ -409,11 +348,11 @@ func (s *Server) ExpireSnapshot(project, name string) bool {
 	if !ok {
 		return false
 	}
-	snap, ok := s.snapshots[sb.currentSnapshotID]
-	if !ok || snap.status != "created" {
+	snap, ok := s.snapshots[sb.CurrentSnapshotID]
+	if !ok || snap.Status != "created" {
 		return false
 	}
-	snap.status, snap.updatedAt = "deleted", s.now()
+	snap.Status, snap.UpdatedAt = "deleted", s.now()
 	return true
 }
 
@@ -432,12 +371,12 @@ func at(v int64) time.Time {
 func (s *Server) api(op Op, h http.HandlerFunc) http.Handler {
 	return s.faulty(op, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") != "Bearer "+s.opts.Token {
-			s.refuse()
+			s.Add("refused")
 			writeError(w, http.StatusForbidden, "forbidden", "Not authorized: the token is missing or invalid")
 			return
 		}
 		if team := r.URL.Query().Get("teamId"); team != s.opts.TeamID {
-			s.refuse()
+			s.Add("refused")
 			writeError(w, http.StatusForbidden, "forbidden", fmt.Sprintf("Not authorized for team %q", team))
 			return
 		}
@@ -447,8 +386,6 @@ func (s *Server) api(op Op, h http.HandlerFunc) http.Handler {
 		h(w, r)
 	}))
 }
-
-func (s *Server) refuse() { s.Add("refused") }
 
 // getOrResume dispatches GET /v2/sandboxes/{name} by its resume parameter,
 // so the two are counted and faulted apart.
@@ -464,10 +401,8 @@ func (s *Server) getOrResume(w http.ResponseWriter, r *http.Request) {
 // operation (FailNext) or for op, if any, as Vercel's error body.
 func (s *Server) faulty(op Op, next http.Handler) http.Handler {
 	return s.Handle(op, next, func(w http.ResponseWriter, _ *http.Request, f Fault) {
-		if f.RetryAfter != "" {
-			w.Header().Set("Retry-After", f.RetryAfter)
-		}
-		writeError(w, f.Status, cmp.Or(f.Code, codeOf(f.Status)), cmp.Or(f.Message, http.StatusText(f.Status)))
+		msg := f.Prepare(w)
+		writeError(w, f.Status, cmp.Or(f.Code, codeOf(f.Status)), msg)
 	}, opAny, op)
 }
 
@@ -492,16 +427,16 @@ func codeOf(status int) string {
 func (s *Server) expire() {
 	now := s.now()
 	for _, se := range s.sessions {
-		if se.status != StatusRunning && se.status != StatusPending {
+		if se.Status != StatusRunning && se.Status != StatusPending {
 			continue
 		}
-		if dl := se.startedAt + se.timeout; dl <= now {
+		if dl := se.StartedAt + se.Timeout; dl <= now {
 			s.stopSession(se, dl)
 		}
 	}
 	for _, snap := range s.snapshots {
-		if snap.status == "created" && snap.expiresAt != 0 && snap.expiresAt <= now {
-			snap.status, snap.updatedAt = "deleted", snap.expiresAt
+		if snap.Status == "created" && snap.ExpiresAt != 0 && snap.ExpiresAt <= now {
+			snap.Status, snap.UpdatedAt = "deleted", snap.ExpiresAt
 		}
 	}
 }
@@ -511,27 +446,27 @@ func (s *Server) expire() {
 func (s *Server) stopSession(se *sessionRec, t int64) *snapshotRec {
 	sb := se.sandbox
 	var snap *snapshotRec
-	if sb.persistent && sb.currentSessionID == se.id {
-		snap = s.takeSnapshot(se, sb.snapshotExpiration, t)
-		se.snapshottedAt = t
+	if sb.Persistent && sb.CurrentSessionID == se.ID {
+		snap = s.takeSnapshot(se, sb.SnapshotExpiration, t)
+		se.SnapshottedAt = t
 	}
 	killCommands(se)
-	se.status = StatusStopped
-	se.requestedStopAt = cmp.Or(se.requestedStopAt, t)
-	se.stoppedAt, se.updatedAt = t, t
-	sb.statusUpdatedAt, sb.updatedAt = t, t
+	se.Status = StatusStopped
+	se.RequestedStopAt = cmp.Or(se.RequestedStopAt, t)
+	se.StoppedAt, se.UpdatedAt = t, t
+	sb.StatusUpdatedAt, sb.UpdatedAt = t, t
 	return snap
 }
 
 func (s *Server) takeSnapshot(se *sessionRec, expiration, t int64) *snapshotRec {
 	s.seq++
-	snap := &snapshotRec{id: fmt.Sprintf("snap_%08d", s.seq), sourceSessionID: se.id, region: se.sandbox.region,
-		status: "created", sizeBytes: 64 << 20, expiration: expiration, createdAt: t, updatedAt: t}
+	snap := &snapshotRec{snapshotJSON{ID: fmt.Sprintf("snap_%08d", s.seq), SourceSessionID: se.ID, Region: se.sandbox.Region,
+		Status: "created", SizeBytes: 64 << 20, CreatedAt: t, UpdatedAt: t}, expiration}
 	if expiration > 0 {
-		snap.expiresAt = t + expiration
+		snap.ExpiresAt = t + expiration
 	}
-	s.snapshots[snap.id] = snap
-	se.sandbox.currentSnapshotID = snap.id
+	s.snapshots[snap.ID] = snap
+	se.sandbox.CurrentSnapshotID = snap.ID
 	return snap
 }
 
@@ -540,13 +475,13 @@ func (s *Server) boot(sb *sandboxRec, snapshotID string) *sessionRec {
 	now := s.now()
 	s.seq++
 	s.Add("boots")
-	se := &sessionRec{id: fmt.Sprintf("sbx_%08d", s.seq), sandbox: sb, status: StatusRunning, timeout: sb.timeout,
-		requestedAt: now, startedAt: now, createdAt: now, updatedAt: now, sourceSnapshotID: snapshotID}
+	se := &sessionRec{sessionJSON: sessionJSON{ID: fmt.Sprintf("sbx_%08d", s.seq), Status: StatusRunning, Timeout: sb.Timeout,
+		RequestedAt: now, StartedAt: now, CreatedAt: now, UpdatedAt: now, SourceSnapshotID: snapshotID}, sandbox: sb}
 	s.routeSession(se, sb.ports)
-	s.sessions[se.id] = se
-	sb.sessions = append(sb.sessions, se.id)
-	sb.currentSessionID = se.id
-	sb.statusUpdatedAt, sb.updatedAt = now, now
+	s.sessions[se.ID] = se
+	sb.sessions = append(sb.sessions, se.ID)
+	sb.CurrentSessionID = se.ID
+	sb.StatusUpdatedAt, sb.UpdatedAt = now, now
 	return se
 }
 
@@ -565,51 +500,38 @@ func (s *Server) routeSession(se *sessionRec, ports []int) {
 }
 
 func (s *Server) statusOf(sb *sandboxRec) string {
-	if se, ok := s.sessions[sb.currentSessionID]; ok {
-		return se.status
+	if se, ok := s.sessions[sb.CurrentSessionID]; ok {
+		return se.Status
 	}
 	return StatusStopped
 }
 
 func (s *Server) sandboxJSON(sb *sandboxRec) sandboxJSON {
-	out := sandboxJSON{
-		Name: sb.name, ProjectID: sb.project, Persistent: sb.persistent, Status: s.statusOf(sb),
-		StatusUpdatedAt: sb.statusUpdatedAt, CurrentSessionID: sb.currentSessionID,
-		CurrentSnapshotID: sb.currentSnapshotID, Timeout: sb.timeout, CreatedAt: sb.createdAt,
-		UpdatedAt: sb.updatedAt, Tags: maps.Clone(sb.tags), Region: sb.region, VCPUs: sb.vcpus,
-		Memory: sb.vcpus * 2048, Image: sb.image, Runtime: sb.runtime, SnapshotExpiration: sb.snapshotExpiration,
-	}
-	if se, ok := s.sessions[sb.currentSessionID]; ok && (se.status == StatusRunning || se.status == StatusPending) {
-		out.ExpiresAt = se.startedAt + se.timeout
+	out := sb.sandboxJSON
+	out.Status, out.Memory, out.Tags = s.statusOf(sb), sb.VCPUs*2048, maps.Clone(sb.Tags)
+	if se, ok := s.sessions[sb.CurrentSessionID]; ok && (se.Status == StatusRunning || se.Status == StatusPending) {
+		out.ExpiresAt = se.StartedAt + se.Timeout
 	}
 	return out
 }
 
 func sessionJSONOf(se *sessionRec) sessionJSON {
-	out := sessionJSON{
-		ID: se.id, Status: se.status, Timeout: se.timeout, Memory: se.sandbox.vcpus * 2048, VCPUs: se.sandbox.vcpus,
-		Region: se.sandbox.region, Cwd: "/vercel/sandbox", RequestedAt: se.requestedAt, StartedAt: se.startedAt,
-		RequestedStopAt: se.requestedStopAt, StoppedAt: se.stoppedAt, SnapshottedAt: se.snapshottedAt,
-		CreatedAt: se.createdAt, UpdatedAt: se.updatedAt, SourceSnapshotID: se.sourceSnapshotID,
-	}
-	if se.stoppedAt != 0 && se.startedAt != 0 {
-		out.Duration = se.stoppedAt - se.startedAt
+	out := se.sessionJSON
+	out.Memory, out.VCPUs, out.Region, out.Cwd = se.sandbox.VCPUs*2048, se.sandbox.VCPUs, se.sandbox.Region, "/vercel/sandbox"
+	if se.StoppedAt != 0 && se.StartedAt != 0 {
+		out.Duration = se.StoppedAt - se.StartedAt
 	}
 	return out
 }
 
 func snapshotJSONOf(sn *snapshotRec) *snapshotJSON {
-	return &snapshotJSON{ID: sn.id, SourceSessionID: sn.sourceSessionID, Region: sn.region, Status: sn.status,
-		SizeBytes: sn.sizeBytes, ExpiresAt: sn.expiresAt, CreatedAt: sn.createdAt, UpdatedAt: sn.updatedAt}
+	out := sn.snapshotJSON
+	return &out
 }
 
 func (s *Server) answer(sb *sandboxRec, resumed bool) sandboxAnswer {
-	se := s.sessions[sb.currentSessionID]
-	routes := slices.Clone(se.routes)
-	if routes == nil {
-		routes = []RouteJSON{}
-	}
-	return sandboxAnswer{Sandbox: s.sandboxJSON(sb), Session: sessionJSONOf(se), Routes: routes, Resumed: resumed}
+	se := s.sessions[sb.CurrentSessionID]
+	return sandboxAnswer{Sandbox: s.sandboxJSON(sb), Session: sessionJSONOf(se), Routes: orEmpty(se.routes), Resumed: resumed}
 }
 
 // project returns the project named by the query parameter key, writing
@@ -642,33 +564,13 @@ func (s *Server) lookup(w http.ResponseWriter, r *http.Request) *sandboxRec {
 
 var nameRE = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,128}$`)
 
-// decodeOptional is decode for a body that may be absent.
-func decodeOptional(w http.ResponseWriter, r *http.Request, v any, keys ...string) bool {
-	b, err := fakekit.ReadBody(w, r)
-	if err != nil {
-		writeError(w, http.StatusRequestEntityTooLarge, "bad_request", "body too large")
-		return false
-	}
-	if len(strings.TrimSpace(string(b))) == 0 {
-		return true
-	}
-	return decodeBytes(w, b, v, keys...)
-}
-
 // decode reads a JSON object body strictly: a key not exactly one of keys
-// is a 400 (the API's names are case-sensitive; encoding/json is not).
-func decode(w http.ResponseWriter, r *http.Request, v any, keys ...string) bool {
-	b, err := fakekit.ReadBody(w, r)
-	if err != nil {
+// is a 400 (the API's names are case-sensitive; encoding/json is not). An
+// optional body may be absent.
+func decode(w http.ResponseWriter, r *http.Request, v any, optional bool, keys ...string) bool {
+	switch unknown, err := fakekit.ReadObject(w, r, v, optional, keys...); {
+	case errors.Is(err, fakekit.ErrTooLarge):
 		writeError(w, http.StatusRequestEntityTooLarge, "bad_request", "body too large")
-		return false
-	}
-	return decodeBytes(w, b, v, keys...)
-}
-
-// decodeBytes is decode's check and decoding of a body already read.
-func decodeBytes(w http.ResponseWriter, b []byte, v any, keys ...string) bool {
-	switch unknown, err := fakekit.DecodeObject(b, v, keys...); {
 	case len(unknown) > 0: // refused before the fields are read
 		writeError(w, http.StatusBadRequest, "bad_request", fmt.Sprintf("invalid body: unknown field %q", unknown[0]))
 	case err != nil:
@@ -683,9 +585,6 @@ func writeError(w http.ResponseWriter, status int, code, msg string) {
 	fakekit.WriteJSON(w, status, map[string]any{"error": map[string]string{"code": code, "message": msg}})
 }
 
-func orEmpty(r []RouteJSON) []RouteJSON {
-	if r == nil {
-		return []RouteJSON{}
-	}
-	return r
-}
+// orEmpty returns a copy of routes, never nil (the API answers [], never
+// null).
+func orEmpty(routes []RouteJSON) []RouteJSON { return append([]RouteJSON{}, routes...) }

@@ -14,7 +14,7 @@ import (
 func (s *Server) sessionOf(w http.ResponseWriter, r *http.Request) *sessionRec {
 	se, ok := s.sessions[r.PathValue("id")]
 	if ok {
-		if cur, live := s.sandboxes[se.sandbox.project+"/"+se.sandbox.name]; live && cur == se.sandbox {
+		if cur, live := s.sandboxes[se.sandbox.ProjectID+"/"+se.sandbox.Name]; live && cur == se.sandbox {
 			return se
 		}
 	}
@@ -25,7 +25,7 @@ func (s *Server) sessionOf(w http.ResponseWriter, r *http.Request) *sessionRec {
 // notRunning writes the answer to a session call on a session that is not
 // running, and reports whether it did.
 func notRunning(w http.ResponseWriter, se *sessionRec) bool {
-	switch se.status {
+	switch se.Status {
 	case StatusRunning, StatusPending:
 		return false
 	case StatusStopping:
@@ -44,11 +44,11 @@ func (s *Server) stop(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := stopAnswer{}
-	switch se.status {
+	switch se.Status {
 	case StatusStopped, StatusFailed, StatusAborted:
 	default: // running, pending, or a stop already under way: wait it out
 		now := s.now()
-		se.requestedStopAt = now
+		se.RequestedStopAt = now
 		if snap := s.stopSession(se, now); snap != nil {
 			out.Snapshot = snapshotJSONOf(snap)
 		}
@@ -65,7 +65,7 @@ func (s *Server) extend(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var b extendBody
-	if !decode(w, r, &b, "duration") {
+	if !decode(w, r, &b, false, "duration") {
 		return
 	}
 	if b.Duration < 1000 {
@@ -75,13 +75,13 @@ func (s *Server) extend(w http.ResponseWriter, r *http.Request) {
 	if notRunning(w, se) {
 		return
 	}
-	if ms(se.timeout+b.Duration) > s.opts.MaxSessionTimeout {
+	if ms(se.Timeout+b.Duration) > s.opts.MaxSessionTimeout {
 		writeError(w, http.StatusBadRequest, "bad_request", fmt.Sprintf(
 			"the session timeout would exceed the plan's maximum of %d ms", s.opts.MaxSessionTimeout.Milliseconds()))
 		return
 	}
-	se.timeout += b.Duration
-	se.updatedAt = s.now()
+	se.Timeout += b.Duration
+	se.UpdatedAt = s.now()
 	fakekit.WriteJSON(w, http.StatusOK, map[string]any{"session": sessionJSONOf(se)})
 }
 
@@ -91,21 +91,21 @@ func (s *Server) snapshot(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var b snapshotBody
-	if !decodeOptional(w, r, &b, "expiration") {
+	if !decode(w, r, &b, true, "expiration") {
 		return
 	}
 	if notRunning(w, se) {
 		return
 	}
 	now := s.now()
-	exp := se.sandbox.snapshotExpiration
+	exp := se.sandbox.SnapshotExpiration
 	if b.Expiration != nil {
 		exp = *b.Expiration
 	}
 	snap := s.takeSnapshot(se, exp, now)
-	se.snapshottedAt, se.requestedStopAt = now, now
-	se.status, se.stoppedAt, se.updatedAt = StatusStopped, now, now
-	se.sandbox.statusUpdatedAt, se.sandbox.updatedAt = now, now
+	se.SnapshottedAt, se.RequestedStopAt = now, now
+	se.Status, se.StoppedAt, se.UpdatedAt = StatusStopped, now, now
+	se.sandbox.StatusUpdatedAt, se.sandbox.UpdatedAt = now, now
 	fakekit.WriteJSON(w, http.StatusOK, map[string]any{"snapshot": snapshotJSONOf(snap), "session": sessionJSONOf(se)})
 }
 
@@ -129,13 +129,13 @@ func (s *Server) preview(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case !ok:
 		writeError(w, http.StatusNotFound, "not_found", "no such sandbox route")
-	case se.status != StatusRunning:
+	case se.Status != StatusRunning:
 		writeError(w, http.StatusGone, "SANDBOX_STOPPED", "the sandbox is stopped")
 	case !s.listens(se, s.routePort(se, r.PathValue("sub")), s.now()):
 		writeError(w, http.StatusBadGateway, "SANDBOX_NOT_LISTENING", "the sandbox is running but nothing listens on this port")
 	default:
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		fmt.Fprintf(w, "sandbox %s session %s\n", se.sandbox.name, se.id)
+		fmt.Fprintf(w, "sandbox %s session %s\n", se.sandbox.Name, se.ID)
 	}
 }
 

@@ -1,13 +1,13 @@
 package verceltest
 
 import (
-	"context"
 	"log/slog"
 	"net/http/httptest"
 	"testing"
 	"time"
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/provider/internal/fakekit"
 	"github.com/sandmanhq/sandman/internal/provider/vercel"
 )
 
@@ -63,7 +63,7 @@ func (t *Test) Config() vercel.Config {
 		ProjectID:         o.ProjectIDs[0],
 		MaxSessionTimeout: o.MaxSessionTimeout,
 		Clock:             o.Clock,
-		Sleep:             func(ctx context.Context, _ time.Duration) error { return ctx.Err() },
+		Sleep:             fakekit.NoSleep,
 		Logger:            slog.New(slog.DiscardHandler),
 	}
 }
