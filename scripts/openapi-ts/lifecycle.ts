@@ -36,7 +36,7 @@ export async function lifecycle(): Promise<string | null> {
   const status = await client.GET("/v1/sessions/{id}/status", { params: { path: { id } } });
   if (!status.data) fail("status", status.error);
   const hasSnapshot: boolean = status.data.has_snapshot;
-  const hibernateAfter: string | null = status.data.lifecycle.hibernate_after;
+  const pauseDeadline: string | null = status.data.lifecycle.pause_deadline;
 
   const resumed = await client.POST("/v1/sessions/{id}/resume", { params: { path: { id } } });
   if (!resumed.data) {
@@ -44,6 +44,6 @@ export async function lifecycle(): Promise<string | null> {
     fail("resume", resumed.error);
   }
   const version: number = resumed.data.session.version;
-  console.log(running, wasPaused, hasSnapshot, hibernateAfter, version);
+  console.log(running, wasPaused, hasSnapshot, pauseDeadline, version);
   return resumed.data.preview_url;
 }

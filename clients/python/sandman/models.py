@@ -124,7 +124,9 @@ class Session(Model):
     updated_at: str | None
     last_activity_at: str | None
     idle_deadline: str | None
-    #: When it is due to pause.
+    #: When it is due to pause (None unless running).
+    pause_deadline: str | None
+    #: Deprecated: pause_deadline under its former name, the same value.
     hibernate_after: str | None
     running_since: str | None
     paused_at: str | None
@@ -150,6 +152,9 @@ class LifecycleEnvelope(Model):
     server_time: str
     state: SessionState
     last_activity_at: str | None
+    #: When it is due to pause (None unless running).
+    pause_deadline: str | None
+    #: Deprecated: pause_deadline under its former name, the same value.
     hibernate_after: str | None
     sandbox_expires_at: str | None
 
@@ -279,11 +284,23 @@ class Usage(Model):
 
 
 @dataclass(kw_only=True)
+class PoolApp(Model):
+    """The app a pool's spares serve, as GET /v1/pools shows it: the env as its variables' names only."""
+
+    port: int
+    start_command: str
+    cwd: str
+    env_names: list[str]
+    ready_path: str
+    ready_timeout_seconds: int
+
+
+@dataclass(kw_only=True)
 class Pool(Model):
     id: str
     provider: str
     template: str
-    app: App | None
+    app: PoolApp | None
     size: int
     tier: str
     max_age_seconds: int
@@ -378,6 +395,7 @@ SCHEMAS: dict[str, type[Model]] = {
     "PoolUsage": PoolUsage,
     "Usage": Usage,
     "Pool": Pool,
+    "PoolApp": PoolApp,
     "PoolList": PoolList,
     "WebhookEndpoint": WebhookEndpoint,
     "WebhookEndpointList": WebhookEndpointList,

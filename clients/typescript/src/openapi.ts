@@ -69,7 +69,7 @@ export interface paths {
         put?: never;
         /**
          * Heartbeat
-         * @description Records activity: idle_deadline = now + idle_timeout. Heartbeats within 30 seconds of the last recorded one are answered without a write. With hold_seconds (API key only: 403 with a client token) it also records a busy hold: the session is not paused for idleness or absence before now + hold_seconds (a hold never shortens an earlier one and never postpones the max lifetime); hibernate_after and the provider-side timeout follow it.
+         * @description Records activity: idle_deadline = now + idle_timeout. Heartbeats within 30 seconds of the last recorded one are answered without a write. With hold_seconds (API key only: 403 with a client token) it also records a busy hold: the session is not paused for idleness or absence before now + hold_seconds (a hold never shortens an earlier one and never postpones the max lifetime); pause_deadline and the provider-side timeout follow it.
          */
         post: operations["sendActivity"];
         delete?: never;
@@ -353,7 +353,7 @@ export interface paths {
         };
         /**
          * The deployment's warm pools: spares ready and being made, claims, hit rate, health and usage
-         * @description Served by the sessions function (docs/POOLS.md). Pools are the deployment's (SANDMAN_POOLS), not an account's: any API key may read them. Reads the table only; no provider call.
+         * @description Served by the sessions function (docs/POOLS.md). Pools are the deployment's (SANDMAN_POOLS), not an account's: any API key may read them, so an app's env is shown as its variables' names only (a pool's env may hold the deployment's secrets). Reads the table only; no provider call.
          */
         get: operations["listPools"];
         put?: never;
@@ -379,7 +379,7 @@ export interface paths {
         put?: never;
         /**
          * Register a webhook endpoint
-         * @description Served by the sessions function. Answers 201 with the endpoint and its signing secret (shown once). The URL is refused (400) unless https with a host resolving only to public addresses (not loopback, private, link-local or the metadata address), unless the deployment allows private targets. 409 beyond 20 endpoints per account.
+         * @description Served by the sessions function. Answers 201 with the endpoint and its signing secret (shown once). The URL is refused (400 invalid) unless https, with a port (if given) from 1 to 65535 and a host resolving only to globally reachable addresses: not loopback, private, link-local, the metadata address, or any block IANA's special-purpose address registries mark not globally reachable (benchmarking, documentation, reserved, discard, Teredo, 6to4; docs/WEBHOOKS.md "Safe targets"); only the https and address rules are lifted where the deployment allows private targets, never for the metadata address. 409 beyond 20 endpoints per account.
          */
         post: operations["createWebhookEndpoint"];
         delete?: never;
@@ -550,6 +550,12 @@ export interface components {
              * Format: date-time
              * @description When a running session is due to be paused (the earlier of idle_deadline, held back to a busy hold's end, and the max lifetime); null unless running.
              */
+            pause_deadline: string | null;
+            /**
+             * Format: date-time
+             * @deprecated
+             * @description Deprecated: pause_deadline under its former name, always the same value; kept for one API version, read pause_deadline.
+             */
             hibernate_after: string | null;
             /**
              * Format: date-time
@@ -570,7 +576,7 @@ export interface components {
             away_timeout_seconds?: number;
             /**
              * Format: date-time
-             * @description When the session pauses for absence (reason away): set when its last visible client left, null while one is there or none ever connected. hibernate_after is the earliest of idle_deadline, the max lifetime and this.
+             * @description When the session pauses for absence (reason away): set when its last visible client left, null while one is there or none ever connected. pause_deadline is the earliest of idle_deadline, the max lifetime and this.
              */
             away_deadline?: string | null;
             /** @description Whether a visible client appearing while the session is paused (a channel hello or visible heartbeat, or an open of its link) resumes it, reason return: at most once a minute, never after a pause the API asked for (docs/WAKE.md "Resume on return"). */
@@ -637,6 +643,12 @@ export interface components {
             /**
              * Format: date-time
              * @description When a running session is due to be paused; null unless running.
+             */
+            pause_deadline: string | null;
+            /**
+             * Format: date-time
+             * @deprecated
+             * @description Deprecated: pause_deadline under its former name, always the same value; kept for one API version, read pause_deadline.
              */
             hibernate_after: string | null;
             /**
@@ -924,7 +936,7 @@ export interface components {
         WebhookEndpoint: {
             /** @description "we_" and 26 lowercase base32 characters. */
             id: string;
-            /** @description Where deliveries are POSTed: https (http and private addresses only where the deployment allows private targets). */
+            /** @description Where deliveries are POSTed: https, port 1 to 65535, a host resolving only to globally reachable addresses (http and other addresses only where the deployment allows private targets; never the metadata address). */
             url: string;
             description: string;
             /** @description The event types delivered; empty: every type. */
@@ -1032,8 +1044,8 @@ export interface components {
             provider: string;
             /** @description The template spares are made from. */
             template: string;
-            /** @description The app spares serve (the template's default with the pool's fields over it); null when none. */
-            app: components["schemas"]["App"] | null;
+            /** @description The app spares serve (the template's default with the pool's fields over it), its env shown as the variables' names only; null when none. */
+            app: components["schemas"]["PoolApp"] | null;
             /** @description How many spares the pool keeps. */
             size: number;
             /**
@@ -1074,6 +1086,21 @@ export interface components {
              */
             backoff_until: string | null;
             usage: components["schemas"]["PoolUsage"];
+        };
+        /** @description The app a pool's spares serve, as GET /v1/pools shows it: App with env reduced to its variables' names. Any API key reads pools and a pool's env may hold the deployment's secrets, so no value is shown. */
+        PoolApp: {
+            /** @description The sandbox port the app listens on. */
+            port: number;
+            /** @description Shell command line started in the background (sh -c). */
+            start_command: string;
+            /** @description Working directory; empty for the sandbox home. */
+            cwd: string;
+            /** @description The names of the variables added to the command's environment, sorted; their values are not shown. */
+            env_names: string[];
+            /** @description The path probed on the preview. */
+            ready_path: string;
+            /** @description Seconds after the session became running before readiness fails. */
+            ready_timeout_seconds: number;
         };
         /** @description Every configured warm pool, in configuration order. */
         PoolList: {
