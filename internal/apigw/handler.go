@@ -149,7 +149,8 @@ func (h *Handler) implementations() map[string]routeFunc {
 		"POST /v1/sessions/{id}/resume":       h.resume,
 		"GET " + routes.OpenPath:              h.open,
 		"GET " + routes.OpenPath + "/{path+}": h.open,
-		"POST /v1/sessions/{id}/snapshot":     h.snapshot,
+		"POST /v1/sessions/{id}/pause":        h.pause,
+		"POST /v1/sessions/{id}/snapshot":     h.pause, // the alias (routes.Aliases)
 		"GET /v1/sessions/{id}/reconnect":     h.reconnect,
 		"GET /v1/sessions/{id}/diagnose":      h.diagnose,
 		"GET " + routes.UsagePath:             h.usage,

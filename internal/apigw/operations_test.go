@@ -82,7 +82,7 @@ func TestSnapshot(t *testing.T) {
 		for i := range 2 {
 			r := h.invoke(t, MustEvent(t, "snapshot.json", withID(s.ID)))
 			wantStatus(t, r, 200)
-			out := mustDecode[api.SnapshotResult](t, r)
+			out := mustDecode[api.PauseResult](t, r)
 			if !out.Paused || out.Session.State != "paused" {
 				t.Errorf("snapshot %d = paused %v, state %q; want true, paused", i+1, out.Paused, out.Session.State)
 			}

@@ -61,10 +61,10 @@ func TestHibernateAfterIsPauseDeadline(t *testing.T) {
 		check(t, answers(t), false)
 	})
 	t.Run("Paused", func(t *testing.T) {
-		paused := h.invoke(t, MustEvent(t, "snapshot.json", withID(s.ID)))
+		paused := h.invoke(t, MustEvent(t, "pause.json", withID(s.ID)))
 		wantStatus(t, paused, 200)
 		got := answers(t)
-		got["snapshot.json"] = paused
+		got["pause.json"] = paused
 		check(t, got, true)
 	})
 	t.Run("Resumed", func(t *testing.T) {

@@ -89,7 +89,7 @@ commands:
              --metadata k=v (repeatable), --idempotency-key K)
   delete     kill the sandbox; the session becomes killed
   resume     resume a paused session; prints the fresh preview URL
-  snapshot   pause now (idempotent)
+  pause      pause now (idempotent); snapshot is the same command
   status     state and lifecycle envelope from the database (no provider call)
   reconnect  probe the sandbox live (never wakes a paused one)
   watch      follow a session's status live until it is final or --until STATE
@@ -205,7 +205,7 @@ func parse(args []string, env Env) (*command, error) {
 	case "watch":
 		fs.DurationVar(&c.every, "interval", 2*time.Second, "poll interval")
 		fs.StringVar(&c.until, "until", "", "stop when the session reaches this state")
-	case "get", "delete", "resume", "snapshot", "status", "reconnect":
+	case "get", "delete", "resume", "pause", "snapshot", "status", "reconnect":
 	default:
 		return nil, usagef("unknown command %q", c.name)
 	}
@@ -281,8 +281,8 @@ func (c *command) exec(ctx context.Context, env Env) error {
 	case "resume":
 		r, raw, err := c.client.Resume(ctx, id)
 		return c.print(out, raw, err, func(w io.Writer) { sessionTable(w, r.Session) })
-	case "snapshot":
-		r, raw, err := c.client.Snapshot(ctx, id)
+	case "pause", "snapshot": // snapshot: the command's former name, like the API's alias
+		r, raw, err := c.client.Pause(ctx, id)
 		return c.print(out, raw, err, func(w io.Writer) {
 			fmt.Fprintf(w, "paused\t%t\n", r.Paused)
 			sessionTable(w, r.Session)

@@ -132,7 +132,7 @@ func TestLifecycle(t *testing.T) {
 		t.Errorf("get = %+v", got)
 	}
 
-	snap := mustJSON[cli.SnapshotResult](t, a.url, key, "snapshot", s.ID)
+	snap := mustJSON[cli.PauseResult](t, a.url, key, "snapshot", s.ID)
 	if !snap.Paused || snap.Session.State != "paused" {
 		t.Errorf("snapshot = %+v", snap)
 	}

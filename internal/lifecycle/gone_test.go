@@ -57,7 +57,7 @@ func TestGoneConfirmedBeforeExpiry(t *testing.T) {
 		sess := w.mustIdle(t, 600)
 		w.fake.FailNext(fake.OpPause, lifecycle.ErrSandboxGone)
 		// sandbox_unreachable, not sandbox_expired: the session lives on.
-		_, err := w.svc.Snapshot(t.Context(), acct, sess.ID)
+		_, err := w.svc.PauseNow(t.Context(), acct, sess.ID)
 		if got, want := errorType(err), lifecycle.TypeSandboxUnreachable; got != want {
 			t.Errorf("snapshot: error_type %q (%v), want %q", got, err, want)
 		}

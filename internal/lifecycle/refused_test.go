@@ -20,7 +20,7 @@ func TestRefusedPauseRollsBackAtOnce(t *testing.T) {
 	w.fake.SetFault(fake.OpPause, fake.Fault{Rate: 1, Refused: true})
 	w.fake.SetFault(fake.OpGet, fake.Fault{Rate: 1}) // asking again would fail
 	gets := w.fake.Calls(fake.OpGet)
-	_, err := w.svc.Snapshot(t.Context(), acct, sess.ID)
+	_, err := w.svc.PauseNow(t.Context(), acct, sess.ID)
 	w.fake.ClearFaults()
 	if got, want := lifecycle.ErrorCode(err), lifecycle.CodeUnavailable; got != want {
 		t.Errorf("snapshot: code %s (%v), want %s", got, err, want)
@@ -32,7 +32,7 @@ func TestRefusedPauseRollsBackAtOnce(t *testing.T) {
 	w.MustHistory(t, sess.ID)
 
 	// The next attempt, no longer refused, pauses.
-	if _, err := w.svc.Snapshot(t.Context(), acct, sess.ID); err != nil {
+	if _, err := w.svc.PauseNow(t.Context(), acct, sess.ID); err != nil {
 		t.Fatalf("second snapshot: %v", err)
 	}
 	w.wantStates(t, sess, lifecycle.StatePaused, lifecycle.SandboxPaused)
@@ -43,7 +43,7 @@ func TestRefusedPauseRollsBackAtOnce(t *testing.T) {
 func TestRefusedResumeRollsBackAtOnce(t *testing.T) {
 	w := MustWorld(t)
 	sess := w.mustIdle(t, 600)
-	if _, err := w.svc.Snapshot(t.Context(), acct, sess.ID); err != nil {
+	if _, err := w.svc.PauseNow(t.Context(), acct, sess.ID); err != nil {
 		t.Fatalf("snapshot: %v", err)
 	}
 	w.fake.SetFault(fake.OpResume, fake.Fault{Rate: 1, Refused: true})

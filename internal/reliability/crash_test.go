@@ -37,7 +37,7 @@ func callStep(op string) func(reliability.Step) bool {
 }
 
 func snapshot(ctx context.Context, _ *world, dying *lifecycle.Service, id string) error {
-	_, err := dying.Snapshot(ctx, account, id)
+	_, err := dying.PauseNow(ctx, account, id)
 	return err
 }
 
@@ -119,7 +119,7 @@ func runCrash(t *testing.T, tc crashCase) {
 	if tc.start != "" {
 		id = w.MustCreate(t, 600).ID
 		if tc.start == lifecycle.StatePaused {
-			if _, err := w.svc.Snapshot(ctx, account, id); err != nil {
+			if _, err := w.svc.PauseNow(ctx, account, id); err != nil {
 				t.Fatalf("snapshot: %v", err)
 			}
 		}

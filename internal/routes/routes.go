@@ -63,7 +63,11 @@ var Table = []Route{
 	{"POST", "/v1/sessions/{id}/resume", Resume},
 	{"GET", OpenPath, Resume},
 	{"GET", OpenPath + "/{path+}", Resume},
+	// The alias before the route it names: the stack builds a function's
+	// API Gateway integration under its first route, and the pause
+	// function's was built under …/snapshot (infra pins the ids).
 	{"POST", "/v1/sessions/{id}/snapshot", Snapshot},
+	{"POST", "/v1/sessions/{id}/pause", Snapshot},
 	{"GET", "/v1/sessions/{id}/reconnect", Reconnect},
 	{"GET", "/v1/sessions/{id}/diagnose", Sessions},
 	{"GET", UsagePath, Sessions},
@@ -80,6 +84,14 @@ var Table = []Route{
 	{"POST", WebhookEndpointsPath + "/{id}/rotate-secret", Sessions},
 	{"GET", WebhookEndpointsPath + "/{id}/deliveries", Sessions},
 	{"POST", WebhookEndpointsPath + "/{id}/deliveries/{delivery_id}/retry", Sessions},
+}
+
+// Aliases maps each route kept under a former name to the route it is: the
+// same function, handler and answer, documented as an alias in
+// docs/openapi.json. POST …/snapshot is pause's former name, which existing
+// callers use; "snapshot" is left to mean a saved state.
+var Aliases = map[string]string{
+	"POST /v1/sessions/{id}/snapshot": "POST /v1/sessions/{id}/pause",
 }
 
 // WebhookEndpointsPath is the root of an account's outbound webhook

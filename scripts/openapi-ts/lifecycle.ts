@@ -1,4 +1,4 @@
-// A small Sandman client program: create a session, pause it (snapshot) and
+// A small Sandman client program: create a session, pause it and
 // resume it, typed by the types openapi-typescript generates from
 // docs/openapi.json (./sandman.ts) through openapi-fetch. scripts/openapi-ts.sh
 // type-checks it (`make lint`); it is not run. A change of the document that
@@ -29,8 +29,8 @@ export async function lifecycle(): Promise<string | null> {
   const id: string = session.id;
   const running: State = session.state;
 
-  const paused = await client.POST("/v1/sessions/{id}/snapshot", { params: { path: { id } } });
-  if (!paused.data) fail("snapshot", paused.error);
+  const paused = await client.POST("/v1/sessions/{id}/pause", { params: { path: { id } } });
+  if (!paused.data) fail("pause", paused.error);
   const wasPaused: true = paused.data.paused;
 
   const status = await client.GET("/v1/sessions/{id}/status", { params: { path: { id } } });

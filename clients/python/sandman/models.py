@@ -180,7 +180,7 @@ class ResumeResult(Model):
 
 @dataclass(kw_only=True)
 class PauseResult(Model):
-    """What pause answers (the snapshot route's body)."""
+    """What pause answers."""
 
     paused: bool
     session: Session
@@ -386,7 +386,7 @@ SCHEMAS: dict[str, type[Model]] = {
     "LifecycleEnvelope": LifecycleEnvelope,
     "Status": Status,
     "ResumeResult": ResumeResult,
-    "SnapshotResult": PauseResult,
+    "PauseResult": PauseResult,
     "ReconnectResult": ReconnectResult,
     "Diagnosis": Diagnosis,
     "ClientToken": ClientToken,

@@ -127,9 +127,9 @@ type ResumeResult struct {
 	Session    Session `json:"session"`
 }
 
-// SnapshotResult answers POST /v1/sessions/{id}/snapshot; paused is always
-// true (a failure is an error response).
-type SnapshotResult struct {
+// PauseResult answers POST /v1/sessions/{id}/pause (and its alias
+// …/snapshot); paused is always true (a failure is an error response).
+type PauseResult struct {
 	Paused  bool    `json:"paused"`
 	Session Session `json:"session"`
 }
