@@ -31,7 +31,7 @@ const DefaultRequestTimeout = 29 * time.Second
 // filled in once by New.
 type Config struct {
 	// Function is the Lambda function whose routes the handler serves:
-	// routes.Sessions, routes.Status, routes.Resume, routes.Snapshot or
+	// routes.Sessions, routes.Status, routes.Resume, routes.Pause or
 	// routes.Reconnect. It serves exactly that function's rows of
 	// routes.Table.
 	Function string

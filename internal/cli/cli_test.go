@@ -55,7 +55,7 @@ func MustAPI(tb testing.TB) *api {
 		tb.Fatal(err)
 	}
 	gw := &localstack.Gateway{Functions: map[string]localstack.HTTPHandler{}}
-	for _, fn := range []string{routes.Sessions, routes.Status, routes.Resume, routes.Snapshot, routes.Reconnect} {
+	for _, fn := range []string{routes.Sessions, routes.Status, routes.Resume, routes.Pause, routes.Reconnect} {
 		h, err := apigw.New(apigw.Config{Function: fn, Service: svc, Keys: store})
 		if err != nil {
 			tb.Fatal(err)

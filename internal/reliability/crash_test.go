@@ -51,7 +51,7 @@ func create(ctx context.Context, _ *world, dying *lifecycle.Service, _ string) e
 	return err
 }
 
-// idleSweep runs the idlepause function's sweep in the dying process, once
+// idleSweep runs the sweep function's sweep in the dying process, once
 // the session is past its idle deadline.
 func idleSweep(ctx context.Context, w *world, dying *lifecycle.Service, _ string) error {
 	// Past the idle timeout plus the heartbeat coalescing window.
