@@ -146,11 +146,11 @@ func stackAlarms(scope constructs.IConstruct) []interfacesawscloudwatch.IAlarmRe
 // newDashboard creates the stack's CloudWatch dashboard, named after the
 // stack. Call it after every alarm exists. Rows, top to bottom: the state of
 // every alarm; pauses by reason and resumes; provider errors by provider and
-// kind, and the sweep lag of the sweep (idlepause) and the timers (pauser)
+// kind, and the sweep lag of the sweep and the timers
 // as p50, p99 and maximum; the provider call limiter's calls and refusals
 // by provider and class, and its wait by provider and class as p99 and
 // maximum (docs/OPERATIONS.md "Provider call limiter"); events published and pushes, and error log lines
-// with each function's Lambda errors; the publisher's and the pauser's
+// with each function's Lambda errors; the publisher's and the timer function's
 // backlog alarms; the last error lines of every function.
 func newDashboard(stack awscdk.Stack, functions map[string]awslambda.Function, breaks string) awscloudwatch.Dashboard {
 	var rows [][]awscloudwatch.IWidget
@@ -194,7 +194,7 @@ func newDashboard(stack awscdk.Stack, functions map[string]awslambda.Function, b
 			graph("Provider errors by provider and kind",
 				searchSum(metrics.ProviderErrors, "", metrics.DimKind, metrics.DimProvider)),
 			graph("Sweep lag (seconds after the pause deadline)",
-				append(lag(routes.IdlePause), lag(routes.Pauser)...)...),
+				append(lag(routes.Sweep), lag(routes.Timer)...)...),
 		},
 		[]awscloudwatch.IWidget{
 			graph("Provider calls and refusals by provider and class (call limiter)",

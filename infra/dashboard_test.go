@@ -119,9 +119,9 @@ func TestDashboard(t *testing.T) {
 		ns + "/" + metrics.EventsPublished + "/Sum",
 		ns + "/" + metrics.Pushes + "/Sum",
 		ns + "/" + ErrorLogsMetric + "/Sum",
-		ns + "/" + metrics.SweepLag + "/Function/" + routes.IdlePause + "/p99",
-		ns + "/" + metrics.SweepLag + "/Function/" + routes.Pauser + "/p99",
-		ns + "/" + metrics.SweepLag + "/Function/" + routes.Pauser + "/Maximum",
+		ns + "/" + metrics.SweepLag + "/Function/" + routes.Sweep + "/p99",
+		ns + "/" + metrics.SweepLag + "/Function/" + routes.Timer + "/p99",
+		ns + "/" + metrics.SweepLag + "/Function/" + routes.Timer + "/Maximum",
 	} {
 		if !plain[want] {
 			t.Errorf("no graph of %s; graphs: %v", want, keys(plain))
@@ -244,7 +244,7 @@ func TestErrorLogFilters(t *testing.T) {
 }
 
 // TestDashboardBreakPoints: the dashboard names where the deployment's
-// settings break, from its own shard count, pauser concurrency and throttle.
+// settings break, from its own shard count, timer concurrency and throttle.
 func TestDashboardBreakPoints(t *testing.T) {
 	s := MustDefaultStack(t)
 	var body struct {

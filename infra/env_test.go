@@ -69,8 +69,8 @@ func TestRunningLimitReachesEverySessionWriter(t *testing.T) {
 	for _, spec := range functionSpecs {
 		movers[spec.name] = spec.writesSessions
 	}
-	for _, name := range []string{routes.Sessions, routes.Resume, routes.Snapshot, routes.Reconnect, routes.Webhook,
-		routes.IdlePause, routes.Pauser, routes.Channel, routes.Readiness, routes.Notifier} {
+	for _, name := range []string{routes.Sessions, routes.Resume, routes.Pause, routes.Reconnect, routes.Webhook,
+		routes.Sweep, routes.Timer, routes.Channel, routes.Readiness, routes.Notifier} {
 		if !movers[name] {
 			t.Errorf("%s writes sessions but is not marked so", name)
 		}

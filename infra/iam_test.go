@@ -179,7 +179,7 @@ func TestIAM(t *testing.T) {
 
 // TestRoleTableActionsPinned pins each function role's DynamoDB actions and
 // the resources they apply to: exactly what its code calls, item actions on
-// the table and Query on the named indexes only; no Scan (but idlepause's
+// the table and Query on the named indexes only; no Scan (but the sweep's
 // on the sparse by_conn_session index), BatchGetItem, stream reads (but the
 // publisher's) or index wildcards.
 func TestRoleTableActionsPinned(t *testing.T) {
@@ -208,22 +208,22 @@ func TestRoleTableActionsPinned(t *testing.T) {
 		routes.Sessions:  with(onTable("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:Query", "dynamodb:BatchGetItem"), tabledef.IndexByOwner),
 		routes.Status:    onTable("dynamodb:GetItem"),
 		routes.Resume:    onTable("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"),
-		routes.Snapshot:  onTable("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"),
+		routes.Pause:     onTable("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"),
 		routes.Reconnect: onTable("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"),
 		routes.Webhook:   with(onTable("dynamodb:PutItem", "dynamodb:UpdateItem"), tabledef.IndexBySandbox),
 		// the sweep's phases, and connections that lost their socket: a
 		// Scan of the sparse by_conn_session index, DeleteItem, the
 		// session's remaining ones by Query on that index; warm pools'
 		// spares by Query on the table (POOL#*).
-		routes.IdlePause: func() map[string][]string {
+		routes.Sweep: func() map[string][]string {
 			m := with(onTable("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:Query"),
 				tabledef.IndexIdle, tabledef.IndexLease, tabledef.IndexPaused, tabledef.IndexBySandbox, tabledef.IndexByConnSession)
 			m["dynamodb:Scan"] = []string{index(tabledef.IndexByConnSession)}
 			return m
 		}(),
 		// FireTimer: GetItem, then PauseIfDue's conditional PutItem with
-		// the running-slot counter's UpdateItem (the quota), as idlepause.
-		routes.Pauser: onTable("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"),
+		// the running-slot counter's UpdateItem (the quota), as the sweep.
+		routes.Timer: onTable("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"),
 		// BringUp: the session and its conditional readiness write.
 		routes.Readiness: onTable("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"),
 		// connections (put, get, delete, by session) and the session writes
@@ -279,7 +279,7 @@ func TestRoleTableActionsPinned(t *testing.T) {
 // TestIAMNarrowedToCalls: no function may DescribeSecret (only secret values
 // are read); the sessions function's Query on the table itself is bounded
 // by dynamodb:LeadingKeys to usage and event partitions (not API keys or
-// claims); only idlepause may Scan, and only the sparse by_conn_session
+// claims); only the sweep may Scan, and only the sparse by_conn_session
 // index.
 func TestIAMNarrowedToCalls(t *testing.T) {
 	s := MustDefaultStack(t)
@@ -290,8 +290,8 @@ func TestIAMNarrowedToCalls(t *testing.T) {
 			t.Errorf("%s may DescribeSecret", name)
 		}
 		if scans, ok := acts["dynamodb:Scan"]; ok {
-			if name != routes.IdlePause || len(scans) != 1 || !strings.Contains(scans[0], "/index/by_conn_session") {
-				t.Errorf("%s may Scan %v; only idlepause, on by_conn_session", name, scans)
+			if name != routes.Sweep || len(scans) != 1 || !strings.Contains(scans[0], "/index/by_conn_session") {
+				t.Errorf("%s may Scan %v; only the sweep, on by_conn_session", name, scans)
 			}
 		}
 	}

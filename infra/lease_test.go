@@ -48,7 +48,7 @@ func TestStackRefusesLeaseShorterThanRequest(t *testing.T) {
 // (HTTP or WebSocket) stops within lifecycle.MaxRequestDuration, the
 // request the least lease is measured against.
 func TestRequestFunctionsFitTheLease(t *testing.T) {
-	requests := []string{routes.Sessions, routes.Status, routes.Resume, routes.Snapshot, routes.Reconnect, routes.Webhook, routes.Channel}
+	requests := []string{routes.Sessions, routes.Status, routes.Resume, routes.Pause, routes.Reconnect, routes.Webhook, routes.Channel}
 	for _, spec := range functionSpecs {
 		for _, name := range requests {
 			if spec.name == name && spec.timeout > lifecycle.MaxRequestDuration {

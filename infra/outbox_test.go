@@ -25,7 +25,7 @@ func TestOutbox(t *testing.T) {
 	})
 
 	t.Run("EventSourceMapping", func(t *testing.T) {
-		// The publisher's mappings (the pauser's timer queue has its own,
+		// The publisher's mappings (the timer function's timer queue has its own,
 		// pinned by TestTimers).
 		esms := map[string]cfnResource{}
 		for id, m := range s.ofType("AWS::Lambda::EventSourceMapping") {

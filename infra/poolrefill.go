@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Settings of the pool refill queue and the idlepause function's event
+// Settings of the pool refill queue and the sweep function's event
 // source mapping on it (docs/POOLS.md "Refill", ours).
 const (
 	// poolRefillBatchSize is the most refill requests one invocation
@@ -24,7 +24,7 @@ const (
 	// dead-letter queue.
 	poolRefillMaxReceives = 3
 	// poolRefillVisibility is the queue's visibility timeout: above the
-	// idlepause function's timeout (4 min 50 s), so a refill under way is
+	// sweep function's timeout (4 min 50 s), so a refill under way is
 	// not handed to a second invocation.
 	poolRefillVisibility = 6 * time.Minute
 	// poolRefillOldestAgeAlarm is the age of the oldest request past
@@ -34,13 +34,13 @@ const (
 )
 
 // poolRefillQueueSpec is the pool refill queue: FIFO, one message group
-// per pool (internal/sweep/sqsrefill), fed to the idlepause function.
+// per pool (internal/sweep/sqsrefill), fed to the sweep function.
 var poolRefillQueueSpec = jobQueueSpec{
 	name:        "PoolRefill",
 	fifo:        true,
 	visibility:  poolRefillVisibility,
 	maxReceives: poolRefillMaxReceives,
-	dlqAlarm:    "Sandman pool refill requests the idlepause function died on three times (dead-letter queue)",
+	dlqAlarm:    "Sandman pool refill requests the sweep function died on three times (dead-letter queue)",
 	ageAlarm:    "Sandman pool refills behind their queue (oldest request over 10 min)",
 	oldestAge:   poolRefillOldestAgeAlarm,
 }

@@ -42,7 +42,7 @@ func TestPoolsFromContext(t *testing.T) {
 }
 
 // TestPoolsReachTheirFunctions: SANDMAN_POOLS is set on the functions that
-// claim, list and refill pools (sessions, idlepause) and on no other; both
+// claim, list and refill pools (sessions, sweep) and on no other; both
 // may query a pool's partition; the stopped-pool alarm watches PoolsStopped.
 func TestPoolsReachTheirFunctions(t *testing.T) {
 	s := mustPoolsStack(t)
@@ -50,14 +50,14 @@ func TestPoolsReachTheirFunctions(t *testing.T) {
 		fn := s.resource(t, s.functionID(t, name), "AWS::Lambda::Function")
 		vars, _ := prop(fn, "Environment").(map[string]any)["Variables"].(map[string]any)
 		got, set := vars[envnames.Pools]
-		want := name == routes.Sessions || name == routes.IdlePause
+		want := name == routes.Sessions || name == routes.Sweep
 		if set != want || (set && got != testPools) {
 			t.Errorf("%s: %s = %v (set %v), want set %v", name, envnames.Pools, got, set, want)
 		}
 	}
 	policies := canonical(s.ofType("AWS::IAM::Policy"))
 	if n := strings.Count(policies, `"POOL#*"`); n < 2 {
-		t.Errorf("POOL#* query keys granted %d times, want sessions and idlepause", n)
+		t.Errorf("POOL#* query keys granted %d times, want sessions and sweep", n)
 	}
 	alarm := s.resource(t, s.logicalID(t, "PoolStoppedAlarm"), "AWS::CloudWatch::Alarm")
 	if doc := canonical(alarm.Properties); !strings.Contains(doc, `"`+metrics.PoolsStopped+`"`) {
@@ -85,14 +85,14 @@ func mustPoolsStack(tb testing.TB) *synthesized {
 
 // TestPoolRefillQueue pins the AWS side of docs/POOLS.md "Refill": with
 // pools, the job queue shape (checkJobQueue) with the sessions function as
-// its only sender and the idlepause function as its consumer; FIFO, the
-// dead-letter queue too; a visibility that outlasts idlepause's timeout.
+// its only sender and the sweep function as its consumer; FIFO, the
+// dead-letter queue too; a visibility that outlasts the sweep's timeout.
 // Without pools, none of it.
 func TestPoolRefillQueue(t *testing.T) {
 	s := mustPoolsStack(t)
 	queueID, dlqID := checkJobQueue(t, s, jobQueueWant{
 		name: "PoolRefill", visibility: poolRefillVisibility, maxReceives: poolRefillMaxReceives,
-		consumer: routes.IdlePause, batchSize: poolRefillBatchSize, concurrency: poolRefillConcurrency,
+		consumer: routes.Sweep, batchSize: poolRefillBatchSize, concurrency: poolRefillConcurrency,
 		senders: []string{routes.Sessions}, urlEnv: envnames.PoolRefillQueueURL, oldestAge: poolRefillOldestAgeAlarm,
 	})
 	for _, id := range []string{queueID, dlqID} {
@@ -101,8 +101,8 @@ func TestPoolRefillQueue(t *testing.T) {
 		}
 	}
 	for _, f := range functionSpecs {
-		if f.name == routes.IdlePause && poolRefillVisibility <= f.timeout {
-			t.Errorf("refill queue visibility %v is not above idlepause's timeout %v: a refill under way would be delivered twice", poolRefillVisibility, f.timeout)
+		if f.name == routes.Sweep && poolRefillVisibility <= f.timeout {
+			t.Errorf("refill queue visibility %v is not above the sweep's timeout %v: a refill under way would be delivered twice", poolRefillVisibility, f.timeout)
 		}
 	}
 

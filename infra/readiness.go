@@ -13,8 +13,8 @@ import (
 // new message: they may send to the readiness queue (sqs:SendMessage only)
 // and get its URL in envnames.ReadinessQueueURL (docs/READINESS.md
 // "Where it runs").
-var readinessArmers = []string{routes.Sessions, routes.Resume, routes.Snapshot, routes.Reconnect, routes.Webhook,
-	routes.IdlePause, routes.Pauser, routes.Channel, routes.Readiness}
+var readinessArmers = []string{routes.Sessions, routes.Resume, routes.Pause, routes.Reconnect, routes.Webhook,
+	routes.Sweep, routes.Timer, routes.Channel, routes.Readiness}
 
 // Settings of the readiness queue and the readiness function's event
 // source mapping (ours).
@@ -57,10 +57,10 @@ var readinessQueueSpec = jobQueueSpec{
 
 // resumeSenders are the functions that hand a resume to a job: the resume
 // function (an open of the stable link), the channel (a return) and
-// idlepause (the sweep queues a lost one again). They may send to the
+// sweep (the sweep queues a lost one again). They may send to the
 // resume queue and get its URL in envnames.ResumeQueueURL (docs/WAKE.md
 // "The resume runs in the background").
-var resumeSenders = []string{routes.Resume, routes.Channel, routes.IdlePause}
+var resumeSenders = []string{routes.Resume, routes.Channel, routes.Sweep}
 
 // Settings of the resume queue (ours). Its jobs run on the readiness
 // function, which has the provider's key and the session writes a resume

@@ -61,7 +61,7 @@ const (
 	// EnvGuardHeadroom is the provider guard's headroom (the functions that
 	// call providers, when SandmanStackProps.GuardHeadroom is set).
 	EnvGuardHeadroom = envnames.GuardHeadroom
-	// EnvPools is the warm pools' configuration (the sessions and idlepause
+	// EnvPools is the warm pools' configuration (the sessions and sweep
 	// functions; docs/POOLS.md).
 	EnvPools = envnames.Pools
 )
@@ -146,7 +146,7 @@ type SandmanStackProps struct {
 	GuardHeadroom time.Duration
 	// Pools is the warm pools' configuration, SANDMAN_POOLS's JSON array
 	// (docs/POOLS.md), set on the functions that create sessions and list
-	// pools (sessions) and refill them (idlepause); they validate it at
+	// pools (sessions) and refill them (sweep); they validate it at
 	// boot against the enabled providers. Default "": no pools.
 	Pools string
 	// PublisherParallelization is the stream event source's
@@ -176,7 +176,7 @@ type SandmanStackProps struct {
 	// DefaultLogRetention.
 	LogRetention awslogs.RetentionDays
 	// PauserConcurrency is the timer queue event source's maximum
-	// concurrency: at most this many pauser invocations run at once, each
+	// concurrency: at most this many timer invocations run at once, each
 	// on a batch of up to timerBatchSize timers fired together
 	// (sqstimer.DefaultConcurrency), so it bounds the rate of pause calls
 	// the timers make to the provider (the 5-minute sweep is separate):
@@ -328,20 +328,23 @@ func NewSandmanStack(scope constructs.Construct, id string, props *SandmanStackP
 		if _, ok := functions[name]; !ok {
 			awscdk.Annotations_Of(stack).AddError(jsii.String(fmt.Sprintf("infra: function %s of routes.Functions has no functionSpec", name)))
 		}
+		if _, ok := functionConstructIDs[name]; !ok {
+			awscdk.Annotations_Of(stack).AddError(jsii.String(fmt.Sprintf("infra: function %s of routes.Functions has no pinned construct id in functionConstructIDs", name)))
+		}
 	}
 
 	stage := newHTTPAPI(stack, p, functions)
-	dlq := newSchedule(stack, functions[routes.IdlePause])
+	dlq := newSchedule(stack, functions[routes.Sweep])
 	newAlarms(stack, functions, dlq)
 	newOutbox(stack, functions[routes.Publisher], table, p.PublisherParallelization)
-	timerQueue.feed(stack, functions[routes.Pauser], timerBatchSize, p.PauserConcurrency)
+	timerQueue.feed(stack, functions[routes.Timer], timerBatchSize, p.PauserConcurrency)
 	readinessQueue.feed(stack, functions[routes.Readiness], readinessBatchSize, p.ReadinessConcurrency)
 	resumeQueue.feed(stack, functions[routes.Readiness], resumeBatchSize, resumeConcurrency)
 	if hasPools(p) {
 		// A claim asks for its pool's refill at once (docs/POOLS.md "Refill").
 		refills := newJobQueue(stack, poolRefillQueueSpec)
 		refills.grantSend(functions[routes.Sessions], envnames.PoolRefillQueueURL)
-		refills.feed(stack, functions[routes.IdlePause], poolRefillBatchSize, poolRefillConcurrency)
+		refills.feed(stack, functions[routes.Sweep], poolRefillBatchSize, poolRefillConcurrency)
 	}
 	wsStage := newClientChannel(stack, p, functions, bus)
 	newWebhooks(stack, functions, bus)
@@ -511,11 +514,11 @@ type functionSpec struct {
 //   - webhook: 15 s (database only, like status, but each event is a few
 //     reads and conditional writes: 7.5 s of request, room for the SDK's
 //     retries under throttling, where 10 s left 5 s);
-//   - sessions, resume, snapshot, reconnect: 29 s, just under API Gateway's
+//   - sessions, resume, pause, reconnect: 29 s, just under API Gateway's
 //     30 s integration timeout, for 17 s of request (resume makes two
 //     provider attempts with backoff; reconnect's live probe takes up to its
 //     15 s default, which a shorter timeout would cut);
-//   - idlepause: 4 min 50 s, so a run ends before the next rate(5 minutes)
+//   - sweep: 4 min 50 s, so a run ends before the next rate(5 minutes)
 //     tick; the sweeper stops before its deadline and leaves the rest for the
 //     next run;
 //   - publisher: 1 min: a batch of streamBatchSize records is one usage
@@ -523,7 +526,7 @@ type functionSpec struct {
 //     PutEvents calls (up to one per record when one session fills the
 //     batch: a call holds one event of a session), each with the SDK's and
 //     the publisher's bounded retries (a few seconds at worst);
-//   - pauser: 1 min: a batch of timerBatchSize timers fired one after
+//   - timer: 1 min: a batch of timerBatchSize timers fired one after
 //     another, each at most one provider pause (a few seconds) and two
 //     conditional writes; a timer the batch did not reach is delivered
 //     again after the queue's visibility timeout.
@@ -551,7 +554,7 @@ var functionSpecs = []functionSpec{
 	{name: routes.Resume, description: "Sandman resume a paused session",
 		timeout: 29 * time.Second, memoryMB: 256, providerKey: true, writesSessions: true,
 		table: tableAccess{actions: []string{actionGetItem, actionPutItem, actionUpdateItem}}},
-	{name: routes.Snapshot, description: "Sandman snapshot (pause now, idempotent)",
+	{name: routes.Pause, description: "Sandman pause now (idempotent)",
 		timeout: 29 * time.Second, memoryMB: 256, providerKey: true, writesSessions: true,
 		table: tableAccess{actions: []string{actionGetItem, actionPutItem, actionUpdateItem}}},
 	{name: routes.Reconnect, description: "Sandman reconnect probe",
@@ -565,7 +568,7 @@ var functionSpecs = []functionSpec{
 		// with its put (used whenever SANDMAN_MAX_RUNNING is set); no
 		// GetItem, no DeleteItem.
 		table: tableAccess{actions: []string{actionPutItem, actionUpdateItem}, indexes: []string{tabledef.IndexBySandbox}}},
-	{name: routes.IdlePause, description: "Sandman scheduled idle pause and reconciler",
+	{name: routes.Sweep, description: "Sandman sweep: scheduled idle pause and reconciler",
 		timeout: 4*time.Minute + 50*time.Second, memoryMB: 512, providerKey: true,
 		// due sessions (idle, lease, paused), listed sandboxes (by_sandbox),
 		// re-reads (GetItem) and transitions (PutItem). No reserved
@@ -587,12 +590,12 @@ var functionSpecs = []functionSpec{
 		// RecordTransition's TransactWriteItems (internal/dynamo usage.go):
 		// the usage marker and counters (UpdateItem) and the event (PutItem).
 		table: tableAccess{actions: []string{actionPutItem, actionUpdateItem}}},
-	{name: routes.Pauser, description: "Sandman pause timers (timer queue to the provider)",
+	{name: routes.Timer, description: "Sandman pause timers (timer queue to the provider)",
 		timeout: pauserTimeout, memoryMB: 256, providerKey: true,
 		// FireTimer: the session (GetItem), then PauseIfDue's conditional
 		// transitions (PutItem; UpdateItem for main's running-slot counter,
 		// which a pause releases in one transaction with the put, like
-		// idlepause's) or a re-armed timer; no index, no delete. The
+		// the sweep's) or a re-armed timer; no index, no delete. The
 		// queue's consume actions come from its event source mapping.
 		table:          tableAccess{actions: []string{actionGetItem, actionPutItem, "dynamodb:UpdateItem"}},
 		writesSessions: true},
@@ -600,7 +603,7 @@ var functionSpecs = []functionSpec{
 		timeout: readinessTimeout, memoryMB: 256, providerKey: true,
 		// BringUp: the session (GetItem) and the conditional readiness
 		// write (PutItem; UpdateItem for the running-slot counter's
-		// transaction, like the pauser's). The queue's consume actions
+		// transaction, like the timer's). The queue's consume actions
 		// come from its event source mapping.
 		table:          tableAccess{actions: []string{actionGetItem, actionPutItem, actionUpdateItem}},
 		writesSessions: true},
@@ -634,9 +637,39 @@ var functionSpecs = []functionSpec{
 		table: tableAccess{actions: []string{actionGetItem, actionPutItem, actionQuery}, queryKeys: []string{"WHEP#*"}}},
 }
 
-// constructID returns the construct id prefix of a function's resources,
-// e.g. "IdlepauseFunction".
+// functionConstructIDs pins each function's construct id: the prefix of
+// the logical ids of the function and of everything built for it (its role
+// and policy, log group, alarms, error-log filter, API integration, event
+// sources and invoke permissions). CloudFormation replaces a resource whose
+// logical id changes, dropping a log group's logs with it, so a function
+// keeps the id it was first deployed under whatever routes and functions/
+// call it now. Three were renamed for what they run: pause (deployed as
+// snapshot), sweep (idlepause) and timer (pauser). A new function adds its
+// row; NewSandmanStack refuses a function without one.
+var functionConstructIDs = map[string]string{
+	routes.Sessions:  "SessionsFunction",
+	routes.Status:    "StatusFunction",
+	routes.Resume:    "ResumeFunction",
+	routes.Pause:     "SnapshotFunction",
+	routes.Reconnect: "ReconnectFunction",
+	routes.Webhook:   "WebhookFunction",
+	routes.Sweep:     "IdlepauseFunction",
+	routes.Publisher: "PublisherFunction",
+	routes.Timer:     "PauserFunction",
+	routes.Readiness: "ReadinessFunction",
+	routes.Channel:   "ChannelFunction",
+	routes.Notifier:  "NotifierFunction",
+	routes.Deliver:   "DeliverFunction",
+}
+
+// constructID returns the construct id of function name's resources
+// (functionConstructIDs), e.g. "IdlepauseFunction" for the sweep; an
+// unpinned name gets "<Name>Function", which NewSandmanStack reports as an
+// error.
 func constructID(name string) string {
+	if id, ok := functionConstructIDs[name]; ok {
+		return id
+	}
 	return strings.ToUpper(name[:1]) + name[1:] + "Function"
 }
 

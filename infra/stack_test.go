@@ -26,13 +26,13 @@ import (
 // providerKeyFunctions call the sandbox provider; webhook reads the webhook
 // key; publishers put lifecycle events on the bus (the grant table).
 var (
-	providerKeyFunctions = []string{routes.Sessions, routes.Resume, routes.Snapshot, routes.Reconnect, routes.IdlePause, routes.Pauser,
+	providerKeyFunctions = []string{routes.Sessions, routes.Resume, routes.Pause, routes.Reconnect, routes.Sweep, routes.Timer,
 		routes.Readiness, routes.Channel} // the channel's $default resumes
 	// timerFunctions arm pause timers: every function whose writes may set
 	// a deadline before the next sweep (the readiness function's: it
-	// finishes the resume an open hands off), and the pauser, which re-arms.
-	timerFunctions = []string{routes.Sessions, routes.Resume, routes.Snapshot, routes.Reconnect, routes.Webhook,
-		routes.IdlePause, routes.Pauser, routes.Channel, routes.Readiness}
+	// finishes the resume an open hands off), and the timer function, which re-arms.
+	timerFunctions = []string{routes.Sessions, routes.Resume, routes.Pause, routes.Reconnect, routes.Webhook,
+		routes.Sweep, routes.Timer, routes.Channel, routes.Readiness}
 	publisherFunctions = []string{routes.Publisher} // the table's stream publishes; no request does
 )
 
@@ -209,7 +209,7 @@ func TestFunctions(t *testing.T) {
 			timeout, _ := prop(fn, "Timeout").(float64)
 			budget := requestBudget(time.Duration(timeout * float64(time.Second)))
 			switch name {
-			case routes.IdlePause:
+			case routes.Sweep:
 				if timeout < 240 || timeout >= 300 {
 					t.Errorf("Timeout: got %v s, want 240..299 s (under the 5 minute schedule)", timeout)
 				}
@@ -222,7 +222,7 @@ func TestFunctions(t *testing.T) {
 				if timeout < 15 || timeout > 29 {
 					t.Errorf("Timeout: got %v s, want 15..29 s (under API Gateway's 30 s)", timeout)
 				}
-			case routes.Pauser:
+			case routes.Timer:
 				if timeout < 30 || timeout > 120 {
 					t.Errorf("Timeout: got %v s, want 30..120 s (a batch of timers, each one provider pause)", timeout)
 				}
@@ -291,7 +291,7 @@ func TestFunctions(t *testing.T) {
 			}
 
 			// No reserved concurrency, the idle pause function's included
-			//: see TestIdlePauseUnreserved.
+			//: see TestSweepUnreserved.
 			if reserved, ok := prop(fn, "ReservedConcurrentExecutions").(float64); ok {
 				t.Errorf("ReservedConcurrentExecutions: got %v, want unset", reserved)
 			}
@@ -321,7 +321,7 @@ func TestFunctions(t *testing.T) {
 
 func TestSchedule(t *testing.T) {
 	s := MustDefaultStack(t)
-	fnID := s.functionID(t, routes.IdlePause)
+	fnID := s.functionID(t, routes.Sweep)
 	dlqID := s.logicalID(t, "IdlePauseScheduleDLQ")
 	ruleID := s.logicalID(t, "IdlePauseSchedule")
 
@@ -360,7 +360,7 @@ func TestSchedule(t *testing.T) {
 	}
 
 	t.Run("InvokePermission", func(t *testing.T) {
-		mustMatch(t, "EventBridge may invoke idlepause from this rule only", func() {
+		mustMatch(t, "EventBridge may invoke sweep from this rule only", func() {
 			s.template.HasResourceProperties(jsii.String("AWS::Lambda::Permission"), map[string]any{
 				"Action":       "lambda:InvokeFunction",
 				"FunctionName": getAtt(fnID, "Arn"),

@@ -9,7 +9,7 @@ import (
 )
 
 // TestTimers pins the AWS side of docs/DESIGN.md "Precise pausing":
-// the encrypted, SSL-only timer queue with its dead-letter queue, the pauser
+// the encrypted, SSL-only timer queue with its dead-letter queue, the timer function
 // on it with batch item failures and the maximum concurrency that bounds the
 // provider's pause rate, sqs:SendMessage on that queue for exactly the
 // functions that arm timers, and the alarms on the queue.
@@ -17,7 +17,7 @@ func TestTimers(t *testing.T) {
 	s := MustDefaultStack(t)
 	checkJobQueue(t, s, jobQueueWant{
 		name: "Timer", visibility: timerVisibility, maxReceives: timerMaxReceives,
-		consumer: routes.Pauser, batchSize: timerBatchSize, concurrency: DefaultPauserConcurrency,
+		consumer: routes.Timer, batchSize: timerBatchSize, concurrency: DefaultPauserConcurrency,
 		senders: timerFunctions, urlEnv: envnames.TimerQueueURL, oldestAge: timerOldestAgeAlarm,
 	})
 
@@ -44,7 +44,7 @@ func TestSweepFailureGoesToDLQ(t *testing.T) {
 	dlq := canonical(getAtt(s.logicalID(t, "IdlePauseScheduleDLQ"), "Arn"))
 	configs := map[string]cfnResource{} // the idle pause function's (the notifier has its own, TestClientChannel)
 	for id, c := range s.ofType("AWS::Lambda::EventInvokeConfig") {
-		if same(prop(c, "FunctionName"), ref(s.functionID(t, routes.IdlePause))) {
+		if same(prop(c, "FunctionName"), ref(s.functionID(t, routes.Sweep))) {
 			configs[id] = c
 		}
 	}
@@ -58,7 +58,7 @@ func TestSweepFailureGoesToDLQ(t *testing.T) {
 			t.Errorf("%s: on-failure destination %s, want the schedule DLQ %s", id, got, dlq)
 		}
 	}
-	role := s.functionActions(t, s.statements(t), routes.IdlePause)
+	role := s.functionActions(t, s.statements(t), routes.Sweep)
 	if got := role["sqs:SendMessage"]; !slices.Contains(got, dlq) {
 		t.Errorf("idle pause may sqs:SendMessage on %v, want the DLQ", got)
 	}

@@ -3,8 +3,8 @@
 # client (issue 17): it npm-installs pinned openapi-typescript, openapi-fetch
 # and typescript into .tools/openapi-ts (git-ignored; once), generates types
 # from the document with openapi-typescript, and type-checks
-# scripts/openapi-ts/lifecycle.ts (create, pause = snapshot, resume) with
-# tsc --strict. It then breaks a copy of the document (the snapshot route
+# scripts/openapi-ts/lifecycle.ts (create, pause, resume) with
+# tsc --strict. It then breaks a copy of the document (the pause route
 # renamed) and requires the same check to fail, so the check cannot pass
 # vacuously. `make lint` runs it (scripts/lint.sh).
 #
@@ -58,16 +58,16 @@ if ! check "$work/openapi.json"; then
 fi
 echo "openapi-ts: openapi-typescript $openapi_typescript types from $doc type-check scripts/openapi-ts/lifecycle.ts (tsc $typescript --strict)"
 
-# The check must be able to fail: rename the snapshot route in a copy.
+# The check must be able to fail: rename the pause route in a copy.
 node -e '
   const fs = require("fs");
   const d = JSON.parse(fs.readFileSync(process.argv[1], "utf8"));
-  d.paths["/v1/sessions/{id}/pause"] = d.paths["/v1/sessions/{id}/snapshot"];
-  delete d.paths["/v1/sessions/{id}/snapshot"];
+  d.paths["/v1/sessions/{id}/suspend"] = d.paths["/v1/sessions/{id}/pause"];
+  delete d.paths["/v1/sessions/{id}/pause"];
   fs.writeFileSync(process.argv[2], JSON.stringify(d));
 ' "$work/openapi.json" "$work/broken.json"
 if check "$work/broken.json" >"$work/broken.log" 2>&1; then
-  echo "openapi-ts: a document without the snapshot route still type-checks; the check proves nothing" >&2
+  echo "openapi-ts: a document without the pause route still type-checks; the check proves nothing" >&2
   exit 1
 fi
-echo "openapi-ts: a document with the snapshot route renamed fails it, as it must: $(grep -c 'error TS' "$work/broken.log") type error(s)"
+echo "openapi-ts: a document with the pause route renamed fails it, as it must: $(grep -c 'error TS' "$work/broken.log") type error(s)"

@@ -3,7 +3,7 @@
 # curl: it builds the sandman binary, starts `sandman run` on a free loopback
 # port with a 2 s sweep interval and its own state folder, and then
 #   creates a `web` session and fetches its preview URL, heartbeats, reads
-#   status, snapshots twice, reconnects (paused, and the sandbox process stays
+#   status, pauses twice (…/pause, then its alias …/snapshot), reconnects (paused, and the sandbox process stays
 #   stopped), restarts the stack (sessions and paused sandboxes survive),
 #   resumes and fetches the preview again, lets a session with a 60 s idle
 #   timeout go idle and sees the sweep pause it (status paused, an event with
@@ -193,10 +193,10 @@ check "heartbeat: 204" "$code" 204
 api GET "/v1/sessions/$id/status"
 check "status: running" "$(jq -r '.state + " " + (.sandbox_paused|tostring)' <<<"$body")" "running false"
 
+api POST "/v1/sessions/$id/pause"
+check "pause 1: 200 paused" "$code $(jq -r .paused <<<"$body")" "200 true"
 api POST "/v1/sessions/$id/snapshot"
-check "snapshot 1: 200 paused" "$code $(jq -r .paused <<<"$body")" "200 true"
-api POST "/v1/sessions/$id/snapshot"
-check "snapshot 2: 200 paused" "$code $(jq -r .paused <<<"$body")" "200 true"
+check "pause 2 (the alias …/snapshot): 200 paused" "$code $(jq -r .paused <<<"$body")" "200 true"
 check "sandbox process stopped (T)" "$(proc_state "$sandbox")" T
 
 api GET "/v1/sessions/$id/reconnect"
@@ -279,7 +279,7 @@ sm() { SANDMAN_URL="$base" SANDMAN_API_KEY="$key" ./build/sandman sessions "$@";
 cli_id="$(sm create --template web --idle-timeout 5m --metadata via=cli -o json | jq -r .id)"
 check "cli create: running" "$(sm get "$cli_id" -o json | jq -r .state)" running
 check "cli list shows it" "$(sm list | grep -c "^$cli_id .*running")" 1
-check "cli snapshot: paused" "$(sm snapshot "$cli_id" -o json | jq -r '(.paused|tostring) + " " + .session.state')" "true paused"
+check "cli pause: paused" "$(sm pause "$cli_id" -o json | jq -r '(.paused|tostring) + " " + .session.state')" "true paused"
 check "cli status: paused" "$(sm status "$cli_id" -o json | jq -r .state)" paused
 check "cli reconnect: paused" "$(sm reconnect "$cli_id" -o json | jq -r .status)" paused
 check "cli watch --until paused" "$(sm watch "$cli_id" --until paused -o json | tail -1 | jq -r .state)" paused

@@ -148,7 +148,7 @@ func TestNew(t *testing.T) {
 			t.Errorf("New(%s): %v", fn, err)
 		}
 	}
-	for _, fn := range []string{routes.Webhook, routes.IdlePause, "nope"} {
+	for _, fn := range []string{routes.Webhook, routes.Sweep, "nope"} {
 		if _, err := apigw.New(apigw.Config{Function: fn, Service: svc, Keys: failingKeys{}}); err == nil {
 			t.Errorf("New(%s) succeeded, want an error", fn)
 		}

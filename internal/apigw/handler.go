@@ -31,7 +31,7 @@ const DefaultRequestTimeout = 29 * time.Second
 // filled in once by New.
 type Config struct {
 	// Function is the Lambda function whose routes the handler serves:
-	// routes.Sessions, routes.Status, routes.Resume, routes.Snapshot or
+	// routes.Sessions, routes.Status, routes.Resume, routes.Pause or
 	// routes.Reconnect. It serves exactly that function's rows of
 	// routes.Table.
 	Function string
@@ -149,7 +149,8 @@ func (h *Handler) implementations() map[string]routeFunc {
 		"POST /v1/sessions/{id}/resume":       h.resume,
 		"GET " + routes.OpenPath:              h.open,
 		"GET " + routes.OpenPath + "/{path+}": h.open,
-		"POST /v1/sessions/{id}/snapshot":     h.snapshot,
+		"POST /v1/sessions/{id}/pause":        h.pause,
+		"POST /v1/sessions/{id}/snapshot":     h.pause, // the alias (routes.Aliases)
 		"GET /v1/sessions/{id}/reconnect":     h.reconnect,
 		"GET /v1/sessions/{id}/diagnose":      h.diagnose,
 		"GET " + routes.UsagePath:             h.usage,

@@ -261,7 +261,7 @@ func newFuzzFixture(tb testing.TB) *fuzzFixture {
 		}
 		*s.id = sess.ID
 	}
-	if _, err := svc.Snapshot(ctx, apigw.DevAccountID, fx.paused); err != nil {
+	if _, err := svc.PauseNow(ctx, apigw.DevAccountID, fx.paused); err != nil {
 		tb.Fatal(err)
 	}
 	return fx

@@ -36,7 +36,7 @@ const fixtureID = "ses_aaaaaaaaaaaaaaaaaaaaaaaaaa"
 const otherAccount = "acct_other"
 
 // apiFunctions are the functions apigw serves.
-var apiFunctions = []string{routes.Sessions, routes.Status, routes.Resume, routes.Snapshot, routes.Reconnect}
+var apiFunctions = []string{routes.Sessions, routes.Status, routes.Resume, routes.Pause, routes.Reconnect}
 
 // recorder is a lifecycle.Publisher that keeps every event; the harness
 // feeds it through outbox.InPath, so it sees each transition the service

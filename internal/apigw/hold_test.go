@@ -21,8 +21,8 @@ func TestHeartbeatBusyHold(t *testing.T) {
 			t.Errorf("hold_until %v, pause deadline %v; want both %v (stored and read back)", got.HoldUntil, got.PauseDeadline(), want)
 		}
 		st := mustDecode[api.Session](t, h.invoke(t, MustEvent(t, "sessions-get.json", withID(s.ID))))
-		if st.HibernateAfter == nil || *st.HibernateAfter != ts(now.Add(2*time.Hour)) {
-			t.Errorf("hibernate_after = %v, want %s", st.HibernateAfter, ts(now.Add(2*time.Hour)))
+		if st.PauseDeadline == nil || *st.PauseDeadline != ts(now.Add(2*time.Hour)) {
+			t.Errorf("pause_deadline = %v, want %s", st.PauseDeadline, ts(now.Add(2*time.Hour)))
 		}
 	})
 	for name, body := range map[string]string{

@@ -77,9 +77,10 @@ func (h *Handler) resume(ctx context.Context, r *request) (response, error) {
 	}}, nil
 }
 
-// snapshot serves POST /v1/sessions/{id}/snapshot: 200 {"paused":true} with
-// the session, whether it was running or paused already.
-func (h *Handler) snapshot(ctx context.Context, r *request) (response, error) {
+// pause serves POST /v1/sessions/{id}/pause and its alias
+// POST /v1/sessions/{id}/snapshot: 200 {"paused":true} with the session,
+// whether it was running or paused already.
+func (h *Handler) pause(ctx context.Context, r *request) (response, error) {
 	id, err := r.sessionID()
 	if err != nil {
 		return response{}, err
@@ -87,11 +88,11 @@ func (h *Handler) snapshot(ctx context.Context, r *request) (response, error) {
 	if err := r.decodeJSON(&noBody{}, true); err != nil {
 		return response{}, err
 	}
-	sess, err := h.svc.Snapshot(ctx, r.accountID, id)
+	sess, err := h.svc.PauseNow(ctx, r.accountID, id)
 	if err != nil {
 		return response{}, err
 	}
-	return response{status: http.StatusOK, body: api.SnapshotResult{Paused: true, Session: newSessionJSON(sess)}}, nil
+	return response{status: http.StatusOK, body: api.PauseResult{Paused: true, Session: newSessionJSON(sess)}}, nil
 }
 
 // reconnect serves GET /v1/sessions/{id}/reconnect: 200 with the probe's

@@ -39,8 +39,8 @@ func TestStatus(t *testing.T) {
 		if got, want := str(env.ServerTime), ts(now); got != want {
 			t.Errorf("server_time = %q, want %q", got, want)
 		}
-		if got, want := str(env.HibernateAfter), ts(before.IdleDeadline); got != want {
-			t.Errorf("hibernate_after = %q, want %q", got, want)
+		if got, want := str(env.PauseDeadline), ts(before.IdleDeadline); got != want {
+			t.Errorf("pause_deadline = %q, want %q", got, want)
 		}
 		if got, want := str(env.LastActivityAt), ts(t0); got != want {
 			t.Errorf("last_activity_at = %q, want %q", got, want)
@@ -58,8 +58,8 @@ func TestStatus(t *testing.T) {
 		if !st.SandboxPaused || !st.HasSnapshot || st.State != "paused" {
 			t.Errorf("status = %+v, want paused with a snapshot", st)
 		}
-		if st.Lifecycle.HibernateAfter != nil {
-			t.Errorf("hibernate_after = %q while paused, want null", *st.Lifecycle.HibernateAfter)
+		if st.Lifecycle.PauseDeadline != nil {
+			t.Errorf("pause_deadline = %q while paused, want null", *st.Lifecycle.PauseDeadline)
 		}
 		if got := h.providerCalls(); got != 0 {
 			t.Errorf("provider calls = %d, want 0", got)
@@ -82,7 +82,7 @@ func TestSnapshot(t *testing.T) {
 		for i := range 2 {
 			r := h.invoke(t, MustEvent(t, "snapshot.json", withID(s.ID)))
 			wantStatus(t, r, 200)
-			out := mustDecode[api.SnapshotResult](t, r)
+			out := mustDecode[api.PauseResult](t, r)
 			if !out.Paused || out.Session.State != "paused" {
 				t.Errorf("snapshot %d = paused %v, state %q; want true, paused", i+1, out.Paused, out.Session.State)
 			}

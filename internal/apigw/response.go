@@ -51,9 +51,9 @@ func newSessionJSON(s *lifecycle.Session) api.Session {
 	if meta == nil {
 		meta = map[string]string{}
 	}
-	var hibernate time.Time
+	var pauseDeadline time.Time
 	if s.State == lifecycle.StateRunning {
-		hibernate = s.PauseDeadline()
+		pauseDeadline = s.PauseDeadline()
 	}
 	return api.Session{
 		ID:                 s.ID,
@@ -72,7 +72,8 @@ func newSessionJSON(s *lifecycle.Session) api.Session {
 		UpdatedAt:          api.Time(s.UpdatedAt),
 		LastActivityAt:     api.Time(s.LastActivityAt),
 		IdleDeadline:       api.Time(s.IdleDeadline),
-		HibernateAfter:     api.Time(hibernate),
+		PauseDeadline:      api.Time(pauseDeadline),
+		HibernateAfter:     api.Time(pauseDeadline), // the deprecated name, one version
 		RunningSince:       api.Time(s.RunningSince),
 		PausedAt:           api.Time(s.PausedAt),
 		SandboxExpiresAt:   api.Time(s.SandboxExpiresAt),
@@ -90,7 +91,8 @@ func newEnvelopeJSON(e lifecycle.Envelope) api.Envelope {
 		ServerTime:       api.Time(e.ServerTime),
 		State:            string(e.State),
 		LastActivityAt:   api.Time(e.LastActivityAt),
-		HibernateAfter:   api.Time(e.HibernateAfter),
+		PauseDeadline:    api.Time(e.PauseDeadline),
+		HibernateAfter:   api.Time(e.PauseDeadline), // the deprecated name, one version
 		SandboxExpiresAt: api.Time(e.SandboxExpiresAt),
 	}
 }

@@ -60,8 +60,8 @@ func testCreateSession(t *testing.T, newHarness harnessMaker) {
 		if got, want := str(first.IdleDeadline), ts(t0.Add(10*time.Minute+30*time.Second)); got != want {
 			t.Errorf("idle_deadline = %q, want %q", got, want)
 		}
-		if got, want := str(first.HibernateAfter), ts(t0.Add(10*time.Minute+30*time.Second)); got != want {
-			t.Errorf("hibernate_after = %q, want %q", got, want)
+		if got, want := str(first.PauseDeadline), ts(t0.Add(10*time.Minute+30*time.Second)); got != want {
+			t.Errorf("pause_deadline = %q, want %q", got, want)
 		}
 		if first.PausedAt != nil {
 			t.Errorf("paused_at = %q, want null", *first.PausedAt)

@@ -43,7 +43,7 @@ func TestStoreStallIsUnavailable(t *testing.T) {
 		{routes.Sessions, "sessions-delete.json"},
 		{routes.Sessions, "sessions-list.json"},
 		{routes.Status, "status.json"},
-		{routes.Snapshot, "snapshot.json"},
+		{routes.Pause, "snapshot.json"},
 	} {
 		t.Run(tc.event, func(t *testing.T) {
 			hd, err := apigw.New(apigw.Config{Function: tc.fn, Service: svc, Keys: h.store, Log: apigwLogger(h.logs)})

@@ -65,7 +65,7 @@ const secretTimeout = 10 * time.Second
 // fails when one of them is missing.
 type Needs struct {
 	// Provider: the function calls the sandbox provider (sessions, resume,
-	// snapshot, reconnect, idlepause).
+	// pause, reconnect, sweep).
 	Provider bool
 	// WebhookSecret: the function verifies provider webhooks (webhook).
 	WebhookSecret bool

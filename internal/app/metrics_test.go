@@ -45,7 +45,7 @@ func TestWiringMetrics(t *testing.T) {
 		}, &out
 	}
 	sessions, sessionsOut := function(routes.Sessions)
-	snapshot, snapshotOut := function(routes.Snapshot)
+	snapshot, snapshotOut := function(routes.Pause)
 	a := MustApp(t, cfg, app.Needs{}, app.Deps{})
 	if err := a.Store.PutAPIKey(t.Context(), lifecycle.APIKey{
 		Hash: apigw.HashAPIKey(apigw.DevAPIKey), AccountID: apigw.DevAccountID, CreatedAt: time.Now().UTC(),
@@ -79,7 +79,7 @@ func TestWiringMetrics(t *testing.T) {
 	if err := json.Unmarshal([]byte(lines[0]), &line); err != nil {
 		t.Fatal(err)
 	}
-	if line.Function != routes.Snapshot || line.Reason != lifecycle.ReasonRequest || line.Pauses != 1 ||
+	if line.Function != routes.Pause || line.Reason != lifecycle.ReasonRequest || line.Pauses != 1 ||
 		len(line.AWS.CloudWatchMetrics) == 0 || line.AWS.CloudWatchMetrics[0].Namespace != metrics.Namespace {
 		t.Errorf("line %s, want Pauses 1 for snapshot/request in %s", lines[0], metrics.Namespace)
 	}

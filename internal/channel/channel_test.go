@@ -202,7 +202,7 @@ func TestPushAfterTransition(t *testing.T) {
 		}
 	}
 	e.push.gone["gone"] = true
-	if _, err := e.svc.Snapshot(t.Context(), acct, sess.ID); err != nil {
+	if _, err := e.svc.PauseNow(t.Context(), acct, sess.ID); err != nil {
 		t.Fatal(err)
 	}
 	for _, id := range []string{"a", "b"} {

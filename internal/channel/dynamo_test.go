@@ -34,7 +34,7 @@ func TestDynamoConnections(t *testing.T) {
 	if err != nil || len(conns) != 1 {
 		t.Fatalf("SessionConns = %v, %v; want the one connection", conns, err)
 	}
-	if _, err := e.svc.Snapshot(t.Context(), acct, sess.ID); err != nil {
+	if _, err := e.svc.PauseNow(t.Context(), acct, sess.ID); err != nil {
 		t.Fatal(err)
 	}
 	if got := e.push.states("d1"); len(got) != 2 || got[1] != "paused" {

@@ -89,7 +89,7 @@ commands:
              --metadata k=v (repeatable), --idempotency-key K)
   delete     kill the sandbox; the session becomes killed
   resume     resume a paused session; prints the fresh preview URL
-  snapshot   pause now (idempotent)
+  pause      pause now (idempotent); snapshot is the same command
   status     state and lifecycle envelope from the database (no provider call)
   reconnect  probe the sandbox live (never wakes a paused one)
   watch      follow a session's status live until it is final or --until STATE
@@ -205,7 +205,7 @@ func parse(args []string, env Env) (*command, error) {
 	case "watch":
 		fs.DurationVar(&c.every, "interval", 2*time.Second, "poll interval")
 		fs.StringVar(&c.until, "until", "", "stop when the session reaches this state")
-	case "get", "delete", "resume", "snapshot", "status", "reconnect":
+	case "get", "delete", "resume", "pause", "snapshot", "status", "reconnect":
 	default:
 		return nil, usagef("unknown command %q", c.name)
 	}
@@ -281,8 +281,8 @@ func (c *command) exec(ctx context.Context, env Env) error {
 	case "resume":
 		r, raw, err := c.client.Resume(ctx, id)
 		return c.print(out, raw, err, func(w io.Writer) { sessionTable(w, r.Session) })
-	case "snapshot":
-		r, raw, err := c.client.Snapshot(ctx, id)
+	case "pause", "snapshot": // snapshot: the command's former name, like the API's alias
+		r, raw, err := c.client.Pause(ctx, id)
 		return c.print(out, raw, err, func(w io.Writer) {
 			fmt.Fprintf(w, "paused\t%t\n", r.Paused)
 			sessionTable(w, r.Session)
@@ -295,7 +295,7 @@ func (c *command) exec(ctx context.Context, env Env) error {
 		return c.print(out, raw, err, func(w io.Writer) {
 			rows(w, [][2]string{{"status", r.Status}, {"session_id", r.SessionID}, {"state", r.State},
 				{"expires_at", orDash(r.ExpiresAt)}, {"preview_url", orDash(r.PreviewURL)},
-				{"hibernate_after", orDash(r.Lifecycle.HibernateAfter)}})
+				{"pause_deadline", orDash(r.Lifecycle.PauseDeadline)}})
 		})
 	case "watch":
 		return c.watch(ctx, env, id)
@@ -357,7 +357,7 @@ func (c *command) watch(ctx context.Context, env Env, id string) error {
 	enc := json.NewEncoder(env.Stdout)
 	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
 	if c.output == "table" {
-		fmt.Fprintln(tw, "TIME\tSTATE\tHIBERNATE_AFTER\tPREVIEW_URL")
+		fmt.Fprintln(tw, "TIME\tSTATE\tPAUSE_DEADLINE\tPREVIEW_URL")
 	}
 	return f.Follow(ctx, id, func(s Status) (bool, error) {
 		if c.output == "json" {
@@ -366,7 +366,7 @@ func (c *command) watch(ctx context.Context, env Env, id string) error {
 			}
 		} else {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", orDash(s.Lifecycle.ServerTime), s.State,
-				orDash(s.Lifecycle.HibernateAfter), orDash(s.PreviewURL))
+				orDash(s.Lifecycle.PauseDeadline), orDash(s.PreviewURL))
 			if err := tw.Flush(); err != nil {
 				return false, err
 			}
@@ -409,7 +409,7 @@ func sessionTable(w io.Writer, s Session) {
 		{"idle_timeout", (time.Duration(s.IdleTimeoutSeconds) * time.Second).String()},
 		{"max_lifetime", seconds(s.MaxLifetimeSeconds, "none")},
 		{"away_timeout", seconds(s.AwayTimeoutSeconds, "off")}, {"away_deadline", orDash(s.AwayDeadline)},
-		{"hibernate_after", orDash(s.HibernateAfter)}, {"idle_deadline", orDash(s.IdleDeadline)},
+		{"pause_deadline", orDash(s.PauseDeadline)}, {"idle_deadline", orDash(s.IdleDeadline)},
 		{"last_activity_at", orDash(s.LastActivityAt)}, {"running_since", orDash(s.RunningSince)},
 		{"paused_at", orDash(s.PausedAt)}, {"sandbox_expires_at", orDash(s.SandboxExpiresAt)},
 		{"created_at", orDash(s.CreatedAt)}, {"updated_at", orDash(s.UpdatedAt)},
@@ -433,7 +433,7 @@ func statusTable(w io.Writer, s Status) {
 	rows(w, [][2]string{
 		{"session_id", s.SessionID}, {"state", s.State}, {"sandbox_paused", fmt.Sprint(s.SandboxPaused)},
 		{"has_snapshot", fmt.Sprint(s.HasSnapshot)}, {"preview_url", orDash(s.PreviewURL)},
-		{"last_activity_at", orDash(s.Lifecycle.LastActivityAt)}, {"hibernate_after", orDash(s.Lifecycle.HibernateAfter)},
+		{"last_activity_at", orDash(s.Lifecycle.LastActivityAt)}, {"pause_deadline", orDash(s.Lifecycle.PauseDeadline)},
 		{"sandbox_expires_at", orDash(s.Lifecycle.SandboxExpiresAt)}, {"server_time", orDash(s.Lifecycle.ServerTime)},
 	})
 }

@@ -54,7 +54,7 @@ func MustAPI(tb testing.TB) *api {
 		tb.Fatal(err)
 	}
 	gw := &localstack.Gateway{Functions: map[string]localstack.HTTPHandler{}}
-	for _, fn := range []string{routes.Sessions, routes.Status, routes.Resume, routes.Snapshot, routes.Reconnect} {
+	for _, fn := range []string{routes.Sessions, routes.Status, routes.Resume, routes.Pause, routes.Reconnect} {
 		h, err := apigw.New(apigw.Config{Function: fn, Service: svc, Keys: store})
 		if err != nil {
 			tb.Fatal(err)
@@ -131,7 +131,7 @@ func TestLifecycle(t *testing.T) {
 		t.Errorf("get = %+v", got)
 	}
 
-	snap := mustJSON[cli.SnapshotResult](t, a.url, key, "snapshot", s.ID)
+	snap := mustJSON[cli.PauseResult](t, a.url, key, "snapshot", s.ID)
 	if !snap.Paused || snap.Session.State != "paused" {
 		t.Errorf("snapshot = %+v", snap)
 	}

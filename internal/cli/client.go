@@ -3,7 +3,7 @@
 // script's client of Sandman's HTTP API (docs/openapi.json), configured by
 // SANDMAN_URL and SANDMAN_API_KEY.
 //
-//	sandman sessions list|get|create|delete|resume|snapshot|status|reconnect|watch
+//	sandman sessions list|get|create|delete|resume|pause|status|reconnect|watch
 //
 // Output is a human table by default and the API's JSON with -o json (watch
 // writes one JSON object per line). The exit status says what went wrong,
@@ -71,8 +71,8 @@ type (
 	Status = api.Status
 	// ResumeResult answers POST /v1/sessions/{id}/resume.
 	ResumeResult = api.ResumeResult
-	// SnapshotResult answers POST /v1/sessions/{id}/snapshot.
-	SnapshotResult = api.SnapshotResult
+	// PauseResult answers POST /v1/sessions/{id}/pause.
+	PauseResult = api.PauseResult
 	// ReconnectResult answers GET /v1/sessions/{id}/reconnect.
 	ReconnectResult = api.ReconnectResult
 )
@@ -216,10 +216,10 @@ func (c *Client) Resume(ctx context.Context, id string) (ResumeResult, []byte, e
 	return out, raw, err
 }
 
-// Snapshot pauses the session now (idempotent).
-func (c *Client) Snapshot(ctx context.Context, id string) (SnapshotResult, []byte, error) {
-	var out SnapshotResult
-	raw, err := c.do(ctx, http.MethodPost, sessionPath(id, "snapshot"), nil, nil, nil, &out)
+// Pause pauses the session now (idempotent): POST /v1/sessions/{id}/pause.
+func (c *Client) Pause(ctx context.Context, id string) (PauseResult, []byte, error) {
+	var out PauseResult
+	raw, err := c.do(ctx, http.MethodPost, sessionPath(id, "pause"), nil, nil, nil, &out)
 	return out, raw, err
 }
 

@@ -16,7 +16,7 @@ type Follower interface {
 
 // PollFollower follows a session by polling GET /v1/sessions/{id}/status
 // every Interval (database only: no provider call, not activity). A change
-// is a different state, preview URL, hibernate_after or sandbox_expires_at.
+// is a different state, preview URL, pause_deadline or sandbox_expires_at.
 // A 503 or a network failure is reported through OnRetry and polled again;
 // any other error ends the follow.
 type PollFollower struct {
@@ -76,7 +76,7 @@ func (p *PollFollower) Follow(ctx context.Context, id string, emit func(Status) 
 // changed reports whether b differs from a in what a watcher sees.
 func changed(a, b Status) bool {
 	return a.State != b.State || str(a.PreviewURL) != str(b.PreviewURL) ||
-		str(a.Lifecycle.HibernateAfter) != str(b.Lifecycle.HibernateAfter) ||
+		str(a.Lifecycle.PauseDeadline) != str(b.Lifecycle.PauseDeadline) ||
 		str(a.Lifecycle.SandboxExpiresAt) != str(b.Lifecycle.SandboxExpiresAt)
 }
 

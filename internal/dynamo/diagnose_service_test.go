@@ -84,7 +84,7 @@ func TestDiagnose(t *testing.T) {
 	})
 	t.Run("TablePausedProviderGone", func(t *testing.T) {
 		s := create(t)
-		if _, err := svc.Snapshot(ctx, account, s.ID); err != nil {
+		if _, err := svc.PauseNow(ctx, account, s.ID); err != nil {
 			t.Fatal(err)
 		}
 		prov.Forget(s.SandboxID)

@@ -73,7 +73,7 @@ func TestQuotaConcurrentCreates(t *testing.T) {
 	}
 	slots(10)
 
-	paused, err := svc.Snapshot(t.Context(), account, running[0].ID)
+	paused, err := svc.PauseNow(t.Context(), account, running[0].ID)
 	if err != nil || paused.State != lifecycle.StatePaused {
 		t.Fatalf("snapshot: %v (%v)", err, paused)
 	}

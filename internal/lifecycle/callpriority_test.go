@@ -98,7 +98,7 @@ func TestCallersSetTheirCallClass(t *testing.T) {
 		t.Fatal(err)
 	}
 	want("diagnose", fake.OpGet, user)
-	if _, err := w.svc.Snapshot(t.Context(), acct, sess.ID); err != nil {
+	if _, err := w.svc.PauseNow(t.Context(), acct, sess.ID); err != nil {
 		t.Fatal(err)
 	}
 	want("snapshot", fake.OpPause, user)

@@ -28,7 +28,7 @@ func (s *stormStore) UpdateSession(ctx context.Context, sess *lifecycle.Session,
 		if cur.State == lifecycle.StatePaused {
 			_, err = s.svc.Resume(ctx, cur.AccountID, cur.ID)
 		} else {
-			_, err = s.svc.Snapshot(ctx, cur.AccountID, cur.ID)
+			_, err = s.svc.PauseNow(ctx, cur.AccountID, cur.ID)
 		}
 		if err != nil {
 			return err

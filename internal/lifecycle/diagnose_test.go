@@ -93,7 +93,7 @@ func TestDiagnoseVerdicts(t *testing.T) {
 func TestDiagnosePausedAndExpired(t *testing.T) {
 	e := newEnv(t)
 	sess := e.mustCreate(t, lifecycle.CreateInput{})
-	if _, err := e.svc.Snapshot(t.Context(), acct, sess.ID); err != nil {
+	if _, err := e.svc.PauseNow(t.Context(), acct, sess.ID); err != nil {
 		t.Fatalf("snapshot: %v", err)
 	}
 	probed := false

@@ -9,9 +9,9 @@ type Envelope struct {
 	ServerTime     time.Time // the server's clock when the envelope was built
 	State          State
 	LastActivityAt time.Time
-	// HibernateAfter is when the session is due to be paused if nothing
-	// happens: its pause deadline while running, zero otherwise.
-	HibernateAfter time.Time
+	// PauseDeadline is when the session is due to be paused if nothing
+	// happens: Session.PauseDeadline while running, zero otherwise.
+	PauseDeadline time.Time
 	// SandboxExpiresAt is the provider-side timeout as last known.
 	SandboxExpiresAt time.Time
 }
@@ -25,7 +25,7 @@ func NewEnvelope(s *Session, now time.Time) Envelope {
 		SandboxExpiresAt: s.SandboxExpiresAt,
 	}
 	if s.State == StateRunning {
-		e.HibernateAfter = s.PauseDeadline()
+		e.PauseDeadline = s.PauseDeadline()
 	}
 	return e
 }

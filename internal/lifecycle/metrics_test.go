@@ -53,7 +53,7 @@ func TestMetricsFollowCommittedTransitions(t *testing.T) {
 	sess := e.mustCreate(t, lifecycle.CreateInput{IdleTimeoutSeconds: 60})
 
 	// A snapshot is a pause with reason request.
-	if _, err := e.svc.Snapshot(t.Context(), acct, sess.ID); err != nil {
+	if _, err := e.svc.PauseNow(t.Context(), acct, sess.ID); err != nil {
 		t.Fatal(err)
 	}
 	// A resume that needs a second attempt: one transient provider error,
@@ -66,7 +66,7 @@ func TestMetricsFollowCommittedTransitions(t *testing.T) {
 	// A snapshot whose pause the provider refuses: rolled back to running,
 	// one conflict counted, no pause.
 	e.fake.FailNext(fake.OpPause, lifecycle.ErrSandboxConflict)
-	if _, err := e.svc.Snapshot(t.Context(), acct, sess.ID); err == nil {
+	if _, err := e.svc.PauseNow(t.Context(), acct, sess.ID); err == nil {
 		t.Fatal("snapshot over a refused pause succeeded")
 	}
 	if got := e.mustGet(t, sess.ID).State; got != lifecycle.StateRunning {

@@ -18,7 +18,7 @@ import (
 func TestConcurrentOpensResumeOnce(t *testing.T) {
 	w := MustWorld(t)
 	sess := w.mustIdle(t, 600)
-	if _, err := w.svc.Snapshot(t.Context(), acct, sess.ID); err != nil {
+	if _, err := w.svc.PauseNow(t.Context(), acct, sess.ID); err != nil {
 		t.Fatalf("snapshot: %v", err)
 	}
 	const opens = 20
@@ -209,7 +209,7 @@ func TestConcurrentOpensAnswerBeforeTheQueuedResume(t *testing.T) {
 	jobs := &goJobs{}
 	w.withJobs(t, jobs)
 	sess := w.mustIdle(t, 600)
-	if _, err := w.svc.Snapshot(t.Context(), acct, sess.ID); err != nil {
+	if _, err := w.svc.PauseNow(t.Context(), acct, sess.ID); err != nil {
 		t.Fatalf("snapshot: %v", err)
 	}
 	release, resumes := w.holdResumes(t)
@@ -268,7 +268,7 @@ func TestQueuedResumeJobFinishesOnlyItsOwn(t *testing.T) {
 	jobs := &goJobs{}
 	w.withJobs(t, jobs)
 	sess := w.mustIdle(t, 600)
-	if _, err := w.svc.Snapshot(t.Context(), acct, sess.ID); err != nil {
+	if _, err := w.svc.PauseNow(t.Context(), acct, sess.ID); err != nil {
 		t.Fatalf("snapshot: %v", err)
 	}
 	release, resumes := w.holdResumes(t)
@@ -303,7 +303,7 @@ func TestOpenResumesItselfWhenTheJobCannotBeQueued(t *testing.T) {
 	jobs := &goJobs{refuse: true}
 	w.withJobs(t, jobs)
 	sess := w.mustIdle(t, 600)
-	if _, err := w.svc.Snapshot(t.Context(), acct, sess.ID); err != nil {
+	if _, err := w.svc.PauseNow(t.Context(), acct, sess.ID); err != nil {
 		t.Fatalf("snapshot: %v", err)
 	}
 	got, err := w.svc.Open(t.Context(), acct, sess.ID)
@@ -328,7 +328,7 @@ func TestQueuedResumeLostToACrashIsReconciled(t *testing.T) {
 	jobs := &goJobs{drop: true}
 	w.withJobs(t, jobs)
 	sess := w.mustIdle(t, 600)
-	if _, err := w.svc.Snapshot(t.Context(), acct, sess.ID); err != nil {
+	if _, err := w.svc.PauseNow(t.Context(), acct, sess.ID); err != nil {
 		t.Fatalf("snapshot: %v", err)
 	}
 	if _, err := w.svc.Open(t.Context(), acct, sess.ID); err != nil {
@@ -366,7 +366,7 @@ func TestTwoCopiesOfAQueuedResumeJobCommitOnce(t *testing.T) {
 	jobs := &goJobs{drop: true} // the copies are run by hand below
 	w.withJobs(t, jobs)
 	sess := w.mustIdle(t, 600)
-	if _, err := w.svc.Snapshot(t.Context(), acct, sess.ID); err != nil {
+	if _, err := w.svc.PauseNow(t.Context(), acct, sess.ID); err != nil {
 		t.Fatalf("snapshot: %v", err)
 	}
 	if _, err := w.svc.Open(t.Context(), acct, sess.ID); err != nil {
@@ -411,7 +411,7 @@ func TestHandedOffResumesGoToResumeJobs(t *testing.T) {
 	w.rewire(t, func(c *lifecycle.Config) { c.ReadinessJobs, c.ResumeJobs = apps, resumes })
 	apps.svc, resumes.svc, resumes.run = w.svc, w.svc, w.svc.FinishResume
 	sess := w.mustIdle(t, 600)
-	if _, err := w.svc.Snapshot(t.Context(), acct, sess.ID); err != nil {
+	if _, err := w.svc.PauseNow(t.Context(), acct, sess.ID); err != nil {
 		t.Fatalf("snapshot: %v", err)
 	}
 	if _, err := w.svc.Open(t.Context(), acct, sess.ID); err != nil {
@@ -429,7 +429,7 @@ func TestHandedOffResumesGoToResumeJobs(t *testing.T) {
 	}
 
 	lost := w.mustIdle(t, 600)
-	if _, err := w.svc.Snapshot(t.Context(), acct, lost.ID); err != nil {
+	if _, err := w.svc.PauseNow(t.Context(), acct, lost.ID); err != nil {
 		t.Fatalf("snapshot: %v", err)
 	}
 	resumes.mu.Lock()

@@ -144,11 +144,12 @@ func (s *Service) settledElsewhere(ctx context.Context, sess *Session, want Stat
 	return werr
 }
 
-// Snapshot pauses the session now. It is idempotent: a paused session
-// succeeds without a provider call (docs/DESIGN.md). Errors: not_found,
-// forbidden, conflict (transitional or final state), unavailable (provider
-// failure: the session stays as it truly is).
-func (s *Service) Snapshot(ctx context.Context, accountID, id string) (*Session, error) {
+// PauseNow pauses the session now, for POST /v1/sessions/{id}/pause. It is
+// idempotent: a paused session succeeds without a provider call
+// (docs/DESIGN.md). Errors: not_found, forbidden, conflict (transitional or
+// final state), unavailable (provider failure: the session stays as it
+// truly is).
+func (s *Service) PauseNow(ctx context.Context, accountID, id string) (*Session, error) {
 	// The caller waits on this pause (and on the reads after a failed
 	// one): user calls in the provider's call limiter, not the sweep's
 	// background pauses.
@@ -163,7 +164,7 @@ func (s *Service) Snapshot(ctx context.Context, accountID, id string) (*Session,
 			return &Error{Code: CodeConflict, RetryAfter: time.Second,
 				Message: "the session is " + string(sess.State) + "; retry shortly"}
 		default:
-			return Errorf(CodeConflict, "the session is %s and has no sandbox to snapshot", sess.State)
+			return Errorf(CodeConflict, "the session is %s and has no sandbox to pause", sess.State)
 		}
 	})
 }

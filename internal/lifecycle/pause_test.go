@@ -17,7 +17,7 @@ func TestFailedPauseBelievesProviderState(t *testing.T) {
 		sess := w.mustIdle(t, 600)
 		w.fake.SetFault(fake.OpPause, fake.Fault{Rate: 1, Applied: true})
 		// The provider paused but its answer was lost: the table says paused.
-		_, err := w.svc.Snapshot(t.Context(), acct, sess.ID)
+		_, err := w.svc.PauseNow(t.Context(), acct, sess.ID)
 		w.fake.ClearFaults()
 		if err != nil {
 			t.Errorf("snapshot: %v, want success (the provider paused)", err)
@@ -36,7 +36,7 @@ func TestFailedPauseBelievesProviderState(t *testing.T) {
 			}
 		})
 		// The sandbox paused: no rollback to running (503).
-		_, err := w.svc.Snapshot(t.Context(), acct, sess.ID)
+		_, err := w.svc.PauseNow(t.Context(), acct, sess.ID)
 		w.fake.SetOnCall(nil)
 		if err != nil {
 			t.Errorf("snapshot: %v, want success (the sandbox is paused)", err)
@@ -51,7 +51,7 @@ func TestFailedPauseBelievesProviderState(t *testing.T) {
 		w := MustWorld(t)
 		sess := w.mustIdle(t, 600)
 		w.fake.FailNext(fake.OpPause, nil)
-		_, err := w.svc.Snapshot(t.Context(), acct, sess.ID)
+		_, err := w.svc.PauseNow(t.Context(), acct, sess.ID)
 		if got, want := lifecycle.ErrorCode(err), lifecycle.CodeUnavailable; got != want {
 			t.Errorf("snapshot: code %s (%v), want %s", got, err, want)
 		}
@@ -69,7 +69,7 @@ func TestFailedPauseBelievesProviderState(t *testing.T) {
 		w.fake.SetFault(fake.OpPause, fake.Fault{Rate: 1, Applied: true})
 		w.fake.SetFault(fake.OpGet, fake.Fault{Rate: 1})
 		// The provider is asked before any rollback to running.
-		_, err := w.svc.Snapshot(t.Context(), acct, sess.ID)
+		_, err := w.svc.PauseNow(t.Context(), acct, sess.ID)
 		w.fake.ClearFaults()
 		if got, want := lifecycle.ErrorCode(err), lifecycle.CodeUnavailable; got != want {
 			t.Errorf("snapshot: code %s (%v), want %s", got, err, want)
@@ -101,7 +101,7 @@ func TestRefusedPauseRollsBackAtOnce(t *testing.T) {
 	w.fake.SetFault(fake.OpPause, fake.Fault{Rate: 1, Refused: true})
 	w.fake.SetFault(fake.OpGet, fake.Fault{Rate: 1}) // asking again would fail
 	gets := w.fake.Calls(fake.OpGet)
-	_, err := w.svc.Snapshot(t.Context(), acct, sess.ID)
+	_, err := w.svc.PauseNow(t.Context(), acct, sess.ID)
 	w.fake.ClearFaults()
 	if got, want := lifecycle.ErrorCode(err), lifecycle.CodeUnavailable; got != want {
 		t.Errorf("snapshot: code %s (%v), want %s", got, err, want)
@@ -113,7 +113,7 @@ func TestRefusedPauseRollsBackAtOnce(t *testing.T) {
 	w.MustHistory(t, sess.ID)
 
 	// The next attempt, no longer refused, pauses.
-	if _, err := w.svc.Snapshot(t.Context(), acct, sess.ID); err != nil {
+	if _, err := w.svc.PauseNow(t.Context(), acct, sess.ID); err != nil {
 		t.Fatalf("second snapshot: %v", err)
 	}
 	w.wantStates(t, sess, lifecycle.StatePaused, lifecycle.SandboxPaused)
@@ -168,7 +168,7 @@ func TestGoneConfirmedBeforeExpiry(t *testing.T) {
 		sess := w.mustIdle(t, 600)
 		w.fake.FailNext(fake.OpPause, lifecycle.ErrSandboxGone)
 		// sandbox_unreachable, not sandbox_expired: the session lives on.
-		_, err := w.svc.Snapshot(t.Context(), acct, sess.ID)
+		_, err := w.svc.PauseNow(t.Context(), acct, sess.ID)
 		if got, want := errorType(err), lifecycle.TypeSandboxUnreachable; got != want {
 			t.Errorf("snapshot: error_type %q (%v), want %q", got, err, want)
 		}

@@ -77,7 +77,7 @@ func TestCreateAndResumeSetTheGuard(t *testing.T) {
 	if got := e.fake.Calls(fake.OpSetTimeout); got != 0 {
 		t.Fatalf("%d refreshes within the headroom after the create, want 0", got)
 	}
-	if _, err := e.svc.Snapshot(t.Context(), acct, sess.ID); err != nil {
+	if _, err := e.svc.PauseNow(t.Context(), acct, sess.ID); err != nil {
 		t.Fatal(err)
 	}
 	e.clock.Advance(time.Hour)

@@ -136,7 +136,7 @@ func TestPresence(t *testing.T) {
 	t.Run("PausedTakesNoDeadline", func(t *testing.T) {
 		e := newEnv(t)
 		sess := e.mustCreate(t, lifecycle.CreateInput{})
-		if _, err := e.svc.Snapshot(t.Context(), acct, sess.ID); err != nil {
+		if _, err := e.svc.PauseNow(t.Context(), acct, sess.ID); err != nil {
 			t.Fatal(err)
 		}
 		got, wrote, err := e.svc.SetPresence(t.Context(), acct, sess.ID, false)

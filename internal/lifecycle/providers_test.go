@@ -49,7 +49,7 @@ func TestCreateOnNamedProvider(t *testing.T) {
 		t.Errorf("stored provider = %q, want other", got)
 	}
 
-	if _, err := e.svc.Snapshot(t.Context(), acct, sess.ID); err != nil {
+	if _, err := e.svc.PauseNow(t.Context(), acct, sess.ID); err != nil {
 		t.Fatalf("snapshot: %v", err)
 	}
 	if sb, _ := other.Sandbox(sess.SandboxID); sb.State != lifecycle.SandboxPaused {

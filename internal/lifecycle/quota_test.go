@@ -55,7 +55,7 @@ func TestQuotaRefusesTheCreateBeyondTheLimit(t *testing.T) {
 	if n, err := e.store.RunningSlots(t.Context(), acct); err != nil || n != 1 {
 		t.Errorf("RunningSlots = %d, %v; want 1", n, err)
 	}
-	if _, err := e.svc.Snapshot(t.Context(), acct, first.ID); err != nil {
+	if _, err := e.svc.PauseNow(t.Context(), acct, first.ID); err != nil {
 		t.Fatalf("pause: %v", err)
 	}
 	if n, err := e.store.RunningSlots(t.Context(), acct); err != nil || n != 0 {

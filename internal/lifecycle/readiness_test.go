@@ -207,7 +207,7 @@ func TestResumeResetsReadinessToStarting(t *testing.T) {
 			if out, err := e.svc.BringUp(t.Context(), sess.ID); out != lifecycle.BringUpReady {
 				t.Fatalf("first BringUp = %q, %v", out, err)
 			}
-			if _, err := e.svc.Snapshot(t.Context(), acct, sess.ID); err != nil {
+			if _, err := e.svc.PauseNow(t.Context(), acct, sess.ID); err != nil {
 				t.Fatal(err)
 			}
 			if got := e.mustGet(t, sess.ID); got.Readiness != "" {
@@ -263,7 +263,7 @@ func TestBringUpRedeliveredAfterACrashStartsOneServer(t *testing.T) {
 func TestBringUpNeverProbesAPausedSandbox(t *testing.T) {
 	e, _ := readyEnv(t, fake.Config{})
 	sess := e.mustCreate(t, lifecycle.CreateInput{App: appInput("npm run dev", 60)})
-	if _, err := e.svc.Snapshot(t.Context(), acct, sess.ID); err != nil {
+	if _, err := e.svc.PauseNow(t.Context(), acct, sess.ID); err != nil {
 		t.Fatal(err)
 	}
 	out, err := e.svc.BringUp(t.Context(), sess.ID)

@@ -19,7 +19,7 @@ func MustDormantWorld(t *testing.T) (*world, *lifecycle.Session, *sweep.Sweeper)
 	t.Helper()
 	w := MustWorld(t)
 	sess := w.mustIdle(t, 600)
-	if _, err := w.svc.Snapshot(t.Context(), acct, sess.ID); err != nil {
+	if _, err := w.svc.PauseNow(t.Context(), acct, sess.ID); err != nil {
 		t.Fatalf("snapshot: %v", err)
 	}
 	w.clock.Advance(48 * time.Hour)

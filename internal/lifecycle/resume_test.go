@@ -15,7 +15,7 @@ import (
 func TestResumeRacingDeleteKillsSandbox(t *testing.T) {
 	w := MustWorld(t)
 	sess := w.mustIdle(t, 600)
-	if _, err := w.svc.Snapshot(t.Context(), acct, sess.ID); err != nil {
+	if _, err := w.svc.PauseNow(t.Context(), acct, sess.ID); err != nil {
 		t.Fatalf("snapshot: %v", err)
 	}
 	var once sync.Once
@@ -47,7 +47,7 @@ func TestResumeRacingDeleteKillsSandbox(t *testing.T) {
 func TestRefusedResumeRollsBackAtOnce(t *testing.T) {
 	w := MustWorld(t)
 	sess := w.mustIdle(t, 600)
-	if _, err := w.svc.Snapshot(t.Context(), acct, sess.ID); err != nil {
+	if _, err := w.svc.PauseNow(t.Context(), acct, sess.ID); err != nil {
 		t.Fatalf("snapshot: %v", err)
 	}
 	w.fake.SetFault(fake.OpResume, fake.Fault{Rate: 1, Refused: true})

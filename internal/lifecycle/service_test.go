@@ -244,7 +244,7 @@ func TestSnapshot(t *testing.T) {
 					}
 				})
 			}
-			_, err := e.svc.Snapshot(t.Context(), acct, sess.ID)
+			_, err := e.svc.PauseNow(t.Context(), acct, sess.ID)
 			var ae *lifecycle.Error
 			switch {
 			case tc.wantCode == "" && err != nil:
@@ -261,7 +261,7 @@ func TestSnapshot(t *testing.T) {
 		e := newEnv(t)
 		sess := e.mustCreate(t, lifecycle.CreateInput{})
 		for range 2 {
-			if _, err := e.svc.Snapshot(t.Context(), acct, sess.ID); err != nil {
+			if _, err := e.svc.PauseNow(t.Context(), acct, sess.ID); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -272,7 +272,7 @@ func TestSnapshot(t *testing.T) {
 	t.Run("OtherAccountIsForbidden", func(t *testing.T) {
 		e := newEnv(t)
 		sess := e.mustCreate(t, lifecycle.CreateInput{})
-		if _, err := e.svc.Snapshot(t.Context(), "acct_2", sess.ID); lifecycle.ErrorCode(err) != lifecycle.CodeForbidden {
+		if _, err := e.svc.PauseNow(t.Context(), "acct_2", sess.ID); lifecycle.ErrorCode(err) != lifecycle.CodeForbidden {
 			t.Errorf("err = %v, want forbidden", err)
 		}
 	})
@@ -296,7 +296,7 @@ func TestResume(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
 			sess := e.mustCreate(t, lifecycle.CreateInput{})
-			if _, err := e.svc.Snapshot(t.Context(), acct, sess.ID); err != nil {
+			if _, err := e.svc.PauseNow(t.Context(), acct, sess.ID); err != nil {
 				t.Fatal(err)
 			}
 			for _, f := range tc.fails {
@@ -353,7 +353,7 @@ func TestHeartbeat(t *testing.T) {
 	if !got.LastActivityAt.Equal(e.clock.Now()) || !got.IdleDeadline.Equal(e.clock.Now().Add(got.IdleTimeout+30*time.Second)) {
 		t.Errorf("activity %s deadline %s, want now and now + idle + the 30 s coalescing window", got.LastActivityAt, got.IdleDeadline)
 	}
-	if _, err := e.svc.Snapshot(t.Context(), acct, sess.ID); err != nil {
+	if _, err := e.svc.PauseNow(t.Context(), acct, sess.ID); err != nil {
 		t.Fatal(err)
 	}
 	_, err := e.svc.Heartbeat(t.Context(), acct, sess.ID)
@@ -478,7 +478,7 @@ func TestReconcile(t *testing.T) {
 		sess := e.mustCreate(t, lifecycle.CreateInput{})
 		e.fake.FailNext(fake.OpPause, nil)
 		e.fake.FailNext(fake.OpGet, nil) // the outcome stays unknown: pausing
-		if _, err := e.svc.Snapshot(t.Context(), acct, sess.ID); err == nil {
+		if _, err := e.svc.PauseNow(t.Context(), acct, sess.ID); err == nil {
 			t.Fatal("snapshot succeeded")
 		}
 		stuck := e.mustGet(t, sess.ID)
@@ -539,7 +539,7 @@ func TestReapOrphan(t *testing.T) {
 func TestExpireDormant(t *testing.T) {
 	e := newEnv(t)
 	sess := e.mustCreate(t, lifecycle.CreateInput{})
-	if _, err := e.svc.Snapshot(t.Context(), acct, sess.ID); err != nil {
+	if _, err := e.svc.PauseNow(t.Context(), acct, sess.ID); err != nil {
 		t.Fatal(err)
 	}
 	pausedAt := e.clock.Now()

@@ -262,7 +262,7 @@ func InvokeCommand(ctx context.Context, args []string, w io.Writer) error {
 		if resp, err = outbox.NewHandler(outbox.Recording(a.Store, pub), a.Log).Handle(ctx, ev); err != nil {
 			return err
 		}
-	case routes.Pauser:
+	case routes.Timer:
 		var ev events.SQSEvent
 		if err := json.Unmarshal(raw, &ev); err != nil {
 			return fmt.Errorf("decode SQS event %s: %w", *eventFile, err)
@@ -278,7 +278,7 @@ func InvokeCommand(ctx context.Context, args []string, w io.Writer) error {
 		if resp, err = sqsjobs.NewHandler(a.Service, nil, a.Log).Handle(ctx, ev); err != nil {
 			return err
 		}
-	case routes.IdlePause:
+	case routes.Sweep:
 		// A scheduled event runs a sweep; an SQS batch of the pool refill
 		// queue (events/queue/poolrefill.json) fills the pools it names.
 		scfg, err := sweep.ConfigFromEnv(t.getenv)

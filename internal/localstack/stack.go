@@ -423,7 +423,7 @@ func ScheduledEvent(t time.Time) events.CloudWatchEvent {
 	return events.CloudWatchEvent{
 		Version: "0", ID: newRequestID(), DetailType: "Scheduled Event", Source: "aws.events",
 		AccountID: "000000000000", Time: t.UTC(), Region: "local",
-		Resources: []string{"arn:aws:events:local:000000000000:rule/sandman-idlepause"},
+		Resources: []string{"arn:aws:events:local:000000000000:rule/sandman-sweep"},
 		Detail:    []byte("{}"),
 	}
 }

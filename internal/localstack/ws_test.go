@@ -86,7 +86,7 @@ func TestWSGateway(t *testing.T) {
 	if got := read(); got != "running" {
 		t.Errorf("state in answer to hello %s, want running", got)
 	}
-	if _, err := svc.Snapshot(t.Context(), "acct_1", sess.ID); err != nil {
+	if _, err := svc.PauseNow(t.Context(), "acct_1", sess.ID); err != nil {
 		t.Fatal(err)
 	}
 	if a, b := read(), read(); a != "pausing" || b != "paused" {

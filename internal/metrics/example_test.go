@@ -11,7 +11,7 @@ import (
 // A sweep's invocation: three idle pauses, each 12 s late, written as one
 // line at the flush.
 func ExampleEmitter_Flush() {
-	e := metrics.New(metrics.Config{Writer: os.Stdout, Function: "idlepause",
+	e := metrics.New(metrics.Config{Writer: os.Stdout, Function: "sweep",
 		Clock: lifecycle.NewManualClock(time.Date(2026, 11, 23, 4, 0, 0, 0, time.UTC))})
 	for range 3 {
 		e.Paused(lifecycle.ReasonIdle)
@@ -19,5 +19,5 @@ func ExampleEmitter_Flush() {
 	}
 	_ = e.Flush()
 	// Output:
-	// {"Function":"idlepause","Pauses":3,"Reason":"idle","SweepLag":[12,12,12],"_aws":{"CloudWatchMetrics":[{"Namespace":"Sandman","Dimensions":[["Function","Reason"],["Reason"]],"Metrics":[{"Name":"Pauses","Unit":"Count"}]},{"Namespace":"Sandman","Dimensions":[["Function"],[]],"Metrics":[{"Name":"SweepLag","Unit":"Seconds"}]}],"Timestamp":1795406400000}}
+	// {"Function":"sweep","Pauses":3,"Reason":"idle","SweepLag":[12,12,12],"_aws":{"CloudWatchMetrics":[{"Namespace":"Sandman","Dimensions":[["Function","Reason"],["Reason"]],"Metrics":[{"Name":"Pauses","Unit":"Count"}]},{"Namespace":"Sandman","Dimensions":[["Function"],[]],"Metrics":[{"Name":"SweepLag","Unit":"Seconds"}]}],"Timestamp":1795406400000}}
 }

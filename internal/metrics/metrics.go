@@ -17,7 +17,7 @@
 // that can share a line do (same dimension values, different names).
 //
 // Every series carries the Function dimension (the function's name in
-// internal/routes, e.g. "idlepause") and is also published without it,
+// internal/routes, e.g. "sweep") and is also published without it,
 // rolled up over the functions (a second dimension set), which the
 // dashboard in infra/stack.go graphs.
 //
@@ -27,7 +27,7 @@
 //	Pauses               Count    Reason             lifecycle: every committed transition into paused
 //	Resumes              Count    -                  lifecycle: every committed transition back to running
 //	ProviderErrors       Count    Provider, Kind     lifecycle: every failed provider call (lifecycle.ProviderErrorKind)
-//	SweepLag             Seconds  -                  lifecycle.PauseIfDue: deadline to recorded pause (idlepause, pauser)
+//	SweepLag             Seconds  -                  lifecycle.PauseIfDue: deadline to recorded pause (sweep, timer)
 //	EventsPublished      Count    -                  publisher: events put on the bus
 //	Pushes               Count    -                  the channel notifier: messages delivered to a connection
 //	SpareFailures        Count    -                  lifecycle.FillPools: a warm pool's spare failed to become ready

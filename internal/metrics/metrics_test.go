@@ -172,7 +172,7 @@ func newEmitter(fn string) (*metrics.Emitter, *syncBuffer) {
 }
 
 func TestThousandPausesOneLine(t *testing.T) {
-	e, b := newEmitter("idlepause")
+	e, b := newEmitter("sweep")
 	var wg sync.WaitGroup
 	for range 1000 {
 		wg.Go(func() { e.Paused(lifecycle.ReasonIdle) })
@@ -189,7 +189,7 @@ func TestThousandPausesOneLine(t *testing.T) {
 	if got, _ := d.value(t, metrics.Pauses); got != 1000 {
 		t.Errorf("Pauses %v, want 1000", got)
 	}
-	if d.str(metrics.DimReason) != "idle" || d.str(metrics.DimFunction) != "idlepause" {
+	if d.str(metrics.DimReason) != "idle" || d.str(metrics.DimFunction) != "sweep" {
 		t.Errorf("dimensions Reason=%q Function=%q", d.str(metrics.DimReason), d.str(metrics.DimFunction))
 	}
 	unit, dims := d.def(metrics.Pauses)
@@ -262,7 +262,7 @@ func TestFlushPacksSeries(t *testing.T) {
 func TestSweepLagKeepsEveryValue(t *testing.T) {
 	for _, tc := range []struct{ n, lines int }{{1, 1}, {250, 3}, {1000, 10}} {
 		t.Run(fmt.Sprint(tc.n), func(t *testing.T) {
-			e, b := newEmitter("idlepause")
+			e, b := newEmitter("sweep")
 			var want float64
 			for i := range tc.n {
 				e.PauseLag(time.Duration(i) * time.Second)

@@ -16,7 +16,7 @@ import (
 	"github.com/sandmanhq/sandman/internal/sweep"
 )
 
-// TestSweepInvocationLines runs the idlepause function's handler as its
+// TestSweepInvocationLines runs the sweep function's handler as its
 // main wires it (the service's Metrics an Emitter, the handler wrapped by
 // Handler) over the in-memory store: one sweep that pauses 1,000 idle
 // sessions, 90 s after their deadline, writes Pauses 1000 once and every
@@ -25,7 +25,7 @@ func TestSweepInvocationLines(t *testing.T) {
 	const sessions = 1000
 	clock := lifecycle.NewManualClock(t0)
 	b := &syncBuffer{}
-	m := metrics.New(metrics.Config{Writer: b, Function: "idlepause", Clock: clock})
+	m := metrics.New(metrics.Config{Writer: b, Function: "sweep", Clock: clock})
 	quiet := slog.New(slog.DiscardHandler)
 	svc := lifecycle.NewService(lifecycle.Config{Store: memstore.New(), Provider: fake.New(fake.Config{Clock: clock}),
 		Clock: clock, Log: quiet, Metrics: m})

@@ -136,7 +136,7 @@ func TestPollerCrashAfterCommit(t *testing.T) {
 	}
 	// A snapshot whose function dies right after running→pausing commits.
 	dying := st.service(&diesAfterCommit{Store: st.store})
-	if _, err := dying.Snapshot(t.Context(), "acct_1", sess.ID); !errors.Is(err, errDied) {
+	if _, err := dying.PauseNow(t.Context(), "acct_1", sess.ID); !errors.Is(err, errDied) {
 		t.Fatalf("snapshot: %v, want the death", err)
 	}
 	stored, err := st.store.GetSession(t.Context(), sess.ID)
@@ -190,7 +190,7 @@ func TestPollerIgnoresNonTransitions(t *testing.T) {
 			t.Fatalf("heartbeat: wrote %v, %v", wrote, err)
 		}
 	}
-	if _, err := svc.Snapshot(t.Context(), "acct_1", sess.ID); err != nil {
+	if _, err := svc.PauseNow(t.Context(), "acct_1", sess.ID); err != nil {
 		t.Fatal(err)
 	}
 	stored, err := st.store.GetSession(t.Context(), sess.ID)
@@ -230,7 +230,7 @@ func TestPollerCheckpoint(t *testing.T) {
 
 	// The poller restarts (a new one on the same checkpoint) and a pause
 	// commits meanwhile: only the new transitions follow.
-	if _, err := svc.Snapshot(t.Context(), "acct_1", sess.ID); err != nil {
+	if _, err := svc.PauseNow(t.Context(), "acct_1", sess.ID); err != nil {
 		t.Fatal(err)
 	}
 	second := outbox.NewPoller(outbox.PollerConfig{Streams: st.streams, StreamARN: st.arn, Publisher: pub, CheckpointFile: cp, Log: quiet()})

@@ -38,9 +38,9 @@ func TestUsageReplayThroughPoller(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	step(30*time.Minute, svc.Snapshot)                                 // 22:30:00 running 1,800 s
+	step(30*time.Minute, svc.PauseNow)                                 // 22:30:00 running 1,800 s
 	step(30*time.Minute+1500*time.Millisecond, svc.Resume)             // 23:00:01.5 paused 1,801.5 s
-	step(time.Hour+10*time.Minute-1500*time.Millisecond, svc.Snapshot) // 00:10 running 3,598.5 s + 600 s
+	step(time.Hour+10*time.Minute-1500*time.Millisecond, svc.PauseNow) // 00:10 running 3,598.5 s + 600 s
 	step(50*time.Minute, svc.Delete)                                   // 01:00 paused 3,000 s
 
 	poll := func(name string) {

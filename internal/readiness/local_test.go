@@ -178,7 +178,7 @@ func TestLocalColdResumeComesBackReady(t *testing.T) {
 		t.Fatalf("preview %s answered %d %q, want 200 app ok", got.PreviewURL, code, body)
 	}
 
-	if _, err := s.svc.Snapshot(t.Context(), "acct_1", sess.ID); err != nil {
+	if _, err := s.svc.PauseNow(t.Context(), "acct_1", sess.ID); err != nil {
 		t.Fatal(err)
 	}
 	if code, _ := get(got.PreviewURL); code != http.StatusBadGateway { // the local preview front's, at once

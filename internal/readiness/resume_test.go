@@ -38,7 +38,7 @@ func TestWakeResumeDoesNotWaitBehindSlowApps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.Snapshot(ctx, acct, back.ID); err != nil {
+	if _, err := svc.PauseNow(ctx, acct, back.ID); err != nil {
 		t.Fatal(err)
 	}
 	port, line, timeout := 3000, "npm run dev --no-listen", int64(1800)

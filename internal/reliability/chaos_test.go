@@ -62,7 +62,7 @@ type op string
 const (
 	opHeartbeat op = "heartbeat"  // Service.Heartbeat
 	opResume    op = "resume"     // Service.Resume
-	opSnapshot  op = "snapshot"   // Service.Snapshot
+	opPause     op = "pause"      // Service.PauseNow
 	opReconnect op = "reconnect"  // Service.Reconnect
 	opStatus    op = "status"     // Service.Status: a read, checked for versions going backwards
 	opDelete    op = "delete"     // Service.Delete
@@ -79,7 +79,7 @@ var opWeights = []struct {
 	op     op
 	weight int
 }{
-	{opHeartbeat, 20}, {opResume, 12}, {opSnapshot, 10}, {opReconnect, 8}, {opStatus, 6},
+	{opHeartbeat, 20}, {opResume, 12}, {opPause, 10}, {opReconnect, 8}, {opStatus, 6},
 	{opDelete, 2}, {opCreate, 3}, {opWebhook, 18}, {opSweep, 5}, {opTick, 10}, {opExternal, 6},
 }
 
@@ -353,8 +353,8 @@ func (c *chaos) step(ctx context.Context, rng *rand.Rand, o op) error {
 		_, err = c.w.svc.Heartbeat(ctx, account, id)
 	case opResume:
 		_, err = c.w.svc.Resume(ctx, account, id)
-	case opSnapshot:
-		_, err = c.w.svc.Snapshot(ctx, account, id)
+	case opPause:
+		_, err = c.w.svc.PauseNow(ctx, account, id)
 	case opReconnect:
 		_, err = c.w.svc.Reconnect(ctx, account, id)
 	case opStatus:

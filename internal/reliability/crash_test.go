@@ -37,7 +37,7 @@ func callStep(op string) func(reliability.Step) bool {
 }
 
 func snapshot(ctx context.Context, _ *world, dying *lifecycle.Service, id string) error {
-	_, err := dying.Snapshot(ctx, account, id)
+	_, err := dying.PauseNow(ctx, account, id)
 	return err
 }
 
@@ -51,7 +51,7 @@ func create(ctx context.Context, _ *world, dying *lifecycle.Service, _ string) e
 	return err
 }
 
-// idleSweep runs the idlepause function's sweep in the dying process, once
+// idleSweep runs the sweep function's sweep in the dying process, once
 // the session is past its idle deadline.
 func idleSweep(ctx context.Context, w *world, dying *lifecycle.Service, _ string) error {
 	// Past the idle timeout plus the heartbeat coalescing window.
@@ -119,7 +119,7 @@ func runCrash(t *testing.T, tc crashCase) {
 	if tc.start != "" {
 		id = w.MustCreate(t, 600).ID
 		if tc.start == lifecycle.StatePaused {
-			if _, err := w.svc.Snapshot(ctx, account, id); err != nil {
+			if _, err := w.svc.PauseNow(ctx, account, id); err != nil {
 				t.Fatalf("snapshot: %v", err)
 			}
 		}

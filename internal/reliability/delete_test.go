@@ -115,7 +115,7 @@ func TestConcurrentDeleteAnswersKilled(t *testing.T) {
 					t.Errorf("parallel delete: %v, want the killed session", err)
 				}
 			})
-			wg.Go(func() { _, _ = w.svc.Snapshot(t.Context(), account, sess.ID) })
+			wg.Go(func() { _, _ = w.svc.PauseNow(t.Context(), account, sess.ID) })
 		}
 		wg.Wait()
 		w.MustHistory(t, sess.ID)

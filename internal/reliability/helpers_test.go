@@ -327,7 +327,7 @@ func (p *countingProvider) Kill(ctx context.Context, id string) error {
 // fails.
 func (w *world) MustSnapshot(tb testing.TB, id string) {
 	tb.Helper()
-	if _, err := w.svc.Snapshot(tb.Context(), account, id); err != nil {
+	if _, err := w.svc.PauseNow(tb.Context(), account, id); err != nil {
 		tb.Fatalf("snapshot %s: %v", id, err)
 	}
 }

@@ -25,7 +25,7 @@ func TestPauseOnRequestCutByACrashDoesNotResumeOnReturn(t *testing.T) {
 		resume bool
 	}{
 		{"OnRequest", func(t *testing.T, _ *world, dying *lifecycle.Service, id string) error {
-			_, err := dying.Snapshot(t.Context(), account, id)
+			_, err := dying.PauseNow(t.Context(), account, id)
 			return err
 		}, false},
 		{"Idle", func(t *testing.T, w *world, dying *lifecycle.Service, id string) error {

@@ -4,21 +4,29 @@
 // two cannot drift.
 package routes
 
-// Function names: one Lambda each, built from functions/<name>.
+// Function names: one Lambda each, built from functions/<name>, named for
+// what it runs. A function's CDK construct ids are pinned in infra
+// (functionConstructIDs), so renaming one here replaces no deployed
+// resource.
 const (
-	Sessions  = "sessions"
-	Status    = "status"
-	Resume    = "resume"
-	Snapshot  = "snapshot"
+	Sessions = "sessions"
+	Status   = "status"
+	Resume   = "resume"
+	// Pause serves POST /v1/sessions/{id}/pause (and its alias
+	// …/snapshot): pause now.
+	Pause     = "pause"
 	Reconnect = "reconnect"
 	Webhook   = "webhook"
-	IdlePause = "idlepause"
+	// Sweep is invoked by the EventBridge schedule (ScheduleExpression)
+	// and fed by the pool refill queue; it runs the sweep (internal/sweep,
+	// docs/DESIGN.md "Idle pause").
+	Sweep = "sweep"
 	// Publisher is invoked by the table's DynamoDB stream; it publishes
 	// lifecycle events (internal/outbox).
 	Publisher = "publisher"
-	// Pauser is fed by the timer queue (SQS); it fires pause timers
+	// Timer is fed by the timer queue (SQS); it fires pause timers
 	// (internal/timer/sqstimer, docs/DESIGN.md "Precise pausing").
-	Pauser = "pauser"
+	Timer = "timer"
 	// Readiness is fed by the readiness queue (SQS); it brings a session's
 	// app up and records its readiness (internal/readiness/sqsjobs,
 	// docs/READINESS.md).
@@ -39,7 +47,7 @@ const (
 
 // Functions lists every Lambda function: HTTP, scheduled, stream, queue,
 // WebSocket and bus.
-var Functions = []string{Sessions, Status, Resume, Snapshot, Reconnect, Webhook, IdlePause, Publisher, Pauser, Readiness, Channel, Notifier, Deliver}
+var Functions = []string{Sessions, Status, Resume, Pause, Reconnect, Webhook, Sweep, Publisher, Timer, Readiness, Channel, Notifier, Deliver}
 
 // Route is one API Gateway route: Key is the route key as API Gateway writes
 // it ("POST /v1/sessions/{id}/resume"), Function the Lambda that serves it.
@@ -63,7 +71,11 @@ var Table = []Route{
 	{"POST", "/v1/sessions/{id}/resume", Resume},
 	{"GET", OpenPath, Resume},
 	{"GET", OpenPath + "/{path+}", Resume},
-	{"POST", "/v1/sessions/{id}/snapshot", Snapshot},
+	// The alias before the route it names: the stack builds a function's
+	// API Gateway integration under its first route, and the pause
+	// function's was built under …/snapshot (infra pins the ids).
+	{"POST", "/v1/sessions/{id}/snapshot", Pause},
+	{"POST", "/v1/sessions/{id}/pause", Pause},
 	{"GET", "/v1/sessions/{id}/reconnect", Reconnect},
 	{"GET", "/v1/sessions/{id}/diagnose", Sessions},
 	{"GET", UsagePath, Sessions},
@@ -80,6 +92,14 @@ var Table = []Route{
 	{"POST", WebhookEndpointsPath + "/{id}/rotate-secret", Sessions},
 	{"GET", WebhookEndpointsPath + "/{id}/deliveries", Sessions},
 	{"POST", WebhookEndpointsPath + "/{id}/deliveries/{delivery_id}/retry", Sessions},
+}
+
+// Aliases maps each route kept under a former name to the route it is: the
+// same function, handler and answer, documented as an alias in
+// docs/openapi.json. POST …/snapshot is pause's former name, which existing
+// callers use; "snapshot" is left to mean a saved state.
+var Aliases = map[string]string{
+	"POST /v1/sessions/{id}/snapshot": "POST /v1/sessions/{id}/pause",
 }
 
 // WebhookEndpointsPath is the root of an account's outbound webhook
@@ -156,5 +176,5 @@ func (r Route) AcceptsQueryToken() bool {
 	return r.Method == "GET" && (r.Path == OpenPath || r.Path == OpenPath+"/{path+}")
 }
 
-// ScheduleExpression is the EventBridge schedule that invokes IdlePause.
+// ScheduleExpression is the EventBridge schedule that invokes Sweep.
 const ScheduleExpression = "rate(5 minutes)"

@@ -1,4 +1,4 @@
-// Package sweep is the idle-pause sweep that the idlepause Lambda runs on an
+// Package sweep is the idle-pause sweep that the sweep Lambda runs on an
 // EventBridge schedule (docs/DESIGN.md "Idle pause"), and the Lambda
 // handler around it.
 //

@@ -12,7 +12,7 @@ import (
 	"github.com/sandmanhq/sandman/internal/sweep/sqsrefill"
 )
 
-// Handler is the idlepause Lambda's handler: one run per EventBridge
+// Handler is the sweep Lambda's handler: one run per EventBridge
 // scheduled event, and, with Refills set, the pool refill requests of the
 // refill queue (Invoke tells them apart).
 type Handler struct {

@@ -26,7 +26,7 @@ func (emptyStore) FindDue(context.Context, lifecycle.DueQuery) (lifecycle.Sessio
 }
 
 // FuzzScheduledEvent decodes arbitrary bytes as the Lambda runtime decodes
-// the idlepause function's payload (encoding/json into
+// the sweep function's payload (encoding/json into
 // events.CloudWatchEvent) and hands what decodes to Handler.Handle, over an
 // empty table (emptyStore, so no DynamoDB) and an empty fake provider. The
 // seed corpus is in testdata/fuzz/FuzzScheduledEvent.

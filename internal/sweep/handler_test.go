@@ -21,10 +21,10 @@ import (
 )
 
 // MustScheduledEvent reads the EventBridge scheduled event fixture that
-// `make invoke` sends to the idlepause function.
+// `make invoke` sends to the sweep function.
 func MustScheduledEvent(tb testing.TB) events.CloudWatchEvent {
 	tb.Helper()
-	raw, err := os.ReadFile("../../events/scheduled/idlepause.json")
+	raw, err := os.ReadFile("../../events/scheduled/sweep.json")
 	if err != nil {
 		tb.Fatalf("read fixture: %v", err)
 	}
@@ -170,7 +170,7 @@ func TestInvokeTellsRefillBatchesFromTheSchedule(t *testing.T) {
 		t.Errorf("pools filled = %v, want the batch's one pool", fills.pools)
 	}
 
-	scheduled, err := os.ReadFile("../../events/scheduled/idlepause.json")
+	scheduled, err := os.ReadFile("../../events/scheduled/sweep.json")
 	if err != nil {
 		t.Fatal(err)
 	}

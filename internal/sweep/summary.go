@@ -3,7 +3,7 @@ package sweep
 import "log/slog"
 
 // Summary is what one run did. It is logged once per run (as a group of
-// attributes named "summary") and is the idlepause Lambda's result, so it
+// attributes named "summary") and is the sweep Lambda's result, so it
 // marshals to JSON with snake_case names. Counts are sessions unless said
 // otherwise; durations are whole milliseconds.
 type Summary struct {

@@ -508,7 +508,7 @@ func TestRunProviderList(t *testing.T) {
 	e.prov.SetState(autoPaused.SandboxID, lifecycle.SandboxPaused)
 	// Another was paused, then traffic woke it, and that webhook was lost too.
 	woken := s[1]
-	if _, err := e.svc.Snapshot(t.Context(), account, woken.ID); err != nil {
+	if _, err := e.svc.PauseNow(t.Context(), account, woken.ID); err != nil {
 		t.Fatalf("snapshot: %v", err)
 	}
 	e.prov.SetState(woken.SandboxID, lifecycle.SandboxRunning)
@@ -574,11 +574,11 @@ func TestRunDormancy(t *testing.T) {
 			e := MustEnv(t)
 			s := MustSessions(t, e, 3)
 			old, recent, running := s[0], s[1], s[2]
-			if _, err := e.svc.Snapshot(t.Context(), account, old.ID); err != nil {
+			if _, err := e.svc.PauseNow(t.Context(), account, old.ID); err != nil {
 				t.Fatalf("snapshot old: %v", err)
 			}
 			e.clock.Advance(2 * 24 * time.Hour)
-			if _, err := e.svc.Snapshot(t.Context(), account, recent.ID); err != nil {
+			if _, err := e.svc.PauseNow(t.Context(), account, recent.ID); err != nil {
 				t.Fatalf("snapshot recent: %v", err)
 			}
 			e.clock.Set(t0.Add(age + time.Hour)) // old: 7d1h paused; recent: 5d1h

@@ -30,7 +30,7 @@ func TestSweepRequeuesALostResumeJob(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.Snapshot(t.Context(), account, sess.ID); err != nil {
+	if _, err := svc.PauseNow(t.Context(), account, sess.ID); err != nil {
 		t.Fatal(err)
 	}
 	resumes := prov.Calls(fake.OpResume)

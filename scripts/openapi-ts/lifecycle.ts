@@ -1,4 +1,4 @@
-// A small Sandman client program: create a session, pause it (snapshot) and
+// A small Sandman client program: create a session, pause it and
 // resume it, typed by the types openapi-typescript generates from
 // docs/openapi.json (./sandman.ts) through openapi-fetch. scripts/openapi-ts.sh
 // type-checks it (`make lint`); it is not run. A change of the document that
@@ -29,14 +29,14 @@ export async function lifecycle(): Promise<string | null> {
   const id: string = session.id;
   const running: State = session.state;
 
-  const paused = await client.POST("/v1/sessions/{id}/snapshot", { params: { path: { id } } });
-  if (!paused.data) fail("snapshot", paused.error);
+  const paused = await client.POST("/v1/sessions/{id}/pause", { params: { path: { id } } });
+  if (!paused.data) fail("pause", paused.error);
   const wasPaused: true = paused.data.paused;
 
   const status = await client.GET("/v1/sessions/{id}/status", { params: { path: { id } } });
   if (!status.data) fail("status", status.error);
   const hasSnapshot: boolean = status.data.has_snapshot;
-  const hibernateAfter: string | null = status.data.lifecycle.hibernate_after;
+  const pauseDeadline: string | null = status.data.lifecycle.pause_deadline;
 
   const resumed = await client.POST("/v1/sessions/{id}/resume", { params: { path: { id } } });
   if (!resumed.data) {
@@ -44,6 +44,6 @@ export async function lifecycle(): Promise<string | null> {
     fail("resume", resumed.error);
   }
   const version: number = resumed.data.session.version;
-  console.log(running, wasPaused, hasSnapshot, hibernateAfter, version);
+  console.log(running, wasPaused, hasSnapshot, pauseDeadline, version);
   return resumed.data.preview_url;
 }

@@ -162,8 +162,8 @@ class Sessions(_Resource):
 
     def pause(self, id: str, *, timeout: float | None = None) -> PauseResult:
         """Pauses now (the sandbox kept for a resume), whether it was running or
-        paused. Calls POST …/snapshot, this API version's pause route."""
-        return PauseResult.from_dict(self._t.call(ROUTES["snapshotSession"], {"id": id}, body={}, timeout=timeout))
+        paused: POST /v1/sessions/{id}/pause."""
+        return PauseResult.from_dict(self._t.call(ROUTES["pauseSession"], {"id": id}, body={}, timeout=timeout))
 
     def reconnect(self, id: str, *, timeout: float | None = None) -> ReconnectResult:
         """GET …/reconnect: a live probe of the sandbox."""

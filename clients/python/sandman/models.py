@@ -137,7 +137,9 @@ class Session(Model):
     updated_at: str | None
     last_activity_at: str | None
     idle_deadline: str | None
-    #: When it is due to pause.
+    #: When it is due to pause (None unless running).
+    pause_deadline: str | None
+    #: Deprecated: pause_deadline under its former name, the same value.
     hibernate_after: str | None
     running_since: str | None
     paused_at: str | None
@@ -163,6 +165,9 @@ class LifecycleEnvelope(Model):
     server_time: str
     state: SessionState
     last_activity_at: str | None
+    #: When it is due to pause (None unless running).
+    pause_deadline: str | None
+    #: Deprecated: pause_deadline under its former name, the same value.
     hibernate_after: str | None
     sandbox_expires_at: str | None
 
@@ -188,7 +193,7 @@ class ResumeResult(Model):
 
 @dataclass(kw_only=True)
 class PauseResult(Model):
-    """What pause answers (the snapshot route's body)."""
+    """What pause answers."""
 
     paused: bool
     session: Session
@@ -382,7 +387,7 @@ SCHEMAS: dict[str, type[Model]] = {
     "LifecycleEnvelope": LifecycleEnvelope,
     "Status": Status,
     "ResumeResult": ResumeResult,
-    "SnapshotResult": PauseResult,
+    "PauseResult": PauseResult,
     "ReconnectResult": ReconnectResult,
     "Diagnosis": Diagnosis,
     "ClientToken": ClientToken,

@@ -46,9 +46,7 @@ ROUTES: dict[str, Route] = {
     "sendActivity": Route("POST", "/v1/sessions/{id}/activity", "safe", ("sessions.activity",)),
     "getSessionStatus": Route("GET", "/v1/sessions/{id}/status", "safe", ("sessions.status", "sessions.wait_until_ready")),
     "resumeSession": Route("POST", "/v1/sessions/{id}/resume", "safe", ("sessions.resume",), query=("wait",)),
-    # Pause is POST …/snapshot today; once POST …/pause exists (with
-    # …/snapshot kept as its alias) this entry moves to it.
-    "snapshotSession": Route("POST", "/v1/sessions/{id}/snapshot", "safe", ("sessions.pause",)),
+    "pauseSession": Route("POST", "/v1/sessions/{id}/pause", "safe", ("sessions.pause",)),
     "reconnectSession": Route("GET", "/v1/sessions/{id}/reconnect", "safe", ("sessions.reconnect",)),
     "diagnoseSession": Route("GET", "/v1/sessions/{id}/diagnose", "safe", ("sessions.diagnose",)),
     "openSession": Route("GET", "/v1/sessions/{id}/open", "safe", ("sessions.open_url",), query=("wait", "token"), kind="link", page_query=("reopen",)),
@@ -71,4 +69,5 @@ NOT_IN_SDK: dict[str, str] = {
     "POST /v1/webhooks/{provider}": "providers' signed webhooks into Sandman, not a customer's call",
     "GET /v1/sandman.js": "the browser client module, loaded by pages",
     "GET /v1/openapi.json": "the contract itself",
+    "POST /v1/sessions/{id}/snapshot": "the alias of POST /v1/sessions/{id}/pause (x-alias-of), kept for older callers; the SDK calls pause",
 }

@@ -34,8 +34,8 @@ export type Status = Schemas["Status"];
 export type Readiness = Schemas["Readiness"];
 export type LifecycleEnvelope = Schemas["LifecycleEnvelope"];
 export type ResumeResult = Schemas["ResumeResult"];
-/** What pause answers (the snapshot route's body). */
-export type PauseResult = Schemas["SnapshotResult"];
+/** What pause answers. */
+export type PauseResult = Schemas["PauseResult"];
 export type ReconnectResult = Schemas["ReconnectResult"];
 export type Diagnosis = Schemas["Diagnosis"];
 export type ClientTokenRequest = Schemas["ClientTokenRequest"];
@@ -204,11 +204,10 @@ export class Sessions extends Resource {
 
   /**
    * Pauses the session now (its sandbox paused, kept for a resume): 200
-   * whether it was running or paused. Calls POST …/snapshot, the pause route
-   * of this API version.
+   * whether it was running or paused: POST /v1/sessions/{id}/pause.
    */
   pause(id: string, options?: CallOptions): Promise<PauseResult> {
-    return this.sm.call(ROUTES.snapshotSession, { params: { id }, body: {}, options });
+    return this.sm.call(ROUTES.pauseSession, { params: { id }, body: {}, options });
   }
 
   /** GET /v1/sessions/{id}/reconnect: a live probe of the sandbox. */

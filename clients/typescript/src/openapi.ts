@@ -47,7 +47,7 @@ export interface paths {
         post?: never;
         /**
          * Kill the sandbox; the session becomes killed
-         * @description Answers 200 with the killed session, also when it was deleted before (a repeated delete changes nothing), and also when a snapshot, resume or create is in flight: the delete wins, the sandbox is killed and the operation in flight answers 409.
+         * @description Answers 200 with the killed session, also when it was deleted before (a repeated delete changes nothing), and also when a pause, resume or create is in flight: the delete wins, the sandbox is killed and the operation in flight answers 409.
          */
         delete: operations["deleteSession"];
         options?: never;
@@ -69,7 +69,7 @@ export interface paths {
         put?: never;
         /**
          * Heartbeat
-         * @description Records activity: idle_deadline = now + idle_timeout. Heartbeats within 30 seconds of the last recorded one are answered without a write. With hold_seconds (API key only: 403 with a client token) it also records a busy hold: the session is not paused for idleness or absence before now + hold_seconds (a hold never shortens an earlier one and never postpones the max lifetime); hibernate_after and the provider-side timeout follow it.
+         * @description Records activity: idle_deadline = now + idle_timeout. Heartbeats within 30 seconds of the last recorded one are answered without a write. With hold_seconds (API key only: 403 with a client token) it also records a busy hold: the session is not paused for idleness or absence before now + hold_seconds (a hold never shortens an earlier one and never postpones the max lifetime); pause_deadline and the provider-side timeout follow it.
          */
         post: operations["sendActivity"];
         delete?: never;
@@ -185,10 +185,33 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Pause now
-         * @description Idempotent: 200 {"paused":true} whether the session was running or already paused. A provider failure is reported (503), never hidden. Served by the snapshot function.
+         * Pause now (alias of POST /v1/sessions/{id}/pause)
+         * @description The alias of POST /v1/sessions/{id}/pause, kept for the callers that use it: the same function, the same handler, the same answers. New callers use …/pause ("snapshot" will name a saved state).
          */
         post: operations["snapshotSession"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{id}/pause": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A session id: "ses_" and 26 lowercase base32 characters (anything else is 404). */
+                id: components["parameters"]["SessionID"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Pause now
+         * @description Idempotent: 200 {"paused":true} whether the session was running or already paused. A provider failure is reported (503), never hidden. Served by the pause function. POST /v1/sessions/{id}/snapshot is the same route under its former name.
+         */
+        post: operations["pauseSession"];
         delete?: never;
         options?: never;
         head?: never;
@@ -550,6 +573,12 @@ export interface components {
              * Format: date-time
              * @description When a running session is due to be paused (the earlier of idle_deadline, held back to a busy hold's end, and the max lifetime); null unless running.
              */
+            pause_deadline: string | null;
+            /**
+             * Format: date-time
+             * @deprecated
+             * @description Deprecated: pause_deadline under its former name, always the same value; kept for one API version, read pause_deadline.
+             */
             hibernate_after: string | null;
             /**
              * Format: date-time
@@ -570,7 +599,7 @@ export interface components {
             away_timeout_seconds?: number;
             /**
              * Format: date-time
-             * @description When the session pauses for absence (reason away): set when its last visible client left, null while one is there or none ever connected. hibernate_after is the earliest of idle_deadline, the max lifetime and this.
+             * @description When the session pauses for absence (reason away): set when its last visible client left, null while one is there or none ever connected. pause_deadline is the earliest of idle_deadline, the max lifetime and this.
              */
             away_deadline?: string | null;
             /** @description Whether a visible client appearing while the session is paused (a channel hello or visible heartbeat, or an open of its link) resumes it, reason return: at most once a minute, never after a pause the API asked for (docs/WAKE.md "Resume on return"). */
@@ -638,6 +667,12 @@ export interface components {
              * Format: date-time
              * @description When a running session is due to be paused; null unless running.
              */
+            pause_deadline: string | null;
+            /**
+             * Format: date-time
+             * @deprecated
+             * @description Deprecated: pause_deadline under its former name, always the same value; kept for one API version, read pause_deadline.
+             */
             hibernate_after: string | null;
             /**
              * Format: date-time
@@ -670,7 +705,8 @@ export interface components {
             preview_url: string | null;
             session: components["schemas"]["Session"];
         };
-        SnapshotResult: {
+        /** @description What POST /v1/sessions/{id}/pause (and its alias …/snapshot) answers. */
+        PauseResult: {
             /**
              * @description Always true: a failure is an error answer.
              * @constant
@@ -1337,7 +1373,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            /** @description conflict: the delete lost 64 races in a row to other writers of the session (never to a snapshot, resume or create in flight, which a delete always wins); retry. */
+            /** @description conflict: the delete lost 64 races in a row to other writers of the session (never to a pause, resume or create in flight, which a delete always wins); retry. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -1606,7 +1642,43 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["SnapshotResult"];
+                    "application/json": components["schemas"]["PauseResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["TooLarge"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    pauseSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A session id: "ses_" and 26 lowercase base32 characters (anything else is 404). */
+                id: components["parameters"]["SessionID"];
+            };
+            cookie?: never;
+        };
+        /** @description None; an empty body or {}. */
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["EmptyObject"];
+            };
+        };
+        responses: {
+            /** @description Paused. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PauseResult"];
                 };
             };
             400: components["responses"]["BadRequest"];

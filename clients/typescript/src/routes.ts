@@ -40,9 +40,7 @@ export const ROUTES = {
   sendActivity: { method: "POST", path: "/v1/sessions/{id}/activity", retry: "safe", sdk: "sessions.activity" },
   getSessionStatus: { method: "GET", path: "/v1/sessions/{id}/status", retry: "safe", sdk: "sessions.status, sessions.waitUntilReady" },
   resumeSession: { method: "POST", path: "/v1/sessions/{id}/resume", retry: "safe", query: ["wait"], sdk: "sessions.resume" },
-  // Pause is POST …/snapshot today; once POST …/pause exists (with
-  // …/snapshot kept as its alias) this entry moves to it.
-  snapshotSession: { method: "POST", path: "/v1/sessions/{id}/snapshot", retry: "safe", sdk: "sessions.pause" },
+  pauseSession: { method: "POST", path: "/v1/sessions/{id}/pause", retry: "safe", sdk: "sessions.pause" },
   reconnectSession: { method: "GET", path: "/v1/sessions/{id}/reconnect", retry: "safe", sdk: "sessions.reconnect" },
   diagnoseSession: { method: "GET", path: "/v1/sessions/{id}/diagnose", retry: "safe", sdk: "sessions.diagnose" },
   openSession: { method: "GET", path: "/v1/sessions/{id}/open", retry: "safe", query: ["wait", "token"], pageQuery: ["reopen"], kind: "link", sdk: "sessions.openUrl" },
@@ -65,6 +63,7 @@ export const NOT_IN_SDK: Readonly<Record<string, string>> = {
   "POST /v1/webhooks/{provider}": "providers' signed webhooks into Sandman, not a customer's call",
   "GET /v1/sandman.js": "the browser client module, loaded by pages",
   "GET /v1/openapi.json": "the contract itself; the SDK's types are generated from it",
+  "POST /v1/sessions/{id}/snapshot": "the alias of POST /v1/sessions/{id}/pause (x-alias-of), kept for older callers; the SDK calls pause",
 };
 
 /** The API version the SDK was written against: docs/openapi.json's info.version, and the package's version. */

@@ -278,7 +278,7 @@ func RunChannel(ctx context.Context, env *Env, cfg ChannelConfig) (ChannelResult
 }
 
 // run creates sessions, connects perSession clients to each (reading each
-// greeting), then pauses every session with Service.Snapshot, workers at a
+// greeting), then pauses every session with Service.PauseNow, workers at a
 // time. When oneByOne, each pause waits for its clients' push and a random
 // part of the poll interval first, so the commits fall at every phase of
 // the poller's cycle. It returns once every client saw paused or wait ran
@@ -341,7 +341,7 @@ func (r *channelRig) run(ctx, readCtx context.Context, sessions, perSession, wor
 	// Pause every session; keep the commit time of its paused transition.
 	committed := make([]time.Time, sessions)
 	pause := func(ctx context.Context, i int) error {
-		sess, err := r.svc.Snapshot(ctx, r.account, ids[i])
+		sess, err := r.svc.PauseNow(ctx, r.account, ids[i])
 		if err != nil {
 			return fmt.Errorf("snapshot: %w", err)
 		}
@@ -451,7 +451,7 @@ func (r *Report) channelSection(b *strings.Builder, c *ChannelResult) {
 	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
 	p("## 7. Client channel: commit → browser push\n\n")
 	p("The local stack's push path, end to end, over real loopback sockets: sessions created and paused with ")
-	p("`lifecycle.Service.Snapshot` on DynamoDB Local (fake provider answering at once); `internal/outbox`'s poller reading ")
+	p("`lifecycle.Service.PauseNow` on DynamoDB Local (fake provider answering at once); `internal/outbox`'s poller reading ")
 	p("DynamoDB Local's stream every %.0f ms and handing each transition to `channel.Handler` (the notifier: it queries the ", c.PollIntervalMS)
 	p("session's connections on the by-session index, reads the session and pushes `{\"type\":\"session\",…}` to each); ")
 	p("`localstack.WSGateway` serving `/v1/ws` with github.com/coder/websocket; clients dialled with github.com/coder/websocket ")

@@ -50,11 +50,11 @@ var deployed = map[string]deployedFunction{
 	routes.Sessions:  {29 * time.Second, 256},
 	routes.Status:    {10 * time.Second, 128},
 	routes.Resume:    {29 * time.Second, 256},
-	routes.Snapshot:  {29 * time.Second, 256},
+	routes.Pause:     {29 * time.Second, 256},
 	routes.Reconnect: {29 * time.Second, 256},
 	routes.Webhook:   {15 * time.Second, 256},
-	routes.IdlePause: {4*time.Minute + 50*time.Second, 512},
-	routes.Pauser:    {time.Minute, 256},
+	routes.Sweep:     {4*time.Minute + 50*time.Second, 512},
+	routes.Timer:     {time.Minute, 256},
 	routes.Readiness: {2 * time.Minute, 256},
 	routes.Channel:   {29 * time.Second, 256},
 	routes.Notifier:  {30 * time.Second, 128},
@@ -476,7 +476,7 @@ func (c *coldEvents) payloads(ctx context.Context, run int) ([][]byte, string, e
 			return nil, "", err
 		}
 		return c.apiEvents("api/resume.json", id, nil, "events/api/resume.json on a running session (200, no provider call)")
-	case routes.Snapshot:
+	case routes.Pause:
 		id, err := c.session(ctx, tag, lifecycle.StatePaused)
 		if err != nil {
 			return nil, "", err
@@ -495,24 +495,24 @@ func (c *coldEvents) payloads(ctx context.Context, run int) ([][]byte, string, e
 			"events/api/reconnect.json on an expired session (200 expired, no provider call)")
 	case routes.Webhook:
 		return c.webhookEvents(ctx, tag)
-	case routes.IdlePause:
-		raw, err := c.env.Fixture("scheduled/idlepause.json")
+	case routes.Sweep:
+		raw, err := c.env.Fixture("scheduled/sweep.json")
 		if err != nil {
 			return nil, "", err
 		}
-		return [][]byte{raw, raw}, "events/scheduled/idlepause.json (a sweep of the small benchmark table)", nil
+		return [][]byte{raw, raw}, "events/scheduled/sweep.json (a sweep of the small benchmark table)", nil
 	case routes.Publisher:
 		raw, err := c.env.Fixture("stream/session-transitions.json")
 		if err != nil {
 			return nil, "", err
 		}
 		return [][]byte{raw, raw}, "events/stream/session-transitions.json (a DynamoDB stream batch; its transitions put on a loopback fake EventBridge)", nil
-	case routes.Pauser:
-		raw, err := c.env.Fixture("queue/pauser.json")
+	case routes.Timer:
+		raw, err := c.env.Fixture("queue/timer.json")
 		if err != nil {
 			return nil, "", err
 		}
-		return [][]byte{raw, raw}, "events/queue/pauser.json (an unknown session's timer fires idle, a malformed one is dropped; no provider call)", nil
+		return [][]byte{raw, raw}, "events/queue/timer.json (an unknown session's timer fires idle, a malformed one is dropped; no provider call)", nil
 	case routes.Readiness:
 		raw, err := c.env.Fixture("queue/readiness.json")
 		if err != nil {

@@ -104,7 +104,7 @@ func RunDeliveries(ctx context.Context, env *Env, cfg DeliveriesConfig) (Deliver
 		if err != nil {
 			return res, fmt.Errorf("create: %w", err)
 		}
-		if _, err := svc.Snapshot(ctx, "bench", sess.ID); err != nil {
+		if _, err := svc.PauseNow(ctx, "bench", sess.ID); err != nil {
 			return res, fmt.Errorf("snapshot: %w", err)
 		}
 		got, err := svc.Get(ctx, "bench", sess.ID)

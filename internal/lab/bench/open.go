@@ -169,7 +169,7 @@ func (st *openStack) openRounds(ctx context.Context, app *lifecycle.AppInput, ro
 		return nil, nil, 0, fmt.Errorf("not ready after create: %v %v", s, err)
 	}
 	for range rounds {
-		if _, err := st.svc.Snapshot(ctx, acct, sess.ID); err != nil {
+		if _, err := st.svc.PauseNow(ctx, acct, sess.ID); err != nil {
 			return first, answer, failed, err
 		}
 		start := time.Now()

@@ -36,7 +36,7 @@ type OutboxConfig struct {
 // event through the local stream poller.
 type OutboxResult struct {
 	Rounds int `json:"rounds"`
-	// SnapshotInPath etc. are Service.Snapshot / Service.Resume call
+	// SnapshotInPath etc. are Service.PauseNow / Service.Resume call
 	// latencies (a fake provider answering at once, DynamoDB Local).
 	SnapshotInPath Latency `json:"snapshot_in_path"`
 	SnapshotStream Latency `json:"snapshot_stream"`
@@ -174,7 +174,7 @@ func RunOutbox(ctx context.Context, env *Env, cfg OutboxConfig) (OutboxResult, e
 				return res, fmt.Errorf("create (%s): %w", mode, err)
 			}
 			start := time.Now()
-			if _, err := s.Snapshot(ctx, "bench", sess.ID); err != nil {
+			if _, err := s.PauseNow(ctx, "bench", sess.ID); err != nil {
 				return res, fmt.Errorf("snapshot (%s): %w", mode, err)
 			}
 			lat["snapshot_"+mode] = append(lat["snapshot_"+mode], time.Since(start))

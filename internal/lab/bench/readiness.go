@@ -152,7 +152,7 @@ func resumeToReady(ctx context.Context, svc *lifecycle.Service, app *lifecycle.A
 	var ds []time.Duration
 	failed := 0
 	for range rounds {
-		if _, err := svc.Snapshot(ctx, "acct_bench", sess.ID); err != nil {
+		if _, err := svc.PauseNow(ctx, "acct_bench", sess.ID); err != nil {
 			return ds, failed, err
 		}
 		start := time.Now()

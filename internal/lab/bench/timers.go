@@ -621,7 +621,7 @@ func (r *Report) timersSection(b *strings.Builder, t *TimersResult) {
 	p("n is ÷ %d here and the rate × %s, so that wait is ÷ %d too). The rest of a timer's lateness does not scale: ", t.Population,
 		trimFloat(float64(t.Compress)/float64(t.Population)), t.Compress)
 	p("the timer itself, the rate-limit token, a read and two conditional writes on the store. This is `internal/timer/localtimer`, the local stack's timers; in AWS the timers are ")
-	p("SQS messages consumed by the pauser function (`internal/timer/sqstimer`), whose delivery delay and Lambda concurrency are not ")
+	p("SQS messages consumed by the timer function function (`internal/timer/sqstimer`), whose delivery delay and Lambda concurrency are not ")
 	p("measured here.\n\n")
 }
 

@@ -22,7 +22,7 @@ func Time(t time.Time) *string {
 }
 
 // Session is a session as the API shows it (docs/DESIGN.md "HTTP API").
-// max_lifetime_seconds 0 means no limit; hibernate_after is the moment the
+// max_lifetime_seconds 0 means no limit; pause_deadline is the moment the
 // session pauses unless activity arrives (null unless running).
 type Session struct {
 	ID                 string            `json:"id"`
@@ -41,10 +41,16 @@ type Session struct {
 	UpdatedAt          *string           `json:"updated_at"`
 	LastActivityAt     *string           `json:"last_activity_at"`
 	IdleDeadline       *string           `json:"idle_deadline"`
-	HibernateAfter     *string           `json:"hibernate_after"`
-	RunningSince       *string           `json:"running_since"`
-	PausedAt           *string           `json:"paused_at"`
-	SandboxExpiresAt   *string           `json:"sandbox_expires_at"`
+	// PauseDeadline is when the running session pauses unless activity
+	// arrives (lifecycle.Session.PauseDeadline); null unless running.
+	PauseDeadline *string `json:"pause_deadline"`
+	// HibernateAfter is PauseDeadline under its former name, the same
+	// value, kept for one API version (deprecated in docs/openapi.json;
+	// the deprecated tag names the field that replaces it).
+	HibernateAfter   *string `json:"hibernate_after" deprecated:"pause_deadline"`
+	RunningSince     *string `json:"running_since"`
+	PausedAt         *string `json:"paused_at"`
+	SandboxExpiresAt *string `json:"sandbox_expires_at"`
 	// AwayTimeoutSeconds (0: presence off) and AwayDeadline (null unless
 	// the last visible client left): docs/DESIGN.md "Client channel".
 	AwayTimeoutSeconds int64   `json:"away_timeout_seconds"`
@@ -90,10 +96,16 @@ type SessionList struct {
 // Envelope is the lifecycle envelope (docs/DESIGN.md "HTTP API"): what a
 // client needs to show when the session will pause.
 type Envelope struct {
-	ServerTime       *string `json:"server_time"`
-	State            string  `json:"state"`
-	LastActivityAt   *string `json:"last_activity_at"`
-	HibernateAfter   *string `json:"hibernate_after"`
+	ServerTime     *string `json:"server_time"`
+	State          string  `json:"state"`
+	LastActivityAt *string `json:"last_activity_at"`
+	// PauseDeadline is when the running session pauses unless activity
+	// arrives; null unless running.
+	PauseDeadline *string `json:"pause_deadline"`
+	// HibernateAfter is PauseDeadline under its former name, the same
+	// value, kept for one API version (deprecated in docs/openapi.json;
+	// the deprecated tag names the field that replaces it).
+	HibernateAfter   *string `json:"hibernate_after" deprecated:"pause_deadline"`
 	SandboxExpiresAt *string `json:"sandbox_expires_at"`
 }
 
@@ -115,9 +127,9 @@ type ResumeResult struct {
 	Session    Session `json:"session"`
 }
 
-// SnapshotResult answers POST /v1/sessions/{id}/snapshot; paused is always
-// true (a failure is an error response).
-type SnapshotResult struct {
+// PauseResult answers POST /v1/sessions/{id}/pause (and its alias
+// …/snapshot); paused is always true (a failure is an error response).
+type PauseResult struct {
 	Paused  bool    `json:"paused"`
 	Session Session `json:"session"`
 }

@@ -2,9 +2,12 @@ package contract_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
 
 	"github.com/sandmanhq/sandman/internal/openapi"
 	"github.com/sandmanhq/sandman/internal/openapi/contract"
@@ -92,4 +95,58 @@ func TestParity(t *testing.T) {
 	if got, want := strings.Join(v.Operations(), "\n"), strings.Join(table, "\n"); got != want {
 		t.Logf("document:\n%s\ntable:\n%s", got, want)
 	}
+}
+
+// TestAliases: each route of routes.Aliases is documented as the alias of
+// the route it names (x-alias-of: that operation's operationId) and takes
+// and answers exactly what that route does; and an alias that drifts from
+// its route fails the check.
+func TestAliases(t *testing.T) {
+	v, err := contract.NewValidator(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(routes.Aliases) == 0 {
+		t.Fatal("routes.Aliases is empty")
+	}
+	for alias, target := range routes.Aliases {
+		t.Run(alias, func(t *testing.T) {
+			am, ap, _ := strings.Cut(alias, " ")
+			tm, tp, _ := strings.Cut(target, " ")
+			aop, top := v.Operation(am, ap), v.Operation(tm, tp)
+			if aop == nil || top == nil {
+				t.Fatalf("operations %s (%v) and %s (%v): want both in the document", alias, aop != nil, target, top != nil)
+			}
+			if got, want := aop.Extensions["x-alias-of"], top.OperationID; got != want {
+				t.Errorf("%s: x-alias-of = %v, want %q", alias, got, want)
+			}
+			if problems := sameShape(aop, top); len(problems) > 0 {
+				t.Errorf("%s answers other than %s: %v", alias, target, problems)
+			}
+			drifted := *aop
+			drifted.RequestBody = nil
+			if problems := sameShape(&drifted, top); len(problems) == 0 {
+				t.Error("an alias without the request body passed the check")
+			}
+		})
+	}
+}
+
+// sameShape lists how a differs from b in what a caller sends and gets:
+// the request body, the responses and the security requirements.
+func sameShape(a, b *openapi3.Operation) []string {
+	var problems []string
+	for name, pair := range map[string][2]any{
+		"requestBody": {a.RequestBody, b.RequestBody},
+		"responses":   {a.Responses, b.Responses},
+		"security":    {a.Security, b.Security},
+	} {
+		x, errX := json.Marshal(pair[0])
+		y, errY := json.Marshal(pair[1])
+		if errX != nil || errY != nil || !bytes.Equal(x, y) {
+			problems = append(problems, name)
+		}
+	}
+	slices.Sort(problems)
+	return problems
 }

@@ -13,7 +13,7 @@ const session = `{"id":"ses_aaaaaaaaaaaaaaaaaaaaaaaaaa","account_id":"acct_dev",
 	`"state":"running","reason":"request","sandbox_id":"fake_1","preview_url":"https://x.test","metadata":{},` +
 	`"idle_timeout_seconds":600,"max_lifetime_seconds":0,"version":1,"created_at":"2026-11-21T12:00:00Z",` +
 	`"updated_at":"2026-11-21T12:00:00Z","last_activity_at":"2026-11-21T12:00:00Z","idle_deadline":"2026-11-21T12:10:00Z",` +
-	`"hibernate_after":"2026-11-21T12:10:00Z","running_since":"2026-11-21T12:00:00Z","paused_at":null,"sandbox_expires_at":null,"app":null,"readiness":null,"readiness_detail":null,"ready_at":null}`
+	`"pause_deadline":"2026-11-21T12:10:00Z","hibernate_after":"2026-11-21T12:10:00Z","running_since":"2026-11-21T12:00:00Z","paused_at":null,"sandbox_expires_at":null,"app":null,"readiness":null,"readiness_detail":null,"ready_at":null}`
 
 var jsonHeaders = map[string]string{"Content-Type": "application/json; charset=utf-8"}
 

@@ -41,7 +41,7 @@ func TestBringUpThroughEnvd(t *testing.T) {
 		procs[0].Envs["PORT"] != "3000" {
 		t.Fatalf("processes %+v, want one bash -l -c tagged %s with PORT=3000", procs, lifecycle.AppCommandName)
 	}
-	if _, err := svc.Snapshot(t.Context(), "acct_1", sess.ID); err != nil {
+	if _, err := svc.PauseNow(t.Context(), "acct_1", sess.ID); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := svc.Resume(t.Context(), "acct_1", sess.ID); err != nil {

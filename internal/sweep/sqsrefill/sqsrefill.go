@@ -1,7 +1,7 @@
 // Package sqsrefill is the AWS lifecycle.PoolRefills (docs/POOLS.md
 // "Refill"): after a create claims a warm pool's spare, the sessions
 // function sends one message naming the pool to a FIFO SQS queue, and the
-// idlepause function (Handler, beside its schedule) consumes it by calling
+// sweep function (Handler, beside its schedule) consumes it by calling
 // lifecycle.Service.FillPool, so the pool is back to its size within
 // seconds instead of at the sweep's next run.
 //
@@ -67,7 +67,7 @@ type Filler interface {
 // is not left to the sweep) before Lambda stops the process.
 const DeadlineMargin = 15 * time.Second
 
-// Handler is the idlepause function's handler of refill messages. Build
+// Handler is the sweep function's handler of refill messages. Build
 // it with NewHandler.
 type Handler struct {
 	svc Filler

@@ -16,7 +16,7 @@ type Firer interface {
 	FireTimer(ctx context.Context, sessionID string) (lifecycle.TimerOutcome, error)
 }
 
-// Handler is the pauser function's SQS handler. Build it with NewHandler.
+// Handler is the timer function function's SQS handler. Build it with NewHandler.
 type Handler struct {
 	svc         Firer
 	log         *slog.Logger

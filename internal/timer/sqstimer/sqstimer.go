@@ -1,7 +1,7 @@
 // Package sqstimer is the AWS lifecycle.Timers (docs/DESIGN.md "Precise
 // pausing"): a pause timer is an SQS message carrying the session id, sent
-// with DelaySeconds until its deadline, and the pauser function (Handler,
-// functions/pauser) consumes it by calling lifecycle.Service.FireTimer. The
+// with DelaySeconds until its deadline, and the timer function function (Handler,
+// functions/timer) consumes it by calling lifecycle.Service.FireTimer. The
 // event source mapping's maximum concurrency bounds how many pauses run at
 // once, hence the provider's rate.
 //

@@ -1,4 +1,4 @@
-// Command pauser is the Lambda function fed by the timer queue (SQS, docs/DESIGN.md
+// Command timer is the Lambda function fed by the timer queue (SQS, docs/DESIGN.md
 // "Precise pausing"): each message fires one pause timer through
 // lifecycle.Service.FireTimer, which pauses the session only if it is still
 // due and re-arms it when its deadline moved (internal/timer/sqstimer). The event
@@ -17,7 +17,7 @@ import (
 )
 
 func main() {
-	lambdamain.Start(lambdamain.Function{Name: routes.Pauser, Needs: app.Needs{Provider: true}, Adapters: provider.Lambda()},
+	lambdamain.Start(lambdamain.Function{Name: routes.Timer, Needs: app.Needs{Provider: true}, Adapters: provider.Lambda()},
 		func(_ context.Context, a *app.App, m *metrics.Emitter) (any, error) {
 			return metrics.Handler(m, sqstimer.NewHandler(a.Service, a.Log).Handle), nil
 		})

@@ -1,4 +1,4 @@
-// Command idlepause is the Lambda function the EventBridge schedule
+// Command sweep is the Lambda function the EventBridge schedule
 // (routes.ScheduleExpression) invokes: one idle sweep per scheduled event
 // (internal/sweep). The pool refill queue feeds it too: each batch of
 // refill requests fills the pools it names (internal/sweep/sqsrefill). Configuration comes from the environment once per cold
@@ -20,7 +20,7 @@ import (
 )
 
 func main() {
-	lambdamain.Start(lambdamain.Function{Name: routes.IdlePause, Needs: app.Needs{Provider: true}, Adapters: provider.Lambda()},
+	lambdamain.Start(lambdamain.Function{Name: routes.Sweep, Needs: app.Needs{Provider: true}, Adapters: provider.Lambda()},
 		func(_ context.Context, a *app.App, m *metrics.Emitter) (any, error) {
 			cfg, err := sweep.ConfigFromEnv(os.Getenv)
 			if err != nil {
