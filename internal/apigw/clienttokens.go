@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sandmanhq/sandman/internal/channel/clienttoken"
+	"github.com/sandmanhq/sandman/internal/clienttoken"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 )
 

@@ -46,7 +46,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/sandmanhq/sandman/internal/apigw"
-	"github.com/sandmanhq/sandman/internal/channel/clienttoken"
+	"github.com/sandmanhq/sandman/internal/clienttoken"
 	"github.com/sandmanhq/sandman/internal/delivery"
 	"github.com/sandmanhq/sandman/internal/delivery/dynamostore"
 	"github.com/sandmanhq/sandman/internal/delivery/sqsqueue"
@@ -493,7 +493,7 @@ func (a *App) HTTPHandler(function string) (*apigw.Handler, error) {
 
 // loadTokens builds a.Tokens from the key set the configuration names: a
 // Secrets Manager secret whose SecretString is the key-set JSON, or a local
-// file generated on first use (internal/channel/clienttoken). Neither set: nil.
+// file generated on first use (internal/clienttoken). Neither set: nil.
 func (a *App) loadTokens(ctx context.Context, cfg Config, clock lifecycle.Clock,
 	secret func(what, plain, secretName, plainEnv, secretEnv string) (string, error)) error {
 	var keys clienttoken.KeySet

@@ -8,7 +8,7 @@
 //
 // Decisions (docs/DESIGN.md is silent on them):
 //
-//   - $connect takes the client token from ?token= (internal/channel/clienttoken);
+//   - $connect takes the client token from ?token= (internal/clienttoken);
 //     without a valid one it answers 401 and API Gateway refuses the
 //     upgrade. A token for a session the account no longer owns is 403.
 //   - A new connection counts as a visible client (sandman.js says
@@ -58,7 +58,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/sandmanhq/sandman/internal/apigw"
-	"github.com/sandmanhq/sandman/internal/channel/clienttoken"
+	"github.com/sandmanhq/sandman/internal/clienttoken"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 )
 
