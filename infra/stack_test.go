@@ -16,9 +16,9 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/jsii-runtime-go"
 
-	"github.com/sandmanhq/sandman/internal/apigw"
 	"github.com/sandmanhq/sandman/internal/dynamo/tabledef"
 	"github.com/sandmanhq/sandman/internal/envnames"
+	"github.com/sandmanhq/sandman/internal/httpapi"
 	"github.com/sandmanhq/sandman/internal/provider/e2b"
 	"github.com/sandmanhq/sandman/internal/routes"
 )
@@ -40,12 +40,12 @@ var (
 // default.
 const probeTimeout = 15 * time.Second
 
-// requestBudget returns the request budget apigw.RequestBudget gives a
+// requestBudget returns the request budget httpapi.RequestBudget gives a
 // function whose Lambda timeout is timeout, when its invocation starts.
 func requestBudget(timeout time.Duration) time.Duration {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	return apigw.RequestBudget(ctx, apigw.DefaultRequestTimeout)
+	return httpapi.RequestBudget(ctx, httpapi.DefaultRequestTimeout)
 }
 
 // overrideProps sets every prop to a non-default value.

@@ -18,6 +18,7 @@ import (
 	"github.com/sandmanhq/sandman/internal/apigw"
 	"github.com/sandmanhq/sandman/internal/dynamo"
 	"github.com/sandmanhq/sandman/internal/dynamo/dynamotest"
+	"github.com/sandmanhq/sandman/internal/httpapi"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/openapi/api"
 	"github.com/sandmanhq/sandman/internal/outbox"
@@ -138,7 +139,7 @@ func MustHarness(tb testing.TB, opts ...func(*apigw.Config)) *harness {
 }
 
 func apigwLogger(w *syncBuffer) *slog.Logger {
-	return slog.New(apigw.NewLogHandler(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	return slog.New(httpapi.NewLogHandler(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug})))
 }
 
 // result is a decoded handler response.

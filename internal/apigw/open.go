@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sandmanhq/sandman/internal/httpapi"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/routes"
 )
@@ -110,7 +111,7 @@ func (h *Handler) pageToken(r *request, id string) string {
 
 // appMessage returns the caller-safe sentence of an application error.
 func appMessage(err error) string {
-	if le, ok := appError(err); ok {
+	if le, ok := httpapi.AppError(err); ok {
 		return le.Message
 	}
 	return "the session cannot be opened"

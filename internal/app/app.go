@@ -51,6 +51,7 @@ import (
 	"github.com/sandmanhq/sandman/internal/delivery/dynamostore"
 	"github.com/sandmanhq/sandman/internal/delivery/sqsqueue"
 	"github.com/sandmanhq/sandman/internal/dynamo"
+	"github.com/sandmanhq/sandman/internal/httpapi"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/provider/registry"
 	"github.com/sandmanhq/sandman/internal/readiness/sqsjobs"
@@ -201,9 +202,9 @@ func Load(ctx context.Context, needs Needs, deps Deps) (*App, error) {
 }
 
 // NewLogger returns the JSON logger every function uses, writing to w at
-// level, with the request attributes of apigw.WithLogAttrs.
+// level, with the request attributes of httpapi.WithLogAttrs.
 func NewLogger(w io.Writer, level slog.Level) *slog.Logger {
-	return slog.New(apigw.NewLogHandler(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level})))
+	return slog.New(httpapi.NewLogHandler(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level})))
 }
 
 // New builds the App for cfg: logger (JSON on stderr, also made the slog

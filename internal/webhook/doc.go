@@ -39,9 +39,9 @@
 //     Retry-After (5 s by default), so the provider retries; the timestamp
 //     and dedupe rules make the retry safe.
 //
-// Answers are built by apigw.Responder, as the API's are: the envelope
+// Answers are built by httpapi.Responder, as the API's are: the envelope
 // {"status":"error","error":"...","error_type":"..."}, the status table
-// apigw.StatusFor, Retry-After in whole seconds, and the same CORS and
+// httpapi.StatusFor, Retry-After in whole seconds, and the same CORS and
 // Cache-Control headers. No API key is asked for: the signature is the
 // authentication, so a 401 carries no WWW-Authenticate challenge. Header
 // names are matched case-insensitively.

@@ -13,7 +13,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/sandmanhq/sandman/internal/apigw"
+	"github.com/sandmanhq/sandman/internal/httpapi"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 )
 
@@ -48,7 +48,7 @@ type Handler struct {
 	maxBody    int
 	retryAfter time.Duration
 	timeout    time.Duration
-	respond    apigw.Responder
+	respond    httpapi.Responder
 	log        *slog.Logger
 }
 
@@ -67,14 +67,14 @@ type Config struct {
 	// RetryAfter is the Retry-After of a 503. Default DefaultRetryAfter.
 	RetryAfter time.Duration
 	// RequestTimeout bounds each request's context; the Lambda deadline,
-	// when sooner, still applies. Default apigw.DefaultRequestTimeout
+	// when sooner, still applies. Default httpapi.DefaultRequestTimeout
 	// (29 s, under API Gateway's 30 s integration timeout).
 	RequestTimeout time.Duration
 	// AllowOrigin is sent as Access-Control-Allow-Origin, as the API's
 	// other functions send it (app.Config.CORSOrigin). Default "*".
 	AllowOrigin string
 	// Log receives the access line of every request and error details; its
-	// handler is wrapped with apigw.NewLogHandler. Default slog.Default().
+	// handler is wrapped with httpapi.NewLogHandler. Default slog.Default().
 	Log *slog.Logger
 }
 
@@ -95,7 +95,7 @@ func New(cfg Config) (*Handler, error) {
 		cfg.RetryAfter = DefaultRetryAfter
 	}
 	if cfg.RequestTimeout <= 0 {
-		cfg.RequestTimeout = apigw.DefaultRequestTimeout
+		cfg.RequestTimeout = httpapi.DefaultRequestTimeout
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
@@ -106,10 +106,10 @@ func New(cfg Config) (*Handler, error) {
 		maxBody:    cfg.MaxBodyBytes,
 		retryAfter: cfg.RetryAfter,
 		timeout:    cfg.RequestTimeout,
-		respond:    apigw.Responder{AllowOrigin: cfg.AllowOrigin}, // "" is "*"
-		// The request's attributes ride on ctx (apigw.WithLogAttrs); wrapping
+		respond:    httpapi.Responder{AllowOrigin: cfg.AllowOrigin}, // "" is "*"
+		// The request's attributes ride on ctx (httpapi.WithLogAttrs); wrapping
 		// an already wrapped handler changes nothing.
-		log: slog.New(apigw.NewLogHandler(cfg.Log.Handler())),
+		log: slog.New(httpapi.NewLogHandler(cfg.Log.Handler())),
 	}
 	for _, f := range cfg.Formats {
 		if f == nil {
@@ -143,7 +143,7 @@ const outcomeIgnored = "ignored"
 func (h *Handler) Handle(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 	requestID := req.RequestContext.RequestID
 	// Every line logged under ctx, the service's included, carries these.
-	ctx = apigw.WithLogAttrs(ctx, slog.String("request_id", requestID), slog.String("route", req.RouteKey))
+	ctx = httpapi.WithLogAttrs(ctx, slog.String("request_id", requestID), slog.String("route", req.RouteKey))
 
 	ev, err := h.VerifyAndParse(req)
 	if errors.Is(err, ErrIgnored) {
@@ -154,12 +154,12 @@ func (h *Handler) Handle(ctx context.Context, req events.APIGatewayV2HTTPRequest
 	}
 	if err != nil {
 		h.log.WarnContext(ctx, "webhook refused", "provider", clip(req.PathParameters[ProviderParam]),
-			"error_type", apigw.ErrorType(err), "reason", err.Error())
+			"error_type", httpapi.ErrorType(err), "reason", err.Error())
 		resp, _ := h.respond.Error(err, requestID) // logged above
 		return resp, nil
 	}
 
-	ctx = apigw.WithLogAttrs(ctx, slog.String("event_id", ev.ID), slog.String("provider", ev.Provider),
+	ctx = httpapi.WithLogAttrs(ctx, slog.String("event_id", ev.ID), slog.String("provider", ev.Provider),
 		slog.String("sandbox_id", ev.SandboxID), slog.String("type", string(ev.Type)),
 		slog.String("event_time", ev.Timestamp.Format(time.RFC3339Nano)), slog.String("session_id", ev.SessionID))
 	outcome, err := h.apply(ctx, ev.ProviderEvent)
@@ -188,7 +188,7 @@ func (h *Handler) Handle(ctx context.Context, req events.APIGatewayV2HTTPRequest
 // apply calls the applier within the request timeout; a panic in it becomes
 // an error (a 500), as in apigw.
 func (h *Handler) apply(ctx context.Context, ev lifecycle.ProviderEvent) (outcome lifecycle.WebhookOutcome, err error) {
-	ctx, cancel := context.WithTimeout(ctx, apigw.RequestBudget(ctx, h.timeout))
+	ctx, cancel := context.WithTimeout(ctx, httpapi.RequestBudget(ctx, h.timeout))
 	defer cancel()
 	defer func() {
 		if p := recover(); p != nil {

@@ -1,4 +1,4 @@
-package apigw_test
+package httpapi_test
 
 import (
 	"errors"
@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sandmanhq/sandman/internal/apigw"
+	"github.com/sandmanhq/sandman/internal/httpapi"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/routes"
 )
@@ -77,7 +77,7 @@ func TestResponderJSON(t *testing.T) {
 	const jsonType = "application/json; charset=utf-8"
 	for _, tc := range []struct {
 		name    string
-		r       apigw.Responder
+		r       httpapi.Responder
 		status  int
 		body    any
 		headers map[string]string
@@ -86,14 +86,14 @@ func TestResponderJSON(t *testing.T) {
 		wantB   string
 		wantH   map[string]string
 	}{
-		{"AnyOrigin", apigw.Responder{}, http.StatusOK, map[string]string{"hint": "<key> & more"}, nil, false,
+		{"AnyOrigin", httpapi.Responder{}, http.StatusOK, map[string]string{"hint": "<key> & more"}, nil, false,
 			http.StatusOK, `{"hint":"<key> & more"}`, with(apiHeaders, map[string]string{"Content-Type": jsonType})},
-		{"OneOrigin", apigw.Responder{AllowOrigin: "https://app.example.com"}, http.StatusCreated, struct{}{}, nil, false,
+		{"OneOrigin", httpapi.Responder{AllowOrigin: "https://app.example.com"}, http.StatusCreated, struct{}{}, nil, false,
 			http.StatusCreated, `{}`, with(apiHeaders, map[string]string{
 				"Access-Control-Allow-Origin": "https://app.example.com", "Vary": "Origin", "Content-Type": jsonType})},
-		{"NoBody", apigw.Responder{}, http.StatusNoContent, nil, map[string]string{"Cache-Control": "max-age=5", "X-Extra": "1"}, false,
+		{"NoBody", httpapi.Responder{}, http.StatusNoContent, nil, map[string]string{"Cache-Control": "max-age=5", "X-Extra": "1"}, false,
 			http.StatusNoContent, "", with(apiHeaders, map[string]string{"Cache-Control": "max-age=5", "X-Extra": "1", "Content-Type": ""})},
-		{"ErrEncode", apigw.Responder{}, http.StatusOK, map[string]any{"f": func() {}}, nil, true,
+		{"ErrEncode", httpapi.Responder{}, http.StatusOK, map[string]any{"f": func() {}}, nil, true,
 			http.StatusInternalServerError, `{"status":"error","error":"the response could not be encoded","error_type":"internal"}`,
 			with(apiHeaders, map[string]string{"Content-Type": jsonType})},
 	} {
@@ -146,7 +146,7 @@ func TestResponderError(t *testing.T) {
 			`{"status":"error","error":"something went wrong on our side; if it keeps happening, report request id req-1","error_type":"internal"}`, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			resp, known := apigw.Responder{}.Error(tc.err, "req-1")
+			resp, known := httpapi.Responder{}.Error(tc.err, "req-1")
 			if got, want := known, tc.known; got != want {
 				t.Errorf("known = %v, want %v", got, want)
 			}
@@ -182,10 +182,10 @@ func TestErrorType(t *testing.T) {
 		{"UnknownCode", lifecycle.Errorf("teapot", "x"), "internal"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got, want := apigw.ErrorType(tc.err), tc.want; got != want {
+			if got, want := httpapi.ErrorType(tc.err), tc.want; got != want {
 				t.Errorf("ErrorType = %q, want %q", got, want)
 			}
-			resp, _ := apigw.Responder{}.Error(tc.err, "req-1")
+			resp, _ := httpapi.Responder{}.Error(tc.err, "req-1")
 			if got, want := resp.Body, fmt.Sprintf(`"error_type":%q}`, tc.want); !strings.HasSuffix(got, want) {
 				t.Errorf("envelope %s does not end with %s", got, want)
 			}

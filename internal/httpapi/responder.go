@@ -1,4 +1,4 @@
-package apigw
+package httpapi
 
 import (
 	"bytes"
@@ -27,8 +27,8 @@ var (
 )
 
 // Responder builds the API Gateway HTTP API (payload 2.0) responses of
-// every Sandman HTTP function: Handler's API routes and the webhook
-// function (internal/webhook). It is a plain value, safe for concurrent
+// every Sandman HTTP function: the API routes (internal/apigw) and the
+// provider hooks (internal/providerhook). It is a plain value, safe for concurrent
 // use; the zero value allows any origin.
 type Responder struct {
 	// AllowOrigin is sent as Access-Control-Allow-Origin; "" means "*".
@@ -94,7 +94,7 @@ func (r Responder) JSON(status int, body any, headers map[string]string) (events
 // only requestID: the caller logs err, whose detail never reaches the API's
 // caller.
 func (r Responder) Error(err error, requestID string) (resp events.APIGatewayV2HTTPResponse, known bool) {
-	le, known := appError(err)
+	le, known := AppError(err)
 	if !known {
 		resp, _ = r.JSON(http.StatusInternalServerError, api.Error{ // strings always encode
 			Status: "error", Error: fmt.Sprintf(internalMessage, requestID), ErrorType: string(lifecycle.CodeInternal),

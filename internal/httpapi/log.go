@@ -1,4 +1,4 @@
-package apigw
+package httpapi
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package apigw
+package httpapi
 
 import (
 	"errors"
@@ -37,16 +37,17 @@ func StatusFor(code lifecycle.Code) int {
 // such as "not_found" or "sandbox_paused") when it is an application error,
 // and "internal" for anything else. Handlers log it next to the status.
 func ErrorType(err error) string {
-	if le, ok := appError(err); ok {
+	if le, ok := AppError(err); ok {
 		return le.ErrorType()
 	}
 	return string(lifecycle.CodeInternal)
 }
 
-// appError returns the *lifecycle.Error in err's chain when it is one a
-// caller can act on: its code is in statusByCode and is not internal.
-// Anything else is a bug, answered 500 with no detail.
-func appError(err error) (*lifecycle.Error, bool) {
+// AppError returns the *lifecycle.Error in err's chain when it is one a
+// caller can act on: its code is in StatusFor's table and is not internal.
+// Anything else is a bug, answered 500 with no detail: only a true result's
+// Message may be shown to the caller.
+func AppError(err error) (*lifecycle.Error, bool) {
 	var le *lifecycle.Error
 	if !errors.As(err, &le) || le.Code == lifecycle.CodeInternal {
 		return nil, false
@@ -55,15 +56,4 @@ func appError(err error) (*lifecycle.Error, bool) {
 		return nil, false
 	}
 	return le, true
-}
-
-// invalidf returns a CodeInvalid *lifecycle.Error; the message names the
-// field at fault.
-func invalidf(format string, args ...any) error {
-	return lifecycle.Errorf(lifecycle.CodeInvalid, format, args...)
-}
-
-// unauthorizedf returns a CodeUnauthorized *lifecycle.Error.
-func unauthorizedf(format string, args ...any) error {
-	return lifecycle.Errorf(lifecycle.CodeUnauthorized, format, args...)
 }

@@ -1,11 +1,11 @@
-package apigw_test
+package httpapi_test
 
 import (
 	"context"
 	"testing"
 	"time"
 
-	"github.com/sandmanhq/sandman/internal/apigw"
+	"github.com/sandmanhq/sandman/internal/httpapi"
 )
 
 func TestRequestBudget(t *testing.T) {
@@ -27,7 +27,7 @@ func TestRequestBudget(t *testing.T) {
 				ctx, cancel = context.WithTimeout(ctx, tc.left)
 				defer cancel()
 			}
-			got := apigw.RequestBudget(ctx, tc.limit)
+			got := httpapi.RequestBudget(ctx, tc.limit)
 			if d := got - tc.want; d > 0 || d < -time.Second {
 				t.Fatalf("RequestBudget = %v, want about %v", got, tc.want)
 			}
