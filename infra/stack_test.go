@@ -20,6 +20,7 @@ import (
 	"github.com/sandmanhq/sandman/internal/envnames"
 	"github.com/sandmanhq/sandman/internal/httpapi"
 	"github.com/sandmanhq/sandman/internal/provider/e2b"
+	"github.com/sandmanhq/sandman/internal/provider/hookwire/e2bhook"
 	"github.com/sandmanhq/sandman/internal/routes"
 )
 
@@ -257,7 +258,7 @@ func TestFunctions(t *testing.T) {
 				wantEnv[e2b.EnvAPIKeySecret] = e2b.Adapter.Key.DefaultName
 			}
 			if name == routes.Webhook {
-				wantEnv[e2b.EnvWebhookSecretSecret] = e2b.Webhook.Secret.DefaultName
+				wantEnv[e2b.EnvWebhookSecretSecret] = e2bhook.Webhook.Secret.DefaultName
 			}
 			if slices.Contains(timerFunctions, name) {
 				wantEnv[envnames.TimerQueueURL] = ref(s.logicalID(t, "TimerQueue"))

@@ -53,7 +53,7 @@ type Webhook struct {
 	// Secret verifies the deliveries; the webhook function reads it.
 	Secret Secret
 	// Format is the wire format's name, the path segment deliveries come
-	// to (/v1/webhooks/<format>): internal/webhook's E2BName or
+	// to (/v1/webhooks/<format>): internal/providerhook's E2BName or
 	// DaytonaName. Providers that speak one format (E2B, the local provider
 	// and the fake) share its route and its secret.
 	Format string

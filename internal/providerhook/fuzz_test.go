@@ -1,4 +1,4 @@
-package webhook_test
+package providerhook_test
 
 import (
 	"encoding/json"
@@ -8,8 +8,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
-	"github.com/sandmanhq/sandman/internal/provider/e2b/e2bhook"
-	"github.com/sandmanhq/sandman/internal/webhook"
+	"github.com/sandmanhq/sandman/internal/provider/hookwire/e2bhook"
+	"github.com/sandmanhq/sandman/internal/providerhook"
 )
 
 // FuzzHandler drives arbitrary deliveries through the whole handler, the
@@ -29,7 +29,7 @@ func FuzzHandler(f *testing.F) {
 	f.Add("e2b", "v1", "", []byte(`{}`), false, true)
 	f.Fuzz(func(t *testing.T, provider, version, sig string, body []byte, b64, sign bool) {
 		a := &stubApplier{outcome: lifecycle.WebhookApplied}
-		h := MustStubHandler(t, a, func(c *webhook.Config) { c.MaxBodyBytes = 4096 })
+		h := MustStubHandler(t, a, func(c *providerhook.Config) { c.MaxBodyBytes = 4096 })
 		if sign {
 			sig = e2bhook.Sign(TestSecret, body)
 		}
@@ -56,7 +56,7 @@ func FuzzHandler(f *testing.F) {
 			http.StatusNotFound: "not_found", http.StatusRequestEntityTooLarge: "too_large",
 		}
 		ignored := resp.StatusCode == http.StatusOK && out["outcome"] == "ignored"
-		if ignored && (provider != webhook.E2BName || !e2bhook.Verify(TestSecret, body, sig)) {
+		if ignored && (provider != providerhook.E2BName || !e2bhook.Verify(TestSecret, body, sig)) {
 			t.Fatalf("an event was acknowledged as ignored without a valid signature")
 		}
 		switch {
@@ -81,7 +81,7 @@ func FuzzHandler(f *testing.F) {
 		if len(evs) == 0 {
 			return
 		}
-		if provider != webhook.E2BName || version != e2bhook.SignatureVersion || !e2bhook.Verify(TestSecret, body, sig) {
+		if provider != providerhook.E2BName || version != e2bhook.SignatureVersion || !e2bhook.Verify(TestSecret, body, sig) {
 			t.Fatalf("an event reached the rules without a valid signature: provider %q version %q sig %q", provider, version, sig)
 		}
 		ev := evs[0]

@@ -1,6 +1,8 @@
-// Package webhook serves POST /v1/webhooks/{provider} (routes.Webhook): it
-// takes a provider's signed lifecycle webhook as an API Gateway HTTP API
-// (payload v2) request, checks it, and hands the parsed event to
+// Package providerhook serves POST /v1/webhooks/{provider} (routes.Webhook):
+// the providers' hooks coming in, as opposed to the customers' webhooks going
+// out (internal/delivery). It takes a provider's signed lifecycle webhook as
+// an API Gateway HTTP API (payload v2) request, checks it, and hands the
+// parsed event to
 // lifecycle.Service.ApplyProviderEvent, which owns every rule about what the
 // event does to a session (docs/DESIGN.md "Webhooks": timestamp ordering, dedupe
 // on the event id, unknown sandboxes acknowledged). This package only
@@ -55,8 +57,10 @@
 // differ for the local stack: the local process provider sends E2B-format
 // webhooks to /v1/webhooks/e2b, but its sessions are stored with provider
 // "local", so it runs NewE2B("local", secret). In AWS the E2B format
-// stamps "e2b". Adding a second provider's format is one more Format; the
-// rules do not change.
+// stamps "e2b". Formats picks the enabled providers' formats from their
+// declarations. Adding a provider's format is one more Format here (its wire
+// details in internal/provider/hookwire) and a case in Formats; the rules do
+// not change.
 //
 // # Logging
 //
@@ -70,7 +74,7 @@
 //
 // events/webhooks holds signed sample deliveries (see its README.md). The
 // package's tests generate them, check that they verify and deliver them;
-// `go generate ./internal/webhook/` rewrites them and the fuzz seed corpus.
+// `go generate ./internal/providerhook/` rewrites them and the fuzz seed corpus.
 //
 //go:generate go test . -run ^Test(Daytona)?Fixtures$ -update
-package webhook
+package providerhook

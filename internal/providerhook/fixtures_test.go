@@ -1,4 +1,4 @@
-package webhook_test
+package providerhook_test
 
 import (
 	"bytes"
@@ -17,9 +17,9 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
-	"github.com/sandmanhq/sandman/internal/provider/e2b/e2bhook"
+	"github.com/sandmanhq/sandman/internal/provider/hookwire/e2bhook"
+	"github.com/sandmanhq/sandman/internal/providerhook"
 	"github.com/sandmanhq/sandman/internal/routes"
-	"github.com/sandmanhq/sandman/internal/webhook"
 )
 
 var update = flag.Bool("update", false, "rewrite the fixtures in events/webhooks and the fuzz seed corpus")
@@ -111,7 +111,7 @@ func NewRequest(provider string, headers map[string]string, raw []byte, b64 bool
 		RouteKey:       route.Key(),
 		RawPath:        "/v1/webhooks/" + provider,
 		Headers:        headers,
-		PathParameters: map[string]string{webhook.ProviderParam: provider},
+		PathParameters: map[string]string{providerhook.ProviderParam: provider},
 		RequestContext: events.APIGatewayV2HTTPRequestContext{
 			RouteKey:   route.Key(),
 			AccountID:  "000000000000",
@@ -162,9 +162,9 @@ func generated(tb testing.TB) map[string][]byte {
 		files[f.name+".json"] = raw
 		sigs[f.name+".json"] = e2bhook.Sign(TestSecret, raw)
 		delivery := fmt.Sprintf("d1e7e0a0-0000-4000-8000-00000000000%d", i+1)
-		files["apigw-"+f.name+".json"] = mustIndent(tb, NewRequest(webhook.E2BName, SignedHeaders(TestSecret, delivery, raw), raw, false))
+		files["apigw-"+f.name+".json"] = mustIndent(tb, NewRequest(providerhook.E2BName, SignedHeaders(TestSecret, delivery, raw), raw, false))
 		if f.body.Type == e2bhook.TypePaused {
-			files["apigw-"+f.name+"-base64.json"] = mustIndent(tb, NewRequest(webhook.E2BName, SignedHeaders(TestSecret, delivery, raw), raw, true))
+			files["apigw-"+f.name+"-base64.json"] = mustIndent(tb, NewRequest(providerhook.E2BName, SignedHeaders(TestSecret, delivery, raw), raw, true))
 		}
 	}
 	files["signatures.json"] = mustIndent(tb, signatureManifest{Secret: TestSecret, Signatures: sigs})
@@ -189,7 +189,7 @@ func mustIndent(tb testing.TB, v any) []byte {
 
 // TestFixtures keeps events/webhooks in step with the generator above
 // (`go test . -run TestFixtures -update` rewrites them, as does
-// `go generate ./internal/webhook/`) and checks that every fixture on disk
+// `go generate ./internal/providerhook/`) and checks that every fixture on disk
 // is signed correctly, whoever edited it.
 func TestFixtures(t *testing.T) {
 	want := generated(t)
@@ -209,11 +209,11 @@ func TestFixtures(t *testing.T) {
 		for name, b := range want {
 			got, err := os.ReadFile(filepath.Join(fixtureDir, name))
 			if err != nil {
-				t.Errorf("%v (run `go generate ./internal/webhook/`)", err)
+				t.Errorf("%v (run `go generate ./internal/providerhook/`)", err)
 				continue
 			}
 			if !bytes.Equal(got, b) {
-				t.Errorf("%s differs from the generator's output; run `go generate ./internal/webhook/`", name)
+				t.Errorf("%s differs from the generator's output; run `go generate ./internal/providerhook/`", name)
 			}
 		}
 	})

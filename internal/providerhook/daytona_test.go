@@ -1,4 +1,4 @@
-package webhook_test
+package providerhook_test
 
 import (
 	"context"
@@ -14,9 +14,9 @@ import (
 	"github.com/sandmanhq/sandman/internal/dynamo/dynamotest"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/outbox"
-	"github.com/sandmanhq/sandman/internal/provider/daytona/daytonahook"
 	"github.com/sandmanhq/sandman/internal/provider/fake"
-	"github.com/sandmanhq/sandman/internal/webhook"
+	"github.com/sandmanhq/sandman/internal/provider/hookwire/daytonahook"
+	"github.com/sandmanhq/sandman/internal/providerhook"
 )
 
 // MustDaytonaHarness is a harness whose service creates sessions on a fake
@@ -31,7 +31,7 @@ func MustDaytonaHarness(tb testing.TB, secrets ...string) *harness {
 	store := dynamo.New(dynamo.Config{Client: dynamotest.MustClient(tb), Table: dynamotest.MustTable(tb)})
 	clock := lifecycle.NewManualClock(t0)
 	h := &harness{store: store, clock: clock, logs: &syncBuffer{}}
-	h.provider = fake.New(fake.Config{Clock: clock, Name: webhook.DaytonaName})
+	h.provider = fake.New(fake.Config{Clock: clock, Name: providerhook.DaytonaName})
 	log := slog.New(slog.NewJSONHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	pub := lifecycle.PublisherFunc(func(_ context.Context, evs ...lifecycle.Event) error {
 		h.mu.Lock()
@@ -41,15 +41,15 @@ func MustDaytonaHarness(tb testing.TB, secrets ...string) *harness {
 	})
 	h.service = lifecycle.NewService(lifecycle.Config{Store: outbox.InPath(store, pub), Provider: h.provider, Clock: clock,
 		Policy: lifecycle.DefaultPolicy(), Log: log, NewID: func() string { return FixtureSessionID }})
-	e2b, err := webhook.NewE2B("e2b", TestSecret)
+	e2b, err := providerhook.NewE2B("e2b", TestSecret)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	dt, err := webhook.NewDaytona(clock, secrets...)
+	dt, err := providerhook.NewDaytona(clock, secrets...)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if h.handler, err = webhook.New(webhook.Config{Applier: h.service, Formats: []webhook.Format{e2b, dt}, Log: log}); err != nil {
+	if h.handler, err = providerhook.New(providerhook.Config{Applier: h.service, Formats: []providerhook.Format{e2b, dt}, Log: log}); err != nil {
 		tb.Fatal(err)
 	}
 	return h
@@ -68,7 +68,7 @@ func (h *harness) deliverAt(tb testing.TB, req events.APIGatewayV2HTTPRequest, l
 func signedDaytona(tb testing.TB, msgID string, sentAt time.Time, b daytonahook.Body) events.APIGatewayV2HTTPRequest {
 	tb.Helper()
 	raw := MustDaytonaBody(tb, b)
-	req := NewRequest(webhook.DaytonaName, DaytonaHeaders(tb, DaytonaTestSecret, msgID, sentAt, raw), raw, false)
+	req := NewRequest(providerhook.DaytonaName, DaytonaHeaders(tb, DaytonaTestSecret, msgID, sentAt, raw), raw, false)
 	req.RequestContext.TimeEpoch = sentAt.UnixMilli()
 	return req
 }
@@ -161,7 +161,7 @@ func TestDaytonaSignatureRefused(t *testing.T) {
 		{"MissingTimestamp", 0, func(r *events.APIGatewayV2HTTPRequest) { delete(r.Headers, daytonahook.HeaderTimestamp) }},
 		{"E2BSignatureOnDaytonaPath", 0, func(r *events.APIGatewayV2HTTPRequest) {
 			*r = MustFixtureRequest(t, "apigw-e2b-paused.json")
-			r.PathParameters[webhook.ProviderParam] = webhook.DaytonaName
+			r.PathParameters[providerhook.ProviderParam] = providerhook.DaytonaName
 			r.RequestContext.TimeEpoch = fixtureStart.Add(10 * time.Minute).UnixMilli()
 		}},
 	}
@@ -272,7 +272,7 @@ func TestNewDaytona(t *testing.T) {
 		secrets []string
 	}{{"NoSecret", nil}, {"Empty", []string{""}}, {"NotBase64", []string{"whsec_%%%"}}} {
 		t.Run("Err"+tc.name, func(t *testing.T) {
-			if _, err := webhook.NewDaytona(nil, tc.secrets...); err == nil {
+			if _, err := providerhook.NewDaytona(nil, tc.secrets...); err == nil {
 				t.Error("NewDaytona accepted it")
 			}
 		})
@@ -282,13 +282,13 @@ func TestNewDaytona(t *testing.T) {
 // TestNoFormat: a deployment whose providers send no webhooks (Vercel)
 // answers 404 to every provider.
 func TestNoFormat(t *testing.T) {
-	h, err := webhook.New(webhook.Config{Applier: &stubApplier{}})
+	h, err := providerhook.New(providerhook.Config{Applier: &stubApplier{}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, provider := range []string{"e2b", "daytona", "vercel"} {
 		req := MustDaytonaRequest(t, "apigw-daytona-stopped.json")
-		req.PathParameters[webhook.ProviderParam] = provider
+		req.PathParameters[providerhook.ProviderParam] = provider
 		wantError(t, mustHandle(t, h, req), http.StatusNotFound, "not_found")
 	}
 }

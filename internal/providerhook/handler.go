@@ -1,4 +1,4 @@
-package webhook
+package providerhook
 
 import (
 	"context"
@@ -186,7 +186,7 @@ func (h *Handler) Handle(ctx context.Context, req events.APIGatewayV2HTTPRequest
 }
 
 // apply calls the applier within the request timeout; a panic in it becomes
-// an error (a 500), as in apigw.
+// an error (a 500), as in internal/apigw.
 func (h *Handler) apply(ctx context.Context, ev lifecycle.ProviderEvent) (outcome lifecycle.WebhookOutcome, err error) {
 	ctx, cancel := context.WithTimeout(ctx, httpapi.RequestBudget(ctx, h.timeout))
 	defer cancel()

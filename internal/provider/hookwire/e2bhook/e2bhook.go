@@ -1,8 +1,11 @@
 // Package e2bhook is E2B's lifecycle webhook format (docs/providers/e2b.md
 // "Lifecycle webhooks"): the body, its headers, the v1 signature, and the
-// mapping of a delivery to a lifecycle.ProviderEvent. The webhook function
-// verifies with it, the local provider and test fixtures build and sign with
-// it. Standard library only.
+// mapping of a delivery to a lifecycle.ProviderEvent, and its declaration
+// (Webhook) for the adapters that speak it. The provider hook handler
+// (internal/providerhook) verifies with it; the local provider, the fake and
+// test fixtures build and sign with it. It lives in internal/provider/hookwire,
+// beside no adapter, because three adapters share it and none may import
+// another. It imports only the standard library, lifecycle and registry.
 //
 // The v1 signature is SHA-256 over the secret's bytes followed by the raw
 // body, in unpadded URL-safe base64 (standard base64 with + → -, / → _ and

@@ -1,4 +1,4 @@
-package webhook_test
+package providerhook_test
 
 import (
 	"bytes"
@@ -19,9 +19,9 @@ import (
 	"github.com/sandmanhq/sandman/internal/dynamo/dynamotest"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/outbox"
-	"github.com/sandmanhq/sandman/internal/provider/e2b/e2bhook"
 	"github.com/sandmanhq/sandman/internal/provider/fake"
-	"github.com/sandmanhq/sandman/internal/webhook"
+	"github.com/sandmanhq/sandman/internal/provider/hookwire/e2bhook"
+	"github.com/sandmanhq/sandman/internal/providerhook"
 )
 
 // t0 is the tests' start time: a minute before the first fixture event.
@@ -32,7 +32,7 @@ var t0 = fixtureStart.Add(-time.Minute)
 // stored with provider "fake", so the E2B format stamps "fake", as the
 // local stack stamps "local".
 type harness struct {
-	handler  *webhook.Handler
+	handler  *providerhook.Handler
 	service  *lifecycle.Service
 	store    *dynamo.Store
 	clock    *lifecycle.ManualClock
@@ -44,13 +44,13 @@ type harness struct {
 }
 
 // MustHarness returns a harness on a fresh table; opts configure the handler.
-func MustHarness(tb testing.TB, opts ...func(*webhook.Config)) *harness {
+func MustHarness(tb testing.TB, opts ...func(*providerhook.Config)) *harness {
 	tb.Helper()
 	store := dynamo.New(dynamo.Config{Client: dynamotest.MustClient(tb), Table: dynamotest.MustTable(tb)})
 	return mustHarnessOn(tb, store, opts...)
 }
 
-func mustHarnessOn(tb testing.TB, store *dynamo.Store, opts ...func(*webhook.Config)) *harness {
+func mustHarnessOn(tb testing.TB, store *dynamo.Store, opts ...func(*providerhook.Config)) *harness {
 	tb.Helper()
 	clock := lifecycle.NewManualClock(t0)
 	h := &harness{store: store, clock: clock, logs: &syncBuffer{}}
@@ -64,23 +64,23 @@ func mustHarnessOn(tb testing.TB, store *dynamo.Store, opts ...func(*webhook.Con
 	})
 	h.service = lifecycle.NewService(lifecycle.Config{Store: outbox.InPath(store, pub), Provider: h.provider, Clock: clock, Policy: lifecycle.DefaultPolicy(), Log: log,
 		NewID: func() string { return FixtureSessionID }})
-	h.handler = MustHandler(tb, h.service, h.provider.Name(), append([]func(*webhook.Config){func(c *webhook.Config) { c.Log = log }}, opts...)...)
+	h.handler = MustHandler(tb, h.service, h.provider.Name(), append([]func(*providerhook.Config){func(c *providerhook.Config) { c.Log = log }}, opts...)...)
 	return h
 }
 
 // MustHandler returns a handler over a with the E2B format, signed with
 // TestSecret, stamping provider; opts then change its Config.
-func MustHandler(tb testing.TB, a webhook.Applier, provider string, opts ...func(*webhook.Config)) *webhook.Handler {
+func MustHandler(tb testing.TB, a providerhook.Applier, provider string, opts ...func(*providerhook.Config)) *providerhook.Handler {
 	tb.Helper()
-	f, err := webhook.NewE2B(provider, TestSecret)
+	f, err := providerhook.NewE2B(provider, TestSecret)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	cfg := webhook.Config{Applier: a, Formats: []webhook.Format{f}}
+	cfg := providerhook.Config{Applier: a, Formats: []providerhook.Format{f}}
 	for _, o := range opts {
 		o(&cfg)
 	}
-	h, err := webhook.New(cfg)
+	h, err := providerhook.New(cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -136,7 +136,7 @@ func (h *harness) MustDeliver(tb testing.TB, req events.APIGatewayV2HTTPRequest)
 	return mustHandle(tb, h.handler, req)
 }
 
-func mustHandle(tb testing.TB, hd *webhook.Handler, req events.APIGatewayV2HTTPRequest) reply {
+func mustHandle(tb testing.TB, hd *providerhook.Handler, req events.APIGatewayV2HTTPRequest) reply {
 	tb.Helper()
 	resp, err := hd.Handle(tb.Context(), req)
 	if err != nil {
@@ -154,7 +154,7 @@ func mustHandle(tb testing.TB, hd *webhook.Handler, req events.APIGatewayV2HTTPR
 func SignedRequest(tb testing.TB, b e2bhook.Body) events.APIGatewayV2HTTPRequest {
 	tb.Helper()
 	raw := MustBuild(tb, b)
-	return NewRequest(webhook.E2BName, SignedHeaders(TestSecret, "d-"+b.ID, raw), raw, false)
+	return NewRequest(providerhook.E2BName, SignedHeaders(TestSecret, "d-"+b.ID, raw), raw, false)
 }
 
 // fixtureBody returns the fixture body of E2B type typ, to vary.
@@ -509,7 +509,7 @@ func TestMalformed(t *testing.T) {
 	}
 	for name, raw := range cases {
 		t.Run(name, func(t *testing.T) {
-			req := NewRequest(webhook.E2BName, SignedHeaders(TestSecret, "d", raw), raw, false)
+			req := NewRequest(providerhook.E2BName, SignedHeaders(TestSecret, "d", raw), raw, false)
 			wantError(t, h.MustDeliver(t, req), http.StatusBadRequest, "invalid")
 			if got, want := h.MustGet(t).Version, sess.Version; got != want {
 				t.Errorf("version = %d, want %d (unchanged)", got, want)
@@ -528,7 +528,7 @@ func TestUnknownTypeIgnored(t *testing.T) {
 		t.Run(typ, func(t *testing.T) {
 			raw := bytes.Replace(MustBuild(t, fixtureBody(t, e2bhook.TypePaused)),
 				[]byte(e2bhook.TypePaused), []byte(typ), 1)
-			req := NewRequest(webhook.E2BName, SignedHeaders(TestSecret, "d-"+typ, raw), raw, false)
+			req := NewRequest(providerhook.E2BName, SignedHeaders(TestSecret, "d-"+typ, raw), raw, false)
 			wantOK(t, h.MustDeliver(t, req), "ignored")
 			if got, want := h.MustGet(t).Version, sess.Version; got != want {
 				t.Errorf("version = %d, want %d (unchanged)", got, want)
@@ -538,7 +538,7 @@ func TestUnknownTypeIgnored(t *testing.T) {
 	t.Run("WrongSignatureStill401", func(t *testing.T) {
 		raw := bytes.Replace(MustBuild(t, fixtureBody(t, e2bhook.TypePaused)),
 			[]byte(e2bhook.TypePaused), []byte(e2bhook.TypeCheckpointed), 1)
-		req := NewRequest(webhook.E2BName, SignedHeaders("whsec_someone_else", "d", raw), raw, false)
+		req := NewRequest(providerhook.E2BName, SignedHeaders("whsec_someone_else", "d", raw), raw, false)
 		wantError(t, h.MustDeliver(t, req), http.StatusUnauthorized, "unauthorized")
 	})
 }
@@ -551,7 +551,7 @@ func TestV1CamelCaseBody(t *testing.T) {
 	raw := []byte(`{"version":"v1","id":"evt-v1-paused","type":"sandbox.lifecycle.paused",` +
 		`"eventData":{"sandbox_metadata":{"sandman_session_id":"` + sess.ID + `"}},` +
 		`"sandboxId":"` + sess.SandboxID + `","sandboxTemplateId":"base","timestamp":"2026-01-15T10:10:00Z"}`)
-	req := NewRequest(webhook.E2BName, SignedHeaders(TestSecret, "d", raw), raw, false)
+	req := NewRequest(providerhook.E2BName, SignedHeaders(TestSecret, "d", raw), raw, false)
 	wantOK(t, h.MustDeliver(t, req), lifecycle.WebhookApplied)
 	if got, want := h.MustGet(t).State, lifecycle.StatePaused; got != want {
 		t.Errorf("state = %q, want %q", got, want)
@@ -560,16 +560,16 @@ func TestV1CamelCaseBody(t *testing.T) {
 
 // TestTooLarge: the size check comes first, before decoding or verifying.
 func TestTooLarge(t *testing.T) {
-	h := MustHarness(t, func(c *webhook.Config) { c.MaxBodyBytes = 1024 })
+	h := MustHarness(t, func(c *providerhook.Config) { c.MaxBodyBytes = 1024 })
 	h.MustSession(t)
 	big := bytes.Repeat([]byte("x"), 1025)
 	fits := bytes.Repeat([]byte("x"), 1024)
 	t.Run("Plain", func(t *testing.T) {
-		req := NewRequest(webhook.E2BName, SignedHeaders(TestSecret, "d", big), big, false)
+		req := NewRequest(providerhook.E2BName, SignedHeaders(TestSecret, "d", big), big, false)
 		wantError(t, h.MustDeliver(t, req), http.StatusRequestEntityTooLarge, "too_large")
 	})
 	t.Run("Base64", func(t *testing.T) {
-		req := NewRequest(webhook.E2BName, SignedHeaders(TestSecret, "d", big), big, true)
+		req := NewRequest(providerhook.E2BName, SignedHeaders(TestSecret, "d", big), big, true)
 		wantError(t, h.MustDeliver(t, req), http.StatusRequestEntityTooLarge, "too_large")
 	})
 	t.Run("UnsignedUnknownProvider", func(t *testing.T) {
@@ -577,13 +577,13 @@ func TestTooLarge(t *testing.T) {
 		wantError(t, h.MustDeliver(t, req), http.StatusRequestEntityTooLarge, "too_large")
 	})
 	t.Run("AtLimitPassesSizeCheck", func(t *testing.T) {
-		req := NewRequest(webhook.E2BName, SignedHeaders(TestSecret, "d", fits), fits, true)
+		req := NewRequest(providerhook.E2BName, SignedHeaders(TestSecret, "d", fits), fits, true)
 		wantError(t, h.MustDeliver(t, req), http.StatusBadRequest, "invalid") // signed, so it reaches the parser
 	})
 	t.Run("DefaultIs256KiB", func(t *testing.T) {
 		d := MustHarness(t)
-		over := bytes.Repeat([]byte(" "), webhook.DefaultMaxBodyBytes+1)
-		wantError(t, d.MustDeliver(t, NewRequest(webhook.E2BName, nil, over, false)), http.StatusRequestEntityTooLarge, "too_large")
+		over := bytes.Repeat([]byte(" "), providerhook.DefaultMaxBodyBytes+1)
+		wantError(t, d.MustDeliver(t, NewRequest(providerhook.E2BName, nil, over, false)), http.StatusRequestEntityTooLarge, "too_large")
 	})
 }
 
@@ -593,7 +593,7 @@ func TestUnknownProvider(t *testing.T) {
 	for name, provider := range map[string]string{"Unknown": "vercel", "Empty": "", "Uppercase": "E2B"} {
 		t.Run(name, func(t *testing.T) {
 			req := MustFixtureRequest(t, "apigw-e2b-paused.json")
-			req.PathParameters = map[string]string{webhook.ProviderParam: provider}
+			req.PathParameters = map[string]string{providerhook.ProviderParam: provider}
 			wantError(t, h.MustDeliver(t, req), http.StatusNotFound, "not_found")
 		})
 	}
@@ -636,10 +636,10 @@ func (s *stubApplier) Events() []lifecycle.ProviderEvent {
 
 // MustStubHandler returns a handler over a stub applier, with the E2B
 // format stamping "e2b".
-func MustStubHandler(tb testing.TB, a webhook.Applier, opts ...func(*webhook.Config)) *webhook.Handler {
+func MustStubHandler(tb testing.TB, a providerhook.Applier, opts ...func(*providerhook.Config)) *providerhook.Handler {
 	tb.Helper()
-	quiet := func(c *webhook.Config) { c.Log = slog.New(slog.DiscardHandler) }
-	return MustHandler(tb, a, "e2b", append([]func(*webhook.Config){quiet}, opts...)...)
+	quiet := func(c *providerhook.Config) { c.Log = slog.New(slog.DiscardHandler) }
+	return MustHandler(tb, a, "e2b", append([]func(*providerhook.Config){quiet}, opts...)...)
 }
 
 // TestApplyErrors: every failure of the apply step is a 5xx so the
@@ -659,7 +659,7 @@ func TestApplyErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			hd := MustStubHandler(t, &stubApplier{err: c.err}, func(c *webhook.Config) { c.RetryAfter = 6500 * time.Millisecond })
+			hd := MustStubHandler(t, &stubApplier{err: c.err}, func(c *providerhook.Config) { c.RetryAfter = 6500 * time.Millisecond })
 			r := mustHandle(t, hd, MustFixtureRequest(t, "apigw-e2b-paused.json"))
 			wantError(t, r, c.status, c.errorType)
 			if got, want := r.header["Retry-After"], c.retryAfter; got != want {
@@ -698,7 +698,7 @@ func TestApplyFailures(t *testing.T) {
 		}
 	})
 	t.Run("Timeout", func(t *testing.T) {
-		hd := MustStubHandler(t, waitApplier{}, func(c *webhook.Config) { c.RequestTimeout = time.Millisecond })
+		hd := MustStubHandler(t, waitApplier{}, func(c *providerhook.Config) { c.RequestTimeout = time.Millisecond })
 		r := mustHandle(t, hd, MustFixtureRequest(t, "apigw-e2b-paused.json"))
 		wantError(t, r, http.StatusServiceUnavailable, "unavailable")
 		if got, want := r.header["Retry-After"], "5"; got != want {
@@ -710,7 +710,7 @@ func TestApplyFailures(t *testing.T) {
 // TestResponseHeaders: answers carry the API's CORS and caching headers,
 // with the configured origin.
 func TestResponseHeaders(t *testing.T) {
-	hd := MustStubHandler(t, &stubApplier{outcome: lifecycle.WebhookStale}, func(c *webhook.Config) { c.AllowOrigin = "https://app.example.test" })
+	hd := MustStubHandler(t, &stubApplier{outcome: lifecycle.WebhookStale}, func(c *providerhook.Config) { c.AllowOrigin = "https://app.example.test" })
 	for name, req := range map[string]events.APIGatewayV2HTTPRequest{
 		"OK":    MustFixtureRequest(t, "apigw-e2b-paused.json"),
 		"Error": NewRequest("nope", nil, nil, false),
@@ -752,30 +752,30 @@ func TestParsedEvent(t *testing.T) {
 
 // TestNew: misconfigurations fail at cold start, not per request.
 func TestNew(t *testing.T) {
-	f, err := webhook.NewE2B("e2b", TestSecret)
+	f, err := providerhook.NewE2B("e2b", TestSecret)
 	if err != nil {
 		t.Fatal(err)
 	}
 	a := &stubApplier{}
 	cases := []struct {
 		name string
-		cfg  webhook.Config
+		cfg  providerhook.Config
 	}{
-		{"NoApplier", webhook.Config{Formats: []webhook.Format{f}}},
-		{"NilFormat", webhook.Config{Applier: a, Formats: []webhook.Format{nil}}},
-		{"DuplicateName", webhook.Config{Applier: a, Formats: []webhook.Format{f, f}}},
-		{"NegativeLimit", webhook.Config{Applier: a, Formats: []webhook.Format{f}, MaxBodyBytes: -1}},
+		{"NoApplier", providerhook.Config{Formats: []providerhook.Format{f}}},
+		{"NilFormat", providerhook.Config{Applier: a, Formats: []providerhook.Format{nil}}},
+		{"DuplicateName", providerhook.Config{Applier: a, Formats: []providerhook.Format{f, f}}},
+		{"NegativeLimit", providerhook.Config{Applier: a, Formats: []providerhook.Format{f}, MaxBodyBytes: -1}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if _, err := webhook.New(c.cfg); err == nil {
+			if _, err := providerhook.New(c.cfg); err == nil {
 				t.Error("New succeeded, want an error")
 			}
 		})
 	}
 	for name, args := range map[string][]string{"NoProvider": {"", TestSecret}, "NoSecret": {"e2b"}, "EmptySecret": {"e2b", ""}} {
 		t.Run("NewE2B"+name, func(t *testing.T) {
-			if _, err := webhook.NewE2B(args[0], args[1:]...); err == nil {
+			if _, err := providerhook.NewE2B(args[0], args[1:]...); err == nil {
 				t.Error("NewE2B succeeded, want an error")
 			}
 		})
@@ -785,7 +785,7 @@ func TestNew(t *testing.T) {
 // TestSecretRotation: with two secrets configured, a delivery signed with
 // either verifies, and one signed with neither does not.
 func TestSecretRotation(t *testing.T) {
-	f, err := webhook.NewE2B("e2b", "whsec_old", TestSecret)
+	f, err := providerhook.NewE2B("e2b", "whsec_old", TestSecret)
 	if err != nil {
 		t.Fatal(err)
 	}

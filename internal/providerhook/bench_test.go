@@ -1,4 +1,4 @@
-package webhook_test
+package providerhook_test
 
 import (
 	"fmt"
@@ -11,8 +11,8 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
-	"github.com/sandmanhq/sandman/internal/provider/e2b/e2bhook"
-	"github.com/sandmanhq/sandman/internal/webhook"
+	"github.com/sandmanhq/sandman/internal/provider/hookwire/e2bhook"
+	"github.com/sandmanhq/sandman/internal/providerhook"
 )
 
 // BenchmarkHandler measures the whole handler path on DynamoDB Local:
@@ -71,13 +71,13 @@ func BenchmarkVerifyAndParse(b *testing.B) {
 
 // mustQuietHandler rebuilds h's handler and service logging at warn, so
 // the benchmark measures the path, not the log encoder.
-func mustQuietHandler(tb testing.TB, h *harness) *webhook.Handler {
+func mustQuietHandler(tb testing.TB, h *harness) *providerhook.Handler {
 	tb.Helper()
 	quiet := slog.New(slog.NewJSONHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	cfg := h.service.Config()
 	cfg.Log = quiet
 	h.service = lifecycle.NewService(cfg)
-	return MustHandler(tb, h.service, h.provider.Name(), func(c *webhook.Config) { c.Log = quiet })
+	return MustHandler(tb, h.service, h.provider.Name(), func(c *providerhook.Config) { c.Log = quiet })
 }
 
 func reportLatency(b *testing.B, lat []time.Duration) {

@@ -1,4 +1,4 @@
-package webhook_test
+package providerhook_test
 
 import (
 	"context"

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
-	"github.com/sandmanhq/sandman/internal/provider/daytona/daytonahook"
+	"github.com/sandmanhq/sandman/internal/provider/hookwire/daytonahook"
 )
 
 // secret is a Svix-style secret: whsec_ and base64 of 24 bytes.

@@ -1,4 +1,4 @@
-package webhook
+package providerhook
 
 import (
 	"errors"
@@ -6,7 +6,7 @@ import (
 	"net/http"
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
-	"github.com/sandmanhq/sandman/internal/provider/daytona/daytonahook"
+	"github.com/sandmanhq/sandman/internal/provider/hookwire/daytonahook"
 )
 
 // DeliveryParser is implemented by a Format whose events take something
@@ -22,7 +22,7 @@ type DeliveryParser interface {
 const DaytonaName = "daytona"
 
 // Daytona is Daytona's webhook format (docs/providers/daytona.md,
-// "Lifecycle webhooks"; the wire details are internal/provider/daytona/daytonahook's):
+// "Lifecycle webhooks"; the wire details are internal/provider/hookwire/daytonahook's):
 // Svix-signed deliveries (svix-* or webhook-* headers), the timestamp within
 // daytonahook.Tolerance (5 min) of the injected clock either way, the
 // svix-id as the event id. Build it with NewDaytona.

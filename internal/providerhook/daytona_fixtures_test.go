@@ -1,4 +1,4 @@
-package webhook_test
+package providerhook_test
 
 import (
 	"bytes"
@@ -15,8 +15,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/sandmanhq/sandman/internal/provider/daytona/daytonahook"
-	"github.com/sandmanhq/sandman/internal/webhook"
+	"github.com/sandmanhq/sandman/internal/provider/hookwire/daytonahook"
+	"github.com/sandmanhq/sandman/internal/providerhook"
 )
 
 // Daytona fixture constants; events/webhooks/README.md documents them.
@@ -110,7 +110,7 @@ func generatedDaytona(tb testing.TB) map[string][]byte {
 			tb.Fatal(err)
 		}
 		sigs[f.name+".json"] = daytonaSignature{ID: f.msgID, Timestamp: f.sentAt.Unix(), Signature: sig}
-		req := NewRequest(webhook.DaytonaName, DaytonaHeaders(tb, DaytonaTestSecret, f.msgID, f.sentAt, raw), raw, false)
+		req := NewRequest(providerhook.DaytonaName, DaytonaHeaders(tb, DaytonaTestSecret, f.msgID, f.sentAt, raw), raw, false)
 		req.RequestContext.HTTP.UserAgent = "Svix-Webhooks/1.0"
 		req.RequestContext.TimeEpoch = f.sentAt.UnixMilli()
 		req.RequestContext.Time = f.sentAt.Format("02/Jan/2006:15:04:05 -0700")
@@ -141,7 +141,7 @@ func MustDaytonaRequest(tb testing.TB, name string) events.APIGatewayV2HTTPReque
 }
 
 // TestDaytonaFixtures keeps events/webhooks/daytona in step with the
-// generator (`go generate ./internal/webhook/` rewrites it) and checks that
+// generator (`go generate ./internal/providerhook/` rewrites it) and checks that
 // every fixture on disk verifies under the test secret at its send time.
 func TestDaytonaFixtures(t *testing.T) {
 	want := generatedDaytona(t)
@@ -159,11 +159,11 @@ func TestDaytonaFixtures(t *testing.T) {
 		for name, b := range want {
 			got, err := os.ReadFile(filepath.Join(daytonaFixtureDir, name))
 			if err != nil {
-				t.Errorf("%v (run `go generate ./internal/webhook/`)", err)
+				t.Errorf("%v (run `go generate ./internal/providerhook/`)", err)
 				continue
 			}
 			if !bytes.Equal(got, b) {
-				t.Errorf("%s differs from the generator's output; run `go generate ./internal/webhook/`", name)
+				t.Errorf("%s differs from the generator's output; run `go generate ./internal/providerhook/`", name)
 			}
 		}
 	})

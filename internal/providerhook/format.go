@@ -1,4 +1,4 @@
-package webhook
+package providerhook
 
 import (
 	"encoding/json"
@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
-	"github.com/sandmanhq/sandman/internal/provider/e2b/e2bhook"
+	"github.com/sandmanhq/sandman/internal/provider/hookwire/e2bhook"
 )
 
 // Format is one provider's webhook wire format: how its deliveries are
@@ -48,7 +48,7 @@ type Event struct {
 }
 
 // E2B is E2B's webhook format (docs/providers/e2b.md, "Lifecycle
-// webhooks"; the wire details are internal/provider/e2b/e2bhook's). Build it with NewE2B.
+// webhooks"; the wire details are internal/provider/hookwire/e2bhook's). Build it with NewE2B.
 type E2B struct {
 	provider string
 	secrets  []string
