@@ -16,7 +16,7 @@
 // internal/provider/registry declarations); their settings, secrets, call
 // budgets and prices come from those declarations, so nothing here names a
 // provider. Each provider New builds is put behind its call budget
-// (lifecycle.LimitCalls), one per provider per process.
+// (calllimit.Wrap), one per provider per process.
 //
 // Secrets: each adapter's secret is a Secrets Manager secret named by its
 // *_SECRET variable (which the stack sets), whose SecretString is the value
@@ -46,6 +46,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/sandmanhq/sandman/internal/apigw"
+	"github.com/sandmanhq/sandman/internal/calllimit"
 	"github.com/sandmanhq/sandman/internal/clienttoken"
 	"github.com/sandmanhq/sandman/internal/delivery"
 	"github.com/sandmanhq/sandman/internal/delivery/dynamostore"
@@ -110,7 +111,7 @@ type Deps struct {
 	ResumeJobs lifecycle.ReadinessJobs
 	// Metrics receives the service's pauses, resumes, provider errors and
 	// pause lag (lifecycle.Config.Metrics; nil: none), and, when it is also a
-	// lifecycle.CallMetrics, each provider call limiter's grants, waits and
+	// calllimit.Metrics, each provider call limiter's grants, waits and
 	// refusals. The Lambda mains pass an internal/metrics Emitter writing
 	// EMF to stdout.
 	Metrics lifecycle.Metrics
@@ -411,8 +412,8 @@ func (a *App) buildProviders(cfg Config, needs Needs, deps Deps, keys map[string
 			// The budget is the provider's, in real time, whatever clock
 			// the service runs on. A Metrics that also counts limiter calls
 			// (internal/metrics) sees its grants, waits and refusals.
-			cm, _ := deps.Metrics.(lifecycle.CallMetrics)
-			p = lifecycle.LimitCalls(p, lifecycle.LimitConfig{Limit: cfg.CallLimits[name], Metrics: cm})
+			cm, _ := deps.Metrics.(calllimit.Metrics)
+			p = calllimit.Wrap(p, calllimit.Config{Limit: cfg.CallLimits[name], Metrics: cm})
 		}
 		a.Providers = append(a.Providers, p)
 	}

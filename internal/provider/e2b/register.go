@@ -3,6 +3,7 @@ package e2b
 import (
 	"context"
 
+	"github.com/sandmanhq/sandman/internal/calllimit"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/provider/hookwire/e2bhook"
 	"github.com/sandmanhq/sandman/internal/provider/registry"
@@ -36,7 +37,7 @@ var Adapter = registry.Adapter{
 	Key: &registry.Secret{What: "e2b API key", Env: EnvAPIKey, SecretEnv: EnvAPIKeySecret,
 		DefaultName: "sandman/provider-api-key", ContextKey: "sandman:providerApiKeySecretName", ConstructID: "ProviderApiKeySecret"},
 	Webhook:  &e2bhook.Webhook, // shared with the local provider and the fake
-	Calls:    lifecycle.CallLimit{PerSecond: 20000.0 / 30},
+	Calls:    calllimit.Limit{PerSecond: 20000.0 / 30},
 	CallsEnv: EnvCallsPerSecond,
 	Price:    lifecycle.Price{RunningPerHour: 0.1089, PausedPerHour: 0},
 	Read: func(getenv func(string) string) (any, error) {

@@ -1,17 +1,19 @@
-package lifecycle
+package calllimit
 
 import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/sandmanhq/sandman/internal/lifecycle"
 )
 
 var queueT0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // drain releases q's held ticket at its time, again and again, until no
 // call waits, and returns the tickets in the order they were granted.
-func drain(q *CallQueue, held *CallTicket) []*CallTicket {
-	var order []*CallTicket
+func drain(q *Queue, held *Ticket) []*Ticket {
+	var order []*Ticket
 	for held != nil {
 		order = append(order, q.Release(held, held.At)...)
 		held = q.Held()
@@ -24,26 +26,26 @@ func drain(q *CallQueue, held *CallTicket) []*CallTicket {
 // the pauses go in arrival order, then the refreshes; the tokens come one
 // interval apart.
 func TestCallQueueGivesTheNextTokenToAUser(t *testing.T) {
-	q := NewCallQueue(CallLimit{PerSecond: 10, Burst: 1})
-	if first := q.Arrive(queueT0, PriorityBackground); !first.Granted() || !first.At.Equal(queueT0) {
+	q := NewQueue(Limit{PerSecond: 10, Burst: 1})
+	if first := q.Arrive(queueT0, lifecycle.PriorityBackground); !first.Granted() || !first.At.Equal(queueT0) {
 		t.Fatalf("the first call: granted %v at %v, want at once", first.Granted(), first.At)
 	}
-	held := q.Arrive(queueT0, PriorityBackground)
+	held := q.Arrive(queueT0, lifecycle.PriorityBackground)
 	if !held.Granted() || held.At.Sub(queueT0) != 100*time.Millisecond {
 		t.Fatalf("the second call: granted %v at %v, want the next token, 100 ms on", held.Granted(), held.At.Sub(queueT0))
 	}
-	var pauses, refreshes []*CallTicket
+	var pauses, refreshes []*Ticket
 	for range 10 {
-		pauses = append(pauses, q.Arrive(queueT0, PriorityBackground))
-		refreshes = append(refreshes, q.Arrive(queueT0, PriorityRefresh))
+		pauses = append(pauses, q.Arrive(queueT0, lifecycle.PriorityBackground))
+		refreshes = append(refreshes, q.Arrive(queueT0, lifecycle.PriorityRefresh))
 	}
-	user := q.Arrive(queueT0.Add(50*time.Millisecond), PriorityUser)
-	if got, want := q.Waiting(PriorityBackground)+q.Waiting(PriorityRefresh)+q.Waiting(PriorityUser), 21; got != want {
+	user := q.Arrive(queueT0.Add(50*time.Millisecond), lifecycle.PriorityUser)
+	if got, want := q.Waiting(lifecycle.PriorityBackground)+q.Waiting(lifecycle.PriorityRefresh)+q.Waiting(lifecycle.PriorityUser), 21; got != want {
 		t.Fatalf("%d calls wait, want %d", got, want)
 	}
 
 	order := drain(q, held)
-	want := append(append([]*CallTicket{user}, pauses...), refreshes...)
+	want := append(append([]*Ticket{user}, pauses...), refreshes...)
 	if len(order) != len(want) {
 		t.Fatalf("%d calls granted, want %d", len(order), len(want))
 	}
@@ -66,21 +68,21 @@ func TestCallQueueGivesTheNextTokenToAUser(t *testing.T) {
 func TestCallQueueNeverServesALowerClassWhileAHigherWaits(t *testing.T) {
 	const perSecond, burst = 50.0, 4
 	rng := rand.New(rand.NewPCG(7, 30))
-	q := NewCallQueue(CallLimit{PerSecond: perSecond, Burst: burst})
+	q := NewQueue(Limit{PerSecond: perSecond, Burst: burst})
 	type arrival struct {
 		at time.Duration
-		p  CallPriority
+		p  lifecycle.CallPriority
 	}
 	var arrivals []arrival
 	at := time.Duration(0)
 	for range 3000 {
 		at += time.Duration(rng.ExpFloat64() * float64(time.Second) / 70) // 70/s on average: over the limit
-		arrivals = append(arrivals, arrival{at, CallPriority(rng.IntN(int(callPriorities)))})
+		arrivals = append(arrivals, arrival{at, lifecycle.CallPriority(rng.IntN(int(lifecycle.NumCallPriorities)))})
 	}
 
-	var waiting []*CallTicket // in arrival order
+	var waiting []*Ticket // in arrival order
 	var grants []time.Time
-	check := func(granted []*CallTicket) {
+	check := func(granted []*Ticket) {
 		t.Helper()
 		for _, g := range granted {
 			best := -1
@@ -126,18 +128,18 @@ func TestCallQueueNeverServesALowerClassWhileAHigherWaits(t *testing.T) {
 // TestCallQueueBurstIsUnchanged: a full bucket lets its depth of calls
 // through at once whatever their class; the next call holds the next token.
 func TestCallQueueBurstIsUnchanged(t *testing.T) {
-	q := NewCallQueue(CallLimit{PerSecond: 10, Burst: 5})
+	q := NewQueue(Limit{PerSecond: 10, Burst: 5})
 	for i := range 5 {
-		tk := q.Arrive(queueT0, CallPriority(i%int(callPriorities)))
+		tk := q.Arrive(queueT0, lifecycle.CallPriority(i%int(lifecycle.NumCallPriorities)))
 		if !tk.Granted() || !tk.At.Equal(queueT0) {
 			t.Fatalf("call %d of the burst: granted %v at %v, want at once", i, tk.Granted(), tk.At.Sub(queueT0))
 		}
 	}
-	tk := q.Arrive(queueT0, PriorityUser)
+	tk := q.Arrive(queueT0, lifecycle.PriorityUser)
 	if !tk.Granted() || tk.At.Sub(queueT0) != 100*time.Millisecond {
 		t.Errorf("the call after the burst: granted %v at %v, want the next token at 100 ms", tk.Granted(), tk.At.Sub(queueT0))
 	}
-	if later := q.Arrive(queueT0, PriorityUser); later.Granted() {
+	if later := q.Arrive(queueT0, lifecycle.PriorityUser); later.Granted() {
 		t.Errorf("a second call after the burst was granted, want it to wait behind the held token")
 	}
 }
@@ -146,13 +148,13 @@ func TestCallQueueBurstIsUnchanged(t *testing.T) {
 // queue and never granted; a holder that leaves gives its token back, and
 // the next call gets it at the same time.
 func TestCallQueueLeaveLosesNoToken(t *testing.T) {
-	q := NewCallQueue(CallLimit{PerSecond: 10, Burst: 1})
-	q.Arrive(queueT0, PriorityBackground)
-	held := q.Arrive(queueT0, PriorityBackground)
-	gone := q.Arrive(queueT0, PriorityUser)
-	next := q.Arrive(queueT0, PriorityRefresh)
-	if got := q.Leave(gone, queueT0); len(got) != 0 || q.Waiting(PriorityUser) != 0 {
-		t.Fatalf("a waiting call left: granted %d, %d user calls wait; want none, none", len(got), q.Waiting(PriorityUser))
+	q := NewQueue(Limit{PerSecond: 10, Burst: 1})
+	q.Arrive(queueT0, lifecycle.PriorityBackground)
+	held := q.Arrive(queueT0, lifecycle.PriorityBackground)
+	gone := q.Arrive(queueT0, lifecycle.PriorityUser)
+	next := q.Arrive(queueT0, lifecycle.PriorityRefresh)
+	if got := q.Leave(gone, queueT0); len(got) != 0 || q.Waiting(lifecycle.PriorityUser) != 0 {
+		t.Fatalf("a waiting call left: granted %d, %d user calls wait; want none, none", len(got), q.Waiting(lifecycle.PriorityUser))
 	}
 	at := held.At
 	got := q.Leave(held, queueT0.Add(10*time.Millisecond))

@@ -1,4 +1,4 @@
-package lifecycle
+package calllimit
 
 import (
 	"context"
@@ -9,18 +9,20 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sandmanhq/sandman/internal/lifecycle"
 )
 
-// stubRunner is a provider that runs commands, to see that LimitCalls
+// stubRunner is a provider that runs commands, to see that Wrap
 // keeps CommandRunner and limits its calls.
 type stubRunner struct{ stubProvider }
 
 func (stubRunner) KeepsProcesses() bool { return true }
-func (stubRunner) StartCommand(context.Context, string, Command) (CommandStatus, error) {
-	return CommandStatus{}, nil
+func (stubRunner) StartCommand(context.Context, string, lifecycle.Command) (lifecycle.CommandStatus, error) {
+	return lifecycle.CommandStatus{}, nil
 }
-func (stubRunner) CommandStatus(context.Context, string, string) (CommandStatus, error) {
-	return CommandStatus{}, nil
+func (stubRunner) CommandStatus(context.Context, string, string) (lifecycle.CommandStatus, error) {
+	return lifecycle.CommandStatus{}, nil
 }
 func (stubRunner) PortURL(context.Context, string, int) (string, error) { return "https://p", nil }
 func (stubRunner) PortClosed(int, http.Header, []byte) bool             { return false }
@@ -46,10 +48,10 @@ func (g *grantLog) sleep(_ context.Context, d time.Duration) error {
 // bucket paces, it does not starve.
 func TestLimitCallsNeverExceedsTheRate(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	clock := NewManualClock(t0)
+	clock := lifecycle.NewManualClock(t0)
 	g := &grantLog{}
 	const perSecond, burst, callers, each = 10.0, 5, 40, 5
-	p := LimitCalls(stubRunner{stubProvider{nil}}, LimitConfig{Limit: CallLimit{PerSecond: perSecond, Burst: burst},
+	p := Wrap(stubRunner{stubProvider{nil}}, Config{Limit: Limit{PerSecond: perSecond, Burst: burst},
 		Clock: clock, Sleep: g.sleep})
 
 	var wg sync.WaitGroup
@@ -69,9 +71,9 @@ func TestLimitCallsNeverExceedsTheRate(t *testing.T) {
 				case 2:
 					err = p.SetTimeout(ctx, "sb", time.Minute)
 				case 3:
-					_, err = p.Create(ctx, CreateRequest{})
+					_, err = p.Create(ctx, lifecycle.CreateRequest{})
 				default:
-					_, err = p.(CommandRunner).StartCommand(ctx, "sb", Command{})
+					_, err = p.(lifecycle.CommandRunner).StartCommand(ctx, "sb", lifecycle.Command{})
 				}
 				errs <- err
 			}
@@ -115,9 +117,9 @@ func TestLimitCallsNeverExceedsTheRate(t *testing.T) {
 // transient error carrying the wait as RetryAfter, and gives its token
 // back, so the next call after one refill goes straight through.
 func TestLimitCallsWithoutTimeForATokenFailsTransientAtOnce(t *testing.T) {
-	clock := NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	clock := lifecycle.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	slept := 0
-	p := LimitCalls(stubProvider{nil}, LimitConfig{Limit: CallLimit{PerSecond: 1.0 / 60, Burst: 1}, Clock: clock,
+	p := Wrap(stubProvider{nil}, Config{Limit: Limit{PerSecond: 1.0 / 60, Burst: 1}, Clock: clock,
 		Sleep: func(context.Context, time.Duration) error { slept++; return nil }})
 	if err := p.Pause(t.Context(), "sb"); err != nil {
 		t.Fatalf("first call: %v", err)
@@ -125,12 +127,12 @@ func TestLimitCallsWithoutTimeForATokenFailsTransientAtOnce(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
 	err := p.Pause(ctx, "sb")
-	var pe *ProviderError
-	if !errors.Is(err, ErrProviderTransient) || !errors.As(err, &pe) {
-		t.Fatalf("second call within 5 s = %v, want a transient ProviderError", err)
+	var pe *lifecycle.ProviderError
+	if !errors.Is(err, lifecycle.ErrProviderTransient) || !errors.As(err, &pe) {
+		t.Fatalf("second call within 5 s = %v, want a transient lifecycle.ProviderError", err)
 	}
 	if pe.RetryAfter < 59*time.Second || pe.RetryAfter > time.Minute || pe.Op != "pause" || pe.SandboxID != "sb" {
-		t.Errorf("error %+v: want op pause on sb, RetryAfter about 1 min", pe)
+		t.Errorf("error %+v: want op pause on sb, lifecycle.RetryAfter about 1 min", pe)
 	}
 	if slept != 0 {
 		t.Errorf("slept %d times, want none", slept)
@@ -145,7 +147,7 @@ func TestLimitCallsWithoutTimeForATokenFailsTransientAtOnce(t *testing.T) {
 // a token (on the real wait) returns soon after its ctx is cancelled, with
 // a transient error that wraps the cancellation.
 func TestLimitCallsCancelWhileWaitingReturnsPromptly(t *testing.T) {
-	p := LimitCalls(stubProvider{nil}, LimitConfig{Limit: CallLimit{PerSecond: 1.0 / 3600, Burst: 1}})
+	p := Wrap(stubProvider{nil}, Config{Limit: Limit{PerSecond: 1.0 / 3600, Burst: 1}})
 	if _, err := p.Get(t.Context(), "sb"); err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +161,7 @@ func TestLimitCallsCancelWhileWaitingReturnsPromptly(t *testing.T) {
 	cancel()
 	select {
 	case err := <-done:
-		if !errors.Is(err, ErrProviderTransient) || !errors.Is(err, context.Canceled) {
+		if !errors.Is(err, lifecycle.ErrProviderTransient) || !errors.Is(err, context.Canceled) {
 			t.Errorf("err = %v, want transient wrapping context.Canceled", err)
 		}
 	case <-time.After(5 * time.Second):
@@ -171,10 +173,10 @@ func TestLimitCallsCancelWhileWaitingReturnsPromptly(t *testing.T) {
 // exactly the optional interfaces of the one it wraps, and an off limit
 // returns the provider itself.
 func TestLimitCallsKeepsOptionalInterfaces(t *testing.T) {
-	limit := LimitConfig{Limit: CallLimit{PerSecond: 100}}
+	limit := Config{Limit: Limit{PerSecond: 100}}
 	for _, tc := range []struct {
 		name                string
-		p                   Provider
+		p                   lifecycle.Provider
 		report, check, runs bool
 	}{
 		{"Plain", stubProvider{nil}, false, false, false},
@@ -182,12 +184,12 @@ func TestLimitCallsKeepsOptionalInterfaces(t *testing.T) {
 		{"Runner", stubRunner{stubProvider{nil}}, false, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := LimitCalls(tc.p, limit)
-			_, r := p.(TimeoutReporter)
-			_, c := p.(TemplateChecker)
-			_, cr := p.(CommandRunner)
+			p := Wrap(tc.p, limit)
+			_, r := p.(lifecycle.TimeoutReporter)
+			_, c := p.(lifecycle.TemplateChecker)
+			_, cr := p.(lifecycle.CommandRunner)
 			if r != tc.report || c != tc.check || cr != tc.runs {
-				t.Errorf("TimeoutReporter %v, TemplateChecker %v, CommandRunner %v; want %v, %v, %v", r, c, cr, tc.report, tc.check, tc.runs)
+				t.Errorf("lifecycle.TimeoutReporter %v, lifecycle.TemplateChecker %v, lifecycle.CommandRunner %v; want %v, %v, %v", r, c, cr, tc.report, tc.check, tc.runs)
 			}
 			if p.Name() != "stub" {
 				t.Errorf("name %q", p.Name())
@@ -195,7 +197,7 @@ func TestLimitCallsKeepsOptionalInterfaces(t *testing.T) {
 		})
 	}
 	plain := stubProvider{nil}
-	if p := LimitCalls(plain, LimitConfig{}); p != Provider(plain) {
+	if p := Wrap(plain, Config{}); p != lifecycle.Provider(plain) {
 		t.Errorf("an off limit wrapped the provider: %T", p)
 	}
 }
@@ -233,7 +235,7 @@ func (g *gatedSleep) sleep(ctx context.Context, _ time.Duration) error {
 
 // waitFor polls until cond holds under the limiter's lock (the callers are
 // goroutines: there is no event to wait on).
-func waitFor(t *testing.T, l *limitedProvider, what string, cond func(q *CallQueue) bool) {
+func waitFor(t *testing.T, l *limitedProvider, what string, cond func(q *Queue) bool) {
 	t.Helper()
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
 		l.mu.Lock()
@@ -252,8 +254,8 @@ func waitFor(t *testing.T, l *limitedProvider, what string, cond func(q *CallQue
 // order, then the refreshes.
 func TestLimitCallsServesAUserBeforeQueuedPausesAndRefreshes(t *testing.T) {
 	g := newGatedSleep()
-	p := LimitCalls(stubProvider{nil}, LimitConfig{Limit: CallLimit{PerSecond: 10, Burst: 1},
-		Clock: NewManualClock(queueT0), Sleep: g.sleep})
+	p := Wrap(stubProvider{nil}, Config{Limit: Limit{PerSecond: 10, Burst: 1},
+		Clock: lifecycle.NewManualClock(queueT0), Sleep: g.sleep})
 	l := p.(*limitedProvider)
 	labelled := func(label string) context.Context { return context.WithValue(t.Context(), callLabel{}, label) }
 	if err := p.Pause(labelled("first"), "sb"); err != nil {
@@ -271,16 +273,16 @@ func TestLimitCallsServesAUserBeforeQueuedPausesAndRefreshes(t *testing.T) {
 	for i := range 10 {
 		pause, refresh := fmt.Sprintf("pause %d", i), fmt.Sprintf("refresh %d", i)
 		call(func() error { return p.Pause(labelled(pause), "sb") })
-		waitFor(t, l, pause+" waits", func(q *CallQueue) bool { return q.Waiting(PriorityBackground) == i+1 })
+		waitFor(t, l, pause+" waits", func(q *Queue) bool { return q.Waiting(lifecycle.PriorityBackground) == i+1 })
 		call(func() error { return p.SetTimeout(labelled(refresh), "sb", time.Minute) })
-		waitFor(t, l, refresh+" waits", func(q *CallQueue) bool { return q.Waiting(PriorityRefresh) == i+1 })
+		waitFor(t, l, refresh+" waits", func(q *Queue) bool { return q.Waiting(lifecycle.PriorityRefresh) == i+1 })
 		want = append(want, pause)
 	}
 	for i := range 10 {
 		want = append(want, fmt.Sprintf("refresh %d", i))
 	}
 	call(func() error { _, err := p.Resume(labelled("resume"), "sb", time.Minute); return err })
-	waitFor(t, l, "the resume waits", func(q *CallQueue) bool { return q.Waiting(PriorityUser) == 1 })
+	waitFor(t, l, "the resume waits", func(q *Queue) bool { return q.Waiting(lifecycle.PriorityUser) == 1 })
 	close(g.open)
 	wg.Wait()
 	close(errs)
@@ -316,29 +318,29 @@ func TestLimitCallsCancelledWaiterLeavesItsQueue(t *testing.T) {
 			return ctx.Err()
 		}
 	}
-	p := LimitCalls(stubProvider{nil}, LimitConfig{Limit: CallLimit{PerSecond: 10, Burst: 1},
-		Clock: NewManualClock(queueT0), Sleep: sleep})
+	p := Wrap(stubProvider{nil}, Config{Limit: Limit{PerSecond: 10, Burst: 1},
+		Clock: lifecycle.NewManualClock(queueT0), Sleep: sleep})
 	l := p.(*limitedProvider)
 	if err := p.Pause(t.Context(), "sb"); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 3)
 	go func() { done <- p.Pause(t.Context(), "held") }()
-	waitFor(t, l, "a token is held", func(q *CallQueue) bool { return q.Held() != nil })
+	waitFor(t, l, "a token is held", func(q *Queue) bool { return q.Held() != nil })
 	ctx, cancel := context.WithCancel(t.Context())
 	cancelled := make(chan error, 1)
 	go func() { cancelled <- p.Pause(ctx, "cancelled") }()
-	waitFor(t, l, "the pause waits", func(q *CallQueue) bool { return q.Waiting(PriorityBackground) == 1 })
+	waitFor(t, l, "the pause waits", func(q *Queue) bool { return q.Waiting(lifecycle.PriorityBackground) == 1 })
 	go func() { done <- p.SetTimeout(t.Context(), "next", time.Minute) }()
-	waitFor(t, l, "the refresh waits", func(q *CallQueue) bool { return q.Waiting(PriorityRefresh) == 1 })
+	waitFor(t, l, "the refresh waits", func(q *Queue) bool { return q.Waiting(lifecycle.PriorityRefresh) == 1 })
 
 	cancel()
 	err := <-cancelled
-	var pe *ProviderError
-	if !errors.As(err, &pe) || !errors.Is(err, ErrProviderTransient) || !errors.Is(err, context.Canceled) || !pe.Refused || pe.RetryAfter <= 0 {
+	var pe *lifecycle.ProviderError
+	if !errors.As(err, &pe) || !errors.Is(err, lifecycle.ErrProviderTransient) || !errors.Is(err, context.Canceled) || !pe.Refused || pe.RetryAfter <= 0 {
 		t.Fatalf("cancelled waiter: %v (%+v), want transient, refused, wrapping context.Canceled, with a retry-after", err, pe)
 	}
-	waitFor(t, l, "the cancelled pause has left", func(q *CallQueue) bool { return q.Waiting(PriorityBackground) == 0 })
+	waitFor(t, l, "the cancelled pause has left", func(q *Queue) bool { return q.Waiting(lifecycle.PriorityBackground) == 0 })
 	close(open)
 	for range 2 {
 		if err := <-done; err != nil {
@@ -357,8 +359,8 @@ func TestLimitCallsCancelledWaiterLeavesItsQueue(t *testing.T) {
 // SetTimeout made as background queues as background.
 func TestWithCallPriorityOverridesTheMethodsClass(t *testing.T) {
 	g := newGatedSleep()
-	p := LimitCalls(stubProvider{nil}, LimitConfig{Limit: CallLimit{PerSecond: 10, Burst: 1},
-		Clock: NewManualClock(queueT0), Sleep: g.sleep})
+	p := Wrap(stubProvider{nil}, Config{Limit: Limit{PerSecond: 10, Burst: 1},
+		Clock: lifecycle.NewManualClock(queueT0), Sleep: g.sleep})
 	l := p.(*limitedProvider)
 	if err := p.Pause(t.Context(), "sb"); err != nil {
 		t.Fatal(err)
@@ -367,36 +369,38 @@ func TestWithCallPriorityOverridesTheMethodsClass(t *testing.T) {
 	run := func(f func()) { wg.Add(1); go func() { defer wg.Done(); f() }() }
 	run(func() { _ = p.Pause(t.Context(), "held") })
 	<-g.asleep
-	run(func() { _, _ = p.Get(WithCallPriority(t.Context(), PriorityUser), "sb") })
-	run(func() { _ = p.SetTimeout(WithCallPriority(t.Context(), PriorityBackground), "sb", time.Minute) })
-	waitFor(t, l, "both wait", func(q *CallQueue) bool {
-		return q.Waiting(PriorityUser) == 1 && q.Waiting(PriorityBackground) == 1 && q.Waiting(PriorityRefresh) == 0
+	run(func() { _, _ = p.Get(lifecycle.WithCallPriority(t.Context(), lifecycle.PriorityUser), "sb") })
+	run(func() {
+		_ = p.SetTimeout(lifecycle.WithCallPriority(t.Context(), lifecycle.PriorityBackground), "sb", time.Minute)
+	})
+	waitFor(t, l, "both wait", func(q *Queue) bool {
+		return q.Waiting(lifecycle.PriorityUser) == 1 && q.Waiting(lifecycle.PriorityBackground) == 1 && q.Waiting(lifecycle.PriorityRefresh) == 0
 	})
 	close(g.open)
 	wg.Wait()
 }
 
-// callRecord is one report a limiter made to its CallMetrics.
+// callRecord is one report a limiter made to its Metrics.
 type callRecord struct {
 	provider string
-	class    CallPriority
+	class    lifecycle.CallPriority
 	granted  bool
 	wait     time.Duration
 }
 
-// recordedCalls is a CallMetrics that keeps every report.
+// recordedCalls is a Metrics that keeps every report.
 type recordedCalls struct {
 	mu  sync.Mutex
 	got []callRecord
 }
 
-func (r *recordedCalls) CallGranted(provider string, class CallPriority, wait time.Duration) {
+func (r *recordedCalls) CallGranted(provider string, class lifecycle.CallPriority, wait time.Duration) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.got = append(r.got, callRecord{provider, class, true, wait})
 }
 
-func (r *recordedCalls) CallRefused(provider string, class CallPriority) {
+func (r *recordedCalls) CallRefused(provider string, class lifecycle.CallPriority) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.got = append(r.got, callRecord{provider, class, false, 0})
@@ -409,9 +413,9 @@ func (r *recordedCalls) CallRefused(provider string, class CallPriority) {
 // after the clock moves a get goes at once: each reported with its
 // provider, its class (an override's, not the method's) and its wait.
 func TestLimitCallsReportsGrantsWaitsAndRefusals(t *testing.T) {
-	clock := NewManualClock(queueT0)
+	clock := lifecycle.NewManualClock(queueT0)
 	rec := &recordedCalls{}
-	p := LimitCalls(stubProvider{nil}, LimitConfig{Limit: CallLimit{PerSecond: 1, Burst: 1}, Clock: clock,
+	p := Wrap(stubProvider{nil}, Config{Limit: Limit{PerSecond: 1, Burst: 1}, Clock: clock,
 		Sleep: func(context.Context, time.Duration) error { return nil }, Metrics: rec})
 
 	if err := p.Pause(t.Context(), "sb"); err != nil {
@@ -422,12 +426,12 @@ func TestLimitCallsReportsGrantsWaitsAndRefusals(t *testing.T) {
 	}
 	short, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 	defer cancel()
-	if _, err := p.Resume(short, "sb", time.Minute); !errors.Is(err, ErrProviderTransient) {
+	if _, err := p.Resume(short, "sb", time.Minute); !errors.Is(err, lifecycle.ErrProviderTransient) {
 		t.Fatalf("resume without time for its token: %v, want refused", err)
 	}
 	ended, end := context.WithCancel(t.Context())
 	end()
-	if _, err := p.Get(WithCallPriority(ended, PriorityUser), "sb"); !errors.Is(err, ErrProviderTransient) {
+	if _, err := p.Get(lifecycle.WithCallPriority(ended, lifecycle.PriorityUser), "sb"); !errors.Is(err, lifecycle.ErrProviderTransient) {
 		t.Fatalf("get with an ended ctx: %v, want refused", err)
 	}
 	clock.Advance(5 * time.Second)
@@ -436,11 +440,11 @@ func TestLimitCallsReportsGrantsWaitsAndRefusals(t *testing.T) {
 	}
 
 	want := []callRecord{
-		{"stub", PriorityBackground, true, 0},
-		{"stub", PriorityRefresh, true, time.Second},
-		{"stub", PriorityUser, false, 0},
-		{"stub", PriorityUser, false, 0},
-		{"stub", PriorityBackground, true, 0},
+		{"stub", lifecycle.PriorityBackground, true, 0},
+		{"stub", lifecycle.PriorityRefresh, true, time.Second},
+		{"stub", lifecycle.PriorityUser, false, 0},
+		{"stub", lifecycle.PriorityUser, false, 0},
+		{"stub", lifecycle.PriorityBackground, true, 0},
 	}
 	if !slices.Equal(rec.got, want) {
 		t.Errorf("reports\n%+v\nwant\n%+v", rec.got, want)
@@ -453,8 +457,8 @@ func TestLimitCallsReportsGrantsWaitsAndRefusals(t *testing.T) {
 func TestLimitCallsReportsTheWaitInTheQueue(t *testing.T) {
 	g := newGatedSleep()
 	rec := &recordedCalls{}
-	p := LimitCalls(stubProvider{nil}, LimitConfig{Limit: CallLimit{PerSecond: 10, Burst: 1},
-		Clock: NewManualClock(queueT0), Sleep: g.sleep, Metrics: rec})
+	p := Wrap(stubProvider{nil}, Config{Limit: Limit{PerSecond: 10, Burst: 1},
+		Clock: lifecycle.NewManualClock(queueT0), Sleep: g.sleep, Metrics: rec})
 	l := p.(*limitedProvider)
 	if err := p.Pause(t.Context(), "sb"); err != nil {
 		t.Fatal(err)
@@ -463,7 +467,7 @@ func TestLimitCallsReportsTheWaitInTheQueue(t *testing.T) {
 	go func() { done <- p.Pause(t.Context(), "held") }()
 	<-g.asleep
 	go func() { done <- p.SetTimeout(t.Context(), "queued", time.Minute) }()
-	waitFor(t, l, "the refresh waits", func(q *CallQueue) bool { return q.Waiting(PriorityRefresh) == 1 })
+	waitFor(t, l, "the refresh waits", func(q *Queue) bool { return q.Waiting(lifecycle.PriorityRefresh) == 1 })
 	close(g.open)
 	for range 2 {
 		if err := <-done; err != nil {
@@ -475,9 +479,9 @@ func TestLimitCallsReportsTheWaitInTheQueue(t *testing.T) {
 	// The held pause and the refresh it wakes report concurrently.
 	slices.SortFunc(rec.got, func(a, b callRecord) int { return int(a.wait - b.wait) })
 	want := []callRecord{
-		{"stub", PriorityBackground, true, 0},
-		{"stub", PriorityBackground, true, 100 * time.Millisecond},
-		{"stub", PriorityRefresh, true, 200 * time.Millisecond},
+		{"stub", lifecycle.PriorityBackground, true, 0},
+		{"stub", lifecycle.PriorityBackground, true, 100 * time.Millisecond},
+		{"stub", lifecycle.PriorityRefresh, true, 200 * time.Millisecond},
 	}
 	if !slices.Equal(rec.got, want) {
 		t.Errorf("reports\n%+v\nwant\n%+v", rec.got, want)
