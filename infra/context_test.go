@@ -6,6 +6,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/jsii-runtime-go"
 	"github.com/sandmanhq/sandman/internal/provider/e2b"
+	"github.com/sandmanhq/sandman/internal/provider/hookwire/e2bhook"
 )
 
 func TestPropsFromContext(t *testing.T) {
@@ -36,12 +37,12 @@ func TestPropsFromContext(t *testing.T) {
 		t.Setenv("CDK_DEFAULT_ACCOUNT", "123456789012")
 		t.Setenv("CDK_DEFAULT_REGION", "eu-west-1")
 		name, props, err := PropsFromContext(newApp(t, map[string]any{
-			ContextStackName:              "SandmanDev",
-			ContextFunctionsDir:           "/tmp/fns",
-			ContextProvider:               "local",
-			e2b.Adapter.Key.ContextKey:    "dev/key",
-			e2b.Webhook.Secret.ContextKey: "dev/hook",
-			ContextCORSAllowOrigins:       "https://a.example, https://b.example",
+			ContextStackName:                  "SandmanDev",
+			ContextFunctionsDir:               "/tmp/fns",
+			ContextProvider:                   "local",
+			e2b.Adapter.Key.ContextKey:        "dev/key",
+			e2bhook.Webhook.Secret.ContextKey: "dev/hook",
+			ContextCORSAllowOrigins:           "https://a.example, https://b.example",
 		}))
 		if err != nil {
 			t.Fatalf("PropsFromContext: %v", err)

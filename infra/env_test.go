@@ -7,6 +7,7 @@ import (
 	"github.com/sandmanhq/sandman/internal/envnames"
 	"github.com/sandmanhq/sandman/internal/provider"
 	"github.com/sandmanhq/sandman/internal/provider/e2b"
+	"github.com/sandmanhq/sandman/internal/provider/hookwire/e2bhook"
 	"github.com/sandmanhq/sandman/internal/routes"
 )
 
@@ -50,8 +51,8 @@ func TestStackEnvContract(t *testing.T) {
 					t.Errorf("%s: %s = %v, want %s", id, name, v, e2b.Adapter.Key.DefaultName)
 				}
 			case e2b.EnvWebhookSecretSecret:
-				if v != e2b.Webhook.Secret.DefaultName {
-					t.Errorf("%s: %s = %v, want %s", id, name, v, e2b.Webhook.Secret.DefaultName)
+				if v != e2bhook.Webhook.Secret.DefaultName {
+					t.Errorf("%s: %s = %v, want %s", id, name, v, e2bhook.Webhook.Secret.DefaultName)
 				}
 			}
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sandmanhq/sandman/internal/dynamo/tabledef"
 	"github.com/sandmanhq/sandman/internal/provider/e2b"
+	"github.com/sandmanhq/sandman/internal/provider/hookwire/e2bhook"
 	"github.com/sandmanhq/sandman/internal/routes"
 )
 
@@ -151,7 +152,7 @@ func TestIAM(t *testing.T) {
 					continue
 				}
 				for _, r := range resources {
-					for _, secret := range []string{e2b.Adapter.Key.DefaultName, e2b.Webhook.Secret.DefaultName} {
+					for _, secret := range []string{e2b.Adapter.Key.DefaultName, e2bhook.Webhook.Secret.DefaultName} {
 						if strings.Contains(r, ":secret:"+secret+"-??????") {
 							readers[secret] = append(readers[secret], name)
 						}
@@ -162,7 +163,7 @@ func TestIAM(t *testing.T) {
 		if got, want := sorted(readers[e2b.Adapter.Key.DefaultName]), sorted(providerKeyFunctions); !same(got, want) {
 			t.Errorf("provider key readers: got %v, want %v", got, want)
 		}
-		if got, want := readers[e2b.Webhook.Secret.DefaultName], []string{routes.Webhook}; !same(got, want) {
+		if got, want := readers[e2bhook.Webhook.Secret.DefaultName], []string{routes.Webhook}; !same(got, want) {
 			t.Errorf("webhook key readers: got %v, want %v", got, want)
 		}
 	})

@@ -10,6 +10,7 @@ import (
 	"github.com/sandmanhq/sandman/internal/envnames"
 	"github.com/sandmanhq/sandman/internal/provider/daytona"
 	"github.com/sandmanhq/sandman/internal/provider/e2b"
+	"github.com/sandmanhq/sandman/internal/provider/hookwire/e2bhook"
 	"github.com/sandmanhq/sandman/internal/provider/vercel"
 	"github.com/sandmanhq/sandman/internal/routes"
 )
@@ -50,7 +51,7 @@ func TestStackProviders(t *testing.T) {
 			}
 		case name == routes.Webhook:
 			want = map[string]any{
-				e2b.EnvWebhookSecretSecret:     e2b.Webhook.Secret.DefaultName,
+				e2b.EnvWebhookSecretSecret:     e2bhook.Webhook.Secret.DefaultName,
 				daytona.EnvWebhookSecretSecret: daytona.Adapter.Webhook.Secret.DefaultName,
 			}
 		}
@@ -67,7 +68,7 @@ func TestStackProviders(t *testing.T) {
 				continue
 			}
 			for _, r := range resources {
-				for _, secret := range []string{e2b.Adapter.Key.DefaultName, e2b.Webhook.Secret.DefaultName,
+				for _, secret := range []string{e2b.Adapter.Key.DefaultName, e2bhook.Webhook.Secret.DefaultName,
 					daytona.Adapter.Key.DefaultName, daytona.Adapter.Webhook.Secret.DefaultName, vercel.Adapter.Key.DefaultName} {
 					if strings.Contains(r, ":secret:"+secret+"-??????") {
 						readable = append(readable, secret)

@@ -505,7 +505,7 @@ type functionSpec struct {
 // functionSpecs lists every function of routes.Functions, in that order.
 //
 // Timeouts, chosen here (docs/DESIGN.md is silent). An HTTP function's request
-// budget is apigw.RequestBudget: at most 29 s, and it keeps a settle reserve
+// budget is httpapi.RequestBudget: at most 29 s, and it keeps a settle reserve
 // (lifecycle.SettleReserve, 12 s) before the Lambda deadline (half the time left when less than
 // 24 s remain) to record the outcome and answer, so a Lambda timeout T
 // leaves a request min(29 s, T - 12 s) when T >= 24 s, else T/2:

@@ -16,10 +16,11 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/jsii-runtime-go"
 
-	"github.com/sandmanhq/sandman/internal/apigw"
 	"github.com/sandmanhq/sandman/internal/dynamo/tabledef"
 	"github.com/sandmanhq/sandman/internal/envnames"
+	"github.com/sandmanhq/sandman/internal/httpapi"
 	"github.com/sandmanhq/sandman/internal/provider/e2b"
+	"github.com/sandmanhq/sandman/internal/provider/hookwire/e2bhook"
 	"github.com/sandmanhq/sandman/internal/routes"
 )
 
@@ -40,12 +41,12 @@ var (
 // default.
 const probeTimeout = 15 * time.Second
 
-// requestBudget returns the request budget apigw.RequestBudget gives a
+// requestBudget returns the request budget httpapi.RequestBudget gives a
 // function whose Lambda timeout is timeout, when its invocation starts.
 func requestBudget(timeout time.Duration) time.Duration {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	return apigw.RequestBudget(ctx, apigw.DefaultRequestTimeout)
+	return httpapi.RequestBudget(ctx, httpapi.DefaultRequestTimeout)
 }
 
 // overrideProps sets every prop to a non-default value.
@@ -257,7 +258,7 @@ func TestFunctions(t *testing.T) {
 				wantEnv[e2b.EnvAPIKeySecret] = e2b.Adapter.Key.DefaultName
 			}
 			if name == routes.Webhook {
-				wantEnv[e2b.EnvWebhookSecretSecret] = e2b.Webhook.Secret.DefaultName
+				wantEnv[e2b.EnvWebhookSecretSecret] = e2bhook.Webhook.Secret.DefaultName
 			}
 			if slices.Contains(timerFunctions, name) {
 				wantEnv[envnames.TimerQueueURL] = ref(s.logicalID(t, "TimerQueue"))

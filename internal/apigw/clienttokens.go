@@ -8,7 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sandmanhq/sandman/internal/channel/clienttoken"
+	"github.com/sandmanhq/sandman/internal/clienttoken"
+	"github.com/sandmanhq/sandman/internal/httpapi"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 )
 
@@ -105,6 +106,6 @@ func (h *Handler) createClientToken(ctx context.Context, r *request) (response, 
 	return response{status: http.StatusOK, body: clientTokenJSON{
 		Token:     token,
 		ExpiresAt: claims.ExpiresAt.UTC().Format(time.RFC3339),
-		WSURL:     nullable(h.wsURL),
+		WSURL:     httpapi.Nullable(h.wsURL),
 	}, headers: map[string]string{"Cache-Control": "no-store"}}, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 
+	"github.com/sandmanhq/sandman/internal/httpapi"
 	"github.com/sandmanhq/sandman/internal/openapi/api"
 )
 
@@ -54,11 +55,11 @@ func (h *Handler) diagnose(ctx context.Context, r *request) (response, error) {
 		return response{}, err
 	}
 	out := diagnoseJSON{
-		Session:        newSessionJSON(d.Session),
+		Session:        httpapi.SessionJSON(d.Session),
 		LeaseExpiresAt: api.Time(d.Session.LeaseExpiresAt),
 		LeaseExpired:   d.LeaseExpired,
-		Provider:       providerViewJSON{Checked: d.Provider.Checked, Error: nullable(d.Provider.Error)},
-		Preview:        previewViewJSON{Checked: d.Preview.Checked, Answered: d.Preview.Answered, Error: nullable(d.Preview.Error)},
+		Provider:       providerViewJSON{Checked: d.Provider.Checked, Error: httpapi.Nullable(d.Provider.Error)},
+		Preview:        previewViewJSON{Checked: d.Preview.Checked, Answered: d.Preview.Answered, Error: httpapi.Nullable(d.Preview.Error)},
 		Agree:          d.Agree,
 		Verdict:        d.Verdict,
 		Events:         make([]eventJSON, 0, len(d.Events)),
@@ -69,9 +70,9 @@ func (h *Handler) diagnose(ctx context.Context, r *request) (response, error) {
 	}
 	switch {
 	case d.Provider.Gone:
-		out.Provider.State = nullable("gone")
+		out.Provider.State = httpapi.Nullable("gone")
 	case d.Provider.State != "":
-		out.Provider.State = nullable(string(d.Provider.State))
+		out.Provider.State = httpapi.Nullable(string(d.Provider.State))
 	}
 	if d.Preview.Status != 0 {
 		st := d.Preview.Status

@@ -41,19 +41,20 @@
 //     Retry-After. Errors are only not_found, forbidden and unauthorized.
 //   - Errors use the envelope {"status":"error","error":"<sentence>",
 //     "error_type":"<type>"} and one table from lifecycle.Code to status
-//     (StatusFor). A *lifecycle.Error with a RetryAfter adds Retry-After in
+//     (internal/httpapi.StatusFor). A *lifecycle.Error with a RetryAfter adds Retry-After in
 //     whole seconds, rounded up. Anything that is not a *lifecycle.Error
 //     answers 500 internal with a generic sentence and the request id; the
 //     detail goes to the log only. A 401 adds WWW-Authenticate: Bearer.
 //   - Every response, errors included, carries the CORS headers
 //     (Access-Control-Allow-Origin from Config.AllowOrigin, default "*") and
 //     Cache-Control: no-store.
-//   - Responder builds every response above (JSON for answers, Error for
-//     the envelope); the webhook function (internal/webhook) answers through
-//     it too, so the two edges cannot drift apart.
+//   - httpapi.Responder builds every response above (JSON for answers,
+//     Error for the envelope); the provider hook function
+//     (internal/providerhook) answers through it too, so the two edges
+//     cannot drift apart.
 //   - Each request writes one access log line ("request") with the route,
 //     method, path, status, duration_ms, account_id and, on errors,
 //     error_type; the request id (requestContext.requestId) is attached to
 //     every log line written under the request's context when the logger's
-//     handler is wrapped with NewLogHandler.
+//     handler is wrapped with httpapi.NewLogHandler.
 package apigw

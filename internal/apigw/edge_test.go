@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/sandmanhq/sandman/internal/apigw"
+	"github.com/sandmanhq/sandman/internal/httpapi"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/provider/fake"
 	"github.com/sandmanhq/sandman/internal/routes"
@@ -233,7 +234,7 @@ func TestStatusFor(t *testing.T) {
 		lifecycle.CodeNotFound: 404, lifecycle.CodeConflict: 409, lifecycle.CodeTooLarge: 413,
 		lifecycle.CodeUnavailable: 503, lifecycle.CodeInternal: 500, "made_up": 500,
 	} {
-		if got := apigw.StatusFor(code); got != want {
+		if got := httpapi.StatusFor(code); got != want {
 			t.Errorf("StatusFor(%s) = %d, want %d", code, got, want)
 		}
 	}

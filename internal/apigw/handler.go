@@ -11,8 +11,9 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/sandmanhq/sandman/internal/channel/clienttoken"
+	"github.com/sandmanhq/sandman/internal/clienttoken"
 	"github.com/sandmanhq/sandman/internal/delivery"
+	"github.com/sandmanhq/sandman/internal/httpapi"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/routes"
 )
@@ -20,11 +21,6 @@ import (
 // corsMaxAgeSeconds is the Access-Control-Max-Age of a preflight answer, in
 // seconds (routes.CORSMaxAgeSeconds, as the stack configures API Gateway).
 var corsMaxAgeSeconds = strconv.Itoa(routes.CORSMaxAgeSeconds)
-
-// DefaultRequestTimeout bounds one request when Config.RequestTimeout is
-// zero: 29 s, just under API Gateway's 30 s integration timeout, so a slow
-// provider answers 503 rather than the gateway's bare 503.
-const DefaultRequestTimeout = 29 * time.Second
 
 // Config is what a Handler is built from (New). Function, Service and Keys
 // are required; every other zero field means the default named on it,
@@ -45,7 +41,7 @@ type Config struct {
 	// Its handler is wrapped with NewLogHandler. Default slog.Default().
 	Log *slog.Logger
 	// RequestTimeout bounds each request's context (the Lambda deadline,
-	// when sooner, still applies). Default DefaultRequestTimeout.
+	// when sooner, still applies). Default httpapi.DefaultRequestTimeout.
 	RequestTimeout time.Duration
 	// PreviewProber checks a preview URL for diagnose (default
 	// lifecycle.HTTPPreviewProber(nil)); tests replace it.
@@ -73,7 +69,7 @@ type Handler struct {
 	svc      *lifecycle.Service
 	keys     KeyStore
 	log      *slog.Logger
-	respond  Responder
+	respond  httpapi.Responder
 	timeout  time.Duration
 	prober   lifecycle.PreviewProber
 	routes   map[string]routeFunc // by route key
@@ -97,15 +93,15 @@ func New(cfg Config) (*Handler, error) {
 		cfg.Log = slog.Default()
 	}
 	if cfg.RequestTimeout <= 0 {
-		cfg.RequestTimeout = DefaultRequestTimeout
+		cfg.RequestTimeout = httpapi.DefaultRequestTimeout
 	}
 	function := cfg.Function
 	h := &Handler{
 		function:   function,
 		svc:        cfg.Service,
 		keys:       cfg.Keys,
-		log:        slog.New(NewLogHandler(cfg.Log.Handler())),
-		respond:    Responder{AllowOrigin: cfg.AllowOrigin}, // "" is "*"
+		log:        slog.New(httpapi.NewLogHandler(cfg.Log.Handler())),
+		respond:    httpapi.Responder{AllowOrigin: cfg.AllowOrigin}, // "" is "*"
 		timeout:    cfg.RequestTimeout,
 		prober:     cfg.PreviewProber,
 		routes:     map[string]routeFunc{},
@@ -181,27 +177,18 @@ func (h *Handler) Routes() []string {
 	return keys
 }
 
-// settleReserve is the time a request leaves before its Lambda deadline for
-// the work that records a provider call's outcome after the request's own
-// budget ran out (lifecycle.SettleReserve).
-const settleReserve = lifecycle.SettleReserve
-
-// RequestBudget returns how long a request may run: limit, cut so that
-// settleReserve (or, with less than twice that left, half of what is left)
-// remains before ctx's deadline, the Lambda's. Without it a slow provider
-// would use the whole Lambda and the outcome writes, the claim release and
-// the 503 answer would be killed with the function.
-func RequestBudget(ctx context.Context, limit time.Duration) time.Duration {
-	dl, ok := ctx.Deadline()
-	if !ok {
-		return limit
-	}
-	left := time.Until(dl)
-	reserve := settleReserve
-	if left < 2*settleReserve {
-		reserve = left / 2
-	}
-	return max(min(limit, left-reserve), 0)
+// response is what a route answers before encoding: a status, an optional
+// body to encode as JSON (nil: no body) and extra headers.
+type response struct {
+	status  int
+	body    any
+	headers map[string]string
+	// html, when not "", is the body as text/html instead of body's JSON
+	// (the stable link's pages, open.go).
+	html string
+	// contentType, when not "", is html's Content-Type instead of
+	// text/html (the client script, clientscript.go).
+	contentType string
 }
 
 // Handle serves one API Gateway HTTP API (payload 2.0) request. It never
@@ -210,8 +197,8 @@ func RequestBudget(ctx context.Context, limit time.Duration) time.Duration {
 func (h *Handler) Handle(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 	start := time.Now()
 	r := newRequest(&ev)
-	ctx = WithLogAttrs(ctx, slog.String("request_id", r.requestID))
-	ctx, cancel := context.WithTimeout(ctx, RequestBudget(ctx, h.timeout))
+	ctx = httpapi.WithLogAttrs(ctx, slog.String("request_id", r.requestID))
+	ctx, cancel := context.WithTimeout(ctx, httpapi.RequestBudget(ctx, h.timeout))
 	defer cancel()
 
 	resp, err := h.serve(ctx, r)
@@ -221,7 +208,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.APIGatewayV2HTTPRequest)
 	if err != nil {
 		var known bool
 		out, known = h.respond.Error(err, r.requestID)
-		errType = ErrorType(err)
+		errType = httpapi.ErrorType(err)
 		switch {
 		case !known:
 			level = slog.LevelError

@@ -36,7 +36,7 @@ const (
 )
 
 // fuzzErrorTypes are the error_type values each error status may carry
-// (apigw.StatusFor's table and the lifecycle's specific types).
+// (httpapi.StatusFor's table and the lifecycle's specific types).
 var fuzzErrorTypes = map[int][]string{
 	http.StatusBadRequest:            {"invalid"},
 	http.StatusUnauthorized:          {"unauthorized"},

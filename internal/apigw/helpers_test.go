@@ -18,6 +18,7 @@ import (
 	"github.com/sandmanhq/sandman/internal/apigw"
 	"github.com/sandmanhq/sandman/internal/dynamo"
 	"github.com/sandmanhq/sandman/internal/dynamo/dynamotest"
+	"github.com/sandmanhq/sandman/internal/httpapi"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/lifecycle/memstore"
 	"github.com/sandmanhq/sandman/internal/openapi/api"
@@ -175,7 +176,7 @@ func mustHarnessOn(tb testing.TB, store harnessStore, opts ...func(*apigw.Config
 }
 
 func apigwLogger(w *syncBuffer) *slog.Logger {
-	return slog.New(apigw.NewLogHandler(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	return slog.New(httpapi.NewLogHandler(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug})))
 }
 
 // result is a decoded handler response.

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sandmanhq/sandman/internal/httpapi"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/routes"
 )
@@ -94,7 +95,7 @@ func (h *Handler) open(ctx context.Context, r *request) (response, error) {
 // with no preview, or a paused session a page's re-open left paused (with
 // the link to click to wake it).
 func openErrorPage(r *request, err error) (response, bool) {
-	le, ok := appError(err)
+	le, ok := httpapi.AppError(err)
 	if !ok {
 		return response{}, false
 	}

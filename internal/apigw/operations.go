@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/sandmanhq/sandman/internal/httpapi"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/openapi"
 	"github.com/sandmanhq/sandman/internal/openapi/api"
@@ -22,15 +23,7 @@ func (h *Handler) status(ctx context.Context, r *request) (response, error) {
 	if err != nil {
 		return response{}, err
 	}
-	return response{status: http.StatusOK, body: api.Status{
-		SessionID:     sess.ID,
-		State:         string(sess.State),
-		SandboxPaused: sess.State == lifecycle.StatePaused,
-		HasSnapshot:   sess.HasSnapshot(),
-		PreviewURL:    nullable(sess.PreviewURL),
-		Lifecycle:     newEnvelopeJSON(env),
-		AppReadiness:  newReadinessJSON(sess),
-	}}, nil
+	return response{status: http.StatusOK, body: httpapi.StatusJSON(sess, env)}, nil
 }
 
 // waitReadyMargin is what resume?wait=ready leaves of the request's budget
@@ -72,8 +65,8 @@ func (h *Handler) resume(ctx context.Context, r *request) (response, error) {
 		}
 	}
 	return response{status: http.StatusOK, body: api.ResumeResult{
-		PreviewURL: nullable(sess.PreviewURL),
-		Session:    newSessionJSON(sess),
+		PreviewURL: httpapi.Nullable(sess.PreviewURL),
+		Session:    httpapi.SessionJSON(sess),
 	}}, nil
 }
 
@@ -92,7 +85,7 @@ func (h *Handler) pause(ctx context.Context, r *request) (response, error) {
 	if err != nil {
 		return response{}, err
 	}
-	return response{status: http.StatusOK, body: api.PauseResult{Paused: true, Session: newSessionJSON(sess)}}, nil
+	return response{status: http.StatusOK, body: api.PauseResult{Paused: true, Session: httpapi.SessionJSON(sess)}}, nil
 }
 
 // reconnect serves GET /v1/sessions/{id}/reconnect: 200 with the probe's
@@ -112,9 +105,9 @@ func (h *Handler) reconnect(ctx context.Context, r *request) (response, error) {
 		SessionID:    sess.ID,
 		State:        string(sess.State),
 		ExpiresAt:    api.Time(res.ExpiresAt),
-		PreviewURL:   nullable(sess.PreviewURL),
-		Lifecycle:    newEnvelopeJSON(lifecycle.NewEnvelope(sess, h.svc.Now())),
-		AppReadiness: newReadinessJSON(sess),
+		PreviewURL:   httpapi.Nullable(sess.PreviewURL),
+		Lifecycle:    httpapi.EnvelopeJSON(lifecycle.NewEnvelope(sess, h.svc.Now())),
+		AppReadiness: httpapi.ReadinessJSON(sess),
 	}}, nil
 }
 

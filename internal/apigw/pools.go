@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/sandmanhq/sandman/internal/httpapi"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/openapi/api"
 )
@@ -33,7 +34,7 @@ func newPoolJSON(v lifecycle.PoolView) api.Pool {
 		ID: v.ID, Provider: v.Provider, Template: v.Template, App: newPoolAppJSON(v.App), Size: v.Size, Tier: string(v.Tier),
 		MaxAgeSeconds: int64(v.MaxAge / time.Second), Ready: v.Ready, Making: v.Making, Failed: v.Status.Failed,
 		Claims: v.Status.Claims, Hits: v.Status.Hits, Misses: v.Status.Misses, Lost: v.Status.Lost, HitRate: v.HitRate(),
-		ConsecutiveFailures: v.Status.ConsecutiveFailures, LastError: nullable(v.Status.LastError),
+		ConsecutiveFailures: v.Status.ConsecutiveFailures, LastError: httpapi.Nullable(v.Status.LastError),
 		LastErrorAt: api.Time(v.Status.LastErrorAt), BackoffUntil: api.Time(v.Status.BackoffUntil),
 		Usage: api.PoolUsage{RunningSeconds: v.Usage.RunningSeconds, PausedSeconds: v.Usage.PausedSeconds,
 			EstimatedCostUSD: v.Usage.EstimatedCostUSD},

@@ -270,3 +270,14 @@ func truncate(s string, n int) string {
 	}
 	return s[:n] + "..."
 }
+
+// invalidf returns a CodeInvalid *lifecycle.Error; the message names the
+// field at fault.
+func invalidf(format string, args ...any) error {
+	return lifecycle.Errorf(lifecycle.CodeInvalid, format, args...)
+}
+
+// unauthorizedf returns a CodeUnauthorized *lifecycle.Error.
+func unauthorizedf(format string, args ...any) error {
+	return lifecycle.Errorf(lifecycle.CodeUnauthorized, format, args...)
+}

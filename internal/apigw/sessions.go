@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/sandmanhq/sandman/internal/httpapi"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/openapi/api"
 )
@@ -81,10 +82,10 @@ func (h *Handler) createSession(ctx context.Context, r *request) (response, erro
 		return response{}, err
 	}
 	if replayed {
-		return response{status: http.StatusOK, body: newSessionJSON(sess),
+		return response{status: http.StatusOK, body: httpapi.SessionJSON(sess),
 			headers: map[string]string{"Idempotent-Replayed": "true"}}, nil
 	}
-	return response{status: http.StatusCreated, body: newSessionJSON(sess),
+	return response{status: http.StatusCreated, body: httpapi.SessionJSON(sess),
 		headers: map[string]string{"Location": "/v1/sessions/" + sess.ID}}, nil
 }
 
@@ -99,9 +100,9 @@ func (h *Handler) listSessions(ctx context.Context, r *request) (response, error
 	if err != nil {
 		return response{}, err
 	}
-	out := api.SessionList{Sessions: make([]api.Session, 0, len(page.Sessions)), NextCursor: nullable(page.Cursor)}
+	out := api.SessionList{Sessions: make([]api.Session, 0, len(page.Sessions)), NextCursor: httpapi.Nullable(page.Cursor)}
 	for _, s := range page.Sessions {
-		out.Sessions = append(out.Sessions, newSessionJSON(s))
+		out.Sessions = append(out.Sessions, httpapi.SessionJSON(s))
 	}
 	return response{status: http.StatusOK, body: out}, nil
 }
@@ -116,7 +117,7 @@ func (h *Handler) getSession(ctx context.Context, r *request) (response, error) 
 	if err != nil {
 		return response{}, err
 	}
-	return response{status: http.StatusOK, body: newSessionJSON(sess)}, nil
+	return response{status: http.StatusOK, body: httpapi.SessionJSON(sess)}, nil
 }
 
 // deleteSession serves DELETE /v1/sessions/{id}: 200 with the killed
@@ -130,7 +131,7 @@ func (h *Handler) deleteSession(ctx context.Context, r *request) (response, erro
 	if err != nil {
 		return response{}, err
 	}
-	return response{status: http.StatusOK, body: newSessionJSON(sess)}, nil
+	return response{status: http.StatusOK, body: httpapi.SessionJSON(sess)}, nil
 }
 
 // activityBody is the optional body of POST /v1/sessions/{id}/activity.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 
+	"github.com/sandmanhq/sandman/internal/httpapi"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/openapi/api"
 )
@@ -60,7 +61,7 @@ func (h *Handler) usage(ctx context.Context, r *request) (response, error) {
 		return response{}, err
 	}
 	out := usageJSON{From: rep.From, To: rep.To, GroupBy: rep.GroupBy, Currency: "USD",
-		Usage: make([]usageLineJSON, 0, len(rep.Lines)), Total: newUsageTotalsJSON(rep.Total), NextCursor: nullable(rep.Cursor)}
+		Usage: make([]usageLineJSON, 0, len(rep.Lines)), Total: newUsageTotalsJSON(rep.Total), NextCursor: httpapi.Nullable(rep.Cursor)}
 	for _, l := range rep.Lines {
 		out.Usage = append(out.Usage, usageLineJSON{Day: l.Day, SessionID: l.SessionID, Provider: l.Provider,
 			usageTotalsJSON: newUsageTotalsJSON(l.UsageTotals)})

@@ -6,6 +6,7 @@ import (
 	"regexp"
 
 	"github.com/sandmanhq/sandman/internal/delivery"
+	"github.com/sandmanhq/sandman/internal/httpapi"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/openapi/api"
 )
@@ -172,7 +173,7 @@ func (h *Handler) listWebhookDeliveries(ctx context.Context, r *request) (respon
 	if err != nil {
 		return response{}, err
 	}
-	out := api.WebhookDeliveryList{Deliveries: make([]api.WebhookDelivery, 0, len(ds)), NextCursor: nullable(next)}
+	out := api.WebhookDeliveryList{Deliveries: make([]api.WebhookDelivery, 0, len(ds)), NextCursor: httpapi.Nullable(next)}
 	for _, d := range ds {
 		out.Deliveries = append(out.Deliveries, d.JSON())
 	}

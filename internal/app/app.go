@@ -16,7 +16,7 @@
 // internal/provider/registry declarations); their settings, secrets, call
 // budgets and prices come from those declarations, so nothing here names a
 // provider. Each provider New builds is put behind its call budget
-// (lifecycle.LimitCalls), one per provider per process.
+// (calllimit.Wrap), one per provider per process.
 //
 // Secrets: each adapter's secret is a Secrets Manager secret named by its
 // *_SECRET variable (which the stack sets), whose SecretString is the value
@@ -46,11 +46,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/sandmanhq/sandman/internal/apigw"
-	"github.com/sandmanhq/sandman/internal/channel/clienttoken"
+	"github.com/sandmanhq/sandman/internal/calllimit"
+	"github.com/sandmanhq/sandman/internal/clienttoken"
 	"github.com/sandmanhq/sandman/internal/delivery"
 	"github.com/sandmanhq/sandman/internal/delivery/dynamostore"
 	"github.com/sandmanhq/sandman/internal/delivery/sqsqueue"
 	"github.com/sandmanhq/sandman/internal/dynamo"
+	"github.com/sandmanhq/sandman/internal/httpapi"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/provider/registry"
 	"github.com/sandmanhq/sandman/internal/readiness/sqsjobs"
@@ -109,7 +111,7 @@ type Deps struct {
 	ResumeJobs lifecycle.ReadinessJobs
 	// Metrics receives the service's pauses, resumes, provider errors and
 	// pause lag (lifecycle.Config.Metrics; nil: none), and, when it is also a
-	// lifecycle.CallMetrics, each provider call limiter's grants, waits and
+	// calllimit.Metrics, each provider call limiter's grants, waits and
 	// refusals. The Lambda mains pass an internal/metrics Emitter writing
 	// EMF to stdout.
 	Metrics lifecycle.Metrics
@@ -201,9 +203,9 @@ func Load(ctx context.Context, needs Needs, deps Deps) (*App, error) {
 }
 
 // NewLogger returns the JSON logger every function uses, writing to w at
-// level, with the request attributes of apigw.WithLogAttrs.
+// level, with the request attributes of httpapi.WithLogAttrs.
 func NewLogger(w io.Writer, level slog.Level) *slog.Logger {
-	return slog.New(apigw.NewLogHandler(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level})))
+	return slog.New(httpapi.NewLogHandler(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level})))
 }
 
 // New builds the App for cfg: logger (JSON on stderr, also made the slog
@@ -410,8 +412,8 @@ func (a *App) buildProviders(cfg Config, needs Needs, deps Deps, keys map[string
 			// The budget is the provider's, in real time, whatever clock
 			// the service runs on. A Metrics that also counts limiter calls
 			// (internal/metrics) sees its grants, waits and refusals.
-			cm, _ := deps.Metrics.(lifecycle.CallMetrics)
-			p = lifecycle.LimitCalls(p, lifecycle.LimitConfig{Limit: cfg.CallLimits[name], Metrics: cm})
+			cm, _ := deps.Metrics.(calllimit.Metrics)
+			p = calllimit.Wrap(p, calllimit.Config{Limit: cfg.CallLimits[name], Metrics: cm})
 		}
 		a.Providers = append(a.Providers, p)
 	}
@@ -493,7 +495,7 @@ func (a *App) HTTPHandler(function string) (*apigw.Handler, error) {
 
 // loadTokens builds a.Tokens from the key set the configuration names: a
 // Secrets Manager secret whose SecretString is the key-set JSON, or a local
-// file generated on first use (internal/channel/clienttoken). Neither set: nil.
+// file generated on first use (internal/clienttoken). Neither set: nil.
 func (a *App) loadTokens(ctx context.Context, cfg Config, clock lifecycle.Clock,
 	secret func(what, plain, secretName, plainEnv, secretEnv string) (string, error)) error {
 	var keys clienttoken.KeySet

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sandmanhq/sandman/internal/calllimit"
 	"github.com/sandmanhq/sandman/internal/delivery"
 	"github.com/sandmanhq/sandman/internal/dynamo"
 	"github.com/sandmanhq/sandman/internal/envnames"
@@ -89,9 +90,9 @@ type Config struct {
 	// most one of the two. New resolves them.
 	Secrets map[string]string
 	// CallLimits are the providers' call budgets by provider name
-	// (registry.ReadCalls; lifecycle.LimitCalls). A provider missing here
+	// (registry.ReadCalls; calllimit.Wrap). A provider missing here
 	// has no limit.
-	CallLimits map[string]lifecycle.CallLimit
+	CallLimits map[string]calllimit.Limit
 
 	EventBus   string // EventBridge bus name or ARN; wins over EventsFile
 	EventsFile string // JSON-lines file when no bus is set
@@ -397,7 +398,7 @@ func readAdapters(get func(string) string, c *Config, adapters registry.Set) err
 			return err
 		}
 		if c.Settings == nil {
-			c.Settings, c.Secrets, c.CallLimits = map[string]any{}, map[string]string{}, map[string]lifecycle.CallLimit{}
+			c.Settings, c.Secrets, c.CallLimits = map[string]any{}, map[string]string{}, map[string]calllimit.Limit{}
 		}
 		c.Settings[a.Name], c.CallLimits[a.Name] = settings, limit
 		for _, s := range a.Secrets() {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sandmanhq/sandman/internal/app"
+	"github.com/sandmanhq/sandman/internal/calllimit"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/metrics"
 	"github.com/sandmanhq/sandman/internal/provider/daytona"
@@ -166,7 +167,7 @@ func TestNewProviders(t *testing.T) {
 // granted and one refused, by provider and class), and the service prices
 // usage with the adapters' prices under SANDMAN_PRICES.
 func TestNewPutsEachProviderBehindItsBudget(t *testing.T) {
-	limited := registry.Adapter{Name: "limited", Calls: lifecycle.CallLimit{PerSecond: 1.0 / 3600, Burst: 1},
+	limited := registry.Adapter{Name: "limited", Calls: calllimit.Limit{PerSecond: 1.0 / 3600, Burst: 1},
 		Price: lifecycle.Price{RunningPerHour: 0.5},
 		Read:  func(func(string) string) (any, error) { return nil, nil },
 		New: func(p registry.Params) (lifecycle.Provider, func(context.Context) error, error) {

@@ -8,7 +8,7 @@
 //
 // Decisions (docs/DESIGN.md is silent on them):
 //
-//   - $connect takes the client token from ?token= (internal/channel/clienttoken);
+//   - $connect takes the client token from ?token= (internal/clienttoken);
 //     without a valid one it answers 401 and API Gateway refuses the
 //     upgrade. A token for a session the account no longer owns is 403.
 //   - A new connection counts as a visible client (sandman.js says
@@ -57,8 +57,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/sandmanhq/sandman/internal/apigw"
-	"github.com/sandmanhq/sandman/internal/channel/clienttoken"
+	"github.com/sandmanhq/sandman/internal/clienttoken"
+	"github.com/sandmanhq/sandman/internal/httpapi"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 )
 
@@ -187,7 +187,7 @@ func decodeMessage(body string) (message, error) {
 // Push is a server → client message.
 type Push struct {
 	Type    string `json:"type"`    // "session"
-	Session any    `json:"session"` // the status body (apigw.StatusBody)
+	Session any    `json:"session"` // the status body (httpapi.StatusJSON)
 }
 
 // Handle serves one WebSocket event by its route key. Failures are status
@@ -351,7 +351,7 @@ func (h *Notifier) updatePresence(ctx context.Context, c Conn) {
 // its record is deleted and the session's presence recomputed, so a dead
 // connection stops counting as a present client.
 func (h *Notifier) send(ctx context.Context, c Conn, sess *lifecycle.Session) error {
-	msg, err := json.Marshal(Push{Type: "session", Session: apigw.StatusBody(sess, h.svc.Now())})
+	msg, err := json.Marshal(Push{Type: "session", Session: httpapi.StatusJSON(sess, lifecycle.NewEnvelope(sess, h.svc.Now()))})
 	if err != nil {
 		return fmt.Errorf("encode push: %w", err)
 	}
@@ -402,5 +402,5 @@ func (h *Notifier) Publish(ctx context.Context, evs ...lifecycle.Event) error {
 }
 
 func statusOf(err error) int {
-	return apigw.StatusFor(lifecycle.ErrorCode(err))
+	return httpapi.StatusFor(lifecycle.ErrorCode(err))
 }

@@ -1,7 +1,7 @@
 // Package delivery sends Sandman's lifecycle events to the customers' own
 // HTTPS endpoints (docs/WEBHOOKS.md; docs/DESIGN.md "Webhooks to
-// customers"). It is the outbound side; internal/webhook is the inbound one
-// (provider webhooks).
+// customers"). It is the outbound side; internal/providerhook is the
+// inbound one (provider webhooks).
 //
 // An account registers endpoints (Endpoint, through Service): a URL, the
 // event types it wants ("session.paused", …; none: every type) and a

@@ -86,7 +86,7 @@ const (
 	// only (locally, in the background after each claim).
 	PoolRefillQueueURL = "SANDMAN_POOL_REFILL_QUEUE_URL"
 	// ClientTokenKeysSecret names the Secrets Manager secret holding the
-	// client-token key set (internal/channel/clienttoken JSON); set by the stack for
+	// client-token key set (internal/clienttoken JSON); set by the stack for
 	// the functions that mint or verify client tokens.
 	ClientTokenKeysSecret = "SANDMAN_CLIENT_TOKEN_KEYS_SECRET"
 	// ClientTokenKeysFile is the local key-set file, generated on first use

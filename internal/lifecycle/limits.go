@@ -19,7 +19,7 @@ const (
 	SettleTimeout = 10 * time.Second
 	// SettleReserve is what a request leaves before its Lambda deadline for
 	// the settle writes, the claim release and the answer after its own
-	// budget ran out (apigw.RequestBudget): SettleTimeout plus 2 s to answer.
+	// budget ran out (httpapi.RequestBudget): SettleTimeout plus 2 s to answer.
 	SettleReserve = SettleTimeout + 2*time.Second
 )
 

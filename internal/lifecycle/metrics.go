@@ -99,7 +99,7 @@ func measure(p Provider, m Metrics) Provider {
 	}
 	tc, _ := p.(TemplateChecker)
 	cr, _ := p.(CommandRunner)
-	return withOptional(base, tr, tc, cr)
+	return WithOptional(base, tr, tc, cr)
 }
 
 // measuredProvider is a Provider whose failures are counted.

@@ -3,6 +3,7 @@ package lifecycle
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"sync"
 	"testing"
 	"time"
@@ -29,6 +30,20 @@ func (p stubProvider) Resume(context.Context, string, time.Duration) (Sandbox, e
 func (p stubProvider) SetTimeout(context.Context, string, time.Duration) error { return p.err }
 func (p stubProvider) Probe(context.Context, string) (Probe, error)            { return Probe{}, p.err }
 func (p stubProvider) Kill(context.Context, string) error                      { return p.err }
+
+// stubRunner is a provider that runs commands, to see that measure keeps
+// CommandRunner.
+type stubRunner struct{ stubProvider }
+
+func (stubRunner) KeepsProcesses() bool { return true }
+func (stubRunner) StartCommand(context.Context, string, Command) (CommandStatus, error) {
+	return CommandStatus{}, nil
+}
+func (stubRunner) CommandStatus(context.Context, string, string) (CommandStatus, error) {
+	return CommandStatus{}, nil
+}
+func (stubRunner) PortURL(context.Context, string, int) (string, error) { return "https://p", nil }
+func (stubRunner) PortClosed(int, http.Header, []byte) bool             { return false }
 
 type stubReporter struct{ stubProvider }
 

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandmanhq/sandman/internal/calllimit"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/provider/fake"
 )
@@ -58,8 +59,8 @@ func TestHeartbeatSurvivesARefreshTheCallLimiterRefuses(t *testing.T) {
 	w.rewire(t, func(c *lifecycle.Config) {
 		c.Policy.GuardHeadroom = 5 * time.Minute // a refresh comes due 6 min in
 		// One call an hour: the create takes the only token.
-		c.Provider = lifecycle.LimitCalls(c.Provider, lifecycle.LimitConfig{
-			Limit: lifecycle.CallLimit{PerSecond: 1.0 / 3600, Burst: 1}, Clock: limiterClock})
+		c.Provider = calllimit.Wrap(c.Provider, calllimit.Config{
+			Limit: calllimit.Limit{PerSecond: 1.0 / 3600, Burst: 1}, Clock: limiterClock})
 	})
 	sess := w.mustIdle(t, 600)
 	now := w.clock.Advance(6 * time.Minute)

@@ -1,12 +1,12 @@
 package lifecycle
 
-// withOptional returns base extended with the optional provider interfaces
-// given (nil: not offered), so that a wrapper of a provider (measure,
-// LimitCalls) offers exactly what the wrapped provider offers and the
-// Service's type checks (TimeoutReporter, TemplateChecker, CommandRunner)
+// WithOptional returns base extended with the optional provider interfaces
+// given (nil: not offered), so that a wrapper of a provider (measure, or
+// internal/calllimit's limiter) offers exactly what the wrapped provider
+// offers and the Service's type checks (TimeoutReporter, TemplateChecker, CommandRunner)
 // see no more and no less. tr and cr are the wrapper's own versions; tc is
 // passed through (asking whether a template exists is no provider call).
-func withOptional(base Provider, tr TimeoutReporter, tc TemplateChecker, cr CommandRunner) Provider {
+func WithOptional(base Provider, tr TimeoutReporter, tc TemplateChecker, cr CommandRunner) Provider {
 	type (
 		p  = Provider
 		r  = TimeoutReporter

@@ -18,14 +18,14 @@ import (
 
 	"github.com/sandmanhq/sandman/internal/apigw"
 	"github.com/sandmanhq/sandman/internal/app"
-	"github.com/sandmanhq/sandman/internal/channel/clienttoken"
+	"github.com/sandmanhq/sandman/internal/clienttoken"
 	"github.com/sandmanhq/sandman/internal/delivery"
 	"github.com/sandmanhq/sandman/internal/delivery/sqsqueue"
 	"github.com/sandmanhq/sandman/internal/dynamo"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/outbox"
 	"github.com/sandmanhq/sandman/internal/outbox/jsonl"
-	"github.com/sandmanhq/sandman/internal/provider/e2b"
+	"github.com/sandmanhq/sandman/internal/provider/hookwire/e2bhook"
 	"github.com/sandmanhq/sandman/internal/provider/local"
 	"github.com/sandmanhq/sandman/internal/readiness/sqsjobs"
 	"github.com/sandmanhq/sandman/internal/routes"
@@ -125,7 +125,7 @@ func openApp(ctx context.Context, needs app.Needs, deps app.Deps) (*target, *app
 		t.cleanup()
 		return nil, nil, err
 	}
-	if s := e2b.Webhook.Secret; needs.WebhookSecret && cfg.Secrets[s.Env] == "" && cfg.Secrets[s.SecretEnv] == "" {
+	if s := e2bhook.Webhook.Secret; needs.WebhookSecret && cfg.Secrets[s.Env] == "" && cfg.Secrets[s.SecretEnv] == "" {
 		if cfg.Secrets == nil {
 			cfg.Secrets = map[string]string{}
 		}

@@ -24,16 +24,16 @@ import (
 	"github.com/sandmanhq/sandman/internal/apigw"
 	"github.com/sandmanhq/sandman/internal/app"
 	"github.com/sandmanhq/sandman/internal/channel"
-	"github.com/sandmanhq/sandman/internal/channel/clienttoken"
+	"github.com/sandmanhq/sandman/internal/clienttoken"
 	"github.com/sandmanhq/sandman/internal/delivery"
 	"github.com/sandmanhq/sandman/internal/dynamo"
 	"github.com/sandmanhq/sandman/internal/envnames"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/outbox"
 	"github.com/sandmanhq/sandman/internal/outbox/jsonl"
-	"github.com/sandmanhq/sandman/internal/provider"
 	"github.com/sandmanhq/sandman/internal/provider/e2b"
 	"github.com/sandmanhq/sandman/internal/provider/local"
+	"github.com/sandmanhq/sandman/internal/providerhook"
 	"github.com/sandmanhq/sandman/internal/readiness"
 	"github.com/sandmanhq/sandman/internal/routes"
 	"github.com/sandmanhq/sandman/internal/sweep"
@@ -378,7 +378,11 @@ func NewGateway(a *app.App) (*Gateway, error) {
 // secret (app.Needs.WebhookSecret).
 func FunctionHandler(a *app.App, function string) (HTTPHandler, error) {
 	if function == routes.Webhook {
-		h, err := provider.WebhookHandler(a)
+		formats, err := providerhook.Formats(a.Config.Providers, a.Adapters, a.WebhookSecrets, a.Service.Config().Clock)
+		if err != nil {
+			return nil, err
+		}
+		h, err := providerhook.New(providerhook.Config{Applier: a.Service, Formats: formats, Log: a.Log, AllowOrigin: a.Config.CORSOrigin})
 		if err != nil {
 			return nil, err
 		}

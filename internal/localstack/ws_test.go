@@ -13,7 +13,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/sandmanhq/sandman/internal/channel"
-	"github.com/sandmanhq/sandman/internal/channel/clienttoken"
+	"github.com/sandmanhq/sandman/internal/clienttoken"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/lifecycle/memstore"
 	"github.com/sandmanhq/sandman/internal/localstack"

@@ -32,9 +32,9 @@
 //	Pushes               Count    -                  the channel notifier: messages delivered to a connection
 //	SpareFailures        Count    -                  lifecycle.FillPools: a warm pool's spare failed to become ready
 //	PoolsStopped         Count    -                  lifecycle.FillPools: a pool stopped refilling after 3 failures in a row (alarmed)
-//	ProviderCalls        Count    Provider, Class    lifecycle.LimitCalls: a call the provider call limiter let through
-//	ProviderCallsRefused Count    Provider, Class    lifecycle.LimitCalls: a call it refused (its deadline came before its token)
-//	ProviderCallWait     Seconds  Provider, Class    lifecycle.LimitCalls: one value per call that waited for its token
+//	ProviderCalls        Count    Provider, Class    calllimit.Wrap: a call the provider call limiter let through
+//	ProviderCallsRefused Count    Provider, Class    calllimit.Wrap: a call it refused (its deadline came before its token)
+//	ProviderCallWait     Seconds  Provider, Class    calllimit.Wrap: one value per call that waited for its token
 //
 // Locally nothing is emitted: the local stack builds its service without
 // metrics, so `make run` prints none.
@@ -53,6 +53,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sandmanhq/sandman/internal/calllimit"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 )
 
@@ -70,7 +71,7 @@ const (
 	SpareFailures   = "SpareFailures"
 	PoolsStopped    = "PoolsStopped"
 	// ProviderCalls, ProviderCallsRefused and ProviderCallWait are the
-	// provider call limiter's (lifecycle.CallMetrics).
+	// provider call limiter's (calllimit.Metrics).
 	ProviderCalls        = "ProviderCalls"
 	ProviderCallsRefused = "ProviderCallsRefused"
 	ProviderCallWait     = "ProviderCallWait"
@@ -222,7 +223,7 @@ var _ lifecycle.PoolMetrics = (*Emitter)(nil)
 
 // CallGranted counts a call the provider call limiter let through as
 // ProviderCalls and, when it waited for its token, records the wait in
-// seconds as ProviderCallWait (lifecycle.CallMetrics). Calls that went at
+// seconds as ProviderCallWait (calllimit.Metrics). Calls that went at
 // once record no wait: most calls do, and every value is written, so the
 // wait's statistics describe the calls that queued (their count is its
 // SampleCount).
@@ -235,12 +236,12 @@ func (e *Emitter) CallGranted(provider string, class lifecycle.CallPriority, wai
 }
 
 // CallRefused counts a call the provider call limiter refused as
-// ProviderCallsRefused (lifecycle.CallMetrics).
+// ProviderCallsRefused (calllimit.Metrics).
 func (e *Emitter) CallRefused(provider string, class lifecycle.CallPriority) {
 	e.Add(ProviderCallsRefused, Count, 1, Dim{DimProvider, provider}, Dim{DimClass, class.String()})
 }
 
-var _ lifecycle.CallMetrics = (*Emitter)(nil)
+var _ calllimit.Metrics = (*Emitter)(nil)
 
 // entry is one series' contribution to one line: its sum, or up to
 // MaxValues of its values.

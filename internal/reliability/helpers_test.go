@@ -20,9 +20,9 @@ import (
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/outbox"
 	"github.com/sandmanhq/sandman/internal/provider/fake"
+	"github.com/sandmanhq/sandman/internal/providerhook"
 	"github.com/sandmanhq/sandman/internal/reliability"
 	"github.com/sandmanhq/sandman/internal/sweep"
-	"github.com/sandmanhq/sandman/internal/webhook"
 )
 
 // t0 is when every test's clock starts.
@@ -71,7 +71,7 @@ type world struct {
 	outbox   *outbox.Poller        // the table's stream → events
 	svc      *lifecycle.Service
 	sweeper  *sweep.Sweeper
-	hooks    *webhook.Handler
+	hooks    *providerhook.Handler
 	observer *reliability.Observer
 }
 
@@ -99,11 +99,11 @@ func MustWorld(tb testing.TB, seed uint64) *world {
 // wire builds the sweep and the webhook handler over w.svc.
 func (w *world) wire(tb testing.TB) {
 	tb.Helper()
-	format, err := webhook.NewE2B(w.fake.Name(), webhookSecret)
+	format, err := providerhook.NewE2B(w.fake.Name(), webhookSecret)
 	if err != nil {
 		tb.Fatalf("webhook format: %v", err)
 	}
-	hooks, err := webhook.New(webhook.Config{Applier: w.svc, Formats: []webhook.Format{format}, Log: quiet()})
+	hooks, err := providerhook.New(providerhook.Config{Applier: w.svc, Formats: []providerhook.Format{format}, Log: quiet()})
 	if err != nil {
 		tb.Fatalf("webhook handler: %v", err)
 	}

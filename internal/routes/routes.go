@@ -158,7 +158,7 @@ func (r Route) Auth() string {
 const ClientTokensPath = "/v1/sessions/{id}/client-tokens"
 
 // AcceptsClientToken reports whether the route also takes a client token
-// (internal/channel/clienttoken) as "Authorization: Bearer": that session's status,
+// (internal/clienttoken) as "Authorization: Bearer": that session's status,
 // activity, resume and stable link (OpenPath), and nothing else (docs/DESIGN.md "Client channel").
 func (r Route) AcceptsClientToken() bool {
 	switch r.Key() {

@@ -20,7 +20,7 @@
 //     (counted on the wire, see OpCounter: Scan must be 0), and a check that
 //     exactly the idle sessions were paused and no other session was
 //     touched.
-//   - RunWebhook: signed E2B deliveries through the real webhook.Handler
+//   - RunWebhook: signed E2B deliveries through the real providerhook.Handler
 //     (verify, parse, find the session by sandbox, conditional transition,
 //     dedupe claim), sequential and from concurrent senders.
 //   - RunColdStart: each Lambda function built as the real `bootstrap`

@@ -278,7 +278,7 @@ func (r *Report) sweepSection(b *strings.Builder, s *SweepResult) {
 func (r *Report) webhookSection(b *strings.Builder, w *WebhookResult) {
 	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
 	p("## 3. Webhook ingest\n\n")
-	p("Signed E2B deliveries (`%s`) through the real `webhook.Handler`: signature check over the raw body, parse, ", w.Route)
+	p("Signed E2B deliveries (`%s`) through the real `providerhook.Handler`: signature check over the raw body, parse, ", w.Route)
 	p("session lookup by sandbox id (a `Query` of the by_sandbox index), the conditional transition write ")
 	p("(publishing its lifecycle event) and the dedupe claim (a conditional `PutItem`). Sessions were created with ")
 	p("`lifecycle.Service.Create` on the fake provider; deliveries alternate paused and resumed with increasing ")

@@ -18,9 +18,9 @@ import (
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/outbox"
-	"github.com/sandmanhq/sandman/internal/provider/e2b/e2bhook"
 	"github.com/sandmanhq/sandman/internal/provider/fake"
-	"github.com/sandmanhq/sandman/internal/webhook"
+	"github.com/sandmanhq/sandman/internal/provider/hookwire/e2bhook"
+	"github.com/sandmanhq/sandman/internal/providerhook"
 )
 
 // Webhook signing values of the benchmark (test values, never real ones).
@@ -86,7 +86,7 @@ type webhookBench struct {
 	env       *Env
 	svc       *lifecycle.Service
 	provider  *fake.Provider
-	handler   *webhook.Handler
+	handler   *providerhook.Handler
 	template  events.APIGatewayV2HTTPRequest
 	published atomic.Int64
 	seq       atomic.Int64 // delivery numbering
@@ -100,11 +100,11 @@ func newWebhookBench(ctx context.Context, env *Env, table string) (*webhookBench
 		return nil
 	})
 	b.svc = lifecycle.NewService(lifecycle.Config{Store: outbox.InPath(store, pub), Provider: b.provider, Clock: lifecycle.SystemClock{}, Policy: lifecycle.DefaultPolicy(), Log: env.Log})
-	format, err := webhook.NewE2B(b.provider.Name(), benchWebhookSecret)
+	format, err := providerhook.NewE2B(b.provider.Name(), benchWebhookSecret)
 	if err != nil {
 		return nil, err
 	}
-	if b.handler, err = webhook.New(webhook.Config{Applier: b.svc, Formats: []webhook.Format{format}, Log: env.Log}); err != nil {
+	if b.handler, err = providerhook.New(providerhook.Config{Applier: b.svc, Formats: []providerhook.Format{format}, Log: env.Log}); err != nil {
 		return nil, err
 	}
 	raw, err := env.Fixture("webhooks/apigw-e2b-paused.json")
@@ -247,7 +247,7 @@ func (b *webhookBench) run(ctx context.Context, senders, perSender int) (Webhook
 	}, nil
 }
 
-// RunWebhook measures webhook ingest through the real webhook.Handler:
+// RunWebhook measures webhook ingest through the real providerhook.Handler:
 // signature check, parse, session lookup by sandbox, the conditional
 // transition (publishing its event) and the dedupe claim. Sessions are
 // created with lifecycle.Service.Create on the fake provider; deliveries

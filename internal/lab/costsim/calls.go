@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sandmanhq/sandman/internal/calllimit"
 	"github.com/sandmanhq/sandman/internal/lab/numfmt"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 )
@@ -182,7 +183,7 @@ func (c ScaleConfig) callArrivals(d CallDemand, rng *rand.Rand) []call {
 var limiterEpoch = time.Date(2026, time.January, 5, 0, 0, 0, 0, time.UTC)
 
 // classOf is the class a kind's call takes in the provider call limiter
-// (lifecycle.LimitCalls): resumes and creates are user calls, pauses
+// (calllimit.Wrap): resumes and creates are user calls, pauses
 // background work, refreshes refreshes.
 func classOf(k CallKind) lifecycle.CallPriority {
 	switch k {
@@ -195,19 +196,19 @@ func classOf(k CallKind) lifecycle.CallPriority {
 }
 
 // limit runs calls through the provider call limiter itself
-// (lifecycle.CallQueue, the bookkeeping of lifecycle.LimitCalls) on a
+// (calllimit.Queue, the bookkeeping of calllimit.Wrap) on a
 // simulated clock: each call arrives at its time, a call holding a token
 // promised ahead of its time goes at that time and the next token is
-// promised then, as LimitCalls's callers do on the wall clock. With
+// promised then, as calllimit.Wrap's callers do on the wall clock. With
 // priority each kind takes its class (classOf); without, every call takes
 // one class: first come first served, the limiter before it had classes.
 // Granting stops at stop; it returns each call's delay (-1: not served by
 // then).
-func limit(calls []call, l lifecycle.CallLimit, priority bool, stop time.Duration) []time.Duration {
-	q := lifecycle.NewCallQueue(l)
+func limit(calls []call, l calllimit.Limit, priority bool, stop time.Duration) []time.Duration {
+	q := calllimit.NewQueue(l)
 	delay := make([]time.Duration, len(calls))
 	end := limiterEpoch.Add(stop)
-	served := func(t *lifecycle.CallTicket, i int) {
+	served := func(t *calllimit.Ticket, i int) {
 		delay[i] = -1
 		if !t.At.After(end) {
 			delay[i] = t.At.Sub(limiterEpoch.Add(calls[i].at))
@@ -216,7 +217,7 @@ func limit(calls []call, l lifecycle.CallLimit, priority bool, stop time.Duratio
 	// The waiting calls per class, in arrival order: the order the
 	// limiter grants them in within a class (checked as it goes).
 	type waiter struct {
-		t *lifecycle.CallTicket
+		t *calllimit.Ticket
 		i int
 	}
 	var waiting [lifecycle.PriorityRefresh + 1][]waiter
@@ -263,7 +264,7 @@ func (c ScaleConfig) callRow(name string, d CallDemand, priority bool) CallRow {
 	rng := rand.New(rand.NewPCG(c.Seed, 1))
 	calls := c.callArrivals(d, rng)
 	perSecond := float64(c.RateLimit) / c.RateWindow.Seconds()
-	delay := limit(calls, lifecycle.CallLimit{PerSecond: perSecond, Burst: c.Burst}, priority, c.LimiterDrain)
+	delay := limit(calls, calllimit.Limit{PerSecond: perSecond, Burst: c.Burst}, priority, c.LimiterDrain)
 	row := CallRow{Name: name, Demand: d, Limit: c.RateLimit}
 	var by [callKinds][]time.Duration
 	for i, cl := range calls {
@@ -343,7 +344,7 @@ func (s ScaleReport) callsMarkdown() string {
 	w("**The one shared limiter.** Every call goes through one limiter per provider (sweep, timers, resumes, creates "+
 		"and refreshes alike) that holds calls to %s per %s, paced evenly (burst %d), and serves them by class: resumes "+
 		"and creates (user) first, then pauses (background), then refreshes. The rows drive that limiter itself "+
-		"(`lifecycle.CallQueue`, what `lifecycle.LimitCalls` runs on) on the simulated clock. One interval (%s) of the "+
+		"(`calllimit.Queue`, what `calllimit.Wrap` runs on) on the simulated clock. One interval (%s) of the "+
 		"target's calls, drawn as Poisson processes (seed %d), then drained; a call's delay is its grant − its request; "+
 		"calls still waiting %s after the interval began are counted unserved.\n\n",
 		numfmt.Thousands(c.RateLimit), human(c.RateWindow), c.Burst, human(c.SweepInterval), c.Seed, human(c.LimiterDrain))

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/sandmanhq/sandman/internal/calllimit"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/provider/registry"
 )
@@ -44,7 +45,7 @@ var Adapter = registry.Adapter{
 	Webhook: &registry.Webhook{Format: "daytona", Secret: registry.Secret{What: "daytona webhook secret",
 		Env: EnvWebhookSecret, SecretEnv: EnvWebhookSecretSecret, DefaultName: "sandman/daytona-webhook-secret",
 		ContextKey: "sandman:daytonaWebhookSecretName", ConstructID: "DaytonaWebhookSecret"}},
-	Calls:    lifecycle.CallLimit{PerSecond: 10000.0 / 60},
+	Calls:    calllimit.Limit{PerSecond: 10000.0 / 60},
 	CallsEnv: EnvCallsPerSecond,
 	Price:    lifecycle.Price{RunningPerHour: 0.0666, PausedPerHour: 0.0004},
 	Read:     readConfig,

@@ -3,7 +3,9 @@ package e2b
 import (
 	"context"
 
+	"github.com/sandmanhq/sandman/internal/calllimit"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/provider/hookwire/e2bhook"
 	"github.com/sandmanhq/sandman/internal/provider/registry"
 )
 
@@ -15,18 +17,10 @@ const (
 	EnvDomain              = "SANDMAN_E2B_DOMAIN"              // the sandbox domain (default DefaultDomain)
 	EnvAPIKey              = "SANDMAN_PROVIDER_API_KEY"        // the API key in plain text (local use)
 	EnvAPIKeySecret        = "SANDMAN_PROVIDER_API_KEY_SECRET" // the Secrets Manager secret holding it; set by the stack
-	EnvWebhookSecret       = "SANDMAN_WEBHOOK_SECRET"          // the webhook signing secret in plain text (local use)
-	EnvWebhookSecretSecret = "SANDMAN_WEBHOOK_SECRET_SECRET"   // the secret holding it; set by the stack for webhook
+	EnvWebhookSecret       = e2bhook.EnvSecret                 // the webhook signing secret in plain text (local use)
+	EnvWebhookSecretSecret = e2bhook.EnvSecretSecret           // the secret holding it; set by the stack for webhook
 	EnvCallsPerSecond      = "SANDMAN_E2B_CALLS_PER_SECOND"    // the call budget's rate (Adapter.Calls)
 )
-
-// Webhook is E2B's webhook format and signing secret, which the local
-// provider and the fake speak too: one route (/v1/webhooks/e2b), one
-// secret (docs/providers/e2b.md "Lifecycle webhooks").
-var Webhook = registry.Webhook{Format: "e2b", Secret: registry.Secret{
-	What: "webhook secret", Env: EnvWebhookSecret, SecretEnv: EnvWebhookSecretSecret,
-	DefaultName: "sandman/webhook-signing-key", ContextKey: "sandman:webhookSecretName", ConstructID: "WebhookSigningKeySecret",
-}}
 
 // Adapter is E2B's declaration (internal/provider/registry).
 //
@@ -42,8 +36,8 @@ var Adapter = registry.Adapter{
 	Env:        []string{EnvBaseURL, EnvDomain},
 	Key: &registry.Secret{What: "e2b API key", Env: EnvAPIKey, SecretEnv: EnvAPIKeySecret,
 		DefaultName: "sandman/provider-api-key", ContextKey: "sandman:providerApiKeySecretName", ConstructID: "ProviderApiKeySecret"},
-	Webhook:  &Webhook,
-	Calls:    lifecycle.CallLimit{PerSecond: 20000.0 / 30},
+	Webhook:  &e2bhook.Webhook, // shared with the local provider and the fake
+	Calls:    calllimit.Limit{PerSecond: 20000.0 / 30},
 	CallsEnv: EnvCallsPerSecond,
 	Price:    lifecycle.Price{RunningPerHour: 0.1089, PausedPerHour: 0},
 	Read: func(getenv func(string) string) (any, error) {

@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
-	"github.com/sandmanhq/sandman/internal/provider/e2b"
+	"github.com/sandmanhq/sandman/internal/provider/hookwire/e2bhook"
 	"github.com/sandmanhq/sandman/internal/provider/registry"
 )
 
@@ -14,7 +14,7 @@ import (
 // with E2B's secret.
 var Adapter = registry.Adapter{
 	Name:    DefaultName,
-	Webhook: &e2b.Webhook,
+	Webhook: &e2bhook.Webhook,
 	Read:    func(func(string) string) (any, error) { return nil, nil },
 	New: func(p registry.Params) (lifecycle.Provider, func(context.Context) error, error) {
 		p.Log.Warn("using the in-memory fake provider: sandboxes live only in this process")

@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
-	"github.com/sandmanhq/sandman/internal/provider/e2b/e2bhook"
+	"github.com/sandmanhq/sandman/internal/provider/hookwire/e2bhook"
 )
 
 var _ lifecycle.Provider = (*Provider)(nil)

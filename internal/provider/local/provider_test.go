@@ -25,7 +25,7 @@ import (
 	"time"
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
-	"github.com/sandmanhq/sandman/internal/provider/e2b/e2bhook"
+	"github.com/sandmanhq/sandman/internal/provider/hookwire/e2bhook"
 )
 
 // The test binary doubles as the sandbox child and as a short-lived control

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
-	"github.com/sandmanhq/sandman/internal/provider/e2b"
+	"github.com/sandmanhq/sandman/internal/provider/hookwire/e2bhook"
 	"github.com/sandmanhq/sandman/internal/provider/registry"
 )
 
@@ -24,7 +24,7 @@ const (
 var Adapter = registry.Adapter{
 	Name:          ProviderName,
 	Env:           []string{EnvDir, EnvWebhookURL, EnvKeepProcesses},
-	Webhook:       &e2b.Webhook,
+	Webhook:       &e2bhook.Webhook,
 	SignsWebhooks: func(settings any) bool { c, _ := settings.(Config); return c.WebhookURL != "" },
 	Read: func(getenv func(string) string) (any, error) {
 		c := Config{Dir: getenv(EnvDir), WebhookURL: getenv(EnvWebhookURL)}

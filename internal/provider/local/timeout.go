@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
-	"github.com/sandmanhq/sandman/internal/provider/e2b/e2bhook"
+	"github.com/sandmanhq/sandman/internal/provider/hookwire/e2bhook"
 )
 
 // Run enforces timeouts: it calls Tick at once (catching up on whatever

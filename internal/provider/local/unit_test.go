@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
-	"github.com/sandmanhq/sandman/internal/provider/e2b/e2bhook"
+	"github.com/sandmanhq/sandman/internal/provider/hookwire/e2bhook"
 )
 
 func TestParseProcStat(t *testing.T) {

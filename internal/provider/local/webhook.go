@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
-	"github.com/sandmanhq/sandman/internal/provider/e2b/e2bhook"
+	"github.com/sandmanhq/sandman/internal/provider/hookwire/e2bhook"
 )
 
 // newEvent returns the webhook body of type typ for rec at now, in E2B's

@@ -23,6 +23,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sandmanhq/sandman/internal/calllimit"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 )
 
@@ -53,7 +54,7 @@ type Webhook struct {
 	// Secret verifies the deliveries; the webhook function reads it.
 	Secret Secret
 	// Format is the wire format's name, the path segment deliveries come
-	// to (/v1/webhooks/<format>): internal/webhook's E2BName or
+	// to (/v1/webhooks/<format>): internal/providerhook's E2BName or
 	// DaytonaName. Providers that speak one format (E2B, the local provider
 	// and the fake) share its route and its secret.
 	Format string
@@ -104,11 +105,11 @@ type Adapter struct {
 	// (called by app.App.Close). Errors: unusable settings.
 	New func(Params) (p lifecycle.Provider, close func(context.Context) error, err error)
 	// Calls is the provider's call budget per process by default
-	// (lifecycle.LimitCalls; the zero value: no limit), and CallsEnv the
+	// (calllimit.Wrap; the zero value: no limit), and CallsEnv the
 	// variable that overrides its rate (SANDMAN_<NAME>_CALLS_PER_SECOND),
 	// "" for none. docs/CAPACITY.md "Provider call limiter" gives each
 	// default's source.
-	Calls    lifecycle.CallLimit
+	Calls    calllimit.Limit
 	CallsEnv string
 	// Price is the provider's default usage price (lifecycle.Config.Prices;
 	// SANDMAN_PRICES overrides it).
@@ -179,7 +180,7 @@ func (s Set) Prices() map[string]lifecycle.Price {
 // a.CallsEnv when set ("0" or "off": no limit; otherwise calls per second,
 // a positive decimal, the bucket one second deep). Errors name the
 // variable.
-func ReadCalls(a Adapter, getenv func(string) string) (lifecycle.CallLimit, error) {
+func ReadCalls(a Adapter, getenv func(string) string) (calllimit.Limit, error) {
 	if a.CallsEnv == "" {
 		return a.Calls, nil
 	}
@@ -188,13 +189,13 @@ func ReadCalls(a Adapter, getenv func(string) string) (lifecycle.CallLimit, erro
 	case "":
 		return a.Calls, nil
 	case "0", "off":
-		return lifecycle.CallLimit{}, nil
+		return calllimit.Limit{}, nil
 	}
 	n, err := strconv.ParseFloat(v, 64)
 	if err != nil || n <= 0 || n > 1e6 {
-		return lifecycle.CallLimit{}, fmt.Errorf("%s=%q: want calls per second (a positive number such as 300 or 0.5), or 0 for no limit", a.CallsEnv, v)
+		return calllimit.Limit{}, fmt.Errorf("%s=%q: want calls per second (a positive number such as 300 or 0.5), or 0 for no limit", a.CallsEnv, v)
 	}
-	return lifecycle.CallLimit{PerSecond: n}, nil
+	return calllimit.Limit{PerSecond: n}, nil
 }
 
 // Duration reads name from getenv as a positive Go duration; 0 when unset.

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sandmanhq/sandman/internal/calllimit"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/provider/registry"
 )
@@ -12,18 +13,18 @@ import (
 // (one second deep) when set, no limit for "0" or "off", and an error
 // naming the variable for anything else.
 func TestReadCalls(t *testing.T) {
-	a := registry.Adapter{Name: "p", Calls: lifecycle.CallLimit{PerSecond: 50, Burst: 7}, CallsEnv: "SANDMAN_P_CALLS_PER_SECOND"}
+	a := registry.Adapter{Name: "p", Calls: calllimit.Limit{PerSecond: 50, Burst: 7}, CallsEnv: "SANDMAN_P_CALLS_PER_SECOND"}
 	for _, tc := range []struct {
 		value string
-		want  lifecycle.CallLimit
+		want  calllimit.Limit
 		err   bool
 	}{
-		{"", lifecycle.CallLimit{PerSecond: 50, Burst: 7}, false},
-		{" 12.5 ", lifecycle.CallLimit{PerSecond: 12.5}, false},
-		{"0", lifecycle.CallLimit{}, false},
-		{"OFF", lifecycle.CallLimit{}, false},
-		{"-3", lifecycle.CallLimit{}, true},
-		{"fast", lifecycle.CallLimit{}, true},
+		{"", calllimit.Limit{PerSecond: 50, Burst: 7}, false},
+		{" 12.5 ", calllimit.Limit{PerSecond: 12.5}, false},
+		{"0", calllimit.Limit{}, false},
+		{"OFF", calllimit.Limit{}, false},
+		{"-3", calllimit.Limit{}, true},
+		{"fast", calllimit.Limit{}, true},
 	} {
 		got, err := registry.ReadCalls(a, func(string) string { return tc.value })
 		if (err != nil) != tc.err || got != tc.want {

@@ -3,6 +3,7 @@ package vercel
 import (
 	"context"
 
+	"github.com/sandmanhq/sandman/internal/calllimit"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/provider/registry"
 )
@@ -36,7 +37,7 @@ var Adapter = registry.Adapter{
 	Env:        []string{EnvBaseURL, EnvTeamID, EnvProjectID, EnvMaxSessionTimeout},
 	Key: &registry.Secret{What: "vercel token", Env: EnvToken, SecretEnv: EnvTokenSecret,
 		DefaultName: "sandman/vercel-token", ContextKey: "sandman:vercelTokenSecretName", ConstructID: "VercelTokenSecret"},
-	Calls:    lifecycle.CallLimit{PerSecond: 10},
+	Calls:    calllimit.Limit{PerSecond: 10},
 	CallsEnv: EnvCallsPerSecond,
 	Price:    lifecycle.Price{RunningPerHour: 0.2984, PausedPerHour: 0},
 	Read: func(getenv func(string) string) (any, error) {

@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/sandmanhq/sandman/internal/provider/daytona/daytonahook"
+	"github.com/sandmanhq/sandman/internal/provider/hookwire/daytonahook"
 	"github.com/sandmanhq/sandman/internal/provider/internal/fakekit"
 )
 

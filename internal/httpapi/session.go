@@ -1,0 +1,111 @@
+package httpapi
+
+import (
+	"time"
+
+	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/openapi/api"
+)
+
+// Nullable returns nil for "" so the field encodes as null.
+func Nullable(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// ReadinessJSON returns the app_readiness fields of s.
+func ReadinessJSON(s *lifecycle.Session) api.AppReadiness {
+	return api.AppReadiness{Readiness: Nullable(string(s.Readiness)), ReadinessDetail: Nullable(s.ReadinessDetail),
+		ReadyAt: api.Time(s.ReadyAt)}
+}
+
+// AppJSON returns the app of a session or pool (nil: none). Its env is an
+// empty object rather than null; ready_timeout_seconds is in whole seconds.
+func AppJSON(a *lifecycle.AppSpec) *api.App {
+	if a == nil {
+		return nil
+	}
+	env := a.Env
+	if env == nil {
+		env = map[string]string{}
+	}
+	return &api.App{Port: a.Port, StartCommand: a.StartCommand, Cwd: a.Cwd, Env: env, ReadyPath: a.ReadyPath,
+		ReadyTimeoutSeconds: int64(a.ReadyTimeout / time.Second)}
+}
+
+// SessionJSON returns the API's session object for s (docs/openapi.json
+// "Session"): every route that answers a session builds it here.
+// pause_deadline (and its deprecated name hibernate_after) is the pause
+// deadline of a running session, null in every other state; durations are
+// in whole seconds.
+func SessionJSON(s *lifecycle.Session) api.Session {
+	meta := s.Metadata
+	if meta == nil {
+		meta = map[string]string{}
+	}
+	var pauseDeadline time.Time
+	if s.State == lifecycle.StateRunning {
+		pauseDeadline = s.PauseDeadline()
+	}
+	return api.Session{
+		ID:                 s.ID,
+		AccountID:          s.AccountID,
+		Provider:           s.Provider,
+		Template:           s.Template,
+		State:              string(s.State),
+		Reason:             s.Reason,
+		SandboxID:          Nullable(s.SandboxID),
+		PreviewURL:         Nullable(s.PreviewURL),
+		Metadata:           meta,
+		IdleTimeoutSeconds: int64(s.IdleTimeout / time.Second),
+		MaxLifetimeSeconds: int64(s.MaxLifetime / time.Second),
+		Version:            s.Version,
+		CreatedAt:          api.Time(s.CreatedAt),
+		UpdatedAt:          api.Time(s.UpdatedAt),
+		LastActivityAt:     api.Time(s.LastActivityAt),
+		IdleDeadline:       api.Time(s.IdleDeadline),
+		PauseDeadline:      api.Time(pauseDeadline),
+		HibernateAfter:     api.Time(pauseDeadline), // the deprecated name, one version
+		RunningSince:       api.Time(s.RunningSince),
+		PausedAt:           api.Time(s.PausedAt),
+		SandboxExpiresAt:   api.Time(s.SandboxExpiresAt),
+		AwayTimeoutSeconds: int64(s.AwayTimeout / time.Second),
+		AwayDeadline:       api.Time(s.AwayDeadline),
+		ResumeOnReturn:     s.ResumeOnReturn,
+		App:                AppJSON(s.App),
+		AppReadiness:       ReadinessJSON(s),
+		FromPool:           s.FromPool,
+	}
+}
+
+// EnvelopeJSON returns the lifecycle envelope e (docs/openapi.json
+// "Envelope") as the API sends it.
+func EnvelopeJSON(e lifecycle.Envelope) api.Envelope {
+	return api.Envelope{
+		ServerTime:       api.Time(e.ServerTime),
+		State:            string(e.State),
+		LastActivityAt:   api.Time(e.LastActivityAt),
+		PauseDeadline:    api.Time(e.PauseDeadline),
+		HibernateAfter:   api.Time(e.PauseDeadline), // the deprecated name, one version
+		SandboxExpiresAt: api.Time(e.SandboxExpiresAt),
+	}
+}
+
+// StatusJSON returns the body of GET /v1/sessions/{id}/status for sess with
+// its lifecycle envelope env (lifecycle.NewEnvelope at the service's now).
+// The client channel pushes exactly this as {"type":"session","session":
+// <status body>} (docs/DESIGN.md "Client channel"), so the route and the
+// push cannot drift apart.
+func StatusJSON(sess *lifecycle.Session, env lifecycle.Envelope) api.Status {
+	return api.Status{
+		SessionID:     sess.ID,
+		State:         string(sess.State),
+		SandboxPaused: sess.State == lifecycle.StatePaused,
+		HasSnapshot:   sess.HasSnapshot(),
+		PreviewURL:    Nullable(sess.PreviewURL),
+		Lifecycle:     EnvelopeJSON(env),
+		AppReadiness:  ReadinessJSON(sess),
+	}
+}

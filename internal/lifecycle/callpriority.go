@@ -1,0 +1,54 @@
+package lifecycle
+
+import "context"
+
+// CallPriority is a provider call's class in a provider's call limiter
+// (internal/calllimit): when calls wait for tokens, the next token goes to
+// the oldest waiting call of the highest class. The Service sets a call's
+// class on its ctx (WithCallPriority); the limiter reads it. docs/CAPACITY.md "Provider call
+// limiter" lists which call takes which class and which callers override.
+type CallPriority uint8
+
+// The classes, highest first.
+const (
+	// PriorityUser is a call someone waits on: Create, Resume, Probe, and
+	// a readiness job's StartCommand, CommandStatus and PortURL.
+	PriorityUser CallPriority = iota
+	// PriorityBackground is the sweep's, the timers' and reconcile's work:
+	// Pause, Get, List, Kill.
+	PriorityBackground
+	// PriorityRefresh is a guard refresh (SetTimeout, SetTimeoutUntil): it
+	// has headroom, the provider's timeout lying well past the pause
+	// deadline.
+	PriorityRefresh
+	callPriorities
+)
+
+// NumCallPriorities is how many classes there are: a limiter keeps one
+// queue per class, indexed by CallPriority (internal/calllimit).
+const NumCallPriorities = callPriorities
+
+// String is "user", "background" or "refresh".
+func (p CallPriority) String() string {
+	if p >= callPriorities {
+		return "unknown"
+	}
+	return [...]string{"user", "background", "refresh"}[p]
+}
+
+type callPriorityKey struct{}
+
+// WithCallPriority returns a ctx whose provider calls take their tokens in
+// class p, whatever each method's own class: e.g. an operator's diagnosis
+// reads the sandbox (Get) as a user call, a pool spare's SetTimeout is
+// background work. A p out of range is ignored.
+func WithCallPriority(ctx context.Context, p CallPriority) context.Context {
+	return context.WithValue(ctx, callPriorityKey{}, p)
+}
+
+// CallPriorityOf returns the class ctx sets (WithCallPriority) and whether
+// it sets one in range.
+func CallPriorityOf(ctx context.Context) (CallPriority, bool) {
+	p, ok := ctx.Value(callPriorityKey{}).(CallPriority)
+	return p, ok && p < callPriorities
+}
