@@ -48,12 +48,14 @@ tools_dir="$repo/.tools/dynamodb-local"
 package_version="${DYNAMODB_LOCAL_VERSION:-10.3.0}"
 wait_seconds="${DYNAMODB_LOCAL_WAIT:-30}"
 pidfile="${DYNAMODB_LOCAL_PIDFILE:-$repo/.sandman/dynamodb-local.pid}"
-
-log() { printf 'dynamodb-local: %s\n' "$*" >&2; }
-die() {
-	log "error: $*"
-	exit 1
-}
+server_name="dynamodb-local"
+server_label="DynamoDB Local"
+server_match="DynamoDBLocal.jar"
+endpoint_env="DYNAMODB_ENDPOINT"
+export_env=""
+data_dir=""
+# shellcheck source=scripts/lib/server.sh
+source "$repo/scripts/lib/server.sh"
 
 # find_jar prints the directory holding DynamoDBLocal.jar, or nothing.
 find_jar_dir() {
@@ -103,49 +105,10 @@ check_java() {
 	fi
 }
 
-# free_port prints a TCP port on 127.0.0.1 that nothing listens on now.
-free_port() {
-	node -e '
-const s = require("net").createServer();
-s.listen(0, "127.0.0.1", () => { process.stdout.write(String(s.address().port)); s.close(); });
-' 2>/dev/null && return 0
-	# Fallback without node: probe a random high port with bash's /dev/tcp.
-	local port i
-	for i in $(seq 1 50); do
-		port=$((20000 + RANDOM % 20000))
-		if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-			echo "$port"
-			return 0
-		fi
-	done
-	die "could not find a free port on 127.0.0.1"
-}
-
-# running_pid prints the pid from the pidfile when that process is alive and
-# is DynamoDB Local; it removes a stale pidfile.
-running_pid() {
-	[[ -f "$pidfile" ]] || return 0
-	local pid
-	pid="$(cat "$pidfile" 2>/dev/null || true)"
-	if [[ "$pid" =~ ^[0-9]+$ ]] && kill -0 "$pid" 2>/dev/null &&
-		tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q DynamoDBLocal.jar; then
-		echo "$pid"
-		return 0
-	fi
-	rm -f "$pidfile" "${pidfile%.pid}.endpoint"
-}
-
-# answers reports whether something answers HTTP at the endpoint (any status).
-answers() {
-	local code
-	code="$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$1/" 2>/dev/null || true)"
-	[[ -n "$code" && "$code" != "000" ]]
-}
-
-# launch starts the jar on port $1 and waits for it; it returns 1 (leaving the
-# log) when the process exits before answering.
-launch() {
-	local port="$1" endpoint="http://127.0.0.1:$1" logfile="${pidfile%.pid}.log"
+# server_spawn starts the jar on port $1 in the background (see
+# scripts/lib/server.sh), in memory or with its tables in $data_dir.
+server_spawn() {
+	local port="$1" endpoint="$2" logfile="$3"
 	local jar_dir
 	jar_dir="$(find_jar_dir)"
 	local -a args=(-Djava.library.path="$jar_dir/DynamoDBLocal_lib" -jar "$jar_dir/DynamoDBLocal.jar"
@@ -158,37 +121,11 @@ launch() {
 	log "starting on $endpoint ($([[ -n "$data_dir" ]] && echo "data in $data_dir" || echo "in memory")), log $logfile"
 	# Own session and no inherited stdout, so $(...) callers return at once.
 	(cd "$jar_dir" && exec setsid java "${args[@]}" </dev/null >"$logfile" 2>&1) &
-	local pid=$!
-	echo "$pid" >"$pidfile"
-	echo "$endpoint" >"${pidfile%.pid}.endpoint"
-
-	local deadline=$((SECONDS + wait_seconds + 1)) # SECONDS ticks whole seconds
-	while ((SECONDS < deadline)); do
-		if ! kill -0 "$pid" 2>/dev/null; then
-			rm -f "$pidfile" "${pidfile%.pid}.endpoint"
-			return 1
-		fi
-		if answers "$endpoint"; then
-			log "ready on $endpoint (pid $pid)"
-			if [[ -n "$export_env" ]]; then
-				echo "export DYNAMODB_ENDPOINT=$endpoint"
-			else
-				echo "$endpoint"
-			fi
-			return 0
-		fi
-		sleep 0.2
-	done
-	log "error: DynamoDB Local did not answer on $endpoint within ${wait_seconds}s; last lines of $logfile:"
-	tail -n 20 "$logfile" >&2 || true
-	kill "$pid" 2>/dev/null || true
-	rm -f "$pidfile" "${pidfile%.pid}.endpoint"
-	exit 1
 }
 
 cmd_start() {
-	local port="" mode_set=""
-	data_dir="" export_env=""
+	local mode_set=""
+	data_dir="" export_env="" start_port=""
 	while (($#)); do
 		case "$1" in
 		--in-memory)
@@ -204,95 +141,17 @@ cmd_start() {
 			data_dir="$(cd "$2" && pwd)"
 			shift 2
 			;;
-		--port)
-			[[ $# -ge 2 && "$2" =~ ^[0-9]+$ ]] || die "--port needs a number"
-			port="$2"
-			shift 2
+		*)
+			start_option "$@" || die "unknown start option '$1' (want --in-memory, --data-dir DIR, --port N, --pidfile FILE, --export)"
+			shift "$start_shift"
 			;;
-		--pidfile)
-			[[ $# -ge 2 && -n "$2" ]] || die "--pidfile needs a file"
-			pidfile="$2"
-			shift 2
-			;;
-		--export)
-			export_env=1
-			shift
-			;;
-		*) die "unknown start option '$1' (want --in-memory, --data-dir DIR, --port N, --pidfile FILE, --export)" ;;
 		esac
 	done
-	[[ "$pidfile" == /* ]] || pidfile="$PWD/$pidfile"
+	absolute_pidfile
 	check_java
-	command -v curl >/dev/null 2>&1 || die "curl is not on PATH; it is needed to wait for DynamoDB Local"
+	require_curl
 	cmd_install
-	mkdir -p "$(dirname "$pidfile")"
-
-	local pid
-	pid="$(running_pid)"
-	if [[ -n "$pid" ]]; then
-		die "already running (pid $pid, $(cat "${pidfile%.pid}.endpoint" 2>/dev/null || echo 'endpoint unknown')); stop it first or use another --pidfile"
-	fi
-
-	if [[ -n "$port" ]]; then
-		if answers "http://127.0.0.1:$port"; then
-			die "port $port on 127.0.0.1 is already in use"
-		fi
-		launch "$port" && return 0
-	else
-		# A port picked free can be taken before java binds it: try a few.
-		local attempt
-		for attempt in 1 2 3; do
-			launch "$(free_port)" && return 0
-			log "attempt $attempt: DynamoDB Local exited early; retrying on another port"
-		done
-	fi
-	log "error: DynamoDB Local exited before answering; last lines of ${pidfile%.pid}.log:"
-	tail -n 20 "${pidfile%.pid}.log" >&2 || true
-	exit 1
-}
-
-parse_pidfile_only() {
-	while (($#)); do
-		case "$1" in
-		--pidfile)
-			[[ $# -ge 2 && -n "$2" ]] || die "--pidfile needs a file"
-			pidfile="$2"
-			shift 2
-			;;
-		*) die "unknown option '$1' (want --pidfile FILE)" ;;
-		esac
-	done
-	[[ "$pidfile" == /* ]] || pidfile="$PWD/$pidfile"
-}
-
-cmd_stop() {
-	parse_pidfile_only "$@"
-	local pid
-	pid="$(running_pid)"
-	if [[ -z "$pid" ]]; then
-		log "not running (no live pid in $pidfile)"
-		return 0
-	fi
-	kill "$pid" 2>/dev/null || true
-	local i
-	for i in $(seq 1 50); do
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.2
-	done
-	if kill -0 "$pid" 2>/dev/null; then
-		log "pid $pid did not stop after TERM; sending KILL"
-		kill -9 "$pid" 2>/dev/null || true
-	fi
-	rm -f "$pidfile" "${pidfile%.pid}.endpoint"
-	log "stopped (pid $pid)"
-}
-
-cmd_endpoint() {
-	parse_pidfile_only "$@"
-	local pid
-	pid="$(running_pid)"
-	[[ -n "$pid" ]] || die "not running (no live pid in $pidfile)"
-	cat "${pidfile%.pid}.endpoint"
+	start_server "$start_port"
 }
 
 case "${1:-}" in

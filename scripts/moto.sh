@@ -40,12 +40,13 @@ repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 wait_seconds="${MOTO_WAIT:-30}"
 pip_timeout="${MOTO_PIP_TIMEOUT:-20}"
 pidfile="${MOTO_PIDFILE:-$repo/.sandman/moto.pid}"
-
-log() { printf 'moto: %s\n' "$*" >&2; }
-die() {
-	log "error: $*"
-	exit 1
-}
+server_name="moto"
+server_label="moto"
+server_match="moto.server"
+endpoint_env="S3_ENDPOINT"
+export_env=""
+# shellcheck source=scripts/lib/server.sh
+source "$repo/scripts/lib/server.sh"
 
 has_moto() { python3 -c 'import moto.server' >/dev/null 2>&1; }
 
@@ -66,166 +67,25 @@ cmd_check() {
 	die "moto is not installed and pip reaches no package index here. Install moto[server] where an index is reachable (pip install 'moto[server]'), or from a wheelhouse (pip install --no-index --find-links DIR 'moto[server]'); Debian has no python3-moto package. Without it the S3 archive tests skip (or fail under SANDMAN_TEST_REQUIRE=1)."
 }
 
-# free_port prints a TCP port on 127.0.0.1 that nothing listens on now.
-free_port() {
-	python3 -c '
-import socket
-s = socket.socket()
-s.bind(("127.0.0.1", 0))
-print(s.getsockname()[1])
-s.close()
-'
-}
-
-# running_pid prints the pid from the pidfile when that process is alive and
-# is moto's server; it removes a stale pidfile.
-running_pid() {
-	[[ -f "$pidfile" ]] || return 0
-	local pid
-	pid="$(cat "$pidfile" 2>/dev/null || true)"
-	if [[ "$pid" =~ ^[0-9]+$ ]] && kill -0 "$pid" 2>/dev/null &&
-		tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q 'moto.server'; then
-		echo "$pid"
-		return 0
-	fi
-	rm -f "$pidfile" "${pidfile%.pid}.endpoint"
-}
-
-# answers reports whether moto answers HTTP at the endpoint (any status).
-answers() {
-	local code
-	code="$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$1/" 2>/dev/null || true)"
-	[[ -n "$code" && "$code" != "000" ]]
-}
-
-# launch starts moto on port $1 and waits for it; it returns 1 (leaving the
-# log) when the process exits before answering.
-launch() {
-	local port="$1" endpoint="http://127.0.0.1:$1" logfile="${pidfile%.pid}.log"
+# server_spawn starts moto's server on port $1 in the background (see
+# scripts/lib/server.sh).
+server_spawn() {
+	local port="$1" endpoint="$2" logfile="$3"
 	log "starting on $endpoint, log $logfile"
 	# Own session and no inherited stdout, so $(...) callers return at once.
 	setsid python3 -m moto.server -H 127.0.0.1 -p "$port" </dev/null >"$logfile" 2>&1 &
-	local pid=$!
-	echo "$pid" >"$pidfile"
-	echo "$endpoint" >"${pidfile%.pid}.endpoint"
-
-	local deadline=$((SECONDS + wait_seconds + 1)) # SECONDS ticks whole seconds
-	while ((SECONDS < deadline)); do
-		if ! kill -0 "$pid" 2>/dev/null; then
-			rm -f "$pidfile" "${pidfile%.pid}.endpoint"
-			return 1
-		fi
-		if answers "$endpoint"; then
-			log "ready on $endpoint (pid $pid)"
-			if [[ -n "$export_env" ]]; then
-				echo "export S3_ENDPOINT=$endpoint"
-			else
-				echo "$endpoint"
-			fi
-			return 0
-		fi
-		sleep 0.2
-	done
-	log "error: moto did not answer on $endpoint within ${wait_seconds}s; last lines of $logfile:"
-	tail -n 20 "$logfile" >&2 || true
-	kill "$pid" 2>/dev/null || true
-	rm -f "$pidfile" "${pidfile%.pid}.endpoint"
-	exit 1
 }
 
 cmd_start() {
-	local port=""
-	export_env=""
+	export_env="" start_port=""
 	while (($#)); do
-		case "$1" in
-		--port)
-			[[ $# -ge 2 && "$2" =~ ^[0-9]+$ ]] || die "--port needs a number"
-			port="$2"
-			shift 2
-			;;
-		--pidfile)
-			[[ $# -ge 2 && -n "$2" ]] || die "--pidfile needs a file"
-			pidfile="$2"
-			shift 2
-			;;
-		--export)
-			export_env=1
-			shift
-			;;
-		*) die "unknown start option '$1' (want --port N, --pidfile FILE, --export)" ;;
-		esac
+		start_option "$@" || die "unknown start option '$1' (want --port N, --pidfile FILE, --export)"
+		shift "$start_shift"
 	done
-	[[ "$pidfile" == /* ]] || pidfile="$PWD/$pidfile"
+	absolute_pidfile
 	cmd_check
-	command -v curl >/dev/null 2>&1 || die "curl is not on PATH; it is needed to wait for moto"
-	mkdir -p "$(dirname "$pidfile")"
-
-	local pid
-	pid="$(running_pid)"
-	if [[ -n "$pid" ]]; then
-		die "already running (pid $pid, $(cat "${pidfile%.pid}.endpoint" 2>/dev/null || echo 'endpoint unknown')); stop it first or use another --pidfile"
-	fi
-
-	if [[ -n "$port" ]]; then
-		if answers "http://127.0.0.1:$port"; then
-			die "port $port on 127.0.0.1 is already in use"
-		fi
-		launch "$port" && return 0
-	else
-		# A port picked free can be taken before moto binds it: try a few.
-		local attempt
-		for attempt in 1 2 3; do
-			launch "$(free_port)" && return 0
-			log "attempt $attempt: moto exited early; retrying on another port"
-		done
-	fi
-	log "error: moto exited before answering; last lines of ${pidfile%.pid}.log:"
-	tail -n 20 "${pidfile%.pid}.log" >&2 || true
-	exit 1
-}
-
-parse_pidfile_only() {
-	while (($#)); do
-		case "$1" in
-		--pidfile)
-			[[ $# -ge 2 && -n "$2" ]] || die "--pidfile needs a file"
-			pidfile="$2"
-			shift 2
-			;;
-		*) die "unknown option '$1' (want --pidfile FILE)" ;;
-		esac
-	done
-	[[ "$pidfile" == /* ]] || pidfile="$PWD/$pidfile"
-}
-
-cmd_stop() {
-	parse_pidfile_only "$@"
-	local pid
-	pid="$(running_pid)"
-	if [[ -z "$pid" ]]; then
-		log "not running (no live pid in $pidfile)"
-		return 0
-	fi
-	kill "$pid" 2>/dev/null || true
-	local i
-	for i in $(seq 1 50); do
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.2
-	done
-	if kill -0 "$pid" 2>/dev/null; then
-		log "pid $pid did not stop after TERM; sending KILL"
-		kill -9 "$pid" 2>/dev/null || true
-	fi
-	rm -f "$pidfile" "${pidfile%.pid}.endpoint"
-	log "stopped (pid $pid)"
-}
-
-cmd_endpoint() {
-	parse_pidfile_only "$@"
-	local pid
-	pid="$(running_pid)"
-	[[ -n "$pid" ]] || die "not running (no live pid in $pidfile)"
-	cat "${pidfile%.pid}.endpoint"
+	require_curl
+	start_server "$start_port"
 }
 
 case "${1:-}" in
