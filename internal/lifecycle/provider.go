@@ -118,7 +118,7 @@ var (
 
 // ProviderError is a classified provider failure.
 type ProviderError struct {
-	Kind       error         // ErrSandboxGone, ErrSandboxConflict or ErrProviderTransient
+	Kind       error         // ErrSandboxGone, ErrSandboxConflict, ErrProviderTransient or ErrCheckpointGone
 	Op         string        // the provider operation, e.g. "pause"
 	SandboxID  string        // may be ""
 	RetryAfter time.Duration // transient only; 0 when the provider gave none

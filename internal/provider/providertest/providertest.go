@@ -148,6 +148,19 @@ func missing(e Env, hook string) bool {
 	case "CommandRunner":
 		_, ok := e.Provider.(lifecycle.CommandRunner)
 		return !ok
+	case "Files":
+		_, ok := e.Provider.(lifecycle.Files)
+		return !ok
+	case "Snapshotter":
+		_, files := hasSnapshotCaps(e)
+		return !files
+	case "SnapshotRetention":
+		caps, files := hasSnapshotCaps(e)
+		return !files || caps.Retention == 0 || e.Advance == nil
+	case "Forker":
+		_, fork := e.Provider.(lifecycle.Forker)
+		_, files := e.Provider.(lifecycle.Files)
+		return !fork || !files
 	}
 	return false
 }
@@ -170,7 +183,7 @@ func Behaviours() []Behaviour {
 		{Name: "TransientCarriesRetryAfter", Needs: "Fail", Run: transientRetryAfter},
 		{Name: "ProbeRunning", Run: probeRunning},
 		{Name: "ProbePausedNeverWakes", Run: probePausedNeverWakes},
-	}, commandRows()...)
+	}, append(commandRows(), checkpointRows()...)...)
 }
 
 // ctx returns a context that ends with the test.
