@@ -114,6 +114,14 @@ type Config struct {
 	// nil: those jobs go to ReadinessJobs, whose BringUp finishes a handed
 	// off resume too.
 	ResumeJobs ReadinessJobs
+	// CheckpointJobs queues checkpoint saves, restores, forks and deletes
+	// (RunCheckpointJob; docs/CHECKPOINTS.md "Jobs"); nil: checkpoint
+	// routes answer unavailable.
+	CheckpointJobs CheckpointJobs
+	// Archives keeps Sandman's own copies of workspaces, the checkpoints of
+	// kind archive (internal/archive adapts its stores: a folder under
+	// .sandman/ locally, S3 in AWS); nil: only provider snapshots.
+	Archives Archives
 	// ReadyHTTP makes the readiness probes (default: a client that follows
 	// no redirects: a redirect is an answer).
 	ReadyHTTP *http.Client
