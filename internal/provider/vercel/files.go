@@ -73,8 +73,8 @@ func (p *Provider) runLine(ctx context.Context, op, sandboxID, line string) (str
 	var st stream
 	err = p.retry(ctx, op, sandboxID, func(ctx context.Context) error {
 		r, err := p.roundTrip(ctx, request{Op: op, SandboxID: sandboxID, Method: http.MethodPost,
-			Path: []string{"v2", "sandboxes", "sessions", sessionID, "cmd"},
-			Body: commandBody{Command: "sh", Args: []string{"-c", line}, Env: map[string]string{}, Wait: true, Logs: true},
+			Path:    []string{"v2", "sandboxes", "sessions", sessionID, "cmd"},
+			Body:    commandBody{Command: "sh", Args: []string{"-c", line}, Env: map[string]string{}, Wait: true, Logs: true},
 			Timeout: p.cfg.RequestTimeout})
 		if err != nil {
 			return err

@@ -53,7 +53,7 @@ type treeNode struct {
 // snapshotTree walks from snapshotId through its ancestors (sortOrder
 // desc, the default) or its first descendants (asc), limit nodes a page;
 // each node lists the other children of its parent, and count is how many
-// children that parent has. The next page's cursor is the next node's id,
+// children that parent has (1 for a root). The next page's cursor is the next node's id,
 // which the SDK sends back as snapshotId.
 func (s *Server) snapshotTree(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
@@ -80,7 +80,10 @@ func (s *Server) snapshotTree(w http.ResponseWriter, r *http.Request) {
 	nodes := []treeNode{}
 	for ; snap != nil && len(nodes) < limit; snap = s.treeNext(snap, desc, children) {
 		node := treeNode{Snapshot: snapshotJSONOf(snap), Siblings: []*snapshotJSON{}}
-		kin := children(snap.ParentID)
+		kin := []*snapshotRec{snap} // a root has no siblings
+		if snap.ParentID != "" {
+			kin = children(snap.ParentID)
+		}
 		for _, k := range kin {
 			if k != snap {
 				node.Siblings = append(node.Siblings, snapshotJSONOf(k))
