@@ -29,8 +29,13 @@
 //   - Probe and Get: GET with resume=false, which never boots a session.
 //     Vercel has no in-sandbox health endpoint and the preview port may not
 //     listen, so the session status the control API reports is the probe.
-//   - Kill: DELETE (with deleteOrphanSnapshots=true); 404 is success.
+//   - Kill: DELETE, with deleteOrphanSnapshots=true unless the sandbox
+//     holds checkpoints; 404 is success.
 //   - Preview URLs come from the routes the API returns, never computed.
+//   - Checkpoints (lifecycle.Snapshotter, checkpoints.go; lifecycle.Files,
+//     files.go): Vercel's snapshots, which stop the session they are
+//     taken of; no lifecycle.Forker (Vercel forks a sandbox's current
+//     snapshot, not its live state).
 //   - Commands (lifecycle.CommandRunner, commands.go): the app is started
 //     detached with the run-command API in the current session and read
 //     back by the command id this Provider kept; processes are lost with

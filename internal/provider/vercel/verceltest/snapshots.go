@@ -4,13 +4,111 @@ import (
 	"cmp"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
+	"time"
 
 	"github.com/sandmanhq/sandman/internal/provider/internal/fakekit"
 )
 
-// The snapshots: list, tree, get and delete; and fork, which starts from
-// one.
+// The snapshots: taken, listed (and walked as a tree), read and deleted;
+// fork, which starts from one; and their faults.
+
+// SnapshotFault makes the snapshots of one sandbox misbehave
+// (SetSnapshotFault).
+type SnapshotFault struct {
+	// Fail records each snapshot with status failed: the session stops
+	// all the same, and the sandbox's current snapshot stays what it was.
+	Fail bool
+	// Slow keeps the session snapshotting this long on the fake's clock
+	// (session calls answer 422 sandbox_snapshotting); the snapshot call
+	// answers once the clock has passed it, or never when its client gives
+	// up first, and the snapshot is taken then all the same.
+	Slow time.Duration
+}
+
+// ExpireSnapshot deletes the current snapshot of a sandbox as its
+// expiration would, so the next resume answers 410 snapshot_not_found. It
+// reports whether there was one.
+func (s *Server) ExpireSnapshot(project, name string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sb, ok := s.sandboxes[project+"/"+name]
+	return ok && s.drop(sb.CurrentSnapshotID)
+}
+
+// DropSnapshot deletes the snapshot id behind the client's back (its
+// expiry, a delete from Vercel's dashboard). It reports whether it was
+// there.
+func (s *Server) DropSnapshot(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.drop(id)
+}
+
+// drop marks a usable snapshot deleted. Callers hold s.mu.
+func (s *Server) drop(id string) bool {
+	snap, ok := s.usable(id)
+	if ok {
+		snap.Status, snap.UpdatedAt = "deleted", s.now()
+	}
+	return ok
+}
+
+// SetSnapshotFault makes the snapshots of a sandbox misbehave from now on
+// (the zero SnapshotFault: behave). It reports whether the sandbox exists.
+func (s *Server) SetSnapshotFault(project, name string, f SnapshotFault) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sb, ok := s.sandboxes[project+"/"+name]
+	if ok {
+		sb.fault = f
+	}
+	return ok
+}
+
+// takeSnapshot copies se's files into a new snapshot of its sandbox at t,
+// which becomes the sandbox's current one (its parent: the one before)
+// unless the sandbox's SnapshotFault fails it; keepLastSnapshots then
+// evicts the oldest.
+func (s *Server) takeSnapshot(se *sessionRec, expiration, t int64) *snapshotRec {
+	s.seq++
+	sb := se.sandbox
+	snap := &snapshotRec{snapshotJSON{ID: fmt.Sprintf("snap_%08d", s.seq), SourceSessionID: se.ID, Region: sb.Region,
+		Status: "created", SizeBytes: se.files.Size(), CreatedAt: t, UpdatedAt: t, ParentID: sb.CurrentSnapshotID},
+		expiration, sb, se.files.Clone()}
+	if expiration > 0 {
+		snap.ExpiresAt = t + expiration
+	}
+	s.snapshots[snap.ID] = snap
+	se.snapshot = snap.ID
+	if sb.fault.Fail {
+		snap.Status = "failed"
+		return snap
+	}
+	sb.CurrentSnapshotID = snap.ID
+	if k := sb.keepLast; k != nil && k.Count > 0 {
+		var mine []*snapshotRec
+		for _, o := range s.snapshots {
+			if o.sandbox == sb && o.Status == "created" {
+				mine = append(mine, o)
+			}
+		}
+		slices.SortFunc(mine, func(a, b *snapshotRec) int { return cmp.Compare(b.ID, a.ID) })
+		for _, o := range mine[min(k.Count, len(mine)):] {
+			if k.DeleteEvicted == nil || *k.DeleteEvicted {
+				o.Status, o.UpdatedAt = "deleted", t
+			}
+		}
+	}
+	return snap
+}
+
+// usable returns the snapshot id when it can make sessions.
+func (s *Server) usable(id string) (*snapshotRec, bool) {
+	snap, ok := s.snapshots[id]
+	return snap, ok && snap.Status == "created"
+}
 
 // listSnapshots answers GET /v2/sandboxes/snapshots?project=&name=: the
 // project's snapshots, of the sandbox name when given, newest first.
