@@ -2,14 +2,18 @@
 // detached command serves its port, and the preview at sandbox.domain(port)
 // answers Vercel's 502 SANDBOX_NOT_LISTENING until it listens, then the
 // app; a command's exit code and logs read back; a stop and resume is a new
-// session where nothing runs. The SDK has no base URL option: its
-// documented seam, a custom fetch, sends its calls to the fake.
+// session where nothing runs. A snapshot stops the sandbox (the SDK resumes
+// it on the next call), Snapshot.get reads it, a sandbox created from it
+// holds the files written before it and not those written after, and once
+// deleted it makes no sandbox (410 snapshot_not_found). The SDK has no base
+// URL option: its documented seam, a custom fetch, sends its calls to the
+// fake.
 // scripts/sdk.sh sets VERCEL_TOKEN, VERCEL_TEAM_ID and VERCEL_PROJECT_ID.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { sdk, fakeURL, get, until } from './preview.mjs';
 
-const { Sandbox } = sdk('@vercel/sandbox');
+const { Sandbox, Snapshot } = sdk('@vercel/sandbox');
 const port = 3000;
 const api = 'https://vercel.com/api';
 
@@ -65,5 +69,61 @@ test('a detached command serves its port through domain(port), after the not-lis
     assert.ok(notListening(await get(url2)), 'after stop and resume nothing listens');
   } finally {
     await sandbox.delete().catch(() => {});
+  }
+});
+
+// sandboxfs's command lines (internal/provider/internal/sandboxfs), which
+// the fake runs on the session's files as a shell would.
+const b64 = (s) => Buffer.from(s).toString('base64');
+const dir = (p) => p.slice(0, p.lastIndexOf('/'));
+async function writeFile(sandbox, p, data) {
+  const r = await sandbox.runCommand('sh', ['-c', `mkdir -p -- '${dir(p)}' && printf '%s' '${b64(data)}' | base64 -d > '${p}'`]);
+  assert.equal(r.exitCode, 0, `write ${p}`);
+}
+async function readFile(sandbox, p) {
+  const r = await sandbox.runCommand('sh', ['-c', `if [ -e '${p}' ]; then base64 -w0 -- '${p}'; else exit 44; fi`]);
+  if (r.exitCode === 44) return null;
+  assert.equal(r.exitCode, 0, `read ${p}`);
+  return Buffer.from((await r.stdout()).trim(), 'base64').toString();
+}
+
+test('snapshot, Snapshot.get, create from the snapshot, snapshot.delete', async () => {
+  const sandbox = await Sandbox.create({ ...creds, ports: [port], timeout: 120_000 });
+  const made = [];
+  try {
+    await writeFile(sandbox, '/home/user/app/before.txt', 'v1');
+    const snap = await sandbox.snapshot();
+    assert.match(snap.snapshotId, /^snap_/);
+    assert.equal(snap.status, 'created');
+    assert.ok(snap.expiresAt instanceof Date, 'the default expiry');
+    assert.equal(sandbox.status, 'stopped', 'a snapshot stops the sandbox');
+
+    // The next call meets 410 sandbox_stopped: the SDK resumes and retries.
+    await writeFile(sandbox, '/home/user/app/after.txt', 'v2');
+    assert.equal(await readFile(sandbox, '/home/user/app/before.txt'), 'v1', 'the resume kept the files');
+
+    const got = await Snapshot.get({ ...creds, snapshotId: snap.snapshotId });
+    assert.equal(got.sourceSessionId, snap.sourceSessionId);
+    assert.equal(got.status, 'created');
+    const listed = await sandbox.listSnapshots();
+    assert.ok(listed.snapshots.some((s) => s.id === snap.snapshotId), 'listed under its sandbox');
+
+    const copy = await Sandbox.create({
+      ...creds, ports: [port], timeout: 120_000, source: { type: 'snapshot', snapshotId: snap.snapshotId },
+    });
+    made.push(copy);
+    assert.notEqual(copy.name, sandbox.name);
+    assert.equal(copy.sourceSnapshotId, snap.snapshotId);
+    assert.equal(await readFile(copy, '/home/user/app/before.txt'), 'v1');
+    assert.equal(await readFile(copy, '/home/user/app/after.txt'), null, 'written after the snapshot');
+
+    await got.delete();
+    assert.equal(got.status, 'deleted');
+    await assert.rejects(
+      Sandbox.create({ ...creds, ports: [port], source: { type: 'snapshot', snapshotId: snap.snapshotId } }),
+      (err) => err.response?.status === 410 && err.json?.error?.code === 'snapshot_not_found',
+    );
+  } finally {
+    for (const s of [sandbox, ...made]) await s.delete().catch(() => {});
   }
 });

@@ -1,7 +1,6 @@
 package vercel
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -89,6 +88,10 @@ type commandBody struct {
 	Cwd     string            `json:"cwd,omitempty"`
 	Env     map[string]string `json:"env"`
 	Sudo    bool              `json:"sudo"`
+	// Wait and Logs make the answer an NDJSON stream that ends when the
+	// command does (files.go); the app is started without them.
+	Wait bool `json:"wait,omitempty"`
+	Logs bool `json:"logs,omitempty"`
 }
 
 // commandAnswer answers a run (detached) and a get of a command.
@@ -190,27 +193,33 @@ func guardedArgs(cmd lifecycle.Command, sessionID string) []string {
 // tagCommand records sc as the sandbox's tag for the command name, keeping
 // its other tags (PATCH replaces the whole map). Retried.
 func (p *Provider) tagCommand(ctx context.Context, sb sandboxJSON, name string, sc startedCommand) error {
-	const op = "tag_command"
 	tags := maps.Clone(sb.Tags)
 	if tags == nil {
 		tags = map[string]string{}
 	}
 	tags[commandTagPrefix+name] = sc.tagValue()
-	if len(tags) > maxTags {
-		return fmt.Errorf("sandbox %s has %d tags; Vercel allows %d", sb.Name, len(sb.Tags), maxTags)
-	}
-	return p.retry(ctx, op, sb.Name, func(ctx context.Context) error {
-		r, err := p.roundTrip(ctx, request{Op: op, SandboxID: sb.Name, Method: http.MethodPatch,
-			Path: []string{"v2", "sandboxes", sb.Name}, Query: url.Values{"projectId": {p.cfg.ProjectID}},
-			Body: map[string]any{"tags": tags}, Timeout: p.cfg.RequestTimeout})
-		if err != nil {
-			return err
-		}
-		if !r.OK() {
-			return p.statusError(op, sb.Name, r)
-		}
-		return nil
+	return p.retry(ctx, "tag_command", sb.Name, func(ctx context.Context) error {
+		return p.patchTags(ctx, "tag_command", sb.Name, tags)
 	})
+}
+
+// patchTags makes tags the sandbox's whole set of tags, in one attempt of
+// PATCH /v2/sandboxes/{name}. Errors: more than Vercel's 5 tags (plain),
+// gone, transient.
+func (p *Provider) patchTags(ctx context.Context, op, name string, tags map[string]string) error {
+	if len(tags) > maxTags {
+		return fmt.Errorf("%s: sandbox %s would hold %d tags; Vercel allows %d", op, name, len(tags), maxTags)
+	}
+	r, err := p.roundTrip(ctx, request{Op: op, SandboxID: name, Method: http.MethodPatch,
+		Path: []string{"v2", "sandboxes", name}, Query: url.Values{"projectId": {p.cfg.ProjectID}},
+		Body: map[string]any{"tags": tags}, Timeout: p.cfg.RequestTimeout})
+	if err != nil {
+		return err
+	}
+	if !r.OK() {
+		return p.statusError(op, name, r)
+	}
+	return nil
 }
 
 // CommandStatus reads the command named name: the one started in the
@@ -306,21 +315,8 @@ func (p *Provider) commandOutput(ctx context.Context, sandboxID string, sc start
 	if err != nil || !r.OK() {
 		return ""
 	}
-	var out strings.Builder
-	for dec := json.NewDecoder(bytes.NewReader(r.Body)); ; {
-		var line struct {
-			Stream string          `json:"stream"`
-			Data   json.RawMessage `json:"data"`
-		}
-		if dec.Decode(&line) != nil {
-			break
-		}
-		var data string
-		if (line.Stream == "stdout" || line.Stream == "stderr") && json.Unmarshal(line.Data, &data) == nil {
-			out.WriteString(data)
-		}
-	}
-	o := out.String()
+	st, _ := readStream(r.Body)
+	o := st.output
 	if len(o) > maxOutput {
 		o = o[len(o)-maxOutput:]
 	}

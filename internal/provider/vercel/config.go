@@ -104,9 +104,12 @@ type Config struct {
 	// SnapshotExpiration, when positive, is sent as snapshotExpiration (ms):
 	// how long a paused sandbox's snapshot lives after its last use before a
 	// resume answers 410. 0 sends none: Vercel's default (30 days) applies.
+	// It is also the expiration of the checkpoints' snapshots
+	// (SnapshotCaps.Retention; default DefaultSnapshotRetention).
 	SnapshotExpiration time.Duration
 	// KeepSnapshotsOnKill leaves a killed sandbox's snapshots in place;
-	// default false: Kill sends deleteOrphanSnapshots=true.
+	// default false: Kill sends deleteOrphanSnapshots=true, except for a
+	// sandbox holding checkpoints (checkpoints.go).
 	KeepSnapshotsOnKill bool
 
 	// RequestTimeout bounds one attempt of a quick call. Default

@@ -59,11 +59,16 @@ func (p *Provider) sandbox(a sandboxAnswer, tmpl Template) (lifecycle.Sandbox, e
 	return sb, nil
 }
 
-// metadataOf returns a sandbox's tags less the command records
-// (commandTagPrefix): the metadata Sandman gave it.
+// internalTagPrefix starts the tags the adapter keeps for itself: the
+// command records (commandTagPrefix) and the checkpoint tag
+// (checkpointTag). Sandman's metadata start with "sandman_" instead.
+const internalTagPrefix = "sandman-"
+
+// metadataOf returns a sandbox's tags less the adapter's own
+// (internalTagPrefix): the metadata Sandman gave it.
 func metadataOf(tags map[string]string) map[string]string {
 	md := maps.Clone(tags)
-	maps.DeleteFunc(md, func(k, _ string) bool { return strings.HasPrefix(k, commandTagPrefix) })
+	maps.DeleteFunc(md, func(k, _ string) bool { return strings.HasPrefix(k, internalTagPrefix) })
 	return md
 }
 
@@ -125,4 +130,37 @@ func (p *Provider) templateFor(a sandboxAnswer) Template {
 func goneError(op string, a sandboxAnswer) error {
 	return lifecycle.NewProviderError(lifecycle.ErrSandboxGone, op, a.Sandbox.Name,
 		fmt.Errorf("its session is %s and there is no snapshot to resume from", a.Sandbox.Status))
+}
+
+// validName reports whether name is a Vercel sandbox name: 1 to 128 of
+// a-z, A-Z, 0-9, '_' and '-' (docs/providers/vercel.md).
+func validName(name string) bool {
+	if name == "" || len(name) > 128 {
+		return false
+	}
+	for _, c := range []byte(name) {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-', c == '_':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// millis returns d in ms.
+func millis(d time.Duration) int64 { return d.Milliseconds() }
+
+func fromMillis(v int64) time.Time {
+	if v == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(v).UTC()
+}
+
+func orString(s, def string) string {
+	if s != "" {
+		return s
+	}
+	return def
 }

@@ -29,8 +29,13 @@
 //   - Probe and Get: GET with resume=false, which never boots a session.
 //     Vercel has no in-sandbox health endpoint and the preview port may not
 //     listen, so the session status the control API reports is the probe.
-//   - Kill: DELETE (with deleteOrphanSnapshots=true); 404 is success.
+//   - Kill: DELETE, with deleteOrphanSnapshots=true unless the sandbox
+//     holds checkpoints; 404 is success.
 //   - Preview URLs come from the routes the API returns, never computed.
+//   - Checkpoints (lifecycle.Snapshotter, checkpoints.go; lifecycle.Files,
+//     files.go): Vercel's snapshots, which stop the session they are
+//     taken of; no lifecycle.Forker (Vercel forks a sandbox's current
+//     snapshot, not its live state).
 //   - Commands (lifecycle.CommandRunner, commands.go): the app is started
 //     detached with the run-command API in the current session and read
 //     back by the command id this Provider kept; processes are lost with
@@ -145,36 +150,41 @@ func (t Template) ports() []int {
 // is a valid name, else "sandman-" and 16 random hex digits. req.Timeout is
 // sent in ms, capped at Config.MaxSessionTimeout and at least 1 s; 0 sends
 // none (Vercel's 5 min applies). Only the sandman_* metadata become tags
-// (at most 5). Retried. Errors: transient; conflict when the name is taken
+// (at most 4: createBody). Retried. Errors: transient; conflict when the name is taken
 // by a sandbox with other tags (another session or deployment); a plain error for an unknown template,
 // a bad token, or a 400.
 func (p *Provider) Create(ctx context.Context, req lifecycle.CreateRequest) (lifecycle.Sandbox, error) {
-	const op = "create"
 	tmpl, ok := p.cfg.Templates[req.Template]
 	if !ok {
 		return lifecycle.Sandbox{}, fmt.Errorf("create sandbox: unknown template %q", req.Template)
 	}
 	name := req.Metadata[lifecycle.MetadataSessionID]
 	if !validName(name) {
-		var b [8]byte
-		_, _ = rand.Read(b[:])
-		name = "sandman-" + hex.EncodeToString(b[:])
+		name = randomName()
 	}
+	body := p.createBody(req, tmpl, name)
+	body.Image, body.Runtime = tmpl.Image, tmpl.Runtime
+	return p.create(ctx, "create", req.Template, tmpl, body)
+}
+
+// randomName is "sandman-" and 16 random hex digits.
+func randomName() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return "sandman-" + hex.EncodeToString(b[:])
+}
+
+// createBody is the body of a create of req named name, without its image
+// or source. Only the sandman_* metadata become tags, at most 4: Vercel
+// allows 5, and one is kept for the checkpoint tag (checkpoints.go).
+func (p *Provider) createBody(req lifecycle.CreateRequest, tmpl Template, name string) createBody {
 	tags := map[string]string{}
 	for _, k := range slices.Sorted(maps.Keys(req.Metadata)) {
-		if strings.HasPrefix(k, lifecycle.MetadataPrefix) && len(tags) < maxTags {
+		if strings.HasPrefix(k, lifecycle.MetadataPrefix) && len(tags) < maxTags-1 {
 			tags[k] = req.Metadata[k]
 		}
 	}
-	body := createBody{
-		ProjectID:  p.cfg.ProjectID,
-		Name:       name,
-		Image:      tmpl.Image,
-		Runtime:    tmpl.Runtime,
-		Ports:      tmpl.ports(),
-		Tags:       tags,
-		Persistent: req.AutoPause,
-	}
+	body := createBody{ProjectID: p.cfg.ProjectID, Name: name, Ports: tmpl.ports(), Tags: tags, Persistent: req.AutoPause}
 	if req.Timeout > 0 {
 		body.Timeout = millis(min(max(req.Timeout, time.Second), p.cfg.MaxSessionTimeout))
 	}
@@ -184,41 +194,50 @@ func (p *Provider) Create(ctx context.Context, req lifecycle.CreateRequest) (lif
 	if p.cfg.SnapshotExpiration > 0 {
 		body.SnapshotExpiration = millis(p.cfg.SnapshotExpiration)
 	}
+	return body
+}
+
+// create makes the sandbox of body (POST /v3/sandboxes, /v2 for a legacy
+// runtime), reported as op, adopting it when an earlier attempt made it;
+// a 410 snapshot_not_found (a create from a snapshot) is
+// lifecycle.ErrCheckpointGone. Retried.
+func (p *Provider) create(ctx context.Context, op, template string, tmpl Template, body createBody) (lifecycle.Sandbox, error) {
 	version := "v3"
-	if tmpl.Runtime != "" {
+	if body.Runtime != "" {
 		version = "v2"
 	}
 	var sb lifecycle.Sandbox
 	err := p.retry(ctx, op, "", func(ctx context.Context) error {
 		r, err := p.roundTrip(ctx, request{Op: op, Method: http.MethodPost, Path: []string{version, "sandboxes"},
 			Body: body, Timeout: p.cfg.RequestTimeout})
-		if err != nil {
+		switch {
+		case err != nil:
 			return err
-		}
-		if r.Status == http.StatusBadRequest {
+		case r.Status == http.StatusBadRequest:
 			// Perhaps our own earlier attempt took the name.
-			return p.adopt(ctx, name, tags, tmpl, r, &sb)
-		}
-		if !r.OK() {
+			return p.adopt(ctx, op, body.Name, body.Tags, tmpl, r, &sb)
+		case body.Source != nil && r.Status == http.StatusGone && parseAPIError(r).Code == codeSnapshotNotFound:
+			return lifecycle.NewProviderError(lifecycle.ErrCheckpointGone, op, body.Source.SnapshotID, parseAPIError(r))
+		case !r.OK():
 			return p.statusError(op, "", r)
 		}
 		var a sandboxAnswer
 		if err := json.Unmarshal(r.Body, &a); err != nil {
-			return decodeError(op, name, err)
+			return decodeError(op, body.Name, err)
 		}
 		sb, err = p.sandbox(a, tmpl)
 		if err != nil {
-			return decodeError(op, name, err)
+			return decodeError(op, body.Name, err)
 		}
 		if sb.PreviewURL == "" {
-			return decodeError(op, name, fmt.Errorf("no route for preview port %d", tmpl.previewPort()))
+			return decodeError(op, body.Name, fmt.Errorf("no route for preview port %d", tmpl.previewPort()))
 		}
 		return nil
 	})
 	if err != nil {
 		return lifecycle.Sandbox{}, err
 	}
-	sb.Template = req.Template
+	sb.Template = template
 	return sb, nil
 }
 
@@ -227,8 +246,7 @@ func (p *Provider) Create(ctx context.Context, req lifecycle.CreateRequest) (lif
 // sandbox is ours (an earlier attempt whose answer was lost) and is
 // returned in *sb, resumed if it has stopped since; when it carries other
 // tags the 400 becomes a conflict; when the name is free the 400 stands.
-func (p *Provider) adopt(ctx context.Context, name string, tags map[string]string, tmpl Template, bad reply, sb *lifecycle.Sandbox) error {
-	const op = "create"
+func (p *Provider) adopt(ctx context.Context, op, name string, tags map[string]string, tmpl Template, bad reply, sb *lifecycle.Sandbox) error {
 	a, err := p.get(ctx, op, name, false)
 	if errors.Is(err, lifecycle.ErrSandboxGone) {
 		return p.statusError(op, "", bad)
@@ -236,7 +254,7 @@ func (p *Provider) adopt(ctx context.Context, name string, tags map[string]strin
 	if err != nil {
 		return err
 	}
-	if !maps.Equal(metadataOf(a.Sandbox.Tags), tags) {
+	if !maps.Equal(metadataOf(a.Sandbox.Tags), metadataOf(tags)) {
 		return lifecycle.NewProviderError(lifecycle.ErrSandboxConflict, op, name,
 			fmt.Errorf("the name is taken by another session's sandbox: %w", parseAPIError(bad)))
 	}
@@ -598,16 +616,26 @@ func (p *Provider) Probe(ctx context.Context, sandboxID string) (lifecycle.Probe
 }
 
 // Kill deletes a sandbox (DELETE /v2/sandboxes/{name}, stopping a running
-// session), with deleteOrphanSnapshots=true unless
-// Config.KeepSnapshotsOnKill; 404 means it is already gone: success.
-// Retried. Errors: transient.
+// session); 404 means it is already gone: success. Its snapshots go with
+// it (deleteOrphanSnapshots=true) unless Config.KeepSnapshotsOnKill, or
+// unless it carries the checkpoint tag (checkpoints.go): a get first reads
+// its tags, since a checkpoint's snapshot is one of "its" snapshots and
+// must outlive it. Retried. Errors: transient.
 func (p *Provider) Kill(ctx context.Context, sandboxID string) error {
 	const op = "kill"
-	q := url.Values{"projectId": {p.cfg.ProjectID}}
-	if !p.cfg.KeepSnapshotsOnKill {
-		q.Set("deleteOrphanSnapshots", "true")
-	}
 	return p.withSandbox(ctx, op, sandboxID, func(ctx context.Context) error {
+		q := url.Values{"projectId": {p.cfg.ProjectID}}
+		if !p.cfg.KeepSnapshotsOnKill {
+			a, err := p.get(ctx, op, sandboxID, false)
+			switch {
+			case errors.Is(err, lifecycle.ErrSandboxGone):
+				return nil
+			case err != nil:
+				return err
+			case !holdsCheckpoints(a.Sandbox):
+				q.Set("deleteOrphanSnapshots", "true")
+			}
+		}
 		r, err := p.roundTrip(ctx, request{Op: op, SandboxID: sandboxID, Method: http.MethodDelete,
 			Path: []string{"v2", "sandboxes", sandboxID}, Query: q, Timeout: p.cfg.RequestTimeout})
 		switch {
@@ -646,37 +674,4 @@ func (p *Provider) withSandbox(ctx context.Context, op, sandboxID string, attemp
 		return fmt.Errorf("%s sandbox: invalid sandbox name %q", op, sandboxID)
 	}
 	return p.retry(ctx, op, sandboxID, attempt)
-}
-
-// validName reports whether name is a Vercel sandbox name: 1 to 128 of
-// a-z, A-Z, 0-9, '_' and '-' (docs/providers/vercel.md).
-func validName(name string) bool {
-	if name == "" || len(name) > 128 {
-		return false
-	}
-	for _, c := range []byte(name) {
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-', c == '_':
-		default:
-			return false
-		}
-	}
-	return true
-}
-
-// millis returns d in ms.
-func millis(d time.Duration) int64 { return d.Milliseconds() }
-
-func fromMillis(v int64) time.Time {
-	if v == 0 {
-		return time.Time{}
-	}
-	return time.UnixMilli(v).UTC()
-}
-
-func orString(s, def string) string {
-	if s != "" {
-		return s
-	}
-	return def
 }

@@ -712,7 +712,7 @@ func TestRetry(t *testing.T) {
 	t.Run("5xxRetriedTwice", func(t *testing.T) {
 		f, p := setup(t, verceltest.Config{}, nil)
 		sb := create(t, p, "ses_5xx", nil)
-		f.FailNext(verceltest.Fault{Status: 500}, verceltest.Fault{Status: 502}, verceltest.Fault{Status: 503})
+		f.Fail(verceltest.OpDelete, verceltest.Fault{Status: 500}, verceltest.Fault{Status: 502}, verceltest.Fault{Status: 503})
 		before := f.Requests(verceltest.OpDelete)
 		if err := p.Kill(context.Background(), sb.ID); kindOf(err) != "transient" {
 			t.Errorf("Kill = %v, want transient after the retries", err)

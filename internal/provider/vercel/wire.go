@@ -10,12 +10,19 @@ type createBody struct {
 	Name               string            `json:"name"`
 	Image              string            `json:"image,omitempty"`
 	Runtime            string            `json:"runtime,omitempty"`
+	Source             *sourceJSON       `json:"source,omitempty"` // excludes Image and Runtime
 	Resources          *resources        `json:"resources,omitempty"`
 	Timeout            int64             `json:"timeout,omitempty"` // ms; omitted: Vercel's 300000
 	Ports              []int             `json:"ports,omitempty"`
 	Tags               map[string]string `json:"tags,omitempty"`
 	Persistent         bool              `json:"persistent"`
 	SnapshotExpiration int64             `json:"snapshotExpiration,omitempty"` // ms
+}
+
+// sourceJSON is create's source: here always a snapshot.
+type sourceJSON struct {
+	Type       string `json:"type"` // "snapshot"
+	SnapshotID string `json:"snapshotId"`
 }
 
 type resources struct {
@@ -80,6 +87,35 @@ type sessionAnswer struct {
 // extendBody is the body of extend-timeout.
 type extendBody struct {
 	Duration int64 `json:"duration"` // ms, ≥ 1000
+}
+
+// snapshotJSON is the API's Snapshot.
+type snapshotJSON struct {
+	ID              string `json:"id"`
+	SourceSessionID string `json:"sourceSessionId"`
+	Status          string `json:"status"` // created, deleted or failed
+	SizeBytes       int64  `json:"sizeBytes"`
+	ExpiresAt       int64  `json:"expiresAt"` // absent: never
+	CreatedAt       int64  `json:"createdAt"`
+}
+
+// snapshotAnswer answers a snapshot's get and delete, and the snapshot
+// call (which also carries the stopped session).
+type snapshotAnswer struct {
+	Snapshot snapshotJSON `json:"snapshot"`
+}
+
+// snapshotsAnswer answers GET /v2/sandboxes/snapshots.
+type snapshotsAnswer struct {
+	Snapshots  []snapshotJSON `json:"snapshots"`
+	Pagination struct {
+		Next *string `json:"next"`
+	} `json:"pagination"`
+}
+
+// expirationBody is the body of a session's snapshot call.
+type expirationBody struct {
+	Expiration int64 `json:"expiration"` // ms after last use; 0: never
 }
 
 // errorBody is Vercel's error answer.

@@ -70,6 +70,8 @@ type commandBody struct {
 	Env     map[string]string `json:"env"`
 	Sudo    bool              `json:"sudo"`
 	Timeout *int64            `json:"timeout"`
+	Wait    bool              `json:"wait"`
+	Logs    bool              `json:"logs"`
 }
 
 var exitRE = regexp.MustCompile(`^exit (\d+)$`)
@@ -79,15 +81,18 @@ func commandJSONOf(c *commandRec) CommandJSON {
 		SessionID: c.sessionID, ExitCode: c.exitCode, StartedAt: c.startedAt}
 }
 
-// runCommand starts a detached command in the path's running session.
-// "wait":true is not served (the adapter never blocks on a command).
+// runCommand starts a command in the path's running session: detached,
+// or with "wait":true answering an NDJSON stream (the command, its log
+// lines when "logs":true, the command again once it exited). A file
+// command of sandboxfs (sh -c <line>) reads or writes the session's files
+// and exits at once, printing only a read's output.
 func (s *Server) runCommand(w http.ResponseWriter, r *http.Request) {
 	se := s.sessionOf(w, r)
 	if se == nil || notRunning(w, se) {
 		return
 	}
 	var body commandBody
-	if !decode(w, r, &body, false, "command", "args", "cwd", "env", "sudo", "timeout") {
+	if !decode(w, r, &body, false, "command", "args", "cwd", "env", "sudo", "timeout", "wait", "logs") {
 		return
 	}
 	if body.Command == "" {
@@ -101,8 +106,14 @@ func (s *Server) runCommand(w http.ResponseWriter, r *http.Request) {
 	if len(body.Args) > 0 {
 		line = strings.TrimSpace(body.Args[len(body.Args)-1])
 	}
+	shell := len(body.Args) > 0 && body.Args[0] == "-c"
+	if out, code, ok := se.files.Run(line); shell && ok {
+		c.exitCode, c.logs = &code, []LogLine{{Stream: "stdout", Data: string(out)}}
+		s.started(w, r, se, c, body)
+		return
+	}
 	ports := line
-	if len(body.Args) == 0 || body.Args[0] != "-c" {
+	if !shell {
 		// Not a shell's -c: the ports may be any argument (node server.js
 		// --port 3000 --verbose).
 		ports = strings.Join(append([]string{body.Command}, body.Args...), " ")
@@ -115,7 +126,16 @@ func (s *Server) runCommand(w http.ResponseWriter, r *http.Request) {
 		c.exitCode = &code
 		c.logs = append(c.logs, LogLine{Stream: "stderr", Data: fmt.Sprintf("exited with %d\n", code)})
 	}
+	s.started(w, r, se, c, body)
+}
+
+// started records c in se and answers its start as body asked.
+func (s *Server) started(w http.ResponseWriter, r *http.Request, se *sessionRec, c *commandRec, body commandBody) {
 	se.commands = append(se.commands, c)
+	if body.Wait {
+		s.stream(w, r, c, true, body.Logs)
+		return
+	}
 	fakekit.WriteJSON(w, http.StatusOK, map[string]any{"command": commandJSONOf(c)})
 }
 
@@ -152,21 +172,34 @@ func (s *Server) commandStatus(w http.ResponseWriter, r *http.Request) {
 // {"stream","data"}, following it until the command exits (or the client
 // gives up), as Vercel's logs endpoint does.
 func (s *Server) commandLogs(w http.ResponseWriter, r *http.Request) {
-	c := s.commandOf(w, r)
-	if c == nil {
-		return
+	if c := s.commandOf(w, r); c != nil {
+		s.stream(w, r, c, false, true)
 	}
+}
+
+// stream answers an NDJSON stream following c until it exits (or the
+// client gives up): its log lines when logs, and, when wait, the command
+// first and once more when it exited.
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, c *commandRec, wait, logs bool) {
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
 	enc := json.NewEncoder(w)
-	sent := 0
-	for {
-		for ; sent < len(c.logs); sent++ {
+	if wait {
+		_ = enc.Encode(map[string]any{"command": commandJSONOf(c)})
+	}
+	for sent := 0; ; {
+		for ; logs && sent < len(c.logs); sent++ {
 			_ = enc.Encode(c.logs[sent])
 		}
 		_ = rc.Flush()
-		if c.exitCode != nil || !s.waitChange(r) {
+		if c.exitCode != nil {
+			if wait {
+				_ = enc.Encode(map[string]any{"command": commandJSONOf(c)})
+			}
+			return
+		}
+		if !s.waitChange(r) {
 			return
 		}
 	}

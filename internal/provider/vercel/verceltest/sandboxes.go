@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -26,7 +27,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 	sb := &sandboxRec{sandboxJSON: sandboxJSON{ProjectID: project, Name: b.Name, Persistent: true, Image: b.Image,
 		Runtime: b.Runtime, VCPUs: 2, Timeout: int64(DefaultSessionTimeout / time.Millisecond), Tags: b.Tags,
 		Region: cmp.Or(b.Region, DefaultRegion), SnapshotExpiration: int64(DefaultSnapshotExpiration / time.Millisecond),
-		CreatedAt: now, UpdatedAt: now}, ports: b.Ports, env: b.Env}
+		CreatedAt: now, UpdatedAt: now}, ports: b.Ports, env: b.Env, keepLast: b.KeepLastSnapshots}
 	if sb.Name == "" {
 		s.seq++
 		sb.Name = fmt.Sprintf("sandbox-%08d", s.seq)
@@ -53,16 +54,13 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 			fmt.Sprintf("a sandbox named %q already exists; use GET /sandboxes/:name", sb.Name))
 		return
 	}
-	if fromSnapshot != "" {
-		snap, ok := s.snapshots[fromSnapshot]
-		if !ok || snap.Status != "created" {
-			writeError(w, http.StatusGone, "snapshot_not_found", fmt.Sprintf("snapshot %q not found", fromSnapshot))
-			return
-		}
-		s.useSnapshot(snap, now)
+	snap, ok := s.usable(fromSnapshot)
+	if fromSnapshot != "" && !ok {
+		writeError(w, http.StatusGone, "snapshot_not_found", fmt.Sprintf("snapshot %q not found", fromSnapshot))
+		return
 	}
 	s.sandboxes[project+"/"+sb.Name] = sb
-	s.boot(sb, fromSnapshot)
+	s.boot(sb, snap)
 	fakekit.WriteJSON(w, http.StatusOK, s.answer(sb, false))
 }
 
@@ -119,7 +117,7 @@ func (s *Server) useSnapshot(snap *snapshotRec, now int64) {
 	if snap.expiration > 0 {
 		snap.ExpiresAt = now + snap.expiration
 	}
-	snap.UpdatedAt = now
+	snap.UpdatedAt, snap.LastUsedAt = now, now
 }
 
 func (s *Server) get(w http.ResponseWriter, r *http.Request) {
@@ -142,16 +140,14 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusUnprocessableEntity, "sandbox_snapshotting", "the sandbox is snapshotting")
 		return
 	}
-	from := ""
+	var from *snapshotRec
 	if sb.Persistent && sb.CurrentSnapshotID != "" {
-		snap := s.snapshots[sb.CurrentSnapshotID]
-		if snap == nil || snap.Status != "created" {
-			writeError(w, http.StatusGone, "snapshot_not_found",
-				fmt.Sprintf("snapshot %q of sandbox %q has expired", sb.CurrentSnapshotID, sb.Name))
+		snap, ok := s.usable(sb.CurrentSnapshotID)
+		if !ok {
+			writeError(w, http.StatusGone, "snapshot_not_found", "Cannot resume sandbox: no snapshot available.")
 			return
 		}
-		s.useSnapshot(snap, s.now())
-		from = snap.ID
+		from = snap
 	}
 	s.boot(sb, from)
 	fakekit.WriteJSON(w, http.StatusOK, s.answer(sb, true))
@@ -180,19 +176,13 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	limit, ok := fakekit.Limit(q.Get("limit"), 20, 1, 50)
+	limit, desc, ok := paging(w, q)
 	if !ok {
-		writeError(w, http.StatusBadRequest, "bad_request", "limit must be between 1 and 50")
 		return
 	}
 	by := cmp.Or(q.Get("sortBy"), "createdAt")
 	if !slices.Contains([]string{"createdAt", "name", "statusUpdatedAt", "currentSnapshotId"}, by) {
 		writeError(w, http.StatusBadRequest, "bad_request", "sortBy must be createdAt, name, statusUpdatedAt or currentSnapshotId")
-		return
-	}
-	order := cmp.Or(q.Get("sortOrder"), "desc")
-	if order != "asc" && order != "desc" {
-		writeError(w, http.StatusBadRequest, "bad_request", "sortOrder must be asc or desc")
 		return
 	}
 	prefix := q.Get("namePrefix")
@@ -212,47 +202,36 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 		}
 		tags[k] = v
 	}
-	after := ""
-	if c := q.Get("cursor"); c != "" {
-		if after, ok = fakekit.ReadCursor(c, by+"|"); !ok {
-			writeError(w, http.StatusBadRequest, "bad_request", "invalid cursor")
-			return
-		}
-	}
-	type keyed struct {
-		key string
-		sb  *sandboxRec
-	}
-	var all []keyed
+	var all []*sandboxRec
 	for _, sb := range s.sandboxes {
 		if sb.ProjectID == project && strings.HasPrefix(sb.Name, prefix) && fakekit.HasAll(sb.Tags, tags) {
-			all = append(all, keyed{s.sortKey(sb, by), sb})
+			all = append(all, sb)
 		}
 	}
-	slices.SortFunc(all, func(a, b keyed) int {
-		if order == "desc" {
-			return strings.Compare(b.key, a.key)
-		}
-		return strings.Compare(a.key, b.key)
-	})
-	if after != "" {
-		i := 0
-		for i < len(all) && ((order == "desc" && all[i].key >= after) || (order == "asc" && all[i].key <= after)) {
-			i++
-		}
-		all = all[i:]
+	page, next, ok := fakekit.KeyPage(all, func(sb *sandboxRec) string { return s.sortKey(sb, by) },
+		q.Get("cursor"), by+"|", limit, desc)
+	if !ok {
+		writeError(w, http.StatusBadRequest, "bad_request", "invalid cursor")
+		return
 	}
-	out := listAnswer{Sandboxes: []sandboxJSON{}}
-	for i, k := range all {
-		if i == limit {
-			next := fakekit.Cursor(by+"|", all[i-1].key)
-			out.Pagination.Next = &next
-			break
-		}
-		out.Sandboxes = append(out.Sandboxes, s.sandboxJSON(k.sb))
+	out := listAnswer{Sandboxes: []sandboxJSON{}, Pagination: pagination{Next: next}}
+	for _, sb := range page {
+		out.Sandboxes = append(out.Sandboxes, s.sandboxJSON(sb))
 	}
 	out.Pagination.Count = len(out.Sandboxes)
 	fakekit.WriteJSON(w, http.StatusOK, out)
+}
+
+// paging reads a list's limit (1-50, default 20) and sortOrder (asc or
+// desc, the default), writing a 400 when either is wrong.
+func paging(w http.ResponseWriter, q url.Values) (limit int, desc, ok bool) {
+	limit, ok = fakekit.Limit(q.Get("limit"), 20, 1, 50)
+	order := cmp.Or(q.Get("sortOrder"), "desc")
+	if !ok || (order != "asc" && order != "desc") {
+		writeError(w, http.StatusBadRequest, "bad_request", "limit must be 1 to 50 and sortOrder asc or desc")
+		return 0, false, false
+	}
+	return limit, order == "desc", true
 }
 
 func (s *Server) update(w http.ResponseWriter, r *http.Request) {
@@ -277,13 +256,16 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request) {
 		next.VCPUs = b.Resources.VCPUs
 	}
 	fakekit.Set(&next.SnapshotExpiration, b.SnapshotExpiration)
+	if b.KeepLastSnapshots != nil {
+		next.keepLast = b.KeepLastSnapshots
+	}
 	if msg := s.validate(&next, false); msg != "" {
 		writeError(w, http.StatusBadRequest, "bad_request", msg)
 		return
 	}
 	if b.CurrentSnapshotID != nil {
-		if snap, ok := s.snapshots[*b.CurrentSnapshotID]; !ok || snap.Status != "created" {
-			writeError(w, http.StatusGone, "snapshot_not_found", fmt.Sprintf("snapshot %q not found", *b.CurrentSnapshotID))
+		if snap, ok := s.usable(*b.CurrentSnapshotID); !ok || snap.sandbox.ProjectID != sb.ProjectID {
+			writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("snapshot %q not found", *b.CurrentSnapshotID))
 			return
 		}
 		next.CurrentSnapshotID = *b.CurrentSnapshotID
@@ -315,8 +297,12 @@ func (s *Server) remove(w http.ResponseWriter, r *http.Request) {
 	out := s.sandboxJSON(sb)
 	delete(s.sandboxes, sb.ProjectID+"/"+sb.Name)
 	if r.URL.Query().Get("deleteOrphanSnapshots") == "true" {
+		used := map[string]bool{}
+		for _, o := range s.sandboxes {
+			used[o.CurrentSnapshotID] = true
+		}
 		for _, snap := range s.snapshots {
-			if se, ok := s.sessions[snap.SourceSessionID]; ok && se.sandbox == sb {
+			if snap.sandbox == sb && !used[snap.ID] {
 				snap.Status, snap.UpdatedAt = "deleted", now
 			}
 		}

@@ -12,6 +12,14 @@
 // session past its deadline is stopped (and snapshotted) as of that
 // deadline. Extend-timeout is bounded by the plan maximum.
 //
+// Snapshots hold a session's files (each session has its own, a
+// sandboxfs.Mem its command API reads and writes through sandboxfs's
+// lines): a snapshot or a persistent sandbox's stop copies them and stops
+// the session; create from a snapshot, a resume and a fork copy them
+// into a new session. Snapshots expire on the clock (their expiration
+// counts from their last use), keepLastSnapshots evicts, and
+// SetSnapshotFault makes one sandbox's snapshots fail or take time.
+//
 // Every request needs Authorization: Bearer <token> and teamId=<team> (403
 // forbidden otherwise); sandbox calls need the project (projectId in the
 // create body and on get/patch/delete, project on list; 400 when missing,
@@ -35,6 +43,7 @@ import (
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/provider/internal/fakekit"
+	"github.com/sandmanhq/sandman/internal/provider/internal/sandboxfs"
 )
 
 // Defaults of Config.
@@ -88,6 +97,11 @@ const (
 	OpSnapshot Op = "snapshot" // POST /v2/sandboxes/sessions/{id}/snapshot
 	OpSession  Op = "session"  // GET /v2/sandboxes/sessions/{id}
 	OpPreview  Op = "preview"  // GET /_preview/{subdomain}/... (a route's URL, see Config.RouteURL)
+	OpFork     Op = "fork"     // POST /v2/sandboxes/{name}/fork
+	// The snapshots: list (and tree), get and delete.
+	OpSnapshotList   Op = "snapshot-list"   // GET /v2/sandboxes/snapshots, GET /v2/sandboxes/snapshots/tree
+	OpSnapshotGet    Op = "snapshot-get"    // GET /v2/sandboxes/snapshots/{id}
+	OpSnapshotDelete Op = "snapshot-delete" // DELETE /v2/sandboxes/snapshots/{id}
 )
 
 // Fault replaces the answer to one request: a Status answered with
@@ -164,6 +178,8 @@ type sandboxRec struct {
 	ports       []int
 	env         map[string]string
 	sessions    []string
+	keepLast    *keepLastJSON
+	fault       SnapshotFault
 }
 
 type sessionRec struct {
@@ -171,11 +187,18 @@ type sessionRec struct {
 	sandbox  *sandboxRec
 	routes   []RouteJSON
 	commands []*commandRec
+	files    *sandboxfs.Mem
+	snapshot string // the id of the snapshot that ended it
+	// due is when a slow snapshot (SnapshotFault.Slow) of the session
+	// completes, with expiration; 0: none under way.
+	due, dueExpiration int64
 }
 
 type snapshotRec struct {
 	snapshotJSON
 	expiration int64 // ms after last use, 0: never
+	sandbox    *sandboxRec
+	files      *sandboxfs.Mem
 }
 
 // Server is the fake. Its methods are safe for concurrent use. Its Kit
@@ -235,6 +258,11 @@ func NewServer(opts Config) *Server {
 	mux.Handle("GET /v2/sandboxes/sessions/{id}/cmd/{cmd}", s.api(OpCommandStatus, s.commandStatus))
 	mux.Handle("POST /v2/sandboxes/sessions/{id}/cmd/{cmd}/kill", s.api(OpCommandKill, s.killCommand))
 	mux.Handle("GET /v2/sandboxes/sessions/{id}/cmd/{cmd}/logs", s.api(OpCommandLogs, s.commandLogs))
+	mux.Handle("POST /v2/sandboxes/{name}/fork", s.api(OpFork, s.fork))
+	mux.Handle("GET /v2/sandboxes/snapshots", s.api(OpSnapshotList, s.listSnapshots))
+	mux.Handle("GET /v2/sandboxes/snapshots/tree", s.api(OpSnapshotList, s.snapshotTree))
+	mux.Handle("GET /v2/sandboxes/snapshots/{id}", s.api(OpSnapshotGet, s.getSnapshot))
+	mux.Handle("DELETE /v2/sandboxes/snapshots/{id}", s.api(OpSnapshotDelete, s.getSnapshot))
 	preview := s.faulty(OpPreview, http.HandlerFunc(s.preview))
 	mux.Handle("GET /_preview/{sub}/", preview)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -338,24 +366,6 @@ func (s *Server) SetTags(project, name string, tags map[string]string) bool {
 	return ok
 }
 
-// ExpireSnapshot deletes the current snapshot of a sandbox as its
-// expiration would, so the next resume answers 410 snapshot_not_found. It
-// reports whether there was one.
-func (s *Server) ExpireSnapshot(project, name string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sb, ok := s.sandboxes[project+"/"+name]
-	if !ok {
-		return false
-	}
-	snap, ok := s.snapshots[sb.CurrentSnapshotID]
-	if !ok || snap.Status != "created" {
-		return false
-	}
-	snap.Status, snap.UpdatedAt = "deleted", s.now()
-	return true
-}
-
 func (s *Server) now() int64 { return s.opts.Clock.Now().UnixMilli() }
 
 func ms(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
@@ -422,16 +432,21 @@ func codeOf(status int) string {
 }
 
 // expire stops every running session past its deadline, as of that
-// deadline (snapshotting a persistent sandbox's), and deletes snapshots
-// past their expiry. Callers hold s.mu.
+// deadline (snapshotting a persistent sandbox's), completes slow
+// snapshots that are due, and deletes snapshots past their expiry.
+// Callers hold s.mu.
 func (s *Server) expire() {
 	now := s.now()
 	for _, se := range s.sessions {
+		if se.due != 0 && se.due <= now {
+			s.stopSession(se, se.due, true, se.dueExpiration)
+			se.due = 0
+		}
 		if se.Status != StatusRunning && se.Status != StatusPending {
 			continue
 		}
 		if dl := se.StartedAt + se.Timeout; dl <= now {
-			s.stopSession(se, dl)
+			s.stopAt(se, dl)
 		}
 	}
 	for _, snap := range s.snapshots {
@@ -441,13 +456,20 @@ func (s *Server) expire() {
 	}
 }
 
-// stopSession stops se at t; a persistent sandbox's current session is
+// stopAt stops se at t; a persistent sandbox's current session is
 // snapshotted first. It returns the snapshot taken, if any.
-func (s *Server) stopSession(se *sessionRec, t int64) *snapshotRec {
+func (s *Server) stopAt(se *sessionRec, t int64) *snapshotRec {
+	sb := se.sandbox
+	return s.stopSession(se, t, sb.Persistent && sb.CurrentSessionID == se.ID, sb.SnapshotExpiration)
+}
+
+// stopSession stops se at t, snapshotting it first (expiration exp ms)
+// when snapshot is true. It returns the snapshot taken, if any.
+func (s *Server) stopSession(se *sessionRec, t int64, snapshot bool, exp int64) *snapshotRec {
 	sb := se.sandbox
 	var snap *snapshotRec
-	if sb.Persistent && sb.CurrentSessionID == se.ID {
-		snap = s.takeSnapshot(se, sb.SnapshotExpiration, t)
+	if snapshot {
+		snap = s.takeSnapshot(se, exp, t)
 		se.SnapshottedAt = t
 	}
 	killCommands(se)
@@ -458,25 +480,17 @@ func (s *Server) stopSession(se *sessionRec, t int64) *snapshotRec {
 	return snap
 }
 
-func (s *Server) takeSnapshot(se *sessionRec, expiration, t int64) *snapshotRec {
-	s.seq++
-	snap := &snapshotRec{snapshotJSON{ID: fmt.Sprintf("snap_%08d", s.seq), SourceSessionID: se.ID, Region: se.sandbox.Region,
-		Status: "created", SizeBytes: 64 << 20, CreatedAt: t, UpdatedAt: t}, expiration}
-	if expiration > 0 {
-		snap.ExpiresAt = t + expiration
-	}
-	s.snapshots[snap.ID] = snap
-	se.sandbox.CurrentSnapshotID = snap.ID
-	return snap
-}
-
-// boot starts a new session of sb from snapshotID ("" for a fresh one).
-func (s *Server) boot(sb *sandboxRec, snapshotID string) *sessionRec {
+// boot starts a new session of sb with snap's files (nil: none).
+func (s *Server) boot(sb *sandboxRec, snap *snapshotRec) *sessionRec {
 	now := s.now()
 	s.seq++
 	s.Add("boots")
 	se := &sessionRec{sessionJSON: sessionJSON{ID: fmt.Sprintf("sbx_%08d", s.seq), Status: StatusRunning, Timeout: sb.Timeout,
-		RequestedAt: now, StartedAt: now, CreatedAt: now, UpdatedAt: now, SourceSnapshotID: snapshotID}, sandbox: sb}
+		RequestedAt: now, StartedAt: now, CreatedAt: now, UpdatedAt: now}, sandbox: sb, files: &sandboxfs.Mem{}}
+	if snap != nil {
+		s.useSnapshot(snap, now)
+		se.SourceSnapshotID, se.files = snap.ID, snap.files.Clone()
+	}
 	s.routeSession(se, sb.ports)
 	s.sessions[se.ID] = se
 	sb.sessions = append(sb.sessions, se.ID)

@@ -49,7 +49,7 @@ func (s *Server) stop(w http.ResponseWriter, r *http.Request) {
 	default: // running, pending, or a stop already under way: wait it out
 		now := s.now()
 		se.RequestedStopAt = now
-		if snap := s.stopSession(se, now); snap != nil {
+		if snap := s.stopAt(se, now); snap != nil {
 			out.Snapshot = snapshotJSONOf(snap)
 		}
 	}
@@ -85,6 +85,9 @@ func (s *Server) extend(w http.ResponseWriter, r *http.Request) {
 	fakekit.WriteJSON(w, http.StatusOK, map[string]any{"session": sessionJSONOf(se)})
 }
 
+// snapshot takes a snapshot of the path's running session and stops it;
+// with the sandbox's SnapshotFault.Slow the session snapshots until the
+// clock has passed it (expire completes it), and the call waits for that.
 func (s *Server) snapshot(w http.ResponseWriter, r *http.Request) {
 	se := s.sessionOf(w, r)
 	if se == nil {
@@ -97,15 +100,20 @@ func (s *Server) snapshot(w http.ResponseWriter, r *http.Request) {
 	if notRunning(w, se) {
 		return
 	}
-	now := s.now()
-	exp := se.sandbox.SnapshotExpiration
-	if b.Expiration != nil {
-		exp = *b.Expiration
+	now, exp := s.now(), se.sandbox.SnapshotExpiration
+	fakekit.Set(&exp, b.Expiration)
+	if slow := se.sandbox.fault.Slow; slow > 0 {
+		se.Status, se.due, se.dueExpiration = StatusSnapshotting, now+slow.Milliseconds(), exp
+		for se.due != 0 {
+			if !s.waitChange(r) {
+				return
+			}
+		}
+	} else {
+		se.RequestedStopAt = now
+		s.stopSession(se, now, true, exp)
 	}
-	snap := s.takeSnapshot(se, exp, now)
-	se.SnapshottedAt, se.RequestedStopAt = now, now
-	se.Status, se.StoppedAt, se.UpdatedAt = StatusStopped, now, now
-	se.sandbox.StatusUpdatedAt, se.sandbox.UpdatedAt = now, now
+	snap := s.snapshots[se.snapshot]
 	fakekit.WriteJSON(w, http.StatusOK, map[string]any{"snapshot": snapshotJSONOf(snap), "session": sessionJSONOf(se)})
 }
 

@@ -56,6 +56,8 @@ type snapshotJSON struct {
 	ExpiresAt       int64  `json:"expiresAt,omitempty"`
 	CreatedAt       int64  `json:"createdAt"`
 	UpdatedAt       int64  `json:"updatedAt"`
+	LastUsedAt      int64  `json:"lastUsedAt,omitempty"`
+	ParentID        string `json:"parentId,omitempty"`
 }
 
 // RouteJSON is one preview route as the API answers it.
@@ -101,7 +103,15 @@ type createBody struct {
 	Tags               map[string]string `json:"tags"`
 	Persistent         *bool             `json:"persistent"`
 	SnapshotExpiration *int64            `json:"snapshotExpiration"`
+	KeepLastSnapshots  *keepLastJSON     `json:"keepLastSnapshots"`
 	Region             string            `json:"region"`
+}
+
+// keepLastJSON is keepLastSnapshots: keep the newest Count snapshots of
+// the sandbox, deleting the older ones (unless DeleteEvicted is false).
+type keepLastJSON struct {
+	Count         int   `json:"count"`
+	DeleteEvicted *bool `json:"deleteEvicted"`
 }
 
 // createKeys are the create body's field names (the sheet's list, plus
@@ -129,6 +139,7 @@ type updateBody struct {
 	Tags               map[string]string `json:"tags"`
 	Resources          *resourcesBody    `json:"resources"`
 	SnapshotExpiration *int64            `json:"snapshotExpiration"`
+	KeepLastSnapshots  *keepLastJSON     `json:"keepLastSnapshots"`
 	CurrentSnapshotID  *string           `json:"currentSnapshotId"`
 	Region             *string           `json:"region"`
 }
