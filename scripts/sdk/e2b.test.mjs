@@ -5,10 +5,12 @@
 // and E2B_API_KEY to the fake, as E2B documents for a self-hosted cluster.
 // The second test takes snapshots (createSnapshot), lists them
 // (listSnapshots), makes a sandbox from one (create), forks (fork) and
-// deletes them (deleteSnapshot), checking what each keeps.
+// deletes them (deleteSnapshot), checking what each keeps; the third fails
+// a snapshot through the fake's fault control (/_fake/faults), which kills
+// its sandbox as E2B does.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { sdk, get, until } from './preview.mjs';
+import { sdk, get, until, fakeURL } from './preview.mjs';
 
 const { Sandbox } = sdk('e2b');
 const port = 3000;
@@ -127,4 +129,14 @@ test('a snapshot keeps files and processes; a sandbox made from it and a fork ar
     for (const s of made) await s.kill().catch(() => {});
     await sbx.kill();
   }
+});
+
+test('a snapshot that fails midway answers 500 and kills its sandbox, as E2B does', async () => {
+  const sbx = await Sandbox.create();
+  const r = await fetch(`${fakeURL.origin}/_fake/faults`, {
+    method: 'POST', body: JSON.stringify({ op: `snapshot:${sbx.sandboxId}`, fault: { status: 500 } }),
+  });
+  assert.equal(r.status, 204);
+  await assert.rejects(sbx.createSnapshot(), (e) => e.statusCode === 500 && /Error creating snapshot template/.test(e.message));
+  await assert.rejects(Sandbox.getInfo(sbx.sandboxId), (e) => /not found|doesn't exist/i.test(e.message), 'the sandbox is gone');
 });

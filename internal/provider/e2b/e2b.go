@@ -2,7 +2,9 @@
 // docs/providers/e2b.md describes it (its section "Checked against the
 // real spec" first): create, get, list, pause, connect (resume), set timeout
 // and kill on the control API, and a live probe of the in-sandbox daemon
-// (envd) through E2B's proxy.
+// (envd) through E2B's proxy; commands and files through envd
+// (commands.go, files.go); snapshots and forks, the checkpoints
+// (checkpoint.go, the page's "Checkpoints").
 //
 // Routes: create and connect use the v2 routes (POST /v2/sandboxes, POST
 // /v2/sandboxes/{id}/connect) that E2B's SDK 2.51.0 uses; the /sandboxes

@@ -258,7 +258,9 @@ func NewServer(tb testing.TB) *Server {
 const ProxyPrefix = "/_proxy"
 
 // Handler serves the control API and, under ProxyPrefix, the proxy, on one
-// address (for `sandman fake e2b`). A request that names a sandbox the way
+// address (for `sandman fake e2b`), and the fault plan under
+// fakekit.ControlPrefix (fakekit.Control: {"op": "snapshot:<id>", "fault":
+// {"status": 500}} fails that sandbox's next snapshot, see ForSandbox). A request that names a sandbox the way
 // E2B's proxy reads it (a Host <port>-<id>.<Domain>, or the SDK's
 // E2b-Sandbox-Id and E2b-Sandbox-Port headers on a localhost or IP host)
 // goes to the proxy too, so E2B's own SDK works against it with
@@ -266,6 +268,7 @@ const ProxyPrefix = "/_proxy"
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle(ProxyPrefix+"/", http.StripPrefix(ProxyPrefix, s.proxy))
+	mux.Handle(fakekit.ControlPrefix+"/", fakekit.Control(&s.Kit))
 	mux.Handle("/", s.api)
 	return s.routed(mux)
 }
