@@ -99,8 +99,9 @@ var (
 	tagOf   = regexp.MustCompile(`^[a-z0-9_.-]+$`)
 )
 
-// parseName reads a snapshot's name as E2B does: [<namespace>/]<alias>[:<tag>].
-func parseName(in string) (name string, err error) {
+// parseName reads a snapshot's name as E2B does:
+// [<namespace>/]<alias>[:<tag>]; refused is E2B's 400 message otherwise.
+func parseName(in string) (name, refused string) {
 	id, tag, _ := strings.Cut(strings.ToLower(strings.TrimSpace(in)), ":")
 	ns, alias, found := strings.Cut(id, "/")
 	if !found {
@@ -108,13 +109,13 @@ func parseName(in string) (name string, err error) {
 	}
 	switch tag = cmp.Or(tag, "default"); {
 	case ns != TeamSlug:
-		return "", fmt.Errorf("namespace '%s' must match your team '%s'", ns, TeamSlug)
+		return "", fmt.Sprintf("namespace '%s' must match your team '%s'", ns, TeamSlug)
 	case !aliasOf.MatchString(alias):
-		return "", fmt.Errorf("Invalid name: invalid template ID: %s", in)
+		return "", "Invalid name: invalid template ID: " + in
 	case !tagOf.MatchString(tag):
-		return "", fmt.Errorf("Invalid name: invalid tag: %s", tag)
+		return "", "Invalid name: invalid tag: " + tag
 	}
-	return ns + "/" + alias + ":" + tag, nil
+	return ns + "/" + alias + ":" + tag, ""
 }
 
 // checkpointable answers the request and returns false unless sb can be
@@ -141,11 +142,10 @@ func (s *Server) snapshot(op Op, w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.noteQuery(op, r)
-	name := ""
+	name, refused := "", ""
 	if in.Name != nil {
-		var err error
-		if name, err = parseName(*in.Name); err != nil {
-			writeError(w, http.StatusBadRequest, err.Error())
+		if name, refused = parseName(*in.Name); refused != "" {
+			writeError(w, http.StatusBadRequest, refused)
 			return
 		}
 	}
