@@ -39,6 +39,10 @@
 // sandbox with auto-resume is woken by the request, as E2B's proxy does.
 // Every proxy request is counted, so a test can prove that a probe of a
 // paused sandbox never went near the sandbox.
+//
+// Snapshots, create from a snapshot and forks (snapshots.go), and the
+// sandboxes' files that sandboxfs's command lines read and write through
+// envd (process.go), follow docs/providers/e2b.md "Checkpoints".
 package e2btest
 
 import (
@@ -258,12 +262,12 @@ func NewServer(tb testing.TB) *Server {
 const ProxyPrefix = "/_proxy"
 
 // Handler serves the control API and, under ProxyPrefix, the proxy, on one
-// address (for `sandman fake e2b`), and the fault plan under
-// fakekit.ControlPrefix (fakekit.Control: {"op": "snapshot:<id>", "fault":
-// {"status": 500}} fails that sandbox's next snapshot, see ForSandbox). A request that names a sandbox the way
-// E2B's proxy reads it (a Host <port>-<id>.<Domain>, or the SDK's
-// E2b-Sandbox-Id and E2b-Sandbox-Port headers on a localhost or IP host)
-// goes to the proxy too, so E2B's own SDK works against it with
+// address (for `sandman fake e2b`), and under fakekit.ControlPrefix the
+// fault plan (fakekit.Control: {"op": "snapshot:<id>", "fault": {"status":
+// 500}} fails that sandbox's next snapshot, see ForSandbox). A request that
+// names a sandbox the way E2B's proxy reads it (a Host <port>-<id>.<Domain>,
+// or the SDK's E2b-Sandbox-Id and E2b-Sandbox-Port headers on a localhost or
+// IP host) goes to the proxy too, so E2B's own SDK works against it with
 // E2B_API_URL and E2B_SANDBOX_URL set to the base URL.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
