@@ -3,9 +3,14 @@
 // sandbox.getHost(port) answers E2B's "port is not open" 502 until it
 // listens, then the app. scripts/sdk.sh sets E2B_API_URL, E2B_SANDBOX_URL
 // and E2B_API_KEY to the fake, as E2B documents for a self-hosted cluster.
+// The second test takes snapshots (createSnapshot), lists them
+// (listSnapshots), makes a sandbox from one (create), forks (fork) and
+// deletes them (deleteSnapshot), checking what each keeps; the third fails
+// a snapshot through the fake's fault control (/_fake/faults), which kills
+// its sandbox as E2B does.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { sdk, get, until } from './preview.mjs';
+import { sdk, get, until, fakeURL } from './preview.mjs';
 
 const { Sandbox } = sdk('e2b');
 const port = 3000;
@@ -54,4 +59,84 @@ test('a background command serves its port through getHost, after the port-close
   } finally {
     await sbx.kill();
   }
+});
+
+// The shell lines Sandman's adapter writes and reads a file with
+// (internal/provider/internal/sandboxfs): plain coreutils, which the fake
+// runs on the sandbox's files as a real sandbox would.
+const writeLine = (path, text) => {
+  const dir = path.slice(0, path.lastIndexOf('/'));
+  return `mkdir -p -- '${dir}' && printf '%s' '${Buffer.from(text).toString('base64')}' | base64 -d > '${path}'`;
+};
+const readLine = (path) => `if [ -e '${path}' ]; then base64 -w0 -- '${path}'; else exit 44; fi`;
+async function readFile(sbx, path) {
+  const r = await sbx.commands.run(readLine(path));
+  return Buffer.from(r.stdout.trim(), 'base64').toString();
+}
+const missing = (e) => e.name === 'CommandExitError' && e.exitCode === 44;
+
+test('a snapshot keeps files and processes; a sandbox made from it and a fork are independent', async () => {
+  const file = '/home/user/app/notes.txt';
+  const sbx = await Sandbox.create();
+  const made = [];
+  try {
+    await sbx.commands.run(writeLine(file, 'v1'));
+    assert.equal(await readFile(sbx, file), 'v1');
+    const server = await sbx.commands.run(`python3 -m http.server ${port}`, { background: true, timeoutMs: 0 });
+    await until('the server listens', async () => ({ ok: (await get(`http://${sbx.getHost(port)}/`)).status === 200 }));
+
+    const snap = await sbx.createSnapshot();
+    assert.ok(snap.snapshotId, `snapshot ${JSON.stringify(snap)}`);
+    assert.deepEqual(snap.names, []);
+    const named = await Sandbox.createSnapshot(sbx.sandboxId, { name: 'sdk-snap' });
+    assert.ok(named.snapshotId.endsWith('/sdk-snap:default') && named.names.length === 1, JSON.stringify(named));
+    await sbx.commands.run(writeLine(file, 'v2')); // after the snapshot
+
+    const paginator = Sandbox.listSnapshots({ sandboxId: sbx.sandboxId });
+    const listed = await paginator.nextItems();
+    assert.deepEqual(listed.map((s) => s.snapshotId).sort(), [snap.snapshotId, named.snapshotId].sort());
+    assert.equal(paginator.hasNext, false);
+    assert.equal((await sbx.listSnapshots().nextItems()).length, 2);
+
+    const restored = await Sandbox.create(snap.snapshotId);
+    made.push(restored);
+    assert.notEqual(restored.sandboxId, sbx.sandboxId);
+    assert.equal(await readFile(restored, file), 'v1', 'the file as it was at the snapshot');
+    assert.ok((await restored.commands.list()).some((p) => p.pid === server.pid), 'the server runs on (memory kept)');
+    assert.equal((await get(`http://${restored.getHost(port)}/`)).status, 200, 'the restored preview answers');
+    assert.equal(await readFile(sbx, file), 'v2', 'the source keeps its own state');
+
+    const forks = await Sandbox.fork(sbx.sandboxId, { timeoutMs: 60_000 });
+    assert.equal(forks.length, 1);
+    const [fork] = forks;
+    assert.ok(fork instanceof Sandbox, `fork: ${fork}`);
+    made.push(fork);
+    assert.notEqual(fork.sandboxId, sbx.sandboxId);
+    assert.equal(await readFile(fork, file), 'v2', 'a fork copies the current state');
+    await fork.commands.run(writeLine('/home/user/app/fork.txt', 'f'));
+    await assert.rejects(readFile(sbx, '/home/user/app/fork.txt'), missing, 'the source never sees the fork\'s file');
+    assert.equal((await Sandbox.getInfo(sbx.sandboxId)).state, 'running', 'the source runs on');
+
+    await assert.rejects(Sandbox.deleteSnapshot(snap.snapshotId), (e) => e.statusCode === 400 && /sandboxes using it/.test(e.message),
+      'a snapshot a sandbox was made from is kept');
+    await restored.kill();
+    assert.equal(await Sandbox.deleteSnapshot(snap.snapshotId), true);
+    assert.equal(await Sandbox.deleteSnapshot(snap.snapshotId), false, 'a second delete finds nothing');
+    assert.equal(await Sandbox.deleteSnapshot(named.snapshotId), true);
+    assert.deepEqual(await Sandbox.listSnapshots({ sandboxId: sbx.sandboxId }).nextItems(), []);
+    await assert.rejects(Sandbox.create(snap.snapshotId), (e) => e.statusCode === 404, 'a deleted snapshot makes no sandbox');
+  } finally {
+    for (const s of made) await s.kill().catch(() => {});
+    await sbx.kill();
+  }
+});
+
+test('a snapshot that fails midway answers 500 and kills its sandbox, as E2B does', async () => {
+  const sbx = await Sandbox.create();
+  const r = await fetch(`${fakeURL.origin}/_fake/faults`, {
+    method: 'POST', body: JSON.stringify({ op: `snapshot:${sbx.sandboxId}`, fault: { status: 500 } }),
+  });
+  assert.equal(r.status, 204);
+  await assert.rejects(sbx.createSnapshot(), (e) => e.statusCode === 500 && /Error creating snapshot template/.test(e.message));
+  await assert.rejects(Sandbox.getInfo(sbx.sandboxId), (e) => /not found|doesn't exist/i.test(e.message), 'the sandbox is gone');
 });

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/provider/internal/startguard"
@@ -47,11 +48,23 @@ type startRequest struct {
 	Tag     string        `json:"tag"`
 }
 
-type startEvent struct {
+// processEvent is one message of Start's stream (envd's ProcessEvent in
+// protobuf's JSON: bytes are base64, zero values are left out).
+type processEvent struct {
 	Event struct {
 		Start *struct {
 			PID int `json:"pid"`
 		} `json:"start"`
+		Data *struct {
+			Stdout []byte `json:"stdout"`
+			Stderr []byte `json:"stderr"`
+		} `json:"data"`
+		End *struct {
+			ExitCode int    `json:"exitCode"` // left out when 0
+			Exited   bool   `json:"exited"`   // false: killed by a signal
+			Status   string `json:"status"`
+			Error    string `json:"error"`
+		} `json:"end"`
 	} `json:"event"`
 }
 
@@ -100,56 +113,103 @@ func (p *Provider) StartCommand(ctx context.Context, sandboxID string, cmd lifec
 		envs["PORT"] = strconv.Itoa(cmd.Port)
 	}
 	args := append([]string{"-l", "-c"}, startguard.Args(cmd.Name, cmd.Name, "/bin/bash", cmd.Line)...)
-	body, err := json.Marshal(startRequest{Process: processConfig{Cmd: "/bin/bash", Args: args,
-		Envs: envs, Cwd: cmd.Cwd}, Tag: cmd.Name})
-	if err != nil {
-		return lifecycle.CommandStatus{}, fmt.Errorf("encode start request: %w", err)
-	}
-	frame := make([]byte, 5+len(body))
-	binary.BigEndian.PutUint32(frame[1:5], uint32(len(body)))
-	copy(frame[5:], body)
 	rctx, cancel := context.WithTimeout(ctx, p.cfg.RequestTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(rctx, http.MethodPost, p.envdURL(sandboxID, "")+processStart, bytes.NewReader(frame))
+	resp, err := p.openStart(rctx, op, sandboxID, startRequest{Process: processConfig{Cmd: "/bin/bash", Args: args,
+		Envs: envs, Cwd: cmd.Cwd}, Tag: cmd.Name}, 0)
 	if err != nil {
 		return lifecycle.CommandStatus{}, err
 	}
-	req.Header.Set("Content-Type", "application/connect+json")
-	req.Header.Set("Connect-Protocol-Version", "1")
-	req.Header.Set("Keepalive-Ping-Interval", "50")
-	p.sandboxHeaders(req, sandboxID)
-	resp, err := p.cfg.HTTPClient.Do(req)
-	if err != nil {
-		return lifecycle.CommandStatus{}, lifecycle.NewProviderError(lifecycle.ErrProviderTransient, op, sandboxID, err)
-	}
 	defer resp.Body.Close() // drops the stream: the process keeps running
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxBody))
-		return lifecycle.CommandStatus{}, p.statusError(op, sandboxID, reply{Status: resp.StatusCode, Header: resp.Header, Body: b})
-	}
 	br := bufio.NewReader(resp.Body)
 	for {
-		var head [5]byte
-		if _, err := io.ReadFull(br, head[:]); err != nil {
+		msg, end, err := readFrame(br)
+		switch {
+		case err != nil:
 			return lifecycle.CommandStatus{}, lifecycle.Transientf(op, sandboxID, 0, "the start stream ended before a pid: %w", err)
-		}
-		n := binary.BigEndian.Uint32(head[1:])
-		if n > maxStartFrame {
-			return lifecycle.CommandStatus{}, fmt.Errorf("%s: a start stream frame of %d bytes", op, n)
-		}
-		msg := make([]byte, n)
-		if _, err := io.ReadFull(br, msg); err != nil {
-			return lifecycle.CommandStatus{}, lifecycle.Transientf(op, sandboxID, 0, "read the start stream: %w", err)
-		}
-		if head[0]&0x02 != 0 { // end of stream: an error or no start event
+		case end: // an error, or no start event
 			return lifecycle.CommandStatus{}, lifecycle.Transientf(op, sandboxID, 0, "envd ended the start stream: %s", strings.TrimSpace(string(msg)))
 		}
-		var ev startEvent
+		var ev processEvent
 		if json.Unmarshal(msg, &ev) == nil && ev.Event.Start != nil {
 			p.cfg.Logger.InfoContext(ctx, "e2b command started", "sandbox_id", sandboxID, "tag", cmd.Name, "pid", ev.Event.Start.PID)
 			return lifecycle.CommandStatus{Running: true}, nil
 		}
 	}
+}
+
+// openStart sends envd one Start request for sr (Connect streaming: one
+// enveloped JSON message) and returns the answer's stream, which the
+// caller closes; dropping it leaves the process running. killAfter, when
+// set, is sent as Connect-Timeout-Ms: envd kills the process that long
+// after its start. ctx bounds the whole call, stream included. Errors:
+// envdError's for an answer that is not 200, transient for none.
+func (p *Provider) openStart(ctx context.Context, op, sandboxID string, sr startRequest, killAfter time.Duration) (*http.Response, error) {
+	body, err := json.Marshal(sr)
+	if err != nil {
+		return nil, fmt.Errorf("encode start request: %w", err)
+	}
+	frame := make([]byte, 5+len(body))
+	binary.BigEndian.PutUint32(frame[1:5], uint32(len(body)))
+	copy(frame[5:], body)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.envdURL(sandboxID, "")+processStart, bytes.NewReader(frame))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/connect+json")
+	req.Header.Set("Connect-Protocol-Version", "1")
+	req.Header.Set("Keepalive-Ping-Interval", "50")
+	if killAfter > 0 {
+		req.Header.Set("Connect-Timeout-Ms", strconv.FormatInt(killAfter.Milliseconds(), 10))
+	}
+	p.sandboxHeaders(req, sandboxID)
+	resp, err := p.cfg.HTTPClient.Do(req)
+	if err != nil {
+		return nil, lifecycle.NewProviderError(lifecycle.ErrProviderTransient, op, sandboxID, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+		return nil, p.envdError(ctx, op, sandboxID, reply{Status: resp.StatusCode, Header: resp.Header, Body: b})
+	}
+	return resp, nil
+}
+
+// envdError classifies envd's failed answer r. E2B's proxy answers 502 for
+// a sandbox that does not run, gone or paused, so a 502 asks the control
+// API and is gone when that says 404. A 401 means the envd token this
+// Provider holds is stale: it is forgotten (envdToken reads it again) and
+// the failure is transient. Otherwise statusError's.
+func (p *Provider) envdError(ctx context.Context, op, sandboxID string, r reply) error {
+	switch r.Status {
+	case http.StatusBadGateway:
+		if _, _, err := p.get(ctx, op, sandboxID); errors.Is(err, lifecycle.ErrSandboxGone) {
+			return err
+		}
+	case http.StatusUnauthorized:
+		p.tokens.forget(sandboxID)
+		return lifecycle.NewProviderError(lifecycle.ErrProviderTransient, op, sandboxID, parseAPIError(r))
+	}
+	return p.statusError(op, sandboxID, r)
+}
+
+// readFrame reads one enveloped message of a Connect stream; end reports
+// the end-of-stream message (flag 0x02), which carries an error or
+// trailers. Errors: the stream's, or a message over maxStartFrame bytes.
+func readFrame(br *bufio.Reader) (msg []byte, end bool, err error) {
+	var head [5]byte
+	if _, err := io.ReadFull(br, head[:]); err != nil {
+		return nil, false, err
+	}
+	n := binary.BigEndian.Uint32(head[1:])
+	if n > maxStartFrame {
+		return nil, false, fmt.Errorf("a stream frame of %d bytes", n)
+	}
+	msg = make([]byte, n)
+	if _, err := io.ReadFull(br, msg); err != nil {
+		return nil, false, err
+	}
+	return msg, head[0]&0x02 != 0, nil
 }
 
 // CommandStatus lists envd's processes (POST /process.Process/List) and

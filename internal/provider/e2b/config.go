@@ -23,7 +23,8 @@ const (
 	// DefaultRequestTimeout bounds one attempt of a control API call.
 	DefaultRequestTimeout = 10 * time.Second
 	// DefaultPauseTimeout bounds one attempt of a pause, which E2B says takes
-	// about 4 s per GiB of RAM.
+	// about 4 s per GiB of RAM, and of a snapshot or a fork, which pause the
+	// sandbox likewise (E2B's SDK waits 60 s too).
 	DefaultPauseTimeout = 60 * time.Second
 	// DefaultProbeTimeout bounds one attempt of the envd health check.
 	DefaultProbeTimeout = 5 * time.Second
@@ -69,7 +70,8 @@ type Config struct {
 	// RequestTimeout bounds one attempt of a control API call.
 	// Default DefaultRequestTimeout.
 	RequestTimeout time.Duration
-	// PauseTimeout bounds one attempt of a pause. Default DefaultPauseTimeout.
+	// PauseTimeout bounds one attempt of a pause, a snapshot or a fork.
+	// Default DefaultPauseTimeout.
 	PauseTimeout time.Duration
 	// ProbeTimeout bounds one envd health check. Default DefaultProbeTimeout.
 	ProbeTimeout time.Duration

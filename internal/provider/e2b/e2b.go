@@ -2,7 +2,9 @@
 // docs/providers/e2b.md describes it (its section "Checked against the
 // real spec" first): create, get, list, pause, connect (resume), set timeout
 // and kill on the control API, and a live probe of the in-sandbox daemon
-// (envd) through E2B's proxy.
+// (envd) through E2B's proxy; commands and files through envd
+// (commands.go, files.go); snapshots and forks, the checkpoints
+// (checkpoint.go, the page's "Checkpoints").
 //
 // Routes: create and connect use the v2 routes (POST /v2/sandboxes, POST
 // /v2/sandboxes/{id}/connect) that E2B's SDK 2.51.0 uses; the /sandboxes
@@ -145,12 +147,19 @@ func (p *Provider) apiURL(query url.Values, segments ...string) string {
 // missing template, a bad API key, or a 4xx such as a timeout above the
 // plan's maximum.
 func (p *Provider) Create(ctx context.Context, req lifecycle.CreateRequest) (lifecycle.Sandbox, error) {
-	const op = "create"
 	if req.Template == "" {
 		return lifecycle.Sandbox{}, errors.New("create sandbox: the template is missing")
 	}
+	return p.create(ctx, "create", req.Template, req)
+}
+
+// create is Create from templateID (a template, or a snapshot's id for
+// CreateFromSnapshot), reported as operation op. A 404 is
+// lifecycle.ErrCheckpointGone for CreateFromSnapshot, a plain error for
+// Create (a missing template).
+func (p *Provider) create(ctx context.Context, op, templateID string, req lifecycle.CreateRequest) (lifecycle.Sandbox, error) {
 	body := newSandboxBody{
-		TemplateID: req.Template,
+		TemplateID: templateID,
 		Timeout:    seconds(req.Timeout),
 		AutoPause:  req.AutoPause,
 		Metadata:   req.Metadata,
@@ -163,36 +172,48 @@ func (p *Provider) Create(ctx context.Context, req lifecycle.CreateRequest) (lif
 		Op: op, Method: http.MethodPost, URL: p.apiURL(nil, "v2", "sandboxes"),
 		Body: body, Timeout: p.cfg.RequestTimeout, Header: p.apiKey(),
 	})
-	if err != nil {
+	switch {
+	case err != nil:
 		return lifecycle.Sandbox{}, err
-	}
-	if !r.OK() {
+	case r.Status == http.StatusNotFound && op == opFromSnapshot:
+		return lifecycle.Sandbox{}, lifecycle.NewProviderError(lifecycle.ErrCheckpointGone, op, "", parseAPIError(r))
+	case !r.OK():
 		return lifecycle.Sandbox{}, p.statusError(op, "", r)
 	}
 	var out createdSandbox
 	if err := json.Unmarshal(r.Body, &out); err != nil {
 		return lifecycle.Sandbox{}, decodeError(op, "", err)
 	}
+	timeout := time.Duration(body.Timeout) * time.Second
+	if timeout == 0 {
+		timeout = DefaultCreateTimeout
+	}
+	sb, err := p.started(op, out, templateID, timeout)
+	if err != nil {
+		return lifecycle.Sandbox{}, err
+	}
+	sb.Metadata = copyMap(req.Metadata)
+	return sb, nil
+}
+
+// started records the envd token and domain of a sandbox E2B just started
+// (create, or a fork) and returns it running from now by Config.Clock until
+// now+timeout. Errors: a sandboxID that is not one (a plain error).
+func (p *Provider) started(op string, out createdSandbox, templateID string, timeout time.Duration) (lifecycle.Sandbox, error) {
 	if !validID(out.SandboxID) {
 		return lifecycle.Sandbox{}, decodeError(op, "", fmt.Errorf("bad sandboxID %q", out.SandboxID))
 	}
 	p.tokens.put(out.SandboxID, out.EnvdAccessToken)
 	p.domain.put(out.SandboxID, out.Domain)
 	now := p.cfg.Clock.Now().UTC()
-	sb := lifecycle.Sandbox{
+	return lifecycle.Sandbox{
 		ID:         out.SandboxID,
-		Template:   orString(out.TemplateID, req.Template),
+		Template:   orString(out.TemplateID, templateID),
 		State:      lifecycle.SandboxRunning,
 		StartedAt:  now,
+		ExpiresAt:  now.Add(timeout),
 		PreviewURL: p.PreviewURL(out.SandboxID, out.Domain),
-		Metadata:   copyMap(req.Metadata),
-	}
-	timeout := time.Duration(body.Timeout) * time.Second
-	if timeout == 0 {
-		timeout = DefaultCreateTimeout
-	}
-	sb.ExpiresAt = now.Add(timeout)
-	return sb, nil
+	}, nil
 }
 
 // Get reads a sandbox through the control API (it never wakes a paused
@@ -230,6 +251,7 @@ func (p *Provider) get(ctx context.Context, op, sandboxID string) (lifecycle.San
 		d.SandboxID = sandboxID
 	}
 	p.domain.put(sandboxID, d.Domain)
+	p.tokens.put(sandboxID, d.EnvdAccessToken)
 	sb, err := p.sandbox(d)
 	if err != nil {
 		return lifecycle.Sandbox{}, "", decodeError(op, sandboxID, err)
@@ -412,14 +434,22 @@ func (p *Provider) Resume(ctx context.Context, sandboxID string, timeout time.Du
 		ExpiresAt:  p.cfg.Clock.Now().UTC().Add(time.Duration(secs) * time.Second),
 		PreviewURL: p.PreviewURL(sandboxID, out.Domain),
 	}
-	got, _, err := p.get(ctx, op, sandboxID)
+	p.readBack(ctx, op, &sb)
+	return sb, nil
+}
+
+// readBack reads the running sandbox sb back (GET) and takes the expiry,
+// start and metadata E2B holds, which a connect or a fork does not answer;
+// if that read fails, sb keeps what it has (logged): its ExpiresAt is then
+// an upper bound when E2B capped it.
+func (p *Provider) readBack(ctx context.Context, op string, sb *lifecycle.Sandbox) {
+	got, _, err := p.get(ctx, op, sb.ID)
 	if err != nil || got.State != lifecycle.SandboxRunning {
-		p.cfg.Logger.WarnContext(ctx, "e2b: could not read back the expiry connect applied; assuming the one asked for",
-			"sandbox_id", sandboxID, "expires_at", sb.ExpiresAt, "err", err, "state", got.State)
-		return sb, nil
+		p.cfg.Logger.WarnContext(ctx, "e2b: could not read back the expiry E2B applied; assuming the one asked for",
+			"op", op, "sandbox_id", sb.ID, "expires_at", sb.ExpiresAt, "err", err, "state", got.State)
+		return
 	}
 	sb.ExpiresAt, sb.StartedAt, sb.Metadata = got.ExpiresAt, got.StartedAt, got.Metadata
-	return sb, nil
 }
 
 // SetTimeout sets a running sandbox's timeout to now+timeout, rounded up to

@@ -40,6 +40,9 @@ type sandboxDetail struct {
 	EndAt      time.Time         `json:"endAt"` // running: the timeout; paused: when it paused
 	Metadata   map[string]string `json:"metadata"`
 	Domain     string            `json:"domain"`
+	// EnvdAccessToken is envd's token (get only): an adapter that did not
+	// create the sandbox (another function) learns it here.
+	EnvdAccessToken string `json:"envdAccessToken"`
 }
 
 // timeoutBody is the body of connect and of set timeout.
@@ -51,4 +54,28 @@ type timeoutBody struct {
 type errorBody struct {
 	Code    int    `json:"code"`
 	Message string `json:"message"`
+}
+
+// snapshotBody is the body of POST /sandboxes/{id}/snapshots.
+type snapshotBody struct {
+	Name string `json:"name,omitempty"` // omitted: E2B names it <templateID>:default
+}
+
+// snapshotInfo answers a snapshot (201) and is one element of
+// GET /snapshots' array.
+type snapshotInfo struct {
+	SnapshotID string   `json:"snapshotID"` // <team-slug>/<name>:<tag> when named
+	Names      []string `json:"names"`      // <team-slug>/<name>, with or without its :tag
+}
+
+// forkBody is the body of POST /sandboxes/{id}/fork.
+type forkBody struct {
+	Count   int   `json:"count"`
+	Timeout int64 `json:"timeout"` // seconds; omitted, E2B applies 15 s
+}
+
+// forkEntry is one element of fork's array: a sandbox or an error.
+type forkEntry struct {
+	Sandbox *createdSandbox `json:"sandbox"`
+	Error   *errorBody      `json:"error"`
 }

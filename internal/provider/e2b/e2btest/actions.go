@@ -17,8 +17,8 @@ func (s *Server) pause(op Op, w http.ResponseWriter, r *http.Request) {
 	sb := s.lookupAny(w, r)
 	switch {
 	case sb == nil:
-	case sb.Transition == Killing:
-		writeError(w, http.StatusConflict, "Sandbox cannot be paused while in 'killing' state")
+	case sb.Transition == Killing || sb.Transition == Snapshotting:
+		writeError(w, http.StatusConflict, fmt.Sprintf("Sandbox cannot be paused while in '%s' state", sb.Transition))
 	case readsPaused(sb):
 		writeError(w, http.StatusConflict, fmt.Sprintf("Sandbox %s is already paused", sb.ID))
 	default:

@@ -21,11 +21,7 @@ import (
 // are accepted and ignored, like any other unknown parameter.
 func (s *Server) list(op Op, w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	for k := range q {
-		if !slices.Contains([]string{"state", "metadata", "limit", "nextToken", "order", "startedAfter", "template"}, k) {
-			s.note(op, k)
-		}
-	}
+	s.noteQuery(op, r, "state", "metadata", "limit", "nextToken", "order", "startedAfter", "template")
 	states := map[string]bool{"running": true, "paused": true}
 	if v := q.Get("state"); v != "" {
 		states = map[string]bool{}
@@ -42,40 +38,56 @@ func (s *Server) list(op Op, w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "error when parsing metadata: "+err.Error())
 		return
 	}
-	limit, ok := fakekit.Limit(q.Get("limit"), 100, 1, math.MaxInt)
-	if !ok {
-		writeError(w, http.StatusBadRequest, "limit must be at least 1")
-		return
-	}
-	limit = min(limit, 100)
-	from := -1
-	if v := q.Get("nextToken"); v != "" {
-		if from, err = strconv.Atoi(strings.TrimPrefix(v, "tok-")); err != nil || !strings.HasPrefix(v, "tok-") {
-			writeError(w, http.StatusBadRequest, "invalid next token")
-			return
-		}
-	}
 	s.expire()
 	want := map[string]string{}
 	for k := range md {
 		want[k] = md.Get(k)
 	}
-	var match []*Sandbox
-	for _, sb := range slices.Backward(s.sandboxes.All()) {
-		if sb.Transition != Killing && (from < 0 || s.sandboxes.Of(sb.ID) <= from) &&
-			states[stateOf(sb)] && fakekit.HasAll(sb.Metadata, want) {
-			match = append(match, sb)
-		}
-	}
-	if len(match) > limit {
-		w.Header().Set("X-Next-Token", "tok-"+strconv.Itoa(s.sandboxes.Of(match[limit].ID)))
-		match = match[:limit]
+	match, ok := page(w, q, &s.sandboxes, func(sb *Sandbox) string { return sb.ID }, func(sb *Sandbox) bool {
+		return sb.Transition != Killing && states[stateOf(sb)] && fakekit.HasAll(sb.Metadata, want)
+	})
+	if !ok {
+		return
 	}
 	out := make([]listedBody, 0, len(match))
 	for _, sb := range match {
 		out = append(out, listed(sb))
 	}
 	fakekit.WriteJSON(w, http.StatusOK, out)
+}
+
+// page serves the paging of a list over t's records that keep reports,
+// newest first: limit (at least 1; above 100 clamped to 100; default 100)
+// and nextToken (a token this fake issued, "tok-<place>"); the next page's
+// token goes in the X-Next-Token header. It answers a bad limit or token
+// with 400 itself and returns false.
+func page[T any](w http.ResponseWriter, q url.Values, t *fakekit.Table[T], id func(*T) string, keep func(*T) bool) ([]*T, bool) {
+	limit, ok := fakekit.Limit(q.Get("limit"), 100, 1, math.MaxInt)
+	if !ok {
+		writeError(w, http.StatusBadRequest, "limit must be at least 1")
+		return nil, false
+	}
+	limit = min(limit, 100)
+	from := math.MaxInt
+	if v := q.Get("nextToken"); v != "" {
+		n, err := strconv.Atoi(strings.TrimPrefix(v, "tok-"))
+		if err != nil || !strings.HasPrefix(v, "tok-") {
+			writeError(w, http.StatusBadRequest, "invalid next token")
+			return nil, false
+		}
+		from = n
+	}
+	var match []*T
+	for _, v := range slices.Backward(t.All()) {
+		if t.Of(id(v)) <= from && keep(v) {
+			match = append(match, v)
+		}
+	}
+	if len(match) > limit {
+		w.Header().Set("X-Next-Token", "tok-"+strconv.Itoa(t.Of(id(match[limit]))))
+		match = match[:limit]
+	}
+	return match, true
 }
 
 // DecodeMetadataFilter decodes list's metadata query value (already

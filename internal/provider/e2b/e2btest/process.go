@@ -1,6 +1,7 @@
 package e2btest
 
 import (
+	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -22,7 +23,8 @@ import (
 // clock) on the port named by its PORT variable, or else on the ports its
 // command line names (fakekit.ListenPorts: `python3 -m http.server 3000`).
 // A command line `exit N` ends at once with exit code N (Start's stream
-// carries its end event) and is never listed.
+// carries its end event) and is never listed; so do sandboxfs's file
+// commands, run on the sandbox's Files, their output in a data event.
 type Process struct {
 	PID       int
 	Tag       string
@@ -168,16 +170,23 @@ func (s *Server) processStart(w http.ResponseWriter, r *http.Request) {
 	if ms, err := strconv.ParseInt(r.Header.Get("Connect-Timeout-Ms"), 10, 64); err == nil && ms > 0 {
 		p.Deadline = p.StartedAt.Add(time.Duration(ms) * time.Millisecond)
 	}
-	m := exitOf.FindStringSubmatch(p.line())
-	if m == nil {
+	stdout, code, done := runsAtOnce(sb, p.line())
+	if !done {
 		sb.Processes = append(sb.Processes, p)
 	}
 	id := sb.ID
 	s.mu.Unlock()
 	w.Header().Set("Content-Type", "application/connect+json")
 	writeFrame(w, 0, fmt.Appendf(nil, `{"event":{"start":{"pid":%d}}}`, p.PID))
-	if m != nil { // it exits at once with that code
-		writeFrame(w, 0, fmt.Appendf(nil, `{"event":{"end":{"exitCode":%s,"exited":true,"status":"exit status %s"}}}`, m[1], m[1]))
+	if done { // its output, then its end (protobuf's JSON: bytes in base64, a 0 exit code left out)
+		if len(stdout) > 0 {
+			writeFrame(w, 0, fmt.Appendf(nil, `{"event":{"data":{"stdout":%q}}}`, base64.StdEncoding.EncodeToString(stdout)))
+		}
+		end := fmt.Sprintf(`"exitCode":%d,`, code)
+		if code == 0 {
+			end = ""
+		}
+		writeFrame(w, 0, fmt.Appendf(nil, `{"event":{"end":{%s"exited":true,"status":"exit status %d"}}}`, end, code))
 		writeFrame(w, 0x02, []byte(`{}`))
 		return
 	}
@@ -186,6 +195,16 @@ func (s *Server) processStart(w http.ResponseWriter, r *http.Request) {
 
 // exitOf finds a command line that exits at once: `exit N`.
 var exitOf = regexp.MustCompile(`^\s*exit (\d{1,3})\s*$`)
+
+// runsAtOnce runs a command line that ends at once: `exit N`, or a file
+// command of sandboxfs on sb's files. done is false for any other line.
+func runsAtOnce(sb *Sandbox, line string) (stdout []byte, code int, done bool) {
+	if m := exitOf.FindStringSubmatch(line); m != nil {
+		code, _ = strconv.Atoi(m[1])
+		return nil, code, true
+	}
+	return files(sb).Run(line)
+}
 
 // streamUntilEnd holds Start's stream open as envd does while the process
 // runs: a keepalive event every Keepalive-Ping-Interval seconds, and once

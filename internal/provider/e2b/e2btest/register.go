@@ -8,6 +8,7 @@ import (
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/provider/e2b"
+	"github.com/sandmanhq/sandman/internal/provider/internal/fakekit"
 	"github.com/sandmanhq/sandman/internal/provider/registry"
 )
 
@@ -23,8 +24,8 @@ var Fake = registry.Fake{
 		f := New(Config{Logger: p.Log, BootDelay: p.BootDelay})
 		return f.Handler(), f.Close
 	},
-	Hint: fmt.Sprintf("E2B_API_URL=<base url> E2B_SANDBOX_URL=<base url> E2B_API_KEY=%s (domain %s: a request with Host <port>-<id>.%s reaches that port's preview)",
-		APIKey, Domain, Domain),
+	Hint: fmt.Sprintf("E2B_API_URL=<base url> E2B_SANDBOX_URL=<base url> E2B_API_KEY=%s (domain %s: a request with Host <port>-<id>.%s reaches that port's preview; faults: POST <base url>%s/faults)",
+		APIKey, Domain, Domain, fakekit.ControlPrefix),
 	BaseURLEnv: e2b.EnvBaseURL,
 	Env:        map[string]string{e2b.EnvAPIKey: APIKey, e2b.EnvDomain: Domain},
 	Adapter: func(base string, log *slog.Logger) (lifecycle.Provider, error) {

@@ -39,6 +39,10 @@
 // sandbox with auto-resume is woken by the request, as E2B's proxy does.
 // Every proxy request is counted, so a test can prove that a probe of a
 // paused sandbox never went near the sandbox.
+//
+// Snapshots, create from a snapshot and forks (snapshots.go), and the
+// sandboxes' files that sandboxfs's command lines read and write through
+// envd (process.go), follow docs/providers/e2b.md "Checkpoints".
 package e2btest
 
 import (
@@ -50,6 +54,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -57,6 +62,7 @@ import (
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/provider/e2b"
 	"github.com/sandmanhq/sandman/internal/provider/internal/fakekit"
+	"github.com/sandmanhq/sandman/internal/provider/internal/sandboxfs"
 )
 
 // Defaults of a new Server.
@@ -76,8 +82,11 @@ const (
 	DefaultTimeoutV1 = 15 * time.Second
 	// ClientID is the clientID every answer carries.
 	ClientID = "6532622b"
-	// EnvdVersion is the envdVersion every answer carries.
-	EnvdVersion = "0.2.0"
+	// EnvdVersion is the envdVersion of a sandbox that names none: E2B
+	// snapshots and forks only sandboxes of envd 0.5.0 or later.
+	EnvdVersion = "0.5.0"
+	// TeamSlug is the team's namespace in the snapshots' names.
+	TeamSlug = "sandman-test"
 )
 
 // Op names one kind of request, for counting and fault injection.
@@ -93,7 +102,20 @@ const (
 	OpTimeout Op = "timeout" // POST /sandboxes/{id}/timeout
 	OpKill    Op = "kill"    // DELETE /sandboxes/{id}
 	OpHealth  Op = "health"  // GET <proxy>/{id}/health (envd)
+
+	// The checkpoint operations (snapshots.go). A 500 fault with no
+	// Message on OpSnapshot or OpFork answers E2B's message for a
+	// checkpoint that failed midway, and kills the source as E2B does; one
+	// with a Message of its own leaves it running.
+	OpSnapshot       Op = "snapshot"        // POST /sandboxes/{id}/snapshots
+	OpListSnapshots  Op = "list_snapshots"  // GET /snapshots
+	OpDeleteSnapshot Op = "delete_snapshot" // DELETE /templates/{id}
+	OpFork           Op = "fork"            // POST /sandboxes/{id}/fork
 )
+
+// ForSandbox is op for one sandbox: faults queued under it (Fail, FailAll)
+// serve only the requests of op about that sandbox, before op's own.
+func ForSandbox(op Op, sandboxID string) Op { return op + Op(":"+sandboxID) }
 
 // Transition is a state a sandbox passes through.
 type Transition string
@@ -102,6 +124,9 @@ type Transition string
 const (
 	Pausing Transition = "pausing" // reads as paused; set timeout and connect answer 409
 	Killing Transition = "killing" // reads as 404; pause, connect and set timeout answer 409
+	// Snapshotting reads as running: pause, connect, set timeout, a
+	// snapshot and a fork answer 409 (a slow snapshot under way).
+	Snapshotting Transition = "snapshotting"
 )
 
 // Fault replaces the answer to one request: a Status answered with E2B's
@@ -133,6 +158,13 @@ type Sandbox struct {
 	EnvVars     map[string]string
 	// Processes are the background processes envd runs (process.go).
 	Processes []Process
+	// Files are its files, which sandboxfs's command lines read and write
+	// (nil: none yet); a snapshot or a fork copies them.
+	Files *sandboxfs.Mem
+	// EnvdVersion is its envd's version; "": EnvdVersion.
+	EnvdVersion string
+	// FromSnapshot is the snapshotID it was created from, "" for none.
+	FromSnapshot string
 }
 
 func (sb *Sandbox) clone() Sandbox {
@@ -174,6 +206,7 @@ type Server struct {
 	opts      Config
 	mu        sync.Mutex
 	sandboxes fakekit.Table[Sandbox]
+	snapshots fakekit.Table[Snapshot]
 	pid       int
 	api       http.Handler
 	proxy     http.Handler
@@ -199,6 +232,7 @@ func New(opts Config) *Server {
 	api.Handle("POST /sandboxes/{id}/connect", s.handle(OpConnect, s.deprecated(s.connect)))
 	api.Handle("POST /sandboxes/{id}/timeout", s.handle(OpTimeout, s.setTimeout))
 	api.Handle("DELETE /sandboxes/{id}", s.handle(OpKill, s.kill))
+	s.snapshotRoutes(api)
 	proxy := http.NewServeMux()
 	proxy.Handle("GET /{id}/health", s.faulty(OpHealth, http.HandlerFunc(s.health)))
 	s.processRoutes(proxy)
@@ -228,14 +262,17 @@ func NewServer(tb testing.TB) *Server {
 const ProxyPrefix = "/_proxy"
 
 // Handler serves the control API and, under ProxyPrefix, the proxy, on one
-// address (for `sandman fake e2b`). A request that names a sandbox the way
-// E2B's proxy reads it (a Host <port>-<id>.<Domain>, or the SDK's
-// E2b-Sandbox-Id and E2b-Sandbox-Port headers on a localhost or IP host)
-// goes to the proxy too, so E2B's own SDK works against it with
+// address (for `sandman fake e2b`), and under fakekit.ControlPrefix the
+// fault plan (fakekit.Control: {"op": "snapshot:<id>", "fault": {"status":
+// 500}} fails that sandbox's next snapshot, see ForSandbox). A request that
+// names a sandbox the way E2B's proxy reads it (a Host <port>-<id>.<Domain>,
+// or the SDK's E2b-Sandbox-Id and E2b-Sandbox-Port headers on a localhost or
+// IP host) goes to the proxy too, so E2B's own SDK works against it with
 // E2B_API_URL and E2B_SANDBOX_URL set to the base URL.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle(ProxyPrefix+"/", http.StripPrefix(ProxyPrefix, s.proxy))
+	mux.Handle(fakekit.ControlPrefix+"/", fakekit.Control(&s.Kit))
 	mux.Handle("/", s.api)
 	return s.routed(mux)
 }
@@ -314,11 +351,22 @@ func (s *Server) handle(op Op, h func(Op, http.ResponseWriter, *http.Request)) h
 	}))
 }
 
-// faulty counts requests of op and serves the next queued fault, if any,
-// as E2B's error body with its Retry-After.
+// faulty counts requests of op and serves the next queued fault, if any
+// (ForSandbox's for the request's sandbox first), as E2B's error body with
+// its Retry-After.
 func (s *Server) faulty(op Op, next http.Handler) http.Handler {
-	return s.Handle(op, next, func(w http.ResponseWriter, _ *http.Request, f Fault) {
-		writeError(w, f.Status, f.Prepare(w))
+	answer := func(w http.ResponseWriter, r *http.Request, f Fault) {
+		msg := f.Prepare(w)
+		if m, ok := checkpointFailure[op]; ok && f.Status == http.StatusInternalServerError && f.Message == "" {
+			msg = m
+			s.mu.Lock()
+			s.sandboxes.Delete(r.PathValue("id"))
+			s.mu.Unlock()
+		}
+		writeError(w, f.Status, msg)
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.Handle(op, next, answer, ForSandbox(op, r.PathValue("id")), op).ServeHTTP(w, r)
 	})
 }
 
@@ -474,8 +522,13 @@ func (s *Server) create(op Op, w http.ResponseWriter, r *http.Request, v2 bool) 
 		}
 	}
 	now := s.now()
+	snap := s.resolve(in.TemplateID)
+	if snap == nil && strings.ContainsAny(in.TemplateID, "/:") { // a snapshot's id, not a template's
+		writeError(w, http.StatusNotFound, fmt.Sprintf("template '%s' not found", in.TemplateID))
+		return
+	}
 	sb := &Sandbox{
-		ID:         fmt.Sprintf("isbx%016d", s.sandboxes.Next()),
+		ID:         s.newID(),
 		TemplateID: in.TemplateID,
 		State:      lifecycle.SandboxRunning,
 		StartedAt:  now,
@@ -490,13 +543,17 @@ func (s *Server) create(op Op, w http.ResponseWriter, r *http.Request, v2 bool) 
 	if sb.Secure {
 		sb.AccessToken = "envd-token-" + sb.ID
 	}
+	if snap != nil {
+		sb.TemplateID, sb.FromSnapshot, sb.Files = snap.TemplateID, snap.ID, snap.Files.Clone()
+		sb.Processes = slices.Clone(snap.Processes)
+	}
 	s.sandboxes.Put(sb.ID, sb)
 	fakekit.WriteJSON(w, http.StatusCreated, created(sb))
 }
 
 func created(sb *Sandbox) createdBody {
 	return createdBody{SandboxID: sb.ID, TemplateID: sb.TemplateID, ClientID: ClientID,
-		EnvdVersion: EnvdVersion, EnvdAccessToken: sb.AccessToken, Domain: Domain}
+		EnvdVersion: cmp.Or(sb.EnvdVersion, EnvdVersion), EnvdAccessToken: sb.AccessToken, Domain: Domain}
 }
 
 func stateOf(sb *Sandbox) string {
@@ -515,7 +572,7 @@ func listed(sb *Sandbox) listedBody {
 	return listedBody{
 		SandboxID: sb.ID, TemplateID: sb.TemplateID, ClientID: ClientID, State: stateOf(sb),
 		StartedAt: sb.StartedAt.Format(time.RFC3339Nano), EndAt: sb.EndAt.Format(time.RFC3339Nano),
-		CPUCount: 2, MemoryMB: 512, DiskSizeMB: 1024, EnvdVersion: EnvdVersion, Metadata: maps.Clone(sb.Metadata),
+		CPUCount: 2, MemoryMB: 512, DiskSizeMB: 1024, EnvdVersion: cmp.Or(sb.EnvdVersion, EnvdVersion), Metadata: maps.Clone(sb.Metadata),
 	}
 }
 
@@ -529,10 +586,13 @@ func (s *Server) get(op Op, w http.ResponseWriter, r *http.Request) {
 // note records an ignored field or parameter (UnknownFields).
 func (s *Server) note(op Op, name string) { s.Note(string(op) + " " + name) }
 
-// noteQuery records every query parameter of a route that takes none.
-func (s *Server) noteQuery(op Op, r *http.Request) {
+// noteQuery records every query parameter of a route that is not one of
+// known.
+func (s *Server) noteQuery(op Op, r *http.Request, known ...string) {
 	for k := range r.URL.Query() {
-		s.note(op, k)
+		if !slices.Contains(known, k) {
+			s.note(op, k)
+		}
 	}
 }
 

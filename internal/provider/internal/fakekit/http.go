@@ -3,8 +3,8 @@
 // internal/provider/vercel/verceltest) share, so that each fake keeps only
 // its provider's own state rules and wire shapes: the Kit a fake embeds
 // (request counts and tallies, the fault plan and what a fault does to a
-// request, hanging requests, the boot delay of the commands it "runs"), a
-// fault type for the fakes whose error body is a status, code and message
+// request, hanging requests, the boot delay of the commands it "runs"), the
+// fault plan over HTTP for a fake run on its own (Control), a fault type for the fakes whose error body is a status, code and message
 // (Fault), reading a bounded body and splitting a JSON object into the
 // fields an API knows and the ones it does not, writing a JSON answer, the
 // ports a command line listens on, preview hosts (PortHost), records kept
