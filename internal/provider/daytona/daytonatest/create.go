@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sandmanhq/sandman/internal/provider/internal/fakekit"
+	"github.com/sandmanhq/sandman/internal/provider/internal/sandboxfs"
 )
 
 // Creating, reading and listing sandboxes.
@@ -91,22 +92,23 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 	for _, k := range unknown {
 		s.NoteOnce(k) // daytona.md does not list it (Daytona's SDK sends a few)
 	}
-	snapshot := ""
+	s.tick()
+	now := s.opts.Clock.Now().UTC()
+	snapshot, files, refused := "", (*sandboxfs.Mem)(nil), ""
 	if in.Snapshot != nil {
 		snapshot = *in.Snapshot
-		if s.opts.Snapshots != nil && !slices.Contains(s.opts.Snapshots, snapshot) {
-			s.writeError(w, r, http.StatusBadRequest, fmt.Sprintf("Snapshot %s not found. Did you add it through the Daytona Dashboard?", snapshot))
-			return
-		}
+		files, refused = s.fromSnapshot(snapshot, now)
 	}
-	s.tick()
+	if refused != "" {
+		s.writeError(w, r, http.StatusBadRequest, refused)
+		return
+	}
 	if in.Name != "" && slices.ContainsFunc(s.sandboxes.All(), func(o *Sandbox) bool { return o.Name == in.Name }) {
 		s.writeError(w, r, http.StatusConflict, fmt.Sprintf("Sandbox with name %s already exists", in.Name))
 		return
 	}
-	now := s.opts.Clock.Now().UTC()
-	id := fmt.Sprintf("%08x-0000-4000-8000-%012x", s.sandboxes.Next(), s.sandboxes.Next())
-	sb := &Sandbox{
+	id := uuid(s.sandboxes.Next(), 0x8000)
+	sb := &Sandbox{files: files,
 		ID: id, Name: cmp.Or(in.Name, id), Snapshot: snapshot, Labels: orEmpty(maps.Clone(in.Labels)),
 		Env: maps.Clone(in.Env), Public: in.Public, Target: cmp.Or(in.Target, DefaultTarget),
 		Class: s.opts.Class, CPU: 1, Memory: 1, Disk: 3, AutoStop: 15, AutoArchive: 10080, AutoDelete: -1,

@@ -52,13 +52,15 @@ var Fake = registry.Fake{
 
 // StandaloneConfig returns Config for serving the fake on its own (for
 // Daytona's SDKs, users' tests, or a local stack): the system clock, one
-// second per transition (three for a restore from archive), and a list
+// second per transition (three for a restore from archive; a capture, a
+// fork and an activation one each), and a list
 // that shows a deleted sandbox for 1.5 s, as Daytona's does.
 func StandaloneConfig() Config {
 	return Config{
 		CreateTime: time.Second, BuildTime: 2 * time.Second, StartTime: time.Second, StopTime: time.Second,
 		PauseTime: time.Second, ResumeTime: time.Second, RestoreTime: 3 * time.Second,
 		ArchiveTime: time.Second, DeleteTime: time.Second, ListLag: 1500 * time.Millisecond,
+		SnapshotTime: time.Second, ForkTime: time.Second, ActivateTime: time.Second,
 	}
 }
 

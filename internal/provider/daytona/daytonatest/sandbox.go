@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/sandmanhq/sandman/internal/provider/internal/sandboxfs"
 )
 
 // The sandbox states of daytona.md "State machine".
@@ -74,9 +76,17 @@ type Sandbox struct {
 	// Stuck, when true, keeps the sandbox in its transitional state
 	// (daytona.md: sandboxes stuck for hours in starting or destroying).
 	Stuck bool `json:"-"`
+	// SnapshotFault makes its captures fail: SnapshotFailSilently or
+	// SnapshotFailError; "" captures.
+	SnapshotFault string `json:"-"`
+	// SnapshotTime, when set, is how long its captures take instead of
+	// Config.SnapshotTime (a slow snapshot).
+	SnapshotTime time.Duration `json:"-"`
 
-	settleAt time.Time // when a transitional state settles
-	next     string    // the state it settles to
+	settleAt time.Time      // when a transitional state settles
+	next     string         // the state it settles to
+	files    *sandboxfs.Mem // its files (fs)
+	capture  *capture       // the snapshot being taken, settled with snapshotting
 }
 
 func (sb *Sandbox) clone() Sandbox {
@@ -236,6 +246,9 @@ func (s *Server) destroy(sb *Sandbox, t time.Time) {
 func (s *Server) settle(sb *Sandbox) {
 	at, final := sb.settleAt, sb.next
 	sb.next, sb.settleAt = "", time.Time{}
+	if sb.capture != nil {
+		s.captured(sb, at)
+	}
 	if final != StateDestroyed {
 		s.set(sb, final, at)
 		return
@@ -261,6 +274,7 @@ func (s *Server) tick() {
 		}
 	}
 	s.tombstones = slices.DeleteFunc(s.tombstones, func(t tombstone) bool { return !now.Before(t.until) })
+	s.tickSnapshots(now)
 }
 
 // step applies sb's earliest event due by now and reports whether there

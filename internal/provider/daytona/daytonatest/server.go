@@ -48,8 +48,11 @@ const (
 	// DefaultTarget is the region of sandboxes created without target.
 	DefaultTarget = "us"
 	// DefaultClass is the sandboxClass of new sandboxes; it cannot pause
-	// (Daytona: only linux-vm and windows can, others answer 422).
+	// or fork (Daytona: only linux-vm and windows can, others answer 422).
 	DefaultClass = "container"
+	// DefaultDeactivation is Daytona's snapshotDeactivationTimeoutMinutes,
+	// 20160: 14 days.
+	DefaultDeactivation = 14 * 24 * time.Hour
 )
 
 // The rate-limit buckets of daytona.md "REST API".
@@ -84,7 +87,7 @@ const (
 
 // bucketOf is the rate-limit bucket of the operations not in
 // BucketAuthenticated.
-var bucketOf = map[Op]string{OpCreate: BucketCreate, OpStart: BucketLifecycle, OpStop: BucketLifecycle,
+var bucketOf = map[Op]string{OpCreate: BucketCreate, OpFork: BucketCreate, OpStart: BucketLifecycle, OpStop: BucketLifecycle,
 	OpPause: BucketLifecycle, OpArchive: BucketLifecycle, OpDelete: BucketLifecycle, OpRecover: BucketLifecycle}
 
 // Config configures a Server. The zero value is a fake whose transitions
@@ -128,6 +131,14 @@ type Config struct {
 	RestoreTime time.Duration // restoring → started (from archived)
 	ArchiveTime time.Duration // archiving → archived
 	DeleteTime  time.Duration // destroying → destroyed (then GET is 404)
+	// Checkpoints: a capture (snapshotting → back, the snapshot written), a
+	// fork (the child creating → started, the source forking → started),
+	// an activation (pending → active).
+	SnapshotTime, ForkTime, ActivateTime time.Duration
+	// Deactivation is how long an active snapshot stays so unused
+	// (lastUsedAt, else createdAt) before Daytona deactivates it. Default
+	// DefaultDeactivation.
+	Deactivation time.Duration
 
 	// ListLag keeps a destroyed sandbox in list answers, as started, this
 	// long after it was destroyed (daytona.md "REST API": a deleted
@@ -188,6 +199,8 @@ type Server struct {
 	changes    fakekit.Outbox[StateChange]
 	procs      map[string]map[string]*toolSession // sandbox ID → toolbox session ID → session
 	cmdSeq     int
+	snapshots  fakekit.Table[Snapshot]
+	removed    map[string]bool // the names and ids of deleted snapshots
 }
 
 // NewServer returns a fake Daytona with opts' defaults filled in. Serve it
@@ -199,7 +212,8 @@ func NewServer(opts Config) *Server {
 	opts.APIKey, opts.ProxyDomain = cmp.Or(opts.APIKey, DefaultAPIKey), cmp.Or(opts.ProxyDomain, DefaultProxyDomain)
 	opts.ToolboxProxyURL = cmp.Or(opts.ToolboxProxyURL, "https://toolbox."+opts.ProxyDomain)
 	opts.OrganizationID, opts.Class = cmp.Or(opts.OrganizationID, DefaultOrganizationID), cmp.Or(opts.Class, DefaultClass)
-	s := &Server{opts: opts, procs: map[string]map[string]*toolSession{}}
+	opts.Deactivation = cmp.Or(opts.Deactivation, DefaultDeactivation)
+	s := &Server{opts: opts, procs: map[string]map[string]*toolSession{}, removed: map[string]bool{}}
 	s.SetBootDelay(opts.BootDelay)
 	return s
 }
@@ -248,6 +262,7 @@ func (s *Server) Handler() http.Handler {
 		route("GET /sandbox/{id}/ports/{port}/preview-url", OpPreview, s.previewURL)
 		route("GET /sandbox/{id}/ports/{port}/signed-preview-url", OpSigned, s.signedPreviewURL)
 		route("GET /sandbox/{id}/toolbox-proxy-url", OpToolboxProxy, s.toolboxProxy)
+		s.snapshotRoutes(route)
 	}
 	s.toolboxRoutes(mux)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

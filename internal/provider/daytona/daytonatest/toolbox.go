@@ -2,8 +2,10 @@ package daytonatest
 
 import (
 	"cmp"
+	"encoding/base64"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -19,11 +21,14 @@ import (
 // DELETE (204) …/session/{sid}; POST …/session/{sid}/exec
 // {"command","runAsync"} → 202 {"cmdId"}, or 200 with exitCode and output
 // when not runAsync; GET …/command/{cmdId} → {id, command, exitCode?} (none
-// while it runs) and …/logs → {output, stdout, stderr}. A command is a
+// while it runs) and …/logs → {output, stdout, stderr}; POST
+// /process/execute {"command"} → {exitCode, result}, run to completion.
+// A sandboxfs line (as the adapter's Files send it) reads and writes the
+// sandbox's files (sandboxfs.Mem.Run); any other command is a
 // fakekit.Proc: it listens once Config.BootDelay has passed, on the ports
 // its line names (read past the start guard's script). A stop (any state
-// but started, pausing, paused, resuming) loses every session, as Daytona's
-// stop clears memory.
+// but started, pausing, paused, resuming, snapshotting, forking) loses
+// every session, as Daytona's stop clears memory.
 //
 // The preview, https://{port}-{id}.<ProxyDomain>/…: without the token of a
 // private sandbox (query DAYTONA_SANDBOX_AUTH_KEY or header
@@ -53,6 +58,7 @@ func (s *Server) toolboxRoutes(mux *http.ServeMux) {
 	route("POST /process/session/{sid}/exec", s.exec)
 	route("GET /process/session/{sid}/command/{cmd}", s.getCommand)
 	route("GET /process/session/{sid}/command/{cmd}/logs", s.commandLogs)
+	route("POST /process/execute", s.execute)
 }
 
 // started returns the started sandbox of the request's {id}, or answers
@@ -150,7 +156,7 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
 	if !s.decode(w, r, &body) {
 		return
 	}
-	_, sess := s.session(w, r)
+	sb, sess := s.session(w, r)
 	switch {
 	case sess == nil:
 		return
@@ -161,12 +167,55 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
 	s.cmdSeq++
 	// The adapter's start guard is read past: what counts is the line.
 	c := fakekit.StartProc(fmt.Sprintf("cmd-%06d", s.cmdSeq), body.Command, startguard.Unwrap(body.Command), s.opts.Clock.Now())
+	if out, code, ok := sb.fs().Run(unwrap(body.Command)); ok {
+		c.Exited(code, string(out))
+	}
 	*sess = append(*sess, c)
 	if body.RunAsync || body.Async {
 		s.writeJSON(w, http.StatusAccepted, map[string]string{"cmdId": c.ID})
 		return
 	}
 	s.writeJSON(w, http.StatusOK, map[string]any{"cmdId": c.ID, "output": c.Output, "stdout": c.Output, "stderr": "", "exitCode": c.Code()})
+}
+
+// execute serves POST /process/execute {"command"}: it runs the command
+// to completion, {"exitCode", "result"} (stdout and stderr together).
+func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Command string `json:"command"`
+	}
+	if !s.decode(w, r, &body) {
+		return
+	}
+	sb := s.started(w, r)
+	switch {
+	case sb == nil:
+		return
+	case strings.TrimSpace(body.Command) == "":
+		s.writeError(w, r, http.StatusBadRequest, "command is required")
+		return
+	}
+	line := unwrap(body.Command)
+	out, code, ok := sb.fs().Run(line)
+	if !ok {
+		c := fakekit.StartProc("", body.Command, line, s.opts.Clock.Now())
+		out, code = []byte(c.Output), c.Code()
+	}
+	s.writeJSON(w, http.StatusOK, map[string]any{"exitCode": code, "result": string(out)})
+}
+
+// shWrapped is a line sent as process/execute takes one, which splits the
+// command at spaces and runs no shell: sh -c "echo <base64> | base64 -d | sh".
+var shWrapped = regexp.MustCompile(`^sh -c "echo ([A-Za-z0-9+/=]+) \| base64 -d \| sh"$`)
+
+// unwrap returns the line a shWrapped command carries, else command.
+func unwrap(command string) string {
+	if m := shWrapped.FindStringSubmatch(command); m != nil {
+		if b, err := base64.StdEncoding.DecodeString(m[1]); err == nil {
+			return string(b)
+		}
+	}
+	return command
 }
 
 // command returns the request's command {cmd}, or answers and returns nil.
@@ -199,7 +248,7 @@ func (s *Server) commandLogs(w http.ResponseWriter, r *http.Request) {
 // cleared. Callers hold mu.
 func (s *Server) loseProcesses(sb *Sandbox, state string) {
 	switch state {
-	case StateStarted, StatePausing, StatePaused, StateResuming:
+	case StateStarted, StatePausing, StatePaused, StateResuming, StateSnapshotting, StateForking:
 	default:
 		delete(s.procs, sb.ID)
 	}
