@@ -27,6 +27,12 @@
 // progress, is retried). List filters by labels (a JSON object) and follows
 // Daytona's cursors.
 //
+// Checkpoints (checkpoints.go, files.go): snapshots of a sandbox's
+// filesystem, taken in the background and believed only once Daytona shows
+// them by name; a new sandbox from one; fork of a VM sandbox; files read
+// and written through the toolbox (docs/providers/daytona.md
+// "Checkpoints").
+//
 // Errors follow lifecycle.Provider: 404 gone, 409 conflict, 429/5xx and
 // no answer transient with the largest Retry-After-<bucket> (or plain
 // Retry-After) Daytona sent, 401/403 and other 4xx plain errors carrying

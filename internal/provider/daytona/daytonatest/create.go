@@ -94,10 +94,10 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 	}
 	s.tick()
 	now := s.opts.Clock.Now().UTC()
-	snapshot, files, refused := "", (*sandboxfs.Mem)(nil), ""
+	snapshot, files, class, refused := "", (*sandboxfs.Mem)(nil), "", ""
 	if in.Snapshot != nil {
 		snapshot = *in.Snapshot
-		files, refused = s.fromSnapshot(snapshot, now)
+		files, class, refused = s.fromSnapshot(snapshot, now)
 	}
 	if refused != "" {
 		s.writeError(w, r, http.StatusBadRequest, refused)
@@ -111,7 +111,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 	sb := &Sandbox{files: files,
 		ID: id, Name: cmp.Or(in.Name, id), Snapshot: snapshot, Labels: orEmpty(maps.Clone(in.Labels)),
 		Env: maps.Clone(in.Env), Public: in.Public, Target: cmp.Or(in.Target, DefaultTarget),
-		Class: s.opts.Class, CPU: 1, Memory: 1, Disk: 3, AutoStop: 15, AutoArchive: 10080, AutoDelete: -1,
+		Class: cmp.Or(class, s.opts.Class), CPU: 1, Memory: 1, Disk: 3, AutoStop: 15, AutoArchive: 10080, AutoDelete: -1,
 		CreatedAt: now, UpdatedAt: now, LastActivityAt: now, Token: s.newToken(), DesiredState: StateStarted,
 	}
 	if (sb.Class == "linux-vm" || sb.Class == "windows") && in.AutoStopInterval == nil && in.AutoPauseInterval == nil {

@@ -30,7 +30,8 @@ import (
 //     Config.ActivateTime). An active snapshot unused (lastUsedAt, else
 //     createdAt) for Config.Deactivation becomes inactive.
 //   - POST /sandbox {"snapshot": <name or id>} copies the snapshot's files
-//     into the new sandbox (400 "Snapshot X is inactive", "… not found").
+//     and class into the new sandbox (400 "Snapshot X is inactive", "… not
+//     found"); Daytona's daytona-vm-* snapshots make linux-vm sandboxes.
 //   - POST /sandbox/{id}/fork (linux-vm and windows only, 422; started
 //     only, 400) answers the child `creating`, a copy of the source (files,
 //     labels, env, resources, intervals but autoPauseInterval) while the
@@ -57,8 +58,8 @@ const (
 
 // Snapshot is the fake's record of one snapshot.
 type Snapshot struct {
-	ID, Name, State, SourceSandboxID, ErrorReason string
-	CreatedAt, UpdatedAt, LastUsedAt              time.Time
+	ID, Name, State, SourceSandboxID, ErrorReason, Class string
+	CreatedAt, UpdatedAt, LastUsedAt                     time.Time
 
 	files    *sandboxfs.Mem
 	settleAt time.Time // pending → active
@@ -124,7 +125,7 @@ func (s *Server) captured(sb *Sandbox, t time.Time) {
 	if sb.SnapshotFault == SnapshotFailSilently || s.findSnapshot(c.name) != nil {
 		return
 	}
-	sn := &Snapshot{ID: uuid(s.snapshots.Next(), 0xa000), Name: c.name, State: "active", SourceSandboxID: sb.ID,
+	sn := &Snapshot{ID: uuid(s.snapshots.Next(), 0xa000), Name: c.name, State: "active", SourceSandboxID: sb.ID, Class: sb.Class,
 		CreatedAt: t, UpdatedAt: t, files: c.files}
 	if sb.SnapshotFault == SnapshotFailError {
 		sn.State, sn.ErrorReason = StateError, "the runner failed to push the snapshot"
@@ -171,7 +172,7 @@ func (s *Server) snapshotJSON(sn *Snapshot) map[string]any {
 	return map[string]any{"id": sn.ID, "name": sn.Name, "state": sn.State, "sourceSandboxId": sn.SourceSandboxID,
 		"general": false, "size": float64(sn.files.Size()) / (1 << 30), "entrypoint": nil, "cpu": 1, "gpu": 0,
 		"mem": 1, "disk": 3, "errorReason": orNull(sn.ErrorReason), "createdAt": iso(sn.CreatedAt),
-		"updatedAt": iso(sn.UpdatedAt), "lastUsedAt": last, "sandboxClass": s.opts.Class, "regionIds": []string{DefaultTarget}}
+		"updatedAt": iso(sn.UpdatedAt), "lastUsedAt": last, "sandboxClass": sn.Class, "regionIds": []string{DefaultTarget}}
 }
 
 func (s *Server) listSnapshots(w http.ResponseWriter, r *http.Request) {
@@ -235,21 +236,25 @@ func (s *Server) tickSnapshots(now time.Time) {
 	}
 }
 
-// fromSnapshot returns the files of a sandbox created from the snapshot
-// name (nil for a snapshot this fake did not take: Config.Snapshots), or
-// the 400 message refusing it. Callers hold mu.
-func (s *Server) fromSnapshot(name string, now time.Time) (*sandboxfs.Mem, string) {
+// fromSnapshot returns the files and class of a sandbox created from the
+// snapshot name, or the 400 message refusing it. A snapshot this fake did
+// not take (Config.Snapshots) holds no files; Daytona's daytona-vm-*
+// snapshots make linux-vm sandboxes, the others Config.Class ("").
+// Callers hold mu.
+func (s *Server) fromSnapshot(name string, now time.Time) (files *sandboxfs.Mem, class, refused string) {
 	sn := s.findSnapshot(name)
 	switch {
 	case sn == nil && (s.removed[name] || (s.opts.Snapshots != nil && !slices.Contains(s.opts.Snapshots, name))):
-		return nil, fmt.Sprintf("Snapshot %s not found. Did you add it through the Daytona Dashboard?", name)
+		return nil, "", fmt.Sprintf("Snapshot %s not found. Did you add it through the Daytona Dashboard?", name)
+	case sn == nil && strings.HasPrefix(name, "daytona-vm-"):
+		return nil, "linux-vm", ""
 	case sn == nil:
-		return nil, ""
+		return nil, "", ""
 	case sn.State != "active":
-		return nil, fmt.Sprintf("Snapshot %s is %s", name, sn.State)
+		return nil, "", fmt.Sprintf("Snapshot %s is %s", name, sn.State)
 	}
 	sn.LastUsedAt = now
-	return sn.files.Clone(), ""
+	return sn.files.Clone(), sn.Class, ""
 }
 
 // DropSnapshot removes the snapshot of id or name as if deleted behind the

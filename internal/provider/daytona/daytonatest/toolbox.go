@@ -165,11 +165,7 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.cmdSeq++
-	// The adapter's start guard is read past: what counts is the line.
-	c := fakekit.StartProc(fmt.Sprintf("cmd-%06d", s.cmdSeq), body.Command, startguard.Unwrap(body.Command), s.opts.Clock.Now())
-	if out, code, ok := sb.fs().Run(unwrap(body.Command)); ok {
-		c.Exited(code, string(out))
-	}
+	c := s.run(sb, fmt.Sprintf("cmd-%06d", s.cmdSeq), body.Command)
 	*sess = append(*sess, c)
 	if body.RunAsync || body.Async {
 		s.writeJSON(w, http.StatusAccepted, map[string]string{"cmdId": c.ID})
@@ -195,13 +191,20 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, http.StatusBadRequest, "command is required")
 		return
 	}
-	line := unwrap(body.Command)
-	out, code, ok := sb.fs().Run(line)
-	if !ok {
-		c := fakekit.StartProc("", body.Command, line, s.opts.Clock.Now())
-		out, code = []byte(c.Output), c.Code()
+	c := s.run(sb, "", body.Command)
+	s.writeJSON(w, http.StatusOK, map[string]any{"exitCode": c.Code(), "result": c.Output})
+}
+
+// run starts command in sb: a sandboxfs line reads or writes its files and
+// exits at once; what any other does is read past the start guard's
+// script. Callers hold mu.
+func (s *Server) run(sb *Sandbox, id, command string) *fakekit.Proc {
+	line := unwrap(command)
+	c := fakekit.StartProc(id, command, startguard.Unwrap(line), s.opts.Clock.Now())
+	if out, code, ok := sb.fs().Run(line); ok {
+		c.Exited(code, string(out))
 	}
-	s.writeJSON(w, http.StatusOK, map[string]any{"exitCode": code, "result": string(out)})
+	return c
 }
 
 // shWrapped is a line sent as process/execute takes one, which splits the
