@@ -139,11 +139,12 @@ func (s *Server) findSnapshot(idOrName string) *Snapshot {
 	if sn, ok := s.snapshots.Get(idOrName); ok {
 		return sn
 	}
-	i := slices.IndexFunc(s.snapshots.All(), func(sn *Snapshot) bool { return sn.Name == idOrName })
-	if i < 0 {
-		return nil
+	for _, sn := range s.snapshots.All() {
+		if sn.Name == idOrName {
+			return sn
+		}
 	}
-	return s.snapshots.All()[i]
+	return nil
 }
 
 // snapshotOf returns the request's snapshot {id} (with byName, its name
