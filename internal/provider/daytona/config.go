@@ -34,6 +34,10 @@ const (
 	// DefaultRestoreTimeout bounds a resume from archived: the disk comes
 	// back from object storage, slowly and size dependent (ours: 10 min).
 	DefaultRestoreTimeout = 10 * time.Minute
+	// DefaultActivateTimeout bounds the activation of a snapshot Daytona
+	// deactivated (14 days unused) before a create from it: the snapshot is
+	// pulled to the runners again (ours: 10 min).
+	DefaultActivateTimeout = 10 * time.Minute
 	// DefaultPollInterval is the wait between reads of a sandbox that is in
 	// a transitional state.
 	DefaultPollInterval = time.Second
@@ -113,6 +117,9 @@ type Config struct {
 	// RestoreTimeout bounds a resume of an archived sandbox.
 	// Default DefaultRestoreTimeout.
 	RestoreTimeout time.Duration
+	// ActivateTimeout bounds the activation of a deactivated snapshot
+	// before a create from it. Default DefaultActivateTimeout.
+	ActivateTimeout time.Duration
 	// PollInterval is the wait between reads of a transitional sandbox.
 	// Default DefaultPollInterval.
 	PollInterval time.Duration
@@ -163,6 +170,7 @@ func (c Config) withDefaults() Config {
 	c.StopTimeout = orDefault(c.StopTimeout, DefaultStopTimeout)
 	c.StartTimeout = orDefault(c.StartTimeout, DefaultStartTimeout)
 	c.RestoreTimeout = orDefault(c.RestoreTimeout, DefaultRestoreTimeout)
+	c.ActivateTimeout = orDefault(c.ActivateTimeout, DefaultActivateTimeout)
 	c.PollInterval = orDefault(c.PollInterval, DefaultPollInterval)
 	c.MaxRetries = retry.Limit(c.MaxRetries, DefaultMaxRetries)
 	c.ConflictRetries = retry.Limit(c.ConflictRetries, DefaultConflictRetries)

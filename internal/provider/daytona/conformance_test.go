@@ -12,11 +12,15 @@ import (
 )
 
 // TestConformance runs the provider conformance suite against the fake
-// Daytona, on a manual clock the adapter's waits advance.
+// Daytona, on a manual clock the adapter's waits advance (and the suite's
+// Advance: a snapshot's capture takes 3 s, a fork 2 s). Its sandboxes are
+// linux-vm, the class that forks; the adapter pauses with stop all the
+// same (PauseStop).
 func TestConformance(t *testing.T) {
 	providertest.Run(t, providertest.Harness{New: func(tb testing.TB) providertest.Env {
 		clock := lifecycle.NewManualClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
-		srv, hs := daytonatest.Start(tb, daytonatest.Config{Clock: clock, BootDelay: 2 * time.Second})
+		srv, hs := daytonatest.Start(tb, daytonatest.Config{Clock: clock, BootDelay: 2 * time.Second, Class: "linux-vm",
+			SnapshotTime: 3 * time.Second, ForkTime: 2 * time.Second})
 		p, err := daytona.New(srv.ProviderConfig(hs.URL))
 		if err != nil {
 			tb.Fatal(err)

@@ -27,6 +27,12 @@
 // progress, is retried). List filters by labels (a JSON object) and follows
 // Daytona's cursors.
 //
+// Checkpoints (checkpoints.go, files.go): snapshots of a sandbox's
+// filesystem, taken in the background and believed only once Daytona shows
+// them by name; a new sandbox from one; fork of a VM sandbox; files read
+// and written through the toolbox (docs/providers/daytona.md
+// "Checkpoints").
+//
 // Errors follow lifecycle.Provider: 404 gone, 409 conflict, 429/5xx and
 // no answer transient with the largest Retry-After-<bucket> (or plain
 // Retry-After) Daytona sent, 401/403 and other 4xx plain errors carrying
@@ -35,9 +41,11 @@
 package daytona
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -55,6 +63,12 @@ const Name = "daytona"
 // snapshot name: "image:python:3.12" is created from the one-line
 // Dockerfile "FROM python:3.12".
 const ImagePrefix = "image:"
+
+// TemplateLabel is the label that names the template of a sandbox made
+// from a checkpoint's snapshot or forked (its Daytona snapshot is then not
+// the template), so that its preview port is the template's. Sandbox
+// values leave it out of Metadata.
+const TemplateLabel = "sandman_template"
 
 // PreviewTokenParam is the query parameter that carries a private
 // preview's token (daytona.md "Private preview").
@@ -100,17 +114,26 @@ func (p *Provider) Name() string { return Name }
 // is deleted and a plain error returned. Errors: transient (the sandbox
 // may exist: find it by its labels); plain for a bad template or request.
 func (p *Provider) Create(ctx context.Context, req lifecycle.CreateRequest) (lifecycle.Sandbox, error) {
-	const op = "create"
 	if req.Template == "" {
 		return lifecycle.Sandbox{}, errors.New("create sandbox: the template is missing")
 	}
-	body := createBody{Labels: req.Metadata, Public: p.cfg.Public, Target: p.cfg.Target}
+	return p.create(ctx, "create", req, "")
+}
+
+// create is Create, or with snapshot set CreateFromSnapshot: the sandbox is
+// made from that snapshot, and labelled with TemplateLabel = req.Template
+// so that later calls find the template's preview port.
+func (p *Provider) create(ctx context.Context, op string, req lifecycle.CreateRequest, snapshot string) (lifecycle.Sandbox, error) {
+	body := createBody{Labels: maps.Clone(req.Metadata), Public: p.cfg.Public, Target: p.cfg.Target}
 	if body.Labels == nil {
 		body.Labels = map[string]string{}
 	}
-	if img, ok := strings.CutPrefix(req.Template, ImagePrefix); ok {
+	switch img, isImage := strings.CutPrefix(req.Template, ImagePrefix); {
+	case snapshot != "":
+		body.Snapshot, body.Labels[TemplateLabel] = snapshot, req.Template
+	case isImage:
 		body.BuildInfo = &buildInfoBody{DockerfileContent: "FROM " + img + "\n", ContextHashes: []string{}}
-	} else {
+	default:
 		body.Snapshot = req.Template
 	}
 	if req.Timeout > 0 {
@@ -123,43 +146,55 @@ func (p *Provider) Create(ctx context.Context, req lifecycle.CreateRequest) (lif
 		}
 	}
 	body.AutoArchiveInterval = minutesOf(p.cfg.AutoArchive)
-	body.AutoDeleteInterval = minutesOf(p.cfg.AutoDelete)
-	if !req.AutoPause {
-		zero := int64(0)
-		body.AutoDeleteInterval = &zero
-	}
+	body.AutoDeleteInterval = p.deleteMinutes(req.AutoPause)
 	body.TTLMinutes = minutesOf(p.cfg.TTL)
 	var d sandboxBody
 	if err := p.call(ctx, request{Op: op, Method: http.MethodPost, Path: []string{"sandbox"}, Body: body}, &d); err != nil {
 		return lifecycle.Sandbox{}, err
 	}
 	if d.ID == "" {
-		return lifecycle.Sandbox{}, fmt.Errorf("create sandbox: daytona answered without an id")
+		return lifecycle.Sandbox{}, fmt.Errorf("%s sandbox: daytona answered without an id", op)
 	}
 	wait := p.cfg.CreateTimeout
 	if body.BuildInfo != nil {
 		wait = p.cfg.BuildTimeout
 	}
+	return p.started(ctx, op, d, wait, cmp.Or(snapshot, req.Template), req.Template)
+}
+
+// started waits up to wait until the new sandbox d (made from what, for
+// errors) is started and returns it with its preview URL (template's
+// port). One that ends in error or build_failed is deleted and a plain
+// error returned (daytona.md: errored sandboxes hold resources until
+// deleted).
+func (p *Provider) started(ctx context.Context, op string, d sandboxBody, wait time.Duration, what, template string) (lifecycle.Sandbox, error) {
 	d, err := p.await(ctx, op, d, wait, func(d sandboxBody) bool { return d.State == "started" })
 	if err != nil {
 		if errors.Is(err, lifecycle.ErrSandboxGone) && d.ID != "" {
-			// It failed to start: delete it so it does not hold resources
-			// (daytona.md: errored sandboxes keep them until deleted).
 			if kerr := p.Kill(context.WithoutCancel(ctx), d.ID); kerr != nil {
 				p.cfg.Logger.WarnContext(ctx, "delete a sandbox that failed to start", "sandbox_id", d.ID, "err", kerr)
 			}
-			return lifecycle.Sandbox{}, fmt.Errorf("create sandbox from %s: %w", req.Template, errors.Unwrap(err))
+			return lifecycle.Sandbox{}, fmt.Errorf("%s sandbox from %s: %w", op, what, errors.Unwrap(err))
 		}
 		return lifecycle.Sandbox{}, err
 	}
 	sb := p.sandbox(d)
-	if sb.Template == "" {
-		sb.Template = req.Template
-	}
-	if sb.PreviewURL, err = p.previewURL(ctx, op, d.ID, p.previewPort(req.Template)); err != nil {
+	sb.Template = cmp.Or(sb.Template, template)
+	if sb.PreviewURL, err = p.previewURL(ctx, op, d.ID, p.previewPort(template)); err != nil {
 		return lifecycle.Sandbox{}, err
 	}
 	return sb, nil
+}
+
+// deleteMinutes is the autoDeleteInterval of a new sandbox: 0 (deleted
+// when the guard stops it) without autoPause, else Config.AutoDelete (nil:
+// Daytona's default, never).
+func (p *Provider) deleteMinutes(autoPause bool) *int64 {
+	if !autoPause {
+		zero := int64(0)
+		return &zero
+	}
+	return minutesOf(p.cfg.AutoDelete)
 }
 
 // await polls GET /sandbox/{id} every PollInterval until done(d) holds,
@@ -442,7 +477,7 @@ func (p *Provider) Resume(ctx context.Context, sandboxID string, timeout time.Du
 					"sandbox_id", sandboxID, "took", p.cfg.Clock.Now().Sub(begun))
 			}
 			sb := p.sandbox(d)
-			if sb.PreviewURL, err = p.previewURL(ctx, op, sandboxID, p.previewPort(d.Snapshot)); err != nil {
+			if sb.PreviewURL, err = p.previewURL(ctx, op, sandboxID, p.previewPort(sb.Template)); err != nil {
 				return lifecycle.Sandbox{}, err
 			}
 			return sb, nil

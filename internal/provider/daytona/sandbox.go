@@ -2,6 +2,7 @@ package daytona
 
 import (
 	"errors"
+	"maps"
 	"time"
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
@@ -95,8 +96,10 @@ func (p *Provider) expiresAt(d sandboxBody) time.Time {
 // sandbox converts a settled running or resumable sandbox to lifecycle's
 // Sandbox (without PreviewURL).
 func (p *Provider) sandbox(d sandboxBody) lifecycle.Sandbox {
-	sb := lifecycle.Sandbox{
-		ID: d.ID, Template: d.Snapshot, StartedAt: d.CreatedAt.UTC(), Metadata: d.Labels,
+	sb := lifecycle.Sandbox{ID: d.ID, Template: d.Snapshot, StartedAt: d.CreatedAt.UTC(), Metadata: d.Labels}
+	if t, ok := d.Labels[TemplateLabel]; ok { // made from a checkpoint's snapshot, or forked
+		sb.Template, sb.Metadata = t, maps.Clone(d.Labels)
+		delete(sb.Metadata, TemplateLabel)
 	}
 	if classify(d) == classRunning {
 		sb.State, sb.ExpiresAt = lifecycle.SandboxRunning, p.expiresAt(d)

@@ -69,3 +69,30 @@ type errorBody struct {
 	Message    any    `json:"message"` // a string; validation errors may be an array
 	Code       string `json:"code"`
 }
+
+// snapshotBody is Daytona's SnapshotDto (GET /snapshots/{idOrName}, the
+// items of GET /snapshots).
+type snapshotBody struct {
+	ID              string    `json:"id"`
+	Name            string    `json:"name"`
+	State           string    `json:"state"`
+	SourceSandboxID string    `json:"sourceSandboxId"`
+	Size            *float64  `json:"size"` // GB; null while unknown
+	ErrorReason     string    `json:"errorReason"`
+	CreatedAt       time.Time `json:"createdAt"`
+}
+
+// snapshotPage answers GET /snapshots, paged by number.
+type snapshotPage struct {
+	Items      []snapshotBody `json:"items"`
+	Page       int            `json:"page"`
+	TotalPages int            `json:"totalPages"`
+}
+
+// executeBody answers POST <toolbox>/process/execute: the exit code
+// (exitCode; older toolboxes: code) and stdout and stderr together.
+type executeBody struct {
+	ExitCode *int   `json:"exitCode"`
+	Code     *int   `json:"code"`
+	Result   string `json:"result"`
+}

@@ -1,7 +1,6 @@
 package daytonatest
 
 import (
-	"encoding/json"
 	"fmt"
 	"maps"
 	"net/http"
@@ -77,7 +76,7 @@ func (s *Server) moveOf(op Op, sb *Sandbox) (m move, status int, msg string) {
 // state).
 func (s *Server) transition(op Op) func(http.ResponseWriter, *http.Request) {
 	return func(w http.ResponseWriter, r *http.Request) {
-		sb := s.lookup(w, r)
+		sb := s.lookup(w, r, true)
 		if sb == nil || s.inFlight(w, r, sb) {
 			return
 		}
@@ -86,14 +85,14 @@ func (s *Server) transition(op Op) func(http.ResponseWriter, *http.Request) {
 			s.writeError(w, r, status, msg)
 			return
 		}
-		before := s.toJSON(sb, true)
+		before := sb.clone()
 		s.apply(sb, m, s.opts.Clock.Now().UTC())
-		out := s.toJSON(sb, true)
-		if op == OpDelete {
-			before.State, before.DesiredState = out.State, out.DesiredState
-			out = before
+		out := sb
+		if op == OpDelete { // the sandbox before the delete, with its new state
+			before.State, before.DesiredState = sb.State, sb.DesiredState
+			out = &before
 		}
-		s.writeJSON(w, http.StatusOK, out)
+		s.writeJSON(w, http.StatusOK, s.toJSON(out, true))
 	}
 }
 
@@ -112,7 +111,7 @@ func (s *Server) apply(sb *Sandbox, m move, now time.Time) {
 }
 
 func (s *Server) recover(w http.ResponseWriter, r *http.Request) {
-	sb := s.lookup(w, r)
+	sb := s.lookup(w, r, true)
 	if sb == nil {
 		return
 	}
@@ -132,11 +131,8 @@ func (s *Server) recover(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) lastActivity(w http.ResponseWriter, r *http.Request) {
-	if _, ok := s.readBody(w, r); !ok {
-		return
-	}
-	sb := s.lookupByID(w, r)
-	if sb == nil {
+	sb := s.lookup(w, r, false)
+	if sb == nil || !s.decode(w, r, nil) {
 		return
 	}
 	sb.LastActivityAt = s.opts.Clock.Now().UTC()
@@ -157,7 +153,7 @@ func (s *Server) timer(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, http.StatusBadRequest, "Interval must be a non-negative integer")
 		return
 	}
-	sb := s.lookup(w, r)
+	sb := s.lookup(w, r, true)
 	if sb == nil {
 		return
 	}
@@ -180,18 +176,16 @@ func (s *Server) timer(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) labels(w http.ResponseWriter, r *http.Request) {
-	raw, ok := s.readBody(w, r)
-	if !ok {
-		return
-	}
 	var in struct {
 		Labels map[string]string `json:"labels"`
 	}
-	if err := json.Unmarshal(raw, &in); err != nil || in.Labels == nil {
+	if !s.decode(w, r, &in) {
+		return
+	} else if in.Labels == nil {
 		s.writeError(w, r, http.StatusBadRequest, "labels must be an object of strings")
 		return
 	}
-	sb := s.lookup(w, r)
+	sb := s.lookup(w, r, true)
 	if sb == nil {
 		return
 	}

@@ -2,6 +2,7 @@ package daytonatest_test
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -15,6 +16,7 @@ import (
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/provider/daytona"
 	"github.com/sandmanhq/sandman/internal/provider/daytona/daytonatest"
+	"github.com/sandmanhq/sandman/internal/provider/internal/sandboxfs"
 )
 
 type client struct {
@@ -314,3 +316,111 @@ func TestProviderConfig(t *testing.T) {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
+
+func TestSnapshotsAndActivation(t *testing.T) {
+	srv, c, clock := mustStart(t, daytonatest.Config{SnapshotTime: 5 * time.Second, ActivateTime: 10 * time.Second})
+	srv.Put(daytonatest.Sandbox{ID: "sb", State: "started", AutoDelete: -1, Labels: map[string]string{"a": "1"}})
+	if status, _, got := c.do("POST", "/sandbox/sb/snapshot", map[string]any{"name": "s1"}); status != 200 || got["state"] != "snapshotting" {
+		t.Fatalf("snapshot = %d %v", status, got)
+	}
+	if status, _, _ := c.do("GET", "/snapshots/s1", nil); status != 404 {
+		t.Fatalf("get while capturing = %d, want 404 (no record until it ends)", status)
+	}
+	if status, _, _ := c.do("POST", "/sandbox/sb/stop", nil); status != 409 {
+		t.Fatalf("stop while capturing = %d, want 409", status)
+	}
+	clock.Advance(5 * time.Second)
+	status, _, snap := c.do("GET", "/api/snapshots/s1", nil)
+	if status != 200 || snap["state"] != "active" || snap["sourceSandboxId"] != "sb" || snap["general"] != false || snap["id"] == "" {
+		t.Fatalf("get after the capture = %d %v", status, snap)
+	}
+	if sb, _ := srv.Sandbox("sb"); sb.State != "started" {
+		t.Fatalf("sandbox after the capture = %s", sb.State)
+	}
+	c.do("POST", "/sandbox/sb/snapshot", map[string]any{"name": "s1"}) // a name taken: fails silently
+	clock.Advance(5 * time.Second)
+	if _, _, page := c.do("GET", "/snapshots?sourceSandboxId=sb", nil); page["total"] != float64(1) {
+		t.Fatalf("snapshots after a second capture of s1 = %v, want one", page)
+	}
+	id := snap["id"].(string)
+	if status, _, _ := c.do("POST", "/snapshots/"+id+"/activate", nil); status != 400 {
+		t.Errorf("activate of an active snapshot = %d, want 400", status)
+	}
+	clock.Advance(daytonatest.DefaultDeactivation)
+	if _, _, got := c.do("GET", "/snapshots/"+id, nil); got["state"] != "inactive" {
+		t.Fatalf("after 14 days unused = %v, want inactive", got["state"])
+	}
+	if status, _, got := c.do("POST", "/sandbox", map[string]any{"snapshot": "s1"}); status != 400 || got["message"] != "Snapshot s1 is inactive" {
+		t.Fatalf("create from an inactive snapshot = %d %v", status, got)
+	}
+	if status, _, got := c.do("POST", "/snapshots/"+id+"/activate", nil); status != 200 || got["state"] != "pending" {
+		t.Fatalf("activate = %d %v", status, got)
+	}
+	clock.Advance(10 * time.Second)
+	if status, _, got := c.do("POST", "/sandbox", map[string]any{"snapshot": "s1"}); status != 200 || got["snapshot"] != "s1" {
+		t.Fatalf("create from the activated snapshot = %d %v", status, got)
+	}
+	if status, _, _ := c.do("DELETE", "/snapshots/s1", nil); status != 400 {
+		t.Errorf("delete by name = %d, want 400 (an id only)", status)
+	}
+	if status, _, _ := c.do("DELETE", "/snapshots/"+id, nil); status != 200 {
+		t.Fatalf("delete = %d", status)
+	}
+	if status, _, got := c.do("POST", "/sandbox", map[string]any{"snapshot": "s1"}); status != 400 || !strings.Contains(got["message"].(string), "not found") {
+		t.Fatalf("create from a deleted snapshot = %d %v", status, got)
+	}
+	for i := range 3 {
+		c.do("POST", "/sandbox/sb/snapshot", map[string]any{"name": "p" + string(rune('0'+i))})
+		clock.Advance(5 * time.Second)
+	}
+	_, _, page := c.do("GET", "/snapshots?limit=2&page=2&name=p", nil)
+	if items := page["items"].([]any); len(items) != 1 || items[0].(map[string]any)["name"] != "p2" ||
+		page["total"] != float64(3) || page["page"] != float64(2) || page["totalPages"] != float64(2) {
+		t.Errorf("page 2 = %v", page)
+	}
+}
+
+func TestForkAndExecute(t *testing.T) {
+	srv, c, clock := mustStart(t, daytonatest.Config{ForkTime: 3 * time.Second})
+	srv.Put(daytonatest.Sandbox{ID: "box", State: "started", AutoDelete: -1})
+	srv.Put(daytonatest.Sandbox{ID: "vm", State: "started", Class: "linux-vm", AutoDelete: -1, AutoPause: 30,
+		Labels: map[string]string{"a": "1"}})
+	run := func(id, line string) (float64, string) {
+		wrapped := `sh -c "echo ` + base64.StdEncoding.EncodeToString([]byte(line)) + ` | base64 -d | sh"`
+		status, _, out := c.do("POST", "/toolbox/"+id+"/process/execute", map[string]any{"command": wrapped})
+		if status != 200 {
+			t.Fatalf("execute in %s = %d %v", id, status, out)
+		}
+		return out["exitCode"].(float64), out["result"].(string)
+	}
+	write, _ := sandboxfs.WriteCommand("/app/a.txt", []byte("v1"))
+	read, _ := sandboxfs.ReadCommand("/app/a.txt")
+	if code, _ := run("vm", write); code != 0 {
+		t.Fatalf("write exit = %v", code)
+	}
+	if code, _ := run("vm", "exit 3"); code != 3 {
+		t.Errorf("exit 3 = %v", code)
+	}
+	if status, _, _ := c.do("POST", "/sandbox/box/fork", map[string]any{}); status != 422 {
+		t.Errorf("fork of a container = %d, want 422", status)
+	}
+	status, _, child := c.do("POST", "/sandbox/vm/fork", map[string]any{})
+	if status != 200 || child["state"] != "creating" || child["labels"].(map[string]any)["a"] != "1" || child["autoPauseInterval"] != float64(0) {
+		t.Fatalf("fork = %d %v", status, child)
+	}
+	if sb, _ := srv.Sandbox("vm"); sb.State != "forking" {
+		t.Fatalf("source while forking = %s", sb.State)
+	}
+	if status, _, _ := c.do("POST", "/sandbox/vm/fork", map[string]any{}); status != 400 {
+		t.Errorf("fork of a forking sandbox = %d, want 400", status)
+	}
+	clock.Advance(3 * time.Second)
+	id := child["id"].(string)
+	run("vm", strings.Replace(write, "djE=", "djI=", 1)) // the source's file changes after the fork
+	if code, out := run(id, read); code != 0 || out != "djE=" {
+		t.Errorf("the fork's file = %v %q, want v1 (base64 djE=)", code, out)
+	}
+	if code, _ := run(id, strings.Replace(read, "a.txt", "b.txt", 2)); code != sandboxfs.NoFileExit {
+		t.Errorf("a missing file's exit = %v, want %d", code, sandboxfs.NoFileExit)
+	}
+}

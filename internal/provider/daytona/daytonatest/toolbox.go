@@ -1,44 +1,40 @@
 package daytonatest
 
 import (
-	"encoding/json"
+	"cmp"
+	"encoding/base64"
 	"fmt"
 	"net/http"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/sandmanhq/sandman/internal/provider/internal/fakekit"
 	"github.com/sandmanhq/sandman/internal/provider/internal/startguard"
 )
 
-// The toolbox's process sessions and the preview per port
+// The toolbox's process sessions and the preview of each port
 // (docs/providers/daytona.md "Running a command in the sandbox, and
-// readiness"):
+// readiness"). The toolbox is at <ToolboxProxyURL>/{id} (ID only; a sandbox
+// not started answers 400): POST /process/session {"sessionId"} → 201 (409
+// when it exists; "entrypoint" is reserved, 400), GET lists them, GET and
+// DELETE (204) …/session/{sid}; POST …/session/{sid}/exec
+// {"command","runAsync"} → 202 {"cmdId"}, or 200 with exitCode and output
+// when not runAsync; GET …/command/{cmdId} → {id, command, exitCode?} (none
+// while it runs) and …/logs → {output, stdout, stderr}; POST
+// /process/execute {"command"} → {exitCode, result}, run to completion.
+// A sandboxfs line (as the adapter's Files send it) reads and writes the
+// sandbox's files (sandboxfs.Mem.Run); any other command is a
+// fakekit.Proc: it listens once Config.BootDelay has passed, on the ports
+// its line names (read past the start guard's script). A stop (any state
+// but started, pausing, paused, resuming, snapshotting, forking) loses
+// every session, as Daytona's stop clears memory.
 //
-//   - <ToolboxProxyURL>/{id}/process/session: POST {"sessionId"} makes a
-//     session (201, empty; 409 when it exists; "entrypoint" is reserved,
-//     400), GET lists them; GET and DELETE (204) …/session/{sid};
-//     POST …/session/{sid}/exec {"command","runAsync"} answers 202
-//     {"cmdId"} (200 with exitCode when not runAsync; empty command 400);
-//     GET …/command/{cmdId} answers {id, command, exitCode?} (no exitCode
-//     while it runs) and …/command/{cmdId}/logs {output, stdout, stderr}.
-//     A sandbox that is not started answers 400.
-//   - https://{port}-{id}.<ProxyDomain>/…: the preview of a port. A
-//     private sandbox's preview without its token (query
-//     DAYTONA_SANDBOX_AUTH_KEY or header X-Daytona-Preview-Token) is a 307
-//     to an auth page; a sandbox that is not started answers 400 "…Is the
-//     Sandbox started?"; nothing listening is an empty 502; otherwise the
-//     "app" answers 200.
-//
-// A command "listens" once Config.BootDelay has passed since its exec, on
-// the port of its PORT=<n>, or else on the ports its line names
-// (fakekit.ListenPorts: `python3 -m http.server 3000`); a command containing "exit <n>" exits at once
-// with that code, and one containing "--no-listen" never listens. A stop
-// (any state but started, pausing, paused, resuming) loses every session,
-// as Daytona's stop clears memory.
+// The preview, https://{port}-{id}.<ProxyDomain>/…: without the token of a
+// private sandbox (query DAYTONA_SANDBOX_AUTH_KEY or header
+// X-Daytona-Preview-Token), a 307 to an auth page; a sandbox not started,
+// 400 "…Is the Sandbox started?"; nothing listening, an empty 502;
+// otherwise the "app" answers 200.
 
 // The toolbox and preview operations.
 const (
@@ -46,25 +42,9 @@ const (
 	OpProxy   Op = "proxy"   // every request that reached a preview (counted, never faulted)
 )
 
-var (
-	exitOf = regexp.MustCompile(`\bexit (\d+)`)
-)
-
-// toolSession is one toolbox process session of a sandbox.
-type toolSession struct {
-	commands []*toolCommand
-}
-
-// toolCommand is one command executed in a session.
-type toolCommand struct {
-	ID        string
-	Command   string
-	Ports     []int // the ports it listens on once booted (fakekit.ListenPorts)
-	StartedAt time.Time
-	ExitCode  *int
-	Output    string
-	NoListen  bool
-}
+// toolSession is one toolbox process session of a sandbox: its commands,
+// oldest first.
+type toolSession []*fakekit.Proc
 
 func (s *Server) toolboxRoutes(mux *http.ServeMux) {
 	route := func(pattern string, h func(http.ResponseWriter, *http.Request)) {
@@ -78,16 +58,14 @@ func (s *Server) toolboxRoutes(mux *http.ServeMux) {
 	route("POST /process/session/{sid}/exec", s.exec)
 	route("GET /process/session/{sid}/command/{cmd}", s.getCommand)
 	route("GET /process/session/{sid}/command/{cmd}/logs", s.commandLogs)
+	route("POST /process/execute", s.execute)
 }
 
 // started returns the started sandbox of the request's {id}, or answers
 // 404 or 400 and returns nil. Callers hold mu.
 func (s *Server) started(w http.ResponseWriter, r *http.Request) *Sandbox {
-	sb := s.lookupByID(w, r)
-	if sb == nil {
-		return nil
-	}
-	if sb.State != StateStarted {
+	sb := s.lookup(w, r, false)
+	if sb != nil && sb.State != StateStarted {
 		s.writeError(w, r, http.StatusBadRequest, fmt.Sprintf("Sandbox %s is %s. Is the Sandbox started?", sb.ID, sb.State))
 		return nil
 	}
@@ -101,8 +79,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 	if !s.decode(w, r, &body) {
 		return
 	}
-	sb := s.started(w, r)
-	switch {
+	switch sb := s.started(w, r); {
 	case sb == nil:
 	case body.SessionID == "" || body.SessionID == "entrypoint":
 		s.writeError(w, r, http.StatusBadRequest, "invalid session id")
@@ -118,29 +95,27 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
-	sb := s.started(w, r)
-	if sb == nil {
-		return
+	if sb := s.started(w, r); sb != nil {
+		out := []map[string]any{}
+		for id, sess := range s.procs[sb.ID] {
+			out = append(out, sessionJSON(id, sess))
+		}
+		s.writeJSON(w, http.StatusOK, out)
 	}
-	out := []map[string]any{}
-	for id, sess := range s.procs[sb.ID] {
-		out = append(out, s.sessionJSON(id, sess))
-	}
-	s.writeJSON(w, http.StatusOK, out)
 }
 
-func (s *Server) sessionJSON(id string, sess *toolSession) map[string]any {
+func sessionJSON(id string, sess *toolSession) map[string]any {
 	cmds := []map[string]any{}
-	for _, c := range sess.commands {
+	for _, c := range *sess {
 		cmds = append(cmds, commandJSON(c))
 	}
 	return map[string]any{"sessionId": id, "commands": cmds}
 }
 
-func commandJSON(c *toolCommand) map[string]any {
-	m := map[string]any{"id": c.ID, "command": c.Command}
-	if c.ExitCode != nil {
-		m["exitCode"] = *c.ExitCode
+func commandJSON(c *fakekit.Proc) map[string]any {
+	m := map[string]any{"id": c.ID, "command": c.Line}
+	if c.Exit != nil {
+		m["exitCode"] = *c.Exit
 	}
 	return m
 }
@@ -155,14 +130,13 @@ func (s *Server) session(w http.ResponseWriter, r *http.Request) (*Sandbox, *too
 	sess := s.procs[sb.ID][r.PathValue("sid")]
 	if sess == nil {
 		s.writeError(w, r, http.StatusNotFound, "session not found")
-		return nil, nil
 	}
 	return sb, sess
 }
 
 func (s *Server) getSession(w http.ResponseWriter, r *http.Request) {
 	if _, sess := s.session(w, r); sess != nil {
-		s.writeJSON(w, http.StatusOK, s.sessionJSON(r.PathValue("sid"), sess))
+		s.writeJSON(w, http.StatusOK, sessionJSON(r.PathValue("sid"), sess))
 	}
 }
 
@@ -182,50 +156,82 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
 	if !s.decode(w, r, &body) {
 		return
 	}
-	_, sess := s.session(w, r)
-	if sess == nil {
+	sb, sess := s.session(w, r)
+	switch {
+	case sess == nil:
 		return
-	}
-	if strings.TrimSpace(body.Command) == "" {
+	case strings.TrimSpace(body.Command) == "":
 		s.writeError(w, r, http.StatusBadRequest, "command is required")
 		return
 	}
 	s.cmdSeq++
-	// The adapter's start guard is read past: what counts is the line.
-	line := startguard.Unwrap(body.Command)
-	c := &toolCommand{ID: fmt.Sprintf("cmd-%06d", s.cmdSeq), Command: body.Command, StartedAt: s.opts.Clock.Now(),
-		NoListen: strings.Contains(line, "--no-listen")}
-	c.Ports = fakekit.ListenPorts(line, "")
-	if m := exitOf.FindStringSubmatch(line); m != nil {
-		code, _ := strconv.Atoi(m[1])
-		c.ExitCode = &code
-		c.Output = fmt.Sprintf("starting\nexited with %d\n", code)
-	}
-	sess.commands = append(sess.commands, c)
+	c := s.run(sb, fmt.Sprintf("cmd-%06d", s.cmdSeq), body.Command)
+	*sess = append(*sess, c)
 	if body.RunAsync || body.Async {
 		s.writeJSON(w, http.StatusAccepted, map[string]string{"cmdId": c.ID})
 		return
 	}
-	code := 0
-	if c.ExitCode != nil {
-		code = *c.ExitCode
+	s.writeJSON(w, http.StatusOK, map[string]any{"cmdId": c.ID, "output": c.Output, "stdout": c.Output, "stderr": "", "exitCode": c.Code()})
+}
+
+// execute serves POST /process/execute {"command"}: it runs the command
+// to completion, {"exitCode", "result"} (stdout and stderr together).
+func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Command string `json:"command"`
 	}
-	s.writeJSON(w, http.StatusOK, map[string]any{"cmdId": c.ID, "output": c.Output, "stdout": c.Output, "stderr": "", "exitCode": code})
+	if !s.decode(w, r, &body) {
+		return
+	}
+	sb := s.started(w, r)
+	switch {
+	case sb == nil:
+		return
+	case strings.TrimSpace(body.Command) == "":
+		s.writeError(w, r, http.StatusBadRequest, "command is required")
+		return
+	}
+	c := s.run(sb, "", body.Command)
+	s.writeJSON(w, http.StatusOK, map[string]any{"exitCode": c.Code(), "result": c.Output})
+}
+
+// run starts command in sb: a sandboxfs line reads or writes its files and
+// exits at once; what any other does is read past the start guard's
+// script. Callers hold mu.
+func (s *Server) run(sb *Sandbox, id, command string) *fakekit.Proc {
+	line := unwrap(command)
+	c := fakekit.StartProc(id, command, startguard.Unwrap(line), s.opts.Clock.Now())
+	if out, code, ok := sb.fs().Run(line); ok {
+		c.Exited(code, string(out))
+	}
+	return c
+}
+
+// shWrapped is a line sent as process/execute takes one, which splits the
+// command at spaces and runs no shell: sh -c "echo <base64> | base64 -d | sh".
+var shWrapped = regexp.MustCompile(`^sh -c "echo ([A-Za-z0-9+/=]+) \| base64 -d \| sh"$`)
+
+// unwrap returns the line a shWrapped command carries, else command.
+func unwrap(command string) string {
+	if m := shWrapped.FindStringSubmatch(command); m != nil {
+		if b, err := base64.StdEncoding.DecodeString(m[1]); err == nil {
+			return string(b)
+		}
+	}
+	return command
 }
 
 // command returns the request's command {cmd}, or answers and returns nil.
 // Callers hold mu.
-func (s *Server) command(w http.ResponseWriter, r *http.Request) *toolCommand {
-	_, sess := s.session(w, r)
-	if sess == nil {
-		return nil
-	}
-	for _, c := range sess.commands {
-		if c.ID == r.PathValue("cmd") {
-			return c
+func (s *Server) command(w http.ResponseWriter, r *http.Request) *fakekit.Proc {
+	if _, sess := s.session(w, r); sess != nil {
+		for _, c := range *sess {
+			if c.ID == r.PathValue("cmd") {
+				return c
+			}
 		}
+		s.writeError(w, r, http.StatusNotFound, "command not found")
 	}
-	s.writeError(w, r, http.StatusNotFound, "command not found")
 	return nil
 }
 
@@ -245,10 +251,25 @@ func (s *Server) commandLogs(w http.ResponseWriter, r *http.Request) {
 // cleared. Callers hold mu.
 func (s *Server) loseProcesses(sb *Sandbox, state string) {
 	switch state {
-	case StateStarted, StatePausing, StatePaused, StateResuming:
+	case StateStarted, StatePausing, StatePaused, StateResuming, StateSnapshotting, StateForking:
 	default:
 		delete(s.procs, sb.ID)
 	}
+}
+
+// Commands returns the command lines executed in sandboxID's toolbox
+// session sessionID, oldest first (nil when there is no such session).
+func (s *Server) Commands(sandboxID, sessionID string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	if sess := s.procs[sandboxID][sessionID]; sess != nil {
+		out = []string{}
+		for _, c := range *sess {
+			out = append(out, c.Line)
+		}
+	}
+	return out
 }
 
 // preview serves https://{port}-{id}.<ProxyDomain>/…. A proxied request
@@ -259,30 +280,24 @@ func (s *Server) preview(w http.ResponseWriter, r *http.Request, port int, id st
 	s.Count(OpProxy)
 	s.tick()
 	sb, _ := s.sandboxes.Get(id)
-	if sb == nil {
+	tok := cmp.Or(r.URL.Query().Get("DAYTONA_SANDBOX_AUTH_KEY"), r.Header.Get("X-Daytona-Preview-Token"))
+	switch {
+	case sb == nil:
 		s.writeError(w, r, http.StatusNotFound, fmt.Sprintf("Sandbox with ID %s not found", id))
 		return
-	}
-	if !sb.Public {
-		tok := r.URL.Query().Get("DAYTONA_SANDBOX_AUTH_KEY")
-		if tok == "" {
-			tok = r.Header.Get("X-Daytona-Preview-Token")
-		}
-		if tok != sb.Token {
-			w.Header().Set("Location", "https://auth."+s.opts.ProxyDomain+"/")
-			w.WriteHeader(http.StatusTemporaryRedirect)
-			return
-		}
-	}
-	if sb.State != StateStarted {
+	case !sb.Public && tok != sb.Token:
+		w.Header().Set("Location", "https://auth."+s.opts.ProxyDomain+"/")
+		w.WriteHeader(http.StatusTemporaryRedirect)
+		return
+	case sb.State != StateStarted:
 		s.writeError(w, r, http.StatusBadRequest, fmt.Sprintf("Failed to get sandbox target: sandbox %s is %s. Is the Sandbox started?", sb.ID, sb.State))
 		return
 	}
 	now := s.opts.Clock.Now()
 	sb.LastActivityAt = now
 	for _, sess := range s.procs[sb.ID] {
-		for _, c := range sess.commands {
-			if slices.Contains(c.Ports, port) && c.ExitCode == nil && !c.NoListen && s.Booted(c.StartedAt, now) {
+		for _, c := range *sess {
+			if c.Listens(port, now, s.BootDelay()) {
 				w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 				fmt.Fprintf(w, "app on port %d\n", port)
 				return
@@ -300,39 +315,48 @@ func (s *Server) Preview() http.RoundTripper { return fakekit.InProcess(s.Handle
 // ProxyRequests counts requests that reached a preview.
 func (s *Server) ProxyRequests() int { return s.Requests(OpProxy) }
 
-// decode reads the request's JSON body into v, or answers 400 and reports
-// false.
-func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) bool {
-	raw, ok := s.readBody(w, r)
-	if !ok {
-		return false
-	}
-	if err := json.Unmarshal(raw, v); err != nil {
-		s.writeError(w, r, http.StatusBadRequest, "invalid request body")
-		return false
-	}
-	return true
-}
-
-// Commands returns the command lines executed in sandboxID's toolbox
-// session sessionID, oldest first (nil when there is no such session).
-func (s *Server) Commands(sandboxID, sessionID string) []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sess := s.procs[sandboxID][sessionID]
-	if sess == nil {
-		return nil
-	}
-	out := make([]string, 0, len(sess.commands))
-	for _, c := range sess.commands {
-		out = append(out, c.Command)
-	}
-	return out
-}
-
 // SetPreviewBaseURL sets Config.PreviewBaseURL.
 func (s *Server) SetPreviewBaseURL(u string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.opts.PreviewBaseURL = u
+}
+
+// previewURL serves GET /sandbox/{id}/ports/{port}/preview-url.
+func (s *Server) previewURL(w http.ResponseWriter, r *http.Request) {
+	if port, sb := s.portOf(w, r); sb != nil {
+		u := fmt.Sprintf("https://%d-%s.%s", port, sb.ID, s.opts.ProxyDomain)
+		if s.opts.PreviewBaseURL != "" {
+			u = fmt.Sprintf("%s/preview/%d-%s/", strings.TrimSuffix(s.opts.PreviewBaseURL, "/"), port, sb.ID)
+		}
+		s.writeJSON(w, http.StatusOK, map[string]any{"sandboxId": sb.ID, "url": u, "token": sb.Token})
+	}
+}
+
+// signedPreviewURL serves GET /sandbox/{id}/ports/{port}/signed-preview-url.
+func (s *Server) signedPreviewURL(w http.ResponseWriter, r *http.Request) {
+	if _, ok := fakekit.Limit(r.URL.Query().Get("expiresInSeconds"), 0, 1, 86400); !ok {
+		s.writeError(w, r, http.StatusBadRequest, "expiresInSeconds must be between 1 and 86400")
+	} else if port, sb := s.portOf(w, r); sb != nil {
+		tok := s.newToken()
+		s.writeJSON(w, http.StatusOK, map[string]any{"sandboxId": sb.ID, "port": port, "token": tok,
+			"url": fmt.Sprintf("https://%d-%s.%s", port, tok, s.opts.ProxyDomain)})
+	}
+}
+
+// portOf reads the request's {port} and sandbox, or answers 400 or 404 and
+// returns a nil sandbox. Callers hold mu.
+func (s *Server) portOf(w http.ResponseWriter, r *http.Request) (int, *Sandbox) {
+	port, err := strconv.Atoi(r.PathValue("port"))
+	if err != nil || port < 1 || port > 65535 {
+		s.writeError(w, r, http.StatusBadRequest, "Invalid port")
+		return 0, nil
+	}
+	return port, s.lookup(w, r, true)
+}
+
+func (s *Server) toolboxProxy(w http.ResponseWriter, r *http.Request) {
+	if sb := s.lookup(w, r, true); sb != nil {
+		s.writeJSON(w, http.StatusOK, map[string]string{"url": s.opts.ToolboxProxyURL})
+	}
 }
