@@ -37,9 +37,10 @@ const (
 
 // Snapshot is a provider's saved state of one sandbox.
 type Snapshot struct {
-	// Ref is the provider's id of the snapshot, the one CreateFromSnapshot,
-	// GetSnapshot and DeleteSnapshot take (E2B snapshotID, Daytona snapshot
-	// id, Vercel snap_… id).
+	// Ref is the adapter's reference to the snapshot, the one
+	// CreateFromSnapshot, GetSnapshot and DeleteSnapshot take: E2B's
+	// snapshotID, Vercel's snap_… id, Daytona's "<source sandbox id>/<name>"
+	// (its snapshot id exists only once the capture ends).
 	Ref string
 	// Name is the name it was taken with (SnapshotRequest.Name); "" for a
 	// provider whose snapshots have no names (Vercel).
