@@ -1,6 +1,6 @@
 // Package sqskit is what Sandman's SQS edges share (internal/timer/sqstimer,
 // internal/readiness/sqsjobs, internal/sweep/sqsrefill,
-// internal/delivery/sqsqueue): the part of *sqs.Client they call, sending
+// internal/delivery/sqsqueue, internal/checkpoint/sqscheckpoint): the part of *sqs.Client they call, sending
 // one JSON message (with a delay, or in a FIFO group), and handling a batch
 // of messages with partial batch failures. Each edge keeps its own message
 // shape and what a message runs; edges never import each other.
