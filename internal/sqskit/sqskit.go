@@ -112,6 +112,17 @@ func (q Queue) input(m Message) (*sqs.SendMessageInput, error) {
 	return in, nil
 }
 
+// BeforeDeadline returns ctx cut margin before its deadline, so that a
+// handler's work ends while the invocation can still record it (and the
+// CancelFunc to release it); a ctx without a deadline is returned as is.
+func BeforeDeadline(ctx context.Context, margin time.Duration) (context.Context, context.CancelFunc) {
+	d, ok := ctx.Deadline()
+	if !ok {
+		return ctx, func() {}
+	}
+	return context.WithDeadline(ctx, d.Add(-margin))
+}
+
 // Batch runs handle on every record of ev, at most concurrency at once
 // (1 or less: one after another, in order), and reports the records whose
 // handle failed as batch item failures, in the batch's order, so that with

@@ -105,11 +105,8 @@ func NewHandler(svc Runner, log *slog.Logger) *Handler {
 // not_found, forbidden or gone: running it again cannot help) and a body
 // Check refuses are logged and dropped.
 func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-	if d, ok := ctx.Deadline(); ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, d.Add(-DeadlineMargin))
-		defer cancel()
-	}
+	ctx, cancel := sqskit.BeforeDeadline(ctx, DeadlineMargin)
+	defer cancel()
 	return sqskit.Batch(ctx, ev, 1, func(ctx context.Context, rec events.SQSMessage) error {
 		var job lifecycle.CheckpointJob
 		err := json.Unmarshal([]byte(rec.Body), &job)

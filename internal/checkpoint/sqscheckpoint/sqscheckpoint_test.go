@@ -11,39 +11,13 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/sandmanhq/sandman/internal/checkpoint/sqscheckpoint"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/sqskit/sqskittest"
 )
 
 var quiet = slog.New(slog.DiscardHandler)
-
-// sent keeps the messages a queue was given, or refuses them with fail.
-type sent struct {
-	mu   sync.Mutex
-	in   []*sqs.SendMessageInput
-	fail error
-}
-
-func (q *sent) SendMessage(_ context.Context, in *sqs.SendMessageInput, _ ...func(*sqs.Options)) (*sqs.SendMessageOutput, error) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.fail != nil {
-		return nil, q.fail
-	}
-	q.in = append(q.in, in)
-	return &sqs.SendMessageOutput{MessageId: aws.String("m")}, nil
-}
-
-// records returns what was sent as the batch SQS would deliver.
-func (q *sent) records() events.SQSEvent {
-	var ev events.SQSEvent
-	for i, in := range q.in {
-		ev.Records = append(ev.Records, events.SQSMessage{MessageId: string(rune('a' + i)), Body: aws.ToString(in.MessageBody)})
-	}
-	return ev
-}
 
 // ran records the jobs it is given and fails those fail names.
 type ran struct {
@@ -63,15 +37,15 @@ func (r *ran) RunCheckpointJob(ctx context.Context, job lifecycle.CheckpointJob)
 }
 
 func TestEnqueueCheckpointSendsTheJob(t *testing.T) {
-	q := &sent{}
+	q := &sqskittest.Queue{}
 	job := lifecycle.CheckpointJob{Op: lifecycle.CheckpointOpFork, SessionID: "ses_a", CheckpointID: "chk_1", TargetSessionID: "ses_b"}
 	if err := sqscheckpoint.New(q, "https://sqs.example/checkpoint").EnqueueCheckpoint(t.Context(), job); err != nil {
 		t.Fatal(err)
 	}
-	if len(q.in) != 1 {
-		t.Fatalf("sent %d messages, want 1", len(q.in))
+	if len(q.Sent()) != 1 {
+		t.Fatalf("sent %d messages, want 1", len(q.Sent()))
 	}
-	in := q.in[0]
+	in := q.Sent()[0]
 	want := `{"op":"fork","session_id":"ses_a","checkpoint_id":"chk_1","target_session_id":"ses_b"}`
 	if got := aws.ToString(in.MessageBody); got != want {
 		t.Errorf("body %s, want %s", got, want)
@@ -85,7 +59,7 @@ func TestEnqueueCheckpointSendsTheJob(t *testing.T) {
 }
 
 func TestEnqueueCheckpointRefusesAMalformedJob(t *testing.T) {
-	q := &sent{}
+	q := &sqskittest.Queue{}
 	jobs := sqscheckpoint.New(q, "https://sqs.example/checkpoint")
 	for _, job := range []lifecycle.CheckpointJob{
 		{Op: "snapshot", SessionID: "ses_a"},
@@ -95,13 +69,13 @@ func TestEnqueueCheckpointRefusesAMalformedJob(t *testing.T) {
 			t.Errorf("EnqueueCheckpoint(%+v) = %v, want a plain error", job, err)
 		}
 	}
-	if len(q.in) != 0 {
-		t.Errorf("sent %d messages, want none", len(q.in))
+	if len(q.Sent()) != 0 {
+		t.Errorf("sent %d messages, want none", len(q.Sent()))
 	}
 }
 
 func TestEnqueueCheckpointUnavailableWhenSQSRefuses(t *testing.T) {
-	q := &sent{fail: errors.New("throttled")}
+	q := &sqskittest.Queue{Fail: errors.New("throttled")}
 	err := sqscheckpoint.New(q, "https://sqs.example/checkpoint").EnqueueCheckpoint(t.Context(),
 		lifecycle.CheckpointJob{Op: lifecycle.CheckpointOpSave, SessionID: "ses_a", CheckpointID: "chk_1"})
 	if !lifecycle.IsCode(err, lifecycle.CodeUnavailable) {
@@ -112,7 +86,7 @@ func TestEnqueueCheckpointUnavailableWhenSQSRefuses(t *testing.T) {
 // TestHandleRunsWhatWasSent: the handler runs exactly the jobs the sender
 // queued, in order, each op once.
 func TestHandleRunsWhatWasSent(t *testing.T) {
-	q := &sent{}
+	q := &sqskittest.Queue{}
 	jobs := sqscheckpoint.New(q, "https://sqs.example/checkpoint")
 	want := []lifecycle.CheckpointJob{
 		{Op: lifecycle.CheckpointOpSave, SessionID: "ses_a", CheckpointID: "chk_1"},
@@ -126,7 +100,7 @@ func TestHandleRunsWhatWasSent(t *testing.T) {
 		}
 	}
 	r := &ran{}
-	resp, err := sqscheckpoint.NewHandler(r, quiet).Handle(t.Context(), q.records())
+	resp, err := sqscheckpoint.NewHandler(r, quiet).Handle(t.Context(), q.Records())
 	if err != nil || len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("Handle = %+v, %v; want every job acknowledged", resp, err)
 	}
