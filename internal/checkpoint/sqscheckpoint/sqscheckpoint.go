@@ -44,22 +44,22 @@ func New(client sqskit.API, queueURL string) *Jobs {
 }
 
 // EnqueueCheckpoint sends job as one message, without delay. Errors: a job
-// Check refuses (a plain error: a bug of the caller, nothing is sent);
+// check refuses (a plain error: a bug of the caller, nothing is sent);
 // unavailable when SQS refused or did not answer.
 func (j *Jobs) EnqueueCheckpoint(ctx context.Context, job lifecycle.CheckpointJob) error {
-	if err := Check(job); err != nil {
+	if err := check(job); err != nil {
 		return err
 	}
 	return j.queue.Send(ctx, sqskit.Message{Body: job},
 		fmt.Sprintf("send checkpoint %s job for %s", job.Op, job.SessionID), "the checkpoint queue did not take the job")
 }
 
-// errBadJob is the error Check wraps.
+// errBadJob is the error check wraps.
 var errBadJob = errors.New("malformed checkpoint job")
 
-// Check reports whether job can be run at all: a known Op and a session
+// check reports whether job can be run at all: a known Op and a session
 // id. What the job's other fields must hold is RunCheckpointJob's to say.
-func Check(job lifecycle.CheckpointJob) error {
+func check(job lifecycle.CheckpointJob) error {
 	switch job.Op {
 	case lifecycle.CheckpointOpSave, lifecycle.CheckpointOpRestore, lifecycle.CheckpointOpFork, lifecycle.CheckpointOpDelete:
 	default:
@@ -103,7 +103,7 @@ func NewHandler(svc Runner, log *slog.Logger) *Handler {
 // back and, after the queue's maxReceiveCount, land in the dead-letter
 // queue. A job that failed for good (its error's code is invalid,
 // not_found, forbidden or gone: running it again cannot help) and a body
-// Check refuses are logged and dropped.
+// check refuses are logged and dropped.
 func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 	ctx, cancel := sqskit.BeforeDeadline(ctx, DeadlineMargin)
 	defer cancel()
@@ -111,7 +111,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 		var job lifecycle.CheckpointJob
 		err := json.Unmarshal([]byte(rec.Body), &job)
 		if err == nil {
-			err = Check(job)
+			err = check(job)
 		}
 		if err != nil {
 			h.log.ErrorContext(ctx, "drop malformed checkpoint job", "message_id", rec.MessageId, "err", err)
