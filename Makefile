@@ -1,7 +1,7 @@
 # Sandman's commands. `make test` and `make run` are the two a newcomer needs.
 SHELL := /bin/bash
 GO    ?= go
-FUNCTIONS := sessions status resume pause reconnect webhook sweep publisher timer readiness channel notifier deliver
+FUNCTIONS := sessions status resume pause reconnect webhook sweep publisher timer readiness channel notifier deliver checkpoint
 
 .PHONY: test lint build clean run apikey invoke sandman smoke synth deploy bench capacity
 

@@ -64,6 +64,16 @@ const (
 	// true (or "true") for the migration deploy of docs/CAPACITY.md "The
 	// by_owner index".
 	ContextLegacyOwnerIndex = "sandman:legacyOwnerIndex"
+	// ContextCheckpointConcurrency is
+	// SandmanStackProps.CheckpointConcurrency (2 to 1000), a number.
+	ContextCheckpointConcurrency = "sandman:checkpointConcurrency"
+	// ContextArchiveEncryption is SandmanStackProps.ArchiveEncryption:
+	// "s3" (the default, S3-managed keys) or "kms" (a key the stack
+	// creates).
+	ContextArchiveEncryption = "sandman:archiveEncryption"
+	// ContextArchiveExpirationDays is
+	// SandmanStackProps.ArchiveExpirationDays (1 to 3650), a number.
+	ContextArchiveExpirationDays = "sandman:archiveExpirationDays"
 )
 
 // DefaultStackName is the stack's name when ContextStackName is unset.
@@ -98,6 +108,7 @@ func PropsFromContext(scope constructs.Construct) (string, *SandmanStackProps, e
 		ContextProvider:            &props.Provider,
 		ContextWebSocketAccessLogs: &props.WebSocketAccessLogs,
 		ContextAlarmTopicArn:       &props.AlarmTopicArn,
+		ContextArchiveEncryption:   &props.ArchiveEncryption,
 	} {
 		if *dst, err = str(key); err != nil {
 			return "", nil, err
@@ -183,6 +194,8 @@ func PropsFromContext(scope constructs.Construct) (string, *SandmanStackProps, e
 		{ContextThrottleRateLimit, &props.ThrottleRateLimit, 1, 1_000_000},
 		{ContextThrottleBurstLimit, &props.ThrottleBurstLimit, 1, 1_000_000},
 		{ContextPublisherParallelization, &props.PublisherParallelization, 1, 10},
+		{ContextCheckpointConcurrency, &props.CheckpointConcurrency, 2, 1000},
+		{ContextArchiveExpirationDays, &props.ArchiveExpirationDays, 1, 3650},
 	} {
 		if *n.dst, err = contextNumber(node, n.key, n.min, n.max); err != nil {
 			return "", nil, err
@@ -211,6 +224,12 @@ func PropsFromContext(scope constructs.Construct) (string, *SandmanStackProps, e
 		props.KeepLegacyOwnerIndex = b
 	default:
 		return "", nil, fmt.Errorf("context %s: want true or false, got %T", ContextLegacyOwnerIndex, v)
+	}
+	switch props.ArchiveEncryption {
+	case "", ArchiveEncryptionS3, ArchiveEncryptionKMS:
+	default:
+		return "", nil, fmt.Errorf("context %s: want %q or %q, got %q", ContextArchiveEncryption,
+			ArchiveEncryptionS3, ArchiveEncryptionKMS, props.ArchiveEncryption)
 	}
 	switch props.WebSocketAccessLogs {
 	case "", WSAccessLogsOff, WSAccessLogsCreateRole, WSAccessLogsAccountRole:

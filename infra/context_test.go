@@ -99,7 +99,8 @@ func TestPropsFromContext(t *testing.T) {
 
 	t.Run("CapacitySettings", func(t *testing.T) {
 		_, props, err := PropsFromContext(newApp(t, map[string]any{ContextShards: "256", ContextThrottleRateLimit: 8000,
-			ContextThrottleBurstLimit: "16000", ContextPublisherParallelization: 4}))
+			ContextThrottleBurstLimit: "16000", ContextPublisherParallelization: 4, ContextCheckpointConcurrency: "50",
+			ContextArchiveExpirationDays: 30, ContextArchiveEncryption: ArchiveEncryptionKMS}))
 		if err != nil {
 			t.Fatalf("PropsFromContext: %v", err)
 		}
@@ -109,10 +110,14 @@ func TestPropsFromContext(t *testing.T) {
 		}{
 			{"Shards", props.Shards, 256}, {"ThrottleRateLimit", props.ThrottleRateLimit, 8000},
 			{"ThrottleBurstLimit", props.ThrottleBurstLimit, 16000}, {"PublisherParallelization", props.PublisherParallelization, 4},
+			{"CheckpointConcurrency", props.CheckpointConcurrency, 50}, {"ArchiveExpirationDays", props.ArchiveExpirationDays, 30},
 		} {
 			if c.got != c.want {
 				t.Errorf("%s: got %v, want %v", c.name, c.got, c.want)
 			}
+		}
+		if props.ArchiveEncryption != ArchiveEncryptionKMS {
+			t.Errorf("ArchiveEncryption: got %q, want %q", props.ArchiveEncryption, ArchiveEncryptionKMS)
 		}
 		_, props, err = PropsFromContext(newApp(t, map[string]any{}))
 		if err != nil {
@@ -122,6 +127,12 @@ func TestPropsFromContext(t *testing.T) {
 		if d.Shards != 128 || d.ThrottleRateLimit != DefaultThrottleRateLimit || d.PublisherParallelization != 10 {
 			t.Errorf("defaults: shards %v, rate %v, parallelization %v; want 128, %v, 10",
 				d.Shards, d.ThrottleRateLimit, d.PublisherParallelization, float64(DefaultThrottleRateLimit))
+		}
+		if d.CheckpointConcurrency != DefaultCheckpointConcurrency || d.ArchiveExpirationDays != DefaultArchiveExpirationDays ||
+			d.ArchiveEncryption != ArchiveEncryptionS3 {
+			t.Errorf("defaults: checkpoint concurrency %v, archive expiry %v days, encryption %q; want %v, %v, %q",
+				d.CheckpointConcurrency, d.ArchiveExpirationDays, d.ArchiveEncryption,
+				DefaultCheckpointConcurrency, DefaultArchiveExpirationDays, ArchiveEncryptionS3)
 		}
 	})
 
@@ -155,6 +166,10 @@ func TestPropsFromContext(t *testing.T) {
 			{ContextShards, 1025},
 			{ContextPublisherParallelization, 11},
 			{ContextThrottleRateLimit, "fast"},
+			{ContextCheckpointConcurrency, 1},
+			{ContextArchiveExpirationDays, 0},
+			{ContextArchiveExpirationDays, 3651},
+			{ContextArchiveEncryption, "aes"},
 		} {
 			if _, _, err := PropsFromContext(newApp(t, map[string]any{c.key: c.value})); err == nil {
 				t.Errorf("context %s=%v: got nil, want an error", c.key, c.value)

@@ -71,7 +71,7 @@ func TestRunningLimitReachesEverySessionWriter(t *testing.T) {
 		movers[spec.name] = spec.writesSessions
 	}
 	for _, name := range []string{routes.Sessions, routes.Resume, routes.Pause, routes.Reconnect, routes.Webhook,
-		routes.Sweep, routes.Timer, routes.Channel, routes.Readiness, routes.Notifier} {
+		routes.Sweep, routes.Timer, routes.Channel, routes.Readiness, routes.Notifier, routes.Checkpoint} {
 		if !movers[name] {
 			t.Errorf("%s writes sessions but is not marked so", name)
 		}

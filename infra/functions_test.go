@@ -37,19 +37,20 @@ func TestSystemLogsKeepStartReport(t *testing.T) {
 // deployedFunctionIDs are the construct ids every function was deployed
 // under, by its name today: the three renamed functions keep theirs.
 var deployedFunctionIDs = map[string]string{
-	routes.Sessions:  "SessionsFunction",
-	routes.Status:    "StatusFunction",
-	routes.Resume:    "ResumeFunction",
-	routes.Pause:     "SnapshotFunction",
-	routes.Reconnect: "ReconnectFunction",
-	routes.Webhook:   "WebhookFunction",
-	routes.Sweep:     "IdlepauseFunction",
-	routes.Publisher: "PublisherFunction",
-	routes.Timer:     "PauserFunction",
-	routes.Readiness: "ReadinessFunction",
-	routes.Channel:   "ChannelFunction",
-	routes.Notifier:  "NotifierFunction",
-	routes.Deliver:   "DeliverFunction",
+	routes.Sessions:   "SessionsFunction",
+	routes.Status:     "StatusFunction",
+	routes.Resume:     "ResumeFunction",
+	routes.Pause:      "SnapshotFunction",
+	routes.Reconnect:  "ReconnectFunction",
+	routes.Webhook:    "WebhookFunction",
+	routes.Sweep:      "IdlepauseFunction",
+	routes.Publisher:  "PublisherFunction",
+	routes.Timer:      "PauserFunction",
+	routes.Readiness:  "ReadinessFunction",
+	routes.Channel:    "ChannelFunction",
+	routes.Notifier:   "NotifierFunction",
+	routes.Deliver:    "DeliverFunction",
+	routes.Checkpoint: "CheckpointFunction",
 }
 
 // deployedLogicalIDs are logical ids of the deployed template (`make synth`
@@ -64,6 +65,7 @@ var deployedLogicalIDs = []string{
 	"IdlepauseFunctionDEC9A5A6", "PublisherFunctionBEE71BA1", "PauserFunction56A6FE4E",
 	"ReadinessFunction474C47D5", "ChannelFunction0DAE5BB6", "NotifierFunctionEB33F81B",
 	"DeliverFunction062DB935",
+	"CheckpointFunctionE37CEBEF", // added with checkpoints, under its own name
 
 	"SnapshotFunctionRole0AED36D2", "SnapshotFunctionRoleDefaultPolicy8EE26609", "SnapshotFunctionLogs52599605",
 	"SnapshotFunctionErrorsAlarm37B5A715", "SnapshotFunctionThrottlesAlarm60D975EF", "SnapshotFunctionErrorLogsFilter41F262D7",

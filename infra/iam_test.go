@@ -237,6 +237,11 @@ func TestRoleTableActionsPinned(t *testing.T) {
 		// an account's endpoints (Query on the table), a delivery and its
 		// endpoint (GetItem), conditional writes of both (PutItem).
 		routes.Deliver: onTable("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query"),
+		// a session and its checkpoints (GetItem), their conditional
+		// writes (PutItem, UpdateItem for the running slot), a deleted
+		// checkpoint (DeleteItem), a session's checkpoints (Query on the
+		// table, SESSION#* only).
+		routes.Checkpoint: onTable("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:Query"),
 		// the stream, granted by its event source mapping (ListStreams has
 		// no resource-level permission), and the usage transaction's
 		// UpdateItem and PutItem (internal/dynamo usage.go).

@@ -109,7 +109,7 @@ var (
 func NagSuppressions() []NagSuppression {
 	return []NagSuppression{nagXRay, nagRoutesAuth, nagDLQ, nagStreamDLQ,
 		nagWebSocketAuth, nagManageConnections, nagClientTokenRotation, nagNotifierDLQ,
-		nagAPIGatewayLogsRole, nagWebSocketAccessLogsOff}
+		nagAPIGatewayLogsRole, nagWebSocketAccessLogsOff, nagArchiveAccessLogs, nagArchiveObjects}
 }
 
 // cdk returns s in cdk-nag's form.

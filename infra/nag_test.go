@@ -54,7 +54,8 @@ func TestNag(t *testing.T) {
 			// publisher's ListStreams shares X-Ray's "*".
 			// publisher's ListStreams shares X-Ray's "*"; the channel's and
 			// the notifier's ManageConnections on the stage's @connections.
-			"AwsSolutions-IAM5": len(routes.Functions) + len(pushers),
+			// and the archive users' object access in the archive bucket.
+			"AwsSolutions-IAM5": len(routes.Functions) + len(pushers) + len(archiveUsers),
 			// the HTTP routes and the WebSocket API's three.
 			"AwsSolutions-APIG4": len(routes.Table) + 3,
 			// the schedule's, the stream's and the notifier's DLQ; the timer
@@ -66,6 +67,8 @@ func TestNag(t *testing.T) {
 			// the WebSocket stage's access logs, off until the account's
 			// CloudWatch role is provided (sandman:webSocketAccessLogs).
 			"AwsSolutions-APIG1": 1,
+			// the archive bucket's server access logs.
+			"AwsSolutions-S1": 1,
 		}
 		if !same(got, want) {
 			t.Errorf("suppressed findings by rule: got %v, want %v\n%s", got, want, messages(s.infos))

@@ -8,13 +8,14 @@ import (
 
 // readinessArmers are the functions whose commits may make a session with
 // an app running (create, resume, a pause rolled back, a resumed webhook,
-// a reconcile) and so queue its readiness job (lifecycle.ReadinessJobs),
+// a reconcile, a restore or a fork of a checkpoint) and so queue its
+// readiness job (lifecycle.ReadinessJobs),
 // and the readiness function, which continues a job near its deadline in a
 // new message: they may send to the readiness queue (sqs:SendMessage only)
 // and get its URL in envnames.ReadinessQueueURL (docs/READINESS.md
 // "Where it runs").
 var readinessArmers = []string{routes.Sessions, routes.Resume, routes.Pause, routes.Reconnect, routes.Webhook,
-	routes.Sweep, routes.Timer, routes.Channel, routes.Readiness}
+	routes.Sweep, routes.Timer, routes.Channel, routes.Readiness, routes.Checkpoint}
 
 // Settings of the readiness queue and the readiness function's event
 // source mapping (ours).

@@ -188,6 +188,19 @@ type SandmanStackProps struct {
 	// starts one command and probes one preview). Lambda accepts 2 to
 	// 1000. Default DefaultReadinessConcurrency.
 	ReadinessConcurrency float64
+	// CheckpointConcurrency is the checkpoint queue event source's maximum
+	// concurrency: at most this many checkpoint jobs (saves, restores,
+	// forks, deletes) run at once. Lambda accepts 2 to 1000. Default
+	// DefaultCheckpointConcurrency.
+	CheckpointConcurrency float64
+	// ArchiveEncryption is how the archive bucket encrypts its objects:
+	// ArchiveEncryptionS3 (the default) or ArchiveEncryptionKMS (a key the
+	// stack creates). Another value fails synthesis.
+	ArchiveEncryption string
+	// ArchiveExpirationDays is how many days after it was written the
+	// archive bucket's lifecycle rule deletes an archive (1 to 3650).
+	// Default DefaultArchiveExpirationDays.
+	ArchiveExpirationDays float64
 
 	// WebSocketAccessLogs says whether the WebSocket stage writes access
 	// logs, which API Gateway allows only once the account has a CloudWatch
@@ -254,6 +267,15 @@ func (p *SandmanStackProps) withDefaults() SandmanStackProps {
 	if out.ReadinessConcurrency == 0 {
 		out.ReadinessConcurrency = DefaultReadinessConcurrency
 	}
+	if out.CheckpointConcurrency == 0 {
+		out.CheckpointConcurrency = DefaultCheckpointConcurrency
+	}
+	if out.ArchiveEncryption == "" {
+		out.ArchiveEncryption = ArchiveEncryptionS3
+	}
+	if out.ArchiveExpirationDays == 0 {
+		out.ArchiveExpirationDays = DefaultArchiveExpirationDays
+	}
 	return out
 }
 
@@ -283,7 +305,7 @@ func CheckFunctionsDir(dir string) error {
 
 // NewSandmanStack defines the whole Sandman deployment in one stack. props may
 // be nil (all defaults). Its outputs are ApiUrl, WebhookUrl, WebSocketUrl,
-// TableName, EventBusName and DashboardName.
+// TableName, EventBusName, ArchiveBucketName and DashboardName.
 //
 // The function binaries are read from props.FunctionsDir at synthesis; see
 // CheckFunctionsDir.
@@ -299,6 +321,9 @@ func NewSandmanStack(scope constructs.Construct, id string, props *SandmanStackP
 	if err := checkProviders(p.Providers); err != nil {
 		awscdk.Annotations_Of(stack).AddError(jsii.String(err.Error()))
 	}
+	if err := checkArchive(p); err != nil {
+		awscdk.Annotations_Of(stack).AddError(jsii.String(err.Error()))
+	}
 
 	table := newTable(stack, p)
 	bus := awsevents.NewEventBus(stack, jsii.String("EventBus"), &awsevents.EventBusProps{
@@ -308,6 +333,8 @@ func NewSandmanStack(scope constructs.Construct, id string, props *SandmanStackP
 	timerQueue := newJobQueue(stack, timerQueueSpec)
 	readinessQueue := newJobQueue(stack, readinessQueueSpec)
 	resumeQueue := newJobQueue(stack, resumeQueueSpec)
+	checkpointQueue := newJobQueue(stack, checkpointQueueSpec)
+	archives := newArchiveBucket(stack, p)
 
 	functions := make(map[string]awslambda.Function, len(functionSpecs))
 	for _, spec := range functionSpecs {
@@ -321,6 +348,12 @@ func NewSandmanStack(scope constructs.Construct, id string, props *SandmanStackP
 		}
 		if slices.Contains(resumeSenders, spec.name) {
 			resumeQueue.grantSend(fn, envnames.ResumeQueueURL)
+		}
+		if slices.Contains(checkpointSenders, spec.name) {
+			checkpointQueue.grantSend(fn, envnames.CheckpointQueueURL)
+		}
+		if slices.Contains(archiveUsers, spec.name) {
+			archives.grant(fn)
 		}
 		functions[spec.name] = fn
 	}
@@ -340,6 +373,7 @@ func NewSandmanStack(scope constructs.Construct, id string, props *SandmanStackP
 	timerQueue.feed(stack, functions[routes.Timer], timerBatchSize, p.PauserConcurrency)
 	readinessQueue.feed(stack, functions[routes.Readiness], readinessBatchSize, p.ReadinessConcurrency)
 	resumeQueue.feed(stack, functions[routes.Readiness], resumeBatchSize, resumeConcurrency)
+	checkpointQueue.feed(stack, functions[routes.Checkpoint], checkpointBatchSize, p.CheckpointConcurrency)
 	if hasPools(p) {
 		// A claim asks for its pool's refill at once (docs/POOLS.md "Refill").
 		refills := newJobQueue(stack, poolRefillQueueSpec)
@@ -373,6 +407,10 @@ func NewSandmanStack(scope constructs.Construct, id string, props *SandmanStackP
 	awscdk.NewCfnOutput(stack, jsii.String("EventBusName"), &awscdk.CfnOutputProps{
 		Description: jsii.String("Name of the lifecycle event bus"),
 		Value:       bus.EventBusName(),
+	})
+	awscdk.NewCfnOutput(stack, jsii.String("ArchiveBucketName"), &awscdk.CfnOutputProps{
+		Description: jsii.String("Name of the bucket of workspace archives (checkpoints of kind archive)"),
+		Value:       archives.bucket.BucketName(),
 	})
 	awscdk.NewCfnOutput(stack, jsii.String("DashboardName"), &awscdk.CfnOutputProps{
 		Description: jsii.String("Name of the CloudWatch dashboard (metrics in namespace Sandman, every alarm)"),
@@ -635,6 +673,18 @@ var functionSpecs = []functionSpec{
 	{name: routes.Deliver, description: "Sandman outbound webhooks (lifecycle events to the accounts' endpoints)",
 		timeout: deliverTimeout, memoryMB: 256,
 		table: tableAccess{actions: []string{actionGetItem, actionPutItem, actionQuery}, queryKeys: []string{"WHEP#*"}}},
+	// checkpoint: checkpointTimeout and checkpointMemoryMB
+	// (checkpoints.go): a job may stream a workspace archive.
+	{name: routes.Checkpoint, description: "Sandman checkpoint jobs (checkpoint queue: save, restore, fork, delete)",
+		timeout: checkpointTimeout, memoryMB: checkpointMemoryMB, providerKey: true, writesSessions: true,
+		// RunCheckpointJob: the session and its checkpoint (GetItem), their
+		// conditional writes (PutItem; UpdateItem for the running-slot
+		// counter of a restore's or a fork's session), a deleted
+		// checkpoint's item (DeleteItem), and a session's checkpoints by
+		// Query on the table bounded to its partition, SESSION#<id>
+		// (LeadingKeys: the automatic ones past checkpoints_keep).
+		table: tableAccess{actions: []string{actionGetItem, actionPutItem, actionUpdateItem, actionDeleteItem, actionQuery},
+			queryKeys: []string{"SESSION#*"}}},
 }
 
 // functionConstructIDs pins each function's construct id: the prefix of
@@ -647,19 +697,20 @@ var functionSpecs = []functionSpec{
 // snapshot), sweep (idlepause) and timer (pauser). A new function adds its
 // row; NewSandmanStack refuses a function without one.
 var functionConstructIDs = map[string]string{
-	routes.Sessions:  "SessionsFunction",
-	routes.Status:    "StatusFunction",
-	routes.Resume:    "ResumeFunction",
-	routes.Pause:     "SnapshotFunction",
-	routes.Reconnect: "ReconnectFunction",
-	routes.Webhook:   "WebhookFunction",
-	routes.Sweep:     "IdlepauseFunction",
-	routes.Publisher: "PublisherFunction",
-	routes.Timer:     "PauserFunction",
-	routes.Readiness: "ReadinessFunction",
-	routes.Channel:   "ChannelFunction",
-	routes.Notifier:  "NotifierFunction",
-	routes.Deliver:   "DeliverFunction",
+	routes.Sessions:   "SessionsFunction",
+	routes.Status:     "StatusFunction",
+	routes.Resume:     "ResumeFunction",
+	routes.Pause:      "SnapshotFunction",
+	routes.Reconnect:  "ReconnectFunction",
+	routes.Webhook:    "WebhookFunction",
+	routes.Sweep:      "IdlepauseFunction",
+	routes.Publisher:  "PublisherFunction",
+	routes.Timer:      "PauserFunction",
+	routes.Readiness:  "ReadinessFunction",
+	routes.Channel:    "ChannelFunction",
+	routes.Notifier:   "NotifierFunction",
+	routes.Deliver:    "DeliverFunction",
+	routes.Checkpoint: "CheckpointFunction",
 }
 
 // constructID returns the construct id of function name's resources

@@ -28,12 +28,13 @@ import (
 // key; publishers put lifecycle events on the bus (the grant table).
 var (
 	providerKeyFunctions = []string{routes.Sessions, routes.Resume, routes.Pause, routes.Reconnect, routes.Sweep, routes.Timer,
-		routes.Readiness, routes.Channel} // the channel's $default resumes
+		routes.Readiness, routes.Channel, routes.Checkpoint} // the channel's $default resumes
 	// timerFunctions arm pause timers: every function whose writes may set
 	// a deadline before the next sweep (the readiness function's: it
-	// finishes the resume an open hands off), and the timer function, which re-arms.
+	// finishes the resume an open hands off; the checkpoint function's:
+	// restores and forks), and the timer function, which re-arms.
 	timerFunctions = []string{routes.Sessions, routes.Resume, routes.Pause, routes.Reconnect, routes.Webhook,
-		routes.Sweep, routes.Timer, routes.Channel, routes.Readiness}
+		routes.Sweep, routes.Timer, routes.Channel, routes.Readiness, routes.Checkpoint}
 	publisherFunctions = []string{routes.Publisher} // the table's stream publishes; no request does
 )
 
@@ -239,6 +240,10 @@ func TestFunctions(t *testing.T) {
 				if timeout < 10 || timeout > 60 {
 					t.Errorf("Timeout: got %v s, want 10..60 s (one session's pushes)", timeout)
 				}
+			case routes.Checkpoint:
+				if timeout < 300 || timeout > 900 {
+					t.Errorf("Timeout: got %v s, want 300..900 s (an archive of a workspace streamed through, under Lambda's 15 min)", timeout)
+				}
 			case routes.Publisher:
 				if timeout < 30 || timeout > 300 {
 					t.Errorf("Timeout: got %v s, want 30..300 s (a batch's PutEvents with their retries)", timeout)
@@ -281,6 +286,9 @@ func TestFunctions(t *testing.T) {
 				{envnames.WSManagementURL, pushers},
 				{envnames.WebhookQueueURL, webhookSenders},
 				{envnames.WebhookDLQURL, []string{routes.Deliver}},
+				{envnames.CheckpointQueueURL, checkpointSenders},
+				{envnames.ArchiveBucket, archiveUsers},
+				{envnames.ArchiveSSE, archiveUsers},
 			} {
 				if _, ok := gotEnv[v.name]; ok != slices.Contains(v.on, name) {
 					t.Errorf("%s set: %v, want %v", v.name, ok, !ok)
@@ -395,8 +403,8 @@ func TestSchedule(t *testing.T) {
 	})
 
 	t.Run("DeadLetterQueue", func(t *testing.T) {
-		if got, want := len(s.ofType("AWS::SQS::Queue")), 11; got != want {
-			t.Fatalf("queues: got %d, want %d (the schedule's, the stream's and the notifier's DLQ, the timer, readiness, resume and webhook queues and their DLQs)", got, want)
+		if got, want := len(s.ofType("AWS::SQS::Queue")), 13; got != want {
+			t.Fatalf("queues: got %d, want %d (the schedule's, the stream's and the notifier's DLQ, the timer, readiness, resume, webhook and checkpoint queues and their DLQs)", got, want)
 		}
 		dlq := s.resource(t, dlqID, "AWS::SQS::Queue")
 		if got, want := prop(dlq, "SqsManagedSseEnabled"), true; got != want {
@@ -617,9 +625,9 @@ func mapValues(m map[string]string) []string {
 func TestAlarms(t *testing.T) {
 	s := MustDefaultStack(t)
 	alarms := s.ofType("AWS::CloudWatch::Alarm")
-	if got, want := len(alarms), 2*len(routes.Functions)+12+5; got != want {
-		t.Errorf("alarms: got %d, want %d (errors and throttles per function, seven DLQ depths, iterator age, timer age, readiness job age, "+
-			"resume job age, webhook queue age, table throttles, both APIs' errors, error logs, stopped pools)", got, want)
+	if got, want := len(alarms), 2*len(routes.Functions)+12+7; got != want {
+		t.Errorf("alarms: got %d, want %d (errors and throttles per function, eight DLQ depths, iterator age, timer age, readiness job age, "+
+			"resume job age, webhook queue age, checkpoint job age, table throttles, both APIs' errors, error logs, stopped pools)", got, want)
 	}
 	// find returns the alarms on metric in namespace with the given dimension.
 	find := func(namespace, metric string, dimension map[string]any) []cfnResource {

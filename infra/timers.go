@@ -10,12 +10,13 @@ import (
 // the next sweep and so arm its timer at once (lifecycle.Service.ArmTimer;
 // the channel's heartbeats, resumes and away deadlines included, and the
 // readiness function's, which finishes the resume an open of a stable link
-// hands off: docs/WAKE.md "The resume runs in the background"), and the
-// timer, which re-arms a timer whose deadline moved: they may send
+// hands off: docs/WAKE.md "The resume runs in the background", and the
+// checkpoint function's, whose restores and forks make sessions running),
+// and the timer, which re-arms a timer whose deadline moved: they may send
 // to the timer queue (sqs:SendMessage only) and get its URL in
 // envnames.TimerQueueURL.
 var timerArmers = []string{routes.Sessions, routes.Resume, routes.Pause, routes.Reconnect, routes.Webhook,
-	routes.Sweep, routes.Timer, routes.Channel, routes.Readiness}
+	routes.Sweep, routes.Timer, routes.Channel, routes.Readiness, routes.Checkpoint}
 
 // Settings of the timer queue and the timer function's event source mapping (ours;
 // docs/DESIGN.md "Precise pausing" asks for a timer that fires on the deadline,

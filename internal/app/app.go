@@ -43,7 +43,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/sandmanhq/sandman/internal/apigw"
 	"github.com/sandmanhq/sandman/internal/calllimit"
@@ -127,6 +126,14 @@ type Deps struct {
 	// PoolRefills is lifecycle.Config.PoolRefills; nil: a FIFO SQS queue
 	// when SANDMAN_POOL_REFILL_QUEUE_URL is set, else none.
 	PoolRefills lifecycle.PoolRefills
+	// CheckpointJobs queues checkpoint jobs (lifecycle.Config.CheckpointJobs;
+	// the local stack's worker); nil: an SQS queue when
+	// SANDMAN_CHECKPOINT_QUEUE_URL is set, else none.
+	CheckpointJobs lifecycle.CheckpointJobs
+	// Archives keeps workspace archives (lifecycle.Config.Archives; the
+	// local stack's folder store); nil: the S3 bucket
+	// SANDMAN_ARCHIVE_BUCKET names when set, else none.
+	Archives lifecycle.Archives
 }
 
 // App is one cold start's wiring. Its fields are ready to use and shared by
@@ -265,18 +272,23 @@ func New(ctx context.Context, cfg Config, needs Needs, deps Deps) (*App, error) 
 	if err != nil {
 		return nil, err
 	}
+	checkpointJobs, archives, err := checkpointSeams(ctx, src, cfg, deps)
+	if err != nil {
+		return nil, err
+	}
 	a.Service = lifecycle.NewService(lifecycle.Config{Store: a.Store, Provider: a.Provider, Providers: a.Providers[1:], Clock: clock,
 		Policy: cfg.Policy, Log: a.Log, ProbeTimeout: cfg.ProbeTimeout, CallTimeout: cfg.ProviderCallTimeout, Deployment: cfg.Deployment,
 		Timers: timers, TimerHorizon: deps.TimerHorizon, MaxRunning: cfg.MaxRunning, Metrics: deps.Metrics,
 		Prices: prices(deps.Adapters, cfg.Prices), TemplateApps: cfg.TemplateApps, ReadinessJobs: jobs, ResumeJobs: resumeJobs,
-		Pools: cfg.Pools, PoolRefills: refills, RefillAfterClaim: deps.RefillPoolsAfterClaim, Background: ctx})
+		Pools: cfg.Pools, PoolRefills: refills, RefillAfterClaim: deps.RefillPoolsAfterClaim, Background: ctx,
+		CheckpointJobs: checkpointJobs, Archives: archives})
 	a.WebhookStore, a.WebhookDispatcher = dynamostore.New(ddb, cfg.Table), deps.WebhookDispatcher
 	if a.WebhookDispatcher == nil && cfg.WebhookQueueURL != "" {
-		c, err := src.aws()
+		c, err := src.sqs()
 		if err != nil {
 			return nil, err
 		}
-		a.WebhookDispatcher = sqsqueue.New(sqs.NewFromConfig(c), cfg.WebhookQueueURL, clock)
+		a.WebhookDispatcher = sqsqueue.New(c, cfg.WebhookQueueURL, clock)
 	}
 	a.Webhooks = delivery.NewService(a.WebhookStore, a.WebhookGuard(), a.WebhookDispatcher, clock)
 	a.clock = clock
@@ -426,18 +438,18 @@ func (a *App) buildProviders(cfg Config, needs Needs, deps Deps, keys map[string
 func queues(src *secretSource, cfg Config, deps Deps, clock lifecycle.Clock) (lifecycle.Timers, lifecycle.ReadinessJobs, error) {
 	timers, jobs := deps.Timers, deps.ReadinessJobs
 	if timers == nil && cfg.TimerQueueURL != "" {
-		c, err := src.aws()
+		c, err := src.sqs()
 		if err != nil {
 			return nil, nil, err
 		}
-		timers = sqstimer.New(sqs.NewFromConfig(c), cfg.TimerQueueURL, clock)
+		timers = sqstimer.New(c, cfg.TimerQueueURL, clock)
 	}
 	if jobs == nil && cfg.ReadinessQueueURL != "" {
-		c, err := src.aws()
+		c, err := src.sqs()
 		if err != nil {
 			return nil, nil, err
 		}
-		jobs = sqsjobs.New(sqs.NewFromConfig(c), cfg.ReadinessQueueURL)
+		jobs = sqsjobs.New(c, cfg.ReadinessQueueURL)
 	}
 	return timers, jobs, nil
 }
@@ -449,11 +461,11 @@ func resumeQueue(src *secretSource, cfg Config, deps Deps) (lifecycle.ReadinessJ
 	if deps.ResumeJobs != nil || cfg.ResumeQueueURL == "" {
 		return deps.ResumeJobs, nil
 	}
-	c, err := src.aws()
+	c, err := src.sqs()
 	if err != nil {
 		return nil, err
 	}
-	return sqsjobs.NewResumes(sqs.NewFromConfig(c), cfg.ResumeQueueURL), nil
+	return sqsjobs.NewResumes(c, cfg.ResumeQueueURL), nil
 }
 
 // poolRefills returns the service's pool refill requests: deps' when
@@ -462,11 +474,11 @@ func poolRefills(src *secretSource, cfg Config, deps Deps) (lifecycle.PoolRefill
 	if deps.PoolRefills != nil || cfg.PoolRefillQueueURL == "" {
 		return deps.PoolRefills, nil
 	}
-	c, err := src.aws()
+	c, err := src.sqs()
 	if err != nil {
 		return nil, err
 	}
-	return sqsrefill.New(sqs.NewFromConfig(c), cfg.PoolRefillQueueURL), nil
+	return sqsrefill.New(c, cfg.PoolRefillQueueURL), nil
 }
 
 // newProvider builds the provider named name with its adapter.

@@ -19,7 +19,9 @@ import (
 
 	"github.com/sandmanhq/sandman/internal/apigw"
 	"github.com/sandmanhq/sandman/internal/app"
+	"github.com/sandmanhq/sandman/internal/archive"
 	"github.com/sandmanhq/sandman/internal/dynamo/dynamotest"
+	"github.com/sandmanhq/sandman/internal/envnames"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/localstack"
 	"github.com/sandmanhq/sandman/internal/provider"
@@ -57,8 +59,10 @@ func TestConfigFromEnv(t *testing.T) {
 			app.EnvActivityGranularity: "10s", app.EnvLeaseDuration: "90s", app.EnvLogLevel: "debug",
 			e2b.EnvWebhookSecretSecret: "sandman/webhook-signing-key", app.EnvCORSOrigin: "https://app.example.com",
 			app.EnvProbeTimeout: "5s", app.EnvProviderCallTimeout: "45s", app.EnvAPIKeyCacheTTL: "0",
-			app.EnvGuardHeadroom: "10m",
-			app.EnvPrices:        `{"e2b":{"running_per_hour":0.2,"paused_per_hour":0.01}}`,
+			app.EnvGuardHeadroom:      "10m",
+			app.EnvPrices:             `{"e2b":{"running_per_hour":0.2,"paused_per_hour":0.01}}`,
+			app.EnvCheckpointQueueURL: "https://sqs.example/checkpoint", envnames.ArchiveBucket: "archives",
+			envnames.ArchiveSSE: archive.SSEKMS, envnames.ArchiveKMSKeyID: "alias/sandman",
 		}), adapters...)
 		if err != nil {
 			t.Fatal(err)
@@ -69,7 +73,9 @@ func TestConfigFromEnv(t *testing.T) {
 			c.LogLevel != slog.LevelDebug || c.Secrets[e2b.EnvWebhookSecretSecret] != "sandman/webhook-signing-key" ||
 			c.CORSOrigin != "https://app.example.com" || c.ProbeTimeout != 5*time.Second || c.ProviderCallTimeout != 45*time.Second ||
 			c.APIKeyCacheTTL >= 0 || c.Deployment != "sessions" ||
-			c.Prices["e2b"] != (lifecycle.Price{RunningPerHour: 0.2, PausedPerHour: 0.01}) {
+			c.Prices["e2b"] != (lifecycle.Price{RunningPerHour: 0.2, PausedPerHour: 0.01}) ||
+			c.CheckpointQueueURL != "https://sqs.example/checkpoint" ||
+			c.Archive != (archive.Config{Bucket: "archives", Dir: archive.DefaultDir, SSE: archive.SSEKMS, KMSKeyID: "alias/sandman"}) {
 			t.Errorf("config = %+v", c)
 		}
 	})
@@ -94,6 +100,7 @@ func TestConfigFromEnv(t *testing.T) {
 		{"ErrPricesNotJSON", map[string]string{app.EnvPrices: "e2b=0.1"}, app.EnvPrices},
 		{"ErrPricesUnknownField", map[string]string{app.EnvPrices: `{"e2b":{"per_hour":0.1}}`}, app.EnvPrices},
 		{"ErrPricesNegative", map[string]string{app.EnvPrices: `{"e2b":{"running_per_hour":-1}}`}, app.EnvPrices},
+		{"ErrArchiveSSE", map[string]string{envnames.ArchiveSSE: "aes"}, envnames.ArchiveSSE},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.name != "ErrNoTable" {

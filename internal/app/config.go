@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sandmanhq/sandman/internal/archive"
 	"github.com/sandmanhq/sandman/internal/calllimit"
 	"github.com/sandmanhq/sandman/internal/delivery"
 	"github.com/sandmanhq/sandman/internal/dynamo"
@@ -28,6 +29,7 @@ const (
 	EnvReadinessQueueURL   = envnames.ReadinessQueueURL
 	EnvResumeQueueURL      = envnames.ResumeQueueURL
 	EnvPoolRefillQueueURL  = envnames.PoolRefillQueueURL
+	EnvCheckpointQueueURL  = envnames.CheckpointQueueURL
 	EnvEventBus            = envnames.EventBus
 	EnvEventsFile          = envnames.EventsFile
 	EnvCORSOrigin          = envnames.CORSOrigin
@@ -136,6 +138,15 @@ type Config struct {
 	// (internal/sweep/sqsrefill, lifecycle.Config.PoolRefills); "" sends
 	// none unless Deps.PoolRefills is given.
 	PoolRefillQueueURL string
+	// CheckpointQueueURL is the SQS queue of checkpoint jobs
+	// (internal/checkpoint/sqscheckpoint, lifecycle.Config.CheckpointJobs);
+	// "" queues none unless Deps.CheckpointJobs is given.
+	CheckpointQueueURL string
+	// Archive is where workspace archives are kept (internal/archive's
+	// ConfigFromEnv, the SANDMAN_ARCHIVE_* variables): New keeps them in
+	// S3 when Archive.Bucket is set (the stack sets it on the functions
+	// that read or write archives); otherwise only Deps.Archives does.
+	Archive archive.Config
 
 	// ClientTokenKeysSecret and ClientTokenKeysFile: at most one is set
 	// (Secrets Manager secret name in AWS, generated file locally); with
@@ -182,6 +193,7 @@ func ConfigFromEnv(getenv func(string) string, adapters ...registry.Adapter) (Co
 		ReadinessQueueURL:     get(EnvReadinessQueueURL),
 		ResumeQueueURL:        get(EnvResumeQueueURL),
 		PoolRefillQueueURL:    get(EnvPoolRefillQueueURL),
+		CheckpointQueueURL:    get(EnvCheckpointQueueURL),
 		ClientTokenKeysSecret: get(EnvClientTokenKeysSecret),
 		ClientTokenKeysFile:   get(EnvClientTokenKeysFile),
 		WSURL:                 get(EnvWSURL),
@@ -207,6 +219,10 @@ func ConfigFromEnv(getenv func(string) string, adapters ...registry.Adapter) (Co
 		return Config{}, err
 	}
 	if err := readPools(get, &c); err != nil {
+		return Config{}, err
+	}
+	var err error
+	if c.Archive, err = archive.ConfigFromEnv(get); err != nil {
 		return Config{}, err
 	}
 	return c, nil

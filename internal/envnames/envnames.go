@@ -79,6 +79,12 @@ const (
 	// functions that open, return or sweep. Unset: those jobs go to
 	// ReadinessQueueURL.
 	ResumeQueueURL = "SANDMAN_RESUME_QUEUE_URL"
+	// CheckpointQueueURL is the SQS queue checkpoint jobs (saves,
+	// restores, forks, deletes) are sent to
+	// (internal/checkpoint/sqscheckpoint, docs/CHECKPOINTS.md "Jobs"); set
+	// by the stack on the functions that ask for them. Unset: no
+	// checkpoint jobs in AWS (the checkpoint routes answer unavailable).
+	CheckpointQueueURL = "SANDMAN_CHECKPOINT_QUEUE_URL"
 	// PoolRefillQueueURL is the FIFO SQS queue a claim of a warm pool's
 	// spare sends its pool's refill request to (internal/sweep/sqsrefill,
 	// docs/POOLS.md "Refill"); set by the stack on the sessions function
@@ -139,8 +145,9 @@ const (
 )
 
 // Where Sandman keeps its archives of sessions' workspaces (docs/ARCHIVES.md),
-// read by internal/archive.ConfigFromEnv. Not yet in Functions: no function
-// reads them until checkpoints are wired in.
+// read by internal/archive.ConfigFromEnv (through internal/app's). The stack
+// sets the bucket and its encryption on the functions that read or write
+// archives.
 const (
 	// ArchiveBucket is the S3 bucket archives are kept in; set by the stack.
 	// Unset: the folder store at ArchiveDir.
@@ -182,7 +189,8 @@ var (
 		Table, DynamoEndpoint, Provider, Providers, EventBus, EventsFile, CORSOrigin, LogLevel,
 		IdleTimeout, MinIdleTimeout, MaxIdleTimeout, MaxLifetimeLimit, ActivityGranularity, ProviderGrace,
 		MaxProviderTimeout, GuardHeadroom, LeaseDuration, Deployment, APIKeyCacheTTL, ProbeTimeout, ProviderCallTimeout,
-		MaxRunning, Shards, Prices, TemplateApps, Pools, ReadinessQueueURL, ResumeQueueURL, PoolRefillQueueURL,
+		MaxRunning, Shards, Prices, TemplateApps, Pools, ReadinessQueueURL, ResumeQueueURL, PoolRefillQueueURL, CheckpointQueueURL,
+		ArchiveBucket, ArchiveDir, ArchiveSSE, ArchiveKMSKeyID, ArchiveS3Endpoint, ArchiveS3PathStyle,
 		ClientTokenKeysSecret, ClientTokenKeysFile, WSURL, WSManagementURL,
 		SweepConcurrency, SweepRate, SweepBurst, SweepPageSize, SweepDeadlineMargin, SweepReconcileSample, SweepDormancyAge,
 		TimerQueueURL,

@@ -61,6 +61,7 @@ var adapters = slices.Concat(
 		{"readiness/sqsjobs", []string{"internal/readiness/sqsjobs"}},
 		{"sweep/sqsrefill", []string{"internal/sweep/sqsrefill"}},
 		{"delivery/sqsqueue", []string{"internal/delivery/sqsqueue"}},
+		{"checkpoint/sqscheckpoint", []string{"internal/checkpoint/sqscheckpoint"}},
 	},
 	// the channel's pushers
 	[]component{
@@ -82,6 +83,7 @@ var edges = []component{
 	{"readiness/sqsjobs", []string{"internal/readiness/sqsjobs"}},
 	{"sweep/sqsrefill", []string{"internal/sweep/sqsrefill"}},
 	{"delivery/sqsqueue", []string{"internal/delivery/sqsqueue"}},
+	{"checkpoint/sqscheckpoint", []string{"internal/checkpoint/sqscheckpoint"}},
 }
 
 // kits are what adapters or edges share: they sit below them all and import

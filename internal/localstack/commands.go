@@ -18,6 +18,7 @@ import (
 
 	"github.com/sandmanhq/sandman/internal/apigw"
 	"github.com/sandmanhq/sandman/internal/app"
+	"github.com/sandmanhq/sandman/internal/checkpoint/sqscheckpoint"
 	"github.com/sandmanhq/sandman/internal/clienttoken"
 	"github.com/sandmanhq/sandman/internal/delivery"
 	"github.com/sandmanhq/sandman/internal/delivery/sqsqueue"
@@ -262,20 +263,17 @@ func InvokeCommand(ctx context.Context, args []string, w io.Writer) error {
 		if resp, err = outbox.NewHandler(outbox.Recording(a.Store, pub), a.Log).Handle(ctx, ev); err != nil {
 			return err
 		}
-	case routes.Timer:
+	case routes.Timer, routes.Readiness, routes.Checkpoint:
 		var ev events.SQSEvent
 		if err := json.Unmarshal(raw, &ev); err != nil {
 			return fmt.Errorf("decode SQS event %s: %w", *eventFile, err)
 		}
-		if resp, err = sqstimer.NewHandler(a.Service, a.Log).Handle(ctx, ev); err != nil {
-			return err
-		}
-	case routes.Readiness:
-		var ev events.SQSEvent
-		if err := json.Unmarshal(raw, &ev); err != nil {
-			return fmt.Errorf("decode SQS event %s: %w", *eventFile, err)
-		}
-		if resp, err = sqsjobs.NewHandler(a.Service, nil, a.Log).Handle(ctx, ev); err != nil {
+		handle := map[string]func(context.Context, events.SQSEvent) (events.SQSEventResponse, error){
+			routes.Timer:      sqstimer.NewHandler(a.Service, a.Log).Handle,
+			routes.Readiness:  sqsjobs.NewHandler(a.Service, nil, a.Log).Handle,
+			routes.Checkpoint: sqscheckpoint.NewHandler(a.Service, a.Log).Handle,
+		}[*fn]
+		if resp, err = handle(ctx, ev); err != nil {
 			return err
 		}
 	case routes.Sweep:

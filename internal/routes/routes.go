@@ -43,11 +43,16 @@ const (
 	// the accounts' signed webhooks (internal/delivery/sqsqueue,
 	// docs/WEBHOOKS.md).
 	Deliver = "deliver"
+	// Checkpoint is fed by the checkpoint queue (SQS); it runs checkpoint
+	// jobs, the saves, restores, forks and deletes of checkpoints
+	// (internal/checkpoint/sqscheckpoint, docs/CHECKPOINTS.md "Jobs").
+	Checkpoint = "checkpoint"
 )
 
 // Functions lists every Lambda function: HTTP, scheduled, stream, queue,
 // WebSocket and bus.
-var Functions = []string{Sessions, Status, Resume, Pause, Reconnect, Webhook, Sweep, Publisher, Timer, Readiness, Channel, Notifier, Deliver}
+var Functions = []string{Sessions, Status, Resume, Pause, Reconnect, Webhook, Sweep, Publisher, Timer, Readiness, Channel, Notifier, Deliver,
+	Checkpoint}
 
 // Route is one API Gateway route: Key is the route key as API Gateway writes
 // it ("POST /v1/sessions/{id}/resume"), Function the Lambda that serves it.

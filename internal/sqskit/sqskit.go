@@ -1,6 +1,6 @@
 // Package sqskit is what Sandman's SQS edges share (internal/timer/sqstimer,
 // internal/readiness/sqsjobs, internal/sweep/sqsrefill,
-// internal/delivery/sqsqueue): the part of *sqs.Client they call, sending
+// internal/delivery/sqsqueue, internal/checkpoint/sqscheckpoint): the part of *sqs.Client they call, sending
 // one JSON message (with a delay, or in a FIFO group), and handling a batch
 // of messages with partial batch failures. Each edge keeps its own message
 // shape and what a message runs; edges never import each other.
@@ -110,6 +110,17 @@ func (q Queue) input(m Message) (*sqs.SendMessageInput, error) {
 		in.MessageDeduplicationId = aws.String(m.DeduplicationID)
 	}
 	return in, nil
+}
+
+// BeforeDeadline returns ctx cut margin before its deadline, so that a
+// handler's work ends while the invocation can still record it (and the
+// CancelFunc to release it); a ctx without a deadline is returned as is.
+func BeforeDeadline(ctx context.Context, margin time.Duration) (context.Context, context.CancelFunc) {
+	d, ok := ctx.Deadline()
+	if !ok {
+		return ctx, func() {}
+	}
+	return context.WithDeadline(ctx, d.Add(-margin))
 }
 
 // Batch runs handle on every record of ev, at most concurrency at once

@@ -10,25 +10,11 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/sqskit"
+	"github.com/sandmanhq/sandman/internal/sqskit/sqskittest"
 )
-
-// queue keeps what was sent, or fails every send with fail.
-type queue struct {
-	sent []*sqs.SendMessageInput
-	fail error
-}
-
-func (q *queue) SendMessage(_ context.Context, in *sqs.SendMessageInput, _ ...func(*sqs.Options)) (*sqs.SendMessageOutput, error) {
-	if q.fail != nil {
-		return nil, q.fail
-	}
-	q.sent = append(q.sent, in)
-	return &sqs.SendMessageOutput{}, nil
-}
 
 func TestDelay(t *testing.T) {
 	t0 := time.Date(2026, 5, 6, 7, 8, 9, 0, time.UTC)
@@ -48,13 +34,13 @@ func TestDelay(t *testing.T) {
 func TestSend(t *testing.T) {
 	t0 := time.Date(2026, 5, 6, 7, 8, 9, 0, time.UTC)
 	t.Run("OK", func(t *testing.T) {
-		q := &queue{}
+		q := &sqskittest.Queue{}
 		fifo := sqskit.Queue{API: q, URL: "https://sqs.example/q.fifo", Clock: lifecycle.NewManualClock(t0)}
 		m := sqskit.Message{Body: map[string]string{"pool_id": "p"}, GroupID: "p", DeduplicationID: "p.s"}
 		if err := fifo.Send(t.Context(), m, "send refill", "refused"); err != nil {
 			t.Fatal(err)
 		}
-		in := q.sent[0]
+		in := q.Sent()[0]
 		if got, want := aws.ToString(in.MessageBody), `{"pool_id":"p"}`; got != want {
 			t.Errorf("body = %s, want %s", got, want)
 		}
@@ -65,13 +51,13 @@ func TestSend(t *testing.T) {
 		if err := fifo.SendJSON(t.Context(), sqskit.Message{Body: 1, DueAt: t0.Add(7 * time.Second)}); err != nil {
 			t.Fatal(err)
 		}
-		if in := q.sent[1]; in.DelaySeconds != 7 || in.MessageGroupId != nil || in.MessageDeduplicationId != nil {
+		if in := q.Sent()[1]; in.DelaySeconds != 7 || in.MessageGroupId != nil || in.MessageDeduplicationId != nil {
 			t.Errorf("a delayed message: delay %d s, group %v, want 7 s and no group", in.DelaySeconds, in.MessageGroupId)
 		}
 	})
 	t.Run("ErrUnavailable", func(t *testing.T) {
 		down := errors.New("queue down")
-		q := sqskit.Queue{API: &queue{fail: down}, URL: "u"}
+		q := sqskit.Queue{API: &sqskittest.Queue{Fail: down}, URL: "u"}
 		err := q.Send(t.Context(), sqskit.Message{Body: 1}, "send timer for ses_a", "the timer queue did not take the pause timer")
 		var le *lifecycle.Error
 		if !errors.As(err, &le) || le.Code != lifecycle.CodeUnavailable || le.Message != "the timer queue did not take the pause timer" || !errors.Is(err, down) {
@@ -82,10 +68,10 @@ func TestSend(t *testing.T) {
 		}
 	})
 	t.Run("ErrEncode", func(t *testing.T) {
-		q := &queue{}
+		q := &sqskittest.Queue{}
 		err := sqskit.Queue{API: q, URL: "u"}.Send(t.Context(), sqskit.Message{Body: func() {}}, "w", "r")
-		if err == nil || lifecycle.IsCode(err, lifecycle.CodeUnavailable) || len(q.sent) != 0 {
-			t.Errorf("a body that does not encode: %v (sent %d), want a plain error and nothing sent", err, len(q.sent))
+		if err == nil || lifecycle.IsCode(err, lifecycle.CodeUnavailable) || len(q.Sent()) != 0 {
+			t.Errorf("a body that does not encode: %v (sent %d), want a plain error and nothing sent", err, len(q.Sent()))
 		}
 	})
 }
@@ -129,5 +115,21 @@ func TestBatch(t *testing.T) {
 				t.Errorf("failures = %v, want [1 3 5] in the batch's order", failed)
 			}
 		})
+	}
+}
+
+func TestBeforeDeadline(t *testing.T) {
+	deadline := time.Now().Add(time.Hour)
+	ctx, cancel := context.WithDeadline(t.Context(), deadline)
+	defer cancel()
+	cut, stop := sqskit.BeforeDeadline(ctx, time.Minute)
+	defer stop()
+	if got, _ := cut.Deadline(); !got.Equal(deadline.Add(-time.Minute)) {
+		t.Errorf("deadline %v, want %v (a minute earlier)", got, deadline.Add(-time.Minute))
+	}
+	none, stop := sqskit.BeforeDeadline(t.Context(), time.Minute)
+	defer stop()
+	if _, ok := none.Deadline(); ok {
+		t.Error("a context without a deadline got one")
 	}
 }

@@ -56,6 +56,8 @@ var deployed = map[string]deployedFunction{
 	routes.Channel:   {29 * time.Second, 256},
 	routes.Notifier:  {30 * time.Second, 128},
 	routes.Deliver:   {time.Minute, 256},
+	// checkpoint: a job streams a workspace archive through the function.
+	routes.Checkpoint: {10 * time.Minute, 2048},
 }
 
 var defaultDeployed = deployedFunction{29 * time.Second, 256}
@@ -534,6 +536,12 @@ func (c *coldEvents) payloads(ctx context.Context, run int) ([][]byte, string, e
 			return nil, "", err
 		}
 		return [][]byte{raw, raw}, "events/queue/deliver.json (a lifecycle event of an account with no webhook endpoint, a malformed body dropped)", nil
+	case routes.Checkpoint:
+		raw, err := c.env.Fixture("queue/checkpoint.json")
+		if err != nil {
+			return nil, "", err
+		}
+		return [][]byte{raw, raw}, "events/queue/checkpoint.json (a delete job of an unknown session's checkpoint, a malformed body dropped; no provider call)", nil
 	}
 	return nil, "", fmt.Errorf("function %q: %w", c.function, errNoColdEvent)
 }

@@ -132,9 +132,9 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 // cut there is continued by a new message (h.requeue).
 func (h *Handler) bringUp(ctx context.Context, id string) (lifecycle.BringUpOutcome, error) {
 	jctx := ctx
-	if d, ok := ctx.Deadline(); ok && h.requeue != nil {
+	if h.requeue != nil {
 		var cancel context.CancelFunc
-		jctx, cancel = context.WithDeadline(ctx, d.Add(-DeadlineMargin))
+		jctx, cancel = sqskit.BeforeDeadline(ctx, DeadlineMargin)
 		defer cancel()
 	}
 	out, err := h.svc.BringUp(jctx, id)

@@ -88,11 +88,8 @@ func NewHandler(svc Filler, log *slog.Logger) *Handler {
 // dropped. Handle reports no failures: a refill that did not run or was
 // cut short waits for the sweep's next run, which fills every pool.
 func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-	if d, ok := ctx.Deadline(); ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, d.Add(-DeadlineMargin))
-		defer cancel()
-	}
+	ctx, cancel := sqskit.BeforeDeadline(ctx, DeadlineMargin)
+	defer cancel()
 	var pools []string
 	seen := map[string]bool{}
 	for _, rec := range ev.Records {
