@@ -77,3 +77,33 @@ func ValidStoredCheckpoint(c *Checkpoint) error {
 func (c *Checkpoint) LeaseDue() (time.Time, bool) {
 	return c.LeaseExpiresAt, c.State == CheckpointSaving && !c.LeaseExpiresAt.IsZero()
 }
+
+// CheckpointsOf returns store's checkpoints: store itself when it is a
+// CheckpointStore, else one whose every call answers unavailable. Store
+// wrappers embed it to pass checkpoints through.
+func CheckpointsOf(store Store) CheckpointStore {
+	if cs, ok := store.(CheckpointStore); ok {
+		return cs
+	}
+	return noCheckpoints{}
+}
+
+// noCheckpoints is the CheckpointStore of a store that keeps none.
+type noCheckpoints struct{}
+
+func errNoCheckpoints() error { return Errorf(CodeUnavailable, "this store keeps no checkpoints") }
+
+func (noCheckpoints) CreateCheckpoint(context.Context, *Checkpoint) error { return errNoCheckpoints() }
+func (noCheckpoints) GetCheckpoint(context.Context, string, string) (*Checkpoint, error) {
+	return nil, errNoCheckpoints()
+}
+func (noCheckpoints) UpdateCheckpoint(context.Context, *Checkpoint, CheckpointState) error {
+	return errNoCheckpoints()
+}
+func (noCheckpoints) DeleteCheckpoint(context.Context, *Checkpoint) error { return errNoCheckpoints() }
+func (noCheckpoints) ListCheckpoints(context.Context, string, string, int) (CheckpointPage, error) {
+	return CheckpointPage{}, errNoCheckpoints()
+}
+func (noCheckpoints) FindCheckpointsDue(context.Context, CheckpointDueQuery) (CheckpointPage, error) {
+	return CheckpointPage{}, errNoCheckpoints()
+}
