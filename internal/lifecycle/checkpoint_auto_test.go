@@ -8,7 +8,6 @@ import (
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 )
 
-
 // checkpointsOf returns a session's checkpoints, newest first.
 func (w *ckptWorld) checkpointsOf(t *testing.T, id string) []*lifecycle.Checkpoint {
 	t.Helper()
