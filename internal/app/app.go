@@ -127,6 +127,14 @@ type Deps struct {
 	// PoolRefills is lifecycle.Config.PoolRefills; nil: a FIFO SQS queue
 	// when SANDMAN_POOL_REFILL_QUEUE_URL is set, else none.
 	PoolRefills lifecycle.PoolRefills
+	// CheckpointJobs, Archives and ArchiveWorkspace are
+	// lifecycle.Config's (docs/CHECKPOINTS.md): the local stack passes its
+	// in-process worker (internal/checkpointjobs), a folder store under
+	// its state folder and the whole sandbox as the workspace. nil: none
+	// (checkpoint routes answer unavailable; only provider snapshots).
+	CheckpointJobs   lifecycle.CheckpointJobs
+	Archives         lifecycle.Archives
+	ArchiveWorkspace lifecycle.Workspace
 }
 
 // App is one cold start's wiring. Its fields are ready to use and shared by
@@ -269,7 +277,8 @@ func New(ctx context.Context, cfg Config, needs Needs, deps Deps) (*App, error) 
 		Policy: cfg.Policy, Log: a.Log, ProbeTimeout: cfg.ProbeTimeout, CallTimeout: cfg.ProviderCallTimeout, Deployment: cfg.Deployment,
 		Timers: timers, TimerHorizon: deps.TimerHorizon, MaxRunning: cfg.MaxRunning, Metrics: deps.Metrics,
 		Prices: prices(deps.Adapters, cfg.Prices), TemplateApps: cfg.TemplateApps, ReadinessJobs: jobs, ResumeJobs: resumeJobs,
-		Pools: cfg.Pools, PoolRefills: refills, RefillAfterClaim: deps.RefillPoolsAfterClaim, Background: ctx})
+		Pools: cfg.Pools, PoolRefills: refills, RefillAfterClaim: deps.RefillPoolsAfterClaim, Background: ctx,
+		CheckpointJobs: deps.CheckpointJobs, Archives: deps.Archives, ArchiveWorkspace: deps.ArchiveWorkspace})
 	a.WebhookStore, a.WebhookDispatcher = dynamostore.New(ddb, cfg.Table), deps.WebhookDispatcher
 	if a.WebhookDispatcher == nil && cfg.WebhookQueueURL != "" {
 		c, err := src.aws()
