@@ -226,15 +226,8 @@ func (s *Service) createFromArchive(ctx context.Context, p Provider, c *Checkpoi
 // expireCheckpoint records a ready c expired for reason (its provider
 // object is gone); a checkpoint that moved meanwhile is left alone.
 func (s *Service) expireCheckpoint(ctx context.Context, cs CheckpointStore, c *Checkpoint, reason string) {
-	if c.State != CheckpointReady {
-		return
-	}
-	wctx, cancel := settleContext(ctx)
-	defer cancel()
-	next := c.Clone()
-	next.State, next.Reason, next.UpdatedAt = CheckpointExpired, reason, s.now()
-	if err := cs.UpdateCheckpoint(wctx, next, CheckpointReady); err == nil {
-		*c = *next
+	if c.State == CheckpointReady {
+		s.moveCheckpoint(ctx, cs, c, CheckpointExpired, reason)
 	}
 }
 

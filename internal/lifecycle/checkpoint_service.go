@@ -365,19 +365,25 @@ func (s *Service) snapshotsNamed(ctx context.Context, sn Snapshotter, c *Checkpo
 // failCheckpoint records a saving c as failed for reason; a checkpoint
 // that moved meanwhile is left as it is (logged).
 func (s *Service) failCheckpoint(ctx context.Context, cs CheckpointStore, c *Checkpoint, reason string) {
-	if c.State != CheckpointSaving {
-		return
+	if c.State == CheckpointSaving && s.moveCheckpoint(ctx, cs, c, CheckpointFailed, reason) {
+		s.log().InfoContext(ctx, "checkpoint failed", "checkpoint_id", c.ID, "session_id", c.SessionID, "reason", reason)
 	}
+}
+
+// moveCheckpoint writes c moved to state to for reason (Checkpoint.Settle)
+// on a settle context, and reports whether it committed; c is updated
+// then. A refusal or a lost race is logged.
+func (s *Service) moveCheckpoint(ctx context.Context, cs CheckpointStore, c *Checkpoint, to CheckpointState, reason string) bool {
 	wctx, cancel := settleContext(ctx)
 	defer cancel()
 	next := c.Clone()
-	if err := next.Settle(CheckpointFailed, reason, s.now()); err != nil {
-		return
+	if err := next.Settle(to, reason, s.now()); err != nil {
+		return false
 	}
-	if err := cs.UpdateCheckpoint(wctx, next, CheckpointSaving); err != nil {
-		s.log().WarnContext(ctx, "record a failed checkpoint", "checkpoint_id", c.ID, "session_id", c.SessionID, "err", err)
-		return
+	if err := cs.UpdateCheckpoint(wctx, next, c.State); err != nil {
+		s.log().WarnContext(ctx, "record a checkpoint "+string(to), "checkpoint_id", c.ID, "session_id", c.SessionID, "err", err)
+		return false
 	}
 	*c = *next
-	s.log().InfoContext(ctx, "checkpoint failed", "checkpoint_id", c.ID, "session_id", c.SessionID, "reason", reason)
+	return true
 }
