@@ -127,13 +127,18 @@ type Deps struct {
 	// when SANDMAN_POOL_REFILL_QUEUE_URL is set, else none.
 	PoolRefills lifecycle.PoolRefills
 	// CheckpointJobs queues checkpoint jobs (lifecycle.Config.CheckpointJobs;
-	// the local stack's worker); nil: an SQS queue when
-	// SANDMAN_CHECKPOINT_QUEUE_URL is set, else none.
+	// the local stack's in-process worker, internal/checkpointjobs); nil: an
+	// SQS queue when SANDMAN_CHECKPOINT_QUEUE_URL is set, else none
+	// (checkpoint routes answer unavailable).
 	CheckpointJobs lifecycle.CheckpointJobs
 	// Archives keeps workspace archives (lifecycle.Config.Archives; the
-	// local stack's folder store); nil: the S3 bucket
-	// SANDMAN_ARCHIVE_BUCKET names when set, else none.
+	// local stack's folder store under its state folder); nil: the S3
+	// bucket SANDMAN_ARCHIVE_BUCKET names when set, else none (only
+	// provider snapshots).
 	Archives lifecycle.Archives
+	// ArchiveWorkspace is lifecycle.Config.ArchiveWorkspace
+	// (docs/CHECKPOINTS.md): the local stack passes the whole sandbox.
+	ArchiveWorkspace lifecycle.Workspace
 }
 
 // App is one cold start's wiring. Its fields are ready to use and shared by
@@ -281,7 +286,7 @@ func New(ctx context.Context, cfg Config, needs Needs, deps Deps) (*App, error) 
 		Timers: timers, TimerHorizon: deps.TimerHorizon, MaxRunning: cfg.MaxRunning, Metrics: deps.Metrics,
 		Prices: prices(deps.Adapters, cfg.Prices), TemplateApps: cfg.TemplateApps, ReadinessJobs: jobs, ResumeJobs: resumeJobs,
 		Pools: cfg.Pools, PoolRefills: refills, RefillAfterClaim: deps.RefillPoolsAfterClaim, Background: ctx,
-		CheckpointJobs: checkpointJobs, Archives: archives})
+		CheckpointJobs: checkpointJobs, Archives: archives, ArchiveWorkspace: deps.ArchiveWorkspace})
 	a.WebhookStore, a.WebhookDispatcher = dynamostore.New(ddb, cfg.Table), deps.WebhookDispatcher
 	if a.WebhookDispatcher == nil && cfg.WebhookQueueURL != "" {
 		c, err := src.sqs()

@@ -31,7 +31,7 @@ func checkpointSeams(ctx context.Context, src *secretSource, cfg Config, deps De
 		if err != nil {
 			return nil, nil, fmt.Errorf("archive bucket %s: %w", cfg.Archive.Bucket, err)
 		}
-		archives = archive.NewCheckpoints(store)
+		archives = archive.NewArchives(store)
 	}
 	return jobs, archives, nil
 }

@@ -34,7 +34,7 @@ func TestCheckpointSeams(t *testing.T) {
 		deps                   Deps
 		wantJobs, wantArchives string
 	}{
-		{"AWS", aws, Deps{}, "*sqscheckpoint.Jobs", "*archive.Checkpoints"},
+		{"AWS", aws, Deps{}, "*sqscheckpoint.Jobs", "*archive.Archives"},
 		{"Given", aws, Deps{CheckpointJobs: givenJobs{}, Archives: givenArchives{}}, "app.givenJobs", "app.givenArchives"},
 		{"None", Config{Archive: archive.Config{Dir: archive.DefaultDir, SSE: archive.SSES3}}, Deps{}, "<nil>", "<nil>"},
 	} {

@@ -4,6 +4,9 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/sandmanhq/sandman/internal/lifecycle"
 )
 
 func TestKey(t *testing.T) {
@@ -30,5 +33,15 @@ func TestValidateKey(t *testing.T) {
 		if err := ValidateKey(k); !errors.Is(err, ErrInvalidKey) {
 			t.Errorf("ValidateKey(%q) = %v, want ErrInvalidKey", k, err)
 		}
+	}
+}
+
+// TestKeyIsTheCheckpointsArchiveKey: the key the checkpoint service asks
+// for (lifecycle.ArchiveKey) is Key's.
+func TestKeyIsTheCheckpointsArchiveKey(t *testing.T) {
+	chk := lifecycle.NewCheckpointID(time.Now())
+	k, err := Key("acct_1", "ses_abc", chk)
+	if err != nil || k != lifecycle.ArchiveKey("acct_1", "ses_abc", chk) {
+		t.Errorf("Key = %q, %v; lifecycle.ArchiveKey = %q", k, err, lifecycle.ArchiveKey("acct_1", "ses_abc", chk))
 	}
 }

@@ -76,14 +76,15 @@ const (
 // lowercase dotted form of every lifecycle detail type (EventType).
 var EventTypes = []string{
 	"session.provisioning", "session.running", "session.pausing", "session.paused",
-	"session.resuming", "session.expired", "session.killed", "session.failed",
+	"session.resuming", "session.restoring", "session.expired", "session.killed", "session.failed",
 	"session.ready", "session.not_ready",
+	"checkpoint.ready", "checkpoint.failed",
 }
 
 // EventType returns the event type of ev: its EventBridge detail type in
 // lowercase, a dot after the first word and underscores for the other
 // spaces ("Session Paused" → "session.paused", "Session Not Ready" →
-// "session.not_ready").
+// "session.not_ready", "Checkpoint Ready" → "checkpoint.ready").
 func EventType(ev lifecycle.Event) string {
 	noun, rest, _ := strings.Cut(strings.ToLower(ev.DetailType()), " ")
 	return noun + "." + strings.ReplaceAll(rest, " ", "_")

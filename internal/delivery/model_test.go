@@ -17,6 +17,9 @@ func TestEventTypeIsTheDottedDetailType(t *testing.T) {
 		{lifecycle.Event{To: lifecycle.StateProvisioning}, "session.provisioning"},
 		{lifecycle.Event{From: lifecycle.StateRunning, To: lifecycle.StateRunning, Readiness: lifecycle.ReadinessReady}, "session.ready"},
 		{lifecycle.Event{From: lifecycle.StateRunning, To: lifecycle.StateRunning, Readiness: lifecycle.ReadinessFailed}, "session.not_ready"},
+		{lifecycle.Event{From: lifecycle.StateRunning, To: lifecycle.StateRestoring}, "session.restoring"},
+		{lifecycle.NewCheckpointEvent(&lifecycle.Checkpoint{ID: "chk_1", State: lifecycle.CheckpointReady}), "checkpoint.ready"},
+		{lifecycle.NewCheckpointEvent(&lifecycle.Checkpoint{ID: "chk_1", State: lifecycle.CheckpointFailed}), "checkpoint.failed"},
 	} {
 		got := delivery.EventType(tc.ev)
 		if got != tc.want {

@@ -102,10 +102,15 @@ func decodeCursor(s, index string) (cursor, error) {
 			}
 		}
 	}
-	// Every index query returns session items only: a key of anything else
-	// was not issued by this store.
-	if pk := c.Key[tabledef.PartitionKey].S; !strings.HasPrefix(*pk, sessionPK("")) || len(*pk) == len(sessionPK("")) ||
-		*c.Key[tabledef.SortKey].S != sessionSort {
+	// Every query returns session items only, but for the checkpoint ones
+	// (a session's list, the checkpoint lease index): a key of anything
+	// else was not issued by this store.
+	pk, sk := *c.Key[tabledef.PartitionKey].S, *c.Key[tabledef.SortKey].S
+	wantSort := sk == sessionSort
+	if index == checkpointList || index == tabledef.IndexCheckpointLease {
+		wantSort = lifecycle.ValidCheckpointID(strings.TrimPrefix(sk, checkpointSortPrefix)) && strings.HasPrefix(sk, checkpointSortPrefix)
+	}
+	if !strings.HasPrefix(pk, sessionPK("")) || len(pk) == len(sessionPK("")) || !wantSort {
 		return cursor{}, errBadCursor()
 	}
 	return c, nil
@@ -118,6 +123,9 @@ const maxCursorValue = 512
 // keyTypes returns the attributes of a LastEvaluatedKey of a query on index:
 // the table's keys and the index's keys, with their types.
 func keyTypes(index string) (map[string]string, error) {
+	if index == checkpointList { // the table itself
+		return map[string]string{tabledef.PartitionKey: tabledef.TypeString, tabledef.SortKey: tabledef.TypeString}, nil
+	}
 	for _, ix := range tabledef.Indexes {
 		if ix.Name != index {
 			continue

@@ -46,47 +46,61 @@ func (st *Store) FindDue(ctx context.Context, q lifecycle.DueQuery) (lifecycle.S
 	if q.Limit < 1 || q.Limit > maxDueLimit {
 		return lifecycle.SessionPage{}, lifecycle.Errorf(lifecycle.CodeInvalid, "limit must be between 1 and %d", maxDueLimit)
 	}
-	c := cursor{Index: ix.name}
-	if q.Cursor != "" {
+	items, next, err := st.queryDue(ctx, ix.name, ix.shardAttr, ix.dueAttr, q.Cursor, q.Before, q.Limit)
+	if err != nil {
+		return lifecycle.SessionPage{}, err
+	}
+	return dueInTime(ix, items, q.Before, next)
+}
+
+// queryDue reads up to limit items of the sharded due index name (shard
+// attribute shardAttr, due attribute dueAttr in epoch milliseconds) due at
+// or before before, from cursorText on, shard after shard, and returns
+// them with the cursor of the next page ("" when every shard is
+// exhausted). Errors: invalid for a cursor this store did not issue for
+// the index, the store's.
+func (st *Store) queryDue(ctx context.Context, name, shardAttr, dueAttr, cursorText string, before time.Time,
+	limit int) ([]map[string]types.AttributeValue, string, error) {
+	c := cursor{Index: name}
+	if cursorText != "" {
 		var err error
-		if c, err = decodeCursor(q.Cursor, ix.name); err != nil {
-			return lifecycle.SessionPage{}, err
+		if c, err = decodeCursor(cursorText, name); err != nil {
+			return nil, "", err
 		}
 		if c.Shard < 0 || c.Shard >= st.shards {
-			return lifecycle.SessionPage{}, errBadCursor()
+			return nil, "", errBadCursor()
 		}
-		if n, ok := c.numberKey(ix.shardAttr); c.Key != nil && (!ok || n != int64(c.Shard)) {
-			return lifecycle.SessionPage{}, errBadCursor()
+		if n, ok := c.numberKey(shardAttr); c.Key != nil && (!ok || n != int64(c.Shard)) {
+			return nil, "", errBadCursor()
 		}
 	}
-	before := dueMillis(q.Before)
+	bound := dueMillis(before)
 	var items []map[string]types.AttributeValue
 	for shard, start := c.Shard, c.startKey(); shard < st.shards; shard, start = shard+1, nil {
-		keyCond := expression.Key(ix.shardAttr).Equal(expression.Value(shard)).
-			And(expression.Key(ix.dueAttr).LessThanEqual(expression.Value(before)))
-		need := q.Limit - len(items)
-		got, more, err := st.query(ctx, ix.name, keyCond, true, start, need)
+		keyCond := expression.Key(shardAttr).Equal(expression.Value(shard)).
+			And(expression.Key(dueAttr).LessThanEqual(expression.Value(bound)))
+		got, more, err := st.query(ctx, name, keyCond, true, start, limit-len(items))
 		if err != nil {
-			return lifecycle.SessionPage{}, storeError("find due sessions in %s shard %d: %w", ix.name, shard, err)
+			return nil, "", storeError("find due items in %s shard %d: %w", name, shard, err)
 		}
 		items = append(items, got...)
 		next := ""
 		switch {
 		case more:
-			next, err = cursorAfter(ix.name, shard, got[len(got)-1])
-		case len(items) == q.Limit && shard+1 < st.shards:
+			next, err = cursorAfter(name, shard, got[len(got)-1])
+		case len(items) == limit && shard+1 < st.shards:
 			// Full page at the end of a shard: the next page starts with
 			// the next shard (it may turn out empty).
-			next, err = cursor{Index: ix.name, Shard: shard + 1}.encode()
+			next, err = cursor{Index: name, Shard: shard + 1}.encode()
 		}
 		if err != nil {
-			return lifecycle.SessionPage{}, err
+			return nil, "", err
 		}
-		if next != "" || len(items) == q.Limit {
-			return dueInTime(ix, items, q.Before, next)
+		if next != "" || len(items) == limit {
+			return items, next, nil
 		}
 	}
-	return dueInTime(ix, items, q.Before, "")
+	return items, "", nil
 }
 
 // dueInTime decodes a FindDue page and drops the sessions that the index

@@ -92,6 +92,19 @@ type sessionItem struct {
 	// spare (lifecycle.Session.FromPool, docs/POOLS.md).
 	FromPool bool   `dynamodbav:"from_pool,omitempty"`
 	PoolID   string `dynamodbav:"pool_id,omitempty"`
+	// Checkpoints (lifecycle.Session's checkpoint fields; absent: zero):
+	// fork origin, automatic checkpoint options (every: milliseconds), the
+	// schedule's times (timeLayout) and the last restore.
+	ForkedFrom          string `dynamodbav:"forked_from,omitempty"`
+	ForkCheckpointID    string `dynamodbav:"fork_checkpoint_id,omitempty"`
+	CheckpointOnPause   bool   `dynamodbav:"checkpoint_on_pause,omitempty"`
+	CheckpointEveryMS   int64  `dynamodbav:"checkpoint_every_ms,omitempty"`
+	CheckpointsKeep     int    `dynamodbav:"checkpoints_keep,omitempty"`
+	NextCheckpointAt    string `dynamodbav:"next_checkpoint_at,omitempty"`
+	LastCheckpointAt    string `dynamodbav:"last_checkpoint_at,omitempty"`
+	RestoreCheckpointID string `dynamodbav:"restore_checkpoint_id,omitempty"`
+	RestoreFrom         string `dynamodbav:"restore_from,omitempty"`
+	RestoreError        string `dynamodbav:"restore_error,omitempty"`
 	// WriteID identifies the write that stored this version (newWriteID).
 	WriteID string `dynamodbav:"write_id,omitempty"`
 
@@ -245,6 +258,10 @@ func toSessionItem(s *lifecycle.Session, shards int) sessionItem {
 	it.App, it.Readiness, it.ReadinessDetail = toAppItem(s.App), string(s.Readiness), s.ReadinessDetail
 	it.ReadyAt, it.AppExitCode = formatTime(s.ReadyAt), cloneInt(s.AppExitCode)
 	it.FromPool, it.PoolID = s.FromPool, s.PoolID
+	it.ForkedFrom, it.ForkCheckpointID = s.ForkedFrom, s.ForkCheckpointID
+	it.CheckpointOnPause, it.CheckpointEveryMS, it.CheckpointsKeep = s.CheckpointOnPause, s.CheckpointEvery.Milliseconds(), s.CheckpointsKeep
+	it.NextCheckpointAt, it.LastCheckpointAt = formatTime(s.NextCheckpointAt), formatTime(s.LastCheckpointAt)
+	it.RestoreCheckpointID, it.RestoreFrom, it.RestoreError = s.RestoreCheckpointID, string(s.RestoreFrom), s.RestoreError
 	if len(s.Metadata) > 0 {
 		it.Metadata = s.Metadata
 	}
@@ -307,12 +324,17 @@ func (it sessionItem) session() (*lifecycle.Session, error) {
 		{"away_deadline", it.AwayDeadline, &s.AwayDeadline},
 		{"return_resumed_at", it.ReturnResumedAt, &s.ReturnResumedAt},
 		{"ready_at", it.ReadyAt, &s.ReadyAt},
+		{"next_checkpoint_at", it.NextCheckpointAt, &s.NextCheckpointAt},
+		{"last_checkpoint_at", it.LastCheckpointAt, &s.LastCheckpointAt},
 	}
 	s.App, s.Readiness, s.ReadinessDetail = it.App.spec(), lifecycle.Readiness(it.Readiness), it.ReadinessDetail
 	s.AppExitCode = cloneInt(it.AppExitCode)
 	s.AwayTimeout = time.Duration(it.AwayTimeoutMS) * time.Millisecond
 	s.ResumeOnReturn, s.ResumeQueued, s.PausedOnRequest = it.ResumeOnReturn, it.ResumeQueued, it.PausedOnRequest
 	s.FromPool, s.PoolID = it.FromPool, it.PoolID
+	s.ForkedFrom, s.ForkCheckpointID = it.ForkedFrom, it.ForkCheckpointID
+	s.CheckpointOnPause, s.CheckpointEvery, s.CheckpointsKeep = it.CheckpointOnPause, time.Duration(it.CheckpointEveryMS)*time.Millisecond, it.CheckpointsKeep
+	s.RestoreCheckpointID, s.RestoreFrom, s.RestoreError = it.RestoreCheckpointID, lifecycle.State(it.RestoreFrom), it.RestoreError
 	for _, f := range times {
 		if *f.dst, err = parseTime(f.name, f.v); err != nil {
 			return nil, fmt.Errorf("session %s: %w", it.ID, err)

@@ -475,7 +475,8 @@ func (st *Store) put(ctx context.Context, item any, cond expression.ConditionBui
 	return err
 }
 
-// query reads up to limit items of index matching keyCond from start,
+// query reads up to limit items of index (checkpointList: the table
+// itself, strongly consistent) matching keyCond from start,
 // following DynamoDB's pages, and reports whether more items follow the last
 // one returned (it reads one item ahead to know).
 func (st *Store) query(ctx context.Context, index string, keyCond expression.KeyConditionBuilder, forward bool,
@@ -486,16 +487,21 @@ func (st *Store) query(ctx context.Context, index string, keyCond expression.Key
 	}
 	var items []map[string]types.AttributeValue
 	for {
-		out, err := st.client.Query(ctx, &dynamodb.QueryInput{
+		in := &dynamodb.QueryInput{
 			TableName:                 aws.String(st.table),
-			IndexName:                 aws.String(index),
 			KeyConditionExpression:    expr.KeyCondition(),
 			ExpressionAttributeNames:  expr.Names(),
 			ExpressionAttributeValues: expr.Values(),
 			ScanIndexForward:          aws.Bool(forward),
 			ExclusiveStartKey:         start,
 			Limit:                     aws.Int32(int32(limit + 1 - len(items))),
-		})
+		}
+		if index == checkpointList {
+			in.ConsistentRead = aws.Bool(true) // the table itself: read strongly
+		} else {
+			in.IndexName = aws.String(index)
+		}
+		out, err := st.client.Query(ctx, in)
 		if err != nil {
 			return nil, false, err
 		}

@@ -107,6 +107,17 @@ type Snapshotter interface {
 	CreateFromSnapshot(ctx context.Context, ref string, req CreateRequest) (Sandbox, error)
 }
 
+// PauseSnapshotter is implemented by a Snapshotter whose pause is itself a
+// snapshot (Vercel Sandbox: a stop saves the filesystem as a snapshot).
+// A checkpoint on pause (Session.CheckpointOnPause) of such a provider
+// records the snapshot its pause made instead of taking a second one.
+type PauseSnapshotter interface {
+	// PauseSnapshot returns the snapshot the last pause of sandboxID made
+	// (ok false when it made none: the checkpoint then takes its own).
+	// Errors: gone (the sandbox), transient.
+	PauseSnapshot(ctx context.Context, sandboxID string) (snap Snapshot, ok bool, err error)
+}
+
 // Forker is implemented by a Provider that copies a running sandbox's live
 // state into a new sandbox in one call (E2B, Daytona). Errors: gone,
 // conflict (the source is paused or in transition), transient.
@@ -152,7 +163,7 @@ var (
 
 // Archives keeps Sandman's own copies of workspaces: internal/archive
 // compresses the tar stream with zstd and keeps it in a Store (a folder
-// locally, S3 in AWS). Keys are the checkpoints' ids.
+// locally, S3 in AWS). Keys are ArchiveKey's: "<account>/<session>/<checkpoint>.tar.zst".
 type Archives interface {
 	// Save stores the uncompressed tar stream r under key, replacing
 	// nothing visible until it is whole, and returns the stored

@@ -65,7 +65,7 @@ func errCreateInProgress() error {
 // create that holds it for a replay. A key held by a create known dead is
 // released and claimed again. Errors: conflict (the holder may still be
 // under way; Retry-After 1 s), the store's.
-func (s *Service) holdClaim(ctx context.Context, accountID, key, value string) (*Session, error) {
+func (s *Service) holdClaim(ctx context.Context, accountID, key, value string, resolve claimResolver) (*Session, error) {
 	for attempt := 0; attempt < maxConflictRetries; attempt++ {
 		claimed, stored, err := s.cfg.Store.Claim(ctx, key, value, s.cfg.IdempotencyTTL, s.now())
 		if err != nil {
@@ -74,7 +74,7 @@ func (s *Service) holdClaim(ctx context.Context, accountID, key, value string) (
 		if claimed {
 			return nil, nil
 		}
-		prior, dead, err := s.resolveClaim(ctx, accountID, stored)
+		prior, dead, err := resolve(ctx, accountID, stored)
 		if err != nil || !dead {
 			return prior, err
 		}
@@ -87,6 +87,11 @@ func (s *Service) holdClaim(ctx context.Context, accountID, key, value string) (
 	}
 	return nil, errCreateInProgress()
 }
+
+// claimResolver looks at the request holding an Idempotency-Key (claim
+// value stored): its session to replay, or dead=true when it is known dead
+// (resolveClaim for a create, resolveForkClaim for a fork).
+type claimResolver func(ctx context.Context, accountID, stored string) (*Session, bool, error)
 
 // resolveClaim looks at the create holding an Idempotency-Key (claim value
 // stored): it returns that create's session to replay, or dead=true when the

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"strings"
 	"unicode/utf8"
 )
@@ -30,6 +29,8 @@ type CreateInput struct {
 	// App is the session's app spec as given (nil: none, or the
 	// template's default from Config.TemplateApps).
 	App *AppInput
+	// Checkpoints are the session's automatic checkpoint options.
+	Checkpoints CheckpointOptions
 	// IdempotencyKey, when set, makes a repeated create return the first
 	// result without a second sandbox.
 	IdempotencyKey string
@@ -99,20 +100,19 @@ func (s *Service) claimIdempotencyKey(ctx context.Context, accountID, key, sessi
 	if key == "" {
 		return nil, func() {}, nil
 	}
-	claimKey := idempotencyClaimKey(accountID, key)
+	return s.claimSessionKey(ctx, accountID, idempotencyClaimKey(accountID, key), sessionID, s.resolveClaim)
+}
+
+// claimSessionKey claims claimKey for the new session sessionID (holdClaim
+// with resolve): the earlier request's session to replay, or a release
+// func giving the key back.
+func (s *Service) claimSessionKey(ctx context.Context, accountID, claimKey, sessionID string, resolve claimResolver) (*Session, func(), error) {
 	claimValue := newClaimValue(sessionID, s.now())
-	prior, err := s.holdClaim(ctx, accountID, claimKey, claimValue)
+	prior, err := s.holdClaim(ctx, accountID, claimKey, claimValue, resolve)
 	if err != nil || prior != nil {
 		return prior, nil, err
 	}
-	release := func() {
-		wctx, cancel := settleContext(ctx)
-		defer cancel()
-		if err := s.cfg.Store.ReleaseClaim(wctx, claimKey, claimValue); err != nil {
-			s.log().WarnContext(ctx, "release idempotency key", "session_id", sessionID, "err", err)
-		}
-	}
-	return nil, release, nil
+	return nil, func() { s.releaseClaim(ctx, claimKey, claimValue) }, nil
 }
 
 // createSandbox writes sess (provisioning), asks the provider for its
@@ -136,20 +136,12 @@ func (s *Service) createSandbox(ctx context.Context, sess *Session, release func
 func (s *Service) provisionSandbox(ctx context.Context, sess *Session, release func()) error {
 	now := s.now()
 	sess.MarkActivity(now, s.cfg.Policy.ActivityGranularity)
-	meta := maps.Clone(sess.Metadata)
-	if meta == nil {
-		meta = make(map[string]string, 2)
-	}
-	meta[MetadataSessionID] = sess.ID // reserved keys last: callers cannot set them
-	if s.cfg.Deployment != "" {
-		meta[MetadataDeployment] = s.cfg.Deployment
-	}
 	provider := s.provider(sess)
 	req := CreateRequest{
 		Template:  sess.Template,
 		Timeout:   s.cfg.Policy.ProviderTimeout(sess, now),
 		AutoPause: true,
-		Metadata:  meta,
+		Metadata:  s.sandboxMetadata(sess),
 	}
 	return settle(ctx, s.cfg.CallTimeout, func(pctx context.Context) (Sandbox, error) {
 		return provider.Create(pctx, req)
@@ -267,6 +259,9 @@ func (s *Service) newSession(accountID string, in CreateInput) (*Session, error)
 		LeaseExpiresAt: now.Add(s.cfg.Policy.LeaseDuration),
 		RunningLimit:   s.cfg.MaxRunning,
 		App:            app,
+	}
+	if err := s.applyCheckpointOptions(sess, in.Checkpoints); err != nil {
+		return nil, err
 	}
 	return sess, nil
 }

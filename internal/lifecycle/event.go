@@ -29,6 +29,11 @@ type Event struct {
 	// with ReadinessDetail saying why it failed.
 	Readiness       Readiness `json:"readiness,omitempty"`
 	ReadinessDetail string    `json:"readiness_detail,omitempty"`
+	// Checkpoint is set on a checkpoint event (IsCheckpoint: a
+	// checkpoint became ready or failed, docs/CHECKPOINTS.md "Events"):
+	// EventID is "<checkpoint_id>:<version>", From and To are empty and
+	// Version is the checkpoint's.
+	Checkpoint *CheckpointEvent `json:"checkpoint,omitempty"`
 
 	// Provider and Since are for the publisher's usage counters (usage.go)
 	// and are not part of the published event: the session's provider, and
@@ -38,11 +43,46 @@ type Event struct {
 	Since    time.Time `json:"-"`
 }
 
+// CheckpointEvent is what a checkpoint event says of its checkpoint.
+type CheckpointEvent struct {
+	ID        string            `json:"id"`
+	State     CheckpointState   `json:"state"`
+	Reason    string            `json:"reason,omitempty"` // failed: why
+	Kind      CheckpointKind    `json:"kind"`
+	Keeps     Keeps             `json:"keeps,omitempty"`
+	Trigger   CheckpointTrigger `json:"trigger"`
+	Label     string            `json:"label,omitempty"`
+	SizeBytes int64             `json:"size_bytes,omitempty"`
+	ExpiresAt *time.Time        `json:"expires_at,omitempty"`
+}
+
+// NewCheckpointEvent returns the event of a committed write that made c
+// ready or failed (c carries its new state and version).
+func NewCheckpointEvent(c *Checkpoint) Event {
+	ce := &CheckpointEvent{ID: c.ID, State: c.State, Reason: c.Reason, Kind: c.Kind, Keeps: c.Keeps,
+		Trigger: c.Trigger, Label: c.Label, SizeBytes: c.SizeBytes}
+	if !c.ExpiresAt.IsZero() {
+		at := c.ExpiresAt.UTC()
+		ce.ExpiresAt = &at
+	}
+	return Event{EventID: EventID(c.ID, c.Version), SessionID: c.SessionID, AccountID: c.AccountID,
+		SandboxID: c.SourceSandboxID, Version: c.Version, Time: c.UpdatedAt.UTC(), Checkpoint: ce}
+}
+
+// IsCheckpoint reports whether e is a checkpoint event rather than a
+// session's: usage counters and a session's timeline skip it.
+func (e Event) IsCheckpoint() bool { return e.Checkpoint != nil }
+
 // DetailType returns the EventBridge detail-type: "Session " and the target
 // state in title case, e.g. "Session Paused"; for a readiness event
-// "Session Ready" or "Session Not Ready".
+// "Session Ready" or "Session Not Ready"; for a checkpoint event
+// "Checkpoint Ready" or "Checkpoint Failed".
 func (e Event) DetailType() string {
 	switch {
+	case e.IsCheckpoint() && e.Checkpoint.State == CheckpointReady:
+		return "Checkpoint Ready"
+	case e.IsCheckpoint():
+		return "Checkpoint Failed"
 	case e.IsReadiness() && e.Readiness == ReadinessReady:
 		return "Session Ready"
 	case e.IsReadiness():

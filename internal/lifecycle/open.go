@@ -62,7 +62,7 @@ func (s *Service) open(ctx context.Context, accountID, id string, reopen bool) (
 				reason, sess.ReturnResumedAt = ReasonReturn, s.now()
 			}
 			return s.openResume(ctx, sess, reason)
-		case StateResuming, StateProvisioning, StatePausing:
+		case StateResuming, StateProvisioning, StatePausing, StateRestoring:
 			return nil // joins the move under way; the caller follows it
 		}
 		return Errorf(CodeConflict, "the session is %s and cannot be opened", sess.State)
@@ -112,7 +112,7 @@ func (s *Service) WaitOpen(ctx context.Context, accountID, id string, bound time
 		if err != nil {
 			return nil, err
 		}
-		moving := sess.State == StateResuming || sess.State == StateProvisioning ||
+		moving := sess.State == StateResuming || sess.State == StateProvisioning || sess.State == StateRestoring ||
 			(sess.State == StateRunning && sess.Readiness == ReadinessStarting)
 		if !moving || !s.now().Before(end) || round > int(bound/s.cfg.ReadyPollInterval) {
 			return sess, nil

@@ -23,6 +23,10 @@ func (s *Service) Pause(ctx context.Context, sess *Session, reason string, guard
 	if err := s.transition(ctx, sess, StatePausing, reason, guard); err != nil {
 		return raced(err)
 	}
+	// An automatic pause may record a checkpoint (docs/CHECKPOINTS.md
+	// "Automatic checkpoints"): before the pause where the provider
+	// snapshots only running sandboxes, else once it is paused.
+	taken := s.preparePauseCheckpoint(ctx, sess, reason)
 	provider := s.provider(sess)
 	return settle(ctx, s.cfg.CallTimeout, func(pctx context.Context) (struct{}, error) {
 		return struct{}{}, provider.Pause(pctx, sess.SandboxID)
@@ -45,6 +49,7 @@ func (s *Service) Pause(ctx context.Context, sess *Session, reason string, guard
 		}
 		switch to {
 		case StatePaused:
+			s.checkpointAfterPause(wctx, sess, reason, taken)
 			return nil
 		case StateExpired:
 			return s.providerError(ErrSandboxGone, "pause the sandbox")

@@ -24,10 +24,11 @@ import (
 // unconditionally, since the sandbox is running whatever the limit says.
 
 // HoldsRunningSlot reports whether a session in state st counts against its
-// account's running quota: provisioning, running, pausing and resuming.
+// account's running quota: provisioning, running, pausing, resuming and
+// restoring.
 func (st State) HoldsRunningSlot() bool {
 	switch st {
-	case StateProvisioning, StateRunning, StatePausing, StateResuming:
+	case StateProvisioning, StateRunning, StatePausing, StateResuming, StateRestoring:
 		return true
 	}
 	return false

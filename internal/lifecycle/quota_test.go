@@ -8,11 +8,11 @@ import (
 )
 
 // TestRunningSlotDelta: a write takes a slot when it enters a state that
-// holds one (provisioning, running, pausing, resuming) from one that does
+// holds one (provisioning, running, pausing, resuming, restoring) from one that does
 // not, releases it on the way out, and leaves the counter alone otherwise.
 func TestRunningSlotDelta(t *testing.T) {
 	holds := map[lifecycle.State]bool{lifecycle.StateProvisioning: true, lifecycle.StateRunning: true,
-		lifecycle.StatePausing: true, lifecycle.StateResuming: true}
+		lifecycle.StatePausing: true, lifecycle.StateResuming: true, lifecycle.StateRestoring: true}
 	for _, to := range lifecycle.States {
 		if got := to.HoldsRunningSlot(); got != holds[to] {
 			t.Errorf("%s.HoldsRunningSlot() = %v, want %v", to, got, holds[to])

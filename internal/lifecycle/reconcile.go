@@ -49,6 +49,12 @@ func (s *Service) Reconcile(ctx context.Context, sess *Session) (bool, error) {
 	if to == StatePaused && sess.State == StateProvisioning {
 		to = StateRunning // the sandbox exists; the sweep pauses it when due
 	}
+	if sess.State == StateRestoring {
+		// The restore's job died or was lost: the session keeps its old
+		// sandbox, as the provider has it; the restore's own sandbox is
+		// reaped as an orphan (ReapOrphan).
+		sess.RestoreError = "the restore did not finish within its lease"
+	}
 	if to == StateRunning {
 		sess.SandboxExpiresAt = sb.ExpiresAt
 		if sb.PreviewURL != "" {
@@ -125,8 +131,8 @@ func (s *Service) ReapOrphan(ctx context.Context, sb Sandbox) (bool, error) {
 		// dormant session's sandbox was meant to die: its kill is retried.
 		s.log().WarnContext(ctx, "sandbox of an expired session is alive; left alone", "session_id", id, "sandbox_id", sb.ID)
 		return false, nil
-	case sess.State == StateProvisioning && now.Before(sess.LeaseExpiresAt):
-		return false, nil // its create is still under way
+	case (sess.State == StateProvisioning || sess.State == StateRestoring) && now.Before(sess.LeaseExpiresAt):
+		return false, nil // its create (or restore's sandbox) is still under way
 	}
 	pctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
 	defer cancel()

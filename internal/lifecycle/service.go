@@ -122,6 +122,28 @@ type Config struct {
 	// kind archive (internal/archive adapts its stores: a folder under
 	// .sandman/ locally, S3 in AWS); nil: only provider snapshots.
 	Archives Archives
+	// ArchiveWorkspace is the folder an archive keeps, and what it leaves
+	// out, for a template ArchiveWorkspaces does not name (default: Dir
+	// DefaultWorkspaceDir, no excludes; the local stack archives the whole
+	// sandbox folder with internal/archive's default excludes).
+	ArchiveWorkspace  Workspace
+	ArchiveWorkspaces map[string]Workspace
+	// ArchiveRetention is how long an archive is kept (the bucket's
+	// expiry rule); 0: until deleted. A checkpoint of kind archive expires
+	// then.
+	ArchiveRetention time.Duration
+	// CheckpointOnPause, CheckpointEvery and CheckpointsKeep are the
+	// deployment's defaults of the per-session checkpoint options
+	// (CheckpointOptions): off, off, and DefaultCheckpointsKeep.
+	CheckpointOnPause bool
+	CheckpointEvery   time.Duration
+	CheckpointsKeep   int
+	// CheckpointWait bounds how long a save job waits for a provider
+	// snapshot that is still saving before it hands the checkpoint back to
+	// its queue (default 2 min); CheckpointPoll is the wait between two
+	// looks (default 1 s).
+	CheckpointWait time.Duration
+	CheckpointPoll time.Duration
 	// ReadyHTTP makes the readiness probes (default: a client that follows
 	// no redirects: a redirect is an answer).
 	ReadyHTTP *http.Client
@@ -173,6 +195,7 @@ const (
 	defaultRetryAfter       = 5 * time.Second
 	defaultIdempotencyTTL   = 24 * time.Hour
 	defaultWebhookDedupeTTL = 7 * 24 * time.Hour
+	defaultCheckpointWait   = 2 * time.Minute
 )
 
 // withDefaults returns c with every zero field set to its default.
@@ -219,6 +242,14 @@ func (c Config) withDefaults() Config {
 	if c.PoolFillConcurrency <= 0 {
 		c.PoolFillConcurrency = DefaultPoolFillConcurrency
 	}
+	if c.ArchiveWorkspace.Dir == "" {
+		c.ArchiveWorkspace.Dir = DefaultWorkspaceDir
+	}
+	if c.CheckpointsKeep <= 0 {
+		c.CheckpointsKeep = DefaultCheckpointsKeep
+	}
+	c.CheckpointWait = orDefault(c.CheckpointWait, defaultCheckpointWait)
+	c.CheckpointPoll = orDefault(c.CheckpointPoll, time.Second)
 	return c
 }
 

@@ -101,6 +101,35 @@ type Session struct {
 	// claim and never change.
 	FromPool bool
 	PoolID   string
+
+	// Checkpoints (docs/CHECKPOINTS.md). ForkedFrom is the session a fork
+	// copied (its checkpoint: ForkCheckpointID); "" for a session that is
+	// no fork. Both are set at the fork's create and never change.
+	ForkedFrom       string
+	ForkCheckpointID string
+	// CheckpointOnPause: an automatic pause (idle, away, lifetime) also
+	// records a checkpoint (trigger pause). CheckpointEvery: while running,
+	// a checkpoint (trigger schedule) is due that long after the last
+	// automatic one (or the start of the run), if there was activity since;
+	// 0: off. CheckpointsKeep: how many automatic checkpoints are kept
+	// (the older ones are deleted; manual and pinned ones stay).
+	CheckpointOnPause bool
+	CheckpointEvery   time.Duration
+	CheckpointsKeep   int
+	// NextCheckpointAt is when a scheduled checkpoint is due (running with
+	// CheckpointEvery set; zero otherwise): the session is in the lease
+	// index at it (LeaseDue). LastCheckpointAt is when the last automatic
+	// checkpoint was asked for.
+	NextCheckpointAt time.Time
+	LastCheckpointAt time.Time
+	// RestoreCheckpointID is the checkpoint a restore is making the
+	// session's new sandbox from (set while restoring, kept after as the
+	// last one asked for); RestoreFrom the state the restore started in,
+	// where a failed restore leaves the session; RestoreError why the last
+	// restore failed ("" after a restore that succeeded or while one runs).
+	RestoreCheckpointID string
+	RestoreFrom         State
+	RestoreError        string
 }
 
 // Transition reasons, carried on the session and in lifecycle events.
@@ -113,6 +142,12 @@ const (
 	ReasonReconcile = "reconcile" // the sweep or a probe found the provider disagreeing
 	ReasonDormant   = "dormant"   // the sweep retired a session paused for too long (ours)
 	ReasonReturn    = "return"    // a visible client came back to a paused session (docs/WAKE.md "Resume on return")
+	// ReasonRestore: a restore from a checkpoint began (→ restoring) or
+	// finished (restoring → running with the new sandbox).
+	ReasonRestore = "restore"
+	// ReasonRestoreFailed: a restore failed and the session is back as it
+	// was (restoring → running or paused); Session.RestoreError says why.
+	ReasonRestoreFailed = "restore_failed"
 )
 
 // HasSnapshot reports whether the session's sandbox is held as a paused
@@ -249,7 +284,10 @@ func (s *Session) Transition(to State, reason string, now time.Time, p Policy) e
 		s.PausedOnRequest = false
 	}
 	s.State, s.Reason, s.UpdatedAt, s.StateChangedAt = to, reason, now, now
-	s.LeaseExpiresAt = time.Time{}
+	s.LeaseExpiresAt, s.NextCheckpointAt = time.Time{}, time.Time{}
+	if to == StateRunning && s.CheckpointEvery > 0 {
+		s.NextCheckpointAt = now.Add(s.CheckpointEvery) // a run's schedule starts with it
+	}
 	if to.Transitional() {
 		s.LeaseExpiresAt = now.Add(p.LeaseDuration)
 	}
@@ -266,7 +304,7 @@ func (s *Session) Transition(to State, reason string, now time.Time, p Policy) e
 		// A paused sandbox has no provider-side timeout running, and no
 		// away deadline: absence cannot pause it twice.
 		s.RunningSince, s.SandboxExpiresAt, s.AwayDeadline = time.Time{}, time.Time{}, time.Time{}
-	case StatePausing, StateResuming:
+	case StatePausing, StateResuming, StateRestoring:
 		// keep RunningSince/PausedAt: a rollback restores the state as it was
 	default:
 		s.RunningSince, s.PausedAt = time.Time{}, time.Time{}
@@ -301,7 +339,9 @@ const ReadinessRequeueAfter = time.Minute
 const ResumeRequeueAfter = 2 * time.Minute
 
 // LeaseDue returns when the session is due in the lease index
-// (IndexLease), and whether the index holds it at all: a transitional
+// (IndexLease), and whether the index holds it at all (a running session
+// with a scheduled checkpoint, NextCheckpointAt, is due at it at the
+// latest: the sweep takes the checkpoint): a transitional
 // session at LeaseExpiresAt (its lease expired: the sweep reconciles it),
 // but a resuming one whose resume was handed to a job (ResumeQueued) at
 // StateChangedAt plus ResumeRequeueAfter when that comes first (the job
@@ -316,7 +356,13 @@ func (s *Session) LeaseDue() (time.Time, bool) {
 	case s.State.Transitional():
 		return s.LeaseExpiresAt, !s.LeaseExpiresAt.IsZero()
 	case s.State == StateRunning && s.App != nil && s.Readiness == ReadinessStarting && !s.StateChangedAt.IsZero():
-		return s.StateChangedAt.Add(ReadinessRequeueAfter), true
+		due := s.StateChangedAt.Add(ReadinessRequeueAfter)
+		if !s.NextCheckpointAt.IsZero() {
+			due = minTime(due, s.NextCheckpointAt)
+		}
+		return due, true
+	case s.State == StateRunning && !s.NextCheckpointAt.IsZero():
+		return s.NextCheckpointAt, true
 	}
 	return time.Time{}, false
 }

@@ -115,3 +115,48 @@ func TestSessionTransition(t *testing.T) {
 		t.Fatalf("expired session kept sandbox fields: %q %q", s.SandboxID, s.PreviewURL)
 	}
 }
+
+// TestRestoringKeepsWhatARollbackNeeds: a restore keeps the state's times
+// (a paused session put back is paused since when it was) and carries a
+// lease; it holds a running slot.
+func TestRestoringKeepsWhatARollbackNeeds(t *testing.T) {
+	s := &lifecycle.Session{State: lifecycle.StatePaused, SandboxID: "sb_1", PausedAt: t0.Add(-time.Hour)}
+	if err := s.Transition(lifecycle.StateRestoring, lifecycle.ReasonRestore, t0, lifecycle.DefaultPolicy()); err != nil {
+		t.Fatal(err)
+	}
+	if !s.PausedAt.Equal(t0.Add(-time.Hour)) || !s.LeaseExpiresAt.Equal(t0.Add(lifecycle.DefaultPolicy().LeaseDuration)) ||
+		!s.State.Transitional() || !s.State.HoldsRunningSlot() || s.SandboxID != "sb_1" {
+		t.Errorf("restoring = %+v, want the old sandbox, paused_at kept, a lease", s)
+	}
+	if err := s.Transition(lifecycle.StatePaused, lifecycle.ReasonRestoreFailed, t0.Add(time.Minute), lifecycle.DefaultPolicy()); err != nil {
+		t.Fatal(err)
+	}
+	if !s.PausedAt.Equal(t0.Add(-time.Hour)) || !s.LeaseExpiresAt.IsZero() {
+		t.Errorf("put back = paused_at %v, lease %v; want the old paused_at and no lease", s.PausedAt, s.LeaseExpiresAt)
+	}
+}
+
+// TestScheduledCheckpointIsInTheLeaseIndex: a running session with
+// checkpoint_every has its next checkpoint due a period after it became
+// running, and is in the lease index at the earlier of that and a
+// readiness requeue; a pause takes it out.
+func TestScheduledCheckpointIsInTheLeaseIndex(t *testing.T) {
+	s := &lifecycle.Session{State: lifecycle.StateProvisioning, CheckpointEvery: 10 * time.Minute}
+	if err := s.Transition(lifecycle.StateRunning, lifecycle.ReasonRequest, t0, lifecycle.DefaultPolicy()); err != nil {
+		t.Fatal(err)
+	}
+	if due, ok := s.LeaseDue(); !ok || !due.Equal(t0.Add(10*time.Minute)) || !s.NextCheckpointAt.Equal(due) {
+		t.Errorf("LeaseDue = %v, %v (next %v); want the next checkpoint at %v", due, ok, s.NextCheckpointAt, t0.Add(10*time.Minute))
+	}
+	s.App, s.Readiness = &lifecycle.AppSpec{Port: 3000}, lifecycle.ReadinessStarting
+	if due, _ := s.LeaseDue(); !due.Equal(t0.Add(lifecycle.ReadinessRequeueAfter)) {
+		t.Errorf("LeaseDue while starting = %v, want the readiness requeue first", due)
+	}
+	s.App, s.Readiness = nil, ""
+	if err := s.Transition(lifecycle.StatePausing, lifecycle.ReasonIdle, t0, lifecycle.DefaultPolicy()); err != nil {
+		t.Fatal(err)
+	}
+	if !s.NextCheckpointAt.IsZero() {
+		t.Errorf("pausing keeps next checkpoint %v", s.NextCheckpointAt)
+	}
+}

@@ -12,6 +12,7 @@ const (
 	StatePausing      State = "pausing"      // pause under way; carries a lease
 	StatePaused       State = "paused"       // sandbox snapshotted, not billed for compute
 	StateResuming     State = "resuming"     // resume under way; carries a lease
+	StateRestoring    State = "restoring"    // sandbox being replaced from a checkpoint; carries a lease
 	StateExpired      State = "expired"      // the provider says the sandbox is gone
 	StateKilled       State = "killed"       // deleted on purpose; terminal
 	StateFailed       State = "failed"       // provisioning failed
@@ -20,7 +21,7 @@ const (
 // States lists every state, in lifecycle order.
 var States = []State{
 	StateProvisioning, StateRunning, StatePausing, StatePaused,
-	StateResuming, StateExpired, StateKilled, StateFailed,
+	StateResuming, StateRestoring, StateExpired, StateKilled, StateFailed,
 }
 
 // transitions is the single source of truth for which state changes are
@@ -32,12 +33,17 @@ var States = []State{
 // paused (likewise for resume), running → paused and paused → running (a
 // provider webhook or a reconcile reports a change made outside Sandman),
 // killed is terminal, and expired and failed may only be killed (deleted).
+// A restore (docs/CHECKPOINTS.md "Restore") starts from running, paused or
+// resuming and ends running (the new sandbox), or back where it started
+// when it fails (running or paused), or expired when the old sandbox
+// turned out gone meanwhile.
 var transitions = map[State][]State{
 	StateProvisioning: {StateRunning, StateFailed, StateExpired, StateKilled},
-	StateRunning:      {StatePausing, StatePaused, StateExpired, StateKilled},
+	StateRunning:      {StatePausing, StatePaused, StateRestoring, StateExpired, StateKilled},
 	StatePausing:      {StatePaused, StateRunning, StateExpired, StateKilled},
-	StatePaused:       {StateResuming, StateRunning, StateExpired, StateKilled},
-	StateResuming:     {StateRunning, StatePaused, StateExpired, StateKilled},
+	StatePaused:       {StateResuming, StateRunning, StateRestoring, StateExpired, StateKilled},
+	StateResuming:     {StateRunning, StatePaused, StateRestoring, StateExpired, StateKilled},
+	StateRestoring:    {StateRunning, StatePaused, StateExpired, StateKilled},
 	StateExpired:      {StateKilled},
 	StateFailed:       {StateKilled},
 	StateKilled:       {},
@@ -70,11 +76,11 @@ func (s State) Valid() bool {
 	return ok
 }
 
-// Transitional reports whether s is provisioning, pausing or resuming: a state
-// that carries a lease and is reconciled by probing the provider once the
-// lease runs out.
+// Transitional reports whether s is provisioning, pausing, resuming or
+// restoring: a state that carries a lease and is reconciled by probing the
+// provider once the lease runs out.
 func (s State) Transitional() bool {
-	return s == StateProvisioning || s == StatePausing || s == StateResuming
+	return s == StateProvisioning || s == StatePausing || s == StateResuming || s == StateRestoring
 }
 
 // Final reports whether no further work can happen on the sandbox (expired,

@@ -13,6 +13,8 @@ func TestCanTransition(t *testing.T) {
 		{"running", "pausing"}, {"pausing", "paused"}, {"paused", "resuming"}, {"resuming", "running"},
 		{"pausing", "running"}, {"resuming", "paused"}, {"running", "paused"}, {"paused", "running"},
 		{"expired", "killed"}, {"failed", "killed"},
+		{"running", "restoring"}, {"paused", "restoring"}, {"resuming", "restoring"},
+		{"restoring", "running"}, {"restoring", "paused"},
 	} {
 		allowed[p] = true
 	}

@@ -23,7 +23,10 @@ import (
 
 	"github.com/sandmanhq/sandman/internal/apigw"
 	"github.com/sandmanhq/sandman/internal/app"
+	"github.com/sandmanhq/sandman/internal/archive"
+	"github.com/sandmanhq/sandman/internal/archive/dirstore"
 	"github.com/sandmanhq/sandman/internal/channel"
+	"github.com/sandmanhq/sandman/internal/checkpointjobs"
 	"github.com/sandmanhq/sandman/internal/clienttoken"
 	"github.com/sandmanhq/sandman/internal/delivery"
 	"github.com/sandmanhq/sandman/internal/dynamo"
@@ -173,6 +176,13 @@ func Run(ctx context.Context, opts Config) error {
 	// own, so a user coming back never waits for a slot behind slow apps.
 	resumes := readiness.New(readiness.Config{Log: opts.Log})
 	deps.ResumeJobs = resumes
+	// Checkpoints (docs/CHECKPOINTS.md): their jobs on an in-process
+	// worker, archives in a folder under the state folder; a local
+	// sandbox's whole files folder is its workspace.
+	ckpts, err := checkpointArchives(&deps, env(envnames.ArchiveDir, filepath.Join(stateDir, "archives")), opts.Log)
+	if err != nil {
+		return err
+	}
 	// Outbound webhooks run in process, one lane per endpoint.
 	hooks := delivery.NewLocal(delivery.LocalConfig{Log: opts.Log})
 	deps.WebhookDispatcher = hooks
@@ -278,6 +288,8 @@ func Run(ctx context.Context, opts Config) error {
 	defer func() { cancel(); jobs.Close() }()
 	resumes.Start(ctx, a.Service.FinishResume)
 	defer func() { cancel(); resumes.Close() }()
+	ckpts.Start(ctx, a.Service.RunCheckpointJob)
+	defer func() { cancel(); ckpts.Close() }()
 	var wg sync.WaitGroup
 	if lp, ok := a.Provider.(*local.Provider); ok {
 		wg.Add(1)
@@ -336,6 +348,21 @@ func Run(ctx context.Context, opts Config) error {
 		err = nil
 	}
 	return err
+}
+
+// checkpointArchives gives deps the local stack's checkpoint worker and
+// an archive store in the folder dir, archiving a sandbox's whole files
+// folder (the local provider's "/", with internal/archive's default
+// excludes). Start the worker returned once the service exists.
+func checkpointArchives(deps *app.Deps, dir string, log *slog.Logger) (*checkpointjobs.Worker, error) {
+	store, err := dirstore.New(dir)
+	if err != nil {
+		return nil, err
+	}
+	w := checkpointjobs.New(readiness.Config{Log: log})
+	deps.CheckpointJobs, deps.Archives = w, archive.NewArchives(store)
+	deps.ArchiveWorkspace = lifecycle.Workspace{Dir: "/", Excludes: archive.DefaultExcludes()}
+	return w, nil
 }
 
 // NewMux returns the local stack's HTTP handler: the client channel at

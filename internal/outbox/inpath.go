@@ -17,9 +17,11 @@ import (
 // observe transitions without reading a stream. A publish failure is
 // logged, never returned: the write has committed.
 // A store that keeps warm pools (lifecycle.PoolStore) stays one, and a
-// claim publishes its session's creation like CreateSession.
+// claim publishes its session's creation like CreateSession; its
+// checkpoints pass through, a checkpoint that becomes ready or failed
+// publishing its event.
 func InPath(store lifecycle.Store, pub lifecycle.Publisher) lifecycle.Store {
-	s := &inPathStore{Store: store, pub: pub}
+	s := &inPathStore{Store: store, CheckpointStore: lifecycle.CheckpointsOf(store), pub: pub}
 	if ps, ok := store.(lifecycle.PoolStore); ok {
 		return &inPathPoolStore{inPathStore: s, PoolStore: ps}
 	}
@@ -41,8 +43,11 @@ func (s *inPathPoolStore) ClaimSpare(ctx context.Context, sp *lifecycle.Spare, s
 
 type inPathStore struct {
 	lifecycle.Store
+	lifecycle.CheckpointStore
 	pub lifecycle.Publisher
 }
+
+var _ lifecycle.CheckpointStore = (*inPathStore)(nil)
 
 func (s *inPathStore) CreateSession(ctx context.Context, sess *lifecycle.Session) error {
 	if err := s.Store.CreateSession(ctx, sess); err != nil {
@@ -80,4 +85,28 @@ func (s *inPathStore) publish(ctx context.Context, ev lifecycle.Event) {
 	if err := s.pub.Publish(context.WithoutCancel(ctx), ev); err != nil {
 		slog.Default().ErrorContext(ctx, "publish lifecycle event in path", "event_id", ev.EventID, "err", err)
 	}
+}
+
+// The checkpoints of the store InPath wraps (lifecycle.CheckpointsOf): a
+// write that makes a checkpoint ready or failed publishes its checkpoint
+// event, as the stream does.
+
+func (s *inPathStore) CreateCheckpoint(ctx context.Context, c *lifecycle.Checkpoint) error {
+	if err := s.CheckpointStore.CreateCheckpoint(ctx, c); err != nil {
+		return err
+	}
+	if c.State == lifecycle.CheckpointReady || c.State == lifecycle.CheckpointFailed {
+		s.publish(ctx, lifecycle.NewCheckpointEvent(c))
+	}
+	return nil
+}
+
+func (s *inPathStore) UpdateCheckpoint(ctx context.Context, c *lifecycle.Checkpoint, from lifecycle.CheckpointState) error {
+	if err := s.CheckpointStore.UpdateCheckpoint(ctx, c, from); err != nil {
+		return err
+	}
+	if c.State != from && (c.State == lifecycle.CheckpointReady || c.State == lifecycle.CheckpointFailed) {
+		s.publish(ctx, lifecycle.NewCheckpointEvent(c))
+	}
+	return nil
 }

@@ -12,6 +12,10 @@
 //
 //   - the record is an INSERT or MODIFY of a session item (pk "SESSION#<id>",
 //     sk "SESSION"); API keys, claims and removals are not transitions;
+//   - or of a checkpoint item (sk "CHECKPOINT#<id>") whose state became
+//     ready or failed: a checkpoint event ("Checkpoint Ready" / "Checkpoint
+//     Failed", docs/CHECKPOINTS.md "Events", checkpoint.go), with event_id
+//     "<checkpoint_id>:<version>";
 //   - the new image's state differs from the old image's (an INSERT has no
 //     old state: the event's from is ""). Heartbeats, timeout refreshes and
 //     other writes that keep the state are not transitions;
@@ -152,7 +156,13 @@ func (img Image) isSession() bool {
 // transition (see the package doc). Errors: a session item whose version or
 // times cannot be read (a record no retry will fix).
 func (c Change) Event() (lifecycle.Event, bool, error) {
-	if c.Op != OpInsert && c.Op != OpModify || !c.New.isSession() {
+	if c.Op != OpInsert && c.Op != OpModify {
+		return lifecycle.Event{}, false, nil
+	}
+	if c.New.isCheckpoint() {
+		return c.checkpointEvent()
+	}
+	if !c.New.isSession() {
 		return lifecycle.Event{}, false, nil
 	}
 	var from lifecycle.State

@@ -17,12 +17,14 @@ import (
 // its usage rows; the store retries such conflicts.
 const RecordConcurrency = 10
 
-// Recording returns a Publisher that first records every event in usage
+// Recording returns a Publisher that first records every session event in usage
 // (lifecycle.UsageStore.RecordTransition: the account's and session's usage
 // counters and the session's recent events, docs/DESIGN.md "Operators") and
 // then publishes the recorded events through pub, in the order given. Both
 // the publisher function and the local poller publish through it, so usage
-// is kept from the stream and never from a request.
+// is kept from the stream and never from a request. Checkpoint events
+// (lifecycle.Event.IsCheckpoint) are published without a record: they move
+// no usage and are no session version.
 //
 // Events of different sessions are recorded concurrently (at most
 // RecordConcurrency sessions at once); a session's events are recorded one
@@ -60,6 +62,10 @@ func RecordingWith(usage lifecycle.UsageStore, pub lifecycle.Publisher, concurre
 		for _, sid := range order {
 			g.Go(func() error {
 				for _, i := range bySession[sid] {
+					if evs[i].IsCheckpoint() {
+						recorded[i] = true // no usage, and not a session version
+						continue
+					}
 					if err := usage.RecordTransition(ctx, evs[i]); err != nil {
 						errs[i] = err
 						return nil // the session's later events wait for the redelivery

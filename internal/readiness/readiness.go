@@ -47,6 +47,9 @@ type Config struct {
 	Backoff  time.Duration
 	// Log receives failed jobs (default slog.Default()).
 	Log *slog.Logger
+	// Kind names the jobs in the log (default "readiness"; the checkpoint
+	// worker, internal/checkpointjobs, runs its jobs on a Worker too).
+	Kind string
 }
 
 // Worker is an in-process lifecycle.ReadinessJobs. Build it with New, give
@@ -83,6 +86,9 @@ func New(cfg Config) *Worker {
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
+	}
+	if cfg.Kind == "" {
+		cfg.Kind = "readiness"
 	}
 	return &Worker{cfg: cfg, slots: make(chan struct{}, cfg.Concurrency), active: map[string]bool{}, again: map[string]bool{}}
 }
@@ -172,9 +178,9 @@ func (w *Worker) attempts(ctx context.Context, run JobFunc, sessionID string) (l
 		if out, err = run(ctx, sessionID); err == nil {
 			return out, nil
 		}
-		w.cfg.Log.Warn("readiness job failed; retrying", "session_id", sessionID, "attempt", i+1, "err", err)
+		w.cfg.Log.Warn(w.cfg.Kind+" job failed; retrying", "job", sessionID, "attempt", i+1, "err", err)
 	}
-	w.cfg.Log.Error("readiness job gave up; the session stays starting", "session_id", sessionID, "err", err)
+	w.cfg.Log.Error(w.cfg.Kind+" job gave up; the sweep repairs what it left", "job", sessionID, "err", err)
 	return "", err
 }
 

@@ -12,8 +12,12 @@ import (
 // ErrCrashed is the cause of every failure a dead process sees.
 var ErrCrashed = errors.New("the process crashed")
 
-// StepWrite is Step.Op of a session write.
-const StepWrite = "write"
+// StepWrite is Step.Op of a session write; StepCheckpointWrite of a
+// checkpoint write (create, update or delete).
+const (
+	StepWrite           = "write"
+	StepCheckpointWrite = "checkpoint_write"
+)
 
 // Step is a point of an operation at which a Crasher may kill its process:
 // a session write (Op StepWrite; From is "" for a create) or a provider
@@ -24,6 +28,10 @@ type Step struct {
 	From, To  lifecycle.State // writes only
 	SessionID string          // writes only
 	SandboxID string          // calls only; "" for create and list
+	// CheckpointID and Checkpoint are a checkpoint write's: the
+	// checkpoint and the state it writes ("" for a delete).
+	CheckpointID string
+	Checkpoint   lifecycle.CheckpointState
 }
 
 // Crasher models one process (a Lambda invocation) that dies at a chosen
@@ -79,7 +87,7 @@ func (c *Crasher) alive() error {
 // (From "", To the claimed session's state), the other pool calls fail
 // once the process is dead.
 func (c *Crasher) Store(store lifecycle.Store) lifecycle.Store {
-	cs := &crashStore{store, c}
+	cs := &crashStore{store, lifecycle.CheckpointsOf(store), c}
 	if ps, ok := store.(lifecycle.PoolStore); ok {
 		return &crashPoolStore{crashStore: cs, ps: ps}
 	}
@@ -88,12 +96,22 @@ func (c *Crasher) Store(store lifecycle.Store) lifecycle.Store {
 
 // Provider returns provider as the process sees it. Its calls fail with a
 // transient *lifecycle.ProviderError wrapping ErrCrashed, as a call cut off
-// by the end of an invocation would.
-func (c *Crasher) Provider(p lifecycle.Provider) lifecycle.Provider { return &crashProvider{p, c} }
+// by the end of an invocation would. A provider with snapshots
+// (lifecycle.Snapshotter) stays one: each of its calls is a step
+// ("snapshot", "get_snapshot", "list_snapshots", "delete_snapshot",
+// "create_from_snapshot").
+func (c *Crasher) Provider(p lifecycle.Provider) lifecycle.Provider {
+	cp := &crashProvider{p, c}
+	if sn, ok := p.(lifecycle.Snapshotter); ok {
+		return &crashSnapshotter{crashProvider: cp, sn: sn}
+	}
+	return cp
+}
 
 type crashStore struct {
-	s lifecycle.Store
-	c *Crasher
+	s  lifecycle.Store
+	cs lifecycle.CheckpointStore
+	c  *Crasher
 }
 
 var _ lifecycle.Store = (*crashStore)(nil)

@@ -34,13 +34,24 @@ func (l *EventLog) Len() int {
 	return len(l.events)
 }
 
-// For returns one session's events in publication order.
+// For returns one session's events in publication order (its checkpoints'
+// events apart: Checkpoints).
 func (l *EventLog) For(id string) []lifecycle.Event {
+	return l.filter(func(ev lifecycle.Event) bool { return ev.SessionID == id && !ev.IsCheckpoint() })
+}
+
+// Checkpoints returns the checkpoint events of one session's checkpoints
+// in publication order.
+func (l *EventLog) Checkpoints(sessionID string) []lifecycle.Event {
+	return l.filter(func(ev lifecycle.Event) bool { return ev.SessionID == sessionID && ev.IsCheckpoint() })
+}
+
+func (l *EventLog) filter(keep func(lifecycle.Event) bool) []lifecycle.Event {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var out []lifecycle.Event
 	for _, ev := range l.events {
-		if ev.SessionID == id {
+		if keep(ev) {
 			out = append(out, ev)
 		}
 	}
@@ -48,7 +59,8 @@ func (l *EventLog) For(id string) []lifecycle.Event {
 }
 
 // reasons are the transition reasons events may carry (lifecycle.Reason*).
-var reasons = []string{lifecycle.ReasonRequest, lifecycle.ReasonIdle, lifecycle.ReasonAway, lifecycle.ReasonLifetime, lifecycle.ReasonWebhook, lifecycle.ReasonReconcile, lifecycle.ReasonDormant, lifecycle.ReasonReturn}
+var reasons = []string{lifecycle.ReasonRequest, lifecycle.ReasonIdle, lifecycle.ReasonAway, lifecycle.ReasonLifetime, lifecycle.ReasonWebhook, lifecycle.ReasonReconcile, lifecycle.ReasonDormant, lifecycle.ReasonReturn,
+	lifecycle.ReasonRestore, lifecycle.ReasonRestoreFailed}
 
 // CheckEvents checks one session's published events (in publication order)
 // against its recorded writes, as docs/DESIGN.md "Events out" promises delivery:

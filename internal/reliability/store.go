@@ -30,6 +30,9 @@ func (w Write) Transition() bool { return w.From != w.To }
 // concurrent use.
 type RecordingStore struct {
 	lifecycle.Store
+	// CheckpointStore passes the wrapped store's checkpoints through
+	// (lifecycle.CheckpointsOf); they are not recorded.
+	lifecycle.CheckpointStore
 
 	mu        sync.Mutex
 	writes    map[string][]Write
@@ -43,7 +46,7 @@ var _ lifecycle.Store = (*RecordingStore)(nil)
 
 // NewRecordingStore returns a RecordingStore around store.
 func NewRecordingStore(store lifecycle.Store) *RecordingStore {
-	return &RecordingStore{Store: store, writes: map[string][]Write{}, committed: map[string]int64{}}
+	return &RecordingStore{Store: store, CheckpointStore: lifecycle.CheckpointsOf(store), writes: map[string][]Write{}, committed: map[string]int64{}}
 }
 
 // SetRefuse sets a hook asked before every CreateSession (from "") and

@@ -73,6 +73,16 @@ type Summary struct {
 	SparesFailed  int `json:"spares_failed"`
 	SparesRetired int `json:"spares_retired"`
 	PoolsStopped  int `json:"pools_stopped"`
+	// CheckpointsScheduled: running sessions of the lease index whose
+	// scheduled checkpoint (lifecycle.Session.CheckpointEvery) this run
+	// took. CheckpointsDue: saving checkpoints whose lease ran out;
+	// CheckpointsResolved: those this run settled (ready or failed) or
+	// renewed (the provider still saving); CheckpointsFailed: those it
+	// could not resolve (provider trouble: the next run tries again).
+	CheckpointsScheduled int `json:"checkpoints_scheduled"`
+	CheckpointsDue       int `json:"checkpoints_due"`
+	CheckpointsResolved  int `json:"checkpoints_resolved"`
+	CheckpointsFailed    int `json:"checkpoints_failed"`
 	// LagMaxMS and LagP50MS are the largest and the median delay, in
 	// milliseconds, between a paused session's pause deadline and the time
 	// this run paused it (service clock); 0 when none was paused.
@@ -111,6 +121,10 @@ func (s Summary) LogValue() slog.Value {
 		slog.Int("spares_failed", s.SparesFailed),
 		slog.Int("spares_retired", s.SparesRetired),
 		slog.Int("pools_stopped", s.PoolsStopped),
+		slog.Int("checkpoints_scheduled", s.CheckpointsScheduled),
+		slog.Int("checkpoints_due", s.CheckpointsDue),
+		slog.Int("checkpoints_resolved", s.CheckpointsResolved),
+		slog.Int("checkpoints_failed", s.CheckpointsFailed),
 		slog.Int64("lag_max_ms", s.LagMaxMS),
 		slog.Int64("lag_p50_ms", s.LagP50MS),
 		slog.Int64("duration_ms", s.DurationMS),

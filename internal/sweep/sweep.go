@@ -146,6 +146,7 @@ func (sw *Sweeper) Run(ctx context.Context) (Summary, error) {
 		return Summary{}, err
 	}
 	r.leases(ctx)
+	r.checkpoints(ctx)
 	r.providerList(ctx)
 	r.dormant(ctx)
 	r.staleConns(ctx)
@@ -380,8 +381,11 @@ func (r *run) leases(ctx context.Context) {
 		return
 	}
 	err := r.eachDue(ctx, lifecycle.IndexLease, r.now, &r.sum.Leases, func(ctx context.Context, sess *lifecycle.Session) {
-		// Its app still starting, or its resume handed to a job, within the
-		// lease: its job may be lost.
+		// Its scheduled checkpoint due, its app still starting, or its
+		// resume handed to a job, within the lease: its job may be lost.
+		if sess.State == lifecycle.StateRunning {
+			r.scheduledCheckpoint(ctx, sess)
+		}
 		if sess.State == lifecycle.StateRunning || sess.ResumeJobDue(r.now) {
 			r.requeueReadiness(ctx, sess)
 			return
@@ -391,6 +395,60 @@ func (r *run) leases(ctx context.Context) {
 	if err != nil {
 		r.sw.log.ErrorContext(ctx, "reconcile expired leases", "err", err)
 		r.incomplete()
+	}
+}
+
+// scheduledCheckpoint takes the scheduled checkpoint of a running session
+// when it is due (lifecycle.Service.CheckpointIfDue); sess is updated.
+func (r *run) scheduledCheckpoint(ctx context.Context, sess *lifecycle.Session) {
+	if sess.NextCheckpointAt.IsZero() || sess.NextCheckpointAt.After(r.now) {
+		return
+	}
+	took, err := r.sw.svc.CheckpointIfDue(ctx, sess)
+	switch {
+	case err != nil:
+		r.sw.log.WarnContext(ctx, "scheduled checkpoint; the next run tries again", "session_id", sess.ID, "err", err)
+	case took:
+		r.add(&r.sum.CheckpointsScheduled, 1)
+	}
+}
+
+// checkpoints is phase 2b: resolve the saving checkpoints whose lease ran
+// out (lifecycle.Service.ReconcileCheckpoint): a save job that died or was
+// lost, a snapshot taken but never recorded.
+func (r *run) checkpoints(ctx context.Context) {
+	cursor := ""
+	for {
+		if r.outOfTime(ctx) {
+			r.incomplete()
+			return
+		}
+		page, err := r.sw.svc.FindCheckpointsDue(ctx, lifecycle.CheckpointDueQuery{Before: r.now, Limit: r.sw.cfg.PageSize, Cursor: cursor})
+		if err != nil {
+			r.sw.log.ErrorContext(ctx, "find checkpoints past their lease", "err", err)
+			r.incomplete()
+			return
+		}
+		for _, c := range page.Checkpoints {
+			r.add(&r.sum.CheckpointsDue, 1)
+			if !r.begin(ctx) {
+				return
+			}
+			changed, err := r.sw.svc.ReconcileCheckpoint(ctx, c)
+			switch {
+			case err != nil:
+				r.sw.log.WarnContext(ctx, "resolve a checkpoint past its lease; the next run retries",
+					"checkpoint_id", c.ID, "session_id", c.SessionID, "err", err)
+				r.add(&r.sum.CheckpointsFailed, 1)
+			case changed:
+				r.sw.log.InfoContext(ctx, "resolved a checkpoint past its lease", "checkpoint_id", c.ID,
+					"session_id", c.SessionID, "state", c.State)
+				r.add(&r.sum.CheckpointsResolved, 1)
+			}
+		}
+		if cursor = page.Cursor; cursor == "" {
+			return
+		}
 	}
 }
 

@@ -24,6 +24,12 @@ func TestStoreContract(t *testing.T) {
 	archivetest.Run(t, newStore)
 }
 
+// TestArchivesContract runs archive.Archives (lifecycle.Archives) over the
+// folder store.
+func TestArchivesContract(t *testing.T) {
+	archivetest.RunArchives(t, newStore)
+}
+
 // checkNoTemporaryFiles fails when a put left a temporary file behind:
 // each failed or cancelled put must remove its own.
 func checkNoTemporaryFiles(t *testing.T, root string) {

@@ -93,6 +93,16 @@ func TestStoreContract(t *testing.T) {
 	})
 }
 
+// TestArchivesContract runs archive.Archives (lifecycle.Archives) over S3
+// (moto).
+func TestArchivesContract(t *testing.T) {
+	client := mustClient(t)
+	archivetest.RunArchives(t, func(t *testing.T) archive.Store {
+		s, _ := newStore(t, client, s3store.Options{})
+		return s
+	})
+}
+
 // TestPutAsksForEncryption checks that every object, single-part and
 // multipart, is stored with the configured server-side encryption.
 func TestPutAsksForEncryption(t *testing.T) {

@@ -14,6 +14,7 @@
 //	usage session   pk "ACCOUNT#<account id>"           sk "USAGE#S#<day>#<session id>"
 //	usage marker    pk "SESSION#<id>"                   sk "USAGE"
 //	recent event    pk "SESSION#<id>"                   sk "EVENT#<version>" (ttl set)
+//	checkpoint      pk "SESSION#<id>"                   sk "CHECKPOINT#<checkpoint id>"
 //	webhook endpoint pk "WHEP#<account id>"             sk "<endpoint id>"   (internal/delivery/dynamostore)
 //	webhook delivery pk "WHDLV#<endpoint id>"           sk "<delivery id>"   (ttl set: 30 days)
 //
@@ -25,6 +26,7 @@
 //	lease       lease_shard (N), lease_due_at (N, epoch ms) transitional sessions, due at the lease expiry
 //	paused      paused_shard (N), paused_due_at (N, epoch ms) paused sessions, due at the pause time
 //	by_conn_session conn_session (S session id)              client-channel connections of a session
+//	checkpoint_lease ckpt_lease_shard (N), ckpt_lease_due_at (N, epoch ms) saving checkpoints, due at the lease expiry
 package tabledef
 
 // Key and attribute names.
@@ -104,6 +106,15 @@ const (
 	AttrConnSession    = "conn_session"
 )
 
+// IndexCheckpointLease holds the saving checkpoints, due at their lease's
+// expiry, so the sweep resolves a save that died (lifecycle.Service.ReconcileCheckpoint)
+// without a scan.
+const (
+	IndexCheckpointLease = "checkpoint_lease"
+	AttrCheckpointShard  = "ckpt_lease_shard"
+	AttrCheckpointDue    = "ckpt_lease_due_at"
+)
+
 // Index key attributes.
 const (
 	AttrSandboxKey  = "sandbox_key"
@@ -126,6 +137,7 @@ var Indexes = []Index{
 	{Name: IndexLease, PartitionKey: AttrLeaseShard, PartitionType: TypeNumber, SortKey: AttrLeaseDue, SortType: TypeNumber},
 	{Name: IndexPaused, PartitionKey: AttrPausedShard, PartitionType: TypeNumber, SortKey: AttrPausedDue, SortType: TypeNumber},
 	{Name: IndexByConnSession, PartitionKey: AttrConnSession, PartitionType: TypeString},
+	{Name: IndexCheckpointLease, PartitionKey: AttrCheckpointShard, PartitionType: TypeNumber, SortKey: AttrCheckpointDue, SortType: TypeNumber},
 }
 
 // LegacyOwnerIndex is the account index as it was first deployed: by_owner,

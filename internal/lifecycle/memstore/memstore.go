@@ -33,6 +33,8 @@ type Store struct {
 	running  map[string]int // account id → running slots held (lifecycle quota.go)
 	usage    usageState     // usage counters and recent events (usage.go)
 	pools    poolState      // spares and pool status (pool.go)
+	// checkpoints by session id, then checkpoint id (checkpoint.go)
+	checkpoints map[string]map[string]*lifecycle.Checkpoint
 }
 
 type claim struct {
@@ -51,6 +53,8 @@ func New() *Store {
 		running:  map[string]int{},
 		usage:    newUsageState(),
 		pools:    newPoolState(),
+
+		checkpoints: map[string]map[string]*lifecycle.Checkpoint{},
 	}
 }
 

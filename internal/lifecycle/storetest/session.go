@@ -31,6 +31,10 @@ func testCreateSession(t *testing.T, newStore NewStore) {
 		exit := 1
 		s.AppExitCode = &exit
 		s.FromPool, s.PoolID = true, "pool_0123456789abcdef"
+		s.ForkedFrom, s.ForkCheckpointID = "ses_source", "chk_01234567890123456789abcdef"
+		s.CheckpointOnPause, s.CheckpointEvery, s.CheckpointsKeep = true, 15*time.Minute, 7
+		s.NextCheckpointAt, s.LastCheckpointAt = t0.Add(15*time.Minute), t0.Add(-15*time.Minute)
+		s.RestoreCheckpointID, s.RestoreFrom, s.RestoreError = "chk_0123456789abcdefghijklmnop", lifecycle.StatePaused, "the checkpoint expired"
 		want := s.Clone()
 		want.Version = 1
 

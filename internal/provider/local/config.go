@@ -99,6 +99,10 @@ type Config struct {
 	// HTTPClient sends webhooks and probes. Default a fresh http.Client; the
 	// timeouts above apply through request contexts either way.
 	HTTPClient *http.Client
+	// MaxExportBytes bounds the tar ExportTar writes (a checkpoint's
+	// archive, before compression): past it the export fails rather than
+	// fill the disk. Default DefaultMaxExportBytes (1 GiB).
+	MaxExportBytes int64
 }
 
 // withDefaults returns c with every zero field set to its default.
@@ -151,6 +155,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.HTTPClient == nil {
 		c.HTTPClient = &http.Client{}
+	}
+	if c.MaxExportBytes == 0 {
+		c.MaxExportBytes = DefaultMaxExportBytes
 	}
 	switch {
 	case c.DefaultTimeout < 0 || c.MaxTimeout < 0 || c.DefaultTimeout > c.MaxTimeout:
