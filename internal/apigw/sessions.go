@@ -3,7 +3,6 @@ package apigw
 import (
 	"context"
 	"net/http"
-	"strings"
 
 	"github.com/sandmanhq/sandman/internal/httpapi"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
@@ -34,6 +33,11 @@ type createSessionBody struct {
 	// App is the app spec (docs/READINESS.md "The app spec"); absent: the
 	// template's default, if any.
 	App *appBody `json:"app"`
+	// The automatic checkpoint options (docs/CHECKPOINTS.md); absent or
+	// null: the deployment's default.
+	CheckpointOnPause      *bool  `json:"checkpoint_on_pause"`
+	CheckpointEverySeconds *int64 `json:"checkpoint_every_seconds"`
+	CheckpointsKeep        *int   `json:"checkpoints_keep"`
 }
 
 // appBody is the app spec of a create; absent fields are left to the
@@ -66,16 +70,15 @@ func (h *Handler) createSession(ctx context.Context, r *request) (response, erro
 		Provider:           body.Provider,
 		AwayTimeoutSeconds: body.AwayTimeoutSeconds,
 		ResumeOnReturn:     body.ResumeOnReturn,
+		Checkpoints:        checkpointOptions(body.CheckpointOnPause, body.CheckpointEverySeconds, body.CheckpointsKeep),
 	}
 	if a := body.App; a != nil {
 		in.App = &lifecycle.AppInput{Port: a.Port, StartCommand: a.StartCommand, Cwd: a.Cwd, Env: a.Env,
 			ReadyPath: a.ReadyPath, ReadyTimeoutSeconds: a.ReadyTimeoutSeconds}
 	}
-	if key, ok := r.header("Idempotency-Key"); ok {
-		in.IdempotencyKey = strings.TrimSpace(key)
-		if in.IdempotencyKey == "" {
-			return response{}, invalidf("the Idempotency-Key header must not be empty")
-		}
+	var err error
+	if in.IdempotencyKey, err = r.idempotencyKey(); err != nil {
+		return response{}, err
 	}
 	sess, replayed, err := h.svc.Create(ctx, r.accountID, in)
 	if err != nil {
@@ -121,13 +124,26 @@ func (h *Handler) getSession(ctx context.Context, r *request) (response, error) 
 }
 
 // deleteSession serves DELETE /v1/sessions/{id}: 200 with the killed
-// session, again on a repeated delete.
+// session, again on a repeated delete; with ?purge=true the session's
+// checkpoints (their snapshots and archives) are deleted too
+// (docs/CHECKPOINTS.md "Delete").
 func (h *Handler) deleteSession(ctx context.Context, r *request) (response, error) {
 	id, err := r.sessionID()
 	if err != nil {
 		return response{}, err
 	}
-	sess, err := h.svc.Delete(ctx, r.accountID, id)
+	purge := false
+	if v, ok := r.event.QueryStringParameters["purge"]; ok {
+		if v != "true" && v != "false" {
+			return response{}, invalidf("query parameter purge must be true or false")
+		}
+		purge = v == "true"
+	}
+	del := h.svc.Delete
+	if purge {
+		del = h.svc.DeleteWithCheckpoints
+	}
+	sess, err := del(ctx, r.accountID, id)
 	if err != nil {
 		return response{}, err
 	}

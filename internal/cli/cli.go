@@ -416,7 +416,19 @@ func sessionTable(w io.Writer, s Session) {
 		{"version", fmt.Sprint(s.Version)}, {"metadata", orDash(&m)}, {"app", appSummary(s.App)},
 		{"readiness", orDash(s.Readiness)}, {"readiness_detail", orDash(s.ReadinessDetail)}, {"ready_at", orDash(s.ReadyAt)},
 		{"resume_on_return", fmt.Sprint(s.ResumeOnReturn)}, {"from_pool", fmt.Sprint(s.FromPool)},
+		{"forked_from", forkSummary(s.ForkedFrom)}, {"checkpoint_on_pause", fmt.Sprint(s.CheckpointOnPause)},
+		{"checkpoint_every", seconds(s.CheckpointEverySeconds, "off")}, {"checkpoints_keep", fmt.Sprint(s.CheckpointsKeep)},
+		{"restore_checkpoint_id", orDash(s.RestoreCheckpointID)}, {"restore_error", orDash(s.RestoreError)},
 	})
+}
+
+// forkSummary is one line for what a session was forked from, "-" for
+// none.
+func forkSummary(f *api.ForkOrigin) string {
+	if f == nil {
+		return "-"
+	}
+	return f.SessionID + " at " + f.CheckpointID
 }
 
 // appSummary is one line for a session's app spec: the start command, the

@@ -77,7 +77,34 @@ func SessionJSON(s *lifecycle.Session) api.Session {
 		App:                AppJSON(s.App),
 		AppReadiness:       ReadinessJSON(s),
 		FromPool:           s.FromPool,
+
+		ForkedFrom:             forkOrigin(s),
+		CheckpointOnPause:      s.CheckpointOnPause,
+		CheckpointEverySeconds: int64(s.CheckpointEvery / time.Second),
+		CheckpointsKeep:        s.CheckpointsKeep,
+		RestoreCheckpointID:    Nullable(s.RestoreCheckpointID),
+		RestoreError:           Nullable(s.RestoreError),
 	}
+}
+
+// forkOrigin returns what s was forked from, nil for no fork.
+func forkOrigin(s *lifecycle.Session) *api.ForkOrigin {
+	if s.ForkedFrom == "" {
+		return nil
+	}
+	return &api.ForkOrigin{SessionID: s.ForkedFrom, CheckpointID: s.ForkCheckpointID}
+}
+
+// CheckpointJSON returns the API's checkpoint object for c
+// (docs/openapi.json "Checkpoint").
+func CheckpointJSON(c *lifecycle.Checkpoint) api.Checkpoint {
+	meta := c.Metadata
+	if meta == nil {
+		meta = map[string]string{}
+	}
+	return api.Checkpoint{ID: c.ID, SessionID: c.SessionID, CreatedAt: api.Time(c.CreatedAt), Label: c.Label, Metadata: meta,
+		Kind: string(c.Kind), Keeps: string(c.Keeps), SizeBytes: c.SizeBytes, State: string(c.State), Reason: Nullable(c.Reason),
+		ExpiresAt: api.Time(c.ExpiresAt), Pinned: c.Pinned, Trigger: string(c.Trigger)}
 }
 
 // EnvelopeJSON returns the lifecycle envelope e (docs/openapi.json

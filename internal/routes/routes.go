@@ -83,6 +83,12 @@ var Table = []Route{
 	{"POST", "/v1/sessions/{id}/pause", Pause},
 	{"GET", "/v1/sessions/{id}/reconnect", Reconnect},
 	{"GET", "/v1/sessions/{id}/diagnose", Sessions},
+	{"POST", CheckpointsPath, Sessions},
+	{"GET", CheckpointsPath, Sessions},
+	{"GET", CheckpointsPath + "/{checkpoint_id}", Sessions},
+	{"DELETE", CheckpointsPath + "/{checkpoint_id}", Sessions},
+	{"POST", "/v1/sessions/{id}/restore", Sessions},
+	{"POST", "/v1/sessions/{id}/fork", Sessions},
 	{"GET", UsagePath, Sessions},
 	{"GET", PoolsPath, Sessions},
 	{"POST", ClientTokensPath, Sessions},
@@ -106,6 +112,12 @@ var Table = []Route{
 var Aliases = map[string]string{
 	"POST /v1/sessions/{id}/snapshot": "POST /v1/sessions/{id}/pause",
 }
+
+// CheckpointsPath is the root of a session's checkpoints
+// (docs/CHECKPOINTS.md), served by the sessions function with restore and
+// fork: they write the table and queue a job (the checkpoint function in
+// AWS runs it).
+const CheckpointsPath = "/v1/sessions/{id}/checkpoints"
 
 // WebhookEndpointsPath is the root of an account's outbound webhook
 // endpoints and their delivery logs (docs/WEBHOOKS.md), served by the

@@ -12,6 +12,8 @@ from ._transport import RetryPolicy, Transport, build_url
 from .errors import SandmanError
 from .models import (
     AppRequest,
+    Checkpoint,
+    CheckpointList,
     ClientToken,
     Diagnosis,
     PauseResult,
@@ -68,6 +70,7 @@ class Sandman:
         self.base_url = (base_url or os.environ.get("SANDMAN_URL") or "http://127.0.0.1:8080").rstrip("/")
         self.transport = Transport(self.base_url, key, timeout, retry or RetryPolicy(), http or requests.Session())
         self.sessions = Sessions(self)
+        self.checkpoints = Checkpoints(self)
         self.client_tokens = ClientTokens(self)
         self.usage = UsageResource(self)
         self.pools = Pools(self)
@@ -104,6 +107,9 @@ class Sessions(_Resource):
         resume_on_return: bool | None = None,
         metadata: dict[str, str] | None = None,
         app: AppRequest | dict[str, Any] | None = None,
+        checkpoint_on_pause: bool | None = None,
+        checkpoint_every_seconds: int | None = None,
+        checkpoints_keep: int | None = None,
         idempotency_key: str | None = None,
         timeout: float | None = None,
         retry: RetryPolicy | None = None,
@@ -119,6 +125,9 @@ class Sessions(_Resource):
             resume_on_return=resume_on_return,
             metadata=metadata,
             app=app,
+            checkpoint_on_pause=checkpoint_on_pause,
+            checkpoint_every_seconds=checkpoint_every_seconds,
+            checkpoints_keep=checkpoints_keep,
         )
         data = self._t.call(ROUTES["createSession"], body=body, idempotency_key=idempotency_key, timeout=timeout, retry=retry)
         return Session.from_dict(data)
@@ -142,9 +151,50 @@ class Sessions(_Resource):
                 return
             cursor = page.next_cursor
 
-    def delete(self, id: str, *, timeout: float | None = None) -> Session:
-        """DELETE: the killed session (again when deleted twice)."""
-        return Session.from_dict(self._t.call(ROUTES["deleteSession"], {"id": id}, timeout=timeout))
+    def delete(self, id: str, *, purge: bool = False, timeout: float | None = None) -> Session:
+        """DELETE: the killed session (again when deleted twice); purge also deletes
+        its checkpoints, their snapshots and archives."""
+        query = {"purge": "true" if purge else None}
+        return Session.from_dict(self._t.call(ROUTES["deleteSession"], {"id": id}, query=query, timeout=timeout))
+
+    def restore(self, id: str, *, checkpoint_id: str, timeout: float | None = None) -> Session:
+        """POST …/restore: the session restoring in place from one of its checkpoints
+        (same id, link and client tokens); a failed restore leaves it as it was,
+        restore_error saying why."""
+        body = _body(checkpoint_id=checkpoint_id)
+        return Session.from_dict(self._t.call(ROUTES["restoreSession"], {"id": id}, body=body, timeout=timeout))
+
+    def fork(
+        self,
+        id: str,
+        *,
+        checkpoint_id: str | None = None,
+        metadata: dict[str, str] | None = None,
+        idle_timeout_seconds: int | None = None,
+        max_lifetime_seconds: int | None = None,
+        away_timeout_seconds: int | None = None,
+        resume_on_return: bool | None = None,
+        checkpoint_on_pause: bool | None = None,
+        checkpoint_every_seconds: int | None = None,
+        checkpoints_keep: int | None = None,
+        idempotency_key: str | None = None,
+        timeout: float | None = None,
+    ) -> Session:
+        """POST …/fork: a new session (provisioning, forked_from) made from a checkpoint
+        of this one, or from a fresh one of its current state without checkpoint_id."""
+        body = _body(
+            checkpoint_id=checkpoint_id,
+            metadata=metadata,
+            idle_timeout_seconds=idle_timeout_seconds,
+            max_lifetime_seconds=max_lifetime_seconds,
+            away_timeout_seconds=away_timeout_seconds,
+            resume_on_return=resume_on_return,
+            checkpoint_on_pause=checkpoint_on_pause,
+            checkpoint_every_seconds=checkpoint_every_seconds,
+            checkpoints_keep=checkpoints_keep,
+        )
+        data = self._t.call(ROUTES["forkSession"], {"id": id}, body=body, idempotency_key=idempotency_key, timeout=timeout)
+        return Session.from_dict(data)
 
     def status(self, id: str, *, timeout: float | None = None, retry: RetryPolicy | None = None) -> Status:
         """GET …/status: state, readiness, the lifecycle envelope; reads the table only."""
@@ -204,6 +254,48 @@ class Sessions(_Resource):
 
 def _within(p: RetryPolicy, seconds: float) -> RetryPolicy:
     return RetryPolicy(p.max_retries, p.base_delay, p.max_delay, min(p.deadline, seconds))
+
+
+class Checkpoints(_Resource):
+    """A session's checkpoints (docs/CHECKPOINTS.md): saved states to restore or fork."""
+
+    def create(
+        self,
+        session_id: str,
+        *,
+        label: str | None = None,
+        metadata: dict[str, str] | None = None,
+        pin: bool | None = None,
+        idempotency_key: str | None = None,
+        timeout: float | None = None,
+    ) -> Checkpoint:
+        """POST …/checkpoints: the checkpoint, saving; checkpoint.ready or checkpoint.failed follows."""
+        body = _body(label=label, metadata=metadata, pin=pin)
+        data = self._t.call(ROUTES["createCheckpoint"], {"id": session_id}, body=body, idempotency_key=idempotency_key, timeout=timeout)
+        return Checkpoint.from_dict(data)
+
+    def list_page(self, session_id: str, *, limit: int | None = None, cursor: str | None = None, timeout: float | None = None) -> CheckpointList:
+        """GET …/checkpoints: one page, newest first."""
+        data = self._t.call(ROUTES["listCheckpoints"], {"id": session_id}, query={"limit": limit, "cursor": cursor}, timeout=timeout)
+        return CheckpointList.from_dict(data)
+
+    def list(self, session_id: str, *, limit: int | None = None) -> Iterator[Checkpoint]:
+        """Every checkpoint of the session, newest first, following next_cursor."""
+        cursor = None
+        while True:
+            page = self.list_page(session_id, limit=limit, cursor=cursor)
+            yield from page.checkpoints
+            if not page.next_cursor:
+                return
+            cursor = page.next_cursor
+
+    def get(self, session_id: str, checkpoint_id: str, *, timeout: float | None = None) -> Checkpoint:
+        params = {"id": session_id, "checkpoint_id": checkpoint_id}
+        return Checkpoint.from_dict(self._t.call(ROUTES["getCheckpoint"], params, timeout=timeout))
+
+    def delete(self, session_id: str, checkpoint_id: str, *, timeout: float | None = None) -> None:
+        """Deletes the checkpoint and its snapshot or archive (409 while it is saving)."""
+        self._t.call(ROUTES["deleteCheckpoint"], {"id": session_id, "checkpoint_id": checkpoint_id}, timeout=timeout)
 
 
 class ClientTokens(_Resource):

@@ -71,11 +71,13 @@ def model_of(cls: type) -> type | None:
 
 
 # Enumerations are strings: SessionState ("provisioning", "running",
-# "pausing", "paused", "resuming", "expired", "killed", "failed"),
-# Readiness ("starting", "ready", "failed" or None), WebhookEventType
-# ("session.paused", …).
+# "pausing", "paused", "resuming", "restoring", "expired", "killed",
+# "failed"), Readiness ("starting", "ready", "failed" or None),
+# CheckpointState ("saving", "ready", "failed", "expired"),
+# WebhookEventType ("session.paused", "checkpoint.ready", …).
 SessionState = str
 Readiness = str
+CheckpointState = str
 WebhookEventType = str
 
 
@@ -152,6 +154,49 @@ class Session(Model):
     away_deadline: str | None = None
     resume_on_return: bool | None = None
     from_pool: bool | None = None
+    #: The session and checkpoint a fork was made from (None: no fork).
+    forked_from: ForkOrigin | None = None
+    checkpoint_on_pause: bool | None = None
+    checkpoint_every_seconds: int | None = None
+    checkpoints_keep: int | None = None
+    #: The last restore's checkpoint, and why it (or a fork) failed.
+    restore_checkpoint_id: str | None = None
+    restore_error: str | None = None
+
+
+@dataclass(kw_only=True)
+class ForkOrigin(Model):
+    """What a fork was made from: the source session and its checkpoint."""
+
+    session_id: str
+    checkpoint_id: str
+
+
+@dataclass(kw_only=True)
+class Checkpoint(Model):
+    """A saved state of a session's sandbox (docs/CHECKPOINTS.md): state saving,
+    ready, failed or expired; kind snapshot or archive; trigger api, pause or
+    schedule."""
+
+    id: str
+    session_id: str
+    created_at: str | None
+    label: str
+    metadata: dict[str, str]
+    kind: str
+    keeps: str
+    size_bytes: int
+    state: CheckpointState
+    reason: str | None
+    expires_at: str | None
+    pinned: bool
+    trigger: str
+
+
+@dataclass(kw_only=True)
+class CheckpointList(Model):
+    checkpoints: list[Checkpoint]
+    next_cursor: str | None
 
 
 @dataclass(kw_only=True)
@@ -377,13 +422,18 @@ class WebhookDeliveryList(Model):
 
 #: Each schema of docs/openapi.json the SDK reads or writes, and its model.
 #: Request bodies are keyword arguments of the methods named in ROUTES
-#: (CreateSessionRequest: sessions.create); the error envelope is
+#: (CreateSessionRequest: sessions.create; CreateCheckpointRequest:
+#: checkpoints.create; RestoreRequest: sessions.restore; ForkRequest:
+#: sessions.fork); the error envelope is
 #: SandmanError.
 SCHEMAS: dict[str, type[Model]] = {
     "App": App,
     "AppRequest": AppRequest,
     "Session": Session,
     "SessionList": SessionList,
+    "ForkOrigin": ForkOrigin,
+    "Checkpoint": Checkpoint,
+    "CheckpointList": CheckpointList,
     "LifecycleEnvelope": LifecycleEnvelope,
     "Status": Status,
     "ResumeResult": ResumeResult,

@@ -15,8 +15,8 @@ or a query parameter, header or request field of one, that the SDK lacks.
 ``kind="link"`` routes are not called: the SDK builds their URL for a
 browser (``sessions.open_url``). ``sdk`` names the methods that call the
 route; the drift test checks their keyword arguments against the request
-body's fields. A new route (checkpoints, restore, fork) is one entry here
-and one method on its resource.
+body's fields. A new route is one entry here and one method on its
+resource.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ ROUTES: dict[str, Route] = {
     "createSession": Route("POST", "/v1/sessions", "key", ("sessions.create",), headers=("Idempotency-Key",)),
     "listSessions": Route("GET", "/v1/sessions", "safe", ("sessions.list", "sessions.list_page"), query=("limit", "cursor")),
     "getSession": Route("GET", "/v1/sessions/{id}", "safe", ("sessions.get",)),
-    "deleteSession": Route("DELETE", "/v1/sessions/{id}", "safe", ("sessions.delete",)),
+    "deleteSession": Route("DELETE", "/v1/sessions/{id}", "safe", ("sessions.delete",), query=("purge",)),
     "sendActivity": Route("POST", "/v1/sessions/{id}/activity", "safe", ("sessions.activity",)),
     "getSessionStatus": Route("GET", "/v1/sessions/{id}/status", "safe", ("sessions.status", "sessions.wait_until_ready")),
     "resumeSession": Route("POST", "/v1/sessions/{id}/resume", "safe", ("sessions.resume",), query=("wait",)),
@@ -51,6 +51,12 @@ ROUTES: dict[str, Route] = {
     "diagnoseSession": Route("GET", "/v1/sessions/{id}/diagnose", "safe", ("sessions.diagnose",)),
     "openSession": Route("GET", "/v1/sessions/{id}/open", "safe", ("sessions.open_url",), query=("wait", "token"), kind="link", page_query=("reopen",)),
     "openSessionPath": Route("GET", "/v1/sessions/{id}/open/{path}", "safe", ("sessions.open_url",), query=("wait", "token"), kind="link", page_query=("reopen",)),
+    "createCheckpoint": Route("POST", "/v1/sessions/{id}/checkpoints", "key", ("checkpoints.create",), headers=("Idempotency-Key",)),
+    "listCheckpoints": Route("GET", "/v1/sessions/{id}/checkpoints", "safe", ("checkpoints.list", "checkpoints.list_page"), query=("limit", "cursor")),
+    "getCheckpoint": Route("GET", "/v1/sessions/{id}/checkpoints/{checkpoint_id}", "safe", ("checkpoints.get",)),
+    "deleteCheckpoint": Route("DELETE", "/v1/sessions/{id}/checkpoints/{checkpoint_id}", "safe", ("checkpoints.delete",)),
+    "restoreSession": Route("POST", "/v1/sessions/{id}/restore", "safe", ("sessions.restore",)),
+    "forkSession": Route("POST", "/v1/sessions/{id}/fork", "key", ("sessions.fork",), headers=("Idempotency-Key",)),
     "createClientToken": Route("POST", "/v1/sessions/{id}/client-tokens", "safe", ("client_tokens.create",)),
     "getUsage": Route("GET", "/v1/usage", "safe", ("usage.get", "usage.lines"), query=("from", "to", "group_by", "limit", "cursor")),
     "listPools": Route("GET", "/v1/pools", "safe", ("pools.list",)),

@@ -18,6 +18,7 @@ from sandman.models import model_of
 METHODS = ("get", "post", "put", "patch", "delete")
 RESOURCES = {
     "sessions": sandman.client.Sessions,
+    "checkpoints": sandman.client.Checkpoints,
     "client_tokens": sandman.client.ClientTokens,
     "usage": sandman.client.UsageResource,
     "pools": sandman.client.Pools,

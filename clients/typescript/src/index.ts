@@ -50,6 +50,11 @@ export type WebhookEventType = Schemas["WebhookEventType"];
 export type WebhookDelivery = Schemas["WebhookDelivery"];
 export type WebhookDeliveryList = Schemas["WebhookDeliveryList"];
 export type ErrorEnvelope = Schemas["Error"];
+export type Checkpoint = Schemas["Checkpoint"];
+export type CheckpointState = Schemas["CheckpointState"];
+export type CheckpointList = Schemas["CheckpointList"];
+export type CreateCheckpointRequest = Schemas["CreateCheckpointRequest"];
+export type ForkRequest = Schemas["ForkRequest"];
 
 /** new Sandman(options): every field optional. */
 export interface SandmanOptions {
@@ -75,6 +80,7 @@ function env(name: string): string | undefined {
 export class Sandman {
   readonly baseUrl: string;
   readonly sessions: Sessions;
+  readonly checkpoints: Checkpoints;
   readonly clientTokens: ClientTokens;
   readonly usage: UsageResource;
   readonly pools: Pools;
@@ -97,6 +103,7 @@ export class Sandman {
       fetch: f.bind(globalThis),
     };
     this.sessions = new Sessions(this);
+    this.checkpoints = new Checkpoints(this);
     this.clientTokens = new ClientTokens(this);
     this.usage = new UsageResource(this);
     this.pools = new Pools(this);
@@ -173,9 +180,31 @@ export class Sessions extends Resource {
     } while (cursor);
   }
 
-  /** DELETE /v1/sessions/{id}: the killed session (again 200 when deleted twice). */
-  delete(id: string, options?: CallOptions): Promise<Session> {
-    return this.sm.call(ROUTES.deleteSession, { params: { id }, options });
+  /**
+   * DELETE /v1/sessions/{id}: the killed session (again 200 when deleted
+   * twice). purge also deletes its checkpoints, their snapshots and archives.
+   */
+  delete(id: string, options: CallOptions & { purge?: boolean } = {}): Promise<Session> {
+    return this.sm.call(ROUTES.deleteSession, { params: { id }, query: { purge: options.purge ? "true" : undefined }, options });
+  }
+
+  /**
+   * POST /v1/sessions/{id}/restore: 202, the session restoring from one of
+   * its checkpoints in place (same id, link and client tokens); the old
+   * sandbox is killed once the new one runs. A failed restore leaves the
+   * session as it was, restore_error saying why.
+   */
+  restore(id: string, checkpointId: string, options?: CallOptions): Promise<Session> {
+    return this.sm.call(ROUTES.restoreSession, { params: { id }, body: { checkpoint_id: checkpointId }, options });
+  }
+
+  /**
+   * POST /v1/sessions/{id}/fork: 201, a new session (provisioning,
+   * forked_from) made from a checkpoint of this one, or from a fresh one of
+   * its current state when body.checkpoint_id is absent.
+   */
+  fork(id: string, body: ForkRequest = {}, options: IdempotentOptions = {}): Promise<Session> {
+    return this.sm.call(ROUTES.forkSession, { params: { id }, body, idempotencyKey: options.idempotencyKey, options });
   }
 
   /** GET /v1/sessions/{id}/status: state, readiness, the lifecycle envelope; reads the table only. */
@@ -266,6 +295,35 @@ export class Sessions extends Resource {
       await new Promise((r) => setTimeout(r, interval));
       interval = Math.min(maxInterval, interval * 2);
     }
+  }
+}
+
+/** A session's checkpoints (docs/CHECKPOINTS.md): saved states to restore or fork. */
+export class Checkpoints extends Resource {
+  /** POST /v1/sessions/{id}/checkpoints: 202, the checkpoint saving; checkpoint.ready or checkpoint.failed follows. */
+  create(sessionId: string, body: CreateCheckpointRequest = {}, options: IdempotentOptions = {}): Promise<Checkpoint> {
+    return this.sm.call(ROUTES.createCheckpoint, { params: { id: sessionId }, body, idempotencyKey: options.idempotencyKey, options });
+  }
+  /** GET /v1/sessions/{id}/checkpoints, one page (newest first). */
+  listPage(sessionId: string, query: { limit?: number; cursor?: string } = {}, options?: CallOptions): Promise<CheckpointList> {
+    return this.sm.call(ROUTES.listCheckpoints, { params: { id: sessionId }, query, options });
+  }
+  /** Every checkpoint of the session, newest first, following next_cursor. */
+  async *list(sessionId: string, options: CallOptions & { limit?: number } = {}): AsyncGenerator<Checkpoint> {
+    const { limit, ...call } = options;
+    let cursor: string | undefined;
+    do {
+      const page = await this.listPage(sessionId, { limit, cursor }, call);
+      yield* page.checkpoints;
+      cursor = page.next_cursor ?? undefined;
+    } while (cursor);
+  }
+  get(sessionId: string, checkpointId: string, options?: CallOptions): Promise<Checkpoint> {
+    return this.sm.call(ROUTES.getCheckpoint, { params: { id: sessionId, checkpoint_id: checkpointId }, options });
+  }
+  /** Deletes the checkpoint and its snapshot or archive (409 while it is saving). */
+  async delete(sessionId: string, checkpointId: string, options?: CallOptions): Promise<void> {
+    await this.sm.call(ROUTES.deleteCheckpoint, { params: { id: sessionId, checkpoint_id: checkpointId }, options });
   }
 }
 

@@ -513,15 +513,114 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/sessions/{id}/checkpoints": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A session id: "ses_" and 26 lowercase base32 characters (anything else is 404). */
+                id: components["parameters"]["SessionID"];
+            };
+            cookie?: never;
+        };
+        /**
+         * The session's checkpoints, newest first
+         * @description A query of the session's own items, paged. An expired checkpoint is listed as expired. API key only.
+         */
+        get: operations["listCheckpoints"];
+        put?: never;
+        /**
+         * Save the session's sandbox as a checkpoint
+         * @description Answers 202 with the checkpoint, saving; a job saves it (the provider's snapshot where it has one, else an archive of the workspace) and checkpoint.ready or checkpoint.failed follows. The session must be running or paused. API key only.
+         */
+        post: operations["createCheckpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{id}/checkpoints/{checkpoint_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A session id: "ses_" and 26 lowercase base32 characters (anything else is 404). */
+                id: components["parameters"]["SessionID"];
+                /** @description A checkpoint id of the session: "chk_" and 26 characters of 0-9 and a-v (anything else is 404). */
+                checkpoint_id: components["parameters"]["CheckpointID"];
+            };
+            cookie?: never;
+        };
+        /** One checkpoint */
+        get: operations["getCheckpoint"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a checkpoint and its snapshot or archive
+         * @description Deletes the provider's snapshot or the archive object, then the checkpoint. A checkpoint still saving cannot be deleted yet (409).
+         */
+        delete: operations["deleteCheckpoint"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{id}/restore": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A session id: "ses_" and 26 lowercase base32 characters (anything else is 404). */
+                id: components["parameters"]["SessionID"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Restore the session in place from one of its checkpoints
+         * @description Answers 202 with the session, restoring: the same session id, stable link and client tokens come to serve a sandbox made from the checkpoint; readiness brings the app up. The old sandbox is killed only after the new one runs; a failed restore leaves the session as it was (reason restore_failed, restore_error saying why). A restore of the same checkpoint under way is joined. API key only.
+         */
+        post: operations["restoreSession"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{id}/fork": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A session id: "ses_" and 26 lowercase base32 characters (anything else is 404). */
+                id: components["parameters"]["SessionID"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Make a new session from a checkpoint of this one
+         * @description Answers 201 with the new session (its own id and link), provisioning, forked_from set; a job makes its sandbox from the checkpoint (or from a fresh checkpoint of the current state when none is named) and it becomes running, or failed with restore_error saying why. API key only.
+         */
+        post: operations["forkSession"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
         /**
-         * @description provisioning → running ⇄ pausing → paused → resuming → running; expired (the provider says the sandbox is gone), killed (deleted on purpose) and failed (provisioning failed) are final. provisioning, pausing and resuming are transitional and carry a lease.
+         * @description provisioning → running ⇄ pausing → paused → resuming → running; running, paused and resuming → restoring (a restore from a checkpoint, docs/CHECKPOINTS.md) → running, or back where it started when it fails; expired (the provider says the sandbox is gone), killed (deleted on purpose) and failed (provisioning failed) are final. provisioning, pausing, resuming and restoring are transitional and carry a lease.
          * @enum {string}
          */
-        SessionState: "provisioning" | "running" | "pausing" | "paused" | "resuming" | "expired" | "killed" | "failed";
+        SessionState: "provisioning" | "running" | "pausing" | "paused" | "resuming" | "restoring" | "expired" | "killed" | "failed";
         /** @description A session as the API shows it. Every field is always present; times are RFC 3339 UTC strings or null when unset. A session in a final state (expired, killed, failed) carries no preview_url and no sandbox_expires_at. */
         Session: {
             /** @description "ses_" and 26 lowercase base32 characters. */
@@ -533,7 +632,7 @@ export interface components {
             /** @description The provider template the sandbox was created from. */
             template: string;
             state: components["schemas"]["SessionState"];
-            /** @description Why the last transition happened: request, idle, away, lifetime, webhook, reconcile, dormant, return; empty before the first. */
+            /** @description Why the last transition happened: request, idle, away, lifetime, webhook, reconcile, dormant, return, restore (a restore began or finished), restore_failed (a restore failed; restore_error says why); empty before the first. */
             reason: string;
             /** @description The provider's sandbox id; null when the session has no sandbox (yet). */
             sandbox_id: string | null;
@@ -616,6 +715,18 @@ export interface components {
             app: components["schemas"]["App"] | null;
             /** @description Whether the session took a warm pool's spare sandbox (already started and ready once) instead of a cold one (docs/POOLS.md). A create whose provider, template and app spec match a pool with a ready spare gets one. */
             from_pool?: boolean;
+            /** @description The session and checkpoint this session was forked from (POST /v1/sessions/{id}/fork); null for a session that is no fork. */
+            forked_from?: components["schemas"]["ForkOrigin"] | null;
+            /** @description An automatic pause (idle, away, lifetime) also records a checkpoint (trigger pause). */
+            checkpoint_on_pause?: boolean;
+            /** @description A checkpoint (trigger schedule) every this many seconds of activity while running; 0: off. */
+            checkpoint_every_seconds?: number;
+            /** @description How many automatic checkpoints are kept; older ones are deleted (manual and pinned ones stay). */
+            checkpoints_keep?: number;
+            /** @description The checkpoint of the last restore (the one under way while restoring); null when none was asked for. */
+            restore_checkpoint_id?: string | null;
+            /** @description Why the last restore failed (the session is then back as it was, reason restore_failed), or why a fork's sandbox could not be made (the fork is failed); null otherwise. */
+            restore_error?: string | null;
         };
         SessionList: {
             /** @description Newest first. */
@@ -642,6 +753,12 @@ export interface components {
             /** @description Resume the paused session, reason return, the moment a visible client appears (docs/WAKE.md "Resume on return"); absent or null means on exactly when presence is on (away_timeout_seconds > 0). */
             resume_on_return?: boolean | null;
             app?: components["schemas"]["AppRequest"];
+            /** @description An automatic pause also records a checkpoint (docs/CHECKPOINTS.md "Automatic checkpoints"); absent or null: the deployment's default (off). */
+            checkpoint_on_pause?: boolean | null;
+            /** @description A checkpoint every this many seconds of activity while running, 60..604800; 0 turns it off; absent or null: the deployment's default (off). */
+            checkpoint_every_seconds?: number | null;
+            /** @description How many automatic checkpoints to keep, 1..100; absent or null: the deployment's default (5). */
+            checkpoints_keep?: number | null;
         };
         /** @description A heartbeat's optional body. */
         ActivityRequest: {
@@ -796,10 +913,10 @@ export interface components {
             /** @description A human sentence; for a 500 it names only the request id. */
             error: string;
             /**
-             * @description invalid 400, unauthorized 401, forbidden 403, not_found 404, conflict, sandbox_paused, app_failed and no_preview 409, too_large 413, gone 410, quota_exceeded 429, unavailable, sandbox_expired and sandbox_unreachable 503, internal 500.
+             * @description invalid 400, unauthorized 401, forbidden 403, not_found 404, conflict, sandbox_paused, app_failed, no_preview, checkpoint_saving, checkpoint_failed and checkpoint_expired 409, too_large 413, gone 410, quota_exceeded 429, unavailable, sandbox_expired and sandbox_unreachable 503, internal 500.
              * @enum {string}
              */
-            error_type: "invalid" | "unauthorized" | "forbidden" | "not_found" | "conflict" | "sandbox_paused" | "app_failed" | "no_preview" | "too_large" | "gone" | "quota_exceeded" | "unavailable" | "sandbox_expired" | "sandbox_unreachable" | "internal";
+            error_type: "invalid" | "unauthorized" | "forbidden" | "not_found" | "conflict" | "sandbox_paused" | "app_failed" | "no_preview" | "checkpoint_saving" | "checkpoint_failed" | "checkpoint_expired" | "too_large" | "gone" | "quota_exceeded" | "unavailable" | "sandbox_expired" | "sandbox_unreachable" | "internal";
             /** @description app_failed only: the app's start command's exit code, when it exited before the preview answered (absent when it did not, or the provider keeps none). */
             exit_code?: number;
             /** @description app_failed only: the start command's last output lines (stdout and stderr), when the provider keeps them. */
@@ -957,10 +1074,10 @@ export interface components {
             ready_timeout_seconds?: number;
         };
         /**
-         * @description The lowercase dotted form of a lifecycle event's detail type ("Session Paused" is session.paused).
+         * @description The lowercase dotted form of a lifecycle event's detail type ("Session Paused" is session.paused); checkpoint.ready and checkpoint.failed are a checkpoint's (docs/CHECKPOINTS.md "Events").
          * @enum {string}
          */
-        WebhookEventType: "session.provisioning" | "session.running" | "session.pausing" | "session.paused" | "session.resuming" | "session.expired" | "session.killed" | "session.failed" | "session.ready" | "session.not_ready";
+        WebhookEventType: "session.provisioning" | "session.running" | "session.pausing" | "session.paused" | "session.resuming" | "session.restoring" | "session.expired" | "session.killed" | "session.failed" | "session.ready" | "session.not_ready" | "checkpoint.ready" | "checkpoint.failed";
         WebhookEndpoint: {
             /** @description "we_" and 26 lowercase base32 characters. */
             id: string;
@@ -1134,6 +1251,102 @@ export interface components {
         PoolList: {
             pools: components["schemas"]["Pool"][];
         };
+        /** @description What a fork was made from: the source session and the checkpoint of it. */
+        ForkOrigin: {
+            session_id: string;
+            checkpoint_id: string;
+        };
+        /**
+         * @description saving → ready | failed; a ready checkpoint is expired once its retention ends (or its provider no longer has it) and is never offered for restore.
+         * @enum {string}
+         */
+        CheckpointState: "saving" | "ready" | "failed" | "expired";
+        /** @description A saved state of one session's sandbox (docs/CHECKPOINTS.md). Every field is always present. */
+        Checkpoint: {
+            /** @description "chk_" and 26 characters of 0-9 and a-v; ids sort by creation time. */
+            id: string;
+            session_id: string;
+            /** Format: date-time */
+            created_at: string | null;
+            /** @description The caller's label; empty when none. */
+            label: string;
+            /** @description The caller's metadata. */
+            metadata: {
+                [key: string]: string;
+            };
+            /**
+             * @description snapshot: the provider's own; archive: Sandman's tar + zstd of the workspace folder.
+             * @enum {string}
+             */
+            kind: "snapshot" | "archive";
+            /**
+             * @description What it keeps: the files, or the files and the processes' memory; empty while saving on a provider that says only once it is saved.
+             * @enum {string}
+             */
+            keeps: "" | "filesystem" | "filesystem+memory";
+            /** @description Its size: the provider's, or the stored archive's (compressed); 0 while unknown. */
+            size_bytes: number;
+            state: components["schemas"]["CheckpointState"];
+            /** @description Why a failed or expired checkpoint is so; null otherwise. */
+            reason: string | null;
+            /**
+             * Format: date-time
+             * @description When its retention ends (the provider's, or the archive bucket's expiry); null: kept until deleted.
+             */
+            expires_at: string | null;
+            /** @description Pinned: never deleted by the keep count. */
+            pinned: boolean;
+            /**
+             * @description Who asked for it: the API (or a fork of the current state), an automatic pause, the schedule. Only pause and schedule count against checkpoints_keep.
+             * @enum {string}
+             */
+            trigger: "api" | "pause" | "schedule";
+        };
+        /** @description One page of a session's checkpoints, newest first. */
+        CheckpointList: {
+            checkpoints: components["schemas"]["Checkpoint"][];
+            /** @description Pass as cursor for the next page; null on the last page. */
+            next_cursor: string | null;
+        };
+        /** @description Field names are matched exactly; an unknown field is 400. The body may be absent. */
+        CreateCheckpointRequest: {
+            /** @description At most 128 characters. */
+            label?: string;
+            /** @description At most 32 string keys; keys starting with sandman_ are reserved (400). */
+            metadata?: {
+                [key: string]: string;
+            };
+            /** @description Keep it out of the automatic keep count (default false). */
+            pin?: boolean;
+        };
+        /** @description Field names are matched exactly; an unknown field is 400. */
+        RestoreRequest: {
+            /** @description One of the session's checkpoints, ready. */
+            checkpoint_id: string;
+        };
+        /** @description A create's options for the new session; the provider, template and app are the source's. Field names are matched exactly; an unknown field is 400. The body may be absent. */
+        ForkRequest: {
+            /** @description One of the source session's checkpoints (ready or still saving); absent: a fresh checkpoint of its current state. */
+            checkpoint_id?: string;
+            /** @description The new session's metadata; absent or null: the source's. */
+            metadata?: {
+                [key: string]: string;
+            } | null;
+            /** @description Seconds, 60..86400; 0 or absent means the deployment's default (600). */
+            idle_timeout_seconds?: number;
+            /** @description Seconds; 0 or absent means no limit. */
+            max_lifetime_seconds?: number;
+            /** @description Seconds, 1..86400, the session runs on after its last visible client left (then it pauses, reason away); 0 turns presence off; absent or null means 120. */
+            away_timeout_seconds?: number | null;
+            /** @description Resume the paused session, reason return, the moment a visible client appears (docs/WAKE.md "Resume on return"); absent or null means on exactly when presence is on (away_timeout_seconds > 0). */
+            resume_on_return?: boolean | null;
+            /** @description An automatic pause also records a checkpoint (docs/CHECKPOINTS.md "Automatic checkpoints"); absent or null: the deployment's default (off). */
+            checkpoint_on_pause?: boolean | null;
+            /** @description A checkpoint every this many seconds of activity while running, 60..604800; 0 turns it off; absent or null: the deployment's default (off). */
+            checkpoint_every_seconds?: number | null;
+            /** @description How many automatic checkpoints to keep, 1..100; absent or null: the deployment's default (5). */
+            checkpoints_keep?: number | null;
+        };
     };
     responses: {
         /** @description invalid: bad input; the sentence names the field or parameter. */
@@ -1229,6 +1442,8 @@ export interface components {
         WebhookEndpointID: string;
         /** @description A delivery id: "dlv_" and 28 hex digits (the event time, then a hash of endpoint and event). */
         DeliveryID: string;
+        /** @description A checkpoint id of the session: "chk_" and 26 characters of 0-9 and a-v (anything else is 404). */
+        CheckpointID: string;
     };
     requestBodies: never;
     headers: {
@@ -1240,6 +1455,8 @@ export interface components {
         Location: string;
         /** @description true: this Idempotency-Key was seen; the answer is the first create's session. */
         "Idempotent-Replayed": "true";
+        /** @description Where the new checkpoint is: /v1/sessions/{id}/checkpoints/{checkpoint_id}. */
+        CheckpointLocation: string;
     };
     pathItems: never;
 }
@@ -1351,7 +1568,10 @@ export interface operations {
     };
     deleteSession: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description true: also delete the session's checkpoints, their snapshots and archives (docs/CHECKPOINTS.md); default false keeps them. */
+                purge?: "true" | "false";
+            };
             header?: never;
             path: {
                 /** @description A session id: "ses_" and 26 lowercase base32 characters (anything else is 404). */
@@ -1370,6 +1590,7 @@ export interface operations {
                     "application/json": components["schemas"]["Session"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -2190,6 +2411,258 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listCheckpoints: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1..100 (default 20). */
+                limit?: number;
+                /** @description next_cursor of the previous page; a crafted cursor is 400. */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                /** @description A session id: "ses_" and 26 lowercase base32 characters (anything else is 404). */
+                id: components["parameters"]["SessionID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CheckpointList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createCheckpoint: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a create safe to retry: remembered for 24 hours per account; a repeat answers 200 with the first create's session and Idempotent-Replayed: true, whatever its body. A create that fails gives the key back. Must not be empty. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description A session id: "ses_" and 26 lowercase base32 characters (anything else is 404). */
+                id: components["parameters"]["SessionID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["CreateCheckpointRequest"];
+            };
+        };
+        responses: {
+            /** @description A replayed request: the Idempotency-Key's checkpoint as it now is. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Checkpoint"];
+                };
+            };
+            /** @description Accepted: the checkpoint, saving. */
+            202: {
+                headers: {
+                    Location: components["headers"]["CheckpointLocation"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Checkpoint"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["TooLarge"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getCheckpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A session id: "ses_" and 26 lowercase base32 characters (anything else is 404). */
+                id: components["parameters"]["SessionID"];
+                /** @description A checkpoint id of the session: "chk_" and 26 characters of 0-9 and a-v (anything else is 404). */
+                checkpoint_id: components["parameters"]["CheckpointID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The checkpoint. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Checkpoint"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteCheckpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A session id: "ses_" and 26 lowercase base32 characters (anything else is 404). */
+                id: components["parameters"]["SessionID"];
+                /** @description A checkpoint id of the session: "chk_" and 26 characters of 0-9 and a-v (anything else is 404). */
+                checkpoint_id: components["parameters"]["CheckpointID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description conflict: the checkpoint is still saving, or the provider keeps its snapshot while a sandbox made from it exists. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    restoreSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A session id: "ses_" and 26 lowercase base32 characters (anything else is 404). */
+                id: components["parameters"]["SessionID"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RestoreRequest"];
+            };
+        };
+        responses: {
+            /** @description Accepted: the session, restoring. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Session"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description conflict: the session's state does not allow it, or a lost race; checkpoint_saving (retry once it is ready), checkpoint_failed, checkpoint_expired: the checkpoint cannot be restored. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["TooLarge"];
+            429: components["responses"]["QuotaExceeded"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    forkSession: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a create safe to retry: remembered for 24 hours per account; a repeat answers 200 with the first create's session and Idempotent-Replayed: true, whatever its body. A create that fails gives the key back. Must not be empty. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description A session id: "ses_" and 26 lowercase base32 characters (anything else is 404). */
+                id: components["parameters"]["SessionID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["ForkRequest"];
+            };
+        };
+        responses: {
+            /** @description A replayed fork: the Idempotency-Key's session as it now is. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Session"];
+                };
+            };
+            /** @description Created: the new session. */
+            201: {
+                headers: {
+                    Location: components["headers"]["Location"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Session"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description conflict: the session's state does not allow it, or a lost race; checkpoint_saving (retry once it is ready), checkpoint_failed, checkpoint_expired: the checkpoint cannot be restored. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["TooLarge"];
+            429: components["responses"]["QuotaExceeded"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };

@@ -14,8 +14,7 @@
  * `kind: "link"` routes are not called: the SDK builds their URL for a
  * browser (sessions.openUrl).
  *
- * A new route (checkpoints, restore, fork) is one entry here and one method
- * on its resource.
+ * A new route is one entry here and one method on its resource.
  */
 export interface Route {
   readonly method: "GET" | "POST" | "PATCH" | "DELETE";
@@ -36,7 +35,7 @@ export const ROUTES = {
   createSession: { method: "POST", path: "/v1/sessions", retry: "key", headers: ["Idempotency-Key"], sdk: "sessions.create" },
   listSessions: { method: "GET", path: "/v1/sessions", retry: "safe", query: ["limit", "cursor"], sdk: "sessions.list, sessions.listPage" },
   getSession: { method: "GET", path: "/v1/sessions/{id}", retry: "safe", sdk: "sessions.get" },
-  deleteSession: { method: "DELETE", path: "/v1/sessions/{id}", retry: "safe", sdk: "sessions.delete" },
+  deleteSession: { method: "DELETE", path: "/v1/sessions/{id}", retry: "safe", query: ["purge"], sdk: "sessions.delete" },
   sendActivity: { method: "POST", path: "/v1/sessions/{id}/activity", retry: "safe", sdk: "sessions.activity" },
   getSessionStatus: { method: "GET", path: "/v1/sessions/{id}/status", retry: "safe", sdk: "sessions.status, sessions.waitUntilReady" },
   resumeSession: { method: "POST", path: "/v1/sessions/{id}/resume", retry: "safe", query: ["wait"], sdk: "sessions.resume" },
@@ -45,6 +44,12 @@ export const ROUTES = {
   diagnoseSession: { method: "GET", path: "/v1/sessions/{id}/diagnose", retry: "safe", sdk: "sessions.diagnose" },
   openSession: { method: "GET", path: "/v1/sessions/{id}/open", retry: "safe", query: ["wait", "token"], pageQuery: ["reopen"], kind: "link", sdk: "sessions.openUrl" },
   openSessionPath: { method: "GET", path: "/v1/sessions/{id}/open/{path}", retry: "safe", query: ["wait", "token"], pageQuery: ["reopen"], kind: "link", sdk: "sessions.openUrl" },
+  createCheckpoint: { method: "POST", path: "/v1/sessions/{id}/checkpoints", retry: "key", headers: ["Idempotency-Key"], sdk: "checkpoints.create" },
+  listCheckpoints: { method: "GET", path: "/v1/sessions/{id}/checkpoints", retry: "safe", query: ["limit", "cursor"], sdk: "checkpoints.list, checkpoints.listPage" },
+  getCheckpoint: { method: "GET", path: "/v1/sessions/{id}/checkpoints/{checkpoint_id}", retry: "safe", sdk: "checkpoints.get" },
+  deleteCheckpoint: { method: "DELETE", path: "/v1/sessions/{id}/checkpoints/{checkpoint_id}", retry: "safe", sdk: "checkpoints.delete" },
+  restoreSession: { method: "POST", path: "/v1/sessions/{id}/restore", retry: "safe", sdk: "sessions.restore" },
+  forkSession: { method: "POST", path: "/v1/sessions/{id}/fork", retry: "key", headers: ["Idempotency-Key"], sdk: "sessions.fork" },
   createClientToken: { method: "POST", path: "/v1/sessions/{id}/client-tokens", retry: "safe", sdk: "clientTokens.create" },
   getUsage: { method: "GET", path: "/v1/usage", retry: "safe", query: ["from", "to", "group_by", "limit", "cursor"], sdk: "usage.get, usage.lines" },
   listPools: { method: "GET", path: "/v1/pools", retry: "safe", sdk: "pools.list" },

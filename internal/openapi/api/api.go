@@ -65,6 +65,16 @@ type Session struct {
 	// FromPool: the session took a warm pool's spare sandbox instead of a
 	// cold one (docs/POOLS.md).
 	FromPool bool `json:"from_pool"`
+	// Checkpoints (docs/CHECKPOINTS.md): the fork's origin (null for a
+	// session that is no fork), the automatic checkpoint options, and the
+	// last restore: the checkpoint it restored (or is restoring) and why it
+	// failed (null when it did not).
+	ForkedFrom             *ForkOrigin `json:"forked_from"`
+	CheckpointOnPause      bool        `json:"checkpoint_on_pause"`
+	CheckpointEverySeconds int64       `json:"checkpoint_every_seconds"`
+	CheckpointsKeep        int         `json:"checkpoints_keep"`
+	RestoreCheckpointID    *string     `json:"restore_checkpoint_id"`
+	RestoreError           *string     `json:"restore_error"`
 }
 
 // App is an app spec as the API shows and takes it (docs/READINESS.md).
