@@ -111,7 +111,7 @@ func DefaultPeople() PeopleParams {
 				BurstTailShare: 0.04, BurstTailMin: 5 * time.Minute, BurstTailAlpha: 0.9, BurstMax: 2 * time.Hour,
 				GapMedian: 50 * time.Second, GapUserSigma: 0.6, GapSigma: 0.7,
 				LongGapShare: 0.06, LongGapMin: 15 * time.Minute, LongGapAlpha: 1.2,
-				LeaveProbability: 0.1},
+				LeaveProbability: 0.45},
 			{Name: "human", Share: 0.25,
 				BurstMedian: 6 * time.Minute, BurstSigma: 1.0, BurstMax: 4 * time.Hour,
 				GapMedian: 90 * time.Second, GapUserSigma: 0.7, GapSigma: 0.9,

@@ -107,6 +107,7 @@ type eventKind uint8
 const (
 	evHeartbeat eventKind = iota
 	evReturn
+	evPreResume
 	evTimeout
 	evTimer
 	evSweep
@@ -185,6 +186,7 @@ type sim struct {
 	running   int // sandboxes running now
 	billed    time.Duration
 	overshoot []time.Duration
+	learned   learnedState // Scenario.Learned: the histograms (learnedsim.go)
 	res       Result
 	err       error
 }
@@ -224,6 +226,8 @@ func replay(cfg Config, tr Trace, sc Scenario) (Result, error) {
 			m.heartbeat(e.sess, e.at)
 		case evReturn:
 			m.clientReturns(e.sess, e.at)
+		case evPreResume:
+			m.preResume(e.sess, e.at)
 		case evTimeout:
 			m.timeout(e.sess, e.at, e.gen)
 		case evTimer:
@@ -301,6 +305,7 @@ func (m *sim) heartbeat(i int, at time.Duration) {
 	}
 	// A client that comes back clears the away deadline.
 	s.awaySet = false
+	m.learnReturn(s, at)
 	switch {
 	case !s.created:
 		m.create(s, at)
@@ -389,6 +394,7 @@ func (m *sim) create(s *simSession, at time.Duration) {
 		SandboxID: sandboxID, State: lifecycle.StateProvisioning,
 		IdleTimeout: m.pol.DefaultIdleTimeout, CreatedAt: now, UpdatedAt: now,
 	}
+	m.startLearning(s)
 	s.row.MarkActivity(now, m.gran)
 	if m.guard {
 		s.row.SandboxExpiresAt = now.Add(m.pol.ProviderTimeout(&s.row, now))
@@ -540,6 +546,7 @@ func (m *sim) pause(s *simSession, at time.Duration, reason string) {
 		m.res.AwayPauses++
 	}
 	m.paused(s, at)
+	m.pausedLearned(s, at)
 }
 
 // startBilling marks the sandbox running from at and, under Sandman, arms the
