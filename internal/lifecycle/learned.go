@@ -58,7 +58,7 @@ type LearnedPolicy struct {
 	// the histogram is thin or its predictions miss. Ours: 2 min
 	// (docs/COST.md "The break-even time").
 	BreakEven time.Duration
-	// MinReturns: a histogram with fewer returns is thin (ours: 4; keepAlive
+	// MinReturns: a histogram with fewer returns is thin (ours: 6; keepAlive
 	// stretches the timeout of a histogram with few returns).
 	MinReturns int
 	// TailShare is the share of returns the learned timeout may leave to
@@ -86,7 +86,7 @@ type LearnedPolicy struct {
 // DefaultLearnedPolicy returns the settings above.
 func DefaultLearnedPolicy() LearnedPolicy {
 	return LearnedPolicy{
-		Floor: time.Minute, BreakEven: 2 * time.Minute, MinReturns: 4,
+		Floor: time.Minute, BreakEven: 2 * time.Minute, MinReturns: 6,
 		TailShare: 0.01, HeadShare: 0.05, PreResumeLead: 15 * time.Second,
 		MaxWindow: 10 * time.Minute, MinFar: 6, MissLimit: 2,
 	}
@@ -258,7 +258,9 @@ func (p LearnedPolicy) keepAlive(h *IdleHistogram, n, first, capBin int, capT ti
 		return keep
 	}
 	mean := sum / float64(near)
-	sigma := math.Sqrt(max(sq/float64(near)-mean*mean, 0))
+	// A few returns may sit close together by chance: the spread is taken
+	// as at least minSigma.
+	sigma := max(math.Sqrt(max(sq/float64(near)-mean*mean, 0)), minSigma)
 	stretch := math.Exp(sigma * (normalQuantile(1-share) - normalQuantile(1-seen)))
 	ext := time.Duration(float64(last+1) * stretch * float64(IdleBin)).Truncate(IdleBin)
 	if ext >= time.Duration(capBin)*IdleBin {
@@ -266,6 +268,11 @@ func (p LearnedPolicy) keepAlive(h *IdleHistogram, n, first, capBin int, capT ti
 	}
 	return max(keep, ext)
 }
+
+// minSigma is the least spread keepAlive assumes of the logarithm of a
+// user's gaps: 0.7, about what a user's own short gaps show in the trace
+// of people (docs/COST.md: 0.7 to 0.9 within a user).
+const minSigma = 0.7
 
 // window returns the pre-resume window [a, b) in whole minutes for the
 // returns after a gap of e minutes or more (the longer gaps), if they are

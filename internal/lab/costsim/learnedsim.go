@@ -87,6 +87,7 @@ func (m *sim) learnReturn(s *simSession, at time.Duration) {
 	case lifecycle.OutcomeHit:
 		if pre {
 			m.res.PreResumeHits++
+			m.account(s).PreResumeHits++
 		}
 	}
 	m.noPreResume(s)
@@ -122,6 +123,7 @@ func (m *sim) preResume(i int, at time.Duration) {
 	}
 	m.res.Resumes++
 	m.res.PreResumes++
+	m.account(s).PreResumes++
 	m.transition(s, lifecycle.StateResuming, lifecycle.ReasonPredicted, at)
 	s.row.MarkPreResumed(now)
 	if m.guard {

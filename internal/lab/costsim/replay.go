@@ -241,7 +241,7 @@ func replay(cfg Config, tr Trace, sc Scenario) (Result, error) {
 	}
 	for i := range m.sessions {
 		if s := &m.sessions[i]; s.row.State == lifecycle.StateRunning {
-			m.billed += m.end - s.since
+			m.bill(s, m.end-s.since)
 			m.res.RunningAtEnd++
 		}
 	}
@@ -312,16 +312,13 @@ func (m *sim) heartbeat(i int, at time.Duration) {
 	case s.row.State == lifecycle.StatePaused:
 		// The user meets the whole resume: a return with no lead (also
 		// mid-burst, after an outage paused a working user).
-		m.res.Returns++
-		m.res.ResumeLeads = append(m.res.ResumeLeads, 0)
+		m.userReturns(s, 0, true)
 		m.resume(s, at, lifecycle.ReasonRequest)
 	default:
 		if back {
-			m.res.Returns++
-			if returned {
-				// Resumed on return: the resume had this long already.
-				m.res.ResumeLeads = append(m.res.ResumeLeads, at-returnedAt)
-			}
+			// Resumed on return or pre-resumed: the resume had this long
+			// already.
+			m.userReturns(s, at-returnedAt, returned)
 		}
 		m.touch(s, at)
 	}
@@ -561,7 +558,7 @@ func (m *sim) startBilling(s *simSession, at time.Duration) {
 
 // stopBilling ends the running span at at and disarms the provider timeout.
 func (m *sim) stopBilling(s *simSession, at time.Duration) {
-	m.billed += at - s.since
+	m.bill(s, at-s.since)
 	m.running--
 	s.gen++
 }
@@ -624,6 +621,7 @@ func (m *sim) sweep(at time.Duration) {
 // earlier) is sampled and returned.
 func (m *sim) paused(s *simSession, at time.Duration) time.Duration {
 	m.stopBilling(s, at)
+	m.account(s).Pauses++
 	target := s.lastActive + s.row.IdleTimeout
 	if s.awaySet {
 		target = min(target, s.away)

@@ -81,6 +81,9 @@ func main() {
 	fs.DurationVar(&cfg.PoolCosts.Pause, "pool-pause", cfg.PoolCosts.Pause, "pools: running time of pausing a made spare")
 	fs.DurationVar(&cfg.PoolCosts.Claim, "pool-claim", cfg.PoolCosts.Claim, "pools: what a claim adds to the wait besides the resume")
 	tracePath := fs.String("trace", "", "replay a recorded trace (CSV or JSON lines: session, user, account, time, kind; docs/COST.md) instead of a synthetic one")
+	learned := fs.Bool("learned", false, "print only the learned idle policy against the fixed timer: the training trace and every held-out one (docs/COST.md)")
+	fs.DurationVar(&cfg.Learned.BreakEven, "break-even", cfg.Learned.BreakEven, "learned policy: B/r, the break-even time, and the B of the cost against the clairvoyant optimum")
+	fs.DurationVar(&cfg.Learned.Floor, "learned-floor", cfg.Learned.Floor, "learned policy: the shortest learned idle timeout")
 	people := fs.Bool("people", false, "replay the trace of people (costsim.DefaultPeople; docs/COST.md) instead of the i.i.d. one")
 	var heldOut seeds
 	fs.Var(&heldOut, "held-out", "print only the resume-on-return target judged on each of these comma-separated seeds")
@@ -114,6 +117,15 @@ func main() {
 	if err := cfg.Validate(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
+	}
+	if *learned && *tracePath == "" {
+		rows, err := costsim.RunLearned(cfg, costsim.DefaultLearnedConfig())
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		fmt.Print(costsim.LearnedMarkdown(cfg, rows))
+		return
 	}
 	if *tracePath != "" || *people {
 		if err := replayOther(cfg, *tracePath); err != nil {
@@ -166,6 +178,11 @@ func replayOther(cfg costsim.Config, path string) error {
 		return err
 	}
 	fmt.Print(r.Markdown())
+	ms, v, err := costsim.MeasureLearned(cfg, tr)
+	if err != nil {
+		return err
+	}
+	fmt.Print("\n", costsim.LearnedMarkdown(cfg, []costsim.LearnedRow{{Shape: "this trace", Seed: cfg.Seed, Policies: ms, Verdict: v}}))
 	return nil
 }
 
