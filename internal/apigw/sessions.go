@@ -34,6 +34,9 @@ type createSessionBody struct {
 	// App is the app spec (docs/READINESS.md "The app spec"); absent: the
 	// template's default, if any.
 	App *appBody `json:"app"`
+	// IdlePolicy: fixed or learned; absent for the deployment's
+	// (SANDMAN_IDLE_POLICY; docs/COST.md).
+	IdlePolicy string `json:"idle_policy"`
 }
 
 // appBody is the app spec of a create; absent fields are left to the
@@ -66,6 +69,7 @@ func (h *Handler) createSession(ctx context.Context, r *request) (response, erro
 		Provider:           body.Provider,
 		AwayTimeoutSeconds: body.AwayTimeoutSeconds,
 		ResumeOnReturn:     body.ResumeOnReturn,
+		IdlePolicy:         lifecycle.IdlePolicy(body.IdlePolicy),
 	}
 	if a := body.App; a != nil {
 		in.App = &lifecycle.AppInput{Port: a.Port, StartCommand: a.StartCommand, Cwd: a.Cwd, Env: a.Env,

@@ -92,6 +92,8 @@ type sessionItem struct {
 	// spare (lifecycle.Session.FromPool, docs/POOLS.md).
 	FromPool bool   `dynamodbav:"from_pool,omitempty"`
 	PoolID   string `dynamodbav:"pool_id,omitempty"`
+	// Idle is the learned idle policy's state (idle.go; absent: fixed).
+	Idle *idleStateItem `dynamodbav:"idle,omitempty"`
 	// WriteID identifies the write that stored this version (newWriteID).
 	WriteID string `dynamodbav:"write_id,omitempty"`
 
@@ -245,6 +247,7 @@ func toSessionItem(s *lifecycle.Session, shards int) sessionItem {
 	it.App, it.Readiness, it.ReadinessDetail = toAppItem(s.App), string(s.Readiness), s.ReadinessDetail
 	it.ReadyAt, it.AppExitCode = formatTime(s.ReadyAt), cloneInt(s.AppExitCode)
 	it.FromPool, it.PoolID = s.FromPool, s.PoolID
+	it.Idle = toIdleStateItem(s.Idle)
 	if len(s.Metadata) > 0 {
 		it.Metadata = s.Metadata
 	}
@@ -313,6 +316,9 @@ func (it sessionItem) session() (*lifecycle.Session, error) {
 	s.AwayTimeout = time.Duration(it.AwayTimeoutMS) * time.Millisecond
 	s.ResumeOnReturn, s.ResumeQueued, s.PausedOnRequest = it.ResumeOnReturn, it.ResumeQueued, it.PausedOnRequest
 	s.FromPool, s.PoolID = it.FromPool, it.PoolID
+	if s.Idle, err = it.Idle.state(); err != nil {
+		return nil, fmt.Errorf("session %s: %w", it.ID, err)
+	}
 	for _, f := range times {
 		if *f.dst, err = parseTime(f.name, f.v); err != nil {
 			return nil, fmt.Errorf("session %s: %w", it.ID, err)

@@ -49,7 +49,7 @@ func SessionJSON(s *lifecycle.Session) api.Session {
 	if s.State == lifecycle.StateRunning {
 		pauseDeadline = s.PauseDeadline()
 	}
-	return api.Session{
+	out := api.Session{
 		ID:                 s.ID,
 		AccountID:          s.AccountID,
 		Provider:           s.Provider,
@@ -77,7 +77,22 @@ func SessionJSON(s *lifecycle.Session) api.Session {
 		App:                AppJSON(s.App),
 		AppReadiness:       ReadinessJSON(s),
 		FromPool:           s.FromPool,
+		IdlePolicy:         string(lifecycle.IdlePolicyFixed),
+		PauseDeadlineWhy:   Nullable(lifecycle.PauseDeadlineWhy(s)),
+		PreResumeAt:        api.Time(preResumeAt(s)),
 	}
+	if s.Learned() {
+		out.IdlePolicy = string(lifecycle.IdlePolicyLearned)
+	}
+	return out
+}
+
+// preResumeAt is a paused learned session's pre-resume time, zero for none.
+func preResumeAt(s *lifecycle.Session) time.Time {
+	if s.State == lifecycle.StatePaused && s.Learned() {
+		return s.Idle.PreResumeAt
+	}
+	return time.Time{}
 }
 
 // EnvelopeJSON returns the lifecycle envelope e (docs/openapi.json
@@ -90,6 +105,8 @@ func EnvelopeJSON(e lifecycle.Envelope) api.Envelope {
 		PauseDeadline:    api.Time(e.PauseDeadline),
 		HibernateAfter:   api.Time(e.PauseDeadline), // the deprecated name, one version
 		SandboxExpiresAt: api.Time(e.SandboxExpiresAt),
+		PauseDeadlineWhy: Nullable(e.PauseDeadlineWhy),
+		PreResumeAt:      api.Time(e.PreResumeAt),
 	}
 }
 

@@ -61,8 +61,9 @@ func (p LearnedPolicy) StartLearning(s *Session, key string, chain ...*IdleHisto
 }
 
 // Learn records a return of learned session s after gap: the outcome of
-// its plan's window on the histogram the plan came from, the gap on every
-// histogram of chain (nil entries skipped), then a new plan. It returns
+// its plan's window on the histogram the plan came from, the gap on the
+// user key's histogram (chain[0]) and, one return in FallbackEvery, on the
+// fallbacks (nil entries skipped), then a new plan. It returns
 // the outcome. Call it before the return's activity is recorded, so the
 // new plan sets the idle deadline.
 func (p LearnedPolicy) Learn(s *Session, gap time.Duration, chain ...*IdleHistogram) Outcome {
@@ -71,8 +72,8 @@ func (p LearnedPolicy) Learn(s *Session, gap time.Duration, chain ...*IdleHistog
 	if l := st.Plan.Level; o != OutcomeNone && l >= 0 && l < len(chain) && chain[l] != nil {
 		chain[l].RecordOutcome(o == OutcomeHit)
 	}
-	for _, h := range chain {
-		if h != nil {
+	for level, h := range chain {
+		if h != nil && observes(s.ID, level, gap) {
 			h.Observe(gap)
 		}
 	}
@@ -123,4 +124,25 @@ func (s *Session) MarkPreResumed(now time.Time) {
 	if d := now.Add(s.Idle.Plan.PreResumeKeep); d.After(s.IdleDeadline) {
 		s.IdleDeadline = d
 	}
+}
+
+// FallbackEvery is how many of a session's returns one adds its gap to
+// the fallback histograms (the account's and the template's): 1 in 8,
+// picked by a hash of the session and the gap, so those shared items take
+// an eighth of the writes and still see every user alike (docs/CAPACITY.md
+// "Idle histograms"). The user key's histogram takes every return.
+const FallbackEvery = 8
+
+// observes reports whether a return of session id after gap is added to
+// the histogram at level of its chain.
+func observes(id string, level int, gap time.Duration) bool {
+	if level == 0 {
+		return true
+	}
+	h := uint64(14695981039346656037) // FNV-1a
+	for i := 0; i < len(id); i++ {
+		h = (h ^ uint64(id[i])) * 1099511628211
+	}
+	h = (h ^ uint64(gap/time.Millisecond)) * 1099511628211
+	return h%FallbackEvery == 0
 }

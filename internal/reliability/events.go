@@ -48,7 +48,7 @@ func (l *EventLog) For(id string) []lifecycle.Event {
 }
 
 // reasons are the transition reasons events may carry (lifecycle.Reason*).
-var reasons = []string{lifecycle.ReasonRequest, lifecycle.ReasonIdle, lifecycle.ReasonAway, lifecycle.ReasonLifetime, lifecycle.ReasonWebhook, lifecycle.ReasonReconcile, lifecycle.ReasonDormant, lifecycle.ReasonReturn}
+var reasons = []string{lifecycle.ReasonRequest, lifecycle.ReasonIdle, lifecycle.ReasonAway, lifecycle.ReasonLifetime, lifecycle.ReasonWebhook, lifecycle.ReasonReconcile, lifecycle.ReasonDormant, lifecycle.ReasonReturn, lifecycle.ReasonPredicted}
 
 // CheckEvents checks one session's published events (in publication order)
 // against its recorded writes, as docs/DESIGN.md "Events out" promises delivery:

@@ -102,6 +102,7 @@ class Sessions(_Resource):
         max_lifetime_seconds: int | None = None,
         away_timeout_seconds: int | None = None,
         resume_on_return: bool | None = None,
+        idle_policy: str | None = None,
         metadata: dict[str, str] | None = None,
         app: AppRequest | dict[str, Any] | None = None,
         idempotency_key: str | None = None,
@@ -117,6 +118,7 @@ class Sessions(_Resource):
             max_lifetime_seconds=max_lifetime_seconds,
             away_timeout_seconds=away_timeout_seconds,
             resume_on_return=resume_on_return,
+            idle_policy=idle_policy,
             metadata=metadata,
             app=app,
         )

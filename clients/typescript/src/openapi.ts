@@ -616,6 +616,21 @@ export interface components {
             app: components["schemas"]["App"] | null;
             /** @description Whether the session took a warm pool's spare sandbox (already started and ready once) instead of a cold one (docs/POOLS.md). A create whose provider, template and app spec match a pool with a ready spare gets one. */
             from_pool?: boolean;
+            /**
+             * @description How the idle deadline is set: fixed, by idle_timeout_seconds alone; learned, from the idle gaps of the session's user key, never past idle_timeout_seconds, with pre-resumes before predicted returns (docs/COST.md "The learned idle policy").
+             * @enum {string}
+             */
+            idle_policy?: "fixed" | "learned";
+            /**
+             * @description What set pause_deadline (docs/COST.md "The learned idle policy"): fixed (the idle timeout), a learned plan's reason (thin: too few returns, the break-even timeout; missed: pre-resumes missed, the break-even timeout; learned: kept alive to the tail of the user's gaps below the idle timeout; predicted: as learned, and pre-resumed before predicted returns; cap: the idle timeout is at or below the learned floor; pre_resumed: a pre-resumed sandbox waiting for its user), hold (a busy hold), away or lifetime; null unless running.
+             * @enum {string|null}
+             */
+            pause_deadline_why?: "fixed" | "cap" | "thin" | "missed" | "learned" | "predicted" | "pre_resumed" | "hold" | "away" | "lifetime" | null;
+            /**
+             * Format: date-time
+             * @description When this paused session under the learned idle policy is resumed (reason predicted) before its user's predicted return; null when none is planned or the session is not paused.
+             */
+            pre_resume_at?: string | null;
         };
         SessionList: {
             /** @description Newest first. */
@@ -642,6 +657,11 @@ export interface components {
             /** @description Resume the paused session, reason return, the moment a visible client appears (docs/WAKE.md "Resume on return"); absent or null means on exactly when presence is on (away_timeout_seconds > 0). */
             resume_on_return?: boolean | null;
             app?: components["schemas"]["AppRequest"];
+            /**
+             * @description fixed (the idle timeout) or learned (a pause deadline learned from the idle gaps of the session's user key, never past idle_timeout_seconds, and pre-resumes before predicted returns; docs/COST.md "The learned idle policy"); absent means the deployment's (SANDMAN_IDLE_POLICY, default fixed).
+             * @enum {string}
+             */
+            idle_policy?: "fixed" | "learned";
         };
         /** @description A heartbeat's optional body. */
         ActivityRequest: {
@@ -679,6 +699,16 @@ export interface components {
              * @description The provider's guard timer; null in a final state.
              */
             sandbox_expires_at: string | null;
+            /**
+             * @description What set pause_deadline (docs/COST.md "The learned idle policy"): fixed (the idle timeout), a learned plan's reason (thin: too few returns, the break-even timeout; missed: pre-resumes missed, the break-even timeout; learned: kept alive to the tail of the user's gaps below the idle timeout; predicted: as learned, and pre-resumed before predicted returns; cap: the idle timeout is at or below the learned floor; pre_resumed: a pre-resumed sandbox waiting for its user), hold (a busy hold), away or lifetime; null unless running.
+             * @enum {string|null}
+             */
+            pause_deadline_why?: "fixed" | "cap" | "thin" | "missed" | "learned" | "predicted" | "pre_resumed" | "hold" | "away" | "lifetime" | null;
+            /**
+             * Format: date-time
+             * @description When this paused session under the learned idle policy is resumed (reason predicted) before its user's predicted return; null when none is planned or the session is not paused.
+             */
+            pre_resume_at?: string | null;
         };
         /** @description From the database only: no provider call, not activity. */
         Status: {

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
@@ -388,7 +389,7 @@ func (m *sim) create(s *simSession, at time.Duration) {
 	now := m.now(at)
 	s.created = true
 	s.row = lifecycle.Session{
-		SandboxID: sandboxID, State: lifecycle.StateProvisioning,
+		ID: "ses_sim_" + strconv.Itoa(s.index), SandboxID: sandboxID, State: lifecycle.StateProvisioning,
 		IdleTimeout: m.pol.DefaultIdleTimeout, CreatedAt: now, UpdatedAt: now,
 	}
 	m.startLearning(s)

@@ -33,6 +33,7 @@ type Store struct {
 	running  map[string]int // account id → running slots held (lifecycle quota.go)
 	usage    usageState     // usage counters and recent events (usage.go)
 	pools    poolState      // spares and pool status (pool.go)
+	idle     idleState      // the learned idle policy's histograms (idle.go)
 }
 
 type claim struct {

@@ -31,6 +31,10 @@ func testCreateSession(t *testing.T, newStore NewStore) {
 		exit := 1
 		s.AppExitCode = &exit
 		s.FromPool, s.PoolID = true, "pool_0123456789abcdef"
+		s.Idle = &lifecycle.IdleState{Policy: lifecycle.IdlePolicyLearned, Key: "user#acct_1#u-9",
+			Plan: lifecycle.IdlePlan{Why: lifecycle.WhyPredicted, PauseAfter: 2 * time.Minute, PreResumeAfter: 29*time.Minute + 45*time.Second,
+				PreResumeKeep: 3*time.Minute + 15*time.Second, PreResume: true, Level: 1, Returns: 40},
+			PreResumeAt: t0.Add(30 * time.Minute), PreResumed: true}
 		want := s.Clone()
 		want.Version = 1
 

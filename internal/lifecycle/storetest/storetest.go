@@ -31,6 +31,7 @@ func Run(t *testing.T, newStore NewStore) {
 	t.Run("Usage", func(t *testing.T) { testUsage(t, newStore) })
 	t.Run("Pools", func(t *testing.T) { testPools(t, newStore) })
 	t.Run("LeaseIndex", func(t *testing.T) { testLeaseIndex(t, newStore) })
+	t.Run("IdleHistograms", func(t *testing.T) { testIdleHistograms(t, newStore) })
 }
 
 // t0 is the tests' fixed "now", with nanoseconds to prove they survive.
