@@ -38,6 +38,9 @@ type createSessionBody struct {
 	CheckpointOnPause      *bool  `json:"checkpoint_on_pause"`
 	CheckpointEverySeconds *int64 `json:"checkpoint_every_seconds"`
 	CheckpointsKeep        *int   `json:"checkpoints_keep"`
+	// IdlePolicy: fixed or learned; absent for the deployment's
+	// (SANDMAN_IDLE_POLICY; docs/COST.md).
+	IdlePolicy string `json:"idle_policy"`
 }
 
 // appBody is the app spec of a create; absent fields are left to the
@@ -71,6 +74,7 @@ func (h *Handler) createSession(ctx context.Context, r *request) (response, erro
 		AwayTimeoutSeconds: body.AwayTimeoutSeconds,
 		ResumeOnReturn:     body.ResumeOnReturn,
 		Checkpoints:        checkpointOptions(body.CheckpointOnPause, body.CheckpointEverySeconds, body.CheckpointsKeep),
+		IdlePolicy:         lifecycle.IdlePolicy(body.IdlePolicy),
 	}
 	if a := body.App; a != nil {
 		in.App = &lifecycle.AppInput{Port: a.Port, StartCommand: a.StartCommand, Cwd: a.Cwd, Env: a.Env,

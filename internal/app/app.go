@@ -285,6 +285,7 @@ func New(ctx context.Context, cfg Config, needs Needs, deps Deps) (*App, error) 
 		Policy: cfg.Policy, Log: a.Log, ProbeTimeout: cfg.ProbeTimeout, CallTimeout: cfg.ProviderCallTimeout, Deployment: cfg.Deployment,
 		Timers: timers, TimerHorizon: deps.TimerHorizon, MaxRunning: cfg.MaxRunning, Metrics: deps.Metrics,
 		Prices: prices(deps.Adapters, cfg.Prices), TemplateApps: cfg.TemplateApps, ReadinessJobs: jobs, ResumeJobs: resumeJobs,
+		IdlePolicy: cfg.IdlePolicy, IdleUserField: cfg.IdleUserField, IdleHistograms: a.Store,
 		Pools: cfg.Pools, PoolRefills: refills, RefillAfterClaim: deps.RefillPoolsAfterClaim, Background: ctx,
 		CheckpointJobs: checkpointJobs, Archives: archives, ArchiveWorkspace: deps.ArchiveWorkspace})
 	a.WebhookStore, a.WebhookDispatcher = dynamostore.New(ddb, cfg.Table), deps.WebhookDispatcher

@@ -25,6 +25,8 @@ const (
 	EnvDynamoEndpoint      = envnames.DynamoEndpoint
 	EnvProvider            = envnames.Provider
 	EnvTemplateApps        = envnames.TemplateApps
+	EnvIdlePolicy          = envnames.IdlePolicy
+	EnvIdleUserField       = envnames.IdleUserField
 	EnvPools               = envnames.Pools
 	EnvReadinessQueueURL   = envnames.ReadinessQueueURL
 	EnvResumeQueueURL      = envnames.ResumeQueueURL
@@ -122,6 +124,11 @@ type Config struct {
 	// TemplateApps is lifecycle.Config.TemplateApps (SANDMAN_TEMPLATE_APPS):
 	// default app specs by template; nil: none.
 	TemplateApps map[string]*lifecycle.AppSpec
+	// IdlePolicy and IdleUserField are lifecycle.Config's
+	// (SANDMAN_IDLE_POLICY, default fixed; SANDMAN_IDLE_USER_FIELD,
+	// default "user", "-" for none).
+	IdlePolicy    lifecycle.IdlePolicy
+	IdleUserField string
 	// Pools is lifecycle.Config.Pools (SANDMAN_POOLS, docs/POOLS.md):
 	// the warm pools, validated against the enabled providers and
 	// TemplateApps; nil: none.
@@ -210,7 +217,7 @@ func ConfigFromEnv(getenv func(string) string, adapters ...registry.Adapter) (Co
 	if c.ClientTokenKeysSecret != "" && c.ClientTokenKeysFile != "" {
 		return Config{}, fmt.Errorf("set only one of %s and %s", EnvClientTokenKeysSecret, EnvClientTokenKeysFile)
 	}
-	for _, read := range []func(func(string) string, *Config) error{readWebhooks, readLimits, readShards, readTemplateApps, readLogLevel, readDurations} {
+	for _, read := range []func(func(string) string, *Config) error{readWebhooks, readLimits, readShards, readTemplateApps, readIdlePolicy, readLogLevel, readDurations} {
 		if err := read(get, &c); err != nil {
 			return Config{}, err
 		}
@@ -281,6 +288,26 @@ func readTemplateApps(get func(string) string, c *Config) error {
 			return err
 		}
 		c.TemplateApps = apps
+	}
+	return nil
+}
+
+// readIdlePolicy reads the deployment's idle policy and the user field of
+// the learned one's histograms.
+func readIdlePolicy(get func(string) string, c *Config) error {
+	c.IdlePolicy = lifecycle.IdlePolicyFixed
+	if v := get(EnvIdlePolicy); v != "" {
+		if c.IdlePolicy = lifecycle.IdlePolicy(v); !c.IdlePolicy.Valid() {
+			return fmt.Errorf("%s=%q: want %s or %s", EnvIdlePolicy, v, lifecycle.IdlePolicyFixed, lifecycle.IdlePolicyLearned)
+		}
+	}
+	switch v := get(EnvIdleUserField); v {
+	case "":
+		c.IdleUserField = "user"
+	case "-":
+		c.IdleUserField = "" // no user key: account and template only
+	default:
+		c.IdleUserField = v
 	}
 	return nil
 }

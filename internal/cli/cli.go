@@ -419,6 +419,7 @@ func sessionTable(w io.Writer, s Session) {
 		{"forked_from", forkSummary(s.ForkedFrom)}, {"checkpoint_on_pause", fmt.Sprint(s.CheckpointOnPause)},
 		{"checkpoint_every", seconds(s.CheckpointEverySeconds, "off")}, {"checkpoints_keep", fmt.Sprint(s.CheckpointsKeep)},
 		{"restore_checkpoint_id", orDash(s.RestoreCheckpointID)}, {"restore_error", orDash(s.RestoreError)},
+		{"idle_policy", s.IdlePolicy}, {"pause_deadline_why", orDash(s.PauseDeadlineWhy)}, {"pre_resume_at", orDash(s.PreResumeAt)},
 	})
 }
 

@@ -63,6 +63,14 @@ const (
 	// {"<template>":{"port":3000,"start_command":"npm run dev",…}} with the
 	// fields of POST /v1/sessions' "app" (docs/READINESS.md).
 	TemplateApps = "SANDMAN_TEMPLATE_APPS"
+	// IdlePolicy is the deployment's idle policy for creates that name
+	// none: fixed (default) or learned (lifecycle.Config.IdlePolicy,
+	// docs/COST.md "The learned idle policy").
+	IdlePolicy = "SANDMAN_IDLE_POLICY"
+	// IdleUserField is the session metadata field that names a session's
+	// user for the learned idle policy's histograms (default "user"; "-":
+	// keyed by account and template only).
+	IdleUserField = "SANDMAN_IDLE_USER_FIELD"
 	// Pools configures warm pools, a JSON array
 	// [{"provider","template","app","size","tier","max_age_seconds"}]
 	// (docs/POOLS.md); set by the stack from the context key sandman:pools
@@ -189,7 +197,7 @@ var (
 		Table, DynamoEndpoint, Provider, Providers, EventBus, EventsFile, CORSOrigin, LogLevel,
 		IdleTimeout, MinIdleTimeout, MaxIdleTimeout, MaxLifetimeLimit, ActivityGranularity, ProviderGrace,
 		MaxProviderTimeout, GuardHeadroom, LeaseDuration, Deployment, APIKeyCacheTTL, ProbeTimeout, ProviderCallTimeout,
-		MaxRunning, Shards, Prices, TemplateApps, Pools, ReadinessQueueURL, ResumeQueueURL, PoolRefillQueueURL, CheckpointQueueURL,
+		MaxRunning, Shards, Prices, TemplateApps, IdlePolicy, IdleUserField, Pools, ReadinessQueueURL, ResumeQueueURL, PoolRefillQueueURL, CheckpointQueueURL,
 		ArchiveBucket, ArchiveDir, ArchiveSSE, ArchiveKMSKeyID, ArchiveS3Endpoint, ArchiveS3PathStyle,
 		ClientTokenKeysSecret, ClientTokenKeysFile, WSURL, WSManagementURL,
 		SweepConcurrency, SweepRate, SweepBurst, SweepPageSize, SweepDeadlineMargin, SweepReconcileSample, SweepDormancyAge,

@@ -49,7 +49,7 @@ func SessionJSON(s *lifecycle.Session) api.Session {
 	if s.State == lifecycle.StateRunning {
 		pauseDeadline = s.PauseDeadline()
 	}
-	return api.Session{
+	out := api.Session{
 		ID:                 s.ID,
 		AccountID:          s.AccountID,
 		Provider:           s.Provider,
@@ -84,7 +84,22 @@ func SessionJSON(s *lifecycle.Session) api.Session {
 		CheckpointsKeep:        s.CheckpointsKeep,
 		RestoreCheckpointID:    Nullable(s.RestoreCheckpointID),
 		RestoreError:           Nullable(s.RestoreError),
+		IdlePolicy:             string(lifecycle.IdlePolicyFixed),
+		PauseDeadlineWhy:       Nullable(lifecycle.PauseDeadlineWhy(s)),
+		PreResumeAt:            api.Time(preResumeAt(s)),
 	}
+	if s.Learned() {
+		out.IdlePolicy = string(lifecycle.IdlePolicyLearned)
+	}
+	return out
+}
+
+// preResumeAt is a paused learned session's pre-resume time, zero for none.
+func preResumeAt(s *lifecycle.Session) time.Time {
+	if s.State == lifecycle.StatePaused && s.Learned() {
+		return s.Idle.PreResumeAt
+	}
+	return time.Time{}
 }
 
 // forkOrigin returns what s was forked from, nil for no fork.
@@ -117,6 +132,8 @@ func EnvelopeJSON(e lifecycle.Envelope) api.Envelope {
 		PauseDeadline:    api.Time(e.PauseDeadline),
 		HibernateAfter:   api.Time(e.PauseDeadline), // the deprecated name, one version
 		SandboxExpiresAt: api.Time(e.SandboxExpiresAt),
+		PauseDeadlineWhy: Nullable(e.PauseDeadlineWhy),
+		PreResumeAt:      api.Time(e.PreResumeAt),
 	}
 }
 

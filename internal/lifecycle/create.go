@@ -31,6 +31,9 @@ type CreateInput struct {
 	App *AppInput
 	// Checkpoints are the session's automatic checkpoint options.
 	Checkpoints CheckpointOptions
+	// IdlePolicy is the session's idle policy (idle_policy): "" for the
+	// deployment's (Config.IdlePolicy), fixed or learned.
+	IdlePolicy IdlePolicy
 	// IdempotencyKey, when set, makes a repeated create return the first
 	// result without a second sandbox.
 	IdempotencyKey string
@@ -68,6 +71,9 @@ func (s *Service) Create(ctx context.Context, accountID string, in CreateInput) 
 	sess, err := s.newSession(accountID, in)
 	if err != nil {
 		return nil, false, err
+	}
+	if sess.Learned() {
+		s.startLearning(ctx, sess)
 	}
 	sess.RunningLimit = s.maxRunning(ctx) // the key's override, if any (quota.go)
 	if err := s.checkTemplate(ctx, sess); err != nil {
@@ -250,6 +256,10 @@ func (s *Service) newSession(accountID string, in CreateInput) (*Session, error)
 	if err != nil {
 		return nil, err
 	}
+	idlePolicy, err := s.idlePolicy(in.IdlePolicy)
+	if err != nil {
+		return nil, err
+	}
 	now := s.now()
 	sess := &Session{
 		ID: s.cfg.NewID(), AccountID: accountID, Provider: provider, Template: in.Template,
@@ -262,6 +272,9 @@ func (s *Service) newSession(accountID string, in CreateInput) (*Session, error)
 	}
 	if err := s.applyCheckpointOptions(sess, in.Checkpoints); err != nil {
 		return nil, err
+	}
+	if idlePolicy == IdlePolicyLearned {
+		sess.Idle = &IdleState{Policy: IdlePolicyLearned} // planned by Create (startLearning)
 	}
 	return sess, nil
 }

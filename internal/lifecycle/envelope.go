@@ -12,6 +12,12 @@ type Envelope struct {
 	// PauseDeadline is when the session is due to be paused if nothing
 	// happens: Session.PauseDeadline while running, zero otherwise.
 	PauseDeadline time.Time
+	// PauseDeadlineWhy says what set it (PauseDeadlineWhy): fixed, a
+	// learned plan's reason, hold, away or lifetime; "" when not running.
+	PauseDeadlineWhy string
+	// PreResumeAt is when a paused session under the learned idle policy
+	// is resumed before its user's predicted return; zero: none.
+	PreResumeAt time.Time
 	// SandboxExpiresAt is the provider-side timeout as last known.
 	SandboxExpiresAt time.Time
 }
@@ -26,6 +32,10 @@ func NewEnvelope(s *Session, now time.Time) Envelope {
 	}
 	if s.State == StateRunning {
 		e.PauseDeadline = s.PauseDeadline()
+	}
+	e.PauseDeadlineWhy = PauseDeadlineWhy(s)
+	if s.State == StatePaused && s.Learned() {
+		e.PreResumeAt = s.Idle.PreResumeAt
 	}
 	return e
 }

@@ -67,6 +67,7 @@ func (s *Service) finishResume(ctx context.Context, sess *Session, reason string
 		return s.resumeWithRetry(ctx, sess)
 	}, func(wctx context.Context, sb Sandbox, err error) error {
 		to := StateRunning
+		var learned *pendingLearning
 		if err != nil {
 			// As for pause: ask again before believing a failure, unless
 			// the provider refused it before acting.
@@ -79,7 +80,7 @@ func (s *Service) finishResume(ctx context.Context, sess *Session, reason string
 			to, sb = obs.state, obs.sandbox
 		}
 		if to == StateRunning {
-			sess.MarkActivity(s.now(), s.cfg.Policy.ActivityGranularity)
+			learned = s.resumedActivity(wctx, sess, reason, s.now())
 			if sb.PreviewURL != "" {
 				sess.PreviewURL = sb.PreviewURL
 			}
@@ -103,6 +104,7 @@ func (s *Service) finishResume(ctx context.Context, sess *Session, reason string
 		}
 		switch to {
 		case StateRunning:
+			learned.save(wctx, s)
 			return nil
 		case StateExpired:
 			return s.providerError(ErrSandboxGone, "resume the sandbox")

@@ -179,6 +179,20 @@ type Config struct {
 	// function is frozen after its answer, so in AWS PoolRefills hands the
 	// refill to another invocation instead.
 	RefillAfterClaim bool
+	// IdlePolicy is the deployment's idle policy for creates that name
+	// none (SANDMAN_IDLE_POLICY; default fixed): learned opts every such
+	// session in to the learned idle policy (learnedservice.go).
+	IdlePolicy IdlePolicy
+	// Learned is the learned idle policy's settings (zero:
+	// DefaultLearnedPolicy()); IdleUserField the session metadata field
+	// that names its user (SANDMAN_IDLE_USER_FIELD; "" keys histograms by
+	// account and template only).
+	Learned       LearnedPolicy
+	IdleUserField string
+	// IdleHistograms keeps the learned idle policy's histograms (the
+	// table's store, internal/dynamo or memstore); nil: Store, when it is
+	// an IdleHistogramStore, else none (every histogram thin).
+	IdleHistograms IdleHistogramStore
 	// Background is the context background work runs under (the refills
 	// after claims); the local stack passes its own, so a stop ends them
 	// (default context.Background()).
@@ -238,6 +252,9 @@ func (c Config) withDefaults() Config {
 	c.ReadyPollInterval = orDefault(c.ReadyPollInterval, 200*time.Millisecond)
 	if c.Background == nil {
 		c.Background = context.Background()
+	}
+	if c.Learned == (LearnedPolicy{}) {
+		c.Learned = DefaultLearnedPolicy()
 	}
 	if c.PoolFillConcurrency <= 0 {
 		c.PoolFillConcurrency = DefaultPoolFillConcurrency

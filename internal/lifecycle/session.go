@@ -27,6 +27,9 @@ type Session struct {
 
 	IdleTimeout time.Duration // inactivity before a pause; see Policy.IdleTimeout
 	MaxLifetime time.Duration // 0: no limit; else pause at RunningSince+MaxLifetime
+	// Idle is the learned idle policy's state (learnedsession.go); nil:
+	// the fixed policy, the idle deadline set by IdleTimeout alone.
+	Idle *IdleState
 	// AwayTimeout is how long the session runs on once its last visible
 	// client left; 0: presence is off (docs/DESIGN.md "Client channel").
 	AwayTimeout time.Duration
@@ -247,7 +250,8 @@ func (s *Session) RecordActivity(now time.Time, granularity time.Duration) bool 
 
 // MarkActivity records activity at now whatever the coalescing (a create, a
 // resume, a provider resumed webhook): LastActivityAt becomes now and
-// IdleDeadline now + IdleTimeout + window, neither ever moving backwards.
+// IdleDeadline now + IdleTimeout (or the learned plan's shorter
+// PauseAfter, learnedsession.go) + window, neither ever moving backwards.
 //
 // window is the heartbeat coalescing window (Policy.ActivityGranularity).
 // A heartbeat within window of LastActivityAt is answered without a write,
@@ -260,7 +264,7 @@ func (s *Session) MarkActivity(now time.Time, window time.Duration) {
 	if now.After(s.LastActivityAt) {
 		s.LastActivityAt = now
 	}
-	if d := now.Add(s.IdleTimeout + window); d.After(s.IdleDeadline) {
+	if d := now.Add(s.idleTimeout() + window); d.After(s.IdleDeadline) {
 		s.IdleDeadline = d
 	}
 }
@@ -397,6 +401,10 @@ func (s *Session) Clone() *Session {
 	c := *s
 	c.Metadata = maps.Clone(s.Metadata)
 	c.App = s.App.Clone()
+	if s.Idle != nil {
+		idle := *s.Idle
+		c.Idle = &idle
+	}
 	if s.AppExitCode != nil {
 		code := *s.AppExitCode
 		c.AppExitCode = &code

@@ -70,6 +70,7 @@ func (s *Service) activity(ctx context.Context, accountID, id string, hold time.
 			return Errorf(CodeConflict, "the session is %s; only a running session takes activity", sess.State)
 		}
 		now := s.now()
+		learned := s.learnReturn(ctx, sess, now) // a return's new plan sets the deadline
 		recorded := sess.RecordActivity(now, s.cfg.Policy.ActivityGranularity)
 		held := hold > 0 && sess.Hold(now, hold)
 		if !recorded && !held {
@@ -88,6 +89,7 @@ func (s *Service) activity(ctx context.Context, accountID, id string, hold time.
 		if err := s.commit(ctx, sess, StateRunning, Guard{}); err != nil {
 			return raced(err)
 		}
+		learned.save(ctx, s)
 		wrote = true
 		return nil
 	})

@@ -43,6 +43,14 @@ func (s *Service) armIfSoon(ctx context.Context, sess *Session) {
 // session its window finds (internal/sweep). It reports whether a timer was
 // asked for. Errors: as Timers.Arm.
 func (s *Service) ArmTimer(ctx context.Context, sess *Session) (bool, error) {
+	if s.cfg.Timers != nil && sess.State == StatePaused && sess.Learned() && !sess.Idle.PreResumeAt.IsZero() {
+		// A pre-resume: armed however far ahead (a transport with a
+		// shorter delay fires early and FireTimer arms again).
+		if err := s.cfg.Timers.Arm(ctx, sess.ID, sess.Idle.PreResumeAt); err != nil {
+			return false, err
+		}
+		return true, nil
+	}
 	if s.cfg.Timers == nil || sess.State != StateRunning {
 		return false, nil
 	}
@@ -64,6 +72,9 @@ const (
 	TimerPaused  TimerOutcome = "paused"  // the session was due and is now paused
 	TimerRearmed TimerOutcome = "rearmed" // the deadline moved: a timer is armed for the new one
 	TimerIdle    TimerOutcome = "noop"    // nothing to do: gone, not running, deadline beyond the horizon, or another writer won
+	// TimerPreResumed: a paused learned session was pre-resumed before
+	// its user's predicted return (learnedservice.go).
+	TimerPreResumed TimerOutcome = "pre_resumed"
 )
 
 // FireTimer is what a fired timer calls: it re-reads the session and pauses
@@ -89,6 +100,9 @@ func (s *Service) FireTimer(ctx context.Context, sessionID string) (TimerOutcome
 	}
 	if err != nil {
 		return TimerIdle, err
+	}
+	if sess.State == StatePaused && sess.Learned() && !sess.Idle.PreResumeAt.IsZero() {
+		return s.firePreResume(ctx, sess)
 	}
 	if sess.State != StateRunning {
 		return TimerIdle, nil

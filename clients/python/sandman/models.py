@@ -154,6 +154,12 @@ class Session(Model):
     away_deadline: str | None = None
     resume_on_return: bool | None = None
     from_pool: bool | None = None
+    #: "fixed" or "learned" (docs/COST.md "The learned idle policy").
+    idle_policy: str | None = None
+    #: What set pause_deadline: fixed, thin, missed, learned, predicted, cap, pre_resumed, hold, away, lifetime.
+    pause_deadline_why: str | None = None
+    #: When a paused learned session is resumed before its user's predicted return.
+    pre_resume_at: str | None = None
     #: The session and checkpoint a fork was made from (None: no fork).
     forked_from: ForkOrigin | None = None
     checkpoint_on_pause: bool | None = None
@@ -215,6 +221,10 @@ class LifecycleEnvelope(Model):
     #: Deprecated: pause_deadline under its former name, the same value.
     hibernate_after: str | None
     sandbox_expires_at: str | None
+    #: What set pause_deadline (see Session.pause_deadline_why).
+    pause_deadline_why: str | None = None
+    #: When a paused learned session is resumed before its user's predicted return.
+    pre_resume_at: str | None = None
 
 
 @dataclass(kw_only=True)

@@ -727,6 +727,21 @@ export interface components {
             restore_checkpoint_id?: string | null;
             /** @description Why the last restore failed (the session is then back as it was, reason restore_failed), or why a fork's sandbox could not be made (the fork is failed); null otherwise. */
             restore_error?: string | null;
+            /**
+             * @description How the idle deadline is set: fixed, by idle_timeout_seconds alone; learned, from the idle gaps of the session's user key, never past idle_timeout_seconds, with pre-resumes before predicted returns (docs/COST.md "The learned idle policy").
+             * @enum {string}
+             */
+            idle_policy?: "fixed" | "learned";
+            /**
+             * @description What set pause_deadline (docs/COST.md "The learned idle policy"): fixed (the idle timeout), a learned plan's reason (thin: too few returns, the break-even timeout; missed: pre-resumes missed, the break-even timeout; learned: kept alive to the tail of the user's gaps below the idle timeout; predicted: as learned, and pre-resumed before predicted returns; cap: the idle timeout is at or below the learned floor; pre_resumed: a pre-resumed sandbox waiting for its user), hold (a busy hold), away or lifetime; null unless running.
+             * @enum {string|null}
+             */
+            pause_deadline_why?: "fixed" | "cap" | "thin" | "missed" | "learned" | "predicted" | "pre_resumed" | "hold" | "away" | "lifetime" | null;
+            /**
+             * Format: date-time
+             * @description When this paused session under the learned idle policy is resumed (reason predicted) before its user's predicted return; null when none is planned or the session is not paused.
+             */
+            pre_resume_at?: string | null;
         };
         SessionList: {
             /** @description Newest first. */
@@ -759,6 +774,11 @@ export interface components {
             checkpoint_every_seconds?: number | null;
             /** @description How many automatic checkpoints to keep, 1..100; absent or null: the deployment's default (5). */
             checkpoints_keep?: number | null;
+            /**
+             * @description fixed (the idle timeout) or learned (a pause deadline learned from the idle gaps of the session's user key, never past idle_timeout_seconds, and pre-resumes before predicted returns; docs/COST.md "The learned idle policy"); absent means the deployment's (SANDMAN_IDLE_POLICY, default fixed).
+             * @enum {string}
+             */
+            idle_policy?: "fixed" | "learned";
         };
         /** @description A heartbeat's optional body. */
         ActivityRequest: {
@@ -796,6 +816,16 @@ export interface components {
              * @description The provider's guard timer; null in a final state.
              */
             sandbox_expires_at: string | null;
+            /**
+             * @description What set pause_deadline (docs/COST.md "The learned idle policy"): fixed (the idle timeout), a learned plan's reason (thin: too few returns, the break-even timeout; missed: pre-resumes missed, the break-even timeout; learned: kept alive to the tail of the user's gaps below the idle timeout; predicted: as learned, and pre-resumed before predicted returns; cap: the idle timeout is at or below the learned floor; pre_resumed: a pre-resumed sandbox waiting for its user), hold (a busy hold), away or lifetime; null unless running.
+             * @enum {string|null}
+             */
+            pause_deadline_why?: "fixed" | "cap" | "thin" | "missed" | "learned" | "predicted" | "pre_resumed" | "hold" | "away" | "lifetime" | null;
+            /**
+             * Format: date-time
+             * @description When this paused session under the learned idle policy is resumed (reason predicted) before its user's predicted return; null when none is planned or the session is not paused.
+             */
+            pre_resume_at?: string | null;
         };
         /** @description From the database only: no provider call, not activity. */
         Status: {

@@ -15,6 +15,7 @@
 //	usage marker    pk "SESSION#<id>"                   sk "USAGE"
 //	recent event    pk "SESSION#<id>"                   sk "EVENT#<version>" (ttl set)
 //	checkpoint      pk "SESSION#<id>"                   sk "CHECKPOINT#<checkpoint id>"
+//	idle histogram  pk "IDLE#<key>"                     sk "IDLE" (lifecycle.IdleKeys; internal/dynamo idle.go)
 //	webhook endpoint pk "WHEP#<account id>"             sk "<endpoint id>"   (internal/delivery/dynamostore)
 //	webhook delivery pk "WHDLV#<endpoint id>"           sk "<delivery id>"   (ttl set: 30 days)
 //

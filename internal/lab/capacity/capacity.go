@@ -46,6 +46,15 @@ type Target struct {
 	// ConnectsPer5Min are client-channel connections opened, and as many
 	// closed, per 5 minutes (the creates plus the resumes: a tab per start).
 	ConnectsPer5Min int
+	// ReturnsPer5Min are users' returns per 5 minutes (200,000: the
+	// resumes and as many returns to a sandbox still running, as the cost
+	// replay's trace of people has about twice as many returns as
+	// resumes); LearnedShare the share of sessions under the learned idle
+	// policy (1: every one, the worst case). Each learned return reads its
+	// three histograms and writes its user key's, and one in
+	// lifecycle.FallbackEvery the account's and the template's.
+	ReturnsPer5Min int
+	LearnedShare   float64
 	// LargestAccount is how many of the sessions belong to the largest
 	// account (10,000): its share of every operation lands on its account
 	// keys.
@@ -58,6 +67,7 @@ type Target struct {
 var DefaultTarget = Target{
 	Sessions: 1_000_000, HeartbeatEvery: 30 * time.Second, ChannelShare: 0.5,
 	PausesPer5Min: 100_000, ResumesPer5Min: 100_000, CreatesPer5Min: 30_000, ConnectsPer5Min: 130_000,
+	ReturnsPer5Min: 200_000, LearnedShare: 1,
 	LargestAccount: 10_000, Scale: 1,
 }
 
@@ -83,6 +93,12 @@ func (t Target) withDefaults() Target {
 	}
 	if t.ConnectsPer5Min < 0 {
 		t.ConnectsPer5Min = d.ConnectsPer5Min
+	}
+	if t.ReturnsPer5Min < 0 {
+		t.ReturnsPer5Min = d.ReturnsPer5Min
+	}
+	if t.LearnedShare < 0 || t.LearnedShare > 1 {
+		t.LearnedShare = d.LearnedShare
 	}
 	if t.LargestAccount <= 0 {
 		t.LargestAccount = d.LargestAccount
@@ -223,18 +239,9 @@ func Run(ctx context.Context, env *bench.Env, cfg Config) (Result, error) {
 	ids := make([]string, n)
 	var ops []Op
 	measure := func(name string, rate float64, each func(i int) error) error {
-		capLog.Reset()
-		for i := range n {
-			if err := each(i); err != nil {
-				return fmt.Errorf("capacity: %s %d: %w", name, i, err)
-			}
-		}
-		per := map[Family]Units{}
-		for f, u := range capLog.Snapshot() {
-			per[f] = Units{Read: u.Read / float64(n), Write: u.Write / float64(n)}
-		}
-		ops = append(ops, Op{Name: name, PerSecond: rate, Units: per})
-		return nil
+		op, err := measureOp(capLog, n, name, rate, each, nil)
+		ops = append(ops, op)
+		return err
 	}
 	steps := []struct {
 		name  string
@@ -308,10 +315,34 @@ func Run(ctx context.Context, env *bench.Env, cfg Config) (Result, error) {
 			return Result{}, err
 		}
 	}
+	learnedOps, err := measureLearned(ctx, env, svc.Config(), store, clock, capLog, n, t)
+	if err != nil {
+		return Result{}, err
+	}
+	ops = append(ops, learnedOps...)
 	res := Result{Target: t, Shards: cfg.Shards, Ops: ops}
 	res.Rows = scaleRows(ops, t, cfg.Shards, store.ShardSkew(t.Sessions))
 	res.Seconds = time.Since(start).Seconds()
 	return res, nil
+}
+
+// measureOp calls each n times and returns the operation with its mean
+// units per call, by family (only the families keep says yes to; nil:
+// every one).
+func measureOp(capLog *Log, n int, name string, rate float64, each func(i int) error, keep func(Family) bool) (Op, error) {
+	capLog.Reset()
+	for i := range n {
+		if err := each(i); err != nil {
+			return Op{}, fmt.Errorf("capacity: %s %d: %w", name, i, err)
+		}
+	}
+	per := map[Family]Units{}
+	for f, u := range capLog.Snapshot() {
+		if keep == nil || keep(f) {
+			per[f] = Units{Read: u.Read / float64(n), Write: u.Write / float64(n)}
+		}
+	}
+	return Op{Name: name, PerSecond: rate, Units: per}, nil
 }
 
 // scaleRows turns per-call units and rates into each family's busiest
@@ -327,8 +358,10 @@ func scaleRows(ops []Op, t Target, shards int, skew float64) []Row {
 			return float64(t.LargestAccount) / float64(t.Sessions), "account"
 		case FamIdleShard, FamLeaseShard, FamPausedShard:
 			return skew / float64(shards), fmt.Sprintf("shard of %d", shards)
-		case FamOther:
+		case FamOther, FamIdleTemplate:
 			return 1, "all together"
+		case FamIdleAccount:
+			return float64(t.LargestAccount) / float64(t.Sessions), "account"
 		}
 		return 1 / sessions, "session"
 	}

@@ -54,7 +54,12 @@ const (
 	FamConnection       Family = "connection item"
 	FamClaim            Family = "claim item"
 	FamAPIKey           Family = "API key item"
-	FamOther            Family = "other items"
+	// The learned idle policy's histograms (lifecycle.IdleKeys): one item
+	// per user key, per account's template, per template.
+	FamIdleUser     Family = "idle histogram item (user key)"
+	FamIdleAccount  Family = "idle histogram item (account's template)"
+	FamIdleTemplate Family = "idle histogram item (template)"
+	FamOther        Family = "other items"
 	// Index partitions: the due indexes are keyed by a shard, by_owner by
 	// the account, the rest by one session or sandbox.
 	FamIdleShard     Family = "idle index shard"
@@ -390,6 +395,12 @@ func keyFamilies(k itemKey) (item, partition Family) {
 		return FamClaim, ""
 	case strings.HasPrefix(k.pk, "APIKEY#"):
 		return FamAPIKey, ""
+	case strings.HasPrefix(k.pk, "IDLE#user#"):
+		return FamIdleUser, ""
+	case strings.HasPrefix(k.pk, "IDLE#account#"):
+		return FamIdleAccount, ""
+	case strings.HasPrefix(k.pk, "IDLE#template#"):
+		return FamIdleTemplate, ""
 	}
 	return FamOther, ""
 }

@@ -93,6 +93,11 @@ type Scenario struct {
 	// page when Config.LeaveClosesPage says so, whatever this is. Used only
 	// with Presence.
 	AwayProbability float64
+	// Learned runs the learned idle policy (lifecycle.LearnedPolicy with
+	// Config.Learned) on every session: a pause deadline learned per user
+	// key and pre-resumes before predicted returns (docs/COST.md). With
+	// NoPreResume its plans never pre-resume. SandmanTimers only.
+	Learned, NoPreResume bool
 	// ResumeOnReturn resumes a paused session the moment its client is
 	// visible again (docs/WAKE.md "Resume on return"): at the end of an away
 	// gap, SessionTrace.Lead before the user's first request, so the
@@ -166,6 +171,10 @@ type Config struct {
 	Epoch time.Time
 	// Trace holds the distributions of the synthetic trace.
 	Trace TraceParams
+	// Learned is the learned idle policy of the Scenario.Learned rows; its
+	// BreakEven is also the B of the cost against the clairvoyant optimum
+	// (docs/COST.md).
+	Learned lifecycle.LearnedPolicy
 	// Lifecycle is the idle policy the pausing policies run: its
 	// DefaultIdleTimeout is every session's idle timeout, and Sandman uses its
 	// ActivityGranularity, ProviderGrace and provider-timeout rules.
@@ -396,6 +405,7 @@ func DefaultConfig() Config {
 			ReturnLeadMax:     time.Minute,
 		},
 		Lifecycle:          lifecycle.DefaultPolicy(),
+		Learned:            lifecycle.DefaultLearnedPolicy(),
 		SweepInterval:      5 * time.Minute,
 		ResumeWait:         time.Second,
 		Tail:               48 * time.Hour,
@@ -478,6 +488,12 @@ func (c Config) Validate() error {
 		check(!s.Presence || s.Policy == Sandman || s.Policy == SandmanTimers,
 			"scenario %d (%q): presence needs the sandman or sandman-timers policy", i, s.Name)
 		check(!s.ResumeOnReturn || s.Presence, "scenario %d (%q): resume on return needs presence", i, s.Name)
+		check(!s.Learned || s.Policy == SandmanTimers, "scenario %d (%q): the learned policy needs sandman-timers", i, s.Name)
+		if s.Learned {
+			if err := c.Learned.Validate(); err != nil {
+				errs = append(errs, err)
+			}
+		}
 	}
 	if err := c.Scale.Validate(); err != nil {
 		errs = append(errs, err)

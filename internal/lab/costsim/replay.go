@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
@@ -107,6 +108,7 @@ type eventKind uint8
 const (
 	evHeartbeat eventKind = iota
 	evReturn
+	evPreResume
 	evTimeout
 	evTimer
 	evSweep
@@ -185,6 +187,7 @@ type sim struct {
 	running   int // sandboxes running now
 	billed    time.Duration
 	overshoot []time.Duration
+	learned   learnedState // Scenario.Learned: the histograms (learnedsim.go)
 	res       Result
 	err       error
 }
@@ -224,6 +227,8 @@ func replay(cfg Config, tr Trace, sc Scenario) (Result, error) {
 			m.heartbeat(e.sess, e.at)
 		case evReturn:
 			m.clientReturns(e.sess, e.at)
+		case evPreResume:
+			m.preResume(e.sess, e.at)
 		case evTimeout:
 			m.timeout(e.sess, e.at, e.gen)
 		case evTimer:
@@ -237,7 +242,7 @@ func replay(cfg Config, tr Trace, sc Scenario) (Result, error) {
 	}
 	for i := range m.sessions {
 		if s := &m.sessions[i]; s.row.State == lifecycle.StateRunning {
-			m.billed += m.end - s.since
+			m.bill(s, m.end-s.since)
 			m.res.RunningAtEnd++
 		}
 	}
@@ -301,22 +306,20 @@ func (m *sim) heartbeat(i int, at time.Duration) {
 	}
 	// A client that comes back clears the away deadline.
 	s.awaySet = false
+	m.learnReturn(s, at)
 	switch {
 	case !s.created:
 		m.create(s, at)
 	case s.row.State == lifecycle.StatePaused:
 		// The user meets the whole resume: a return with no lead (also
 		// mid-burst, after an outage paused a working user).
-		m.res.Returns++
-		m.res.ResumeLeads = append(m.res.ResumeLeads, 0)
+		m.userReturns(s, 0, true)
 		m.resume(s, at, lifecycle.ReasonRequest)
 	default:
 		if back {
-			m.res.Returns++
-			if returned {
-				// Resumed on return: the resume had this long already.
-				m.res.ResumeLeads = append(m.res.ResumeLeads, at-returnedAt)
-			}
+			// Resumed on return or pre-resumed: the resume had this long
+			// already.
+			m.userReturns(s, at-returnedAt, returned)
 		}
 		m.touch(s, at)
 	}
@@ -386,9 +389,10 @@ func (m *sim) create(s *simSession, at time.Duration) {
 	now := m.now(at)
 	s.created = true
 	s.row = lifecycle.Session{
-		SandboxID: sandboxID, State: lifecycle.StateProvisioning,
+		ID: "ses_sim_" + strconv.Itoa(s.index), SandboxID: sandboxID, State: lifecycle.StateProvisioning,
 		IdleTimeout: m.pol.DefaultIdleTimeout, CreatedAt: now, UpdatedAt: now,
 	}
+	m.startLearning(s)
 	s.row.MarkActivity(now, m.gran)
 	if m.guard {
 		s.row.SandboxExpiresAt = now.Add(m.pol.ProviderTimeout(&s.row, now))
@@ -540,6 +544,7 @@ func (m *sim) pause(s *simSession, at time.Duration, reason string) {
 		m.res.AwayPauses++
 	}
 	m.paused(s, at)
+	m.pausedLearned(s, at)
 }
 
 // startBilling marks the sandbox running from at and, under Sandman, arms the
@@ -554,7 +559,7 @@ func (m *sim) startBilling(s *simSession, at time.Duration) {
 
 // stopBilling ends the running span at at and disarms the provider timeout.
 func (m *sim) stopBilling(s *simSession, at time.Duration) {
-	m.billed += at - s.since
+	m.bill(s, at-s.since)
 	m.running--
 	s.gen++
 }
@@ -617,6 +622,7 @@ func (m *sim) sweep(at time.Duration) {
 // earlier) is sampled and returned.
 func (m *sim) paused(s *simSession, at time.Duration) time.Duration {
 	m.stopBilling(s, at)
+	m.account(s).Pauses++
 	target := s.lastActive + s.row.IdleTimeout
 	if s.awaySet {
 		target = min(target, s.away)

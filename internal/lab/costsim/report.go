@@ -153,6 +153,14 @@ type Result struct {
 	// outage). ReturnResumes counts resumes started on return
 	// (Scenario.ResumeOnReturn), before the user's request.
 	Returns, ReturnResumes int
+	// PreResumes counts pre-resumes (Scenario.Learned); PreResumeHits the
+	// returns that met a pre-resumed sandbox, PreResumeFalse the
+	// pre-resumed sandboxes that paused again before their user came back,
+	// PreResumeEarly the returns that came before their pre-resume.
+	PreResumes, PreResumeHits, PreResumeFalse, PreResumeEarly int
+	// Accounts holds the figures of each account (SessionTrace.Account;
+	// "-" for sessions without one).
+	Accounts map[string]*AccountResult
 	// ResumeLeads holds, for each return that met a resume, how long before
 	// the user's request the resume started: 0 when the request found the
 	// sandbox paused, the return lead when it was resumed on return. The

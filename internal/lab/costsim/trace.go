@@ -18,8 +18,12 @@ type Burst struct {
 // requests the client sends, as offsets from Config.Epoch, ascending; each
 // burst's first and last heartbeat fall on its Start and End.
 type SessionTrace struct {
-	Bursts     []Burst
-	Heartbeats []time.Duration
+	// User, Account and Template name who worked in the session (a trace
+	// of people, GeneratePeople, or a recorded one, LoadTrace); empty in
+	// Generate's i.i.d. trace, where every session is a user of its own.
+	User, Account, Template string
+	Bursts                  []Burst
+	Heartbeats              []time.Duration
 	// Away holds one presence draw per idle gap, uniform in [0, 1): Away[j]
 	// is for the gap after burst j, and the client is gone or hidden for
 	// that gap when Away[j] < Scenario.AwayProbability. Nil (hand-written

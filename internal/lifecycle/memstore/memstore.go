@@ -35,6 +35,7 @@ type Store struct {
 	pools    poolState      // spares and pool status (pool.go)
 	// checkpoints by session id, then checkpoint id (checkpoint.go)
 	checkpoints map[string]map[string]*lifecycle.Checkpoint
+	idle        idleState // the learned idle policy's histograms (idle.go)
 }
 
 type claim struct {

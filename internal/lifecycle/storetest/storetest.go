@@ -32,6 +32,7 @@ func Run(t *testing.T, newStore NewStore) {
 	t.Run("Pools", func(t *testing.T) { testPools(t, newStore) })
 	t.Run("LeaseIndex", func(t *testing.T) { testLeaseIndex(t, newStore) })
 	t.Run("Checkpoints", func(t *testing.T) { testCheckpoints(t, newStore) })
+	t.Run("IdleHistograms", func(t *testing.T) { testIdleHistograms(t, newStore) })
 }
 
 // t0 is the tests' fixed "now", with nanoseconds to prove they survive.

@@ -75,6 +75,13 @@ type Session struct {
 	CheckpointsKeep        int         `json:"checkpoints_keep"`
 	RestoreCheckpointID    *string     `json:"restore_checkpoint_id"`
 	RestoreError           *string     `json:"restore_error"`
+	// IdlePolicy is fixed or learned; PauseDeadlineWhy says what set the
+	// pause deadline (null unless running) and PreResumeAt when a paused
+	// learned session is resumed before its user's predicted return (null:
+	// none): docs/COST.md "The learned idle policy".
+	IdlePolicy       string  `json:"idle_policy"`
+	PauseDeadlineWhy *string `json:"pause_deadline_why"`
+	PreResumeAt      *string `json:"pre_resume_at"`
 }
 
 // App is an app spec as the API shows and takes it (docs/READINESS.md).
@@ -117,6 +124,13 @@ type Envelope struct {
 	// the deprecated tag names the field that replaces it).
 	HibernateAfter   *string `json:"hibernate_after" deprecated:"pause_deadline"`
 	SandboxExpiresAt *string `json:"sandbox_expires_at"`
+	// PauseDeadlineWhy says what set pause_deadline: fixed (the idle
+	// timeout), a learned plan's reason (thin, missed, learned, predicted,
+	// cap, pre_resumed), hold, away or lifetime; null unless running.
+	// PreResumeAt is when a paused learned session is resumed before its
+	// user's predicted return; null: none (docs/COST.md).
+	PauseDeadlineWhy *string `json:"pause_deadline_why"`
+	PreResumeAt      *string `json:"pre_resume_at"`
 }
 
 // Status answers GET /v1/sessions/{id}/status; sandbox_paused is true when

@@ -57,6 +57,8 @@ func run(ctx context.Context, args []string, out, progress io.Writer) (bool, err
 	fs.IntVar(&t.CreatesPer5Min, "creates", d.CreatesPer5Min, "creates per 5 minutes")
 	fs.IntVar(&t.ConnectsPer5Min, "connects", d.ConnectsPer5Min, "client-channel connections opened (and closed) per 5 minutes")
 	fs.IntVar(&t.LargestAccount, "largest-account", d.LargestAccount, "sessions on the largest account")
+	fs.IntVar(&t.ReturnsPer5Min, "returns", d.ReturnsPer5Min, "users' returns per 5 minutes (the learned idle policy's histogram reads and writes)")
+	fs.Float64Var(&t.LearnedShare, "learned-share", d.LearnedShare, "share of sessions under the learned idle policy, 0..1")
 	fs.Float64Var(&t.Scale, "scale", 1, "multiply every count of the target by this")
 	fs.IntVar(&cfg.Shards, "shards", 0, "due-index shards (0: tabledef.DeployedShards, the stack's default SANDMAN_SHARDS)")
 	fs.IntVar(&cfg.Ops, "ops", 50, "calls of each operation in the synthetic run")

@@ -80,6 +80,11 @@ func main() {
 	fs.Float64Var(&cfg.PoolCosts.StoragePerGiBMonth, "pool-storage-price", cfg.PoolCosts.StoragePerGiBMonth, "pools: US dollars per GiB-month of paused storage")
 	fs.DurationVar(&cfg.PoolCosts.Pause, "pool-pause", cfg.PoolCosts.Pause, "pools: running time of pausing a made spare")
 	fs.DurationVar(&cfg.PoolCosts.Claim, "pool-claim", cfg.PoolCosts.Claim, "pools: what a claim adds to the wait besides the resume")
+	tracePath := fs.String("trace", "", "replay a recorded trace (CSV or JSON lines: session, user, account, time, kind; docs/COST.md) instead of a synthetic one")
+	learned := fs.Bool("learned", false, "print only the learned idle policy against the fixed timer: the training trace and every held-out one (docs/COST.md)")
+	fs.DurationVar(&cfg.Learned.BreakEven, "break-even", cfg.Learned.BreakEven, "learned policy: B/r, the break-even time, and the B of the cost against the clairvoyant optimum")
+	fs.DurationVar(&cfg.Learned.Floor, "learned-floor", cfg.Learned.Floor, "learned policy: the shortest learned idle timeout")
+	people := fs.Bool("people", false, "replay the trace of people (costsim.DefaultPeople; docs/COST.md) instead of the i.i.d. one")
 	var heldOut seeds
 	fs.Var(&heldOut, "held-out", "print only the resume-on-return target judged on each of these comma-separated seeds")
 	fs.IntVar(&cfg.VCPUs, "vcpus", cfg.VCPUs, "vCPUs per sandbox (pricing)")
@@ -113,6 +118,22 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
+	if *learned && *tracePath == "" {
+		rows, err := costsim.RunLearned(cfg, costsim.DefaultLearnedConfig())
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		fmt.Print(costsim.LearnedMarkdown(cfg, rows))
+		return
+	}
+	if *tracePath != "" || *people {
+		if err := replayOther(cfg, *tracePath); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
 	if len(heldOut) > 0 {
 		rows, err := costsim.HeldOut(cfg, heldOut)
 		if err != nil {
@@ -123,6 +144,46 @@ func main() {
 		return
 	}
 	fmt.Print(costsim.Run(cfg).Markdown())
+}
+
+// replayOther replays every scenario of cfg on a recorded trace (path) or,
+// when path is empty, on the trace of people, and prints the report
+// without the sections the i.i.d. trace alone has (frontier, pools, scale,
+// held-out seeds).
+func replayOther(cfg costsim.Config, path string) error {
+	cfg.AwayFrontier, cfg.Pools, cfg.Scale, cfg.HeldOutSeeds = nil, nil, costsim.ScaleConfig{}, nil
+	var tr costsim.Trace
+	if path != "" {
+		f, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		lt, err := costsim.LoadTrace(f, costsim.LoadOptions{})
+		if err != nil {
+			return err
+		}
+		cfg.Epoch, tr = lt.Epoch, lt.Trace
+		fmt.Printf("Recorded trace %s: %d events, %d sessions, epoch %s.\n\n", path, lt.Events, len(tr.Sessions), lt.Epoch.Format(time.RFC3339))
+	} else {
+		var err error
+		if tr, err = costsim.GeneratePeople(cfg, costsim.DefaultPeople()); err != nil {
+			return err
+		}
+		fmt.Printf("The trace of people (docs/COST.md), seed %d: %d sessions. The method below describes the i.i.d. trace's "+
+			"parameters, not this one's.\n\n", cfg.Seed, len(tr.Sessions))
+	}
+	r, err := costsim.Replay(cfg, tr)
+	if err != nil {
+		return err
+	}
+	fmt.Print(r.Markdown())
+	ms, v, err := costsim.MeasureLearned(cfg, tr)
+	if err != nil {
+		return err
+	}
+	fmt.Print("\n", costsim.LearnedMarkdown(cfg, []costsim.LearnedRow{{Shape: "this trace", Seed: cfg.Seed, Policies: ms, Verdict: v}}))
+	return nil
 }
 
 // seeds is a flag.Value holding a comma-separated list of seeds.
