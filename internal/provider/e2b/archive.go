@@ -64,12 +64,12 @@ func (p *Provider) ExportTar(ctx context.Context, sandboxID, dir string, exclude
 // sandboxfs.ImportCommand unpacks it with GNU tar and removes it. While it
 // goes up, r is read as a tar stream (archive.Checked): an archive that
 // UnpackTar would refuse, or one cut short, fails the upload before
-// anything is unpacked. Both steps are bounded by Config.ArchiveTimeout.
-// Not retried: the caller retries the whole import (a retried tar would
+// anything is unpacked. Both steps are bounded by Config.ArchiveTimeout;
+// after a failure of either the upload is removed. Not retried: the caller retries the whole import (a retried tar would
 // find its part removed). Errors: gone, transient, *ExitError (tar failed),
 // archive.ErrUnsafe (wrapped), r's, a plain error for envd's refusal (507:
 // the disk is full).
-func (p *Provider) ImportTar(ctx context.Context, sandboxID, dir string, r io.Reader) error {
+func (p *Provider) ImportTar(ctx context.Context, sandboxID, dir string, r io.Reader) (err error) {
 	const op = "import_tar"
 	parts := sandboxfs.Transfer()
 	line, err := sandboxfs.ImportCommand(dir, parts)
@@ -84,8 +84,12 @@ func (p *Provider) ImportTar(ctx context.Context, sandboxID, dir string, r io.Re
 	}
 	actx, cancel := context.WithTimeout(ctx, p.cfg.ArchiveTimeout)
 	defer cancel()
+	defer func() {
+		if err != nil {
+			p.removeTransfer(ctx, op, sandboxID, parts)
+		}
+	}()
 	if err := p.upload(actx, op, sandboxID, sandboxfs.PartName(parts, 0), r); err != nil {
-		p.removeTransfer(ctx, op, sandboxID, parts)
 		return err
 	}
 	_, err = p.runOnce(actx, op, sandboxID, line, p.cfg.ArchiveTimeout)
@@ -113,8 +117,7 @@ func (p *Provider) upload(ctx context.Context, op, sandboxID, path string, r io.
 	return resp.Body.Close()
 }
 
-// removeTransfer removes a transfer's temporary files after a failure,
-// once, on a context of its own (ctx may have ended); a failure is logged.
+// removeTransfer removes a transfer's temporary files, once, on a context of its own (ctx may have ended); a failure is logged.
 func (p *Provider) removeTransfer(ctx context.Context, op, sandboxID, path string) {
 	line, err := sandboxfs.RemoveCommand(path)
 	if err == nil {

@@ -8,6 +8,8 @@ import (
 	"mime/multipart"
 	"net/http"
 	"sync"
+
+	"github.com/sandmanhq/sandman/internal/lifecycle"
 )
 
 // Open makes one attempt at rq whose answer is a stream (a file's bytes),
@@ -108,4 +110,36 @@ func MultipartBody(fields [][2]string, fileField, fileName string, r io.Reader) 
 		pw.CloseWithError(err)
 	}()
 	return pr, mw.FormDataContentType()
+}
+
+// Download copies the body of resp, an answer Open returned, to w and
+// closes it, returning the bytes written. Errors: w's, as they are; a body
+// that breaks off is a transient *lifecycle.ProviderError.
+func Download(w io.Writer, resp *http.Response, op, sandboxID string) (int64, error) {
+	defer resp.Body.Close()
+	dst := &sinkWriter{w: w}
+	n, err := io.Copy(dst, resp.Body)
+	switch {
+	case dst.err != nil:
+		return n, dst.err
+	case err != nil:
+		return n, lifecycle.NewProviderError(lifecycle.ErrProviderTransient, op, sandboxID,
+			fmt.Errorf("the download broke off after %d bytes: %w", n, err))
+	}
+	return n, nil
+}
+
+// sinkWriter remembers its writer's error, so Download can tell it from
+// the network's.
+type sinkWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (s *sinkWriter) Write(p []byte) (int, error) {
+	n, err := s.w.Write(p)
+	if err != nil && s.err == nil {
+		s.err = err
+	}
+	return n, err
 }

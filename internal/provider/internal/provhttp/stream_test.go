@@ -77,3 +77,38 @@ func TestOpen(t *testing.T) {
 		t.Errorf("no answer: %v, want transient", err)
 	}
 }
+
+// TestDownload copies an answer to a writer, passes the writer's own
+// failure through, and makes a body that breaks off transient.
+func TestDownload(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/short" {
+			w.Header().Set("Content-Length", "100")
+		}
+		_, _ = io.WriteString(w, "tar bytes")
+	}))
+	defer srv.Close()
+	open := func(path string) *http.Response {
+		resp, _, err := provhttp.Open(t.Context(), srv.Client(), provhttp.Request{Op: "export_tar", SandboxID: "sb1",
+			Method: http.MethodGet, URL: srv.URL + path, MaxBody: 1 << 10}, nil, "")
+		if err != nil || resp == nil {
+			t.Fatalf("Open: %v", err)
+		}
+		return resp
+	}
+	var buf strings.Builder
+	if n, err := provhttp.Download(&buf, open("/"), "export_tar", "sb1"); n != 9 || err != nil || buf.String() != "tar bytes" {
+		t.Errorf("Download = %d, %v, %q", n, err, buf.String())
+	}
+	full := errors.New("the store is full")
+	if _, err := provhttp.Download(failingWriter{full}, open("/"), "export_tar", "sb1"); !errors.Is(err, full) || errors.Is(err, lifecycle.ErrProviderTransient) {
+		t.Errorf("Download into a failing writer: %v, want its error", err)
+	}
+	if _, err := provhttp.Download(io.Discard, open("/short"), "export_tar", "sb1"); !errors.Is(err, lifecycle.ErrProviderTransient) {
+		t.Errorf("Download of a body cut short: %v, want transient", err)
+	}
+}
+
+type failingWriter struct{ err error }
+
+func (f failingWriter) Write([]byte) (int, error) { return 0, f.err }
