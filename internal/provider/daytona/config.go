@@ -38,8 +38,8 @@ const (
 	// deactivated (14 days unused) before a create from it: the snapshot is
 	// pulled to the runners again (ours: 10 min).
 	DefaultActivateTimeout = 10 * time.Minute
-	// DefaultArchiveTimeout bounds one workspace export or import: the tar
-	// command in the sandbox and the transfer each (ours: a 1 GB workspace
+	// DefaultArchiveTimeout bounds one workspace export or import, the tar
+	// command in the sandbox and the transfer together (ours: a 1 GB workspace
 	// takes about a minute at 20 MB/s).
 	DefaultArchiveTimeout = 15 * time.Minute
 	// DefaultPollInterval is the wait between reads of a sandbox that is in

@@ -65,8 +65,9 @@ func (p *Provider) ExportTar(ctx context.Context, sandboxID, dir string, exclude
 // goes up, r is read as a tar stream (archive.Checked): an archive that
 // UnpackTar would refuse, or one cut short, fails the upload before
 // anything is unpacked. Both steps are bounded by Config.ArchiveTimeout;
-// after a failure of either the upload is removed. Not retried: the caller retries the whole import (a retried tar would
-// find its part removed). Errors: gone, transient, *ExitError (tar failed),
+// after a failure of either the upload is removed. Not retried: the caller
+// retries the whole import (a retried tar would find its part removed).
+// Errors: gone, transient, *ExitError (tar failed),
 // archive.ErrUnsafe (wrapped), r's, a plain error for envd's refusal (507:
 // the disk is full).
 func (p *Provider) ImportTar(ctx context.Context, sandboxID, dir string, r io.Reader) (err error) {
