@@ -2,12 +2,12 @@ package e2b
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 
-	"github.com/sandmanhq/sandman/internal/archive"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/provider/internal/provhttp"
 	"github.com/sandmanhq/sandman/internal/provider/internal/sandboxfs"
@@ -57,52 +57,46 @@ func (p *Provider) ExportTar(ctx context.Context, sandboxID, dir string, exclude
 }
 
 // ImportTar unpacks the tar stream r into the folder dir in the sandbox,
-// making it (lifecycle.WorkspaceArchiver). The stream goes up as one file
-// through envd's file API, POST <envd>/files?path=<part> with a
-// multipart/form-data body (field "file"), streamed as r is read, into a
-// fresh folder under /tmp (sandboxfs.Transfer); then
-// sandboxfs.ImportCommand unpacks it with GNU tar and removes it. While it
-// goes up, r is read as a tar stream (archive.Checked): an archive that
-// UnpackTar would refuse, or one cut short, fails the upload before
-// anything is unpacked. Both steps are bounded by Config.ArchiveTimeout;
-// after a failure of either the upload is removed. Not retried: the caller
-// retries the whole import (a retried tar would find its part removed).
-// Errors: gone, transient, *ExitError (tar failed),
-// archive.ErrUnsafe (wrapped), r's, a plain error for envd's refusal (507:
-// the disk is full).
-func (p *Provider) ImportTar(ctx context.Context, sandboxID, dir string, r io.Reader) (err error) {
+// making it (lifecycle.WorkspaceArchiver, sandboxfs.Import). The stream
+// goes up as one file through envd's file API, POST <envd>/files?path=…
+// with a multipart/form-data body (field "file"), streamed as r is read
+// and checked as a tar (archive.Checked); then GNU tar unpacks it, under
+// /bin/bash -c through envd's Start, and removes it. The whole is bounded
+// by Config.ArchiveTimeout; after a failure the upload is removed. Not
+// retried: the caller retries the whole import. Errors: gone, transient, a
+// plain error for tar's failure (its exit code and stderr) or envd's
+// refusal (507: the disk is full), archive.ErrUnsafe (wrapped), r's.
+func (p *Provider) ImportTar(ctx context.Context, sandboxID, dir string, r io.Reader) error {
 	const op = "import_tar"
-	parts := sandboxfs.Transfer()
-	line, err := sandboxfs.ImportCommand(dir, parts)
-	if err != nil {
-		return err
-	}
 	if err := checkID(op, sandboxID); err != nil {
 		return err
 	}
 	if err := p.envdToken(ctx, op, sandboxID); err != nil {
 		return err
 	}
-	actx, cancel := context.WithTimeout(ctx, p.cfg.ArchiveTimeout)
+	ctx, cancel := context.WithTimeout(ctx, p.cfg.ArchiveTimeout)
 	defer cancel()
-	defer func() {
-		if err != nil {
-			p.removeTransfer(ctx, op, sandboxID, parts)
-		}
-	}()
-	if err := p.upload(actx, op, sandboxID, sandboxfs.PartName(parts, 0), r); err != nil {
-		return err
-	}
-	_, err = p.runOnce(actx, op, sandboxID, line, p.cfg.ArchiveTimeout)
-	return err
+	return sandboxfs.Import(ctx, dir, r, sandboxfs.Steps{
+		Name: provhttp.Describe(op, sandboxID),
+		Log:  p.cfg.Logger,
+		Run: func(ctx context.Context, line string, _ bool) (int, string, error) {
+			_, err := p.runOnce(ctx, op, sandboxID, line, p.cfg.ArchiveTimeout)
+			var exit *ExitError
+			if errors.As(err, &exit) {
+				return exit.Code, exit.Stderr, nil
+			}
+			return 0, "", err
+		},
+		Upload: func(ctx context.Context, parts string, r io.Reader) error {
+			return p.upload(ctx, op, sandboxID, sandboxfs.PartName(parts, 0), r)
+		},
+	})
 }
 
-// upload streams r, checked as a tar stream, into the file path through
-// envd's file API. Errors: envdError's, archive.Checked's, transient.
+// upload streams r into the file path through envd's file API. Errors:
+// envdError's, r's, transient.
 func (p *Provider) upload(ctx context.Context, op, sandboxID, path string, r io.Reader) error {
-	src := archive.Checked(r)
-	defer src.Close()
-	body, ctype := provhttp.MultipartBody(nil, "file", path, src)
+	body, ctype := provhttp.MultipartBody(nil, "file", path, r)
 	hdr := http.Header{"User-Agent": {"sandman-e2b"}}
 	if tok := p.tokens.get(sandboxID); tok != "" {
 		hdr.Set("X-Access-Token", tok)
@@ -116,16 +110,4 @@ func (p *Provider) upload(ctx context.Context, op, sandboxID, path string, r io.
 		return p.envdError(ctx, op, sandboxID, rep)
 	}
 	return resp.Body.Close()
-}
-
-// removeTransfer removes a transfer's temporary files, once, on a context of its own (ctx may have ended); a failure is logged.
-func (p *Provider) removeTransfer(ctx context.Context, op, sandboxID, path string) {
-	line, err := sandboxfs.RemoveCommand(path)
-	if err == nil {
-		_, err = p.runOnce(context.WithoutCancel(ctx), op, sandboxID, line, p.cfg.RequestTimeout)
-	}
-	if err != nil {
-		p.cfg.Logger.WarnContext(ctx, "e2b: could not remove an archive transfer's files", "sandbox_id", sandboxID,
-			"path", path, "error", err)
-	}
 }

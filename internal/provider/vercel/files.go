@@ -98,10 +98,13 @@ func (p *Provider) runIn(ctx context.Context, op, sandboxID, sessionID, line str
 		}
 		return nil
 	}
-	if !retried {
-		return st, attempt(ctx)
+	var err error
+	if retried {
+		err = p.retry(ctx, op, sandboxID, attempt)
+	} else {
+		err = attempt(ctx)
 	}
-	return st, p.retry(ctx, op, sandboxID, attempt)
+	return st, err
 }
 
 // sessionError classifies a failed answer to a call on a session: 410

@@ -18,7 +18,8 @@
 // the conformance rows): a write's content travels on the command line.
 //
 // The workspace archive's lines (archive.go: a tar of a folder out, tar
-// parts back in through the provider's file API) are built here too, and a
+// parts back in through the provider's file API) are built here too, with
+// the order of a transfer's steps (transfer.go: Import, ExportFile), and a
 // fake's Mem carries them out (memtar.go) as GNU tar would.
 package sandboxfs
 
