@@ -14,7 +14,9 @@
 // [Unpack] and [UnpackTar] write such a stream back into a folder and refuse
 // what could write outside it: absolute names, ".." components, members
 // under a symbolic link, symbolic and hard links that point outside, and
-// device files.
+// device files. [Checker] applies the same refusals to a stream without
+// writing it, and [Checked] while the stream passes on to a sandbox's
+// `tar -x`.
 //
 // [Store] is where archives are kept, under keys made by [Key]
 // (<account>/<session>/<checkpoint>.tar.zst): an S3 bucket in AWS

@@ -9,10 +9,9 @@ import (
 	"testing"
 )
 
-// TestUnpackRefusesUnsafe unpacks archives that try to write outside the
-// folder, each into a folder with a sibling, and checks each is refused
-// with ErrUnsafe and nothing appears beside the folder.
-func TestUnpackRefusesUnsafe(t *testing.T) {
+// unsafeArchives are archives that try to write outside the folder, by
+// name: UnpackTar and Checker refuse each with ErrUnsafe.
+func unsafeArchives() map[string][]*tar.Header {
 	dir := func(name string) *tar.Header { return &tar.Header{Name: name, Typeflag: tar.TypeDir, Mode: 0o755} }
 	file := func(name, body string) *tar.Header {
 		return &tar.Header{Name: name, Typeflag: tar.TypeReg, Linkname: body}
@@ -20,7 +19,7 @@ func TestUnpackRefusesUnsafe(t *testing.T) {
 	symlink := func(name, target string) *tar.Header {
 		return &tar.Header{Name: name, Typeflag: tar.TypeSymlink, Linkname: target}
 	}
-	for name, hdrs := range map[string][]*tar.Header{
+	return map[string][]*tar.Header{
 		"AbsoluteName":         {file("/tmp/evil", "x")},
 		"DotDotName":           {file("../evil", "x")},
 		"DotDotInside":         {file("./a/../../evil", "x")},
@@ -37,7 +36,14 @@ func TestUnpackRefusesUnsafe(t *testing.T) {
 		"FileOverFolder":       {dir("d/"), file("d", "x")},
 		"SymlinkOverFolder":    {dir("d/"), symlink("d", "x")},
 		"FileAsTheFolder":      {file(".", "x")},
-	} {
+	}
+}
+
+// TestUnpackRefusesUnsafe unpacks archives that try to write outside the
+// folder, each into a folder with a sibling, and checks each is refused
+// with ErrUnsafe and nothing appears beside the folder.
+func TestUnpackRefusesUnsafe(t *testing.T) {
+	for name, hdrs := range unsafeArchives() {
 		t.Run(name, func(t *testing.T) {
 			parent := t.TempDir()
 			sibling := filepath.Join(parent, "sibling")

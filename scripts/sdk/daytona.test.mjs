@@ -4,6 +4,7 @@
 // a stop and start loses the command, as Daytona's stop clears memory.
 // Checkpoints: a snapshot keeps the files written before it, a sandbox made
 // from it has them, and a deleted one is gone; a fork copies a VM sandbox.
+// Files uploaded through the toolbox's file API are there for a command.
 // scripts/sdk.sh sets DAYTONA_API_URL and DAYTONA_API_KEY to the fake.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -127,5 +128,23 @@ test('a fork copies a VM sandbox and goes its own way', async () => {
   } finally {
     if (fork) await fork.delete();
     await source.delete();
+  }
+});
+
+// The toolbox's file API, which Sandman's adapter moves a workspace archive
+// through (docs/providers/daytona.md "Checkpoints"): uploadFile and
+// uploadFileStream send the multipart POST /files/bulk-upload the adapter
+// sends, and the file is there for a command to read.
+test('uploadFile and uploadFileStream go through the toolbox\'s bulk upload', async () => {
+  const daytona = new Daytona();
+  const sandbox = await daytona.create({}, { timeout: 60 });
+  try {
+    await sandbox.fs.uploadFile(Buffer.from('uploaded \u00e9'), '/home/user/app/up/load.txt');
+    assert.equal(await readFile(sandbox, '/home/user/app/up/load.txt'), 'uploaded \u00e9');
+    const { Readable } = await import('node:stream');
+    await sandbox.fs.uploadFileStream(Readable.from([Buffer.from('str'), Buffer.from('eamed')]), '/tmp/s/part-000000');
+    assert.equal(await readFile(sandbox, '/tmp/s/part-000000'), 'streamed');
+  } finally {
+    await sandbox.delete();
   }
 });

@@ -7,7 +7,8 @@
 // (listSnapshots), makes a sandbox from one (create), forks (fork) and
 // deletes them (deleteSnapshot), checking what each keeps; the third fails
 // a snapshot through the fake's fault control (/_fake/faults), which kills
-// its sandbox as E2B does.
+// its sandbox as E2B does; the fourth uploads files through envd's file API
+// (files.write).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { sdk, get, until, fakeURL } from './preview.mjs';
@@ -139,4 +140,21 @@ test('a snapshot that fails midway answers 500 and kills its sandbox, as E2B doe
   assert.equal(r.status, 204);
   await assert.rejects(sbx.createSnapshot(), (e) => e.statusCode === 500 && /Error creating snapshot template/.test(e.message));
   await assert.rejects(Sandbox.getInfo(sbx.sandboxId), (e) => /not found|doesn't exist/i.test(e.message), 'the sandbox is gone');
+});
+
+// envd's file API, which Sandman's adapter uploads a workspace archive
+// through (docs/providers/e2b.md "Checkpoints"): the SDK's files.write
+// sends the same multipart POST /files?path=…, and the file is there for a
+// command to read; a relative path lands under /home/user.
+test('files.write uploads through envd\'s file API', async () => {
+  const sbx = await Sandbox.create();
+  try {
+    const info = await sbx.files.write('/home/user/app/up/load.bin', 'uploaded \u00e9');
+    assert.equal(info.path, '/home/user/app/up/load.bin');
+    assert.equal(await readFile(sbx, '/home/user/app/up/load.bin'), 'uploaded \u00e9');
+    await sbx.files.write('rel.txt', 'r');
+    assert.equal(await readFile(sbx, '/home/user/rel.txt'), 'r');
+  } finally {
+    await sbx.kill();
+  }
 });

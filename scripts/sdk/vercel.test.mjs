@@ -5,7 +5,9 @@
 // session where nothing runs. A snapshot stops the sandbox (the SDK resumes
 // it on the next call), Snapshot.get reads it, a sandbox created from it
 // holds the files written before it and not those written after, and once
-// deleted it makes no sandbox (410 snapshot_not_found). The SDK has no base
+// deleted it makes no sandbox (410 snapshot_not_found). Files written and
+// read through the file API (writeFiles, readFileToBuffer) are the files the
+// commands see. The SDK has no base
 // URL option: its documented seam, a custom fetch, sends its calls to the
 // fake.
 // scripts/sdk.sh sets VERCEL_TOKEN, VERCEL_TEAM_ID and VERCEL_PROJECT_ID.
@@ -125,5 +127,26 @@ test('snapshot, Snapshot.get, create from the snapshot, snapshot.delete', async 
     );
   } finally {
     for (const s of [sandbox, ...made]) await s.delete().catch(() => {});
+  }
+});
+
+// The file API, which Sandman's adapter moves a workspace archive through
+// (docs/providers/vercel.md "Files"): writeFiles sends a gzipped tar to
+// fs/write (x-cwd "/"), readFileToBuffer reads fs/read (null for a missing
+// file), and the commands see the same files.
+test('writeFiles and readFileToBuffer go through fs/write and fs/read', async () => {
+  const sandbox = await Sandbox.create({ ...creds, ports: [port], timeout: 120_000 });
+  try {
+    await sandbox.writeFiles([
+      { path: '/home/user/app/up/a.bin', content: Buffer.from([0, 1, 255, 10]) },
+      { path: 'rel.txt', content: Buffer.from('relative') },
+    ]);
+    assert.deepEqual(await sandbox.readFileToBuffer({ path: '/home/user/app/up/a.bin' }), Buffer.from([0, 1, 255, 10]));
+    assert.equal(await readFile(sandbox, '/vercel/sandbox/rel.txt'), 'relative', 'a relative path is from the cwd');
+    await writeFile(sandbox, '/tmp/w.txt', 'by a command');
+    assert.equal((await sandbox.readFileToBuffer({ path: '/tmp/w.txt' })).toString(), 'by a command');
+    assert.equal(await sandbox.readFileToBuffer({ path: '/tmp/missing' }), null);
+  } finally {
+    await sandbox.delete().catch(() => {});
   }
 });

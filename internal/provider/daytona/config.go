@@ -38,6 +38,10 @@ const (
 	// deactivated (14 days unused) before a create from it: the snapshot is
 	// pulled to the runners again (ours: 10 min).
 	DefaultActivateTimeout = 10 * time.Minute
+	// DefaultArchiveTimeout bounds one workspace export or import, the tar
+	// command in the sandbox and the transfer together (ours: a 1 GB workspace
+	// takes about a minute at 20 MB/s).
+	DefaultArchiveTimeout = 15 * time.Minute
 	// DefaultPollInterval is the wait between reads of a sandbox that is in
 	// a transitional state.
 	DefaultPollInterval = time.Second
@@ -112,6 +116,9 @@ type Config struct {
 	BuildTimeout time.Duration
 	// StopTimeout bounds a pause until stopped. Default DefaultStopTimeout.
 	StopTimeout time.Duration
+	// ArchiveTimeout bounds one ExportTar or ImportTar: the toolbox kills
+	// the tar command after it. Default DefaultArchiveTimeout.
+	ArchiveTimeout time.Duration
 	// StartTimeout bounds a resume until started. Default DefaultStartTimeout.
 	StartTimeout time.Duration
 	// RestoreTimeout bounds a resume of an archived sandbox.
@@ -168,6 +175,7 @@ func (c Config) withDefaults() Config {
 	c.CreateTimeout = orDefault(c.CreateTimeout, DefaultCreateTimeout)
 	c.BuildTimeout = orDefault(c.BuildTimeout, DefaultBuildTimeout)
 	c.StopTimeout = orDefault(c.StopTimeout, DefaultStopTimeout)
+	c.ArchiveTimeout = orDefault(c.ArchiveTimeout, DefaultArchiveTimeout)
 	c.StartTimeout = orDefault(c.StartTimeout, DefaultStartTimeout)
 	c.RestoreTimeout = orDefault(c.RestoreTimeout, DefaultRestoreTimeout)
 	c.ActivateTimeout = orDefault(c.ActivateTimeout, DefaultActivateTimeout)

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
+	"time"
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/provider/internal/provhttp"
@@ -54,13 +56,9 @@ func (p *Provider) ReadFile(ctx context.Context, sandboxID, path string) ([]byte
 
 // execute runs the shell line to completion through the toolbox's POST
 // <toolbox>/process/execute and returns its output (stdout and stderr
-// together) and exit code. That endpoint runs no shell: it splits the
-// command at spaces outside quotes, without escapes
-// (docs/providers/daytona.md "Checkpoints"), so the line travels as base64
-// inside `sh -c "echo <base64> | base64 -d | sh"`, which it splits into
-// sh, -c and the pipeline whole. Retried: callers pass idempotent lines.
-// Errors: gone, transient; plain for any other refusal (400: a sandbox not
-// started).
+// together) and exit code (executeOnce), killed after RequestTimeout.
+// Retried: callers pass idempotent lines. Errors: gone, transient; plain
+// for any other refusal (400: a sandbox not started).
 func (p *Provider) execute(ctx context.Context, op, sandboxID, line string) (string, int, error) {
 	if err := checkID(op, sandboxID); err != nil {
 		return "", 0, err
@@ -69,13 +67,28 @@ func (p *Provider) execute(ctx context.Context, op, sandboxID, line string) (str
 	if err != nil {
 		return "", 0, err
 	}
-	var out executeBody
+	var out string
+	var code int
 	err = p.retry(ctx, op, sandboxID, 0, func(ctx context.Context) error {
-		return p.call(ctx, request{Op: op, SandboxID: sandboxID, Method: http.MethodPost, URL: tb.String(),
-			Path: []string{"process", "execute"}, Body: map[string]any{"command": execLine(line),
-				"timeout": max(int(p.cfg.RequestTimeout.Seconds()), 1)}}, &out)
+		out, code, err = p.executeOnce(ctx, op, sandboxID, tb, line, p.cfg.RequestTimeout)
+		return err
 	})
-	if err != nil {
+	return out, code, err
+}
+
+// executeOnce is one POST <toolbox>/process/execute {"command", "timeout"}
+// of the shell line, which the toolbox kills after timeout (whole seconds,
+// at least 1; it answers 408 then), the call bounded by timeout too. That
+// endpoint runs no shell: it splits the command at spaces outside quotes,
+// without escapes (docs/providers/daytona.md "Checkpoints"), so the line
+// travels as base64 inside `sh -c "echo <base64> | base64 -d | sh"`, which
+// it splits into sh, -c and the pipeline whole. Errors: gone, transient;
+// plain for any other refusal.
+func (p *Provider) executeOnce(ctx context.Context, op, sandboxID string, tb *url.URL, line string, timeout time.Duration) (string, int, error) {
+	var out executeBody
+	if err := p.call(ctx, request{Op: op, SandboxID: sandboxID, Method: http.MethodPost, URL: tb.String(),
+		Path: []string{"process", "execute"}, Body: map[string]any{"command": execLine(line),
+			"timeout": max(int(timeout.Seconds()), 1)}, Timeout: timeout + p.cfg.RequestTimeout}, &out); err != nil {
 		return "", 0, err
 	}
 	code := out.ExitCode

@@ -33,6 +33,14 @@ type reply = provhttp.Reply
 // *ProviderError wrapping the cause; any answer is returned for the
 // operation to interpret.
 func (p *Provider) roundTrip(ctx context.Context, rq request) (reply, error) {
+	return provhttp.RoundTrip(ctx, p.cfg.HTTPClient, p.prepare(rq))
+}
+
+// prepare completes rq as every call to Daytona goes: the base URL unless
+// rq names one (the toolbox), an empty query, Sandman's user agent and
+// source, the API key and organization, RequestTimeout unless rq sets its
+// own, and maxBody.
+func (p *Provider) prepare(rq request) request {
 	if rq.URL == "" {
 		rq.URL = p.base.String()
 	}
@@ -46,8 +54,8 @@ func (p *Provider) roundTrip(ctx context.Context, rq request) (reply, error) {
 	for k, v := range rq.Header {
 		h[k] = v
 	}
-	rq.Header, rq.Timeout, rq.MaxBody = h, p.cfg.RequestTimeout, maxBody
-	return provhttp.RoundTrip(ctx, p.cfg.HTTPClient, rq)
+	rq.Header, rq.Timeout, rq.MaxBody = h, cmp.Or(rq.Timeout, p.cfg.RequestTimeout), maxBody
+	return rq
 }
 
 // call makes one attempt at rq and decodes a 2xx answer into out (when

@@ -26,6 +26,10 @@ const (
 	// about 4 s per GiB of RAM, and of a snapshot or a fork, which pause the
 	// sandbox likewise (E2B's SDK waits 60 s too).
 	DefaultPauseTimeout = 60 * time.Second
+	// DefaultArchiveTimeout bounds one workspace export or import, the
+	// command in the sandbox and the transfer together (ours: a 1 GB
+	// workspace takes about a minute at 20 MB/s).
+	DefaultArchiveTimeout = 15 * time.Minute
 	// DefaultProbeTimeout bounds one attempt of the envd health check.
 	DefaultProbeTimeout = 5 * time.Second
 	// DefaultMaxRetries is how many times an idempotent call is retried after
@@ -75,6 +79,9 @@ type Config struct {
 	PauseTimeout time.Duration
 	// ProbeTimeout bounds one envd health check. Default DefaultProbeTimeout.
 	ProbeTimeout time.Duration
+	// ArchiveTimeout bounds one ExportTar or ImportTar: envd kills the tar
+	// command after it. Default DefaultArchiveTimeout.
+	ArchiveTimeout time.Duration
 
 	// MaxRetries is how many times an idempotent call (get, list, pause, set
 	// timeout, kill, probe) is retried after a transient failure; create and
@@ -125,6 +132,7 @@ func (c Config) withDefaults() Config {
 	c.RequestTimeout = orDefault(c.RequestTimeout, DefaultRequestTimeout)
 	c.PauseTimeout = orDefault(c.PauseTimeout, DefaultPauseTimeout)
 	c.ProbeTimeout = orDefault(c.ProbeTimeout, DefaultProbeTimeout)
+	c.ArchiveTimeout = orDefault(c.ArchiveTimeout, DefaultArchiveTimeout)
 	c.MaxRetries = retry.Limit(c.MaxRetries, DefaultMaxRetries)
 	c.RetryBase = orDefault(c.RetryBase, DefaultRetryBase)
 	c.RetryMaxWait = orDefault(c.RetryMaxWait, DefaultRetryMaxWait)

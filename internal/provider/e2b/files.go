@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/provider/internal/sandboxfs"
@@ -67,63 +68,89 @@ func (e *ExitError) Error() string {
 
 // runLine runs line under /bin/bash -c (not a login shell, so that no
 // profile prints into its output) through envd's Start, and reads the
-// stream to the command's end: data events carry its stdout and stderr
-// (protobuf bytes, base64 in JSON), the end event its exit code (left out
-// when 0). envd kills the command after Config.RequestTimeout
-// (Connect-Timeout-Ms), which bounds the whole call too. It returns the
-// stdout. Retried: callers pass lines that may run twice. Errors:
-// *ExitError, gone, transient (envd ended the stream without the command's
-// end, or killed it).
+// stream to the command's end (readProcess). envd kills the command after
+// Config.RequestTimeout (Connect-Timeout-Ms), which bounds the whole call
+// too. It returns the stdout. Retried: callers pass lines that may run
+// twice. Errors: *ExitError, gone, transient (envd ended the stream
+// without the command's end, or killed it).
 func (p *Provider) runLine(ctx context.Context, op, sandboxID, line string) ([]byte, error) {
 	var stdout []byte
 	err := p.withSandbox(ctx, op, sandboxID, func(ctx context.Context) error {
 		var err error
-		stdout, err = p.runOnce(ctx, op, sandboxID, line)
+		stdout, err = p.runOnce(ctx, op, sandboxID, line, p.cfg.RequestTimeout)
 		return err
 	})
 	return stdout, err
 }
 
-// runOnce is one attempt of runLine.
-func (p *Provider) runOnce(ctx context.Context, op, sandboxID, line string) ([]byte, error) {
-	if err := p.envdToken(ctx, op, sandboxID); err != nil {
+// runOnce is one attempt of runLine, killed and bounded after timeout:
+// the stdout whole (up to maxOutput), or *ExitError for an exit code other
+// than 0.
+func (p *Provider) runOnce(ctx context.Context, op, sandboxID, line string, timeout time.Duration) ([]byte, error) {
+	var stdout []byte
+	code, stderr, err := p.runStream(ctx, op, sandboxID, line, timeout, func(b []byte) error {
+		if stdout = append(stdout, b...); len(stdout) > maxOutput {
+			return fmt.Errorf("%s sandbox %s: over %d bytes of output", op, sandboxID, maxOutput)
+		}
+		return nil
+	})
+	switch {
+	case err != nil:
 		return nil, err
+	case code != 0:
+		return nil, &ExitError{Op: op, SandboxID: sandboxID, Code: code, Stderr: string(stderr)}
 	}
-	rctx, cancel := context.WithTimeout(ctx, p.cfg.RequestTimeout)
+	return stdout, nil
+}
+
+// runStream runs line under /bin/bash -c through envd's Start, killed and
+// bounded after timeout, and reads the stream to the command's end: data
+// events carry its stdout, handed to onStdout chunk by chunk as envd sends
+// them (protobuf bytes, base64 in JSON), and stderr, of which the first
+// 512 bytes are kept; the end event carries the exit code (left out when
+// 0). Not retried. Errors: onStdout's, gone, transient (envd ended the
+// stream without the command's end, or killed it).
+func (p *Provider) runStream(ctx context.Context, op, sandboxID, line string, timeout time.Duration,
+	onStdout func([]byte) error) (code int, stderr []byte, err error) {
+	if err := p.envdToken(ctx, op, sandboxID); err != nil {
+		return 0, nil, err
+	}
+	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	resp, err := p.openStart(rctx, op, sandboxID,
-		startRequest{Process: processConfig{Cmd: "/bin/bash", Args: []string{"-c", line}}}, p.cfg.RequestTimeout)
+		startRequest{Process: processConfig{Cmd: "/bin/bash", Args: []string{"-c", line}}}, timeout)
 	if err != nil {
-		return nil, err
+		return 0, nil, err
 	}
 	defer resp.Body.Close()
 	br := bufio.NewReader(resp.Body)
-	var stdout, stderr []byte
 	for {
 		msg, end, err := readFrame(br)
 		switch {
 		case err != nil:
-			return nil, lifecycle.Transientf(op, sandboxID, 0, "the command's stream broke: %w", err)
+			return 0, nil, lifecycle.Transientf(op, sandboxID, 0, "the command's stream broke: %w", err)
 		case end:
-			return nil, lifecycle.Transientf(op, sandboxID, 0, "envd ended the stream before the command's end: %s",
+			return 0, nil, lifecycle.Transientf(op, sandboxID, 0, "envd ended the stream before the command's end: %s",
 				strings.TrimSpace(string(msg)))
 		}
 		var ev processEvent
 		if err := json.Unmarshal(msg, &ev); err != nil {
-			return nil, decodeError(op, sandboxID, err)
+			return 0, nil, decodeError(op, sandboxID, err)
 		}
 		switch e := ev.Event; {
 		case e.Data != nil:
-			stdout, stderr = append(stdout, e.Data.Stdout...), append(stderr, e.Data.Stderr...)
-			if len(stdout) > maxOutput {
-				return nil, fmt.Errorf("%s sandbox %s: over %d bytes of output", op, sandboxID, maxOutput)
+			if room := 512 - len(stderr); room > 0 {
+				stderr = append(stderr, e.Data.Stderr[:min(room, len(e.Data.Stderr))]...)
+			}
+			if len(e.Data.Stdout) > 0 {
+				if err := onStdout(e.Data.Stdout); err != nil {
+					return 0, nil, err
+				}
 			}
 		case e.End != nil && !e.End.Exited:
-			return nil, lifecycle.Transientf(op, sandboxID, 0, "envd ended the command: %s %s", e.End.Status, e.End.Error)
-		case e.End != nil && e.End.ExitCode != 0:
-			return nil, &ExitError{Op: op, SandboxID: sandboxID, Code: e.End.ExitCode, Stderr: string(stderr[:min(len(stderr), 512)])}
+			return 0, nil, lifecycle.Transientf(op, sandboxID, 0, "envd ended the command: %s %s", e.End.Status, e.End.Error)
 		case e.End != nil:
-			return stdout, nil
+			return e.End.ExitCode, stderr, nil
 		}
 	}
 }

@@ -12,7 +12,8 @@
 // paused and gone; pause twice; resume; set and extend the timeout, with the
 // expiry the provider really applied; list by the deployment tag across
 // pages, metadata values with URL syntax included; kill twice; transient
-// errors carrying Retry-After; a probe of a paused sandbox never wakes it.
+// errors carrying Retry-After; a probe of a paused sandbox never wakes it;
+// then the command, checkpoint and workspace archive rows.
 //
 // Time never passes by itself: Env.Now and Env.Advance drive the fake's
 // clock. Hooks a fake cannot offer are left nil and the suite says so in the
@@ -157,6 +158,8 @@ func missing(e Env, hook string) bool {
 	case "SnapshotRetention":
 		caps, files := hasSnapshotCaps(e)
 		return !files || caps.Retention == 0 || e.Advance == nil
+	case "WorkspaceArchiver":
+		return !hasArchiver(e)
 	case "Forker":
 		_, fork := e.Provider.(lifecycle.Forker)
 		_, files := e.Provider.(lifecycle.Files)
@@ -187,7 +190,7 @@ func Behaviours() []Behaviour {
 		{Name: "TransientCarriesRetryAfter", Needs: "Fail", Run: transientRetryAfter},
 		{Name: "ProbeRunning", Run: probeRunning},
 		{Name: "ProbePausedNeverWakes", Run: probePausedNeverWakes},
-	}, append(commandRows(), checkpointRows()...)...)
+	}, slices.Concat(commandRows(), checkpointRows(), archiveRows())...)
 }
 
 // ctx returns a context that ends with the test.

@@ -35,6 +35,10 @@ const (
 	// DefaultResumeTimeout bounds one attempt of a resume, which boots a
 	// session from its snapshot before answering.
 	DefaultResumeTimeout = 2 * time.Minute
+	// DefaultArchiveTimeout bounds one workspace export or import, the tar
+	// command in the session and the transfer together (ours: a 1 GB workspace
+	// takes about a minute at 20 MB/s).
+	DefaultArchiveTimeout = 15 * time.Minute
 	// DefaultMaxRetries is how many times a call is retried after a 429, a
 	// 5xx or no answer (the SDK's own: twice).
 	DefaultMaxRetries = 2
@@ -121,6 +125,9 @@ type Config struct {
 	// ResumeTimeout bounds one attempt of a resume. Default
 	// DefaultResumeTimeout.
 	ResumeTimeout time.Duration
+	// ArchiveTimeout bounds one ExportTar or ImportTar, the tar command and
+	// the transfer together. Default DefaultArchiveTimeout.
+	ArchiveTimeout time.Duration
 	// MaxRetries is how many times a call is retried after a transient
 	// failure. 0 means DefaultMaxRetries, a negative value no retries.
 	MaxRetries int
@@ -159,6 +166,7 @@ func (c Config) withDefaults() Config {
 	c.MaxSessionTimeout = orDefault(c.MaxSessionTimeout, DefaultMaxSessionTimeout)
 	c.RequestTimeout = orDefault(c.RequestTimeout, DefaultRequestTimeout)
 	c.StopTimeout = orDefault(c.StopTimeout, DefaultStopTimeout)
+	c.ArchiveTimeout = orDefault(c.ArchiveTimeout, DefaultArchiveTimeout)
 	c.ResumeTimeout = orDefault(c.ResumeTimeout, DefaultResumeTimeout)
 	c.MaxRetries = retry.Limit(c.MaxRetries, DefaultMaxRetries)
 	c.RetryBase = orDefault(c.RetryBase, DefaultRetryBase)

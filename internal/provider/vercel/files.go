@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"time"
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/provider/internal/sandboxfs"
@@ -55,12 +56,10 @@ func (p *Provider) ReadFile(ctx context.Context, sandboxID, path string) ([]byte
 }
 
 // runLine runs line with sh -c in the sandbox's current session and waits
-// for it: POST /v2/sandboxes/sessions/{sessionId}/cmd with "wait" and
-// "logs", whose answer is an NDJSON stream of the command, its output
-// lines and the command again with its exit code (what the SDK's
-// runCommand does without detached). Retried. Errors: conflict (no
-// running session, or it stopped meanwhile: 410 sandbox_stopped, 422),
-// gone, transient (a stream that ends before the exit code).
+// for it (runIn), retried, each attempt bounded by RequestTimeout.
+// Errors: conflict (no running session, or it stopped meanwhile: 410
+// sandbox_stopped, 422), gone, transient (a stream that ends before the
+// exit code).
 func (p *Provider) runLine(ctx context.Context, op, sandboxID, line string) (stream, error) {
 	if !validName(sandboxID) {
 		return stream{}, fmt.Errorf("%s: invalid sandbox name %q", op, sandboxID)
@@ -69,13 +68,22 @@ func (p *Provider) runLine(ctx context.Context, op, sandboxID, line string) (str
 	if err != nil {
 		return stream{}, err
 	}
-	sessionID := orString(a.Sandbox.CurrentSessionID, a.Session.ID)
+	return p.runIn(ctx, op, sandboxID, orString(a.Sandbox.CurrentSessionID, a.Session.ID), line, p.cfg.RequestTimeout, true)
+}
+
+// runIn runs line with sh -c in the session sessionID and waits for it:
+// POST /v2/sandboxes/sessions/{sessionId}/cmd with "wait" and "logs",
+// whose answer is an NDJSON stream of the command, its output lines and
+// the command again with its exit code (what the SDK's runCommand does
+// without detached). Each attempt is bounded by timeout; retried only
+// when retried. Errors: as runLine's.
+func (p *Provider) runIn(ctx context.Context, op, sandboxID, sessionID, line string, timeout time.Duration, retried bool) (stream, error) {
 	var st stream
-	err = p.retry(ctx, op, sandboxID, func(ctx context.Context) error {
+	attempt := func(ctx context.Context) error {
 		r, err := p.roundTrip(ctx, request{Op: op, SandboxID: sandboxID, Method: http.MethodPost,
 			Path:    []string{"v2", "sandboxes", "sessions", sessionID, "cmd"},
 			Body:    commandBody{Command: "sh", Args: []string{"-c", line}, Env: map[string]string{}, Wait: true, Logs: true},
-			Timeout: p.cfg.RequestTimeout})
+			Timeout: timeout})
 		if err != nil {
 			return err
 		}
@@ -89,7 +97,13 @@ func (p *Provider) runLine(ctx context.Context, op, sandboxID, line string) (str
 			return lifecycle.Transientf(op, sandboxID, 0, "the command's stream ended before its exit code")
 		}
 		return nil
-	})
+	}
+	var err error
+	if retried {
+		err = p.retry(ctx, op, sandboxID, attempt)
+	} else {
+		err = attempt(ctx)
+	}
 	return st, err
 }
 

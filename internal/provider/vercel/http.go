@@ -36,6 +36,13 @@ type APIError = provhttp.APIError
 // is a transient *ProviderError wrapping the cause; any answer is returned
 // for the operation to interpret.
 func (p *Provider) roundTrip(ctx context.Context, rq request) (reply, error) {
+	return provhttp.RoundTrip(ctx, p.cfg.HTTPClient, p.prepare(rq))
+}
+
+// prepare completes rq as every call to Vercel goes: the base URL, the team
+// scope in the query, JSON content, Sandman's user agent, the token (rq's
+// own headers added), and maxBody.
+func (p *Provider) prepare(rq request) request {
 	q := maps.Clone(rq.Query)
 	if q == nil {
 		q = url.Values{}
@@ -46,9 +53,10 @@ func (p *Provider) roundTrip(ctx context.Context, rq request) (reply, error) {
 	case p.cfg.TeamSlug != "":
 		q.Set("slug", p.cfg.TeamSlug)
 	}
-	rq.URL, rq.Query, rq.MaxBody = p.base.String(), q, maxBody
-	rq.Header = http.Header{"Content-Type": {"application/json"}, "User-Agent": {"sandman-vercel"}, "Authorization": {"Bearer " + p.cfg.Token}}
-	return provhttp.RoundTrip(ctx, p.cfg.HTTPClient, rq)
+	h := http.Header{"Content-Type": {"application/json"}, "User-Agent": {"sandman-vercel"}, "Authorization": {"Bearer " + p.cfg.Token}}
+	maps.Copy(h, rq.Header)
+	rq.URL, rq.Query, rq.Header, rq.MaxBody = p.base.String(), q, h, maxBody
+	return rq
 }
 
 // statuses classifies Vercel's failed answers (docs/providers/vercel.md):

@@ -23,8 +23,9 @@ import (
 // when not runAsync; GET …/command/{cmdId} → {id, command, exitCode?} (none
 // while it runs) and …/logs → {output, stdout, stderr}; POST
 // /process/execute {"command"} → {exitCode, result}, run to completion.
-// A sandboxfs line (as the adapter's Files send it) reads and writes the
-// sandbox's files (sandboxfs.Mem.Run); any other command is a
+// A sandboxfs line (as the adapter's Files and workspace archives send it)
+// reads and writes the sandbox's files (sandboxfs.Mem.Run); any other
+// command is a
 // fakekit.Proc: it listens once Config.BootDelay has passed, on the ports
 // its line names (read past the start guard's script). A stop (any state
 // but started, pausing, paused, resuming, snapshotting, forking) loses
@@ -59,6 +60,7 @@ func (s *Server) toolboxRoutes(mux *http.ServeMux) {
 	route("GET /process/session/{sid}/command/{cmd}", s.getCommand)
 	route("GET /process/session/{sid}/command/{cmd}/logs", s.commandLogs)
 	route("POST /process/execute", s.execute)
+	s.fileRoutes(route)
 }
 
 // started returns the started sandbox of the request's {id}, or answers

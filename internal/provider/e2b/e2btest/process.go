@@ -23,8 +23,9 @@ import (
 // clock) on the port named by its PORT variable, or else on the ports its
 // command line names (fakekit.ListenPorts: `python3 -m http.server 3000`).
 // A command line `exit N` ends at once with exit code N (Start's stream
-// carries its end event) and is never listed; so do sandboxfs's file
-// commands, run on the sandbox's Files, their output in a data event.
+// carries its end event) and is never listed; so do sandboxfs's file and
+// workspace archive commands, run on the sandbox's Files, their output in
+// data events of at most 32 KiB, as envd reads a pipe.
 type Process struct {
 	PID       int
 	Tag       string
@@ -96,6 +97,7 @@ func (s *Server) processRoutes(proxy *http.ServeMux) {
 	proxy.Handle("POST /{id}/process.Process/List", s.faulty(OpProcessList, http.HandlerFunc(s.processList)))
 	proxy.Handle("POST /{id}/process.Process/SendSignal", s.faulty(OpProcessKill, http.HandlerFunc(s.processSignal)))
 	proxy.Handle("GET /{id}/port/{port}/{rest...}", s.faulty(OpPreview, http.HandlerFunc(s.preview)))
+	proxy.Handle("POST /{id}/files", s.faulty(OpFiles, http.HandlerFunc(s.uploadFiles)))
 }
 
 // PortURL returns the proxy URL standing in for https://<port>-<id>.<domain>.
@@ -179,8 +181,8 @@ func (s *Server) processStart(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/connect+json")
 	writeFrame(w, 0, fmt.Appendf(nil, `{"event":{"start":{"pid":%d}}}`, p.PID))
 	if done { // its output, then its end (protobuf's JSON: bytes in base64, a 0 exit code left out)
-		if len(stdout) > 0 {
-			writeFrame(w, 0, fmt.Appendf(nil, `{"event":{"data":{"stdout":%q}}}`, base64.StdEncoding.EncodeToString(stdout)))
+		for b := range slices.Chunk(stdout, 32<<10) { // as envd reads a pipe
+			writeFrame(w, 0, fmt.Appendf(nil, `{"event":{"data":{"stdout":%q}}}`, base64.StdEncoding.EncodeToString(b)))
 		}
 		end := fmt.Sprintf(`"exitCode":%d,`, code)
 		if code == 0 {

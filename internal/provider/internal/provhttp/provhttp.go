@@ -68,44 +68,16 @@ func (r Reply) OK() bool { return r.Status >= 200 && r.Status < 300 }
 // interpret. Errors that retrying cannot help (a body that does not encode,
 // a malformed URL) are plain.
 func RoundTrip(ctx context.Context, client *http.Client, rq Request) (Reply, error) {
-	var body io.Reader
-	if rq.Body != nil {
-		b, err := json.Marshal(rq.Body)
-		if err != nil {
-			return Reply{}, fmt.Errorf("%s: encode request: %w", Describe(rq.Op, rq.SandboxID), err)
-		}
-		body = bytes.NewReader(b)
-	}
-	target := rq.URL
-	if len(rq.Path) > 0 || rq.Query != nil {
-		u, err := url.Parse(rq.URL)
-		if err != nil {
-			return Reply{}, fmt.Errorf("%s: build request: %w", Describe(rq.Op, rq.SandboxID), err)
-		}
-		u = u.JoinPath(rq.Path...)
-		if rq.Query != nil {
-			u.RawQuery = rq.Query.Encode()
-		}
-		target = u.String()
-	}
 	actx, cancel := context.WithTimeout(ctx, rq.Timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(actx, rq.Method, target, body)
+	req, err := newRequest(actx, rq, nil, "")
 	if err != nil {
-		return Reply{}, fmt.Errorf("%s: build request: %w", Describe(rq.Op, rq.SandboxID), err)
-	}
-	req.Header.Set("Accept", "application/json")
-	if rq.Body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	for k, vs := range rq.Header {
-		req.Header[k] = vs
+		return Reply{}, err
 	}
 	host := req.URL.Scheme + "://" + req.URL.Host
 	resp, err := client.Do(req)
 	if err != nil {
-		return Reply{}, lifecycle.NewProviderError(lifecycle.ErrProviderTransient, rq.Op, rq.SandboxID,
-			fmt.Errorf("no answer from %s %s: %w", rq.Method, host, err))
+		return Reply{}, noAnswer(rq, req, err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, rq.MaxBody))
@@ -114,6 +86,51 @@ func RoundTrip(ctx context.Context, client *http.Client, rq Request) (Reply, err
 			fmt.Errorf("read answer from %s: %w", host, err))
 	}
 	return Reply{Status: resp.StatusCode, Header: resp.Header, Body: b}, nil
+}
+
+// newRequest builds rq's request under ctx: its URL (Path and Query
+// joined), Accept: application/json and rq.Header; the body is stream
+// with Content-Type contentType when stream is set, else rq.Body
+// JSON-encoded. Errors (plain): a body that does not encode, a bad URL.
+func newRequest(ctx context.Context, rq Request, stream io.Reader, contentType string) (*http.Request, error) {
+	body, ctype := stream, contentType
+	if stream == nil && rq.Body != nil {
+		b, err := json.Marshal(rq.Body)
+		if err != nil {
+			return nil, fmt.Errorf("%s: encode request: %w", Describe(rq.Op, rq.SandboxID), err)
+		}
+		body, ctype = bytes.NewReader(b), "application/json"
+	}
+	target := rq.URL
+	if len(rq.Path) > 0 || rq.Query != nil {
+		u, err := url.Parse(rq.URL)
+		if err != nil {
+			return nil, fmt.Errorf("%s: build request: %w", Describe(rq.Op, rq.SandboxID), err)
+		}
+		u = u.JoinPath(rq.Path...)
+		if rq.Query != nil {
+			u.RawQuery = rq.Query.Encode()
+		}
+		target = u.String()
+	}
+	req, err := http.NewRequestWithContext(ctx, rq.Method, target, body)
+	if err != nil {
+		return nil, fmt.Errorf("%s: build request: %w", Describe(rq.Op, rq.SandboxID), err)
+	}
+	req.Header.Set("Accept", "application/json")
+	for k, vs := range rq.Header {
+		req.Header[k] = vs
+	}
+	if ctype != "" {
+		req.Header.Set("Content-Type", ctype)
+	}
+	return req, nil
+}
+
+// noAnswer is the transient error of a request that got no answer.
+func noAnswer(rq Request, req *http.Request, err error) error {
+	return lifecycle.NewProviderError(lifecycle.ErrProviderTransient, rq.Op, rq.SandboxID,
+		fmt.Errorf("no answer from %s %s://%s: %w", rq.Method, req.URL.Scheme, req.URL.Host, err))
 }
 
 // Describe names an operation for plain error messages: "pause sandbox x",

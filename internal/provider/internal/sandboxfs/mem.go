@@ -33,9 +33,14 @@ func (m *Mem) Apply(op Op) (data []byte, ok bool) {
 }
 
 // Run is Apply for a command line, as a fake's command API sees it: the
-// output the command prints (a read's base64), its exit code, and
-// handled=false when the line is not a file command.
+// output the command prints (a read's base64, an export's tar), its exit
+// code, and handled=false when the line is neither a file command nor an
+// archive command (ParseArchive).
 func (m *Mem) Run(line string) (stdout []byte, exit int, handled bool) {
+	if aop, ok := ParseArchive(line); ok {
+		stdout, exit = m.runArchive(aop)
+		return stdout, exit, true
+	}
 	op, err := Parse(line)
 	if err != nil {
 		return nil, 0, false

@@ -16,6 +16,11 @@
 // output as text. Both need coreutils (every Debian, Ubuntu and Amazon Linux
 // image has them). Files are meant to be small (Sandman's identity marker,
 // the conformance rows): a write's content travels on the command line.
+//
+// The workspace archive's lines (archive.go: a tar of a folder out, tar
+// parts back in through the provider's file API) are built here too, with
+// the order of a transfer's steps (transfer.go: Import, ExportFile), and a
+// fake's Mem carries them out (memtar.go) as GNU tar would.
 package sandboxfs
 
 import (

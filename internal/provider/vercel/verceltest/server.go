@@ -259,6 +259,7 @@ func NewServer(opts Config) *Server {
 	mux.Handle("POST /v2/sandboxes/sessions/{id}/cmd/{cmd}/kill", s.api(OpCommandKill, s.killCommand))
 	mux.Handle("GET /v2/sandboxes/sessions/{id}/cmd/{cmd}/logs", s.api(OpCommandLogs, s.commandLogs))
 	mux.Handle("POST /v2/sandboxes/{name}/fork", s.api(OpFork, s.fork))
+	s.fileRoutes(mux)
 	mux.Handle("GET /v2/sandboxes/snapshots", s.api(OpSnapshotList, s.listSnapshots))
 	mux.Handle("GET /v2/sandboxes/snapshots/tree", s.api(OpSnapshotList, s.snapshotTree))
 	mux.Handle("GET /v2/sandboxes/snapshots/{id}", s.api(OpSnapshotGet, s.getSnapshot))
