@@ -105,6 +105,9 @@ type sessionItem struct {
 	RestoreCheckpointID string `dynamodbav:"restore_checkpoint_id,omitempty"`
 	RestoreFrom         string `dynamodbav:"restore_from,omitempty"`
 	RestoreError        string `dynamodbav:"restore_error,omitempty"`
+	OnLost              string `dynamodbav:"on_lost,omitempty"`
+	Marked              bool   `dynamodbav:"marked,omitempty"`
+	Lost                string `dynamodbav:"lost,omitempty"`
 	// WriteID identifies the write that stored this version (newWriteID).
 	WriteID string `dynamodbav:"write_id,omitempty"`
 
@@ -262,6 +265,7 @@ func toSessionItem(s *lifecycle.Session, shards int) sessionItem {
 	it.CheckpointOnPause, it.CheckpointEveryMS, it.CheckpointsKeep = s.CheckpointOnPause, s.CheckpointEvery.Milliseconds(), s.CheckpointsKeep
 	it.NextCheckpointAt, it.LastCheckpointAt = formatTime(s.NextCheckpointAt), formatTime(s.LastCheckpointAt)
 	it.RestoreCheckpointID, it.RestoreFrom, it.RestoreError = s.RestoreCheckpointID, string(s.RestoreFrom), s.RestoreError
+	it.OnLost, it.Marked, it.Lost = string(s.OnLost), s.Marked, s.Lost
 	if len(s.Metadata) > 0 {
 		it.Metadata = s.Metadata
 	}
@@ -335,6 +339,7 @@ func (it sessionItem) session() (*lifecycle.Session, error) {
 	s.ForkedFrom, s.ForkCheckpointID = it.ForkedFrom, it.ForkCheckpointID
 	s.CheckpointOnPause, s.CheckpointEvery, s.CheckpointsKeep = it.CheckpointOnPause, time.Duration(it.CheckpointEveryMS)*time.Millisecond, it.CheckpointsKeep
 	s.RestoreCheckpointID, s.RestoreFrom, s.RestoreError = it.RestoreCheckpointID, lifecycle.State(it.RestoreFrom), it.RestoreError
+	s.OnLost, s.Marked, s.Lost = lifecycle.OnLost(it.OnLost), it.Marked, it.Lost
 	for _, f := range times {
 		if *f.dst, err = parseTime(f.name, f.v); err != nil {
 			return nil, fmt.Errorf("session %s: %w", it.ID, err)

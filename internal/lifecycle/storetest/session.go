@@ -35,6 +35,7 @@ func testCreateSession(t *testing.T, newStore NewStore) {
 		s.CheckpointOnPause, s.CheckpointEvery, s.CheckpointsKeep = true, 15*time.Minute, 7
 		s.NextCheckpointAt, s.LastCheckpointAt = t0.Add(15*time.Minute), t0.Add(-15*time.Minute)
 		s.RestoreCheckpointID, s.RestoreFrom, s.RestoreError = "chk_0123456789abcdefghijklmnop", lifecycle.StatePaused, "the checkpoint expired"
+		s.OnLost, s.Marked, s.Lost = lifecycle.OnLostRecreate, true, "gone checkpoint=chk_0123456789abcdefghijklmnop age_seconds=60"
 		want := s.Clone()
 		want.Version = 1
 
