@@ -107,6 +107,9 @@ type sessionItem struct {
 	RestoreError        string `dynamodbav:"restore_error,omitempty"`
 	// Idle is the learned idle policy's state (idle.go; absent: fixed).
 	Idle *idleStateItem `dynamodbav:"idle,omitempty"`
+	OnLost              string `dynamodbav:"on_lost,omitempty"`
+	Marked              bool   `dynamodbav:"marked,omitempty"`
+	Lost                string `dynamodbav:"lost,omitempty"`
 	// WriteID identifies the write that stored this version (newWriteID).
 	WriteID string `dynamodbav:"write_id,omitempty"`
 
@@ -265,6 +268,7 @@ func toSessionItem(s *lifecycle.Session, shards int) sessionItem {
 	it.NextCheckpointAt, it.LastCheckpointAt = formatTime(s.NextCheckpointAt), formatTime(s.LastCheckpointAt)
 	it.RestoreCheckpointID, it.RestoreFrom, it.RestoreError = s.RestoreCheckpointID, string(s.RestoreFrom), s.RestoreError
 	it.Idle = toIdleStateItem(s.Idle)
+	it.OnLost, it.Marked, it.Lost = string(s.OnLost), s.Marked, s.Lost
 	if len(s.Metadata) > 0 {
 		it.Metadata = s.Metadata
 	}
@@ -341,6 +345,7 @@ func (it sessionItem) session() (*lifecycle.Session, error) {
 	if s.Idle, err = it.Idle.state(); err != nil {
 		return nil, fmt.Errorf("session %s: %w", it.ID, err)
 	}
+	s.OnLost, s.Marked, s.Lost = lifecycle.OnLost(it.OnLost), it.Marked, it.Lost
 	for _, f := range times {
 		if *f.dst, err = parseTime(f.name, f.v); err != nil {
 			return nil, fmt.Errorf("session %s: %w", it.ID, err)

@@ -100,6 +100,9 @@ func (s *Service) runRestore(ctx context.Context, cs CheckpointStore, job Checkp
 	if sess.State != StateRestoring || sess.RestoreCheckpointID != job.CheckpointID {
 		return nil // done, rolled back, or another restore's
 	}
+	if job.CheckpointID == "" {
+		return s.runRecreate(ctx, sess) // a recovery with on_lost recreate
+	}
 	c, err := cs.GetCheckpoint(ctx, sess.ID, job.CheckpointID)
 	switch {
 	case IsCode(err, CodeNotFound):
@@ -121,12 +124,21 @@ func (s *Service) runRestore(ctx context.Context, cs CheckpointStore, job Checkp
 		s.rollbackRestore(ctx, sess, "the sandbox could not be made from the checkpoint: "+userMessage(err))
 		return nil
 	}
+	return s.swapIn(ctx, sess, sb, c.ID, ReasonRestore)
+}
+
+// swapIn writes the identity marker into sb (made from checkpointID, ""
+// for a fresh one) and swaps it in: restoring → running for reason, then
+// the old sandbox is killed. A session that moved meanwhile gets nothing:
+// sb is killed. Errors: the store's (not a conflict).
+func (s *Service) swapIn(ctx context.Context, sess *Session, sb Sandbox, checkpointID, reason string) error {
+	s.writeMarker(ctx, sess, sb.ID, checkpointID)
 	old := sess.SandboxID
 	sess.SandboxID, sess.PreviewURL, sess.SandboxExpiresAt = sb.ID, sb.PreviewURL, sb.ExpiresAt
 	sess.PreviewURL = s.appPreviewURL(ctx, sess, sb.PreviewURL)
 	wctx, cancel := settleContext(ctx)
 	defer cancel()
-	if err := s.transition(wctx, sess, StateRunning, ReasonRestore, Guard{}); err != nil {
+	if err := s.transition(wctx, sess, StateRunning, reason, Guard{}); err != nil {
 		// Moved meanwhile (deleted, or put back by the sweep): the new
 		// sandbox is nobody's.
 		s.killQuietly(wctx, sess, sb.ID)
@@ -135,7 +147,7 @@ func (s *Service) runRestore(ctx context.Context, cs CheckpointStore, job Checkp
 		}
 		return err
 	}
-	s.log().InfoContext(ctx, "session restored", "session_id", sess.ID, "checkpoint_id", c.ID, "sandbox_id", sb.ID, "old_sandbox_id", old)
+	s.log().InfoContext(ctx, "session restored", "session_id", sess.ID, "checkpoint_id", checkpointID, "reason", reason, "sandbox_id", sb.ID, "old_sandbox_id", old)
 	if old != "" && old != sb.ID {
 		s.killQuietly(wctx, sess, old)
 	}

@@ -34,6 +34,9 @@ type CreateInput struct {
 	// IdlePolicy is the session's idle policy (idle_policy): "" for the
 	// deployment's (Config.IdlePolicy), fixed or learned.
 	IdlePolicy IdlePolicy
+	// OnLost is what a resume that finds the sandbox lost does ("" for
+	// the default, OnLostRestore; docs/RELIABILITY.md "Recovery").
+	OnLost OnLost
 	// IdempotencyKey, when set, makes a repeated create return the first
 	// result without a second sandbox.
 	IdempotencyKey string
@@ -166,6 +169,7 @@ func (s *Service) provisionSandbox(ctx context.Context, sess *Session, release f
 			release()
 			return s.providerError(err, "create the sandbox")
 		}
+		s.writeMarker(wctx, sess, sb.ID, "")
 		sess.SandboxID, sess.PreviewURL, sess.SandboxExpiresAt = sb.ID, sb.PreviewURL, sb.ExpiresAt
 		sess.PreviewURL = s.appPreviewURL(wctx, sess, sb.PreviewURL)
 		if err := s.transition(wctx, sess, StateRunning, ReasonRequest, Guard{}); err != nil {
@@ -260,6 +264,10 @@ func (s *Service) newSession(accountID string, in CreateInput) (*Session, error)
 	if err != nil {
 		return nil, err
 	}
+	onLost, err := ParseOnLost(string(in.OnLost))
+	if err != nil {
+		return nil, err
+	}
 	now := s.now()
 	sess := &Session{
 		ID: s.cfg.NewID(), AccountID: accountID, Provider: provider, Template: in.Template,
@@ -268,7 +276,7 @@ func (s *Service) newSession(accountID string, in CreateInput) (*Session, error)
 		ResumeOnReturn: ResumeOnReturnDefault(in.ResumeOnReturn, away), CreatedAt: now, UpdatedAt: now, StateChangedAt: now,
 		LeaseExpiresAt: now.Add(s.cfg.Policy.LeaseDuration),
 		RunningLimit:   s.cfg.MaxRunning,
-		App:            app,
+		App:            app, OnLost: onLost,
 	}
 	if err := s.applyCheckpointOptions(sess, in.Checkpoints); err != nil {
 		return nil, err

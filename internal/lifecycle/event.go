@@ -29,6 +29,11 @@ type Event struct {
 	// with ReadinessDetail saying why it failed.
 	Readiness       Readiness `json:"readiness,omitempty"`
 	ReadinessDetail string    `json:"readiness_detail,omitempty"`
+	// Lost is set on the resuming → restoring event of a recovery (reason
+	// lost): "gone", "foreign" or "partial", the checkpoint it restores
+	// and that checkpoint's age, e.g. "gone checkpoint=chk_… age_seconds=3600"
+	// (docs/RELIABILITY.md "Recovery").
+	Lost string `json:"lost,omitempty"`
 	// Checkpoint is set on a checkpoint event (IsCheckpoint: a
 	// checkpoint became ready or failed, docs/CHECKPOINTS.md "Events"):
 	// EventID is "<checkpoint_id>:<version>", From and To are empty and
@@ -113,11 +118,15 @@ func NewReadinessEvent(s *Session) Event {
 // NewEvent returns the event for a committed transition of s from from. s
 // must already carry its new state and version.
 func NewEvent(s *Session, from State) Event {
-	return Event{
+	ev := Event{
 		EventID:   EventID(s.ID, s.Version),
 		SessionID: s.ID, AccountID: s.AccountID, SandboxID: s.SandboxID,
 		From: from, To: s.State, Version: s.Version, Reason: s.Reason, Time: s.UpdatedAt,
 	}
+	if s.Reason == ReasonLost {
+		ev.Lost = s.Lost
+	}
+	return ev
 }
 
 // EventID returns the id of the event of a session's transition to version:

@@ -79,6 +79,11 @@ func (s *Service) finishResume(ctx context.Context, sess *Session, reason string
 			}
 			to, sb = obs.state, obs.sandbox
 		}
+		if recovering, rerr := s.lost(wctx, sess, to); recovering {
+			return rerr
+		} else if rerr != nil {
+			to = StateExpired // lost and nothing to recover with: expired as before
+		}
 		if to == StateRunning {
 			learned = s.resumedActivity(wctx, sess, reason, s.now())
 			if sb.PreviewURL != "" {

@@ -133,6 +133,14 @@ type Session struct {
 	RestoreCheckpointID string
 	RestoreFrom         State
 	RestoreError        string
+	// OnLost is what a resume that finds the sandbox lost does (OnLost*;
+	// "" is OnLostRestore). Marked says Sandman's identity marker
+	// (IdentityMarkerPath) was written into the current sandbox, so a
+	// resume reads it back; Lost describes the last loss ("gone
+	// checkpoint=chk_… age_seconds=N", docs/RELIABILITY.md "Recovery").
+	OnLost OnLost
+	Marked bool
+	Lost   string
 }
 
 // Transition reasons, carried on the session and in lifecycle events.
@@ -151,6 +159,13 @@ const (
 	// ReasonRestoreFailed: a restore failed and the session is back as it
 	// was (restoring → running or paused); Session.RestoreError says why.
 	ReasonRestoreFailed = "restore_failed"
+	// ReasonLost: a resume found the sandbox lost (gone, foreign or
+	// partial: docs/RELIABILITY.md "Recovery") and the session is being
+	// recovered (resuming → restoring); Session.Lost says how.
+	ReasonLost = "lost"
+	// ReasonRecreated: a lost session with on_lost recreate got a fresh
+	// sandbox from its template (restoring → running).
+	ReasonRecreated = "recreated"
 )
 
 // HasSnapshot reports whether the session's sandbox is held as a paused

@@ -164,10 +164,6 @@ func missing(e Env, hook string) bool {
 		_, fork := e.Provider.(lifecycle.Forker)
 		_, files := e.Provider.(lifecycle.Files)
 		return !fork || !files
-	case "WorkspaceArchiver":
-		_, arch := e.Provider.(lifecycle.WorkspaceArchiver)
-		_, files := e.Provider.(lifecycle.Files)
-		return !arch || !files
 	}
 	return false
 }
