@@ -106,10 +106,10 @@ type sessionItem struct {
 	RestoreFrom         string `dynamodbav:"restore_from,omitempty"`
 	RestoreError        string `dynamodbav:"restore_error,omitempty"`
 	// Idle is the learned idle policy's state (idle.go; absent: fixed).
-	Idle *idleStateItem `dynamodbav:"idle,omitempty"`
-	OnLost              string `dynamodbav:"on_lost,omitempty"`
-	Marked              bool   `dynamodbav:"marked,omitempty"`
-	Lost                string `dynamodbav:"lost,omitempty"`
+	Idle   *idleStateItem `dynamodbav:"idle,omitempty"`
+	OnLost string         `dynamodbav:"on_lost,omitempty"`
+	Marked bool           `dynamodbav:"marked,omitempty"`
+	Lost   string         `dynamodbav:"lost,omitempty"`
 	// WriteID identifies the write that stored this version (newWriteID).
 	WriteID string `dynamodbav:"write_id,omitempty"`
 
