@@ -41,92 +41,60 @@ func (h *Handler) linkPageForError(ctx context.Context, r *request, err error, o
 	out.Headers["Content-Type"] = "text/html; charset=utf-8"
 }
 
-// The advice of the notices that send the person back to whoever gave
-// them the link.
-const (
-	adviceNewSession = "To keep working, start a new session from the app that gave you this link."
-	adviceAskAgain   = "Open the preview again from the app that gave you this link: it hands out a fresh link."
-)
-
 // noticeFor returns the notice a browser sees for an error of the link.
 func (h *Handler) noticeFor(ctx context.Context, r *request, err error) linkpage.Notice {
 	retry := linkWithoutReopen(r)
 	le, ok := httpapi.AppError(err)
 	if !ok {
-		return linkpage.Notice{Kind: linkpage.KindRetryable, Title: "Something went wrong",
-			Sentence: "The preview could not be opened because of an error on our side.",
-			Advice:   "Try again in a few seconds.", Action: retry, ActionLabel: "Try again"}
+		return linkpage.CannotWake(linkpage.WhyInternal, retry)
 	}
 	switch {
 	case le.Code == lifecycle.CodeUnauthorized:
-		return linkpage.Notice{Kind: linkpage.KindSignIn, Title: "You're not signed in to this preview",
-			Sentence: "This link carries no access token, or its token has expired.", Advice: adviceAskAgain}
+		return linkpage.NotSignedIn()
 	case le.Code == lifecycle.CodeForbidden:
-		return linkpage.Notice{Kind: linkpage.KindSignIn, Title: "This link is for another preview",
-			Sentence: "Its access token belongs to a different session than the one it opens.", Advice: adviceAskAgain}
+		return linkpage.OtherSession()
 	case le.Code == lifecycle.CodeNotFound:
-		return linkpage.Notice{Kind: linkpage.KindNotFound, Title: "There's no preview at this link",
-			Sentence: "The session this link names does not exist.", Advice: adviceAskAgain}
+		return linkpage.NotFound()
 	case le.Code == lifecycle.CodeGone:
 		return h.goneNotice(ctx, r, retry)
 	case le.Type == lifecycle.TypeAppFailed:
-		n := linkpage.Notice{Kind: linkpage.KindFailed, Title: "The app didn't start",
-			Sentence: linkpage.Sentence(strings.TrimPrefix(le.Message, "the session's app failed: ")),
-			Advice:   "Try again; if it keeps failing, tell whoever shared this link that the app needs a fix.",
-			Action:   retry, ActionLabel: "Try again"}
+		var exit, output string
 		if le.App != nil {
-			n.Output = le.App.Output
+			output = le.App.Output
 			if le.App.ExitCode != nil {
-				n.ExitCode = strconv.Itoa(*le.App.ExitCode)
+				exit = strconv.Itoa(*le.App.ExitCode)
 			}
 		}
-		return n
+		return linkpage.AppFailed(strings.TrimPrefix(le.Message, "the session's app failed: "), exit, output, retry)
 	case le.Type == lifecycle.TypeNoPreview:
-		return linkpage.Notice{Kind: linkpage.KindFailed, Title: "There's nothing to show",
-			Sentence: "The sandbox is running but gave no preview address to open.",
-			Advice:   "Try again; if it keeps happening, tell whoever shared this link.", Action: retry, ActionLabel: "Try again"}
+		return linkpage.NoPreview(retry)
 	case le.Type == lifecycle.TypeSandboxPaused:
-		return linkpage.Notice{Kind: linkpage.KindPaused, Title: "This preview is asleep",
-			Sentence: "It went to sleep while this page waited, so that it costs nothing while nobody uses it.",
-			Advice:   "Wake it up to go on where you left off.", Action: retry, ActionLabel: "Wake it up"}
+		return linkpage.Asleep(retry)
 	case le.Code == lifecycle.CodeQuotaExceeded:
-		return linkpage.Notice{Kind: linkpage.KindRetryable, Title: "The preview can't wake right now",
-			Sentence: "Too many previews of this account are running at once.",
-			Advice:   "Try again once another preview has gone to sleep.", Action: retry, ActionLabel: "Try again"}
+		return linkpage.CannotWake(linkpage.WhyQuota, retry)
 	case le.Code == lifecycle.CodeUnavailable:
-		return linkpage.Notice{Kind: linkpage.KindRetryable, Title: "The preview can't wake right now",
-			Sentence: "The sandbox's provider did not answer in time.",
-			Advice:   "Try again in a few seconds.", Action: retry, ActionLabel: "Try again"}
+		return linkpage.CannotWake(linkpage.WhyProvider, retry)
 	}
-	return linkpage.Notice{Kind: linkpage.KindRetryable, Title: "The preview can't be opened",
-		Sentence: linkpage.Sentence(le.Message), Advice: "Try again in a few seconds.", Action: retry, ActionLabel: "Try again"}
+	return linkpage.CannotWake(le.Message, retry)
 }
 
 // goneNotice is the notice of a 410: the session ended (killed: nothing to
 // retry), or nothing could be recovered (failed, expired). It reads the
 // session to know which; a read that fails shows the first.
 func (h *Handler) goneNotice(ctx context.Context, r *request, retry string) linkpage.Notice {
-	ended := linkpage.Notice{Kind: linkpage.KindEnded, Title: "This session has ended",
-		Sentence: "It was closed, so this link no longer opens anything.", Advice: adviceNewSession}
 	id, err := r.sessionID()
 	if err != nil {
-		return ended
+		return linkpage.Ended()
 	}
 	sess, err := h.svc.Get(ctx, r.accountID, id)
 	if err != nil {
-		return ended
+		return linkpage.Ended()
 	}
 	switch sess.State {
-	case lifecycle.StateExpired:
-		return linkpage.Notice{Kind: linkpage.KindFailed, Title: "This preview can't be recovered",
-			Sentence: "Its sandbox is gone: the provider no longer has it.", Advice: adviceNewSession,
-			Action: retry, ActionLabel: "Try again"}
-	case lifecycle.StateFailed:
-		return linkpage.Notice{Kind: linkpage.KindFailed, Title: "This preview can't be recovered",
-			Sentence: "Its sandbox could not be started.", Advice: adviceNewSession,
-			Action: retry, ActionLabel: "Try again"}
+	case lifecycle.StateExpired, lifecycle.StateFailed:
+		return linkpage.Unrecoverable(sess.State == lifecycle.StateExpired, retry)
 	}
-	return ended
+	return linkpage.Ended()
 }
 
 // linkWithoutReopen returns the link as it was opened (its path and query,
