@@ -9,7 +9,7 @@
 // only for real network round trips, each bounded by a deadline.
 import { createRequire } from "node:module";
 import assert from "node:assert/strict";
-import { scripted } from "../../../../scripts/lib/browsertest.mjs";
+import { scripted, until } from "../../../../scripts/lib/browsertest.mjs";
 
 const require = createRequire(import.meta.url);
 const { chromium } = require("playwright-core");
@@ -22,17 +22,6 @@ const server = await scripted();
 const { base, control } = server;
 const serverLog = () => control("GET", "/control/log");
 const heartbeats = async () => (await serverLog()).messages.map((m) => m.data).filter((d) => d.action === "heartbeat");
-
-/** Polls fn (async) in real time until it returns a truthy value. */
-async function until(what, fn, timeoutMs = 5000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 /** Checks that fn stays falsy for a short real-time window (nothing arrives). */
 async function never(what, fn, windowMs = 300) {
