@@ -20,9 +20,13 @@ var optionsStackOnce struct {
 	s    *synthesized
 }
 
+// optionsBrand is the brand of optionsStack: name, accent, logo.
+var optionsBrand = [3]string{"Acme Cloud", "#0f766e", "https://cdn.acme.test/logo.svg"}
+
 // optionsStack is the stack with the operational options on: a running
 // limit in the settings, WebSocket access logs with the stack's own
-// CloudWatch role, an alarm topic, and a guard headroom (optionsHeadroom). Synthesized once per test binary.
+// CloudWatch role, an alarm topic, a guard headroom (optionsHeadroom) and
+// a brand (optionsBrand). Synthesized once per test binary.
 func optionsStack(tb testing.TB) *synthesized {
 	tb.Helper()
 	optionsStackOnce.once.Do(func() {
@@ -31,6 +35,9 @@ func optionsStack(tb testing.TB) *synthesized {
 			WebSocketAccessLogs: WSAccessLogsCreateRole,
 			AlarmTopicArn:       optionsTopicArn,
 			GuardHeadroom:       optionsHeadroom,
+			BrandName:           optionsBrand[0],
+			BrandAccent:         optionsBrand[1],
+			BrandLogoURL:        optionsBrand[2],
 		})
 	})
 	if optionsStackOnce.s == nil {

@@ -60,6 +60,11 @@ const (
 	// docs/POOLS.md): a JSON array in cdk.json, or its JSON text on the
 	// command line (-c 'sandman:pools=[…]').
 	ContextPools = "sandman:pools"
+	// ContextBrandName, ContextBrandAccent and ContextBrandLogoURL are
+	// SandmanStackProps.BrandName, BrandAccent and BrandLogoURL, strings.
+	ContextBrandName    = "sandman:brandName"
+	ContextBrandAccent  = "sandman:brandAccent"
+	ContextBrandLogoURL = "sandman:brandLogoUrl"
 	// ContextLegacyOwnerIndex is SandmanStackProps.KeepLegacyOwnerIndex:
 	// true (or "true") for the migration deploy of docs/CAPACITY.md "The
 	// by_owner index".
@@ -109,6 +114,9 @@ func PropsFromContext(scope constructs.Construct) (string, *SandmanStackProps, e
 		ContextWebSocketAccessLogs: &props.WebSocketAccessLogs,
 		ContextAlarmTopicArn:       &props.AlarmTopicArn,
 		ContextArchiveEncryption:   &props.ArchiveEncryption,
+		ContextBrandName:           &props.BrandName,
+		ContextBrandAccent:         &props.BrandAccent,
+		ContextBrandLogoURL:        &props.BrandLogoURL,
 	} {
 		if *dst, err = str(key); err != nil {
 			return "", nil, err

@@ -211,6 +211,15 @@ type SandmanStackProps struct {
 	// AlarmTopicArn, when set, is the SNS topic every alarm of the stack
 	// notifies (alarm and OK). Default: alarms have no action.
 	AlarmTopicArn string
+
+	// BrandName, BrandAccent and BrandLogoURL are the look of the stable
+	// link's pages (linkpage.ParseBrand; docs/WAKE.md "What a browser
+	// sees"), set as SANDMAN_BRAND_* on the functions that serve them
+	// (pageServers). Synthesis fails on a value ParseBrand refuses.
+	// Default: the pages' default look.
+	BrandName    string
+	BrandAccent  string
+	BrandLogoURL string
 }
 
 // DefaultPauserConcurrency is SandmanStackProps.PauserConcurrency's
@@ -322,6 +331,9 @@ func NewSandmanStack(scope constructs.Construct, id string, props *SandmanStackP
 		awscdk.Annotations_Of(stack).AddError(jsii.String(err.Error()))
 	}
 	if err := checkArchive(p); err != nil {
+		awscdk.Annotations_Of(stack).AddError(jsii.String(err.Error()))
+	}
+	if _, err := brand(p); err != nil {
 		awscdk.Annotations_Of(stack).AddError(jsii.String(err.Error()))
 	}
 
@@ -757,6 +769,11 @@ func newFunction(stack awscdk.Stack, spec functionSpec, p SandmanStackProps, tab
 	}
 	if spec.pools && p.Pools != "" {
 		env[EnvPools] = jsii.String(p.Pools)
+	}
+	if slices.Contains(pageServers, spec.name) {
+		for k, v := range brandEnv(p) {
+			env[k] = jsii.String(v)
+		}
 	}
 	if spec.writesSessions {
 		for _, k := range runningSlotSettings {

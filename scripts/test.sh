@@ -53,6 +53,15 @@ if [ "$#" -eq 0 ]; then
   bash scripts/browser.sh internal/webclient/webclienttest/testdata/client.test.mjs
 fi
 
+# What people see (scripts/web.sh): the stable link's pages and the
+# <sandman-preview> component (clients/web), each page and state at 1280
+# and 375 px, light and dark, audited by axe-core and saved as a screenshot
+# (build/screenshots/); the component embedded in a plain and a React page
+# against the local stack.
+if [ "$#" -eq 0 ]; then
+  bash scripts/web.sh
+fi
+
 # The providers' own JS SDKs (E2B, Daytona, Vercel Sandbox) against
 # `sandman fake <provider>`: a background command reaches its port through
 # the preview. Each run is bounded by a timeout inside sdk.sh.

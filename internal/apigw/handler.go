@@ -15,6 +15,7 @@ import (
 	"github.com/sandmanhq/sandman/internal/delivery"
 	"github.com/sandmanhq/sandman/internal/httpapi"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/linkpage"
 	"github.com/sandmanhq/sandman/internal/routes"
 )
 
@@ -57,6 +58,10 @@ type Config struct {
 	// Webhooks runs the /v1/webhook-endpoints routes (docs/WEBHOOKS.md).
 	// Nil: they answer 503.
 	Webhooks *delivery.Service
+	// Brand is the look of the pages a browser sees on the stable link
+	// (internal/linkpage; docs/WAKE.md "What a browser sees"). The zero
+	// Brand is the default look.
+	Brand linkpage.Brand
 }
 
 // routeFunc serves one route for an authenticated request.
@@ -80,6 +85,7 @@ type Handler struct {
 	tokens     *clienttoken.Tokens
 	wsURL      string
 	hooks      *delivery.Service
+	brand      linkpage.Brand
 }
 
 // New returns the Handler of cfg.Function with the defaults of Config
@@ -111,6 +117,7 @@ func New(cfg Config) (*Handler, error) {
 		tokens:     cfg.Tokens,
 		wsURL:      cfg.WSURL,
 		hooks:      cfg.Webhooks,
+		brand:      cfg.Brand,
 	}
 	impls := h.implementations()
 	for _, rt := range routes.Table {
@@ -222,6 +229,11 @@ func (h *Handler) Handle(ctx context.Context, ev events.APIGatewayV2HTTPRequest)
 		case out.StatusCode >= 500:
 			level = slog.LevelWarn
 			h.log.WarnContext(ctx, "request failed", "route", ev.RouteKey, "error_type", errType, "err", err)
+		}
+		// The stable link (the routes taking ?token=) answers a browser
+		// with a page; an API client keeps the envelope.
+		if h.queryToken[ev.RouteKey] && prefersHTML(r) {
+			h.linkPageForError(ctx, r, err, &out)
 		}
 	} else if out, err = h.respond.JSON(resp.status, resp.body, resp.headers); err != nil {
 		h.log.ErrorContext(ctx, "encode response", "err", err)

@@ -191,7 +191,7 @@ func TestAFailedAppsLinkEndsTheWaitAndIsNotActivity(t *testing.T) {
 			}
 			r := h.invoke(t, ev)
 			wantStatus(t, r, http.StatusConflict)
-			if !strings.Contains(r.headers["Content-Type"], "text/html") || !strings.Contains(r.body, "Exit code: 3") ||
+			if !strings.Contains(r.headers["Content-Type"], "text/html") || !strings.Contains(r.body, "exited with code 3") ||
 				!strings.Contains(r.body, "exit 3") || strings.Contains(r.body, "<script") {
 				t.Fatalf("browser page %q: want a page with the exit code and the output, and no script", r.body)
 			}
@@ -221,7 +221,7 @@ func TestALinkWithNoPreviewSaysSo(t *testing.T) {
 	wantError(t, h.invoke(t, MustEvent(t, "open.json", withID(s.ID), withQuery("wait", "5"))), http.StatusConflict, lifecycle.TypeNoPreview, "no preview URL")
 	r := h.invoke(t, MustEvent(t, "open.json", withID(s.ID), withHeader("accept", "text/html")))
 	wantStatus(t, r, http.StatusConflict)
-	if !strings.Contains(r.body, "no preview URL") || strings.Contains(r.body, "<script") {
+	if !strings.Contains(r.body, "no preview address") || strings.Contains(r.body, "<script") {
 		t.Errorf("browser page %q: want the reason and no script", r.body)
 	}
 	if after := h.mustSession(t, s.ID); !after.IdleDeadline.Equal(before.IdleDeadline) {

@@ -508,7 +508,7 @@ func (a *App) newProvider(cfg Config, name string, adapters registry.Set, apiKey
 // over the App's service and store, with the configured CORS origin.
 func (a *App) HTTPHandler(function string) (*apigw.Handler, error) {
 	return apigw.New(apigw.Config{Function: function, Service: a.Service, Keys: a.keys, AllowOrigin: a.Config.CORSOrigin, Log: a.Log,
-		Tokens: a.Tokens, WSURL: a.Config.WSURL, Webhooks: a.Webhooks})
+		Tokens: a.Tokens, WSURL: a.Config.WSURL, Webhooks: a.Webhooks, Brand: a.Config.Brand})
 }
 
 // loadTokens builds a.Tokens from the key set the configuration names: a

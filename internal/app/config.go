@@ -2,6 +2,7 @@ package app
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	"github.com/sandmanhq/sandman/internal/dynamo"
 	"github.com/sandmanhq/sandman/internal/envnames"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/linkpage"
 	"github.com/sandmanhq/sandman/internal/provider/registry"
 )
 
@@ -63,6 +65,10 @@ const (
 	EnvClientTokenKeysFile   = envnames.ClientTokenKeysFile
 	EnvWSURL                 = envnames.WSURL
 	EnvWSManagementURL       = envnames.WSManagementURL
+
+	EnvBrandName    = envnames.BrandName
+	EnvBrandAccent  = envnames.BrandAccent
+	EnvBrandLogoURL = envnames.BrandLogoURL
 
 	EnvWebhookRetrySchedule       = envnames.WebhookRetrySchedule
 	EnvWebhookAllowPrivateTargets = envnames.WebhookAllowPrivateTargets
@@ -164,6 +170,10 @@ type Config struct {
 	// WSManagementURL is the API Gateway Management API endpoint of the
 	// WebSocket stage (internal/channel/apigwmgmt); "" locally.
 	WSManagementURL string
+	// Brand is the look of the stable link's pages (SANDMAN_BRAND_NAME,
+	// SANDMAN_BRAND_ACCENT, SANDMAN_BRAND_LOGO_URL; internal/linkpage);
+	// the zero Brand is the default look.
+	Brand linkpage.Brand
 
 	// Outbound webhooks (docs/WEBHOOKS.md): the retry schedule
 	// (delivery.ParseSchedule; default delivery.DefaultSchedule), whether
@@ -217,7 +227,7 @@ func ConfigFromEnv(getenv func(string) string, adapters ...registry.Adapter) (Co
 	if c.ClientTokenKeysSecret != "" && c.ClientTokenKeysFile != "" {
 		return Config{}, fmt.Errorf("set only one of %s and %s", EnvClientTokenKeysSecret, EnvClientTokenKeysFile)
 	}
-	for _, read := range []func(func(string) string, *Config) error{readWebhooks, readLimits, readShards, readTemplateApps, readIdlePolicy, readLogLevel, readDurations} {
+	for _, read := range []func(func(string) string, *Config) error{readBrand, readWebhooks, readLimits, readShards, readTemplateApps, readIdlePolicy, readLogLevel, readDurations} {
 		if err := read(get, &c); err != nil {
 			return Config{}, err
 		}
@@ -248,6 +258,22 @@ func readPools(get func(string) string, c *Config) error {
 		return fmt.Errorf("%s: %w", EnvPools, err)
 	}
 	c.Pools = pools
+	return nil
+}
+
+// readBrand reads the look of the stable link's pages. Errors name the
+// variable.
+func readBrand(get func(string) string, c *Config) error {
+	b, err := linkpage.ParseBrand(get(EnvBrandName), get(EnvBrandAccent), get(EnvBrandLogoURL))
+	var be *linkpage.BrandError
+	if errors.As(err, &be) {
+		env := map[string]string{linkpage.PartName: EnvBrandName, linkpage.PartAccent: EnvBrandAccent, linkpage.PartLogoURL: EnvBrandLogoURL}[be.Part]
+		return fmt.Errorf("%s: %s", env, be.Reason)
+	}
+	if err != nil {
+		return err
+	}
+	c.Brand = b
 	return nil
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/sandmanhq/sandman/internal/app"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/linkpage"
 )
 
 // TestConfigRefusesLeaseShorterThanRequest: a lease the sweep could take
@@ -38,5 +39,30 @@ func TestConfigRefusesLeaseShorterThanRequest(t *testing.T) {
 	}
 	if _, err := read(map[string]string{}); err != nil {
 		t.Errorf("the default lease (%v): %v", lifecycle.DefaultPolicy().LeaseDuration, err)
+	}
+}
+
+// TestConfigReadsTheBrand: the stable link's pages take the deployment's
+// name, accent and logo from SANDMAN_BRAND_*; a bad value is refused at
+// start with an error naming its variable.
+func TestConfigReadsTheBrand(t *testing.T) {
+	read := func(vars map[string]string) (app.Config, error) {
+		vars[app.EnvTable] = "sandman-test"
+		return app.ConfigFromEnv(env(vars))
+	}
+	c, err := read(map[string]string{app.EnvBrandName: "Acme", app.EnvBrandAccent: "#0F766E", app.EnvBrandLogoURL: "https://acme.test/l.svg"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (linkpage.Brand{Name: "Acme", Accent: "#0f766e", LogoURL: "https://acme.test/l.svg"}); c.Brand != want {
+		t.Errorf("Brand = %+v, want %+v", c.Brand, want)
+	}
+	if c, err := read(map[string]string{}); err != nil || c.Brand != (linkpage.Brand{}) {
+		t.Errorf("no brand set: %+v, %v; want the default look", c.Brand, err)
+	}
+	for name, value := range map[string]string{app.EnvBrandName: strings.Repeat("x", 61), app.EnvBrandAccent: "teal", app.EnvBrandLogoURL: "/logo.svg"} {
+		if _, err := read(map[string]string{name: value}); err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s=%q: error %v, want one naming %s", name, value, err, name)
+		}
 	}
 }

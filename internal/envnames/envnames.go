@@ -118,6 +118,22 @@ const (
 	WSManagementURL = "SANDMAN_WS_MANAGEMENT_URL"
 )
 
+// The look of the stable link's pages (internal/linkpage, docs/WAKE.md
+// "What a browser sees"), read by internal/app.ConfigFromEnv; the stack
+// sets them on the resume function from its CDK context
+// (sandman:brandName, sandman:brandAccent, sandman:brandLogoUrl).
+const (
+	// BrandName is shown beside the logo and in the pages' titles (at most
+	// 60 characters); unset: none.
+	BrandName = "SANDMAN_BRAND_NAME"
+	// BrandAccent is the colour of buttons, links and progress, "#rgb" or
+	// "#rrggbb", adjusted until it reads at 4.5:1; unset: #4f46e5.
+	BrandAccent = "SANDMAN_BRAND_ACCENT"
+	// BrandLogoURL is the logo's absolute http(s) URL, the pages' one
+	// asset from elsewhere; unset: none.
+	BrandLogoURL = "SANDMAN_BRAND_LOGO_URL"
+)
+
 // Outbound webhooks (internal/delivery, docs/WEBHOOKS.md), read by
 // internal/app.ConfigFromEnv.
 const (
@@ -200,6 +216,7 @@ var (
 		MaxRunning, Shards, Prices, TemplateApps, IdlePolicy, IdleUserField, Pools, ReadinessQueueURL, ResumeQueueURL, PoolRefillQueueURL, CheckpointQueueURL,
 		ArchiveBucket, ArchiveDir, ArchiveSSE, ArchiveKMSKeyID, ArchiveS3Endpoint, ArchiveS3PathStyle,
 		ClientTokenKeysSecret, ClientTokenKeysFile, WSURL, WSManagementURL,
+		BrandName, BrandAccent, BrandLogoURL,
 		SweepConcurrency, SweepRate, SweepBurst, SweepPageSize, SweepDeadlineMargin, SweepReconcileSample, SweepDormancyAge,
 		TimerQueueURL,
 		WebhookRetrySchedule, WebhookAllowPrivateTargets, WebhookQueueURL, WebhookDLQURL,

@@ -136,7 +136,7 @@ export interface paths {
         };
         /**
          * Open a session's stable link
-         * @description The session's stable link (docs/WAKE.md "Opening the link"). Running and ready (or no app): 302 to the preview URL plus path. Paused: starts one resume per burst (concurrent opens join the one under way), which runs in the background (docs/WAKE.md "The resume runs in the background"), and answers a browser (Accept: text/html) at once 200 with a waking page that imports GET /v1/sandman.js and follows the session over the client channel, and any other client, after holding up to ?wait= seconds, 302 when ready or 503 with Retry-After. Running with its app failed: 409 app_failed (with exit_code and output); running with no preview URL: 409 no_preview; neither waits. killed, failed, expired (also when it ends during the hold): 410. A browser gets each error as a short HTML page. Served by the resume function. Counts as activity when it leads somewhere (a redirect, a resume, an app still starting), never with reopen=1.
+         * @description The session's stable link (docs/WAKE.md "Opening the link"). Running and ready (or no app): 302 to the preview URL plus path. Paused: starts one resume per burst (concurrent opens join the one under way), which runs in the background (docs/WAKE.md "The resume runs in the background"), and answers a browser (an Accept that prefers text/html) at once 200 with a waking page that imports GET /v1/sandman.js and follows the session over the client channel, and any other client, after holding up to ?wait= seconds, 302 when ready or 503 with Retry-After. Running with its app failed: 409 app_failed (with exit_code and output); running with no preview URL: 409 no_preview; neither waits. killed, failed, expired (also when it ends during the hold): 410. A browser (an Accept that prefers text/html to JSON) gets every error as a page instead of the envelope, with the same status and headers (docs/WAKE.md "What a browser sees"). Served by the resume function. Counts as activity when it leads somewhere (a redirect, a resume, an app still starting), never with reopen=1.
          */
         get: operations["openSession"];
         put?: never;
@@ -161,7 +161,7 @@ export interface paths {
         };
         /**
          * Open a session's stable link at a path
-         * @description The session's stable link (docs/WAKE.md "Opening the link"). Running and ready (or no app): 302 to the preview URL plus path. Paused: starts one resume per burst (concurrent opens join the one under way), which runs in the background (docs/WAKE.md "The resume runs in the background"), and answers a browser (Accept: text/html) at once 200 with a waking page that imports GET /v1/sandman.js and follows the session over the client channel, and any other client, after holding up to ?wait= seconds, 302 when ready or 503 with Retry-After. killed, failed, expired: 410 (an HTML page for a browser). Served by the resume function. Counts as activity.
+         * @description The session's stable link (docs/WAKE.md "Opening the link"). Running and ready (or no app): 302 to the preview URL plus path. Paused: starts one resume per burst (concurrent opens join the one under way), which runs in the background (docs/WAKE.md "The resume runs in the background"), and answers a browser (an Accept that prefers text/html) at once 200 with a waking page that imports GET /v1/sandman.js and follows the session over the client channel, and any other client, after holding up to ?wait= seconds, 302 when ready or 503 with Retry-After. killed, failed, expired: 410 (an HTML page for a browser). Served by the resume function. Counts as activity.
          */
         get: operations["openSessionPath"];
         put?: never;
@@ -1784,11 +1784,48 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            /** @description conflict: the state does not allow it; app_failed: running, its app failed (exit_code and output carried); no_preview: running with no preview URL; sandbox_paused: a reopen=1 open of a paused session. A browser gets a short HTML page. */
+            /** @description invalid: bad input; the sentence names the field or parameter. A browser gets a page. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "text/html": string;
+                };
+            };
+            /** @description unauthorized: no key, a bad key, or both headers (webhooks: a bad or missing signature). A browser gets a page. */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "text/html": string;
+                };
+            };
+            /** @description forbidden: the session belongs to another account, or a client token was sent where only an API key is accepted or for another session. A browser gets a page. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "text/html": string;
+                };
+            };
+            /** @description not_found: no such session (or a malformed session id), or no such route. A browser gets a page. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "text/html": string;
+                };
+            };
+            /** @description conflict: the state does not allow it; app_failed: running, its app failed (exit_code and output carried); no_preview: running with no preview URL; sandbox_paused: a reopen=1 open of a paused session. A browser gets a page. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -1798,7 +1835,7 @@ export interface operations {
                     "text/html": string;
                 };
             };
-            /** @description gone: the session is killed, failed or expired; its link opens nothing any more. */
+            /** @description gone: the session is killed, failed or expired; its link opens nothing any more. A browser gets a page. */
             410: {
                 headers: {
                     [name: string]: unknown;
@@ -1808,9 +1845,37 @@ export interface operations {
                     "text/html": string;
                 };
             };
-            429: components["responses"]["QuotaExceeded"];
-            500: components["responses"]["Internal"];
-            503: components["responses"]["Unavailable"];
+            /** @description quota_exceeded: the account already holds its max_running limit of running sandboxes (provisioning, running, pausing or resuming); the error sentence names the limit. Pause or delete one first. A browser gets a page. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "text/html": string;
+                };
+            };
+            /** @description internal: a bug. The detail is only in the log; the sentence names the request id. A browser gets a page. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "text/html": string;
+                };
+            };
+            /** @description unavailable: the table is slow or unavailable; sandbox_expired: the provider lost the sandbox (the session is now expired); sandbox_unreachable: a transient provider failure. Retry-After (seconds) is sent where a retry can help. A browser gets a page. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "text/html": string;
+                };
+            };
         };
     };
     openSessionPath: {
@@ -1850,12 +1915,58 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
-            409: components["responses"]["Conflict"];
-            /** @description gone: the session is killed, failed or expired; its link opens nothing any more. */
+            /** @description invalid: bad input; the sentence names the field or parameter. A browser gets a page. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "text/html": string;
+                };
+            };
+            /** @description unauthorized: no key, a bad key, or both headers (webhooks: a bad or missing signature). A browser gets a page. */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "text/html": string;
+                };
+            };
+            /** @description forbidden: the session belongs to another account, or a client token was sent where only an API key is accepted or for another session. A browser gets a page. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "text/html": string;
+                };
+            };
+            /** @description not_found: no such session (or a malformed session id), or no such route. A browser gets a page. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "text/html": string;
+                };
+            };
+            /** @description conflict: the session's state does not allow it, or a lost race; sandbox_paused: a heartbeat on a paused session. A browser gets a page. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "text/html": string;
+                };
+            };
+            /** @description gone: the session is killed, failed or expired; its link opens nothing any more. A browser gets a page. */
             410: {
                 headers: {
                     [name: string]: unknown;
@@ -1865,9 +1976,37 @@ export interface operations {
                     "text/html": string;
                 };
             };
-            429: components["responses"]["QuotaExceeded"];
-            500: components["responses"]["Internal"];
-            503: components["responses"]["Unavailable"];
+            /** @description quota_exceeded: the account already holds its max_running limit of running sandboxes (provisioning, running, pausing or resuming); the error sentence names the limit. Pause or delete one first. A browser gets a page. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "text/html": string;
+                };
+            };
+            /** @description internal: a bug. The detail is only in the log; the sentence names the request id. A browser gets a page. */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "text/html": string;
+                };
+            };
+            /** @description unavailable: the table is slow or unavailable; sandbox_expired: the provider lost the sandbox (the session is now expired); sandbox_unreachable: a transient provider failure. Retry-After (seconds) is sent where a retry can help. A browser gets a page. */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "text/html": string;
+                };
+            };
         };
     };
     snapshotSession: {

@@ -22,6 +22,9 @@
 //	POST /control/tokens           body: ["tok", …] → 204, the valid tokens
 //	POST /control/drop             → 204, every open connection is closed abruptly (no close frame)
 //
+// It also serves the gallery of the stable link's pages at /pages/
+// (pages.go), whose waking pages follow this channel.
+//
 // The control API is for tests only: serve it on loopback.
 package webclienttest
 
@@ -92,6 +95,7 @@ func New(status json.RawMessage, tokens ...string) *Server {
 		io.WriteString(w, testPage)
 	})
 	s.mux.HandleFunc("GET /v1/ws", s.serveWS)
+	handlePages(s.mux)
 	s.mux.HandleFunc("GET /control/log", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(s.Log())
@@ -218,9 +222,9 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, `{"status":"error","error":"the client token is not valid","error_type":"unauthorized"}`, http.StatusUnauthorized)
 		return
 	}
-	// The test page and the server share an origin; InsecureSkipVerify is
-	// not needed.
-	c, err := websocket.Accept(w, r, nil)
+	// Any origin, like API Gateway's WebSocket API: a page embedding the
+	// preview is served from its own origin.
+	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
 	if err != nil {
 		return
 	}

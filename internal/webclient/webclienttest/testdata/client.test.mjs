@@ -8,11 +8,8 @@
 // attempts, messages received) is read from its control API; the test waits
 // only for real network round trips, each bounded by a deadline.
 import { createRequire } from "node:module";
-import { spawn, execFileSync } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import assert from "node:assert/strict";
+import { scripted, until } from "../../../../scripts/lib/browsertest.mjs";
 
 const require = createRequire(import.meta.url);
 const { chromium } = require("playwright-core");
@@ -21,37 +18,10 @@ const started = Date.now();
 const results = [];
 
 // --- the scripted server ---
-const bin = join(mkdtempSync(join(tmpdir(), "sandman-webclient-")), "serve");
-execFileSync("go", ["build", "-o", bin, "./internal/webclient/webclienttest/serve"], { stdio: "inherit" });
-const server = spawn(bin, ["-tokens", "tok-1"], { stdio: ["pipe", "pipe", "inherit"] });
-const base = await new Promise((resolve, reject) => {
-  let buf = "";
-  server.stdout.on("data", (d) => {
-    buf += d;
-    const nl = buf.indexOf("\n");
-    if (nl >= 0) resolve(buf.slice(0, nl).trim());
-  });
-  server.on("exit", (code) => reject(new Error(`server exited ${code}`)));
-});
-
-async function control(method, path, body) {
-  const res = await fetch(base + path, { method, body: body === undefined ? undefined : JSON.stringify(body) });
-  if (!res.ok) throw new Error(`${method} ${path}: ${res.status}`);
-  return res.status === 204 ? null : res.json();
-}
+const server = await scripted();
+const { base, control } = server;
 const serverLog = () => control("GET", "/control/log");
 const heartbeats = async () => (await serverLog()).messages.map((m) => m.data).filter((d) => d.action === "heartbeat");
-
-/** Polls fn (async) in real time until it returns a truthy value. */
-async function until(what, fn, timeoutMs = 5000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 /** Checks that fn stays falsy for a short real-time window (nothing arrives). */
 async function never(what, fn, windowMs = 300) {
@@ -385,9 +355,7 @@ try {
   });
 } finally {
   await context.close();
-  server.stdin.end();
-  server.kill();
-  rmSync(join(bin, ".."), { recursive: true, force: true });
+  server.stop();
 }
 
 const failed = results.filter((r) => !r.ok);
