@@ -48,6 +48,9 @@ const (
 	// ContextPublisherParallelization is
 	// SandmanStackProps.PublisherParallelization (1 to 10), a number.
 	ContextPublisherParallelization = "sandman:publisherParallelization"
+	// ContextEventRetentionDays is SandmanStackProps.EventRetentionDays
+	// (1 to 366), a number.
+	ContextEventRetentionDays = "sandman:eventRetentionDays"
 	// ContextWebSocketAccessLogs is SandmanStackProps.WebSocketAccessLogs:
 	// "off" (the default: a first deploy on a fresh account succeeds),
 	// "create-role" (the stack creates API Gateway's account-level
@@ -183,6 +186,7 @@ func PropsFromContext(scope constructs.Construct) (string, *SandmanStackProps, e
 		{ContextThrottleRateLimit, &props.ThrottleRateLimit, 1, 1_000_000},
 		{ContextThrottleBurstLimit, &props.ThrottleBurstLimit, 1, 1_000_000},
 		{ContextPublisherParallelization, &props.PublisherParallelization, 1, 10},
+		{ContextEventRetentionDays, &props.EventRetentionDays, 1, 366},
 	} {
 		if *n.dst, err = contextNumber(node, n.key, n.min, n.max); err != nil {
 			return "", nil, err

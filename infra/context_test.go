@@ -99,7 +99,7 @@ func TestPropsFromContext(t *testing.T) {
 
 	t.Run("CapacitySettings", func(t *testing.T) {
 		_, props, err := PropsFromContext(newApp(t, map[string]any{ContextShards: "256", ContextThrottleRateLimit: 8000,
-			ContextThrottleBurstLimit: "16000", ContextPublisherParallelization: 4}))
+			ContextThrottleBurstLimit: "16000", ContextPublisherParallelization: 4, ContextEventRetentionDays: "90"}))
 		if err != nil {
 			t.Fatalf("PropsFromContext: %v", err)
 		}
@@ -109,6 +109,7 @@ func TestPropsFromContext(t *testing.T) {
 		}{
 			{"Shards", props.Shards, 256}, {"ThrottleRateLimit", props.ThrottleRateLimit, 8000},
 			{"ThrottleBurstLimit", props.ThrottleBurstLimit, 16000}, {"PublisherParallelization", props.PublisherParallelization, 4},
+			{"EventRetentionDays", props.EventRetentionDays, 90},
 		} {
 			if c.got != c.want {
 				t.Errorf("%s: got %v, want %v", c.name, c.got, c.want)
@@ -154,6 +155,8 @@ func TestPropsFromContext(t *testing.T) {
 			{ContextShards, 0},
 			{ContextShards, 1025},
 			{ContextPublisherParallelization, 11},
+			{ContextEventRetentionDays, 0},
+			{ContextEventRetentionDays, 367},
 			{ContextThrottleRateLimit, "fast"},
 		} {
 			if _, _, err := PropsFromContext(newApp(t, map[string]any{c.key: c.value})); err == nil {

@@ -154,6 +154,11 @@ type SandmanStackProps struct {
 	// Lambda keeps records of one partition key (one session) in order
 	// across them. Default DefaultPublisherParallelization.
 	PublisherParallelization float64
+	// EventRetentionDays is how many days sessions' recorded events (their
+	// timelines, GET /v1/sessions/{id}/events) are kept:
+	// SANDMAN_EVENT_RETENTION_DAYS on the publisher, which writes their
+	// TTL. Default 0: unset, the functions' own 30 days.
+	EventRetentionDays float64
 	// KeepLegacyOwnerIndex keeps the first account index, by_owner
 	// (projecting ALL: every session write also wrote it), beside the
 	// keys-only one the code reads (tabledef.IndexByOwner). Set it for the
@@ -706,6 +711,9 @@ func newFunction(stack awscdk.Stack, spec functionSpec, p SandmanStackProps, tab
 	}
 	if spec.pools && p.Pools != "" {
 		env[EnvPools] = jsii.String(p.Pools)
+	}
+	if spec.name == routes.Publisher && p.EventRetentionDays > 0 {
+		env[envnames.EventRetentionDays] = jsii.String(strconv.Itoa(int(p.EventRetentionDays)))
 	}
 	if spec.writesSessions {
 		for _, k := range runningSlotSettings {

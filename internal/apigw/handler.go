@@ -149,6 +149,7 @@ func (h *Handler) implementations() map[string]routeFunc {
 		"POST /v1/sessions/{id}/snapshot":     h.pause, // the alias (routes.Aliases)
 		"GET /v1/sessions/{id}/reconnect":     h.reconnect,
 		"GET /v1/sessions/{id}/diagnose":      h.diagnose,
+		"GET /v1/sessions/{id}/events":        h.sessionEvents,
 		"GET " + routes.UsagePath:             h.usage,
 		"GET " + routes.PoolsPath:             h.pools,
 		"GET " + routes.OpenAPIPath:           h.openAPIDocument,
@@ -271,7 +272,7 @@ func (h *Handler) serve(ctx context.Context, r *request) (resp response, err err
 			return response{}, err
 		}
 		r.clientToken = true
-		return route(ctx, r)
+		return route(lifecycle.WithActor(ctx, lifecycle.ActorClient), r)
 	}
 	if _, hasAuthz := r.header("Authorization"); hasAuthz {
 		if bearer, err := apiKey(r); err == nil && looksLikeClientToken(bearer) {
@@ -279,7 +280,7 @@ func (h *Handler) serve(ctx context.Context, r *request) (resp response, err err
 				return response{}, err
 			}
 			r.clientToken = true
-			return route(ctx, r)
+			return route(lifecycle.WithActor(ctx, lifecycle.ActorClient), r)
 		}
 	}
 	key, err := authenticate(ctx, h.keys, r)
@@ -288,5 +289,5 @@ func (h *Handler) serve(ctx context.Context, r *request) (resp response, err err
 	}
 	r.accountID = key.AccountID
 	// The key's own running limit, if it has one (lifecycle quota.go).
-	return route(lifecycle.WithMaxRunning(ctx, key.MaxRunning), r)
+	return route(lifecycle.WithActor(lifecycle.WithMaxRunning(ctx, key.MaxRunning), lifecycle.ActorAPI), r)
 }

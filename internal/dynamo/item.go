@@ -47,6 +47,9 @@ type sessionItem struct {
 	State      string            `dynamodbav:"state"`
 	Version    int64             `dynamodbav:"version"`
 	Reason     string            `dynamodbav:"reason,omitempty"`
+	// Actor is who made this write (lifecycle.Session.Actor); the outbox
+	// reads it from the stream image.
+	Actor string `dynamodbav:"actor,omitempty"`
 
 	IdleTimeoutMS int64 `dynamodbav:"idle_timeout_ms"`           // milliseconds
 	MaxLifetimeMS int64 `dynamodbav:"max_lifetime_ms,omitempty"` // milliseconds; absent: no limit
@@ -223,6 +226,7 @@ func toSessionItem(s *lifecycle.Session, shards int) sessionItem {
 		State:               string(s.State),
 		Version:             s.Version,
 		Reason:              s.Reason,
+		Actor:               s.Actor,
 		IdleTimeoutMS:       s.IdleTimeout.Milliseconds(),
 		MaxLifetimeMS:       s.MaxLifetime.Milliseconds(),
 		CreatedAt:           formatTime(s.CreatedAt),
@@ -285,6 +289,7 @@ func (it sessionItem) session() (*lifecycle.Session, error) {
 		State:       state,
 		Version:     it.Version,
 		Reason:      it.Reason,
+		Actor:       it.Actor,
 		IdleTimeout: time.Duration(it.IdleTimeoutMS) * time.Millisecond,
 		MaxLifetime: time.Duration(it.MaxLifetimeMS) * time.Millisecond,
 	}

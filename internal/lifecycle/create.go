@@ -69,6 +69,7 @@ func (s *Service) Create(ctx context.Context, accountID string, in CreateInput) 
 		return nil, false, err
 	}
 	sess.RunningLimit = s.maxRunning(ctx) // the key's override, if any (quota.go)
+	sess.Actor = ActorOf(ctx)
 	if err := s.checkTemplate(ctx, sess); err != nil {
 		return nil, false, err
 	}

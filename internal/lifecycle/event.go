@@ -31,11 +31,16 @@ type Event struct {
 	ReadinessDetail string    `json:"readiness_detail,omitempty"`
 
 	// Provider and Since are for the publisher's usage counters (usage.go)
-	// and are not part of the published event: the session's provider, and
-	// when the session entered From (the state_changed_at of the write
-	// before; zero when unknown, as for a create).
+	// and the session's timeline, and are not part of the published event:
+	// the session's provider, and when the session entered From (the
+	// state_changed_at of the write before; zero when unknown, as for a
+	// create). Time - Since is the event's duration.
 	Provider string    `json:"-"`
 	Since    time.Time `json:"-"`
+	// Actor is who caused the transition (Session.Actor; actor.go). It is
+	// recorded with the event (the session's timeline, UsageStore) and not
+	// published.
+	Actor string `json:"-"`
 }
 
 // DetailType returns the EventBridge detail-type: "Session " and the target
@@ -76,7 +81,7 @@ func NewEvent(s *Session, from State) Event {
 	return Event{
 		EventID:   EventID(s.ID, s.Version),
 		SessionID: s.ID, AccountID: s.AccountID, SandboxID: s.SandboxID,
-		From: from, To: s.State, Version: s.Version, Reason: s.Reason, Time: s.UpdatedAt,
+		From: from, To: s.State, Version: s.Version, Reason: s.Reason, Time: s.UpdatedAt, Actor: s.Actor,
 	}
 }
 

@@ -78,6 +78,7 @@ var Table = []Route{
 	{"POST", "/v1/sessions/{id}/pause", Pause},
 	{"GET", "/v1/sessions/{id}/reconnect", Reconnect},
 	{"GET", "/v1/sessions/{id}/diagnose", Sessions},
+	{"GET", "/v1/sessions/{id}/events", Sessions},
 	{"GET", UsagePath, Sessions},
 	{"GET", PoolsPath, Sessions},
 	{"POST", ClientTokensPath, Sessions},

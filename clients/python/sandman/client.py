@@ -20,6 +20,8 @@ from .models import (
     ReconnectResult,
     ResumeResult,
     Session,
+    SessionEvent,
+    SessionEventList,
     SessionList,
     Status,
     Usage,
@@ -172,6 +174,22 @@ class Sessions(_Resource):
     def diagnose(self, id: str, *, timeout: float | None = None) -> Diagnosis:
         """GET …/diagnose: the table's and the provider's views, a verdict, the last events."""
         return Diagnosis.from_dict(self._t.call(ROUTES["diagnoseSession"], {"id": id}, timeout=timeout))
+
+    def events_page(self, id: str, *, limit: int | None = None, cursor: str | None = None, timeout: float | None = None) -> SessionEventList:
+        """GET …/events: one page of the session's timeline, newest first."""
+        return SessionEventList.from_dict(
+            self._t.call(ROUTES["listSessionEvents"], {"id": id}, query={"limit": limit, "cursor": cursor}, timeout=timeout)
+        )
+
+    def events(self, id: str, *, limit: int | None = None, cursor: str | None = None) -> Iterator[SessionEvent]:
+        """The session's timeline, newest first, following next_cursor page by page:
+        every transition with its reason, actor and duration_ms."""
+        while True:
+            page = self.events_page(id, limit=limit, cursor=cursor)
+            yield from page.events
+            if not page.next_cursor:
+                return
+            cursor = page.next_cursor
 
     def open_url(self, id: str, token: str | None = None, *, path: str | None = None, wait: bool = False) -> str:
         """The session's stable link for a browser (GET …/open): a redirect to the

@@ -49,6 +49,7 @@ ROUTES: dict[str, Route] = {
     "pauseSession": Route("POST", "/v1/sessions/{id}/pause", "safe", ("sessions.pause",)),
     "reconnectSession": Route("GET", "/v1/sessions/{id}/reconnect", "safe", ("sessions.reconnect",)),
     "diagnoseSession": Route("GET", "/v1/sessions/{id}/diagnose", "safe", ("sessions.diagnose",)),
+    "listSessionEvents": Route("GET", "/v1/sessions/{id}/events", "safe", ("sessions.events", "sessions.events_page"), query=("limit", "cursor")),
     "openSession": Route("GET", "/v1/sessions/{id}/open", "safe", ("sessions.open_url",), query=("wait", "token"), kind="link", page_query=("reopen",)),
     "openSessionPath": Route("GET", "/v1/sessions/{id}/open/{path}", "safe", ("sessions.open_url",), query=("wait", "token"), kind="link", page_query=("reopen",)),
     "createClientToken": Route("POST", "/v1/sessions/{id}/client-tokens", "safe", ("client_tokens.create",)),

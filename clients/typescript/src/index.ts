@@ -38,6 +38,8 @@ export type ResumeResult = Schemas["ResumeResult"];
 export type PauseResult = Schemas["PauseResult"];
 export type ReconnectResult = Schemas["ReconnectResult"];
 export type Diagnosis = Schemas["Diagnosis"];
+export type SessionEvent = Schemas["SessionEvent"];
+export type SessionEventList = Schemas["SessionEventList"];
 export type ClientTokenRequest = Schemas["ClientTokenRequest"];
 export type ClientToken = Schemas["ClientToken"];
 export type Usage = Schemas["Usage"];
@@ -218,6 +220,25 @@ export class Sessions extends Resource {
   /** GET /v1/sessions/{id}/diagnose: the table's and the provider's views, a verdict, the last events. */
   diagnose(id: string, options?: CallOptions): Promise<Diagnosis> {
     return this.sm.call(ROUTES.diagnoseSession, { params: { id }, options });
+  }
+
+  /** GET /v1/sessions/{id}/events, one page of the session's timeline (newest first). */
+  eventsPage(id: string, query: { limit?: number; cursor?: string } = {}, options?: CallOptions): Promise<SessionEventList> {
+    return this.sm.call(ROUTES.listSessionEvents, { params: { id }, query, options });
+  }
+
+  /**
+   * The session's timeline, newest first, following next_cursor page by
+   * page: every transition with its reason, actor and duration_ms.
+   */
+  async *events(id: string, options: CallOptions & { limit?: number; cursor?: string } = {}): AsyncGenerator<SessionEvent> {
+    const { limit, ...call } = options;
+    let cursor: string | null | undefined = options.cursor;
+    do {
+      const page = await this.eventsPage(id, { limit, cursor: cursor ?? undefined }, call);
+      yield* page.events;
+      cursor = page.next_cursor;
+    } while (cursor);
   }
 
   /**

@@ -43,6 +43,7 @@ export const ROUTES = {
   pauseSession: { method: "POST", path: "/v1/sessions/{id}/pause", retry: "safe", sdk: "sessions.pause" },
   reconnectSession: { method: "GET", path: "/v1/sessions/{id}/reconnect", retry: "safe", sdk: "sessions.reconnect" },
   diagnoseSession: { method: "GET", path: "/v1/sessions/{id}/diagnose", retry: "safe", sdk: "sessions.diagnose" },
+  listSessionEvents: { method: "GET", path: "/v1/sessions/{id}/events", retry: "safe", query: ["limit", "cursor"], sdk: "sessions.events, sessions.eventsPage" },
   openSession: { method: "GET", path: "/v1/sessions/{id}/open", retry: "safe", query: ["wait", "token"], pageQuery: ["reopen"], kind: "link", sdk: "sessions.openUrl" },
   openSessionPath: { method: "GET", path: "/v1/sessions/{id}/open/{path}", retry: "safe", query: ["wait", "token"], pageQuery: ["reopen"], kind: "link", sdk: "sessions.openUrl" },
   createClientToken: { method: "POST", path: "/v1/sessions/{id}/client-tokens", retry: "safe", sdk: "clientTokens.create" },

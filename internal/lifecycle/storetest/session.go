@@ -31,6 +31,7 @@ func testCreateSession(t *testing.T, newStore NewStore) {
 		exit := 1
 		s.AppExitCode = &exit
 		s.FromPool, s.PoolID = true, "pool_0123456789abcdef"
+		s.Actor = lifecycle.ActorClient
 		want := s.Clone()
 		want.Version = 1
 
