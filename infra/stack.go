@@ -414,6 +414,9 @@ func newTable(stack awscdk.Stack, p SandmanStackProps) awsdynamodb.Table {
 			PartitionKey:   attribute(stack, ix.PartitionKey, ix.PartitionType),
 			ProjectionType: awsdynamodb.ProjectionType(ix.ProjectionType()),
 		}
+		if len(ix.NonKeyAttributes) > 0 {
+			gsi.NonKeyAttributes = jsii.Strings(ix.NonKeyAttributes...)
+		}
 		if ix.SortKey != "" {
 			gsi.SortKey = attribute(stack, ix.SortKey, ix.SortType)
 		}

@@ -35,8 +35,8 @@ func (h *harness) recordAll(tb testing.TB, id string) []lifecycle.Event {
 // document).
 func TestSessionEventsTimeline(t *testing.T) {
 	h, _ := MustTokenHarness(t)
-	s := h.mustCreate(t)                     // provisioning, running: the API key's
-	h.clock.Advance(90 * time.Second)        // 90 s running
+	s := h.mustCreate(t)              // provisioning, running: the API key's
+	h.clock.Advance(90 * time.Second) // 90 s running
 	wantStatus(t, h.invoke(t, MustEvent(t, "pause.json", withID(s.ID))), http.StatusOK)
 	h.clock.Advance(5 * time.Minute) // 5 min paused
 	tok := h.mustClientToken(t, s.ID)

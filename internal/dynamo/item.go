@@ -106,6 +106,7 @@ type sessionItem struct {
 	SandboxKey  string `dynamodbav:"sandbox_key,omitempty"`
 	OwnerKey    string `dynamodbav:"owner_key,omitempty"`
 	OwnerSort   string `dynamodbav:"owner_sort,omitempty"`
+	OwnerState  string `dynamodbav:"owner_state,omitempty"` // "<account id>#<state>": the by_owner_state index
 	IdleShard   *int   `dynamodbav:"idle_shard,omitempty"`
 	IdleDueAt   *int64 `dynamodbav:"idle_due_at,omitempty"` // epoch milliseconds
 	LeaseShard  *int   `dynamodbav:"lease_shard,omitempty"`
@@ -178,7 +179,12 @@ func ShardOf(sessionID string, shards int) int {
 	return int(h.Sum32() % uint32(shards))
 }
 
-func sessionPK(id string) string  { return sessionPrefix + id }
+func sessionPK(id string) string { return sessionPrefix + id }
+
+// ownerState is a session's by_owner_state partition: its account and state.
+func ownerState(accountID string, state lifecycle.State) string {
+	return accountID + "#" + string(state)
+}
 func apiKeyPK(hash string) string { return apiKeyPrefix + hash }
 func claimPK(key string) string   { return claimPrefix + key }
 func sandboxKey(provider, sandboxID string) string {
@@ -242,6 +248,7 @@ func toSessionItem(s *lifecycle.Session, shards int) sessionItem {
 		StateChangedAt:      formatTime(s.StateChangedAt),
 		OwnerKey:            s.AccountID,
 		OwnerSort:           s.CreatedAt.UTC().Format(timeLayout) + "#" + s.ID,
+		OwnerState:          ownerState(s.AccountID, s.State),
 	}
 	it.AwayTimeoutMS, it.AwayDeadline = s.AwayTimeout.Milliseconds(), formatTime(s.AwayDeadline)
 	it.ResumeOnReturn, it.ReturnResumedAt = s.ResumeOnReturn, formatTime(s.ReturnResumedAt)

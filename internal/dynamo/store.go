@@ -38,6 +38,8 @@ type Store struct {
 	shards int
 	// eventRetention is Config.EventRetention.
 	eventRetention time.Duration
+	// findBudget is Config.FindBudget.
+	findBudget int
 }
 
 var _ lifecycle.Store = (*Store)(nil)
@@ -74,6 +76,10 @@ type Config struct {
 	// (their TTL from the event's time; RecordTransition). Default
 	// lifecycle.DefaultEventRetention; at most lifecycle.MaxEventRetention.
 	EventRetention time.Duration
+	// FindBudget is how many by_owner_state index entries one filtered
+	// page (FindSessions) evaluates at most across its states before it
+	// ends early with a cursor. Default DefaultFindBudget.
+	FindBudget int
 }
 
 // DefaultShards is the due indexes' shard count when Config.Shards is 0,
@@ -100,8 +106,11 @@ func New(cfg Config) *Store {
 		cfg.EventRetention = lifecycle.DefaultEventRetention
 	}
 	cfg.EventRetention = min(cfg.EventRetention, lifecycle.MaxEventRetention)
+	if cfg.FindBudget <= 0 {
+		cfg.FindBudget = DefaultFindBudget
+	}
 	return &Store{client: cfg.Client, table: cfg.Table, log: cfg.Log, noSlots: cfg.WithoutRunningSlots, shards: cfg.Shards,
-		eventRetention: cfg.EventRetention}
+		eventRetention: cfg.EventRetention, findBudget: cfg.FindBudget}
 }
 
 // CreateSession writes s as a new session with version 1 and sets s.Version

@@ -216,6 +216,29 @@ func ReshardCommand(ctx context.Context, args []string, w io.Writer) error {
 	return err
 }
 
+// ReindexCommand is `sandman reindex [-segments N]`: it gives every session
+// written before the by_owner_state index existed its key, so filtered
+// lists (GET /v1/sessions?state=…) find it (dynamo.Store.BackfillStateIndex;
+// docs/CAPACITY.md "The by_owner_state index"), on the table the
+// configuration points at, and prints what it did.
+func ReindexCommand(ctx context.Context, args []string, w io.Writer) error {
+	fs := flag.NewFlagSet("reindex", flag.ContinueOnError)
+	segments := fs.Int("segments", 4, "parallel scan segments, 1 to 64")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	t, a, err := openApp(ctx, app.Needs{}, Deps(app.NewLogger(io.Discard, 0)))
+	if err != nil {
+		return err
+	}
+	defer t.cleanup()
+	defer a.Close(ctx)
+	res, err := a.Store.BackfillStateIndex(ctx, *segments)
+	fmt.Fprintf(w, "table %s (%s): %d session items without a by_owner_state key, %d given one, %d rewritten meanwhile by a session write\n",
+		a.Config.Table, t.where, res.Scanned, res.Filled, res.Raced)
+	return err
+}
+
 // InvokeCommand is `sandman invoke -fn NAME -event FILE`: it runs one
 // function's handler once with the JSON event in FILE against the table the
 // configuration points at, and prints the handler's response as JSON on w,

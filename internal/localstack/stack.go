@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,6 +28,7 @@ import (
 	"github.com/sandmanhq/sandman/internal/clienttoken"
 	"github.com/sandmanhq/sandman/internal/delivery"
 	"github.com/sandmanhq/sandman/internal/dynamo"
+	"github.com/sandmanhq/sandman/internal/dynamo/tabledef"
 	"github.com/sandmanhq/sandman/internal/envnames"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/outbox"
@@ -468,13 +470,19 @@ func newOutbox(ctx context.Context, client *dynamodb.Client, cfg app.Config, sta
 
 // EnsureTable creates the sessions table unless it exists, and adds to an
 // existing one the indexes it lacks (a data folder kept from an older
-// version; dynamo.EnsureIndexes).
+// version; dynamo.EnsureIndexes). A by_owner_state index added to a table
+// with sessions is backfilled at once (dynamo.Store.BackfillStateIndex: a
+// local table is small).
 func EnsureTable(ctx context.Context, client *dynamodb.Client, table string) error {
 	_, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
 	var nf *types.ResourceNotFoundException
 	switch {
 	case err == nil:
-		_, err := dynamo.EnsureIndexes(ctx, client, table)
+		added, err := dynamo.EnsureIndexes(ctx, client, table)
+		if err != nil || !slices.Contains(added, tabledef.IndexByOwnerState) {
+			return err
+		}
+		_, err = dynamo.New(dynamo.Config{Client: client, Table: table}).BackfillStateIndex(ctx, 0)
 		return err
 	case errors.As(err, &nf):
 		return dynamo.CreateTable(ctx, client, table)

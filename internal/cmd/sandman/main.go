@@ -35,6 +35,7 @@ commands:
   apikey    print a new API key for an account (-account ID, -max-running N)
   invoke    run one function's handler once (-fn NAME -event FILE)
   reshard   move every session into its due-index shard after SANDMAN_SHARDS changed (docs/CAPACITY.md)
+  reindex   give sessions written before the by_owner_state index their key (docs/CAPACITY.md)
   sandbox   (internal) a local sandbox process
   sessions  list|get|create|delete|resume|snapshot|status|reconnect|watch over the HTTP API
             (SANDMAN_URL, SANDMAN_API_KEY; sandman sessions help)
@@ -69,6 +70,8 @@ func main() {
 		err = localstack.InvokeCommand(ctx, args, os.Stdout)
 	case "reshard":
 		err = localstack.ReshardCommand(ctx, args, os.Stdout)
+	case "reindex":
+		err = localstack.ReindexCommand(ctx, args, os.Stdout)
 	case "sandbox":
 		err = local.RunSandbox(args)
 	case "sessions":
