@@ -544,8 +544,9 @@ var functionSpecs = []functionSpec{
 		// auth and get: GetItem; create, heartbeat, delete: PutItem (and
 		// UpdateItem for the running-slot counter); a failed
 		// create gives its Idempotency-Key back: DeleteItem; list: the
-		// by_owner_keys index, then BatchGetItem of the page's sessions;
-		// usage rows and diagnose's recent events: Query on the table.
+		// by_owner_keys index (a filtered list: by_owner_state), then
+		// BatchGetItem of the page's sessions; usage rows, diagnose's
+		// recent events and the timeline: Query on the table.
 		// The table Query is bounded to those partitions (LeadingKeys):
 		// ACCOUNT#<account> (usage rows), SESSION#<id> (events), and the
 		// outbound webhooks' WHEP#<account> (endpoints) and WHDLV#<endpoint>
@@ -553,7 +554,7 @@ var functionSpecs = []functionSpec{
 		// lists them, then deletes one in the session's transaction), never
 		// API keys or Idempotency-Key claims (internal/dynamo's and
 		// internal/delivery/dynamostore's prefixes).
-		table: tableAccess{actions: []string{actionGetItem, actionPutItem, actionUpdateItem, actionDeleteItem, actionQuery, actionBatchGet}, indexes: []string{tabledef.IndexByOwner},
+		table: tableAccess{actions: []string{actionGetItem, actionPutItem, actionUpdateItem, actionDeleteItem, actionQuery, actionBatchGet}, indexes: []string{tabledef.IndexByOwner, tabledef.IndexByOwnerState},
 			queryKeys: []string{"ACCOUNT#*", "SESSION#*", "WHEP#*", "WHDLV#*", "POOL#*"}},
 		writesSessions: true, pools: true},
 	{name: routes.Status, description: "Sandman session status (database only)",

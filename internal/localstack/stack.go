@@ -239,7 +239,14 @@ func Run(ctx context.Context, opts Config) error {
 	if err != nil {
 		return err
 	}
-	poller, closeEvents, err := newOutbox(ctx, client, cfg, stateDir, a.Log, chh, a.Store, engine)
+	// The console's live feed hears every event after the channel's pushes.
+	feed := NewConsoleFeed(DevAccountID)
+	notify := lifecycle.PublisherFunc(func(ctx context.Context, evs ...lifecycle.Event) error {
+		err := chh.Publish(ctx, evs...)
+		_ = feed.Publish(ctx, evs...) // never fails
+		return err
+	})
+	poller, closeEvents, err := newOutbox(ctx, client, cfg, stateDir, a.Log, notify, a.Store, engine)
 	if err != nil {
 		return err
 	}
@@ -316,7 +323,8 @@ func Run(ctx context.Context, opts Config) error {
 		_ = poller.Run(ctx, outbox.DefaultPollInterval)
 	}()
 
-	srv := &http.Server{Handler: NewMux(gw, ws, devKey), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: NewMux(gw, ws, devKey, feed), ReadHeaderTimeout: 10 * time.Second}
+	srv.RegisterOnShutdown(feed.Close)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	printBanner(out, baseURL, devKey, a.WebhookSecrets[cfg.Provider], interval, cfg, stateDir)
@@ -342,16 +350,17 @@ func Run(ctx context.Context, opts Config) error {
 
 // NewMux returns the local stack's HTTP handler: the client channel at
 // WSPath, the browser files (internal/webclient) at /sandman.js and
-// /console/, the console's dev routes (ConsoleAPI, forwarding with devKey)
-// under /console/api/, and every other path to the API gateway api.
-func NewMux(api http.Handler, ws http.Handler, devKey string) http.Handler {
+// /console/, the console's dev routes (ConsoleAPI, forwarding with devKey;
+// feed, when not nil, its live feed) under /console/api/, and every other
+// path to the API gateway api.
+func NewMux(api http.Handler, ws http.Handler, devKey string, feed http.Handler) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle(WSPath, ws)
 	web := webclient.Handler()
 	mux.Handle("GET /sandman.js", web)
 	mux.Handle("GET /console/", web)
 	mux.Handle("GET /console", web)
-	console := ConsoleAPI(api, devKey)
+	console := ConsoleAPI(api, devKey, feed)
 	for _, m := range []string{"GET", "POST", "DELETE"} {
 		mux.Handle(m+" /console/api/", console)
 	}
