@@ -336,57 +336,55 @@ func (c *command) print(out io.Writer, raw []byte, err error, table func(io.Writ
 }
 
 func (c *command) list(ctx context.Context, out io.Writer) error {
-	var all SessionList
-	cursor := c.cursor
-	for {
-		page, raw, err := c.client.List(ctx, c.limit.n, cursor, c.filter)
-		if err != nil {
-			return err
-		}
-		if !c.all {
-			return c.print(out, raw, nil, func(w io.Writer) { listTable(w, page) })
+	return printPages(c, out, func(cursor string) (SessionList, []byte, error) {
+		return c.client.List(ctx, c.limit.n, cursor, c.filter)
+	}, func(all *SessionList, page SessionList) *string {
+		if all.Sessions == nil {
+			all.Sessions = []Session{} // "sessions": [] even when none
 		}
 		all.Sessions = append(all.Sessions, page.Sessions...)
-		if page.NextCursor == nil {
-			break
-		}
-		cursor = *page.NextCursor
-	}
-	if all.Sessions == nil {
-		all.Sessions = []Session{}
-	}
-	raw, err := json.Marshal(all)
-	if err != nil {
-		return fmt.Errorf("encode sessions: %w", err)
-	}
-	return c.print(out, raw, nil, func(w io.Writer) { listTable(w, all) })
+		return page.NextCursor
+	}, listTable)
 }
 
 func (c *command) events(ctx context.Context, out io.Writer, id string) error {
-	var all SessionEventList
+	return printPages(c, out, func(cursor string) (SessionEventList, []byte, error) {
+		return c.client.Events(ctx, id, c.limit.n, cursor)
+	}, func(all *SessionEventList, page SessionEventList) *string {
+		if all.Events == nil {
+			all.Events = []SessionEvent{} // "events": [] even when none
+		}
+		all.Events = append(all.Events, page.Events...)
+		return page.NextCursor
+	}, eventsTable)
+}
+
+// printPages prints one page read with fetch from the command's cursor or,
+// with --all, every page from there merged into one answer (merge appends
+// a page and returns its next cursor).
+func printPages[P any](c *command, out io.Writer, fetch func(cursor string) (P, []byte, error),
+	merge func(all *P, page P) (next *string), table func(io.Writer, P)) error {
+	var all P
 	cursor := c.cursor
 	for {
-		page, raw, err := c.client.Events(ctx, id, c.limit.n, cursor)
+		page, raw, err := fetch(cursor)
 		if err != nil {
 			return err
 		}
 		if !c.all {
-			return c.print(out, raw, nil, func(w io.Writer) { eventsTable(w, page) })
+			return c.print(out, raw, nil, func(w io.Writer) { table(w, page) })
 		}
-		all.Events = append(all.Events, page.Events...)
-		if page.NextCursor == nil {
+		next := merge(&all, page)
+		if next == nil {
 			break
 		}
-		cursor = *page.NextCursor
-	}
-	if all.Events == nil {
-		all.Events = []SessionEvent{}
+		cursor = *next
 	}
 	raw, err := json.Marshal(all)
 	if err != nil {
-		return fmt.Errorf("encode events: %w", err)
+		return fmt.Errorf("encode the pages: %w", err)
 	}
-	return c.print(out, raw, nil, func(w io.Writer) { eventsTable(w, all) })
+	return c.print(out, raw, nil, func(w io.Writer) { table(w, all) })
 }
 
 func (c *command) watch(ctx context.Context, env Env, id string) error {

@@ -275,46 +275,29 @@ type BackfillResult struct {
 // Running it again finds nothing to fill. Errors: unavailable when the
 // table cannot be read or written.
 func (st *Store) BackfillStateIndex(ctx context.Context, segments int) (BackfillResult, error) {
-	segments = min(max(segments, 0), 64)
-	if segments == 0 {
-		segments = 4
-	}
-	filter := "begins_with(#pk, :prefix) AND #sk = :sort AND attribute_not_exists(#os)"
-	names := map[string]string{"#pk": tabledef.PartitionKey, "#sk": tabledef.SortKey, "#os": tabledef.AttrOwnerState,
-		"#v": attrVersion, "#st": attrState, "#acct": "account_id"}
 	values := map[string]types.AttributeValue{":prefix": &types.AttributeValueMemberS{Value: sessionPrefix},
 		":sort": &types.AttributeValueMemberS{Value: sessionSort}}
+	segments = scanSegments(segments)
 	results := make([]BackfillResult, segments)
-	g, gctx := errgroup.WithContext(ctx)
-	for seg := range segments {
-		g.Go(func() error {
-			p := dynamodb.NewScanPaginator(st.client, &dynamodb.ScanInput{
-				TableName: aws.String(st.table), Segment: aws.Int32(int32(seg)), TotalSegments: aws.Int32(int32(segments)),
-				FilterExpression: aws.String(filter), ProjectionExpression: aws.String("#pk, #v, #st, #acct"),
-				ExpressionAttributeNames: names, ExpressionAttributeValues: values,
-			})
-			for p.HasMorePages() {
-				page, err := p.NextPage(gctx)
-				if err != nil {
-					return storeError("backfill the state index: scan segment %d: %w", seg, err)
-				}
-				for _, item := range page.Items {
-					results[seg].Scanned++
-					raced, err := st.fillOwnerState(gctx, item)
-					if err != nil {
-						return err
-					}
-					if raced {
-						results[seg].Raced++
-					} else {
-						results[seg].Filled++
-					}
-				}
-			}
-			return nil
-		})
-	}
-	err := g.Wait()
+	err := st.scan(ctx, segments, "backfill the state index", dynamodb.ScanInput{
+		FilterExpression:     aws.String("begins_with(#pk, :prefix) AND #sk = :sort AND attribute_not_exists(#os)"),
+		ProjectionExpression: aws.String("#pk, #v, #st, #acct"),
+		ExpressionAttributeNames: map[string]string{"#pk": tabledef.PartitionKey, "#sk": tabledef.SortKey,
+			"#os": tabledef.AttrOwnerState, "#v": attrVersion, "#st": attrState, "#acct": "account_id"},
+		ExpressionAttributeValues: values,
+	}, func(ctx context.Context, seg int, item map[string]types.AttributeValue) error {
+		results[seg].Scanned++
+		raced, err := st.fillOwnerState(ctx, item)
+		switch {
+		case err != nil:
+			return err
+		case raced:
+			results[seg].Raced++
+		default:
+			results[seg].Filled++
+		}
+		return nil
+	})
 	var total BackfillResult
 	for _, r := range results {
 		total.Scanned += r.Scanned

@@ -87,42 +87,6 @@ func (s *inPathStore) FindSessions(ctx context.Context, q lifecycle.SessionQuery
 	return f.FindSessions(ctx, q)
 }
 
-// RecordTransition, UsageRows and SessionEvents reach the wrapped store
-// when it keeps usage and events (lifecycle.UsageStore). Errors: the
-// store's; internal when it keeps none.
-func (s *inPathStore) RecordTransition(ctx context.Context, ev lifecycle.Event) error {
-	us, err := s.usage()
-	if err != nil {
-		return err
-	}
-	return us.RecordTransition(ctx, ev)
-}
-
-// UsageRows: see RecordTransition.
-func (s *inPathStore) UsageRows(ctx context.Context, q lifecycle.UsageQuery) (lifecycle.UsagePage, error) {
-	us, err := s.usage()
-	if err != nil {
-		return lifecycle.UsagePage{}, err
-	}
-	return us.UsageRows(ctx, q)
-}
-
-// SessionEvents: see RecordTransition.
-func (s *inPathStore) SessionEvents(ctx context.Context, q lifecycle.EventQuery) (lifecycle.EventPage, error) {
-	us, err := s.usage()
-	if err != nil {
-		return lifecycle.EventPage{}, err
-	}
-	return us.SessionEvents(ctx, q)
-}
-
-func (s *inPathStore) usage() (lifecycle.UsageStore, error) {
-	if us, ok := s.Store.(lifecycle.UsageStore); ok {
-		return us, nil
-	}
-	return nil, fmt.Errorf("usage: the store %T keeps no usage or events", s.Store)
-}
-
 func (s *inPathStore) publish(ctx context.Context, ev lifecycle.Event) {
 	if err := s.pub.Publish(context.WithoutCancel(ctx), ev); err != nil {
 		slog.Default().ErrorContext(ctx, "publish lifecycle event in path", "event_id", ev.EventID, "err", err)

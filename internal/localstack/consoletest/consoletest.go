@@ -77,9 +77,17 @@ func New(clock lifecycle.Clock) (*Stack, error) {
 	}
 	// Webhook endpoints in memory, none delivering.
 	hooks := delivery.NewService(deliverymem.New(), delivery.Guard{AllowPrivate: true}, nil, clock)
+	// The sessions function (the console's reads: the list, a session, its
+	// timeline, pools, webhooks) on a service over the bare store, which
+	// keeps the timeline; the others on the recording one.
+	reads := lifecycle.NewService(lifecycle.Config{Store: st.Store, Provider: st.Provider, Clock: clock, Policy: lifecycle.DefaultPolicy(), Log: log})
 	gw := &localstack.Gateway{Functions: map[string]localstack.HTTPHandler{}, Log: log}
 	for _, fn := range []string{routes.Sessions, routes.Status, routes.Resume, routes.Pause, routes.Reconnect} {
-		h, err := apigw.New(apigw.Config{Function: fn, Service: st.Service, Keys: st.Store, Log: log, Webhooks: hooks})
+		svc := st.Service
+		if fn == routes.Sessions {
+			svc = reads
+		}
+		h, err := apigw.New(apigw.Config{Function: fn, Service: svc, Keys: st.Store, Log: log, Webhooks: hooks})
 		if err != nil {
 			return nil, err
 		}
