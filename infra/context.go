@@ -48,6 +48,9 @@ const (
 	// ContextPublisherParallelization is
 	// SandmanStackProps.PublisherParallelization (1 to 10), a number.
 	ContextPublisherParallelization = "sandman:publisherParallelization"
+	// ContextEventRetentionDays is SandmanStackProps.EventRetentionDays
+	// (1 to 366), a number.
+	ContextEventRetentionDays = "sandman:eventRetentionDays"
 	// ContextWebSocketAccessLogs is SandmanStackProps.WebSocketAccessLogs:
 	// "off" (the default: a first deploy on a fresh account succeeds),
 	// "create-role" (the stack creates API Gateway's account-level
@@ -204,6 +207,7 @@ func PropsFromContext(scope constructs.Construct) (string, *SandmanStackProps, e
 		{ContextPublisherParallelization, &props.PublisherParallelization, 1, 10},
 		{ContextCheckpointConcurrency, &props.CheckpointConcurrency, 2, 1000},
 		{ContextArchiveExpirationDays, &props.ArchiveExpirationDays, 1, 3650},
+		{ContextEventRetentionDays, &props.EventRetentionDays, 1, 366},
 	} {
 		if *n.dst, err = contextNumber(node, n.key, n.min, n.max); err != nil {
 			return "", nil, err

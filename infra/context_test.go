@@ -99,7 +99,7 @@ func TestPropsFromContext(t *testing.T) {
 
 	t.Run("CapacitySettings", func(t *testing.T) {
 		_, props, err := PropsFromContext(newApp(t, map[string]any{ContextShards: "256", ContextThrottleRateLimit: 8000,
-			ContextThrottleBurstLimit: "16000", ContextPublisherParallelization: 4, ContextCheckpointConcurrency: "50",
+			ContextThrottleBurstLimit: "16000", ContextPublisherParallelization: 4, ContextCheckpointConcurrency: "50", ContextEventRetentionDays: "90",
 			ContextArchiveExpirationDays: 30, ContextArchiveEncryption: ArchiveEncryptionKMS}))
 		if err != nil {
 			t.Fatalf("PropsFromContext: %v", err)
@@ -110,7 +110,7 @@ func TestPropsFromContext(t *testing.T) {
 		}{
 			{"Shards", props.Shards, 256}, {"ThrottleRateLimit", props.ThrottleRateLimit, 8000},
 			{"ThrottleBurstLimit", props.ThrottleBurstLimit, 16000}, {"PublisherParallelization", props.PublisherParallelization, 4},
-			{"CheckpointConcurrency", props.CheckpointConcurrency, 50}, {"ArchiveExpirationDays", props.ArchiveExpirationDays, 30},
+			{"CheckpointConcurrency", props.CheckpointConcurrency, 50}, {"ArchiveExpirationDays", props.ArchiveExpirationDays, 30}, {"EventRetentionDays", props.EventRetentionDays, 90},
 		} {
 			if c.got != c.want {
 				t.Errorf("%s: got %v, want %v", c.name, c.got, c.want)
@@ -165,6 +165,8 @@ func TestPropsFromContext(t *testing.T) {
 			{ContextShards, 0},
 			{ContextShards, 1025},
 			{ContextPublisherParallelization, 11},
+			{ContextEventRetentionDays, 0},
+			{ContextEventRetentionDays, 367},
 			{ContextThrottleRateLimit, "fast"},
 			{ContextCheckpointConcurrency, 1},
 			{ContextArchiveExpirationDays, 0},

@@ -206,7 +206,7 @@ func TestRoleTableActionsPinned(t *testing.T) {
 		return m
 	}
 	want := map[string]map[string][]string{
-		routes.Sessions:  with(onTable("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:Query", "dynamodb:BatchGetItem"), tabledef.IndexByOwner),
+		routes.Sessions:  with(onTable("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:Query", "dynamodb:BatchGetItem"), tabledef.IndexByOwner, tabledef.IndexByOwnerState),
 		routes.Status:    onTable("dynamodb:GetItem"),
 		routes.Resume:    onTable("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"),
 		routes.Pause:     onTable("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"),

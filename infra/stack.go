@@ -154,6 +154,11 @@ type SandmanStackProps struct {
 	// Lambda keeps records of one partition key (one session) in order
 	// across them. Default DefaultPublisherParallelization.
 	PublisherParallelization float64
+	// EventRetentionDays is how many days sessions' recorded events (their
+	// timelines, GET /v1/sessions/{id}/events) are kept:
+	// SANDMAN_EVENT_RETENTION_DAYS on the publisher, which writes their
+	// TTL. Default 0: unset, the functions' own 30 days.
+	EventRetentionDays float64
 	// KeepLegacyOwnerIndex keeps the first account index, by_owner
 	// (projecting ALL: every session write also wrote it), beside the
 	// keys-only one the code reads (tabledef.IndexByOwner). Set it for the
@@ -459,6 +464,9 @@ func newTable(stack awscdk.Stack, p SandmanStackProps) awsdynamodb.Table {
 			PartitionKey:   attribute(stack, ix.PartitionKey, ix.PartitionType),
 			ProjectionType: awsdynamodb.ProjectionType(ix.ProjectionType()),
 		}
+		if len(ix.NonKeyAttributes) > 0 {
+			gsi.NonKeyAttributes = jsii.Strings(ix.NonKeyAttributes...)
+		}
 		if ix.SortKey != "" {
 			gsi.SortKey = attribute(stack, ix.SortKey, ix.SortType)
 		}
@@ -586,8 +594,9 @@ var functionSpecs = []functionSpec{
 		// auth and get: GetItem; create, heartbeat, delete: PutItem (and
 		// UpdateItem for the running-slot counter); a failed
 		// create gives its Idempotency-Key back: DeleteItem; list: the
-		// by_owner_keys index, then BatchGetItem of the page's sessions;
-		// usage rows and diagnose's recent events: Query on the table.
+		// by_owner_keys index (a filtered list: by_owner_state), then
+		// BatchGetItem of the page's sessions; usage rows, diagnose's
+		// recent events and the timeline: Query on the table.
 		// The table Query is bounded to those partitions (LeadingKeys):
 		// ACCOUNT#<account> (usage rows), SESSION#<id> (events), and the
 		// outbound webhooks' WHEP#<account> (endpoints) and WHDLV#<endpoint>
@@ -595,7 +604,7 @@ var functionSpecs = []functionSpec{
 		// lists them, then deletes one in the session's transaction), never
 		// API keys or Idempotency-Key claims (internal/dynamo's and
 		// internal/delivery/dynamostore's prefixes).
-		table: tableAccess{actions: []string{actionGetItem, actionPutItem, actionUpdateItem, actionDeleteItem, actionQuery, actionBatchGet}, indexes: []string{tabledef.IndexByOwner},
+		table: tableAccess{actions: []string{actionGetItem, actionPutItem, actionUpdateItem, actionDeleteItem, actionQuery, actionBatchGet}, indexes: []string{tabledef.IndexByOwner, tabledef.IndexByOwnerState},
 			queryKeys: []string{"ACCOUNT#*", "SESSION#*", "WHEP#*", "WHDLV#*", "POOL#*"}},
 		writesSessions: true, pools: true},
 	{name: routes.Status, description: "Sandman session status (database only)",
@@ -774,6 +783,9 @@ func newFunction(stack awscdk.Stack, spec functionSpec, p SandmanStackProps, tab
 		for k, v := range brandEnv(p) {
 			env[k] = jsii.String(v)
 		}
+	}
+	if spec.name == routes.Publisher && p.EventRetentionDays > 0 {
+		env[envnames.EventRetentionDays] = jsii.String(strconv.Itoa(int(p.EventRetentionDays)))
 	}
 	if spec.writesSessions {
 		for _, k := range runningSlotSettings {

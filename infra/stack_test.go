@@ -110,10 +110,18 @@ func TestTable(t *testing.T) {
 			if ix.SortKey != "" {
 				schema = append(schema, map[string]any{"AttributeName": ix.SortKey, "KeyType": "RANGE"})
 			}
+			proj := map[string]any{"ProjectionType": ix.ProjectionType()}
+			if len(ix.NonKeyAttributes) > 0 {
+				attrs := make([]any, len(ix.NonKeyAttributes))
+				for i, a := range ix.NonKeyAttributes {
+					attrs[i] = a
+				}
+				proj["NonKeyAttributes"] = attrs
+			}
 			want = append(want, map[string]any{
 				"IndexName":  ix.Name,
 				"KeySchema":  schema,
-				"Projection": map[string]any{"ProjectionType": ix.ProjectionType()},
+				"Projection": proj,
 			})
 		}
 		if got := prop(table, "GlobalSecondaryIndexes"); !same(got, want) {

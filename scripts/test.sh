@@ -44,12 +44,14 @@ if [ -x scripts/smoke.sh ] && [ "$#" -eq 0 ]; then
 fi
 
 # The client channel end to end in headless Chromium, the stable link and
-# resume on return (docs/WAKE.md), and the
+# resume on return (docs/WAKE.md), the console that only watches
+# (docs/CONSOLE.md), and the
 # browser client's own behaviours (heartbeat throttling, reconnect backoff,
 # token refresh) against a scripted channel.
 if [ "$#" -eq 0 ]; then
   bash scripts/browser.sh internal/localstack/testdata/fullstack.test.mjs
   bash scripts/browser.sh internal/localstack/testdata/wake.test.mjs
+  bash scripts/browser.sh internal/localstack/testdata/console.test.mjs
   bash scripts/browser.sh internal/webclient/webclienttest/testdata/client.test.mjs
 fi
 

@@ -11,6 +11,7 @@ import (
 	"github.com/sandmanhq/sandman/internal/clienttoken"
 	"github.com/sandmanhq/sandman/internal/httpapi"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/openapi/api"
 )
 
 // clientTokenBody is the optional body of POST /v1/sessions/{id}/client-tokens.
@@ -18,13 +19,6 @@ type clientTokenBody struct {
 	// TTLSeconds is the token's lifetime in seconds: 0 or absent for
 	// clienttoken.DefaultTTL (15 min), else 1..86400 (clienttoken.MaxTTL).
 	TTLSeconds int64 `json:"ttl_seconds"`
-}
-
-// clientTokenJSON is the answer of POST /v1/sessions/{id}/client-tokens.
-type clientTokenJSON struct {
-	Token     string  `json:"token"`
-	ExpiresAt string  `json:"expires_at"` // RFC 3339 UTC, whole seconds
-	WSURL     *string `json:"ws_url"`     // the WebSocket URL to connect to with ?token=; null when no channel is configured
 }
 
 // looksLikeClientToken tells a client token (payload.mac, base64url) from an
@@ -103,7 +97,7 @@ func (h *Handler) createClientToken(ctx context.Context, r *request) (response, 
 	if err != nil {
 		return response{}, fmt.Errorf("mint client token for %s: %w", sess.ID, err)
 	}
-	return response{status: http.StatusOK, body: clientTokenJSON{
+	return response{status: http.StatusOK, body: api.ClientToken{
 		Token:     token,
 		ExpiresAt: claims.ExpiresAt.UTC().Format(time.RFC3339),
 		WSURL:     httpapi.Nullable(h.wsURL),

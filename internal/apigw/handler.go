@@ -167,6 +167,7 @@ func (h *Handler) implementations() map[string]routeFunc {
 		"GET " + routes.OpenAPIPath:                             h.openAPIDocument,
 		"GET " + routes.ClientScriptPath:                        h.clientScript,
 		"POST " + routes.ClientTokensPath:                       h.createClientToken,
+		"GET /v1/sessions/{id}/events":                          h.sessionEvents,
 
 		"POST " + routes.WebhookEndpointsPath:                                          h.createWebhookEndpoint,
 		"GET " + routes.WebhookEndpointsPath:                                           h.listWebhookEndpoints,
@@ -289,7 +290,7 @@ func (h *Handler) serve(ctx context.Context, r *request) (resp response, err err
 			return response{}, err
 		}
 		r.clientToken = true
-		return route(ctx, r)
+		return route(lifecycle.WithActor(ctx, lifecycle.ActorClient), r)
 	}
 	if _, hasAuthz := r.header("Authorization"); hasAuthz {
 		if bearer, err := apiKey(r); err == nil && looksLikeClientToken(bearer) {
@@ -297,7 +298,7 @@ func (h *Handler) serve(ctx context.Context, r *request) (resp response, err err
 				return response{}, err
 			}
 			r.clientToken = true
-			return route(ctx, r)
+			return route(lifecycle.WithActor(ctx, lifecycle.ActorClient), r)
 		}
 	}
 	key, err := authenticate(ctx, h.keys, r)
@@ -306,5 +307,5 @@ func (h *Handler) serve(ctx context.Context, r *request) (resp response, err err
 	}
 	r.accountID = key.AccountID
 	// The key's own running limit, if it has one (lifecycle quota.go).
-	return route(lifecycle.WithMaxRunning(ctx, key.MaxRunning), r)
+	return route(lifecycle.WithActor(lifecycle.WithMaxRunning(ctx, key.MaxRunning), lifecycle.ActorAPI), r)
 }

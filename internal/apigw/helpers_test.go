@@ -108,6 +108,7 @@ type harness struct {
 	handlers   map[string]*apigw.Handler
 	otherKey   string // a key of otherAccount
 	byRouteKey map[string]string
+	apiCfg     apigw.Config // what the handlers were built from
 }
 
 // MustHarness builds a harness on an in-memory store (memstore, which keeps
@@ -161,6 +162,7 @@ func mustHarnessOn(tb testing.TB, store harnessStore, opts ...func(*apigw.Config
 	for _, f := range opts {
 		f(&o)
 	}
+	h.apiCfg = o
 	for _, fn := range apiFunctions {
 		o.Function = fn
 		hd, err := apigw.New(o)

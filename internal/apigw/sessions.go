@@ -3,6 +3,7 @@ package apigw
 import (
 	"context"
 	"net/http"
+	"strings"
 
 	"github.com/sandmanhq/sandman/internal/httpapi"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
@@ -96,14 +97,20 @@ func (h *Handler) createSession(ctx context.Context, r *request) (response, erro
 		headers: map[string]string{"Location": "/v1/sessions/" + sess.ID}}, nil
 }
 
-// listSessions serves GET /v1/sessions?limit=&cursor=: the caller's sessions
-// newest first; limit 1..100, default 20.
+// listSessions serves GET /v1/sessions?limit=&cursor=&state=&provider=
+// &template=&metadata[key]=: the caller's sessions newest first, those that
+// pass the filters when any is given (sessionFilter); limit 1..100,
+// default 20.
 func (h *Handler) listSessions(ctx context.Context, r *request) (response, error) {
 	limit, err := r.queryInt("limit", defaultListLimit, 1, maxListLimit)
 	if err != nil {
 		return response{}, err
 	}
-	page, err := h.svc.List(ctx, r.accountID, r.event.QueryStringParameters["cursor"], limit)
+	filter, err := sessionFilter(r.event.QueryStringParameters)
+	if err != nil {
+		return response{}, err
+	}
+	page, err := h.svc.Find(ctx, r.accountID, filter, r.event.QueryStringParameters["cursor"], limit)
 	if err != nil {
 		return response{}, err
 	}
@@ -189,4 +196,37 @@ func (h *Handler) heartbeat(ctx context.Context, r *request) (response, error) {
 		return response{}, err
 	}
 	return response{status: http.StatusNoContent}, nil
+}
+
+// sessionFilter reads a list's filters from its query: state (states,
+// comma-separated; a repeated parameter arrives joined with commas),
+// provider, template, and metadata[key]=value (OpenAPI's deepObject; each
+// pair must match). Errors: invalid (an empty state, a malformed metadata
+// parameter); lifecycle.SessionFilter.Normalize checks the rest.
+func sessionFilter(q map[string]string) (lifecycle.SessionFilter, error) {
+	var f lifecycle.SessionFilter
+	if v, ok := q["state"]; ok {
+		for _, st := range strings.Split(v, ",") {
+			if st = strings.TrimSpace(st); st == "" {
+				return f, invalidf("query parameter state must name states, comma-separated")
+			}
+			f.States = append(f.States, lifecycle.State(st))
+		}
+	}
+	f.Provider, f.Template = q["provider"], q["template"]
+	for k, v := range q {
+		if !strings.HasPrefix(k, "metadata") {
+			continue
+		}
+		key, prefixed := strings.CutPrefix(k, "metadata[")
+		key, suffixed := strings.CutSuffix(key, "]")
+		if !prefixed || !suffixed || key == "" {
+			return f, invalidf("filter on metadata as metadata[key]=value, not %s", truncate(k, 64))
+		}
+		if f.Metadata == nil {
+			f.Metadata = map[string]string{}
+		}
+		f.Metadata[key] = v
+	}
+	return f, nil
 }

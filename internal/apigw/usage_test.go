@@ -21,8 +21,10 @@ func (h *harness) withUsage(tb testing.TB, prices map[string]lifecycle.Price) {
 	cfg.Store, cfg.Prices = h.store, prices
 	h.svc = lifecycle.NewService(cfg)
 	for _, fn := range apiFunctions {
-		hd, err := apigw.New(apigw.Config{Function: fn, Service: h.svc, Keys: h.store, Log: apigwLogger(h.logs),
-			PreviewProber: func(context.Context, string) (int, error) { return 200, nil }})
+		o := h.apiCfg
+		o.Function, o.Service = fn, h.svc
+		o.PreviewProber = func(context.Context, string) (int, error) { return 200, nil }
+		hd, err := apigw.New(o)
 		if err != nil {
 			tb.Fatalf("apigw.New(%s): %v", fn, err)
 		}

@@ -260,7 +260,7 @@ func New(ctx context.Context, cfg Config, needs Needs, deps Deps) (*App, error) 
 	// No quota: keep no per-account slot counter, so session writes stay
 	// single PutItems instead of transactions on one hot item per account.
 	a.Store = dynamo.New(dynamo.Config{Client: ddb, Table: cfg.Table, Log: a.Log, WithoutRunningSlots: cfg.MaxRunning == 0,
-		Shards: cfg.Shards})
+		Shards: cfg.Shards, EventRetention: cfg.EventRetention})
 
 	if err := a.buildProviders(cfg, needs, deps, keys, clock); err != nil {
 		return nil, err

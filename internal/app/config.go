@@ -56,7 +56,9 @@ const (
 	EnvTimerQueueURL = envnames.TimerQueueURL
 	EnvMaxRunning    = envnames.MaxRunning
 	EnvShards        = envnames.Shards
-	EnvPrices        = envnames.Prices
+	// EnvEventRetentionDays is the timeline's retention in days.
+	EnvEventRetentionDays = envnames.EventRetentionDays
+	EnvPrices             = envnames.Prices
 )
 
 // The client channel's variables (internal/envnames).
@@ -124,6 +126,10 @@ type Config struct {
 	// Shards is dynamo.Config.Shards: the due indexes' shard count
 	// (SANDMAN_SHARDS; 0: the store's default).
 	Shards int
+	// EventRetention is dynamo.Config.EventRetention: how long a session's
+	// recorded events are kept (SANDMAN_EVENT_RETENTION_DAYS; 0: the
+	// store's default, 30 days).
+	EventRetention time.Duration
 	// Prices is SANDMAN_PRICES: US dollars per hour by provider, for usage
 	// estimates, over the adapters' own (registry.Adapter.Price).
 	Prices map[string]lifecycle.Price
@@ -227,7 +233,7 @@ func ConfigFromEnv(getenv func(string) string, adapters ...registry.Adapter) (Co
 	if c.ClientTokenKeysSecret != "" && c.ClientTokenKeysFile != "" {
 		return Config{}, fmt.Errorf("set only one of %s and %s", EnvClientTokenKeysSecret, EnvClientTokenKeysFile)
 	}
-	for _, read := range []func(func(string) string, *Config) error{readBrand, readWebhooks, readLimits, readShards, readTemplateApps, readIdlePolicy, readLogLevel, readDurations} {
+	for _, read := range []func(func(string) string, *Config) error{readBrand, readWebhooks, readLimits, readShards, readEventRetention, readTemplateApps, readIdlePolicy, readLogLevel, readDurations} {
 		if err := read(get, &c); err != nil {
 			return Config{}, err
 		}
@@ -302,6 +308,19 @@ func readShards(get func(string) string, c *Config) error {
 			return fmt.Errorf("%s=%q: want a whole number of shards from 1 to %d", EnvShards, v, dynamo.MaxShards)
 		}
 		c.Shards = n
+	}
+	return nil
+}
+
+// readEventRetention reads how many days a session's events are kept.
+func readEventRetention(get func(string) string, c *Config) error {
+	if v := get(EnvEventRetentionDays); v != "" {
+		maxDays := int(lifecycle.MaxEventRetention / (24 * time.Hour))
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxDays {
+			return fmt.Errorf("%s=%q: want a whole number of days from 1 to %d", EnvEventRetentionDays, v, maxDays)
+		}
+		c.EventRetention = time.Duration(n) * 24 * time.Hour
 	}
 	return nil
 }

@@ -195,6 +195,7 @@ type Push struct {
 // only for a route key it does not know.
 func (h *Handler) Handle(ctx context.Context, req events.APIGatewayWebsocketProxyRequest) (events.APIGatewayProxyResponse, error) {
 	rc := req.RequestContext
+	ctx = lifecycle.WithActor(ctx, lifecycle.ActorClient)
 	var status int
 	switch rc.RouteKey {
 	case RouteConnect:

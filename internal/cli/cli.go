@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,8 +12,6 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
-
-	"github.com/sandmanhq/sandman/internal/openapi/api"
 )
 
 // Exit statuses of `sandman sessions` (docs/API.md "The CLI"). An error answer
@@ -23,7 +20,7 @@ import (
 const (
 	ExitOK           = 0  // done
 	ExitFailure      = 1  // not an API answer: network, timeout, unexpected body
-	ExitUsage        = 2  // bad command line or missing SANDMAN_API_KEY
+	ExitUsage        = 2  // bad command line or no API key
 	ExitInvalid      = 3  // invalid, too_large: fix the input
 	ExitUnauthorized = 4  // unauthorized: the key is missing or wrong
 	ExitForbidden    = 5  // forbidden: another account's session
@@ -83,10 +80,15 @@ func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(fo
 const Usage = `usage: sandman sessions <command> [flags] [id]
 
 commands:
-  list       the caller's sessions, newest first (--limit N, --cursor C, --all)
+  list       the caller's sessions, newest first (--limit N, --cursor C, --all; filters:
+             --state running,paused, --provider P, --template T, --metadata k=v (repeatable))
   get        one session
-  create     create a session (--template, --idle-timeout 10m, --max-lifetime 2h,
-             --metadata k=v (repeatable), --idempotency-key K)
+  create     create a session (--template, --provider, --idle-timeout 10m, --max-lifetime 2h,
+             --away-timeout 2m (0: presence off), --app 'npm run dev' or --app '{…}' with
+             --app-port 3000, --metadata k=v (repeatable), --idempotency-key K)
+  open       print the session's stable link (--token: with a new client token, --ttl 15m,
+             --path /page)
+  events     the session's timeline, newest first (--limit N, --cursor C, --all)
   delete     kill the sandbox; the session becomes killed
   resume     resume a paused session; prints the fresh preview URL
   pause      pause now (idempotent); snapshot is the same command
@@ -98,44 +100,55 @@ commands:
 flags of every command:
   -o table|json   output (default table; watch writes one JSON object a line)
   --url URL       the API (default $SANDMAN_URL, else http://127.0.0.1:8080)
-  --api-key KEY   the API key (default $SANDMAN_API_KEY)
+  --api-key KEY   the API key (default $SANDMAN_API_KEY; for an API on this machine,
+                  else .sandman/dev_api_key, the key ` + "`make run`" + ` keeps)
 
 exit status: 0 ok, 1 no answer from the API, 2 usage, 3 invalid, 4 unauthorized,
 5 forbidden, 6 not_found, 7 conflict, 8 sandbox_paused, 9 unavailable or
 sandbox_unreachable (retry), 10 sandbox_expired, 11 internal.
 `
 
-// DefaultURL is the API when neither --url nor SANDMAN_URL is set: the local
-// stack of `make run`.
-const DefaultURL = "http://127.0.0.1:8080"
-
 // Env is what Main reads from its environment.
 type Env struct {
 	Stdout, Stderr io.Writer
-	// Getenv reads SANDMAN_URL and SANDMAN_API_KEY (os.Getenv).
+	// Getenv reads SANDMAN_URL, SANDMAN_API_KEY and SANDMAN_STATE_DIR
+	// (os.Getenv).
 	Getenv func(string) string
+	// ReadFile reads the dev key file (os.ReadFile when nil).
+	ReadFile func(string) ([]byte, error)
 	// HTTP, when set, replaces the client's default HTTP client.
 	HTTP *http.Client
 	// After, when set, replaces time.After in watch (tests).
 	After func(time.Duration) <-chan time.Time
 }
 
-// Main runs `sandman sessions <args>` and returns the exit status; errors
-// are written to Stderr as "sandman sessions <command>: <error>".
+// Main runs `sandman sessions <args>` and returns the exit status. An error
+// is one line on Stderr: "sandman sessions <command>: <error>", and for a
+// bad command line, where the help is.
 func Main(ctx context.Context, args []string, env Env) int {
-	err := run(ctx, args, env)
-	if err != nil {
-		name := "sandman sessions"
-		if len(args) > 0 {
-			name += " " + args[0]
-		}
-		fmt.Fprintf(env.Stderr, "%s: %v\n", name, err)
-		if ExitCode(err) == ExitUsage {
-			fmt.Fprint(env.Stderr, "\n"+Usage)
-		}
+	return report(env, "sandman sessions", args, run(ctx, args, env))
+}
+
+// report writes err in one line for the command name (and its first
+// argument) and returns its exit status.
+func report(env Env, name string, args []string, err error) int {
+	if err == nil {
+		return ExitOK
 	}
+	cmd := name
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		cmd += " " + args[0]
+	}
+	msg := err.Error()
+	if ExitCode(err) == ExitUsage {
+		msg += " (" + name + " help)"
+	}
+	fmt.Fprintf(env.Stderr, "%s: %s\n", cmd, msg)
 	return ExitCode(err)
 }
+
+// isHelp reports whether arg asks for the usage.
+func isHelp(arg string) bool { return slices.Contains([]string{"-h", "-help", "--help", "help"}, arg) }
 
 // metadataFlag collects repeated --metadata k=v.
 type metadataFlag map[string]string
@@ -153,28 +166,34 @@ func (m metadataFlag) Set(v string) error {
 
 // command is one parsed command line.
 type command struct {
+	commonFlags
 	name    string
-	output  string
 	client  *Client
 	args    []string // positional
-	limit   int
+	limit   intFlag
 	cursor  string
 	all     bool
+	filter  ListFilter
 	create  CreateRequest
 	idemKey string
 	every   time.Duration
 	until   string
+	open    openFlags
 }
 
 func run(ctx context.Context, args []string, env Env) error {
-	if len(args) == 0 || slices.Contains([]string{"-h", "-help", "--help", "help"}, args[0]) {
-		if len(args) == 0 {
-			return usagef("a command is required")
-		}
+	if len(args) == 0 {
+		return usagef("a command is required")
+	}
+	if isHelp(args[0]) {
 		fmt.Fprint(env.Stdout, Usage)
 		return nil
 	}
 	c, err := parse(args, env)
+	if errors.Is(err, errHelp) {
+		fmt.Fprint(env.Stdout, Usage)
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -184,24 +203,38 @@ func run(ctx context.Context, args []string, env Env) error {
 // parse reads the command line; flags may come before or after the id.
 func parse(args []string, env Env) (*command, error) {
 	c := &command{name: args[0]}
-	fs := flag.NewFlagSet("sandman sessions "+c.name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.StringVar(&c.output, "o", "table", "output: table or json")
-	baseURL := fs.String("url", "", "the API's URL")
-	apiKey := fs.String("api-key", "", "the API key")
-	var idle, lifetime time.Duration
+	fs := newFlagSet("sandman sessions " + c.name)
+	c.register(fs)
+	var idle, lifetime, away durationFlag
+	var app appFlags
 	meta := metadataFlag{}
+	wantArgs := 1
 	switch c.name {
 	case "list":
-		fs.IntVar(&c.limit, "limit", 0, "page size 1..100")
+		wantArgs = 0
+		fs.Var(&c.limit, "limit", "page size 1..100")
+		fs.StringVar(&c.cursor, "cursor", "", "next_cursor of the previous page")
+		fs.BoolVar(&c.all, "all", false, "every page")
+		fs.StringVar(&c.filter.State, "state", "", "states, comma-separated")
+		fs.StringVar(&c.filter.Provider, "provider", "", "a provider")
+		fs.StringVar(&c.filter.Template, "template", "", "a template")
+		fs.Var(meta, "metadata", "key=value (repeatable)")
+	case "events":
+		fs.Var(&c.limit, "limit", "page size 1..100")
 		fs.StringVar(&c.cursor, "cursor", "", "next_cursor of the previous page")
 		fs.BoolVar(&c.all, "all", false, "every page")
 	case "create":
+		wantArgs = 0
 		fs.StringVar(&c.create.Template, "template", "", "provider template")
-		fs.DurationVar(&idle, "idle-timeout", 0, "idle timeout (1m..24h)")
-		fs.DurationVar(&lifetime, "max-lifetime", 0, "max lifetime (0: none)")
+		fs.StringVar(&c.create.Provider, "provider", "", "the provider (default: the deployment's)")
+		fs.Var(&idle, "idle-timeout", "idle timeout (1m..24h)")
+		fs.Var(&lifetime, "max-lifetime", "max lifetime (0: none)")
+		fs.Var(&away, "away-timeout", "how long it runs once its last visible client left (0: presence off)")
+		app.register(fs)
 		fs.Var(meta, "metadata", "key=value (repeatable)")
 		fs.StringVar(&c.idemKey, "idempotency-key", "", "Idempotency-Key")
+	case "open":
+		c.open.register(fs)
 	case "watch":
 		fs.DurationVar(&c.every, "interval", 2*time.Second, "poll interval")
 		fs.StringVar(&c.until, "until", "", "stop when the session reaches this state")
@@ -209,24 +242,9 @@ func parse(args []string, env Env) (*command, error) {
 	default:
 		return nil, usagef("unknown command %q", c.name)
 	}
-	rest := args[1:]
-	for {
-		if err := fs.Parse(rest); err != nil {
-			return nil, usagef("%v", err)
-		}
-		rest = fs.Args()
-		if len(rest) == 0 {
-			break
-		}
-		c.args = append(c.args, rest[0])
-		rest = rest[1:]
-	}
-	if c.output != "table" && c.output != "json" {
-		return nil, usagef("-o must be table or json, not %q", c.output)
-	}
-	wantArgs := 1
-	if c.name == "list" || c.name == "create" {
-		wantArgs = 0
+	var err error
+	if c.args, err = parseFlags(fs, args[1:]); err != nil {
+		return nil, err
 	}
 	if len(c.args) != wantArgs {
 		if wantArgs == 0 {
@@ -234,30 +252,19 @@ func parse(args []string, env Env) (*command, error) {
 		}
 		return nil, usagef("%s takes one session id", c.name)
 	}
-	if idle%time.Second != 0 || lifetime%time.Second != 0 || idle < 0 || lifetime < 0 {
-		return nil, usagef("--idle-timeout and --max-lifetime are whole seconds, e.g. 90s or 10m")
+	c.create.IdleTimeoutSeconds, c.create.MaxLifetimeSeconds = idle.seconds(), lifetime.seconds()
+	if away.set {
+		s := away.seconds()
+		c.create.AwayTimeoutSeconds = &s
 	}
-	c.create.IdleTimeoutSeconds = int64(idle / time.Second)
-	c.create.MaxLifetimeSeconds = int64(lifetime / time.Second)
+	if c.create.App, err = app.request(); err != nil {
+		return nil, err
+	}
 	if len(meta) > 0 {
-		c.create.Metadata = meta
+		c.create.Metadata, c.filter.Metadata = meta, meta
 	}
-	u := *baseURL
-	if u == "" {
-		u = env.Getenv("SANDMAN_URL")
-	}
-	if u == "" {
-		u = DefaultURL
-	}
-	key := *apiKey
-	if key == "" {
-		key = env.Getenv("SANDMAN_API_KEY")
-	}
-	if key == "" {
-		return nil, usagef("no API key: set SANDMAN_API_KEY or pass --api-key")
-	}
-	c.client = &Client{BaseURL: u, APIKey: key, HTTP: env.HTTP}
-	return c, nil
+	c.client, err = c.commonFlags.client(env, "sandman sessions "+c.name)
+	return c, err
 }
 
 func (c *command) exec(ctx context.Context, env Env) error {
@@ -269,6 +276,10 @@ func (c *command) exec(ctx context.Context, env Env) error {
 	switch c.name {
 	case "list":
 		return c.list(ctx, out)
+	case "events":
+		return c.events(ctx, out, id)
+	case "open":
+		return c.openLink(ctx, out, id)
 	case "get":
 		s, raw, err := c.client.Get(ctx, id)
 		return c.print(out, raw, err, func(w io.Writer) { sessionTable(w, s) })
@@ -325,30 +336,55 @@ func (c *command) print(out io.Writer, raw []byte, err error, table func(io.Writ
 }
 
 func (c *command) list(ctx context.Context, out io.Writer) error {
-	var all SessionList
+	return printPages(c, out, func(cursor string) (SessionList, []byte, error) {
+		return c.client.List(ctx, c.limit.n, cursor, c.filter)
+	}, func(all *SessionList, page SessionList) *string {
+		if all.Sessions == nil {
+			all.Sessions = []Session{} // "sessions": [] even when none
+		}
+		all.Sessions = append(all.Sessions, page.Sessions...)
+		return page.NextCursor
+	}, listTable)
+}
+
+func (c *command) events(ctx context.Context, out io.Writer, id string) error {
+	return printPages(c, out, func(cursor string) (SessionEventList, []byte, error) {
+		return c.client.Events(ctx, id, c.limit.n, cursor)
+	}, func(all *SessionEventList, page SessionEventList) *string {
+		if all.Events == nil {
+			all.Events = []SessionEvent{} // "events": [] even when none
+		}
+		all.Events = append(all.Events, page.Events...)
+		return page.NextCursor
+	}, eventsTable)
+}
+
+// printPages prints one page read with fetch from the command's cursor or,
+// with --all, every page from there merged into one answer (merge appends
+// a page and returns its next cursor).
+func printPages[P any](c *command, out io.Writer, fetch func(cursor string) (P, []byte, error),
+	merge func(all *P, page P) (next *string), table func(io.Writer, P)) error {
+	var all P
 	cursor := c.cursor
 	for {
-		page, raw, err := c.client.List(ctx, c.limit, cursor)
+		page, raw, err := fetch(cursor)
 		if err != nil {
 			return err
 		}
 		if !c.all {
-			return c.print(out, raw, nil, func(w io.Writer) { listTable(w, page) })
+			return c.print(out, raw, nil, func(w io.Writer) { table(w, page) })
 		}
-		all.Sessions = append(all.Sessions, page.Sessions...)
-		if page.NextCursor == nil {
+		next := merge(&all, page)
+		if next == nil {
 			break
 		}
-		cursor = *page.NextCursor
-	}
-	if all.Sessions == nil {
-		all.Sessions = []Session{}
+		cursor = *next
 	}
 	raw, err := json.Marshal(all)
 	if err != nil {
-		return fmt.Errorf("encode sessions: %w", err)
+		return fmt.Errorf("encode the pages: %w", err)
 	}
-	return c.print(out, raw, nil, func(w io.Writer) { listTable(w, all) })
+	return c.print(out, raw, nil, func(w io.Writer) { table(w, all) })
 }
 
 func (c *command) watch(ctx context.Context, env Env, id string) error {
@@ -373,90 +409,4 @@ func (c *command) watch(ctx context.Context, env Env, id string) error {
 		}
 		return finalStates[s.State] || (c.until != "" && s.State == c.until), nil
 	})
-}
-
-// orDash returns *p, or "-" for null or "".
-func orDash(p *string) string {
-	if p == nil || *p == "" {
-		return "-"
-	}
-	return *p
-}
-
-func rows(w io.Writer, kv [][2]string) {
-	for _, r := range kv {
-		fmt.Fprintf(w, "%s\t%s\n", r[0], r[1])
-	}
-}
-
-func sessionTable(w io.Writer, s Session) {
-	meta := make([]string, 0, len(s.Metadata))
-	for k, v := range s.Metadata {
-		meta = append(meta, k+"="+v)
-	}
-	slices.Sort(meta)
-	m := strings.Join(meta, ",")
-	seconds := func(n int64, zero string) string {
-		if n == 0 {
-			return zero
-		}
-		return (time.Duration(n) * time.Second).String()
-	}
-	// Every field of the API's session (internal/openapi/api.Session).
-	rows(w, [][2]string{
-		{"id", s.ID}, {"account_id", s.AccountID}, {"state", s.State}, {"reason", s.Reason}, {"provider", s.Provider},
-		{"template", s.Template}, {"sandbox_id", orDash(s.SandboxID)}, {"preview_url", orDash(s.PreviewURL)},
-		{"idle_timeout", (time.Duration(s.IdleTimeoutSeconds) * time.Second).String()},
-		{"max_lifetime", seconds(s.MaxLifetimeSeconds, "none")},
-		{"away_timeout", seconds(s.AwayTimeoutSeconds, "off")}, {"away_deadline", orDash(s.AwayDeadline)},
-		{"pause_deadline", orDash(s.PauseDeadline)}, {"idle_deadline", orDash(s.IdleDeadline)},
-		{"last_activity_at", orDash(s.LastActivityAt)}, {"running_since", orDash(s.RunningSince)},
-		{"paused_at", orDash(s.PausedAt)}, {"sandbox_expires_at", orDash(s.SandboxExpiresAt)},
-		{"created_at", orDash(s.CreatedAt)}, {"updated_at", orDash(s.UpdatedAt)},
-		{"version", fmt.Sprint(s.Version)}, {"metadata", orDash(&m)}, {"app", appSummary(s.App)},
-		{"readiness", orDash(s.Readiness)}, {"readiness_detail", orDash(s.ReadinessDetail)}, {"ready_at", orDash(s.ReadyAt)},
-		{"resume_on_return", fmt.Sprint(s.ResumeOnReturn)}, {"from_pool", fmt.Sprint(s.FromPool)},
-		{"forked_from", forkSummary(s.ForkedFrom)}, {"checkpoint_on_pause", fmt.Sprint(s.CheckpointOnPause)},
-		{"checkpoint_every", seconds(s.CheckpointEverySeconds, "off")}, {"checkpoints_keep", fmt.Sprint(s.CheckpointsKeep)},
-		{"restore_checkpoint_id", orDash(s.RestoreCheckpointID)}, {"restore_error", orDash(s.RestoreError)},
-		{"idle_policy", s.IdlePolicy}, {"pause_deadline_why", orDash(s.PauseDeadlineWhy)}, {"pre_resume_at", orDash(s.PreResumeAt)},
-	})
-}
-
-// forkSummary is one line for what a session was forked from, "-" for
-// none.
-func forkSummary(f *api.ForkOrigin) string {
-	if f == nil {
-		return "-"
-	}
-	return f.SessionID + " at " + f.CheckpointID
-}
-
-// appSummary is one line for a session's app spec: the start command, the
-// port and ready path, "-" without an app.
-func appSummary(a *api.App) string {
-	if a == nil {
-		return "-"
-	}
-	return fmt.Sprintf("%q on port %d, ready at %s within %s", a.StartCommand, a.Port, a.ReadyPath,
-		time.Duration(a.ReadyTimeoutSeconds)*time.Second)
-}
-
-func statusTable(w io.Writer, s Status) {
-	rows(w, [][2]string{
-		{"session_id", s.SessionID}, {"state", s.State}, {"sandbox_paused", fmt.Sprint(s.SandboxPaused)},
-		{"has_snapshot", fmt.Sprint(s.HasSnapshot)}, {"preview_url", orDash(s.PreviewURL)},
-		{"last_activity_at", orDash(s.Lifecycle.LastActivityAt)}, {"pause_deadline", orDash(s.Lifecycle.PauseDeadline)},
-		{"sandbox_expires_at", orDash(s.Lifecycle.SandboxExpiresAt)}, {"server_time", orDash(s.Lifecycle.ServerTime)},
-	})
-}
-
-func listTable(w io.Writer, l SessionList) {
-	fmt.Fprintln(w, "ID\tSTATE\tPROVIDER\tTEMPLATE\tCREATED\tPREVIEW_URL")
-	for _, s := range l.Sessions {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, s.State, s.Provider, s.Template, orDash(s.CreatedAt), orDash(s.PreviewURL))
-	}
-	if l.NextCursor != nil {
-		fmt.Fprintf(w, "\nmore: --cursor %s\n", *l.NextCursor)
-	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sandmanhq/sandman/internal/apigw"
 	"github.com/sandmanhq/sandman/internal/cli"
+	"github.com/sandmanhq/sandman/internal/clienttoken"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/lifecycle/memstore"
 	"github.com/sandmanhq/sandman/internal/localstack"
@@ -53,9 +54,13 @@ func MustAPI(tb testing.TB) *api {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	tokens, err := clienttoken.New(clienttoken.KeySet{Signing: clienttoken.Key{ID: "k1", Secret: []byte(strings.Repeat("s", 32))}}, clock)
+	if err != nil {
+		tb.Fatal(err)
+	}
 	gw := &localstack.Gateway{Functions: map[string]localstack.HTTPHandler{}}
 	for _, fn := range []string{routes.Sessions, routes.Status, routes.Resume, routes.Pause, routes.Reconnect} {
-		h, err := apigw.New(apigw.Config{Function: fn, Service: svc, Keys: store})
+		h, err := apigw.New(apigw.Config{Function: fn, Service: svc, Keys: store, Tokens: tokens, WSURL: "ws://127.0.0.1:1/v1/ws"})
 		if err != nil {
 			tb.Fatal(err)
 		}

@@ -1,18 +1,23 @@
-// Package cli is the `sandman sessions` and `sandman webhooks` commands
-// (webhooks.go): an operator's and a
-// script's client of Sandman's HTTP API (docs/openapi.json), configured by
-// SANDMAN_URL and SANDMAN_API_KEY.
+// Package cli is the `sandman sessions`, `sandman client-tokens`,
+// `sandman webhooks` (webhooks.go) and `sandman pools` (pools.go)
+// commands: an operator's and a script's client of Sandman's HTTP API
+// (docs/openapi.json), configured by SANDMAN_URL and SANDMAN_API_KEY (or
+// --url and --api-key on every command; next to `make run`, the dev key it
+// keeps in .sandman/dev_api_key).
 //
-//	sandman sessions list|get|create|delete|resume|pause|status|reconnect|watch
+//	sandman sessions list|get|create|open|events|delete|resume|pause|status|reconnect|watch
+//	sandman client-tokens create <session id>
 //
 // Output is a human table by default and the API's JSON with -o json (watch
 // writes one JSON object per line). The exit status says what went wrong,
-// by the error envelope's error_type (ExitCode); the table is in docs/API.md "The CLI".
+// by the error envelope's error_type (ExitCode); the table is in docs/API.md
+// "The CLI". A bad command line is one line on stderr naming the flag
+// (flags.go).
 //
 // watch follows a session through a Follower. Today that is PollFollower,
 // which polls GET /v1/sessions/{id}/status (no provider call, not activity);
-// once the WebSocket client channel exists (docs/DESIGN.md "Client channel") a
-// follower over it replaces the poller behind the same interface.
+// a follower over the client channel (docs/DESIGN.md "Client channel")
+// could replace the poller behind the same interface.
 package cli
 
 import (
@@ -75,15 +80,58 @@ type (
 	PauseResult = api.PauseResult
 	// ReconnectResult answers GET /v1/sessions/{id}/reconnect.
 	ReconnectResult = api.ReconnectResult
+	// SessionEvent is one entry of a session's timeline.
+	SessionEvent = api.SessionEvent
+	// SessionEventList answers GET /v1/sessions/{id}/events.
+	SessionEventList = api.SessionEventList
+	// ClientToken answers POST /v1/sessions/{id}/client-tokens.
+	ClientToken = api.ClientToken
 )
 
 // CreateRequest is the body of POST /v1/sessions; zero fields are left out
 // (the deployment's defaults apply).
 type CreateRequest struct {
 	Template           string            `json:"template,omitempty"`
+	Provider           string            `json:"provider,omitempty"`
 	IdleTimeoutSeconds int64             `json:"idle_timeout_seconds,omitempty"`
 	MaxLifetimeSeconds int64             `json:"max_lifetime_seconds,omitempty"`
 	Metadata           map[string]string `json:"metadata,omitempty"`
+	// AwayTimeoutSeconds: nil for the default (120 s), 0 for presence off.
+	AwayTimeoutSeconds *int64 `json:"away_timeout_seconds,omitempty"`
+	// App is the app spec (docs/READINESS.md); nil: the template's, if any.
+	App *AppRequest `json:"app,omitempty"`
+}
+
+// AppRequest is the app spec of a create (docs/openapi.json, AppRequest):
+// absent fields are left to the template's default app spec.
+type AppRequest struct {
+	Port                *int              `json:"port,omitempty"`
+	StartCommand        *string           `json:"start_command,omitempty"`
+	Cwd                 *string           `json:"cwd,omitempty"`
+	Env                 map[string]string `json:"env,omitempty"`
+	ReadyPath           *string           `json:"ready_path,omitempty"`
+	ReadyTimeoutSeconds *int64            `json:"ready_timeout_seconds,omitempty"`
+}
+
+// ListFilter narrows GET /v1/sessions (docs/API.md "Listing sessions"):
+// State is one state or several comma-separated; "" fields filter nothing.
+type ListFilter struct {
+	State    string
+	Provider string
+	Template string
+	Metadata map[string]string
+}
+
+// query adds f's parameters to q.
+func (f ListFilter) query(q url.Values) {
+	for k, v := range map[string]string{"state": f.State, "provider": f.Provider, "template": f.Template} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	for k, v := range f.Metadata {
+		q.Set("metadata["+k+"]", v)
+	}
 }
 
 // finalStates are the states a session never leaves.
@@ -168,9 +216,27 @@ func sessionPath(id, suffix string) string {
 	return p
 }
 
-// List returns one page of the caller's sessions, newest first; limit 1..100
-// (0: the API's default, 20), cursor "" for the first page.
-func (c *Client) List(ctx context.Context, limit int, cursor string) (SessionList, []byte, error) {
+// List returns one page of the caller's sessions that pass f, newest
+// first; limit 1..100 (0: the API's default, 20), cursor "" for the first
+// page. A filtered page may be short, even empty, and still have a cursor.
+func (c *Client) List(ctx context.Context, limit int, cursor string, f ListFilter) (SessionList, []byte, error) {
+	q := pageQuery(limit, cursor)
+	f.query(q)
+	var out SessionList
+	raw, err := c.do(ctx, http.MethodGet, "/v1/sessions", q, nil, nil, &out)
+	return out, raw, err
+}
+
+// Events returns one page of session id's timeline, newest first; limit
+// 1..100 (0: the API's default, 20), cursor "" for the first page.
+func (c *Client) Events(ctx context.Context, id string, limit int, cursor string) (SessionEventList, []byte, error) {
+	var out SessionEventList
+	raw, err := c.do(ctx, http.MethodGet, sessionPath(id, "events"), pageQuery(limit, cursor), nil, nil, &out)
+	return out, raw, err
+}
+
+// pageQuery is ?limit=&cursor= (each left out when zero).
+func pageQuery(limit int, cursor string) url.Values {
 	q := url.Values{}
 	if limit > 0 {
 		q.Set("limit", strconv.Itoa(limit))
@@ -178,9 +244,7 @@ func (c *Client) List(ctx context.Context, limit int, cursor string) (SessionLis
 	if cursor != "" {
 		q.Set("cursor", cursor)
 	}
-	var out SessionList
-	raw, err := c.do(ctx, http.MethodGet, "/v1/sessions", q, nil, nil, &out)
-	return out, raw, err
+	return q
 }
 
 // Get returns one session.

@@ -2,11 +2,10 @@ package cli
 
 import (
 	"context"
-	"flag"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"slices"
 
 	"github.com/sandmanhq/sandman/internal/openapi/api"
 )
@@ -17,50 +16,41 @@ const PoolsUsage = `usage: sandman pools [list] [flags]
 The deployment's warm pools (GET /v1/pools, docs/POOLS.md): per pool its size and tier,
 spares ready and being made, failures, claims, hit rate, last error and backoff.
 
-flags: -o table|json, --url-api URL (default $SANDMAN_URL), --api-key KEY
-(default $SANDMAN_API_KEY). Exit status as for sandman sessions.
+flags: -o table|json, --url URL (default $SANDMAN_URL), --api-key KEY (default
+$SANDMAN_API_KEY, else .sandman/dev_api_key for an API on this machine). Exit status as for
+sandman sessions.
 `
 
 // PoolsMain runs `sandman pools <args>` and returns the exit status.
 func PoolsMain(ctx context.Context, args []string, env Env) int {
-	err := runPools(ctx, args, env)
-	if err != nil {
-		fmt.Fprintf(env.Stderr, "sandman pools: %v\n", err)
-		if ExitCode(err) == ExitUsage {
-			fmt.Fprint(env.Stderr, "\n"+PoolsUsage)
-		}
-	}
-	return ExitCode(err)
+	return report(env, "sandman pools", args, runPools(ctx, args, env))
 }
 
 func runPools(ctx context.Context, args []string, env Env) error {
-	if len(args) > 0 && slices.Contains([]string{"-h", "-help", "--help", "help"}, args[0]) {
+	if len(args) > 0 && isHelp(args[0]) {
 		fmt.Fprint(env.Stdout, PoolsUsage)
 		return nil
 	}
 	if len(args) > 0 && args[0] == "list" {
 		args = args[1:]
 	}
-	fs := flag.NewFlagSet("sandman pools", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
+	fs := newFlagSet("sandman pools")
 	c := &command{name: "pools"}
-	fs.StringVar(&c.output, "o", "table", "output: table or json")
-	baseURL := fs.String("url-api", "", "the API's URL")
-	apiKey := fs.String("api-key", "", "the API key")
-	if err := fs.Parse(args); err != nil {
-		return usagef("%v", err)
+	c.register(fs)
+	pos, err := parseFlags(fs, args)
+	if errors.Is(err, errHelp) {
+		fmt.Fprint(env.Stdout, PoolsUsage)
+		return nil
 	}
-	if fs.NArg() > 0 {
-		return usagef("unexpected arguments %q", fs.Args())
+	if err != nil {
+		return err
 	}
-	if c.output != "table" && c.output != "json" {
-		return usagef("-o must be table or json, not %q", c.output)
+	if len(pos) > 0 {
+		return usagef("unexpected arguments %q", pos)
 	}
-	key := firstNonEmpty(*apiKey, env.Getenv("SANDMAN_API_KEY"))
-	if key == "" {
-		return usagef("no API key: set SANDMAN_API_KEY or pass --api-key")
+	if c.client, err = c.commonFlags.client(env, "sandman pools"); err != nil {
+		return err
 	}
-	c.client = &Client{BaseURL: firstNonEmpty(*baseURL, env.Getenv("SANDMAN_URL"), DefaultURL), APIKey: key, HTTP: env.HTTP}
 	var l api.PoolList
 	raw, err := c.client.do(ctx, http.MethodGet, "/v1/pools", nil, nil, nil, &l)
 	return c.print(env.Stdout, raw, err, func(w io.Writer) { poolsTable(w, l) })

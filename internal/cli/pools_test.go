@@ -44,7 +44,7 @@ func TestPoolsCommand(t *testing.T) {
 	if code != 0 || json.Unmarshal([]byte(out), &got) != nil || len(got.Pools) != 1 || got.Pools[0].Hits != 3 {
 		t.Errorf("json: code %d, out %q", code, out)
 	}
-	if code, _, errOut := run("-o", "yaml"); code != cli.ExitUsage || !strings.Contains(errOut, "usage: sandman pools") {
-		t.Errorf("bad flag: code %d, err %q; want usage", code, errOut)
+	if code, _, errOut := run("-o", "yaml"); code != cli.ExitUsage || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, "-o must be table or json") {
+		t.Errorf("bad flag: code %d, err %q; want one line naming -o", code, errOut)
 	}
 }

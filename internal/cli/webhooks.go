@@ -2,12 +2,11 @@ package cli
 
 import (
 	"context"
-	"flag"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -15,19 +14,21 @@ import (
 )
 
 // WebhooksUsage is the help of `sandman webhooks`.
-const WebhooksUsage = `usage: sandman webhooks <command> [flags] [ids]
+const WebhooksUsage = `usage: sandman webhooks <command> [flags] [arguments]
 
 commands:
   list        the account's webhook endpoints
-  create      register an endpoint (--url URL, --event-type session.paused (repeatable;
-              none: every type), --description TEXT); prints its secret, shown once
+  create      register an endpoint: sandman webhooks create <endpoint URL> (--event-type
+              session.paused (repeatable; none: every type), --description TEXT); prints its
+              secret, shown once
   delete      delete an endpoint: sandman webhooks delete <endpoint id>
   deliveries  an endpoint's delivery log, newest first (--limit N, --cursor C):
               sandman webhooks deliveries <endpoint id>
   retry       send a delivery again now: sandman webhooks retry <endpoint id> <delivery id>
 
-flags of every command: -o table|json, --url-api URL (default $SANDMAN_URL), --api-key KEY
-(default $SANDMAN_API_KEY). Exit status as for sandman sessions.
+flags of every command: -o table|json, --url URL (the API; default $SANDMAN_URL), --api-key KEY
+(default $SANDMAN_API_KEY, else .sandman/dev_api_key for an API on this machine). Exit status
+as for sandman sessions.
 `
 
 // repeated collects a repeatable flag.
@@ -38,77 +39,59 @@ func (r *repeated) Set(v string) error { *r = append(*r, v); return nil }
 
 // WebhooksMain runs `sandman webhooks <args>` and returns the exit status.
 func WebhooksMain(ctx context.Context, args []string, env Env) int {
-	err := runWebhooks(ctx, args, env)
-	if err != nil {
-		name := "sandman webhooks"
-		if len(args) > 0 {
-			name += " " + args[0]
-		}
-		fmt.Fprintf(env.Stderr, "%s: %v\n", name, err)
-		if ExitCode(err) == ExitUsage {
-			fmt.Fprint(env.Stderr, "\n"+WebhooksUsage)
-		}
-	}
-	return ExitCode(err)
+	return report(env, "sandman webhooks", args, runWebhooks(ctx, args, env))
 }
 
 func runWebhooks(ctx context.Context, args []string, env Env) error {
 	if len(args) == 0 {
 		return usagef("a command is required")
 	}
-	if slices.Contains([]string{"-h", "-help", "--help", "help"}, args[0]) {
+	if isHelp(args[0]) {
 		fmt.Fprint(env.Stdout, WebhooksUsage)
 		return nil
 	}
 	name := args[0]
-	fs := flag.NewFlagSet("sandman webhooks "+name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
+	fs := newFlagSet("sandman webhooks " + name)
 	c := &command{name: name}
-	fs.StringVar(&c.output, "o", "table", "output: table or json")
-	baseURL := fs.String("url-api", "", "the API's URL")
-	apiKey := fs.String("api-key", "", "the API key")
+	c.register(fs)
 	var in api.WebhookEndpointRequest
-	var target, description string
+	var description string
 	var types repeated
 	wantArgs := 0
 	switch name {
 	case "list":
 	case "create":
-		fs.StringVar(&target, "url", "", "the endpoint's URL")
+		wantArgs = 1
 		fs.StringVar(&description, "description", "", "a description")
 		fs.Var(&types, "event-type", "an event type (repeatable)")
 	case "delete":
 		wantArgs = 1
 	case "deliveries":
 		wantArgs = 1
-		fs.IntVar(&c.limit, "limit", 0, "page size 1..100")
+		fs.Var(&c.limit, "limit", "page size 1..100")
 		fs.StringVar(&c.cursor, "cursor", "", "next_cursor of the previous page")
 	case "retry":
 		wantArgs = 2
 	default:
 		return usagef("unknown command %q", name)
 	}
-	rest := args[1:]
-	for {
-		if err := fs.Parse(rest); err != nil {
-			return usagef("%v", err)
-		}
-		if rest = fs.Args(); len(rest) == 0 {
-			break
-		}
-		c.args, rest = append(c.args, rest[0]), rest[1:]
+	var err error
+	c.args, err = parseFlags(fs, args[1:])
+	if errors.Is(err, errHelp) {
+		fmt.Fprint(env.Stdout, WebhooksUsage)
+		return nil
 	}
-	if c.output != "table" && c.output != "json" {
-		return usagef("-o must be table or json, not %q", c.output)
+	if err != nil {
+		return err
+	}
+	if name == "create" && len(c.args) == 0 {
+		return usagef("create takes the endpoint's URL: sandman webhooks create https://example.com/hooks (--url is the API's URL)")
 	}
 	if len(c.args) != wantArgs {
 		return usagef("%s takes %d argument(s), got %q", name, wantArgs, c.args)
 	}
 	if name == "create" {
-		if target == "" {
-			return usagef("create needs --url")
-		}
-		in.URL = &target
+		in.URL = &c.args[0]
 		if description != "" {
 			in.Description = &description
 		}
@@ -117,12 +100,9 @@ func runWebhooks(ctx context.Context, args []string, env Env) error {
 			in.EventTypes = &t
 		}
 	}
-	u := firstNonEmpty(*baseURL, env.Getenv("SANDMAN_URL"), DefaultURL)
-	key := firstNonEmpty(*apiKey, env.Getenv("SANDMAN_API_KEY"))
-	if key == "" {
-		return usagef("no API key: set SANDMAN_API_KEY or pass --api-key")
+	if c.client, err = c.commonFlags.client(env, "sandman webhooks "+name); err != nil {
+		return err
 	}
-	c.client = &Client{BaseURL: u, APIKey: key, HTTP: env.HTTP}
 	out := env.Stdout
 	const root = "/v1/webhook-endpoints"
 	switch name {
@@ -149,15 +129,8 @@ func runWebhooks(ctx context.Context, args []string, env Env) error {
 		}
 		return err
 	case "deliveries":
-		q := url.Values{}
-		if c.limit > 0 {
-			q.Set("limit", strconv.Itoa(c.limit))
-		}
-		if c.cursor != "" {
-			q.Set("cursor", c.cursor)
-		}
 		var l api.WebhookDeliveryList
-		raw, err := c.client.do(ctx, http.MethodGet, root+"/"+url.PathEscape(c.args[0])+"/deliveries", q, nil, nil, &l)
+		raw, err := c.client.do(ctx, http.MethodGet, root+"/"+url.PathEscape(c.args[0])+"/deliveries", pageQuery(c.limit.n, c.cursor), nil, nil, &l)
 		return c.print(out, raw, err, func(w io.Writer) { deliveriesTable(w, l) })
 	case "retry":
 		var d api.WebhookDelivery
@@ -168,15 +141,6 @@ func runWebhooks(ctx context.Context, args []string, env Env) error {
 		})
 	}
 	return usagef("unknown command %q", name)
-}
-
-func firstNonEmpty(vs ...string) string {
-	for _, v := range vs {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }
 
 func typesText(ts []string) string {

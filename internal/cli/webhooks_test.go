@@ -81,7 +81,7 @@ func TestWebhooksCommand(t *testing.T) {
 		}}})
 	defer srv.Close()
 
-	code, out, errOut := runWebhooks(t, srv.URL, "create", "--url", rcv.URL, "--event-type", "session.paused", "-o", "json")
+	code, out, errOut := runWebhooks(t, srv.URL, "create", rcv.URL, "--event-type", "session.paused", "-o", "json")
 	if code != 0 {
 		t.Fatalf("create: exit %d: %s", code, errOut)
 	}
@@ -117,7 +117,7 @@ func TestWebhooksCommand(t *testing.T) {
 	if code, _, _ := runWebhooks(t, srv.URL, "delete", ep.ID); code != cli.ExitCode(&cli.APIError{ErrorType: "not_found"}) {
 		t.Errorf("delete twice: exit %d, want not_found's", code)
 	}
-	if code, _, _ := runWebhooks(t, srv.URL, "create"); code != cli.ExitUsage {
-		t.Errorf("create without --url: exit %d, want usage", code)
+	if code, _, errOut := runWebhooks(t, srv.URL, "create", "--url", rcv.URL); code != cli.ExitUsage || !strings.Contains(errOut, "takes the endpoint's URL") {
+		t.Errorf("create with the endpoint as --url (the API's): exit %d, %q; want a usage line naming the argument", code, errOut)
 	}
 }

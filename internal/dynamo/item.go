@@ -47,6 +47,9 @@ type sessionItem struct {
 	State      string            `dynamodbav:"state"`
 	Version    int64             `dynamodbav:"version"`
 	Reason     string            `dynamodbav:"reason,omitempty"`
+	// Actor is who made this write (lifecycle.Session.Actor); the outbox
+	// reads it from the stream image.
+	Actor string `dynamodbav:"actor,omitempty"`
 
 	IdleTimeoutMS int64 `dynamodbav:"idle_timeout_ms"`           // milliseconds
 	MaxLifetimeMS int64 `dynamodbav:"max_lifetime_ms,omitempty"` // milliseconds; absent: no limit
@@ -121,6 +124,7 @@ type sessionItem struct {
 	SandboxKey  string `dynamodbav:"sandbox_key,omitempty"`
 	OwnerKey    string `dynamodbav:"owner_key,omitempty"`
 	OwnerSort   string `dynamodbav:"owner_sort,omitempty"`
+	OwnerState  string `dynamodbav:"owner_state,omitempty"` // "<account id>#<state>": the by_owner_state index
 	IdleShard   *int   `dynamodbav:"idle_shard,omitempty"`
 	IdleDueAt   *int64 `dynamodbav:"idle_due_at,omitempty"` // epoch milliseconds
 	LeaseShard  *int   `dynamodbav:"lease_shard,omitempty"`
@@ -193,7 +197,12 @@ func ShardOf(sessionID string, shards int) int {
 	return int(h.Sum32() % uint32(shards))
 }
 
-func sessionPK(id string) string  { return sessionPrefix + id }
+func sessionPK(id string) string { return sessionPrefix + id }
+
+// ownerState is a session's by_owner_state partition: its account and state.
+func ownerState(accountID string, state lifecycle.State) string {
+	return accountID + "#" + string(state)
+}
 func apiKeyPK(hash string) string { return apiKeyPrefix + hash }
 func claimPK(key string) string   { return claimPrefix + key }
 func sandboxKey(provider, sandboxID string) string {
@@ -241,6 +250,7 @@ func toSessionItem(s *lifecycle.Session, shards int) sessionItem {
 		State:               string(s.State),
 		Version:             s.Version,
 		Reason:              s.Reason,
+		Actor:               s.Actor,
 		IdleTimeoutMS:       s.IdleTimeout.Milliseconds(),
 		MaxLifetimeMS:       s.MaxLifetime.Milliseconds(),
 		CreatedAt:           formatTime(s.CreatedAt),
@@ -256,6 +266,7 @@ func toSessionItem(s *lifecycle.Session, shards int) sessionItem {
 		StateChangedAt:      formatTime(s.StateChangedAt),
 		OwnerKey:            s.AccountID,
 		OwnerSort:           s.CreatedAt.UTC().Format(timeLayout) + "#" + s.ID,
+		OwnerState:          ownerState(s.AccountID, s.State),
 	}
 	it.AwayTimeoutMS, it.AwayDeadline = s.AwayTimeout.Milliseconds(), formatTime(s.AwayDeadline)
 	it.ResumeOnReturn, it.ReturnResumedAt = s.ResumeOnReturn, formatTime(s.ReturnResumedAt)
@@ -309,6 +320,7 @@ func (it sessionItem) session() (*lifecycle.Session, error) {
 		State:       state,
 		Version:     it.Version,
 		Reason:      it.Reason,
+		Actor:       it.Actor,
 		IdleTimeout: time.Duration(it.IdleTimeoutMS) * time.Millisecond,
 		MaxLifetime: time.Duration(it.MaxLifetimeMS) * time.Millisecond,
 	}

@@ -36,10 +36,6 @@ type ReshardResult struct {
 // outbox publishes no event for it. Running it again finds nothing to move.
 // Errors: unavailable when the table cannot be read or written.
 func (st *Store) Reshard(ctx context.Context, segments int) (ReshardResult, error) {
-	if segments <= 0 {
-		segments = 4
-	}
-	segments = min(segments, 64)
 	filter := expression.BeginsWith(expression.Name(tabledef.PartitionKey), sessionPrefix).
 		And(expression.Name(tabledef.SortKey).Equal(expression.Value(sessionSort))).
 		And(expression.Or(expression.AttributeExists(expression.Name(tabledef.AttrIdleShard)),
@@ -52,38 +48,22 @@ func (st *Store) Reshard(ctx context.Context, segments int) (ReshardResult, erro
 	if err != nil {
 		return ReshardResult{}, storeError("reshard: build the scan: %w", err)
 	}
+	segments = scanSegments(segments)
 	results := make([]ReshardResult, segments)
-	g, gctx := errgroup.WithContext(ctx)
-	for seg := range segments {
-		g.Go(func() error {
-			p := dynamodb.NewScanPaginator(st.client, &dynamodb.ScanInput{
-				TableName: aws.String(st.table), Segment: aws.Int32(int32(seg)), TotalSegments: aws.Int32(int32(segments)),
-				FilterExpression: expr.Filter(), ProjectionExpression: expr.Projection(),
-				ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
-			})
-			for p.HasMorePages() {
-				page, err := p.NextPage(gctx)
-				if err != nil {
-					return storeError("reshard: scan segment %d: %w", seg, err)
-				}
-				for _, item := range page.Items {
-					results[seg].Scanned++
-					moved, raced, err := st.reshardItem(gctx, item)
-					if err != nil {
-						return err
-					}
-					if moved {
-						results[seg].Moved++
-					}
-					if raced {
-						results[seg].Raced++
-					}
-				}
-			}
-			return nil
-		})
-	}
-	err = g.Wait()
+	err = st.scan(ctx, segments, "reshard", dynamodb.ScanInput{
+		FilterExpression: expr.Filter(), ProjectionExpression: expr.Projection(),
+		ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
+	}, func(ctx context.Context, seg int, item map[string]types.AttributeValue) error {
+		results[seg].Scanned++
+		moved, raced, err := st.reshardItem(ctx, item)
+		if moved {
+			results[seg].Moved++
+		}
+		if raced {
+			results[seg].Raced++
+		}
+		return err
+	})
 	var total ReshardResult
 	for _, r := range results {
 		total.Scanned += r.Scanned
@@ -91,6 +71,45 @@ func (st *Store) Reshard(ctx context.Context, segments int) (ReshardResult, erro
 		total.Raced += r.Raced
 	}
 	return total, err
+}
+
+// scanSegments is a backfill's count of parallel scan segments: 1..64, 4
+// for 0 or less.
+func scanSegments(n int) int {
+	if n <= 0 {
+		return 4
+	}
+	return min(n, 64)
+}
+
+// scan reads the whole table in segments parallel segments with in's
+// filter and projection, calling each for every item from its segment's
+// goroutine (seg 0..segments-1); the first error stops every segment.
+// Errors: each's, or unavailable when the table cannot be read (what names
+// the backfill).
+func (st *Store) scan(ctx context.Context, segments int, what string, in dynamodb.ScanInput,
+	each func(ctx context.Context, seg int, item map[string]types.AttributeValue) error) error {
+	g, gctx := errgroup.WithContext(ctx)
+	for seg := range segments {
+		g.Go(func() error {
+			input := in
+			input.TableName, input.Segment, input.TotalSegments = aws.String(st.table), aws.Int32(int32(seg)), aws.Int32(int32(segments))
+			p := dynamodb.NewScanPaginator(st.client, &input)
+			for p.HasMorePages() {
+				page, err := p.NextPage(gctx)
+				if err != nil {
+					return storeError("%s: scan segment %d: %w", what, seg, err)
+				}
+				for _, item := range page.Items {
+					if err := each(gctx, seg, item); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		})
+	}
+	return g.Wait()
 }
 
 // reshardItem moves one scanned session item into its shard when it is not

@@ -36,6 +36,10 @@ type Store struct {
 	noSlots bool
 	// shards is Config.Shards.
 	shards int
+	// eventRetention is Config.EventRetention.
+	eventRetention time.Duration
+	// findBudget is Config.FindBudget.
+	findBudget int
 }
 
 var _ lifecycle.Store = (*Store)(nil)
@@ -68,6 +72,14 @@ type Config struct {
 	// the same count; changing it on a table with data needs Reshard
 	// (docs/CAPACITY.md "Changing the shard count").
 	Shards int
+	// EventRetention is how long a session's recorded events are kept
+	// (their TTL from the event's time; RecordTransition). Default
+	// lifecycle.DefaultEventRetention; at most lifecycle.MaxEventRetention.
+	EventRetention time.Duration
+	// FindBudget is how many by_owner_state index entries one filtered
+	// page (FindSessions) evaluates at most across its states before it
+	// ends early with a cursor. Default DefaultFindBudget.
+	FindBudget int
 }
 
 // DefaultShards is the due indexes' shard count when Config.Shards is 0,
@@ -90,7 +102,15 @@ func New(cfg Config) *Store {
 		cfg.Shards = DefaultShards
 	}
 	cfg.Shards = min(cfg.Shards, MaxShards)
-	return &Store{client: cfg.Client, table: cfg.Table, log: cfg.Log, noSlots: cfg.WithoutRunningSlots, shards: cfg.Shards}
+	if cfg.EventRetention <= 0 {
+		cfg.EventRetention = lifecycle.DefaultEventRetention
+	}
+	cfg.EventRetention = min(cfg.EventRetention, lifecycle.MaxEventRetention)
+	if cfg.FindBudget <= 0 {
+		cfg.FindBudget = DefaultFindBudget
+	}
+	return &Store{client: cfg.Client, table: cfg.Table, log: cfg.Log, noSlots: cfg.WithoutRunningSlots, shards: cfg.Shards,
+		eventRetention: cfg.EventRetention, findBudget: cfg.FindBudget}
 }
 
 // CreateSession writes s as a new session with version 1 and sets s.Version

@@ -86,10 +86,14 @@ func indexSpec(ix tabledef.Index) (types.GlobalSecondaryIndex, map[string]types.
 		schema = append(schema, types.KeySchemaElement{AttributeName: aws.String(ix.SortKey), KeyType: types.KeyTypeRange})
 		keyTypes[ix.SortKey] = types.ScalarAttributeType(ix.SortType)
 	}
+	proj := &types.Projection{ProjectionType: types.ProjectionType(ix.ProjectionType())}
+	if len(ix.NonKeyAttributes) > 0 {
+		proj.NonKeyAttributes = ix.NonKeyAttributes
+	}
 	return types.GlobalSecondaryIndex{
 		IndexName:  aws.String(ix.Name),
 		KeySchema:  schema,
-		Projection: &types.Projection{ProjectionType: types.ProjectionType(ix.ProjectionType())},
+		Projection: proj,
 	}, keyTypes
 }
 

@@ -85,6 +85,12 @@ type eventItem struct {
 	Reason    string `dynamodbav:"reason,omitempty"`
 	Time      string `dynamodbav:"time"` // timeLayout
 	TTL       int64  `dynamodbav:"ttl"`  // epoch seconds (tabledef.TTLAttribute)
+	// Since (timeLayout; absent for a create), Actor, Readiness and
+	// ReadinessDetail (a readiness event) are lifecycle.Event's.
+	Since           string `dynamodbav:"since,omitempty"`
+	Actor           string `dynamodbav:"actor,omitempty"`
+	Readiness       string `dynamodbav:"readiness,omitempty"`
+	ReadinessDetail string `dynamodbav:"readiness_detail,omitempty"`
 }
 
 var _ lifecycle.UsageStore = (*Store)(nil)
@@ -182,7 +188,8 @@ func (st *Store) usageWrites(ev lifecycle.Event, part int, deltas []lifecycle.Us
 			PK: sessionPK(ev.SessionID), SK: eventSort(ev.Version),
 			EventID: ev.EventID, SessionID: ev.SessionID, AccountID: ev.AccountID, SandboxID: ev.SandboxID,
 			From: string(ev.From), To: string(ev.To), Version: ev.Version, Reason: ev.Reason,
-			Time: formatTime(ev.Time), TTL: ev.Time.Add(lifecycle.EventRetention).Unix(),
+			Time: formatTime(ev.Time), TTL: ev.Time.Add(st.eventRetention).Unix(),
+			Since: formatTime(ev.Since), Actor: ev.Actor, Readiness: string(ev.Readiness), ReadinessDetail: ev.ReadinessDetail,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("encode event item: %w", err)
@@ -339,43 +346,84 @@ func (st *Store) UsageRows(ctx context.Context, q lifecycle.UsageQuery) (lifecyc
 	}
 }
 
-// SessionEvents returns up to limit of sessionID's recorded events, newest
-// first, with one Query (an event past its TTL shows until DynamoDB's TTL
-// deletes it). Errors: the store's.
-func (st *Store) SessionEvents(ctx context.Context, sessionID string, limit int) ([]lifecycle.Event, error) {
-	if limit < 1 {
-		return nil, nil
+// SessionEvents returns one page of q.SessionID's recorded events, newest
+// first: a Query on the session's partition (sort keys EVENT#<version>,
+// descending), leaving out with a filter the events whose TTL has passed at
+// q.Now that DynamoDB has not deleted yet. It reads one event more than the
+// page to know whether another page follows. Errors: invalid
+// (lifecycle.ValidEventQuery, a foreign cursor), the store's.
+func (st *Store) SessionEvents(ctx context.Context, q lifecycle.EventQuery) (lifecycle.EventPage, error) {
+	if err := lifecycle.ValidEventQuery(q); err != nil {
+		return lifecycle.EventPage{}, err
 	}
-	keyCond := expression.Key(tabledef.PartitionKey).Equal(expression.Value(sessionPK(sessionID))).
-		And(expression.Key(tabledef.SortKey).BeginsWith(eventSortPrefix))
-	x, err := expression.NewBuilder().WithKeyCondition(keyCond).Build()
-	if err != nil {
-		return nil, fmt.Errorf("build events query: %w", err)
-	}
-	out, err := st.client.Query(ctx, &dynamodb.QueryInput{
-		TableName:                 aws.String(st.table),
-		KeyConditionExpression:    x.KeyCondition(),
-		ExpressionAttributeNames:  x.Names(),
-		ExpressionAttributeValues: x.Values(),
-		ScanIndexForward:          aws.Bool(false),
-		Limit:                     aws.Int32(int32(limit)),
-	})
-	if err != nil {
-		return nil, storeError("query events of session %s: %w", sessionID, err)
-	}
-	evs := make([]lifecycle.Event, 0, len(out.Items))
-	for _, av := range out.Items {
-		var it eventItem
-		if err := attributevalue.UnmarshalMap(av, &it); err != nil {
-			return nil, fmt.Errorf("decode event of session %s: %w", sessionID, err)
-		}
-		t, err := parseTime("time", it.Time)
+	pk := sessionPK(q.SessionID)
+	var start map[string]types.AttributeValue
+	if q.Cursor != "" {
+		v, err := lifecycle.ParseEventCursor(q.Cursor, q.SessionID)
 		if err != nil {
-			return nil, fmt.Errorf("decode event %s: %w", it.EventID, err)
+			return lifecycle.EventPage{}, err
 		}
-		evs = append(evs, lifecycle.Event{EventID: it.EventID, SessionID: it.SessionID, AccountID: it.AccountID,
-			SandboxID: it.SandboxID, From: lifecycle.State(it.From), To: lifecycle.State(it.To),
-			Version: it.Version, Reason: it.Reason, Time: t})
+		start = itemKey(pk, eventSort(v))
 	}
-	return evs, nil
+	b := expression.NewBuilder().WithKeyCondition(expression.Key(tabledef.PartitionKey).Equal(expression.Value(pk)).
+		And(expression.Key(tabledef.SortKey).BeginsWith(eventSortPrefix)))
+	if !q.Now.IsZero() {
+		b = b.WithFilter(expression.Name(tabledef.TTLAttribute).GreaterThan(expression.Value(q.Now.Unix())))
+	}
+	x, err := b.Build()
+	if err != nil {
+		return lifecycle.EventPage{}, fmt.Errorf("build events query: %w", err)
+	}
+	page := lifecycle.EventPage{Events: []lifecycle.Event{}}
+	for {
+		out, err := st.client.Query(ctx, &dynamodb.QueryInput{
+			TableName:                 aws.String(st.table),
+			KeyConditionExpression:    x.KeyCondition(),
+			FilterExpression:          x.Filter(),
+			ExpressionAttributeNames:  x.Names(),
+			ExpressionAttributeValues: x.Values(),
+			ScanIndexForward:          aws.Bool(false),
+			ExclusiveStartKey:         start,
+			Limit:                     aws.Int32(int32(q.Limit + 1 - len(page.Events))),
+		})
+		if err != nil {
+			return lifecycle.EventPage{}, storeError("query events of session %s: %w", q.SessionID, err)
+		}
+		for _, av := range out.Items {
+			ev, err := decodeEvent(av)
+			if err != nil {
+				return lifecycle.EventPage{}, fmt.Errorf("decode event of session %s: %w", q.SessionID, err)
+			}
+			page.Events = append(page.Events, ev)
+		}
+		if len(page.Events) > q.Limit {
+			page.Events = page.Events[:q.Limit]
+			page.Cursor = lifecycle.EventCursor(q.SessionID, page.Events[q.Limit-1].Version)
+			return page, nil
+		}
+		if len(out.LastEvaluatedKey) == 0 {
+			return page, nil
+		}
+		start = out.LastEvaluatedKey
+	}
+}
+
+// decodeEvent converts a stored event item back to the domain type.
+func decodeEvent(av map[string]types.AttributeValue) (lifecycle.Event, error) {
+	var it eventItem
+	if err := attributevalue.UnmarshalMap(av, &it); err != nil {
+		return lifecycle.Event{}, err
+	}
+	t, err := parseTime("time", it.Time)
+	if err != nil {
+		return lifecycle.Event{}, fmt.Errorf("event %s: %w", it.EventID, err)
+	}
+	since, err := parseTime("since", it.Since)
+	if err != nil {
+		return lifecycle.Event{}, fmt.Errorf("event %s: %w", it.EventID, err)
+	}
+	return lifecycle.Event{EventID: it.EventID, SessionID: it.SessionID, AccountID: it.AccountID,
+		SandboxID: it.SandboxID, From: lifecycle.State(it.From), To: lifecycle.State(it.To),
+		Version: it.Version, Reason: it.Reason, Time: t, Since: since, Actor: it.Actor,
+		Readiness: lifecycle.Readiness(it.Readiness), ReadinessDetail: it.ReadinessDetail}, nil
 }

@@ -54,6 +54,11 @@ const (
 	// Shards is the due indexes' shard count (dynamo.Config.Shards);
 	// default 8 (tabledef.Shards), the stack sets tabledef.DeployedShards.
 	Shards = "SANDMAN_SHARDS"
+	// EventRetentionDays is how many days a session's recorded events (its
+	// timeline, GET /v1/sessions/{id}/events) are kept, 1..366
+	// (dynamo.Config.EventRetention); default 30. Read by the publisher,
+	// which writes the events' TTL.
+	EventRetentionDays = "SANDMAN_EVENT_RETENTION_DAYS"
 	// Prices are usage estimates' per-provider prices, a JSON object
 	// {"<provider>":{"running_per_hour":N,"paused_per_hour":N}} in US
 	// dollars per hour (lifecycle.Config.Prices, over the adapters' own
@@ -213,7 +218,7 @@ var (
 		Table, DynamoEndpoint, Provider, Providers, EventBus, EventsFile, CORSOrigin, LogLevel,
 		IdleTimeout, MinIdleTimeout, MaxIdleTimeout, MaxLifetimeLimit, ActivityGranularity, ProviderGrace,
 		MaxProviderTimeout, GuardHeadroom, LeaseDuration, Deployment, APIKeyCacheTTL, ProbeTimeout, ProviderCallTimeout,
-		MaxRunning, Shards, Prices, TemplateApps, IdlePolicy, IdleUserField, Pools, ReadinessQueueURL, ResumeQueueURL, PoolRefillQueueURL, CheckpointQueueURL,
+		MaxRunning, Shards, EventRetentionDays, Prices, TemplateApps, IdlePolicy, IdleUserField, Pools, ReadinessQueueURL, ResumeQueueURL, PoolRefillQueueURL, CheckpointQueueURL,
 		ArchiveBucket, ArchiveDir, ArchiveSSE, ArchiveKMSKeyID, ArchiveS3Endpoint, ArchiveS3PathStyle,
 		ClientTokenKeysSecret, ClientTokenKeysFile, WSURL, WSManagementURL,
 		BrandName, BrandAccent, BrandLogoURL,

@@ -79,6 +79,7 @@ func (s *Service) Create(ctx context.Context, accountID string, in CreateInput) 
 		s.startLearning(ctx, sess)
 	}
 	sess.RunningLimit = s.maxRunning(ctx) // the key's override, if any (quota.go)
+	sess.Actor = ActorOf(ctx)
 	if err := s.checkTemplate(ctx, sess); err != nil {
 		return nil, false, err
 	}

@@ -122,9 +122,11 @@ func (s *Service) Diagnose(ctx context.Context, accountID, id string, probe Prev
 		}
 	}
 	if us, ok := s.cfg.Store.(UsageStore); ok {
-		if d.Events, err = us.SessionEvents(ctx, sess.ID, DiagnoseEvents); err != nil {
+		page, err := us.SessionEvents(ctx, EventQuery{SessionID: sess.ID, Limit: DiagnoseEvents, Now: s.now()})
+		if err != nil {
 			return nil, fmt.Errorf("diagnose session %s: recent events: %w", sess.ID, err)
 		}
+		d.Events = page.Events
 	}
 	d.Agree, d.Verdict = verdict(d)
 	return d, nil

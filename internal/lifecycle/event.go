@@ -41,11 +41,16 @@ type Event struct {
 	Checkpoint *CheckpointEvent `json:"checkpoint,omitempty"`
 
 	// Provider and Since are for the publisher's usage counters (usage.go)
-	// and are not part of the published event: the session's provider, and
-	// when the session entered From (the state_changed_at of the write
-	// before; zero when unknown, as for a create).
+	// and the session's timeline, and are not part of the published event:
+	// the session's provider, and when the session entered From (the
+	// state_changed_at of the write before; zero when unknown, as for a
+	// create). Time - Since is the event's duration.
 	Provider string    `json:"-"`
 	Since    time.Time `json:"-"`
+	// Actor is who caused the transition (Session.Actor; actor.go). It is
+	// recorded with the event (the session's timeline, UsageStore) and not
+	// published.
+	Actor string `json:"-"`
 }
 
 // CheckpointEvent is what a checkpoint event says of its checkpoint.
@@ -121,7 +126,7 @@ func NewEvent(s *Session, from State) Event {
 	ev := Event{
 		EventID:   EventID(s.ID, s.Version),
 		SessionID: s.ID, AccountID: s.AccountID, SandboxID: s.SandboxID,
-		From: from, To: s.State, Version: s.Version, Reason: s.Reason, Time: s.UpdatedAt,
+		From: from, To: s.State, Version: s.Version, Reason: s.Reason, Time: s.UpdatedAt, Actor: s.Actor,
 	}
 	if s.Reason == ReasonLost {
 		ev.Lost = s.Lost

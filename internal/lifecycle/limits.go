@@ -10,6 +10,11 @@ const (
 	// DefaultListLimit is the page size of GET /v1/sessions without a limit
 	// (ours).
 	DefaultListLimit = 20
+	// MaxEventPage is the largest page of a session's events
+	// (Service.SessionEvents, GET /v1/sessions/{id}/events: limit 1..100);
+	// DefaultEventPage the page without a limit (ours).
+	MaxEventPage     = 100
+	DefaultEventPage = 20
 	// MaxDuePageSize is the largest page Store.FindDue returns (ours: well
 	// under DynamoDB's 1 MB query page at about 1 KB a session).
 	MaxDuePageSize = 1000

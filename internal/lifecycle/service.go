@@ -368,9 +368,11 @@ func NewSessionID() string {
 }
 
 // commit writes sess, conditional on it still having state from and its
-// current version, and logs the transition when the state changed. It
-// publishes nothing: the committed item is the outbox record.
+// current version, with ctx's actor (ActorOf), and logs the transition when
+// the state changed. It publishes nothing: the committed item is the outbox
+// record.
 func (s *Service) commit(ctx context.Context, sess *Session, from State, guard Guard) error {
+	sess.Actor = ActorOf(ctx)
 	if err := s.cfg.Store.UpdateSession(ctx, sess, from, guard); err != nil {
 		return err
 	}

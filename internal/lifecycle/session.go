@@ -24,6 +24,9 @@ type Session struct {
 	// ReasonAway, ReasonLifetime, ReasonWebhook, ReasonReconcile, ReasonDormant,
 	// ReasonReturn.
 	Reason string
+	// Actor is who made the last write (ActorAPI, ActorClient, ...; actor.go):
+	// the service sets it on every write from the request's context.
+	Actor string
 
 	IdleTimeout time.Duration // inactivity before a pause; see Policy.IdleTimeout
 	MaxLifetime time.Duration // 0: no limit; else pause at RunningSince+MaxLifetime

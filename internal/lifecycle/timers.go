@@ -94,6 +94,7 @@ const (
 // Store.GetSession except not_found; a returned error asks the timer's
 // transport to deliver it again.
 func (s *Service) FireTimer(ctx context.Context, sessionID string) (TimerOutcome, error) {
+	ctx = WithActor(ctx, ActorTimer)
 	sess, err := s.cfg.Store.GetSession(ctx, sessionID)
 	if IsCode(err, CodeNotFound) {
 		return TimerIdle, nil

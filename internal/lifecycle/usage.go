@@ -2,10 +2,13 @@ package lifecycle
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"math"
 	"regexp"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -49,8 +52,12 @@ const DayLayout = time.DateOnly
 // UsageDeltas returns the usage of transition ev, one delta per UTC day it
 // touches, oldest first (nil when it accrues nothing). The time in ev.From
 // runs from ev.Since to ev.Time; a zero Since (a create, or an event built
-// without it) or a Since after Time accrues no time.
+// without it) or a Since after Time accrues no time. A readiness event
+// (IsReadiness) moves no time between states and accrues nothing.
 func UsageDeltas(ev Event) []UsageDelta {
+	if ev.IsReadiness() {
+		return nil
+	}
 	byDay := map[string]*UsageDelta{}
 	var days []string
 	at := func(day string) *UsageDelta {
@@ -146,15 +153,92 @@ type UsageStore interface {
 	// UsageRows returns the rows q asks for. Errors: invalid for a cursor
 	// this store did not issue, the store's.
 	UsageRows(ctx context.Context, q UsageQuery) (UsagePage, error)
-	// SessionEvents returns up to limit of a session's most recent events,
-	// newest first (events are kept for EventRetention). Errors: the
-	// store's.
-	SessionEvents(ctx context.Context, sessionID string, limit int) ([]Event, error)
+	// SessionEvents returns one page of a session's recorded events,
+	// newest first (by version), each with its Since and Actor, leaving
+	// out those whose retention ended at or before q.Now (a store keeps
+	// an event for its retention from the event's time; the default is
+	// DefaultEventRetention). Errors: invalid (a limit out of range, a
+	// cursor not issued for q.SessionID), the store's.
+	SessionEvents(ctx context.Context, q EventQuery) (EventPage, error)
 }
 
-// EventRetention is how long a store keeps a session's recorded events
-// (their TTL, from the event's time).
-const EventRetention = 30 * 24 * time.Hour
+// DefaultEventRetention is how long a store keeps a session's recorded
+// events unless configured otherwise (their TTL, from the event's time;
+// SANDMAN_EVENT_RETENTION_DAYS).
+const DefaultEventRetention = 30 * 24 * time.Hour
+
+// MaxEventRetention is the longest event retention a store accepts: a
+// year (ours: the timeline is for operators, usage keeps the totals).
+const MaxEventRetention = 366 * 24 * time.Hour
+
+// EventQuery asks a UsageStore for one page of a session's recorded events.
+type EventQuery struct {
+	SessionID string
+	Limit     int       // 1..MaxEventPage
+	Cursor    string    // "" for the first page, else the last page's Cursor
+	Now       time.Time // events whose retention ended at or before Now are left out; zero: none are
+}
+
+// EventPage is one page of a session's events, newest first; Cursor is ""
+// on the last page.
+type EventPage struct {
+	Events []Event
+	Cursor string
+}
+
+// EventCursor returns the cursor of an events page that ended at version
+// of sessionID: the stores share it, so a cursor is valid for its session
+// whichever store issued it.
+func EventCursor(sessionID string, version int64) string {
+	return base64.RawURLEncoding.EncodeToString([]byte("events\n" + sessionID + "\n" + strconv.FormatInt(version, 10)))
+}
+
+// ParseEventCursor returns the version an events page of sessionID ended
+// at. Errors: invalid ("cursor is not valid") for a cursor EventCursor did
+// not write for sessionID.
+func ParseEventCursor(cursor, sessionID string) (int64, error) {
+	raw, err := base64.RawURLEncoding.DecodeString(cursor)
+	parts := strings.Split(string(raw), "\n")
+	if err != nil || len(parts) != 3 || parts[0] != "events" || parts[1] != sessionID {
+		return 0, Errorf(CodeInvalid, "cursor is not valid")
+	}
+	v, err := strconv.ParseInt(parts[2], 10, 64)
+	if err != nil || v < 1 {
+		return 0, Errorf(CodeInvalid, "cursor is not valid")
+	}
+	return v, nil
+}
+
+// ValidEventQuery checks what every UsageStore needs of q. Errors: invalid.
+func ValidEventQuery(q EventQuery) error {
+	if q.SessionID == "" {
+		return Errorf(CodeInvalid, "session id is required")
+	}
+	if q.Limit < 1 || q.Limit > MaxEventPage {
+		return Errorf(CodeInvalid, "limit must be between 1 and %d", MaxEventPage)
+	}
+	return nil
+}
+
+// SessionEvents returns one page of the timeline of accountID's session id:
+// its recorded transitions, newest first, limit per page (1..MaxEventPage),
+// after cursor (docs/API.md GET /v1/sessions/{id}/events). Reading it is
+// not activity. Errors: not_found, forbidden, invalid (limit, cursor),
+// internal when the store keeps no events, the store's.
+func (s *Service) SessionEvents(ctx context.Context, accountID, id string, limit int, cursor string) (EventPage, error) {
+	us, ok := s.cfg.Store.(UsageStore)
+	if !ok {
+		return EventPage{}, fmt.Errorf("events of session %s: the store %T keeps no events", id, s.cfg.Store)
+	}
+	if _, err := s.owned(ctx, accountID, id); err != nil {
+		return EventPage{}, err
+	}
+	q := EventQuery{SessionID: id, Limit: limit, Cursor: cursor, Now: s.now()}
+	if err := ValidEventQuery(q); err != nil {
+		return EventPage{}, err
+	}
+	return us.SessionEvents(ctx, q)
+}
 
 // DiagnoseEvents is how many recent events diagnose shows.
 const DiagnoseEvents = 10

@@ -200,7 +200,31 @@ func APIKeyCommand(ctx context.Context, args []string, w io.Writer) error {
 // (dynamo.Store.Reshard) and prints what it did on w. Safe to run while the
 // functions serve, and again.
 func ReshardCommand(ctx context.Context, args []string, w io.Writer) error {
-	fs := flag.NewFlagSet("reshard", flag.ContinueOnError)
+	return backfillCommand(ctx, "reshard", args, w, func(a *app.App, segments int) (string, error) {
+		res, err := a.Store.Reshard(ctx, segments)
+		return fmt.Sprintf("%d session items in a due index, %d moved to their shard of %d, %d rewritten meanwhile by a session write",
+			res.Scanned, res.Moved, a.Store.Shards(), res.Raced), err
+	})
+}
+
+// ReindexCommand is `sandman reindex [-segments N]`: it gives every session
+// written before the by_owner_state index existed its key, so filtered
+// lists (GET /v1/sessions?state=…) find it (dynamo.Store.BackfillStateIndex;
+// docs/CAPACITY.md "The by_owner_state index"), on the table the
+// configuration points at, and prints what it did on w. Safe to run while
+// the functions serve, and again.
+func ReindexCommand(ctx context.Context, args []string, w io.Writer) error {
+	return backfillCommand(ctx, "reindex", args, w, func(a *app.App, segments int) (string, error) {
+		res, err := a.Store.BackfillStateIndex(ctx, segments)
+		return fmt.Sprintf("%d session items without a by_owner_state key, %d given one, %d rewritten meanwhile by a session write",
+			res.Scanned, res.Filled, res.Raced), err
+	})
+}
+
+// backfillCommand runs a backfill of the table the configuration points at
+// (-segments N: parallel scan segments) and prints what it says it did.
+func backfillCommand(ctx context.Context, name string, args []string, w io.Writer, run func(a *app.App, segments int) (string, error)) error {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	segments := fs.Int("segments", 4, "parallel scan segments, 1 to 64")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -211,9 +235,8 @@ func ReshardCommand(ctx context.Context, args []string, w io.Writer) error {
 	}
 	defer t.cleanup()
 	defer a.Close(ctx)
-	res, err := a.Store.Reshard(ctx, *segments)
-	fmt.Fprintf(w, "table %s (%s): %d session items in a due index, %d moved to their shard of %d, %d rewritten meanwhile by a session write\n",
-		a.Config.Table, t.where, res.Scanned, res.Moved, a.Store.Shards(), res.Raced)
+	did, err := run(a, *segments)
+	fmt.Fprintf(w, "table %s (%s): %s\n", a.Config.Table, t.where, did)
 	return err
 }
 

@@ -1,26 +1,36 @@
 package localstack_test
 
 import (
+	"bufio"
+	"context"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/localstack"
+	"github.com/sandmanhq/sandman/internal/localstack/consoletest"
+	"github.com/sandmanhq/sandman/internal/webclient"
 )
 
-// TestNewMux: the console's dev routes reach the API under /v1 with the
-// dev key (the browser's own credentials dropped), other console API paths
-// are 404, the browser files and /v1/ws are served, the rest goes to the API.
+// TestNewMux: the console's dev routes (reads, and the user view's client
+// token) reach the API under /v1 with the dev key, query included, the
+// browser's own credentials dropped; writes the console no longer makes
+// and other console API paths are 404; the browser files, the feed and
+// /v1/ws are served; the rest goes to the API.
 func TestNewMux(t *testing.T) {
 	var got []string
 	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got = append(got, r.Method+" "+r.URL.Path+" key="+r.Header.Get("x-api-key")+" authz="+r.Header.Get("Authorization"))
+		got = append(got, r.Method+" "+r.URL.RequestURI()+" key="+r.Header.Get("x-api-key")+" authz="+r.Header.Get("Authorization"))
 		w.WriteHeader(http.StatusTeapot)
 	})
 	ws := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusAccepted) })
-	srv := httptest.NewServer(localstack.NewMux(api, ws, "sk_dev"))
+	feed := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNonAuthoritativeInfo) })
+	srv := httptest.NewServer(localstack.NewMux(api, ws, "sk_dev", feed))
 	t.Cleanup(srv.Close)
 	do := func(method, path string) (int, string) {
 		req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader("{}"))
@@ -34,12 +44,11 @@ func TestNewMux(t *testing.T) {
 		return resp.StatusCode, string(b)
 	}
 	for _, tc := range []struct{ method, path, want string }{
-		{"GET", "/console/api/sessions", "GET /v1/sessions key=sk_dev authz="},
-		{"POST", "/console/api/sessions", "POST /v1/sessions key=sk_dev authz="},
+		{"GET", "/console/api/sessions?state=running,paused&metadata%5Buser%5D=ada", "GET /v1/sessions?state=running,paused&metadata%5Buser%5D=ada key=sk_dev authz="},
+		{"GET", "/console/api/sessions/ses_x", "GET /v1/sessions/ses_x key=sk_dev authz="},
+		{"GET", "/console/api/sessions/ses_x/events?cursor=c", "GET /v1/sessions/ses_x/events?cursor=c key=sk_dev authz="},
+		{"GET", "/console/api/pools", "GET /v1/pools key=sk_dev authz="},
 		{"POST", "/console/api/sessions/ses_x/client-tokens", "POST /v1/sessions/ses_x/client-tokens key=sk_dev authz="},
-		{"POST", "/console/api/sessions/ses_x/snapshot", "POST /v1/sessions/ses_x/snapshot key=sk_dev authz="},
-		{"POST", "/console/api/sessions/ses_x/resume", "POST /v1/sessions/ses_x/resume key=sk_dev authz="},
-		{"DELETE", "/console/api/sessions/ses_x", "DELETE /v1/sessions/ses_x key=sk_dev authz="},
 		{"GET", "/console/api/webhook-endpoints", "GET /v1/webhook-endpoints key=sk_dev authz="},
 		{"GET", "/console/api/webhook-endpoints/we_x/deliveries", "GET /v1/webhook-endpoints/we_x/deliveries key=sk_dev authz="},
 		{"GET", "/v1/sessions", "GET /v1/sessions key= authz=Bearer sk_browser"},
@@ -50,17 +59,125 @@ func TestNewMux(t *testing.T) {
 		}
 	}
 	got = nil
-	for _, p := range []string{"/console/api/sessions/ses_x/reconnect", "/console/api/keys"} {
-		if status, _ := do("GET", p); status != http.StatusNotFound || len(got) != 0 {
-			t.Errorf("GET %s: status %d, forwarded %v; want 404 and nothing forwarded", p, status, got)
+	for _, r := range []struct{ method, path string }{
+		{"POST", "/console/api/sessions"}, {"DELETE", "/console/api/sessions/ses_x"},
+		{"POST", "/console/api/sessions/ses_x/resume"}, {"POST", "/console/api/sessions/ses_x/snapshot"},
+		{"GET", "/console/api/sessions/ses_x/open"}, {"GET", "/console/api/sessions/ses_x/diagnose"}, {"GET", "/console/api/keys"},
+	} {
+		if status, _ := do(r.method, r.path); status != http.StatusNotFound && status != http.StatusMethodNotAllowed || len(got) != 0 {
+			t.Errorf("%s %s: status %d, forwarded %v; want 404 or 405 and nothing forwarded", r.method, r.path, status, got)
 		}
+	}
+	if status, _ := do("GET", "/console/api/feed"); status != http.StatusNonAuthoritativeInfo {
+		t.Errorf("GET /console/api/feed: %d, want the feed", status)
 	}
 	if status, _ := do("GET", localstack.WSPath); status != http.StatusAccepted {
 		t.Errorf("GET %s: %d, want the channel", localstack.WSPath, status)
 	}
-	for _, p := range []string{"/sandman.js", "/console/"} {
+	for _, p := range []string{"/sandman.js", "/console/", "/console/console.js", "/console/preview.html"} {
 		if status, body := do("GET", p); status != http.StatusOK || body == "" {
 			t.Errorf("GET %s: %d", p, status)
+		}
+	}
+}
+
+// TestWatchingIsNotPresence: everything the console does to watch — its
+// files, the sessions table with and without filters, a session's page and
+// timeline, pools, webhooks, and the live feed held open — leaves a paused
+// session that resumes on return paused and a running session whose last
+// client left with its deadlines: no write, no event, no provider call
+// (docs/CONSOLE.md "Watching is not presence"). The console's script opens
+// no client channel, mints no client token and never opens a stable link.
+func TestWatchingIsNotPresence(t *testing.T) {
+	stack, err := consoletest.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seeded, err := stack.Seed(40, 4, time.Now().Add(-time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paused, running *lifecycle.Session
+	for _, s := range seeded {
+		switch {
+		case s.State == lifecycle.StatePaused && s.ResumeOnReturn:
+			paused = s
+		case s.State == lifecycle.StateRunning && !s.AwayDeadline.IsZero():
+			running = s
+		}
+	}
+	if paused == nil || running == nil {
+		t.Fatal("the seed has no paused session resuming on return, or no running one whose client left")
+	}
+	srv := httptest.NewServer(stack.Handler)
+	t.Cleanup(srv.Close)
+
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	feedReq, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/console/api/feed", nil)
+	feed, err := http.DefaultClient.Do(feedReq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer feed.Body.Close()
+	if line, err := bufio.NewReader(feed.Body).ReadString('\n'); err != nil || !strings.HasPrefix(line, ":") {
+		t.Fatalf("feed: first line %q, %v; want its comment", line, err)
+	}
+	for _, p := range []string{
+		"/console/", "/console/console.js", "/console/console.css",
+		"/console/api/sessions?state=provisioning,running,pausing,paused,resuming&limit=20",
+		"/console/api/sessions?limit=20", "/console/api/sessions?state=killed&provider=e2b&metadata%5Buser%5D=u1",
+		"/console/api/sessions/" + paused.ID, "/console/api/sessions/" + paused.ID + "/events",
+		"/console/api/sessions/" + running.ID, "/console/api/sessions/" + running.ID + "/events",
+		"/console/api/pools", "/console/api/webhook-endpoints",
+	} {
+		resp, err := http.Get(srv.URL + p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("GET %s: %d", p, resp.StatusCode)
+		}
+	}
+	if got := stack.Feed.Watchers(); got != 1 {
+		t.Errorf("%d feed watchers, want 1", got)
+	}
+	for _, want := range []*lifecycle.Session{paused, running} {
+		got, err := stack.Store.GetSession(t.Context(), want.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.State != want.State || got.Version != want.Version || !got.LastActivityAt.Equal(want.LastActivityAt) ||
+			!got.IdleDeadline.Equal(want.IdleDeadline) || !got.AwayDeadline.Equal(want.AwayDeadline) {
+			t.Errorf("%s after watching: %s v%d, activity %v, idle %v, away %v; want it untouched: %s v%d, %v, %v, %v", want.ID,
+				got.State, got.Version, got.LastActivityAt, got.IdleDeadline, got.AwayDeadline,
+				want.State, want.Version, want.LastActivityAt, want.IdleDeadline, want.AwayDeadline)
+		}
+	}
+	if evs := stack.Events(); len(evs) != 0 {
+		t.Errorf("watching committed %d transitions, want none: %+v", len(evs), evs)
+	}
+	if n := stack.ProviderCalls(); n != 0 {
+		t.Errorf("watching made %d provider calls, want none", n)
+	}
+	scripts, err := fs.Glob(webclient.Files, "console/*.js")
+	if err != nil || len(scripts) < 4 {
+		t.Fatalf("console scripts %v, %v", scripts, err)
+	}
+	for _, name := range scripts {
+		if name == "console/preview.js" {
+			continue // the end user's view, not the console
+		}
+		script, err := fs.ReadFile(webclient.Files, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, banned := range []string{"sandman.js", "client-tokens", "/open", "/v1/ws", "/activity", "heartbeat", "method:"} {
+			if strings.Contains(string(script), banned) {
+				t.Errorf("%s mentions %q: the console must only watch", name, banned)
+			}
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,6 +31,7 @@ import (
 	"github.com/sandmanhq/sandman/internal/clienttoken"
 	"github.com/sandmanhq/sandman/internal/delivery"
 	"github.com/sandmanhq/sandman/internal/dynamo"
+	"github.com/sandmanhq/sandman/internal/dynamo/tabledef"
 	"github.com/sandmanhq/sandman/internal/envnames"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/outbox"
@@ -247,7 +249,14 @@ func Run(ctx context.Context, opts Config) error {
 	if err != nil {
 		return err
 	}
-	poller, closeEvents, err := newOutbox(ctx, client, cfg, stateDir, a.Log, chh, a.Store, engine)
+	// The console's live feed hears every event after the channel's pushes.
+	feed := NewConsoleFeed(DevAccountID)
+	notify := lifecycle.PublisherFunc(func(ctx context.Context, evs ...lifecycle.Event) error {
+		err := chh.Publish(ctx, evs...)
+		_ = feed.Publish(ctx, evs...) // never fails
+		return err
+	})
+	poller, closeEvents, err := newOutbox(ctx, client, cfg, stateDir, a.Log, notify, a.Store, engine)
 	if err != nil {
 		return err
 	}
@@ -326,7 +335,8 @@ func Run(ctx context.Context, opts Config) error {
 		_ = poller.Run(ctx, outbox.DefaultPollInterval)
 	}()
 
-	srv := &http.Server{Handler: NewMux(gw, ws, devKey), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: NewMux(gw, ws, devKey, feed), ReadHeaderTimeout: 10 * time.Second}
+	srv.RegisterOnShutdown(feed.Close)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	printBanner(out, baseURL, devKey, a.WebhookSecrets[cfg.Provider], interval, cfg, stateDir)
@@ -367,16 +377,17 @@ func checkpointArchives(deps *app.Deps, dir string, log *slog.Logger) (*checkpoi
 
 // NewMux returns the local stack's HTTP handler: the client channel at
 // WSPath, the browser files (internal/webclient) at /sandman.js and
-// /console/, the console's dev routes (ConsoleAPI, forwarding with devKey)
-// under /console/api/, and every other path to the API gateway api.
-func NewMux(api http.Handler, ws http.Handler, devKey string) http.Handler {
+// /console/, the console's dev routes (ConsoleAPI, forwarding with devKey;
+// feed, when not nil, its live feed) under /console/api/, and every other
+// path to the API gateway api.
+func NewMux(api http.Handler, ws http.Handler, devKey string, feed http.Handler) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle(WSPath, ws)
 	web := webclient.Handler()
 	mux.Handle("GET /sandman.js", web)
 	mux.Handle("GET /console/", web)
 	mux.Handle("GET /console", web)
-	console := ConsoleAPI(api, devKey)
+	console := ConsoleAPI(api, devKey, feed)
 	for _, m := range []string{"GET", "POST", "DELETE"} {
 		mux.Handle(m+" /console/api/", console)
 	}
@@ -495,13 +506,19 @@ func newOutbox(ctx context.Context, client *dynamodb.Client, cfg app.Config, sta
 
 // EnsureTable creates the sessions table unless it exists, and adds to an
 // existing one the indexes it lacks (a data folder kept from an older
-// version; dynamo.EnsureIndexes).
+// version; dynamo.EnsureIndexes). A by_owner_state index added to a table
+// with sessions is backfilled at once (dynamo.Store.BackfillStateIndex: a
+// local table is small).
 func EnsureTable(ctx context.Context, client *dynamodb.Client, table string) error {
 	_, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
 	var nf *types.ResourceNotFoundException
 	switch {
 	case err == nil:
-		_, err := dynamo.EnsureIndexes(ctx, client, table)
+		added, err := dynamo.EnsureIndexes(ctx, client, table)
+		if err != nil || !slices.Contains(added, tabledef.IndexByOwnerState) {
+			return err
+		}
+		_, err = dynamo.New(dynamo.Config{Client: client, Table: table}).BackfillStateIndex(ctx, 0)
 		return err
 	case errors.As(err, &nf):
 		return dynamo.CreateTable(ctx, client, table)

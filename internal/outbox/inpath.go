@@ -2,6 +2,7 @@ package outbox
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
@@ -79,6 +80,16 @@ func (s *inPathStore) UpdateSession(ctx context.Context, sess *lifecycle.Session
 		s.publish(ctx, lifecycle.NewReadinessEvent(sess))
 	}
 	return nil
+}
+
+// FindSessions lists through the wrapped store when it filters
+// (lifecycle.SessionFinder). Errors: the store's; internal when it cannot.
+func (s *inPathStore) FindSessions(ctx context.Context, q lifecycle.SessionQuery) (lifecycle.SessionPage, error) {
+	f, ok := s.Store.(lifecycle.SessionFinder)
+	if !ok {
+		return lifecycle.SessionPage{}, fmt.Errorf("find sessions: the store %T cannot filter", s.Store)
+	}
+	return f.FindSessions(ctx, q)
 }
 
 func (s *inPathStore) publish(ctx context.Context, ev lifecycle.Event) {

@@ -30,8 +30,11 @@ func TestReadinessChangeIsAnEvent(t *testing.T) {
 			if ev.DetailType() != c.detailType || ev.EventID != "ses_r:3" || !ev.IsReadiness() {
 				t.Errorf("event %+v: detail-type %q, want %q with event_id ses_r:3", ev, ev.DetailType(), c.detailType)
 			}
-			if want := time.Date(2026, 3, 1, 12, 0, 4, 0, time.UTC); !ev.Time.Equal(want) || !ev.Since.IsZero() {
-				t.Errorf("time %v since %v, want the write's updated_at %v and no since (no usage accrues)", ev.Time, ev.Since, want)
+			if want := time.Date(2026, 3, 1, 12, 0, 4, 0, time.UTC); !ev.Time.Equal(want) {
+				t.Errorf("time %v, want the write's updated_at %v", ev.Time, want)
+			}
+			if want := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC); !ev.Since.Equal(want) {
+				t.Errorf("since %v, want when the session became running %v (the app's wait)", ev.Since, want)
 			}
 			if d := lifecycle.UsageDeltas(ev); d != nil {
 				t.Errorf("usage deltas of a readiness event = %+v, want none", d)

@@ -21,12 +21,13 @@
 //     other writes that keep the state are not transitions;
 //   - or the state stayed running and readiness changed to ready or failed:
 //     a readiness event ("Session Ready" / "Session Not Ready",
-//     docs/READINESS.md "Events"), timed by updated_at, with no Since.
+//     docs/READINESS.md "Events"), timed by updated_at.
 //
 // The event is built from the new image alone: event_id
 // "<session_id>:<version>" (lifecycle.EventID), from (the old image's
-// state), to, version, reason, account and sandbox ids, and time (the
-// transition's state_changed_at, else updated_at). A record delivered twice
+// state), to, version, reason, actor, account and sandbox ids, and time (the
+// transition's state_changed_at, else updated_at); and from the old image
+// alone, Since (when the session entered from). A record delivered twice
 // therefore yields the same event, with the same event_id, twice; consumers
 // dedupe on it.
 //
@@ -56,6 +57,7 @@ const (
 	attrState          = "state"
 	attrVersion        = "version"
 	attrReason         = "reason"
+	attrActor          = "actor"
 	attrUpdatedAt      = "updated_at"
 	attrStateChangedAt = "state_changed_at"
 	attrProvider       = "provider"
@@ -207,12 +209,13 @@ func (c Change) Event() (lifecycle.Event, bool, error) {
 		To:        to,
 		Version:   version,
 		Reason:    c.New[attrReason],
+		Actor:     c.New[attrActor],
 		Time:      t.UTC(),
 	}
 	if readinessEvent {
-		// A readiness event moves no time between states: no Since, so the
-		// usage counters accrue nothing for it.
-		ev.Since = time.Time{}
+		// Since stays when the session became running: the timeline's wait
+		// for the app. The usage counters accrue nothing for a readiness
+		// event (lifecycle.UsageDeltas skips it).
 		ev.Readiness, ev.ReadinessDetail = readiness, c.New[attrReadyDetail]
 	}
 	return ev, true, nil
@@ -220,7 +223,8 @@ func (c Change) Event() (lifecycle.Event, bool, error) {
 
 // sinceOf returns when the session entered the old image's state: its
 // state_changed_at (else updated_at); zero without an old image (a create).
-// It feeds the usage counters (lifecycle.Event.Since).
+// It feeds the usage counters and the timeline's durations
+// (lifecycle.Event.Since).
 func sinceOf(c Change) (time.Time, error) {
 	at := c.Old[attrStateChangedAt]
 	if at == "" {

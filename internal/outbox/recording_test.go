@@ -56,8 +56,8 @@ func (u *usageLog) UsageRows(context.Context, lifecycle.UsageQuery) (lifecycle.U
 	return lifecycle.UsagePage{}, nil
 }
 
-func (u *usageLog) SessionEvents(context.Context, string, int) ([]lifecycle.Event, error) {
-	return nil, nil
+func (u *usageLog) SessionEvents(context.Context, lifecycle.EventQuery) (lifecycle.EventPage, error) {
+	return lifecycle.EventPage{}, nil
 }
 
 // interleaved returns n sessions' events, each session v1..per, in stream

@@ -41,6 +41,7 @@ func TestUsageReplayThroughPoller(t *testing.T) {
 	step(30*time.Minute, svc.PauseNow)                                 // 22:30:00 running 1,800 s
 	step(30*time.Minute+1500*time.Millisecond, svc.Resume)             // 23:00:01.5 paused 1,801.5 s
 	step(time.Hour+10*time.Minute-1500*time.Millisecond, svc.PauseNow) // 00:10 running 3,598.5 s + 600 s
+	ctx = lifecycle.WithActor(ctx, lifecycle.ActorAPI)                 // the delete is the API's
 	step(50*time.Minute, svc.Delete)                                   // 01:00 paused 3,000 s
 
 	poll := func(name string) {
@@ -83,12 +84,23 @@ func TestUsageReplayThroughPoller(t *testing.T) {
 	poll("redelivery") // a new poller without a checkpoint reads every record again
 	check("redelivery")
 
-	evs, err := st.store.SessionEvents(ctx, sess.ID, lifecycle.DiagnoseEvents)
+	page, err := st.store.SessionEvents(ctx, lifecycle.EventQuery{SessionID: sess.ID, Limit: lifecycle.DiagnoseEvents})
 	if err != nil {
 		t.Fatal(err)
 	}
+	evs := page.Events
 	if len(evs) != 9 || evs[0].To != lifecycle.StateKilled || evs[8].To != lifecycle.StateProvisioning {
 		t.Fatalf("recent events %+v, want the 9 transitions newest first", evs)
+	}
+	// The timeline: each event keeps who caused it and when its from began.
+	if got := evs[0]; got.Actor != lifecycle.ActorAPI || got.Time.Sub(got.Since) != 50*time.Minute {
+		t.Errorf("the delete: actor %q after %v paused, want api after 50m", got.Actor, got.Time.Sub(got.Since))
+	}
+	if got := evs[1]; got.Actor != lifecycle.ActorSandman || got.From != lifecycle.StatePausing {
+		t.Errorf("the pause: actor %q from %s, want sandman (no edge said) from pausing", got.Actor, got.From)
+	}
+	if got := evs[8]; !got.Since.IsZero() {
+		t.Errorf("the create has since %v, want none", got.Since)
 	}
 }
 

@@ -144,6 +144,7 @@ func (h *Handler) Handle(ctx context.Context, req events.APIGatewayV2HTTPRequest
 	requestID := req.RequestContext.RequestID
 	// Every line logged under ctx, the service's included, carries these.
 	ctx = httpapi.WithLogAttrs(ctx, slog.String("request_id", requestID), slog.String("route", req.RouteKey))
+	ctx = lifecycle.WithActor(ctx, lifecycle.ActorProvider)
 
 	ev, err := h.VerifyAndParse(req)
 	if errors.Is(err, ErrIgnored) {

@@ -89,6 +89,7 @@ var Table = []Route{
 	{"DELETE", CheckpointsPath + "/{checkpoint_id}", Sessions},
 	{"POST", "/v1/sessions/{id}/restore", Sessions},
 	{"POST", "/v1/sessions/{id}/fork", Sessions},
+	{"GET", "/v1/sessions/{id}/events", Sessions},
 	{"GET", UsagePath, Sessions},
 	{"GET", PoolsPath, Sessions},
 	{"POST", ClientTokensPath, Sessions},

@@ -139,6 +139,7 @@ func New(svc *lifecycle.Service, cfg Config, log *slog.Logger) *Sweeper {
 // unreachable, say). Anything that goes wrong later is logged, counted and,
 // when work was left undone, reported as Summary.Incomplete.
 func (sw *Sweeper) Run(ctx context.Context) (Summary, error) {
+	ctx = lifecycle.WithActor(ctx, lifecycle.ActorSweep)
 	start := sw.cfg.Wall.Now()
 	r := &run{sw: sw, now: sw.svc.Now()}
 	if err := r.idle(ctx); err != nil {

@@ -20,25 +20,30 @@
 //
 // # The console
 //
-// /console/ is a static page that uses only sandman.js and fetch. It talks
-// to a local dev API that the local stack implements by forwarding to /v1
-// with the dev API key, which stays on the server (the page never sees a
-// key). The contract the page assumes (all JSON, errors in the /v1 error
-// envelope {"status":"error","error","error_type"}):
+// /console/ is a static page (console.js, session.js, admin.js, api.js)
+// that only watches (docs/CONSOLE.md): it reads through a local dev API
+// that the local stack implements by forwarding to /v1 with the dev API
+// key, which stays on the server (the page never sees a key), and hears of
+// every transition on the local stack's feed. It never imports sandman.js:
+// no client channel, no client token, no stable link, so watching is never
+// activity, presence or a return. The contract the page assumes (all JSON,
+// errors in the /v1 error envelope {"status":"error","error","error_type"}):
 //
-//	GET    /console/api/sessions                     → 200 the answer of GET /v1/sessions: {"sessions":[<session>…],"next_cursor":…}
-//	POST   /console/api/sessions                     body as POST /v1/sessions ({"template","idle_timeout_seconds","away_timeout_seconds","metadata"}) → 201 <session>
-//	POST   /console/api/sessions/{id}/client-tokens  → 200 {"token","expires_at","ws_url"} (as POST /v1/sessions/{id}/client-tokens)
-//	POST   /console/api/sessions/{id}/snapshot       → 200 {"paused":true,"session"} (Pause)
-//	POST   /console/api/sessions/{id}/resume         → 200 {"preview_url","session"} (Resume)
-//	DELETE /console/api/sessions/{id}                → 200 <session> (state killed)
-//	GET    /console/api/webhook-endpoints            → 200 the answer of GET /v1/webhook-endpoints (docs/WEBHOOKS.md)
-//	GET    /console/api/webhook-endpoints/{id}/deliveries → 200 the answer of GET /v1/webhook-endpoints/{id}/deliveries (?limit=)
+//	GET /console/api/sessions?state=&provider=&template=&metadata[k]=&limit=&cursor= → the answer of GET /v1/sessions
+//	GET /console/api/sessions/{id}               → 200 <session> (GET /v1/sessions/{id})
+//	GET /console/api/sessions/{id}/events        → 200 the answer of GET /v1/sessions/{id}/events (?limit=&cursor=)
+//	GET /console/api/pools                       → 200 the answer of GET /v1/pools
+//	GET /console/api/webhook-endpoints           → 200 the answer of GET /v1/webhook-endpoints (docs/WEBHOOKS.md)
+//	GET /console/api/webhook-endpoints/{id}/deliveries → 200 the answer of GET /v1/webhook-endpoints/{id}/deliveries (?limit=)
+//	GET /console/api/feed                        → text/event-stream: "transition" events {"session_id", …the timeline entry}, "resync"
 //
-// A <session> has at least "id", "state", "preview_url" and "metadata". The
-// page lists sessions once on load and after its own create; every later
-// state comes from the channel's pushes (no status polling). A session in a
-// final state (killed, expired, failed) gets no channel.
+// /console/preview.html?id=ses_… is not the console: it is the session as
+// its end user sees it (preview.js, preview.css: the preview, its sleeping
+// card and waking line), live over the client channel with sandman.js, so
+// it counts as a visible client. It reads the session as above and mints
+// its client token with
+//
+//	POST /console/api/sessions/{id}/client-tokens → 200 {"token","expires_at","ws_url"} (as POST /v1/sessions/{id}/client-tokens)
 package webclient
 
 import (

@@ -22,8 +22,11 @@ func TestHandler(t *testing.T) {
 	}{
 		{"/sandman.js", "text/javascript", "export function connect("},
 		{"/console/", "text/html", `<script type="module" src="console.js">`},
-		{"/console/console.js", "text/javascript", `from "/sandman.js"`},
-		{"/console/console.css", "text/css", ".sleeping"},
+		{"/console/console.js", "text/javascript", `from "./api.js"`},
+		{"/console/console.css", "text/css", "@media"},
+		{"/console/preview.html", "text/html", `<script type="module" src="preview.js">`},
+		{"/console/preview.js", "text/javascript", `from "/sandman.js"`},
+		{"/console/preview.css", "text/css", ".sleeping"},
 	}
 	for _, c := range cases {
 		t.Run(c.path, func(t *testing.T) {

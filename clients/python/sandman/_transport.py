@@ -59,7 +59,8 @@ def build_url(base: str, route: Route, params: dict[str, str], query: dict[str, 
     for k, v in (query or {}).items():
         if v is None:
             continue
-        if k not in route.query:
+        # A deepObject parameter travels as name[key]=value (GET /v1/sessions's metadata).
+        if k.split("[", 1)[0] not in route.query:
             raise ValueError(f"{route.method} {route.path} takes no query parameter {k}")
         q[k] = str(v).lower() if isinstance(v, bool) else str(v)
     return url + ("?" + urlencode(q) if q else "")

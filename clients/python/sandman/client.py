@@ -22,6 +22,8 @@ from .models import (
     ReconnectResult,
     ResumeResult,
     Session,
+    SessionEvent,
+    SessionEventList,
     SessionList,
     Status,
     Usage,
@@ -137,18 +139,46 @@ class Sessions(_Resource):
     def get(self, id: str, *, timeout: float | None = None) -> Session:
         return Session.from_dict(self._t.call(ROUTES["getSession"], {"id": id}, timeout=timeout))
 
-    def list_page(self, *, limit: int | None = None, cursor: str | None = None, timeout: float | None = None) -> SessionList:
-        """GET /v1/sessions: one page, newest first."""
-        return SessionList.from_dict(self._t.call(ROUTES["listSessions"], query={"limit": limit, "cursor": cursor}, timeout=timeout))
+    def list_page(
+        self,
+        *,
+        limit: int | None = None,
+        cursor: str | None = None,
+        state: str | list[str] | None = None,
+        provider: str | None = None,
+        template: str | None = None,
+        metadata: dict[str, str] | None = None,
+        timeout: float | None = None,
+    ) -> SessionList:
+        """GET /v1/sessions: one page, newest first, filtered by state (one or
+        several), provider, template and metadata pairs when given. A filtered
+        page may be short, even empty, and still have a next_cursor."""
+        query: dict[str, Any] = {
+            "limit": limit,
+            "cursor": cursor,
+            "state": ",".join(state) if isinstance(state, list) else state,
+            "provider": provider,
+            "template": template,
+        }
+        for k, v in (metadata or {}).items():
+            query[f"metadata[{k}]"] = v
+        return SessionList.from_dict(self._t.call(ROUTES["listSessions"], query=query, timeout=timeout))
 
-    def list(self, *, state: str | None = None, limit: int | None = None, cursor: str | None = None) -> Iterator[Session]:
-        """Every session, newest first, following next_cursor page by page. state
-        filters on the client: the API lists every state."""
+    def list(
+        self,
+        *,
+        state: str | list[str] | None = None,
+        provider: str | None = None,
+        template: str | None = None,
+        metadata: dict[str, str] | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> Iterator[Session]:
+        """Every session that passes the filters (the API applies them), newest
+        first, following next_cursor page by page."""
         while True:
-            page = self.list_page(limit=limit, cursor=cursor)
-            for s in page.sessions:
-                if state is None or s.state == state:
-                    yield s
+            page = self.list_page(limit=limit, cursor=cursor, state=state, provider=provider, template=template, metadata=metadata)
+            yield from page.sessions
             if not page.next_cursor:
                 return
             cursor = page.next_cursor
@@ -224,6 +254,22 @@ class Sessions(_Resource):
     def diagnose(self, id: str, *, timeout: float | None = None) -> Diagnosis:
         """GET …/diagnose: the table's and the provider's views, a verdict, the last events."""
         return Diagnosis.from_dict(self._t.call(ROUTES["diagnoseSession"], {"id": id}, timeout=timeout))
+
+    def events_page(self, id: str, *, limit: int | None = None, cursor: str | None = None, timeout: float | None = None) -> SessionEventList:
+        """GET …/events: one page of the session's timeline, newest first."""
+        return SessionEventList.from_dict(
+            self._t.call(ROUTES["listSessionEvents"], {"id": id}, query={"limit": limit, "cursor": cursor}, timeout=timeout)
+        )
+
+    def events(self, id: str, *, limit: int | None = None, cursor: str | None = None) -> Iterator[SessionEvent]:
+        """The session's timeline, newest first, following next_cursor page by page:
+        every transition with its reason, actor and duration_ms."""
+        while True:
+            page = self.events_page(id, limit=limit, cursor=cursor)
+            yield from page.events
+            if not page.next_cursor:
+                return
+            cursor = page.next_cursor
 
     def open_url(self, id: str, token: str | None = None, *, path: str | None = None, wait: bool = False) -> str:
         """The session's stable link for a browser (GET …/open): a redirect to the

@@ -305,6 +305,29 @@ class Diagnosis(Model):
 
 
 @dataclass(kw_only=True)
+class SessionEvent(Model):
+    """One entry of a session's timeline (GET …/events): a transition, or a
+    readiness change (from_ and to both running, readiness set)."""
+
+    event_id: str
+    time: str
+    from_: str = _alias("from")
+    to: str
+    reason: str
+    actor: str | None
+    version: int
+    duration_ms: int | None
+    readiness: str | None
+    readiness_detail: str | None
+
+
+@dataclass(kw_only=True)
+class SessionEventList(Model):
+    events: list[SessionEvent]
+    next_cursor: str | None
+
+
+@dataclass(kw_only=True)
 class ClientToken(Model):
     token: str
     expires_at: str
@@ -450,6 +473,8 @@ SCHEMAS: dict[str, type[Model]] = {
     "PauseResult": PauseResult,
     "ReconnectResult": ReconnectResult,
     "Diagnosis": Diagnosis,
+    "SessionEvent": SessionEvent,
+    "SessionEventList": SessionEventList,
     "ClientToken": ClientToken,
     "UsageTotals": UsageTotals,
     "UsageLine": UsageLine,

@@ -40,7 +40,10 @@ class Route:
 
 ROUTES: dict[str, Route] = {
     "createSession": Route("POST", "/v1/sessions", "key", ("sessions.create",), headers=("Idempotency-Key",)),
-    "listSessions": Route("GET", "/v1/sessions", "safe", ("sessions.list", "sessions.list_page"), query=("limit", "cursor")),
+    "listSessions": Route(
+        "GET", "/v1/sessions", "safe", ("sessions.list", "sessions.list_page"),
+        query=("limit", "cursor", "state", "provider", "template", "metadata"),
+    ),
     "getSession": Route("GET", "/v1/sessions/{id}", "safe", ("sessions.get",)),
     "deleteSession": Route("DELETE", "/v1/sessions/{id}", "safe", ("sessions.delete",), query=("purge",)),
     "sendActivity": Route("POST", "/v1/sessions/{id}/activity", "safe", ("sessions.activity",)),
@@ -49,6 +52,7 @@ ROUTES: dict[str, Route] = {
     "pauseSession": Route("POST", "/v1/sessions/{id}/pause", "safe", ("sessions.pause",)),
     "reconnectSession": Route("GET", "/v1/sessions/{id}/reconnect", "safe", ("sessions.reconnect",)),
     "diagnoseSession": Route("GET", "/v1/sessions/{id}/diagnose", "safe", ("sessions.diagnose",)),
+    "listSessionEvents": Route("GET", "/v1/sessions/{id}/events", "safe", ("sessions.events", "sessions.events_page"), query=("limit", "cursor")),
     "openSession": Route("GET", "/v1/sessions/{id}/open", "safe", ("sessions.open_url",), query=("wait", "token"), kind="link", page_query=("reopen",)),
     "openSessionPath": Route("GET", "/v1/sessions/{id}/open/{path}", "safe", ("sessions.open_url",), query=("wait", "token"), kind="link", page_query=("reopen",)),
     "createCheckpoint": Route("POST", "/v1/sessions/{id}/checkpoints", "key", ("checkpoints.create",), headers=("Idempotency-Key",)),

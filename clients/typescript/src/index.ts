@@ -38,6 +38,8 @@ export type ResumeResult = Schemas["ResumeResult"];
 export type PauseResult = Schemas["PauseResult"];
 export type ReconnectResult = Schemas["ReconnectResult"];
 export type Diagnosis = Schemas["Diagnosis"];
+export type SessionEvent = Schemas["SessionEvent"];
+export type SessionEventList = Schemas["SessionEventList"];
 export type ClientTokenRequest = Schemas["ClientTokenRequest"];
 export type ClientToken = Schemas["ClientToken"];
 export type Usage = Schemas["Usage"];
@@ -122,13 +124,36 @@ abstract class Resource {
 }
 
 /** Options of sessions.list. */
-export interface ListSessionsOptions extends CallOptions {
+export interface ListSessionsOptions extends CallOptions, SessionFilter {
   /** Page size asked of the API, 1..100; default 20. */
   limit?: number;
-  /** Only sessions in this state; the API lists every state, so the SDK filters the pages. */
-  state?: SessionState;
-  /** Start after this cursor (a previous page's next_cursor). */
+  /** Start after this cursor (a previous page's next_cursor, of the same filters). */
   cursor?: string;
+}
+
+/** GET /v1/sessions's filters; the API applies them (docs/API.md "Listing sessions"). */
+export interface SessionFilter {
+  /** Only sessions in this state, or in any of these. */
+  state?: SessionState | SessionState[];
+  /** Only sessions on this provider. */
+  provider?: string;
+  /** Only sessions of this template. */
+  template?: string;
+  /** Only sessions whose metadata holds every one of these pairs (at most 8). */
+  metadata?: Record<string, string>;
+}
+
+/** The query of GET /v1/sessions for a filter, a limit and a cursor. */
+function listQuery(q: SessionFilter & { limit?: number; cursor?: string }): Record<string, string | number | undefined> {
+  const out: Record<string, string | number | undefined> = {
+    limit: q.limit,
+    cursor: q.cursor,
+    state: Array.isArray(q.state) ? q.state.join(",") : q.state,
+    provider: q.provider,
+    template: q.template,
+  };
+  for (const [k, v] of Object.entries(q.metadata ?? {})) out[`metadata[${k}]`] = v;
+  return out;
 }
 
 /** Options of sessions.waitUntilReady. */
@@ -164,18 +189,22 @@ export class Sessions extends Resource {
     return this.sm.call(ROUTES.getSession, { params: { id }, options });
   }
 
-  /** GET /v1/sessions, one page (newest first). */
-  listPage(query: { limit?: number; cursor?: string } = {}, options?: CallOptions): Promise<SessionList> {
-    return this.sm.call(ROUTES.listSessions, { query, options });
+  /**
+   * GET /v1/sessions, one page (newest first), filtered by state, provider,
+   * template and metadata when given. A filtered page may be short, even
+   * empty, and still have a next_cursor.
+   */
+  listPage(query: SessionFilter & { limit?: number; cursor?: string } = {}, options?: CallOptions): Promise<SessionList> {
+    return this.sm.call(ROUTES.listSessions, { query: listQuery(query), options });
   }
 
-  /** Every session, newest first, following next_cursor page by page. */
+  /** Every session that passes the filters, newest first, following next_cursor page by page. */
   async *list(options: ListSessionsOptions = {}): AsyncGenerator<Session> {
-    const { limit, state, ...call } = options;
+    const { limit, state, provider, template, metadata, ...call } = options;
     let cursor: string | null | undefined = options.cursor;
     do {
-      const page = await this.listPage({ limit, cursor: cursor ?? undefined }, call);
-      for (const s of page.sessions) if (!state || s.state === state) yield s;
+      const page = await this.listPage({ limit, state, provider, template, metadata, cursor: cursor ?? undefined }, call);
+      yield* page.sessions;
       cursor = page.next_cursor;
     } while (cursor);
   }
@@ -247,6 +276,25 @@ export class Sessions extends Resource {
   /** GET /v1/sessions/{id}/diagnose: the table's and the provider's views, a verdict, the last events. */
   diagnose(id: string, options?: CallOptions): Promise<Diagnosis> {
     return this.sm.call(ROUTES.diagnoseSession, { params: { id }, options });
+  }
+
+  /** GET /v1/sessions/{id}/events, one page of the session's timeline (newest first). */
+  eventsPage(id: string, query: { limit?: number; cursor?: string } = {}, options?: CallOptions): Promise<SessionEventList> {
+    return this.sm.call(ROUTES.listSessionEvents, { params: { id }, query, options });
+  }
+
+  /**
+   * The session's timeline, newest first, following next_cursor page by
+   * page: every transition with its reason, actor and duration_ms.
+   */
+  async *events(id: string, options: CallOptions & { limit?: number; cursor?: string } = {}): AsyncGenerator<SessionEvent> {
+    const { limit, ...call } = options;
+    let cursor: string | null | undefined = options.cursor;
+    do {
+      const page = await this.eventsPage(id, { limit, cursor: cursor ?? undefined }, call);
+      yield* page.events;
+      cursor = page.next_cursor;
+    } while (cursor);
   }
 
   /**

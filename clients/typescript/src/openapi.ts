@@ -12,8 +12,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * The caller's sessions, newest first
-         * @description Cursor-paginated. Not activity.
+         * The caller's sessions, newest first, filtered by state, provider, template and metadata
+         * @description Cursor-paginated, newest first (by created_at). Not activity. Without a filter it lists every session. With any of state, provider, template or metadata it lists only the sessions that pass them all, through the by_owner_state index (docs/CAPACITY.md "The by_owner_state index"): one query per state asked (every state when none is), never a scan of the account. A filtered page may hold fewer than limit sessions, none even, and still have a next_cursor, when provider, template or metadata skipped many sessions before the page's read budget ran out: follow next_cursor until it is null. The index follows a session's state about a second behind; a session whose state changed since is left out of the page rather than shown in a state it no longer has. A cursor is valid only with the filters it was issued for.
          */
         get: operations["listSessions"];
         put?: never;
@@ -316,6 +316,29 @@ export interface paths {
          * @description Served by the sessions function (DESIGN.md "Operators"). Read-only and not activity: the table's view, the provider's live view read through its control API (never wakes a paused sandbox), an HTTP probe of the preview URL (3 s, only when the table and the provider say running), whether a transitional state's lease ran out, the session's last lifecycle events, and one verdict sentence (README "Diagnose" lists them). Provider and preview failures are part of the answer, not errors.
          */
         get: operations["diagnoseSession"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{id}/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A session id: "ses_" and 26 lowercase base32 characters (anything else is 404). */
+                id: components["parameters"]["SessionID"];
+            };
+            cookie?: never;
+        };
+        /**
+         * The session's timeline: every transition, newest first
+         * @description Served by the sessions function (docs/API.md "The timeline"). Read-only and not activity. Each committed transition of the session (and each readiness change of its app) with its reason, who caused it (actor) and how long the session was in the state it left (duration_ms), as the stream publisher recorded it: an event shows about a second after its transition, and stays for the deployment's event retention (SANDMAN_EVENT_RETENTION_DAYS, default 30 days) from its time. Cursor-paginated, newest first.
+         */
+        get: operations["listSessionEvents"];
         put?: never;
         post?: never;
         delete?: never;
@@ -995,6 +1018,42 @@ export interface components {
                 version: number;
             }[];
         };
+        /** @description One entry of a session's timeline: a committed transition, or a readiness change of a running session (from and to both running, readiness set). */
+        SessionEvent: {
+            /** @description <session_id>:<version>, as on the event bus and in webhooks. */
+            event_id: string;
+            /**
+             * Format: date-time
+             * @description When it was committed.
+             */
+            time: string;
+            /** @description The state before; "" for the create. */
+            from: string;
+            to: string;
+            /** @description Why: request, idle, away, lifetime, webhook, reconcile, dormant or return (docs/DESIGN.md). */
+            reason: string;
+            /**
+             * @description Who caused it: api (a call with the API key), client (a browser with a client token: the channel, the stable link), provider (its webhook), sweep (a deadline the sweep found passed, a reconcile), timer (a pause timer at the pause deadline), sandman (Sandman's own background work: readiness, a resume handed to a job, pools). null for an event recorded before actors were.
+             * @enum {string|null}
+             */
+            actor: "api" | "client" | "provider" | "sweep" | "timer" | "sandman" | null;
+            version: number;
+            /** @description How long the session was in from before this event, in milliseconds (for a readiness event: since it became running); null for the create. */
+            duration_ms: number | null;
+            /**
+             * @description Set on a readiness event only: the app became ready or failed (docs/READINESS.md).
+             * @enum {string|null}
+             */
+            readiness: "ready" | "failed" | null;
+            /** @description Why the app failed, on a readiness event that says failed; else null. */
+            readiness_detail: string | null;
+        };
+        SessionEventList: {
+            /** @description Newest first (by version). */
+            events: components["schemas"]["SessionEvent"][];
+            /** @description Pass as ?cursor= for the next page; null on the last page. */
+            next_cursor: string | null;
+        };
         /** @description Optional; an empty body or {} takes the defaults. */
         ClientTokenRequest: {
             /** @description The token's lifetime in seconds, 1..86400; 0 or absent means 900 (15 min). */
@@ -1497,8 +1556,18 @@ export interface operations {
             query?: {
                 /** @description Page size, 1..100 (default 20). */
                 limit?: number;
-                /** @description next_cursor of the previous page; a crafted cursor is 400. */
+                /** @description next_cursor of the previous page, with the same filters; a crafted cursor, or one of other filters, is 400. */
                 cursor?: string;
+                /** @description Only sessions in one of these states, comma-separated (state=running,paused); a repeated parameter counts the same. */
+                state?: components["schemas"]["SessionState"][];
+                /** @description Only sessions on this provider (e2b, daytona, vercel, local, ...). */
+                provider?: string;
+                /** @description Only sessions created from this template. */
+                template?: string;
+                /** @description Only sessions whose metadata holds each pair: metadata[user]=ada&metadata[team]=core (at most 8 pairs). */
+                metadata?: {
+                    [key: string]: string;
+                };
             };
             header?: never;
             path?: never;
@@ -2251,6 +2320,40 @@ export interface operations {
                     "application/json": components["schemas"]["Diagnosis"];
                 };
             };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listSessionEvents: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1..100 (default 20). */
+                limit?: number;
+                /** @description next_cursor of the previous page; a cursor of another session, or a crafted one, is 400. */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                /** @description A session id: "ses_" and 26 lowercase base32 characters (anything else is 404). */
+                id: components["parameters"]["SessionID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page, newest first. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SessionEventList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];

@@ -33,7 +33,7 @@ export interface Route {
 
 export const ROUTES = {
   createSession: { method: "POST", path: "/v1/sessions", retry: "key", headers: ["Idempotency-Key"], sdk: "sessions.create" },
-  listSessions: { method: "GET", path: "/v1/sessions", retry: "safe", query: ["limit", "cursor"], sdk: "sessions.list, sessions.listPage" },
+  listSessions: { method: "GET", path: "/v1/sessions", retry: "safe", query: ["limit", "cursor", "state", "provider", "template", "metadata"], sdk: "sessions.list, sessions.listPage" },
   getSession: { method: "GET", path: "/v1/sessions/{id}", retry: "safe", sdk: "sessions.get" },
   deleteSession: { method: "DELETE", path: "/v1/sessions/{id}", retry: "safe", query: ["purge"], sdk: "sessions.delete" },
   sendActivity: { method: "POST", path: "/v1/sessions/{id}/activity", retry: "safe", sdk: "sessions.activity" },
@@ -42,6 +42,7 @@ export const ROUTES = {
   pauseSession: { method: "POST", path: "/v1/sessions/{id}/pause", retry: "safe", sdk: "sessions.pause" },
   reconnectSession: { method: "GET", path: "/v1/sessions/{id}/reconnect", retry: "safe", sdk: "sessions.reconnect" },
   diagnoseSession: { method: "GET", path: "/v1/sessions/{id}/diagnose", retry: "safe", sdk: "sessions.diagnose" },
+  listSessionEvents: { method: "GET", path: "/v1/sessions/{id}/events", retry: "safe", query: ["limit", "cursor"], sdk: "sessions.events, sessions.eventsPage" },
   openSession: { method: "GET", path: "/v1/sessions/{id}/open", retry: "safe", query: ["wait", "token"], pageQuery: ["reopen"], kind: "link", sdk: "sessions.openUrl" },
   openSessionPath: { method: "GET", path: "/v1/sessions/{id}/open/{path}", retry: "safe", query: ["wait", "token"], pageQuery: ["reopen"], kind: "link", sdk: "sessions.openUrl" },
   createCheckpoint: { method: "POST", path: "/v1/sessions/{id}/checkpoints", retry: "key", headers: ["Idempotency-Key"], sdk: "checkpoints.create" },

@@ -81,7 +81,8 @@ export function buildUrl(base: string, route: Route, call: Pick<Call, "params" |
   const q = new URLSearchParams();
   for (const [k, v] of Object.entries(call.query ?? {})) {
     if (v === undefined || v === null) continue;
-    if (!route.query?.includes(k)) throw new TypeError(`${route.method} ${route.path} takes no query parameter ${k}`);
+    // A deepObject parameter travels as name[key]=value (GET /v1/sessions's metadata).
+    if (!route.query?.includes(k.replace(/\[.*\]$/, ""))) throw new TypeError(`${route.method} ${route.path} takes no query parameter ${k}`);
     q.set(k, String(v));
   }
   const qs = q.toString();

@@ -7,6 +7,7 @@
 //	sandman invoke -fn NAME -event F   run one function's handler once on an event (make invoke)
 //	sandman sandbox ...                a local sandbox process (started by the local provider)
 //	sandman sessions list|get|...      the API's client for operators and scripts (internal/cli)
+//	sandman client-tokens create ID    a client token for a browser (internal/cli)
 //	sandman fake e2b [-addr HOST:PORT] a provider's fake on its own, state in memory
 //
 // Configuration is environment variables: internal/app's (SANDMAN_TABLE,
@@ -35,12 +36,15 @@ commands:
   apikey    print a new API key for an account (-account ID, -max-running N)
   invoke    run one function's handler once (-fn NAME -event FILE)
   reshard   move every session into its due-index shard after SANDMAN_SHARDS changed (docs/CAPACITY.md)
+  reindex   give sessions written before the by_owner_state index their key (docs/CAPACITY.md)
   sandbox   (internal) a local sandbox process
-  sessions  list|get|create|delete|resume|snapshot|status|reconnect|watch over the HTTP API
-            (SANDMAN_URL, SANDMAN_API_KEY; sandman sessions help)
+  sessions  list|get|create|open|events|delete|resume|pause|status|reconnect|watch over the
+            HTTP API (SANDMAN_URL, SANDMAN_API_KEY; sandman sessions help)
+  client-tokens  create <session id>: a client token for a browser (sandman client-tokens help)
   webhooks  list|create|delete|deliveries|retry: the account's webhook endpoints and delivery logs
             (SANDMAN_URL, SANDMAN_API_KEY; sandman webhooks help)
   pools     the deployment's warm pools: spares, hit rate, health (SANDMAN_URL, SANDMAN_API_KEY)
+            (every API command takes --url and --api-key; next to make run, .sandman/dev_api_key)
   fake      serve a provider's fake API on its own (fake e2b -addr 127.0.0.1:PORT)
 `
 
@@ -69,6 +73,8 @@ func main() {
 		err = localstack.InvokeCommand(ctx, args, os.Stdout)
 	case "reshard":
 		err = localstack.ReshardCommand(ctx, args, os.Stdout)
+	case "reindex":
+		err = localstack.ReindexCommand(ctx, args, os.Stdout)
 	case "sandbox":
 		err = local.RunSandbox(args)
 	case "sessions":
@@ -81,6 +87,10 @@ func main() {
 		os.Exit(code)
 	case "pools":
 		code := cli.PoolsMain(ctx, args, cli.Env{Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv})
+		stop()
+		os.Exit(code)
+	case "client-tokens":
+		code := cli.ClientTokensMain(ctx, args, cli.Env{Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv})
 		stop()
 		os.Exit(code)
 	case "fake":

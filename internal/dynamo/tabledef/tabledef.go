@@ -23,6 +23,7 @@
 //
 //	by_sandbox  sandbox_key (S "<provider>#<sandbox id>")             ALL
 //	by_owner_keys owner_key (S account id), owner_sort (S created_at#id) KEYS_ONLY, newest first by descending query
+//	by_owner_state owner_state (S "<account id>#<state>"), owner_sort  INCLUDE provider, template, metadata: filtered lists
 //	idle        idle_shard (N), idle_due_at (N, epoch ms)   running sessions, due at the pause deadline
 //	lease       lease_shard (N), lease_due_at (N, epoch ms) transitional sessions, due at the lease expiry
 //	paused      paused_shard (N), paused_due_at (N, epoch ms) paused sessions, due at the pause time
@@ -71,14 +72,19 @@ type Index struct {
 	PartitionType string
 	SortKey       string
 	SortType      string
-	// Projection is ProjectionKeysOnly or ProjectionAll ("" means all).
+	// Projection is ProjectionKeysOnly, ProjectionInclude or ProjectionAll
+	// ("" means all).
 	Projection string
+	// NonKeyAttributes are the attributes a ProjectionInclude index
+	// carries besides the keys.
+	NonKeyAttributes []string
 }
 
 // Projection types, as DynamoDB names them.
 const (
 	ProjectionAll      = "ALL"
 	ProjectionKeysOnly = "KEYS_ONLY"
+	ProjectionInclude  = "INCLUDE"
 )
 
 // ProjectionType returns ix's projection, ProjectionAll when unset.
@@ -98,6 +104,13 @@ const (
 	IndexIdle    = "idle"
 	IndexLease   = "lease"
 	IndexPaused  = "paused"
+	// IndexByOwnerState lists an account's sessions of one state, newest
+	// first, with the attributes a list filters on besides the state
+	// (provider, template, metadata) so that a filter reads the index
+	// alone: GET /v1/sessions?state=… (docs/CAPACITY.md "The
+	// by_owner_state index"). Its keys move only when a session changes
+	// state; heartbeats never write it.
+	IndexByOwnerState = "by_owner_state"
 )
 
 // IndexByConnSession holds client-channel connections by session, keyed by
@@ -121,6 +134,7 @@ const (
 	AttrSandboxKey  = "sandbox_key"
 	AttrOwnerKey    = "owner_key"
 	AttrOwnerSort   = "owner_sort"
+	AttrOwnerState  = "owner_state"
 	AttrIdleShard   = "idle_shard"
 	AttrIdleDue     = "idle_due_at"
 	AttrLeaseShard  = "lease_shard"
@@ -139,6 +153,8 @@ var Indexes = []Index{
 	{Name: IndexPaused, PartitionKey: AttrPausedShard, PartitionType: TypeNumber, SortKey: AttrPausedDue, SortType: TypeNumber},
 	{Name: IndexByConnSession, PartitionKey: AttrConnSession, PartitionType: TypeString},
 	{Name: IndexCheckpointLease, PartitionKey: AttrCheckpointShard, PartitionType: TypeNumber, SortKey: AttrCheckpointDue, SortType: TypeNumber},
+	{Name: IndexByOwnerState, PartitionKey: AttrOwnerState, PartitionType: TypeString, SortKey: AttrOwnerSort, SortType: TypeString,
+		Projection: ProjectionInclude, NonKeyAttributes: []string{"provider", "template", "metadata"}},
 }
 
 // LegacyOwnerIndex is the account index as it was first deployed: by_owner,

@@ -400,3 +400,41 @@ func errSessionNotFound(id string) error {
 // validSession checks what the store needs to write s
 // (lifecycle.ValidStoredSession).
 func validSession(s *lifecycle.Session) error { return lifecycle.ValidStoredSession(s) }
+
+var _ lifecycle.SessionFinder = (*Store)(nil)
+
+// FindSessions returns one page of q.AccountID's sessions that pass
+// q.Filter, newest first (internal/dynamo's contract; memstore reads every
+// session of the account and never ends a page early). Errors: invalid (an
+// empty filter, a limit out of range, a cursor not issued for this account
+// and filter).
+func (st *Store) FindSessions(_ context.Context, q lifecycle.SessionQuery) (lifecycle.SessionPage, error) {
+	switch {
+	case q.Limit < 1 || q.Limit > lifecycle.MaxListLimit:
+		return lifecycle.SessionPage{}, lifecycle.Errorf(lifecycle.CodeInvalid, "limit must be between 1 and %d", lifecycle.MaxListLimit)
+	case q.AccountID == "":
+		return lifecycle.SessionPage{}, lifecycle.Errorf(lifecycle.CodeInvalid, "account id is required")
+	case q.Filter.Empty():
+		return lifecycle.SessionPage{}, lifecycle.Errorf(lifecycle.CodeInvalid, "a filter is required: list without one")
+	}
+	scope := "find:" + q.AccountID + ":" + q.Filter.Fingerprint()
+	var after *position
+	if q.Cursor != "" {
+		p, err := decodeCursor(q.Cursor, scope)
+		if err != nil {
+			return lifecycle.SessionPage{}, err
+		}
+		after = &p
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	var all []*lifecycle.Session
+	for _, s := range st.sessions {
+		if s.AccountID == q.AccountID && q.Filter.Match(s) {
+			all = append(all, s)
+		}
+	}
+	pos := func(s *lifecycle.Session) position { return position{s.CreatedAt, s.ID} }
+	slices.SortFunc(all, func(a, b *lifecycle.Session) int { return -pos(a).compare(pos(b)) })
+	return page(all, q.Limit, scope, pos, func(s *lifecycle.Session) bool { return after == nil || pos(s).compare(*after) < 0 })
+}

@@ -17,11 +17,31 @@ import (
 type usageState struct {
 	rows    map[string]map[string]*lifecycle.UsageRow // account → sort key → row
 	applied map[string]int64                          // session id → last applied version
-	events  map[string][]lifecycle.Event              // session id → events, oldest first
+	events  map[string][]keptEvent                    // session id → events, oldest first
+	// retention is how long an event is kept (SetEventRetention).
+	retention time.Duration
+}
+
+// keptEvent is a recorded event and when its retention ends (whole
+// seconds, as DynamoDB's TTL).
+type keptEvent struct {
+	ev      lifecycle.Event
+	expires time.Time
 }
 
 func newUsageState() usageState {
-	return usageState{rows: map[string]map[string]*lifecycle.UsageRow{}, applied: map[string]int64{}, events: map[string][]lifecycle.Event{}}
+	return usageState{rows: map[string]map[string]*lifecycle.UsageRow{}, applied: map[string]int64{},
+		events: map[string][]keptEvent{}, retention: lifecycle.DefaultEventRetention}
+}
+
+// SetEventRetention sets how long events recorded from now on are kept
+// (d > 0; internal/dynamo's Config.EventRetention).
+func (st *Store) SetEventRetention(d time.Duration) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if d > 0 {
+		st.usage.retention = d
+	}
 }
 
 var _ lifecycle.UsageStore = (*Store)(nil)
@@ -62,8 +82,9 @@ func (st *Store) RecordTransition(_ context.Context, ev lifecycle.Event) error {
 		add("S#"+d.Day+"#"+ev.SessionID, ev.SessionID, d)
 	}
 	e := ev
-	e.Provider, e.Since = "", time.Time{} // not kept, as in internal/dynamo
-	u.events[ev.SessionID] = append(u.events[ev.SessionID], e)
+	e.Provider = "" // not kept, as in internal/dynamo
+	expires := time.Unix(ev.Time.Add(u.retention).Unix(), 0).UTC()
+	u.events[ev.SessionID] = append(u.events[ev.SessionID], keptEvent{ev: e, expires: expires})
 	return nil
 }
 
@@ -108,15 +129,35 @@ func (st *Store) UsageRows(_ context.Context, q lifecycle.UsageQuery) (lifecycle
 	return page, nil
 }
 
-// SessionEvents returns up to limit of sessionID's recorded events, newest
-// first.
-func (st *Store) SessionEvents(_ context.Context, sessionID string, limit int) ([]lifecycle.Event, error) {
+// SessionEvents returns one page of sessionID's recorded events, newest
+// first, those kept at q.Now. Errors: invalid (lifecycle.ValidEventQuery, a
+// foreign cursor).
+func (st *Store) SessionEvents(_ context.Context, q lifecycle.EventQuery) (lifecycle.EventPage, error) {
+	if err := lifecycle.ValidEventQuery(q); err != nil {
+		return lifecycle.EventPage{}, err
+	}
+	before := int64(-1)
+	if q.Cursor != "" {
+		v, err := lifecycle.ParseEventCursor(q.Cursor, q.SessionID)
+		if err != nil {
+			return lifecycle.EventPage{}, err
+		}
+		before = v
+	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	all := st.usage.events[sessionID]
-	out := make([]lifecycle.Event, 0, min(limit, len(all)))
-	for i := len(all) - 1; i >= 0 && len(out) < limit; i-- {
-		out = append(out, all[i])
+	all := st.usage.events[q.SessionID]
+	page := lifecycle.EventPage{Events: []lifecycle.Event{}}
+	for i := len(all) - 1; i >= 0; i-- {
+		k := all[i]
+		if before >= 0 && k.ev.Version >= before || !q.Now.IsZero() && !k.expires.After(q.Now) {
+			continue
+		}
+		if len(page.Events) == q.Limit {
+			page.Cursor = lifecycle.EventCursor(q.SessionID, page.Events[q.Limit-1].Version)
+			break
+		}
+		page.Events = append(page.Events, k.ev)
 	}
-	return out, nil
+	return page, nil
 }

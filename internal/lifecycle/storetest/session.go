@@ -40,6 +40,7 @@ func testCreateSession(t *testing.T, newStore NewStore) {
 				PreResumeKeep: 3*time.Minute + 15*time.Second, PreResume: true, Level: 1, Returns: 40},
 			PreResumeAt: t0.Add(30 * time.Minute), PreResumed: true}
 		s.OnLost, s.Marked, s.Lost = lifecycle.OnLostRecreate, true, "gone checkpoint=chk_0123456789abcdefghijklmnop age_seconds=60"
+		s.Actor = lifecycle.ActorClient
 		want := s.Clone()
 		want.Version = 1
 

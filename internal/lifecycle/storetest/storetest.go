@@ -24,6 +24,7 @@ func Run(t *testing.T, newStore NewStore) {
 	t.Run("UpdateSession", func(t *testing.T) { testUpdateSession(t, newStore) })
 	t.Run("UpdateSessionRace", func(t *testing.T) { testUpdateSessionRace(t, newStore) })
 	t.Run("ListSessions", func(t *testing.T) { testListSessions(t, newStore) })
+	t.Run("FindSessions", func(t *testing.T) { testFindSessions(t, newStore) })
 	t.Run("FindBySandbox", func(t *testing.T) { testFindBySandbox(t, newStore) })
 	t.Run("Claim", func(t *testing.T) { testClaim(t, newStore) })
 	t.Run("APIKey", func(t *testing.T) { testAPIKey(t, newStore) })

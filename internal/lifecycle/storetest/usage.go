@@ -133,43 +133,89 @@ func testUsage(t *testing.T, newStore NewStore) {
 			}
 		}
 		check(t, days(t, us, "acct-d"), ReplayWant, "daytona", 1)
-		got, err := us.SessionEvents(t.Context(), SessionID(7002), 100)
+		got, err := us.SessionEvents(t.Context(), lifecycle.EventQuery{SessionID: SessionID(7002), Limit: 100})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(got) != len(evs) {
-			t.Fatalf("SessionEvents = %d events, want %d (one per version)", len(got), len(evs))
+		if len(got.Events) != len(evs) {
+			t.Fatalf("SessionEvents = %d events, want %d (one per version)", len(got.Events), len(evs))
 		}
 	})
 
 	t.Run("SessionEvents", func(t *testing.T) {
 		us := usage(t, newStore(t))
 		evs := Replay(SessionID(7003), "acct-e", "e2b")
+		actors := []string{lifecycle.ActorAPI, lifecycle.ActorSandman, lifecycle.ActorSweep, lifecycle.ActorProvider, lifecycle.ActorClient}
+		for i := range evs {
+			evs[i].Actor = actors[i%len(actors)]
+		}
+		// A readiness event between the first running and the pause.
+		ready := evs[1]
+		ready.Version, ready.EventID, ready.From, ready.Since = 3, lifecycle.EventID(ready.SessionID, 3), lifecycle.StateRunning, evs[1].Time
+		ready.Time, ready.Readiness, ready.ReadinessDetail = evs[1].Time.Add(4*time.Second), lifecycle.ReadinessFailed, "exit 3"
+		evs = append(evs[:2], append([]lifecycle.Event{ready}, evs[2:]...)...)
+		for i := 3; i < len(evs); i++ {
+			evs[i].Version, evs[i].EventID = int64(i+1), lifecycle.EventID(evs[i].SessionID, int64(i+1))
+		}
 		for _, ev := range evs {
 			if err := us.RecordTransition(t.Context(), ev); err != nil {
 				t.Fatal(err)
 			}
 		}
-		got, err := us.SessionEvents(t.Context(), SessionID(7003), 3)
-		if err != nil {
-			t.Fatal(err)
+		var got []lifecycle.Event
+		q := lifecycle.EventQuery{SessionID: SessionID(7003), Limit: 3}
+		for pages := 0; ; pages++ {
+			page, err := us.SessionEvents(t.Context(), q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(page.Events) > 3 || pages > 5 {
+				t.Fatalf("page %d has %d events; pages do not end", pages, len(page.Events))
+			}
+			got = append(got, page.Events...)
+			if q.Cursor = page.Cursor; q.Cursor == "" {
+				break
+			}
 		}
-		if len(got) != 3 {
-			t.Fatalf("got %d events, want the last 3", len(got))
+		if len(got) != len(evs) {
+			t.Fatalf("got %d events over the pages, want all %d", len(got), len(evs))
 		}
 		for i, g := range got {
 			w := evs[len(evs)-1-i]
-			w.Provider, w.Since = "", time.Time{}
-			if !g.Time.Equal(w.Time) {
-				t.Errorf("event %d time = %v, want %v", i, g.Time, w.Time)
+			w.Provider = "" // not kept
+			if !g.Time.Equal(w.Time) || !g.Since.Equal(w.Since) {
+				t.Errorf("event %d time %v since %v, want %v and %v", i, g.Time, g.Since, w.Time, w.Since)
 			}
-			g.Time = w.Time
+			g.Time, g.Since = w.Time, w.Since
 			if g != w {
-				t.Errorf("event %d = %+v, want %+v (newest first)", i, g, w)
+				t.Errorf("event %d = %+v, want %+v (newest first, actor and readiness kept)", i, g, w)
 			}
 		}
-		if none, err := us.SessionEvents(t.Context(), SessionID(7999), 10); err != nil || len(none) != 0 {
-			t.Errorf("unknown session: %v, %v; want none", none, err)
+		if none, err := us.SessionEvents(t.Context(), lifecycle.EventQuery{SessionID: SessionID(7999), Limit: 10}); err != nil || len(none.Events) != 0 || none.Cursor != "" {
+			t.Errorf("unknown session: %+v, %v; want none", none, err)
+		}
+		// Retention: an event is left out once its retention ended.
+		now := ReplayStart.Add(lifecycle.DefaultEventRetention + 90*time.Minute)
+		kept, err := us.SessionEvents(t.Context(), lifecycle.EventQuery{SessionID: SessionID(7003), Limit: 100, Now: now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(kept.Events) != 3 || kept.Events[2].To != lifecycle.StatePausing {
+			t.Errorf("at %v: %d events kept, want the 3 of the last 90 minutes of the replay", now, len(kept.Events))
+		}
+		for name, c := range map[string]string{
+			"OtherSession": lifecycle.EventCursor(SessionID(7002), 3),
+			"NotACursor":   "%%%",
+			"Crafted":      "ZXZlbnRzCng",
+		} {
+			if _, err := us.SessionEvents(t.Context(), lifecycle.EventQuery{SessionID: SessionID(7003), Limit: 3, Cursor: c}); !lifecycle.IsCode(err, lifecycle.CodeInvalid) {
+				t.Errorf("cursor %s: %v, want invalid", name, err)
+			}
+		}
+		for _, limit := range []int{0, lifecycle.MaxEventPage + 1} {
+			if _, err := us.SessionEvents(t.Context(), lifecycle.EventQuery{SessionID: SessionID(7003), Limit: limit}); !lifecycle.IsCode(err, lifecycle.CodeInvalid) {
+				t.Errorf("limit %d: %v, want invalid", limit, err)
+			}
 		}
 	})
 

@@ -1,13 +1,16 @@
 // Full-stack browser test (docs/DESIGN.md "Client channel"): the real local stack
 // (`sandman run`, DynamoDB Local in memory, the local provider, a 2 s sweep)
-// and the console in real headless Chromium. Run from the repository root:
+// and a session as its user sees it (console/preview.html, a page on the
+// client channel; the console itself only watches) in real headless
+// Chromium. Run from the repository root:
 //
 //   bash scripts/browser.sh internal/localstack/testdata/fullstack.test.mjs
 //
 // Create a session (away timeout 3 s), see it running with its preview in the
-// iframe; pause it and see the sleeping card within 1 s with no status poll
-// (every request the page makes is counted); "Resume preview" and see the
-// preview load; close the page and see the session paused with reason away.
+// iframe; pause it through the API and see the sleeping card within 1 s with
+// no status poll (every request the page makes is counted); "Resume preview"
+// and see the preview load; close the page and see the session paused with
+// reason away.
 import { createRequire } from "node:module";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -20,7 +23,8 @@ const started = Date.now();
 
 const { base, key, dir, log, stop } = await startStack("console");
 const port = new URL(base).port;
-const api = async (path) => (await fetch(base + path, { headers: { "x-api-key": key } })).json();
+const api = async (path, method = "GET", body) =>
+  (await fetch(base + path, { method, headers: { "x-api-key": key }, body: body && JSON.stringify(body) })).json();
 
 const context = await chromium.launchPersistentContext(process.env.SANDMAN_USER_DATA_DIR, {
   executablePath: process.env.SANDMAN_CHROMIUM,
@@ -39,13 +43,12 @@ try {
     }
   });
   page.on("pageerror", (e) => console.log("page error:", e.message));
-  await page.goto(base + "/console/");
-  await page.locator("input[name=away_timeout_seconds]").fill("3");
-  await page.getByRole("button", { name: "New session" }).click();
+  const { id } = await api("/v1/sessions", "POST", { template: "web", idle_timeout_seconds: 600, away_timeout_seconds: 3 });
+  assert.ok(id, "created a session");
+  mine.push(id);
+  await page.goto(`${base}/console/preview.html?id=${id}`);
   const card = page.locator("article.session").first();
   await card.locator(".badge", { hasText: "running" }).waitFor({ timeout: 30_000 });
-  const id = await card.getAttribute("data-id");
-  mine.push(id);
   await page.frameLocator("article.session iframe").locator("body").waitFor({ timeout: 30_000 });
   const preview = (await api(`/v1/sessions/${id}`)).preview_url;
   assert.ok(preview, "a running web session has a preview_url");
@@ -54,11 +57,11 @@ try {
 
   const before = seen.length;
   const t0 = Date.now();
-  await card.getByRole("button", { name: "Pause", exact: true }).click();
+  await api(`/v1/sessions/${id}/pause`, "POST");
   await card.locator(".sleeping").waitFor({ state: "visible", timeout: 1_000 });
   const pauseMs = Date.now() - t0;
   const during = seen.slice(before);
-  assert.deepEqual(during.filter((r) => !r.endsWith("/v1/ws")), [`POST /console/api/sessions/${id}/snapshot`]);
+  assert.deepEqual(during.filter((r) => !r.endsWith("/v1/ws")), [], "the page asked nothing: the pause was pushed");
   assert.equal(seen.filter((r) => r.includes("/status")).length, 0, "no status poll");
   console.log(`ok   pause: sleeping card after ${pauseMs} ms; requests while waiting: ${JSON.stringify(during)}`);
 
@@ -79,6 +82,24 @@ try {
   assert.equal(s.reason, "away");
   console.log(`ok   page closed: paused, reason away, after ${Date.now() - closed} ms (away timeout 3 s, sweep 2 s)`);
 
+  // The console on that paused session (which resumes on return): it
+  // watches its page and timeline, with input, and the session stays paused
+  // at the same version (docs/CONSOLE.md "Watching is not presence").
+  assert.equal(s.resume_on_return, true);
+  const con = await context.newPage();
+  await con.goto(`${base}/console/#/sessions/${id}`);
+  await con.locator("#view-session h2 .badge", { hasText: "paused" }).waitFor();
+  await con.locator("#view-session .timeline tbody tr").nth(5).waitFor({ timeout: 10_000 });
+  const actors = await con.locator("#view-session .timeline tbody td[data-label=Actor]").allTextContents();
+  await con.mouse.move(20, 20);
+  await con.keyboard.press("Tab");
+  await con.waitForTimeout(3_000);
+  const still = await api(`/v1/sessions/${id}`);
+  assert.equal(still.state, "paused", "the console woke the session");
+  assert.equal(still.version, s.version, "the console wrote the session");
+  await con.close();
+  console.log(`ok   console: watched the paused session for 3 s, still paused at version ${still.version}; timeline actors ${JSON.stringify(actors)}`);
+
   // Readiness on a cold resume (docs/READINESS.md): a session whose app is a
   // real server on $PORT, in a local sandbox whose pause kills it
   // (SANDMAN_LOCAL_KEEP_PROCESSES=false). The card shows the iframe only once
@@ -89,7 +110,7 @@ try {
   mine.push(created.id);
   assert.equal(created.readiness, "starting", JSON.stringify(created));
   const page2 = await context.newPage();
-  await page2.goto(base + "/console/");
+  await page2.goto(`${base}/console/preview.html?id=${created.id}`);
   const appCard = page2.locator(`article.session[data-id="${created.id}"]`);
   const shownWhenReady = async (what) => {
     await appCard.locator(".preview").waitFor({ state: "visible", timeout: 30_000 });
@@ -99,7 +120,7 @@ try {
   };
   await shownWhenReady("create");
   console.log("ok   app: ready after create, the app in the iframe");
-  await appCard.getByRole("button", { name: "Pause", exact: true }).click();
+  await api(`/v1/sessions/${created.id}/pause`, "POST");
   await appCard.locator(".sleeping").waitFor({ state: "visible", timeout: 5_000 });
   // Record every text the card's waking line shows: on a fast machine the
   // app can be ready before a poll would see the line.

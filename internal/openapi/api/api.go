@@ -240,3 +240,11 @@ type PoolUsage struct {
 type PoolList struct {
 	Pools []Pool `json:"pools"`
 }
+
+// ClientToken is the answer of POST /v1/sessions/{id}/client-tokens: a
+// token scoped to one session (docs/DESIGN.md "Client channel").
+type ClientToken struct {
+	Token     string  `json:"token"`
+	ExpiresAt string  `json:"expires_at"` // RFC 3339 UTC, whole seconds
+	WSURL     *string `json:"ws_url"`     // the WebSocket URL to connect to with ?token=; null when no channel is configured
+}

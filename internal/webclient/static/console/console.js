@@ -1,307 +1,287 @@
-// The Sandman console: lists the account's sessions through the local dev
-// API (contract in internal/webclient's package doc), opens one client
-// channel per live session with sandman.js, and renders every push. It never
-// polls: after the first list, state changes arrive on the channel.
-import { connect, isReady } from "/sandman.js";
+// The Sandman console (docs/CONSOLE.md): an operator's view of the dev
+// account that only watches. It reads through the local dev API (the
+// contract in internal/webclient's package doc) and hears of every
+// transition on the local stack's feed (/console/api/feed, Server-Sent
+// Events). It opens no client channel, mints no client token and opens no
+// stable link: watching is never activity, never a visible client, never a
+// return (a paused session stays paused however long the console is open).
+//
+// Views (the URL's hash): #/sessions (the table: filters, search by id,
+// pages over the API's cursor, sorting, live rows), #/sessions/<id> (a
+// session: its facts, readiness, usage and timeline; session.js), #/pools
+// and #/webhooks (admin.js).
+import { read, el, badge, when, pairs, say, LIVE, ENDED } from "./api.js";
+import { showSession, sessionEvent } from "./session.js";
+import { showPools, showWebhooks } from "./admin.js";
 
-const API = "/console/api/sessions";
-const FINAL = new Set(["killed", "expired", "failed"]);
+const liveLine = /** @type {HTMLElement} */ (document.getElementById("live"));
+const tbody = /** @type {HTMLElement} */ (document.querySelector("#sessions tbody"));
+const summary = /** @type {HTMLElement} */ (document.getElementById("summary"));
+const filters = /** @type {HTMLFormElement} */ (document.getElementById("filters"));
 
-/** @type {Map<string, {el: HTMLElement, channel: import("/sandman.js").SandmanSession|null, session: any}>} */
-const cards = new Map();
-const list = /** @type {HTMLElement} */ (document.getElementById("sessions"));
-const notice = /** @type {HTMLElement} */ (document.getElementById("notice"));
-const cardTemplate = /** @type {HTMLTemplateElement} */ (document.getElementById("card"));
+// --- the sessions table -------------------------------------------------
 
 /**
- * fetch with JSON in and out; throws the error envelope's sentence.
- * @param {string} method
- * @param {string} path
- * @param {any} [body]
+ * What the table shows. mode is the state select's value: "live-first"
+ * (the live sessions, then the ended ones), "live", "ended", "" (any) or
+ * one state. A page is one answer of GET /v1/sessions; at is the list and
+ * cursor it was read with, back the pages before it, next the one after.
  */
-async function api(method, path, body) {
-  const res = await fetch(path, {
-    method,
-    headers: body === undefined ? {} : { "Content-Type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  const data = text ? JSON.parse(text) : null;
-  if (!res.ok) throw new Error(data?.error ?? `${method} ${path}: HTTP ${res.status}`);
-  return data;
+const view = {
+  mode: "live-first",
+  provider: "",
+  template: "",
+  /** @type {Record<string,string>} */
+  metadata: {},
+  limit: 20,
+  /** @type {{list: string, cursor: string}} */
+  at: { list: "live", cursor: "" },
+  /** @type {{list: string, cursor: string}[]} */
+  back: [],
+  /** @type {{list: string, cursor: string}|null} */
+  next: null,
+  /** @type {any[]} */
+  rows: [],
+  sort: { key: "created_at", dir: "descending" },
+};
+
+/** The states of list (one of the mode's lists). @param {string} list */
+function statesOf(list) {
+  if (list === "live") return LIVE.join(",");
+  if (list === "ended") return ENDED.join(",");
+  return list; // "" or one state
 }
 
-function say(message) {
-  notice.textContent = message;
+/** The first list of the current mode. */
+function firstList() {
+  return view.mode === "live-first" ? "live" : view.mode;
 }
 
-/** @param {string} id */
-function tokenFor(id) {
-  return api("POST", `${API}/${encodeURIComponent(id)}/client-tokens`);
+/** GET /console/api/sessions for a list and a cursor. @param {{list: string, cursor: string}} at */
+function listPath(at) {
+  const q = new URLSearchParams({ limit: String(view.limit) });
+  const states = statesOf(at.list);
+  if (states) q.set("state", states);
+  if (view.provider) q.set("provider", view.provider);
+  if (view.template) q.set("template", view.template);
+  for (const [k, v] of Object.entries(view.metadata)) q.set(`metadata[${k}]`, v);
+  if (at.cursor) q.set("cursor", at.cursor);
+  return `/console/api/sessions?${q}`;
 }
 
-/** @param {any} session */
-async function addSession(session) {
-  if (cards.has(session.id)) return;
-  list.querySelector(".empty")?.remove();
-  const el = /** @type {HTMLElement} */ (cardTemplate.content.firstElementChild.cloneNode(true));
-  el.dataset.id = session.id;
-  el.querySelector(".id").textContent = session.id;
-  const card = { el, channel: null, session, wake: { step: "", since: 0, armed: false, asked: false, timer: 0 } };
-  cards.set(session.id, card);
-  list.prepend(el);
-  render(card, session);
-
-  const act = (sel, fn) => el.querySelector(sel).addEventListener("click", async (ev) => {
-    const button = /** @type {HTMLButtonElement} */ (ev.currentTarget);
-    button.disabled = true;
-    try {
-      await fn();
-      say("");
-    } catch (e) {
-      say(String(e.message ?? e));
-    } finally {
-      button.disabled = false;
-      render(card, card.session);
-    }
-  });
-  const path = `${API}/${encodeURIComponent(session.id)}`;
-  act(".pause", () => api("POST", `${path}/snapshot`));
-  // A resume asked for says "Waking…" at once (wakeLine); one refused
-  // does not.
-  const waking = async (resume) => {
-    card.wake.asked = true;
-    render(card, card.session);
-    try {
-      return await resume();
-    } catch (e) {
-      card.wake.asked = false;
-      throw e;
-    }
-  };
-  act(".resume", () => waking(() => api("POST", `${path}/resume`)));
-  act(".delete", async () => {
-    const killed = await api("DELETE", path);
-    if (killed) render(card, { ...card.session, ...killed });
-  });
-  act(".resume-preview", () => waking(async () => card.channel ? card.channel.resume() : api("POST", `${path}/resume`)));
-
-  if (FINAL.has(session.state)) return;
+/**
+ * Reads the page at view.at (following a filtered page the API ended empty
+ * on its read budget, at most 20 times) and shows it. In "live first", a
+ * first page with no live session goes on to the ended ones at once.
+ */
+async function loadPage() {
+  let page;
   try {
-    const t = await tokenFor(session.id);
-    card.channel = connect({
-      url: t.ws_url,
-      token: t.token,
-      expiresAt: t.expires_at,
-      onTokenExpired: () => tokenFor(session.id),
-    });
-    card.channel.on("session", (s) => render(card, { ...card.session, ...s, id: session.id }));
-  } catch (e) {
-    say(`no live channel for ${session.id}: ${e.message ?? e}`);
-  }
-}
-
-// A wake's steps, in order, as the card's line says them. A push carries the
-// session as it is when sent, so one can jump from paused straight to
-// running and ready: the card still says every step it skipped, each for at
-// least LINE_MS, before the next (the preview shows after the last).
-const WAKE_STEPS = ["waking", "starting", "ready"];
-const LINE_MS = 400;
-
-/**
- * The wake step a status body stands for: "waking" (resuming or
- * provisioning), "starting" (running, its app not answering yet), "ready"
- * (isReady), else "".
- * @param {any} s
- */
-function wakeStep(s) {
-  if (s.state === "resuming" || s.state === "provisioning") return "waking";
-  if (s.state === "running" && s.readiness === "starting") return "starting";
-  if (isReady(s)) return "ready";
-  return "";
-}
-
-/**
- * Returns the wake step the card shows for s. A card follows a wake once
- * it has seen the session paused, resuming or provisioning, or a resume was
- * asked for (wake.asked: then a paused session already says "Waking…"); it
- * then walks the steps in order, one at a time: a step said for less than
- * LINE_MS holds the next back, and a timer renders again when it has been.
- * "starting" is skipped for a session without an app (readiness null). A
- * card that follows no wake shows what s stands for at once (a session
- * running when the page loaded never says "Waking…").
- * @param {{wake: {step: string, since: number, armed: boolean, asked: boolean, timer: any}, session: any}} card
- * @param {any} s
- */
-function wakeLine(card, s) {
-  const w = card.wake;
-  const now = performance.now();
-  if (s.state === "paused" && !w.asked) {
-    w.armed = true;
-    w.step = "";
-    return "";
-  }
-  if (s.state === "resuming" || s.state === "provisioning" || w.asked) w.armed = true;
-  const target = s.state === "paused" ? "waking" : wakeStep(s);
-  const want = WAKE_STEPS.indexOf(target);
-  if (!w.armed || want < 0) {
-    // No wake followed, or it ended otherwise (pausing, failed, killed).
-    w.armed = w.asked = false;
-    w.step = target;
-    w.since = now;
-    return target;
-  }
-  let at = WAKE_STEPS.indexOf(w.step);
-  while (at < want) {
-    if (at >= 0 && now - w.since < LINE_MS) {
-      clearTimeout(w.timer);
-      w.timer = setTimeout(() => render(card, card.session), LINE_MS - (now - w.since) + 1);
-      return w.step;
+    for (let hops = 0; ; hops++) {
+      page = await read(listPath(view.at));
+      if (page.sessions.length > 0 || !page.next_cursor || hops === 20) break;
+      view.at = { list: view.at.list, cursor: page.next_cursor };
     }
-    at++;
-    if (WAKE_STEPS[at] === "starting" && s.readiness == null) at++;
-    w.step = WAKE_STEPS[at];
-    w.since = now;
-  }
-  if (w.step === "ready") w.armed = w.asked = false;
-  return w.step;
-}
-
-/**
- * Shows a session's state: badge, preview iframe when running, sleeping
- * card when paused, buttons that fit the state.
- * @param {{el: HTMLElement, channel: any, session: any, wake: any}} card
- * @param {any} s the session or status body
- */
-function render(card, s) {
-  card.session = s;
-  const { el } = card;
-  const state = s.state ?? "unknown";
-  el.dataset.state = state;
-  const badge = /** @type {HTMLElement} */ (el.querySelector(".badge"));
-  badge.textContent = state;
-  badge.dataset.state = state;
-
-  const preview = /** @type {HTMLElement} */ (el.querySelector(".preview"));
-  const iframe = /** @type {HTMLIFrameElement} */ (el.querySelector("iframe"));
-  const sleeping = /** @type {HTMLElement} */ (el.querySelector(".sleeping"));
-  // The iframe only once the app answers: never a 502 in it
-  // (docs/READINESS.md). A session without an app is ready when running.
-  // The line says each step of a wake, even one a push skipped (wakeLine).
-  const step = wakeLine(card, s);
-  const running = step === "ready" && s.preview_url;
-  preview.hidden = !running;
-  const waking = /** @type {HTMLElement} */ (el.querySelector(".waking"));
-  let wait = "";
-  if (step === "waking") wait = "Waking…";
-  else if (step === "starting") wait = "Starting the app…";
-  else if (state === "running" && s.readiness === "failed") wait = "The app did not start: " + (s.readiness_detail ?? "no detail");
-  waking.textContent = wait;
-  waking.hidden = wait === "";
-  if (running && iframe.getAttribute("src") !== s.preview_url) iframe.src = s.preview_url;
-  if (!running && iframe.getAttribute("src")) iframe.removeAttribute("src");
-  sleeping.hidden = state !== "paused" || step !== "";
-
-  const link = el.querySelector(".link");
-  link.replaceChildren();
-  if (running) {
-    const a = document.createElement("a");
-    a.href = s.preview_url;
-    a.target = "_blank";
-    a.rel = "noopener";
-    a.textContent = "open preview";
-    link.append(a);
-  }
-
-  const final = FINAL.has(state);
-  /** @type {HTMLButtonElement} */ (el.querySelector(".pause")).disabled = state !== "running";
-  /** @type {HTMLButtonElement} */ (el.querySelector(".resume")).disabled = state !== "paused";
-  /** @type {HTMLButtonElement} */ (el.querySelector(".delete")).disabled = final;
-  if (final && card.channel) {
-    card.channel.close();
-    card.channel = null;
-  }
-}
-
-document.getElementById("create").addEventListener("submit", async (ev) => {
-  ev.preventDefault();
-  const form = /** @type {HTMLFormElement} */ (ev.currentTarget);
-  const f = new FormData(form);
-  const body = { template: String(f.get("template")) };
-  for (const k of ["idle_timeout_seconds", "away_timeout_seconds"]) {
-    const v = String(f.get(k) ?? "");
-    if (v !== "") body[k] = Number(v);
-  }
-  const button = form.querySelector("button");
-  button.disabled = true;
-  try {
-    const created = await api("POST", API, body);
-    await addSession(created.session ?? created);
-    say("");
+    if (view.mode === "live-first" && view.at.list === "live" && !view.at.cursor && page.sessions.length === 0 && !page.next_cursor) {
+      view.at = { list: "ended", cursor: "" };
+      page = await read(listPath(view.at));
+    }
   } catch (e) {
-    say(String(e.message ?? e));
-  } finally {
-    button.disabled = false;
-  }
-});
-
-try {
-  const data = await api("GET", API);
-  for (const s of [...(data.sessions ?? [])].reverse()) await addSession(s);
-} catch (e) {
-  say(`cannot list sessions: ${e.message ?? e}`);
-}
-
-// Webhook endpoints and their last deliveries (docs/WEBHOOKS.md), read on
-// load and on Refresh: deliveries have no channel, so nothing updates live.
-const HOOKS = "/console/api/webhook-endpoints";
-const hooks = /** @type {HTMLElement} */ (document.getElementById("webhooks"));
-
-/** @param {string} tag @param {string} text */
-function cell(tag, text) {
-  const el = document.createElement(tag);
-  el.textContent = text;
-  return el;
-}
-
-async function showWebhooks() {
-  let data;
-  try {
-    data = await api("GET", HOOKS);
-  } catch (e) {
-    say(`cannot list webhook endpoints: ${e.message ?? e}`);
+    say(`cannot list sessions: ${e.message ?? e}`);
     return;
   }
-  hooks.querySelectorAll(".endpoint").forEach((el) => el.remove());
-  const endpoints = data.webhook_endpoints ?? [];
-  hooks.querySelector(".empty").hidden = endpoints.length > 0;
-  for (const ep of endpoints) {
-    const box = document.createElement("article");
-    box.className = "endpoint";
-    const title = cell("header", "");
-    title.append(cell("code", ep.id), " ", cell("span", ep.url), " ",
-      cell("span", ep.disabled ? `disabled: ${ep.disabled_reason ?? ""}` : (ep.event_types.length ? ep.event_types.join(", ") : "all events")));
-    box.append(title);
-    const table = document.createElement("table");
-    const head = document.createElement("tr");
-    for (const h of ["event", "type", "status", "attempts (status codes)", "next attempt"]) head.append(cell("th", h));
-    table.append(head);
-    try {
-      const log = await api("GET", `${HOOKS}/${encodeURIComponent(ep.id)}/deliveries?limit=5`);
-      for (const d of log.deliveries ?? []) {
-        const row = document.createElement("tr");
-        row.dataset.status = d.status;
-        const codes = d.attempts.map((a) => a.status_code ?? "–").join(", ");
-        row.append(cell("td", d.event_id), cell("td", d.event_type), cell("td", d.status), cell("td", codes), cell("td", d.next_attempt_at ?? ""));
-        table.append(row);
-      }
-    } catch (e) {
-      box.append(cell("p", `cannot read deliveries: ${e.message ?? e}`));
-    }
-    box.append(table);
-    hooks.append(box);
-  }
+  say("");
+  view.rows = page.sessions;
+  if (page.next_cursor) view.next = { list: view.at.list, cursor: page.next_cursor };
+  else if (view.mode === "live-first" && view.at.list === "live") view.next = { list: "ended", cursor: "" };
+  else view.next = null;
+  renderTable();
 }
 
-document.getElementById("webhooks-refresh").addEventListener("click", showWebhooks);
-await showWebhooks();
+/** Shows view.rows, sorted, and the pager. */
+function renderTable() {
+  const { key, dir } = view.sort;
+  const rows = [...view.rows];
+  if (!(key === "created_at" && dir === "descending")) {
+    const sign = dir === "ascending" ? 1 : -1;
+    rows.sort((a, b) => sign * String(a[key] ?? "").localeCompare(String(b[key] ?? "")));
+  }
+  for (const th of document.querySelectorAll("#sessions th[data-key]")) {
+    if (th.getAttribute("data-key") === key) th.setAttribute("aria-sort", dir);
+    else th.removeAttribute("aria-sort");
+  }
+  tbody.replaceChildren(...rows.map(row));
+  const page = view.back.length + 1;
+  const what = view.at.list === "live" ? "live sessions" : view.at.list === "ended" ? "ended sessions" : view.at.list ? `${view.at.list} sessions` : "sessions";
+  summary.textContent = rows.length === 0
+    ? (view.at.list === "live" && page === 1 ? "No live sessions." : `No ${what} here.`)
+    : `${rows.length} ${what}, newest first${view.mode === "live-first" ? " (live sessions first, then the ended ones)" : ""}.`;
+  /** @type {HTMLElement} */ (document.getElementById("page-label")).textContent = `Page ${page}`;
+  /** @type {HTMLButtonElement} */ (document.getElementById("prev-page")).disabled = view.back.length === 0;
+  /** @type {HTMLButtonElement} */ (document.getElementById("first-page")).disabled = view.back.length === 0;
+  /** @type {HTMLButtonElement} */ (document.getElementById("next-page")).disabled = !view.next;
+}
+
+/** One table row. @param {any} s */
+function row(s) {
+  const tr = el("tr");
+  tr.dataset.id = s.id;
+  const cell = (label, content) => {
+    const td = el("td", undefined, { "data-label": label });
+    td.append(content);
+    tr.append(td);
+  };
+  const link = el("a", s.id, { href: `#/sessions/${s.id}` });
+  cell("Session", link);
+  cell("State", badge(s.state));
+  cell("Provider", s.provider);
+  cell("Template", s.template);
+  cell("Metadata", el("span", pairs(s.metadata), { class: "meta" }));
+  cell("Created", el("time", when(s.created_at), { datetime: s.created_at ?? "" }));
+  cell("Updated", el("time", when(s.updated_at), { datetime: s.updated_at ?? "" }));
+  return tr;
+}
+
+/** Reads the form into the view and shows the first page. */
+function applyFilters() {
+  const f = new FormData(filters);
+  view.mode = String(f.get("state") ?? "");
+  view.provider = String(f.get("provider") ?? "").trim();
+  view.template = String(f.get("template") ?? "").trim();
+  view.limit = Number(f.get("limit") ?? 20);
+  view.metadata = {};
+  for (const part of String(f.get("metadata") ?? "").split(",")) {
+    const [k, ...v] = part.split("=");
+    if (k.trim()) view.metadata[k.trim()] = v.join("=").trim();
+  }
+  view.at = { list: firstList(), cursor: "" };
+  view.back = [];
+  return loadPage();
+}
+
+filters.addEventListener("submit", (ev) => {
+  ev.preventDefault();
+  applyFilters();
+});
+document.getElementById("next-page").addEventListener("click", () => {
+  if (!view.next) return;
+  view.back.push(view.at);
+  view.at = view.next;
+  loadPage();
+});
+document.getElementById("prev-page").addEventListener("click", () => {
+  const prev = view.back.pop();
+  if (!prev) return;
+  view.at = prev;
+  loadPage();
+});
+document.getElementById("first-page").addEventListener("click", () => {
+  view.back = [];
+  view.at = { list: firstList(), cursor: "" };
+  loadPage();
+});
+for (const th of document.querySelectorAll("#sessions th[data-key] button")) {
+  th.addEventListener("click", () => {
+    const key = /** @type {string} */ (th.parentElement?.getAttribute("data-key"));
+    const dir = view.sort.key === key && view.sort.dir === "descending" ? "ascending" : "descending";
+    view.sort = { key, dir };
+    renderTable();
+  });
+}
+document.getElementById("search").addEventListener("submit", (ev) => {
+  ev.preventDefault();
+  const input = /** @type {HTMLInputElement} */ (/** @type {HTMLFormElement} */ (ev.currentTarget).elements.namedItem("id"));
+  let id = input.value.trim().toLowerCase();
+  if (id && !id.startsWith("ses_")) id = "ses_" + id;
+  if (!/^ses_[a-z2-7]{26}$/.test(id)) {
+    say(`"${input.value.trim()}" is not a session id: ses_ and 26 letters a-z or digits 2-7`);
+    return;
+  }
+  location.hash = `#/sessions/${id}`;
+});
+
+// --- live: the feed -----------------------------------------------------
+
+let reloadTimer = 0;
+
+/** Reads the first page again soon (a burst of events reads it once). */
+function reloadSoon() {
+  clearTimeout(reloadTimer);
+  reloadTimer = setTimeout(loadPage, 500);
+}
+
+/**
+ * A transition on the feed: a row on screen is read again; a session that
+ * may belong on the first page shows it again; the open session page
+ * updates itself.
+ * @param {{session_id: string, to: string}} ev
+ */
+async function onTransition(ev) {
+  sessionEvent(ev);
+  if (current() !== "sessions") return;
+  const i = view.rows.findIndex((s) => s.id === ev.session_id);
+  if (i >= 0) {
+    try {
+      view.rows[i] = await read(`/console/api/sessions/${encodeURIComponent(ev.session_id)}`);
+    } catch {
+      return;
+    }
+    renderTable();
+    tbody.querySelector(`tr[data-id="${ev.session_id}"]`)?.classList.add("changed");
+    return;
+  }
+  const states = statesOf(view.at.list);
+  if (view.back.length === 0 && (!states || states.split(",").includes(ev.to))) reloadSoon();
+}
+
+function listen() {
+  const feed = new EventSource("/console/api/feed");
+  feed.onopen = () => {
+    liveLine.textContent = "live";
+    liveLine.dataset.state = "open";
+  };
+  feed.onerror = () => {
+    liveLine.textContent = "reconnecting…";
+    liveLine.dataset.state = "closed";
+  };
+  feed.addEventListener("transition", (e) => onTransition(JSON.parse(/** @type {MessageEvent} */ (e).data)));
+  feed.addEventListener("resync", () => route());
+}
+
+// --- views --------------------------------------------------------------
+
+/** The view the hash names: "sessions", "session", "pools" or "webhooks". */
+function current() {
+  const h = location.hash;
+  if (h.startsWith("#/sessions/")) return "session";
+  if (h === "#/pools") return "pools";
+  if (h === "#/webhooks") return "webhooks";
+  return "sessions";
+}
+
+let loaded = false;
+
+function route() {
+  const v = current();
+  for (const id of ["sessions", "session", "pools", "webhooks"]) {
+    /** @type {HTMLElement} */ (document.getElementById(`view-${id}`)).hidden = id !== v;
+  }
+  for (const a of document.querySelectorAll("nav a[data-nav]")) {
+    const on = a.getAttribute("data-nav") === (v === "session" ? "sessions" : v);
+    if (on) a.setAttribute("aria-current", "page");
+    else a.removeAttribute("aria-current");
+  }
+  say("");
+  if (v === "session") return showSession(decodeURIComponent(location.hash.slice("#/sessions/".length)));
+  if (v === "pools") return showPools();
+  if (v === "webhooks") return showWebhooks();
+  if (!loaded) {
+    loaded = true;
+    return applyFilters();
+  }
+  return loadPage();
+}
+
+window.addEventListener("hashchange", route);
+listen();
+await route();

@@ -3,7 +3,7 @@
 // It prints the base URL ("http://127.0.0.1:PORT") on its first stdout line
 // and serves until stdin closes or it is signalled.
 //
-// Usage: go run ./internal/webclient/webclienttest/serve [-addr 127.0.0.1:0] [-tokens t1,t2] [-console]
+// Usage: go run ./internal/webclient/webclienttest/serve [-addr 127.0.0.1:0] [-tokens t1,t2]
 package main
 
 import (
@@ -21,7 +21,6 @@ import (
 func main() {
 	addr := flag.String("addr", "127.0.0.1:0", "listen address")
 	tokens := flag.String("tokens", "tok-1", "comma-separated valid tokens")
-	console := flag.Bool("console", false, "serve the console fake (webclienttest.Console) instead of one scripted channel")
 	flag.Parse()
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
@@ -29,9 +28,6 @@ func main() {
 		os.Exit(1)
 	}
 	var srv http.Handler = webclienttest.New([]byte(`{"state":"running","sandbox_paused":false,"preview_url":"http://127.0.0.1:1/"}`), strings.Split(*tokens, ",")...)
-	if *console {
-		srv = webclienttest.NewConsole()
-	}
 	fmt.Printf("http://%s\n", ln.Addr())
 	go func() {
 		io.Copy(io.Discard, os.Stdin)
