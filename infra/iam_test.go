@@ -234,9 +234,11 @@ func TestRoleTableActionsPinned(t *testing.T) {
 		// the session and its connections; gone ones deleted and the
 		// session's presence recomputed (a PutItem that moves no slot).
 		routes.Notifier: with(onTable("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:DeleteItem"), tabledef.IndexByConnSession),
-		// an account's endpoints (Query on the table), a delivery and its
-		// endpoint (GetItem), conditional writes of both (PutItem).
-		routes.Deliver: onTable("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query"),
+		// an account's endpoints and an endpoint's parked deliveries (Query
+		// on the table), a delivery, its endpoint and the endpoint's watch
+		// (GetItem), conditional writes of them (PutItem), a parking
+		// claimed (UpdateItem), woken or a watch ended (DeleteItem).
+		routes.Deliver: onTable("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:Query"),
 		// a session and its checkpoints (GetItem), their conditional
 		// writes (PutItem, UpdateItem for the running slot), a deleted
 		// checkpoint (DeleteItem), a session's checkpoints (Query on the

@@ -687,13 +687,17 @@ var functionSpecs = []functionSpec{
 		table:          tableAccess{actions: []string{actionGetItem, actionPutItem, actionDeleteItem}, indexes: []string{tabledef.IndexByConnSession}},
 		writesSessions: true},
 	// deliver: 1 min (deliverTimeout in webhooks.go); no provider, no
-	// secret. An account's endpoints: Query on the table, bounded to their
-	// partitions (WHEP#<account>, LeadingKeys); a delivery and its
-	// endpoint: GetItem; deliveries created and updated, an endpoint's
-	// health: PutItem (conditional). No index, no delete.
+	// secret. An account's endpoints and an endpoint's parked deliveries:
+	// Query on the table, bounded to their partitions (WHEP#<account>,
+	// WHPARK#<endpoint>, LeadingKeys); a delivery, its endpoint and the
+	// endpoint's watch: GetItem; deliveries created and updated, an
+	// endpoint's health, a parking and a watch: PutItem (conditional); a
+	// parking claimed by a wake: UpdateItem; a parking woken and a watch
+	// ended: DeleteItem (internal/delivery/dynamostore park.go). No index.
 	{name: routes.Deliver, description: "Sandman outbound webhooks (lifecycle events to the accounts' endpoints)",
 		timeout: deliverTimeout, memoryMB: 256,
-		table: tableAccess{actions: []string{actionGetItem, actionPutItem, actionQuery}, queryKeys: []string{"WHEP#*"}}},
+		table: tableAccess{actions: []string{actionGetItem, actionPutItem, actionUpdateItem, actionDeleteItem, actionQuery},
+			queryKeys: []string{"WHEP#*", "WHPARK#*"}}},
 	// checkpoint: checkpointTimeout and checkpointMemoryMB
 	// (checkpoints.go): a job may stream a workspace archive.
 	{name: routes.Checkpoint, description: "Sandman checkpoint jobs (checkpoint queue: save, restore, fork, delete)",

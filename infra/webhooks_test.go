@@ -52,14 +52,16 @@ func TestWebhooks(t *testing.T) {
 				t.Errorf("%s: actions on the webhook dead-letter queue %v, want %v", name, sorted(onDLQ), sorted(wantDLQ))
 			}
 		}
-		// Its Query reaches the accounts' endpoint partitions only.
+		// Its Query reaches the accounts' endpoint partitions and the
+		// endpoints' parking partitions only.
 		for _, st := range all[s.logicalID(t, constructID(routes.Deliver)+"Role")] {
 			if !slices.Contains(st.actions, "dynamodb:Query") {
 				continue
 			}
 			if cond := canonical(st.raw["Condition"]); !strings.Contains(cond, "dynamodb:LeadingKeys") ||
-				!strings.Contains(cond, "WHEP#*") || strings.Contains(cond, "SESSION#") || strings.Contains(cond, "APIKEY") {
-				t.Errorf("deliver may Query the table with condition %s, want LeadingKeys WHEP#* only", cond)
+				!strings.Contains(cond, "WHEP#*") || !strings.Contains(cond, "WHPARK#*") || strings.Contains(cond, "SESSION#") ||
+				strings.Contains(cond, "APIKEY") {
+				t.Errorf("deliver may Query the table with condition %s, want LeadingKeys WHEP#* and WHPARK#* only", cond)
 			}
 		}
 		for a := range s.functionActions(t, all, routes.Deliver) {

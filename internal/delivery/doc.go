@@ -29,8 +29,10 @@
 // at a time, one start each FailingGap) and a slow one
 // (SlowEndpointConcurrency at once) are capped across every process by
 // holds on the endpoint item (Endpoint.Holds); an attempt over the cap
-// waits ProbeWait without a write, so a dead endpoint's queue costs the
-// table nothing while it waits.
+// parks its delivery (park.go): nothing reads or writes it while it waits,
+// the attempt that lets go of a hold wakes the next one, and the endpoint's
+// watch (a job every WatchEvery) wakes what no attempt does, so a dead
+// endpoint's queue costs the table almost nothing while it waits.
 //
 // Targets are checked twice (Guard): at registration the URL's host must
 // resolve only to public addresses (and be https), and at every attempt the

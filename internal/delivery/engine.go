@@ -63,22 +63,23 @@ type Config struct {
 	OnExhausted func(ctx context.Context, d *Delivery) error
 	// Log receives failures. Default slog.Default().
 	Log *slog.Logger
-	// ProbeWait is how long an attempt over its endpoint's cap waits.
-	// Default ProbeWait (20 s); tests running on the wall clock shorten it.
-	ProbeWait time.Duration
+	// WatchEvery is how often an endpoint's watch looks at its parked
+	// deliveries. Default WatchEvery (1 min); tests running on the wall
+	// clock shorten it.
+	WatchEvery time.Duration
 }
 
 // Engine accepts events and runs delivery attempts. It is safe for
 // concurrent use.
 type Engine struct {
-	store     Store
-	dispatch  Dispatcher
-	clock     lifecycle.Clock
-	schedule  []time.Duration
-	client    *http.Client
-	exhausted func(ctx context.Context, d *Delivery) error
-	log       *slog.Logger
-	probeWait time.Duration
+	store      Store
+	dispatch   Dispatcher
+	clock      lifecycle.Clock
+	schedule   []time.Duration
+	client     *http.Client
+	exhausted  func(ctx context.Context, d *Delivery) error
+	log        *slog.Logger
+	watchEvery time.Duration
 	// gap is the least time between the starts of two attempts to a
 	// failing endpoint: FailingGap, or the schedule's shortest retry wait
 	// when shorter, so the gap never stretches a delivery's own schedule.
@@ -118,15 +119,15 @@ func NewEngine(cfg Config) (*Engine, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
-	if cfg.ProbeWait <= 0 {
-		cfg.ProbeWait = ProbeWait
+	if cfg.WatchEvery <= 0 {
+		cfg.WatchEvery = WatchEvery
 	}
 	gap := FailingGap
 	for _, w := range cfg.Schedule[1:] {
 		gap = min(gap, w)
 	}
 	return &Engine{store: cfg.Store, dispatch: cfg.Dispatcher, clock: cfg.Clock, schedule: cfg.Schedule,
-		client: cfg.Client, exhausted: cfg.OnExhausted, log: cfg.Log, probeWait: cfg.ProbeWait, gap: gap}, nil
+		client: cfg.Client, exhausted: cfg.OnExhausted, log: cfg.Log, watchEvery: cfg.WatchEvery, gap: gap}, nil
 }
 
 // Body is the JSON body of every delivery: the event's type, when it was
@@ -204,15 +205,21 @@ func (e *Engine) accept(ctx context.Context, ev lifecycle.Event) error {
 
 // Attempt runs the attempt job names, if it is still due: on a failing or
 // slow endpoint it first takes one of the endpoint's holds
-// (Endpoint.AttemptCap; none free: the job comes back after ProbeWait and
-// nothing is written), it claims the delivery (a conditional write; a
-// failing endpoint's single hold is the claim), POSTs the payload, records
-// the attempt and then either settles the delivery (succeeded, or failed
-// when the schedule ran out) or dispatches the next attempt. A stale job
-// (the delivery moved on) is dropped; a job that came early (an SQS hop)
-// is dispatched again for its time. Errors: the store or dispatcher
-// failed (the caller runs the job again later).
+// (Endpoint.AttemptCap; none free: the delivery is parked, nothing of it
+// is written and its job ends, see park), it claims the delivery (a
+// conditional write; a failing endpoint's single hold is the claim), POSTs
+// the payload, records the attempt and then either settles the delivery
+// (succeeded, or failed when the schedule ran out) or dispatches the next
+// attempt; an attempt that held its endpoint then wakes the parked
+// deliveries the endpoint has room for. A stale job (the delivery moved
+// on) is dropped; a job that came early (an SQS hop) is dispatched again
+// for its time. A watch job (Job.Watch) runs the endpoint's watch instead.
+// Errors: the store or dispatcher failed (the caller runs the job again
+// later).
 func (e *Engine) Attempt(ctx context.Context, job Job) error {
+	if !job.Watch.IsZero() {
+		return e.watch(ctx, job)
+	}
 	d, err := e.store.GetDelivery(ctx, job.EndpointID, job.DeliveryID)
 	if lifecycle.ErrorCode(err) == lifecycle.CodeNotFound {
 		return nil // expired from the log
@@ -238,10 +245,11 @@ func (e *Engine) Attempt(ctx context.Context, job Job) error {
 	}
 	// A failing or slow endpoint has a cap on attempts under way
 	// (Endpoint.AttemptCap), kept on the endpoint item: an attempt over
-	// the cap waits ProbeWait without counting as an attempt and without
-	// a write (its job comes back), so a dead endpoint's queue costs the
-	// table nothing while it waits and a slow one never ties up the
-	// capacity other endpoints' deliveries run in.
+	// the cap parks its delivery without counting an attempt and without
+	// writing the delivery or the endpoint, and its job ends; a wake runs
+	// it again. So a dead endpoint's queue costs the table nothing while it
+	// waits (no write, no read) and a slow one never ties up the capacity
+	// other endpoints' deliveries run in.
 	limit := ep.AttemptCap()
 	var hold time.Time
 	if limit > 0 {
@@ -249,7 +257,7 @@ func (e *Engine) Attempt(ctx context.Context, job Job) error {
 			return err
 		}
 		if hold.IsZero() {
-			return e.dispatch.Dispatch(ctx, job, now.Add(e.probeWait))
+			return e.park(ctx, ep, d, now)
 		}
 	}
 	// Claim: a copy of this job arriving meanwhile finds it not due. With
@@ -287,6 +295,9 @@ func (e *Engine) Attempt(ctx context.Context, job Job) error {
 		return fmt.Errorf("record attempt of delivery %s: %w", d.ID, err)
 	}
 	e.endpointHealth(ctx, ep, a, hold)
+	if !hold.IsZero() {
+		e.wakeAfter(ctx, ep, d)
+	}
 	switch d.Status {
 	case StatusPending:
 		next := Job{AccountID: d.AccountID, EndpointID: d.EndpointID, DeliveryID: d.ID, Seq: len(d.Attempts)}
@@ -311,6 +322,9 @@ func (e *Engine) Attempt(ctx context.Context, job Job) error {
 // Any other job runs as Attempt does. A duplicate this makes is harmless:
 // the claim lets one copy attempt.
 func (e *Engine) Redelivered(ctx context.Context, job Job) error {
+	if !job.Watch.IsZero() {
+		return e.watch(ctx, job)
+	}
 	d, err := e.store.GetDelivery(ctx, job.EndpointID, job.DeliveryID)
 	if lifecycle.ErrorCode(err) == lifecycle.CodeNotFound {
 		return nil
@@ -482,7 +496,7 @@ func refusedText(err error) string {
 // endpoint's attempts never write it. Best effort: a lost race is tried
 // again, up to SlowEndpointConcurrency more times (every other holder may
 // win one race against it), other failures are logged; a hold not let go
-// ends on its own.
+// ends on its own. ep is left as last read or written.
 func (e *Engine) endpointHealth(ctx context.Context, ep *Endpoint, a Attempt, hold time.Time) {
 	now := e.clock.Now()
 	latency := time.Duration(a.LatencyMS) * time.Millisecond
@@ -494,7 +508,7 @@ func (e *Engine) endpointHealth(ctx context.Context, ep *Endpoint, a Attempt, ho
 			if err != nil {
 				return
 			}
-			ep = fresh
+			*ep = *fresh
 		}
 		prev := ep.Version
 		holds := dropHold(ep.liveHolds(now), hold)

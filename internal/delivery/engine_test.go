@@ -346,16 +346,28 @@ func TestFailingEndpointGetsOneAttemptAtATime(t *testing.T) {
 	if got := len(rcv.requests()); got != 1 {
 		t.Fatalf("receiver got %d requests while the endpoint was held, want 1", got)
 	}
-	job, at, ok := rec.take()
-	if !ok || job != second || !at.Equal(clock.Now().Add(delivery.ProbeWait)) {
-		t.Fatalf("the waiting attempt: job %+v at %s, want it again after %s", job, at, delivery.ProbeWait)
+	// The waiting attempt parks its delivery: no job of it comes back by
+	// itself; the endpoint's watch does, WatchEvery later.
+	watch, at, ok := rec.take()
+	if !ok || watch.DeliveryID != "" || !watch.Watch.Equal(clock.Now()) || !at.Equal(clock.Now().Add(delivery.WatchEvery)) {
+		t.Fatalf("after the waiting attempt: job %+v at %s, want the endpoint's watch after %s", watch, at, delivery.WatchEvery)
+	}
+	if parked, _ := store.ParkedDeliveries(ctx, ep.ID, 10); len(parked) != 1 || parked[0].Job() != second {
+		t.Fatalf("parked %+v, want the waiting delivery", parked)
 	}
 	d, _ := store.GetDelivery(ctx, ep.ID, second.DeliveryID)
 	if len(d.Attempts) != 0 || d.Status != delivery.StatusPending {
 		t.Fatalf("a wait counted as an attempt: %+v", d)
 	}
 
-	clock.Set(at) // the hold ran out
+	clock.Set(at) // the hold ran out: the watch wakes the waiting delivery
+	if err := engine.Attempt(ctx, watch); err != nil {
+		t.Fatal(err)
+	}
+	job, _, ok := rec.take()
+	if !ok || job != second {
+		t.Fatalf("the watch dispatched %+v, want the waiting delivery's job %+v", job, second)
+	}
 	if err := engine.Attempt(ctx, job); err != nil {
 		t.Fatal(err)
 	}
@@ -370,17 +382,92 @@ func TestFailingEndpointGetsOneAttemptAtATime(t *testing.T) {
 
 // countingStore is a memstore that counts its writes and their write
 // capacity units as DynamoDB bills them (one per KB of the item written,
-// rounded up; the item's size taken as its JSON).
+// rounded up; the item's size taken as its JSON), its parking writes, and
+// its reads and their read capacity units (strongly consistent: one per 4
+// KB read, rounded up, a Query's items summed, at least one per request).
 type countingStore struct {
 	*memstore.Store
 	mu                             sync.Mutex
 	deliveryWrites, endpointWrites int
 	deliveryWCU, endpointWCU       int
+	parkWrites                     int
+	reads                          int
+	rcu                            int
 }
 
 func wcu(v any) int {
 	b, _ := json.Marshal(v)
 	return (len(b) + 1023) / 1024
+}
+
+// read counts one read request of v (an item or a list of them).
+func (s *countingStore) read(v any) {
+	b, _ := json.Marshal(v)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reads++
+	s.rcu += max(1, (len(b)+4095)/4096)
+}
+
+func (s *countingStore) GetDelivery(ctx context.Context, endpointID, id string) (*delivery.Delivery, error) {
+	d, err := s.Store.GetDelivery(ctx, endpointID, id)
+	s.read(d)
+	return d, err
+}
+
+func (s *countingStore) GetEndpoint(ctx context.Context, accountID, id string) (*delivery.Endpoint, error) {
+	e, err := s.Store.GetEndpoint(ctx, accountID, id)
+	s.read(e)
+	return e, err
+}
+
+func (s *countingStore) ListEndpoints(ctx context.Context, accountID string) ([]*delivery.Endpoint, error) {
+	es, err := s.Store.ListEndpoints(ctx, accountID)
+	s.read(es)
+	return es, err
+}
+
+func (s *countingStore) ParkedDeliveries(ctx context.Context, endpointID string, limit int) ([]*delivery.Parked, error) {
+	ps, err := s.Store.ParkedDeliveries(ctx, endpointID, limit)
+	s.read(ps)
+	return ps, err
+}
+
+func (s *countingStore) Watching(ctx context.Context, endpointID string) (time.Time, error) {
+	since, err := s.Store.Watching(ctx, endpointID)
+	s.read(since)
+	return since, err
+}
+
+func (s *countingStore) parked() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.parkWrites++
+}
+
+func (s *countingStore) ParkDelivery(ctx context.Context, p *delivery.Parked) error {
+	s.parked()
+	return s.Store.ParkDelivery(ctx, p)
+}
+
+func (s *countingStore) ClaimParked(ctx context.Context, p *delivery.Parked, now, before time.Time) (bool, error) {
+	s.parked()
+	return s.Store.ClaimParked(ctx, p, now, before)
+}
+
+func (s *countingStore) UnparkDelivery(ctx context.Context, p *delivery.Parked) error {
+	s.parked()
+	return s.Store.UnparkDelivery(ctx, p)
+}
+
+func (s *countingStore) StartWatch(ctx context.Context, endpointID string, since time.Time) (bool, error) {
+	s.parked()
+	return s.Store.StartWatch(ctx, endpointID, since)
+}
+
+func (s *countingStore) EndWatch(ctx context.Context, endpointID string, since time.Time) error {
+	s.parked()
+	return s.Store.EndWatch(ctx, endpointID, since)
 }
 
 func (s *countingStore) UpdateDelivery(ctx context.Context, d *delivery.Delivery, prev int64) error {
@@ -403,6 +490,7 @@ func (s *countingStore) reset() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.deliveryWrites, s.endpointWrites, s.deliveryWCU, s.endpointWCU = 0, 0, 0, 0
+	s.parkWrites, s.reads, s.rcu = 0, 0, 0
 }
 
 // timeline is a Dispatcher that keeps jobs in time order, for a test to run
@@ -471,7 +559,7 @@ func (l *timeline) runUntil(t *testing.T, e *delivery.Engine, clock *lifecycle.M
 
 // TestDeadEndpointHoldsItsDeliveriesWithoutWrites: 1,000 deliveries queued
 // for an endpoint that fails every attempt cost the table a few writes per
-// probe of the endpoint, not one rewrite of each delivery per ProbeWait.
+// probe of the endpoint, not one rewrite of each delivery while it waits.
 // The figure in docs/WEBHOOKS.md "Retries, failure, disabling" comes from
 // this test's log line.
 func TestDeadEndpointHoldsItsDeliveriesWithoutWrites(t *testing.T) {
@@ -519,15 +607,21 @@ func TestDeadEndpointHoldsItsDeliveriesWithoutWrites(t *testing.T) {
 	}
 }
 
+// holdStep is how long another process's attempt holds an endpoint each
+// time it takes it (hold).
+const holdStep = 20 * time.Second
+
+// hold marks ep failing and held by an attempt under way until at+holdStep.
+func hold(ep *delivery.Endpoint, at time.Time) {
+	ep.FailingSince, ep.Holds = at.Add(-time.Hour), []time.Time{at.Add(holdStep)}
+}
+
 // TestHeldDeliveriesCostNoWrites: while another process's attempt holds a
 // failing endpoint (a probe that takes its time), the 1,000 deliveries
-// queued for it wait with no write at all; each ProbeWait their jobs come
-// back and read, nothing more. The figure in docs/WEBHOOKS.md comes from
-// this test's log line.
-// hold marks ep failing and held by an attempt under way until at+ProbeWait.
-func hold(ep *delivery.Endpoint, at time.Time) {
-	ep.FailingSince, ep.Holds = at.Add(-time.Hour), []time.Time{at.Add(delivery.ProbeWait)}
-}
+// queued for it wait with no write of a delivery or the endpoint at all:
+// they park (docs/WEBHOOKS.md; TestWaitingDeliveriesCostAtMostOneRCUPerSecond
+// counts their reads). The figure in docs/WEBHOOKS.md comes from this test's
+// log line.
 
 func TestHeldDeliveriesCostNoWrites(t *testing.T) {
 	const queued = 1000
@@ -549,7 +643,7 @@ func TestHeldDeliveriesCostNoWrites(t *testing.T) {
 	}
 	start := clock.Now()
 	const window = 10 * time.Minute
-	for at := start; at.Before(start.Add(window)); at = at.Add(delivery.ProbeWait) {
+	for at := start; at.Before(start.Add(window)); at = at.Add(holdStep) {
 		// Another process probes the endpoint all along: it holds it.
 		cur, _ := store.Store.GetEndpoint(ctx, "acct", ep.ID)
 		prev := cur.Version
@@ -558,7 +652,7 @@ func TestHeldDeliveriesCostNoWrites(t *testing.T) {
 		if err := store.Store.UpdateEndpoint(ctx, cur, prev); err != nil {
 			t.Fatal(err)
 		}
-		line.runUntil(t, engine, clock, at.Add(delivery.ProbeWait))
+		line.runUntil(t, engine, clock, at.Add(holdStep))
 	}
 	secs := window.Seconds()
 	t.Logf("%d deliveries waiting on a held endpoint over %s: %d delivery writes (%d WCU), %d endpoint writes (%d WCU): "+

@@ -81,7 +81,7 @@ func newRig(t *testing.T, schedule string, guard delivery.Guard) *rig {
 	store := memstore.New()
 	local := delivery.NewLocal(delivery.LocalConfig{})
 	engine, err := delivery.NewEngine(delivery.Config{Store: store, Dispatcher: local, Guard: guard, Schedule: sched,
-		ProbeWait: 10 * time.Millisecond})
+		WatchEvery: 10 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

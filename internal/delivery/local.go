@@ -139,18 +139,37 @@ type PendingLister interface {
 }
 
 // Recover dispatches every pending delivery of store at its next attempt
-// time: jobs live in memory, so after a restart (a crash included) the
-// deliveries that were waiting are picked up again. It returns how many.
-// Call it after Start.
+// time, and the watch of each of their endpoints that has one recorded
+// (Store.StartWatch) at once: jobs live in memory, so after a restart (a
+// crash included) the deliveries that were waiting, parked ones included,
+// are picked up again. It returns how many deliveries. Call it after Start.
 func (l *Local) Recover(ctx context.Context, store PendingLister) (int, error) {
 	ds, err := store.PendingDeliveries(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("list pending deliveries: %w", err)
 	}
+	watches, _ := store.(interface {
+		Watching(ctx context.Context, endpointID string) (time.Time, error)
+	})
+	seen := map[string]bool{}
 	for _, d := range ds {
 		job := Job{AccountID: d.AccountID, EndpointID: d.EndpointID, DeliveryID: d.ID, Seq: len(d.Attempts)}
 		if err := l.Dispatch(ctx, job, d.NextAttemptAt); err != nil {
 			return 0, err
+		}
+		if watches == nil || seen[d.EndpointID] {
+			continue
+		}
+		seen[d.EndpointID] = true
+		since, err := watches.Watching(ctx, d.EndpointID)
+		if err != nil {
+			return 0, fmt.Errorf("look up the watch of endpoint %s: %w", d.EndpointID, err)
+		}
+		if !since.IsZero() {
+			watch := Job{AccountID: d.AccountID, EndpointID: d.EndpointID, Watch: since}
+			if err := l.Dispatch(ctx, watch, l.clock.Now()); err != nil {
+				return 0, err
+			}
 		}
 	}
 	return len(ds), nil

@@ -31,11 +31,18 @@ const (
 	LogRetention = 30 * 24 * time.Hour
 	// AttemptTimeout: an answer later than 15 s is a failure.
 	AttemptTimeout = 15 * time.Second
-	// ProbeWait is how long an attempt waits when its endpoint is at its
-	// cap (Endpoint.AttemptCap) (ours): a dead endpoint holds one
-	// attempt's worth of capacity, not one per delivery, and a waiting
-	// delivery is not written.
-	ProbeWait = 20 * time.Second
+	// WatchEvery is how often an endpoint's watch looks at the deliveries
+	// parked on it (ours; Engine.Attempt parks an attempt over its
+	// endpoint's cap, Endpoint.AttemptCap): the attempt that lets go of a
+	// hold wakes the next parked delivery at once, the watch is what wakes
+	// them when no attempt does (its holder crashed, the endpoint was
+	// changed, deleted or disabled). A parked delivery is not read while
+	// it waits.
+	WatchEvery = time.Minute
+	// WakeBatch is how many parked deliveries one wake dispatches at most
+	// (ours): an endpoint that turns healthy with more parked has its watch
+	// run again at once for the next batch.
+	WakeBatch = 100
 	// FailingGap is the least time between the starts of two attempts to
 	// a failing endpoint (ours; DefaultSchedule's shortest retry wait; a
 	// schedule with a shorter one shortens it to that): one that refuses
@@ -253,6 +260,35 @@ type Job struct {
 	// job whose Seq no longer matches is stale and dropped, so duplicate
 	// jobs (SQS delivers at least once) never make two attempts.
 	Seq int `json:"seq"`
+	// Watch, when set, makes the job its endpoint's watch instead (no
+	// DeliveryID): the watch started at Watch (Store.StartWatch), which
+	// wakes the endpoint's parked deliveries (Engine.Attempt).
+	Watch time.Time `json:"watch,omitzero"`
+}
+
+// Parked is a delivery waiting for its endpoint, at its cap when the
+// delivery's attempt came due (Engine.Attempt): the job that found it so
+// is dropped, and a wake (the attempt that lets go of a hold, or the
+// endpoint's watch) dispatches the delivery again.
+type Parked struct {
+	EndpointID string
+	AccountID  string
+	DeliveryID string
+	// Seq is the delivery's attempt count when it parked (Job.Seq).
+	Seq int
+	// ParkedAt tells one parking from another of the same delivery: a wake
+	// removes only the one it dispatched (Store.UnparkDelivery).
+	ParkedAt time.Time
+	// ExpiresAt is the delivery's: the record goes with the log.
+	ExpiresAt time.Time
+	// WokenAt is when a wake claimed the parking (Store.ClaimParked), zero
+	// before; a claim older than WatchEvery is of a wake that crashed.
+	WokenAt time.Time
+}
+
+// Job returns the job that runs p's delivery again.
+func (p *Parked) Job() Job {
+	return Job{AccountID: p.AccountID, EndpointID: p.EndpointID, DeliveryID: p.DeliveryID, Seq: p.Seq}
 }
 
 // Dispatcher runs a job's attempt (Engine.Attempt) at or soon after at:
@@ -293,6 +329,30 @@ type Store interface {
 	// most limit, and a cursor for the next page ("" at the end).
 	// Errors: invalid for a cursor it did not issue.
 	ListDeliveries(ctx context.Context, endpointID string, limit int, cursor string) ([]*Delivery, string, error)
+
+	// ParkDelivery records p, replacing the delivery's earlier parking.
+	ParkDelivery(ctx context.Context, p *Parked) error
+	// ParkedDeliveries returns at most limit of the endpoint's parked
+	// deliveries, oldest delivery first (by id: event time), read
+	// strongly consistent.
+	ParkedDeliveries(ctx context.Context, endpointID string, limit int) ([]*Parked, error)
+	// ClaimParked marks p's parking woken at now, if it is still the one
+	// stored (same ParkedAt) and no wake claimed it after before; it
+	// reports whether it did. Two wakes never dispatch one parking.
+	ClaimParked(ctx context.Context, p *Parked, now, before time.Time) (bool, error)
+	// UnparkDelivery removes p's parking if it is still the one stored
+	// (same ParkedAt); else it does nothing. Not an error when gone.
+	UnparkDelivery(ctx context.Context, p *Parked) error
+	// StartWatch records that the endpoint's watch started at since,
+	// unless a watch is recorded already; it reports whether it recorded
+	// this one.
+	StartWatch(ctx context.Context, endpointID string, since time.Time) (bool, error)
+	// Watching returns when the endpoint's recorded watch started (zero:
+	// none), read strongly consistent.
+	Watching(ctx context.Context, endpointID string) (time.Time, error)
+	// EndWatch removes the endpoint's watch if it is the one started at
+	// since; else it does nothing.
+	EndWatch(ctx context.Context, endpointID string, since time.Time) error
 }
 
 var idEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)

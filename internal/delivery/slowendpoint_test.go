@@ -111,13 +111,11 @@ func TestSlowEndpointGetsAtMostItsShareOfAttempts(t *testing.T) {
 			}
 		}()
 	}
-	// Every caller either reaches the receiver or waits.
+	// Every caller either reaches the receiver or parks its delivery.
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		rec.mu.Lock()
-		n := len(rec.jobs)
-		rec.mu.Unlock()
-		if n+int(rcv.inFlight.Load()) == queued || time.Now().After(deadline) {
+		parked, _ := store.ParkedDeliveries(ctx, ep.ID, queued)
+		if len(parked)+int(rcv.inFlight.Load()) == queued || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(time.Millisecond)
@@ -129,17 +127,21 @@ func TestSlowEndpointGetsAtMostItsShareOfAttempts(t *testing.T) {
 		t.Errorf("%d attempts at once reached the slow endpoint (%d when all callers had run), want 1 to %d",
 			max, under, delivery.SlowEndpointConcurrency)
 	}
+	// Each attempt that let go of its hold woke one parked delivery, at
+	// once; the others stay parked.
 	var again []delivery.Job
 	for job, at, ok := rec.take(); ok; job, at, ok = rec.take() {
-		if job.Seq == 0 {
-			if !at.Equal(time.Date(2026, 11, 27, 6, 0, 14, 0, time.UTC).Add(delivery.ProbeWait)) {
-				t.Errorf("a waiting attempt comes back at %s, want %s after its call", at, delivery.ProbeWait)
+		if job.Seq == 0 && job.DeliveryID != "" {
+			if at.After(clock.Now()) || at.Before(time.Date(2026, 11, 27, 6, 0, 14, 0, time.UTC)) {
+				t.Errorf("a woken attempt is due at %s, want at once when a hold is let go (by %s)", at, clock.Now())
 			}
 			again = append(again, job)
 		}
 	}
-	if len(again)+int(under) != queued {
-		t.Errorf("%d attempts waited and %d ran, want %d in all", len(again), under, queued)
+	parked, _ := store.ParkedDeliveries(ctx, ep.ID, queued)
+	if len(again) != int(under) || len(again)+len(parked)+int(under) != queued {
+		t.Errorf("%d attempts woken, %d parked and %d ran, want one woken per attempt that ran and %d in all",
+			len(again), len(parked), under, queued)
 	}
 	if w := store.deliveryWrites; w != 2*int(under) {
 		t.Errorf("%d delivery writes for %d attempts, want 2 each (claim, record) and none for a wait", w, under)
@@ -156,12 +158,21 @@ func TestSlowEndpointGetsAtMostItsShareOfAttempts(t *testing.T) {
 	if len(again) == 0 {
 		t.Fatal("no attempt waited")
 	}
-	clock.Advance(delivery.ProbeWait)
 	if err := engine.Attempt(ctx, again[0]); err != nil {
 		t.Fatal(err)
 	}
 	got, _ = store.GetEndpoint(ctx, "acct", ep.ID)
 	if !got.SlowSince.IsZero() || got.AttemptCap() != 0 {
 		t.Errorf("after a quick answer: slow since %s, cap %d; want neither", got.SlowSince, got.AttemptCap())
+	}
+	woken := 0
+	for job, at, ok := rec.take(); ok; job, at, ok = rec.take() {
+		if job.Seq == 0 && job.DeliveryID != "" && !at.After(clock.Now()) {
+			woken++
+		}
+	}
+	if left, _ := store.ParkedDeliveries(ctx, ep.ID, queued); len(left) != 0 || woken != len(parked) {
+		t.Errorf("after a quick answer %d deliveries were woken and %d are still parked, want the %d parked woken at once",
+			woken, len(left), len(parked))
 	}
 }

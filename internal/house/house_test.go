@@ -48,6 +48,7 @@ var adapters = slices.Concat(
 		{"memstore", []string{"internal/lifecycle/memstore"}},
 		{"delivery/dynamostore", []string{"internal/delivery/dynamostore"}},
 		{"delivery/memstore", []string{"internal/delivery/memstore"}},
+		{"governor/dynamostore", []string{"internal/governor/dynamostore"}},
 	},
 	// the outbox publishers
 	[]component{
@@ -93,6 +94,7 @@ var kits = []string{
 	"internal/sqskit",
 	"internal/clienttoken",
 	"internal/calllimit",
+	"internal/governor",
 	"internal/provider/internal/...",
 	"internal/provider/hookwire/...",
 	"internal/provider/registry",

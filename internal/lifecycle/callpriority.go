@@ -1,6 +1,9 @@
 package lifecycle
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // CallPriority is a provider call's class in a provider's call limiter
 // (internal/calllimit): when calls wait for tokens, the next token goes to
@@ -51,4 +54,50 @@ func WithCallPriority(ctx context.Context, p CallPriority) context.Context {
 func CallPriorityOf(ctx context.Context) (CallPriority, bool) {
 	p, ok := ctx.Value(callPriorityKey{}).(CallPriority)
 	return p, ok && p < callPriorities
+}
+
+type callAccountKey struct{}
+
+// WithCallAccount returns a ctx whose provider calls are made for account
+// accountID: the fleet's provider governor (internal/governor) gives each
+// account its fair share of a class. The Service sets it on every call it
+// makes for a session (Service.provider).
+func WithCallAccount(ctx context.Context, accountID string) context.Context {
+	return context.WithValue(ctx, callAccountKey{}, accountID)
+}
+
+// CallAccountOf returns the account ctx's provider calls are made for
+// (WithCallAccount), "" when none.
+func CallAccountOf(ctx context.Context) string {
+	a, _ := ctx.Value(callAccountKey{}).(string)
+	return a
+}
+
+// CallGate is told of every HTTP attempt a provider adapter makes within
+// one provider call, and of each answer (internal/provider/internal/provhttp
+// RoundTrip): the provider call limiters (internal/governor) put one on the
+// call's ctx, so that an adapter's own retries take tokens too and a
+// provider's 429 reaches the fleet. Implementations must be safe for
+// concurrent use.
+type CallGate interface {
+	// Attempt is called before each attempt; the call's first attempt
+	// has its token already. Errors: no token came within ctx (the
+	// attempt is not made; the adapter returns the error).
+	Attempt(ctx context.Context) error
+	// Answered is told an answer's status and the wait its Retry-After
+	// asks for (0: none).
+	Answered(status int, retryAfter time.Duration)
+}
+
+type callGateKey struct{}
+
+// WithCallGate returns a ctx whose provider calls tell g of their attempts.
+func WithCallGate(ctx context.Context, g CallGate) context.Context {
+	return context.WithValue(ctx, callGateKey{}, g)
+}
+
+// CallGateOf returns ctx's CallGate, nil when none.
+func CallGateOf(ctx context.Context) CallGate {
+	g, _ := ctx.Value(callGateKey{}).(CallGate)
+	return g
 }

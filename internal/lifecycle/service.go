@@ -345,8 +345,12 @@ func (s *Service) providerFor(name string) Provider {
 	return unconfiguredProvider{name: name}
 }
 
-// provider returns the provider of sess's sandbox.
-func (s *Service) provider(sess *Session) Provider { return s.providerFor(sess.Provider) }
+// provider returns the provider of sess's sandbox, its calls made for
+// sess's account (WithCallAccount: the fleet's provider governor gives each
+// account its fair share).
+func (s *Service) provider(sess *Session) Provider {
+	return forAccount(s.providerFor(sess.Provider), sess.AccountID)
+}
 
 func orDefault(d, def time.Duration) time.Duration {
 	if d > 0 {

@@ -181,4 +181,95 @@ func RunStoreContract(t *testing.T, newStore func(t *testing.T) delivery.Store) 
 			}
 		}
 	})
+	t.Run("ParkingOldestFirstAndConditionalUnpark", func(t *testing.T) {
+		s := newStore(t)
+		park := func(i int, at time.Time) *delivery.Parked {
+			p := &delivery.Parked{EndpointID: "we_park", AccountID: "acct",
+				DeliveryID: delivery.DeliveryID(now.Add(time.Duration(i)*time.Second), "we_park", fmt.Sprintf("ses_p:%d", i)),
+				Seq: i, ParkedAt: at, ExpiresAt: now.Add(delivery.LogRetention).Truncate(time.Second)}
+			if err := s.ParkDelivery(ctx, p); err != nil {
+				t.Fatal(err)
+			}
+			return p
+		}
+		for _, i := range []int{3, 1, 2} {
+			park(i, now)
+		}
+		got, err := s.ParkedDeliveries(ctx, "we_park", 2)
+		if err != nil || len(got) != 2 || got[0].Seq != 1 || got[1].Seq != 2 {
+			t.Fatalf("parked, limit 2: %+v, %v; want the oldest two deliveries", got, err)
+		}
+		if g := got[0]; g.AccountID != "acct" || g.EndpointID != "we_park" || !g.ParkedAt.Equal(now) ||
+			!g.ExpiresAt.Equal(now.Add(delivery.LogRetention).Truncate(time.Second)) {
+			t.Errorf("round trip: %+v", g)
+		}
+		again := park(1, now.Add(time.Minute)) // parked again: replaces
+		if ok, err := s.ClaimParked(ctx, got[0], now, now.Add(-time.Minute)); err != nil || ok {
+			t.Errorf("claim an earlier parking: %v, %v; want false", ok, err)
+		}
+		if ok, err := s.ClaimParked(ctx, again, now.Add(2*time.Minute), now.Add(time.Minute)); err != nil || !ok {
+			t.Fatalf("claim: %v, %v", ok, err)
+		}
+		if ok, _ := s.ClaimParked(ctx, again, now.Add(2*time.Minute), now.Add(time.Minute)); ok {
+			t.Error("a second wake claimed a claimed parking")
+		}
+		if ps, _ := s.ParkedDeliveries(ctx, "we_park", 1); len(ps) != 1 || !ps[0].WokenAt.Equal(now.Add(2*time.Minute)) {
+			t.Errorf("claimed parking: %+v", ps)
+		}
+		if ok, _ := s.ClaimParked(ctx, again, now.Add(4*time.Minute), now.Add(3*time.Minute)); !ok {
+			t.Error("an old claim (a wake that crashed) kept the parking from being claimed again")
+		}
+		if err := s.UnparkDelivery(ctx, got[0]); err != nil {
+			t.Fatal(err)
+		}
+		all, _ := s.ParkedDeliveries(ctx, "we_park", 10)
+		if len(all) != 3 || !all[0].ParkedAt.Equal(again.ParkedAt) {
+			t.Fatalf("after unparking an earlier parking: %+v, want the later one kept", all)
+		}
+		if err := s.UnparkDelivery(ctx, again); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.UnparkDelivery(ctx, again); err != nil {
+			t.Errorf("unpark twice: %v", err)
+		}
+		if all, _ := s.ParkedDeliveries(ctx, "we_park", 10); len(all) != 2 || all[0].Seq != 2 {
+			t.Errorf("after unparking: %+v", all)
+		}
+		if other, _ := s.ParkedDeliveries(ctx, "we_other", 10); len(other) != 0 {
+			t.Errorf("another endpoint has %d parked", len(other))
+		}
+	})
+	t.Run("WatchStartsOnceAndEndsByItsStart", func(t *testing.T) {
+		s := newStore(t)
+		if since, err := s.Watching(ctx, "we_w"); err != nil || !since.IsZero() {
+			t.Fatalf("no watch: %s, %v", since, err)
+		}
+		if ok, err := s.StartWatch(ctx, "we_w", now); err != nil || !ok {
+			t.Fatalf("start: %v, %v", ok, err)
+		}
+		if ok, err := s.StartWatch(ctx, "we_w", now.Add(time.Second)); err != nil || ok {
+			t.Fatalf("start a second: %v, %v; want false", ok, err)
+		}
+		if since, _ := s.Watching(ctx, "we_w"); !since.Equal(now) {
+			t.Errorf("watching since %s, want %s", since, now)
+		}
+		if _, err := s.ParkedDeliveries(ctx, "we_w", 10); err != nil {
+			t.Fatal(err)
+		}
+		if ps, _ := s.ParkedDeliveries(ctx, "we_w", 10); len(ps) != 0 {
+			t.Errorf("the watch reads as %d parked deliveries", len(ps))
+		}
+		if err := s.EndWatch(ctx, "we_w", now.Add(time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		if since, _ := s.Watching(ctx, "we_w"); !since.Equal(now) {
+			t.Errorf("ended by another start: watching since %s", since)
+		}
+		if err := s.EndWatch(ctx, "we_w", now); err != nil {
+			t.Fatal(err)
+		}
+		if since, _ := s.Watching(ctx, "we_w"); !since.IsZero() {
+			t.Errorf("after its end: watching since %s", since)
+		}
+	})
 }

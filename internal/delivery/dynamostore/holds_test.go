@@ -40,7 +40,7 @@ func (l *jobList) take() []delivery.Job {
 // endpoint are conditional writes of its item, so callers racing on the
 // table (the deliver function's invocations) never put more attempts
 // under way than the cap: one for a failing endpoint, four for a slow one.
-// A caller over the cap leaves its delivery unwritten.
+// A caller over the cap parks its delivery, unwritten.
 func TestEndpointCapHoldsAcrossCallersOnTheTable(t *testing.T) {
 	client := dynamotest.MustClient(t)
 	for _, tc := range []struct {
@@ -105,10 +105,11 @@ func TestEndpointCapHoldsAcrossCallersOnTheTable(t *testing.T) {
 			}
 			deadline := time.Now().Add(20 * time.Second)
 			for {
-				jobs.mu.Lock()
-				waiting := len(jobs.jobs)
-				jobs.mu.Unlock()
-				if waiting+int(inFlight.Load()) == queued || time.Now().After(deadline) {
+				parked, err := store.ParkedDeliveries(ctx, ep.ID, queued)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(parked)+int(inFlight.Load()) == queued || time.Now().After(deadline) {
 					break
 				}
 				time.Sleep(5 * time.Millisecond)
@@ -119,10 +120,20 @@ func TestEndpointCapHoldsAcrossCallersOnTheTable(t *testing.T) {
 			if m := maxInFlight.Load(); m > tc.cap || under < 1 {
 				t.Errorf("%d attempts at once reached the endpoint (%d once every caller had run), want 1 to %d", m, under, tc.cap)
 			}
+			// The waiting deliveries: parked, or woken by an attempt that
+			// let go of its hold (their jobs dispatched, not yet run).
+			waiting := jobs.take()
+			parked, err := store.ParkedDeliveries(ctx, ep.ID, queued)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range parked {
+				waiting = append(waiting, p.Job())
+			}
 			waited := 0
-			for _, job := range jobs.take() {
-				if job.Seq != 0 {
-					continue // an attempt's next one
+			for _, job := range waiting {
+				if job.Seq != 0 || job.DeliveryID == "" {
+					continue // an attempt's next one, or the endpoint's watch
 				}
 				waited++
 				d, err := store.GetDelivery(ctx, ep.ID, job.DeliveryID)

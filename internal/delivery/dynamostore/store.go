@@ -4,6 +4,8 @@
 //
 //	endpoint  pk "WHEP#<account id>"   sk "<endpoint id>"
 //	delivery  pk "WHDLV#<endpoint id>" sk "<delivery id>"   (ttl set: 30 days)
+//	parked    pk "WHPARK#<endpoint id>" sk "<delivery id>"  (park.go)
+//	watch     pk "WHPARK#<endpoint id>" sk "WATCH"          (park.go)
 //
 // An account's endpoints are one partition (one Query per event); an
 // endpoint's deliveries are one partition whose sort key (the delivery id)
@@ -44,6 +46,7 @@ const (
 type API interface {
 	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
 	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
 	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
 	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
 	Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error)

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/sandmanhq/sandman/internal/delivery"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
@@ -20,15 +21,18 @@ import (
 // Store is an in-memory delivery.Store; safe for concurrent use.
 type Store struct {
 	mu         sync.Mutex
-	endpoints  map[string]delivery.Endpoint // by id
-	deliveries map[string]delivery.Delivery // by endpoint id + "/" + delivery id
+	endpoints  map[string]delivery.Endpoint          // by id
+	deliveries map[string]delivery.Delivery          // by endpoint id + "/" + delivery id
+	parked     map[string]map[string]delivery.Parked // by endpoint id, then delivery id
+	watches    map[string]time.Time                  // by endpoint id: the watch's start
 }
 
 var _ delivery.Store = (*Store)(nil)
 
 // New returns an empty Store.
 func New() *Store {
-	return &Store{endpoints: map[string]delivery.Endpoint{}, deliveries: map[string]delivery.Delivery{}}
+	return &Store{endpoints: map[string]delivery.Endpoint{}, deliveries: map[string]delivery.Delivery{},
+		parked: map[string]map[string]delivery.Parked{}, watches: map[string]time.Time{}}
 }
 
 func notFound(what, id string) error {
@@ -204,4 +208,78 @@ func (s *Store) PendingDeliveries(_ context.Context) ([]*delivery.Delivery, erro
 		}
 	}
 	return out, nil
+}
+
+// ParkDelivery implements delivery.Store.
+func (s *Store) ParkDelivery(_ context.Context, p *delivery.Parked) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.parked[p.EndpointID] == nil {
+		s.parked[p.EndpointID] = map[string]delivery.Parked{}
+	}
+	s.parked[p.EndpointID][p.DeliveryID] = *p
+	return nil
+}
+
+// ParkedDeliveries implements delivery.Store.
+func (s *Store) ParkedDeliveries(_ context.Context, endpointID string, limit int) ([]*delivery.Parked, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []*delivery.Parked
+	for _, p := range s.parked[endpointID] {
+		out = append(out, &p)
+	}
+	slices.SortFunc(out, func(a, b *delivery.Parked) int { return strings.Compare(a.DeliveryID, b.DeliveryID) })
+	return out[:min(limit, len(out))], nil
+}
+
+// ClaimParked implements delivery.Store.
+func (s *Store) ClaimParked(_ context.Context, p *delivery.Parked, now, before time.Time) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur, ok := s.parked[p.EndpointID][p.DeliveryID]
+	if !ok || !cur.ParkedAt.Equal(p.ParkedAt) || cur.WokenAt.After(before) {
+		return false, nil
+	}
+	cur.WokenAt = now
+	s.parked[p.EndpointID][p.DeliveryID] = cur
+	return true, nil
+}
+
+// UnparkDelivery implements delivery.Store.
+func (s *Store) UnparkDelivery(_ context.Context, p *delivery.Parked) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cur, ok := s.parked[p.EndpointID][p.DeliveryID]; ok && cur.ParkedAt.Equal(p.ParkedAt) {
+		delete(s.parked[p.EndpointID], p.DeliveryID)
+	}
+	return nil
+}
+
+// StartWatch implements delivery.Store.
+func (s *Store) StartWatch(_ context.Context, endpointID string, since time.Time) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.watches[endpointID]; ok {
+		return false, nil
+	}
+	s.watches[endpointID] = since
+	return true, nil
+}
+
+// Watching implements delivery.Store.
+func (s *Store) Watching(_ context.Context, endpointID string) (time.Time, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.watches[endpointID], nil
+}
+
+// EndWatch implements delivery.Store.
+func (s *Store) EndWatch(_ context.Context, endpointID string, since time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cur, ok := s.watches[endpointID]; ok && cur.Equal(since) {
+		delete(s.watches, endpointID)
+	}
+	return nil
 }

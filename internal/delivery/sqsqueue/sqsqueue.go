@@ -121,7 +121,7 @@ func (h *Handler) handle(ctx context.Context, rec events.SQSMessage) error {
 		return nil
 	}
 	switch {
-	case b.Job != nil && b.Job.DeliveryID != "":
+	case b.Job != nil && (b.Job.DeliveryID != "" || !b.Job.Watch.IsZero()): // an attempt, or an endpoint's watch
 		if n, _ := strconv.Atoi(rec.Attributes["ApproximateReceiveCount"]); n > 1 {
 			return h.engine.Redelivered(ctx, *b.Job)
 		}

@@ -18,6 +18,8 @@
 //	idle histogram  pk "IDLE#<key>"                     sk "IDLE" (lifecycle.IdleKeys; internal/dynamo idle.go)
 //	webhook endpoint pk "WHEP#<account id>"             sk "<endpoint id>"   (internal/delivery/dynamostore)
 //	webhook delivery pk "WHDLV#<endpoint id>"           sk "<delivery id>"   (ttl set: 30 days)
+//	parked delivery pk "WHPARK#<endpoint id>"           sk "<delivery id>"   (ttl set: the delivery's)
+//	endpoint watch  pk "WHPARK#<endpoint id>"           sk "WATCH"           (ttl set: 30 days)
 //
 // Indexes (all sparse: an item carries an index's keys only when it belongs):
 //

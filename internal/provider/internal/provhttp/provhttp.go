@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/provider/internal/retry"
 )
 
 // Request is one attempt at a provider's API.
@@ -64,6 +65,9 @@ func (r Reply) OK() bool { return r.Status >= 200 && r.Status < 300 }
 // answer (connection error, timeout, cancelled context, a body cut short) is
 // a transient *lifecycle.ProviderError that wraps the cause, so
 // errors.Is(err, context.Canceled) still tells a caller it gave up itself.
+// A lifecycle.CallGate on ctx (a provider call limiter's) is asked before
+// the attempt (its error is returned, the attempt not made) and told the
+// answer's status and Retry-After.
 // Any answer, whatever its status, is returned for the operation to
 // interpret. Errors that retrying cannot help (a body that does not encode,
 // a malformed URL) are plain.
@@ -75,11 +79,20 @@ func RoundTrip(ctx context.Context, client *http.Client, rq Request) (Reply, err
 		return Reply{}, err
 	}
 	host := req.URL.Scheme + "://" + req.URL.Host
+	gate := lifecycle.CallGateOf(ctx)
+	if gate != nil {
+		if err := gate.Attempt(ctx); err != nil {
+			return Reply{}, err
+		}
+	}
 	resp, err := client.Do(req)
 	if err != nil {
 		return Reply{}, noAnswer(rq, req, err)
 	}
 	defer resp.Body.Close()
+	if gate != nil {
+		gate.Answered(resp.StatusCode, retry.ParseAfter(resp.Header.Get("Retry-After"), time.Now()))
+	}
 	b, err := io.ReadAll(io.LimitReader(resp.Body, rq.MaxBody))
 	if err != nil {
 		return Reply{}, lifecycle.NewProviderError(lifecycle.ErrProviderTransient, rq.Op, rq.SandboxID,

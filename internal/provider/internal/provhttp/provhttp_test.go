@@ -99,3 +99,48 @@ func TestOrDefaults(t *testing.T) {
 		t.Error("a set client or clock was replaced")
 	}
 }
+
+// recordingGate is a lifecycle.CallGate that records what it is told and
+// refuses attempts once refuse is set.
+type recordingGate struct {
+	attempts int
+	statuses []int
+	afters   []time.Duration
+	refuse   error
+}
+
+func (g *recordingGate) Attempt(context.Context) error {
+	g.attempts++
+	return g.refuse
+}
+
+func (g *recordingGate) Answered(status int, after time.Duration) {
+	g.statuses = append(g.statuses, status)
+	g.afters = append(g.afters, after)
+}
+
+// TestRoundTripTellsTheCallGate: an attempt asks the ctx's gate first and
+// tells it the answer's status and Retry-After; a gate that refuses keeps
+// the attempt from being made and its error is the attempt's.
+func TestRoundTripTellsTheCallGate(t *testing.T) {
+	asked := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		asked++
+		w.Header().Set("Retry-After", "3")
+		w.WriteHeader(http.StatusTooManyRequests)
+	}))
+	defer srv.Close()
+	g := &recordingGate{}
+	ctx := lifecycle.WithCallGate(context.Background(), g)
+	rq := provhttp.Request{Op: "pause", SandboxID: "sb1", Method: http.MethodPost, URL: srv.URL, Timeout: time.Second, MaxBody: 64}
+	if _, err := provhttp.RoundTrip(ctx, srv.Client(), rq); err != nil {
+		t.Fatal(err)
+	}
+	if g.attempts != 1 || len(g.statuses) != 1 || g.statuses[0] != http.StatusTooManyRequests || g.afters[0] != 3*time.Second {
+		t.Errorf("gate told attempts %d, statuses %v, Retry-After %v; want 1, [429], [3s]", g.attempts, g.statuses, g.afters)
+	}
+	g.refuse = errors.New("no token")
+	if _, err := provhttp.RoundTrip(ctx, srv.Client(), rq); !errors.Is(err, g.refuse) || asked != 1 {
+		t.Errorf("a refused attempt: err %v, the server asked %d times; want the gate's error and no request", err, asked)
+	}
+}
