@@ -89,17 +89,6 @@ func (c simClock) sleep(ctx context.Context, d time.Duration) error {
 
 func quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
-// waitFor polls cond (the callers are goroutines: no event to wait on).
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-		if cond() {
-			return
-		}
-	}
-	t.Fatalf("timed out waiting until %s", what)
-}
-
 // frozenClock is a manual clock whose sleeps wait until the test moves
 // it: calls waiting for tokens stay waiting until then.
 type frozenClock struct{ *lifecycle.ManualClock }
