@@ -3,7 +3,8 @@
 // script's client of Sandman's HTTP API (docs/openapi.json), configured by
 // SANDMAN_URL and SANDMAN_API_KEY.
 //
-//	sandman sessions list|get|create|delete|resume|pause|status|reconnect|watch
+//	sandman sessions list|get|create|delete|resume|pause|status|reconnect|watch|restore|fork
+//	sandman checkpoints create|list|get|delete (checkpoints.go)
 //
 // Output is a human table by default and the API's JSON with -o json (watch
 // writes one JSON object per line). The exit status says what went wrong,
@@ -202,10 +203,42 @@ func (c *Client) Create(ctx context.Context, in CreateRequest, idempotencyKey st
 	return out, raw, err
 }
 
-// Delete kills the session's sandbox and returns the killed session.
-func (c *Client) Delete(ctx context.Context, id string) (Session, []byte, error) {
+// Delete kills the session's sandbox and returns the killed session; with
+// purge its checkpoints are deleted too.
+func (c *Client) Delete(ctx context.Context, id string, purge bool) (Session, []byte, error) {
+	var q url.Values
+	if purge {
+		q = url.Values{"purge": {"true"}}
+	}
 	var out Session
-	raw, err := c.do(ctx, http.MethodDelete, sessionPath(id, ""), nil, nil, nil, &out)
+	raw, err := c.do(ctx, http.MethodDelete, sessionPath(id, ""), q, nil, nil, &out)
+	return out, raw, err
+}
+
+// ForkRequest is the body of POST /v1/sessions/{id}/fork; zero fields are
+// left out (a fresh checkpoint, the source's metadata).
+type ForkRequest struct {
+	CheckpointID string            `json:"checkpoint_id,omitempty"`
+	Metadata     map[string]string `json:"metadata,omitempty"`
+}
+
+// Restore restores the session in place from one of its checkpoints and
+// returns it, restoring.
+func (c *Client) Restore(ctx context.Context, id, checkpointID string) (Session, []byte, error) {
+	var out Session
+	raw, err := c.do(ctx, http.MethodPost, sessionPath(id, "restore"), nil, map[string]string{"checkpoint_id": checkpointID}, nil, &out)
+	return out, raw, err
+}
+
+// Fork makes a new session from a checkpoint of session id and returns it,
+// provisioning; a non-empty idempotencyKey is sent as Idempotency-Key.
+func (c *Client) Fork(ctx context.Context, id string, in ForkRequest, idempotencyKey string) (Session, []byte, error) {
+	var h map[string]string
+	if idempotencyKey != "" {
+		h = map[string]string{"Idempotency-Key": idempotencyKey}
+	}
+	var out Session
+	raw, err := c.do(ctx, http.MethodPost, sessionPath(id, "fork"), nil, in, h, &out)
 	return out, raw, err
 }
 

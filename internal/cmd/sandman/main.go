@@ -36,8 +36,9 @@ commands:
   invoke    run one function's handler once (-fn NAME -event FILE)
   reshard   move every session into its due-index shard after SANDMAN_SHARDS changed (docs/CAPACITY.md)
   sandbox   (internal) a local sandbox process
-  sessions  list|get|create|delete|resume|snapshot|status|reconnect|watch over the HTTP API
+  sessions  list|get|create|delete|resume|snapshot|status|reconnect|watch|restore|fork over the HTTP API
             (SANDMAN_URL, SANDMAN_API_KEY; sandman sessions help)
+  checkpoints create|list|get|delete: a session's checkpoints (sandman checkpoints help)
   webhooks  list|create|delete|deliveries|retry: the account's webhook endpoints and delivery logs
             (SANDMAN_URL, SANDMAN_API_KEY; sandman webhooks help)
   pools     the deployment's warm pools: spares, hit rate, health (SANDMAN_URL, SANDMAN_API_KEY)
@@ -77,6 +78,10 @@ func main() {
 		os.Exit(code)
 	case "webhooks":
 		code := cli.WebhooksMain(ctx, args, cli.Env{Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv})
+		stop()
+		os.Exit(code)
+	case "checkpoints":
+		code := cli.CheckpointsMain(ctx, args, cli.Env{Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv})
 		stop()
 		os.Exit(code)
 	case "pools":
