@@ -316,3 +316,37 @@ func TestCheckpointsNeedAQueue(t *testing.T) {
 		t.Errorf("restore = %v, want unavailable", err)
 	}
 }
+
+// TestRestoreSurvivesAWriteMeanwhile: a presence write to the restoring
+// session between the job's read and its swap is no reason to give the
+// restore up: the swap is tried again on a fresh read.
+func TestRestoreSurvivesAWriteMeanwhile(t *testing.T) {
+	w := mustCheckpointWorld(t, false)
+	sess := w.mustCreate(t, lifecycle.CreateInput{AwayTimeoutSeconds: ptr(int64(600))})
+	c := w.mustCheckpoint(t, sess.ID, lifecycle.CheckpointInput{})
+	if _, _, err := w.svc.SetPresence(t.Context(), acct, sess.ID, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.svc.Restore(t.Context(), acct, sess.ID, c.ID); err != nil {
+		t.Fatal(err)
+	}
+	wrote := false
+	w.rec.SetRefuse(func(next *lifecycle.Session, from lifecycle.State) error {
+		if from == lifecycle.StateRestoring && next.State == lifecycle.StateRunning && !wrote {
+			wrote = true // a client comes back just before the swap
+			if _, ok, err := w.svc.SetPresence(t.Context(), acct, sess.ID, true); err != nil || !ok {
+				t.Errorf("presence write = %v, %v", ok, err)
+			}
+		}
+		return nil
+	})
+	w.drain(t)
+	w.rec.SetRefuse(nil)
+	got := w.mustGet(t, sess.ID)
+	if !wrote || got.State != lifecycle.StateRunning || got.SandboxID == sess.SandboxID {
+		t.Errorf("after the restore = %s on %s (a write meanwhile: %v), want running on a new sandbox", got.State, got.SandboxID, wrote)
+	}
+	if n := len(w.fake.Sandboxes()); n != 1 {
+		t.Errorf("the provider holds %d sandboxes, want 1", n)
+	}
+}
