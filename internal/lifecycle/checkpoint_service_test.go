@@ -1,6 +1,7 @@
 package lifecycle_test
 
 import (
+	"sync"
 	"testing"
 	"time"
 
@@ -348,5 +349,37 @@ func TestRestoreSurvivesAWriteMeanwhile(t *testing.T) {
 	}
 	if n := len(w.fake.Sandboxes()); n != 1 {
 		t.Errorf("the provider holds %d sandboxes, want 1", n)
+	}
+}
+
+// TestSaveRunTwiceKeepsOneSnapshot: two runs of one save job at once (a
+// queue's redelivery) end with one ready checkpoint and one snapshot: the
+// run that lost the race deletes the snapshot it took.
+func TestSaveRunTwiceKeepsOneSnapshot(t *testing.T) {
+	w := mustCheckpointWorld(t, false)
+	sess := w.mustCreate(t, lifecycle.CreateInput{})
+	c, _, err := w.svc.CreateCheckpoint(t.Context(), acct, sess.ID, lifecycle.CheckpointInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := w.jobs.Take()[0]
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = w.svc.RunCheckpointJob(t.Context(), job) // a lost race is an error: the queue runs it again
+		}()
+	}
+	wg.Wait()
+	if err := w.svc.RunCheckpointJob(t.Context(), job); err != nil {
+		t.Fatal(err)
+	}
+	got, err := w.svc.GetCheckpoint(t.Context(), acct, sess.ID, c.ID)
+	if err != nil || got.State != lifecycle.CheckpointReady {
+		t.Fatalf("checkpoint = %+v (%v), want ready", got, err)
+	}
+	if snaps := w.snaps.Snapshots(); len(snaps) != 1 || snaps[0].Ref != got.ProviderRef {
+		t.Errorf("the provider holds %+v, want the one snapshot the checkpoint holds (%s)", snaps, got.ProviderRef)
 	}
 }
