@@ -88,30 +88,15 @@ func runCheckpoints(ctx context.Context, args []string, env Env) error {
 	default:
 		return usagef("unknown command %q", name)
 	}
-	rest := args[1:]
-	for {
-		if err := fs.Parse(rest); err != nil {
-			return usagef("%v", err)
-		}
-		if rest = fs.Args(); len(rest) == 0 {
-			break
-		}
-		c.args, rest = append(c.args, rest[0]), rest[1:]
-	}
-	if c.output != "table" && c.output != "json" {
-		return usagef("-o must be table or json, not %q", c.output)
-	}
-	if len(c.args) != wantArgs {
-		return usagef("%s takes %d argument(s), got %q", name, wantArgs, c.args)
+	if err := c.parseArgs(fs, args[1:], wantArgs); err != nil {
+		return err
 	}
 	if len(meta) > 0 {
 		body.Metadata = meta
 	}
-	key := firstNonEmpty(*apiKey, env.Getenv("SANDMAN_API_KEY"))
-	if key == "" {
-		return usagef("no API key: set SANDMAN_API_KEY or pass --api-key")
+	if err := c.connect(*baseURL, *apiKey, env); err != nil {
+		return err
 	}
-	c.client = &Client{BaseURL: firstNonEmpty(*baseURL, env.Getenv("SANDMAN_URL"), DefaultURL), APIKey: key, HTTP: env.HTTP}
 	root := sessionPath(c.args[0], "checkpoints")
 	out := env.Stdout
 	switch name {

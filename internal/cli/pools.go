@@ -56,11 +56,9 @@ func runPools(ctx context.Context, args []string, env Env) error {
 	if c.output != "table" && c.output != "json" {
 		return usagef("-o must be table or json, not %q", c.output)
 	}
-	key := firstNonEmpty(*apiKey, env.Getenv("SANDMAN_API_KEY"))
-	if key == "" {
-		return usagef("no API key: set SANDMAN_API_KEY or pass --api-key")
+	if err := c.connect(*baseURL, *apiKey, env); err != nil {
+		return err
 	}
-	c.client = &Client{BaseURL: firstNonEmpty(*baseURL, env.Getenv("SANDMAN_URL"), DefaultURL), APIKey: key, HTTP: env.HTTP}
 	var l api.PoolList
 	raw, err := c.client.do(ctx, http.MethodGet, "/v1/pools", nil, nil, nil, &l)
 	return c.print(env.Stdout, raw, err, func(w io.Writer) { poolsTable(w, l) })

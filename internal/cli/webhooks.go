@@ -88,21 +88,8 @@ func runWebhooks(ctx context.Context, args []string, env Env) error {
 	default:
 		return usagef("unknown command %q", name)
 	}
-	rest := args[1:]
-	for {
-		if err := fs.Parse(rest); err != nil {
-			return usagef("%v", err)
-		}
-		if rest = fs.Args(); len(rest) == 0 {
-			break
-		}
-		c.args, rest = append(c.args, rest[0]), rest[1:]
-	}
-	if c.output != "table" && c.output != "json" {
-		return usagef("-o must be table or json, not %q", c.output)
-	}
-	if len(c.args) != wantArgs {
-		return usagef("%s takes %d argument(s), got %q", name, wantArgs, c.args)
+	if err := c.parseArgs(fs, args[1:], wantArgs); err != nil {
+		return err
 	}
 	if name == "create" {
 		if target == "" {
@@ -117,12 +104,9 @@ func runWebhooks(ctx context.Context, args []string, env Env) error {
 			in.EventTypes = &t
 		}
 	}
-	u := firstNonEmpty(*baseURL, env.Getenv("SANDMAN_URL"), DefaultURL)
-	key := firstNonEmpty(*apiKey, env.Getenv("SANDMAN_API_KEY"))
-	if key == "" {
-		return usagef("no API key: set SANDMAN_API_KEY or pass --api-key")
+	if err := c.connect(*baseURL, *apiKey, env); err != nil {
+		return err
 	}
-	c.client = &Client{BaseURL: u, APIKey: key, HTTP: env.HTTP}
 	out := env.Stdout
 	const root = "/v1/webhook-endpoints"
 	switch name {
@@ -168,6 +152,39 @@ func runWebhooks(ctx context.Context, args []string, env Env) error {
 		})
 	}
 	return usagef("unknown command %q", name)
+}
+
+// parseArgs parses rest with fs, flags before or after the positional
+// arguments, which it keeps in c.args. Errors: usage (a bad flag, -o, or
+// not wantArgs arguments).
+func (c *command) parseArgs(fs *flag.FlagSet, rest []string, wantArgs int) error {
+	for {
+		if err := fs.Parse(rest); err != nil {
+			return usagef("%v", err)
+		}
+		if rest = fs.Args(); len(rest) == 0 {
+			break
+		}
+		c.args, rest = append(c.args, rest[0]), rest[1:]
+	}
+	if c.output != "table" && c.output != "json" {
+		return usagef("-o must be table or json, not %q", c.output)
+	}
+	if len(c.args) != wantArgs {
+		return usagef("%s takes %d argument(s), got %q", c.name, wantArgs, c.args)
+	}
+	return nil
+}
+
+// connect sets c's client from the flags, else SANDMAN_URL and
+// SANDMAN_API_KEY. Errors: usage when there is no API key.
+func (c *command) connect(baseURL, apiKey string, env Env) error {
+	key := firstNonEmpty(apiKey, env.Getenv("SANDMAN_API_KEY"))
+	if key == "" {
+		return usagef("no API key: set SANDMAN_API_KEY or pass --api-key")
+	}
+	c.client = &Client{BaseURL: firstNonEmpty(baseURL, env.Getenv("SANDMAN_URL"), DefaultURL), APIKey: key, HTTP: env.HTTP}
+	return nil
 }
 
 func firstNonEmpty(vs ...string) string {
