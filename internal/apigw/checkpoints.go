@@ -83,12 +83,7 @@ func (h *Handler) createCheckpoint(ctx context.Context, r *request) (response, e
 	if err != nil {
 		return response{}, err
 	}
-	if replayed {
-		return response{status: http.StatusOK, body: httpapi.CheckpointJSON(c),
-			headers: map[string]string{"Idempotent-Replayed": "true"}}, nil
-	}
-	return response{status: http.StatusAccepted, body: httpapi.CheckpointJSON(c),
-		headers: map[string]string{"Location": "/v1/sessions/" + id + "/checkpoints/" + c.ID}}, nil
+	return createdOrReplayed(http.StatusAccepted, httpapi.CheckpointJSON(c), "/v1/sessions/"+id+"/checkpoints/"+c.ID, replayed), nil
 }
 
 // listCheckpoints serves GET /v1/sessions/{id}/checkpoints?limit=&cursor=:
@@ -184,10 +179,5 @@ func (h *Handler) fork(ctx context.Context, r *request) (response, error) {
 	if err != nil {
 		return response{}, err
 	}
-	if replayed {
-		return response{status: http.StatusOK, body: httpapi.SessionJSON(sess),
-			headers: map[string]string{"Idempotent-Replayed": "true"}}, nil
-	}
-	return response{status: http.StatusCreated, body: httpapi.SessionJSON(sess),
-		headers: map[string]string{"Location": "/v1/sessions/" + sess.ID}}, nil
+	return createdOrReplayed(http.StatusCreated, httpapi.SessionJSON(sess), "/v1/sessions/"+sess.ID, replayed), nil
 }

@@ -89,12 +89,18 @@ func (h *Handler) createSession(ctx context.Context, r *request) (response, erro
 	if err != nil {
 		return response{}, err
 	}
+	return createdOrReplayed(http.StatusCreated, httpapi.SessionJSON(sess), "/v1/sessions/"+sess.ID, replayed), nil
+}
+
+// createdOrReplayed is the answer of a create with an Idempotency-Key:
+// status (201 Created, or 202 Accepted for work a job finishes) with body
+// and a Location, or, for a replay, 200 with body and
+// Idempotent-Replayed: true.
+func createdOrReplayed(status int, body any, location string, replayed bool) response {
 	if replayed {
-		return response{status: http.StatusOK, body: httpapi.SessionJSON(sess),
-			headers: map[string]string{"Idempotent-Replayed": "true"}}, nil
+		return response{status: http.StatusOK, body: body, headers: map[string]string{"Idempotent-Replayed": "true"}}
 	}
-	return response{status: http.StatusCreated, body: httpapi.SessionJSON(sess),
-		headers: map[string]string{"Location": "/v1/sessions/" + sess.ID}}, nil
+	return response{status: status, body: body, headers: map[string]string{"Location": location}}
 }
 
 // listSessions serves GET /v1/sessions?limit=&cursor=&state=&provider=

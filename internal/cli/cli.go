@@ -37,6 +37,7 @@ var exitByType = map[string]int{
 	"invalid": ExitInvalid, "too_large": ExitInvalid,
 	"unauthorized": ExitUnauthorized, "forbidden": ExitForbidden, "not_found": ExitNotFound,
 	"conflict": ExitConflict, "sandbox_paused": ExitPaused,
+	"checkpoint_saving": ExitConflict, "checkpoint_failed": ExitConflict, "checkpoint_expired": ExitConflict,
 	"unavailable": ExitUnavailable, "sandbox_unreachable": ExitUnavailable,
 	"sandbox_expired": ExitExpired, "internal": ExitInternal,
 }
@@ -89,7 +90,10 @@ commands:
   open       print the session's stable link (--token: with a new client token, --ttl 15m,
              --path /page)
   events     the session's timeline, newest first (--limit N, --cursor C, --all)
-  delete     kill the sandbox; the session becomes killed
+  delete     kill the sandbox; the session becomes killed (--purge: its checkpoints too)
+  restore    restore the session in place from one of its checkpoints (--checkpoint ID)
+  fork       a new session from a checkpoint (--checkpoint ID; none: the current state),
+             --metadata k=v (repeatable), --idempotency-key K
   resume     resume a paused session; prints the fresh preview URL
   pause      pause now (idempotent); snapshot is the same command
   status     state and lifecycle envelope from the database (no provider call)
@@ -104,7 +108,7 @@ flags of every command:
                   else .sandman/dev_api_key, the key ` + "`make run`" + ` keeps)
 
 exit status: 0 ok, 1 no answer from the API, 2 usage, 3 invalid, 4 unauthorized,
-5 forbidden, 6 not_found, 7 conflict, 8 sandbox_paused, 9 unavailable or
+5 forbidden, 6 not_found, 7 conflict (checkpoint_saving, _failed, _expired too), 8 sandbox_paused, 9 unavailable or
 sandbox_unreachable (retry), 10 sandbox_expired, 11 internal.
 `
 
@@ -179,6 +183,9 @@ type command struct {
 	every   time.Duration
 	until   string
 	open    openFlags
+	// checkpoint and purge are restore's, fork's and delete's flags.
+	checkpoint string
+	purge      bool
 }
 
 func run(ctx context.Context, args []string, env Env) error {
@@ -238,7 +245,15 @@ func parse(args []string, env Env) (*command, error) {
 	case "watch":
 		fs.DurationVar(&c.every, "interval", 2*time.Second, "poll interval")
 		fs.StringVar(&c.until, "until", "", "stop when the session reaches this state")
-	case "get", "delete", "resume", "pause", "snapshot", "status", "reconnect":
+	case "delete":
+		fs.BoolVar(&c.purge, "purge", false, "delete the session's checkpoints too")
+	case "restore":
+		fs.StringVar(&c.checkpoint, "checkpoint", "", "the checkpoint id")
+	case "fork":
+		fs.StringVar(&c.checkpoint, "checkpoint", "", "the checkpoint id (none: the current state)")
+		fs.Var(meta, "metadata", "key=value (repeatable)")
+		fs.StringVar(&c.idemKey, "idempotency-key", "", "Idempotency-Key")
+	case "get", "resume", "pause", "snapshot", "status", "reconnect":
 	default:
 		return nil, usagef("unknown command %q", c.name)
 	}
@@ -287,7 +302,16 @@ func (c *command) exec(ctx context.Context, env Env) error {
 		s, raw, err := c.client.Create(ctx, c.create, c.idemKey)
 		return c.print(out, raw, err, func(w io.Writer) { sessionTable(w, s) })
 	case "delete":
-		s, raw, err := c.client.Delete(ctx, id)
+		s, raw, err := c.client.Delete(ctx, id, c.purge)
+		return c.print(out, raw, err, func(w io.Writer) { sessionTable(w, s) })
+	case "restore":
+		if c.checkpoint == "" {
+			return usagef("restore needs --checkpoint")
+		}
+		s, raw, err := c.client.Restore(ctx, id, c.checkpoint)
+		return c.print(out, raw, err, func(w io.Writer) { sessionTable(w, s) })
+	case "fork":
+		s, raw, err := c.client.Fork(ctx, id, ForkRequest{CheckpointID: c.checkpoint, Metadata: c.create.Metadata}, c.idemKey)
 		return c.print(out, raw, err, func(w io.Writer) { sessionTable(w, s) })
 	case "resume":
 		r, raw, err := c.client.Resume(ctx, id)

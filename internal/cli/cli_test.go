@@ -21,6 +21,7 @@ import (
 	"github.com/sandmanhq/sandman/internal/localstack"
 	"github.com/sandmanhq/sandman/internal/openapi/contract"
 	"github.com/sandmanhq/sandman/internal/provider/fake"
+	"github.com/sandmanhq/sandman/internal/reliability"
 	"github.com/sandmanhq/sandman/internal/routes"
 )
 
@@ -32,6 +33,10 @@ type api struct {
 	prov  *fake.Provider
 	clock *lifecycle.ManualClock
 	other string // a key of another account
+	// svc and jobs: the service's checkpoint jobs wait in jobs until a test
+	// runs them (the provider keeps files and snapshots).
+	svc  *lifecycle.Service
+	jobs *reliability.Jobs
 }
 
 // MustAPI starts the API on an httptest server.
@@ -40,7 +45,9 @@ func MustAPI(tb testing.TB) *api {
 	store := memstore.New()
 	clock := lifecycle.NewManualClock(time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC))
 	prov := fake.New(fake.Config{Clock: clock})
-	svc := lifecycle.NewService(lifecycle.Config{Store: store, Provider: prov, Clock: clock, Policy: lifecycle.DefaultPolicy(),
+	jobs := &reliability.Jobs{}
+	svc := lifecycle.NewService(lifecycle.Config{Store: store, Provider: reliability.NewSnapshotProvider(prov, clock), Clock: clock,
+		Policy: lifecycle.DefaultPolicy(), CheckpointJobs: jobs,
 		Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }})
 	ctx := tb.Context()
 	if err := store.PutAPIKey(ctx, lifecycle.APIKey{Hash: apigw.HashAPIKey(apigw.DevAPIKey), AccountID: apigw.DevAccountID}); err != nil {
@@ -74,7 +81,7 @@ func MustAPI(tb testing.TB) *api {
 	}
 	srv := httptest.NewServer(gw)
 	tb.Cleanup(srv.Close)
-	return &api{url: srv.URL, prov: prov, clock: clock, other: other}
+	return &api{url: srv.URL, prov: prov, clock: clock, other: other, svc: svc, jobs: jobs}
 }
 
 // run runs `sandman sessions args...` against url with key and returns the

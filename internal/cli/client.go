@@ -267,9 +267,40 @@ func (c *Client) Create(ctx context.Context, in CreateRequest, idempotencyKey st
 }
 
 // Delete kills the session's sandbox and returns the killed session.
-func (c *Client) Delete(ctx context.Context, id string) (Session, []byte, error) {
+func (c *Client) Delete(ctx context.Context, id string, purge bool) (Session, []byte, error) {
+	var q url.Values
+	if purge {
+		q = url.Values{"purge": {"true"}}
+	}
 	var out Session
-	raw, err := c.do(ctx, http.MethodDelete, sessionPath(id, ""), nil, nil, nil, &out)
+	raw, err := c.do(ctx, http.MethodDelete, sessionPath(id, ""), q, nil, nil, &out)
+	return out, raw, err
+}
+
+// ForkRequest is the body of POST /v1/sessions/{id}/fork; zero fields are
+// left out (a fresh checkpoint, the source's metadata).
+type ForkRequest struct {
+	CheckpointID string            `json:"checkpoint_id,omitempty"`
+	Metadata     map[string]string `json:"metadata,omitempty"`
+}
+
+// Restore restores the session in place from one of its checkpoints and
+// returns it, restoring.
+func (c *Client) Restore(ctx context.Context, id, checkpointID string) (Session, []byte, error) {
+	var out Session
+	raw, err := c.do(ctx, http.MethodPost, sessionPath(id, "restore"), nil, map[string]string{"checkpoint_id": checkpointID}, nil, &out)
+	return out, raw, err
+}
+
+// Fork makes a new session from a checkpoint of session id and returns it,
+// provisioning; a non-empty idempotencyKey is sent as Idempotency-Key.
+func (c *Client) Fork(ctx context.Context, id string, in ForkRequest, idempotencyKey string) (Session, []byte, error) {
+	var h map[string]string
+	if idempotencyKey != "" {
+		h = map[string]string{"Idempotency-Key": idempotencyKey}
+	}
+	var out Session
+	raw, err := c.do(ctx, http.MethodPost, sessionPath(id, "fork"), nil, in, h, &out)
 	return out, raw, err
 }
 

@@ -11,6 +11,7 @@
 //	session  pk "SESSION#<id>"       sk "SESSION"
 //	API key  pk "APIKEY#<sha256 hex>" sk "APIKEY"   hash, account_id, created_at
 //	claim    pk "CLAIM#<key>"        sk "CLAIM"     value, claimed_at, ttl (N, epoch seconds)
+//	checkpoint pk "SESSION#<id>"     sk "CHECKPOINT#<checkpoint id>" (checkpoint.go)
 //
 // A session item (sessionItem) holds id, account_id, provider, template,
 // metadata (M of S), sandbox_id, preview_url, state, version (N), reason,
@@ -40,8 +41,11 @@
 //	                                                             (resuming with ResumeQueued: at the earlier of it and
 //	                                                             StateChangedAt + ResumeRequeueAfter);
 //	                                                             while running with its app starting, due at
-//	                                                             StateChangedAt + ReadinessRequeueAfter (Session.LeaseDue)
+//	                                                             StateChangedAt + ReadinessRequeueAfter, and
+//	                                                             while running with a scheduled checkpoint, at
+//	                                                             NextCheckpointAt at the latest (Session.LeaseDue)
 //	paused      paused_shard, paused_due_at                      while paused, due at PausedAt
+//	checkpoint_lease ckpt_lease_shard, ckpt_lease_due_at         checkpoint items while saving, due at their lease (checkpoint.go)
 //
 // by_owner_keys projects only the keys, so a write that keeps a session's
 // owner keys (a heartbeat, a pause) does not write the account's index

@@ -178,15 +178,8 @@ func (s *Service) runFork(ctx context.Context, cs CheckpointStore, job Checkpoin
 	if err != nil {
 		return s.forkRetry(ctx, sess, err)
 	}
-	sess.SandboxID, sess.PreviewURL, sess.SandboxExpiresAt = sb.ID, sb.PreviewURL, sb.ExpiresAt
-	sess.PreviewURL = s.appPreviewURL(ctx, sess, sb.PreviewURL)
-	wctx, cancel := settleContext(ctx)
-	defer cancel()
-	if err := s.transition(wctx, sess, StateRunning, ReasonRequest, Guard{}); err != nil {
-		s.killQuietly(wctx, sess, sb.ID) // deleted, or failed by the sweep meanwhile
-		if IsCode(err, CodeConflict) {
-			return nil
-		}
+	still := func(cur *Session) bool { return cur.State == StateProvisioning && cur.SandboxID == "" }
+	if ok, err := s.commitSwap(ctx, sess, sb, ReasonRequest, still); !ok {
 		return err
 	}
 	s.log().InfoContext(ctx, "session forked", "session_id", sess.ID, "from", job.SessionID, "checkpoint_id", c.ID, "sandbox_id", sb.ID)

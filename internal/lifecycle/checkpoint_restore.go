@@ -134,24 +134,59 @@ func (s *Service) runRestore(ctx context.Context, cs CheckpointStore, job Checkp
 func (s *Service) swapIn(ctx context.Context, sess *Session, sb Sandbox, checkpointID, reason string) error {
 	s.writeMarker(ctx, sess, sb.ID, checkpointID)
 	old := sess.SandboxID
-	sess.SandboxID, sess.PreviewURL, sess.SandboxExpiresAt = sb.ID, sb.PreviewURL, sb.ExpiresAt
-	sess.PreviewURL = s.appPreviewURL(ctx, sess, sb.PreviewURL)
-	wctx, cancel := settleContext(ctx)
-	defer cancel()
-	if err := s.transition(wctx, sess, StateRunning, reason, Guard{}); err != nil {
-		// Moved meanwhile (deleted, or put back by the sweep): the new
-		// sandbox is nobody's.
-		s.killQuietly(wctx, sess, sb.ID)
-		if IsCode(err, CodeConflict) {
-			return nil
-		}
+	still := func(cur *Session) bool { return cur.State == StateRestoring && cur.RestoreCheckpointID == checkpointID }
+	if ok, err := s.commitSwap(ctx, sess, sb, reason, still); !ok {
 		return err
 	}
 	s.log().InfoContext(ctx, "session restored", "session_id", sess.ID, "checkpoint_id", checkpointID, "reason", reason, "sandbox_id", sb.ID, "old_sandbox_id", old)
 	if old != "" && old != sb.ID {
-		s.killQuietly(wctx, sess, old)
+		s.killQuietly(ctx, sess, old)
 	}
 	return nil
+}
+
+// commitSwap commits sess (as a job read it) running on its new sandbox sb,
+// reason reason, and reports whether it did. A lost race to a write that
+// changed nothing the job relies on (still holds: a presence write) is
+// retried on a fresh read. A session that moved meanwhile (deleted, put
+// back by the sweep) has sb killed: nobody holds it. A write whose
+// outcome is unknown is read back; when that says nothing, sb is left to
+// the sweep, which reaps it once no session holds it. Errors: the store's.
+func (s *Service) commitSwap(ctx context.Context, sess *Session, sb Sandbox, reason string, still func(*Session) bool) (bool, error) {
+	wctx, cancel := settleContext(ctx)
+	defer cancel()
+	cur := sess.Clone()
+	for attempt := 0; ; attempt++ {
+		if attempt > 0 {
+			var err error
+			if cur, err = s.cfg.Store.GetSession(wctx, sess.ID); err != nil {
+				return false, err
+			}
+			if cur.State == StateRunning && cur.SandboxID == sb.ID {
+				*sess = *cur // an earlier attempt committed; its answer was lost
+				return true, nil
+			}
+			if !still(cur) || attempt == maxConflictRetries {
+				s.killQuietly(wctx, cur, sb.ID)
+				return false, nil
+			}
+		}
+		cur.SandboxID, cur.PreviewURL, cur.SandboxExpiresAt = sb.ID, sb.PreviewURL, sb.ExpiresAt
+		cur.PreviewURL = s.appPreviewURL(wctx, cur, sb.PreviewURL)
+		cur.MarkActivity(s.now(), s.cfg.Policy.ActivityGranularity)
+		err := s.transition(wctx, cur, StateRunning, reason, Guard{})
+		switch {
+		case err == nil:
+			*sess = *cur
+			return true, nil
+		case !IsCode(err, CodeConflict):
+			if got, rerr := s.cfg.Store.GetSession(wctx, sess.ID); rerr == nil && got.State == StateRunning && got.SandboxID == sb.ID {
+				*sess = *got
+				return true, nil
+			}
+			return false, err
+		}
+	}
 }
 
 // rollbackRestore puts a restoring sess back where its restore started

@@ -222,7 +222,12 @@ func (s *Service) lostSave(ctx context.Context, cs CheckpointStore, c *Checkpoin
 	cur, err := cs.GetCheckpoint(ctx, c.SessionID, c.ID)
 	switch {
 	case err == nil && cur.State == CheckpointSaving:
-		return errLostRace{werr} // another run of the job wrote first: run again
+		// Another run of the save wrote first: run again on what it
+		// recorded, deleting a second snapshot this run took meanwhile.
+		if sn, ok := s.providerFor(c.Provider).(Snapshotter); ok && ref != "" && cur.ProviderRef != "" && cur.ProviderRef != ref {
+			s.deleteSnapshotQuietly(ctx, sn, ref)
+		}
+		return errLostRace{werr}
 	case err == nil && cur.State == CheckpointReady && (cur.Kind == KindArchive || cur.ProviderRef == ref):
 		*c = *cur
 		return nil // another run settled it with the same object

@@ -1,6 +1,7 @@
 package lifecycle_test
 
 import (
+	"sync"
 	"testing"
 	"time"
 
@@ -314,5 +315,71 @@ func TestCheckpointsNeedAQueue(t *testing.T) {
 	}
 	if _, err := w.svc.Restore(t.Context(), acct, sess.ID, "chk_0123456789abcdefghijklmnop"); !lifecycle.IsCode(err, lifecycle.CodeUnavailable) {
 		t.Errorf("restore = %v, want unavailable", err)
+	}
+}
+
+// TestRestoreSurvivesAWriteMeanwhile: a presence write to the restoring
+// session between the job's read and its swap is no reason to give the
+// restore up: the swap is tried again on a fresh read.
+func TestRestoreSurvivesAWriteMeanwhile(t *testing.T) {
+	w := mustCheckpointWorld(t, false)
+	sess := w.mustCreate(t, lifecycle.CreateInput{AwayTimeoutSeconds: ptr(int64(600))})
+	c := w.mustCheckpoint(t, sess.ID, lifecycle.CheckpointInput{})
+	if _, _, err := w.svc.SetPresence(t.Context(), acct, sess.ID, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.svc.Restore(t.Context(), acct, sess.ID, c.ID); err != nil {
+		t.Fatal(err)
+	}
+	wrote := false
+	w.rec.SetRefuse(func(next *lifecycle.Session, from lifecycle.State) error {
+		if from == lifecycle.StateRestoring && next.State == lifecycle.StateRunning && !wrote {
+			wrote = true // a client comes back just before the swap
+			if _, ok, err := w.svc.SetPresence(t.Context(), acct, sess.ID, true); err != nil || !ok {
+				t.Errorf("presence write = %v, %v", ok, err)
+			}
+		}
+		return nil
+	})
+	w.drain(t)
+	w.rec.SetRefuse(nil)
+	got := w.mustGet(t, sess.ID)
+	if !wrote || got.State != lifecycle.StateRunning || got.SandboxID == sess.SandboxID {
+		t.Errorf("after the restore = %s on %s (a write meanwhile: %v), want running on a new sandbox", got.State, got.SandboxID, wrote)
+	}
+	if n := len(w.fake.Sandboxes()); n != 1 {
+		t.Errorf("the provider holds %d sandboxes, want 1", n)
+	}
+}
+
+// TestSaveRunTwiceKeepsOneSnapshot: two runs of one save job at once (a
+// queue's redelivery) end with one ready checkpoint and one snapshot: the
+// run that lost the race deletes the snapshot it took.
+func TestSaveRunTwiceKeepsOneSnapshot(t *testing.T) {
+	w := mustCheckpointWorld(t, false)
+	sess := w.mustCreate(t, lifecycle.CreateInput{})
+	c, _, err := w.svc.CreateCheckpoint(t.Context(), acct, sess.ID, lifecycle.CheckpointInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := w.jobs.Take()[0]
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = w.svc.RunCheckpointJob(t.Context(), job) // a lost race is an error: the queue runs it again
+		}()
+	}
+	wg.Wait()
+	if err := w.svc.RunCheckpointJob(t.Context(), job); err != nil {
+		t.Fatal(err)
+	}
+	got, err := w.svc.GetCheckpoint(t.Context(), acct, sess.ID, c.ID)
+	if err != nil || got.State != lifecycle.CheckpointReady {
+		t.Fatalf("checkpoint = %+v (%v), want ready", got, err)
+	}
+	if snaps := w.snaps.Snapshots(); len(snaps) != 1 || snaps[0].Ref != got.ProviderRef {
+		t.Errorf("the provider holds %+v, want the one snapshot the checkpoint holds (%s)", snaps, got.ProviderRef)
 	}
 }

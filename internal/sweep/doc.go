@@ -24,6 +24,13 @@
 //     its send, or given up by the queue, is repaired; so do resuming
 //     sessions whose resume an open handed to a job that has not finished it
 //     within lifecycle.ResumeRequeueAfter (until their lease expires).
+//     The same phase takes the scheduled checkpoint of a running session
+//     whose next one is due (lifecycle.Session.NextCheckpointAt keeps it in
+//     the lease index; Service.CheckpointIfDue), and then (2b) resolves the
+//     saving checkpoints whose lease ran out, found in the checkpoint lease
+//     index (Service.ReconcileCheckpoint: a snapshot found by its name is
+//     recorded ready, else the checkpoint fails and any snapshot of its
+//     name is deleted; docs/CHECKPOINTS.md "Crashes").
 //  3. Provider list: up to Config.ReconcileSample sandboxes of the provider's
 //     list are compared with the table (Store.FindBySandbox). A session that
 //     is running in the table but paused at the provider, or the reverse (a

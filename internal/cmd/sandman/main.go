@@ -38,9 +38,10 @@ commands:
   reshard   move every session into its due-index shard after SANDMAN_SHARDS changed (docs/CAPACITY.md)
   reindex   give sessions written before the by_owner_state index their key (docs/CAPACITY.md)
   sandbox   (internal) a local sandbox process
-  sessions  list|get|create|open|events|delete|resume|pause|status|reconnect|watch over the
+  sessions  list|get|create|open|events|delete|resume|pause|status|reconnect|watch|restore|fork over the
             HTTP API (SANDMAN_URL, SANDMAN_API_KEY; sandman sessions help)
   client-tokens  create <session id>: a client token for a browser (sandman client-tokens help)
+  checkpoints create|list|get|delete: a session's checkpoints (sandman checkpoints help)
   webhooks  list|create|delete|deliveries|retry: the account's webhook endpoints and delivery logs
             (SANDMAN_URL, SANDMAN_API_KEY; sandman webhooks help)
   pools     the deployment's warm pools: spares, hit rate, health (SANDMAN_URL, SANDMAN_API_KEY)
@@ -83,6 +84,10 @@ func main() {
 		os.Exit(code)
 	case "webhooks":
 		code := cli.WebhooksMain(ctx, args, cli.Env{Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv})
+		stop()
+		os.Exit(code)
+	case "checkpoints":
+		code := cli.CheckpointsMain(ctx, args, cli.Env{Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv})
 		stop()
 		os.Exit(code)
 	case "pools":
