@@ -9,8 +9,15 @@ import (
 // forAccount returns p with every call's ctx naming account
 // (WithCallAccount), keeping p's optional interfaces as the provider call
 // limiters do (WithOptional); p itself when account is "".
+//
+// A provider with checkpoint capabilities (Snapshotter, Forker, Files,
+// WorkspaceArchiver, PauseSnapshotter) is returned as is: WithOptional
+// carries only TimeoutReporter, TemplateChecker and CommandRunner, and a
+// wrapper must never hide what the Service asks for with a type check.
+// Its calls are then not attributed to the account (the governor is not
+// wired yet); carrying every capability through wrappers is the fix.
 func forAccount(p Provider, account string) Provider {
-	if account == "" {
+	if account == "" || hasCheckpointCapability(p) {
 		return p
 	}
 	base := accountProvider{p: p, account: account}
@@ -100,4 +107,14 @@ func (c accountCommands) PortURL(ctx context.Context, sandboxID string, port int
 
 func (c accountCommands) PortClosed(status int, header http.Header, body []byte) bool {
 	return c.cr.PortClosed(status, header, body)
+}
+
+// hasCheckpointCapability reports whether p offers an optional interface
+// WithOptional cannot carry.
+func hasCheckpointCapability(p Provider) bool {
+	switch p.(type) {
+	case Snapshotter, Forker, Files, WorkspaceArchiver, PauseSnapshotter:
+		return true
+	}
+	return false
 }
