@@ -15,6 +15,7 @@ import (
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/provider/internal/fakekit"
+	"github.com/sandmanhq/sandman/internal/provider/internal/sandboxfs"
 	"github.com/sandmanhq/sandman/internal/provider/internal/startguard"
 )
 
@@ -118,7 +119,9 @@ func (s *Server) Processes(id string) []Process {
 }
 
 // Starts returns how many processes were started (pids handed out; a
-// refused Start request is not one, Requests counts those).
+// refused Start request is not one, Requests counts those), leaving out
+// Sandman's file commands (sandboxfs: the identity marker), which are
+// plumbing, not the app's processes.
 func (s *Server) Starts() int { return s.Tally("starts") }
 
 func (s *Server) runningSandbox(w http.ResponseWriter, r *http.Request) *Sandbox {
@@ -166,13 +169,15 @@ func (s *Server) processStart(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.pid++
-	s.Add("starts")
 	p := Process{PID: s.pid, Tag: in.Tag, Cmd: in.Process.Cmd, Args: in.Process.Args, Envs: in.Process.Envs,
 		Cwd: in.Process.Cwd, StartedAt: s.now()}
 	if ms, err := strconv.ParseInt(r.Header.Get("Connect-Timeout-Ms"), 10, 64); err == nil && ms > 0 {
 		p.Deadline = p.StartedAt.Add(time.Duration(ms) * time.Millisecond)
 	}
 	stdout, code, done := runsAtOnce(sb, p.line())
+	if !done || !isFileCommand(p.line()) {
+		s.Add("starts")
+	}
 	if !done {
 		sb.Processes = append(sb.Processes, p)
 	}
@@ -345,4 +350,10 @@ func (s *Server) preview(w http.ResponseWriter, r *http.Request) {
 // writeConnectError answers a Connect error {"code","message"}.
 func writeConnectError(w http.ResponseWriter, status int, code, msg string) {
 	fakekit.WriteJSON(w, status, map[string]string{"code": code, "message": msg})
+}
+
+// isFileCommand reports whether line is a sandboxfs file command.
+func isFileCommand(line string) bool {
+	_, err := sandboxfs.Parse(line)
+	return err == nil
 }
