@@ -354,7 +354,7 @@ func scaleRows(ops []Op, t Target, shards int, skew float64) []Row {
 	share := func(f Family) (float64, string) {
 		sessions := float64(t.Sessions) * t.Scale
 		switch f {
-		case FamSlotCounter, FamUsageDay, FamAccountPartition, FamOwnerIndex, FamAPIKey:
+		case FamSlotCounter, FamUsageDay, FamAccountPartition, FamOwnerIndex, FamOwnerStateIndex, FamAPIKey:
 			return float64(t.LargestAccount) / float64(t.Sessions), "account"
 		case FamIdleShard, FamLeaseShard, FamPausedShard:
 			return skew / float64(shards), fmt.Sprintf("shard of %d", shards)

@@ -62,12 +62,15 @@ const (
 	FamOther        Family = "other items"
 	// Index partitions: the due indexes are keyed by a shard, by_owner by
 	// the account, the rest by one session or sandbox.
-	FamIdleShard     Family = "idle index shard"
-	FamLeaseShard    Family = "lease index shard"
-	FamPausedShard   Family = "paused index shard"
-	FamOwnerIndex    Family = "by_owner index partition (account)"
-	FamSandboxIndex  Family = "by_sandbox index partition"
-	FamConnSessIndex Family = "by_conn_session index partition"
+	FamIdleShard   Family = "idle index shard"
+	FamLeaseShard  Family = "lease index shard"
+	FamPausedShard Family = "paused index shard"
+	FamOwnerIndex  Family = "by_owner index partition (account)"
+	// FamOwnerStateIndex is by_owner_state's: one per account and state,
+	// written when a session enters or leaves the state.
+	FamOwnerStateIndex Family = "by_owner_state index partition (account, state)"
+	FamSandboxIndex    Family = "by_sandbox index partition"
+	FamConnSessIndex   Family = "by_conn_session index partition"
 )
 
 // NewLog returns an empty Log.
@@ -416,6 +419,8 @@ func indexFamily(name string) Family {
 		return FamPausedShard
 	case tabledef.IndexByOwner:
 		return FamOwnerIndex
+	case tabledef.IndexByOwnerState:
+		return FamOwnerStateIndex
 	case tabledef.IndexBySandbox:
 		return FamSandboxIndex
 	case tabledef.IndexByConnSession:

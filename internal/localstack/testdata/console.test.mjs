@@ -172,8 +172,13 @@ try {
     await page.goto(`${base}/console/${hash}`);
     await page.waitForLoadState("networkidle");
     if (hash === "#/sessions") await rows.first().waitFor();
+    // Nothing wider than the viewport, nor clipped: every element's right
+    // edge inside it.
     const width = await page.evaluate(() => document.documentElement.scrollWidth);
-    assert.ok(width <= 390, `${hash}: ${width} px wide at 390`);
+    const wide = await page.evaluate(() => [...document.querySelectorAll("body *")]
+      .filter((e) => e.getClientRects().length && e.getBoundingClientRect().right > 390.5)
+      .map((e) => `${e.tagName.toLowerCase()}.${e.className}`).slice(0, 5));
+    assert.ok(width <= 390 && wide.length === 0, `${hash}: ${width} px wide at 390; past the edge: ${wide}`);
     if (hash.startsWith("#/sessions")) {
       await page.screenshot({ path: join(shots, `console-${hash.length > 10 ? "session" : "sessions"}-390.png`), fullPage: true });
     }

@@ -26,6 +26,11 @@ export async function showSession(id) {
     shown.cursor = null;
     timeline.replaceChildren();
     root.querySelector(".facts")?.replaceChildren();
+    root.querySelector(".readiness")?.replaceChildren();
+    root.querySelector("h2 .id").textContent = id;
+    const b = /** @type {HTMLElement} */ (root.querySelector("h2 .badge"));
+    b.textContent = "";
+    b.dataset.state = "";
   }
   /** @type {HTMLAnchorElement} */ (root.querySelector(".as-user")).href = `preview.html?id=${encodeURIComponent(id)}`;
   await Promise.all([facts(id), events(id, "")]);
