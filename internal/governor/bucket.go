@@ -115,19 +115,20 @@ type Take struct {
 	Tokens int
 }
 
-// plan returns the Take that grants rank r up to want tokens at now on a
-// shard last seen in state s, or, when none fits, when the first one
-// would: the TAT must stay within rank r's depth of now.
-func (sh Shape) plan(key string, s State, now time.Time, r Rank, want int) (Take, time.Time, bool) {
+// plan returns the Take that grants rank r up to want tokens, and at least
+// least of them, at now on a shard last seen in state s, or, when fewer
+// fit, when least would: the TAT must stay within rank r's depth of now.
+func (sh Shape) plan(key string, s State, now time.Time, r Rank, want, least int) (Take, time.Time, bool) {
 	iv := sh.interval(s, now)
 	full := !s.TAT.After(now)
 	from := s.TAT
 	if full {
 		from = now
 	}
+	least = max(1, min(least, want))
 	room := int(math.Floor(float64(now.Add(sh.depth(r)).Sub(from)) / float64(iv)))
-	if room < 1 {
-		return Take{}, from.Add(iv).Add(-sh.depth(r)), false
+	if room < least {
+		return Take{}, from.Add(time.Duration(least) * iv).Add(-sh.depth(r)), false
 	}
 	n := min(want, room)
 	delta := time.Duration(n) * iv
