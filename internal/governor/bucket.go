@@ -127,6 +127,9 @@ func (sh Shape) plan(key string, s State, now time.Time, r Rank, want, least int
 	}
 	least = max(1, min(least, want))
 	room := int(math.Floor(float64(now.Add(sh.depth(r)).Sub(from)) / float64(iv)))
+	if full && room < 1 {
+		room = 1 // a full bucket gives any rank a token, however shallow its share of a small burst
+	}
 	if room < least {
 		return Take{}, from.Add(time.Duration(least) * iv).Add(-sh.depth(r)), false
 	}

@@ -157,15 +157,20 @@ func (b *block) usable(r Rank, now time.Time) bool {
 
 // waiter is a call waiting for a token.
 type waiter struct {
-	rank    Rank
-	account string
-	arrived time.Time
-	done    chan verdict // one verdict, then closed
+	rank     Rank
+	account  string
+	arrived  time.Time
+	deadline time.Time    // its ctx's, zero: none
+	done     chan verdict // one verdict
 }
 
 // verdict is what a waiting call is told.
 type verdict struct {
 	fallback bool // go through the per-process limiter
+	// refused: no token can come before the call's deadline; it may come
+	// at next.
+	refused bool
+	next    time.Time
 }
 
 // rate is an exponentially decaying rate of events (1 s time constant).
@@ -229,11 +234,8 @@ func newGovernor(p lifecycle.Provider, cfg Config) *governor {
 	// The bucket's depth plus a lease's life is the provider's burst in
 	// time, so a process spending its leased tokens late never bunches
 	// more calls in a window than the provider allows.
-	// It is at least enough for the lowest rank to lease one token of a
-	// shard (a small limit's bucket is deeper than its burst).
 	perShard := cfg.Limit.PerSecond / float64(shards)
-	depth := max(burstTime-cfg.LeaseFor, cfg.LeaseFor/2,
-		time.Duration(float64(time.Second)/perShard/rankDepth[NumRanks-1])+time.Millisecond)
+	depth := max(burstTime-cfg.LeaseFor, cfg.LeaseFor/2)
 	shape := Shape{Rate: perShard, Depth: depth}
 	g := &governor{name: p.Name(), table: cfg.Table, shape: shape, leaseFor: cfg.LeaseFor, timeout: cfg.TableTimeout,
 		retry: cfg.RetryTable, m: cfg.Metrics, log: cfg.Log, clock: cfg.Clock, sleep: cfg.Sleep,
@@ -287,6 +289,7 @@ func (g *governor) admit(ctx context.Context, c lifecycle.CallPriority, op, sand
 		return false, nil
 	}
 	w := &waiter{rank: r, account: lifecycle.CallAccountOf(ctx), arrived: now, done: make(chan verdict, 1)}
+	w.deadline, _ = ctx.Deadline()
 	g.waiting[r].push(w)
 	g.nwaiting++
 	g.kick(now, r)
@@ -294,6 +297,11 @@ func (g *governor) admit(ctx context.Context, c lifecycle.CallPriority, op, sand
 
 	select {
 	case v := <-w.done:
+		if v.refused {
+			g.m.CallRefused(g.name, c)
+			return false, refused(op, sandboxID, max(0, v.next.Sub(g.now())),
+				fmt.Errorf("fleet provider call limit: the next token for class %s comes at %s, after the call's deadline", r, v.next.Format(time.RFC3339Nano)))
+		}
 		if !v.fallback {
 			g.m.CallGranted(g.name, c, max(0, g.now().Sub(now)))
 		}
@@ -309,7 +317,7 @@ func (g *governor) admit(ctx context.Context, c lifecycle.CallPriority, op, sand
 		}
 		g.mu.Unlock()
 		v := <-w.done // granted meanwhile: give the token back
-		if !v.fallback {
+		if !v.fallback && !v.refused {
 			g.mu.Lock()
 			now := g.now()
 			g.blocks = append(g.blocks, block{n: 1, rank: r, at: now, until: now.Add(g.leaseFor)})

@@ -166,6 +166,7 @@ func (g *governor) leaseLoop(l int) {
 				g.stop(l)
 				return
 			}
+			g.refuseHopeless(r, soonest)
 			g.backoff(l, soonest)
 			tried, soonest = 0, time.Time{}
 			continue
@@ -250,4 +251,29 @@ func (g *governor) backoff(l int, at time.Time) {
 		}
 	}()
 	_ = g.sleep(ctx, d)
+}
+
+// refuseHopeless refuses at once the waiting calls of rank r and the ranks
+// below it in its lane whose deadline comes before next, when the first
+// token for r may come: none of them can be let through in time.
+func (g *governor) refuseHopeless(r Rank, next time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for rr := r; rr < NumRanks && laneOf(rr) == laneOf(r); rr++ {
+		q := &g.waiting[rr]
+		var hopeless []*waiter
+		for _, ws := range q.byAccount {
+			for _, w := range ws {
+				if !w.deadline.IsZero() && w.deadline.Before(next) {
+					hopeless = append(hopeless, w)
+				}
+			}
+		}
+		for _, w := range hopeless {
+			if q.remove(w) {
+				g.nwaiting--
+				w.done <- verdict{refused: true, next: next}
+			}
+		}
+	}
 }
