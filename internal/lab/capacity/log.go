@@ -54,6 +54,7 @@ const (
 	FamConnection       Family = "connection item"
 	FamClaim            Family = "claim item"
 	FamAPIKey           Family = "API key item"
+	FamGovernorBucket   Family = "governor bucket item (GOV#provider#shard)"
 	FamOther            Family = "other items"
 	// Index partitions: the due indexes are keyed by a shard, by_owner by
 	// the account, the rest by one session or sandbox.
@@ -390,6 +391,8 @@ func keyFamilies(k itemKey) (item, partition Family) {
 		return FamClaim, ""
 	case strings.HasPrefix(k.pk, "APIKEY#"):
 		return FamAPIKey, ""
+	case strings.HasPrefix(k.pk, "GOV#"):
+		return FamGovernorBucket, ""
 	}
 	return FamOther, ""
 }
