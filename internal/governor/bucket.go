@@ -131,7 +131,11 @@ func (sh Shape) plan(key string, s State, now time.Time, r Rank, want, least int
 		room = 1 // a full bucket gives any rank a token, however shallow its share of a small burst
 	}
 	if room < least {
-		return Take{}, from.Add(time.Duration(least) * iv).Add(-sh.depth(r)), false
+		next := from.Add(time.Duration(least) * iv).Add(-sh.depth(r))
+		if least == 1 && from.Before(next) {
+			next = from // it is full then
+		}
+		return Take{}, next, false
 	}
 	n := min(want, room)
 	delta := time.Duration(n) * iv
@@ -190,4 +194,23 @@ func (sh Shape) cutFor(key string, s State, now time.Time, ra time.Duration) Cut
 		c.Until = now.Add(ra).Add(sh.Depth)
 	}
 	return c
+}
+
+// Bucket is one bucket of the fleet's governor in memory, on its caller's
+// clock: the leases' arithmetic (Shape, State, Take) without a table or
+// processes, for simulations (the cost replay drives one).
+type Bucket struct {
+	Shape Shape
+	State State
+}
+
+// Lease grants rank r up to want tokens (at least one) at now and returns
+// how many; 0 and when the first would fit when none does.
+func (b *Bucket) Lease(now time.Time, r Rank, want int) (int, time.Time) {
+	t, next, ok := b.Shape.plan("", b.State, now, r, max(want, 1), 1)
+	if !ok {
+		return 0, next
+	}
+	b.State, _ = t.Apply(b.State)
+	return t.Tokens, time.Time{}
 }
