@@ -88,8 +88,8 @@ func (g *governor) userDemand(now time.Time) float64 {
 // ahead of demand; g.mu held. For waiting calls: the lane's best waiting
 // rank, for them and for the demand of that rank and above over a lease's
 // life; ahead (no user call waits): the user class's lower rank (so that
-// every user call may take them), for twice the reserve or half a lease's
-// life of the user calls' demand, whichever is more.
+// every user call may take them), for twice the reserve or 80 % of a
+// lease's life of the user calls' demand, whichever is more.
 func (g *governor) want(l int, now time.Time) (Rank, int, bool) {
 	r, waiting := Rank(0), false
 	for i := range NumRanks {
@@ -100,9 +100,9 @@ func (g *governor) want(l int, now time.Time) (Rank, int, bool) {
 	}
 	if !waiting {
 		top := RankOf(lifecycle.PriorityUser, true) // usable by every user call
-		// the reserve, or half a lease's life of the demand: a write's worth
+		// the reserve, or most of a lease's life of the demand: a write's worth
 		d := g.userDemand(now)
-		n := int(math.Ceil(max(2*g.reserve(d), d*g.leaseFor.Seconds()/2))) - g.tokens(top, now)
+		n := int(math.Ceil(max(2*g.reserve(d), d*g.leaseFor.Seconds()*4/5))) - g.tokens(top, now)
 		return top, min(max(n, 1), g.maxLease), true
 	}
 	d := 0.0
@@ -200,11 +200,20 @@ func (g *governor) leaseLoop(l int) {
 			g.m.Leased(g.name, t.Tokens, took)
 			continue
 		}
-		// The shard moved since this process last saw it: plan again on
-		// what the table answered, a few times, then back off a little.
+		// The shard moved since this process last saw it (another lessee
+		// took the room): plan again on what the table answered. The user
+		// lane does so at once; the other, whose calls can wait, after a
+		// jittered wait of up to a table answer's time, so that the
+		// processes that lost a race do not run the next one together. A
+		// few in a row: back off a little.
 		if conflicts++; conflicts > 3 {
 			conflicts = 0
 			g.backoff(l, g.now())
+		} else if l == restLane {
+			g.mu.Lock()
+			wait := time.Duration(rand.Int64N(int64(max(g.latency, time.Millisecond))))
+			g.mu.Unlock()
+			_ = g.sleep(context.Background(), wait)
 		}
 	}
 }

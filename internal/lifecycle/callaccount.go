@@ -32,7 +32,9 @@ type accountProvider struct {
 	account string
 }
 
-func (a accountProvider) ctx(ctx context.Context) context.Context { return WithCallAccount(ctx, a.account) }
+func (a accountProvider) ctx(ctx context.Context) context.Context {
+	return WithCallAccount(ctx, a.account)
+}
 
 func (a accountProvider) Name() string { return a.p.Name() }
 

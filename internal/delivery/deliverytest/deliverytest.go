@@ -186,7 +186,7 @@ func RunStoreContract(t *testing.T, newStore func(t *testing.T) delivery.Store) 
 		park := func(i int, at time.Time) *delivery.Parked {
 			p := &delivery.Parked{EndpointID: "we_park", AccountID: "acct",
 				DeliveryID: delivery.DeliveryID(now.Add(time.Duration(i)*time.Second), "we_park", fmt.Sprintf("ses_p:%d", i)),
-				Seq: i, ParkedAt: at, ExpiresAt: now.Add(delivery.LogRetention).Truncate(time.Second)}
+				Seq:        i, ParkedAt: at, ExpiresAt: now.Add(delivery.LogRetention).Truncate(time.Second)}
 			if err := s.ParkDelivery(ctx, p); err != nil {
 				t.Fatal(err)
 			}

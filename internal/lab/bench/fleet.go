@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -55,6 +54,9 @@ type FleetConfig struct {
 	Seed uint64
 	// TableTimeout is the governors' (0: governor.DefaultTableTimeout).
 	TableTimeout time.Duration
+	// Shards is the governors' bucket items (0: 1; the stack deploys 4,
+	// for the target's many containers).
+	Shards int
 }
 
 // DefaultFleetPhases are the figure's phases.
@@ -100,9 +102,9 @@ type FleetPhaseResult struct {
 	// request sent), CalmWait that of the calm account's resumes.
 	UserWait Latency `json:"user_wait"`
 	CalmWait Latency `json:"calm_wait"`
-	// OverBudget counts the calls the governor kept more than 100 ms past
-	// their budget (waiting for a token), MaxOverMS the most any waited
-	// past it.
+	// OverBudget counts the calls the governor kept more than overSlack
+	// past their budget (waiting for a token), MaxOverMS the most any
+	// waited past it.
 	OverBudget int     `json:"over_budget"`
 	MaxOverMS  float64 `json:"max_over_ms"`
 	// FallbackCalls are the calls made while their process was in fallback.
@@ -197,6 +199,9 @@ func RunFleet(ctx context.Context, env *Env, cfg FleetConfig) (FleetResult, erro
 	if cfg.Fallback <= 0 {
 		cfg.Fallback = 1 / float64(cfg.Processes)
 	}
+	if cfg.Shards <= 0 {
+		cfg.Shards = 1
+	}
 	if cfg.BurstSeconds <= 0 {
 		cfg.BurstSeconds = 2
 	}
@@ -266,7 +271,7 @@ func RunFleet(ctx context.Context, env *Env, cfg FleetConfig) (FleetResult, erro
 		g.Go(func() error {
 			c := fleetChildConfig{Index: i, Processes: cfg.Processes, Endpoint: proxy.URL, Table: table, Key: "fleet",
 				Provider: "http://" + ln.Addr().String(), Rate: cfg.Rate, Burst: burst, Fallback: cfg.Fallback, Start: start, Phases: cfg.Phases,
-				Seed: cfg.Seed, TableTimeout: cfg.TableTimeout}
+				Seed: cfg.Seed, TableTimeout: cfg.TableTimeout, Shards: cfg.Shards}
 			b, _ := json.Marshal(c)
 			cmd := cfg.Command()
 			cmd.Env = append(os.Environ(), EnvFleetChild+"="+string(b))
@@ -279,11 +284,8 @@ func RunFleet(ctx context.Context, env *Env, cfg FleetConfig) (FleetResult, erro
 			if err := cmd.Wait(); err != nil {
 				return fmt.Errorf("fleet child %d: %w: %s", i, err, tail(errOut.String()))
 			}
-			last := ""
-			for sc := bufio.NewScanner(&out); sc.Scan(); {
-				last = sc.Text()
-			}
-			if err := json.Unmarshal([]byte(last), &children[i]); err != nil || children[i].Error != "" {
+			lines := bytes.Split(bytes.TrimSpace(out.Bytes()), []byte("\n")) // the result is the last line, however long
+			if err := json.Unmarshal(lines[len(lines)-1], &children[i]); err != nil || children[i].Error != "" {
 				return fmt.Errorf("fleet child %d: %v %s: %s", i, err, children[i].Error, tail(errOut.String()))
 			}
 			return nil
@@ -363,7 +365,7 @@ func fleetPhase(cfg FleetConfig, i int, ph FleetPhase, bounds []time.Time, snaps
 			if call.Kind == "resume" {
 				calm = append(calm, wait)
 			}
-			if over := time.Duration(call.OverUS) * time.Microsecond; over > 100*time.Millisecond {
+			if over := time.Duration(call.OverUS) * time.Microsecond; over > overSlack {
 				r.OverBudget++
 			}
 			r.MaxOverMS = max(r.MaxOverMS, ms(time.Duration(call.OverUS)*time.Microsecond))
@@ -395,13 +397,18 @@ func tail(s string) string {
 // reported, not judged.
 const tableFast = 50 * time.Millisecond
 
+// overSlack is how far past its budget a call may be let go or refused
+// before it counts as waiting past it: the time a goroutine waits for a
+// core on a loaded machine, not the governor's.
+const overSlack = 250 * time.Millisecond
+
 func FleetProblems(cfg FleetConfig, res FleetResult) []string {
 	var out []string
 	for _, p := range res.Phases {
 		name := p.Phase.Name
 		frozen := name == cfg.FrozenPhase
 		if p.OverBudget > 0 {
-			out = append(out, fmt.Sprintf("%s: %d calls waited over 100 ms past their budget (at most %.0f ms)", name, p.OverBudget, p.MaxOverMS))
+			out = append(out, fmt.Sprintf("%s: %d calls waited over %v past their budget (at most %.0f ms)", name, p.OverBudget, overSlack, p.MaxOverMS))
 		}
 		switch {
 		case frozen:
@@ -434,4 +441,34 @@ func fleetKinds() []string {
 		out = append(out, k.name)
 	}
 	return slices.Clip(out)
+}
+
+// fleetSection renders the fleet figure.
+func fleetSection(b *strings.Builder, f *FleetResult) {
+	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
+	p("## Fleet provider governor: %d processes, one budget\n\n", f.Processes)
+	p("%d OS processes, each with its own governor (`internal/governor`) leasing from one bucket on DynamoDB Local ", f.Processes)
+	p("(through a proxy that counts the table's requests and can stall them), call a fake provider that answers 429 beyond ")
+	p("%.0f calls a second (burst %d). Calls: creates of one account (35 %% of the load), resumes of another (5 %%), ", f.Rate, f.Burst)
+	p("pauses (40 %%) and guard refreshes (20 %%) of 20 more, Poisson arrivals; a user call waits at most 5 s for its token, ")
+	p("the others 10 s. Per process fallback: %.3f of the limit. Table frozen: %s. The provider's rate leaves out each ", f.Fallback, f.Freeze)
+	p("phase's first seconds (the burst and one more).\n\n")
+	p("| phase | load | provider calls/s | × limit | 429s by class | served / offered (create, resume, pause, refresh) | user wait p50 / p99 ms | calm resumes p99 ms | over budget | table writes per 1,000 calls | calls/s while frozen |\n")
+	p("|---|---:|---:|---:|---|---|---|---:|---:|---:|---:|\n")
+	for _, ph := range f.Phases {
+		var mix []string
+		for _, k := range fleetKinds() {
+			mix = append(mix, fmt.Sprintf("%d / %d", ph.Served[k], ph.Offered[k]))
+		}
+		frozen := ""
+		if ph.FrozenRate > 0 {
+			frozen = fmt.Sprintf("%.1f", ph.FrozenRate)
+		}
+		p("| %s | %g× | %.1f | %.2f | %v | %s | %.1f / %.1f | %.1f | %d | %.0f | %s |\n", ph.Phase.Name, ph.Phase.Load,
+			ph.ProviderRate, ph.Ratio, ph.Throttled, strings.Join(mix, ", "), ph.UserWait.P50MS, ph.UserWait.P99MS,
+			ph.CalmWait.P99MS, ph.OverBudget, ph.WritesPer1000, frozen)
+	}
+	p("\n%d leases granted %d tokens; the table answered a lease in %.1f ms (p50), %.1f ms (p99); %d fallbacks to the ", f.Leases,
+		f.Leased, f.Lease.P50MS, f.Lease.P99MS, f.Fallbacks)
+	p("per-process limiter. %.0f s.\n\n", f.Seconds)
 }

@@ -73,8 +73,10 @@ type fleetChildConfig struct {
 	Start     time.Time    `json:"start"`
 	Phases    []FleetPhase `json:"phases"`
 	Seed      uint64       `json:"seed"`
-	// TableTimeout is the governor's (0: its default).
+	// TableTimeout is the governor's (0: its default); Shards its bucket
+	// items.
 	TableTimeout time.Duration `json:"table_timeout"`
+	Shards       int           `json:"shards"`
 }
 
 // fleetCallResult is one call as the child saw it.
@@ -165,7 +167,8 @@ func fleetChild(ctx context.Context, cfg fleetChildConfig) fleetChildResult {
 		Transport: &http.Transport{MaxIdleConnsPerHost: 256}}}
 	p := governor.Wrap(hp, governor.Config{Limit: calllimit.Limit{PerSecond: cfg.Rate, Burst: cfg.Burst},
 		Table: dynamostore.New(client, cfg.Table), Key: cfg.Key, Fallback: cfg.Fallback, Metrics: m, TableTimeout: cfg.TableTimeout,
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		Shards: cfg.Shards,
+		Log:    slog.New(slog.NewTextHandler(io.Discard, nil))})
 	rng := rand.New(rand.NewPCG(cfg.Seed, uint64(cfg.Index)))
 	// Open the connection to the table before the start, and write it
 	// once, as a warm function has.
