@@ -304,8 +304,11 @@ func RunFleet(ctx context.Context, env *Env, cfg FleetConfig) (FleetResult, erro
 		}
 	}
 	res.Lease = Summarize(took)
+	snapMu.Lock()
+	taken := slices.Clone(snaps)
+	snapMu.Unlock()
 	for i, ph := range cfg.Phases {
-		res.Phases = append(res.Phases, fleetPhase(cfg, i, ph, bounds, snaps, fake, children))
+		res.Phases = append(res.Phases, fleetPhase(cfg, i, ph, bounds, taken, fake, children))
 	}
 	res.Seconds = time.Since(began).Seconds()
 	return res, nil
