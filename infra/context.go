@@ -38,6 +38,9 @@ const (
 	ContextPauserConcurrency = "sandman:pauserConcurrency"
 	// ContextShards is SandmanStackProps.Shards (1 to 1024), a number.
 	ContextShards = "sandman:shards"
+	// ContextGovernorShards is SandmanStackProps.GovernorShards (1 to 64),
+	// a number.
+	ContextGovernorShards = "sandman:governorShards"
 	// ContextGuardHeadroom is SandmanStackProps.GuardHeadroom, a Go
 	// duration string such as "27m30s".
 	ContextGuardHeadroom = "sandman:guardHeadroom"
@@ -202,6 +205,7 @@ func PropsFromContext(scope constructs.Construct) (string, *SandmanStackProps, e
 		min, max float64
 	}{
 		{ContextShards, &props.Shards, 1, 1024},
+		{ContextGovernorShards, &props.GovernorShards, 1, 64},
 		{ContextThrottleRateLimit, &props.ThrottleRateLimit, 1, 1_000_000},
 		{ContextThrottleBurstLimit, &props.ThrottleBurstLimit, 1, 1_000_000},
 		{ContextPublisherParallelization, &props.PublisherParallelization, 1, 10},

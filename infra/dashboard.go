@@ -205,6 +205,16 @@ func newDashboard(stack awscdk.Stack, functions map[string]awslambda.Function, b
 				searchStat(metrics.ProviderCallWait, "Maximum", "max", metrics.DimClass, metrics.DimProvider)),
 		},
 		[]awscloudwatch.IWidget{
+			graph("Fleet provider governor: tokens leased, provider 429s, fallbacks to the per-process limiter",
+				searchSum(metrics.GovernorLeased, "leased", metrics.DimProvider),
+				searchSum(metrics.ProviderThrottled, "429", metrics.DimClass, metrics.DimProvider),
+				searchSum(metrics.GovernorFallbacks, "fallback", metrics.DimProvider),
+				searchSum(metrics.GovernorRecoveries, "back to the table", metrics.DimProvider)),
+			graph("Fleet provider governor: the table's answer to a lease (seconds)",
+				searchStat(metrics.GovernorLeaseTime, "p99", "p99", metrics.DimProvider),
+				searchStat(metrics.GovernorLeaseTime, "Maximum", "max", metrics.DimProvider)),
+		},
+		[]awscloudwatch.IWidget{
 			graph("Events published and pushes",
 				sandmanMetric(metrics.EventsPublished, "Sum", "events published", nil),
 				sandmanMetric(metrics.Pushes, "Sum", "pushes", nil)),

@@ -134,6 +134,10 @@ func TestDashboard(t *testing.T) {
 		fmt.Sprintf(`SEARCH('{%s,%s,%s} MetricName="%s"', 'Sum', 300)`, ns, metrics.DimClass, metrics.DimProvider, metrics.ProviderCallsRefused),
 		fmt.Sprintf(`SEARCH('{%s,%s,%s} MetricName="%s"', 'p99', 300)`, ns, metrics.DimClass, metrics.DimProvider, metrics.ProviderCallWait),
 		fmt.Sprintf(`SEARCH('{%s,%s,%s} MetricName="%s"', 'Maximum', 300)`, ns, metrics.DimClass, metrics.DimProvider, metrics.ProviderCallWait),
+		fmt.Sprintf(`SEARCH('{%s,%s} MetricName="%s"', 'Sum', 300)`, ns, metrics.DimProvider, metrics.GovernorLeased),
+		fmt.Sprintf(`SEARCH('{%s,%s,%s} MetricName="%s"', 'Sum', 300)`, ns, metrics.DimClass, metrics.DimProvider, metrics.ProviderThrottled),
+		fmt.Sprintf(`SEARCH('{%s,%s} MetricName="%s"', 'Sum', 300)`, ns, metrics.DimProvider, metrics.GovernorFallbacks),
+		fmt.Sprintf(`SEARCH('{%s,%s} MetricName="%s"', 'p99', 300)`, ns, metrics.DimProvider, metrics.GovernorLeaseTime),
 	} {
 		if !slices.Contains(expressions, want) {
 			t.Errorf("no graph of %s; expressions: %v", want, expressions)

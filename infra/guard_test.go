@@ -1,6 +1,7 @@
 package infra
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -73,6 +74,24 @@ func TestStackRefusesGuardHeadroomBeyondCap(t *testing.T) {
 		err := checkGuardHeadroom(SandmanStackProps{GuardHeadroom: tc.headroom, ProviderSettings: tc.settings})
 		if (err != nil) != tc.refused {
 			t.Errorf("headroom %v, settings %v: %v, want refused %v", tc.headroom, tc.settings, err, tc.refused)
+		}
+	}
+}
+
+// TestGovernorShardsReachTheProviderCallers: every function that calls a
+// provider gets SANDMAN_GOVERNOR_SHARDS (DefaultGovernorShards), the
+// others none.
+func TestGovernorShardsReachTheProviderCallers(t *testing.T) {
+	s := MustDefaultStack(t)
+	for _, spec := range functionSpecs {
+		fn := s.resource(t, s.functionID(t, spec.name), "AWS::Lambda::Function")
+		vars, _ := prop(fn, "Environment").(map[string]any)["Variables"].(map[string]any)
+		got, ok := vars[envnames.GovernorShards]
+		if spec.providerKey && got != strconv.Itoa(DefaultGovernorShards) {
+			t.Errorf("%s: %s = %v, want %d", spec.name, envnames.GovernorShards, got, DefaultGovernorShards)
+		}
+		if !spec.providerKey && ok {
+			t.Errorf("%s calls no provider but gets %s", spec.name, envnames.GovernorShards)
 		}
 	}
 }

@@ -58,6 +58,10 @@ const (
 	EnvProviders = envnames.Providers
 	// EnvShards is the due indexes' shard count (every function).
 	EnvShards = envnames.Shards
+	// DefaultGovernorShards is SandmanStackProps.GovernorShards' default: at
+	// E2B's 667 calls a second and 1.5 bucket updates a call, 4 items keep
+	// each at 25 % of its 1,000 WCU/s (docs/CAPACITY.md).
+	DefaultGovernorShards = 4
 	// EnvGuardHeadroom is the provider guard's headroom (the functions that
 	// call providers, when SandmanStackProps.GuardHeadroom is set).
 	EnvGuardHeadroom = envnames.GuardHeadroom
@@ -134,6 +138,12 @@ type SandmanStackProps struct {
 	// with data needs `sandman reshard` (docs/CAPACITY.md "Changing the
 	// shard count").
 	Shards float64
+	// GovernorShards is how many items each provider's bucket of the
+	// fleet's governor is spread over (SANDMAN_GOVERNOR_SHARDS on the
+	// functions that call providers; internal/governor Config.Shards).
+	// Default DefaultGovernorShards, sized by the capacity model
+	// (docs/CAPACITY.md "Fleet provider governor").
+	GovernorShards float64
 	// GuardHeadroom is how far past the pause deadline + grace the
 	// provider's own timeout is set (SANDMAN_GUARD_HEADROOM on the functions
 	// that call providers, the ones that create, resume and refresh;
@@ -274,6 +284,9 @@ func (p *SandmanStackProps) withDefaults() SandmanStackProps {
 	}
 	if out.Shards == 0 {
 		out.Shards = tabledef.DeployedShards
+	}
+	if out.GovernorShards == 0 {
+		out.GovernorShards = DefaultGovernorShards
 	}
 	if out.PublisherParallelization == 0 {
 		out.PublisherParallelization = DefaultPublisherParallelization
@@ -779,6 +792,7 @@ func newFunction(stack awscdk.Stack, spec functionSpec, p SandmanStackProps, tab
 		if p.GuardHeadroom > 0 {
 			env[EnvGuardHeadroom] = jsii.String(p.GuardHeadroom.String())
 		}
+		env[envnames.GovernorShards] = jsii.String(strconv.Itoa(int(p.GovernorShards)))
 	}
 	if spec.pools && p.Pools != "" {
 		env[EnvPools] = jsii.String(p.Pools)

@@ -15,8 +15,10 @@
 // Providers: a main passes the adapters it links (Deps.Adapters,
 // internal/provider/registry declarations); their settings, secrets, call
 // budgets and prices come from those declarations, so nothing here names a
-// provider. Each provider New builds is put behind its call budget
-// (calllimit.Wrap), one per provider per process.
+// provider. Each provider New builds is put behind its call budget: the
+// fleet's governor (internal/governor: one bucket per provider in the
+// table, leased by every process; calllimit.Wrap in each process is its
+// fallback), one per provider per process.
 //
 // Secrets: each adapter's secret is a Secrets Manager secret named by its
 // *_SECRET variable (which the stack sets), whose SecretString is the value
@@ -42,6 +44,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"github.com/sandmanhq/sandman/internal/apigw"
@@ -51,6 +54,8 @@ import (
 	"github.com/sandmanhq/sandman/internal/delivery/dynamostore"
 	"github.com/sandmanhq/sandman/internal/delivery/sqsqueue"
 	"github.com/sandmanhq/sandman/internal/dynamo"
+	"github.com/sandmanhq/sandman/internal/governor"
+	govstore "github.com/sandmanhq/sandman/internal/governor/dynamostore"
 	"github.com/sandmanhq/sandman/internal/httpapi"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/provider/registry"
@@ -170,7 +175,8 @@ type App struct {
 	WebhookDispatcher delivery.Dispatcher
 
 	closers []func(context.Context) error
-	keys    apigw.KeyStore // the store, behind a KeyCache unless turned off
+	keys    apigw.KeyStore   // the store, behind a KeyCache unless turned off
+	ddb     *dynamodb.Client // the table's client, the governor's too
 	clock   lifecycle.Clock
 }
 
@@ -257,6 +263,7 @@ func New(ctx context.Context, cfg Config, needs Needs, deps Deps) (*App, error) 
 	if err != nil {
 		return nil, err
 	}
+	a.ddb = ddb
 	// No quota: keep no per-account slot counter, so session writes stay
 	// single PutItems instead of transactions on one hot item per account.
 	a.Store = dynamo.New(dynamo.Config{Client: ddb, Table: cfg.Table, Log: a.Log, WithoutRunningSlots: cfg.MaxRunning == 0,
@@ -427,16 +434,28 @@ func (a *App) buildProviders(cfg Config, needs Needs, deps Deps, keys map[string
 			}
 		}
 		if _, none := p.(noProvider); !none {
-			// The budget is the provider's, in real time, whatever clock
-			// the service runs on. A Metrics that also counts limiter calls
-			// (internal/metrics) sees its grants, waits and refusals.
-			cm, _ := deps.Metrics.(calllimit.Metrics)
-			p = calllimit.Wrap(p, calllimit.Config{Limit: cfg.CallLimits[name], Metrics: cm})
+			p = a.limit(p, cfg, name, deps)
 		}
 		a.Providers = append(a.Providers, p)
 	}
 	a.Provider = a.Providers[0]
 	return nil
+}
+
+// limit puts p, the provider named name, behind its call budget: the
+// fleet's governor (internal/governor) on the table, unless it is turned off
+// (then this process's own limiter, calllimit.Wrap, at the whole limit).
+// The budget is the provider's, in real time, whatever clock the service
+// runs on. A Metrics that also counts limiter calls (internal/metrics)
+// sees the grants, waits, refusals, leases, 429s and fallbacks.
+func (a *App) limit(p lifecycle.Provider, cfg Config, name string, deps Deps) lifecycle.Provider {
+	if cfg.GovernorOff {
+		cm, _ := deps.Metrics.(calllimit.Metrics)
+		return calllimit.Wrap(p, calllimit.Config{Limit: cfg.CallLimits[name], Metrics: cm})
+	}
+	gm, _ := deps.Metrics.(governor.Metrics)
+	return governor.Wrap(p, governor.Config{Limit: cfg.CallLimits[name], Table: govstore.New(a.ddb, cfg.Table),
+		Shards: cfg.GovernorShards, Fallback: cfg.GovernorFallback, Metrics: gm, Log: a.Log})
 }
 
 // queues returns the service's pause timers and readiness jobs: deps' when

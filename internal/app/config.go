@@ -58,7 +58,11 @@ const (
 	EnvShards        = envnames.Shards
 	// EnvEventRetentionDays is the timeline's retention in days.
 	EnvEventRetentionDays = envnames.EventRetentionDays
-	EnvPrices             = envnames.Prices
+	// The fleet's provider governor (internal/governor).
+	EnvGovernor         = envnames.Governor
+	EnvGovernorFallback = envnames.GovernorFallback
+	EnvGovernorShards   = envnames.GovernorShards
+	EnvPrices           = envnames.Prices
 )
 
 // The client channel's variables (internal/envnames).
@@ -102,9 +106,17 @@ type Config struct {
 	// most one of the two. New resolves them.
 	Secrets map[string]string
 	// CallLimits are the providers' call budgets by provider name
-	// (registry.ReadCalls; calllimit.Wrap). A provider missing here
-	// has no limit.
+	// (registry.ReadCalls): the whole fleet's, kept by the governor
+	// (internal/governor). A provider missing here has no limit.
 	CallLimits map[string]calllimit.Limit
+	// Governor is the fleet's provider governor's setting: off (true:
+	// SANDMAN_GOVERNOR=off) leaves each process its own limiter alone
+	// (calllimit.Wrap at the whole limit); Fallback is the share of the
+	// limit a process allows itself while the table is slow or down (0:
+	// governor.DefaultFallback); Shards the items of each bucket (0: 1).
+	GovernorOff      bool
+	GovernorFallback float64
+	GovernorShards   int
 
 	EventBus   string // EventBridge bus name or ARN; wins over EventsFile
 	EventsFile string // JSON-lines file when no bus is set
@@ -233,7 +245,7 @@ func ConfigFromEnv(getenv func(string) string, adapters ...registry.Adapter) (Co
 	if c.ClientTokenKeysSecret != "" && c.ClientTokenKeysFile != "" {
 		return Config{}, fmt.Errorf("set only one of %s and %s", EnvClientTokenKeysSecret, EnvClientTokenKeysFile)
 	}
-	for _, read := range []func(func(string) string, *Config) error{readBrand, readWebhooks, readLimits, readShards, readEventRetention, readTemplateApps, readIdlePolicy, readLogLevel, readDurations} {
+	for _, read := range []func(func(string) string, *Config) error{readBrand, readWebhooks, readLimits, readShards, readEventRetention, readGovernor, readTemplateApps, readIdlePolicy, readLogLevel, readDurations} {
 		if err := read(get, &c); err != nil {
 			return Config{}, err
 		}
@@ -321,6 +333,32 @@ func readEventRetention(get func(string) string, c *Config) error {
 			return fmt.Errorf("%s=%q: want a whole number of days from 1 to %d", EnvEventRetentionDays, v, maxDays)
 		}
 		c.EventRetention = time.Duration(n) * 24 * time.Hour
+	}
+	return nil
+}
+
+// readGovernor reads the fleet's provider governor's settings.
+func readGovernor(get func(string) string, c *Config) error {
+	switch v := strings.ToLower(get(EnvGovernor)); v {
+	case "", "on":
+	case "off":
+		c.GovernorOff = true
+	default:
+		return fmt.Errorf("%s=%q: want on or off", EnvGovernor, v)
+	}
+	if v := get(EnvGovernorFallback); v != "" {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || f <= 0 || f > 1 {
+			return fmt.Errorf("%s=%q: want a share of the limit above 0, at most 1 (such as 0.1)", EnvGovernorFallback, v)
+		}
+		c.GovernorFallback = f
+	}
+	if v := get(EnvGovernorShards); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 64 {
+			return fmt.Errorf("%s=%q: want a whole number of shards from 1 to 64", EnvGovernorShards, v)
+		}
+		c.GovernorShards = n
 	}
 	return nil
 }

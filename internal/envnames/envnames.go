@@ -59,6 +59,18 @@ const (
 	// (dynamo.Config.EventRetention); default 30. Read by the publisher,
 	// which writes the events' TTL.
 	EventRetentionDays = "SANDMAN_EVENT_RETENTION_DAYS"
+	// Governor turns the fleet's provider governor (internal/governor)
+	// off ("off": each process keeps its own call limiter alone); default on.
+	Governor = "SANDMAN_GOVERNOR"
+	// GovernorFallback is the share of a provider's limit each process
+	// allows itself while the governor's table is slow or down
+	// (governor.Config.Fallback); default 0.1. Set by the stack from
+	// sandman:governorFallback.
+	GovernorFallback = "SANDMAN_GOVERNOR_FALLBACK"
+	// GovernorShards spreads each provider's bucket over this many items
+	// (governor.Config.Shards); default 1, the stack sets
+	// sandman:governorShards (4).
+	GovernorShards = "SANDMAN_GOVERNOR_SHARDS"
 	// Prices are usage estimates' per-provider prices, a JSON object
 	// {"<provider>":{"running_per_hour":N,"paused_per_hour":N}} in US
 	// dollars per hour (lifecycle.Config.Prices, over the adapters' own
@@ -218,7 +230,7 @@ var (
 		Table, DynamoEndpoint, Provider, Providers, EventBus, EventsFile, CORSOrigin, LogLevel,
 		IdleTimeout, MinIdleTimeout, MaxIdleTimeout, MaxLifetimeLimit, ActivityGranularity, ProviderGrace,
 		MaxProviderTimeout, GuardHeadroom, LeaseDuration, Deployment, APIKeyCacheTTL, ProbeTimeout, ProviderCallTimeout,
-		MaxRunning, Shards, EventRetentionDays, Prices, TemplateApps, IdlePolicy, IdleUserField, Pools, ReadinessQueueURL, ResumeQueueURL, PoolRefillQueueURL, CheckpointQueueURL,
+		MaxRunning, Shards, EventRetentionDays, Governor, GovernorFallback, GovernorShards, Prices, TemplateApps, IdlePolicy, IdleUserField, Pools, ReadinessQueueURL, ResumeQueueURL, PoolRefillQueueURL, CheckpointQueueURL,
 		ArchiveBucket, ArchiveDir, ArchiveSSE, ArchiveKMSKeyID, ArchiveS3Endpoint, ArchiveS3PathStyle,
 		ClientTokenKeysSecret, ClientTokenKeysFile, WSURL, WSManagementURL,
 		BrandName, BrandAccent, BrandLogoURL,

@@ -115,19 +115,27 @@ type Take struct {
 	Tokens int
 }
 
-// plan returns the Take that grants rank r up to want tokens at now on a
-// shard last seen in state s, or, when none fits, when the first one
-// would: the TAT must stay within rank r's depth of now.
-func (sh Shape) plan(key string, s State, now time.Time, r Rank, want int) (Take, time.Time, bool) {
+// plan returns the Take that grants rank r up to want tokens, and at least
+// least of them, at now on a shard last seen in state s, or, when fewer
+// fit, when least would: the TAT must stay within rank r's depth of now.
+func (sh Shape) plan(key string, s State, now time.Time, r Rank, want, least int) (Take, time.Time, bool) {
 	iv := sh.interval(s, now)
 	full := !s.TAT.After(now)
 	from := s.TAT
 	if full {
 		from = now
 	}
+	least = max(1, min(least, want))
 	room := int(math.Floor(float64(now.Add(sh.depth(r)).Sub(from)) / float64(iv)))
-	if room < 1 {
-		return Take{}, from.Add(iv).Add(-sh.depth(r)), false
+	if full && room < 1 {
+		room = 1 // a full bucket gives any rank a token, however shallow its share of a small burst
+	}
+	if room < least {
+		next := from.Add(time.Duration(least) * iv).Add(-sh.depth(r))
+		if least == 1 && from.Before(next) {
+			next = from // it is full then
+		}
+		return Take{}, next, false
 	}
 	n := min(want, room)
 	delta := time.Duration(n) * iv
@@ -186,4 +194,23 @@ func (sh Shape) cutFor(key string, s State, now time.Time, ra time.Duration) Cut
 		c.Until = now.Add(ra).Add(sh.Depth)
 	}
 	return c
+}
+
+// Bucket is one bucket of the fleet's governor in memory, on its caller's
+// clock: the leases' arithmetic (Shape, State, Take) without a table or
+// processes, for simulations (the cost replay drives one).
+type Bucket struct {
+	Shape Shape
+	State State
+}
+
+// Lease grants rank r up to want tokens (at least one) at now and returns
+// how many; 0 and when the first would fit when none does.
+func (b *Bucket) Lease(now time.Time, r Rank, want int) (int, time.Time) {
+	t, next, ok := b.Shape.plan("", b.State, now, r, max(want, 1), 1)
+	if !ok {
+		return 0, next
+	}
+	b.State, _ = t.Apply(b.State)
+	return t.Tokens, time.Time{}
 }

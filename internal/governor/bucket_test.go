@@ -32,7 +32,7 @@ func TestLeasesNeverExceedTheRateAndDepth(t *testing.T) {
 		i := rng.IntN(len(cache))
 		r := Rank(rng.IntN(int(NumRanks)))
 		for try := 0; try < 3; try++ {
-			tk, _, ok := sh.plan("p#0", cache[i], now, r, 1+rng.IntN(12))
+			tk, _, ok := sh.plan("p#0", cache[i], now, r, 1+rng.IntN(12), 1)
 			if !ok {
 				break
 			}
@@ -79,20 +79,20 @@ func TestRanksKeepTheTopOfTheBucketForTheRanksAbove(t *testing.T) {
 		tb := &MemTable{}
 		var s State
 		for { // rank r drains the bucket as far as it may
-			tk, _, ok := sh.plan("p#0", s, now, r, 1000)
+			tk, _, ok := sh.plan("p#0", s, now, r, 1000, 1)
 			if !ok {
 				break
 			}
 			s, _, _ = tb.Take(context.Background(), tk)
 		}
 		for above := range r {
-			tk, _, ok := sh.plan("p#0", s, now, above, 1000)
+			tk, _, ok := sh.plan("p#0", s, now, above, 1000, 1)
 			want := int((rankDepth[above] - rankDepth[r]) * sh.Depth.Seconds() * sh.Rate)
 			if !ok || tk.Tokens < want-1 {
 				t.Errorf("rank %s drained the bucket: rank %s gets %d tokens at once (ok %v), want about %d", r, above, tk.Tokens, ok, want)
 			}
 		}
-		if _, at, ok := sh.plan("p#0", s, now, r, 1); ok || !at.After(now) {
+		if _, at, ok := sh.plan("p#0", s, now, r, 1, 1); ok || !at.After(now) {
 			t.Errorf("rank %s after draining its share: granted %v, next at %s", r, ok, at)
 		}
 	}
@@ -111,7 +111,7 @@ func TestACutSlowsTheBucketAndClimbsBack(t *testing.T) {
 	if iv := sh.interval(s, now); iv != 20*time.Millisecond {
 		t.Errorf("interval after a cut %v, want 20ms", iv)
 	}
-	if _, at, ok := sh.plan("p#0", s, now, 0, 1); ok || at.Before(now.Add(3*time.Second)) {
+	if _, at, ok := sh.plan("p#0", s, now, 0, 1, 1); ok || at.Before(now.Add(3*time.Second)) {
 		t.Errorf("a lease during the Retry-After: ok %v, next at %s; want none before 3 s", ok, at)
 	}
 	again := sh.cutFor("p#0", s, now.Add(500*time.Millisecond), 0).Apply(s)

@@ -6,7 +6,7 @@
 // Each provider has a bucket in the table (Table; internal/governor/
 // dynamostore), filled at the provider's published rate (its adapter's
 // registry.Adapter.Calls). A process leases tokens in blocks, about a lease's
-// life (DefaultLeaseFor) of its recent demand, each lease one conditional
+// life (Config.LeaseFor) of its recent demand, each lease one conditional
 // update that adds to the bucket's theoretical arrival time (a generic
 // cell rate algorithm), so concurrent leases do not conflict and the table
 // costs a small fraction of a write per provider call. Calls then take the

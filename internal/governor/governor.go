@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -15,11 +16,13 @@ import (
 
 // Defaults of Config (docs/CAPACITY.md "Fleet provider governor").
 const (
-	// DefaultLeaseFor is how long a lease's tokens may be used: a token
+	// A lease's tokens may be used for a third of the provider's burst
+	// (Config.LeaseFor; at least minLeaseFor, at most maxLeaseFor): a token
 	// unused that long after its lease is dropped, so the calls a process
 	// makes in any window never exceed what the bucket granted for that
-	// window plus this much.
-	DefaultLeaseFor = 500 * time.Millisecond
+	// window plus that much. The bucket's depth is the burst's rest.
+	minLeaseFor = 100 * time.Millisecond
+	maxLeaseFor = time.Second
 	// DefaultTableTimeout bounds one table update; a slower answer, or an
 	// error, puts the governor in fallback.
 	DefaultTableTimeout = 250 * time.Millisecond
@@ -56,8 +59,9 @@ type Config struct {
 	// Fallback is the share of Limit a process's own limiter allows while
 	// the table is slow or unavailable (0: DefaultFallback).
 	Fallback float64
-	// LeaseFor, TableTimeout and RetryTable default to DefaultLeaseFor,
-	// DefaultTableTimeout and DefaultRetryTable.
+	// LeaseFor is how long a lease's tokens may be used (default a third
+	// of the burst's time, 100 ms to 1 s); TableTimeout and RetryTable
+	// default to DefaultTableTimeout and DefaultRetryTable.
 	LeaseFor, TableTimeout, RetryTable time.Duration
 	// Metrics receives grants, refusals, leases, 429s and fallbacks (nil:
 	// none).
@@ -112,38 +116,61 @@ type governor struct {
 	fallback lifecycle.Provider // calllimit.Wrap of the provider at Limit × Fallback
 
 	mu         sync.Mutex
-	cache      []State // per shard, as last seen
-	shard      int     // the next shard to lease from
-	blocks     []block // leased tokens, oldest first
+	cache      []State     // per shard, as last seen
+	seen       []time.Time // when each was seen
+	shard      int         // the next shard to lease from
+	blocks     []block     // leased tokens, oldest first
 	waiting    [NumRanks]rankQueue
 	nwaiting   int
-	leasing    bool
-	wake       chan struct{} // tells a backing-off lease loop a higher rank waits
-	leaseRank  Rank          // the rank the lease loop works for
-	fails      int           // leases refused in a row (backoff)
+	leasing    [lanes]bool
+	wake       [lanes]chan struct{} // tells a backing-off lease loop a higher rank waits
+	leaseRank  [lanes]Rank          // the rank each lease loop works for
+	fails      [lanes]int           // leases refused in a row (backoff)
+	latency    time.Duration        // the table's recent answer time (EWMA)
+	slow       time.Duration        // its slow answers of late (a decaying maximum)
 	fallbackOn bool
 	retryAt    time.Time // when, in fallback, the table is tried again
+	probing    bool      // a probe of the table is under way
 	shares     shares
 	demand     [NumRanks]rate
 }
 
-// block is tokens of one lease, usable until until.
+// block is tokens of one lease, leased at rank rank (at, until: their
+// life). A call of rank r takes tokens leased at rank r or a lower one
+// (below it in the order); those leased for the ranks above it only in
+// the last third of their life, when nobody above has taken them: tokens
+// leased from the top of the bucket are not spent on lower ranks while
+// they may still serve the calls they were leased for.
 type block struct {
-	n     int
-	until time.Time
+	n         int
+	rank      Rank
+	at, until time.Time
+}
+
+// usable reports whether a call of rank r may take b's tokens at now.
+func (b *block) usable(r Rank, now time.Time) bool {
+	if b.n == 0 || !now.Before(b.until) {
+		return false
+	}
+	return b.rank >= r || now.After(b.until.Add(-b.until.Sub(b.at)/3))
 }
 
 // waiter is a call waiting for a token.
 type waiter struct {
-	rank    Rank
-	account string
-	arrived time.Time
-	done    chan verdict // one verdict, then closed
+	rank     Rank
+	account  string
+	arrived  time.Time
+	deadline time.Time    // its ctx's, zero: none
+	done     chan verdict // one verdict
 }
 
 // verdict is what a waiting call is told.
 type verdict struct {
 	fallback bool // go through the per-process limiter
+	// refused: no token can come before the call's deadline; it may come
+	// at next.
+	refused bool
+	next    time.Time
 }
 
 // rate is an exponentially decaying rate of events (1 s time constant).
@@ -178,9 +205,6 @@ func newGovernor(p lifecycle.Provider, cfg Config) *governor {
 	if cfg.Fallback <= 0 || cfg.Fallback > 1 {
 		cfg.Fallback = DefaultFallback
 	}
-	if cfg.LeaseFor <= 0 {
-		cfg.LeaseFor = DefaultLeaseFor
-	}
 	if cfg.TableTimeout <= 0 {
 		cfg.TableTimeout = DefaultTableTimeout
 	}
@@ -203,24 +227,28 @@ func newGovernor(p lifecycle.Provider, cfg Config) *governor {
 	if burst <= 0 {
 		burst = max(1, int(math.Ceil(cfg.Limit.PerSecond)))
 	}
+	burstTime := time.Duration(float64(burst) / cfg.Limit.PerSecond * float64(time.Second))
+	if cfg.LeaseFor <= 0 {
+		cfg.LeaseFor = min(max(burstTime/3, minLeaseFor), maxLeaseFor)
+	}
 	// The bucket's depth plus a lease's life is the provider's burst in
 	// time, so a process spending its leased tokens late never bunches
 	// more calls in a window than the provider allows.
-	// It is at least enough for the lowest rank to lease one token of a
-	// shard (a small limit's bucket is deeper than its burst).
 	perShard := cfg.Limit.PerSecond / float64(shards)
-	depth := max(time.Duration(float64(burst)/cfg.Limit.PerSecond*float64(time.Second))-cfg.LeaseFor, cfg.LeaseFor/2,
-		time.Duration(float64(time.Second)/perShard/rankDepth[NumRanks-1])+time.Millisecond)
+	depth := max(burstTime-cfg.LeaseFor, cfg.LeaseFor/2)
 	shape := Shape{Rate: perShard, Depth: depth}
 	g := &governor{name: p.Name(), table: cfg.Table, shape: shape, leaseFor: cfg.LeaseFor, timeout: cfg.TableTimeout,
 		retry: cfg.RetryTable, m: cfg.Metrics, log: cfg.Log, clock: cfg.Clock, sleep: cfg.Sleep,
-		maxLease: max(1, int(maxLeaseShare*depth.Seconds()*shape.Rate)), cache: make([]State, shards),
-		shard: rand.IntN(shards), wake: make(chan struct{}, 1)}
+		maxLease: max(1, int(maxLeaseShare*depth.Seconds()*shape.Rate)), cache: make([]State, shards), seen: make([]time.Time, shards),
+		shard: rand.IntN(shards), wake: [lanes]chan struct{}{make(chan struct{}, 1), make(chan struct{}, 1)}}
 	for i := range shards {
 		g.keys = append(g.keys, fmt.Sprintf("%s#%d", cfg.Key, i))
 	}
+	// Its burst is a tenth of a second's worth: the fleet's calls emptied
+	// the provider's bucket when the table went slow, so the fallback's
+	// processes must not start with a burst each.
 	fb := calllimit.Limit{PerSecond: cfg.Limit.PerSecond * cfg.Fallback,
-		Burst: max(1, int(math.Ceil(float64(burst)*cfg.Fallback)))}
+		Burst: max(1, int(math.Ceil(cfg.Limit.PerSecond*cfg.Fallback/10)))}
 	g.fallback = calllimit.Wrap(p, calllimit.Config{Limit: fb, Metrics: cfg.Metrics})
 	if g.table == nil {
 		g.fallbackOn, g.retryAt = true, time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -248,18 +276,20 @@ func (g *governor) admit(ctx context.Context, c lifecycle.CallPriority, op, sand
 	g.mu.Lock()
 	now := g.now()
 	if g.inFallback(now) {
+		g.probe(now)
 		g.mu.Unlock()
 		return true, nil
 	}
 	r := RankOf(c, g.shares.arrive(c, lifecycle.CallAccountOf(ctx), now))
 	g.demand[r].add(now, 1)
-	if g.ahead(r) == 0 && g.take(now) {
+	if g.ahead(r) == 0 && g.take(r, now) {
 		g.kick(now, r)
 		g.mu.Unlock()
 		g.m.CallGranted(g.name, c, 0)
 		return false, nil
 	}
 	w := &waiter{rank: r, account: lifecycle.CallAccountOf(ctx), arrived: now, done: make(chan verdict, 1)}
+	w.deadline, _ = ctx.Deadline()
 	g.waiting[r].push(w)
 	g.nwaiting++
 	g.kick(now, r)
@@ -267,6 +297,11 @@ func (g *governor) admit(ctx context.Context, c lifecycle.CallPriority, op, sand
 
 	select {
 	case v := <-w.done:
+		if v.refused {
+			g.m.CallRefused(g.name, c)
+			return false, refused(op, sandboxID, max(0, v.next.Sub(g.now())),
+				fmt.Errorf("fleet provider call limit: the next token for class %s comes at %s, after the call's deadline", r, v.next.Format(time.RFC3339Nano)))
+		}
 		if !v.fallback {
 			g.m.CallGranted(g.name, c, max(0, g.now().Sub(now)))
 		}
@@ -282,9 +317,10 @@ func (g *governor) admit(ctx context.Context, c lifecycle.CallPriority, op, sand
 		}
 		g.mu.Unlock()
 		v := <-w.done // granted meanwhile: give the token back
-		if !v.fallback {
+		if !v.fallback && !v.refused {
 			g.mu.Lock()
-			g.blocks = append(g.blocks, block{n: 1, until: g.now().Add(g.leaseFor)})
+			now := g.now()
+			g.blocks = append(g.blocks, block{n: 1, rank: r, at: now, until: now.Add(g.leaseFor)})
 			g.dispatch(g.now())
 			g.mu.Unlock()
 		}
@@ -293,10 +329,46 @@ func (g *governor) admit(ctx context.Context, c lifecycle.CallPriority, op, sand
 	}
 }
 
-// inFallback reports whether calls go to the per-process limiter at now;
-// g.mu held. Past retryAt the table is tried again by the next lease.
-func (g *governor) inFallback(now time.Time) bool {
-	return g.fallbackOn && now.Before(g.retryAt)
+// inFallback reports whether calls go to the per-process limiter; g.mu
+// held. They do until a probe of the table (probe) finds it answering.
+func (g *governor) inFallback(time.Time) bool { return g.fallbackOn }
+
+// probe starts, once RetryTable has passed since the table last failed, a
+// lease of one token in the background (calls go on through the
+// fallback meanwhile): its answer ends the fallback, its failure moves
+// retryAt on; g.mu held.
+func (g *governor) probe(now time.Time) {
+	if g.probing || now.Before(g.retryAt) || g.table == nil {
+		return
+	}
+	g.probing = true
+	shard := g.shard
+	s := g.cache[shard]
+	go func() {
+		defer func() {
+			g.mu.Lock()
+			g.probing = false
+			g.mu.Unlock()
+		}()
+		t, _, ok := g.shape.plan(g.keys[shard], s, now, NumRanks-1, 1, 1)
+		if !ok { // no room as last seen: ask for none, to hear the table's answer
+			t = Take{Key: g.keys[shard], Now: now, Max: now.Add(g.shape.depth(NumRanks - 1)), CutAt: s.CutAt}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), g.timeout)
+		st, applied, err := g.table.Take(ctx, t)
+		cancel()
+		if err != nil {
+			g.toFallback(err)
+			return
+		}
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		g.cache[shard], g.seen[shard] = st, g.now()
+		g.backFromFallback()
+		if applied && t.Tokens > 0 {
+			g.blocks = append(g.blocks, block{n: t.Tokens, rank: NumRanks - 1, at: t.Now, until: t.Now.Add(g.leaseFor)})
+		}
+	}()
 }
 
 // ahead returns how many calls wait at rank r or above; g.mu held.
@@ -308,25 +380,25 @@ func (g *governor) ahead(r Rank) int {
 	return n
 }
 
-// take takes one leased token at now, dropping expired ones; g.mu held.
-func (g *governor) take(now time.Time) bool {
-	for len(g.blocks) > 0 {
-		b := &g.blocks[0]
-		if !now.Before(b.until) || b.n == 0 {
-			g.blocks = g.blocks[1:]
-			continue
+// take takes one leased token a call of rank r may use at now (the
+// oldest), dropping spent and expired blocks; g.mu held.
+func (g *governor) take(r Rank, now time.Time) bool {
+	g.blocks = slices.DeleteFunc(g.blocks, func(b block) bool { return b.n == 0 || !now.Before(b.until) })
+	for i := range g.blocks {
+		if b := &g.blocks[i]; b.usable(r, now) {
+			b.n--
+			return true
 		}
-		b.n--
-		return true
 	}
 	return false
 }
 
-// tokens returns the leased tokens usable at now; g.mu held.
-func (g *governor) tokens(now time.Time) int {
+// tokens returns the leased tokens a call of rank r may use at now; g.mu
+// held.
+func (g *governor) tokens(r Rank, now time.Time) int {
 	n := 0
-	for _, b := range g.blocks {
-		if now.Before(b.until) {
+	for i := range g.blocks {
+		if b := &g.blocks[i]; b.usable(r, now) {
 			n += b.n
 		}
 	}
@@ -336,14 +408,12 @@ func (g *governor) tokens(now time.Time) int {
 // dispatch hands leased tokens to the waiting calls, the lowest rank
 // first, accounts in turn within a rank; g.mu held.
 func (g *governor) dispatch(now time.Time) {
-	for g.nwaiting > 0 {
-		r := g.best()
-		if !g.take(now) {
-			return
+	for r := range NumRanks {
+		for g.waiting[r].n > 0 && g.take(r, now) {
+			w := g.waiting[r].pop()
+			g.nwaiting--
+			w.done <- verdict{}
 		}
-		w := g.waiting[r].pop()
-		g.nwaiting--
-		w.done <- verdict{}
 	}
 }
 
@@ -367,187 +437,9 @@ func (g *governor) handOff() {
 	}
 }
 
-// kick starts the lease loop when calls wait, or when the leased tokens
-// run low for the recent demand (a lease ahead, so that calls find a
-// token), unless it runs; a running loop working for a lower rank than r
-// is woken to lease for r. g.mu held.
-func (g *governor) kick(now time.Time, r Rank) {
-	if g.leasing {
-		if g.nwaiting > 0 && r < g.leaseRank {
-			select {
-			case g.wake <- struct{}{}:
-			default:
-			}
-		}
-		return
-	}
-	if g.nwaiting == 0 && !g.low(now) {
-		return
-	}
-	g.leasing = true
-	go g.leaseLoop()
-}
-
-// low reports whether the leased tokens fall short of a third of a
-// lease's life of the recent demand; g.mu held.
-func (g *governor) low(now time.Time) bool {
-	d := 0.0
-	for r := range NumRanks {
-		d += g.demand[r].perSecond(now)
-	}
-	return d >= 1 && float64(g.tokens(now)) < d*g.leaseFor.Seconds()/3
-}
-
-// want returns the rank and size of the next lease; g.mu held. For
-// waiting calls: the best waiting rank, for them and for the demand of
-// that rank and above over a lease's life; ahead of demand: the lowest
-// rank with recent demand, for the demand over a lease's life.
-func (g *governor) want(now time.Time) (Rank, int, bool) {
-	ahead := g.nwaiting == 0
-	r := Rank(0)
-	if !ahead {
-		r = g.best()
-	} else {
-		for i := range NumRanks {
-			if g.demand[i].perSecond(now) >= 0.5 {
-				r = i
-			}
-		}
-	}
-	d := 0.0
-	for i := range r + 1 {
-		d += g.demand[i].perSecond(now)
-	}
-	n := int(math.Ceil(d*g.leaseFor.Seconds())) - g.tokens(now)
-	if !ahead {
-		n = max(n, g.ahead(r))
-	}
-	return r, min(max(n, 1), g.maxLease), ahead
-}
-
-// leaseLoop leases tokens from the table while calls wait (or ahead of
-// demand), one lease at a time, and hands them out; it ends when nothing
-// waits and the tokens suffice, or in fallback (handing the waiting calls
-// over).
-func (g *governor) leaseLoop() {
-	conflicts, tried := 0, 0
-	var soonest time.Time
-	for {
-		g.mu.Lock()
-		now := g.now()
-		g.dispatch(now)
-		if g.inFallback(now) {
-			g.handOff()
-			g.leasing = false
-			g.mu.Unlock()
-			return
-		}
-		if g.nwaiting == 0 && !g.low(now) {
-			g.leasing = false
-			g.mu.Unlock()
-			return
-		}
-		r, want, ahead := g.want(now)
-		g.leaseRank = r
-		shard := g.shard
-		s := g.cache[shard]
-		g.mu.Unlock()
-
-		t, next, ok := g.shape.plan(g.keys[shard], s, now, r, want)
-		if !ok {
-			if soonest.IsZero() || next.Before(soonest) {
-				soonest = next
-			}
-			tried++
-			g.advance()
-			if tried < len(g.keys) {
-				continue // another shard may have room
-			}
-			if ahead {
-				g.stop()
-				return
-			}
-			g.backoff(soonest)
-			tried, soonest = 0, time.Time{}
-			continue
-		}
-		start := time.Now()
-		ctx, cancel := context.WithTimeout(context.Background(), g.timeout)
-		st, applied, err := g.table.Take(ctx, t)
-		cancel()
-		took := time.Since(start)
-		if err == nil && took > g.timeout {
-			err = fmt.Errorf("the table took %v (more than %v)", took, g.timeout)
-		}
-		if err != nil {
-			g.toFallback(err)
-			continue
-		}
-		g.mu.Lock()
-		g.cache[shard] = st
-		g.backFromFallback()
-		if applied {
-			g.blocks = append(g.blocks, block{n: t.Tokens, until: t.Now.Add(g.leaseFor)})
-			g.fails, conflicts, tried, soonest = 0, 0, 0, time.Time{}
-			g.shard = (shard + 1) % len(g.keys)
-		}
-		g.mu.Unlock()
-		if applied {
-			g.m.Leased(g.name, t.Tokens, took)
-			continue
-		}
-		// The shard moved since this process last saw it: plan again on
-		// what the table answered, a few times, then back off a little.
-		if conflicts++; conflicts > 3 {
-			conflicts = 0
-			g.backoff(g.now())
-		}
-	}
-}
-
-// advance moves to the next shard.
-func (g *governor) advance() {
-	g.mu.Lock()
-	g.shard = (g.shard + 1) % len(g.keys)
-	g.mu.Unlock()
-}
-
-// stop ends the lease loop.
-func (g *governor) stop() {
-	g.mu.Lock()
-	g.leasing = false
-	// A call may have come while the lock was free: it found the loop
-	// running, so start it again for it.
-	if g.nwaiting > 0 {
-		g.leasing = true
-		go g.leaseLoop()
-	}
-	g.mu.Unlock()
-}
-
-// backoff waits until at, and a jittered while more after refusals in a
-// row (so that processes waiting on one bucket do not all ask at once),
-// or until a call of a higher rank than the loop's comes.
-func (g *governor) backoff(at time.Time) {
-	g.mu.Lock()
-	g.fails++
-	spread := min(time.Second, g.shape.interval(g.cache[g.shard], at)<<min(g.fails, 10))
-	g.mu.Unlock()
-	d := max(0, at.Sub(g.now())) + time.Duration(rand.Int64N(int64(spread)+1))
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		select {
-		case <-g.wake:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	_ = g.sleep(ctx, d)
-}
-
 // toFallback puts the governor in fallback after the table failed: calls
-// go to the per-process limiter until RetryTable has passed.
+// go to the per-process limiter until a probe, RetryTable later, finds the
+// table answering again.
 func (g *governor) toFallback(err error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -600,7 +492,7 @@ func (g *governor) throttled(c lifecycle.CallPriority, ra time.Duration) {
 			return
 		}
 		g.mu.Lock()
-		g.cache[i] = st
+		g.cache[i], g.seen[i] = st, g.now()
 		g.mu.Unlock()
 	}
 }

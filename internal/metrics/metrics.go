@@ -35,6 +35,11 @@
 //	ProviderCalls        Count    Provider, Class    calllimit.Wrap: a call the provider call limiter let through
 //	ProviderCallsRefused Count    Provider, Class    calllimit.Wrap: a call it refused (its deadline came before its token)
 //	ProviderCallWait     Seconds  Provider, Class    calllimit.Wrap: one value per call that waited for its token
+//	GovernorLeased       Count    Provider           governor.Wrap: tokens leased from the fleet's bucket in the table
+//	GovernorLeaseTime    Seconds  Provider           governor.Wrap: one value per lease, the table's answer time
+//	ProviderThrottled    Count    Provider, Class    governor.Wrap: a provider answer 429 (the fleet's rate is cut)
+//	GovernorFallbacks    Count    Provider           governor.Wrap: a process went to its own limiter (the table slow or down)
+//	GovernorRecoveries   Count    Provider           governor.Wrap: a process came back to the table
 //
 // Locally nothing is emitted: the local stack builds its service without
 // metrics, so `make run` prints none.
@@ -54,6 +59,7 @@ import (
 	"time"
 
 	"github.com/sandmanhq/sandman/internal/calllimit"
+	"github.com/sandmanhq/sandman/internal/governor"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 )
 
@@ -75,6 +81,14 @@ const (
 	ProviderCalls        = "ProviderCalls"
 	ProviderCallsRefused = "ProviderCallsRefused"
 	ProviderCallWait     = "ProviderCallWait"
+	// GovernorLeased, GovernorLeaseTime, ProviderThrottled,
+	// GovernorFallbacks and GovernorRecoveries are the fleet's provider
+	// governor's (governor.Metrics).
+	GovernorLeased     = "GovernorLeased"
+	GovernorLeaseTime  = "GovernorLeaseTime"
+	ProviderThrottled  = "ProviderThrottled"
+	GovernorFallbacks  = "GovernorFallbacks"
+	GovernorRecoveries = "GovernorRecoveries"
 )
 
 // The dimension names.
@@ -242,6 +256,30 @@ func (e *Emitter) CallRefused(provider string, class lifecycle.CallPriority) {
 }
 
 var _ calllimit.Metrics = (*Emitter)(nil)
+
+// Leased counts tokens leased from the fleet's bucket as GovernorLeased and
+// records the table's answer time as GovernorLeaseTime (governor.Metrics).
+func (e *Emitter) Leased(provider string, tokens int, took time.Duration) {
+	e.Add(GovernorLeased, Count, float64(tokens), Dim{DimProvider, provider})
+	e.Observe(GovernorLeaseTime, Seconds, took.Seconds(), Dim{DimProvider, provider})
+}
+
+// Throttled counts a provider's 429 as ProviderThrottled (governor.Metrics).
+func (e *Emitter) Throttled(provider string, class lifecycle.CallPriority) {
+	e.Add(ProviderThrottled, Count, 1, Dim{DimProvider, provider}, Dim{DimClass, class.String()})
+}
+
+// Fallback counts a process going to its own limiter as GovernorFallbacks,
+// or back to the table as GovernorRecoveries (governor.Metrics).
+func (e *Emitter) Fallback(provider string, on bool) {
+	name := GovernorRecoveries
+	if on {
+		name = GovernorFallbacks
+	}
+	e.Add(name, Count, 1, Dim{DimProvider, provider})
+}
+
+var _ governor.Metrics = (*Emitter)(nil)
 
 // entry is one series' contribution to one line: its sum, or up to
 // MaxValues of its values.

@@ -26,6 +26,9 @@ const envLambda = "BENCH_TEST_LAMBDA"
 // BENCH_TEST_LAMBDA=exit it exits at once, as a function whose cold start
 // failed.
 func TestMain(m *testing.M) {
+	if os.Getenv(EnvFleetChild) != "" {
+		runFleetChild() // a process of the fleet test: exits
+	}
 	switch os.Getenv(envLambda) {
 	case "1":
 		lambda.Start(testFunction)

@@ -28,12 +28,15 @@ const (
 	EnvServeBootMS = "SANDMAN_BENCH_SERVE_BOOT_MS"
 )
 
-// ChildIfAsked runs the bench binary as a local sandbox child or as the
+// ChildIfAsked runs the bench binary as a local sandbox child, as the
 // app (serving "ok" on 127.0.0.1:$PORT) when asked by the variables above,
+// or as one process of the fleet figure (EnvFleetChild),
 // never returning then; it returns otherwise. The bench's main calls it
 // first.
 func ChildIfAsked() {
 	switch {
+	case os.Getenv(EnvFleetChild) != "":
+		runFleetChild() // exits
 	case os.Getenv(EnvServeApp) == "1":
 		// first: an app command inherits the sandbox child's variables
 	case os.Getenv(EnvSandboxChild) == "1":

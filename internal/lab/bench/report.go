@@ -49,6 +49,8 @@ type Report struct {
 	Pools *PoolsResult `json:"pools,omitempty"`
 	// Deliveries is the outbound webhook figure (deliveries.go).
 	Deliveries *DeliveriesResult `json:"deliveries,omitempty"`
+	// Fleet is the fleet's provider governor figure (fleet.go).
+	Fleet *FleetResult `json:"fleet,omitempty"`
 
 	Errors []string `json:"errors,omitempty"`
 }
@@ -152,6 +154,9 @@ func (r *Report) Markdown() string {
 	}
 	if d := r.Deliveries; d != nil {
 		r.deliveriesSection(&b, d)
+	}
+	if f := r.Fleet; f != nil {
+		fleetSection(&b, f)
 	}
 	if len(r.Errors) > 0 {
 		p("## Failures\n\n")

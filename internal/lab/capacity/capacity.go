@@ -10,6 +10,8 @@ import (
 
 	"github.com/sandmanhq/sandman/internal/dynamo"
 	"github.com/sandmanhq/sandman/internal/dynamo/tabledef"
+	"github.com/sandmanhq/sandman/internal/governor"
+	govstore "github.com/sandmanhq/sandman/internal/governor/dynamostore"
 	"github.com/sandmanhq/sandman/internal/lab/bench"
 	"github.com/sandmanhq/sandman/internal/lab/numfmt"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
@@ -61,6 +63,18 @@ type Target struct {
 	LargestAccount int
 	// Scale multiplies every count above (1; 10 asks what breaks first).
 	Scale float64
+	// ProviderLimit is the provider calls a second the fleet's governor
+	// lets through (666.67: E2B's 20,000 per 30 s, below the target's
+	// demand, docs/CAPACITY.md "Provider calls"), and
+	// GovernorWritesPerCall the governor's bucket updates per provider
+	// call (1.5: every call its own lease, as one a Lambda container makes
+	// alone, and half a failed conditional update more; the fleet figure
+	// measures 0.2 to 0.6 with busy processes). Their product, over
+	// GovernorShards items (4, what the stack deploys:
+	// sandman:governorShards), is each bucket item's writes.
+	ProviderLimit         float64
+	GovernorWritesPerCall float64
+	GovernorShards        int
 }
 
 // DefaultTarget is docs/DESIGN.md "Capacity"'s target.
@@ -106,8 +120,21 @@ func (t Target) withDefaults() Target {
 	if t.Scale <= 0 {
 		t.Scale = 1
 	}
+	if t.ProviderLimit <= 0 {
+		t.ProviderLimit = 20000.0 / 30
+	}
+	if t.GovernorWritesPerCall <= 0 {
+		t.GovernorWritesPerCall = 1.5
+	}
+	if t.GovernorShards <= 0 {
+		t.GovernorShards = DeployedGovernorShards
+	}
 	return t
 }
+
+// DeployedGovernorShards is the governor's bucket items per provider that
+// the stack deploys (context sandman:governorShards, SANDMAN_GOVERNOR_SHARDS).
+const DeployedGovernorShards = 4
 
 // Config is what Run measures with. Zero fields mean the
 // defaults given.
@@ -320,6 +347,20 @@ func Run(ctx context.Context, env *bench.Env, cfg Config) (Result, error) {
 		return Result{}, err
 	}
 	ops = append(ops, learnedOps...)
+	// The fleet's governor: one lease is one conditional update of a
+	// bucket item (internal/governor/dynamostore); the provider's limit
+	// bounds the calls, so the leases, whatever the demand.
+	bucket := govstore.New(client, table)
+	leases := t.ProviderLimit * t.GovernorWritesPerCall
+	env.Printf("capacity: %d × governor lease", n)
+	if err := measure("governor lease (a bucket update)", leases, func(i int) error {
+		now := clock.Now().Add(time.Duration(i) * time.Millisecond)
+		_, _, err := bucket.Take(ctx, governor.Take{Key: "e2b#0", Now: now, Full: i == 0, Delta: time.Millisecond,
+			Max: now.Add(time.Hour)})
+		return err
+	}); err != nil {
+		return Result{}, err
+	}
 	res := Result{Target: t, Shards: cfg.Shards, Ops: ops}
 	res.Rows = scaleRows(ops, t, cfg.Shards, store.ShardSkew(t.Sessions))
 	res.Seconds = time.Since(start).Seconds()
@@ -362,6 +403,8 @@ func scaleRows(ops []Op, t Target, shards int, skew float64) []Row {
 			return 1, "all together"
 		case FamIdleAccount:
 			return float64(t.LargestAccount) / float64(t.Sessions), "account"
+		case FamGovernorBucket:
+			return 1 / float64(t.GovernorShards), fmt.Sprintf("shard of %d (per provider)", t.GovernorShards)
 		}
 		return 1 / sessions, "session"
 	}
@@ -403,10 +446,12 @@ func (r Result) Markdown(limit float64) string {
 	t := r.Target
 	w("Target (× %g): %s running sessions, a heartbeat every %s (%.0f %% on the client channel), %s pauses and %s resumes "+
 		"and %s creates per 5 min, %s channel connections opened and closed per 5 min, %s sessions on the largest account; "+
-		"due indexes in %d shards.\n\n",
+		"due indexes in %d shards; the fleet's provider governor lets %s provider calls a second through, at %.2f bucket "+
+		"updates a call, over %d bucket items per provider.\n\n",
 		t.Scale, numfmt.Thousands(t.Sessions), t.HeartbeatEvery, t.ChannelShare*100, numfmt.Thousands(t.PausesPer5Min),
 		numfmt.Thousands(t.ResumesPer5Min), numfmt.Thousands(t.CreatesPer5Min), numfmt.Thousands(t.ConnectsPer5Min),
-		numfmt.Thousands(t.LargestAccount), r.Shards)
+		numfmt.Thousands(t.LargestAccount), r.Shards, numfmt.Thousands(int(math.Round(t.ProviderLimit))), t.GovernorWritesPerCall,
+		t.GovernorShards)
 	w("| key family | one key is | WCU/s | of 1,000 | RCU/s | of 3,000 | verdict |\n|---|---|---:|---:|---:|---:|---|\n")
 	for _, row := range r.Rows {
 		verdict := "ok"

@@ -56,10 +56,11 @@ const (
 	FamAPIKey           Family = "API key item"
 	// The learned idle policy's histograms (lifecycle.IdleKeys): one item
 	// per user key, per account's template, per template.
-	FamIdleUser     Family = "idle histogram item (user key)"
-	FamIdleAccount  Family = "idle histogram item (account's template)"
-	FamIdleTemplate Family = "idle histogram item (template)"
-	FamOther        Family = "other items"
+	FamIdleUser       Family = "idle histogram item (user key)"
+	FamIdleAccount    Family = "idle histogram item (account's template)"
+	FamIdleTemplate   Family = "idle histogram item (template)"
+	FamGovernorBucket Family = "governor bucket item (GOV#provider#shard)"
+	FamOther          Family = "other items"
 	// Index partitions: the due indexes are keyed by a shard, by_owner by
 	// the account, the rest by one session or sandbox.
 	FamIdleShard   Family = "idle index shard"
@@ -404,6 +405,8 @@ func keyFamilies(k itemKey) (item, partition Family) {
 		return FamIdleAccount, ""
 	case strings.HasPrefix(k.pk, "IDLE#template#"):
 		return FamIdleTemplate, ""
+	case strings.HasPrefix(k.pk, "GOV#"):
+		return FamGovernorBucket, ""
 	}
 	return FamOther, ""
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sandmanhq/sandman/internal/calllimit"
+	"github.com/sandmanhq/sandman/internal/governor"
 	"github.com/sandmanhq/sandman/internal/lab/numfmt"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 )
@@ -182,9 +183,9 @@ func (c ScaleConfig) callArrivals(d CallDemand, rng *rand.Rand) []call {
 // limiterEpoch is when the simulated clock of the limiter rows starts.
 var limiterEpoch = time.Date(2026, time.January, 5, 0, 0, 0, 0, time.UTC)
 
-// classOf is the class a kind's call takes in the provider call limiter
-// (calllimit.Wrap): resumes and creates are user calls, pauses
-// background work, refreshes refreshes.
+// classOf is the class a kind's call takes in the provider governor
+// (governor.Wrap, as calllimit.Wrap before it): resumes and creates are
+// user calls, pauses background work, refreshes refreshes.
 func classOf(k CallKind) lifecycle.CallPriority {
 	switch k {
 	case CallResume, CallCreate:
@@ -195,66 +196,67 @@ func classOf(k CallKind) lifecycle.CallPriority {
 	return lifecycle.PriorityRefresh
 }
 
-// limit runs calls through the provider call limiter itself
-// (calllimit.Queue, the bookkeeping of calllimit.Wrap) on a
-// simulated clock: each call arrives at its time, a call holding a token
-// promised ahead of its time goes at that time and the next token is
-// promised then, as calllimit.Wrap's callers do on the wall clock. With
-// priority each kind takes its class (classOf); without, every call takes
-// one class: first come first served, the limiter before it had classes.
-// Granting stops at stop; it returns each call's delay (-1: not served by
-// then).
+// limit runs calls through the fleet's provider governor's bucket itself
+// (governor.Bucket: the leases' arithmetic, each rank limited to its share
+// of the bucket's depth) on a simulated clock, one call a lease, the calls
+// waiting for a token served as a governor's queue serves them: the best
+// rank first, first come first served within it, each at the first moment
+// the bucket has a token for its rank. With priority each kind takes its
+// class's rank (classOf); without, every call takes one: first come first
+// served, the limiter before it had classes. Granting stops at stop; it
+// returns each call's delay (-1: not served by then).
 func limit(calls []call, l calllimit.Limit, priority bool, stop time.Duration) []time.Duration {
-	q := calllimit.NewQueue(l)
+	b := governor.Bucket{Shape: governor.Shape{Rate: l.PerSecond,
+		Depth: time.Duration(float64(max(l.Burst, 1)) / l.PerSecond * float64(time.Second))}}
 	delay := make([]time.Duration, len(calls))
-	end := limiterEpoch.Add(stop)
-	served := func(t *calllimit.Ticket, i int) {
+	for i := range delay {
 		delay[i] = -1
-		if !t.At.After(end) {
-			delay[i] = t.At.Sub(limiterEpoch.Add(calls[i].at))
+	}
+	end := limiterEpoch.Add(stop)
+	rankOf := func(k CallKind) governor.Rank {
+		if !priority {
+			return governor.RankOf(lifecycle.PriorityBackground, false)
 		}
+		return governor.RankOf(classOf(k), false)
 	}
-	// The waiting calls per class, in arrival order: the order the
-	// limiter grants them in within a class (checked as it goes).
-	type waiter struct {
-		t *calllimit.Ticket
-		i int
-	}
-	var waiting [lifecycle.PriorityRefresh + 1][]waiter
-	next := 0
+	var waiting [governor.NumRanks][]int // call indices, in arrival order
+	arrival := func(i int) time.Time { return limiterEpoch.Add(calls[i].at) }
+	now, next := limiterEpoch, 0
 	for {
-		if h := q.Held(); h != nil && (next == len(calls) || h.At.Before(limiterEpoch.Add(calls[next].at))) {
-			if h.At.After(end) {
+		r, any := governor.Rank(0), false
+		for i := range governor.NumRanks {
+			if len(waiting[i]) > 0 {
+				r, any = i, true
 				break
 			}
-			for _, g := range q.Release(h, h.At) {
-				w := waiting[g.Priority]
-				if len(w) == 0 || w[0].t != g {
-					panic("costsim: the call limiter granted a call out of arrival order within its class")
-				}
-				served(g, w[0].i)
-				waiting[g.Priority] = w[1:]
+		}
+		if !any {
+			if next == len(calls) {
+				break
 			}
+			now = arrival(next)
+			waiting[rankOf(calls[next].kind)] = append(waiting[rankOf(calls[next].kind)], next)
+			next++
 			continue
 		}
-		if next == len(calls) {
+		n, at := b.Lease(now, r, len(waiting[r]))
+		if n > 0 {
+			for _, i := range waiting[r][:n] {
+				delay[i] = now.Sub(arrival(i))
+			}
+			waiting[r] = waiting[r][n:]
+			continue
+		}
+		if next < len(calls) && arrival(next).Before(at) {
+			now = arrival(next)
+			waiting[rankOf(calls[next].kind)] = append(waiting[rankOf(calls[next].kind)], next)
+			next++
+			continue
+		}
+		if at.After(end) {
 			break
 		}
-		class := lifecycle.PriorityBackground
-		if priority {
-			class = classOf(calls[next].kind)
-		}
-		if t := q.Arrive(limiterEpoch.Add(calls[next].at), class); t.Granted() {
-			served(t, next)
-		} else {
-			waiting[class] = append(waiting[class], waiter{t, next})
-		}
-		next++
-	}
-	for _, w := range waiting {
-		for _, x := range w {
-			delay[x.i] = -1
-		}
+		now = at
 	}
 	return delay
 }
@@ -341,10 +343,12 @@ func (s ScaleReport) callsMarkdown() string {
 		numfmt.Thousands(c.CreateRate), human(c.SweepInterval),
 		numfmt.Thousands(int(2*(today[CallResume]+today[CallCreate])*time.Minute.Seconds()/c.RateWindow.Seconds())))
 
-	w("**The one shared limiter.** Every call goes through one limiter per provider (sweep, timers, resumes, creates "+
-		"and refreshes alike) that holds calls to %s per %s, paced evenly (burst %d), and serves them by class: resumes "+
-		"and creates (user) first, then pauses (background), then refreshes. The rows drive that limiter itself "+
-		"(`calllimit.Queue`, what `calllimit.Wrap` runs on) on the simulated clock. One interval (%s) of the "+
+	w("**The fleet's one budget.** Every call of every process goes through the fleet's provider governor (sweep, "+
+		"timers, resumes, creates and refreshes alike), one bucket per provider in the table that holds calls to %s per %s, "+
+		"paced evenly (burst %d), and serves them by class: resumes and creates (user) first, then pauses (background), "+
+		"then refreshes, each class held to its share of the bucket's depth. The rows drive that bucket's arithmetic "+
+		"itself (`governor.Bucket`, what `governor.Wrap`'s leases are), one call a lease, the waiting calls served as a "+
+		"governor's queue serves them, on the simulated clock. One interval (%s) of the "+
 		"target's calls, drawn as Poisson processes (seed %d), then drained; a call's delay is its grant − its request; "+
 		"calls still waiting %s after the interval began are counted unserved.\n\n",
 		numfmt.Thousands(c.RateLimit), human(c.RateWindow), c.Burst, human(c.SweepInterval), c.Seed, human(c.LimiterDrain))

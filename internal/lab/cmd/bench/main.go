@@ -34,7 +34,7 @@ import (
 )
 
 // figures names what -only can select, in the order they run.
-var figures = []string{"status", "webhook", "sweep", "coldstart", "cost", "outbox", "channel", "timers", "readiness", "open", "deliveries", "pools"}
+var figures = []string{"status", "webhook", "sweep", "coldstart", "cost", "outbox", "channel", "timers", "readiness", "open", "deliveries", "pools", "fleet"}
 
 func main() {
 	bench.ChildIfAsked()
@@ -91,6 +91,11 @@ func run(ctx context.Context, args []string) error {
 	fs.IntVar(&op.Rounds, "open-rounds", 20, "snapshot and open cycles per provider model of the open figure")
 	var pl bench.PoolsConfig
 	fs.IntVar(&pl.Rounds, "pools-rounds", 10, "creates from a pool and cold per provider model and tier of the pools figure")
+	var fl bench.FleetConfig
+	fs.IntVar(&fl.Processes, "fleet-processes", 8, "processes of the fleet figure, each with its own governor on one table")
+	fs.Float64Var(&fl.Rate, "fleet-rate", 200, "the fleet figure's fake provider's limit, calls a second")
+	fs.Float64Var(&fl.BurstSeconds, "fleet-burst", 2, "the fake provider's burst, in seconds of its rate")
+	fs.DurationVar(&fl.TableTimeout, "fleet-table-timeout", time.Second, "the governors' table timeout (DynamoDB Local is slower than DynamoDB)")
 	var cold bench.ColdStartConfig
 	fs.IntVar(&cold.Runs, "coldstart-runs", 11, "fresh processes per function")
 	if err := fs.Parse(args); err != nil {
@@ -275,6 +280,18 @@ func run(ctx context.Context, args []string) error {
 			}
 		} else {
 			rep.Pools = &r
+		}
+	}
+
+	if selected["fleet"] {
+		if r, err := bench.RunFleet(ctx, env, fl); err != nil {
+			failed("fleet", err)
+		} else {
+			rep.Fleet = &r
+			fl.Phases, fl.FrozenPhase = bench.DefaultFleetPhases, bench.DefaultFleetPhases[2].Name
+			for _, p := range bench.FleetProblems(fl, r) {
+				failed("fleet check", fmt.Errorf("%s", p))
+			}
 		}
 	}
 

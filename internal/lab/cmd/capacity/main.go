@@ -60,6 +60,9 @@ func run(ctx context.Context, args []string, out, progress io.Writer) (bool, err
 	fs.IntVar(&t.ReturnsPer5Min, "returns", d.ReturnsPer5Min, "users' returns per 5 minutes (the learned idle policy's histogram reads and writes)")
 	fs.Float64Var(&t.LearnedShare, "learned-share", d.LearnedShare, "share of sessions under the learned idle policy, 0..1")
 	fs.Float64Var(&t.Scale, "scale", 1, "multiply every count of the target by this")
+	fs.Float64Var(&t.ProviderLimit, "provider-limit", 20000.0/30, "provider calls a second the fleet's governor lets through (E2B's 20,000 per 30 s)")
+	fs.Float64Var(&t.GovernorWritesPerCall, "governor-writes-per-call", 1.5, "the governor's bucket updates per provider call")
+	fs.IntVar(&t.GovernorShards, "governor-shards", capacity.DeployedGovernorShards, "items of each provider's governor bucket (the stack's SANDMAN_GOVERNOR_SHARDS)")
 	fs.IntVar(&cfg.Shards, "shards", 0, "due-index shards (0: tabledef.DeployedShards, the stack's default SANDMAN_SHARDS)")
 	fs.IntVar(&cfg.Ops, "ops", 50, "calls of each operation in the synthetic run")
 	if err := fs.Parse(args); err != nil {

@@ -1,0 +1,288 @@
+package governor
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"github.com/sandmanhq/sandman/internal/lifecycle"
+)
+
+// Two lease loops run per governor, one lane each: the user ranks' (their
+// waiting calls, and leases ahead of their demand) and the others', so that
+// a user call never waits behind a background lease's back-off.
+const (
+	userLane = 0
+	restLane = 1
+	lanes    = 2
+)
+
+// laneOf returns rank r's lane.
+func laneOf(r Rank) int {
+	if r.Class() == lifecycle.PriorityUser {
+		return userLane
+	}
+	return restLane
+}
+
+// kick starts rank r's lane's lease loop when calls of the lane wait, or,
+// for the user lane, when the tokens users may take run low for their
+// recent demand (a lease ahead, so that they find a token), unless it runs;
+// a running loop working for a lower rank than r is woken to lease for r.
+// g.mu held.
+func (g *governor) kick(now time.Time, r Rank) {
+	l := laneOf(r)
+	if g.leasing[l] {
+		if r < g.leaseRank[l] {
+			select {
+			case g.wake[l] <- struct{}{}:
+			default:
+			}
+		}
+		return
+	}
+	if !g.busy(l, now) {
+		return
+	}
+	g.leasing[l] = true
+	go g.leaseLoop(l)
+}
+
+// busy reports whether lane l has work: calls waiting, or (the user lane)
+// user tokens running low; g.mu held.
+func (g *governor) busy(l int, now time.Time) bool {
+	for r := range NumRanks {
+		if laneOf(r) == l && g.waiting[r].n > 0 {
+			return true
+		}
+	}
+	return l == userLane && g.low(now)
+}
+
+// low reports whether the tokens the user calls may take fall short of
+// what they are likely to need before a lease asked now comes back
+// (reserve); user calls then find a token without waiting for the table;
+// g.mu held.
+func (g *governor) low(now time.Time) bool {
+	d := g.userDemand(now)
+	return d >= 0.5 && float64(g.tokens(RankOf(lifecycle.PriorityUser, true), now)) < g.reserve(d)
+}
+
+// reserve returns the user tokens to keep at hand for a demand of d calls a
+// second: the calls of a lease's answer time (the table's slow answers of
+// late, at least 20 ms, at most half a lease's life) and three deviations
+// of their arrivals, and one more; g.mu held.
+func (g *governor) reserve(d float64) float64 {
+	n := d * min(max(g.slow, 20*time.Millisecond), g.leaseFor/2).Seconds()
+	return n + 3*math.Sqrt(n) + 1
+}
+
+// userDemand returns the user calls' recent rate; g.mu held.
+func (g *governor) userDemand(now time.Time) float64 {
+	return g.demand[RankOf(lifecycle.PriorityUser, false)].perSecond(now) + g.demand[RankOf(lifecycle.PriorityUser, true)].perSecond(now)
+}
+
+// want returns the rank and size of lane l's next lease, and whether it is
+// ahead of demand; g.mu held. For waiting calls: the lane's best waiting
+// rank, for them and for the demand of that rank and above over a lease's
+// life; ahead (no user call waits): the user class's lower rank (so that
+// every user call may take them), for twice the reserve or 80 % of a
+// lease's life of the user calls' demand, whichever is more.
+func (g *governor) want(l int, now time.Time) (Rank, int, bool) {
+	r, waiting := Rank(0), false
+	for i := range NumRanks {
+		if laneOf(i) == l && g.waiting[i].n > 0 {
+			r, waiting = i, true
+			break
+		}
+	}
+	if !waiting {
+		top := RankOf(lifecycle.PriorityUser, true) // usable by every user call
+		// the reserve, or most of a lease's life of the demand: a write's worth
+		d := g.userDemand(now)
+		n := int(math.Ceil(max(2*g.reserve(d), d*g.leaseFor.Seconds()*4/5))) - g.tokens(top, now)
+		return top, min(max(n, 1), g.maxLease), true
+	}
+	d := 0.0
+	for i := range r + 1 {
+		d += g.demand[i].perSecond(now)
+	}
+	n := max(int(math.Ceil(d*g.leaseFor.Seconds()))-g.tokens(r, now), g.ahead(r))
+	return r, min(max(n, 1), g.maxLease), false
+}
+
+// leaseLoop leases tokens from the table for lane l while its calls wait
+// (or ahead of the user calls' demand), one lease at a time, and hands them
+// out; it ends when the lane has no work, or in fallback (handing the
+// waiting calls over).
+func (g *governor) leaseLoop(l int) {
+	conflicts, tried := 0, 0
+	var soonest time.Time
+	for {
+		g.mu.Lock()
+		now := g.now()
+		g.dispatch(now)
+		if g.inFallback(now) {
+			g.handOff()
+			g.leasing[l] = false
+			g.mu.Unlock()
+			return
+		}
+		if !g.busy(l, now) {
+			g.leasing[l] = false
+			g.mu.Unlock()
+			return
+		}
+		r, want, ahead := g.want(l, now)
+		g.leaseRank[l] = r
+		shard := g.shard
+		s := g.cache[shard]
+		if busy := s.TAT.Sub(g.seen[shard]); busy > 0 {
+			// The bucket was busy when last seen: the other processes have
+			// leased since, assume half of what it gained meanwhile, so as not
+			// to ask for room that is likely taken (a failed update costs
+			// a write too).
+			s.TAT = s.TAT.Add(now.Sub(g.seen[shard]) / 2)
+		}
+		g.mu.Unlock()
+
+		least := 1 // a user call within its share takes what there is
+		if r > 0 {
+			least = want / 2 // the others wait for a block worth a write
+		}
+		t, next, ok := g.shape.plan(g.keys[shard], s, now, r, want, least)
+		if !ok {
+			if soonest.IsZero() || next.Before(soonest) {
+				soonest = next
+			}
+			tried++
+			g.advance()
+			if tried < len(g.keys) {
+				continue // another shard may have room
+			}
+			if ahead {
+				g.stop(l)
+				return
+			}
+			g.refuseHopeless(r, soonest)
+			g.backoff(l, soonest)
+			tried, soonest = 0, time.Time{}
+			continue
+		}
+		start := time.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), g.timeout)
+		st, applied, err := g.table.Take(ctx, t)
+		cancel()
+		took := time.Since(start)
+		if err == nil && took > g.timeout {
+			err = fmt.Errorf("the table took %v (more than %v)", took, g.timeout)
+		}
+		if err != nil {
+			g.toFallback(err)
+			continue
+		}
+		g.mu.Lock()
+		g.latency = (g.latency*7 + took) / 8
+		g.slow = max(took, g.slow*15/16)
+		if st.TAT.After(g.cache[shard].TAT) || !st.CutAt.Equal(g.cache[shard].CutAt) {
+			g.cache[shard], g.seen[shard] = st, g.now() // the other lane may have seen a later state
+		}
+		g.backFromFallback()
+		if applied {
+			g.blocks = append(g.blocks, block{n: t.Tokens, rank: r, at: t.Now, until: t.Now.Add(g.leaseFor)})
+			g.fails[l], conflicts, tried, soonest = 0, 0, 0, time.Time{}
+			g.shard = (shard + 1) % len(g.keys)
+		}
+		g.mu.Unlock()
+		if applied {
+			g.m.Leased(g.name, t.Tokens, took)
+			continue
+		}
+		// The shard moved since this process last saw it (another lessee
+		// took the room): plan again on what the table answered. The user
+		// lane does so at once; the other, whose calls can wait, after a
+		// jittered wait of up to a table answer's time, so that the
+		// processes that lost a race do not run the next one together. A
+		// few in a row: back off a little.
+		if conflicts++; conflicts > 3 {
+			conflicts = 0
+			g.backoff(l, g.now())
+		} else if l == restLane {
+			g.mu.Lock()
+			wait := time.Duration(rand.Int64N(int64(max(g.latency, time.Millisecond))))
+			g.mu.Unlock()
+			_ = g.sleep(context.Background(), wait)
+		}
+	}
+}
+
+// advance moves to the next shard.
+func (g *governor) advance() {
+	g.mu.Lock()
+	g.shard = (g.shard + 1) % len(g.keys)
+	g.mu.Unlock()
+}
+
+// stop ends lane l's lease loop.
+func (g *governor) stop(l int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.leasing[l] = false
+	// A call may have come while the lock was free: it found the loop
+	// running, so start it again for it.
+	for r := range NumRanks {
+		if laneOf(r) == l && g.waiting[r].n > 0 {
+			g.leasing[l] = true
+			go g.leaseLoop(l)
+			return
+		}
+	}
+}
+
+// backoff waits until at, and a jittered while more after refusals in a
+// row (so that processes waiting on one bucket do not all ask at once),
+// or until a call of a higher rank than lane l's loop works for comes.
+func (g *governor) backoff(l int, at time.Time) {
+	g.mu.Lock()
+	g.fails[l]++
+	spread := min(g.leaseFor/4, g.shape.interval(g.cache[g.shard], at)<<min(g.fails[l], 10))
+	g.mu.Unlock()
+	d := max(0, at.Sub(g.now())) + time.Duration(rand.Int64N(int64(spread)+1))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-g.wake[l]:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	_ = g.sleep(ctx, d)
+}
+
+// refuseHopeless refuses at once the waiting calls of rank r and the ranks
+// below it in its lane whose deadline comes before next, when the first
+// token for r may come: none of them can be let through in time.
+func (g *governor) refuseHopeless(r Rank, next time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for rr := r; rr < NumRanks && laneOf(rr) == laneOf(r); rr++ {
+		q := &g.waiting[rr]
+		var hopeless []*waiter
+		for _, ws := range q.byAccount {
+			for _, w := range ws {
+				if !w.deadline.IsZero() && w.deadline.Before(next) {
+					hopeless = append(hopeless, w)
+				}
+			}
+		}
+		for _, w := range hopeless {
+			if q.remove(w) {
+				g.nwaiting--
+				w.done <- verdict{refused: true, next: next}
+			}
+		}
+	}
+}
