@@ -417,16 +417,6 @@ func (g *governor) dispatch(now time.Time) {
 	}
 }
 
-// best returns the lowest rank with a waiting call; g.mu held, nwaiting > 0.
-func (g *governor) best() Rank {
-	for r := range NumRanks {
-		if g.waiting[r].n > 0 {
-			return r
-		}
-	}
-	return NumRanks - 1
-}
-
 // handOff sends every waiting call to the fallback; g.mu held.
 func (g *governor) handOff() {
 	for r := range NumRanks {
