@@ -148,14 +148,17 @@ class Sessions(_Resource):
         provider: str | None = None,
         template: str | None = None,
         metadata: dict[str, str] | None = None,
+        order: str | None = None,
         timeout: float | None = None,
     ) -> SessionList:
-        """GET /v1/sessions: one page, newest first, filtered by state (one or
-        several), provider, template and metadata pairs when given. A filtered
-        page may be short, even empty, and still have a next_cursor."""
+        """GET /v1/sessions: one page, newest first (order="asc": oldest
+        first), filtered by state (one or several), provider, template and
+        metadata pairs when given. A filtered page may be short, even empty,
+        and still have a next_cursor."""
         query: dict[str, Any] = {
             "limit": limit,
             "cursor": cursor,
+            "order": order,
             "state": ",".join(state) if isinstance(state, list) else state,
             "provider": provider,
             "template": template,
@@ -173,11 +176,14 @@ class Sessions(_Resource):
         metadata: dict[str, str] | None = None,
         limit: int | None = None,
         cursor: str | None = None,
+        order: str | None = None,
     ) -> Iterator[Session]:
         """Every session that passes the filters (the API applies them), newest
-        first, following next_cursor page by page."""
+        first (order="asc": oldest first), following next_cursor page by page."""
         while True:
-            page = self.list_page(limit=limit, cursor=cursor, state=state, provider=provider, template=template, metadata=metadata)
+            page = self.list_page(
+                limit=limit, cursor=cursor, state=state, provider=provider, template=template, metadata=metadata, order=order
+            )
             yield from page.sessions
             if not page.next_cursor:
                 return

@@ -42,7 +42,7 @@ ROUTES: dict[str, Route] = {
     "createSession": Route("POST", "/v1/sessions", "key", ("sessions.create",), headers=("Idempotency-Key",)),
     "listSessions": Route(
         "GET", "/v1/sessions", "safe", ("sessions.list", "sessions.list_page"),
-        query=("limit", "cursor", "state", "provider", "template", "metadata"),
+        query=("limit", "cursor", "order", "state", "provider", "template", "metadata"),
     ),
     "getSession": Route("GET", "/v1/sessions/{id}", "safe", ("sessions.get",)),
     "deleteSession": Route("DELETE", "/v1/sessions/{id}", "safe", ("sessions.delete",), query=("purge",)),

@@ -123,12 +123,17 @@ abstract class Resource {
   constructor(protected readonly sm: Sandman) {}
 }
 
+/** The order of a list by created_at: "desc" newest first (the API's default), "asc" oldest first. */
+export type SessionOrder = "asc" | "desc";
+
 /** Options of sessions.list. */
 export interface ListSessionsOptions extends CallOptions, SessionFilter {
   /** Page size asked of the API, 1..100; default 20. */
   limit?: number;
-  /** Start after this cursor (a previous page's next_cursor, of the same filters). */
+  /** Start after this cursor (a previous page's next_cursor, of the same filters and order). */
   cursor?: string;
+  /** "asc": oldest first; default newest first. */
+  order?: SessionOrder;
 }
 
 /** GET /v1/sessions's filters; the API applies them (docs/API.md "Listing sessions"). */
@@ -143,11 +148,19 @@ export interface SessionFilter {
   metadata?: Record<string, string>;
 }
 
-/** The query of GET /v1/sessions for a filter, a limit and a cursor. */
-function listQuery(q: SessionFilter & { limit?: number; cursor?: string }): Record<string, string | number | undefined> {
+/** A page's place in GET /v1/sessions: its size, cursor and order. */
+interface PageQuery {
+  limit?: number;
+  cursor?: string;
+  order?: SessionOrder;
+}
+
+/** The query of GET /v1/sessions for a filter, a limit, a cursor and an order. */
+function listQuery(q: SessionFilter & PageQuery): Record<string, string | number | undefined> {
   const out: Record<string, string | number | undefined> = {
     limit: q.limit,
     cursor: q.cursor,
+    order: q.order,
     state: Array.isArray(q.state) ? q.state.join(",") : q.state,
     provider: q.provider,
     template: q.template,
@@ -190,20 +203,20 @@ export class Sessions extends Resource {
   }
 
   /**
-   * GET /v1/sessions, one page (newest first), filtered by state, provider,
-   * template and metadata when given. A filtered page may be short, even
-   * empty, and still have a next_cursor.
+   * GET /v1/sessions, one page (newest first; order "asc": oldest first),
+   * filtered by state, provider, template and metadata when given. A
+   * filtered page may be short, even empty, and still have a next_cursor.
    */
-  listPage(query: SessionFilter & { limit?: number; cursor?: string } = {}, options?: CallOptions): Promise<SessionList> {
+  listPage(query: SessionFilter & PageQuery = {}, options?: CallOptions): Promise<SessionList> {
     return this.sm.call(ROUTES.listSessions, { query: listQuery(query), options });
   }
 
-  /** Every session that passes the filters, newest first, following next_cursor page by page. */
+  /** Every session that passes the filters, newest first (order "asc": oldest first), following next_cursor page by page. */
   async *list(options: ListSessionsOptions = {}): AsyncGenerator<Session> {
-    const { limit, state, provider, template, metadata, ...call } = options;
+    const { limit, state, provider, template, metadata, order, ...call } = options;
     let cursor: string | null | undefined = options.cursor;
     do {
-      const page = await this.listPage({ limit, state, provider, template, metadata, cursor: cursor ?? undefined }, call);
+      const page = await this.listPage({ limit, state, provider, template, metadata, order, cursor: cursor ?? undefined }, call);
       yield* page.sessions;
       cursor = page.next_cursor;
     } while (cursor);

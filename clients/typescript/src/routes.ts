@@ -33,7 +33,7 @@ export interface Route {
 
 export const ROUTES = {
   createSession: { method: "POST", path: "/v1/sessions", retry: "key", headers: ["Idempotency-Key"], sdk: "sessions.create" },
-  listSessions: { method: "GET", path: "/v1/sessions", retry: "safe", query: ["limit", "cursor", "state", "provider", "template", "metadata"], sdk: "sessions.list, sessions.listPage" },
+  listSessions: { method: "GET", path: "/v1/sessions", retry: "safe", query: ["limit", "cursor", "order", "state", "provider", "template", "metadata"], sdk: "sessions.list, sessions.listPage" },
   getSession: { method: "GET", path: "/v1/sessions/{id}", retry: "safe", sdk: "sessions.get" },
   deleteSession: { method: "DELETE", path: "/v1/sessions/{id}", retry: "safe", query: ["purge"], sdk: "sessions.delete" },
   sendActivity: { method: "POST", path: "/v1/sessions/{id}/activity", retry: "safe", sdk: "sessions.activity" },
