@@ -119,9 +119,9 @@ func TestListFilters(t *testing.T) {
 				return s.State == lifecycle.StateKilled && s.Provider == "fake" && s.Template == "web" && s.Metadata["user"] == "u2"
 			}},
 			"EverythingAsc": {url.Values{"order": {"asc"}}, func(*lifecycle.Session) bool { return true }},
-			"LiveAsc": {url.Values{"order": {"asc"}, "state": live}, func(s *lifecycle.Session) bool { return !s.State.Final() }},
-			"ProviderAsc": {url.Values{"order": {"asc"}, "provider": {"e2b"}}, func(s *lifecycle.Session) bool { return s.Provider == "e2b" }},
-			"KilledDesc":  {url.Values{"order": {"desc"}, "state": {"killed"}}, func(s *lifecycle.Session) bool { return s.State == lifecycle.StateKilled }},
+			"LiveAsc":       {url.Values{"order": {"asc"}, "state": live}, func(s *lifecycle.Session) bool { return !s.State.Final() }},
+			"ProviderAsc":   {url.Values{"order": {"asc"}, "provider": {"e2b"}}, func(s *lifecycle.Session) bool { return s.Provider == "e2b" }},
+			"KilledDesc":    {url.Values{"order": {"desc"}, "state": {"killed"}}, func(s *lifecycle.Session) bool { return s.State == lifecycle.StateKilled }},
 		} {
 			t.Run(name, func(t *testing.T) {
 				got, pages := h.listAll(t, c.query)

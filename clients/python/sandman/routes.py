@@ -57,7 +57,9 @@ ROUTES: dict[str, Route] = {
     "openSessionPath": Route("GET", "/v1/sessions/{id}/open/{path}", "safe", ("sessions.open_url",), query=("wait", "token"), kind="link", page_query=("reopen",)),
     "createCheckpoint": Route("POST", "/v1/sessions/{id}/checkpoints", "key", ("checkpoints.create",), headers=("Idempotency-Key",)),
     "listCheckpoints": Route("GET", "/v1/sessions/{id}/checkpoints", "safe", ("checkpoints.list", "checkpoints.list_page"), query=("limit", "cursor")),
-    "getCheckpoint": Route("GET", "/v1/sessions/{id}/checkpoints/{checkpoint_id}", "safe", ("checkpoints.get",)),
+    "getCheckpoint": Route(
+        "GET", "/v1/sessions/{id}/checkpoints/{checkpoint_id}", "safe", ("checkpoints.get", "checkpoints.wait_until_ready")
+    ),
     "deleteCheckpoint": Route("DELETE", "/v1/sessions/{id}/checkpoints/{checkpoint_id}", "safe", ("checkpoints.delete",)),
     "restoreSession": Route("POST", "/v1/sessions/{id}/restore", "safe", ("sessions.restore",)),
     "forkSession": Route("POST", "/v1/sessions/{id}/fork", "key", ("sessions.fork",), headers=("Idempotency-Key",)),
