@@ -75,7 +75,7 @@ async function facts(id) {
     ["Away deadline", when(s.away_deadline)], ["Resumes on return", s.resume_on_return ? "yes" : "no"],
     ["From a warm pool", s.from_pool ? "yes" : "no"], ["Version", String(s.version)],
     ...(s.forked_from ? [["Forked from", `${s.forked_from.session_id} at ${s.forked_from.checkpoint_id}`]] : []),
-    ...(s.restore_checkpoint_id ? [["Restoring from", s.restore_checkpoint_id]] : []),
+    ...(s.restore_checkpoint_id ? [[s.state === "restoring" ? "Restoring from" : "Last restored from", s.restore_checkpoint_id]] : []),
     ...(s.restore_error ? [["Last restore failed", s.restore_error]] : []),
   ]);
   showCheckpoints(s);
