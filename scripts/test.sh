@@ -44,14 +44,12 @@ if [ -x scripts/smoke.sh ] && [ "$#" -eq 0 ]; then
 fi
 
 # The client channel end to end in headless Chromium, the stable link and
-# resume on return (docs/WAKE.md), the console that only watches
-# (docs/CONSOLE.md), and the
+# resume on return (docs/WAKE.md), and the
 # browser client's own behaviours (heartbeat throttling, reconnect backoff,
 # token refresh) against a scripted channel.
 if [ "$#" -eq 0 ]; then
   bash scripts/browser.sh internal/localstack/testdata/fullstack.test.mjs
   bash scripts/browser.sh internal/localstack/testdata/wake.test.mjs
-  bash scripts/browser.sh internal/localstack/testdata/console.test.mjs
   bash scripts/browser.sh internal/webclient/webclienttest/testdata/client.test.mjs
 fi
 
@@ -59,7 +57,9 @@ fi
 # <sandman-preview> component (clients/web), each page and state at 1280
 # and 375 px, light and dark, audited by axe-core and saved as a screenshot
 # (build/screenshots/); the component embedded in a plain and a React page
-# against the local stack.
+# against the local stack; the console that only watches, with a session's
+# checkpoints and their confirmed Restore and Fork (docs/CONSOLE.md),
+# audited by axe-core too (it runs here for clients/web's axe-core).
 if [ "$#" -eq 0 ]; then
   bash scripts/web.sh
 fi

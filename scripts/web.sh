@@ -10,12 +10,16 @@
 #      pages (internal/linkpage/testdata/pages.test.mjs), <sandman-preview>
 #      against the scripted channel (clients/web/test/preview.test.mjs) and
 #      embedded in a plain and a React page against the local stack
-#      (clients/web/test/embed.test.mjs).
-# Screenshots of every page and state land in build/screenshots/ (pages/, web/).
+#      (clients/web/test/embed.test.mjs), and the operator's console
+#      (internal/localstack/testdata/console.test.mjs: watching records
+#      nothing; a session's checkpoints with Restore and Fork, audited).
+# Screenshots of every page and state land in build/screenshots/ (pages/,
+# web/, and console-*.png).
 # Usage: scripts/web.sh            everything (make test runs it)
 #        scripts/web.sh pages      only the pages' browser test
 #        scripts/web.sh preview    only the scripted-channel component test
 #        scripts/web.sh embed      only the local-stack component test
+#        scripts/web.sh console    only the console's browser test
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -41,9 +45,11 @@ case "$only" in
     run internal/linkpage/testdata/pages.test.mjs
     run clients/web/test/preview.test.mjs
     run clients/web/test/embed.test.mjs
+    run internal/localstack/testdata/console.test.mjs
     ;;
   pages) run internal/linkpage/testdata/pages.test.mjs ;;
   preview) run clients/web/test/preview.test.mjs ;;
   embed) run clients/web/test/embed.test.mjs ;;
-  *) echo "usage: scripts/web.sh [pages|preview|embed]" >&2; exit 2 ;;
+  console) run internal/localstack/testdata/console.test.mjs ;;
+  *) echo "usage: scripts/web.sh [pages|preview|embed|console]" >&2; exit 2 ;;
 esac

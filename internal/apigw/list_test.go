@@ -73,8 +73,9 @@ func (h *harness) listAll(tb testing.TB, query url.Values) (ids []string, pages 
 // TestListFilters: of 500 sessions, 480 killed, a list of the live states
 // answers the 20 live ones on its first page and nothing more; every
 // filter (state, provider, template, metadata, together) pages through
-// exactly the sessions that pass it, newest first; without a filter every
-// session is reached. On memstore and DynamoDB Local.
+// exactly the sessions that pass it, newest first, and oldest first with
+// order=asc; without a filter every session is reached, in either order.
+// On memstore and DynamoDB Local.
 func TestListFilters(t *testing.T) {
 	forEachStore(t, func(t *testing.T, newHarness harnessMaker) {
 		h := newHarness(t)
@@ -117,11 +118,19 @@ func TestListFilters(t *testing.T) {
 			"All": {url.Values{"state": {"killed"}, "provider": {"fake"}, "template": {"web"}, "metadata[user]": {"u2"}}, func(s *lifecycle.Session) bool {
 				return s.State == lifecycle.StateKilled && s.Provider == "fake" && s.Template == "web" && s.Metadata["user"] == "u2"
 			}},
+			"EverythingAsc": {url.Values{"order": {"asc"}}, func(*lifecycle.Session) bool { return true }},
+			"LiveAsc":       {url.Values{"order": {"asc"}, "state": live}, func(s *lifecycle.Session) bool { return !s.State.Final() }},
+			"ProviderAsc":   {url.Values{"order": {"asc"}, "provider": {"e2b"}}, func(s *lifecycle.Session) bool { return s.Provider == "e2b" }},
+			"KilledDesc":    {url.Values{"order": {"desc"}, "state": {"killed"}}, func(s *lifecycle.Session) bool { return s.State == lifecycle.StateKilled }},
 		} {
 			t.Run(name, func(t *testing.T) {
 				got, pages := h.listAll(t, c.query)
-				if w := want(c.keep); !slices.Equal(got, w) {
-					t.Errorf("%d sessions in %d pages, want %d newest first", len(got), pages, len(w))
+				w := want(c.keep)
+				if c.query.Get("order") == "asc" {
+					slices.Reverse(w)
+				}
+				if !slices.Equal(got, w) {
+					t.Errorf("%d sessions in %d pages, want %d in order %q", len(got), pages, len(w), c.query.Get("order"))
 				}
 			})
 		}
@@ -129,7 +138,8 @@ func TestListFilters(t *testing.T) {
 }
 
 // TestListFiltersRefused: unknown states, malformed metadata parameters,
-// too many pairs, and a cursor of other filters are 400 invalid.
+// too many pairs, an unknown order, and a cursor of other filters or
+// another order are 400 invalid.
 func TestListFiltersRefused(t *testing.T) {
 	h := MustHarness(t)
 	h.seedSessions(t, 10, 5)
@@ -151,6 +161,8 @@ func TestListFiltersRefused(t *testing.T) {
 		"OtherFilters":   {withQuery("state", "running"), withQuery("cursor", *page.NextCursor)},
 		"FilterOnList":   {withQuery("cursor", *page.NextCursor)},
 		"ReservedPrefix": {withQuery("metadata[sandman_session_id]", "x")},
+		"UnknownOrder":   {withQuery("order", "newest")},
+		"OtherOrder":     {withQuery("state", "killed"), withQuery("order", "asc"), withQuery("cursor", *page.NextCursor)},
 	} {
 		t.Run(name, func(t *testing.T) {
 			wantError(t, h.invoke(t, MustEvent(t, "sessions-list.json", patches...)), 400, "invalid")

@@ -104,9 +104,9 @@ func createdOrReplayed(status int, body any, location string, replayed bool) res
 }
 
 // listSessions serves GET /v1/sessions?limit=&cursor=&state=&provider=
-// &template=&metadata[key]=: the caller's sessions newest first, those that
-// pass the filters when any is given (sessionFilter); limit 1..100,
-// default 20.
+// &template=&metadata[key]=&order=: the caller's sessions newest first
+// (order=asc: oldest first), those that pass the filters when any is given
+// (sessionFilter); limit 1..100, default 20.
 func (h *Handler) listSessions(ctx context.Context, r *request) (response, error) {
 	limit, err := r.queryInt("limit", defaultListLimit, 1, maxListLimit)
 	if err != nil {
@@ -116,7 +116,11 @@ func (h *Handler) listSessions(ctx context.Context, r *request) (response, error
 	if err != nil {
 		return response{}, err
 	}
-	page, err := h.svc.Find(ctx, r.accountID, filter, r.event.QueryStringParameters["cursor"], limit)
+	order, err := lifecycle.ParseOrder(r.event.QueryStringParameters["order"])
+	if err != nil {
+		return response{}, err
+	}
+	page, err := h.svc.Find(ctx, r.accountID, filter, order, r.event.QueryStringParameters["cursor"], limit)
 	if err != nil {
 		return response{}, err
 	}

@@ -25,7 +25,10 @@ import (
 // read the by_owner_state index: one partition per account and state,
 // sorted like by_owner_keys (created_at#id), carrying provider, template
 // and metadata. A filtered page is one Query per state asked (every state
-// when the filter names none), run at once, merged newest first; provider,
+// when the filter names none), run at once, merged newest first (or oldest
+// first: order=asc, the index read forward; an unfiltered list oldest first
+// is served the same way, a Query per state, since by_owner_keys is read
+// by ListSessions newest first only); provider,
 // template and metadata are a FilterExpression on the index, so a session
 // they leave out costs its index entry's bytes (a few hundred) and never a
 // read of its item. Then one consistent BatchGetItem reads the page's
@@ -49,13 +52,23 @@ const findBatch = 200
 var _ lifecycle.SessionFinder = (*Store)(nil)
 
 // findCursor is a filtered list's page cursor: the index, the account, the
-// filter's fingerprint and the owner_sort the next page starts after. It
-// travels as base64url (no padding) of its JSON.
+// filter's fingerprint, the order ("asc", or absent newest first) and the
+// owner_sort the next page starts after. It travels as base64url (no
+// padding) of its JSON.
 type findCursor struct {
 	Index   string `json:"i"`
 	Account string `json:"a"`
 	Filter  string `json:"f"`
+	Order   string `json:"o,omitempty"`
 	After   string `json:"s"`
+}
+
+// cursorOrder is how a findCursor names q's order.
+func cursorOrder(q lifecycle.SessionQuery) string {
+	if q.Order == lifecycle.OrderAsc {
+		return string(lifecycle.OrderAsc)
+	}
+	return ""
 }
 
 func (c findCursor) encode() string {
@@ -73,7 +86,7 @@ func decodeFindCursor(text string, q lifecycle.SessionQuery) (string, error) {
 	dec.DisallowUnknownFields()
 	var c findCursor
 	if err := dec.Decode(&c); err != nil || dec.More() || c.Index != tabledef.IndexByOwnerState ||
-		c.Account != q.AccountID || c.Filter != q.Filter.Fingerprint() ||
+		c.Account != q.AccountID || c.Filter != q.Filter.Fingerprint() || c.Order != cursorOrder(q) ||
 		c.After == "" || len(c.After) > maxCursorValue || !strings.Contains(c.After, "#") {
 		return "", errBadCursor()
 	}
@@ -81,24 +94,25 @@ func decodeFindCursor(text string, q lifecycle.SessionQuery) (string, error) {
 }
 
 // statePart is what the Query of one state found: the entries that pass the
-// filter, newest first, and how far it read (frontier: the owner_sort of
-// the last entry evaluated; "" when the partition was read to its end).
+// filter, in the query's order, and how far it read (frontier: the
+// owner_sort of the last entry evaluated; "" when the partition was read to
+// its end).
 type statePart struct {
 	matches  []map[string]types.AttributeValue
 	frontier string
 }
 
 // FindSessions returns one page of q.AccountID's sessions that pass
-// q.Filter, newest first, through the by_owner_state index (see above).
-// Errors: invalid (an empty filter, a limit out of range, a cursor not
-// issued for this account and filter), the store's.
+// q.Filter, in q.Order, through the by_owner_state index (see above).
+// Errors: invalid (an empty filter newest first, a limit out of range, a
+// cursor not issued for this account, filter and order), the store's.
 func (st *Store) FindSessions(ctx context.Context, q lifecycle.SessionQuery) (lifecycle.SessionPage, error) {
 	switch {
 	case q.Limit < 1 || q.Limit > maxListLimit:
 		return lifecycle.SessionPage{}, lifecycle.Errorf(lifecycle.CodeInvalid, "limit must be between 1 and %d", maxListLimit)
 	case q.AccountID == "":
 		return lifecycle.SessionPage{}, lifecycle.Errorf(lifecycle.CodeInvalid, "account id is required")
-	case q.Filter.Empty():
+	case q.Filter.Empty() && q.Order != lifecycle.OrderAsc:
 		return lifecycle.SessionPage{}, lifecycle.Errorf(lifecycle.CodeInvalid, "a filter is required: list without one")
 	}
 	after := ""
@@ -125,7 +139,7 @@ func (st *Store) FindSessions(ctx context.Context, q lifecycle.SessionQuery) (li
 	if err := g.Wait(); err != nil {
 		return lifecycle.SessionPage{}, storeError("find sessions of account %s: %w", q.AccountID, err)
 	}
-	items, next := mergeParts(parts, q.Limit)
+	items, next := mergeParts(parts, q.Limit, q.Order == lifecycle.OrderAsc)
 	full, err := st.getItems(ctx, items)
 	if err != nil {
 		return lifecycle.SessionPage{}, storeError("find sessions of account %s: %w", q.AccountID, err)
@@ -142,20 +156,27 @@ func (st *Store) FindSessions(ctx context.Context, q lifecycle.SessionQuery) (li
 	}
 	page.Sessions = kept
 	if next != "" {
-		page.Cursor = findCursor{Index: tabledef.IndexByOwnerState, Account: q.AccountID, Filter: q.Filter.Fingerprint(), After: next}.encode()
+		page.Cursor = findCursor{Index: tabledef.IndexByOwnerState, Account: q.AccountID, Filter: q.Filter.Fingerprint(),
+			Order: cursorOrder(q), After: next}.encode()
 	}
 	return page, nil
 }
 
-// mergeParts merges the states' matches newest first and cuts one page of
-// limit: it returns the page's index entries and the owner_sort the next
-// page starts after ("" when there is none). Only entries every unfinished
-// Query has read past are certain to be in order, so the page stops at the
-// highest frontier.
-func mergeParts(parts []statePart, limit int) ([]map[string]types.AttributeValue, string) {
+// mergeParts merges the states' matches newest first (asc: oldest first)
+// and cuts one page of limit: it returns the page's index entries and the
+// owner_sort the next page starts after ("" when there is none). Only
+// entries every unfinished Query has read past are certain to be in order,
+// so the page stops at the highest frontier (asc: the lowest).
+func mergeParts(parts []statePart, limit int, asc bool) ([]map[string]types.AttributeValue, string) {
+	sign := -1 // newest first: the greater owner_sort first
+	if asc {
+		sign = 1
+	}
 	bound := ""
 	for _, p := range parts {
-		bound = max(bound, p.frontier)
+		if p.frontier != "" && (bound == "" || sign*strings.Compare(p.frontier, bound) < 0) {
+			bound = p.frontier
+		}
 	}
 	type cand struct {
 		sort string
@@ -164,12 +185,12 @@ func mergeParts(parts []statePart, limit int) ([]map[string]types.AttributeValue
 	var all []cand
 	for _, p := range parts {
 		for _, m := range p.matches {
-			if s := stringAttr(m, tabledef.AttrOwnerSort); s >= bound {
+			if s := stringAttr(m, tabledef.AttrOwnerSort); bound == "" || sign*strings.Compare(s, bound) <= 0 {
 				all = append(all, cand{s, m})
 			}
 		}
 	}
-	slices.SortFunc(all, func(a, b cand) int { return strings.Compare(b.sort, a.sort) })
+	slices.SortFunc(all, func(a, b cand) int { return sign * strings.Compare(a.sort, b.sort) })
 	next := bound
 	if len(all) > limit {
 		all, next = all[:limit], all[limit-1].sort
@@ -182,7 +203,7 @@ func mergeParts(parts []statePart, limit int) ([]map[string]types.AttributeValue
 }
 
 // findInState queries state's partition of q.AccountID in by_owner_state,
-// newest first, after after, with q's other filters, until it holds more
+// in q.Order, after after, with q's other filters, until it holds more
 // than q.Limit matches, has evaluated budget entries or reaches the
 // partition's end.
 func (st *Store) findInState(ctx context.Context, q lifecycle.SessionQuery, state lifecycle.State, after string, budget int) (statePart, error) {
@@ -193,6 +214,9 @@ func (st *Store) findInState(ctx context.Context, q lifecycle.SessionQuery, stat
 		names["#sort"] = tabledef.AttrOwnerSort
 		values[":after"] = &types.AttributeValueMemberS{Value: after}
 		keyCond += " AND #sort < :after"
+		if q.Order == lifecycle.OrderAsc {
+			keyCond = "#os = :os AND #sort > :after"
+		}
 	}
 	var filters []string
 	eq := func(path, value string) {
@@ -218,7 +242,7 @@ func (st *Store) findInState(ctx context.Context, q lifecycle.SessionQuery, stat
 		KeyConditionExpression:    aws.String(keyCond),
 		ExpressionAttributeNames:  names,
 		ExpressionAttributeValues: values,
-		ScanIndexForward:          aws.Bool(false),
+		ScanIndexForward:          aws.Bool(q.Order == lifecycle.OrderAsc),
 	}
 	if len(filters) > 0 {
 		in.FilterExpression = aws.String(strings.Join(filters, " AND "))

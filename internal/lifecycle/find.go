@@ -34,7 +34,7 @@ const maxFilterText = 256
 
 // LiveStates are the states of a session that is not final: what the
 // console shows first (docs/CONSOLE.md).
-var LiveStates = []State{StateProvisioning, StateRunning, StatePausing, StatePaused, StateResuming}
+var LiveStates = []State{StateProvisioning, StateRunning, StatePausing, StatePaused, StateResuming, StateRestoring}
 
 // Empty reports whether f keeps every session.
 func (f SessionFilter) Empty() bool {
@@ -106,13 +106,38 @@ func (f SessionFilter) Fingerprint() string {
 	return hex.EncodeToString(sum[:8])
 }
 
+// Order is the order of a list of sessions by creation (GET /v1/sessions's
+// order parameter): OrderDesc, newest first (the default), or OrderAsc,
+// oldest first; ties on created_at go by id the same way.
+type Order string
+
+// The orders of a list.
+const (
+	OrderDesc Order = "desc"
+	OrderAsc  Order = "asc"
+)
+
+// ParseOrder reads an order parameter: "" is OrderDesc. Errors: invalid.
+func ParseOrder(v string) (Order, error) {
+	switch Order(v) {
+	case "", OrderDesc:
+		return OrderDesc, nil
+	case OrderAsc:
+		return OrderAsc, nil
+	}
+	return "", Errorf(CodeInvalid, "order must be asc or desc, not %q", truncateText(v, 16))
+}
+
 // SessionQuery asks a SessionFinder for one page of an account's sessions
-// that pass Filter, newest first.
+// that pass Filter, in Order.
 type SessionQuery struct {
 	AccountID string
-	Filter    SessionFilter // not Empty
-	Limit     int           // 1..MaxListLimit
-	Cursor    string        // "" for the first page
+	// Filter may be Empty only with Order OrderAsc: newest first without
+	// a filter is Store.ListSessions, which reads one index partition.
+	Filter SessionFilter
+	Order  Order  // "" is OrderDesc
+	Limit  int    // 1..MaxListLimit
+	Cursor string // "" for the first page
 }
 
 // SessionFinder lists an account's sessions by filter without reading the
@@ -121,26 +146,31 @@ type SessionQuery struct {
 // a Store need not forward it.
 type SessionFinder interface {
 	// FindSessions returns one page of q.AccountID's sessions that pass
-	// q.Filter, newest first (by created_at, then id). A page may hold
+	// q.Filter, in q.Order (by created_at, then id). A page may hold
 	// fewer than q.Limit sessions, none even, and still name a Cursor: a
 	// filter on provider, template or metadata that skips many sessions
 	// ends the page where the store's read budget ran out. Cursor is "" on
-	// the last page. Errors: invalid (a limit out of range, a cursor this
-	// store did not issue for this account and filter), the store's.
+	// the last page. Errors: invalid (a limit out of range, an empty
+	// filter newest first, a cursor this store did not issue for this
+	// account, filter and order), the store's.
 	FindSessions(ctx context.Context, q SessionQuery) (SessionPage, error)
 }
 
-// Find returns one page of accountID's sessions that pass f, newest first,
-// limit per page (1..MaxListLimit), after cursor; an empty filter lists
+// Find returns one page of accountID's sessions that pass f, in order
+// (OrderDesc: newest first, OrderAsc: oldest first), limit per page
+// (1..MaxListLimit), after cursor; an empty filter newest first lists
 // every session (List). Reading is not activity. Errors: invalid (the
-// filter, limit or cursor), internal when the store cannot filter, the
-// store's.
-func (s *Service) Find(ctx context.Context, accountID string, f SessionFilter, cursor string, limit int) (SessionPage, error) {
+// filter, order, limit or cursor), internal when the store cannot filter,
+// the store's.
+func (s *Service) Find(ctx context.Context, accountID string, f SessionFilter, order Order, cursor string, limit int) (SessionPage, error) {
 	f, err := f.Normalize()
 	if err != nil {
 		return SessionPage{}, err
 	}
-	if f.Empty() {
+	if order, err = ParseOrder(string(order)); err != nil {
+		return SessionPage{}, err
+	}
+	if f.Empty() && order == OrderDesc {
 		return s.List(ctx, accountID, cursor, limit)
 	}
 	if limit < 1 || limit > MaxListLimit {
@@ -150,5 +180,5 @@ func (s *Service) Find(ctx context.Context, accountID string, f SessionFilter, c
 	if !ok {
 		return SessionPage{}, fmt.Errorf("find sessions of account %s: the store %T cannot filter", accountID, s.cfg.Store)
 	}
-	return finder.FindSessions(ctx, SessionQuery{AccountID: accountID, Filter: f, Limit: limit, Cursor: cursor})
+	return finder.FindSessions(ctx, SessionQuery{AccountID: accountID, Filter: f, Order: order, Limit: limit, Cursor: cursor})
 }

@@ -17,11 +17,12 @@ import (
 	"github.com/sandmanhq/sandman/internal/webclient"
 )
 
-// TestNewMux: the console's dev routes (reads, and the user view's client
-// token) reach the API under /v1 with the dev key, query included, the
-// browser's own credentials dropped; writes the console no longer makes
-// and other console API paths are 404; the browser files, the feed and
-// /v1/ws are served; the rest goes to the API.
+// TestNewMux: the console's dev routes (reads, the operator's restore and
+// fork, and the user view's client token) reach the API under /v1 with the
+// dev key, query included, the browser's own credentials dropped; restore
+// and fork without an Idempotency-Key or from another origin are refused;
+// other writes and console API paths are 404; the browser files, the feed
+// and /v1/ws are served; the rest goes to the API.
 func TestNewMux(t *testing.T) {
 	var got []string
 	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -32,9 +33,15 @@ func TestNewMux(t *testing.T) {
 	feed := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNonAuthoritativeInfo) })
 	srv := httptest.NewServer(localstack.NewMux(api, ws, "sk_dev", feed))
 	t.Cleanup(srv.Close)
-	do := func(method, path string) (int, string) {
+	do := func(method, path string, headers ...string) (int, string) {
 		req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader("{}"))
 		req.Header.Set("Authorization", "Bearer sk_browser")
+		if method == http.MethodPost && (strings.HasSuffix(path, "/restore") || strings.HasSuffix(path, "/fork")) {
+			req.Header.Set("Idempotency-Key", "k1")
+		}
+		for i := 0; i+1 < len(headers); i += 2 {
+			req.Header.Set(headers[i], headers[i+1])
+		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -47,6 +54,10 @@ func TestNewMux(t *testing.T) {
 		{"GET", "/console/api/sessions?state=running,paused&metadata%5Buser%5D=ada", "GET /v1/sessions?state=running,paused&metadata%5Buser%5D=ada key=sk_dev authz="},
 		{"GET", "/console/api/sessions/ses_x", "GET /v1/sessions/ses_x key=sk_dev authz="},
 		{"GET", "/console/api/sessions/ses_x/events?cursor=c", "GET /v1/sessions/ses_x/events?cursor=c key=sk_dev authz="},
+		{"GET", "/console/api/sessions/ses_x/checkpoints?limit=20", "GET /v1/sessions/ses_x/checkpoints?limit=20 key=sk_dev authz="},
+		{"POST", "/console/api/sessions/ses_x/restore", "POST /v1/sessions/ses_x/restore key=sk_dev authz="},
+		{"POST", "/console/api/sessions/ses_x/fork", "POST /v1/sessions/ses_x/fork key=sk_dev authz="},
+		{"GET", "/console/api/sessions?order=asc&state=killed", "GET /v1/sessions?order=asc&state=killed key=sk_dev authz="},
 		{"GET", "/console/api/pools", "GET /v1/pools key=sk_dev authz="},
 		{"POST", "/console/api/sessions/ses_x/client-tokens", "POST /v1/sessions/ses_x/client-tokens key=sk_dev authz="},
 		{"GET", "/console/api/webhook-endpoints", "GET /v1/webhook-endpoints key=sk_dev authz="},
@@ -63,10 +74,25 @@ func TestNewMux(t *testing.T) {
 		{"POST", "/console/api/sessions"}, {"DELETE", "/console/api/sessions/ses_x"},
 		{"POST", "/console/api/sessions/ses_x/resume"}, {"POST", "/console/api/sessions/ses_x/snapshot"},
 		{"GET", "/console/api/sessions/ses_x/open"}, {"GET", "/console/api/sessions/ses_x/diagnose"}, {"GET", "/console/api/keys"},
+		{"POST", "/console/api/sessions/ses_x/checkpoints"}, {"DELETE", "/console/api/sessions/ses_x/checkpoints/chk_x"},
+		{"POST", "/console/api/sessions/ses_x/pause"}, {"POST", "/console/api/sessions/ses_x/activity"},
 	} {
 		if status, _ := do(r.method, r.path); status != http.StatusNotFound && status != http.StatusMethodNotAllowed || len(got) != 0 {
 			t.Errorf("%s %s: status %d, forwarded %v; want 404 or 405 and nothing forwarded", r.method, r.path, status, got)
 		}
+	}
+	// An action needs its Idempotency-Key and the stack's own origin (a
+	// page elsewhere cannot send the header without a preflight).
+	for _, h := range [][]string{{"Idempotency-Key", " "}, {"Origin", "http://evil.example"}, {"Origin", "null"}} {
+		got = nil
+		status, body := do("POST", "/console/api/sessions/ses_x/restore", h...)
+		if status != http.StatusForbidden || len(got) != 0 || !strings.Contains(body, `"error_type":"forbidden"`) {
+			t.Errorf("restore with %v: %d %s, forwarded %v; want 403 forbidden and nothing forwarded", h, status, body, got)
+		}
+	}
+	got = nil
+	if status, _ := do("POST", "/console/api/sessions/ses_x/fork", "Origin", srv.URL); status != http.StatusTeapot || len(got) != 1 {
+		t.Errorf("fork from the stack's own origin: %d, forwarded %v", status, got)
 	}
 	if status, _ := do("GET", "/console/api/feed"); status != http.StatusNonAuthoritativeInfo {
 		t.Errorf("GET /console/api/feed: %d, want the feed", status)
@@ -82,17 +108,20 @@ func TestNewMux(t *testing.T) {
 }
 
 // TestWatchingIsNotPresence: everything the console does to watch — its
-// files, the sessions table with and without filters, a session's page and
-// timeline, pools, webhooks, and the live feed held open — leaves a paused
+// files, the sessions table with and without filters, in either order, a
+// session's page, timeline and checkpoints, pools, webhooks, and the live
+// feed held open — leaves a paused
 // session that resumes on return paused and a running session whose last
 // client left with its deadlines: no write, no event, no provider call
-// (docs/CONSOLE.md "Watching is not presence"). The console's script opens
-// no client channel, mints no client token and never opens a stable link.
+// (docs/CONSOLE.md "Watching is not presence"). The console's scripts open
+// no client channel, mint no client token and never open a stable link;
+// only actions.js writes, and only a restore or a fork.
 func TestWatchingIsNotPresence(t *testing.T) {
 	stack, err := consoletest.New(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(stack.Close)
 	seeded, err := stack.Seed(40, 4, time.Now().Add(-time.Hour))
 	if err != nil {
 		t.Fatal(err)
@@ -108,6 +137,9 @@ func TestWatchingIsNotPresence(t *testing.T) {
 	}
 	if paused == nil || running == nil {
 		t.Fatal("the seed has no paused session resuming on return, or no running one whose client left")
+	}
+	if _, err := stack.SeedCheckpoints(paused, 25, time.Now().Add(-time.Hour)); err != nil {
+		t.Fatal(err)
 	}
 	srv := httptest.NewServer(stack.Handler)
 	t.Cleanup(srv.Close)
@@ -127,7 +159,9 @@ func TestWatchingIsNotPresence(t *testing.T) {
 		"/console/", "/console/console.js", "/console/console.css",
 		"/console/api/sessions?state=provisioning,running,pausing,paused,resuming&limit=20",
 		"/console/api/sessions?limit=20", "/console/api/sessions?state=killed&provider=e2b&metadata%5Buser%5D=u1",
+		"/console/api/sessions?order=asc&limit=20", "/console/api/sessions?order=asc&state=paused",
 		"/console/api/sessions/" + paused.ID, "/console/api/sessions/" + paused.ID + "/events",
+		"/console/api/sessions/" + paused.ID + "/checkpoints?limit=20",
 		"/console/api/sessions/" + running.ID, "/console/api/sessions/" + running.ID + "/events",
 		"/console/api/pools", "/console/api/webhook-endpoints",
 	} {
@@ -174,9 +208,14 @@ func TestWatchingIsNotPresence(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, banned := range []string{"sandman.js", "client-tokens", "/open", "/v1/ws", "/activity", "heartbeat", "method:"} {
-			if strings.Contains(string(script), banned) {
-				t.Errorf("%s mentions %q: the console must only watch", name, banned)
+		banned := []string{"sandman.js", "client-tokens", "/open", "/v1/ws", "/activity", "heartbeat", "/resume", "/pause",
+			"/snapshot", "DELETE", "PATCH"}
+		if name != "console/actions.js" {
+			banned = append(banned, "method:", "/restore", "/fork") // watching only
+		}
+		for _, b := range banned {
+			if strings.Contains(string(script), b) {
+				t.Errorf("%s mentions %q: the console must only watch (and act only by restore and fork, in actions.js)", name, b)
 			}
 		}
 	}

@@ -20,18 +20,23 @@
 //
 // # The console
 //
-// /console/ is a static page (console.js, session.js, admin.js, api.js)
-// that only watches (docs/CONSOLE.md): it reads through a local dev API
-// that the local stack implements by forwarding to /v1 with the dev API
-// key, which stays on the server (the page never sees a key), and hears of
-// every transition on the local stack's feed. It never imports sandman.js:
-// no client channel, no client token, no stable link, so watching is never
-// activity, presence or a return. The contract the page assumes (all JSON,
-// errors in the /v1 error envelope {"status":"error","error","error_type"}):
+// /console/ is a static page (console.js, session.js, checkpoints.js,
+// actions.js, admin.js, api.js) that watches (docs/CONSOLE.md): it reads
+// through a local dev API that the local stack implements by forwarding to
+// /v1 with the dev API key, which stays on the server (the page never sees
+// a key), and hears of every transition on the local stack's feed. It
+// never imports sandman.js: no client channel, no client token, no stable
+// link, so watching is never activity, presence or a return. It acts only
+// on an operator's confirmed Restore or Fork of a checkpoint (actions.js),
+// each one POST with an Idempotency-Key. The contract the page assumes (all
+// JSON, errors in the /v1 error envelope {"status":"error","error","error_type"}):
 //
-//	GET /console/api/sessions?state=&provider=&template=&metadata[k]=&limit=&cursor= → the answer of GET /v1/sessions
+//	GET /console/api/sessions?state=&provider=&template=&metadata[k]=&order=&limit=&cursor= → the answer of GET /v1/sessions
 //	GET /console/api/sessions/{id}               → 200 <session> (GET /v1/sessions/{id})
 //	GET /console/api/sessions/{id}/events        → 200 the answer of GET /v1/sessions/{id}/events (?limit=&cursor=)
+//	GET /console/api/sessions/{id}/checkpoints   → 200 the answer of GET /v1/sessions/{id}/checkpoints (?limit=&cursor=)
+//	POST /console/api/sessions/{id}/restore      → the answer of POST /v1/sessions/{id}/restore (Idempotency-Key required)
+//	POST /console/api/sessions/{id}/fork         → the answer of POST /v1/sessions/{id}/fork (Idempotency-Key required)
 //	GET /console/api/pools                       → 200 the answer of GET /v1/pools
 //	GET /console/api/webhook-endpoints           → 200 the answer of GET /v1/webhook-endpoints (docs/WEBHOOKS.md)
 //	GET /console/api/webhook-endpoints/{id}/deliveries → 200 the answer of GET /v1/webhook-endpoints/{id}/deliveries (?limit=)

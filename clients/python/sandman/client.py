@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator, TypeVar
 
 import requests
 
@@ -148,14 +148,17 @@ class Sessions(_Resource):
         provider: str | None = None,
         template: str | None = None,
         metadata: dict[str, str] | None = None,
+        order: str | None = None,
         timeout: float | None = None,
     ) -> SessionList:
-        """GET /v1/sessions: one page, newest first, filtered by state (one or
-        several), provider, template and metadata pairs when given. A filtered
-        page may be short, even empty, and still have a next_cursor."""
+        """GET /v1/sessions: one page, newest first (order="asc": oldest
+        first), filtered by state (one or several), provider, template and
+        metadata pairs when given. A filtered page may be short, even empty,
+        and still have a next_cursor."""
         query: dict[str, Any] = {
             "limit": limit,
             "cursor": cursor,
+            "order": order,
             "state": ",".join(state) if isinstance(state, list) else state,
             "provider": provider,
             "template": template,
@@ -173,11 +176,14 @@ class Sessions(_Resource):
         metadata: dict[str, str] | None = None,
         limit: int | None = None,
         cursor: str | None = None,
+        order: str | None = None,
     ) -> Iterator[Session]:
         """Every session that passes the filters (the API applies them), newest
-        first, following next_cursor page by page."""
+        first (order="asc": oldest first), following next_cursor page by page."""
         while True:
-            page = self.list_page(limit=limit, cursor=cursor, state=state, provider=provider, template=template, metadata=metadata)
+            page = self.list_page(
+                limit=limit, cursor=cursor, state=state, provider=provider, template=template, metadata=metadata, order=order
+            )
             yield from page.sessions
             if not page.next_cursor:
                 return
@@ -285,23 +291,56 @@ class Sessions(_Resource):
         its app answering, or running without an app) and returns that status.
         Raises SandmanError not_ready when the session ends (failed, expired,
         killed) or its app fails, timeout when timeout seconds pass first."""
-        deadline = time.monotonic() + timeout
-        while True:
-            left = max(0.001, deadline - time.monotonic())
-            s = self.status(id, timeout=min(self._t.timeout, left), retry=_within(self._t.retry, left))
+
+        def judge(s: Status) -> str | None:
             if is_ready(s):
-                return s
+                return READY
             if s.state in FINAL_STATES or s.readiness == "failed":
-                why = f"its app failed: {s.readiness_detail}" if s.readiness == "failed" else f"it is {s.state}"
-                raise SandmanError(0, "not_ready", f"session {id} will not be ready: {why}")
-            if time.monotonic() + interval >= deadline:
-                raise SandmanError(0, "timeout", f"session {id} not ready within {timeout} s (state {s.state}, readiness {s.readiness})")
-            time.sleep(interval)
-            interval = min(max_interval, interval * 2)
+                return f"its app failed: {s.readiness_detail}" if s.readiness == "failed" else f"it is {s.state}"
+            return None
+
+        return _poll_until(
+            self._t, f"session {id}", lambda t, r: self.status(id, timeout=t, retry=r), judge,
+            lambda s: f"state {s.state}, readiness {s.readiness}", timeout, interval, max_interval,
+        )
 
 
 def _within(p: RetryPolicy, seconds: float) -> RetryPolicy:
     return RetryPolicy(p.max_retries, p.base_delay, p.max_delay, min(p.deadline, seconds))
+
+
+#: What a wait's judge answers when the thing waited for is ready.
+READY = "ready"
+
+_T = TypeVar("_T")
+
+
+def _poll_until(
+    t: Transport,
+    what: str,
+    read: Callable[[float, RetryPolicy], _T],
+    judge: Callable[[_T], str | None],
+    where: Callable[[_T], str],
+    timeout: float,
+    interval: float,
+    max_interval: float,
+) -> _T:
+    """Polls read with backoff until judge says READY (returns what was read),
+    or a sentence why it never will be (raises not_ready), or timeout seconds
+    pass (raises timeout, saying where it stood)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        left = max(0.001, deadline - time.monotonic())
+        x = read(min(t.timeout, left), _within(t.retry, left))
+        verdict = judge(x)
+        if verdict == READY:
+            return x
+        if verdict is not None:
+            raise SandmanError(0, "not_ready", f"{what} will not be ready: {verdict}")
+        if time.monotonic() + interval >= deadline:
+            raise SandmanError(0, "timeout", f"{what} not ready within {timeout} s ({where(x)})")
+        time.sleep(interval)
+        interval = min(max_interval, interval * 2)
 
 
 class Checkpoints(_Resource):
@@ -344,6 +383,27 @@ class Checkpoints(_Resource):
     def delete(self, session_id: str, checkpoint_id: str, *, timeout: float | None = None) -> None:
         """Deletes the checkpoint and its snapshot or archive (409 while it is saving)."""
         self._t.call(ROUTES["deleteCheckpoint"], {"id": session_id, "checkpoint_id": checkpoint_id}, timeout=timeout)
+
+    def wait_until_ready(
+        self, session_id: str, checkpoint_id: str, *, timeout: float = 60.0, interval: float = 0.25, max_interval: float = 2.0
+    ) -> Checkpoint:
+        """Polls the checkpoint (GET …/checkpoints/{checkpoint_id}), with backoff,
+        until it is ready to restore or fork, and returns it. Raises SandmanError
+        not_ready as soon as it is failed (its reason says why) or expired,
+        timeout when timeout seconds pass first."""
+
+        def judge(c: Checkpoint) -> str | None:
+            if c.state == "ready":
+                return READY
+            if c.state in ("failed", "expired"):
+                return f"it is {c.state}" + (f": {c.reason}" if c.reason else "")
+            return None
+
+        def read(t: float, r: RetryPolicy) -> Checkpoint:
+            params = {"id": session_id, "checkpoint_id": checkpoint_id}
+            return Checkpoint.from_dict(self._t.call(ROUTES["getCheckpoint"], params, timeout=t, retry=r))
+
+        return _poll_until(self._t, f"checkpoint {checkpoint_id}", read, judge, lambda c: f"state {c.state}", timeout, interval, max_interval)
 
 
 class ClientTokens(_Resource):

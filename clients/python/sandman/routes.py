@@ -42,7 +42,7 @@ ROUTES: dict[str, Route] = {
     "createSession": Route("POST", "/v1/sessions", "key", ("sessions.create",), headers=("Idempotency-Key",)),
     "listSessions": Route(
         "GET", "/v1/sessions", "safe", ("sessions.list", "sessions.list_page"),
-        query=("limit", "cursor", "state", "provider", "template", "metadata"),
+        query=("limit", "cursor", "order", "state", "provider", "template", "metadata"),
     ),
     "getSession": Route("GET", "/v1/sessions/{id}", "safe", ("sessions.get",)),
     "deleteSession": Route("DELETE", "/v1/sessions/{id}", "safe", ("sessions.delete",), query=("purge",)),
@@ -57,7 +57,9 @@ ROUTES: dict[str, Route] = {
     "openSessionPath": Route("GET", "/v1/sessions/{id}/open/{path}", "safe", ("sessions.open_url",), query=("wait", "token"), kind="link", page_query=("reopen",)),
     "createCheckpoint": Route("POST", "/v1/sessions/{id}/checkpoints", "key", ("checkpoints.create",), headers=("Idempotency-Key",)),
     "listCheckpoints": Route("GET", "/v1/sessions/{id}/checkpoints", "safe", ("checkpoints.list", "checkpoints.list_page"), query=("limit", "cursor")),
-    "getCheckpoint": Route("GET", "/v1/sessions/{id}/checkpoints/{checkpoint_id}", "safe", ("checkpoints.get",)),
+    "getCheckpoint": Route(
+        "GET", "/v1/sessions/{id}/checkpoints/{checkpoint_id}", "safe", ("checkpoints.get", "checkpoints.wait_until_ready")
+    ),
     "deleteCheckpoint": Route("DELETE", "/v1/sessions/{id}/checkpoints/{checkpoint_id}", "safe", ("checkpoints.delete",)),
     "restoreSession": Route("POST", "/v1/sessions/{id}/restore", "safe", ("sessions.restore",)),
     "forkSession": Route("POST", "/v1/sessions/{id}/fork", "key", ("sessions.fork",), headers=("Idempotency-Key",)),

@@ -5,6 +5,7 @@ SANDMAN_TEST_OTHER_KEY (another account's key)."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import datetime
 import importlib
 import json
@@ -216,6 +217,67 @@ class Conformance(unittest.TestCase):
         b = self.create(template="web", idempotency_key=key)
         self.assertEqual(b.id, a.id, "a replay answers the first create's session")
         self.assertNotEqual(self.create().id, a.id)
+
+    def test_checkpoints_restore_fork_delete_and_replays(self):
+        sm = self.sm
+        s = self.create(metadata={"user": "ada"})
+        sm.sessions.wait_until_ready(s.id, timeout=60)
+        key = f"chk-{time.time_ns()}"
+        c = sm.checkpoints.create(s.id, label="turn 3", metadata={"turn": "3"}, idempotency_key=key)
+        self.assertRegex(c.id, r"^chk_[0-9a-v]{26}$")
+        self.assertEqual((c.session_id, c.label, c.trigger), (s.id, "turn 3", "api"))
+        self.assertEqual(sm.checkpoints.create(s.id, label="turn 3", idempotency_key=key).id, c.id, "a replayed create answers the first checkpoint")
+        ready = sm.checkpoints.wait_until_ready(s.id, c.id, timeout=60)
+        self.assertEqual(ready.state, "ready")
+        self.assertIn(ready.kind, ("snapshot", "archive"))
+        self.assertIn(ready.keeps, ("filesystem", "filesystem+memory"))
+        self.assertGreaterEqual(ready.size_bytes, 0)
+
+        # The SDK's own retry of a create whose answer was lost carries the same key: one checkpoint.
+        self.proxy.fault(f"POST /v1/sessions/{s.id}/checkpoints", "drop-after-forward")
+        c2 = self.via_proxy().checkpoints.create(s.id, label="turn 4")
+        posts = [r for r in self.proxy.log if r["method"] == "POST"]
+        self.assertEqual(len(posts), 2)
+        self.assertEqual(posts[0]["status"], 202, "the first attempt made it")
+        self.assertEqual(posts[1]["headers"]["idempotency-key"], posts[0]["headers"]["idempotency-key"])
+        self.assertEqual(posts[1]["upstream_headers"].get("idempotent-replayed"), "true")
+        sm.checkpoints.wait_until_ready(s.id, c2.id, timeout=60)
+        self.assertEqual([x.id for x in sm.checkpoints.list(s.id, limit=1)], [c2.id, c.id], "pages of 1 followed, newest first")
+        self.assertEqual(len(sm.checkpoints.list_page(s.id, limit=1).checkpoints), 1)
+
+        # Restore in place; two restores of the same checkpoint at once are one.
+        with concurrent.futures.ThreadPoolExecutor(2) as pool:
+            r1, r2 = pool.map(lambda _: sm.sessions.restore(s.id, checkpoint_id=c.id), range(2))
+        self.assertEqual((r1.id, r1.state), (s.id, "restoring"), "the same session")
+        self.assertEqual((r2.id, r2.state), (s.id, "restoring"))
+        sm.sessions.wait_until_ready(s.id, timeout=60)
+        self.assertIsNone(sm.sessions.get(s.id).restore_error)
+        timeline: list = []
+        for i in range(100):
+            timeline = list(sm.sessions.events(s.id, limit=2))
+            if any(e.from_ == "restoring" for e in timeline):
+                break
+            time.sleep(0.1)
+        self.assertEqual(len([e for e in timeline if e.to == "restoring"]), 1, "one restore")
+        self.assertTrue(any(e.from_ == "restoring" and e.to == "running" for e in timeline), "restoring → running on the timeline")
+
+        # Fork: a new session from the checkpoint; a replay with the key is the same one.
+        fkey = f"fork-{time.time_ns()}"
+        f = sm.sessions.fork(s.id, checkpoint_id=c.id, metadata={"user": "bob"}, idempotency_key=fkey)
+        self.made.append(f.id)
+        self.assertNotEqual(f.id, s.id)
+        self.assertEqual((f.forked_from.session_id, f.forked_from.checkpoint_id), (s.id, c.id))
+        self.assertEqual(f.metadata["user"], "bob")
+        self.assertEqual(sm.sessions.fork(s.id, checkpoint_id=c.id, idempotency_key=fkey).id, f.id, "a replayed fork answers the first")
+        sm.sessions.wait_until_ready(f.id, timeout=60)
+        self.assertEqual(sm.sessions.get(s.id).state, "running", "the source is not changed by its fork")
+
+        # Delete; a checkpoint of another session is not found; waiting on a gone one fails fast.
+        sm.checkpoints.delete(s.id, c2.id)
+        self.raises(404, "not_found", sm.checkpoints.get, s.id, c2.id)
+        self.raises(404, "not_found", sm.checkpoints.get, f.id, c.id)
+        self.raises(404, "not_found", sm.checkpoints.wait_until_ready, s.id, c2.id, timeout=5)
+        self.assertEqual([x.id for x in sm.checkpoints.list(s.id)], [c.id])
 
     def test_webhooks_real_deliveries_verify_a_tampered_one_is_refused(self):
         sm = self.sm

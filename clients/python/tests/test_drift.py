@@ -24,7 +24,7 @@ class DriftTest(unittest.TestCase):
         doc["paths"]["/v1/sessions/{id}/branches"] = {
             "post": {"operationId": "createBranch", "responses": {"201": {"description": "the branch"}}}
         }
-        doc["paths"]["/v1/sessions"]["get"]["parameters"].append({"name": "order", "in": "query", "schema": {"type": "string"}})
+        doc["paths"]["/v1/sessions"]["get"]["parameters"].append({"name": "sort_by", "in": "query", "schema": {"type": "string"}})
         doc["components"]["schemas"]["Session"]["properties"]["branch_id"] = {"type": ["string", "null"]}
         doc["components"]["schemas"]["CreateSessionRequest"]["properties"]["pause_after_seconds"] = {"type": "integer"}
         doc["components"]["schemas"]["Diagnosis"]["properties"]["events"]["items"]["properties"]["actor"] = {"type": "string"}
@@ -32,7 +32,7 @@ class DriftTest(unittest.TestCase):
         problems = "\n".join(drift(doc))
         for want in [
             "route POST /v1/sessions/{id}/branches (createBranch) is in the document but not in the SDK's ROUTES",
-            "query parameter order of GET /v1/sessions is not sent by the SDK",
+            "query parameter sort_by of GET /v1/sessions is not sent by the SDK",
             "field branch_id of Session is missing from Session",
             "request field pause_after_seconds of POST /v1/sessions is not an argument of sessions.create",
             "field actor of Diagnosis.events is missing from DiagnosisEvent",

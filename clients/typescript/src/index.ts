@@ -123,12 +123,17 @@ abstract class Resource {
   constructor(protected readonly sm: Sandman) {}
 }
 
+/** The order of a list by created_at: "desc" newest first (the API's default), "asc" oldest first. */
+export type SessionOrder = "asc" | "desc";
+
 /** Options of sessions.list. */
 export interface ListSessionsOptions extends CallOptions, SessionFilter {
   /** Page size asked of the API, 1..100; default 20. */
   limit?: number;
-  /** Start after this cursor (a previous page's next_cursor, of the same filters). */
+  /** Start after this cursor (a previous page's next_cursor, of the same filters and order). */
   cursor?: string;
+  /** "asc": oldest first; default newest first. */
+  order?: SessionOrder;
 }
 
 /** GET /v1/sessions's filters; the API applies them (docs/API.md "Listing sessions"). */
@@ -143,11 +148,19 @@ export interface SessionFilter {
   metadata?: Record<string, string>;
 }
 
-/** The query of GET /v1/sessions for a filter, a limit and a cursor. */
-function listQuery(q: SessionFilter & { limit?: number; cursor?: string }): Record<string, string | number | undefined> {
+/** A page's place in GET /v1/sessions: its size, cursor and order. */
+interface PageQuery {
+  limit?: number;
+  cursor?: string;
+  order?: SessionOrder;
+}
+
+/** The query of GET /v1/sessions for a filter, a limit, a cursor and an order. */
+function listQuery(q: SessionFilter & PageQuery): Record<string, string | number | undefined> {
   const out: Record<string, string | number | undefined> = {
     limit: q.limit,
     cursor: q.cursor,
+    order: q.order,
     state: Array.isArray(q.state) ? q.state.join(",") : q.state,
     provider: q.provider,
     template: q.template,
@@ -190,20 +203,20 @@ export class Sessions extends Resource {
   }
 
   /**
-   * GET /v1/sessions, one page (newest first), filtered by state, provider,
-   * template and metadata when given. A filtered page may be short, even
-   * empty, and still have a next_cursor.
+   * GET /v1/sessions, one page (newest first; order "asc": oldest first),
+   * filtered by state, provider, template and metadata when given. A
+   * filtered page may be short, even empty, and still have a next_cursor.
    */
-  listPage(query: SessionFilter & { limit?: number; cursor?: string } = {}, options?: CallOptions): Promise<SessionList> {
+  listPage(query: SessionFilter & PageQuery = {}, options?: CallOptions): Promise<SessionList> {
     return this.sm.call(ROUTES.listSessions, { query: listQuery(query), options });
   }
 
-  /** Every session that passes the filters, newest first, following next_cursor page by page. */
+  /** Every session that passes the filters, newest first (order "asc": oldest first), following next_cursor page by page. */
   async *list(options: ListSessionsOptions = {}): AsyncGenerator<Session> {
-    const { limit, state, provider, template, metadata, ...call } = options;
+    const { limit, state, provider, template, metadata, order, ...call } = options;
     let cursor: string | null | undefined = options.cursor;
     do {
-      const page = await this.listPage({ limit, state, provider, template, metadata, cursor: cursor ?? undefined }, call);
+      const page = await this.listPage({ limit, state, provider, template, metadata, order, cursor: cursor ?? undefined }, call);
       yield* page.sessions;
       cursor = page.next_cursor;
     } while (cursor);
@@ -317,32 +330,50 @@ export class Sessions extends Resource {
    * killed) or its app fails, timeout when timeoutMs passes first.
    */
   async waitUntilReady(id: string, options: WaitOptions = {}): Promise<Status> {
-    const timeoutMs = options.timeoutMs ?? 60_000;
-    const deadline = Date.now() + timeoutMs;
-    let interval = options.intervalMs ?? 250;
-    const maxInterval = options.maxIntervalMs ?? 2_000;
-    for (;;) {
-      const left = deadline - Date.now();
-      const s = await this.status(id, {
-        signal: options.signal,
-        timeoutMs: Math.max(1, Math.min(this.sm.transport.timeoutMs, left)),
-        retry: { deadlineMs: Math.max(1, left) },
-      });
-      if (isReady(s)) return s;
+    return pollUntil(this.sm, `session ${id}`, options, (call) => this.status(id, call), (s) => {
+      if (isReady(s)) return "ready";
       if (FINAL_STATES.has(s.state) || s.readiness === "failed") {
-        const why = s.readiness === "failed" ? `its app failed${s.readiness_detail ? ": " + s.readiness_detail : ""}` : `it is ${s.state}`;
-        throw new SandmanError({ status: 0, errorType: "not_ready", message: `session ${id} will not be ready: ${why}` });
+        return s.readiness === "failed" ? `its app failed${s.readiness_detail ? ": " + s.readiness_detail : ""}` : `it is ${s.state}`;
       }
-      if (Date.now() + interval >= deadline) {
-        throw new SandmanError({
-          status: 0,
-          errorType: "timeout",
-          message: `session ${id} not ready within ${timeoutMs} ms (state ${s.state}, readiness ${s.readiness})`,
-        });
-      }
-      await new Promise((r) => setTimeout(r, interval));
-      interval = Math.min(maxInterval, interval * 2);
+      return null;
+    }, (s) => `state ${s.state}, readiness ${s.readiness}`);
+  }
+}
+
+/**
+ * Polls read with backoff until judge says "ready" (returns what was read),
+ * or a sentence why it never will be (throws not_ready), or timeoutMs
+ * passes (throws timeout, saying where it stood with where).
+ */
+async function pollUntil<T>(
+  sm: Sandman,
+  what: string,
+  options: WaitOptions,
+  read: (call: CallOptions) => Promise<T>,
+  judge: (x: T) => "ready" | string | null,
+  where: (x: T) => string,
+): Promise<T> {
+  const timeoutMs = options.timeoutMs ?? 60_000;
+  const deadline = Date.now() + timeoutMs;
+  let interval = options.intervalMs ?? 250;
+  const maxInterval = options.maxIntervalMs ?? 2_000;
+  for (;;) {
+    const left = deadline - Date.now();
+    const x = await read({
+      signal: options.signal,
+      timeoutMs: Math.max(1, Math.min(sm.transport.timeoutMs, left)),
+      retry: { deadlineMs: Math.max(1, left) },
+    });
+    const verdict = judge(x);
+    if (verdict === "ready") return x;
+    if (verdict !== null) {
+      throw new SandmanError({ status: 0, errorType: "not_ready", message: `${what} will not be ready: ${verdict}` });
     }
+    if (Date.now() + interval >= deadline) {
+      throw new SandmanError({ status: 0, errorType: "timeout", message: `${what} not ready within ${timeoutMs} ms (${where(x)})` });
+    }
+    await new Promise((r) => setTimeout(r, interval));
+    interval = Math.min(maxInterval, interval * 2);
   }
 }
 
@@ -372,6 +403,20 @@ export class Checkpoints extends Resource {
   /** Deletes the checkpoint and its snapshot or archive (409 while it is saving). */
   async delete(sessionId: string, checkpointId: string, options?: CallOptions): Promise<void> {
     await this.sm.call(ROUTES.deleteCheckpoint, { params: { id: sessionId, checkpoint_id: checkpointId }, options });
+  }
+
+  /**
+   * Polls the checkpoint (GET …/checkpoints/{checkpoint_id}), with backoff,
+   * until it is ready to restore or fork, and returns it. Throws
+   * SandmanError not_ready as soon as it is failed (its reason says why) or
+   * expired, timeout when timeoutMs (default 60 000) passes first.
+   */
+  async waitUntilReady(sessionId: string, checkpointId: string, options: WaitOptions = {}): Promise<Checkpoint> {
+    return pollUntil(this.sm, `checkpoint ${checkpointId}`, options, (call) => this.get(sessionId, checkpointId, call), (c) => {
+      if (c.state === "ready") return "ready";
+      if (c.state === "failed" || c.state === "expired") return `it is ${c.state}${c.reason ? ": " + c.reason : ""}`;
+      return null;
+    }, (c) => `state ${c.state}`);
   }
 }
 

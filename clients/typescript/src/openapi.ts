@@ -12,8 +12,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * The caller's sessions, newest first, filtered by state, provider, template and metadata
-         * @description Cursor-paginated, newest first (by created_at). Not activity. Without a filter it lists every session. With any of state, provider, template or metadata it lists only the sessions that pass them all, through the by_owner_state index (docs/CAPACITY.md "The by_owner_state index"): one query per state asked (every state when none is), never a scan of the account. A filtered page may hold fewer than limit sessions, none even, and still have a next_cursor, when provider, template or metadata skipped many sessions before the page's read budget ran out: follow next_cursor until it is null. The index follows a session's state about a second behind; a session whose state changed since is left out of the page rather than shown in a state it no longer has. A cursor is valid only with the filters it was issued for.
+         * The caller's sessions, newest first (or oldest first), filtered by state, provider, template and metadata
+         * @description Cursor-paginated, newest first (by created_at, then id), or oldest first with order=asc. Not activity. Without a filter it lists every session. With any of state, provider, template or metadata it lists only the sessions that pass them all, through the by_owner_state index (docs/CAPACITY.md "The by_owner_state index"): one query per state asked (every state when none is), never a scan of the account. A filtered page may hold fewer than limit sessions, none even, and still have a next_cursor, when provider, template or metadata skipped many sessions before the page's read budget ran out: follow next_cursor until it is null. The index follows a session's state about a second behind; a session whose state changed since is left out of the page rather than shown in a state it no longer has. A cursor is valid only with the filters and order it was issued for. Oldest first without a filter is served like a filter on every state (one query per state, merged), never a scan.
          */
         get: operations["listSessions"];
         put?: never;
@@ -1556,8 +1556,10 @@ export interface operations {
             query?: {
                 /** @description Page size, 1..100 (default 20). */
                 limit?: number;
-                /** @description next_cursor of the previous page, with the same filters; a crafted cursor, or one of other filters, is 400. */
+                /** @description next_cursor of the previous page, with the same filters and order; a crafted cursor, or one of other filters or another order, is 400. */
                 cursor?: string;
+                /** @description asc: oldest first; desc: newest first (the default). Both by created_at, then id. */
+                order?: "desc" | "asc";
                 /** @description Only sessions in one of these states, comma-separated (state=running,paused); a repeated parameter counts the same. */
                 state?: components["schemas"]["SessionState"][];
                 /** @description Only sessions on this provider (e2b, daytona, vercel, local, ...). */

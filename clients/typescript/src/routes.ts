@@ -33,7 +33,7 @@ export interface Route {
 
 export const ROUTES = {
   createSession: { method: "POST", path: "/v1/sessions", retry: "key", headers: ["Idempotency-Key"], sdk: "sessions.create" },
-  listSessions: { method: "GET", path: "/v1/sessions", retry: "safe", query: ["limit", "cursor", "state", "provider", "template", "metadata"], sdk: "sessions.list, sessions.listPage" },
+  listSessions: { method: "GET", path: "/v1/sessions", retry: "safe", query: ["limit", "cursor", "order", "state", "provider", "template", "metadata"], sdk: "sessions.list, sessions.listPage" },
   getSession: { method: "GET", path: "/v1/sessions/{id}", retry: "safe", sdk: "sessions.get" },
   deleteSession: { method: "DELETE", path: "/v1/sessions/{id}", retry: "safe", query: ["purge"], sdk: "sessions.delete" },
   sendActivity: { method: "POST", path: "/v1/sessions/{id}/activity", retry: "safe", sdk: "sessions.activity" },
@@ -47,7 +47,7 @@ export const ROUTES = {
   openSessionPath: { method: "GET", path: "/v1/sessions/{id}/open/{path}", retry: "safe", query: ["wait", "token"], pageQuery: ["reopen"], kind: "link", sdk: "sessions.openUrl" },
   createCheckpoint: { method: "POST", path: "/v1/sessions/{id}/checkpoints", retry: "key", headers: ["Idempotency-Key"], sdk: "checkpoints.create" },
   listCheckpoints: { method: "GET", path: "/v1/sessions/{id}/checkpoints", retry: "safe", query: ["limit", "cursor"], sdk: "checkpoints.list, checkpoints.listPage" },
-  getCheckpoint: { method: "GET", path: "/v1/sessions/{id}/checkpoints/{checkpoint_id}", retry: "safe", sdk: "checkpoints.get" },
+  getCheckpoint: { method: "GET", path: "/v1/sessions/{id}/checkpoints/{checkpoint_id}", retry: "safe", sdk: "checkpoints.get, checkpoints.waitUntilReady" },
   deleteCheckpoint: { method: "DELETE", path: "/v1/sessions/{id}/checkpoints/{checkpoint_id}", retry: "safe", sdk: "checkpoints.delete" },
   restoreSession: { method: "POST", path: "/v1/sessions/{id}/restore", retry: "safe", sdk: "sessions.restore" },
   forkSession: { method: "POST", path: "/v1/sessions/{id}/fork", retry: "key", headers: ["Idempotency-Key"], sdk: "sessions.fork" },

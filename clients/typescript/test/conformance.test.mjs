@@ -311,3 +311,76 @@ test("the Next.js route handler example mints a token for the signed-in user's s
   assert.equal((await call("user=carol")).status, 404);
   assert.equal((await call("user=bob")).status, 404, "a session Sandman does not know");
 });
+
+test("checkpoints: create with a label, wait until ready, list every page, restore in place, fork, delete; replays give one", { skip }, async () => {
+  const s = await create({ template: "base", metadata: { user: "ada" } });
+  await sm.sessions.waitUntilReady(s.id, { timeoutMs: 60_000 });
+  const key = "chk-" + Date.now();
+  const c = await sm.checkpoints.create(s.id, { label: "turn 3", metadata: { turn: "3" } }, { idempotencyKey: key });
+  assert.match(c.id, /^chk_[0-9a-v]{26}$/);
+  assert.equal(c.session_id, s.id);
+  assert.equal(c.label, "turn 3");
+  assert.equal(c.trigger, "api");
+  const again = await sm.checkpoints.create(s.id, { label: "turn 3" }, { idempotencyKey: key });
+  assert.equal(again.id, c.id, "a replayed create answers the first checkpoint");
+  const ready = await sm.checkpoints.waitUntilReady(s.id, c.id, { timeoutMs: 60_000 });
+  assert.equal(ready.state, "ready");
+  assert.ok(["snapshot", "archive"].includes(ready.kind), ready.kind);
+  assert.ok(["filesystem", "filesystem+memory"].includes(ready.keeps), ready.keeps);
+  assert.ok(ready.size_bytes >= 0);
+
+  // The SDK's own retry of a create whose answer was lost carries the same key: one checkpoint.
+  proxy.clear();
+  proxy.fault(`POST /v1/sessions/${s.id}/checkpoints`, "drop-after-forward");
+  const c2 = await viaProxy().checkpoints.create(s.id, { label: "turn 4" });
+  const posts = proxy.log.filter((r) => r.method === "POST");
+  assert.equal(posts.length, 2);
+  assert.equal(posts[0].status, 202, "the first attempt made it");
+  assert.equal(posts[1].headers["idempotency-key"], posts[0].headers["idempotency-key"]);
+  assert.equal(posts[1].upstreamHeaders["idempotent-replayed"], "true");
+  proxy.clear();
+  await sm.checkpoints.waitUntilReady(s.id, c2.id, { timeoutMs: 60_000 });
+  const listed = [];
+  for await (const x of sm.checkpoints.list(s.id, { limit: 1 })) listed.push(x.id);
+  assert.deepEqual(listed, [c2.id, c.id], "pages of 1 followed, newest first, one checkpoint per key");
+  assert.equal((await sm.checkpoints.listPage(s.id, { limit: 1 })).checkpoints.length, 1);
+
+  // Restore in place; two restores of the same checkpoint at once are one.
+  const [r1, r2] = await Promise.all([sm.sessions.restore(s.id, c.id), sm.sessions.restore(s.id, c.id)]);
+  assert.equal(r1.id, s.id, "the same session");
+  assert.equal(r2.id, s.id);
+  assert.equal(r1.state, "restoring");
+  assert.equal(r2.state, "restoring");
+  await sm.sessions.waitUntilReady(s.id, { timeoutMs: 60_000 });
+  const restored = await sm.sessions.get(s.id);
+  assert.equal(restored.restore_error ?? null, null);
+  let timeline = [];
+  for (let i = 0; i < 100 && !timeline.some((e) => e.from === "restoring"); i++) {
+    if (i) await new Promise((r) => setTimeout(r, 100));
+    timeline = [];
+    for await (const e of sm.sessions.events(s.id, { limit: 2 })) timeline.push(e);
+  }
+  assert.equal(timeline.filter((e) => e.to === "restoring").length, 1, "one restore");
+  assert.ok(timeline.some((e) => e.from === "restoring" && e.to === "running"), "restoring → running on the timeline");
+
+  // Fork: a new session from the checkpoint; a replay with the key is the same one.
+  const fkey = "fork-" + Date.now();
+  const f = await sm.sessions.fork(s.id, { checkpoint_id: c.id, metadata: { user: "bob" } }, { idempotencyKey: fkey });
+  made.push(f.id);
+  assert.notEqual(f.id, s.id);
+  assert.deepEqual(f.forked_from, { session_id: s.id, checkpoint_id: c.id });
+  assert.equal(f.metadata.user, "bob");
+  const f2 = await sm.sessions.fork(s.id, { checkpoint_id: c.id }, { idempotencyKey: fkey });
+  assert.equal(f2.id, f.id, "a replayed fork answers the first new session");
+  await sm.sessions.waitUntilReady(f.id, { timeoutMs: 60_000 });
+  assert.equal((await sm.sessions.get(s.id)).state, "running", "the source is not changed by its fork");
+
+  // Delete; a checkpoint of another session is not found; waiting on a gone one fails fast.
+  await sm.checkpoints.delete(s.id, c2.id);
+  await rejects(sm.checkpoints.get(s.id, c2.id), 404, "not_found");
+  await rejects(sm.checkpoints.get(f.id, c.id), 404, "not_found");
+  await rejects(sm.checkpoints.waitUntilReady(s.id, c2.id, { timeoutMs: 5_000 }), 404, "not_found");
+  const left = [];
+  for await (const x of sm.checkpoints.list(s.id)) left.push(x.id);
+  assert.deepEqual(left, [c.id]);
+});

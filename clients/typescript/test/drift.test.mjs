@@ -18,14 +18,14 @@ test("a route, a query parameter and a field added to a copy of the document fai
   d.paths["/v1/sessions/{id}/branches"] = {
     post: { operationId: "createBranch", responses: { 201: { description: "the branch" } } },
   };
-  d.paths["/v1/sessions"].get.parameters.push({ name: "order", in: "query", schema: { type: "string" } });
+  d.paths["/v1/sessions"].get.parameters.push({ name: "sort_by", in: "query", schema: { type: "string" } });
   d.components.schemas.Session.properties.branch_id = { type: ["string", "null"], format: "date-time" };
   const dir = await mkdtemp(join(tmpdir(), "sandman-drift-test-"));
   try {
     await writeFile(join(dir, "openapi.json"), JSON.stringify(d));
     const problems = (await drift(join(dir, "openapi.json"))).join("\n");
     assert.match(problems, /route POST \/v1\/sessions\/\{id\}\/branches \(createBranch\) is in the document but not in the SDK/);
-    assert.match(problems, /query parameter order of GET \/v1\/sessions is not sent/);
+    assert.match(problems, /query parameter sort_by of GET \/v1\/sessions is not sent/);
     assert.match(problems, /branch_id\?: string \| null;/);
   } finally {
     await rm(dir, { recursive: true, force: true });

@@ -404,20 +404,25 @@ func validSession(s *lifecycle.Session) error { return lifecycle.ValidStoredSess
 var _ lifecycle.SessionFinder = (*Store)(nil)
 
 // FindSessions returns one page of q.AccountID's sessions that pass
-// q.Filter, newest first (internal/dynamo's contract; memstore reads every
+// q.Filter, in q.Order (internal/dynamo's contract; memstore reads every
 // session of the account and never ends a page early). Errors: invalid (an
-// empty filter, a limit out of range, a cursor not issued for this account
-// and filter).
+// empty filter newest first, a limit out of range, a cursor not issued for
+// this account, filter and order).
 func (st *Store) FindSessions(_ context.Context, q lifecycle.SessionQuery) (lifecycle.SessionPage, error) {
+	asc := q.Order == lifecycle.OrderAsc
 	switch {
 	case q.Limit < 1 || q.Limit > lifecycle.MaxListLimit:
 		return lifecycle.SessionPage{}, lifecycle.Errorf(lifecycle.CodeInvalid, "limit must be between 1 and %d", lifecycle.MaxListLimit)
 	case q.AccountID == "":
 		return lifecycle.SessionPage{}, lifecycle.Errorf(lifecycle.CodeInvalid, "account id is required")
-	case q.Filter.Empty():
+	case q.Filter.Empty() && !asc:
 		return lifecycle.SessionPage{}, lifecycle.Errorf(lifecycle.CodeInvalid, "a filter is required: list without one")
 	}
+	sign := -1 // newest first
 	scope := "find:" + q.AccountID + ":" + q.Filter.Fingerprint()
+	if asc {
+		sign, scope = 1, scope+":asc"
+	}
 	var after *position
 	if q.Cursor != "" {
 		p, err := decodeCursor(q.Cursor, scope)
@@ -435,6 +440,6 @@ func (st *Store) FindSessions(_ context.Context, q lifecycle.SessionQuery) (life
 		}
 	}
 	pos := func(s *lifecycle.Session) position { return position{s.CreatedAt, s.ID} }
-	slices.SortFunc(all, func(a, b *lifecycle.Session) int { return -pos(a).compare(pos(b)) })
-	return page(all, q.Limit, scope, pos, func(s *lifecycle.Session) bool { return after == nil || pos(s).compare(*after) < 0 })
+	slices.SortFunc(all, func(a, b *lifecycle.Session) int { return sign * pos(a).compare(pos(b)) })
+	return page(all, q.Limit, scope, pos, func(s *lifecycle.Session) bool { return after == nil || sign*pos(s).compare(*after) > 0 })
 }

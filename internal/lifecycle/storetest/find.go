@@ -11,9 +11,10 @@ import (
 
 // The contract of finding an account's sessions by filter
 // (lifecycle.SessionFinder): states, provider, template and metadata, pages
-// that reach every matching session once, newest first, a state change
-// that moves a session from one filter to another, and cursors tied to
-// their account and filter.
+// that reach every matching session once, newest first and oldest first
+// (order asc, with and without a filter), a state change that moves a
+// session from one filter to another, and cursors tied to their account,
+// filter and order.
 
 // FindPages follows q's pages to the end and returns every session id,
 // in order; it fails on a session that does not pass q.Filter, one seen
@@ -100,8 +101,24 @@ func testFindSessions(t *testing.T, newStore NewStore) {
 			if w := want(flt); !slices.Equal(got, w) {
 				t.Errorf("ids = %v\nwant %v (newest first)", got, w)
 			}
+			asc := FindPages(t, finder, lifecycle.SessionQuery{AccountID: "acct_f", Filter: flt, Order: lifecycle.OrderAsc, Limit: 4}, 40)
+			w := want(flt)
+			slices.Reverse(w)
+			if !slices.Equal(asc, w) {
+				t.Errorf("order asc: ids = %v\nwant %v (oldest first)", asc, w)
+			}
 		})
 	}
+
+	// Oldest first without a filter: every session of the account once.
+	t.Run("AscNoFilter", func(t *testing.T) {
+		got := FindPages(t, finder, lifecycle.SessionQuery{AccountID: "acct_f", Order: lifecycle.OrderAsc, Limit: 5}, 40)
+		w := want(lifecycle.SessionFilter{})
+		slices.Reverse(w)
+		if !slices.Equal(got, w) {
+			t.Errorf("ids = %v\nwant %v (oldest first)", got, w)
+		}
+	})
 
 	t.Run("StateChangeMoves", func(t *testing.T) {
 		s := f.MustGet(t, all[len(all)-1].ID) // running, the oldest
@@ -121,6 +138,10 @@ func testFindSessions(t *testing.T, newStore NewStore) {
 		if err != nil || first.Cursor == "" {
 			t.Fatalf("first page: cursor %q, err %v", first.Cursor, err)
 		}
+		asc, err := finder.FindSessions(t.Context(), lifecycle.SessionQuery{AccountID: "acct_f", Filter: running, Order: lifecycle.OrderAsc, Limit: 1})
+		if err != nil || asc.Cursor == "" {
+			t.Fatalf("first page oldest first: cursor %q, err %v", asc.Cursor, err)
+		}
 		list, err := f.store.ListSessions(t.Context(), "acct_f", "", 1)
 		if err != nil || list.Cursor == "" {
 			t.Fatalf("list page: cursor %q, err %v", list.Cursor, err)
@@ -131,6 +152,8 @@ func testFindSessions(t *testing.T, newStore NewStore) {
 		}{
 			{"OtherFilter", lifecycle.SessionQuery{AccountID: "acct_f", Filter: lifecycle.SessionFilter{States: []lifecycle.State{lifecycle.StatePaused}}, Limit: 4, Cursor: first.Cursor}},
 			{"OtherAccount", lifecycle.SessionQuery{AccountID: "acct_g", Filter: running, Limit: 4, Cursor: first.Cursor}},
+			{"OtherOrder", lifecycle.SessionQuery{AccountID: "acct_f", Filter: running, Order: lifecycle.OrderAsc, Limit: 4, Cursor: first.Cursor}},
+			{"OtherOrderAsc", lifecycle.SessionQuery{AccountID: "acct_f", Filter: running, Limit: 4, Cursor: asc.Cursor}},
 			{"ListCursor", lifecycle.SessionQuery{AccountID: "acct_f", Filter: running, Limit: 4, Cursor: list.Cursor}},
 			{"Malformed", lifecycle.SessionQuery{AccountID: "acct_f", Filter: running, Limit: 4, Cursor: "%%%"}},
 			{"NoFilter", lifecycle.SessionQuery{AccountID: "acct_f", Limit: 4}},

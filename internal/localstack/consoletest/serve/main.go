@@ -1,12 +1,13 @@
 // Command serve runs a consoletest.Stack on loopback for the console's
 // browser test (internal/localstack/testdata/console.test.mjs starts it):
 // the console over the real API handlers on memstore and the fake
-// provider, seeded with -sessions sessions of which -live are live, plus
+// provider, seeded with -sessions sessions of which -live are live (the
+// newest paused one with -checkpoints checkpoints of every state), plus
 // the test's /control/ routes. It prints the base URL
 // ("http://127.0.0.1:PORT") on its first stdout line and serves until stdin
 // closes or it is signalled.
 //
-// Usage: go run ./internal/localstack/consoletest/serve [-addr 127.0.0.1:0] [-sessions 500] [-live 20]
+// Usage: go run ./internal/localstack/consoletest/serve [-addr 127.0.0.1:0] [-sessions 500] [-live 20] [-checkpoints 25]
 package main
 
 import (
@@ -18,6 +19,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/localstack/consoletest"
 )
 
@@ -25,10 +27,18 @@ func main() {
 	addr := flag.String("addr", "127.0.0.1:0", "listen address")
 	sessions := flag.Int("sessions", 500, "sessions to seed")
 	live := flag.Int("live", 20, "of which live (the rest killed)")
+	checkpoints := flag.Int("checkpoints", 25, "checkpoints of the newest paused session")
 	flag.Parse()
 	stack, err := consoletest.New(nil)
+	var seeded []*lifecycle.Session
 	if err == nil {
-		_, err = stack.Seed(*sessions, *live, time.Now().Add(-24*time.Hour))
+		seeded, err = stack.Seed(*sessions, *live, time.Now().Add(-24*time.Hour))
+	}
+	for i := len(seeded) - 1; err == nil && i >= 0 && *checkpoints > 0; i-- {
+		if seeded[i].State == lifecycle.StatePaused {
+			_, err = stack.SeedCheckpoints(seeded[i], *checkpoints, time.Now().Add(-23*time.Hour))
+			break
+		}
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "serve:", err)

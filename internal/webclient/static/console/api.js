@@ -5,7 +5,7 @@
 /** The final states: a session in one never changes again. */
 export const ENDED = ["expired", "killed", "failed"];
 /** The states of a session that is not final. */
-export const LIVE = ["provisioning", "running", "pausing", "paused", "resuming"];
+export const LIVE = ["provisioning", "running", "pausing", "paused", "resuming", "restoring"];
 
 /**
  * GET path of the dev API; resolves with its JSON, throws the error

@@ -7,9 +7,11 @@
 // return (a paused session stays paused however long the console is open).
 //
 // Views (the URL's hash): #/sessions (the table: filters, search by id,
-// pages over the API's cursor, sorting, live rows), #/sessions/<id> (a
-// session: its facts, readiness, usage and timeline; session.js), #/pools
-// and #/webhooks (admin.js).
+// pages over the API's cursor, sorting — Created by the API's order, newest
+// or oldest first, the other columns on screen — live rows),
+// #/sessions/<id> (a session: its facts, readiness, usage, checkpoints and
+// timeline; session.js, checkpoints.js, with Restore and Fork as confirmed
+// operator actions, actions.js), #/pools and #/webhooks (admin.js).
 import { read, el, badge, when, pairs, say, LIVE, ENDED } from "./api.js";
 import { showSession, sessionEvent } from "./session.js";
 import { showPools, showWebhooks } from "./admin.js";
@@ -42,6 +44,9 @@ const view = {
   next: null,
   /** @type {any[]} */
   rows: [],
+  /** The API's order (GET /v1/sessions?order=): "desc" newest first, "asc" oldest first. */
+  order: "desc",
+  /** The column sorted: created_at is the API's order; another sorts the page on screen. */
   sort: { key: "created_at", dir: "descending" },
 };
 
@@ -65,6 +70,7 @@ function listPath(at) {
   if (view.provider) q.set("provider", view.provider);
   if (view.template) q.set("template", view.template);
   for (const [k, v] of Object.entries(view.metadata)) q.set(`metadata[${k}]`, v);
+  if (view.order === "asc") q.set("order", "asc");
   if (at.cursor) q.set("cursor", at.cursor);
   return `/console/api/sessions?${q}`;
 }
@@ -100,9 +106,10 @@ async function loadPage() {
 
 /** Shows view.rows, sorted, and the pager. */
 function renderTable() {
-  const { key, dir } = view.sort;
+  const { key } = view.sort;
+  const dir = key === "created_at" ? (view.order === "asc" ? "ascending" : "descending") : view.sort.dir;
   const rows = [...view.rows];
-  if (!(key === "created_at" && dir === "descending")) {
+  if (key !== "created_at") {
     const sign = dir === "ascending" ? 1 : -1;
     rows.sort((a, b) => sign * String(a[key] ?? "").localeCompare(String(b[key] ?? "")));
   }
@@ -115,7 +122,7 @@ function renderTable() {
   const what = view.at.list === "live" ? "live sessions" : view.at.list === "ended" ? "ended sessions" : view.at.list ? `${view.at.list} sessions` : "sessions";
   summary.textContent = rows.length === 0
     ? (view.at.list === "live" && page === 1 ? "No live sessions." : `No ${what} here.`)
-    : `${rows.length} ${what}, newest first${view.mode === "live-first" ? " (live sessions first, then the ended ones)" : ""}.`;
+    : `${rows.length} ${what}, ${view.order === "asc" ? "oldest" : "newest"} first${view.mode === "live-first" ? " (live sessions first, then the ended ones)" : ""}${key === "created_at" ? "" : `; this page sorted by ${key}`}.`;
   /** @type {HTMLElement} */ (document.getElementById("page-label")).textContent = `Page ${page}`;
   /** @type {HTMLButtonElement} */ (document.getElementById("prev-page")).disabled = view.back.length === 0;
   /** @type {HTMLButtonElement} */ (document.getElementById("first-page")).disabled = view.back.length === 0;
@@ -183,6 +190,15 @@ document.getElementById("first-page").addEventListener("click", () => {
 for (const th of document.querySelectorAll("#sessions th[data-key] button")) {
   th.addEventListener("click", () => {
     const key = /** @type {string} */ (th.parentElement?.getAttribute("data-key"));
+    if (key === "created_at") {
+      // The API sorts: newest or oldest first over every page, from the first.
+      if (view.sort.key === "created_at") view.order = view.order === "desc" ? "asc" : "desc";
+      view.sort = { key, dir: "" };
+      view.back = [];
+      view.at = { list: firstList(), cursor: "" };
+      loadPage();
+      return;
+    }
     const dir = view.sort.key === key && view.sort.dir === "descending" ? "ascending" : "descending";
     view.sort = { key, dir };
     renderTable();
@@ -231,7 +247,8 @@ async function onTransition(ev) {
     return;
   }
   const states = statesOf(view.at.list);
-  if (view.back.length === 0 && (!states || states.split(",").includes(ev.to))) reloadSoon();
+  const onFirstPage = view.back.length === 0 && (view.order === "desc" || !view.next);
+  if (onFirstPage && (!states || states.split(",").includes(ev.to))) reloadSoon();
 }
 
 function listen() {

@@ -1,9 +1,12 @@
 // A session's page in the console (#/sessions/<id>): its facts, its app's
-// readiness and output, its usage summed from its timeline, and the
-// timeline itself (GET /v1/sessions/{id}/events: every transition, newest
-// first, with its reason, actor and duration), older pages on demand. A
-// transition of the session on the feed reads it again. Read-only.
+// readiness and output, its usage summed from its timeline, its
+// checkpoints (checkpoints.js), and the timeline itself (GET
+// /v1/sessions/{id}/events: every transition, newest first, with its
+// reason, actor and duration), older pages on demand. A transition of the
+// session on the feed reads it again. Reading only; the one way to act is
+// a checkpoint's Restore or Fork, confirmed first (actions.js).
 import { read, el, badge, when, duration, pairs, say } from "./api.js";
+import { showCheckpoints, clearCheckpoints } from "./checkpoints.js";
 
 const root = /** @type {HTMLElement} */ (document.getElementById("view-session"));
 const timeline = /** @type {HTMLElement} */ (root.querySelector(".timeline tbody"));
@@ -25,6 +28,7 @@ export async function showSession(id) {
     shown.events = [];
     shown.cursor = null;
     timeline.replaceChildren();
+    clearCheckpoints(id);
     root.querySelector(".facts")?.replaceChildren();
     root.querySelector(".readiness")?.replaceChildren();
     root.querySelector("h2 .id").textContent = id;
@@ -70,7 +74,11 @@ async function facts(id) {
     ["Away timeout", s.away_timeout_seconds ? duration(s.away_timeout_seconds * 1000) : "off (presence off)"],
     ["Away deadline", when(s.away_deadline)], ["Resumes on return", s.resume_on_return ? "yes" : "no"],
     ["From a warm pool", s.from_pool ? "yes" : "no"], ["Version", String(s.version)],
+    ...(s.forked_from ? [["Forked from", `${s.forked_from.session_id} at ${s.forked_from.checkpoint_id}`]] : []),
+    ...(s.restore_checkpoint_id ? [[s.state === "restoring" ? "Restoring from" : "Last restored from", s.restore_checkpoint_id]] : []),
+    ...(s.restore_error ? [["Last restore failed", s.restore_error]] : []),
   ]);
+  showCheckpoints(s);
   const app = s.app;
   list(root.querySelector(".readiness"), app ? [
     ["Readiness", s.readiness ?? "–"], ["Ready at", when(s.ready_at)],
