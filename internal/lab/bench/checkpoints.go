@@ -308,7 +308,7 @@ func modelProvider(m CheckpointModel) (lifecycle.Provider, func(), error) {
 	case "daytona":
 		o := daytonatest.StandaloneConfig()
 		o.BootDelay, o.ToolboxProxyURL, o.PreviewBaseURL = d(m.BootMS), base+"/toolbox", base
-		o.SnapshotTime, o.CreateTime = d(m.SnapshotMS), d(m.CreateMS)
+		o.SnapshotTime, o.CreateTime, o.Logger = d(m.SnapshotMS), d(m.CreateMS), slog.New(slog.DiscardHandler)
 		hs.Config.Handler, close = daytonatest.NewServer(o).Handler(), func() {}
 		p, err = daytona.New(daytona.Config{BaseURL: base, APIKey: daytonatest.DefaultAPIKey})
 	default:
