@@ -203,7 +203,7 @@ func (st *checkpointStack) settled(ctx context.Context, id string, from string) 
 		if time.Now().After(end) {
 			return s, fmt.Errorf("session %s did not settle within 2 min (%s, readiness %s)", id, s.State, s.Readiness)
 		}
-		if err := sleepCtx(ctx, checkpointPoll); err != nil {
+		if err := lifecycle.Sleep(ctx, checkpointPoll); err != nil {
 			return nil, err
 		}
 	}
@@ -231,7 +231,7 @@ func (st *checkpointStack) rounds(ctx context.Context, app *lifecycle.AppInput, 
 			return ckpts, restores, kind, failed, err
 		}
 		for c.State == lifecycle.CheckpointSaving {
-			if err := sleepCtx(ctx, checkpointPoll); err != nil {
+			if err := lifecycle.Sleep(ctx, checkpointPoll); err != nil {
 				return ckpts, restores, kind, failed, err
 			}
 			if c, err = st.svc.GetCheckpoint(ctx, checkpointAccount, sess.ID, c.ID); err != nil {
@@ -380,18 +380,6 @@ func checkpointsOnLocal(ctx context.Context, env *Env, table string, n int) (Che
 	return row, nil
 }
 
-// sleepCtx waits d or until ctx ends.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
-
 // answered GETs url every millisecond until it answers, for at most 20 s.
 func answered(ctx context.Context, url string, start time.Time) error {
 	client := &http.Client{Timeout: time.Second}
@@ -407,7 +395,7 @@ func answered(ctx context.Context, url string, start time.Time) error {
 		if time.Since(start) > 20*time.Second {
 			return fmt.Errorf("the app did not answer within 20 s")
 		}
-		if err := sleepCtx(ctx, time.Millisecond); err != nil {
+		if err := lifecycle.Sleep(ctx, time.Millisecond); err != nil {
 			return err
 		}
 	}
