@@ -352,6 +352,11 @@ func Run(ctx context.Context, env *bench.Env, cfg Config) (Result, error) {
 			return Result{}, err
 		}
 	}
+	learnedOps, err := measureLearned(ctx, env, svc.Config(), store, clock, capLog, n, t)
+	if err != nil {
+		return Result{}, err
+	}
+	ops = append(ops, learnedOps...)
 	if t.PauseCheckpointShare > 0 {
 		op, err := measurePauseCheckpoints(ctx, env, svc.Config(), clock, capLog, n, per5(t.PausesPer5Min)*t.PauseCheckpointShare)
 		if err != nil {
@@ -359,11 +364,6 @@ func Run(ctx context.Context, env *bench.Env, cfg Config) (Result, error) {
 		}
 		ops = append(ops, op)
 	}
-	learnedOps, err := measureLearned(ctx, env, svc.Config(), store, clock, capLog, n, t)
-	if err != nil {
-		return Result{}, err
-	}
-	ops = append(ops, learnedOps...)
 	// The fleet's governor: one lease is one conditional update of a
 	// bucket item (internal/governor/dynamostore); the provider's limit
 	// bounds the calls, so the leases, whatever the demand.
