@@ -2,12 +2,10 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
 
 	"github.com/sandmanhq/sandman/internal/openapi/api"
@@ -34,18 +32,7 @@ flags of every command: -o table|json, --url-api URL (default $SANDMAN_URL), --a
 // CheckpointsMain runs `sandman checkpoints <args>` and returns the exit
 // status.
 func CheckpointsMain(ctx context.Context, args []string, env Env) int {
-	err := runCheckpoints(ctx, args, env)
-	if err != nil {
-		name := "sandman checkpoints"
-		if len(args) > 0 {
-			name += " " + args[0]
-		}
-		fmt.Fprintf(env.Stderr, "%s: %v\n", name, err)
-		if ExitCode(err) == ExitUsage {
-			fmt.Fprint(env.Stderr, "\n"+CheckpointsUsage)
-		}
-	}
-	return ExitCode(err)
+	return report(env, "sandman checkpoints", args, runCheckpoints(ctx, args, env))
 }
 
 // checkpointBody is the body of POST …/checkpoints; zero fields are left
@@ -57,17 +44,11 @@ type checkpointBody struct {
 }
 
 func runCheckpoints(ctx context.Context, args []string, env Env) error {
-	if len(args) == 0 {
-		return usagef("a command is required")
+	c, fs, err := subcommand("sandman checkpoints", args, env, CheckpointsUsage)
+	if c == nil {
+		return err
 	}
-	if slices.Contains([]string{"-h", "-help", "--help", "help"}, args[0]) {
-		fmt.Fprint(env.Stdout, CheckpointsUsage)
-		return nil
-	}
-	name := args[0]
-	fs := newFlagSet("sandman checkpoints " + name)
-	c := &command{name: name}
-	c.register(fs)
+	name := c.name
 	var body checkpointBody
 	meta := metadataFlag{}
 	wantArgs := 1
@@ -85,17 +66,11 @@ func runCheckpoints(ctx context.Context, args []string, env Env) error {
 	default:
 		return usagef("unknown command %q", name)
 	}
-	var err error
-	c.args, err = parseFlags(fs, args[1:])
-	if errors.Is(err, errHelp) {
-		fmt.Fprint(env.Stdout, CheckpointsUsage)
-		return nil
-	}
-	if err != nil {
+	if help, err := c.parseArgs(fs, args[1:], env, CheckpointsUsage); help || err != nil {
 		return err
 	}
-	if len(c.args) != wantArgs {
-		return usagef("%s takes %d argument(s), got %q", name, wantArgs, c.args)
+	if err := c.wantArgs(wantArgs); err != nil {
+		return err
 	}
 	if len(meta) > 0 {
 		body.Metadata = meta

@@ -46,6 +46,45 @@ func newFlagSet(name string) *flag.FlagSet {
 	return fs
 }
 
+// subcommand starts `<group> <command> [flags] [args]` (sandman
+// webhooks, sandman checkpoints): args[0] names the command, which is
+// returned with its flag set holding the common flags (the caller adds its
+// own and calls parseArgs). A help request prints usage and returns a nil
+// command. Errors: usage (no command).
+func subcommand(group string, args []string, env Env, usage string) (*command, *flag.FlagSet, error) {
+	if len(args) == 0 {
+		return nil, nil, usagef("a command is required")
+	}
+	if isHelp(args[0]) {
+		fmt.Fprint(env.Stdout, usage)
+		return nil, nil, nil
+	}
+	c := &command{name: args[0]}
+	fs := newFlagSet(group + " " + c.name)
+	c.register(fs)
+	return c, fs, nil
+}
+
+// parseArgs parses args (after the command's name) into fs and c.args,
+// and reports whether they asked for help (usage printed). Errors: usage.
+func (c *command) parseArgs(fs *flag.FlagSet, args []string, env Env, usage string) (bool, error) {
+	var err error
+	c.args, err = parseFlags(fs, args)
+	if errors.Is(err, errHelp) {
+		fmt.Fprint(env.Stdout, usage)
+		return true, nil
+	}
+	return false, err
+}
+
+// wantArgs checks that c has n positional arguments. Errors: usage.
+func (c *command) wantArgs(n int) error {
+	if len(c.args) != n {
+		return usagef("%s takes %d argument(s), got %q", c.name, n, c.args)
+	}
+	return nil
+}
+
 // errHelp asks for the command's usage on stdout (-h, --help).
 var errHelp = errors.New("help")
 

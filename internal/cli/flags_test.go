@@ -60,6 +60,7 @@ func (r *recorder) last(tb testing.TB) recorded {
 // mains are the CLI's commands by name.
 var mains = map[string]func(context.Context, []string, cli.Env) int{
 	"sessions": cli.Main, "webhooks": cli.WebhooksMain, "pools": cli.PoolsMain, "client-tokens": cli.ClientTokensMain,
+	"checkpoints": cli.CheckpointsMain,
 }
 
 // runWith runs `sandman <cmd> args...` with vars as its environment and
@@ -104,6 +105,9 @@ func TestFlagErrorsAreOneLine(t *testing.T) {
 		{"sessions", []string{"open", "ses_x", "--ttl", "5m"}, []string{"--ttl", "--token"}},
 		{"sessions", []string{"frobnicate"}, []string{`unknown command "frobnicate"`}},
 		{"webhooks", []string{"deliveries", "we_x", "--limit", "x"}, []string{"--limit"}},
+		{"checkpoints", []string{"list", "ses_x", "--limit", "x"}, []string{"--limit"}},
+		{"checkpoints", []string{"get", "ses_x"}, []string{"get takes 2 argument(s)"}},
+		{"checkpoints", []string{"frobnicate"}, []string{`unknown command "frobnicate"`}},
 		{"pools", []string{"--nope"}, []string{"unknown flag --nope"}},
 		{"client-tokens", []string{"create", "ses_x", "--ttl", "forever"}, []string{"--ttl", `"forever" is not a duration`}},
 		{"client-tokens", []string{"create"}, []string{"one session id"}},
@@ -132,7 +136,8 @@ func TestFlagErrorsAreOneLine(t *testing.T) {
 		t.Errorf("bad command lines reached the API: %+v", api.reqs)
 	}
 	for cmd, help := range map[string]string{"sessions": "usage: sandman sessions", "webhooks": "usage: sandman webhooks",
-		"pools": "usage: sandman pools", "client-tokens": "usage: sandman client-tokens"} {
+		"pools": "usage: sandman pools", "client-tokens": "usage: sandman client-tokens",
+		"checkpoints": "usage: sandman checkpoints"} {
 		for _, args := range [][]string{{"help"}, {"--help"}} {
 			if code, out, _ := runWith(t, vars, nil, cmd, args...); code != 0 || !strings.HasPrefix(out, help) {
 				t.Errorf("sandman %s %v: exit %d, %q; want the usage on stdout", cmd, args, code, out)

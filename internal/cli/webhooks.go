@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -43,17 +42,11 @@ func WebhooksMain(ctx context.Context, args []string, env Env) int {
 }
 
 func runWebhooks(ctx context.Context, args []string, env Env) error {
-	if len(args) == 0 {
-		return usagef("a command is required")
+	c, fs, err := subcommand("sandman webhooks", args, env, WebhooksUsage)
+	if c == nil {
+		return err
 	}
-	if isHelp(args[0]) {
-		fmt.Fprint(env.Stdout, WebhooksUsage)
-		return nil
-	}
-	name := args[0]
-	fs := newFlagSet("sandman webhooks " + name)
-	c := &command{name: name}
-	c.register(fs)
+	name := c.name
 	var in api.WebhookEndpointRequest
 	var description string
 	var types repeated
@@ -75,20 +68,14 @@ func runWebhooks(ctx context.Context, args []string, env Env) error {
 	default:
 		return usagef("unknown command %q", name)
 	}
-	var err error
-	c.args, err = parseFlags(fs, args[1:])
-	if errors.Is(err, errHelp) {
-		fmt.Fprint(env.Stdout, WebhooksUsage)
-		return nil
-	}
-	if err != nil {
+	if help, err := c.parseArgs(fs, args[1:], env, WebhooksUsage); help || err != nil {
 		return err
 	}
 	if name == "create" && len(c.args) == 0 {
 		return usagef("create takes the endpoint's URL: sandman webhooks create https://example.com/hooks (--url is the API's URL)")
 	}
-	if len(c.args) != wantArgs {
-		return usagef("%s takes %d argument(s), got %q", name, wantArgs, c.args)
+	if err := c.wantArgs(wantArgs); err != nil {
+		return err
 	}
 	if name == "create" {
 		in.URL = &c.args[0]

@@ -222,10 +222,12 @@ func (s *Service) BringUp(ctx context.Context, id string) (BringUpOutcome, error
 				return s.settleReadiness(ctx, id, run, ReadinessFailed, fmt.Sprintf(
 					"the start command could not be started within %d s: %v", int64(sess.App.ReadyTimeout/time.Second), err))
 			}
-			// A provider in trouble is asked again less often than a
-			// server that boots is probed.
-			wait = max(startBackoff, RetryAfter(err))
-			startBackoff = min(2*startBackoff, readyStartBackoffMax)
+			if !started {
+				// A provider in trouble is asked again less often than a
+				// server that boots is probed.
+				wait = max(startBackoff, RetryAfter(err))
+				startBackoff = min(2*startBackoff, readyStartBackoffMax)
+			}
 		}
 		if started {
 			if done, out, err := s.probeOnce(ctx, runner, sess, url, run, deadline); done {

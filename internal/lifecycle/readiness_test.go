@@ -162,6 +162,21 @@ func TestBringUpStartsTheCommandAndRecordsReady(t *testing.T) {
 	}
 }
 
+// TestBringUpProbesAStartedAppAtTheProbeBackoff: once the app command has
+// started, the next probe comes after the probe backoff (100 ms), not the
+// wait of a start the provider refused (1 s).
+func TestBringUpProbesAStartedAppAtTheProbeBackoff(t *testing.T) {
+	e, _ := readyEnv(t, fake.Config{BootDelay: 50 * time.Millisecond})
+	sess := e.mustCreate(t, lifecycle.CreateInput{App: appInput("npm run dev", 60)})
+	start := e.mustGet(t, sess.ID).StateChangedAt
+	if out, err := e.svc.BringUp(t.Context(), sess.ID); err != nil || out != lifecycle.BringUpReady {
+		t.Fatalf("BringUp = %q, %v; want ready", out, err)
+	}
+	if got := e.mustGet(t, sess.ID).ReadyAt.Sub(start); got != 100*time.Millisecond {
+		t.Errorf("ready %v after the start, want 100 ms (the first probe found it booting, the second after the probe backoff)", got)
+	}
+}
+
 func TestBringUpFailsWhenTheCommandExits(t *testing.T) {
 	e, _ := readyEnv(t, fake.Config{})
 	sess := e.mustCreate(t, lifecycle.CreateInput{App: appInput("exit 3", 60)})

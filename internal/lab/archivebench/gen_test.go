@@ -1,4 +1,4 @@
-package main
+package archivebench
 
 import (
 	"crypto/sha256"

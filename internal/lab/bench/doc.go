@@ -43,6 +43,13 @@
 //     limit, in real time, at the target load scaled down (counts and
 //     durations divided, the ratio of deadlines to the limit kept); with
 //     the sweep alone and with bunched deadlines for comparison.
+//   - RunCheckpoints: checkpoint (202 → ready) and restore (request → the
+//     session running on the new sandbox, its app ready) per provider
+//     model: lifecycle.Service on DynamoDB Local with its checkpoint and
+//     readiness workers, each provider's real adapter against its fake
+//     with the model's latencies (fakekit's SetLatency), and the local
+//     provider's archives, each against the provider's own floor; then
+//     the archive path (internal/lab/archivebench, RunArchive).
 //
 // Report gathers them with the Machine they ran on and renders the markdown
 // report (Report.Markdown) and the raw figures (JSON).

@@ -20,15 +20,14 @@ import (
 // the cold-start and Runtime API tests start it as their "bootstrap".
 const envLambda = "BENCH_TEST_LAMBDA"
 
-// TestMain runs the tests, or, with BENCH_TEST_LAMBDA=1, serves
+// TestMain runs the tests, or acts as the bench binary's children
+// (ChildIfAsked), or, with BENCH_TEST_LAMBDA=1, serves
 // testFunction through aws-lambda-go's runtime client against
 // AWS_LAMBDA_RUNTIME_API, exactly as a function's main does; with
 // BENCH_TEST_LAMBDA=exit it exits at once, as a function whose cold start
 // failed.
 func TestMain(m *testing.M) {
-	if os.Getenv(EnvFleetChild) != "" {
-		runFleetChild() // a process of the fleet test: exits
-	}
+	ChildIfAsked() // a process of the fleet test, a local sandbox or its app: exits
 	switch os.Getenv(envLambda) {
 	case "1":
 		lambda.Start(testFunction)

@@ -51,6 +51,9 @@ type Report struct {
 	Deliveries *DeliveriesResult `json:"deliveries,omitempty"`
 	// Fleet is the fleet's provider governor figure (fleet.go).
 	Fleet *FleetResult `json:"fleet,omitempty"`
+	// Checkpoints is the checkpoint and restore figure with the archive
+	// path's (checkpoints.go, archive.go).
+	Checkpoints *CheckpointsResult `json:"checkpoints,omitempty"`
 
 	Errors []string `json:"errors,omitempty"`
 }
@@ -151,6 +154,9 @@ func (r *Report) Markdown() string {
 	}
 	if x := r.Pools; x != nil {
 		r.poolsSection(&b, x)
+	}
+	if x := r.Checkpoints; x != nil {
+		r.checkpointsSection(&b, x)
 	}
 	if d := r.Deliveries; d != nil {
 		r.deliveriesSection(&b, d)

@@ -75,6 +75,10 @@ type Target struct {
 	ProviderLimit         float64
 	GovernorWritesPerCall float64
 	GovernorShards        int
+	// PauseCheckpointShare is the share of the pauses that record a
+	// checkpoint (checkpoint_on_pause), 0..1: 1 (every one, the default)
+	// measures each pause with its checkpoint; negative, none.
+	PauseCheckpointShare float64
 }
 
 // DefaultTarget is docs/DESIGN.md "Capacity"'s target.
@@ -128,6 +132,12 @@ func (t Target) withDefaults() Target {
 	}
 	if t.GovernorShards <= 0 {
 		t.GovernorShards = DeployedGovernorShards
+	}
+	switch {
+	case t.PauseCheckpointShare == 0 || t.PauseCheckpointShare > 1:
+		t.PauseCheckpointShare = 1
+	case t.PauseCheckpointShare < 0:
+		t.PauseCheckpointShare = 0
 	}
 	return t
 }
@@ -323,7 +333,7 @@ func Run(ctx context.Context, env *bench.Env, cfg Config) (Result, error) {
 			_, _, err := svc.SetPresence(ctx, largestAccount, ids[i], false)
 			return err
 		}},
-		{"pause by timer (idle)", per5(t.PausesPer5Min), time.Hour, func(i int) error {
+		{"pause by timer (idle), no checkpoint", per5(t.PausesPer5Min) * (1 - t.PauseCheckpointShare), time.Hour, func(i int) error {
 			out, err := svc.FireTimer(ctx, ids[i])
 			if err == nil && out != lifecycle.TimerPaused {
 				err = fmt.Errorf("timer outcome %s, want paused", out)
@@ -347,6 +357,13 @@ func Run(ctx context.Context, env *bench.Env, cfg Config) (Result, error) {
 		return Result{}, err
 	}
 	ops = append(ops, learnedOps...)
+	if t.PauseCheckpointShare > 0 {
+		op, err := measurePauseCheckpoints(ctx, env, svc.Config(), clock, capLog, n, per5(t.PausesPer5Min)*t.PauseCheckpointShare)
+		if err != nil {
+			return Result{}, err
+		}
+		ops = append(ops, op)
+	}
 	// The fleet's governor: one lease is one conditional update of a
 	// bucket item (internal/governor/dynamostore); the provider's limit
 	// bounds the calls, so the leases, whatever the demand.
@@ -397,7 +414,7 @@ func scaleRows(ops []Op, t Target, shards int, skew float64) []Row {
 		switch f {
 		case FamSlotCounter, FamUsageDay, FamAccountPartition, FamOwnerIndex, FamOwnerStateIndex, FamAPIKey:
 			return float64(t.LargestAccount) / float64(t.Sessions), "account"
-		case FamIdleShard, FamLeaseShard, FamPausedShard:
+		case FamIdleShard, FamLeaseShard, FamPausedShard, FamCheckpointLeaseShard:
 			return skew / float64(shards), fmt.Sprintf("shard of %d", shards)
 		case FamOther, FamIdleTemplate:
 			return 1, "all together"
@@ -445,11 +462,12 @@ func (r Result) Markdown(limit float64) string {
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	t := r.Target
 	w("Target (× %g): %s running sessions, a heartbeat every %s (%.0f %% on the client channel), %s pauses and %s resumes "+
-		"and %s creates per 5 min, %s channel connections opened and closed per 5 min, %s sessions on the largest account; "+
+		"and %s creates per 5 min (%.0f %% of the pauses recording a checkpoint, checkpoint_on_pause), %s channel connections "+
+		"opened and closed per 5 min, %s sessions on the largest account; "+
 		"due indexes in %d shards; the fleet's provider governor lets %s provider calls a second through, at %.2f bucket "+
 		"updates a call, over %d bucket items per provider.\n\n",
 		t.Scale, numfmt.Thousands(t.Sessions), t.HeartbeatEvery, t.ChannelShare*100, numfmt.Thousands(t.PausesPer5Min),
-		numfmt.Thousands(t.ResumesPer5Min), numfmt.Thousands(t.CreatesPer5Min), numfmt.Thousands(t.ConnectsPer5Min),
+		numfmt.Thousands(t.ResumesPer5Min), numfmt.Thousands(t.CreatesPer5Min), t.PauseCheckpointShare*100, numfmt.Thousands(t.ConnectsPer5Min),
 		numfmt.Thousands(t.LargestAccount), r.Shards, numfmt.Thousands(int(math.Round(t.ProviderLimit))), t.GovernorWritesPerCall,
 		t.GovernorShards)
 	w("| key family | one key is | WCU/s | of 1,000 | RCU/s | of 3,000 | verdict |\n|---|---|---:|---:|---:|---:|---|\n")

@@ -36,6 +36,23 @@ func TestCapacityLogSplitsATransaction(t *testing.T) {
 	}
 }
 
+// TestCapacityLogKnowsCheckpoints: a checkpoint's item is its own family
+// in its session's partition, the checkpoint_lease index a due index's
+// shard.
+func TestCapacityLogKnowsCheckpoints(t *testing.T) {
+	item, part := keyFamilies(itemKey{pk: "SESSION#ses_1", sk: "CHECKPOINT#chk_1"})
+	if item != FamCheckpoint || part != FamSessionPartition {
+		t.Errorf("checkpoint key = %s, %s; want %s, %s", item, part, FamCheckpoint, FamSessionPartition)
+	}
+	if got := indexFamily(tabledef.IndexCheckpointLease); got != FamCheckpointLeaseShard {
+		t.Errorf("checkpoint_lease = %s, want %s", got, FamCheckpointLeaseShard)
+	}
+	rows := scaleRows([]Op{{PerSecond: 100, Units: map[Family]Units{FamCheckpointLeaseShard: {Write: 2}}}}, DefaultTarget, 10, 1)
+	if len(rows) != 1 || rows[0].WCU != 20 || rows[0].Keyed != "shard of 10" {
+		t.Errorf("checkpoint_lease rows = %+v, want 20 WCU/s on a shard of 10", rows)
+	}
+}
+
 // TestScaleCapacity: a family's busiest key gets the mean session's, the
 // largest account's or one shard's share of each operation's rate.
 func TestScaleCapacity(t *testing.T) {
@@ -76,6 +93,16 @@ func TestRunCapacity(t *testing.T) {
 	}
 	if len(res.Ops) == 0 || len(res.Rows) == 0 {
 		t.Fatalf("nothing measured: %+v", res)
+	}
+	// A checkpoint on every automatic pause: its item and its lease index
+	// are families of their own, and nothing falls in "other items".
+	seen := map[Family]bool{}
+	for _, r := range res.Rows {
+		seen[r.Family] = true
+	}
+	if !seen[FamCheckpoint] || !seen[FamCheckpointLeaseShard] || seen[FamOther] {
+		t.Errorf("families: checkpoint %v, checkpoint_lease %v, other items %v; want true, true, false",
+			seen[FamCheckpoint], seen[FamCheckpointLeaseShard], seen[FamOther])
 	}
 	// At 10× (the command's -scale 10): every rate ten times, the same
 	// measured units per call.

@@ -60,13 +60,19 @@ const (
 	FamIdleAccount    Family = "idle histogram item (account's template)"
 	FamIdleTemplate   Family = "idle histogram item (template)"
 	FamGovernorBucket Family = "governor bucket item (GOV#provider#shard)"
-	FamOther          Family = "other items"
+	// FamCheckpoint is a checkpoint's item, under its session's partition
+	// (SESSION#id, CHECKPOINT#chk_…).
+	FamCheckpoint Family = "checkpoint item"
+	FamOther      Family = "other items"
 	// Index partitions: the due indexes are keyed by a shard, by_owner by
 	// the account, the rest by one session or sandbox.
 	FamIdleShard   Family = "idle index shard"
 	FamLeaseShard  Family = "lease index shard"
 	FamPausedShard Family = "paused index shard"
-	FamOwnerIndex  Family = "by_owner index partition (account)"
+	// FamCheckpointLeaseShard is the checkpoint_lease index's: saving
+	// checkpoints, keyed by their session's shard.
+	FamCheckpointLeaseShard Family = "checkpoint_lease index shard"
+	FamOwnerIndex           Family = "by_owner index partition (account)"
 	// FamOwnerStateIndex is by_owner_state's: one per account and state,
 	// written when a session enters or leaves the state.
 	FamOwnerStateIndex Family = "by_owner_state index partition (account, state)"
@@ -379,6 +385,8 @@ func keyFamilies(k itemKey) (item, partition Family) {
 		switch {
 		case k.sk == "SESSION":
 			return FamSessionItem, FamSessionPartition
+		case strings.HasPrefix(k.sk, "CHECKPOINT#"):
+			return FamCheckpoint, FamSessionPartition
 		default:
 			return FamSessionOther, FamSessionPartition
 		}
@@ -420,6 +428,8 @@ func indexFamily(name string) Family {
 		return FamLeaseShard
 	case tabledef.IndexPaused:
 		return FamPausedShard
+	case tabledef.IndexCheckpointLease:
+		return FamCheckpointLeaseShard
 	case tabledef.IndexByOwner:
 		return FamOwnerIndex
 	case tabledef.IndexByOwnerState:

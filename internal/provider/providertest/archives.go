@@ -14,9 +14,11 @@ import (
 
 // The archive rows (docs/ARCHIVES.md): run for a Provider that implements
 // lifecycle.WorkspaceArchiver and lifecycle.Files. A workspace exported
-// from one sandbox, with exclude patterns, and imported into a fresh one
-// holds the same files there, less the excluded ones; an archive with a
-// member outside the folder is refused and writes nothing outside it.
+// from one running sandbox, with exclude patterns, and imported into a
+// fresh one holds the files written before the export there, less the
+// excluded ones and none written after it; the source keeps running and
+// the two are independent; an archive with a member outside the folder is
+// refused and writes nothing outside it.
 
 func archiveRows() []Behaviour {
 	return []Behaviour{
@@ -59,6 +61,10 @@ func workspaceRoundTrip(t *testing.T, e Env) {
 	if n != int64(buf.Len()) {
 		t.Errorf("ExportTar returned %d bytes, wrote %d", n, buf.Len())
 	}
+	if got := mustGet(t, e, src.ID).State; got != lifecycle.SandboxRunning {
+		t.Errorf("the source after an export is %q, want running", got)
+	}
+	mustWrite(t, e, src.ID, "after.txt", "written after the export")
 	names := tarMembers(t, buf.Bytes())
 	for name := range kept {
 		if !names["./"+name] {
@@ -78,9 +84,11 @@ func workspaceRoundTrip(t *testing.T, e Env) {
 	for name, body := range kept {
 		wantFile(t, e, dst.ID, name, body)
 	}
-	for _, name := range excluded {
+	for _, name := range append(excluded, "after.txt") {
 		wantFile(t, e, dst.ID, name, "")
 	}
+	mustWrite(t, e, dst.ID, "only-in-dst.txt", "x")
+	wantFile(t, e, src.ID, "only-in-dst.txt", "")
 
 	if err := e.Provider.Kill(ctx(t), src.ID); err != nil {
 		t.Fatalf("Kill: %v", err)

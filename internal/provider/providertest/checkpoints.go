@@ -1,7 +1,6 @@
 package providertest
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"slices"
@@ -13,7 +12,7 @@ import (
 
 // The checkpoint rows (docs/CHECKPOINTS.md "Providers"): run for a Provider
 // that implements lifecycle.Files and lifecycle.Snapshotter (the fork row
-// also lifecycle.Forker, the archive row lifecycle.WorkspaceArchiver). They hold every adapter to the contract the
+// also lifecycle.Forker; the archive rows are archives.go's). They hold every adapter to the contract the
 // checkpoint service relies on: a snapshot keeps the files written before
 // it and not those written after; a sandbox made from it or forked is
 // independent of its source; delete and expiry end in ErrCheckpointGone,
@@ -27,7 +26,6 @@ func checkpointRows() []Behaviour {
 		{Name: "DeletedSnapshotIsGone", Needs: "Snapshotter", Run: deletedSnapshotIsGone},
 		{Name: "SnapshotExpiresAfterItsRetention", Needs: "SnapshotRetention", Run: snapshotExpires},
 		{Name: "ForkIsIndependentOfItsSource", Needs: "Forker", Run: forkIsIndependent},
-		{Name: "ArchiveKeepsTheFilesWrittenBeforeIt", Needs: "WorkspaceArchiver", Run: archiveKeepsFilesBefore},
 	}
 }
 
@@ -230,32 +228,4 @@ func forkIsIndependent(t *testing.T, e Env) {
 	wantFile(t, e, fork.ID, "before.txt", "v1")
 	wantFile(t, e, fork.ID, "after.txt", "")
 	wantFile(t, e, src.ID, "fork.txt", "")
-}
-
-// archiveKeepsFilesBefore: a workspace exported while its sandbox runs
-// and imported into a new sandbox holds the files written before the
-// export and not those written after, leaves out what the excludes name,
-// and the source keeps running.
-func archiveKeepsFilesBefore(t *testing.T, e Env) {
-	arch := e.Provider.(lifecycle.WorkspaceArchiver)
-	src := mustCreate(t, e, 10*time.Minute, nil)
-	mustWrite(t, e, src.ID, "before.txt", "v1")
-	mustWrite(t, e, src.ID, "node_modules/.cache/big.bin", "cache")
-	var tarball bytes.Buffer
-	if _, err := arch.ExportTar(ctx(t), src.ID, workDir, []string{"node_modules/.cache"}, &tarball); err != nil {
-		t.Fatalf("ExportTar: %v", err)
-	}
-	if got := mustGet(t, e, src.ID).State; got != lifecycle.SandboxRunning {
-		t.Errorf("the source after an export is %q, want running", got)
-	}
-	mustWrite(t, e, src.ID, "after.txt", "v2")
-	dst := mustCreate(t, e, 10*time.Minute, nil)
-	if err := arch.ImportTar(ctx(t), dst.ID, workDir, &tarball); err != nil {
-		t.Fatalf("ImportTar: %v", err)
-	}
-	wantFile(t, e, dst.ID, "before.txt", "v1")
-	wantFile(t, e, dst.ID, "after.txt", "")
-	wantFile(t, e, dst.ID, "node_modules/.cache/big.bin", "")
-	mustWrite(t, e, dst.ID, "only-in-dst.txt", "x")
-	wantFile(t, e, src.ID, "only-in-dst.txt", "")
 }

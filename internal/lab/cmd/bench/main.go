@@ -29,12 +29,13 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/sandmanhq/sandman/internal/lab/archivebench"
 	"github.com/sandmanhq/sandman/internal/lab/bench"
 	"github.com/sandmanhq/sandman/internal/routes"
 )
 
 // figures names what -only can select, in the order they run.
-var figures = []string{"status", "webhook", "sweep", "coldstart", "cost", "outbox", "channel", "timers", "readiness", "open", "deliveries", "pools", "fleet"}
+var figures = []string{"status", "webhook", "sweep", "coldstart", "cost", "outbox", "channel", "timers", "readiness", "open", "deliveries", "pools", "checkpoints", "fleet"}
 
 func main() {
 	bench.ChildIfAsked()
@@ -91,6 +92,10 @@ func run(ctx context.Context, args []string) error {
 	fs.IntVar(&op.Rounds, "open-rounds", 20, "snapshot and open cycles per provider model of the open figure")
 	var pl bench.PoolsConfig
 	fs.IntVar(&pl.Rounds, "pools-rounds", 10, "creates from a pool and cold per provider model and tier of the pools figure")
+	var ck bench.CheckpointsConfig
+	fs.IntVar(&ck.Rounds, "checkpoints-rounds", 10, "checkpoint and restore cycles per provider model of the checkpoints figure")
+	fs.StringVar(&ck.ArchiveSizes, "archive-sizes", "10MB,100MB,1GB", "workspace sizes of the archive path (internal/lab/archivebench), comma-separated; empty: skip it")
+	fs.StringVar(&ck.ArchiveWork, "archive-work", "", "folder the archive path's workspaces are generated in (default: archivebench's, under the temporary folder)")
 	var fl bench.FleetConfig
 	fs.IntVar(&fl.Processes, "fleet-processes", 8, "processes of the fleet figure, each with its own governor on one table")
 	fs.Float64Var(&fl.Rate, "fleet-rate", 200, "the fleet figure's fake provider's limit, calls a second")
@@ -280,6 +285,30 @@ func run(ctx context.Context, args []string) error {
 			}
 		} else {
 			rep.Pools = &r
+		}
+	}
+
+	if selected["checkpoints"] {
+		r, err := bench.RunCheckpoints(ctx, env, ck)
+		if err != nil {
+			failed("checkpoints", err)
+		}
+		if len(r.Rows) > 0 {
+			rep.Checkpoints = &r
+		}
+		for _, row := range r.Rows {
+			if !row.Met {
+				failed("checkpoints check", fmt.Errorf("%s: restore → ready p95 %.0f ms over the floor (target %d ms), %d failed",
+					row.Name, row.OverP95MS, bench.CheckpointTargetMS, row.Failed))
+			}
+		}
+		if r.Archive != nil {
+			for _, s := range r.Archive.Sizes {
+				if !s.Met() {
+					failed("archive check", fmt.Errorf("%s: Pack %.2f×, sandbox path %.2f× the floor (target %.1f×)",
+						s.Label, s.PackWall, s.SandboxWall, archivebench.Target))
+				}
+			}
 		}
 	}
 

@@ -63,6 +63,7 @@ func run(ctx context.Context, args []string, out, progress io.Writer) (bool, err
 	fs.Float64Var(&t.ProviderLimit, "provider-limit", 20000.0/30, "provider calls a second the fleet's governor lets through (E2B's 20,000 per 30 s)")
 	fs.Float64Var(&t.GovernorWritesPerCall, "governor-writes-per-call", 1.5, "the governor's bucket updates per provider call")
 	fs.IntVar(&t.GovernorShards, "governor-shards", capacity.DeployedGovernorShards, "items of each provider's governor bucket (the stack's SANDMAN_GOVERNOR_SHARDS)")
+	fs.Float64Var(&t.PauseCheckpointShare, "pause-checkpoint-share", 1, "share of the pauses that record a checkpoint (checkpoint_on_pause), 0..1; negative: none")
 	fs.IntVar(&cfg.Shards, "shards", 0, "due-index shards (0: tabledef.DeployedShards, the stack's default SANDMAN_SHARDS)")
 	fs.IntVar(&cfg.Ops, "ops", 50, "calls of each operation in the synthetic run")
 	if err := fs.Parse(args); err != nil {

@@ -47,6 +47,7 @@ type Kit[Op comparable, F Effector] struct {
 	tallies map[string]int
 	unknown []string
 	boot    time.Duration
+	latency map[Op]time.Duration
 	hanging chan Op
 	closing chan struct{}
 	closed  bool
@@ -149,6 +150,26 @@ func (k *Kit[Op, F]) BootDelay() time.Duration {
 // Booted reports whether a command started at start listens at now.
 func (k *Kit[Op, F]) Booted(start, now time.Time) bool { return !now.Before(start.Add(k.BootDelay())) }
 
+// SetLatency makes every request of op wait d (real time) before it is
+// served or faulted, as the provider's own latency for that call (a
+// benchmark's provider model; 0 takes it away). A request whose client
+// gives up, or that the fake's Close releases, meanwhile gets no answer.
+func (k *Kit[Op, F]) SetLatency(op Op, d time.Duration) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.latency == nil {
+		k.latency = map[Op]time.Duration{}
+	}
+	k.latency[op] = d
+}
+
+// Latency returns SetLatency's latency of op (0: none).
+func (k *Kit[Op, F]) Latency(op Op) time.Duration {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.latency[op]
+}
+
 // Hanging reports the op of each request a Hang fault is holding (the
 // last 64 when nobody reads).
 func (k *Kit[Op, F]) Hanging() <-chan Op {
@@ -193,8 +214,8 @@ func (k *Kit[Op, F]) Wait(r *http.Request, d time.Duration) bool {
 	}
 }
 
-// Handle wraps next, which serves op: it counts each request, takes its
-// fault (the first of the ops named in from that has one, Faults.Next;
+// Handle wraps next, which serves op: it counts each request, waits op's
+// latency (SetLatency), takes its fault (the first of the ops named in from that has one, Faults.Next;
 // from empty: op's own), and does what the fault's Effect says. answer
 // writes an Answer fault (the fake's status, headers and error body).
 func (k *Kit[Op, F]) Handle(op Op, next http.Handler, answer func(http.ResponseWriter, *http.Request, F), from ...Op) http.Handler {
@@ -203,6 +224,9 @@ func (k *Kit[Op, F]) Handle(op Op, next http.Handler, answer func(http.ResponseW
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		k.Count(op)
+		if d := k.Latency(op); d > 0 && !k.Wait(r, d) {
+			return
+		}
 		f, _ := k.faults.Next(from...)
 		switch f.Effect() {
 		case Answer:

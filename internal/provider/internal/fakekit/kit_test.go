@@ -143,6 +143,36 @@ func TestKitCloseReleasesHangs(t *testing.T) {
 	}
 }
 
+// TestKitLatency: a request of an op with a latency waits it before it is
+// served; one the fake's Close releases first is not served at all.
+func TestKitLatency(t *testing.T) {
+	var k fakekit.Kit[op, fault]
+	k.SetLatency("get", time.Hour)
+	if got := k.Latency("get"); got != time.Hour {
+		t.Fatalf("Latency = %v, want 1h", got)
+	}
+	next := &served{}
+	h := k.Handle("get", next, nil)
+	rec := httptest.NewRecorder()
+	done := make(chan struct{})
+	go func() {
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+		close(done)
+	}()
+	k.Close() // releases the wait, whether it began or not
+	<-done
+	if next.count() != 0 || rec.Body.Len() != 0 {
+		t.Errorf("a request released during its latency was served (%d, %q)", next.count(), rec.Body.String())
+	}
+	var fresh fakekit.Kit[op, fault]
+	fresh.SetLatency("get", time.Hour)
+	fresh.SetLatency("get", 0)
+	fresh.Handle("get", next, nil).ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/", nil))
+	if next.count() != 1 {
+		t.Errorf("with the latency taken away: served %d, want 1", next.count())
+	}
+}
+
 func TestKitTalliesNotesAndBoot(t *testing.T) {
 	var k fakekit.Kit[op, fault]
 	k.Add("wakes")

@@ -1,4 +1,4 @@
-// Command archivebench measures Sandman's archive of a workspace folder
+// Package archivebench measures Sandman's archive of a workspace folder
 // (internal/archive) against `tar -cf - . | zstd -3` of the same folder on
 // the same machine, the floor: at each size it generates a deterministic
 // synthetic workspace (source-like text in many small files, random bytes
@@ -14,20 +14,21 @@
 //   - restores of Sandman's archive: `zstd -dc | tar -xf -` against
 //     archive.Unpack into an empty folder.
 //
-// It prints (or writes to -out) markdown tables of the medians: seconds,
-// throughput in MB/s (of the workspace's bytes, 10^6 bytes per second),
-// archive sizes, and each path's time over the floor's (the target is at
-// most 1.2).
+// Markdown renders tables of the medians: seconds, throughput in MB/s (of
+// the workspace's bytes, 10^6 bytes per second), archive sizes, and each
+// path's time over the floor's (the target is at most Target). Run is what
+// `make bench` runs (internal/lab/bench's checkpoint figure) and the
+// command internal/lab/cmd/archivebench prints:
 //
-//	go run ./internal/lab/archivebench -sizes 10MB,100MB,1GB
-package main
+//	go -C internal/lab run ./cmd/archivebench -sizes 10MB,100MB,1GB
+package archivebench
 
 import (
 	"bytes"
 	"context"
-	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -40,20 +41,6 @@ import (
 
 	"github.com/sandmanhq/sandman/internal/archive"
 )
-
-func main() {
-	sizes := flag.String("sizes", "10MB,100MB,1GB", "workspace sizes, comma-separated (KB, MB, GB: powers of 10)")
-	work := flag.String("work", filepath.Join(os.TempDir(), "sandman-archivebench"), "folder the workspaces are generated in (kept for the next run unless -clean)")
-	runs := flag.Int("runs", 3, "timed runs of each path per size under 1 GB (the median is reported)")
-	largeRuns := flag.Int("large-runs", 1, "timed runs per size of 1 GB or more")
-	out := flag.String("out", "", "write the markdown report here instead of stdout")
-	clean := flag.Bool("clean", false, "remove the generated workspaces afterwards")
-	flag.Parse()
-	if err := run(context.Background(), *sizes, *work, *runs, *largeRuns, *out, *clean); err != nil {
-		fmt.Fprintln(os.Stderr, "archivebench:", err)
-		os.Exit(1)
-	}
-}
 
 // result is one size's medians.
 type result struct {
@@ -89,46 +76,130 @@ func timed(fn func() (childCPU time.Duration, err error)) (sample, error) {
 	return sample{wall: time.Since(w0), cpu: selfCPU() - c0 + child}, err
 }
 
-func run(ctx context.Context, sizeList, work string, runs, largeRuns int, out string, clean bool) error {
+// Target is the archive's target: at most this many times the floor's
+// time.
+const Target = 1.2
+
+// Config sizes Run. Zero fields take the defaults given.
+type Config struct {
+	// Sizes are the workspaces' sizes, comma-separated (KB, MB, GB: powers
+	// of 10; "10MB,100MB,1GB").
+	Sizes string
+	// Work is the folder the workspaces are generated in, kept for the
+	// next run unless Clean (os.TempDir()/sandman-archivebench).
+	Work  string
+	Clean bool
+	// Runs are the timed runs of each path per size under 1 GB (3),
+	// LargeRuns per size of 1 GB or more (1); the median is reported.
+	Runs, LargeRuns int
+	// Progress receives one line per step (nil: none).
+	Progress io.Writer
+}
+
+// Size is one workspace size's figures: each of Sandman's paths' median
+// time over the floor's, wall clock and processor time.
+type Size struct {
+	Label string `json:"label"`
+	Bytes int64  `json:"bytes"`
+	Files int    `json:"files"`
+	Runs  int    `json:"runs"`
+	// FloorSeconds is the floor's median wall time.
+	FloorSeconds float64 `json:"floor_s"`
+	// Pack is archive.Pack's (the local provider's path), Sandbox the
+	// sandbox path's (a tar command's stream compressed), Unpack
+	// archive.Unpack's against `zstd -dc | tar -xf -`.
+	PackWall    float64 `json:"pack_over_floor_wall"`
+	PackCPU     float64 `json:"pack_over_floor_cpu"`
+	SandboxWall float64 `json:"sandbox_over_floor_wall"`
+	SandboxCPU  float64 `json:"sandbox_over_floor_cpu"`
+	UnpackWall  float64 `json:"unpack_over_floor_wall"`
+	UnpackCPU   float64 `json:"unpack_over_floor_cpu"`
+}
+
+// Met says both archive paths took at most Target times the floor's wall
+// time.
+func (s Size) Met() bool { return s.PackWall <= Target && s.SandboxWall <= Target }
+
+// Report is Run's answer: each size's figures and the markdown tables.
+type Report struct {
+	Sizes    []Size `json:"sizes"`
+	Markdown string `json:"-"`
+}
+
+// Run generates a workspace of each size and measures it (the package
+// comment says how). Errors: tar, zstd or sh missing from PATH, a size
+// that does not parse, a path that failed.
+func Run(ctx context.Context, cfg Config) (Report, error) {
+	if cfg.Sizes == "" {
+		cfg.Sizes = "10MB,100MB,1GB"
+	}
+	if cfg.Work == "" {
+		cfg.Work = filepath.Join(os.TempDir(), "sandman-archivebench")
+	}
+	cfg.Runs, cfg.LargeRuns = max(cfg.Runs, 0), max(cfg.LargeRuns, 0)
+	if cfg.Runs == 0 {
+		cfg.Runs = 3
+	}
+	if cfg.LargeRuns == 0 {
+		cfg.LargeRuns = 1
+	}
+	log := func(format string, args ...any) {
+		if cfg.Progress != nil {
+			fmt.Fprintf(cfg.Progress, "archivebench: "+format+"\n", args...)
+		}
+	}
 	for _, tool := range []string{"tar", "zstd", "sh"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			return fmt.Errorf("%s is needed on PATH", tool)
+			return Report{}, fmt.Errorf("%s is needed on PATH", tool)
 		}
 	}
 	var results []result
-	for _, label := range strings.Split(sizeList, ",") {
+	for _, label := range strings.Split(cfg.Sizes, ",") {
 		size, err := parseSize(label)
 		if err != nil {
-			return err
+			return Report{}, err
 		}
-		dir := filepath.Join(work, label)
+		dir := filepath.Join(cfg.Work, label)
 		log("%s: generating in %s", label, dir)
 		files, total, err := generate(dir, size)
 		if err != nil {
-			return fmt.Errorf("generate %s: %w", label, err)
+			return Report{}, fmt.Errorf("generate %s: %w", label, err)
 		}
-		n := runs
+		n := cfg.Runs
 		if size >= 1e9 {
-			n = largeRuns
+			n = cfg.LargeRuns
 		}
-		r, err := measure(ctx, dir, work, n)
+		r, err := measure(ctx, dir, cfg.Work, n)
 		if err != nil {
-			return fmt.Errorf("%s: %w", label, err)
+			return Report{}, fmt.Errorf("%s: %w", label, err)
 		}
 		r.label, r.files, r.bytes = label, files, total
 		results = append(results, r)
 		log("%s: floor %v, pack %v, sandbox %v (wall)", label, r.floor.wall, r.pack.wall, r.sandbox.wall)
-		if clean {
+		if cfg.Clean {
 			_ = os.RemoveAll(dir)
 		}
 	}
-	report := render(results)
-	if out == "" {
-		_, err := os.Stdout.WriteString(report)
-		return err
+	rep := Report{Markdown: render(results)}
+	for _, r := range results {
+		rep.Sizes = append(rep.Sizes, r.size())
 	}
-	return os.WriteFile(out, []byte(report), 0o644)
+	return rep, nil
 }
+
+// size is r's figures.
+func (r result) size() Size {
+	over := func(a, b sample) (float64, float64) {
+		return round2(a.wall.Seconds() / b.wall.Seconds()), round2(a.cpu.Seconds() / b.cpu.Seconds())
+	}
+	s := Size{Label: r.label, Bytes: r.bytes, Files: r.files, Runs: r.runs, FloorSeconds: round2(r.floor.wall.Seconds())}
+	s.PackWall, s.PackCPU = over(r.pack, r.floor)
+	s.SandboxWall, s.SandboxCPU = over(r.sandbox, r.floor)
+	s.UnpackWall, s.UnpackCPU = over(r.unpack, r.unpackFloor)
+	return s
+}
+
+func round2(x float64) float64 { return math.Round(x*100) / 100 }
 
 func measure(ctx context.Context, dir, work string, runs int) (result, error) {
 	var r result
@@ -317,10 +388,6 @@ func parseSize(s string) (int64, error) {
 		return 0, fmt.Errorf("size %q: want a count such as 10MB or 1GB", s)
 	}
 	return n * mult, nil
-}
-
-func log(format string, args ...any) {
-	fmt.Fprintf(os.Stderr, "archivebench: "+format+"\n", args...)
 }
 
 // counter counts what is written through it (to w, or nowhere).
