@@ -135,7 +135,9 @@ func (h *Handler) deleteCheckpoint(ctx context.Context, r *request) (response, e
 }
 
 // restore serves POST /v1/sessions/{id}/restore {"checkpoint_id"}: 202 with
-// the session, restoring (the same id, link and client tokens).
+// the session, restoring (the same id, link and client tokens); 200 with
+// Idempotent-Replayed: true and the session as it now is when the
+// Idempotency-Key is the session's last restore's.
 func (h *Handler) restore(ctx context.Context, r *request) (response, error) {
 	id, err := r.sessionID()
 	if err != nil {
@@ -148,9 +150,16 @@ func (h *Handler) restore(ctx context.Context, r *request) (response, error) {
 	if body.CheckpointID == "" {
 		return response{}, invalidf("checkpoint_id is required")
 	}
-	sess, err := h.svc.Restore(ctx, r.accountID, id, body.CheckpointID)
+	key, err := r.idempotencyKey()
 	if err != nil {
 		return response{}, err
+	}
+	sess, replayed, err := h.svc.RestoreIdempotent(ctx, r.accountID, id, body.CheckpointID, key)
+	if err != nil {
+		return response{}, err
+	}
+	if replayed {
+		return createdOrReplayed(http.StatusAccepted, httpapi.SessionJSON(sess), "", true), nil
 	}
 	return response{status: http.StatusAccepted, body: httpapi.SessionJSON(sess)}, nil
 }

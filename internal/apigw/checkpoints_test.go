@@ -91,12 +91,20 @@ func TestCheckpointRoutes(t *testing.T) {
 		t.Errorf("list = %+v, want the one checkpoint", list)
 	}
 
-	r = h.invoke(t, MustEvent(t, "restore.json", id, withBody(`{"checkpoint_id":"`+c.ID+`"}`)))
+	restore := func() result {
+		return h.invoke(t, MustEvent(t, "restore.json", id, withBody(`{"checkpoint_id":"`+c.ID+`"}`), withHeader("idempotency-key", "restore-1")))
+	}
+	r = restore()
 	wantStatus(t, r, 202)
 	if got := mustDecode[api.Session](t, r); got.State != "restoring" || got.Reason != "restore" || str(got.RestoreCheckpointID) != c.ID {
 		t.Errorf("restore answered %s (%s, %s)", got.State, got.Reason, str(got.RestoreCheckpointID))
 	}
 	drain()
+	r = restore() // the retry of a restore whose answer was lost, after it is done
+	wantStatus(t, r, 200)
+	if got := mustDecode[api.Session](t, r); got.State != "running" || r.headers["Idempotent-Replayed"] != "true" {
+		t.Errorf("a replayed restore answered %s (%v), want the running session, replayed", got.State, r.headers)
+	}
 	if got := h.mustSession(t, sess.ID); got.State != lifecycle.StateRunning || got.SandboxID == str(sess.SandboxID) {
 		t.Errorf("after the restore = %s on %s, want running on a new sandbox", got.State, got.SandboxID)
 	}

@@ -108,6 +108,7 @@ type sessionItem struct {
 	RestoreCheckpointID string `dynamodbav:"restore_checkpoint_id,omitempty"`
 	RestoreFrom         string `dynamodbav:"restore_from,omitempty"`
 	RestoreError        string `dynamodbav:"restore_error,omitempty"`
+	RestoreKey          string `dynamodbav:"restore_key,omitempty"`
 	// Idle is the learned idle policy's state (idle.go; absent: fixed).
 	Idle   *idleStateItem `dynamodbav:"idle,omitempty"`
 	OnLost string         `dynamodbav:"on_lost,omitempty"`
@@ -277,7 +278,7 @@ func toSessionItem(s *lifecycle.Session, shards int) sessionItem {
 	it.ForkedFrom, it.ForkCheckpointID = s.ForkedFrom, s.ForkCheckpointID
 	it.CheckpointOnPause, it.CheckpointEveryMS, it.CheckpointsKeep = s.CheckpointOnPause, s.CheckpointEvery.Milliseconds(), s.CheckpointsKeep
 	it.NextCheckpointAt, it.LastCheckpointAt = formatTime(s.NextCheckpointAt), formatTime(s.LastCheckpointAt)
-	it.RestoreCheckpointID, it.RestoreFrom, it.RestoreError = s.RestoreCheckpointID, string(s.RestoreFrom), s.RestoreError
+	it.RestoreCheckpointID, it.RestoreFrom, it.RestoreError, it.RestoreKey = s.RestoreCheckpointID, string(s.RestoreFrom), s.RestoreError, s.RestoreKey
 	it.Idle = toIdleStateItem(s.Idle)
 	it.OnLost, it.Marked, it.Lost = string(s.OnLost), s.Marked, s.Lost
 	if len(s.Metadata) > 0 {
@@ -353,7 +354,7 @@ func (it sessionItem) session() (*lifecycle.Session, error) {
 	s.FromPool, s.PoolID = it.FromPool, it.PoolID
 	s.ForkedFrom, s.ForkCheckpointID = it.ForkedFrom, it.ForkCheckpointID
 	s.CheckpointOnPause, s.CheckpointEvery, s.CheckpointsKeep = it.CheckpointOnPause, time.Duration(it.CheckpointEveryMS)*time.Millisecond, it.CheckpointsKeep
-	s.RestoreCheckpointID, s.RestoreFrom, s.RestoreError = it.RestoreCheckpointID, lifecycle.State(it.RestoreFrom), it.RestoreError
+	s.RestoreCheckpointID, s.RestoreFrom, s.RestoreError, s.RestoreKey = it.RestoreCheckpointID, lifecycle.State(it.RestoreFrom), it.RestoreError, it.RestoreKey
 	if s.Idle, err = it.Idle.state(); err != nil {
 		return nil, fmt.Errorf("session %s: %w", it.ID, err)
 	}

@@ -24,29 +24,52 @@ import (
 
 // Restore starts the restore of accountID's session id from its
 // checkpoint checkpointID and returns the session, restoring; a restore
-// of the same checkpoint already under way is joined. Errors: not_found
+// of the same checkpoint already under way is joined. It is
+// RestoreIdempotent without a key.
+func (s *Service) Restore(ctx context.Context, accountID, id, checkpointID string) (*Session, error) {
+	sess, _, err := s.RestoreIdempotent(ctx, accountID, id, checkpointID, "")
+	return sess, err
+}
+
+// RestoreIdempotent is Restore with an Idempotency-Key (key, "" for none):
+// a restore repeating the key of the session's last restore
+// (Session.RestoreKey) starts nothing and answers the session as it now
+// is, with replayed true, however that restore went; the key is
+// remembered until the session's next restore. Errors: not_found
 // (session, checkpoint), forbidden, conflict (TypeCheckpointSaving,
 // TypeCheckpointFailed, TypeCheckpointExpired; a session in another state
 // than running or paused, or restoring from another checkpoint),
 // quota_exceeded (a paused session needs a running slot), unavailable (no
-// checkpoints here, the job could not be queued).
-func (s *Service) Restore(ctx context.Context, accountID, id, checkpointID string) (*Session, error) {
+// checkpoints here, the job could not be queued); invalid or conflict for
+// a key too long or already used for a restore of another checkpoint.
+func (s *Service) RestoreIdempotent(ctx context.Context, accountID, id, checkpointID, key string) (*Session, bool, error) {
+	if len(key) > maxIdempotencyKey {
+		return nil, false, Errorf(CodeInvalid, "Idempotency-Key must be at most %d characters", maxIdempotencyKey)
+	}
 	cs, err := s.checkpointStore()
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	if _, err := s.owned(ctx, accountID, id); err != nil {
-		return nil, err
+	cur, err := s.owned(ctx, accountID, id)
+	if err != nil {
+		return nil, false, err
+	}
+	if replay, err := restoreReplay(cur, checkpointID, key); replay || err != nil {
+		return cur, replay, err
 	}
 	c, err := s.getCheckpoint(ctx, cs, id, checkpointID)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if err := c.Restorable(s.now()); err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	joined := false
+	joined, replayed := false, false
 	sess, err := s.retryConflicts(ctx, accountID, id, func(sess *Session) error {
+		if replay, err := restoreReplay(sess, checkpointID, key); replay || err != nil {
+			replayed = replay
+			return err
+		}
 		switch sess.State {
 		case StateRunning, StatePaused:
 		case StateRestoring:
@@ -62,19 +85,33 @@ func (s *Service) Restore(ctx context.Context, accountID, id, checkpointID strin
 		if err := s.checkProvider(sess, c); err != nil {
 			return err
 		}
-		sess.RestoreCheckpointID, sess.RestoreFrom, sess.RestoreError = checkpointID, sess.State, ""
+		sess.RestoreCheckpointID, sess.RestoreFrom, sess.RestoreError, sess.RestoreKey = checkpointID, sess.State, "", key
 		sess.RunningLimit = s.maxRunning(ctx)
 		return raced(s.transition(ctx, sess, StateRestoring, ReasonRestore, Guard{}))
 	})
-	if err != nil || joined {
-		return sess, err
+	if err != nil || joined || replayed {
+		return sess, replayed, err
 	}
 	if err := s.enqueueCheckpoint(ctx, CheckpointJob{Op: CheckpointOpRestore, SessionID: id, CheckpointID: checkpointID}); err != nil {
 		s.rollbackRestore(ctx, sess, "the restore could not be queued")
-		return nil, &Error{Code: CodeUnavailable, RetryAfter: s.cfg.RetryAfter, Err: err,
+		return nil, false, &Error{Code: CodeUnavailable, RetryAfter: s.cfg.RetryAfter, Err: err,
 			Message: "the restore could not be queued; retry later"}
 	}
-	return sess, nil
+	return sess, false, nil
+}
+
+// restoreReplay says whether a restore of checkpointID with key repeats
+// sess's last restore (its RestoreKey). Errors: conflict when the key was
+// used for a restore of another checkpoint.
+func restoreReplay(sess *Session, checkpointID, key string) (bool, error) {
+	if key == "" || sess.RestoreKey != key {
+		return false, nil
+	}
+	if sess.RestoreCheckpointID != checkpointID {
+		return false, Errorf(CodeConflict, "Idempotency-Key %q was used for the restore from checkpoint %s; use a new key for another checkpoint",
+			key, sess.RestoreCheckpointID)
+	}
+	return true, nil
 }
 
 // checkProvider refuses a restore or fork of c onto sess's provider when c

@@ -133,9 +133,12 @@ type Session struct {
 	// last one asked for); RestoreFrom the state the restore started in,
 	// where a failed restore leaves the session; RestoreError why the last
 	// restore failed ("" after a restore that succeeded or while one runs).
+	// RestoreKey is the Idempotency-Key the last restore was started with
+	// ("" when none): a restore repeating it answers that restore again.
 	RestoreCheckpointID string
 	RestoreFrom         State
 	RestoreError        string
+	RestoreKey          string
 	// OnLost is what a resume that finds the sandbox lost does (OnLost*;
 	// "" is OnLostRestore). Marked says Sandman's identity marker
 	// (IdentityMarkerPath) was written into the current sandbox, so a

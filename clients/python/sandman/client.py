@@ -195,12 +195,17 @@ class Sessions(_Resource):
         query = {"purge": "true" if purge else None}
         return Session.from_dict(self._t.call(ROUTES["deleteSession"], {"id": id}, query=query, timeout=timeout))
 
-    def restore(self, id: str, *, checkpoint_id: str, timeout: float | None = None) -> Session:
+    def restore(
+        self, id: str, *, checkpoint_id: str, idempotency_key: str | None = None, timeout: float | None = None
+    ) -> Session:
         """POST …/restore: the session restoring in place from one of its checkpoints
         (same id, link and client tokens); a failed restore leaves it as it was,
-        restore_error saying why."""
+        restore_error saying why. An Idempotency-Key is made for the call (or
+        idempotency_key) and kept across retries: a repeat answers that restore
+        (200, replayed) and starts none."""
         body = _body(checkpoint_id=checkpoint_id)
-        return Session.from_dict(self._t.call(ROUTES["restoreSession"], {"id": id}, body=body, timeout=timeout))
+        data = self._t.call(ROUTES["restoreSession"], {"id": id}, body=body, idempotency_key=idempotency_key, timeout=timeout)
+        return Session.from_dict(data)
 
     def fork(
         self,

@@ -61,7 +61,7 @@ ROUTES: dict[str, Route] = {
         "GET", "/v1/sessions/{id}/checkpoints/{checkpoint_id}", "safe", ("checkpoints.get", "checkpoints.wait_until_ready")
     ),
     "deleteCheckpoint": Route("DELETE", "/v1/sessions/{id}/checkpoints/{checkpoint_id}", "safe", ("checkpoints.delete",)),
-    "restoreSession": Route("POST", "/v1/sessions/{id}/restore", "safe", ("sessions.restore",)),
+    "restoreSession": Route("POST", "/v1/sessions/{id}/restore", "key", ("sessions.restore",), headers=("Idempotency-Key",)),
     "forkSession": Route("POST", "/v1/sessions/{id}/fork", "key", ("sessions.fork",), headers=("Idempotency-Key",)),
     "createClientToken": Route("POST", "/v1/sessions/{id}/client-tokens", "safe", ("client_tokens.create",)),
     "getUsage": Route("GET", "/v1/usage", "safe", ("usage.get", "usage.lines"), query=("from", "to", "group_by", "limit", "cursor")),

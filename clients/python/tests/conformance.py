@@ -261,6 +261,15 @@ class Conformance(unittest.TestCase):
         self.assertEqual(len([e for e in timeline if e.to == "restoring"]), 1, "one restore")
         self.assertTrue(any(e.from_ == "restoring" and e.to == "running" for e in timeline), "restoring → running on the timeline")
 
+        # A restore repeated with its Idempotency-Key once it is done starts none.
+        rkey = f"restore-{time.time_ns()}"
+        self.assertEqual(sm.sessions.restore(s.id, checkpoint_id=c.id, idempotency_key=rkey).state, "restoring")
+        sm.sessions.wait_until_ready(s.id, timeout=60)
+        replayed = sm.sessions.restore(s.id, checkpoint_id=c.id, idempotency_key=rkey)
+        self.assertEqual(replayed.state, "running", "a replayed restore answers the session as it is")
+        restores = [e for e in sm.sessions.events(s.id) if e.to == "restoring"]
+        self.assertEqual(len(restores), 2, "the replay started no restore")
+
         # Fork: a new session from the checkpoint; a replay with the key is the same one.
         fkey = f"fork-{time.time_ns()}"
         f = sm.sessions.fork(s.id, checkpoint_id=c.id, metadata={"user": "bob"}, idempotency_key=fkey)

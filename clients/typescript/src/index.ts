@@ -234,10 +234,18 @@ export class Sessions extends Resource {
    * POST /v1/sessions/{id}/restore: 202, the session restoring from one of
    * its checkpoints in place (same id, link and client tokens); the old
    * sandbox is killed once the new one runs. A failed restore leaves the
-   * session as it was, restore_error saying why.
+   * session as it was, restore_error saying why. An Idempotency-Key is
+   * made for the call (or options.idempotencyKey) and kept across the SDK's
+   * retries: a repeat answers that restore (200, replayed) and starts none.
    */
-  restore(id: string, checkpointId: string, options?: CallOptions): Promise<Session> {
-    return this.sm.call(ROUTES.restoreSession, { params: { id }, body: { checkpoint_id: checkpointId }, options });
+  restore(id: string, checkpoint: string | { checkpointId: string }, options: IdempotentOptions = {}): Promise<Session> {
+    const checkpointId = typeof checkpoint === "string" ? checkpoint : checkpoint.checkpointId;
+    return this.sm.call(ROUTES.restoreSession, {
+      params: { id },
+      body: { checkpoint_id: checkpointId },
+      idempotencyKey: options.idempotencyKey,
+      options,
+    });
   }
 
   /**

@@ -603,7 +603,7 @@ export interface paths {
         put?: never;
         /**
          * Restore the session in place from one of its checkpoints
-         * @description Answers 202 with the session, restoring: the same session id, stable link and client tokens come to serve a sandbox made from the checkpoint; readiness brings the app up. The old sandbox is killed only after the new one runs; a failed restore leaves the session as it was (reason restore_failed, restore_error saying why). A restore of the same checkpoint under way is joined. API key only.
+         * @description Answers 202 with the session, restoring: the same session id, stable link and client tokens come to serve a sandbox made from the checkpoint; readiness brings the app up. The old sandbox is killed only after the new one runs; a failed restore leaves the session as it was (reason restore_failed, restore_error saying why). A restore of the same checkpoint under way is joined; with an Idempotency-Key, a repeated restore answers 200 replayed and starts nothing, however long after. API key only.
          */
         post: operations["restoreSession"];
         delete?: never;
@@ -2842,7 +2842,10 @@ export interface operations {
     restoreSession: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a create safe to retry: remembered for 24 hours per account; a repeat answers 200 with the first create's session and Idempotent-Replayed: true, whatever its body. A create that fails gives the key back. Must not be empty. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 /** @description A session id: "ses_" and 26 lowercase base32 characters (anything else is 404). */
                 id: components["parameters"]["SessionID"];
@@ -2855,6 +2858,16 @@ export interface operations {
             };
         };
         responses: {
+            /** @description A replayed restore: the Idempotency-Key is the session's last restore's; nothing new starts and the session is answered as it now is (restoring, or running or back where it was once that restore is done). The key is remembered until the session's next restore; with another checkpoint it is a 409 conflict. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Session"];
+                };
+            };
             /** @description Accepted: the session, restoring. */
             202: {
                 headers: {

@@ -49,7 +49,7 @@ export const ROUTES = {
   listCheckpoints: { method: "GET", path: "/v1/sessions/{id}/checkpoints", retry: "safe", query: ["limit", "cursor"], sdk: "checkpoints.list, checkpoints.listPage" },
   getCheckpoint: { method: "GET", path: "/v1/sessions/{id}/checkpoints/{checkpoint_id}", retry: "safe", sdk: "checkpoints.get, checkpoints.waitUntilReady" },
   deleteCheckpoint: { method: "DELETE", path: "/v1/sessions/{id}/checkpoints/{checkpoint_id}", retry: "safe", sdk: "checkpoints.delete" },
-  restoreSession: { method: "POST", path: "/v1/sessions/{id}/restore", retry: "safe", sdk: "sessions.restore" },
+  restoreSession: { method: "POST", path: "/v1/sessions/{id}/restore", retry: "key", headers: ["Idempotency-Key"], sdk: "sessions.restore" },
   forkSession: { method: "POST", path: "/v1/sessions/{id}/fork", retry: "key", headers: ["Idempotency-Key"], sdk: "sessions.fork" },
   createClientToken: { method: "POST", path: "/v1/sessions/{id}/client-tokens", retry: "safe", sdk: "clientTokens.create" },
   getUsage: { method: "GET", path: "/v1/usage", retry: "safe", query: ["from", "to", "group_by", "limit", "cursor"], sdk: "usage.get, usage.lines" },

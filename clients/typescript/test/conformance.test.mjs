@@ -363,6 +363,16 @@ test("checkpoints: create with a label, wait until ready, list every page, resto
   assert.equal(timeline.filter((e) => e.to === "restoring").length, 1, "one restore");
   assert.ok(timeline.some((e) => e.from === "restoring" && e.to === "running"), "restoring → running on the timeline");
 
+  // A restore repeated with its Idempotency-Key once it is done starts none.
+  const rkey = "restore-" + Date.now();
+  assert.equal((await sm.sessions.restore(s.id, { checkpointId: c.id }, { idempotencyKey: rkey })).state, "restoring");
+  await sm.sessions.waitUntilReady(s.id, { timeoutMs: 60_000 });
+  const replayed = await sm.sessions.restore(s.id, c.id, { idempotencyKey: rkey });
+  assert.equal(replayed.state, "running", "a replayed restore answers the session as it is");
+  const restores = [];
+  for await (const e of sm.sessions.events(s.id)) if (e.to === "restoring") restores.push(e);
+  assert.equal(restores.length, 2, "the replay started no restore");
+
   // Fork: a new session from the checkpoint; a replay with the key is the same one.
   const fkey = "fork-" + Date.now();
   const f = await sm.sessions.fork(s.id, { checkpoint_id: c.id, metadata: { user: "bob" } }, { idempotencyKey: fkey });

@@ -35,6 +35,7 @@ func testCreateSession(t *testing.T, newStore NewStore) {
 		s.CheckpointOnPause, s.CheckpointEvery, s.CheckpointsKeep = true, 15*time.Minute, 7
 		s.NextCheckpointAt, s.LastCheckpointAt = t0.Add(15*time.Minute), t0.Add(-15*time.Minute)
 		s.RestoreCheckpointID, s.RestoreFrom, s.RestoreError = "chk_0123456789abcdefghijklmnop", lifecycle.StatePaused, "the checkpoint expired"
+		s.RestoreKey = "restore-1"
 		s.Idle = &lifecycle.IdleState{Policy: lifecycle.IdlePolicyLearned, Key: "user#acct_1#u-9",
 			Plan: lifecycle.IdlePlan{Why: lifecycle.WhyPredicted, PauseAfter: 2 * time.Minute, PreResumeAfter: 29*time.Minute + 45*time.Second,
 				PreResumeKeep: 3*time.Minute + 15*time.Second, PreResume: true, Level: 1, Returns: 40},
