@@ -130,6 +130,7 @@ type governor struct {
 	slow       time.Duration        // its slow answers of late (a decaying maximum)
 	fallbackOn bool
 	retryAt    time.Time // when, in fallback, the table is tried again
+	fellAt     time.Time // when the fallback began
 	probing    bool      // a probe of the table is under way
 	shares     shares
 	demand     [NumRanks]rate
@@ -152,8 +153,12 @@ func (b *block) usable(r Rank, now time.Time) bool {
 	if b.n == 0 || !now.Before(b.until) {
 		return false
 	}
-	return b.rank >= r || now.After(b.until.Add(-b.until.Sub(b.at)/3))
+	return b.rank >= r || now.After(b.sharedAt())
 }
+
+// sharedAt returns when b's tokens may go to the ranks below the one they
+// were leased for: the last third of their life.
+func (b *block) sharedAt() time.Time { return b.until.Add(-b.until.Sub(b.at) / 3) }
 
 // waiter is a call waiting for a token.
 type waiter struct {
@@ -337,26 +342,32 @@ func (g *governor) inFallback(time.Time) bool { return g.fallbackOn }
 // lease of one token in the background (calls go on through the
 // fallback meanwhile): its answer ends the fallback, its failure moves
 // retryAt on; g.mu held.
+//
+// The probe finds the bucket full when nobody leased from it during the
+// outage (the fleet was in fallback too), but the fleet's per-process
+// limiters went on spending the provider's budget meanwhile, at about
+// its limit when they are many: so the probe takes a full bucket's depth
+// with its token (outageHold), and the fleet leases again at the rate,
+// not its burst on a provider whose own burst is spent. A bucket some
+// process leases from already (not full) is left as it is.
 func (g *governor) probe(now time.Time) {
 	if g.probing || now.Before(g.retryAt) || g.table == nil {
 		return
 	}
 	g.probing = true
 	shard := g.shard
-	s := g.cache[shard]
+	t := Take{Key: g.keys[shard], Now: now, Full: true, Delta: g.outageHold(now), CutAt: g.cache[shard].CutAt, Tokens: 1}
 	go func() {
 		defer func() {
 			g.mu.Lock()
 			g.probing = false
 			g.mu.Unlock()
 		}()
-		t, _, ok := g.shape.plan(g.keys[shard], s, now, NumRanks-1, 1, 1)
-		if !ok { // no room as last seen: ask for none, to hear the table's answer
-			t = Take{Key: g.keys[shard], Now: now, Max: now.Add(g.shape.depth(NumRanks - 1)), CutAt: s.CutAt}
+		st, applied, err := g.probeTake(t)
+		if err == nil && !applied && !st.TAT.After(t.Now) && !st.CutAt.Equal(t.CutAt) {
+			t.CutAt = st.CutAt // full, but cut since this process last saw it: once more with its cut
+			st, applied, err = g.probeTake(t)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), g.timeout)
-		st, applied, err := g.table.Take(ctx, t)
-		cancel()
 		if err != nil {
 			g.toFallback(err)
 			return
@@ -365,10 +376,26 @@ func (g *governor) probe(now time.Time) {
 		defer g.mu.Unlock()
 		g.cache[shard], g.seen[shard] = st, g.now()
 		g.backFromFallback()
-		if applied && t.Tokens > 0 {
+		if applied {
 			g.blocks = append(g.blocks, block{n: t.Tokens, rank: NumRanks - 1, at: t.Now, until: t.Now.Add(g.leaseFor)})
 		}
 	}()
+}
+
+// probeTake is one probe's update, within the table timeout.
+func (g *governor) probeTake(t Take) (State, bool, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), g.timeout)
+	defer cancel()
+	return g.table.Take(ctx, t)
+}
+
+// outageHold returns how far ahead of now a probe at now pushes a full
+// bucket's TAT: the bucket's depth (the provider's burst the fallback may
+// have spent), at most the time since the fallback began, at least one
+// token's time; g.mu held.
+func (g *governor) outageHold(now time.Time) time.Duration {
+	iv := g.shape.interval(g.cache[g.shard], now)
+	return max(iv, min(g.shape.Depth, now.Sub(g.fellAt)))
 }
 
 // ahead returns how many calls wait at rank r or above; g.mu held.
@@ -448,7 +475,7 @@ func (g *governor) toFallback(err error) {
 	if g.fallbackOn {
 		return
 	}
-	g.fallbackOn = true
+	g.fallbackOn, g.fellAt = true, now
 	g.blocks = nil
 	g.log.Warn("governor: the table is slow or unavailable; calls go to the per-process limiter",
 		"provider", g.name, "retry_in", g.retry, "err", err)
