@@ -113,7 +113,7 @@ type fleetChildResult struct {
 	// it let through from a lease (Metrics.CallGranted: from the call
 	// taking the governor's lock to its token), µs.
 	GrantUS [][]int64 `json:"grant_us"`
-	Error   string  `json:"error,omitempty"`
+	Error   string    `json:"error,omitempty"`
 }
 
 // runFleetChild runs one fleet process from its configuration in
@@ -158,8 +158,8 @@ func (m *fleetMetrics) CallGranted(_ string, c lifecycle.CallPriority, wait time
 	}
 }
 
-func (m *fleetMetrics) CallRefused(string, lifecycle.CallPriority)                {}
-func (m *fleetMetrics) Throttled(string, lifecycle.CallPriority)                  {}
+func (m *fleetMetrics) CallRefused(string, lifecycle.CallPriority) {}
+func (m *fleetMetrics) Throttled(string, lifecycle.CallPriority)   {}
 func (m *fleetMetrics) Leased(_ string, n int, took time.Duration) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
