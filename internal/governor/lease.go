@@ -164,10 +164,10 @@ func (g *governor) want(l int, now time.Time) (Rank, int, bool) {
 	return r, min(max(n, 1), g.maxLease), false
 }
 
-// leaseLoop leases tokens from the table for lane l while its calls wait
-// (or ahead of the user calls' demand), one lease at a time, and hands them
-// out; it ends when the lane has no work, or in fallback (handing the
-// waiting calls over).
+// leaseLoop leases tokens from the table (in fallback, from the
+// per-process bucket) for lane l while its calls wait (or ahead of the
+// user calls' demand), one lease at a time, and hands them out; it ends
+// when the lane has no work.
 func (g *governor) leaseLoop(l int) {
 	conflicts, tried := 0, 0
 	var soonest time.Time
@@ -175,12 +175,6 @@ func (g *governor) leaseLoop(l int) {
 		g.mu.Lock()
 		now := g.now()
 		g.dispatch(now)
-		if g.inFallback(now) {
-			g.handOff()
-			g.leasing[l] = false
-			g.mu.Unlock()
-			return
-		}
 		if !g.busy(l, now) {
 			// The user lane stays, idle, while its calls are many enough:
 			// its next lease ahead is due before the kept tokens are shared
@@ -198,6 +192,20 @@ func (g *governor) leaseLoop(l int) {
 		}
 		r, want, ahead := g.want(l, now)
 		g.leaseRank[l] = r
+		if g.inFallback(now) {
+			next, ok := g.leaseLocal(r, want, now)
+			g.mu.Unlock()
+			switch {
+			case ok:
+			case ahead:
+				g.stop(l)
+				return
+			default:
+				g.refuseHopeless(r, next)
+				g.nap(l, next.Sub(now))
+			}
+			continue
+		}
 		shard := g.shard
 		s := g.cache[shard]
 		if busy := s.TAT.Sub(g.seen[shard]); busy > 0 {
