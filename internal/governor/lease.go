@@ -217,11 +217,7 @@ func (g *governor) leaseLoop(l int) {
 		}
 		g.mu.Unlock()
 
-		least := 1 // a user call within its share takes what there is
-		if r > 0 {
-			least = want / 2 // the others wait for a block worth a write
-		}
-		t, next, ok := g.shape.plan(g.keys[shard], s, now, r, want, least)
+		t, next, ok := g.shape.plan(g.keys[shard], s, now, r, want, leastOf(r, want))
 		if !ok {
 			if soonest.IsZero() || next.Before(soonest) {
 				soonest = next
@@ -285,6 +281,18 @@ func (g *governor) leaseLoop(l int) {
 			_ = g.sleep(context.Background(), wait)
 		}
 	}
+}
+
+// leastOf returns the fewest tokens a lease for rank r asking for want
+// takes: a user call, over its account's share or not, takes what room
+// there is (waiting for a block on a crowded bucket is waiting for the
+// table again and again); the others wait for a block worth a write, half
+// of what they ask, instead of polling for single tokens.
+func leastOf(r Rank, want int) int {
+	if r.Class() == lifecycle.PriorityUser {
+		return 1
+	}
+	return max(1, want/2)
 }
 
 // advance moves to the next shard.

@@ -202,3 +202,26 @@ func TestAProbeAfterAnOutageTakesTheBucketsDepth(t *testing.T) {
 		})
 	}
 }
+
+// TestAUserLeaseTakesWhatRoomThereIs: a lease for user calls, of an
+// account over its share too, takes a single token when that is the room
+// the bucket has at its rank; a background or refresh lease waits for
+// half of what it asks.
+func TestAUserLeaseTakesWhatRoomThereIs(t *testing.T) {
+	for r := range NumRanks {
+		want := 10
+		if r.Class() == lifecycle.PriorityUser {
+			want = 1
+		}
+		if got := leastOf(r, 20); got != want {
+			t.Errorf("rank %s takes at least %d of 20, want %d", r, got, want)
+		}
+	}
+	sh := Shape{Rate: 200, Depth: time.Second}
+	over := RankOf(lifecycle.PriorityUser, true)
+	// room for one token at the over-share rank's depth (85 %): the TAT 845 ms ahead
+	s := State{TAT: t0.Add(845 * time.Millisecond)}
+	if tk, _, ok := sh.plan("k", s, t0, over, 10, leastOf(over, 10)); !ok || tk.Tokens != 1 {
+		t.Errorf("an over-share user lease with room for 1: %+v, %v; want 1 token", tk, ok)
+	}
+}
