@@ -491,5 +491,5 @@ func fleetSection(b *strings.Builder, f *FleetResult) {
 	}
 	p("\n%d leases granted %d tokens; the table answered a lease in %.1f ms (p50), %.1f ms (p99); %d fallbacks to the ", f.Leases,
 		f.Leased, f.Lease.P50MS, f.Lease.P99MS, f.Fallbacks)
-	p("per-process limiter. %.0f s.\n\n", f.Seconds)
+	p("per-process bucket. %.0f s.\n\n", f.Seconds)
 }
