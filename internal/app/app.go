@@ -17,7 +17,7 @@
 // budgets and prices come from those declarations, so nothing here names a
 // provider. Each provider New builds is put behind its call budget: the
 // fleet's governor (internal/governor: one bucket per provider in the
-// table, leased by every process; calllimit.Wrap in each process is its
+// table, leased by every process, with a per-process bucket as its
 // fallback), one per provider per process.
 //
 // Secrets: each adapter's secret is a Secrets Manager secret named by its

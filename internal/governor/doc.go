@@ -21,9 +21,12 @@
 //
 // A provider's 429 cuts the fleet's rate for everyone (additive increase,
 // multiplicative decrease) and holds every lease until its Retry-After;
-// the call is asked again after it. When the table is slow or down, calls
-// go to the per-process limiter (internal/calllimit) at a share of the
-// limit (Config.Fallback), and never wait past their ctx.
+// the call is asked again after it. When the table is slow or down, the
+// lease loops lease from a bucket of the process's own at a share of the
+// limit (Config.Fallback) instead, for the same queue (so a call waiting
+// when the table comes back takes a token of the table's, and the
+// process's calls never come from two budgets at once); calls never wait
+// past their ctx.
 //
 // Wrap puts a lifecycle.Provider behind it; internal/app wraps each
 // provider once per process. It lives outside internal/lifecycle so that

@@ -46,8 +46,8 @@ type Config struct {
 	// the whole fleet's (registry.Adapter.Calls). Off: Wrap returns the
 	// provider unwrapped.
 	Limit calllimit.Limit
-	// Table keeps the fleet's buckets; nil: the per-process limiter alone
-	// (calllimit.Wrap at Limit × Fallback).
+	// Table keeps the fleet's buckets; nil: the per-process bucket alone
+	// (the fallback's, at Limit × Fallback).
 	Table Table
 	// Key names the provider's buckets in the table (default the
 	// provider's name).
@@ -85,7 +85,7 @@ type Metrics interface {
 	Leased(provider string, tokens int, took time.Duration)
 	// Throttled counts a provider answer 429 to a call of class class.
 	Throttled(provider string, class lifecycle.CallPriority)
-	// Fallback says the governor went to its per-process limiter (on) or
+	// Fallback says the governor went to its per-process bucket (on) or
 	// came back to the table (off).
 	Fallback(provider string, on bool)
 }
@@ -113,7 +113,7 @@ type governor struct {
 	log      *slog.Logger
 	clock    lifecycle.Clock
 	sleep    func(ctx context.Context, d time.Duration) error
-	fallback lifecycle.Provider // calllimit.Wrap of the provider at Limit × Fallback
+	local    Shape // the per-process bucket of the fallback: Limit × Fallback
 
 	mu         sync.Mutex
 	cache      []State     // per shard, as last seen
@@ -129,7 +129,9 @@ type governor struct {
 	latency    time.Duration        // the table's recent answer time (EWMA)
 	slow       time.Duration        // its slow answers of late (a decaying maximum)
 	fallbackOn bool
+	own        State     // the per-process bucket (local), which the lease loops lease from in fallback
 	retryAt    time.Time // when, in fallback, the table is tried again
+	fellAt     time.Time // when the fallback began
 	probing    bool      // a probe of the table is under way
 	shares     shares
 	demand     [NumRanks]rate
@@ -152,8 +154,12 @@ func (b *block) usable(r Rank, now time.Time) bool {
 	if b.n == 0 || !now.Before(b.until) {
 		return false
 	}
-	return b.rank >= r || now.After(b.until.Add(-b.until.Sub(b.at)/3))
+	return b.rank >= r || now.After(b.sharedAt())
 }
+
+// sharedAt returns when b's tokens may go to the ranks below the one they
+// were leased for: the last third of their life.
+func (b *block) sharedAt() time.Time { return b.until.Add(-b.until.Sub(b.at) / 3) }
 
 // waiter is a call waiting for a token.
 type waiter struct {
@@ -164,11 +170,9 @@ type waiter struct {
 	done     chan verdict // one verdict
 }
 
-// verdict is what a waiting call is told.
+// verdict is what a waiting call is told: granted (zero), or refused: no
+// token can come before the call's deadline; it may come at next.
 type verdict struct {
-	fallback bool // go through the per-process limiter
-	// refused: no token can come before the call's deadline; it may come
-	// at next.
 	refused bool
 	next    time.Time
 }
@@ -244,12 +248,12 @@ func newGovernor(p lifecycle.Provider, cfg Config) *governor {
 	for i := range shards {
 		g.keys = append(g.keys, fmt.Sprintf("%s#%d", cfg.Key, i))
 	}
-	// Its burst is a tenth of a second's worth: the fleet's calls emptied
-	// the provider's bucket when the table went slow, so the fallback's
-	// processes must not start with a burst each.
-	fb := calllimit.Limit{PerSecond: cfg.Limit.PerSecond * cfg.Fallback,
-		Burst: max(1, int(math.Ceil(cfg.Limit.PerSecond*cfg.Fallback/10)))}
-	g.fallback = calllimit.Wrap(p, calllimit.Config{Limit: fb, Metrics: cfg.Metrics})
+	// The fallback's bucket is a tenth of a second deep (one token at
+	// least), and starts empty (toFallback): the fleet's calls emptied the
+	// provider's bucket when the table went slow, so the processes must
+	// not start their fallback with a burst each.
+	fbRate := cfg.Limit.PerSecond * cfg.Fallback
+	g.local = Shape{Rate: fbRate, Depth: time.Duration(math.Ceil(fbRate/10) / fbRate * float64(time.Second))}
 	if g.table == nil {
 		g.fallbackOn, g.retryAt = true, time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
 	}
@@ -265,20 +269,20 @@ func refused(op, sandboxID string, retryAfter time.Duration, cause error) *lifec
 		Refused: true, Err: cause}
 }
 
-// admit waits for a token for a call of class c on ctx's account and
-// reports whether it goes through the per-process fallback instead (which
-// then takes its own token). Errors: ctx ended first (transient, Refused).
-func (g *governor) admit(ctx context.Context, c lifecycle.CallPriority, op, sandboxID string) (bool, error) {
+// admit waits for a token for a call of class c on ctx's account: one
+// leased from the table, or, in fallback, from the per-process bucket
+// (the same queue either way, so a call waiting when the table comes back
+// gets a token of the table's). Errors: ctx ended first, or its deadline
+// comes before the next token (transient, Refused).
+func (g *governor) admit(ctx context.Context, c lifecycle.CallPriority, op, sandboxID string) error {
 	if err := ctx.Err(); err != nil {
 		g.m.CallRefused(g.name, c)
-		return false, refused(op, sandboxID, 0, fmt.Errorf("no provider call token: %w", err))
+		return refused(op, sandboxID, 0, fmt.Errorf("no provider call token: %w", err))
 	}
 	g.mu.Lock()
 	now := g.now()
 	if g.inFallback(now) {
 		g.probe(now)
-		g.mu.Unlock()
-		return true, nil
 	}
 	r := RankOf(c, g.shares.arrive(c, lifecycle.CallAccountOf(ctx), now))
 	g.demand[r].add(now, 1)
@@ -286,7 +290,7 @@ func (g *governor) admit(ctx context.Context, c lifecycle.CallPriority, op, sand
 		g.kick(now, r)
 		g.mu.Unlock()
 		g.m.CallGranted(g.name, c, 0)
-		return false, nil
+		return nil
 	}
 	w := &waiter{rank: r, account: lifecycle.CallAccountOf(ctx), arrived: now, done: make(chan verdict, 1)}
 	w.deadline, _ = ctx.Deadline()
@@ -299,25 +303,23 @@ func (g *governor) admit(ctx context.Context, c lifecycle.CallPriority, op, sand
 	case v := <-w.done:
 		if v.refused {
 			g.m.CallRefused(g.name, c)
-			return false, refused(op, sandboxID, max(0, v.next.Sub(g.now())),
+			return refused(op, sandboxID, max(0, v.next.Sub(g.now())),
 				fmt.Errorf("fleet provider call limit: the next token for class %s comes at %s, after the call's deadline", r, v.next.Format(time.RFC3339Nano)))
 		}
-		if !v.fallback {
-			g.m.CallGranted(g.name, c, max(0, g.now().Sub(now)))
-		}
-		return v.fallback, nil
+		g.m.CallGranted(g.name, c, max(0, g.now().Sub(now)))
+		return nil
 	case <-ctx.Done():
 		g.mu.Lock()
 		if g.waiting[r].remove(w) {
 			g.nwaiting--
 			g.mu.Unlock()
 			g.m.CallRefused(g.name, c)
-			return false, refused(op, sandboxID, g.shape.interval(State{}, now),
+			return refused(op, sandboxID, g.shape.interval(State{}, now),
 				fmt.Errorf("waiting for a fleet provider call token (class %s): %w", r, ctx.Err()))
 		}
 		g.mu.Unlock()
 		v := <-w.done // granted meanwhile: give the token back
-		if !v.fallback && !v.refused {
+		if !v.refused {
 			g.mu.Lock()
 			now := g.now()
 			g.blocks = append(g.blocks, block{n: 1, rank: r, at: now, until: now.Add(g.leaseFor)})
@@ -325,38 +327,45 @@ func (g *governor) admit(ctx context.Context, c lifecycle.CallPriority, op, sand
 			g.mu.Unlock()
 		}
 		g.m.CallRefused(g.name, c)
-		return false, refused(op, sandboxID, 0, fmt.Errorf("waiting for a fleet provider call token: %w", ctx.Err()))
+		return refused(op, sandboxID, 0, fmt.Errorf("waiting for a fleet provider call token: %w", ctx.Err()))
 	}
 }
 
-// inFallback reports whether calls go to the per-process limiter; g.mu
-// held. They do until a probe of the table (probe) finds it answering.
+// inFallback reports whether the lease loops lease from the per-process
+// bucket instead of the table; g.mu held. They do until a probe of the
+// table (probe) finds it answering.
 func (g *governor) inFallback(time.Time) bool { return g.fallbackOn }
 
 // probe starts, once RetryTable has passed since the table last failed, a
 // lease of one token in the background (calls go on through the
 // fallback meanwhile): its answer ends the fallback, its failure moves
 // retryAt on; g.mu held.
+//
+// The probe finds the bucket full when nobody leased from it during the
+// outage (the fleet was in fallback too), but the fleet's per-process
+// limiters went on spending the provider's budget meanwhile, at about
+// its limit when they are many: so the probe takes a full bucket's depth
+// with its token (outageHold), and the fleet leases again at the rate,
+// not its burst on a provider whose own burst is spent. A bucket some
+// process leases from already (not full) is left as it is.
 func (g *governor) probe(now time.Time) {
 	if g.probing || now.Before(g.retryAt) || g.table == nil {
 		return
 	}
 	g.probing = true
 	shard := g.shard
-	s := g.cache[shard]
+	t := Take{Key: g.keys[shard], Now: now, Full: true, Delta: g.outageHold(now), CutAt: g.cache[shard].CutAt, Tokens: 1}
 	go func() {
 		defer func() {
 			g.mu.Lock()
 			g.probing = false
 			g.mu.Unlock()
 		}()
-		t, _, ok := g.shape.plan(g.keys[shard], s, now, NumRanks-1, 1, 1)
-		if !ok { // no room as last seen: ask for none, to hear the table's answer
-			t = Take{Key: g.keys[shard], Now: now, Max: now.Add(g.shape.depth(NumRanks - 1)), CutAt: s.CutAt}
+		st, applied, err := g.probeTake(t)
+		if err == nil && !applied && !st.TAT.After(t.Now) && !st.CutAt.Equal(t.CutAt) {
+			t.CutAt = st.CutAt // full, but cut since this process last saw it: once more with its cut
+			st, applied, err = g.probeTake(t)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), g.timeout)
-		st, applied, err := g.table.Take(ctx, t)
-		cancel()
 		if err != nil {
 			g.toFallback(err)
 			return
@@ -365,10 +374,26 @@ func (g *governor) probe(now time.Time) {
 		defer g.mu.Unlock()
 		g.cache[shard], g.seen[shard] = st, g.now()
 		g.backFromFallback()
-		if applied && t.Tokens > 0 {
+		if applied {
 			g.blocks = append(g.blocks, block{n: t.Tokens, rank: NumRanks - 1, at: t.Now, until: t.Now.Add(g.leaseFor)})
 		}
 	}()
+}
+
+// probeTake is one probe's update, within the table timeout.
+func (g *governor) probeTake(t Take) (State, bool, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), g.timeout)
+	defer cancel()
+	return g.table.Take(ctx, t)
+}
+
+// outageHold returns how far ahead of now a probe at now pushes a full
+// bucket's TAT: the bucket's depth (the provider's burst the fallback may
+// have spent), at most the time since the fallback began, at least one
+// token's time; g.mu held.
+func (g *governor) outageHold(now time.Time) time.Duration {
+	iv := g.shape.interval(g.cache[g.shard], now)
+	return max(iv, min(g.shape.Depth, now.Sub(g.fellAt)))
 }
 
 // ahead returns how many calls wait at rank r or above; g.mu held.
@@ -417,19 +442,10 @@ func (g *governor) dispatch(now time.Time) {
 	}
 }
 
-// handOff sends every waiting call to the fallback; g.mu held.
-func (g *governor) handOff() {
-	for r := range NumRanks {
-		for w := g.waiting[r].pop(); w != nil; w = g.waiting[r].pop() {
-			g.nwaiting--
-			w.done <- verdict{fallback: true}
-		}
-	}
-}
-
-// toFallback puts the governor in fallback after the table failed: calls
-// go to the per-process limiter until a probe, RetryTable later, finds the
-// table answering again.
+// toFallback puts the governor in fallback after the table failed: the
+// lease loops lease from the per-process bucket, empty to start with, until
+// a probe, RetryTable later, finds the table answering again; the tokens
+// leased from the table are dropped.
 func (g *governor) toFallback(err error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -438,9 +454,11 @@ func (g *governor) toFallback(err error) {
 	if g.fallbackOn {
 		return
 	}
-	g.fallbackOn = true
+	g.fallbackOn, g.fellAt = true, now
 	g.blocks = nil
-	g.log.Warn("governor: the table is slow or unavailable; calls go to the per-process limiter",
+	g.own = State{TAT: now.Add(g.local.Depth)}
+	g.wakeAll()
+	g.log.Warn("governor: the table is slow or unavailable; calls take tokens of the per-process bucket",
 		"provider", g.name, "retry_in", g.retry, "err", err)
 	g.m.Fallback(g.name, true)
 }
@@ -451,8 +469,34 @@ func (g *governor) backFromFallback() {
 		return
 	}
 	g.fallbackOn = false
+	g.wakeAll()
 	g.log.Info("governor: the table answers again; calls lease from it", "provider", g.name)
 	g.m.Fallback(g.name, false)
+}
+
+// wakeAll wakes the lease loops waiting, to lease from where the tokens
+// come from now (the table, or the per-process bucket); g.mu held.
+func (g *governor) wakeAll() {
+	for l := range lanes {
+		select {
+		case g.wake[l] <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// leaseLocal leases rank r up to want tokens (at least one) from the
+// per-process bucket at now, or returns when the first comes; g.mu held.
+// The bucket is too shallow for the ranks' depths: the queue's order
+// (dispatch) alone orders the ranks in fallback.
+func (g *governor) leaseLocal(r Rank, want int, now time.Time) (time.Time, bool) {
+	t, next, ok := g.local.plan("", g.own, now, 0, want, 1)
+	if !ok {
+		return next, false
+	}
+	g.own, _ = t.Apply(g.own)
+	g.blocks = append(g.blocks, block{n: t.Tokens, rank: r, at: now, until: now.Add(g.leaseFor)})
+	return time.Time{}, true
 }
 
 // throttled records a provider's 429 to a call of class c: the fleet's

@@ -359,3 +359,90 @@ func TestAnAdaptersRetriesTakeTokens(t *testing.T) {
 		t.Errorf("10 calls of 3 attempts took %v of the bucket, want over 2 s (30 tokens at 10/s)", took)
 	}
 }
+
+// switchTable is a MemTable that fails while down.
+type switchTable struct {
+	governor.MemTable
+	down  atomic.Bool
+	takes atomic.Int32
+}
+
+func (s *switchTable) Take(ctx context.Context, t governor.Take) (governor.State, bool, error) {
+	s.takes.Add(1)
+	if s.down.Load() {
+		return governor.State{}, false, errors.New("table down")
+	}
+	return s.MemTable.Take(ctx, t)
+}
+
+// TestInFallbackAProcessTakesItsShareFromEmpty: with the table down, 20
+// pauses of a process whose share is a tenth of a 100/s limit take 2 s
+// (10 a second, the first after one token's time: the per-process bucket
+// starts empty, as the fleet spent the provider's burst), and the table is
+// asked once.
+func TestInFallbackAProcessTakesItsShareFromEmpty(t *testing.T) {
+	clock := newSimClock()
+	tb := &switchTable{}
+	tb.down.Store(true)
+	p := governor.Wrap(&stub{}, governor.Config{Limit: calllimit.Limit{PerSecond: 100, Burst: 100}, Table: tb, Fallback: 0.1,
+		RetryTable: time.Hour, Clock: clock, Sleep: clock.sleep, Log: quiet()})
+	start := clock.Now()
+	for i := range 20 {
+		if err := p.Pause(t.Context(), "sb"); err != nil {
+			t.Fatalf("pause %d: %v", i, err)
+		}
+	}
+	if took := clock.Now().Sub(start); took < 1900*time.Millisecond || took > 2100*time.Millisecond {
+		t.Errorf("20 pauses in fallback took %v, want 2 s (10 a second from an empty bucket)", took)
+	}
+	if n := tb.takes.Load(); n != 1 {
+		t.Errorf("the table was asked %d times, want once before RetryTable", n)
+	}
+}
+
+// TestACallWaitingInFallbackTakesTheTablesTokenWhenItIsBack: a call
+// waiting for the per-process bucket's next token (a second away) when the
+// table answers again is let through with a token leased from the table,
+// before that second: a process's calls never come from the two budgets
+// at once (its fallback's queue drained at its share while the fleet
+// leased again at the whole rate: 429s for every class after an outage).
+func TestACallWaitingInFallbackTakesTheTablesTokenWhenItIsBack(t *testing.T) {
+	clock := newFrozenClock()
+	tb := &switchTable{}
+	tb.down.Store(true)
+	m := &fallbacks{}
+	p := governor.Wrap(&stub{}, governor.Config{Limit: calllimit.Limit{PerSecond: 100, Burst: 100}, Table: tb, Fallback: 0.01,
+		RetryTable: 100 * time.Millisecond, Metrics: m, Clock: clock, Sleep: clock.sleep, Log: quiet()})
+	done := make(chan error, 1)
+	go func() { done <- p.Pause(t.Context(), "sb") }()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		m.mu.Lock()
+		on := len(m.ons) > 0
+		m.mu.Unlock()
+		if on {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("never in fallback")
+		}
+	}
+	time.Sleep(20 * time.Millisecond)
+	select {
+	case err := <-done:
+		t.Fatalf("the pause went through (%v) at the fallback's start, want it to wait for the empty bucket's first token", err)
+	default:
+	}
+	tb.down.Store(false)
+	clock.Advance(200 * time.Millisecond) // past RetryTable: the next call probes the table
+	go func() { done <- p.Pause(t.Context(), "sb") }()
+	for i := range 2 {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("pause %d: %v", i, err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%d of 2 pauses let through with the table back, at %v into the fallback's 1 s token", i, 200*time.Millisecond)
+		}
+	}
+}

@@ -30,12 +30,12 @@ func laneOf(r Rank) int {
 // kick starts rank r's lane's lease loop when calls of the lane wait, or,
 // for the user lane, when the tokens users may take run low for their
 // recent demand (a lease ahead, so that they find a token), unless it runs;
-// a running loop working for a lower rank than r is woken to lease for r.
-// g.mu held.
+// a running loop working for a lower rank than r, or waiting idle for its
+// next lease ahead (leaseRank idle), is woken to lease for r. g.mu held.
 func (g *governor) kick(now time.Time, r Rank) {
 	l := laneOf(r)
 	if g.leasing[l] {
-		if r < g.leaseRank[l] {
+		if r < g.leaseRank[l] && (g.leaseRank[l] != idle || g.busy(l, now)) {
 			select {
 			case g.wake[l] <- struct{}{}:
 			default:
@@ -61,22 +61,70 @@ func (g *governor) busy(l int, now time.Time) bool {
 	return l == userLane && g.low(now)
 }
 
-// low reports whether the tokens the user calls may take fall short of
-// what they are likely to need before a lease asked now comes back
-// (reserve); user calls then find a token without waiting for the table;
-// g.mu held.
+// low reports whether the tokens kept for the user calls fall short, a
+// lease's answer time from now (lead), of what they are likely to need
+// while a lease asked now comes back (reserve): tokens the user calls
+// spend, and tokens that reach the last third of their life meanwhile
+// (when the ranks below take them, or expire), both count. User calls
+// then find a token without waiting for the table; g.mu held.
 func (g *governor) low(now time.Time) bool {
 	d := g.userDemand(now)
-	return d >= 0.5 && float64(g.tokens(RankOf(lifecycle.PriorityUser, true), now)) < g.reserve(d)
+	return d >= 0.5 && float64(g.kept(now, now.Add(g.lead()))) < g.reserve(d)
+}
+
+// lead returns how long a lease is likely to take: the table's slow
+// answers of late, at least 20 ms, at most half a lease's life; g.mu held.
+func (g *governor) lead() time.Duration {
+	return min(max(g.slow, 20*time.Millisecond), g.leaseFor/2)
 }
 
 // reserve returns the user tokens to keep at hand for a demand of d calls a
-// second: the calls of a lease's answer time (the table's slow answers of
-// late, at least 20 ms, at most half a lease's life) and three deviations
+// second: the calls of a lease's answer time (lead) and three deviations
 // of their arrivals, and one more; g.mu held.
 func (g *governor) reserve(d float64) float64 {
-	n := d * min(max(g.slow, 20*time.Millisecond), g.leaseFor/2).Seconds()
+	n := d * g.lead().Seconds()
 	return n + 3*math.Sqrt(n) + 1
+}
+
+// kept returns the tokens leased for the user ranks that are still theirs
+// alone at at (not yet shared with the ranks below: block.sharedAt); g.mu
+// held.
+func (g *governor) kept(now, at time.Time) int {
+	n := 0
+	for i := range g.blocks {
+		if b := &g.blocks[i]; b.n > 0 && b.rank.Class() == lifecycle.PriorityUser && now.Before(b.until) && at.Before(b.sharedAt()) {
+			n += b.n
+		}
+	}
+	return n
+}
+
+// idle is the leaseRank of a user lease loop waiting for its next lease
+// ahead (refreshAt).
+const idle = NumRanks
+
+// refreshAt returns when the user lane's next lease ahead is due, at the
+// latest, while the lane has no work at now: a lease's answer time (lead)
+// before the kept tokens reach the last third of their life, so that a
+// fresh block is at hand when they go to the ranks below (and, within
+// half a lease's life, to look at the demand again); false when the user
+// calls are too few for a block to serve one of them in its kept two
+// thirds of life (each call then leases when it finds no token, as a
+// process that makes a call now and then does). g.mu held.
+func (g *governor) refreshAt(l int, now time.Time) (time.Time, bool) {
+	d := g.userDemand(now)
+	if l != userLane || d*(g.leaseFor*2/3).Seconds() < 1 {
+		return time.Time{}, false
+	}
+	at := now.Add(g.leaseFor / 2)
+	for i := range g.blocks {
+		if b := &g.blocks[i]; b.n > 0 && b.rank.Class() == lifecycle.PriorityUser {
+			if due := b.sharedAt().Add(-g.lead()); due.After(now) && due.Before(at) {
+				at = due
+			}
+		}
+	}
+	return at, true
 }
 
 // userDemand returns the user calls' recent rate; g.mu held.
@@ -100,9 +148,12 @@ func (g *governor) want(l int, now time.Time) (Rank, int, bool) {
 	}
 	if !waiting {
 		top := RankOf(lifecycle.PriorityUser, true) // usable by every user call
-		// the reserve, or most of a lease's life of the demand: a write's worth
+		// the demand until the next lease ahead is due (its tokens are
+		// kept two thirds of a lease's life, the next one asked a lead
+		// before that), and the reserve for that one's answer
 		d := g.userDemand(now)
-		n := int(math.Ceil(max(2*g.reserve(d), d*g.leaseFor.Seconds()*4/5))) - g.tokens(top, now)
+		lead := g.lead()
+		n := int(math.Ceil(d*max(g.leaseFor*2/3-lead, lead).Seconds()+g.reserve(d))) - g.kept(now, now.Add(lead))
 		return top, min(max(n, 1), g.maxLease), true
 	}
 	d := 0.0
@@ -113,10 +164,10 @@ func (g *governor) want(l int, now time.Time) (Rank, int, bool) {
 	return r, min(max(n, 1), g.maxLease), false
 }
 
-// leaseLoop leases tokens from the table for lane l while its calls wait
-// (or ahead of the user calls' demand), one lease at a time, and hands them
-// out; it ends when the lane has no work, or in fallback (handing the
-// waiting calls over).
+// leaseLoop leases tokens from the table (in fallback, from the
+// per-process bucket) for lane l while its calls wait (or ahead of the
+// user calls' demand), one lease at a time, and hands them out; it ends
+// when the lane has no work.
 func (g *governor) leaseLoop(l int) {
 	conflicts, tried := 0, 0
 	var soonest time.Time
@@ -124,19 +175,37 @@ func (g *governor) leaseLoop(l int) {
 		g.mu.Lock()
 		now := g.now()
 		g.dispatch(now)
-		if g.inFallback(now) {
-			g.handOff()
-			g.leasing[l] = false
-			g.mu.Unlock()
-			return
-		}
 		if !g.busy(l, now) {
-			g.leasing[l] = false
+			// The user lane stays, idle, while its calls are many enough:
+			// its next lease ahead is due before the kept tokens are shared
+			// or spent, not when a call finds none.
+			at, ok := g.refreshAt(l, now)
+			if !ok {
+				g.leasing[l] = false
+				g.mu.Unlock()
+				return
+			}
+			g.leaseRank[l] = idle
 			g.mu.Unlock()
-			return
+			g.nap(l, at.Sub(now))
+			continue
 		}
 		r, want, ahead := g.want(l, now)
 		g.leaseRank[l] = r
+		if g.inFallback(now) {
+			next, ok := g.leaseLocal(r, want, now)
+			g.mu.Unlock()
+			switch {
+			case ok:
+			case ahead:
+				g.stop(l)
+				return
+			default:
+				g.refuseHopeless(r, next)
+				g.nap(l, next.Sub(now))
+			}
+			continue
+		}
 		shard := g.shard
 		s := g.cache[shard]
 		if busy := s.TAT.Sub(g.seen[shard]); busy > 0 {
@@ -148,11 +217,7 @@ func (g *governor) leaseLoop(l int) {
 		}
 		g.mu.Unlock()
 
-		least := 1 // a user call within its share takes what there is
-		if r > 0 {
-			least = want / 2 // the others wait for a block worth a write
-		}
-		t, next, ok := g.shape.plan(g.keys[shard], s, now, r, want, least)
+		t, next, ok := g.shape.plan(g.keys[shard], s, now, r, want, leastOf(r, want))
 		if !ok {
 			if soonest.IsZero() || next.Before(soonest) {
 				soonest = next
@@ -218,6 +283,18 @@ func (g *governor) leaseLoop(l int) {
 	}
 }
 
+// leastOf returns the fewest tokens a lease for rank r asking for want
+// takes: a user call, over its account's share or not, takes what room
+// there is (waiting for a block on a crowded bucket is waiting for the
+// table again and again); the others wait for a block worth a write, half
+// of what they ask, instead of polling for single tokens.
+func leastOf(r Rank, want int) int {
+	if r.Class() == lifecycle.PriorityUser {
+		return 1
+	}
+	return max(1, want/2)
+}
+
 // advance moves to the next shard.
 func (g *governor) advance() {
 	g.mu.Lock()
@@ -249,7 +326,11 @@ func (g *governor) backoff(l int, at time.Time) {
 	g.fails[l]++
 	spread := min(g.leaseFor/4, g.shape.interval(g.cache[g.shard], at)<<min(g.fails[l], 10))
 	g.mu.Unlock()
-	d := max(0, at.Sub(g.now())) + time.Duration(rand.Int64N(int64(spread)+1))
+	g.nap(l, max(0, at.Sub(g.now()))+time.Duration(rand.Int64N(int64(spread)+1)))
+}
+
+// nap waits d, or until lane l's loop is woken (kick).
+func (g *governor) nap(l int, d time.Duration) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {

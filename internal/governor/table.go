@@ -14,7 +14,7 @@ type Table interface {
 	// does) and returns the shard's state after it and true, or, when its
 	// condition failed, the state that failed it and false. Errors: the
 	// table did not answer (the governor then falls back to its
-	// per-process limiter).
+	// per-process bucket).
 	Take(ctx context.Context, t Take) (State, bool, error)
 	// Cut applies c (Cut.Apply) and returns the state after it.
 	Cut(ctx context.Context, c Cut) (State, error)

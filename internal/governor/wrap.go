@@ -21,9 +21,10 @@ import (
 // then back by 2 % of the limit a second), holds every lease until its
 // Retry-After, and the call is asked again after that wait, with a new
 // token, when its ctx leaves time (up to 3 times). While the table is slow
-// (an update over cfg.TableTimeout) or fails, calls go to a per-process
-// limiter (calllimit.Wrap at cfg.Fallback × cfg.Limit), and the table is
-// tried again after cfg.RetryTable. cfg.Limit.Off() returns p unchanged.
+// (an update over cfg.TableTimeout) or fails, calls take their tokens from
+// a bucket of the process's own at cfg.Fallback × cfg.Limit (a tenth of a
+// second deep, empty when the fallback begins), in the same order, and
+// the table is tried again after cfg.RetryTable. cfg.Limit.Off() returns p unchanged.
 // Build it once per process and provider and give that one value to every
 // caller. It keeps p's optional interfaces as calllimit.Wrap does.
 func Wrap(p lifecycle.Provider, cfg Config) lifecycle.Provider {
@@ -52,10 +53,9 @@ type governed struct {
 // gate is a call's lifecycle.CallGate: its first attempt has its token,
 // each later one takes another; a 429 is reported to the fleet.
 type gate struct {
-	g        *governor
-	class    lifecycle.CallPriority
-	op, sb   string
-	fallback bool
+	g      *governor
+	class  lifecycle.CallPriority
+	op, sb string
 
 	mu        sync.Mutex
 	attempts  int
@@ -69,11 +69,10 @@ func (gt *gate) Attempt(ctx context.Context) error {
 	gt.attempts++
 	first := gt.attempts == 1
 	gt.mu.Unlock()
-	if first || gt.fallback {
-		return nil // the fallback's limiter admits only the call's first attempt, as before
+	if first {
+		return nil
 	}
-	_, err := gt.g.admit(ctx, gt.class, gt.op, gt.sb)
-	return err
+	return gt.g.admit(ctx, gt.class, gt.op, gt.sb)
 }
 
 // Answered implements lifecycle.CallGate.
@@ -95,17 +94,12 @@ func call[T any](w *governed, ctx context.Context, def lifecycle.CallPriority, o
 		class = c
 	}
 	for n := 0; ; n++ {
-		fb, err := w.g.admit(ctx, class, op, sb)
-		if err != nil {
+		if err := w.g.admit(ctx, class, op, sb); err != nil {
 			var zero T
 			return zero, err
 		}
-		gt := &gate{g: w.g, class: class, op: op, sb: sb, fallback: fb}
-		p := w.p
-		if fb {
-			p = w.g.fallback
-		}
-		v, err := f(lifecycle.WithCallGate(ctx, gt), p)
+		gt := &gate{g: w.g, class: class, op: op, sb: sb}
+		v, err := f(lifecycle.WithCallGate(ctx, gt), w.p)
 		gt.mu.Lock()
 		throttled, after := gt.throttled, gt.after
 		gt.mu.Unlock()

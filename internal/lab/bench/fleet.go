@@ -98,10 +98,19 @@ type FleetPhaseResult struct {
 	// of budget waiting for a token.
 	Offered map[string]int `json:"offered"`
 	Served  map[string]int `json:"served"`
-	// UserWait is the governor's part of the served user calls (call to
-	// request sent), CalmWait that of the calm account's resumes.
-	UserWait Latency `json:"user_wait"`
-	CalmWait Latency `json:"calm_wait"`
+	// UserWait is the governor's part of the served user calls as the
+	// caller sees it (call to request sent), CalmWait that of the calm
+	// account's resumes. It is the governor's own wait (GovernorWait) and
+	// the process's scheduling within the call; UserLag is the
+	// scheduling alone, as the user calls met it when they started (how
+	// late after their arrival time), for comparison: no governor in it.
+	UserWait     Latency `json:"user_wait"`
+	CalmWait     Latency `json:"calm_wait"`
+	GovernorWait Latency `json:"governor_wait"`
+	UserLag      Latency `json:"user_lag"`
+	// Queued is how many user calls the governor let through found no
+	// leased token at hand and waited for a lease (or a token) to come.
+	Queued int `json:"queued"`
 	// OverBudget counts the calls the governor kept more than overSlack
 	// past their budget (waiting for a token), MaxOverMS the most any
 	// waited past it.
@@ -351,8 +360,16 @@ func fleetPhase(cfg FleetConfig, i int, ph FleetPhase, bounds []time.Time, snaps
 			r.WritesPer1000 = ratio(float64(r.UpdateItems)*1000, float64(r.ProviderCalls))
 		}
 	}
-	var user, calm []time.Duration
+	var user, calm, own, lag []time.Duration
 	for _, c := range children {
+		if i < len(c.GrantUS) {
+			for _, us := range c.GrantUS[i] {
+				own = append(own, time.Duration(us)*time.Microsecond)
+				if us > 0 {
+					r.Queued++
+				}
+			}
+		}
 		for _, call := range c.Calls {
 			if call.Phase != i {
 				continue
@@ -364,6 +381,7 @@ func fleetPhase(cfg FleetConfig, i int, ph FleetPhase, bounds []time.Time, snaps
 			wait := time.Duration(call.WaitUS) * time.Microsecond
 			if call.Served && (call.Kind == "create" || call.Kind == "resume") {
 				user = append(user, wait)
+				lag = append(lag, time.Duration(call.LagUS)*time.Microsecond)
 			}
 			if call.Kind == "resume" {
 				calm = append(calm, wait)
@@ -377,7 +395,7 @@ func fleetPhase(cfg FleetConfig, i int, ph FleetPhase, bounds []time.Time, snaps
 			}
 		}
 	}
-	r.UserWait, r.CalmWait = Summarize(user), Summarize(calm)
+	r.UserWait, r.CalmWait, r.GovernorWait, r.UserLag = Summarize(user), Summarize(calm), Summarize(own), Summarize(lag)
 	return r
 }
 
@@ -456,8 +474,8 @@ func fleetSection(b *strings.Builder, f *FleetResult) {
 	p("pauses (40 %%) and guard refreshes (20 %%) of 20 more, Poisson arrivals; a user call waits at most 5 s for its token, ")
 	p("the others 10 s. Per process fallback: %.3f of the limit. Table frozen: %s. The provider's rate leaves out each ", f.Fallback, f.Freeze)
 	p("phase's first seconds (the burst and one more).\n\n")
-	p("| phase | load | provider calls/s | × limit | 429s by class | served / offered (create, resume, pause, refresh) | user wait p50 / p99 ms | calm resumes p99 ms | over budget | table writes per 1,000 calls | calls/s while frozen |\n")
-	p("|---|---:|---:|---:|---|---|---|---:|---:|---:|---:|\n")
+	p("| phase | load | provider calls/s | × limit | 429s by class | served / offered (create, resume, pause, refresh) | user wait p50 / p99 ms | governor's own wait p99 ms (queued) | scheduling lag p99 ms | calm resumes p99 ms | over budget | table writes per 1,000 calls | calls/s while frozen |\n")
+	p("|---|---:|---:|---:|---|---|---|---|---:|---:|---:|---:|---:|\n")
 	for _, ph := range f.Phases {
 		var mix []string
 		for _, k := range fleetKinds() {
@@ -467,11 +485,11 @@ func fleetSection(b *strings.Builder, f *FleetResult) {
 		if ph.FrozenRate > 0 {
 			frozen = fmt.Sprintf("%.1f", ph.FrozenRate)
 		}
-		p("| %s | %g× | %.1f | %.2f | %v | %s | %.1f / %.1f | %.1f | %d | %.0f | %s |\n", ph.Phase.Name, ph.Phase.Load,
+		p("| %s | %g× | %.1f | %.2f | %v | %s | %.1f / %.1f | %.1f (%d of %d) | %.1f | %.1f | %d | %.0f | %s |\n", ph.Phase.Name, ph.Phase.Load,
 			ph.ProviderRate, ph.Ratio, ph.Throttled, strings.Join(mix, ", "), ph.UserWait.P50MS, ph.UserWait.P99MS,
-			ph.CalmWait.P99MS, ph.OverBudget, ph.WritesPer1000, frozen)
+			ph.GovernorWait.P99MS, ph.Queued, ph.GovernorWait.N, ph.UserLag.P99MS, ph.CalmWait.P99MS, ph.OverBudget, ph.WritesPer1000, frozen)
 	}
 	p("\n%d leases granted %d tokens; the table answered a lease in %.1f ms (p50), %.1f ms (p99); %d fallbacks to the ", f.Leases,
 		f.Leased, f.Lease.P50MS, f.Lease.P99MS, f.Fallbacks)
-	p("per-process limiter. %.0f s.\n\n", f.Seconds)
+	p("per-process bucket. %.0f s.\n\n", f.Seconds)
 }

@@ -30,10 +30,11 @@ func TestFleetHoldsTheProvidersLimit(t *testing.T) {
 	}
 	for _, p := range res.Phases {
 		t.Logf("%s: provider %.1f calls/s (%.2f× the limit; %.1f while frozen), 429s %v, offered %v, served %v, "+
-			"user wait p50 %.2f p99 %.2f ms, calm resumes p99 %.2f ms, over budget %d (max %.0f ms), fallback calls %d, "+
+			"user wait p50 %.2f p99 %.2f ms (the governor's own p99 %.2f ms, %d of %d queued; scheduling lag p99 %.2f ms), "+
+			"calm resumes p99 %.2f ms, over budget %d (max %.0f ms), fallback calls %d, "+
 			"%d UpdateItem and %d GetItem: %.1f writes per 1,000 provider calls",
 			p.Phase.Name, p.ProviderRate, p.Ratio, p.FrozenRate, p.Throttled, p.Offered, p.Served, p.UserWait.P50MS,
-			p.UserWait.P99MS, p.CalmWait.P99MS, p.OverBudget, p.MaxOverMS, p.FallbackCalls, p.UpdateItems, p.GetItems, p.WritesPer1000)
+			p.UserWait.P99MS, p.GovernorWait.P99MS, p.Queued, p.GovernorWait.N, p.UserLag.P99MS, p.CalmWait.P99MS, p.OverBudget, p.MaxOverMS, p.FallbackCalls, p.UpdateItems, p.GetItems, p.WritesPer1000)
 	}
 	t.Logf("%d leases of %d tokens, %d fallbacks, lease %+v, %.1f s", res.Leases, res.Leased, res.Fallbacks, res.Lease, res.Seconds)
 	if res.Lease.P99MS > ms(tableFast) {

@@ -88,6 +88,10 @@ type fleetCallResult struct {
 	// provider (the governor's part), µs; for a refused call, to its
 	// refusal.
 	WaitUS int64 `json:"w"`
+	// LagUS is how late the call started after its arrival time (the
+	// process's scheduling: the arrival loop's timer and the call's
+	// goroutine waiting for a core), µs; not in WaitUS.
+	LagUS int64 `json:"l,omitempty"`
 	// OverUS is how far past its budget the governor kept the call (its
 	// wait), µs (0: within).
 	OverUS int64 `json:"o,omitempty"`
@@ -105,7 +109,11 @@ type fleetChildResult struct {
 	Fallbacks int               `json:"fallbacks"`
 	// LeaseUS are the table's answer times of the leases, µs.
 	LeaseUS []int64 `json:"lease_us"`
-	Error   string  `json:"error,omitempty"`
+	// GrantUS are, per phase, the governor's own waits of the user calls
+	// it let through from a lease (Metrics.CallGranted: from the call
+	// taking the governor's lock to its token), µs.
+	GrantUS [][]int64 `json:"grant_us"`
+	Error   string    `json:"error,omitempty"`
 }
 
 // runFleetChild runs one fleet process from its configuration in
@@ -122,7 +130,8 @@ func runFleetChild() {
 	os.Exit(0)
 }
 
-// fleetMetrics counts the governor's leases and fallbacks.
+// fleetMetrics counts the governor's leases and fallbacks, and keeps its
+// waits of the user calls by phase (bounds: the phases' ends).
 type fleetMetrics struct {
 	mu        sync.Mutex
 	leases    int
@@ -130,11 +139,27 @@ type fleetMetrics struct {
 	fallbacks int
 	inFall    bool
 	took      []int64
+	bounds    []time.Time
+	grants    [][]int64
 }
 
-func (m *fleetMetrics) CallGranted(string, lifecycle.CallPriority, time.Duration) {}
-func (m *fleetMetrics) CallRefused(string, lifecycle.CallPriority)                {}
-func (m *fleetMetrics) Throttled(string, lifecycle.CallPriority)                  {}
+func (m *fleetMetrics) CallGranted(_ string, c lifecycle.CallPriority, wait time.Duration) {
+	if c != lifecycle.PriorityUser {
+		return
+	}
+	now := time.Now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for i, end := range m.bounds {
+		if now.Before(end) {
+			m.grants[i] = append(m.grants[i], wait.Microseconds())
+			return
+		}
+	}
+}
+
+func (m *fleetMetrics) CallRefused(string, lifecycle.CallPriority) {}
+func (m *fleetMetrics) Throttled(string, lifecycle.CallPriority)   {}
 func (m *fleetMetrics) Leased(_ string, n int, took time.Duration) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -162,7 +187,11 @@ func fleetChild(ctx context.Context, cfg fleetChildConfig) fleetChildResult {
 	if err != nil {
 		return fleetChildResult{Error: err.Error()}
 	}
-	m := &fleetMetrics{}
+	m := &fleetMetrics{grants: make([][]int64, len(cfg.Phases))}
+	for at, i := cfg.Start, 0; i < len(cfg.Phases); i++ {
+		at = at.Add(time.Duration(cfg.Phases[i].Seconds * float64(time.Second)))
+		m.bounds = append(m.bounds, at)
+	}
 	hp := &fleetProvider{url: cfg.Provider, client: &http.Client{Timeout: 10 * time.Second,
 		Transport: &http.Transport{MaxIdleConnsPerHost: 256}}}
 	p := governor.Wrap(hp, governor.Config{Limit: calllimit.Limit{PerSecond: cfg.Rate, Burst: cfg.Burst},
@@ -199,7 +228,7 @@ func fleetChild(ctx context.Context, cfg fleetChildConfig) fleetChildResult {
 				account = "bg-" + strconv.Itoa(rng.IntN(fleetBackgroundAccounts))
 			}
 			wg.Go(func() {
-				r := fleetCall(runCtx, p, m, kind, account)
+				r := fleetCall(runCtx, p, m, kind, account, next)
 				r.Phase = phase
 				mu.Lock()
 				calls = append(calls, r)
@@ -211,7 +240,7 @@ func fleetChild(ctx context.Context, cfg fleetChildConfig) fleetChildResult {
 	wg.Wait()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return fleetChildResult{Calls: calls, Leases: m.leases, Leased: m.leased, Fallbacks: m.fallbacks, LeaseUS: m.took}
+	return fleetChildResult{Calls: calls, Leases: m.leases, Leased: m.leased, Fallbacks: m.fallbacks, LeaseUS: m.took, GrantUS: m.grants}
 }
 
 // pickKind returns the mix's kind at u in [0, 1).
@@ -234,8 +263,9 @@ type fleetSent struct {
 
 type fleetSentKey struct{}
 
-// fleetCall makes one call of kind for account through p and reports it.
-func fleetCall(runCtx context.Context, p lifecycle.Provider, m *fleetMetrics, kind fleetKind, account string) fleetCallResult {
+// fleetCall makes one call of kind for account, due at arrival, through p
+// and reports it.
+func fleetCall(runCtx context.Context, p lifecycle.Provider, m *fleetMetrics, kind fleetKind, account string, arrival time.Time) fleetCallResult {
 	start := time.Now()
 	sent := &fleetSent{}
 	ctx, cancel := context.WithTimeout(runCtx, kind.budget)
@@ -254,7 +284,7 @@ func fleetCall(runCtx context.Context, p lifecycle.Provider, m *fleetMetrics, ki
 		err = p.SetTimeout(ctx, "sb", time.Minute)
 	}
 	end := time.Now()
-	r := fleetCallResult{Kind: kind.name, Served: err == nil, Fallback: fallback || m.falling()}
+	r := fleetCallResult{Kind: kind.name, Served: err == nil, Fallback: fallback || m.falling(), LagUS: max(0, start.Sub(arrival).Microseconds())}
 	sent.mu.Lock()
 	defer sent.mu.Unlock()
 	r.Throttled = sent.throttled
