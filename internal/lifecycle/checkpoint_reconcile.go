@@ -30,7 +30,7 @@ func (s *Service) ReconcileCheckpoint(ctx context.Context, c *Checkpoint) (bool,
 		}
 		return c.State == CheckpointFailed, nil
 	}
-	sn, ok := s.providerFor(c.Provider).(Snapshotter)
+	sn, ok := As[Snapshotter](s.providerFor(c.Provider))
 	if !ok {
 		s.failCheckpoint(ctx, cs, c, "the "+c.Provider+" provider has no snapshots")
 		return c.State == CheckpointFailed, nil

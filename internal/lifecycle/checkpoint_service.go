@@ -167,19 +167,19 @@ func (s *Service) checkpointLease() time.Duration {
 // unavailable (no way at all).
 func (s *Service) checkpointKind(sess *Session) (CheckpointKind, Keeps, error) {
 	p := s.provider(sess)
-	if sn, ok := p.(Snapshotter); ok {
+	if sn, ok := As[Snapshotter](p); ok {
 		caps := sn.SnapshotCaps()
-		_, pauseSnaps := p.(PauseSnapshotter)
+		pauseSnaps := Has[PauseSnapshotter](p)
 		// A pausing session's sandbox runs until the provider's pause.
 		running := sess.State == StateRunning || sess.State == StatePausing
 		if running || caps.SnapshotsPaused || pauseSnaps {
 			return KindSnapshot, caps.Keeps, nil
 		}
 	}
-	if _, ok := p.(WorkspaceArchiver); ok && s.cfg.Archives != nil {
+	if Has[WorkspaceArchiver](p) && s.cfg.Archives != nil {
 		return KindArchive, KeepsFilesystem, nil
 	}
-	if _, ok := p.(Snapshotter); ok {
+	if Has[Snapshotter](p) {
 		return "", "", Errorf(CodeConflict, "the %s provider snapshots only running sandboxes: resume the session first", p.Name())
 	}
 	return "", "", Errorf(CodeUnavailable, "the %s provider has no snapshots and this deployment keeps no archives", p.Name())
@@ -315,7 +315,7 @@ func (s *Service) deleteCheckpointObject(ctx context.Context, c *Checkpoint) err
 		}
 		return nil
 	}
-	sn, ok := s.providerFor(c.Provider).(Snapshotter)
+	sn, ok := As[Snapshotter](s.providerFor(c.Provider))
 	if !ok {
 		return nil
 	}
