@@ -232,4 +232,3 @@ func refused(op, sandboxID string, retryAfter time.Duration, cause error) *lifec
 	return &lifecycle.ProviderError{Kind: lifecycle.ErrProviderTransient, Op: op, SandboxID: sandboxID, RetryAfter: retryAfter,
 		Refused: true, Err: cause}
 }
-

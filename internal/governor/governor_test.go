@@ -369,7 +369,9 @@ type archiveStub struct{ *stub }
 func (s archiveStub) ExportTar(ctx context.Context, _, _ string, _ []string, _ io.Writer) (int64, error) {
 	return 0, s.call(ctx)
 }
-func (s archiveStub) ImportTar(ctx context.Context, _, _ string, _ io.Reader) error { return s.call(ctx) }
+func (s archiveStub) ImportTar(ctx context.Context, _, _ string, _ io.Reader) error {
+	return s.call(ctx)
+}
 
 // TestAStreamIsNotAskedAgainAfterA429: a workspace import refused with a
 // 429 is not asked again by the governor (its reader is spent): the

@@ -92,12 +92,12 @@ func (m *wrapMetrics) CallGranted(_ string, class lifecycle.CallPriority, _ time
 	m.granted[class]++
 }
 func (m *wrapMetrics) CallRefused(string, lifecycle.CallPriority) {}
-func (m *wrapMetrics) Leased(string, int, time.Duration)         {}
-func (m *wrapMetrics) Throttled(string, lifecycle.CallPriority)  {}
-func (m *wrapMetrics) Fallback(string, bool)                     {}
-func (m *wrapMetrics) Paused(string)                             {}
-func (m *wrapMetrics) Resumed()                                  {}
-func (m *wrapMetrics) PauseLag(time.Duration)                    {}
+func (m *wrapMetrics) Leased(string, int, time.Duration)          {}
+func (m *wrapMetrics) Throttled(string, lifecycle.CallPriority)   {}
+func (m *wrapMetrics) Fallback(string, bool)                      {}
+func (m *wrapMetrics) Paused(string)                              {}
+func (m *wrapMetrics) Resumed()                                   {}
+func (m *wrapMetrics) PauseLag(time.Duration)                     {}
 func (m *wrapMetrics) ProviderError(string, string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -232,10 +232,16 @@ func as[T any](p lifecycle.Provider, f func(T) error) (bool, error) {
 
 var capabilityCalls = []capabilityCall{
 	{lifecycle.OpSetTimeout, lifecycle.PriorityRefresh, func(ctx context.Context, p lifecycle.Provider) (bool, error) {
-		return as(p, func(r lifecycle.TimeoutReporter) error { _, err := r.SetTimeoutUntil(ctx, "sb", time.Minute); return err })
+		return as(p, func(r lifecycle.TimeoutReporter) error {
+			_, err := r.SetTimeoutUntil(ctx, "sb", time.Minute)
+			return err
+		})
 	}},
 	{lifecycle.OpStartCommand, lifecycle.PriorityUser, func(ctx context.Context, p lifecycle.Provider) (bool, error) {
-		return as(p, func(r lifecycle.CommandRunner) error { _, err := r.StartCommand(ctx, "sb", lifecycle.Command{}); return err })
+		return as(p, func(r lifecycle.CommandRunner) error {
+			_, err := r.StartCommand(ctx, "sb", lifecycle.Command{})
+			return err
+		})
 	}},
 	{lifecycle.OpCommandStatus, lifecycle.PriorityUser, func(ctx context.Context, p lifecycle.Provider) (bool, error) {
 		return as(p, func(r lifecycle.CommandRunner) error { _, err := r.CommandStatus(ctx, "sb", "app"); return err })
