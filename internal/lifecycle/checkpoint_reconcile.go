@@ -23,10 +23,8 @@ func (s *Service) ReconcileCheckpoint(ctx context.Context, c *Checkpoint) (bool,
 	}
 	if c.Kind == KindArchive {
 		s.failCheckpoint(ctx, cs, c, "the save did not finish within its lease")
-		if s.cfg.Archives != nil && c.State == CheckpointFailed {
-			if err := s.cfg.Archives.Delete(ctx, c.ArchiveKey); err != nil {
-				s.log().WarnContext(ctx, "delete the archive of a failed checkpoint", "checkpoint_id", c.ID, "err", err)
-			}
+		if c.State == CheckpointFailed {
+			s.deleteArchive(ctx, c)
 		}
 		return c.State == CheckpointFailed, nil
 	}
