@@ -145,6 +145,7 @@ func TestProviderErrorKind(t *testing.T) {
 		{Transientf("pause", "sb", time.Second, "429"), ProviderErrorTransient},
 		// A transient error caused by a deadline is transient: the kind wins.
 		{NewProviderError(ErrProviderTransient, "get", "sb", context.DeadlineExceeded), ProviderErrorTransient},
+		{NewProviderError(ErrCheckpointGone, "get_snapshot", "", nil), ProviderErrorGone},
 		{fmt.Errorf("get: %w", context.DeadlineExceeded), ProviderErrorTimeout},
 		{context.Canceled, ""},
 		{fmt.Errorf("bad api key"), ProviderErrorOther},
