@@ -38,6 +38,13 @@ var checkpointSenders = []string{routes.Sessions, routes.Pause, routes.Webhook, 
 // name, its encryption settings and object access on it.
 var archiveUsers = []string{routes.Checkpoint}
 
+// archiveDeleters are the functions that delete archives without the
+// bucket: the sessions function (an archive checkpoint deleted, a purge)
+// and the sweep (the archive of a save that died) queue a delete_archive
+// job (lifecycle.CheckpointOpDeleteArchive) for the checkpoint function
+// instead, so they are checkpointSenders and get no S3 access.
+var archiveDeleters = []string{routes.Sessions, routes.Sweep}
+
 // Settings of the checkpoint queue and the checkpoint function (ours).
 const (
 	// checkpointTimeout is the checkpoint function's Lambda timeout: a

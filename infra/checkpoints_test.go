@@ -148,6 +148,19 @@ func TestArchiveBucket(t *testing.T) {
 		}
 	})
 
+	t.Run("Deleters", func(t *testing.T) {
+		got := archiveGrants(t, s)
+		for _, name := range archiveDeleters {
+			if !slices.Contains(checkpointSenders, name) {
+				t.Errorf("%s deletes archives through checkpoint jobs but may not send them", name)
+			}
+			if slices.Contains(archiveUsers, name) || got[name] != nil {
+				t.Errorf("%s: s3 and kms grants %s, want none (it hands its archive deletes to the checkpoint function)",
+					name, canonical(got[name]))
+			}
+		}
+	})
+
 	t.Run("Environment", func(t *testing.T) {
 		for _, name := range routes.Functions {
 			vars := functionEnv(t, s, name)

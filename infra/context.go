@@ -75,6 +75,11 @@ const (
 	// true (or "true") for the migration deploy of docs/CAPACITY.md "The
 	// by_owner index".
 	ContextLegacyOwnerIndex = "sandman:legacyOwnerIndex"
+	// ContextHoldBackIndexes is SandmanStackProps.HoldBackIndexes: index
+	// names (a JSON list in cdk.json, or a comma-separated string on the
+	// command line) the deploy leaves out, for a table more than one index
+	// behind (docs/DEPLOY.md "Upgrading a deployed table").
+	ContextHoldBackIndexes = "sandman:holdBackIndexes"
 	// ContextCheckpointConcurrency is
 	// SandmanStackProps.CheckpointConcurrency (2 to 1000), a number.
 	ContextCheckpointConcurrency = "sandman:checkpointConcurrency"
@@ -168,6 +173,12 @@ func PropsFromContext(scope constructs.Construct) (string, *SandmanStackProps, e
 	}
 	if props.Providers, err = contextList(node, ContextProviders); err != nil {
 		return "", nil, err
+	}
+	if props.HoldBackIndexes, err = contextList(node, ContextHoldBackIndexes); err != nil {
+		return "", nil, err
+	}
+	if err := checkHoldBackIndexes(props.HoldBackIndexes); err != nil {
+		return "", nil, fmt.Errorf("context %s: %w", ContextHoldBackIndexes, err)
 	}
 	switch v := node.TryGetContext(jsii.String(ContextProviderSettings)).(type) {
 	case nil:

@@ -136,6 +136,21 @@ func TestPropsFromContext(t *testing.T) {
 		}
 	})
 
+	t.Run("HoldBackIndexes", func(t *testing.T) {
+		for _, value := range []any{"by_owner_state", " by_owner_state ,", []any{"by_owner_state"}} {
+			_, props, err := PropsFromContext(newApp(t, map[string]any{ContextHoldBackIndexes: value}))
+			if err != nil {
+				t.Fatalf("PropsFromContext(%#v): %v", value, err)
+			}
+			if got, want := canonical(props.HoldBackIndexes), canonical([]string{"by_owner_state"}); got != want {
+				t.Errorf("HoldBackIndexes from %#v: got %s, want %s", value, got, want)
+			}
+		}
+		if _, _, err := PropsFromContext(newApp(t, map[string]any{ContextHoldBackIndexes: "by_nothing"})); err == nil {
+			t.Error("an unknown index was accepted")
+		}
+	})
+
 	t.Run("LegacyOwnerIndex", func(t *testing.T) {
 		for _, value := range []any{true, "true"} {
 			_, props, err := PropsFromContext(newApp(t, map[string]any{ContextLegacyOwnerIndex: value}))

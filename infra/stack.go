@@ -177,6 +177,12 @@ type SandmanStackProps struct {
 	// deletes one index per table update (docs/CAPACITY.md "The by_owner
 	// index"). Default false.
 	KeepLegacyOwnerIndex bool
+	// HoldBackIndexes names indexes of tabledef.Indexes this deploy leaves
+	// out of the table: CloudFormation adds (or deletes) one index per
+	// table update, so a stack two indexes behind deploys once holding the
+	// newer one back and once without (docs/DEPLOY.md "Upgrading a deployed
+	// table"). Default none.
+	HoldBackIndexes []string
 
 	// TableRemovalPolicy applies to the sessions table. Default RETAIN, so
 	// deleting the stack never deletes sessions.
@@ -351,6 +357,9 @@ func NewSandmanStack(scope constructs.Construct, id string, props *SandmanStackP
 	if err := checkArchive(p); err != nil {
 		awscdk.Annotations_Of(stack).AddError(jsii.String(err.Error()))
 	}
+	if err := checkHoldBackIndexes(p.HoldBackIndexes); err != nil {
+		awscdk.Annotations_Of(stack).AddError(jsii.String(err.Error()))
+	}
 	if _, err := brand(p); err != nil {
 		awscdk.Annotations_Of(stack).AddError(jsii.String(err.Error()))
 	}
@@ -467,9 +476,14 @@ func newTable(stack awscdk.Stack, p SandmanStackProps) awsdynamodb.Table {
 		// new image (docs/DESIGN.md "Events out").
 		Stream: awsdynamodb.StreamViewType(tabledef.StreamViewType),
 	})
-	indexes := tabledef.Indexes
+	var indexes []tabledef.Index
+	for _, ix := range tabledef.Indexes {
+		if !slices.Contains(p.HoldBackIndexes, ix.Name) {
+			indexes = append(indexes, ix)
+		}
+	}
 	if p.KeepLegacyOwnerIndex {
-		indexes = append(slices.Clone(indexes), tabledef.LegacyOwnerIndex)
+		indexes = append(indexes, tabledef.LegacyOwnerIndex)
 	}
 	for _, ix := range indexes {
 		gsi := &awsdynamodb.GlobalSecondaryIndexProps{
@@ -486,6 +500,17 @@ func newTable(stack awscdk.Stack, p SandmanStackProps) awsdynamodb.Table {
 		table.AddGlobalSecondaryIndex(gsi)
 	}
 	return table
+}
+
+// checkHoldBackIndexes reports a held-back index that is not one of
+// tabledef.Indexes.
+func checkHoldBackIndexes(names []string) error {
+	for _, name := range names {
+		if !slices.ContainsFunc(tabledef.Indexes, func(ix tabledef.Index) bool { return ix.Name == name }) {
+			return fmt.Errorf("infra: held-back index %q is not an index of the sessions table", name)
+		}
+	}
+	return nil
 }
 
 // attribute maps a tabledef attribute to its CDK form.

@@ -303,6 +303,8 @@ func TestFunctions(t *testing.T) {
 				}
 				delete(gotEnv, v.name)
 			}
+			// Pinned by TestGovernorShardsReachTheProviderCallers.
+			delete(gotEnv, envnames.GovernorShards)
 			if !same(gotEnv, wantEnv) {
 				t.Errorf("Environment: got %s, want %s", canonical(gotEnv), canonical(wantEnv))
 			}
@@ -821,5 +823,35 @@ func TestLegacyOwnerIndex(t *testing.T) {
 	}
 	if got, want := mig[tabledef.IndexByOwner], tabledef.ProjectionKeysOnly; got != want {
 		t.Errorf("migration stack: %s projects %v, want %v", tabledef.IndexByOwner, got, want)
+	}
+}
+
+// TestHoldBackIndexes: a deploy that holds an index back synthesizes the
+// table without it and with every other one (the first of the two deploys
+// of docs/DEPLOY.md "Upgrading a deployed table"); the default stack has
+// every index of tabledef.
+func TestHoldBackIndexes(t *testing.T) {
+	names := func(s *synthesized) []string {
+		table := s.resource(t, s.logicalID(t, "SessionsTable"), "AWS::DynamoDB::Table")
+		var out []string
+		for _, g := range prop(table, "GlobalSecondaryIndexes").([]any) {
+			out = append(out, g.(map[string]any)["IndexName"].(string))
+		}
+		slices.Sort(out)
+		return out
+	}
+	var all []string
+	for _, ix := range tabledef.Indexes {
+		all = append(all, ix.Name)
+	}
+	slices.Sort(all)
+	if got := names(MustDefaultStack(t)); !slices.Equal(got, all) {
+		t.Errorf("default stack indexes %v, want %v", got, all)
+	}
+	props := overrideProps(t)
+	props.HoldBackIndexes = []string{tabledef.IndexByOwnerState}
+	want := slices.DeleteFunc(slices.Clone(all), func(n string) bool { return n == tabledef.IndexByOwnerState })
+	if got := names(MustSynth(t, props)); !slices.Equal(got, want) {
+		t.Errorf("held back %s: indexes %v, want %v", tabledef.IndexByOwnerState, got, want)
 	}
 }

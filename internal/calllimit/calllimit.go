@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"net/http"
 	"sync"
 	"time"
 
@@ -83,18 +82,18 @@ func (noMetrics) CallRefused(string, lifecycle.CallPriority)                {}
 
 // Wrap returns p behind one token bucket (golang.org/x/time/rate)
 // that serves calls by class (lifecycle.CallPriority): every provider call of the
-// returned Provider (Create, Get, List, Pause, Resume, SetTimeout, Probe,
-// Kill, and SetTimeoutUntil, StartCommand, CommandStatus and PortURL when p
-// offers them) takes a token first, waiting for it when the bucket is
-// empty. Build it once per process and give that one value to every caller
+// returned Provider (its Provider methods and those of every optional
+// interface p offers: lifecycle.Wrap) takes a token first, waiting for it
+// when the bucket is empty. Build it once per process and give that one value to every caller
 // (the Service's creates, resumes, guard refreshes, the sweep and the
 // timers all reach the provider through the Service), so they share one
-// budget. It keeps p's optional interfaces.
+// budget. It carries exactly p's optional interfaces (lifecycle.As).
 //
-// Each method has a class (user: Create, Resume, Probe, StartCommand,
-// CommandStatus, PortURL; background: Pause, Get, List, Kill; refresh:
-// SetTimeout, SetTimeoutUntil), which lifecycle.WithCallPriority on the call's ctx
-// overrides. A token goes to the oldest waiting call of the highest class
+// Each call has its class (lifecycle.Op.Class: user for Create, Resume,
+// Probe, the readiness commands, a restore's calls and the identity
+// marker's; refresh for SetTimeout and SetTimeoutUntil; background for the
+// rest, pauses, reads, kills and checkpoints), which
+// lifecycle.WithCallPriority on the call's ctx overrides. A token goes to the oldest waiting call of the highest class
 // that has one; lower classes get tokens only while no higher-class call
 // waits (Queue says when a token is given out).
 //
@@ -110,8 +109,14 @@ func (noMetrics) CallRefused(string, lifecycle.CallPriority)                {}
 // granted with its wait or refused, by provider and class.
 // cfg.Limit.Off() returns p unchanged (and reports nothing).
 func Wrap(p lifecycle.Provider, cfg Config) lifecycle.Provider {
+	w, _ := wrap(p, cfg)
+	return w
+}
+
+// wrap is Wrap, returning its limiter too (nil when cfg.Limit is off).
+func wrap(p lifecycle.Provider, cfg Config) (lifecycle.Provider, *limiter) {
 	if cfg.Limit.Off() {
-		return p
+		return p, nil
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = lifecycle.SystemClock{}
@@ -122,21 +127,12 @@ func Wrap(p lifecycle.Provider, cfg Config) lifecycle.Provider {
 	if cfg.Metrics == nil {
 		cfg.Metrics = noMetrics{}
 	}
-	base := &limitedProvider{p: p, q: NewQueue(cfg.Limit), clock: cfg.Clock, sleep: cfg.Sleep, m: cfg.Metrics}
-	var tr lifecycle.TimeoutReporter
-	if r, ok := p.(lifecycle.TimeoutReporter); ok {
-		tr = limitedTimeout{base, r}
-	}
-	var cr lifecycle.CommandRunner
-	if r, ok := p.(lifecycle.CommandRunner); ok {
-		cr = limitedCommands{base, r}
-	}
-	tc, _ := p.(lifecycle.TemplateChecker)
-	return lifecycle.WithOptional(base, tr, tc, cr)
+	l := &limiter{p: p, q: NewQueue(cfg.Limit), clock: cfg.Clock, sleep: cfg.Sleep, m: cfg.Metrics}
+	return lifecycle.Wrap(p, l.around), l
 }
 
-// limitedProvider is a Provider whose calls each take a token of q.
-type limitedProvider struct {
+// limiter is Wrap's rule: every call of p takes a token of q.
+type limiter struct {
 	p     lifecycle.Provider
 	mu    sync.Mutex // guards q
 	q     *Queue
@@ -145,14 +141,20 @@ type limitedProvider struct {
 	m     Metrics
 }
 
-var _ lifecycle.Provider = (*limitedProvider)(nil)
+// around is the lifecycle.Around of Wrap: a token, then the call.
+func (l *limiter) around(ctx context.Context, c lifecycle.Call, next func(context.Context, lifecycle.Provider) error) error {
+	if err := l.wait(ctx, c.Op, c.SandboxID); err != nil {
+		return err
+	}
+	return next(ctx, l.p)
+}
 
-// wait takes one token for the call op on sandboxID, in class def unless
-// ctx sets another, waiting for it when needed, and reports the grant or
+// wait takes one token for the call op on sandboxID, in its class
+// (lifecycle.ClassOf), waiting for it when needed, and reports the grant or
 // refusal to l.m. Errors: transient and refused (see Wrap).
-func (l *limitedProvider) wait(ctx context.Context, def lifecycle.CallPriority, op, sandboxID string) error {
-	class := callPriority(ctx, def)
-	err := l.take(ctx, class, op, sandboxID)
+func (l *limiter) wait(ctx context.Context, op lifecycle.Op, sandboxID string) error {
+	class := lifecycle.ClassOf(ctx, op)
+	err := l.take(ctx, class, string(op), sandboxID)
 	if err != nil {
 		l.m.CallRefused(l.p.Name(), class)
 	}
@@ -161,7 +163,7 @@ func (l *limitedProvider) wait(ctx context.Context, def lifecycle.CallPriority, 
 
 // take does wait's work: it reports a grant itself (only it knows the
 // wait); wait reports a refusal.
-func (l *limitedProvider) take(ctx context.Context, class lifecycle.CallPriority, op, sandboxID string) error {
+func (l *limiter) take(ctx context.Context, class lifecycle.CallPriority, op, sandboxID string) error {
 	if err := ctx.Err(); err != nil {
 		return refused(op, sandboxID, 0, fmt.Errorf("no provider call token: %w", err))
 	}
@@ -202,7 +204,7 @@ func (l *limitedProvider) take(ctx context.Context, class lifecycle.CallPriority
 // leave takes t out of the queue and wakes whom that grants. It returns
 // how long the calls waiting in t's class and above took at the rate just
 // before (Queue.Ahead).
-func (l *limitedProvider) leave(t *Ticket) time.Duration {
+func (l *limiter) leave(t *Ticket) time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	ahead := l.q.Ahead(t.Priority)
@@ -211,7 +213,7 @@ func (l *limitedProvider) leave(t *Ticket) time.Duration {
 }
 
 // wake tells the granted waiting callers; l.mu held.
-func (l *limitedProvider) wake(granted []*Ticket) {
+func (l *limiter) wake(granted []*Ticket) {
 	for _, g := range granted {
 		if g.wake != nil {
 			close(g.wake)
@@ -220,7 +222,7 @@ func (l *limitedProvider) wake(granted []*Ticket) {
 }
 
 // interval is the time between two tokens.
-func (l *limitedProvider) interval() time.Duration {
+func (l *limiter) interval() time.Duration {
 	return time.Duration(float64(time.Second) / l.q.Limit().PerSecond)
 }
 
@@ -229,120 +231,4 @@ func (l *limitedProvider) interval() time.Duration {
 func refused(op, sandboxID string, retryAfter time.Duration, cause error) *lifecycle.ProviderError {
 	return &lifecycle.ProviderError{Kind: lifecycle.ErrProviderTransient, Op: op, SandboxID: sandboxID, RetryAfter: retryAfter,
 		Refused: true, Err: cause}
-}
-
-func (l *limitedProvider) Name() string { return l.p.Name() }
-
-func (l *limitedProvider) Create(ctx context.Context, req lifecycle.CreateRequest) (lifecycle.Sandbox, error) {
-	if err := l.wait(ctx, lifecycle.PriorityUser, "create", ""); err != nil {
-		return lifecycle.Sandbox{}, err
-	}
-	return l.p.Create(ctx, req)
-}
-
-func (l *limitedProvider) Get(ctx context.Context, sandboxID string) (lifecycle.Sandbox, error) {
-	if err := l.wait(ctx, lifecycle.PriorityBackground, "get", sandboxID); err != nil {
-		return lifecycle.Sandbox{}, err
-	}
-	return l.p.Get(ctx, sandboxID)
-}
-
-func (l *limitedProvider) List(ctx context.Context, req lifecycle.ListRequest) (lifecycle.SandboxPage, error) {
-	if err := l.wait(ctx, lifecycle.PriorityBackground, "list", ""); err != nil {
-		return lifecycle.SandboxPage{}, err
-	}
-	return l.p.List(ctx, req)
-}
-
-func (l *limitedProvider) Pause(ctx context.Context, sandboxID string) error {
-	if err := l.wait(ctx, lifecycle.PriorityBackground, "pause", sandboxID); err != nil {
-		return err
-	}
-	return l.p.Pause(ctx, sandboxID)
-}
-
-func (l *limitedProvider) Resume(ctx context.Context, sandboxID string, timeout time.Duration) (lifecycle.Sandbox, error) {
-	if err := l.wait(ctx, lifecycle.PriorityUser, "resume", sandboxID); err != nil {
-		return lifecycle.Sandbox{}, err
-	}
-	return l.p.Resume(ctx, sandboxID, timeout)
-}
-
-func (l *limitedProvider) SetTimeout(ctx context.Context, sandboxID string, timeout time.Duration) error {
-	if err := l.wait(ctx, lifecycle.PriorityRefresh, "set_timeout", sandboxID); err != nil {
-		return err
-	}
-	return l.p.SetTimeout(ctx, sandboxID, timeout)
-}
-
-func (l *limitedProvider) Probe(ctx context.Context, sandboxID string) (lifecycle.Probe, error) {
-	if err := l.wait(ctx, lifecycle.PriorityUser, "probe", sandboxID); err != nil {
-		return lifecycle.Probe{}, err
-	}
-	return l.p.Probe(ctx, sandboxID)
-}
-
-func (l *limitedProvider) Kill(ctx context.Context, sandboxID string) error {
-	if err := l.wait(ctx, lifecycle.PriorityBackground, "kill", sandboxID); err != nil {
-		return err
-	}
-	return l.p.Kill(ctx, sandboxID)
-}
-
-// limitedTimeout is the limited TimeoutReporter of a limited provider.
-type limitedTimeout struct {
-	l  *limitedProvider
-	tr lifecycle.TimeoutReporter
-}
-
-// SetTimeoutUntil takes a token, then calls the provider's.
-func (t limitedTimeout) SetTimeoutUntil(ctx context.Context, sandboxID string, timeout time.Duration) (time.Time, error) {
-	if err := t.l.wait(ctx, lifecycle.PriorityRefresh, "set_timeout", sandboxID); err != nil {
-		return time.Time{}, err
-	}
-	return t.tr.SetTimeoutUntil(ctx, sandboxID, timeout)
-}
-
-// limitedCommands is the limited CommandRunner of a limited provider:
-// starting a command, reading it and resolving a port URL are provider
-// calls; KeepsProcesses and PortClosed are answered locally.
-type limitedCommands struct {
-	l  *limitedProvider
-	cr lifecycle.CommandRunner
-}
-
-func (c limitedCommands) KeepsProcesses() bool { return c.cr.KeepsProcesses() }
-
-func (c limitedCommands) StartCommand(ctx context.Context, sandboxID string, cmd lifecycle.Command) (lifecycle.CommandStatus, error) {
-	if err := c.l.wait(ctx, lifecycle.PriorityUser, "start_command", sandboxID); err != nil {
-		return lifecycle.CommandStatus{}, err
-	}
-	return c.cr.StartCommand(ctx, sandboxID, cmd)
-}
-
-func (c limitedCommands) CommandStatus(ctx context.Context, sandboxID, name string) (lifecycle.CommandStatus, error) {
-	if err := c.l.wait(ctx, lifecycle.PriorityUser, "command_status", sandboxID); err != nil {
-		return lifecycle.CommandStatus{}, err
-	}
-	return c.cr.CommandStatus(ctx, sandboxID, name)
-}
-
-func (c limitedCommands) PortURL(ctx context.Context, sandboxID string, port int) (string, error) {
-	if err := c.l.wait(ctx, lifecycle.PriorityUser, "port_url", sandboxID); err != nil {
-		return "", err
-	}
-	return c.cr.PortURL(ctx, sandboxID, port)
-}
-
-func (c limitedCommands) PortClosed(status int, header http.Header, body []byte) bool {
-	return c.cr.PortClosed(status, header, body)
-}
-
-// callPriority returns the class ctx sets (lifecycle.WithCallPriority), or
-// def.
-func callPriority(ctx context.Context, def lifecycle.CallPriority) lifecycle.CallPriority {
-	if p, ok := lifecycle.CallPriorityOf(ctx); ok {
-		return p
-	}
-	return def
 }

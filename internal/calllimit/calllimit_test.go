@@ -185,9 +185,9 @@ func TestLimitCallsKeepsOptionalInterfaces(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := Wrap(tc.p, limit)
-			_, r := p.(lifecycle.TimeoutReporter)
-			_, c := p.(lifecycle.TemplateChecker)
-			_, cr := p.(lifecycle.CommandRunner)
+			r := lifecycle.Has[lifecycle.TimeoutReporter](p)
+			c := lifecycle.Has[lifecycle.TemplateChecker](p)
+			cr := lifecycle.Has[lifecycle.CommandRunner](p)
 			if r != tc.report || c != tc.check || cr != tc.runs {
 				t.Errorf("lifecycle.TimeoutReporter %v, lifecycle.TemplateChecker %v, lifecycle.CommandRunner %v; want %v, %v, %v", r, c, cr, tc.report, tc.check, tc.runs)
 			}
@@ -235,7 +235,7 @@ func (g *gatedSleep) sleep(ctx context.Context, _ time.Duration) error {
 
 // waitFor polls until cond holds under the limiter's lock (the callers are
 // goroutines: there is no event to wait on).
-func waitFor(t *testing.T, l *limitedProvider, what string, cond func(q *Queue) bool) {
+func waitFor(t *testing.T, l *limiter, what string, cond func(q *Queue) bool) {
 	t.Helper()
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
 		l.mu.Lock()
@@ -254,9 +254,8 @@ func waitFor(t *testing.T, l *limitedProvider, what string, cond func(q *Queue) 
 // order, then the refreshes.
 func TestLimitCallsServesAUserBeforeQueuedPausesAndRefreshes(t *testing.T) {
 	g := newGatedSleep()
-	p := Wrap(stubProvider{nil}, Config{Limit: Limit{PerSecond: 10, Burst: 1},
+	p, l := wrap(stubProvider{nil}, Config{Limit: Limit{PerSecond: 10, Burst: 1},
 		Clock: lifecycle.NewManualClock(queueT0), Sleep: g.sleep})
-	l := p.(*limitedProvider)
 	labelled := func(label string) context.Context { return context.WithValue(t.Context(), callLabel{}, label) }
 	if err := p.Pause(labelled("first"), "sb"); err != nil {
 		t.Fatal(err)
@@ -318,9 +317,8 @@ func TestLimitCallsCancelledWaiterLeavesItsQueue(t *testing.T) {
 			return ctx.Err()
 		}
 	}
-	p := Wrap(stubProvider{nil}, Config{Limit: Limit{PerSecond: 10, Burst: 1},
+	p, l := wrap(stubProvider{nil}, Config{Limit: Limit{PerSecond: 10, Burst: 1},
 		Clock: lifecycle.NewManualClock(queueT0), Sleep: sleep})
-	l := p.(*limitedProvider)
 	if err := p.Pause(t.Context(), "sb"); err != nil {
 		t.Fatal(err)
 	}
@@ -359,9 +357,8 @@ func TestLimitCallsCancelledWaiterLeavesItsQueue(t *testing.T) {
 // SetTimeout made as background queues as background.
 func TestWithCallPriorityOverridesTheMethodsClass(t *testing.T) {
 	g := newGatedSleep()
-	p := Wrap(stubProvider{nil}, Config{Limit: Limit{PerSecond: 10, Burst: 1},
+	p, l := wrap(stubProvider{nil}, Config{Limit: Limit{PerSecond: 10, Burst: 1},
 		Clock: lifecycle.NewManualClock(queueT0), Sleep: g.sleep})
-	l := p.(*limitedProvider)
 	if err := p.Pause(t.Context(), "sb"); err != nil {
 		t.Fatal(err)
 	}
@@ -457,9 +454,8 @@ func TestLimitCallsReportsGrantsWaitsAndRefusals(t *testing.T) {
 func TestLimitCallsReportsTheWaitInTheQueue(t *testing.T) {
 	g := newGatedSleep()
 	rec := &recordedCalls{}
-	p := Wrap(stubProvider{nil}, Config{Limit: Limit{PerSecond: 10, Burst: 1},
+	p, l := wrap(stubProvider{nil}, Config{Limit: Limit{PerSecond: 10, Burst: 1},
 		Clock: lifecycle.NewManualClock(queueT0), Sleep: g.sleep, Metrics: rec})
-	l := p.(*limitedProvider)
 	if err := p.Pause(t.Context(), "sb"); err != nil {
 		t.Fatal(err)
 	}

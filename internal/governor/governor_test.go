@@ -3,7 +3,9 @@ package governor_test
 import (
 	"context"
 	"errors"
+	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -444,5 +446,41 @@ func TestACallWaitingInFallbackTakesTheTablesTokenWhenItIsBack(t *testing.T) {
 		case <-time.After(5 * time.Second):
 			t.Fatalf("%d of 2 pauses let through with the table back, at %v into the fallback's 1 s token", i, 200*time.Millisecond)
 		}
+	}
+}
+
+// archiveStub is a stub whose workspace streams are provider calls too
+// (lifecycle.WorkspaceArchiver).
+type archiveStub struct{ *stub }
+
+func (s archiveStub) ExportTar(ctx context.Context, _, _ string, _ []string, _ io.Writer) (int64, error) {
+	return 0, s.call(ctx)
+}
+func (s archiveStub) ImportTar(ctx context.Context, _, _ string, _ io.Reader) error {
+	return s.call(ctx)
+}
+
+// TestAStreamIsNotAskedAgainAfterA429: a workspace import refused with a
+// 429 is not asked again by the governor (its reader is spent): the
+// refusal goes back to the caller, whose job retries, and the fleet's rate
+// is cut all the same.
+func TestAStreamIsNotAskedAgainAfterA429(t *testing.T) {
+	clock := newSimClock()
+	st := &stub{}
+	st.answer = func(ctx context.Context) error {
+		lifecycle.CallGateOf(ctx).Answered(429, 2*time.Second)
+		return &lifecycle.ProviderError{Kind: lifecycle.ErrProviderTransient, Op: "import_tar", Refused: true, RetryAfter: 2 * time.Second}
+	}
+	p := governor.Wrap(archiveStub{st}, governor.Config{Limit: calllimit.Limit{PerSecond: 100}, Table: &governor.MemTable{},
+		Clock: clock, Sleep: clock.sleep, Log: quiet()})
+	wa, ok := lifecycle.As[lifecycle.WorkspaceArchiver](p)
+	if !ok {
+		t.Fatal("the governed provider hides its WorkspaceArchiver")
+	}
+	if err := wa.ImportTar(t.Context(), "sb", "/w", strings.NewReader("tar")); !lifecycle.Refused(err) {
+		t.Fatalf("import after a 429 = %v, want the provider's refusal", err)
+	}
+	if n := len(st.calls()); n != 1 {
+		t.Errorf("the provider was asked %d times, want once", n)
 	}
 }

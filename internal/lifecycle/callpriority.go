@@ -12,7 +12,8 @@ import (
 // limiter" lists which call takes which class and which callers override.
 type CallPriority uint8
 
-// The classes, highest first.
+// The classes, highest first. Each provider call's own class is
+// Op.Class; the lists below are its Provider methods'.
 const (
 	// PriorityUser is a call someone waits on: Create, Resume, Probe, and
 	// a readiness job's StartCommand, CommandStatus and PortURL.

@@ -240,8 +240,11 @@ func ValidCheckpointID(id string) bool {
 // "<account>/<session>/<checkpoint>.tar.zst", internal/archive's Key, so
 // one session's archives share a prefix.
 func ArchiveKey(accountID, sessionID, checkpointID string) string {
-	return accountID + "/" + sessionID + "/" + checkpointID + ".tar.zst"
+	return accountID + "/" + sessionID + "/" + checkpointID + archiveKeySuffix
 }
+
+// archiveKeySuffix ends every ArchiveKey.
+const archiveKeySuffix = ".tar.zst"
 
 // CheckpointInput is a validated-at-the-edge POST …/checkpoints.
 type CheckpointInput struct {

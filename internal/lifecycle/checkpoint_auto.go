@@ -30,8 +30,8 @@ func (s *Service) preparePauseCheckpoint(ctx context.Context, sess *Session, rea
 		return false
 	}
 	p := s.provider(sess)
-	sn, ok := p.(Snapshotter)
-	if _, pauseSnaps := p.(PauseSnapshotter); !ok || pauseSnaps || sn.SnapshotCaps().SnapshotsPaused {
+	sn, ok := As[Snapshotter](p)
+	if !ok || Has[PauseSnapshotter](p) || sn.SnapshotCaps().SnapshotsPaused {
 		return false
 	}
 	cs, c, err := s.startAutomatic(ctx, sess, TriggerPause)

@@ -8,12 +8,15 @@ import "context"
 // takes is a conditional write or is found again by name.
 type CheckpointJob struct {
 	// Op is what to do: CheckpointOpSave, CheckpointOpRestore,
-	// CheckpointOpFork or CheckpointOpDelete.
+	// CheckpointOpFork, CheckpointOpDelete or CheckpointOpDeleteArchive.
 	Op           string `json:"op"`
 	SessionID    string `json:"session_id"`
 	CheckpointID string `json:"checkpoint_id,omitempty"`
 	// TargetSessionID is the new session of a fork.
 	TargetSessionID string `json:"target_session_id,omitempty"`
+	// ArchiveKey is the archive object a delete_archive job deletes (the
+	// checkpoint's ArchiveKey).
+	ArchiveKey string `json:"archive_key,omitempty"`
 }
 
 // The checkpoint job operations.
@@ -22,6 +25,12 @@ const (
 	CheckpointOpRestore = "restore"
 	CheckpointOpFork    = "fork"
 	CheckpointOpDelete  = "delete"
+	// CheckpointOpDeleteArchive deletes the archive object of a checkpoint
+	// that is deleted or failed, for a function that keeps no archives
+	// itself (in AWS only the checkpoint function may touch the archive
+	// bucket: the sessions function's deletes and the sweep's reconcile
+	// hand theirs on).
+	CheckpointOpDeleteArchive = "delete_archive"
 )
 
 // CheckpointJobs queues checkpoint work for Service.RunCheckpointJob.

@@ -11,9 +11,9 @@ import (
 // own snapshots (Snapshotter, and Forker where it forks a live sandbox), a
 // file API for Sandman's identity marker and the conformance rows (Files),
 // and, where Sandman keeps the checkpoint itself, a workspace stream
-// (WorkspaceArchiver). Each is optional: the service asks with a type
-// assertion and falls back to the archive path where a provider has no
-// snapshots of its own.
+// (WorkspaceArchiver). Each is optional: the service asks with As (which
+// sees through provider wrappers, Wrap) and falls back to the archive path
+// where a provider has no snapshots of its own.
 
 // Keeps says what a checkpoint holds.
 type Keeps string

@@ -23,14 +23,12 @@ func (s *Service) ReconcileCheckpoint(ctx context.Context, c *Checkpoint) (bool,
 	}
 	if c.Kind == KindArchive {
 		s.failCheckpoint(ctx, cs, c, "the save did not finish within its lease")
-		if s.cfg.Archives != nil && c.State == CheckpointFailed {
-			if err := s.cfg.Archives.Delete(ctx, c.ArchiveKey); err != nil {
-				s.log().WarnContext(ctx, "delete the archive of a failed checkpoint", "checkpoint_id", c.ID, "err", err)
-			}
+		if c.State == CheckpointFailed {
+			s.deleteArchive(ctx, c)
 		}
 		return c.State == CheckpointFailed, nil
 	}
-	sn, ok := s.providerFor(c.Provider).(Snapshotter)
+	sn, ok := As[Snapshotter](s.providerFor(c.Provider))
 	if !ok {
 		s.failCheckpoint(ctx, cs, c, "the "+c.Provider+" provider has no snapshots")
 		return c.State == CheckpointFailed, nil

@@ -266,7 +266,7 @@ func (s *Service) materialize(ctx context.Context, cs CheckpointStore, sess *Ses
 	var err error
 	switch c.Kind {
 	case KindSnapshot:
-		sn, ok := p.(Snapshotter)
+		sn, ok := As[Snapshotter](p)
 		if !ok {
 			return Sandbox{}, Errorf(CodeInvalid, "the %s provider has no snapshots", p.Name())
 		}
@@ -285,7 +285,7 @@ func (s *Service) materialize(ctx context.Context, cs CheckpointStore, sess *Ses
 // createFromArchive creates a sandbox from req and unpacks c's archive
 // into its workspace. Errors: the provider's, the archive store's.
 func (s *Service) createFromArchive(ctx context.Context, p Provider, c *Checkpoint, req CreateRequest) (Sandbox, error) {
-	wa, ok := p.(WorkspaceArchiver)
+	wa, ok := As[WorkspaceArchiver](p)
 	if !ok || s.cfg.Archives == nil {
 		return Sandbox{}, Errorf(CodeInvalid, "this deployment cannot restore the %s provider's archives", p.Name())
 	}

@@ -3,6 +3,7 @@ package lifecycle
 import (
 	"context"
 	"fmt"
+	"strings"
 )
 
 // RunCheckpointJob runs one checkpoint job (CheckpointJobs;
@@ -23,6 +24,8 @@ func (s *Service) RunCheckpointJob(ctx context.Context, job CheckpointJob) error
 		return s.runFork(WithCallPriority(ctx, PriorityUser), cs, job)
 	case CheckpointOpDelete:
 		return s.runDelete(WithCallPriority(ctx, PriorityBackground), cs, job)
+	case CheckpointOpDeleteArchive:
+		return s.runDeleteArchive(ctx, cs, job)
 	}
 	return Errorf(CodeInvalid, "unknown checkpoint job op %q", job.Op)
 }
@@ -47,6 +50,31 @@ func (s *Service) runDelete(ctx context.Context, cs CheckpointStore, job Checkpo
 		}
 	}
 	return Errorf(CodeUnavailable, "checkpoint %s kept changing; the job runs again", job.CheckpointID)
+}
+
+// runDeleteArchive is the delete_archive job: it deletes job.ArchiveKey,
+// the archive of job's checkpoint, once that checkpoint is deleted or
+// failed; a checkpoint still saving or ready keeps it (a stale job does
+// nothing). The key must be that checkpoint's (ArchiveKey's form). Errors:
+// invalid (a key of another checkpoint), unavailable (no archives here),
+// the store's and the archive store's (transient: the job runs again).
+func (s *Service) runDeleteArchive(ctx context.Context, cs CheckpointStore, job CheckpointJob) error {
+	if !strings.HasSuffix(job.ArchiveKey, "/"+job.SessionID+"/"+job.CheckpointID+archiveKeySuffix) || job.CheckpointID == "" {
+		return Errorf(CodeInvalid, "archive key %q is not checkpoint %s's", job.ArchiveKey, job.CheckpointID)
+	}
+	if s.cfg.Archives == nil {
+		return Errorf(CodeUnavailable, "this deployment keeps no archives here")
+	}
+	c, err := cs.GetCheckpoint(ctx, job.SessionID, job.CheckpointID)
+	switch {
+	case IsCode(err, CodeNotFound):
+	case err != nil:
+		return err
+	case c.State == CheckpointSaving || c.State == CheckpointReady:
+		s.log().InfoContext(ctx, "keep the archive of a live checkpoint", "checkpoint_id", c.ID, "state", c.State)
+		return nil
+	}
+	return s.cfg.Archives.Delete(ctx, job.ArchiveKey)
 }
 
 // DeleteWithCheckpoints is Delete (DELETE /v1/sessions/{id}?purge=true)

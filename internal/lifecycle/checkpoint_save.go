@@ -64,7 +64,7 @@ func (s *Service) save(ctx context.Context, cs CheckpointStore, c *Checkpoint) e
 // settled (failed, or moved meanwhile). Errors: transient.
 func (s *Service) takeSnapshot(ctx context.Context, cs CheckpointStore, c *Checkpoint, sess *Session) (Snapshot, Snapshotter, error) {
 	p := s.providerFor(c.Provider)
-	sn, ok := p.(Snapshotter)
+	sn, ok := As[Snapshotter](p)
 	if !ok {
 		s.failCheckpoint(ctx, cs, c, "the "+c.Provider+" provider has no snapshots")
 		return Snapshot{}, nil, nil
@@ -110,7 +110,7 @@ func (s *Service) takeSnapshot(ctx context.Context, cs CheckpointStore, c *Check
 func (s *Service) snapshotSandbox(ctx context.Context, p Provider, sn Snapshotter, c *Checkpoint, sess *Session) (Snapshot, error) {
 	pctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
 	defer cancel()
-	if ps, ok := p.(PauseSnapshotter); ok && c.Trigger == TriggerPause {
+	if ps, ok := As[PauseSnapshotter](p); ok && c.Trigger == TriggerPause {
 		snap, ok, err := ps.PauseSnapshot(pctx, c.SourceSandboxID)
 		if err != nil || ok {
 			return snap, err
@@ -224,7 +224,7 @@ func (s *Service) lostSave(ctx context.Context, cs CheckpointStore, c *Checkpoin
 	case err == nil && cur.State == CheckpointSaving:
 		// Another run of the save wrote first: run again on what it
 		// recorded, deleting a second snapshot this run took meanwhile.
-		if sn, ok := s.providerFor(c.Provider).(Snapshotter); ok && ref != "" && cur.ProviderRef != "" && cur.ProviderRef != ref {
+		if sn, ok := As[Snapshotter](s.providerFor(c.Provider)); ok && ref != "" && cur.ProviderRef != "" && cur.ProviderRef != ref {
 			s.deleteSnapshotQuietly(ctx, sn, ref)
 		}
 		return errLostRace{werr}
@@ -242,7 +242,7 @@ func (s *Service) lostSave(ctx context.Context, cs CheckpointStore, c *Checkpoin
 		}
 		return nil
 	}
-	if sn, ok := s.providerFor(c.Provider).(Snapshotter); ok && ref != "" {
+	if sn, ok := As[Snapshotter](s.providerFor(c.Provider)); ok && ref != "" {
 		s.deleteSnapshotQuietly(ctx, sn, ref)
 	}
 	return nil
@@ -265,7 +265,7 @@ func (s *Service) deleteSnapshotQuietly(ctx context.Context, sn Snapshotter, ref
 // compressed under c.ArchiveKey (whole or not at all, so a job run twice
 // stores it again). Errors: transient (the provider's, the store's).
 func (s *Service) saveArchive(ctx context.Context, cs CheckpointStore, c *Checkpoint, sess *Session) error {
-	wa, ok := s.providerFor(c.Provider).(WorkspaceArchiver)
+	wa, ok := As[WorkspaceArchiver](s.providerFor(c.Provider))
 	switch {
 	case !ok || s.cfg.Archives == nil:
 		s.failCheckpoint(ctx, cs, c, "this deployment cannot archive the "+c.Provider+" provider's sandboxes")

@@ -167,19 +167,19 @@ func (s *Service) checkpointLease() time.Duration {
 // unavailable (no way at all).
 func (s *Service) checkpointKind(sess *Session) (CheckpointKind, Keeps, error) {
 	p := s.provider(sess)
-	if sn, ok := p.(Snapshotter); ok {
+	if sn, ok := As[Snapshotter](p); ok {
 		caps := sn.SnapshotCaps()
-		_, pauseSnaps := p.(PauseSnapshotter)
+		pauseSnaps := Has[PauseSnapshotter](p)
 		// A pausing session's sandbox runs until the provider's pause.
 		running := sess.State == StateRunning || sess.State == StatePausing
 		if running || caps.SnapshotsPaused || pauseSnaps {
 			return KindSnapshot, caps.Keeps, nil
 		}
 	}
-	if _, ok := p.(WorkspaceArchiver); ok && s.cfg.Archives != nil {
+	if Has[WorkspaceArchiver](p) && s.cfg.Archives != nil {
 		return KindArchive, KeepsFilesystem, nil
 	}
-	if _, ok := p.(Snapshotter); ok {
+	if Has[Snapshotter](p) {
 		return "", "", Errorf(CodeConflict, "the %s provider snapshots only running sandboxes: resume the session first", p.Name())
 	}
 	return "", "", Errorf(CodeUnavailable, "the %s provider has no snapshots and this deployment keeps no archives", p.Name())
@@ -286,14 +286,54 @@ func (s *Service) removeCheckpoint(ctx context.Context, cs CheckpointStore, c *C
 		return &Error{Code: CodeConflict, RetryAfter: 5 * time.Second,
 			Message: "checkpoint " + c.ID + " is still saving; delete it once it is ready or failed"}
 	}
-	if err := s.deleteCheckpointObject(ctx, c); err != nil {
-		return err
+	// An archive this function cannot reach is deleted by a job once the
+	// item is gone (deleteArchive): never before, so the job never finds
+	// the checkpoint ready.
+	handOff := c.Kind == KindArchive && s.cfg.Archives == nil
+	if !handOff {
+		if err := s.deleteCheckpointObject(ctx, c); err != nil {
+			return err
+		}
 	}
 	err := cs.DeleteCheckpoint(ctx, c)
 	if IsCode(err, CodeNotFound) {
 		return nil
 	}
-	return raced(err)
+	if err != nil {
+		return raced(err)
+	}
+	if handOff {
+		s.deleteArchive(ctx, c)
+	}
+	return nil
+}
+
+// deleteArchive deletes the archive of c (deleted, or failed) in
+// Archives, or, where this function keeps none (in AWS only the checkpoint
+// function may touch the archive bucket), through a delete_archive job.
+// Best effort: a failure is logged, and the bucket's expiry deletes what
+// is left (docs/DEPLOY.md "Checkpoints in AWS").
+func (s *Service) deleteArchive(ctx context.Context, c *Checkpoint) {
+	if c.ArchiveKey == "" {
+		return
+	}
+	ctx = context.WithoutCancel(ctx)
+	var err error
+	switch {
+	case s.cfg.Archives != nil:
+		pctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
+		err = s.cfg.Archives.Delete(pctx, c.ArchiveKey)
+		cancel()
+	case s.cfg.CheckpointJobs != nil:
+		err = s.enqueueCheckpoint(ctx, CheckpointJob{Op: CheckpointOpDeleteArchive, SessionID: c.SessionID,
+			CheckpointID: c.ID, ArchiveKey: c.ArchiveKey})
+	default:
+		err = errors.New("no archives and no checkpoint jobs here")
+	}
+	if err != nil {
+		s.log().WarnContext(ctx, "delete a checkpoint's archive; the bucket's expiry deletes it",
+			"checkpoint_id", c.ID, "archive_key", c.ArchiveKey, "err", err)
+	}
 }
 
 // deleteCheckpointObject deletes what keeps c at its provider (its
@@ -315,7 +355,7 @@ func (s *Service) deleteCheckpointObject(ctx context.Context, c *Checkpoint) err
 		}
 		return nil
 	}
-	sn, ok := s.providerFor(c.Provider).(Snapshotter)
+	sn, ok := As[Snapshotter](s.providerFor(c.Provider))
 	if !ok {
 		return nil
 	}

@@ -34,7 +34,7 @@ type Metrics interface {
 // The kinds ProviderErrorKind returns: the dimension Kind of the
 // ProviderErrors metric.
 const (
-	ProviderErrorGone      = "gone"      // ErrSandboxGone: the provider says the sandbox does not exist
+	ProviderErrorGone      = "gone"      // ErrSandboxGone, ErrCheckpointGone: the provider says the sandbox (or snapshot) does not exist
 	ProviderErrorConflict  = "conflict"  // ErrSandboxConflict: the sandbox's state refuses the call
 	ProviderErrorTransient = "transient" // ErrProviderTransient: 429, 5xx, network
 	ProviderErrorTimeout   = "timeout"   // the call's deadline passed (Config.CallTimeout)
@@ -54,7 +54,7 @@ func ProviderErrorKind(err error) string {
 	switch {
 	case err == nil:
 		return ""
-	case errors.Is(err, ErrSandboxGone):
+	case errors.Is(err, ErrSandboxGone), errors.Is(err, ErrCheckpointGone):
 		return ProviderErrorGone
 	case errors.Is(err, ErrSandboxConflict):
 		return ProviderErrorConflict
@@ -87,84 +87,16 @@ func (s *Service) countTransition(from State, sess *Session) {
 	}
 }
 
-// measure wraps p so that every failed call is counted by m
-// (Metrics.ProviderError). The wrapper keeps p's optional interfaces
-// (TimeoutReporter, TemplateChecker, CommandRunner), so the Service's type
-// checks see what p offers, no more; command calls pass through uncounted.
+// measure wraps p so that every failed provider call is counted by m
+// (Metrics.ProviderError), the calls of its optional interfaces too
+// (Wrap). ErrNoFile and ErrNoCommand are answers (the file or command is
+// not there), not failures: they are not counted.
 func measure(p Provider, m Metrics) Provider {
-	base := &measuredProvider{p: p, m: m}
-	var tr TimeoutReporter
-	if r, ok := p.(TimeoutReporter); ok {
-		tr = measuredTimeout{base, r}
-	}
-	tc, _ := p.(TemplateChecker)
-	cr, _ := p.(CommandRunner)
-	return WithOptional(base, tr, tc, cr)
-}
-
-// measuredProvider is a Provider whose failures are counted.
-type measuredProvider struct {
-	p Provider
-	m Metrics
-}
-
-var _ Provider = (*measuredProvider)(nil)
-
-// count reports err, when it is a provider failure, and returns it.
-func (mp *measuredProvider) count(err error) error {
-	if kind := ProviderErrorKind(err); kind != "" {
-		mp.m.ProviderError(mp.p.Name(), kind)
-	}
-	return err
-}
-
-func (mp *measuredProvider) Name() string { return mp.p.Name() }
-
-func (mp *measuredProvider) Create(ctx context.Context, req CreateRequest) (Sandbox, error) {
-	sb, err := mp.p.Create(ctx, req)
-	return sb, mp.count(err)
-}
-
-func (mp *measuredProvider) Get(ctx context.Context, sandboxID string) (Sandbox, error) {
-	sb, err := mp.p.Get(ctx, sandboxID)
-	return sb, mp.count(err)
-}
-
-func (mp *measuredProvider) List(ctx context.Context, req ListRequest) (SandboxPage, error) {
-	page, err := mp.p.List(ctx, req)
-	return page, mp.count(err)
-}
-
-func (mp *measuredProvider) Pause(ctx context.Context, sandboxID string) error {
-	return mp.count(mp.p.Pause(ctx, sandboxID))
-}
-
-func (mp *measuredProvider) Resume(ctx context.Context, sandboxID string, timeout time.Duration) (Sandbox, error) {
-	sb, err := mp.p.Resume(ctx, sandboxID, timeout)
-	return sb, mp.count(err)
-}
-
-func (mp *measuredProvider) SetTimeout(ctx context.Context, sandboxID string, timeout time.Duration) error {
-	return mp.count(mp.p.SetTimeout(ctx, sandboxID, timeout))
-}
-
-func (mp *measuredProvider) Probe(ctx context.Context, sandboxID string) (Probe, error) {
-	pr, err := mp.p.Probe(ctx, sandboxID)
-	return pr, mp.count(err)
-}
-
-func (mp *measuredProvider) Kill(ctx context.Context, sandboxID string) error {
-	return mp.count(mp.p.Kill(ctx, sandboxID))
-}
-
-// measuredTimeout is the counted TimeoutReporter of a measured provider.
-type measuredTimeout struct {
-	mp *measuredProvider
-	tr TimeoutReporter
-}
-
-// SetTimeoutUntil calls the provider's and counts its failure.
-func (mt measuredTimeout) SetTimeoutUntil(ctx context.Context, sandboxID string, timeout time.Duration) (time.Time, error) {
-	at, err := mt.tr.SetTimeoutUntil(ctx, sandboxID, timeout)
-	return at, mt.mp.count(err)
+	return Wrap(p, func(ctx context.Context, _ Call, next func(context.Context, Provider) error) error {
+		err := next(ctx, p)
+		if kind := ProviderErrorKind(err); kind != "" && !errors.Is(err, ErrNoFile) && !errors.Is(err, ErrNoCommand) {
+			m.ProviderError(p.Name(), kind)
+		}
+		return err
+	})
 }

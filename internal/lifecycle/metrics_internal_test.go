@@ -106,7 +106,7 @@ func TestMeasureKeepsOptionalInterfaces(t *testing.T) {
 			_, _ = p.Probe(ctx, "sb")
 			_ = p.Kill(ctx, "sb")
 			want := 8
-			r, isR := p.(TimeoutReporter)
+			r, isR := As[TimeoutReporter](p)
 			if isR != tc.report {
 				t.Fatalf("TimeoutReporter: %v, want %v", isR, tc.report)
 			}
@@ -117,7 +117,7 @@ func TestMeasureKeepsOptionalInterfaces(t *testing.T) {
 				}
 				want++
 			}
-			c, isC := p.(TemplateChecker)
+			c, isC := As[TemplateChecker](p)
 			if isC != tc.checks {
 				t.Fatalf("TemplateChecker: %v, want %v", isC, tc.checks)
 			}
@@ -145,6 +145,7 @@ func TestProviderErrorKind(t *testing.T) {
 		{Transientf("pause", "sb", time.Second, "429"), ProviderErrorTransient},
 		// A transient error caused by a deadline is transient: the kind wins.
 		{NewProviderError(ErrProviderTransient, "get", "sb", context.DeadlineExceeded), ProviderErrorTransient},
+		{NewProviderError(ErrCheckpointGone, "get_snapshot", "", nil), ProviderErrorGone},
 		{fmt.Errorf("get: %w", context.DeadlineExceeded), ProviderErrorTimeout},
 		{context.Canceled, ""},
 		{fmt.Errorf("bad api key"), ProviderErrorOther},
@@ -172,7 +173,7 @@ func TestServiceWrapsProvidersOnlyWithMetrics(t *testing.T) {
 		if got == Provider(p) {
 			t.Errorf("providerFor(%q): not wrapped with metrics", name)
 		}
-		if _, ok := got.(TimeoutReporter); !ok {
+		if !Has[TimeoutReporter](got) {
 			t.Errorf("providerFor(%q): lost TimeoutReporter", name)
 		}
 	}
@@ -183,7 +184,7 @@ func TestServiceWrapsProvidersOnlyWithMetrics(t *testing.T) {
 // as every Lambda function's is, must still start apps).
 func TestMeasureKeepsCommandRunner(t *testing.T) {
 	p := measure(stubRunner{stubProvider{nil}}, &countingMetrics{errors: map[string]int{}})
-	if _, ok := p.(CommandRunner); !ok {
+	if !Has[CommandRunner](p) {
 		t.Error("measure dropped CommandRunner")
 	}
 }

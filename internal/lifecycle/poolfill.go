@@ -389,7 +389,7 @@ func (s *Service) bringUpSpare(ctx context.Context, provider Provider, pool Pool
 		return sp.PreviewURL, nil
 	}
 	base := sp.PreviewURL
-	runner, _ := provider.(CommandRunner)
+	runner, _ := As[CommandRunner](provider)
 	if runner != nil {
 		pctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
 		u, err := runner.PortURL(pctx, sp.SandboxID, app.Port)

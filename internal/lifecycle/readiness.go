@@ -192,7 +192,7 @@ func (s *Service) BringUp(ctx context.Context, id string) (BringUpOutcome, error
 	run := sess.StateChangedAt
 	deadline := run.Add(sess.App.ReadyTimeout)
 	url := readyURL(sess.PreviewURL, sess.App.ReadyPath)
-	runner, _ := s.provider(sess).(CommandRunner)
+	runner, _ := As[CommandRunner](s.provider(sess))
 	started := runner == nil // a provider without a command API serves the app itself
 	if runner != nil {
 		pctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
@@ -372,7 +372,7 @@ func (s *Service) probeReady(ctx context.Context, runner CommandRunner, url stri
 // app and its provider can map ports, else fallback (the sandbox's own
 // preview URL). A failure to map is logged and falls back.
 func (s *Service) appPreviewURL(ctx context.Context, sess *Session, fallback string) string {
-	runner, ok := s.provider(sess).(CommandRunner)
+	runner, ok := As[CommandRunner](s.provider(sess))
 	if sess.App == nil || !ok || sess.SandboxID == "" {
 		return fallback
 	}

@@ -62,7 +62,7 @@ type identityMarker struct {
 // sess.Marked false (logged): the next resume is not verified.
 func (s *Service) writeMarker(ctx context.Context, sess *Session, sandboxID, checkpointID string) {
 	sess.Marked = false
-	f, ok := s.provider(sess).(Files)
+	f, ok := As[Files](s.provider(sess))
 	if !ok {
 		s.log().DebugContext(ctx, "no identity marker: the provider has no file API",
 			"session_id", sess.ID, "provider", s.provider(sess).Name())
@@ -88,7 +88,7 @@ func (s *Service) writeMarker(ctx context.Context, sess *Session, sandboxID, che
 // or LostPartial. Errors: the read could not say (transient, or a gone
 // that observe has not confirmed): never a loss.
 func (s *Service) checkMarker(ctx context.Context, sess *Session) (string, error) {
-	f, ok := s.provider(sess).(Files)
+	f, ok := As[Files](s.provider(sess))
 	if !sess.Marked || !ok {
 		return "", nil
 	}

@@ -103,7 +103,7 @@ func (s *Service) refreshProviderTimeout(ctx context.Context, sess *Session, now
 	pctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
 	defer cancel()
 	expires, err := now.Add(timeout), error(nil)
-	if r, ok := s.provider(sess).(TimeoutReporter); ok {
+	if r, ok := As[TimeoutReporter](s.provider(sess)); ok {
 		expires, err = r.SetTimeoutUntil(pctx, sess.SandboxID, timeout)
 	} else {
 		err = s.provider(sess).SetTimeout(pctx, sess.SandboxID, timeout)

@@ -17,7 +17,7 @@ type TemplateChecker interface {
 // checkTemplate asks the provider of the new session sess about its
 // template when that provider can say.
 func (s *Service) checkTemplate(ctx context.Context, sess *Session) error {
-	if c, ok := s.provider(sess).(TemplateChecker); ok {
+	if c, ok := As[TemplateChecker](s.provider(sess)); ok {
 		return c.CheckTemplate(ctx, sess.Template)
 	}
 	return nil

@@ -61,7 +61,8 @@ var errBadJob = errors.New("malformed checkpoint job")
 // id. What the job's other fields must hold is RunCheckpointJob's to say.
 func check(job lifecycle.CheckpointJob) error {
 	switch job.Op {
-	case lifecycle.CheckpointOpSave, lifecycle.CheckpointOpRestore, lifecycle.CheckpointOpFork, lifecycle.CheckpointOpDelete:
+	case lifecycle.CheckpointOpSave, lifecycle.CheckpointOpRestore, lifecycle.CheckpointOpFork, lifecycle.CheckpointOpDelete,
+		lifecycle.CheckpointOpDeleteArchive:
 	default:
 		return fmt.Errorf("%w: op %q", errBadJob, job.Op)
 	}
