@@ -170,6 +170,7 @@ func LearnedMarkdown(cfg Config, rows []LearnedRow) string {
 	train := rows[0]
 	w("### %s, seed %d (the trace the settings were chosen on)\n\n", train.Shape, train.Seed)
 	policyTable(w, train.Policies)
+	causeTable(w, train.Policies)
 	waitTable(w, cfg, train.Policies)
 	accountTable(w, train.Policies)
 	w("\n### Targets, per trace\n\n")

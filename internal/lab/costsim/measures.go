@@ -19,6 +19,8 @@ type Measures struct {
 	Overall     MeasureSet
 	// Accounts holds each account's figures, by name, sorted.
 	Accounts []AccountMeasures
+	// IdleBy is Result.IdleBy: the idle-running time by cause.
+	IdleBy map[IdleCause]time.Duration
 }
 
 // AccountMeasures is one account's MeasureSet.
@@ -94,7 +96,7 @@ func measure(cfg Config, tr Trace, res Result) Measures {
 		m.ActiveMinutes += active.Minutes()
 		m.OptimumMinutes += (active + opt + b).Minutes()
 	}
-	out := Measures{Scenario: res.Scenario, Interrupted: res.Interrupted}
+	out := Measures{Scenario: res.Scenario, Interrupted: res.Interrupted, IdleBy: res.IdleBy}
 	all := &out.Overall
 	var leads []time.Duration
 	for _, name := range sortedKeys(base) {
