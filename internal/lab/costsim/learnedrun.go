@@ -189,7 +189,7 @@ func LearnedMarkdown(cfg Config, rows []LearnedRow) string {
 		"optimum (≤ %.2f overall, ≤ %.0f on the worst account), pre-resume precision (≥ %.1f) and recall (≥ %.1f). "+
 		"Waited counts are on the first provider profile (%s); the p95 check is on every profile.\n\n",
 		100*targetIdleCut, targetCostOverall, targetCostAccount, targetPrecision, targetRecall, cfg.Providers[0].Name)
-	w("| trace | seed | idle cut | waited Δ (p75 account Δ) | p95 | cost × opt (worst account) | precision | recall | target |\n")
+	w("| trace | seed | idle cut | waited Δ (p75 account Δ) | p95 | cost × opt (worst account; bound at the floor) | precision | recall | target |\n")
 	w("|---|---:|---:|---:|---|---:|---:|---:|---|\n")
 	met := 0
 	for _, r := range rows {
@@ -207,9 +207,9 @@ func LearnedMarkdown(cfg Config, rows []LearnedRow) string {
 		if v.Met() {
 			met++
 		}
-		w("| %s | %d | %.1f %% %s | %+d (%+d) %s | %s | %.2f (%s %.2f) %s | %.2f | %.2f | %s |\n", name, r.Seed,
+		w("| %s | %d | %.1f %% %s | %+d (%+d) %s | %s | %.2f (%s %.2f; %.2f) %s | %.2f | %.2f | %s |\n", name, r.Seed,
 			100*v.IdleCut, mark(v.idleOK()), v.WaitedDelta[0], v.AccountP75[0], mark(v.waitsOK()), p95,
-			v.CostRatio, v.WorstAccount, v.WorstAccountRatio, mark(v.costOK()), v.Precision, v.Recall,
+			v.CostRatio, v.WorstAccount, v.WorstAccountRatio, v.FloorBound, mark(v.costOK()), v.Precision, v.Recall,
 			map[bool]string{true: "met", false: "not met"}[v.Met()])
 	}
 	w("\nEvery part met on %d of %d traces.\n", met, len(rows))
@@ -227,8 +227,11 @@ func policyTable(w func(string, ...any), ms []Measures) {
 			numfmt.Thousands(o.Returns), numfmt.Thousands(o.Waits[0].Waited), numfmt.Thousands(o.Pauses), m.Interrupted, o.CostRatio(),
 			numfmt.Thousands(o.PreResumes), o.Precision(), o.Recall())
 	}
-	w("\nClairvoyant optimum: %s running minutes at B (active floor %s).\n",
-		numfmt.Thousands(int(ms[0].Overall.OptimumMinutes+0.5)), numfmt.Thousands(int(ms[0].Overall.ActiveMinutes+0.5)))
+	o := ms[0].Overall
+	w("\nClairvoyant optimum: %s running minutes at B (active floor %s). A clairvoyant policy that must wait the "+
+		"learned floor before a pause costs %.3f× it; with the pause half the coalescing window past the floor, %.3f×: "+
+		"no policy here can do better.\n", numfmt.Thousands(int(o.OptimumMinutes+0.5)), numfmt.Thousands(int(o.ActiveMinutes+0.5)),
+		ratio(o.FloorOptimumMinutes, o.OptimumMinutes), ratio(o.WindowOptimumMinutes, o.OptimumMinutes))
 }
 
 func waitTable(w func(string, ...any), cfg Config, ms []Measures) {
