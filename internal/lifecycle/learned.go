@@ -74,9 +74,9 @@ type LearnedPolicy struct {
 	// returns + Prior × the account's distribution) / (n + Prior).
 	Prior int
 	// PreResumeLead is how long before a window's head a pre-resume
-	// starts: the slowest provider's resume to ready (about 3.2 s on
-	// Daytona and Vercel Sandbox, docs/providers) plus a pause timer's
-	// rounding and lateness (about 2 s), with margin (ours: 10 s).
+	// starts: the slowest provider's resume to ready (about 3.2 s in the
+	// cost replay's profiles, Daytona's and Vercel Sandbox's) plus a pause
+	// timer's rounding and lateness (about 2 s), with margin (ours: 10 s).
 	PreResumeLead time.Duration
 	// MaxWindow is the widest window worth a pre-resume: a pre-resumed
 	// sandbox may run idle that long waiting for its user (ours: 10 min,
