@@ -17,7 +17,7 @@ import (
 
 // The learned idle policy's histograms (docs/COST.md): one small item per
 // key, pk "IDLE#<key>" sk "IDLE", the histogram binary-encoded
-// (lifecycle.IdleHistogram.MarshalBinary: at most 966 bytes, so an item
+// (lifecycle.IdleHistogram.MarshalBinary: at most 969 bytes, so an item
 // stays within one 1 KB write unit with its key and version).
 const idleSort = "IDLE"
 

@@ -39,6 +39,25 @@ type IdleHistogram struct {
 	// (at most 8).
 	Outcomes    uint8
 	Predictions uint8
+	// Ends counts pauses for idleness or absence that no return has
+	// followed yet: sessions their users may have left for good
+	// (RecordPause, RecordBack). Only a user key's histogram counts them.
+	Ends uint16
+}
+
+// RecordPause records a pause for idleness or absence of a session of
+// the key: an end until a return follows it (RecordBack).
+func (h *IdleHistogram) RecordPause() {
+	if h.Ends < 1<<16-1 {
+		h.Ends++
+	}
+}
+
+// RecordBack records a return that followed a pause (RecordPause).
+func (h *IdleHistogram) RecordBack() {
+	if h.Ends > 0 {
+		h.Ends--
+	}
 }
 
 // Observe records a return after gap; a gap shorter than MinReturnGap is
@@ -59,6 +78,7 @@ func (h *IdleHistogram) Observe(gap time.Duration) bool {
 			h.Counts[i] /= 2
 		}
 		h.Over /= 2
+		h.Ends /= 2
 	}
 	return true
 }
@@ -93,15 +113,17 @@ func (h *IdleHistogram) RecentMisses(n int) int {
 	return misses
 }
 
-// idleHistogramVersion is the first byte of an encoded histogram.
-const idleHistogramVersion = 1
+// idleHistogramVersion is the first byte of an encoded histogram: 2 since
+// Ends; version 1 (no Ends) still decodes.
+const idleHistogramVersion = 2
 
 // MarshalBinary encodes h compactly: a version byte, the outcomes, then
-// Over and each non-empty bin as (index delta, count) unsigned varints.
-// An encoding is at most 1 + 2 + 3 + 240 × 4 = 966 bytes.
+// Over, Ends and each non-empty bin as (index delta, count) unsigned
+// varints. An encoding is at most 1 + 2 + 3 + 3 + 240 × 4 = 969 bytes.
 func (h *IdleHistogram) MarshalBinary() ([]byte, error) {
 	b := []byte{idleHistogramVersion, h.Outcomes, h.Predictions}
 	b = binary.AppendUvarint(b, uint64(h.Over))
+	b = binary.AppendUvarint(b, uint64(h.Ends))
 	last := -1
 	for i, c := range h.Counts {
 		if c == 0 {
@@ -118,9 +140,10 @@ func (h *IdleHistogram) MarshalBinary() ([]byte, error) {
 // Errors: invalid for an encoding it did not make.
 func (h *IdleHistogram) UnmarshalBinary(b []byte) error {
 	bad := Errorf(CodeInvalid, "idle histogram encoding is malformed")
-	if len(b) < 3 || b[0] != idleHistogramVersion {
+	if len(b) < 3 || (b[0] != 1 && b[0] != idleHistogramVersion) {
 		return bad
 	}
+	version := b[0]
 	var out IdleHistogram
 	out.Outcomes, out.Predictions = b[1], min(b[2], 8)
 	b = b[3:]
@@ -137,6 +160,13 @@ func (h *IdleHistogram) UnmarshalBinary(b []byte) error {
 		return bad
 	}
 	out.Over = uint16(over)
+	if version >= 2 {
+		ends, ok := next(1<<16 - 1)
+		if !ok {
+			return bad
+		}
+		out.Ends = uint16(ends)
+	}
 	i := -1
 	for len(b) > 0 {
 		d, ok1 := next(IdleBins)

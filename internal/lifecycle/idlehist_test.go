@@ -63,7 +63,7 @@ func TestIdleHistogramEncoding(t *testing.T) {
 	for i := 1; i < lifecycle.IdleBins; i++ {
 		h.Counts[i] = uint16(60000 + i)
 	}
-	h.Over, h.Outcomes, h.Predictions = 65535, 0b1010, 4
+	h.Over, h.Outcomes, h.Predictions, h.Ends = 65535, 0b1010, 4, 65535
 	b, err := h.MarshalBinary()
 	if err != nil {
 		t.Fatal(err)
@@ -78,6 +78,16 @@ func TestIdleHistogramEncoding(t *testing.T) {
 	if got != h {
 		t.Errorf("round trip changed the histogram")
 	}
+	t.Run("Version1", func(t *testing.T) {
+		// Before Ends: version 1, Over then the bins.
+		var v1 lifecycle.IdleHistogram
+		if err := v1.UnmarshalBinary([]byte{1, 0b1, 1, 3, 5, 7}); err != nil {
+			t.Fatal(err)
+		}
+		if v1.Over != 3 || v1.Counts[4] != 7 || v1.Ends != 0 || v1.Predictions != 1 {
+			t.Errorf("version 1 decoded to over %d, bin 4 %d, ends %d", v1.Over, v1.Counts[4], v1.Ends)
+		}
+	})
 	var empty lifecycle.IdleHistogram
 	b, _ = empty.MarshalBinary()
 	if len(b) > 8 {
@@ -96,5 +106,29 @@ func TestIdleHistogramEncoding(t *testing.T) {
 				t.Fatalf("err = %v, want invalid", err)
 			}
 		})
+	}
+}
+
+func TestIdleHistogramEnds(t *testing.T) {
+	var h lifecycle.IdleHistogram
+	h.RecordPause()
+	h.RecordPause()
+	h.RecordBack()
+	if got, want := h.Ends, uint16(1); got != want {
+		t.Errorf("ends = %d, want %d", got, want)
+	}
+	h.RecordBack()
+	h.RecordBack() // more returns than pauses (a pause not counted): never below 0
+	if got := h.Ends; got != 0 {
+		t.Errorf("ends = %d, want 0", got)
+	}
+	for range 40 {
+		h.RecordPause()
+	}
+	for range 256 {
+		h.Observe(5 * time.Minute)
+	}
+	if got, want := h.Ends, uint16(20); got != want {
+		t.Errorf("ends after the decay = %d, want %d (halved with the bins)", got, want)
 	}
 }

@@ -32,16 +32,17 @@ const (
 	// WhyCap: the idle timeout is at or below the learned policy's floor,
 	// and the idle timeout, the customer's cap, wins.
 	WhyCap PlanWhy = "cap"
-	// WhyThin: the histogram holds too few returns to learn from: the
-	// break-even timeout.
+	// WhyThin: every histogram of the key chain holds too few returns to
+	// learn from: the break-even timeout.
 	WhyThin PlanWhy = "thin"
-	// WhyMissed: the last pre-resume predictions missed: the break-even
-	// timeout, no pre-resume.
+	// WhyMissed: the last pre-resume predictions missed: the deadline
+	// chosen without pre-resumes, and none.
 	WhyMissed PlanWhy = "missed"
-	// WhyLearned: kept alive to the tail of the user's gaps below the cap.
+	// WhyLearned: the deadline of least expected cost under the user's
+	// distribution of gaps (LearnedPolicy.Plan).
 	WhyLearned PlanWhy = "learned"
-	// WhyPredicted: as learned, and the user's longer gaps are regular
-	// enough to pre-resume before the predicted return.
+	// WhyPredicted: as learned, with a pre-resume before the predicted
+	// return: the user's longer gaps are regular enough to pay for it.
 	WhyPredicted PlanWhy = "predicted"
 )
 
@@ -55,52 +56,62 @@ type LearnedPolicy struct {
 	// BreakEven is B/r: what a pause and its resume cost, in running
 	// time. Waiting it out, then pausing, costs at most twice the
 	// clairvoyant optimum (the ski-rental bound); it is the timeout while
-	// the histogram is thin or its predictions miss. Ours: 2 min
-	// (docs/COST.md "The break-even time").
+	// every histogram is thin. Ours: 2 min (docs/COST.md "The break-even
+	// time").
 	BreakEven time.Duration
-	// MinReturns: a histogram with fewer returns is thin (ours: 6; keepAlive
-	// stretches the timeout of a histogram with few returns).
+	// WaitCost is what a return that meets a paused sandbox is worth
+	// against running time: the plan weighs each expected wait at it
+	// (ours: 5 min, chosen on the training trace of docs/COST.md so that
+	// the learned policy makes no more returns wait than the fixed timer,
+	// overall and in three accounts of four).
+	WaitCost time.Duration
+	// MinReturns: a histogram with fewer returns is thin (ours: 6). While
+	// every histogram of the chain is thin the plan is the break-even
+	// timeout.
 	MinReturns int
-	// TailShare is the share of returns the learned timeout may leave to
-	// wait among those the idle timeout would have kept (ours: 0.01, the
-	// hybrid policy's 99th percentile); also the tail of a pre-resume
-	// window.
-	TailShare float64
-	// HeadShare is the share of the longer gaps that may end before a
-	// pre-resume (ours: 0.05, the hybrid policy's 5th percentile).
-	HeadShare float64
-	// PreResumeLead is how long before the window's head a pre-resume
-	// starts: the resume to ready and a timer's lateness (ours: 15 s).
+	// Prior is how many returns the next histogram of the chain weighs in
+	// a user's distribution (ours: 4): a user with n returns is (n
+	// returns + Prior × the account's distribution) / (n + Prior).
+	Prior int
+	// PreResumeLead is how long before a window's head a pre-resume
+	// starts: the slowest provider's resume to ready (about 3.2 s in the
+	// cost replay's profiles, Daytona's and Vercel Sandbox's) plus a pause
+	// timer's rounding and lateness (about 2 s), with margin (ours: 10 s).
 	PreResumeLead time.Duration
 	// MaxWindow is the widest window worth a pre-resume: a pre-resumed
 	// sandbox may run idle that long waiting for its user (ours: 10 min,
 	// the default idle timeout).
 	MaxWindow time.Duration
-	// MinFar is the fewest longer gaps a window is drawn from (ours: 6).
+	// MinFar is the fewest returns of a histogram inside a window before
+	// it is acted on (ours: 4).
 	MinFar int
-	// MissLimit: this many misses among the last four predictions fall
-	// back to the break-even timeout (ours: 2).
+	// Precision is the least share of a window's pre-resumes that its
+	// histogram says meet their user: of the returns after the window's
+	// head and the ends (IdleHistogram.Ends), those inside it (ours: 0.8;
+	// on the training trace the windows that pay are above it anyway).
+	Precision float64
+	// MissLimit: this many misses among the last four predictions stop
+	// the pre-resumes (ours: 2).
 	MissLimit int
 }
 
 // DefaultLearnedPolicy returns the settings above.
 func DefaultLearnedPolicy() LearnedPolicy {
 	return LearnedPolicy{
-		Floor: time.Minute, BreakEven: 2 * time.Minute, MinReturns: 6,
-		TailShare: 0.01, HeadShare: 0.05, PreResumeLead: 15 * time.Second,
-		MaxWindow: 10 * time.Minute, MinFar: 6, MissLimit: 2,
+		Floor: time.Minute, BreakEven: 2 * time.Minute, WaitCost: 5 * time.Minute, MinReturns: 6, Prior: 4,
+		PreResumeLead: 10 * time.Second, MaxWindow: 10 * time.Minute, MinFar: 4, Precision: 0.8, MissLimit: 2,
 	}
 }
 
 // Validate reports whether p can plan. Errors: plain, naming the field.
 func (p LearnedPolicy) Validate() error {
 	switch {
-	case p.Floor < MinReturnGap || p.BreakEven <= 0:
-		return fmt.Errorf("learned idle policy: floor at least %v and break-even positive", MinReturnGap)
-	case p.MinReturns < 1 || p.MinFar < 1 || p.MissLimit < 1 || p.MissLimit > 4:
-		return fmt.Errorf("learned idle policy: min returns and min far at least 1, miss limit 1..4")
-	case p.TailShare < 0 || p.TailShare >= 1 || p.HeadShare < 0 || p.HeadShare >= 1:
-		return fmt.Errorf("learned idle policy: tail and head shares in [0, 1)")
+	case p.Floor < MinReturnGap || p.BreakEven <= 0 || p.WaitCost < 0:
+		return fmt.Errorf("learned idle policy: floor at least %v, break-even positive, wait cost not negative", MinReturnGap)
+	case p.MinReturns < 1 || p.MinFar < 1 || p.Prior < 0 || p.MissLimit < 1 || p.MissLimit > 4:
+		return fmt.Errorf("learned idle policy: min returns and min far at least 1, prior not negative, miss limit 1..4")
+	case p.Precision <= 0 || p.Precision > 1:
+		return fmt.Errorf("learned idle policy: precision in (0, 1]")
 	case p.PreResumeLead < 0 || p.MaxWindow <= 0:
 		return fmt.Errorf("learned idle policy: lead not negative, max window positive")
 	}
@@ -158,183 +169,180 @@ func (p IdlePlan) Outcome(gap time.Duration, preResumed bool) Outcome {
 }
 
 // Plan returns the idle plan of a session whose idle timeout (the
-// customer's cap) is capT, from the first histogram of chain that is not
-// thin (the user key's, then the account's, then the template's; nil
-// entries are skipped):
+// customer's cap) is capT, from the histograms of its key chain (the user
+// key's, then the account's, then the template's; nil entries are
+// skipped):
 //
 //   - capT at or below Floor: capT (WhyCap);
-//   - every histogram thin, or the chosen one's last predictions missing
-//     (MissLimit of the last four): BreakEven, clamped to Floor..capT
-//     (WhyThin, WhyMissed);
-//   - else the learned timeout: the least whole minute e ≥ Floor such
-//     that the returns after a gap in [e, capT) are at most TailShare of
-//     all: the idle timeout's waits plus at most that share (WhyLearned).
-//     The returns after e are the longer gaps; when at least MinFar of
-//     them fall in a window from their HeadShare to their 1-TailShare
-//     quantile no wider than MaxWindow, and that window starts after the
-//     pause, the plan pre-resumes PreResumeLead before its head and
-//     keeps the sandbox waiting to its end (WhyPredicted).
+//   - every histogram thin: BreakEven, clamped to Floor..capT (WhyThin);
+//   - else the pause deadline e, a whole minute from Floor to capT (or
+//     capT), that minimises the expected cost of a gap under the user's
+//     distribution (the ski rental with a learned distribution): a gap
+//     shorter than e costs itself, a longer one e + BreakEven + WaitCost
+//     (the pause and resume, and a return that waits). The user's
+//     distribution is the user key's returns plus Prior returns' weight
+//     of the next histogram's distribution, and so down the chain: a user
+//     with few returns leans on the account's, the account on the
+//     template's (WhyLearned; Level is the first histogram that is not
+//     thin).
+//   - a pre-resume window [a, b) of whole minutes after e, from the
+//     histogram at Level, lowers the cost of the gaps it holds: a return
+//     inside it does not wait and costs its time since the pre-resume; a
+//     return after it costs the window and another pause. The window that
+//     lowers the expected cost most, among those no wider than MaxWindow
+//     holding MinFar returns and at least Precision of the returns after
+//     its head, is taken with the e that suits it best (WhyPredicted).
+//     When MissLimit of the last four predictions missed, e is chosen
+//     without windows and the window after it is only judged (WhyMissed).
 func (p LearnedPolicy) Plan(capT time.Duration, chain ...*IdleHistogram) IdlePlan {
 	if capT <= p.Floor {
 		return IdlePlan{Why: WhyCap, PauseAfter: capT}
 	}
-	breakEven := min(max(p.BreakEven, p.Floor), capT)
-	for level, h := range chain {
-		if h == nil {
-			continue
+	level, n := -1, 0
+	for l, h := range chain {
+		if h != nil && h.Returns() >= p.MinReturns {
+			level, n = l, h.Returns()
+			break
 		}
-		n := h.Returns()
-		if n < p.MinReturns {
-			continue
-		}
-		plan := p.learn(h, n, capT)
-		plan.Level, plan.Returns = level, n
-		if h.RecentMisses(4) >= p.MissLimit && plan.PreResumeAfter > 0 {
-			// The window is not trusted: the longer gaps get the
-			// break-even timeout, the shorter ones still their keep-alive.
-			plan.Why, plan.PauseAfter, plan.PreResume = WhyMissed, max(plan.PauseAfter, breakEven), false
-		}
-		return plan
 	}
-	return IdlePlan{Why: WhyThin, PauseAfter: breakEven, Level: -1}
-}
-
-// learn is Plan on one histogram holding n returns.
-func (p LearnedPolicy) learn(h *IdleHistogram, n int, capT time.Duration) IdlePlan {
-	capBin := min(int(capT/IdleBin), IdleBins) // bins below it return before the cap
-	first := min(int((p.Floor+IdleBin-1)/IdleBin), capBin)
-	plan := IdlePlan{Why: WhyLearned, PauseAfter: max(p.keepAlive(h, n, first, capBin, capT), p.Floor)}
-	e := min(int((plan.PauseAfter+IdleBin-1)/IdleBin), IdleBins)
-	if a, b, ok := p.window(h, e); ok {
-		start := time.Duration(a)*IdleBin - p.PreResumeLead
-		if start > plan.PauseAfter {
-			plan.Why, plan.PreResume = WhyPredicted, true
-			plan.PreResumeAfter, plan.PreResumeKeep = start, time.Duration(b-a)*IdleBin+p.PreResumeLead
+	if level < 0 {
+		return IdlePlan{Why: WhyThin, PauseAfter: min(max(p.BreakEven, p.Floor), capT), Level: -1}
+	}
+	first := int((p.Floor + IdleBin - 1) / IdleBin)
+	capBin := min(int(capT/IdleBin), IdleBins) // whole minutes below the cap
+	win := p.windows(chain[level], n, first)
+	missed := chain[level].RecentMisses(4) >= p.MissLimit
+	e, w := p.deadline(p.blend(chain), first, capBin, capT, win, !missed)
+	plan := IdlePlan{Why: WhyLearned, PauseAfter: capT, Level: level, Returns: n}
+	if e < capBin {
+		plan.PauseAfter = max(time.Duration(e)*IdleBin, p.Floor)
+	}
+	if missed {
+		w = win.from(e + 1)
+	}
+	if w.ok {
+		plan.PreResumeAfter = time.Duration(w.a)*IdleBin - p.PreResumeLead
+		plan.PreResumeKeep = time.Duration(w.b-w.a)*IdleBin + p.PreResumeLead
+		plan.Why, plan.PreResume = WhyPredicted, true
+		if missed {
+			plan.Why, plan.PreResume = WhyMissed, false
 		}
 	}
 	return plan
 }
 
-// keepAlive returns the learned timeout: the least whole minute e ≥ first
-// such that the returns after a gap in [e, capBin) are at most TailShare
-// of all n. A handful of returns cannot show a 1 % tail: while the
-// returns below the cap are fewer than that share needs, the timeout is
-// their largest gap stretched by a log-normal fitted to them, out to the
-// quantile the share asks for (never past capT).
-func (p LearnedPolicy) keepAlive(h *IdleHistogram, n, first, capBin int, capT time.Duration) time.Duration {
-	allowed := p.TailShare * float64(n)
-	var tail float64
-	near, last := 0, -1
-	var sum, sq float64 // of ln(bin midpoint in minutes), below the cap
-	for i := 1; i < capBin; i++ {
-		c := float64(h.Counts[i])
-		if c == 0 {
+// idleDist is a distribution of gaps over the histogram's bins, the last
+// entry the returns out of bounds.
+type idleDist [IdleBins + 1]float64
+
+// blend returns the user's distribution of gaps: from the last histogram
+// of chain to the first, each one's returns plus Prior returns' weight of
+// the distribution so far.
+func (p LearnedPolicy) blend(chain []*IdleHistogram) *idleDist {
+	var d idleDist
+	have := false
+	for i := len(chain) - 1; i >= 0; i-- {
+		h := chain[i]
+		if h == nil || h.Returns() == 0 {
 			continue
 		}
-		if i >= first {
-			tail += c
+		prior := 0.0
+		if have {
+			prior = float64(p.Prior)
 		}
-		near += int(h.Counts[i])
-		last = i
-		l := math.Log(float64(i) + 0.5)
-		sum, sq = sum+c*l, sq+c*l*l
+		inv := 1 / (float64(h.Returns()+int(h.Ends)) + prior)
+		for b := range IdleBins {
+			d[b] = (float64(h.Counts[b]) + prior*d[b]) * inv
+		}
+		d[IdleBins] = (float64(h.Over) + float64(h.Ends) + prior*d[IdleBins]) * inv
+		have = true
 	}
-	e := first
-	for ; e < capBin && tail > allowed; e++ {
-		tail -= float64(h.Counts[e])
-	}
-	if e >= capBin {
-		return capT
-	}
-	keep := time.Duration(e) * IdleBin
-	if near < 2 || last < first {
-		return keep
-	}
-	// The share of near returns that may run past the timeout, against
-	// what the largest of near returns shows (about 1/(near+1)).
-	share := min(allowed/float64(near), 0.5)
-	seen := 1 / float64(near+1)
-	if share >= seen {
-		return keep
-	}
-	mean := sum / float64(near)
-	// A few returns may sit close together by chance: the spread is taken
-	// as at least minSigma.
-	sigma := max(math.Sqrt(max(sq/float64(near)-mean*mean, 0)), minSigma)
-	stretch := math.Exp(sigma * (normalQuantile(1-share) - normalQuantile(1-seen)))
-	ext := time.Duration(float64(last+1) * stretch * float64(IdleBin)).Truncate(IdleBin)
-	if ext >= time.Duration(capBin)*IdleBin {
-		return capT
-	}
-	return max(keep, ext)
+	return &d
 }
 
-// minSigma is the least spread keepAlive assumes of the logarithm of a
-// user's gaps: 0.7, about what a user's own short gaps show in the trace
-// of people (docs/COST.md: 0.7 to 0.9 within a user).
-const minSigma = 0.7
-
-// window returns the pre-resume window [a, b) in whole minutes for the
-// returns after a gap of e minutes or more (the longer gaps), if they are
-// regular: the MaxWindow-wide run of bins holding the most of them, when
-// it holds at least half of them and MinFar, trimmed to its HeadShare and
-// 1-TailShare quantiles.
-func (p LearnedPolicy) window(h *IdleHistogram, e int) (a, b int, ok bool) {
-	far := int(h.Over)
-	for i := e; i < IdleBins; i++ {
-		far += int(h.Counts[i])
+// deadline returns the pause deadline in whole minutes (capBin: the cap
+// itself) minimising the expected cost of a gap under d, and the window
+// taken with it when withWindows.
+func (p LearnedPolicy) deadline(d *idleDist, first, capBin int, capT time.Duration, win windowSet, withWindows bool) (int, window) {
+	b, lambda := p.BreakEven.Minutes(), p.WaitCost.Minutes()
+	var below, moment [IdleBins + 1]float64 // mass and mass × minutes of the bins below i
+	for i := range IdleBins {
+		below[i+1] = below[i] + d[i]
+		moment[i+1] = moment[i] + d[i]*(float64(i)+0.5)
 	}
-	w := max(int(p.MaxWindow/IdleBin), 1)
-	best, bestAt, run := 0, -1, 0
-	for i := e; i < IdleBins; i++ {
-		run += int(h.Counts[i])
-		if i-w >= e {
-			run -= int(h.Counts[i-w])
+	total := below[IdleBins] + d[IdleBins]
+	cost := func(e int, at float64) float64 { return moment[e] + (total-below[e])*(at+b+lambda) }
+	var bestE int
+	var bestW window
+	best := math.Inf(1)
+	for e := min(first, capBin); e <= capBin; e++ { // the least e of equal cost
+		at := float64(e)
+		if e == capBin {
+			at = capT.Minutes()
 		}
-		if run > best {
-			best, bestAt = run, max(i-w+1, e)
+		c, w := cost(e, at), window{}
+		if withWindows {
+			if w = win.from(e + 1); w.ok {
+				c -= w.value
+			}
 		}
-	}
-	if best < p.MinFar || 2*best < far {
-		return 0, 0, false
-	}
-	headAt, tailAt := p.HeadShare*float64(best), (1-p.TailShare)*float64(best)
-	a, b = -1, -1
-	cum := 0
-	for i := bestAt; i < bestAt+w && i < IdleBins && b < 0; i++ {
-		cum += int(h.Counts[i])
-		if a < 0 && float64(cum) > headAt {
-			a = i
-		}
-		if float64(cum) >= tailAt {
-			b = i + 1
+		if c < best-1e-9 {
+			best, bestE, bestW = c, e, w
 		}
 	}
-	return a, b, a >= 0 && b > a
+	return bestE, bestW
 }
 
-// normalQuantile is the standard normal's quantile function (Acklam's
-// rational approximation, relative error below 1.2e-9), for 0 < q < 1.
-func normalQuantile(q float64) float64 {
-	const (
-		a1, a2, a3, a4, a5, a6 = -3.969683028665376e+01, 2.209460984245205e+02, -2.759285104469687e+02, 1.383577518672690e+02, -3.066479806614716e+01, 2.506628277459239e+00
-		b1, b2, b3, b4, b5     = -5.447609879822406e+01, 1.615858368580409e+02, -1.556989798598866e+02, 6.680131188771972e+01, -1.328068155288572e+01
-		c1, c2, c3, c4, c5, c6 = -7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e+00, -2.549732539343734e+00, 4.374664141464968e+00, 2.938163982698783e+00
-		d1, d2, d3, d4         = 7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00, 3.754408661907416e+00
-		low                    = 0.02425
-	)
-	switch {
-	case q < low:
-		r := math.Sqrt(-2 * math.Log(q))
-		return (((((c1*r+c2)*r+c3)*r+c4)*r+c5)*r + c6) / ((((d1*r+d2)*r+d3)*r+d4)*r + 1)
-	case q > 1-low:
-		r := math.Sqrt(-2 * math.Log(1-q))
-		return -(((((c1*r+c2)*r+c3)*r+c4)*r+c5)*r + c6) / ((((d1*r+d2)*r+d3)*r+d4)*r + 1)
-	default:
-		r := q - 0.5
-		t := r * r
-		return (((((a1*t+a2)*t+a3)*t+a4)*t+a5)*t + a6) * r / (((((b1*t+b2)*t+b3)*t+b4)*t+b5)*t + 1)
+// window is a pre-resume window [a, b) in whole minutes and what it
+// lowers the expected cost of a gap by, in minutes.
+type window struct {
+	a, b  int
+	value float64
+	ok    bool
+}
+
+// windowSet holds, for each start minute, the best window starting there
+// or later.
+type windowSet []window
+
+// from returns the best window starting at minute a or later.
+func (s windowSet) from(a int) window {
+	if a < 0 || a >= len(s) {
+		return window{}
 	}
+	return s[a]
+}
+
+// windows returns the acceptable pre-resume windows of h (n returns)
+// starting after minute first: each start's best, as from reads them.
+func (p LearnedPolicy) windows(h *IdleHistogram, n, first int) windowSet {
+	set := make(windowSet, IdleBins+1)
+	var q, m [IdleBins + 1]float64 // mass and mass × minutes of the bins below i
+	n += int(h.Ends)               // an end is a gap that never ends: after every window
+	inv := 1 / float64(n)
+	for i := range IdleBins {
+		c := float64(h.Counts[i]) * inv
+		q[i+1], m[i+1] = q[i]+c, m[i]+c*(float64(i)+0.5)
+	}
+	over := float64(int(h.Over)+int(h.Ends)) * inv
+	b, lambda, lead := p.BreakEven.Minutes(), p.WaitCost.Minutes(), p.PreResumeLead.Minutes()
+	wmax := max(int(p.MaxWindow/IdleBin), 1)
+	for a := IdleBins - 1; a > first; a-- {
+		set[a] = set[a+1]
+		after := q[IdleBins] - q[a] + over
+		for w := 1; w <= wmax && a+w <= IdleBins; w++ {
+			hit := q[a+w] - q[a]
+			if hit*float64(n) < float64(p.MinFar)-1e-9 || hit < p.Precision*after {
+				continue
+			}
+			spend := m[a+w] - m[a] - float64(a)*hit + lead*hit
+			v := lambda*hit - spend - (after-hit)*(float64(w)+lead+b)
+			if v > 0 && (!set[a].ok || v > set[a].value) {
+				set[a] = window{a: a, b: a + w, value: v, ok: true}
+			}
+		}
+	}
+	return set
 }
 
 // ReasonPredicted is the transition reason of a pre-resume: a paused

@@ -52,32 +52,64 @@ func TestPlanFallsBackAlongTheChain(t *testing.T) {
 	}
 }
 
-func TestPlanKeepsAliveToTheTail(t *testing.T) {
+func TestPlanMinimisesExpectedCost(t *testing.T) {
 	p := lifecycle.DefaultLearnedPolicy()
-	// 200 returns after 2 min, 1 after 6 min (0.5 %, within the 1 %
-	// share), 30 after an hour (beyond the cap, waited for anyway).
+	// 200 returns after 2 min: keeping alive 3 min costs 2.5 min a gap,
+	// pausing at the floor 1 + B + the wait; the 30 returns after an hour
+	// wait under any deadline below the cap.
 	h := histogramOf(200, 2*time.Minute+10*time.Second)
 	h.Observe(6 * time.Minute)
-	for range 30 {
-		h.Observe(time.Hour + 17*time.Minute*time.Duration(len(h.Counts)%3))
+	for i := range 30 {
+		h.Observe(time.Hour + time.Duration(i)*3*time.Minute)
 	}
-	plan := p.Plan(10*time.Minute, h)
-	if got, want := plan.PauseAfter, 3*time.Minute; got != want {
+	if got, want := p.Plan(10*time.Minute, h).PauseAfter, 3*time.Minute; got != want {
 		t.Errorf("pause after %v, want %v", got, want)
 	}
+	t.Run("LateReturnsPauseAtTheFloor", func(t *testing.T) {
+		// Every return after 20 min or more, spread: nothing to predict,
+		// nothing worth keeping alive for.
+		late := histogramOf(3, 20*time.Minute, 45*time.Minute, 70*time.Minute, 2*time.Hour)
+		plan := p.Plan(10*time.Minute, late)
+		if plan.PauseAfter != p.Floor || plan.Why != lifecycle.WhyLearned {
+			t.Errorf("plan %+v, want the floor, learned", plan)
+		}
+	})
 	t.Run("CapIsTheCeiling", func(t *testing.T) {
-		wide := histogramOf(20, 2*time.Minute, 9*time.Minute, 20*time.Minute)
+		// Every return before the cap, spread over it: keeping alive to
+		// the cap is cheapest, and the cap is never passed.
+		wide := histogramOf(20, 2*time.Minute, 4*time.Minute, 6*time.Minute, 9*time.Minute)
 		if got, want := p.Plan(10*time.Minute, wide).PauseAfter, 10*time.Minute; got != want {
 			t.Errorf("pause after %v, want the cap %v", got, want)
 		}
+		if got, want := p.Plan(5*time.Minute, histogramOf(10, 2*time.Minute, 3*time.Minute, 4*time.Minute)).PauseAfter, 5*time.Minute; got != want {
+			t.Errorf("pause after %v, want the cap %v", got, want)
+		}
 	})
-	t.Run("FewReturnsStretch", func(t *testing.T) {
-		// Six returns between 2 and 4 min cannot show a 1 % tail: the
-		// timeout is stretched past the largest.
-		few := histogramOf(1, 2*time.Minute, 2*time.Minute+30*time.Second, 3*time.Minute, 3*time.Minute+20*time.Second,
-			3*time.Minute+40*time.Second, 4*time.Minute)
-		if got := p.Plan(30*time.Minute, few).PauseAfter; got <= 5*time.Minute {
-			t.Errorf("pause after %v, want past the largest bin (5 min)", got)
+	t.Run("EndsPauseSooner", func(t *testing.T) {
+		// Back after 2 min when back at all: with three pauses of four
+		// never followed by a return, the floor is cheaper.
+		back := histogramOf(20, 2*time.Minute+10*time.Second)
+		if got, want := p.Plan(10*time.Minute, back).PauseAfter, 3*time.Minute; got != want {
+			t.Fatalf("pause after %v, want %v", got, want)
+		}
+		for range 60 {
+			back.RecordPause()
+		}
+		if got, want := p.Plan(10*time.Minute, back).PauseAfter, p.Floor; got != want {
+			t.Errorf("with ends: pause after %v, want the floor %v", got, want)
+		}
+	})
+	t.Run("ThinUserLeansOnTheAccount", func(t *testing.T) {
+		// The account's users come back after 20 min (the floor); this
+		// user's five returns after 2 min move the deadline to 3 min.
+		account := histogramOf(100, 20*time.Minute+time.Duration(0))
+		if got := p.Plan(10*time.Minute, nil, account).PauseAfter; got != p.Floor {
+			t.Fatalf("account alone: pause after %v, want the floor", got)
+		}
+		user := histogramOf(5, 2*time.Minute+10*time.Second)
+		plan := p.Plan(10*time.Minute, user, account)
+		if plan.Level != 1 || plan.PauseAfter != 3*time.Minute {
+			t.Errorf("plan %+v: want level 1 and 3 min", plan)
 		}
 	})
 }
@@ -123,8 +155,8 @@ func TestPlanPredictsClockwork(t *testing.T) {
 		if got, want := plan.Why, lifecycle.WhyMissed; got != want {
 			t.Fatalf("why = %s, want %s", got, want)
 		}
-		if plan.PreResume || plan.PauseAfter != p.BreakEven {
-			t.Errorf("plan %+v: want no pre-resume and the break-even timeout", plan)
+		if plan.PreResume || plan.PauseAfter != p.Floor || plan.PreResumeAfter <= 0 {
+			t.Errorf("plan %+v: want the floor, no pre-resume, the window still judged", plan)
 		}
 		h.RecordOutcome(true)
 		h.RecordOutcome(true)
@@ -134,7 +166,9 @@ func TestPlanPredictsClockwork(t *testing.T) {
 		}
 	})
 	t.Run("WideIsNotPredicted", func(t *testing.T) {
-		wide := histogramOf(4, 20*time.Minute, 35*time.Minute, 50*time.Minute, 70*time.Minute)
+		// Spread over 50 min and four nights: no window holds 80 % of the
+		// returns after its head.
+		wide := histogramOf(4, 20*time.Minute, 35*time.Minute, 50*time.Minute, 70*time.Minute, 14*time.Hour)
 		if got := p.Plan(10*time.Minute, wide).Why; got == lifecycle.WhyPredicted {
 			t.Errorf("gaps spread over 50 min were predicted")
 		}
@@ -154,5 +188,10 @@ func TestLearnedPolicyValidate(t *testing.T) {
 	p.MissLimit = 5
 	if p.Validate() == nil {
 		t.Error("miss limit 5: want an error")
+	}
+	p = lifecycle.DefaultLearnedPolicy()
+	p.Precision = 0
+	if p.Validate() == nil {
+		t.Error("precision 0: want an error")
 	}
 }

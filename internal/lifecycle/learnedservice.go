@@ -74,7 +74,8 @@ type pendingLearning struct {
 	id      string
 	gap     time.Duration
 	outcome Outcome
-	level   int // the plan's level the outcome belongs to
+	level   int  // the plan's level the outcome belongs to
+	back    bool // a return after a pause: the user key's ends go down
 	items   []IdleHistogramItem
 }
 
@@ -91,9 +92,9 @@ func (s *Service) learnReturn(ctx context.Context, sess *Session, now time.Time)
 		return nil
 	}
 	items, chain := s.chainItems(ctx, sess)
-	level := sess.Idle.Plan.Level
+	level, back := sess.Idle.Plan.Level, sess.backAfterPause()
 	o := s.cfg.Learned.Learn(sess, gap, chain...)
-	return &pendingLearning{id: sess.ID, gap: gap, outcome: o, level: level, items: items}
+	return &pendingLearning{id: sess.ID, gap: gap, outcome: o, level: level, back: back, items: items}
 }
 
 // save writes the histograms a committed return changed, each conditional
@@ -107,7 +108,8 @@ func (p *pendingLearning) save(ctx context.Context, s *Service) {
 	for level, it := range p.items {
 		observed := observes(p.id, level, p.gap)
 		judged := p.outcome != OutcomeNone && level == p.level
-		if !observed && !judged {
+		back := p.back && level == 0
+		if !observed && !judged && !back {
 			continue
 		}
 		for attempt := 0; ; attempt++ {
@@ -124,6 +126,9 @@ func (p *pendingLearning) save(ctx context.Context, s *Service) {
 				if judged {
 					it.Histogram.RecordOutcome(p.outcome == OutcomeHit)
 				}
+				if back {
+					it.Histogram.RecordBack()
+				}
 			}
 			it.UpdatedAt = s.now()
 			err := st.PutIdleHistogram(ctx, &it)
@@ -138,49 +143,70 @@ func (p *pendingLearning) save(ctx context.Context, s *Service) {
 	}
 }
 
-// recordMiss records a pre-resume its user never came back to on the
-// histogram at level of sess's chain (the plan's), best effort, after the
+// pauseRecord is what a committed pause of a learned session writes to its
+// histograms: a miss on the plan's level (a pre-resume nobody came back
+// to), or -1; and an end on the user key's (IdleHistogram.RecordPause).
+type pauseRecord struct {
+	miss int
+	end  bool
+}
+
+// recordPause writes rec to sess's histograms, best effort, after the
 // pause committed; a lost race re-reads, up to three times.
-func (s *Service) recordMiss(ctx context.Context, sess *Session, level int) {
+func (s *Service) recordPause(ctx context.Context, sess *Session, rec pauseRecord) {
 	st, ok := s.idleStore()
 	keys := IdleKeys(sess, s.cfg.IdleUserField)
-	if !ok || level < 0 || level >= len(keys) {
+	if !ok {
 		return
 	}
-	for attempt := 0; attempt < 3; attempt++ {
-		it, err := st.GetIdleHistogram(ctx, keys[level])
-		if err != nil {
-			s.log().WarnContext(ctx, "read idle histogram for a miss", "key", keys[level], "err", err)
-			return
+	for level, key := range keys {
+		miss, end := rec.miss == level, rec.end && level == 0
+		if !miss && !end {
+			continue
 		}
-		it.Histogram.RecordOutcome(false)
-		it.UpdatedAt = s.now()
-		if err = st.PutIdleHistogram(ctx, &it); err == nil {
-			return
-		}
-		if !IsCode(err, CodeConflict) {
-			s.log().WarnContext(ctx, "write idle histogram miss", "key", it.Key, "err", err)
-			return
+		for attempt := 0; attempt < 3; attempt++ {
+			it, err := st.GetIdleHistogram(ctx, key)
+			if err != nil {
+				s.log().WarnContext(ctx, "read idle histogram for a pause", "key", key, "err", err)
+				break
+			}
+			if miss {
+				it.Histogram.RecordOutcome(false)
+			}
+			if end {
+				it.Histogram.RecordPause()
+			}
+			it.UpdatedAt = s.now()
+			if err = st.PutIdleHistogram(ctx, &it); err == nil {
+				break
+			}
+			if !IsCode(err, CodeConflict) {
+				s.log().WarnContext(ctx, "write idle histogram for a pause", "key", it.Key, "err", err)
+				break
+			}
 		}
 	}
 }
 
 // pausing applies a pause for reason to learned sess at now, before the
 // write to paused: a pause for idleness or absence plans a pre-resume
-// (Session.PausedIdle). It returns the level whose histogram takes a miss
-// (a pre-resume nobody came back to), or -1.
-func (s *Service) pausing(sess *Session, reason string) int {
+// (Session.PausedIdle). It returns what the histograms take once the
+// pause commits: a miss (a pre-resume nobody came back to) on the plan's
+// level, or an end on the user key's (Session.CountsEnd).
+func (s *Service) pausing(sess *Session, reason string) pauseRecord {
 	if !sess.Learned() || (reason != ReasonIdle && reason != ReasonAway) {
 		if sess.Learned() {
 			sess.Idle.PreResumeAt, sess.Idle.PreResumed = time.Time{}, false
 		}
-		return -1
+		return pauseRecord{miss: -1}
 	}
-	level := sess.Idle.Plan.Level
-	if sess.PausedIdle(s.now()) {
-		return level
+	rec := pauseRecord{miss: -1}
+	late := sess.PausedIdle(s.now())
+	if late {
+		rec.miss = sess.Idle.Plan.Level
 	}
-	return -1
+	rec.end = sess.CountsEnd(late)
+	return rec
 }
 
 // PreResume resumes paused sess before its user's predicted return

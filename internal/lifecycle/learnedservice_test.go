@@ -32,8 +32,9 @@ func (e *env) mustSeed(t *testing.T, key string, n int, gaps ...time.Duration) {
 }
 
 // A user who comes back every 30 min: status shows the learned pause
-// deadline and why, the session pauses at the floor, is pre-resumed before
-// the predicted return, and the return learns from the gap.
+// deadline and why, the session pauses at the floor (an end counted on the
+// user key), is pre-resumed before the predicted return, and the return
+// learns from the gap (the end taken back).
 func TestLearnedSessionPreResumesBeforeTheReturn(t *testing.T) {
 	e, timers := newLearnedEnv(t, "")
 	const key = "user#" + acct + "#ada"
@@ -55,6 +56,9 @@ func TestLearnedSessionPreResumesBeforeTheReturn(t *testing.T) {
 		t.Fatalf("outcomes %v, want a pause", out)
 	}
 	paused := e.mustGet(t, sess.ID)
+	if it, err := e.store.GetIdleHistogram(t.Context(), key); err != nil || it.Histogram.Ends != 1 {
+		t.Errorf("after the pause: ends %d (%v), want 1", it.Histogram.Ends, err)
+	}
 	want := svcT0.Add(29*time.Minute - lifecycle.DefaultLearnedPolicy().PreResumeLead)
 	if got := paused.Idle.PreResumeAt; !got.Equal(want) {
 		t.Fatalf("pre-resume at %v, want %v", got, want)
@@ -88,6 +92,9 @@ func TestLearnedSessionPreResumesBeforeTheReturn(t *testing.T) {
 	}
 	if got := it.Histogram.Predictions; got != 1 || it.Histogram.RecentMisses(1) != 0 {
 		t.Errorf("predictions %d, misses %d: want one hit", got, it.Histogram.RecentMisses(1))
+	}
+	if got := it.Histogram.Ends; got != 0 {
+		t.Errorf("after the return: ends %d, want 0", got)
 	}
 	if got := e.mustGet(t, sess.ID); got.Idle.PreResumed {
 		t.Error("the return left the session pre-resumed")
@@ -133,7 +140,7 @@ func TestLearnedIsOptIn(t *testing.T) {
 // nothing past it, and a hold still holds.
 func TestLearnedKeepsTheCapAndHolds(t *testing.T) {
 	e, _ := newLearnedEnv(t, lifecycle.IdlePolicyLearned)
-	e.mustSeed(t, "user#"+acct+"#bob", 10, 3*time.Minute, 8*time.Minute, 9*time.Minute)
+	e.mustSeed(t, "user#"+acct+"#bob", 10, 2*time.Minute, 3*time.Minute, 4*time.Minute)
 	sess := e.mustCreate(t, lifecycle.CreateInput{IdleTimeoutSeconds: 300, Metadata: map[string]string{"user": "bob"}})
 	if got, want := sess.PauseDeadline(), svcT0.Add(5*time.Minute+30*time.Second); !got.Equal(want) {
 		t.Fatalf("pause deadline %v, want the 5 min cap %v", got, want)

@@ -1,6 +1,9 @@
 package lifecycle
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // IdleState is a session's learned idle policy (docs/COST.md "The learned
 // idle policy"): its plan, and where it stands between a pause and a
@@ -63,7 +66,8 @@ func (p LearnedPolicy) StartLearning(s *Session, key string, chain ...*IdleHisto
 // Learn records a return of learned session s after gap: the outcome of
 // its plan's window on the histogram the plan came from, the gap on the
 // user key's histogram (chain[0]) and, one return in FallbackEvery, on the
-// fallbacks (nil entries skipped), then a new plan. It returns
+// fallbacks (nil entries skipped), a return after a pause on the user
+// key's ends (RecordBack), then a new plan. It returns
 // the outcome. Call it before the return's activity is recorded, so the
 // new plan sets the idle deadline.
 func (p LearnedPolicy) Learn(s *Session, gap time.Duration, chain ...*IdleHistogram) Outcome {
@@ -76,6 +80,9 @@ func (p LearnedPolicy) Learn(s *Session, gap time.Duration, chain ...*IdleHistog
 		if h != nil && observes(s.ID, level, gap) {
 			h.Observe(gap)
 		}
+	}
+	if len(chain) > 0 && chain[0] != nil && s.backAfterPause() {
+		chain[0].RecordBack()
 	}
 	st.PreResumed, st.PreResumeAt = false, time.Time{}
 	st.Plan = p.Plan(s.IdleTimeout, chain...)
@@ -146,3 +153,22 @@ func observes(id string, level int, gap time.Duration) bool {
 	h = (h ^ uint64(gap/time.Millisecond)) * 1099511628211
 	return h%FallbackEvery == 0
 }
+
+// backAfterPause reports whether a return of learned s is one after a
+// pause its user key counted as an end: s paused since its last activity
+// (it is paused or resuming, or running again since a resume or
+// pre-resume), under a user key.
+func (s *Session) backAfterPause() bool {
+	paused := s.PausedAt.After(s.LastActivityAt) || s.RunningSince.After(s.LastActivityAt)
+	return paused && userKeyed(s.Idle.Key)
+}
+
+// userKeyed reports whether key is a user key (IdleKeys): only a user
+// key's histogram counts ends, so a pause never writes a shared item.
+func userKeyed(key string) bool { return strings.HasPrefix(key, "user#") }
+
+// CountsEnd reports whether the pause of learned session s being recorded
+// (PausedIdle returned late) is counted on its user key's histogram as an
+// end (IdleHistogram.RecordPause): the first pause of a gap, under a user
+// key.
+func (s *Session) CountsEnd(late bool) bool { return s.Learned() && !late && userKeyed(s.Idle.Key) }

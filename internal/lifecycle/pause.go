@@ -41,9 +41,9 @@ func (s *Service) Pause(ctx context.Context, sess *Session, reason string, guard
 			}
 			to = obs.state
 		}
-		miss := -1
+		rec := pauseRecord{miss: -1}
 		if to == StatePaused {
-			miss = s.pausing(sess, reason) // a pre-resume planned, or one spent
+			rec = s.pausing(sess, reason) // a pre-resume planned, or one spent
 		}
 		if werr := s.transition(wctx, sess, to, reason, Guard{}); werr != nil {
 			if err == nil || to == StatePaused {
@@ -54,7 +54,7 @@ func (s *Service) Pause(ctx context.Context, sess *Session, reason string, guard
 		switch to {
 		case StatePaused:
 			s.checkpointAfterPause(wctx, sess, reason, taken)
-			s.recordMiss(wctx, sess, miss)
+			s.recordPause(wctx, sess, rec)
 			return nil
 		case StateExpired:
 			return s.providerError(ErrSandboxGone, "pause the sandbox")

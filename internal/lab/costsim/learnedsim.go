@@ -100,11 +100,16 @@ func (m *sim) pausedLearned(s *simSession, at time.Duration) {
 		return
 	}
 	plan := s.row.Idle.Plan
-	if s.row.PausedIdle(m.now(at)) {
+	late := s.row.PausedIdle(m.now(at))
+	_, chain := m.chain(s)
+	if late {
 		m.res.PreResumeFalse++
-		if _, chain := m.chain(s); plan.Level >= 0 && plan.Level < len(chain) {
+		if plan.Level >= 0 && plan.Level < len(chain) {
 			chain[plan.Level].RecordOutcome(false)
 		}
+	}
+	if s.row.CountsEnd(late) {
+		chain[0].RecordPause()
 	}
 	if p := s.row.Idle.PreResumeAt; !p.IsZero() {
 		m.push(event{at: p.Sub(m.cfg.Epoch), kind: evPreResume, sess: s.index})

@@ -19,6 +19,8 @@ type Measures struct {
 	Overall     MeasureSet
 	// Accounts holds each account's figures, by name, sorted.
 	Accounts []AccountMeasures
+	// IdleBy is Result.IdleBy: the idle-running time by cause.
+	IdleBy map[IdleCause]time.Duration
 }
 
 // AccountMeasures is one account's MeasureSet.
@@ -42,6 +44,13 @@ type MeasureSet struct {
 	// pause), in running minutes at B.
 	Pauses                      int
 	CostMinutes, OptimumMinutes float64
+	// FloorOptimumMinutes is the clairvoyant optimum of a policy that
+	// must wait the learned policy's floor before a pause (the floor +
+	// min(gap - floor, B) per gap, the floor + B per session); at half
+	// the coalescing window past the floor, WindowOptimumMinutes (a pause
+	// lands up to that window after the floor: the table does not know
+	// the last heartbeat inside it). No policy here can cost less.
+	FloorOptimumMinutes, WindowOptimumMinutes float64
 	// PreResumes, Hits (returns that met a pre-resumed sandbox) and
 	// FoundPaused (returns whose request found the sandbox paused).
 	PreResumes, Hits, FoundPaused int
@@ -84,17 +93,23 @@ func measure(cfg Config, tr Trace, res Result) Measures {
 			m = &MeasureSet{}
 			base[name] = m
 		}
-		var active, opt time.Duration
+		floor, window := cfg.Learned.Floor, cfg.Learned.Floor+cfg.Lifecycle.ActivityGranularity/2
+		var active, opt, optFloor, optWindow time.Duration
 		for j, burst := range s.Bursts {
 			active += burst.End - burst.Start
 			if j > 0 {
-				opt += min(burst.Start-s.Bursts[j-1].End, b)
+				gap := burst.Start - s.Bursts[j-1].End
+				opt += min(gap, b)
+				optFloor += min(gap, floor+b)
+				optWindow += min(gap, window+b)
 			}
 		}
 		m.ActiveMinutes += active.Minutes()
 		m.OptimumMinutes += (active + opt + b).Minutes()
+		m.FloorOptimumMinutes += (active + optFloor + floor + b).Minutes()
+		m.WindowOptimumMinutes += (active + optWindow + window + b).Minutes()
 	}
-	out := Measures{Scenario: res.Scenario, Interrupted: res.Interrupted}
+	out := Measures{Scenario: res.Scenario, Interrupted: res.Interrupted, IdleBy: res.IdleBy}
 	all := &out.Overall
 	var leads []time.Duration
 	for _, name := range sortedKeys(base) {
@@ -107,6 +122,8 @@ func measure(cfg Config, tr Trace, res Result) Measures {
 		out.Accounts = append(out.Accounts, AccountMeasures{Account: name, MeasureSet: *m})
 		all.ActiveMinutes += m.ActiveMinutes
 		all.OptimumMinutes += m.OptimumMinutes
+		all.FloorOptimumMinutes += m.FloorOptimumMinutes
+		all.WindowOptimumMinutes += m.WindowOptimumMinutes
 		all.Billed(a.Billed)
 		all.Pauses += a.Pauses
 		all.Returns += a.Returns
@@ -186,18 +203,21 @@ type Verdict struct {
 	// higher than fixed's.
 	WaitedDelta, AccountP75 []int
 	P95OK                   []bool
-	// CostRatio overall and WorstAccount (its name and ratio).
-	CostRatio         float64
-	WorstAccount      string
-	WorstAccountRatio float64
-	Precision, Recall float64
+	// CostRatio overall and WorstAccount (its name and ratio);
+	// FloorBound the least cost ratio any policy that waits the floor
+	// reaches (MeasureSet.FloorOptimumMinutes over the optimum).
+	CostRatio, FloorBound float64
+	WorstAccount          string
+	WorstAccountRatio     float64
+	Precision, Recall     float64
 }
 
 // Judge compares learned and fixed Measures of one trace.
 func Judge(fixed, learned Measures) Verdict {
 	f, l := fixed.Overall, learned.Overall
 	v := Verdict{IdleCut: 1 - ratio(l.IdleMinutes, f.IdleMinutes), CostRatio: l.CostRatio(),
-		Precision: l.Precision(), Recall: l.Recall()}
+		FloorBound: ratio(l.FloorOptimumMinutes, l.OptimumMinutes),
+		Precision:  l.Precision(), Recall: l.Recall()}
 	for i := range l.Waits {
 		v.WaitedDelta = append(v.WaitedDelta, l.Waits[i].Waited-f.Waits[i].Waited)
 		v.P95OK = append(v.P95OK, l.Waits[i].P95 <= f.Waits[i].P95)

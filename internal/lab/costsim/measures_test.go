@@ -1,6 +1,7 @@
 package costsim_test
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -102,7 +103,8 @@ func TestLearnedMarkdown(t *testing.T) {
 		t.Errorf("only the first row is the training trace")
 	}
 	md := costsim.LearnedMarkdown(cfg, rows)
-	for _, want := range []string{"## Learned idle timeouts", "| learned |", "| fixed idle timeout |", "Per account", "### Targets, per trace", "| i.i.d. | 3 |"} {
+	for _, want := range []string{"## Learned idle timeouts", "| learned |", "| fixed idle timeout |", "Per account", "### Targets, per trace",
+		"| i.i.d. | 3 |", "Idle-running minutes by cause"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("markdown lacks %q", want)
 		}
@@ -114,6 +116,13 @@ func TestLearnedMarkdown(t *testing.T) {
 			}
 			if m.Overall.BilledMinutes < m.Overall.ActiveMinutes-1e-6 {
 				t.Errorf("%s %s: billed %.1f below the floor %.1f", r.Shape, m.Scenario.Name, m.Overall.BilledMinutes, m.Overall.ActiveMinutes)
+			}
+			var causes time.Duration
+			for _, d := range m.IdleBy {
+				causes += d
+			}
+			if got, want := causes.Minutes(), m.Overall.IdleMinutes; math.Abs(got-want) > 1e-3 {
+				t.Errorf("%s %s: idle by cause %.1f min, idle %.1f", r.Shape, m.Scenario.Name, got, want)
 			}
 			if m.Overall.OptimumMinutes > m.Overall.CostMinutes+1e-6 {
 				t.Errorf("%s %s: cost %.1f below the clairvoyant optimum %.1f", r.Shape, m.Scenario.Name, m.Overall.CostMinutes, m.Overall.OptimumMinutes)

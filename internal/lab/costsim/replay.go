@@ -242,6 +242,7 @@ func replay(cfg Config, tr Trace, sc Scenario) (Result, error) {
 	}
 	for i := range m.sessions {
 		if s := &m.sessions[i]; s.row.State == lifecycle.StateRunning {
+			m.idle(s, m.end, s.why(), EndOther)
 			m.bill(s, m.end-s.since)
 			m.res.RunningAtEnd++
 		}
@@ -306,6 +307,9 @@ func (m *sim) heartbeat(i int, at time.Duration) {
 	}
 	// A client that comes back clears the away deadline.
 	s.awaySet = false
+	if back && s.created && s.row.State == lifecycle.StateRunning {
+		m.idleBack(s, at, returned)
+	}
 	m.learnReturn(s, at)
 	switch {
 	case !s.created:
@@ -543,6 +547,7 @@ func (m *sim) pause(s *simSession, at time.Duration, reason string) {
 	if reason == reasonAway {
 		m.res.AwayPauses++
 	}
+	m.idlePaused(s, at, false)
 	m.paused(s, at)
 	m.pausedLearned(s, at)
 }
@@ -579,6 +584,7 @@ func (m *sim) timeout(i int, at time.Duration, gen uint64) {
 		return
 	}
 	m.res.ProviderPauses++
+	m.idlePaused(s, at, true)
 	m.transition(s, lifecycle.StatePaused, lifecycle.ReasonWebhook, at)
 	if m.paused(s, at) < 0 {
 		m.res.EarlyProviderPauses++

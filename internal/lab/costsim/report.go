@@ -158,6 +158,8 @@ type Result struct {
 	// pre-resumed sandboxes that paused again before their user came back,
 	// PreResumeEarly the returns that came before their pre-resume.
 	PreResumes, PreResumeHits, PreResumeFalse, PreResumeEarly int
+	// IdleBy is the idle-running time by cause (idlecause.go).
+	IdleBy map[IdleCause]time.Duration
 	// Accounts holds the figures of each account (SessionTrace.Account;
 	// "-" for sessions without one).
 	Accounts map[string]*AccountResult

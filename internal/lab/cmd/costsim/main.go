@@ -81,9 +81,10 @@ func main() {
 	fs.DurationVar(&cfg.PoolCosts.Pause, "pool-pause", cfg.PoolCosts.Pause, "pools: running time of pausing a made spare")
 	fs.DurationVar(&cfg.PoolCosts.Claim, "pool-claim", cfg.PoolCosts.Claim, "pools: what a claim adds to the wait besides the resume")
 	tracePath := fs.String("trace", "", "replay a recorded trace (CSV or JSON lines: session, user, account, time, kind; docs/COST.md) instead of a synthetic one")
-	learned := fs.Bool("learned", false, "print only the learned idle policy against the fixed timer: the training trace and every held-out one (docs/COST.md)")
+	learned := fs.Bool("learned", false, "print only the learned idle policy against the fixed timer: the tuning traces and every held-out one (docs/COST.md)")
 	fs.DurationVar(&cfg.Learned.BreakEven, "break-even", cfg.Learned.BreakEven, "learned policy: B/r, the break-even time, and the B of the cost against the clairvoyant optimum")
 	fs.DurationVar(&cfg.Learned.Floor, "learned-floor", cfg.Learned.Floor, "learned policy: the shortest learned idle timeout")
+	fs.DurationVar(&cfg.Learned.WaitCost, "wait-cost", cfg.Learned.WaitCost, "learned policy: what a return that waits is worth in running time (higher: fewer waits, more idle)")
 	people := fs.Bool("people", false, "replay the trace of people (costsim.DefaultPeople; docs/COST.md) instead of the i.i.d. one")
 	var heldOut seeds
 	fs.Var(&heldOut, "held-out", "print only the resume-on-return target judged on each of these comma-separated seeds")
