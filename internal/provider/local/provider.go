@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/provider/internal/fakekit"
 	"github.com/sandmanhq/sandman/internal/provider/hookwire/e2bhook"
 )
 
@@ -63,6 +64,8 @@ type Provider struct {
 	// closed is set by Close, after which none opens.
 	fronts map[int]*front
 	closed bool
+	// switches are the standing faults Inject switched on (tests only).
+	switches fakekit.Switches
 }
 
 // New returns a Provider for cfg, creating cfg.Dir if needed, and opens the
