@@ -18,8 +18,8 @@ import (
 	"time"
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
-	"github.com/sandmanhq/sandman/internal/provider/internal/fakekit"
 	"github.com/sandmanhq/sandman/internal/provider/hookwire/e2bhook"
+	"github.com/sandmanhq/sandman/internal/provider/internal/fakekit"
 )
 
 var _ lifecycle.Provider = (*Provider)(nil)
