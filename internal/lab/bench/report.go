@@ -51,6 +51,8 @@ type Report struct {
 	Deliveries *DeliveriesResult `json:"deliveries,omitempty"`
 	// Fleet is the fleet's provider governor figure (fleet.go).
 	Fleet *FleetResult `json:"fleet,omitempty"`
+	// Recovery is the recovery run (recovery.go).
+	Recovery *RecoveryResult `json:"recovery,omitempty"`
 
 	Errors []string `json:"errors,omitempty"`
 }
@@ -157,6 +159,9 @@ func (r *Report) Markdown() string {
 	}
 	if f := r.Fleet; f != nil {
 		fleetSection(&b, f)
+	}
+	if x := r.Recovery; x != nil {
+		recoverySection(&b, x)
 	}
 	if len(r.Errors) > 0 {
 		p("## Failures\n\n")

@@ -10,6 +10,11 @@ import (
 	"github.com/sandmanhq/sandman/internal/provider/internal/fakekit"
 )
 
+// SandboxFault is fakekit's: the faults Inject takes, by name ("gone",
+// "foreign", "partial", "snapshot_expired", "snapshot_fail",
+// "snapshot_slow", "restore_slow").
+type SandboxFault = fakekit.SandboxFault
+
 // Inject switches the sandbox fault f on sandbox id (fakekit.Injector; the
 // control route POST /_fake/sandboxes/{id}/faults):
 //   - gone: the sandbox leaves the fake (404 from then on);

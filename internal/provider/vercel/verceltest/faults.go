@@ -11,6 +11,11 @@ import (
 	"github.com/sandmanhq/sandman/internal/provider/internal/sandboxfs"
 )
 
+// SandboxFault is fakekit's: the faults Inject takes, by name ("gone",
+// "foreign", "partial", "snapshot_expired", "snapshot_fail",
+// "snapshot_slow", "restore_slow").
+type SandboxFault = fakekit.SandboxFault
+
 // Inject switches the sandbox fault f on the sandbox named id, in any
 // project (fakekit.Injector; the control route POST
 // /_fake/sandboxes/{id}/faults):
