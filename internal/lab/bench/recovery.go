@@ -325,7 +325,12 @@ func recoverOne(ctx context.Context, svc *lifecycle.Service, f recoveryFake, eve
 		return t
 	}
 	const acct = "acct_recovery"
-	sess, _, err := svc.Create(ctx, acct, lifecycle.CreateInput{Template: "base", IdleTimeoutSeconds: 600})
+	var sess *lifecycle.Session
+	key := fmt.Sprintf("recovery-%s-%p", f.name, &t)
+	err := unavailable(ctx, func() (err error) {
+		sess, _, err = svc.Create(ctx, acct, lifecycle.CreateInput{Template: "base", IdleTimeoutSeconds: 600, IdempotencyKey: key})
+		return err
+	})
 	if err != nil {
 		return fail("create", err)
 	}
@@ -337,7 +342,11 @@ func recoverOne(ctx context.Context, svc *lifecycle.Service, f recoveryFake, eve
 	if err := files.WriteFile(ctx, sess.SandboxID, lifecycle.DefaultWorkspaceDir+"/work.txt", mine); err != nil {
 		return fail("write", err)
 	}
-	c, _, err := svc.CreateCheckpoint(ctx, acct, sess.ID, lifecycle.CheckpointInput{})
+	var c *lifecycle.Checkpoint
+	err = unavailable(ctx, func() (err error) {
+		c, _, err = svc.CreateCheckpoint(ctx, acct, sess.ID, lifecycle.CheckpointInput{})
+		return err
+	})
 	if err != nil {
 		return fail("checkpoint", err)
 	}
@@ -370,8 +379,11 @@ func recoverOne(ctx context.Context, svc *lifecycle.Service, f recoveryFake, eve
 		return fail("inject "+fault, err)
 	}
 	begin := time.Now()
-	if _, err := svc.Resume(ctx, acct, sess.ID); err != nil && !lifecycle.IsCode(err, lifecycle.CodeConflict) &&
-		!strings.Contains(err.Error(), "expired") && fault == "" {
+	err = unavailable(ctx, func() error {
+		_, err := svc.Resume(ctx, acct, sess.ID)
+		return err
+	})
+	if err != nil && !lifecycle.IsCode(err, lifecycle.CodeConflict) && !strings.Contains(err.Error(), "expired") && fault == "" {
 		return fail("resume", err)
 	}
 	end, err := waitSettled(ctx, svc, acct, sess.ID)
@@ -401,6 +413,19 @@ func recoverOne(ctx context.Context, svc *lifecycle.Service, f recoveryFake, eve
 		}
 	}
 	return t
+}
+
+// unavailable runs f again, up to 5 times 200 ms apart, while it answers
+// unavailable (the table did not answer in time: DynamoDB Local on a busy
+// machine), as a client retries; it returns f's last error.
+func unavailable(ctx context.Context, f func() error) error {
+	for i := 0; ; i++ {
+		err := f()
+		if !lifecycle.IsCode(err, lifecycle.CodeUnavailable) || i == 4 || ctx.Err() != nil {
+			return err
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 // ownWorkspace reports whether running sess's sandbox holds its own

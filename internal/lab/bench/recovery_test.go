@@ -6,18 +6,18 @@ import (
 	"testing"
 )
 
-// TestRecoveryRun is the recovery run at a smaller count (120 resumes, 10 %
-// faulted; RECOVERY_RESUMES sets another): through the lifecycle service on
+// TestRecoveryRun is the recovery run at a smaller count (90 resumes, 4
+// per fault kind, four at a time per fake; RECOVERY_RESUMES sets another): through the lifecycle service on
 // DynamoDB Local and the three fakes behind their adapters, no silent
 // adoption, at least 99.9 % of the sessions with a ready checkpoint end
 // running, every loss is one lost event with the checkpoint's age, and no
 // session is recovered twice (docs/RELIABILITY.md "Recovery").
 func TestRecoveryRun(t *testing.T) {
-	n := 120
+	n := 90
 	if v, err := strconv.Atoi(os.Getenv("RECOVERY_RESUMES")); err == nil && v > 0 {
 		n = v
 	}
-	res, err := RunRecovery(t.Context(), MustEnv(t), RecoveryConfig{Resumes: n})
+	res, err := RunRecovery(t.Context(), MustEnv(t), RecoveryConfig{Resumes: n, Concurrency: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
