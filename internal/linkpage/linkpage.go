@@ -194,11 +194,11 @@ type wakingConfig struct {
 	// script writes in the reader's own time zone; "" for none.
 	RestoringFrom string              `json:"restoring_from,omitempty"`
 	Link          string              `json:"link"`
-	Script string              `json:"script"`
-	Token  string              `json:"token"`
-	WSURL  string              `json:"ws_url"`
-	App    bool                `json:"app"`
-	Steps  map[string]wakeStep `json:"steps"`
+	Script        string              `json:"script"`
+	Token         string              `json:"token"`
+	WSURL         string              `json:"ws_url"`
+	App           bool                `json:"app"`
+	Steps         map[string]wakeStep `json:"steps"`
 }
 
 // wakingView is the waking page's template data.
@@ -209,8 +209,8 @@ type wakingView struct {
 	// ("" without a recovery), and its time's RFC 3339 form and UTC words.
 	Recovery, RecoveryAt, RecoveryWhen string
 	Status                             string
-	Hint      string
-	Config    wakingConfig
+	Hint                               string
+	Config                             wakingConfig
 }
 
 // current returns the waking page's current step for a session in state
