@@ -27,6 +27,9 @@ func wakingOf(sess *lifecycle.Session, r *request, token, wsURL string) linkpage
 	if sess.App != nil {
 		w.AppTimeout = sess.App.ReadyTimeout
 	}
+	if sess.State == lifecycle.StateRestoring && sess.Reason == lifecycle.ReasonLost {
+		w.Recovery = &linkpage.Recovery{From: lifecycle.ParseLost(sess.Lost).CheckpointCreatedAt}
+	}
 	return w
 }
 

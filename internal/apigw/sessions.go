@@ -42,6 +42,9 @@ type createSessionBody struct {
 	// IdlePolicy: fixed or learned; absent for the deployment's
 	// (SANDMAN_IDLE_POLICY; docs/COST.md).
 	IdlePolicy string `json:"idle_policy"`
+	// OnLost: restore, recreate or expire; absent for restore
+	// (docs/RELIABILITY.md "Recovery").
+	OnLost string `json:"on_lost"`
 }
 
 // appBody is the app spec of a create; absent fields are left to the
@@ -76,6 +79,7 @@ func (h *Handler) createSession(ctx context.Context, r *request) (response, erro
 		ResumeOnReturn:     body.ResumeOnReturn,
 		Checkpoints:        checkpointOptions(body.CheckpointOnPause, body.CheckpointEverySeconds, body.CheckpointsKeep),
 		IdlePolicy:         lifecycle.IdlePolicy(body.IdlePolicy),
+		OnLost:             lifecycle.OnLost(body.OnLost),
 	}
 	if a := body.App; a != nil {
 		in.App = &lifecycle.AppInput{Port: a.Port, StartCommand: a.StartCommand, Cwd: a.Cwd, Env: a.Env,

@@ -143,6 +143,7 @@ func testCreateSession(t *testing.T, newHarness harnessMaker) {
 		{"TemplateMissing", `{}`, 400, "invalid", []string{"template"}},
 		{"IdleTimeoutTooShort", `{"template":"base","idle_timeout_seconds":30}`, 400, "invalid", []string{"idle_timeout_seconds"}},
 		{"IdleTimeoutTooLong", `{"template":"base","idle_timeout_seconds":86401}`, 400, "invalid", []string{"idle_timeout_seconds"}},
+		{"UnknownOnLost", `{"template":"base","on_lost":"pray"}`, 400, "invalid", []string{"on_lost must be restore, recreate or expire"}},
 		{"ReservedMetadata", `{"template":"base","metadata":{"sandman_session_id":"x"}}`, 400, "invalid", []string{"reserved"}},
 		{"TooLarge", `{"template":"` + strings.Repeat("x", apigw.MaxBodyBytes) + `"}`, 413, "too_large", []string{"65536 bytes"}},
 	} {
@@ -180,6 +181,24 @@ func testCreateSession(t *testing.T, newHarness harnessMaker) {
 			t.Errorf("Retry-After = %q, want %q", got, want)
 		}
 	})
+}
+
+// on_lost is taken at create and shown on the session (default restore).
+func TestCreateSessionOnLost(t *testing.T) {
+	t.Parallel()
+	h := MustHarness(t)
+	if got := h.mustCreate(t).OnLost; got != "restore" {
+		t.Errorf("default on_lost = %q, want restore", got)
+	}
+	for _, want := range []string{"recreate", "expire"} {
+		sess := h.mustCreate(t, withBody(`{"template":"base","on_lost":"`+want+`"}`))
+		if sess.OnLost != want || sess.Recovery != nil {
+			t.Errorf("on_lost = %q, recovery %+v; want %q, null", sess.OnLost, sess.Recovery, want)
+		}
+		if got := h.mustSession(t, sess.ID).OnLost; string(got) != want {
+			t.Errorf("stored on_lost = %q, want %q", got, want)
+		}
+	}
 }
 
 func TestListSessions(t *testing.T) {

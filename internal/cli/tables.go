@@ -57,7 +57,19 @@ func sessionTable(w io.Writer, s Session) {
 		{"checkpoint_every", seconds(s.CheckpointEverySeconds, "off")}, {"checkpoints_keep", fmt.Sprint(s.CheckpointsKeep)},
 		{"restore_checkpoint_id", orDash(s.RestoreCheckpointID)}, {"restore_error", orDash(s.RestoreError)},
 		{"idle_policy", s.IdlePolicy}, {"pause_deadline_why", orDash(s.PauseDeadlineWhy)}, {"pre_resume_at", orDash(s.PreResumeAt)},
+		{"on_lost", s.OnLost}, {"recovery", recoverySummary(s.Recovery)},
 	})
+}
+
+// recoverySummary is a lost session's recovery in progress, "-" for none.
+func recoverySummary(r *api.Recovery) string {
+	if r == nil {
+		return "-"
+	}
+	if r.CheckpointID == nil {
+		return r.Lost + ", recreating from the template"
+	}
+	return r.Lost + ", restoring " + *r.CheckpointID + " of " + orDash(r.CheckpointCreatedAt)
 }
 
 // forkSummary is what a fork was made from, "-" for no fork.

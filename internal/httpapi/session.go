@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"time"
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
@@ -87,6 +88,8 @@ func SessionJSON(s *lifecycle.Session) api.Session {
 		IdlePolicy:             string(lifecycle.IdlePolicyFixed),
 		PauseDeadlineWhy:       Nullable(lifecycle.PauseDeadlineWhy(s)),
 		PreResumeAt:            api.Time(preResumeAt(s)),
+		OnLost:                 string(cmp.Or(s.OnLost, lifecycle.OnLostRestore)),
+		Recovery:               RecoveryJSON(s),
 	}
 	if s.Learned() {
 		out.IdlePolicy = string(lifecycle.IdlePolicyLearned)
@@ -151,5 +154,16 @@ func StatusJSON(sess *lifecycle.Session, env lifecycle.Envelope) api.Status {
 		PreviewURL:    Nullable(sess.PreviewURL),
 		Lifecycle:     EnvelopeJSON(env),
 		AppReadiness:  ReadinessJSON(sess),
+		Recovery:      RecoveryJSON(sess),
 	}
+}
+
+// RecoveryJSON returns the recovery of sess in progress (restoring for
+// reason lost), nil otherwise.
+func RecoveryJSON(sess *lifecycle.Session) *api.Recovery {
+	if sess.State != lifecycle.StateRestoring || sess.Reason != lifecycle.ReasonLost {
+		return nil
+	}
+	d := lifecycle.ParseLost(sess.Lost)
+	return &api.Recovery{Lost: d.How, CheckpointID: Nullable(d.CheckpointID), CheckpointCreatedAt: api.Time(d.CheckpointCreatedAt)}
 }

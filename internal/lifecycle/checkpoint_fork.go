@@ -178,6 +178,7 @@ func (s *Service) runFork(ctx context.Context, cs CheckpointStore, job Checkpoin
 	if err != nil {
 		return s.forkRetry(ctx, sess, err)
 	}
+	s.writeMarker(ctx, sess, sb.ID, c.ID) // the new session's, made from c
 	still := func(cur *Session) bool { return cur.State == StateProvisioning && cur.SandboxID == "" }
 	if ok, err := s.commitSwap(ctx, sess, sb, ReasonRequest, still); !ok {
 		return err

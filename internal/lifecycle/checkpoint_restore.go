@@ -192,7 +192,7 @@ func (s *Service) swapIn(ctx context.Context, sess *Session, sb Sandbox, checkpo
 func (s *Service) commitSwap(ctx context.Context, sess *Session, sb Sandbox, reason string, still func(*Session) bool) (bool, error) {
 	wctx, cancel := settleContext(ctx)
 	defer cancel()
-	cur := sess.Clone()
+	cur, marked := sess.Clone(), sess.Marked
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 {
 			var err error
@@ -208,7 +208,7 @@ func (s *Service) commitSwap(ctx context.Context, sess *Session, sb Sandbox, rea
 				return false, nil
 			}
 		}
-		cur.SandboxID, cur.PreviewURL, cur.SandboxExpiresAt = sb.ID, sb.PreviewURL, sb.ExpiresAt
+		cur.SandboxID, cur.PreviewURL, cur.SandboxExpiresAt, cur.Marked = sb.ID, sb.PreviewURL, sb.ExpiresAt, marked
 		cur.PreviewURL = s.appPreviewURL(wctx, cur, sb.PreviewURL)
 		cur.MarkActivity(s.now(), s.cfg.Policy.ActivityGranularity)
 		err := s.transition(wctx, cur, StateRunning, reason, Guard{})

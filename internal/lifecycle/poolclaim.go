@@ -121,6 +121,9 @@ func (s *Service) completeClaim(ctx context.Context, sess *Session, release func
 		}
 		sess.PreviewURL = s.appPreviewURL(wctx, sess, sess.PreviewURL)
 		sess.SandboxExpiresAt = sb.ExpiresAt
+		// The spare was made for no session: it gets this one's marker
+		// before it is handed over.
+		s.writeMarker(wctx, sess, sandboxID, "")
 		if err := s.transition(wctx, sess, StateRunning, ReasonRequest, Guard{}); err != nil {
 			if !IsCode(err, CodeConflict) {
 				return s.runningWriteUnknown(wctx, sess, sandboxID, err, release)

@@ -24,6 +24,9 @@ func (s *Service) Reconcile(ctx context.Context, sess *Session) (bool, error) {
 	if sess.State == StateProvisioning && sess.FromPool && sess.SandboxID != "" {
 		return s.reconcileClaim(ctx, sess) // a claim whose create died before the resume
 	}
+	if sess.State == StateRestoring && sess.Reason == ReasonLost {
+		return s.reconcileRecovery(ctx, sess) // a recovery whose job died or was lost
+	}
 	if sess.SandboxID == "" {
 		if sess.State != StateProvisioning {
 			return false, nil
@@ -48,6 +51,16 @@ func (s *Service) Reconcile(ctx context.Context, sess *Session) (bool, error) {
 	}
 	if to == StatePaused && sess.State == StateProvisioning {
 		to = StateRunning // the sandbox exists; the sweep pauses it when due
+	}
+	if sess.State == StateResuming && (to == StateRunning || to == StateExpired) {
+		// A resume that died before it committed: its sandbox is verified
+		// as the resume would have (docs/RELIABILITY.md "Recovery"), never
+		// adopted when lost.
+		if recovering, lerr := s.lost(ctx, sess, to); recovering {
+			return lerr == nil, lerr
+		} else if lerr != nil {
+			to = StateExpired
+		}
 	}
 	if sess.State == StateRestoring {
 		// The restore's job died or was lost: the session keeps its old
@@ -275,4 +288,18 @@ func (s *Service) reapPoolSandbox(ctx context.Context, sb Sandbox, poolID string
 	}
 	s.log().InfoContext(ctx, "killed orphaned pool sandbox", "pool_id", poolID, "sandbox_id", sb.ID)
 	return true, nil
+}
+
+// reconcileRecovery finishes the recovery of a lost session (restoring,
+// reason lost) whose job died or was lost: the restore (or recreate) runs
+// here, as its job would, and ends running on a new marked sandbox, or,
+// past the lease, back paused with the reason in RestoreError (the next
+// resume finds the loss again). A sandbox a dead job made and never
+// swapped in is tagged with the session and reaped as an orphan.
+// Errors: the job's.
+func (s *Service) reconcileRecovery(ctx context.Context, sess *Session) (bool, error) {
+	s.log().InfoContext(ctx, "finish a lost session's recovery", "session_id", sess.ID, "checkpoint_id", sess.RestoreCheckpointID)
+	err := s.runRestore(ctx, CheckpointsOf(s.cfg.Store), CheckpointJob{Op: CheckpointOpRestore, SessionID: sess.ID,
+		CheckpointID: sess.RestoreCheckpointID})
+	return err == nil, err
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -47,6 +49,40 @@ const (
 	LostForeign = "foreign" // the marker names another session or sandbox
 	LostPartial = "partial" // the marker is missing: not the workspace Sandman wrote
 )
+
+// LostDetail is Session.Lost (and Event.Lost) read back: how the sandbox
+// was lost (LostGone, LostForeign, LostPartial) and the checkpoint its
+// recovery restores, with that checkpoint's age in seconds at the loss and
+// its creation time; the checkpoint fields are empty for a recreate.
+type LostDetail struct {
+	How                 string
+	CheckpointID        string
+	AgeSeconds          int64
+	CheckpointCreatedAt time.Time
+}
+
+// ParseLost reads a Session.Lost string ("gone checkpoint=chk_…
+// age_seconds=N created_at=<RFC 3339>"); fields it does not find stay
+// zero ("" gives the zero LostDetail).
+func ParseLost(s string) LostDetail {
+	words := strings.Fields(s)
+	if len(words) == 0 {
+		return LostDetail{}
+	}
+	d := LostDetail{How: words[0]}
+	for _, w := range words[1:] {
+		k, v, _ := strings.Cut(w, "=")
+		switch k {
+		case "checkpoint":
+			d.CheckpointID = v
+		case "age_seconds":
+			d.AgeSeconds, _ = strconv.ParseInt(v, 10, 64)
+		case "created_at":
+			d.CheckpointCreatedAt, _ = time.Parse(time.RFC3339Nano, v)
+		}
+	}
+	return d
+}
 
 // identityMarker is the content of IdentityMarkerPath. SandboxID is the
 // generation: every restore or recreate makes a new sandbox.
@@ -128,7 +164,8 @@ func (s *Service) recoverLost(ctx context.Context, sess *Session, kind string) (
 			return false, nil
 		}
 		checkpointID = c.ID
-		detail += fmt.Sprintf(" checkpoint=%s age_seconds=%d", c.ID, int64(s.now().Sub(c.CreatedAt)/time.Second))
+		detail += fmt.Sprintf(" checkpoint=%s age_seconds=%d created_at=%s", c.ID, int64(s.now().Sub(c.CreatedAt)/time.Second),
+			c.CreatedAt.UTC().Format(time.RFC3339Nano))
 	}
 	if kind == LostForeign {
 		sess.SandboxID = "" // someone else's: never killed, never adopted

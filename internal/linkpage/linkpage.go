@@ -150,6 +150,16 @@ type Waking struct {
 	State, Readiness           string
 	App                        bool
 	AppTimeout                 time.Duration
+	// Recovery is set while the session is restoring for reason lost
+	// (docs/RELIABILITY.md "Recovery"): the page says "Restoring your work
+	// from <time>", the checkpoint's created_at (From; zero for on_lost
+	// recreate, a fresh sandbox: the page says so instead).
+	Recovery *Recovery
+}
+
+// Recovery is a lost session's recovery as the waking page tells it.
+type Recovery struct {
+	From time.Time
 }
 
 // The waking page's steps and what it says of each: the label of the
@@ -180,21 +190,27 @@ type stepView struct {
 // <script id="sandman-link">): the link and the channel, the steps'
 // words, and whether the session has an app.
 type wakingConfig struct {
-	Link   string              `json:"link"`
-	Script string              `json:"script"`
-	Token  string              `json:"token"`
-	WSURL  string              `json:"ws_url"`
-	App    bool                `json:"app"`
-	Steps  map[string]wakeStep `json:"steps"`
+	// RestoringFrom is the recovery's checkpoint time (RFC 3339), which the
+	// script writes in the reader's own time zone; "" for none.
+	RestoringFrom string              `json:"restoring_from,omitempty"`
+	Link          string              `json:"link"`
+	Script        string              `json:"script"`
+	Token         string              `json:"token"`
+	WSURL         string              `json:"ws_url"`
+	App           bool                `json:"app"`
+	Steps         map[string]wakeStep `json:"steps"`
 }
 
 // wakingView is the waking page's template data.
 type wakingView struct {
 	Steps     []stepView
 	Restoring bool // the first step is the restore's
-	Status    string
-	Hint      string
-	Config    wakingConfig
+	// Recovery: the sentence that says where the work comes back from
+	// ("" without a recovery), and its time's RFC 3339 form and UTC words.
+	Recovery, RecoveryAt, RecoveryWhen string
+	Status                             string
+	Hint                               string
+	Config                             wakingConfig
 }
 
 // current returns the waking page's current step for a session in state
@@ -239,6 +255,17 @@ func (b Brand) WakingPage(w Waking) string {
 			sv.State, sv.Said = "done", "(done)"
 		}
 		v.Steps = append(v.Steps, sv)
+	}
+	if r := w.Recovery; r != nil && cur == stepRestore {
+		if r.From.IsZero() {
+			v.Recovery = "Your sandbox was lost, so a fresh one is being made from its template."
+			v.Status = v.Recovery
+		} else {
+			v.RecoveryAt, v.RecoveryWhen = r.From.UTC().Format(time.RFC3339), r.From.UTC().Format("2 Jan 2006, 15:04 UTC")
+			v.Recovery = "Restoring your work from"
+			v.Status = "Restoring your work from " + v.RecoveryWhen + "…"
+			v.Config.RestoringFrom = v.RecoveryAt
+		}
 	}
 	v.Hint = "There's nothing to do: this page goes on to the preview by itself."
 	if w.App && w.AppTimeout > 0 {

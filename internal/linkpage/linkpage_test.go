@@ -129,6 +129,28 @@ func TestTheWakingPageShowsTheRealSteps(t *testing.T) {
 	}
 }
 
+// TestTheWakingPageSaysWhereTheWorkComesBackFrom: a session restoring for
+// reason lost says "Restoring your work from <time>" (the checkpoint's
+// created_at, which the script rewrites in the reader's zone), in the
+// page and its live region; a recreate says a fresh sandbox is made; an
+// ordinary wake says neither (docs/RELIABILITY.md "Recovery").
+func TestTheWakingPageSaysWhereTheWorkComesBackFrom(t *testing.T) {
+	at := time.Date(2026, 12, 6, 17, 5, 0, 0, time.UTC)
+	page := Brand{}.WakingPage(Waking{State: "restoring", Recovery: &Recovery{From: at}})
+	for _, want := range []string{`Restoring your work from <time datetime="2026-12-06T17:05:00Z">6 Dec 2026, 17:05 UTC</time>`,
+		`role="status">Restoring your work from 6 Dec 2026, 17:05 UTC…</p>`, `"restoring_from":"2026-12-06T17:05:00Z"`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the recovering page lacks %q:\n%s", want, page)
+		}
+	}
+	if page := (Brand{}).WakingPage(Waking{State: "restoring", Recovery: &Recovery{}}); !strings.Contains(page, "a fresh one is being made") {
+		t.Errorf("a recreate's page does not say a fresh sandbox is made: %s", page)
+	}
+	if page := (Brand{}).WakingPage(Waking{State: "paused"}); strings.Contains(page, `id="recovery"`) {
+		t.Error("a plain wake says it restores work")
+	}
+}
+
 // TestTheWakingPageSaysHowLongTheAppMayTake: with an app, the hint names
 // its ready timeout; without one, it says the page goes on by itself.
 func TestTheWakingPageSaysHowLongTheAppMayTake(t *testing.T) {

@@ -66,6 +66,14 @@ func (m *memFiles) ReadFile(_ context.Context, sandboxID, p string) ([]byte, err
 	return slices.Clone(data), nil
 }
 
+// RemoveFile removes path from sandboxID's files, as a partial workspace
+// lacks it (the recovery tests).
+func (m *memFiles) RemoveFile(sandboxID, p string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.files[sandboxID], path.Clean(p))
+}
+
 func (m *memFiles) copyOf(sandboxID string) map[string][]byte {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -99,11 +99,16 @@ func (c *Crasher) Store(store lifecycle.Store) lifecycle.Store {
 // by the end of an invocation would. A provider with snapshots
 // (lifecycle.Snapshotter) stays one: each of its calls is a step
 // ("snapshot", "get_snapshot", "list_snapshots", "delete_snapshot",
-// "create_from_snapshot").
+// "create_from_snapshot"), and one with files too stays one ("write_file",
+// "read_file").
 func (c *Crasher) Provider(p lifecycle.Provider) lifecycle.Provider {
 	cp := &crashProvider{p, c}
 	if sn, ok := p.(lifecycle.Snapshotter); ok {
-		return &crashSnapshotter{crashProvider: cp, sn: sn}
+		cs := &crashSnapshotter{crashProvider: cp, sn: sn}
+		if f, ok := p.(lifecycle.Files); ok {
+			return &crashFiles{crashSnapshotter: cs, f: f}
+		}
+		return cs
 	}
 	return cp
 }

@@ -102,3 +102,26 @@ func (p *crashSnapshotter) CreateFromSnapshot(ctx context.Context, ref string, r
 	}
 	return p.sn.CreateFromSnapshot(ctx, ref, req)
 }
+
+// crashFiles is the crashSnapshotter of a provider with files too: each
+// file call is a step ("write_file", "read_file").
+type crashFiles struct {
+	*crashSnapshotter
+	f lifecycle.Files
+}
+
+var _ lifecycle.Files = (*crashFiles)(nil)
+
+func (p *crashFiles) WriteFile(ctx context.Context, sandboxID, path string, data []byte) error {
+	if err := p.call("write_file", sandboxID); err != nil {
+		return err
+	}
+	return p.f.WriteFile(ctx, sandboxID, path, data)
+}
+
+func (p *crashFiles) ReadFile(ctx context.Context, sandboxID, path string) ([]byte, error) {
+	if err := p.call("read_file", sandboxID); err != nil {
+		return nil, err
+	}
+	return p.f.ReadFile(ctx, sandboxID, path)
+}

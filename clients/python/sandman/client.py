@@ -113,6 +113,7 @@ class Sessions(_Resource):
         checkpoint_on_pause: bool | None = None,
         checkpoint_every_seconds: int | None = None,
         checkpoints_keep: int | None = None,
+        on_lost: str | None = None,
         idempotency_key: str | None = None,
         timeout: float | None = None,
         retry: RetryPolicy | None = None,
@@ -132,6 +133,7 @@ class Sessions(_Resource):
             checkpoint_on_pause=checkpoint_on_pause,
             checkpoint_every_seconds=checkpoint_every_seconds,
             checkpoints_keep=checkpoints_keep,
+            on_lost=on_lost,
         )
         data = self._t.call(ROUTES["createSession"], body=body, idempotency_key=idempotency_key, timeout=timeout, retry=retry)
         return Session.from_dict(data)

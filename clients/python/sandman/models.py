@@ -168,6 +168,21 @@ class Session(Model):
     #: The last restore's checkpoint, and why it (or a fork) failed.
     restore_checkpoint_id: str | None = None
     restore_error: str | None = None
+    #: What a resume that finds the sandbox lost does: "restore", "recreate" or "expire".
+    on_lost: str | None = None
+    #: The recovery in progress while restoring for reason lost (None otherwise).
+    recovery: Recovery | None = None
+
+
+@dataclass(kw_only=True)
+class Recovery(Model):
+    """A lost session's recovery (docs/RELIABILITY.md "Recovery"): lost is gone,
+    foreign or partial; the checkpoint restored and when it was taken (None for
+    on_lost recreate)."""
+
+    lost: str
+    checkpoint_id: str | None
+    checkpoint_created_at: str | None
 
 
 @dataclass(kw_only=True)
@@ -238,6 +253,8 @@ class Status(Model):
     readiness: Readiness | None
     readiness_detail: str | None
     ready_at: str | None
+    #: The recovery in progress while restoring for reason lost (None otherwise).
+    recovery: Recovery | None = None
 
 
 @dataclass(kw_only=True)
@@ -465,6 +482,7 @@ SCHEMAS: dict[str, type[Model]] = {
     "Session": Session,
     "SessionList": SessionList,
     "ForkOrigin": ForkOrigin,
+    "Recovery": Recovery,
     "Checkpoint": Checkpoint,
     "CheckpointList": CheckpointList,
     "LifecycleEnvelope": LifecycleEnvelope,

@@ -655,7 +655,7 @@ export interface components {
             /** @description The provider template the sandbox was created from. */
             template: string;
             state: components["schemas"]["SessionState"];
-            /** @description Why the last transition happened: request, idle, away, lifetime, webhook, reconcile, dormant, return, restore (a restore began or finished), restore_failed (a restore failed; restore_error says why); empty before the first. */
+            /** @description Why the last transition happened: request, idle, away, lifetime, webhook, reconcile, dormant, return, restore (a restore began or finished), restore_failed (a restore failed; restore_error says why), lost (a resume found the sandbox lost and the session is being recovered; recovery says how), recreated (a lost session got a fresh sandbox, on_lost recreate); empty before the first. */
             reason: string;
             /** @description The provider's sandbox id; null when the session has no sandbox (yet). */
             sandbox_id: string | null;
@@ -765,6 +765,13 @@ export interface components {
              * @description When this paused session under the learned idle policy is resumed (reason predicted) before its user's predicted return; null when none is planned or the session is not paused.
              */
             pre_resume_at?: string | null;
+            /**
+             * @description What a resume that finds the sandbox lost (gone, another sandbox behind the id, or a workspace without Sandman's identity marker) does: restore the newest ready checkpoint (no ready checkpoint: the session ends expired), recreate a fresh sandbox from the template (reason recreated), or expire (docs/RELIABILITY.md "Recovery").
+             * @enum {string}
+             */
+            on_lost?: "restore" | "recreate" | "expire";
+            /** @description The recovery in progress while the session is restoring for reason lost; null otherwise. */
+            recovery?: components["schemas"]["Recovery"] | null;
         };
         SessionList: {
             /** @description Newest first. */
@@ -802,6 +809,11 @@ export interface components {
              * @enum {string}
              */
             idle_policy?: "fixed" | "learned";
+            /**
+             * @description What a resume that finds the sandbox lost (gone, another sandbox behind the id, or a workspace without Sandman's identity marker) does: restore the newest ready checkpoint (no ready checkpoint: the session ends expired), recreate a fresh sandbox from the template (reason recreated), or expire (docs/RELIABILITY.md "Recovery"). Absent: restore.
+             * @enum {string}
+             */
+            on_lost?: "restore" | "recreate" | "expire";
         };
         /** @description A heartbeat's optional body. */
         ActivityRequest: {
@@ -869,6 +881,8 @@ export interface components {
              * @description When the app last became ready; null unless ready.
              */
             ready_at: string | null;
+            /** @description The recovery in progress while the session is restoring for reason lost; null otherwise. */
+            recovery?: components["schemas"]["Recovery"] | null;
         };
         ResumeResult: {
             /** @description The fresh preview URL (the current one when the session was running already). */
@@ -1435,6 +1449,21 @@ export interface components {
             checkpoint_every_seconds?: number | null;
             /** @description How many automatic checkpoints to keep, 1..100; absent or null: the deployment's default (5). */
             checkpoints_keep?: number | null;
+        };
+        /** @description A lost session's recovery in progress (docs/RELIABILITY.md "Recovery"): how the sandbox was lost and the checkpoint being restored. */
+        Recovery: {
+            /**
+             * @description gone: the provider no longer has the sandbox; foreign: the sandbox behind the id carries another session's identity marker; partial: the marker is missing.
+             * @enum {string}
+             */
+            lost: "gone" | "foreign" | "partial";
+            /** @description The checkpoint being restored; null for on_lost recreate (a fresh sandbox from the template). */
+            checkpoint_id: string | null;
+            /**
+             * Format: date-time
+             * @description When that checkpoint was taken: the time the work is restored from ("Restoring your work from <time>"); null for on_lost recreate.
+             */
+            checkpoint_created_at: string | null;
         };
     };
     responses: {

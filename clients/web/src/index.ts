@@ -8,6 +8,6 @@ export { SandmanPreviewElement, define, tagName } from "./preview.js";
 export type { StateChangeDetail, TokenAnswer, TokenSource } from "./preview.js";
 export { defaultMessages, isUsable, viewOf } from "./state.js";
 export type { Messages, PreviewState, SessionStatus, View } from "./state.js";
-export { connect, isReady, SandmanSession } from "./sandman.js";
+export { connect, isReady, recoveryText, SandmanSession } from "./sandman.js";
 
 define();

@@ -13,6 +13,7 @@ import {
   announcement,
   defaultMessages,
   viewOf,
+  when,
   withPath,
   type Messages,
   type PreviewState,
@@ -397,8 +398,11 @@ export class SandmanPreviewElement extends HTMLElement {
         return v.pausing
           ? { icon: "moon", title: m.pausingTitle, text: m.pausingText }
           : { icon: "moon", title: m.sleepingTitle, text: m.sleepingText, button: m.wakeButton, note: this.#wakeFailed ? m.wakeFailed : undefined };
-      case "waking":
       case "restoring":
+        if (v.recoveringFrom === "") return { icon: "sun", title: m.recreatingTitle, text: m.recreatingText };
+        if (v.recoveringFrom) return { icon: "sun", title: m.recoveringTitle.replace("{time}", when(v.recoveringFrom)), text: m.recoveringText };
+        return { icon: "sun", title: m.wakingTitle };
+      case "waking":
       case "starting":
         return { icon: "sun", title: m.wakingTitle };
       case "ready":

@@ -21,6 +21,8 @@ export interface SessionStatus {
   preview_url?: string | null;
   readiness?: "starting" | "ready" | "failed" | null;
   readiness_detail?: string | null;
+  /** A lost session's recovery while it is restoring (docs/RELIABILITY.md "Recovery"). */
+  recovery?: { lost: string; checkpoint_id: string | null; checkpoint_created_at: string | null } | null;
   [field: string]: unknown;
 }
 
@@ -40,6 +42,12 @@ export interface Messages {
   stepOpen: string;
   doingWake: string;
   doingRestore: string;
+  /** A lost session's recovery: "{time}" stands for the checkpoint's time. */
+  recoveringTitle: string;
+  recoveringText: string;
+  doingRecover: string;
+  recreatingTitle: string;
+  recreatingText: string;
   doingApp: string;
   ready: string;
   appFailedTitle: string;
@@ -73,6 +81,11 @@ export const defaultMessages: Messages = {
   stepOpen: "Open the preview",
   doingWake: "Waking the sandbox…",
   doingRestore: "Restoring the sandbox from a checkpoint…",
+  recoveringTitle: "Restoring your work from {time}",
+  recoveringText: "Its sandbox was lost; the work saved then comes back here, on the same link.",
+  doingRecover: "Restoring your work from {time}…",
+  recreatingTitle: "Starting a fresh sandbox",
+  recreatingText: "Its sandbox was lost and there was no checkpoint to restore, so a fresh one is made from its template.",
   doingApp: "Starting the app…",
   ready: "The preview is ready.",
   appFailedTitle: "The app didn't start",
@@ -107,6 +120,8 @@ export interface View {
   output?: string;
   /** ready: the preview URL to show. */
   previewURL?: string;
+  /** restoring a lost session: the checkpoint's time (RFC 3339), or "" for a fresh sandbox. */
+  recoveringFrom?: string;
 }
 
 /** Whether a status shows a usable preview (sandman.js isReady, plus a URL). */
@@ -126,6 +141,7 @@ export function viewOf(s: SessionStatus | null | undefined): View {
     case "provisioning":
       return { state: "waking", step: "wake" };
     case "restoring":
+      if (s.recovery) return { state: "restoring", step: "wake", recoveringFrom: s.recovery.checkpoint_created_at ?? "" };
       return { state: "restoring", step: "wake" };
     case "killed":
       return { state: "ended", why: "killed" };
@@ -165,6 +181,8 @@ export function announcement(v: View, m: Messages): string {
     case "waking":
       return m.doingWake;
     case "restoring":
+      if (v.recoveringFrom === "") return m.recreatingTitle + ".";
+      if (v.recoveringFrom) return m.doingRecover.replace("{time}", when(v.recoveringFrom));
       return m.doingRestore;
     case "starting":
       return m.doingApp;
@@ -175,6 +193,12 @@ export function announcement(v: View, m: Messages): string {
     case "ended":
       return (v.why === "killed" ? m.endedTitle : m.unrecoverableTitle) + ".";
   }
+}
+
+/** when writes an RFC 3339 time in the reader's own zone and words. */
+export function when(iso: string): string {
+  const t = Date.parse(iso);
+  return isNaN(t) ? iso : new Date(t).toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short" });
 }
 
 /** withPath appends path (a path of the app, e.g. "/docs") to a preview URL. */

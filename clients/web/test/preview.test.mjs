@@ -4,7 +4,8 @@
 //
 //   bash scripts/browser.sh clients/web/test/preview.test.mjs
 //
-// Every state (connecting, sleeping, going to sleep, waking, restoring,
+// Every state (connecting, sleeping, going to sleep, waking, restoring, a
+// lost session's recovery ("Restoring your work from <time>"),
 // starting, ready, failed: app and no preview, ended: killed and
 // unrecoverable, a wake that failed) at 1280 and 375 px, light and dark:
 // an axe-core audit with no serious or critical violation and a screenshot
@@ -53,6 +54,8 @@ const states = [
   ["failed-no-preview", { state: "running", sandbox_paused: false, preview_url: null }, "nothing to show"],
   ["ended", { state: "killed", sandbox_paused: false, preview_url: null }, "This session has ended"],
   ["ended-unrecoverable", { state: "expired", sandbox_paused: false, preview_url: null }, "can't be recovered"],
+  ["restoring-lost", { state: "restoring", sandbox_paused: true, preview_url: null,
+    recovery: { lost: "gone", checkpoint_id: "chk_a", checkpoint_created_at: "2026-12-06T17:05:00Z" } }, "Restoring your work from"],
 ];
 
 /** newPage opens a tab at width in scheme whose visibility the test can set. */

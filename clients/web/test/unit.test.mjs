@@ -63,3 +63,23 @@ test("the package: ESM with types for each entry point, React only a peer", () =
   assert.match(react, /from "react"/);
   assert.doesNotMatch(readFileSync(new URL("../dist/index.js", import.meta.url), "utf8"), /from "react"/, "the element needs no React");
 });
+
+test("a lost session's recovery says where the work comes back from", () => {
+  const at = "2026-12-06T17:05:00Z";
+  const v = viewOf({ state: "restoring", recovery: { lost: "gone", checkpoint_id: "chk_a", checkpoint_created_at: at } });
+  assert.deepEqual(v, { state: "restoring", step: "wake", recoveringFrom: at });
+  const said = announcement(v, defaultMessages);
+  assert.match(said, /^Restoring your work from .*2026.*…$/);
+  assert.ok(said.includes(new Date(at).toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short" })));
+  const fresh = viewOf({ state: "restoring", recovery: { lost: "foreign", checkpoint_id: null, checkpoint_created_at: null } });
+  assert.equal(announcement(fresh, defaultMessages), "Starting a fresh sandbox.");
+  assert.equal(announcement(viewOf({ state: "restoring" }), defaultMessages), "Restoring the sandbox from a checkpoint…");
+});
+
+test("sandman.js recoveryText", async () => {
+  const { recoveryText } = await import(new URL("../../../internal/webclient/static/sandman.js", import.meta.url));
+  assert.equal(recoveryText({ state: "restoring" }), null);
+  assert.equal(recoveryText({ state: "running", recovery: null }), null);
+  assert.equal(recoveryText({ state: "restoring", recovery: { lost: "gone", checkpoint_id: null, checkpoint_created_at: null } }), "Starting a fresh sandbox");
+  assert.match(recoveryText({ state: "restoring", recovery: { lost: "partial", checkpoint_id: "c", checkpoint_created_at: "2026-12-06T17:05:00Z" } }), /^Restoring your work from .*2026/);
+});

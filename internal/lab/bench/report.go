@@ -54,6 +54,8 @@ type Report struct {
 	// Checkpoints is the checkpoint and restore figure with the archive
 	// path's (checkpoints.go, archive.go).
 	Checkpoints *CheckpointsResult `json:"checkpoints,omitempty"`
+	// Recovery is the recovery run (recovery.go).
+	Recovery *RecoveryResult `json:"recovery,omitempty"`
 
 	Errors []string `json:"errors,omitempty"`
 }
@@ -163,6 +165,9 @@ func (r *Report) Markdown() string {
 	}
 	if f := r.Fleet; f != nil {
 		fleetSection(&b, f)
+	}
+	if x := r.Recovery; x != nil {
+		recoverySection(&b, x)
 	}
 	if len(r.Errors) > 0 {
 		p("## Failures\n\n")

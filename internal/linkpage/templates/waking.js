@@ -9,6 +9,16 @@ const cfg = JSON.parse(document.getElementById("sandman-link").textContent);
 const live = document.getElementById("status");
 const said = { done: "(done)", current: "(under way)", todo: "(to do)" };
 let restoring = document.querySelector(".steps")?.dataset.restoring === "true";
+// A recovery's checkpoint time, in the reader's own zone ("Restoring your
+// work from <time>"): the page's own, or a push's recovery.
+const when = (iso) => new Date(iso).toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short" });
+const recovered = (iso) => {
+  if (!iso || isNaN(Date.parse(iso))) return;
+  cfg.steps.restore = { ...cfg.steps.restore, doing: "Restoring your work from " + when(iso) + "…" };
+  const t = document.querySelector("#recovery time");
+  if (t) t.textContent = when(iso);
+};
+recovered(cfg.restoring_from);
 
 const reopen = () => {
   const q = new URLSearchParams(location.search);
@@ -54,6 +64,7 @@ if (!cfg.token || !cfg.ws_url) {
       const st = e.detail;
       if (!st) return;
       if (ended(st)) return reopen();
+      recovered(st.recovery?.checkpoint_created_at);
       show(stepOf(st));
       if (isReady(st)) reopen();
     });

@@ -26,6 +26,8 @@ const names = await (await fetch(ch.base + "/pages/")).json();
 const wakingStatus = {
   "waking-paused": { state: "paused", sandbox_paused: true, preview_url: null },
   "waking-restoring": { state: "restoring", sandbox_paused: true, preview_url: null },
+  "waking-recovering": { state: "restoring", sandbox_paused: true, preview_url: null,
+    recovery: { lost: "gone", checkpoint_id: "chk_a", checkpoint_created_at: "2026-12-06T17:05:00Z" } },
   "waking-starting": { state: "running", sandbox_paused: false, readiness: "starting", preview_url: "http://127.0.0.1:1/" },
   "waking-no-app": { state: "resuming", sandbox_paused: true, preview_url: null },
 };

@@ -82,6 +82,23 @@ type Session struct {
 	IdlePolicy       string  `json:"idle_policy"`
 	PauseDeadlineWhy *string `json:"pause_deadline_why"`
 	PreResumeAt      *string `json:"pre_resume_at"`
+	// OnLost is what a resume that finds the sandbox lost does: restore,
+	// recreate or expire (docs/RELIABILITY.md "Recovery").
+	OnLost string `json:"on_lost"`
+	// Recovery is the recovery in progress (null unless the session is
+	// restoring for reason lost).
+	Recovery *Recovery `json:"recovery"`
+}
+
+// Recovery is a lost session's recovery as the API shows it while the
+// session is restoring for reason lost (docs/RELIABILITY.md "Recovery"):
+// lost is gone, foreign or partial; checkpoint_id and
+// checkpoint_created_at name the checkpoint it restores (both null for
+// on_lost recreate, a fresh sandbox from the template).
+type Recovery struct {
+	Lost                string  `json:"lost"`
+	CheckpointID        *string `json:"checkpoint_id"`
+	CheckpointCreatedAt *string `json:"checkpoint_created_at"`
 }
 
 // App is an app spec as the API shows and takes it (docs/READINESS.md).
@@ -143,6 +160,9 @@ type Status struct {
 	PreviewURL    *string  `json:"preview_url"`
 	Lifecycle     Envelope `json:"lifecycle"`
 	AppReadiness
+	// Recovery is the recovery in progress (null unless restoring for
+	// reason lost): what the waking page and sandman.js show.
+	Recovery *Recovery `json:"recovery"`
 }
 
 // ResumeResult answers POST /v1/sessions/{id}/resume.

@@ -36,6 +36,7 @@ func TestConformance(t *testing.T) {
 			WakeRequests: func() int { return srv.Wakes("") },
 			Preview:      &http.Client{Transport: srv.Preview()},
 			BootDelay:    2 * time.Second,
+			Inject:       srv.Inject,
 		}
 	}})
 }

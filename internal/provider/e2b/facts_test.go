@@ -40,6 +40,7 @@ func TestConformance(t *testing.T) {
 			},
 			WakeRequests: srv.ProxyRequests,
 			RunLengthCap: e2btest.MaxRunLength,
+			Inject:       srv.Inject,
 		}
 	}})
 }

@@ -138,6 +138,9 @@ func (p *Provider) ExportTar(ctx context.Context, sandboxID, dir string, exclude
 	if err != nil {
 		return 0, err
 	}
+	if err := p.exportFault(ctx, sandboxID); err != nil {
+		return 0, err
+	}
 	unlock, err := p.lock(ctx, opExport, sandboxID)
 	if err != nil {
 		return 0, err
@@ -176,6 +179,9 @@ func (p *Provider) ExportTar(ctx context.Context, sandboxID, dir string, exclude
 func (p *Provider) ImportTar(ctx context.Context, sandboxID, dir string, r io.Reader) error {
 	folder, err := p.workspaceFolder(sandboxID, dir)
 	if err != nil {
+		return err
+	}
+	if err := p.importFault(ctx, sandboxID); err != nil {
 		return err
 	}
 	unlock, err := p.lock(ctx, opImport, sandboxID)

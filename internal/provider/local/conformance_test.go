@@ -32,6 +32,7 @@ func TestConformance(t *testing.T) {
 					tb.Errorf("Tick: %v", err)
 				}
 			},
+			Inject: p.Inject,
 		}
 	}})
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/provider/hookwire/e2bhook"
+	"github.com/sandmanhq/sandman/internal/provider/internal/fakekit"
 )
 
 var _ lifecycle.Provider = (*Provider)(nil)
@@ -63,6 +64,8 @@ type Provider struct {
 	// closed is set by Close, after which none opens.
 	fronts map[int]*front
 	closed bool
+	// switches are the standing faults Inject switched on (tests only).
+	switches fakekit.Switches
 }
 
 // New returns a Provider for cfg, creating cfg.Dir if needed, and opens the

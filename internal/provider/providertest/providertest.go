@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/provider/internal/fakekit"
 )
 
 // Op names a Provider method, for fault injection.
@@ -82,6 +83,9 @@ type Env struct {
 	// BootDelay is how long a started command takes to listen on the fake
 	// (waited out with Advance); 0: at once.
 	BootDelay time.Duration
+	// Inject switches a sandbox fault on the fake (fakekit.Injector's
+	// Inject; the fault rows). nil: the fake takes no sandbox faults.
+	Inject func(sandboxID string, f fakekit.SandboxFault, delay time.Duration) error
 	// Tolerance is how far a reported expiry may lie from the one the suite
 	// computes (a provider with whole-second times: 1 s). Default 1 s.
 	Tolerance time.Duration
@@ -160,6 +164,14 @@ func missing(e Env, hook string) bool {
 		return !files || caps.Retention == 0 || e.Advance == nil
 	case "WorkspaceArchiver":
 		return !hasArchiver(e)
+	case "Inject":
+		return e.Inject == nil
+	case "InjectFiles":
+		return e.Inject == nil || missing(e, "Files")
+	case "InjectSnapshots":
+		return e.Inject == nil || missing(e, "Snapshotter")
+	case "InjectArchives":
+		return e.Inject == nil || !hasArchiver(e) || !missing(e, "Snapshotter")
 	case "Forker":
 		_, fork := e.Provider.(lifecycle.Forker)
 		_, files := e.Provider.(lifecycle.Files)
@@ -186,7 +198,7 @@ func Behaviours() []Behaviour {
 		{Name: "TransientCarriesRetryAfter", Needs: "Fail", Run: transientRetryAfter},
 		{Name: "ProbeRunning", Run: probeRunning},
 		{Name: "ProbePausedNeverWakes", Run: probePausedNeverWakes},
-	}, slices.Concat(commandRows(), checkpointRows(), archiveRows())...)
+	}, slices.Concat(commandRows(), checkpointRows(), archiveRows(), faultRows())...)
 }
 
 // ctx returns a context that ends with the test.

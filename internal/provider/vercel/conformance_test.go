@@ -28,6 +28,7 @@ func TestConformance(t *testing.T) {
 			},
 			WakeRequests: fake.Boots,
 			BootDelay:    3 * time.Second,
+			Inject:       fake.Inject,
 		}
 	}})
 }

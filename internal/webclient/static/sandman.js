@@ -62,12 +62,29 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 export function isReady(s) {
   return s?.state === "running" && (s.readiness == null || s.readiness === "ready");
 }
+/**
+ * What to tell a person while a lost session is recovered (docs/RELIABILITY.md
+ * "Recovery"): "Restoring your work from <time>" (the checkpoint's created_at
+ * in the reader's zone) while the status is restoring with a `recovery`;
+ * "Starting a fresh sandbox" for a recreate; null otherwise.
+ * @param {any} s a status body
+ * @returns {string|null}
+ */
+export function recoveryText(s) {
+  const r = s?.state === "restoring" ? s.recovery : null;
+  if (!r) return null;
+  const t = Date.parse(r.checkpoint_created_at ?? "");
+  if (isNaN(t)) return "Starting a fresh sandbox";
+  return "Restoring your work from " + new Date(t).toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short" });
+}
+
 const DEFAULT_INPUT_EVENTS = ["pointerdown", "keydown", "wheel", "touchstart", "scroll", "mousemove"];
 
 /**
  * A live session. Events (all CustomEvent, data in `detail`):
  * - "session": detail is the status body (`state`, `sandbox_paused`, `preview_url`, `lifecycle`,
- *   `readiness`, `readiness_detail`, `ready_at`, ...). A session with an app is usable when
+ *   `readiness`, `readiness_detail`, `ready_at`, `recovery`, ...; recoveryText says a recovery in
+ *   words). A session with an app is usable when
  *   running with `readiness` "ready" (see `ready` and `whenReady`; docs/READINESS.md).
  * - "connection": detail is `{state: ConnectionState, attempt: number, delayMs?: number}`.
  * - "token": detail is `{reason: "expiring"|"refused"}` after a successful refresh.

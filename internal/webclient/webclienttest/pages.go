@@ -36,6 +36,7 @@ type page func(b linkpage.Brand, w linkpage.Waking) (status int, html string)
 var galleryPages = map[string]page{
 	"waking-paused":     wakingIn("paused", "", true),
 	"waking-restoring":  wakingIn("restoring", "", true),
+	"waking-recovering": recovering(time.Date(2026, 12, 6, 17, 5, 0, 0, time.UTC)),
 	"waking-starting":   wakingIn("running", "starting", true),
 	"waking-no-app":     wakingIn("resuming", "", false),
 	"app-failed":        notice(http.StatusConflict, linkpage.AppFailed("the start command exited with code 3 before the preview answered", "3", "$ npm run dev\n> vite\nError: Cannot find module 'vite'\n    at Module._resolveFilename (node:internal/modules/cjs/loader:1225:15)", galleryRetry)),
@@ -58,6 +59,15 @@ func wakingIn(state, readiness string, app bool) page {
 		if app {
 			w.AppTimeout = 2 * time.Minute
 		}
+		return http.StatusOK, b.WakingPage(w)
+	}
+}
+
+// recovering is the waking page of a lost session restoring the
+// checkpoint taken at from ("Restoring your work from <time>").
+func recovering(from time.Time) page {
+	return func(b linkpage.Brand, w linkpage.Waking) (int, string) {
+		w.State, w.App, w.AppTimeout, w.Recovery = "restoring", true, 2*time.Minute, &linkpage.Recovery{From: from}
 		return http.StatusOK, b.WakingPage(w)
 	}
 }

@@ -35,7 +35,7 @@ import (
 )
 
 // figures names what -only can select, in the order they run.
-var figures = []string{"status", "webhook", "sweep", "coldstart", "cost", "outbox", "channel", "timers", "readiness", "open", "deliveries", "pools", "checkpoints", "fleet"}
+var figures = []string{"status", "webhook", "sweep", "coldstart", "cost", "outbox", "channel", "timers", "readiness", "open", "deliveries", "pools", "checkpoints", "fleet", "recovery"}
 
 func main() {
 	bench.ChildIfAsked()
@@ -101,6 +101,9 @@ func run(ctx context.Context, args []string) error {
 	fs.Float64Var(&fl.Rate, "fleet-rate", 200, "the fleet figure's fake provider's limit, calls a second")
 	fs.Float64Var(&fl.BurstSeconds, "fleet-burst", 2, "the fake provider's burst, in seconds of its rate")
 	fs.DurationVar(&fl.TableTimeout, "fleet-table-timeout", time.Second, "the governors' table timeout (DynamoDB Local is slower than DynamoDB)")
+	var rc bench.RecoveryConfig
+	fs.IntVar(&rc.Resumes, "recovery-resumes", 1000, "resumes of the recovery run, spread over the E2B, Daytona and Vercel fakes")
+	fs.IntVar(&rc.FaultEvery, "recovery-fault-every", 40, "one session in this many gets each of the recovery run's four faults (40: 10 %)")
 	var cold bench.ColdStartConfig
 	fs.IntVar(&cold.Runs, "coldstart-runs", 11, "fresh processes per function")
 	if err := fs.Parse(args); err != nil {
@@ -320,6 +323,17 @@ func run(ctx context.Context, args []string) error {
 			fl.Phases, fl.FrozenPhase = bench.DefaultFleetPhases, bench.DefaultFleetPhases[2].Name
 			for _, p := range bench.FleetProblems(fl, r) {
 				failed("fleet check", fmt.Errorf("%s", p))
+			}
+		}
+	}
+
+	if selected["recovery"] {
+		if r, err := bench.RunRecovery(ctx, env, rc); err != nil {
+			failed("recovery", err)
+		} else {
+			rep.Recovery = &r
+			for _, p := range bench.RecoveryProblems(r) {
+				failed("recovery check", fmt.Errorf("%s", p))
 			}
 		}
 	}

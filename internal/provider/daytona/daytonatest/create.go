@@ -132,7 +132,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		s.set(sb, StatePendingBuild, now)
 		sb.next, sb.settleAt = StateStarted, now.Add(s.opts.BuildTime)
 	} else {
-		s.begin(sb, StateCreating, StateStarted, s.opts.CreateTime, now)
+		s.begin(sb, StateCreating, StateStarted, s.restoreTime(snapshot), now)
 	}
 	s.writeJSON(w, http.StatusOK, s.toJSON(sb, true))
 }

@@ -200,6 +200,7 @@ type Server struct {
 	procs      map[string]map[string]*toolSession // sandbox ID → toolbox session ID → session
 	cmdSeq     int
 	snapshots  fakekit.Table[Snapshot]
+	switches   fakekit.Switches
 	removed    map[string]bool // the names and ids of deleted snapshots
 }
 
@@ -265,6 +266,8 @@ func (s *Server) Handler() http.Handler {
 		s.snapshotRoutes(route)
 	}
 	s.toolboxRoutes(mux)
+	mux.Handle(fakekit.ControlPrefix+"/faults", fakekit.Control(&s.Kit))
+	fakekit.ControlSandboxes(mux, s)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, http.StatusNotFound, fmt.Sprintf("Cannot %s %s", r.Method, r.URL.Path))
 	})

@@ -207,6 +207,7 @@ type Server struct {
 	mu        sync.Mutex
 	sandboxes fakekit.Table[Sandbox]
 	snapshots fakekit.Table[Snapshot]
+	switches  fakekit.Switches
 	pid       int
 	api       http.Handler
 	proxy     http.Handler
@@ -264,7 +265,8 @@ const ProxyPrefix = "/_proxy"
 // Handler serves the control API and, under ProxyPrefix, the proxy, on one
 // address (for `sandman fake e2b`), and under fakekit.ControlPrefix the
 // fault plan (fakekit.Control: {"op": "snapshot:<id>", "fault": {"status":
-// 500}} fails that sandbox's next snapshot, see ForSandbox). A request that
+// 500}} fails that sandbox's next snapshot, see ForSandbox; and the sandbox
+// faults, fakekit.ControlSandboxes and Inject). A request that
 // names a sandbox the way E2B's proxy reads it (a Host <port>-<id>.<Domain>,
 // or the SDK's E2b-Sandbox-Id and E2b-Sandbox-Port headers on a localhost or
 // IP host) goes to the proxy too, so E2B's own SDK works against it with
@@ -272,7 +274,10 @@ const ProxyPrefix = "/_proxy"
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle(ProxyPrefix+"/", http.StripPrefix(ProxyPrefix, s.proxy))
-	mux.Handle(fakekit.ControlPrefix+"/", fakekit.Control(&s.Kit))
+	control := http.NewServeMux()
+	control.Handle(fakekit.ControlPrefix+"/", fakekit.Control(&s.Kit))
+	fakekit.ControlSandboxes(control, s)
+	mux.Handle(fakekit.ControlPrefix+"/", control)
 	mux.Handle("/", s.api)
 	return s.routed(mux)
 }
@@ -366,7 +371,7 @@ func (s *Server) faulty(op Op, next http.Handler) http.Handler {
 		writeError(w, f.Status, msg)
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.Handle(op, next, answer, ForSandbox(op, r.PathValue("id")), op).ServeHTTP(w, r)
+		s.held(op, s.Handle(op, next, answer, ForSandbox(op, r.PathValue("id")), op)).ServeHTTP(w, r)
 	})
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -246,5 +247,29 @@ func TestFakeSDKShapes(t *testing.T) {
 	call(t, srv, "GET", "/sandboxes/"+id, "", &info)
 	if !info.Lifecycle.AutoResume || info.Lifecycle.OnTimeout != "pause" {
 		t.Errorf("lifecycle = %+v, want autoResume true, onTimeout pause", info.Lifecycle)
+	}
+}
+
+// `sandman fake e2b` takes the sandbox faults on its control route: a
+// sandbox deleted there is gone for the API.
+func TestControlRouteDeletesASandboxBehindTheClientsBack(t *testing.T) {
+	srv := e2btest.New(e2btest.Config{})
+	srv.Put(e2btest.Sandbox{ID: "isbx1", State: lifecycle.SandboxRunning, StartedAt: time.Now(), EndAt: time.Now().Add(time.Hour)})
+	h := srv.Handler()
+	send := func(method, path, body string) int {
+		w := httptest.NewRecorder()
+		r := httptest.NewRequest(method, path, strings.NewReader(body))
+		r.Header.Set("X-API-Key", e2btest.APIKey)
+		h.ServeHTTP(w, r)
+		return w.Code
+	}
+	if got := send("GET", "/sandboxes/isbx1", ""); got != 200 {
+		t.Fatalf("GET before = %d", got)
+	}
+	if got := send("POST", "/_fake/sandboxes/isbx1/faults", `{"fault":"gone"}`); got != 204 {
+		t.Fatalf("inject = %d", got)
+	}
+	if got := send("GET", "/sandboxes/isbx1", ""); got != 404 {
+		t.Errorf("GET after gone = %d, want 404", got)
 	}
 }

@@ -90,3 +90,17 @@ func (m *Mem) Size() int64 {
 	}
 	return n
 }
+
+// Without returns a copy of m without the files at paths, nor under them
+// as folders (a fake's partial workspace).
+func (m *Mem) Without(paths ...string) *Mem {
+	c := m.Clone()
+	for p := range c.files {
+		for _, gone := range paths {
+			if p == gone || strings.HasPrefix(p, strings.TrimSuffix(gone, "/")+"/") {
+				delete(c.files, p)
+			}
+		}
+	}
+	return c
+}

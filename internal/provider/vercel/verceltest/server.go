@@ -216,6 +216,7 @@ type Server struct {
 	sessions  map[string]*sessionRec
 	snapshots map[string]*snapshotRec
 	bySub     map[string]*sessionRec
+	switches  fakekit.Switches
 }
 
 // NewServer returns a fake with opts (defaults filled in). Serve its
@@ -266,6 +267,8 @@ func NewServer(opts Config) *Server {
 	mux.Handle("DELETE /v2/sandboxes/snapshots/{id}", s.api(OpSnapshotDelete, s.getSnapshot))
 	preview := s.faulty(OpPreview, http.HandlerFunc(s.preview))
 	mux.Handle("GET /_preview/{sub}/", preview)
+	mux.Handle(fakekit.ControlPrefix+"/faults", fakekit.Control(&s.Kit))
+	fakekit.ControlSandboxes(mux, s)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "no route "+r.Method+" "+r.URL.Path)
 	})
@@ -380,7 +383,7 @@ func at(v int64) time.Time {
 
 // api wraps an API handler: count, faults, bearer token and team.
 func (s *Server) api(op Op, h http.HandlerFunc) http.Handler {
-	return s.faulty(op, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return s.faulty(op, s.held(op, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") != "Bearer "+s.opts.Token {
 			s.Add("refused")
 			writeError(w, http.StatusForbidden, "forbidden", "Not authorized: the token is missing or invalid")
@@ -395,7 +398,7 @@ func (s *Server) api(op Op, h http.HandlerFunc) http.Handler {
 		defer s.mu.Unlock()
 		s.expire()
 		h(w, r)
-	}))
+	})))
 }
 
 // getOrResume dispatches GET /v2/sandboxes/{name} by its resume parameter,
