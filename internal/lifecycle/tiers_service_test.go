@@ -181,3 +181,25 @@ func TestArchiveUsesThePauseCheckpoint(t *testing.T) {
 	}
 	w.MustHistory(t, sess.ID)
 }
+
+// A create's tiers come from its own fields, then the deployment's, then
+// its provider's retention of paused sandboxes (less TierMargin).
+func TestCreateResolvesTiers(t *testing.T) {
+	day := 24 * time.Hour
+	w := MustWorld(t)
+	w.rewire(t, func(c *lifecycle.Config) {
+		c.PausedRetention = map[string]time.Duration{"fake": 30 * day}
+		c.Tiers = lifecycle.Tiers{DeleteAfter: dur(90 * day)}
+	})
+	got := w.mustCreate(t, lifecycle.CreateInput{})
+	if got.ArchiveAfter != 27*day || got.DeleteAfter != 90*day {
+		t.Errorf("defaults: %v/%v, want 27d (the provider's) and 90d (the deployment's)", got.ArchiveAfter, got.DeleteAfter)
+	}
+	got = w.mustCreate(t, lifecycle.CreateInput{Tiers: lifecycle.Tiers{ArchiveAfter: dur(0), DeleteAfter: dur(day)}})
+	if got.ArchiveAfter != 0 || got.DeleteAfter != day {
+		t.Errorf("the session's own: %v/%v, want never/1d", got.ArchiveAfter, got.DeleteAfter)
+	}
+	if _, _, err := w.svc.Create(t.Context(), acct, lifecycle.CreateInput{Template: "base", Tiers: lifecycle.Tiers{ArchiveAfter: dur(time.Second)}}); !lifecycle.IsCode(err, lifecycle.CodeInvalid) {
+		t.Errorf("archive after 1 s: %v, want invalid", err)
+	}
+}
