@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/sandmanhq/sandman/internal/httpapi"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
@@ -45,6 +46,10 @@ type createSessionBody struct {
 	// OnLost: restore, recreate or expire; absent for restore
 	// (docs/RELIABILITY.md "Recovery").
 	OnLost string `json:"on_lost"`
+	// The retention tiers in seconds after the pause (docs/CHECKPOINTS.md
+	// "Retention tiers"); absent or null: the deployment's, 0: never.
+	ArchiveAfterSeconds *int64 `json:"archive_after_seconds"`
+	DeleteAfterSeconds  *int64 `json:"delete_after_seconds"`
 }
 
 // appBody is the app spec of a create; absent fields are left to the
@@ -80,6 +85,7 @@ func (h *Handler) createSession(ctx context.Context, r *request) (response, erro
 		Checkpoints:        checkpointOptions(body.CheckpointOnPause, body.CheckpointEverySeconds, body.CheckpointsKeep),
 		IdlePolicy:         lifecycle.IdlePolicy(body.IdlePolicy),
 		OnLost:             lifecycle.OnLost(body.OnLost),
+		Tiers:              lifecycle.Tiers{ArchiveAfter: seconds(body.ArchiveAfterSeconds), DeleteAfter: seconds(body.DeleteAfterSeconds)},
 	}
 	if a := body.App; a != nil {
 		in.App = &lifecycle.AppInput{Port: a.Port, StartCommand: a.StartCommand, Cwd: a.Cwd, Env: a.Env,
@@ -243,4 +249,17 @@ func sessionFilter(q map[string]string) (lifecycle.SessionFilter, error) {
 		f.Metadata[key] = v
 	}
 	return f, nil
+}
+
+// seconds returns *n seconds as a duration, nil for nil; a negative or
+// too large count becomes a duration ValidTiers refuses.
+func seconds(n *int64) *time.Duration {
+	if n == nil {
+		return nil
+	}
+	d := time.Duration(lifecycle.MaxTierAfter + time.Second)
+	if *n >= 0 && *n <= int64(lifecycle.MaxTierAfter/time.Second) {
+		d = time.Duration(*n) * time.Second
+	}
+	return &d
 }

@@ -294,7 +294,8 @@ func New(ctx context.Context, cfg Config, needs Needs, deps Deps) (*App, error) 
 		Prices: prices(deps.Adapters, cfg.Prices), TemplateApps: cfg.TemplateApps, ReadinessJobs: jobs, ResumeJobs: resumeJobs,
 		IdlePolicy: cfg.IdlePolicy, IdleUserField: cfg.IdleUserField, IdleHistograms: a.Store,
 		Pools: cfg.Pools, PoolRefills: refills, RefillAfterClaim: deps.RefillPoolsAfterClaim, Background: ctx,
-		CheckpointJobs: checkpointJobs, Archives: archives, ArchiveWorkspace: deps.ArchiveWorkspace})
+		CheckpointJobs: checkpointJobs, Archives: archives, ArchiveWorkspace: deps.ArchiveWorkspace,
+		Tiers: cfg.Tiers, PausedRetention: deps.Adapters.PausedRetentions()})
 	a.WebhookStore, a.WebhookDispatcher = dynamostore.New(ddb, cfg.Table), deps.WebhookDispatcher
 	if a.WebhookDispatcher == nil && cfg.WebhookQueueURL != "" {
 		c, err := src.sqs()

@@ -34,6 +34,8 @@ const (
 	EnvResumeQueueURL      = envnames.ResumeQueueURL
 	EnvPoolRefillQueueURL  = envnames.PoolRefillQueueURL
 	EnvCheckpointQueueURL  = envnames.CheckpointQueueURL
+	EnvArchiveAfter        = envnames.ArchiveAfter
+	EnvDeleteAfter         = envnames.DeleteAfter
 	EnvEventBus            = envnames.EventBus
 	EnvEventsFile          = envnames.EventsFile
 	EnvCORSOrigin          = envnames.CORSOrigin
@@ -124,6 +126,9 @@ type Config struct {
 	CORSOrigin string // "" means "*"
 	LogLevel   slog.Level
 	Policy     lifecycle.Policy
+	// Tiers are the deployment's retention tiers (SANDMAN_ARCHIVE_AFTER,
+	// SANDMAN_DELETE_AFTER; lifecycle.Config.Tiers).
+	Tiers lifecycle.Tiers
 
 	Deployment          string        // default: Table
 	APIKeyCacheTTL      time.Duration // 0: apigw.DefaultKeyCacheTTL; negative: off
@@ -245,7 +250,7 @@ func ConfigFromEnv(getenv func(string) string, adapters ...registry.Adapter) (Co
 	if c.ClientTokenKeysSecret != "" && c.ClientTokenKeysFile != "" {
 		return Config{}, fmt.Errorf("set only one of %s and %s", EnvClientTokenKeysSecret, EnvClientTokenKeysFile)
 	}
-	for _, read := range []func(func(string) string, *Config) error{readBrand, readWebhooks, readLimits, readShards, readEventRetention, readGovernor, readTemplateApps, readIdlePolicy, readLogLevel, readDurations} {
+	for _, read := range []func(func(string) string, *Config) error{readBrand, readWebhooks, readLimits, readShards, readEventRetention, readGovernor, readTemplateApps, readIdlePolicy, readLogLevel, readDurations, readTiers} {
 		if err := read(get, &c); err != nil {
 			return Config{}, err
 		}
@@ -592,3 +597,30 @@ func parseTemplateApps(v string) (map[string]*lifecycle.AppSpec, error) {
 
 // Enabled reports whether provider is one of c.Providers.
 func (c Config) Enabled(provider string) bool { return slices.Contains(c.Providers, provider) }
+
+// readTiers reads the deployment's retention tiers: a Go duration, or
+// "0"/"off" for never; unset leaves the level unset. Errors name the
+// variable.
+func readTiers(get func(string) string, c *Config) error {
+	for _, o := range []struct {
+		name string
+		dst  **time.Duration
+	}{{EnvArchiveAfter, &c.Tiers.ArchiveAfter}, {EnvDeleteAfter, &c.Tiers.DeleteAfter}} {
+		v := strings.ToLower(strings.TrimSpace(get(o.name)))
+		if v == "" {
+			continue
+		}
+		d := time.Duration(0)
+		if v != "off" {
+			var err error
+			if d, err = time.ParseDuration(v); err != nil || d < 0 {
+				return fmt.Errorf("%s=%q: want a duration such as 648h, or 0 (off) for never", o.name, v)
+			}
+		}
+		*o.dst = &d
+	}
+	if err := lifecycle.ValidTiers(c.Tiers); err != nil {
+		return fmt.Errorf("%s/%s: %w", EnvArchiveAfter, EnvDeleteAfter, err)
+	}
+	return nil
+}

@@ -66,3 +66,28 @@ func TestConfigReadsTheBrand(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigReadsTheTiers: SANDMAN_ARCHIVE_AFTER and SANDMAN_DELETE_AFTER
+// are Go durations, 0 or off for never, unset for the next level; a bad
+// value is refused naming its variable.
+func TestConfigReadsTheTiers(t *testing.T) {
+	read := func(vars map[string]string) (app.Config, error) {
+		vars[app.EnvTable] = "sandman-test"
+		return app.ConfigFromEnv(env(vars))
+	}
+	c, err := read(map[string]string{app.EnvArchiveAfter: "240h", app.EnvDeleteAfter: "off"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Tiers.ArchiveAfter == nil || *c.Tiers.ArchiveAfter != 240*time.Hour || c.Tiers.DeleteAfter == nil || *c.Tiers.DeleteAfter != 0 {
+		t.Errorf("Tiers = %v/%v, want 240h/never", c.Tiers.ArchiveAfter, c.Tiers.DeleteAfter)
+	}
+	if c, err := read(map[string]string{}); err != nil || c.Tiers.ArchiveAfter != nil || c.Tiers.DeleteAfter != nil {
+		t.Errorf("unset: %+v, %v; want nothing set", c.Tiers, err)
+	}
+	for name, value := range map[string]string{app.EnvArchiveAfter: "30d", app.EnvDeleteAfter: "1s"} {
+		if _, err := read(map[string]string{name: value}); err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s=%q: error %v, want one naming %s", name, value, err, name)
+		}
+	}
+}

@@ -56,6 +56,8 @@ func sessionTable(w io.Writer, s Session) {
 		{"forked_from", forkSummary(s.ForkedFrom)}, {"checkpoint_on_pause", fmt.Sprint(s.CheckpointOnPause)},
 		{"checkpoint_every", seconds(s.CheckpointEverySeconds, "off")}, {"checkpoints_keep", fmt.Sprint(s.CheckpointsKeep)},
 		{"restore_checkpoint_id", orDash(s.RestoreCheckpointID)}, {"restore_error", orDash(s.RestoreError)},
+		{"archive_after", seconds(s.ArchiveAfterSeconds, "never")}, {"delete_after", seconds(s.DeleteAfterSeconds, "never")},
+		{"tier_error", orDash(s.TierError)},
 		{"idle_policy", s.IdlePolicy}, {"pause_deadline_why", orDash(s.PauseDeadlineWhy)}, {"pre_resume_at", orDash(s.PreResumeAt)},
 		{"on_lost", s.OnLost}, {"recovery", recoverySummary(s.Recovery)},
 	})

@@ -83,7 +83,7 @@ const (
 // lowercase dotted form of every lifecycle detail type (EventType).
 var EventTypes = []string{
 	"session.provisioning", "session.running", "session.pausing", "session.paused",
-	"session.resuming", "session.restoring", "session.expired", "session.killed", "session.failed",
+	"session.resuming", "session.restoring", "session.archived", "session.deleted", "session.expired", "session.killed", "session.failed",
 	"session.ready", "session.not_ready",
 	"checkpoint.ready", "checkpoint.failed",
 }

@@ -297,8 +297,8 @@ func (st *Store) FindCheckpointsDue(ctx context.Context, q lifecycle.CheckpointD
 	if q.Limit < 1 || q.Limit > maxDueLimit {
 		return lifecycle.CheckpointPage{}, lifecycle.Errorf(lifecycle.CodeInvalid, "limit must be between 1 and %d", maxDueLimit)
 	}
-	items, next, err := st.queryDue(ctx, tabledef.IndexCheckpointLease, tabledef.AttrCheckpointShard, tabledef.AttrCheckpointDue,
-		q.Cursor, q.Before, q.Limit)
+	items, next, err := st.queryDue(ctx, dueIndex{name: tabledef.IndexCheckpointLease, shardAttr: tabledef.AttrCheckpointShard,
+		dueAttr: tabledef.AttrCheckpointDue}, q.Cursor, q.Before, q.Limit)
 	if err != nil {
 		return lifecycle.CheckpointPage{}, err
 	}

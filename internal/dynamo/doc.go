@@ -44,7 +44,12 @@
 //	                                                             StateChangedAt + ReadinessRequeueAfter, and
 //	                                                             while running with a scheduled checkpoint, at
 //	                                                             NextCheckpointAt at the latest (Session.LeaseDue)
-//	paused      paused_shard, paused_due_at                      while paused, due at PausedAt
+//	paused      paused_shard, paused_due_at                      two lifecycle indexes in one (due.go pausedIndexKey):
+//	                                                             while a tier transition is due (Session.NextTier:
+//	                                                             paused, archived, deleted), at its time (>= 0:
+//	                                                             lifecycle.IndexTier); else while paused, at
+//	                                                             PausedAt - 10^14 ms (< 0: lifecycle.IndexPaused,
+//	                                                             dormancy)
 //	checkpoint_lease ckpt_lease_shard, ckpt_lease_due_at         checkpoint items while saving, due at their lease (checkpoint.go)
 //
 // by_owner_keys projects only the keys, so a write that keeps a session's

@@ -15,19 +15,48 @@ import (
 // expiries) for the sessions whose time falls before a bound.
 
 // dueIndex names the table index and key attributes of a lifecycle.DueIndex
-// and the exact due time its sort key holds in milliseconds.
+// and the exact due time its sort key holds in milliseconds. Two
+// lifecycle indexes share the table's paused index (pausedIndexKey):
+// cursor names the one a cursor was issued for, offset is subtracted
+// from the due time in its sort key, and from0 bounds its keys below by 0.
 type dueIndex struct {
 	name, shardAttr, dueAttr string
 	due                      func(*lifecycle.Session) time.Time
+	cursor                   string
+	offset                   int64
+	from0                    bool
+}
+
+// DormantOffset (milliseconds) is subtracted from PausedAt in the sort key of a paused
+// session without a tier deadline (lifecycle.IndexPaused), so that those
+// keys are all negative and the tier deadlines (lifecycle.IndexTier) all
+// positive: one table index serves both, and neither query reads the
+// other's sessions. 10^14 ms is about 3,170 years.
+const DormantOffset int64 = 100_000_000_000_000
+
+// pausedIndexKey returns the sort key of s in the table's paused index:
+// its next tier deadline (lifecycle.Session.NextTier) when it has one,
+// else PausedAt - DormantOffset while paused (lifecycle.Session.DormantDue),
+// and whether it belongs to the index at all.
+func pausedIndexKey(s *lifecycle.Session) (int64, bool) {
+	if to, at := s.NextTier(); to != "" {
+		return max(dueMillis(at), 0), true
+	}
+	if at, ok := s.DormantDue(); ok {
+		return dueMillis(at) - DormantOffset, true
+	}
+	return 0, false
 }
 
 var dueIndexes = map[lifecycle.DueIndex]dueIndex{
-	lifecycle.IndexIdle: {tabledef.IndexIdle, tabledef.AttrIdleShard, tabledef.AttrIdleDue,
-		(*lifecycle.Session).PauseDeadline},
-	lifecycle.IndexLease: {tabledef.IndexLease, tabledef.AttrLeaseShard, tabledef.AttrLeaseDue,
-		func(s *lifecycle.Session) time.Time { d, _ := s.LeaseDue(); return d }},
-	lifecycle.IndexPaused: {tabledef.IndexPaused, tabledef.AttrPausedShard, tabledef.AttrPausedDue,
-		func(s *lifecycle.Session) time.Time { return s.PausedAt }},
+	lifecycle.IndexIdle: {name: tabledef.IndexIdle, shardAttr: tabledef.AttrIdleShard, dueAttr: tabledef.AttrIdleDue,
+		due: (*lifecycle.Session).PauseDeadline},
+	lifecycle.IndexLease: {name: tabledef.IndexLease, shardAttr: tabledef.AttrLeaseShard, dueAttr: tabledef.AttrLeaseDue,
+		due: func(s *lifecycle.Session) time.Time { d, _ := s.LeaseDue(); return d }},
+	lifecycle.IndexPaused: {name: tabledef.IndexPaused, shardAttr: tabledef.AttrPausedShard, dueAttr: tabledef.AttrPausedDue,
+		due: func(s *lifecycle.Session) time.Time { d, _ := s.DormantDue(); return d }, offset: DormantOffset},
+	lifecycle.IndexTier: {name: tabledef.IndexPaused, shardAttr: tabledef.AttrPausedShard, dueAttr: tabledef.AttrPausedDue,
+		due: func(s *lifecycle.Session) time.Time { _, at := s.NextTier(); return at }, cursor: "tier", from0: true},
 }
 
 // FindDue returns sessions of the due index q.Index whose due time is at or
@@ -46,7 +75,7 @@ func (st *Store) FindDue(ctx context.Context, q lifecycle.DueQuery) (lifecycle.S
 	if q.Limit < 1 || q.Limit > maxDueLimit {
 		return lifecycle.SessionPage{}, lifecycle.Errorf(lifecycle.CodeInvalid, "limit must be between 1 and %d", maxDueLimit)
 	}
-	items, next, err := st.queryDue(ctx, ix.name, ix.shardAttr, ix.dueAttr, q.Cursor, q.Before, q.Limit)
+	items, next, err := st.queryDue(ctx, ix, q.Cursor, q.Before, q.Limit)
 	if err != nil {
 		return lifecycle.SessionPage{}, err
 	}
@@ -59,12 +88,16 @@ func (st *Store) FindDue(ctx context.Context, q lifecycle.DueQuery) (lifecycle.S
 // them with the cursor of the next page ("" when every shard is
 // exhausted). Errors: invalid for a cursor this store did not issue for
 // the index, the store's.
-func (st *Store) queryDue(ctx context.Context, name, shardAttr, dueAttr, cursorText string, before time.Time,
+func (st *Store) queryDue(ctx context.Context, ix dueIndex, cursorText string, before time.Time,
 	limit int) ([]map[string]types.AttributeValue, string, error) {
-	c := cursor{Index: name}
+	name, shardAttr, dueAttr, scope := ix.name, ix.shardAttr, ix.dueAttr, ix.name
+	if ix.cursor != "" {
+		scope = ix.cursor
+	}
+	c := cursor{Index: scope}
 	if cursorText != "" {
 		var err error
-		if c, err = decodeCursor(cursorText, name); err != nil {
+		if c, err = decodeCursor(cursorText, scope); err != nil {
 			return nil, "", err
 		}
 		if c.Shard < 0 || c.Shard >= st.shards {
@@ -74,11 +107,14 @@ func (st *Store) queryDue(ctx context.Context, name, shardAttr, dueAttr, cursorT
 			return nil, "", errBadCursor()
 		}
 	}
-	bound := dueMillis(before)
+	bound := dueMillis(before) - ix.offset
 	var items []map[string]types.AttributeValue
 	for shard, start := c.Shard, c.startKey(); shard < st.shards; shard, start = shard+1, nil {
-		keyCond := expression.Key(shardAttr).Equal(expression.Value(shard)).
-			And(expression.Key(dueAttr).LessThanEqual(expression.Value(bound)))
+		due := expression.Key(dueAttr).LessThanEqual(expression.Value(bound))
+		if ix.from0 {
+			due = expression.Key(dueAttr).Between(expression.Value(0), expression.Value(max(bound, 0)))
+		}
+		keyCond := expression.Key(shardAttr).Equal(expression.Value(shard)).And(due)
 		got, more, err := st.query(ctx, name, keyCond, true, start, limit-len(items))
 		if err != nil {
 			return nil, "", storeError("find due items in %s shard %d: %w", name, shard, err)
@@ -87,11 +123,11 @@ func (st *Store) queryDue(ctx context.Context, name, shardAttr, dueAttr, cursorT
 		next := ""
 		switch {
 		case more:
-			next, err = cursorAfter(name, shard, got[len(got)-1])
+			next, err = cursorAfter(scope, shard, got[len(got)-1])
 		case len(items) == limit && shard+1 < st.shards:
 			// Full page at the end of a shard: the next page starts with
 			// the next shard (it may turn out empty).
-			next, err = cursor{Index: name, Shard: shard + 1}.encode()
+			next, err = cursor{Index: scope, Shard: shard + 1}.encode()
 		}
 		if err != nil {
 			return nil, "", err

@@ -114,6 +114,13 @@ type sessionItem struct {
 	OnLost string         `dynamodbav:"on_lost,omitempty"`
 	Marked bool           `dynamodbav:"marked,omitempty"`
 	Lost   string         `dynamodbav:"lost,omitempty"`
+	// Retention tiers (lifecycle.Session's tier fields; absent: zero):
+	// durations in milliseconds, the retry time in timeLayout.
+	ArchiveAfterMS int64  `dynamodbav:"archive_after_ms,omitempty"`
+	DeleteAfterMS  int64  `dynamodbav:"delete_after_ms,omitempty"`
+	TierPending    bool   `dynamodbav:"tier_pending,omitempty"`
+	TierRetryAt    string `dynamodbav:"tier_retry_at,omitempty"`
+	TierError      string `dynamodbav:"tier_error,omitempty"`
 	// WriteID identifies the write that stored this version (newWriteID).
 	WriteID string `dynamodbav:"write_id,omitempty"`
 
@@ -281,6 +288,8 @@ func toSessionItem(s *lifecycle.Session, shards int) sessionItem {
 	it.RestoreCheckpointID, it.RestoreFrom, it.RestoreError, it.RestoreKey = s.RestoreCheckpointID, string(s.RestoreFrom), s.RestoreError, s.RestoreKey
 	it.Idle = toIdleStateItem(s.Idle)
 	it.OnLost, it.Marked, it.Lost = string(s.OnLost), s.Marked, s.Lost
+	it.ArchiveAfterMS, it.DeleteAfterMS = s.ArchiveAfter.Milliseconds(), s.DeleteAfter.Milliseconds()
+	it.TierPending, it.TierRetryAt, it.TierError = s.TierPending, formatTime(s.TierRetryAt), s.TierError
 	if len(s.Metadata) > 0 {
 		it.Metadata = s.Metadata
 	}
@@ -297,8 +306,7 @@ func toSessionItem(s *lifecycle.Session, shards int) sessionItem {
 		ms := dueMillis(d)
 		it.LeaseShard, it.LeaseDueAt = &shard, &ms
 	}
-	if s.State == lifecycle.StatePaused && !s.PausedAt.IsZero() {
-		ms := dueMillis(s.PausedAt)
+	if ms, ok := pausedIndexKey(s); ok {
 		it.PausedShard, it.PausedDueAt = &shard, &ms
 	}
 	return it
@@ -346,6 +354,7 @@ func (it sessionItem) session() (*lifecycle.Session, error) {
 		{"ready_at", it.ReadyAt, &s.ReadyAt},
 		{"next_checkpoint_at", it.NextCheckpointAt, &s.NextCheckpointAt},
 		{"last_checkpoint_at", it.LastCheckpointAt, &s.LastCheckpointAt},
+		{"tier_retry_at", it.TierRetryAt, &s.TierRetryAt},
 	}
 	s.App, s.Readiness, s.ReadinessDetail = it.App.spec(), lifecycle.Readiness(it.Readiness), it.ReadinessDetail
 	s.AppExitCode = cloneInt(it.AppExitCode)
@@ -359,6 +368,8 @@ func (it sessionItem) session() (*lifecycle.Session, error) {
 		return nil, fmt.Errorf("session %s: %w", it.ID, err)
 	}
 	s.OnLost, s.Marked, s.Lost = lifecycle.OnLost(it.OnLost), it.Marked, it.Lost
+	s.ArchiveAfter, s.DeleteAfter = time.Duration(it.ArchiveAfterMS)*time.Millisecond, time.Duration(it.DeleteAfterMS)*time.Millisecond
+	s.TierPending, s.TierError = it.TierPending, it.TierError
 	for _, f := range times {
 		if *f.dst, err = parseTime(f.name, f.v); err != nil {
 			return nil, fmt.Errorf("session %s: %w", it.ID, err)

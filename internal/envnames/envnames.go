@@ -71,6 +71,15 @@ const (
 	// (governor.Config.Shards); default 1, the stack sets
 	// sandman:governorShards (4).
 	GovernorShards = "SANDMAN_GOVERNOR_SHARDS"
+	// ArchiveAfter and DeleteAfter are the deployment's retention tiers
+	// (lifecycle.Config.Tiers; docs/CHECKPOINTS.md "Retention tiers"):
+	// how long after its pause a session is archived (only a checkpoint
+	// kept) and deleted (its checkpoints too), Go durations such as 648h;
+	// "0" or "off": never; unset: the provider's default (archive) and
+	// never (delete). A create's archive_after_seconds and
+	// delete_after_seconds override them.
+	ArchiveAfter = "SANDMAN_ARCHIVE_AFTER"
+	DeleteAfter  = "SANDMAN_DELETE_AFTER"
 	// Prices are usage estimates' per-provider prices, a JSON object
 	// {"<provider>":{"running_per_hour":N,"paused_per_hour":N}} in US
 	// dollars per hour (lifecycle.Config.Prices, over the adapters' own
@@ -230,7 +239,7 @@ var (
 		Table, DynamoEndpoint, Provider, Providers, EventBus, EventsFile, CORSOrigin, LogLevel,
 		IdleTimeout, MinIdleTimeout, MaxIdleTimeout, MaxLifetimeLimit, ActivityGranularity, ProviderGrace,
 		MaxProviderTimeout, GuardHeadroom, LeaseDuration, Deployment, APIKeyCacheTTL, ProbeTimeout, ProviderCallTimeout,
-		MaxRunning, Shards, EventRetentionDays, Governor, GovernorFallback, GovernorShards, Prices, TemplateApps, IdlePolicy, IdleUserField, Pools, ReadinessQueueURL, ResumeQueueURL, PoolRefillQueueURL, CheckpointQueueURL,
+		MaxRunning, Shards, EventRetentionDays, Governor, GovernorFallback, GovernorShards, ArchiveAfter, DeleteAfter, Prices, TemplateApps, IdlePolicy, IdleUserField, Pools, ReadinessQueueURL, ResumeQueueURL, PoolRefillQueueURL, CheckpointQueueURL,
 		ArchiveBucket, ArchiveDir, ArchiveSSE, ArchiveKMSKeyID, ArchiveS3Endpoint, ArchiveS3PathStyle,
 		ClientTokenKeysSecret, ClientTokenKeysFile, WSURL, WSManagementURL,
 		BrandName, BrandAccent, BrandLogoURL,

@@ -68,8 +68,11 @@ const (
 	TriggerSchedule CheckpointTrigger = "schedule" // Session.CheckpointEvery of activity
 )
 
-// Automatic reports whether t is a trigger Sandman fired by itself.
-func (t CheckpointTrigger) Automatic() bool { return t == TriggerPause || t == TriggerSchedule }
+// Automatic reports whether t is a trigger Sandman fired by itself
+// (TriggerArchive: a demotion to archived, tiers_service.go).
+func (t CheckpointTrigger) Automatic() bool {
+	return t == TriggerPause || t == TriggerSchedule || t == TriggerArchive
+}
 
 // Checkpoint is one saved state of a session's sandbox. Times are UTC; a
 // zero time is "not set". Version starts at 1 and the store increments it

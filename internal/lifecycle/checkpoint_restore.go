@@ -161,7 +161,11 @@ func (s *Service) runRestore(ctx context.Context, cs CheckpointStore, job Checkp
 		s.rollbackRestore(ctx, sess, "the sandbox could not be made from the checkpoint: "+userMessage(err))
 		return nil
 	}
-	return s.swapIn(ctx, sess, sb, c.ID, ReasonRestore)
+	reason := ReasonRestore
+	if sess.RestoreFrom == StateArchived {
+		reason = ReasonUnarchive
+	}
+	return s.swapIn(ctx, sess, sb, c.ID, reason)
 }
 
 // swapIn writes the identity marker into sb (made from checkpointID, ""
@@ -228,12 +232,13 @@ func (s *Service) commitSwap(ctx context.Context, sess *Session, sb Sandbox, rea
 
 // rollbackRestore puts a restoring sess back where its restore started
 // (RestoreFrom: running or paused), reason restore_failed, with why in
-// RestoreError. A session that moved meanwhile is left alone.
+// RestoreError; an unarchive's back to archived. A session that moved
+// meanwhile is left alone.
 func (s *Service) rollbackRestore(ctx context.Context, sess *Session, why string) {
 	wctx, cancel := settleContext(ctx)
 	defer cancel()
 	to := sess.RestoreFrom
-	if to != StateRunning {
+	if to != StateRunning && to != StateArchived {
 		to = StatePaused
 	}
 	cur, err := s.cfg.Store.GetSession(wctx, sess.ID)

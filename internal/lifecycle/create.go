@@ -37,6 +37,10 @@ type CreateInput struct {
 	// OnLost is what a resume that finds the sandbox lost does ("" for
 	// the default, OnLostRestore; docs/RELIABILITY.md "Recovery").
 	OnLost OnLost
+	// Tiers are the session's retention tiers (archive_after_seconds,
+	// delete_after_seconds; tiers.go): nil fields take the deployment's
+	// (Config.Tiers), then the provider's default.
+	Tiers Tiers
 	// IdempotencyKey, when set, makes a repeated create return the first
 	// result without a second sandbox.
 	IdempotencyKey string
@@ -282,6 +286,10 @@ func (s *Service) newSession(accountID string, in CreateInput) (*Session, error)
 	if err := s.applyCheckpointOptions(sess, in.Checkpoints); err != nil {
 		return nil, err
 	}
+	if err := ValidTiers(in.Tiers); err != nil {
+		return nil, err
+	}
+	sess.ArchiveAfter, sess.DeleteAfter = resolveTiers(DefaultArchiveAfter(s.cfg.PausedRetention[provider]), in.Tiers, s.cfg.Tiers)
 	if idlePolicy == IdlePolicyLearned {
 		sess.Idle = &IdleState{Policy: IdlePolicyLearned} // planned by Create (startLearning)
 	}

@@ -9,7 +9,8 @@ import (
 // Open is what an open of a session's stable link does (docs/WAKE.md):
 // it counts as activity on a running session whose link leads somewhere
 // (its app ready, starting, or none, and a preview URL), and on a paused
-// one it starts the one resume of a burst (reason return when the session resumes
+// one it starts the one resume of a burst (on an archived one the one
+// unarchive: a restore, tiers_service.go) (reason return when the session resumes
 // on return and may now: mayResumeOnReturn; else request). The paused →
 // resuming write is conditional, so of many concurrent opens exactly one
 // wins it and starts the resume; the others re-read, find the session
@@ -62,6 +63,12 @@ func (s *Service) open(ctx context.Context, accountID, id string, reopen bool) (
 				reason, sess.ReturnResumedAt = ReasonReturn, s.now()
 			}
 			return s.openResume(ctx, sess, reason)
+		case StateArchived:
+			if reopen {
+				return &Error{Code: CodeConflict, Type: TypeSandboxPaused,
+					Message: "the session is archived; a page's automatic re-open does not wake it, open the link to restore it"}
+			}
+			return s.unarchive(ctx, sess) // the waking page shows it restoring
 		case StateResuming, StateProvisioning, StatePausing, StateRestoring:
 			return nil // joins the move under way; the caller follows it
 		}

@@ -21,6 +21,12 @@ func (s *Service) Reconcile(ctx context.Context, sess *Session) (bool, error) {
 	if sess.State.Final() {
 		return false, nil
 	}
+	if sess.State == StateRestoring && sess.RestoreFrom == StateArchived {
+		// An unarchive whose job died: back to archived (its sandbox, if
+		// it made one, is reaped as an orphan); the next open tries again.
+		sess.RestoreError = "the restore did not finish within its lease"
+		return true, s.transition(ctx, sess, StateArchived, ReasonReconcile, Guard{})
+	}
 	if sess.State == StateProvisioning && sess.FromPool && sess.SandboxID != "" {
 		return s.reconcileClaim(ctx, sess) // a claim whose create died before the resume
 	}

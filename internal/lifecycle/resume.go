@@ -9,7 +9,9 @@ import (
 // Resume brings a paused session back: paused → resuming (with a lease), the
 // provider's resume (ResumeAttempts tries with backoff) with the provider
 // timeout set to the new pause deadline plus grace, then running with a fresh
-// preview URL. It counts as activity. A running session is returned as it is.
+// preview URL. It counts as activity. A running session is returned as it is;
+// an archived one is unarchived (a restore of its newest ready checkpoint,
+// reason unarchive: tiers_service.go) and returned restoring.
 // Errors: not_found, forbidden, conflict (pausing, resuming, or a final
 // state), quota_exceeded (the account is at Config.MaxRunning), unavailable (TypeSandboxExpired: the provider lost the sandbox and
 // the session is now expired; TypeSandboxUnreachable: back to paused, with a
@@ -21,6 +23,8 @@ func (s *Service) Resume(ctx context.Context, accountID, id string) (*Session, e
 			return nil
 		case StatePaused:
 			return s.resume(ctx, sess, ReasonRequest)
+		case StateArchived:
+			return s.unarchive(ctx, sess) // answers the session restoring
 		case StatePausing, StateResuming, StateProvisioning:
 			return &Error{Code: CodeConflict, RetryAfter: time.Second,
 				Message: "the session is " + string(sess.State) + "; retry shortly"}

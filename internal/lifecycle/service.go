@@ -132,6 +132,13 @@ type Config struct {
 	// expiry rule); 0: until deleted. A checkpoint of kind archive expires
 	// then.
 	ArchiveRetention time.Duration
+	// Tiers are the deployment's retention tiers (tiers.go): what a
+	// session's create leaves unset. PausedRetention is how long each
+	// provider (by name) keeps a paused sandbox by itself
+	// (registry.Adapter.PausedRetention; 0 or absent: as long as Sandman
+	// wants): a session archives DefaultArchiveAfter of it by default.
+	Tiers           Tiers
+	PausedRetention map[string]time.Duration
 	// CheckpointOnPause, CheckpointEvery and CheckpointsKeep are the
 	// deployment's defaults of the per-session checkpoint options
 	// (CheckpointOptions): off, off, and DefaultCheckpointsKeep.

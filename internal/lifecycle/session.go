@@ -42,7 +42,7 @@ type Session struct {
 	LastActivityAt   time.Time // last recorded activity (heartbeat, resume, create, resumed webhook)
 	IdleDeadline     time.Time // LastActivityAt + IdleTimeout + the coalescing window (MarkActivity); only moves forward
 	RunningSince     time.Time // when it last became running; zero when not running
-	PausedAt         time.Time // when it last became paused; zero when not paused
+	PausedAt         time.Time // when it last became paused; zero when neither paused nor archived (tiers count from it)
 	LeaseExpiresAt   time.Time // set only in transitional states
 	SandboxExpiresAt time.Time // the provider-side timeout as last set or reported
 	// LastProviderEventAt is the timestamp of the newest provider webhook
@@ -147,6 +147,23 @@ type Session struct {
 	OnLost OnLost
 	Marked bool
 	Lost   string
+
+	// Retention tiers (tiers.go, docs/CHECKPOINTS.md "Retention tiers"):
+	// ArchiveAfter and DeleteAfter are how long after PausedAt a paused
+	// session is archived (only a checkpoint kept) and deleted (its
+	// checkpoints too); 0: never. Both are resolved at create (the
+	// session's own, else the account's, else the deployment's, else the
+	// provider's default) and stored. TierPending: the last tier
+	// transition's provider work (kill the sandbox, delete the
+	// checkpoints) is not yet confirmed done, so the sweep finds the
+	// session again at once. TierRetryAt: no demotion is tried before it
+	// (a checkpoint is being taken, or could not be). TierError: why the
+	// last demotion could not happen ("" after one did).
+	ArchiveAfter time.Duration
+	DeleteAfter  time.Duration
+	TierPending  bool
+	TierRetryAt  time.Time
+	TierError    string
 }
 
 // Transition reasons, carried on the session and in lifecycle events.
@@ -172,6 +189,16 @@ const (
 	// ReasonRecreated: a lost session with on_lost recreate got a fresh
 	// sandbox from its template (restoring → running).
 	ReasonRecreated = "recreated"
+	// ReasonArchive: the sweep archived a paused session past its
+	// archive deadline (paused → archived: a ready checkpoint holds its
+	// work, the provider's sandbox is deleted).
+	ReasonArchive = "archive"
+	// ReasonUnarchive: a resume or open of an archived session restores
+	// its newest ready checkpoint (archived → restoring → running).
+	ReasonUnarchive = "unarchive"
+	// ReasonRetention: the sweep deleted a session past its delete
+	// deadline (paused or archived → deleted, its checkpoints removed).
+	ReasonRetention = "retention"
 )
 
 // HasSnapshot reports whether the session's sandbox is held as a paused
@@ -302,6 +329,7 @@ func (s *Session) Transition(to State, reason string, now time.Time, p Policy) e
 	}
 	s.resetReadiness(to) // reads the state left
 	s.ResumeQueued = false
+	s.TierPending, s.TierRetryAt, s.TierError = false, time.Time{}, ""
 	switch {
 	case to == StatePausing, to == StatePaused && s.State != StatePausing: // a pause begins (a webhook's goes straight to paused)
 		s.PausedOnRequest = reason == ReasonRequest
@@ -331,6 +359,9 @@ func (s *Session) Transition(to State, reason string, now time.Time, p Policy) e
 		s.RunningSince, s.SandboxExpiresAt, s.AwayDeadline = time.Time{}, time.Time{}, time.Time{}
 	case StatePausing, StateResuming, StateRestoring:
 		// keep RunningSince/PausedAt: a rollback restores the state as it was
+	case StateArchived:
+		// PausedAt stays: the delete deadline counts from it (tiers.go).
+		s.RunningSince, s.SandboxExpiresAt, s.AwayDeadline, s.PreviewURL = time.Time{}, time.Time{}, time.Time{}, ""
 	default:
 		s.RunningSince, s.PausedAt = time.Time{}, time.Time{}
 	}

@@ -13,6 +13,8 @@ const (
 	StatePaused       State = "paused"       // sandbox snapshotted, not billed for compute
 	StateResuming     State = "resuming"     // resume under way; carries a lease
 	StateRestoring    State = "restoring"    // sandbox being replaced from a checkpoint; carries a lease
+	StateArchived     State = "archived"     // only a checkpoint is kept; the provider's sandbox is deleted (tiers.go)
+	StateDeleted      State = "deleted"      // its retention ended: sandbox and checkpoints deleted; terminal
 	StateExpired      State = "expired"      // the provider says the sandbox is gone
 	StateKilled       State = "killed"       // deleted on purpose; terminal
 	StateFailed       State = "failed"       // provisioning failed
@@ -21,7 +23,7 @@ const (
 // States lists every state, in lifecycle order.
 var States = []State{
 	StateProvisioning, StateRunning, StatePausing, StatePaused,
-	StateResuming, StateRestoring, StateExpired, StateKilled, StateFailed,
+	StateResuming, StateRestoring, StateArchived, StateDeleted, StateExpired, StateKilled, StateFailed,
 }
 
 // transitions is the single source of truth for which state changes are
@@ -36,14 +38,21 @@ var States = []State{
 // A restore (docs/CHECKPOINTS.md "Restore") starts from running, paused or
 // resuming and ends running (the new sandbox), or back where it started
 // when it fails (running or paused), or expired when the old sandbox
-// turned out gone meanwhile.
+// turned out gone meanwhile. The retention tiers (tiers.go): paused →
+// archived (reason archive) → deleted (reason retention), paused →
+// deleted when the delete deadline comes first, archived → restoring
+// (reason unarchive) and a failed unarchive restoring → archived;
+// archived may expire (its checkpoint is gone) or be killed, deleted is
+// terminal like killed.
 var transitions = map[State][]State{
 	StateProvisioning: {StateRunning, StateFailed, StateExpired, StateKilled},
 	StateRunning:      {StatePausing, StatePaused, StateRestoring, StateExpired, StateKilled},
 	StatePausing:      {StatePaused, StateRunning, StateExpired, StateKilled},
-	StatePaused:       {StateResuming, StateRunning, StateRestoring, StateExpired, StateKilled},
+	StatePaused:       {StateResuming, StateRunning, StateRestoring, StateArchived, StateDeleted, StateExpired, StateKilled},
 	StateResuming:     {StateRunning, StatePaused, StateRestoring, StateExpired, StateKilled},
-	StateRestoring:    {StateRunning, StatePaused, StateExpired, StateKilled},
+	StateRestoring:    {StateRunning, StatePaused, StateArchived, StateExpired, StateKilled},
+	StateArchived:     {StateRestoring, StateDeleted, StateExpired, StateKilled},
+	StateDeleted:      {},
 	StateExpired:      {StateKilled},
 	StateFailed:       {StateKilled},
 	StateKilled:       {},
@@ -84,9 +93,9 @@ func (s State) Transitional() bool {
 }
 
 // Final reports whether no further work can happen on the sandbox (expired,
-// killed, failed). A final session has no sandbox to bill.
+// killed, failed, deleted). A final session has no sandbox to bill.
 func (s State) Final() bool {
-	return s == StateExpired || s == StateKilled || s == StateFailed
+	return s == StateExpired || s == StateKilled || s == StateFailed || s == StateDeleted
 }
 
 // ParseState returns the State named by s, or a CodeInvalid error.

@@ -15,14 +15,17 @@ func TestCanTransition(t *testing.T) {
 		{"expired", "killed"}, {"failed", "killed"},
 		{"running", "restoring"}, {"paused", "restoring"}, {"resuming", "restoring"},
 		{"restoring", "running"}, {"restoring", "paused"},
+		// retention tiers (tiers.go)
+		{"paused", "archived"}, {"paused", "deleted"}, {"archived", "deleted"},
+		{"archived", "restoring"}, {"restoring", "archived"},
 	} {
 		allowed[p] = true
 	}
 	for _, from := range lifecycle.States {
-		if from != lifecycle.StateKilled && from != lifecycle.StateExpired && from != lifecycle.StateFailed {
+		if !from.Final() {
 			allowed[[2]lifecycle.State{from, lifecycle.StateExpired}] = true
 		}
-		if from != lifecycle.StateKilled {
+		if from != lifecycle.StateKilled && from != lifecycle.StateDeleted {
 			allowed[[2]lifecycle.State{from, lifecycle.StateKilled}] = true
 		}
 	}

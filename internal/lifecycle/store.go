@@ -73,8 +73,14 @@ const (
 	// running sessions whose app is starting, due ReadinessRequeueAfter
 	// after they became running (Session.LeaseDue).
 	IndexLease DueIndex = "lease"
-	// IndexPaused holds only paused sessions, due at PausedAt (dormancy).
+	// IndexPaused holds the paused sessions that have no tier deadline,
+	// due at PausedAt (dormancy; Session.DormantDue).
 	IndexPaused DueIndex = "paused"
+	// IndexTier holds paused, archived and deleted sessions with a tier
+	// transition due (Session.NextTier), at its time: the retention
+	// tiers (tiers.go). The DynamoDB store keeps it in the same table
+	// index as IndexPaused (internal/dynamo/due.go).
+	IndexTier DueIndex = "tier"
 )
 
 // DueQuery asks FindDue for one page.

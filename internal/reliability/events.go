@@ -60,7 +60,8 @@ func (l *EventLog) filter(keep func(lifecycle.Event) bool) []lifecycle.Event {
 
 // reasons are the transition reasons events may carry (lifecycle.Reason*).
 var reasons = []string{lifecycle.ReasonRequest, lifecycle.ReasonIdle, lifecycle.ReasonAway, lifecycle.ReasonLifetime, lifecycle.ReasonWebhook, lifecycle.ReasonReconcile, lifecycle.ReasonDormant, lifecycle.ReasonReturn,
-	lifecycle.ReasonRestore, lifecycle.ReasonRestoreFailed, lifecycle.ReasonPredicted, lifecycle.ReasonLost, lifecycle.ReasonRecreated}
+	lifecycle.ReasonRestore, lifecycle.ReasonRestoreFailed, lifecycle.ReasonPredicted, lifecycle.ReasonLost, lifecycle.ReasonRecreated,
+	lifecycle.ReasonArchive, lifecycle.ReasonUnarchive, lifecycle.ReasonRetention}
 
 // CheckEvents checks one session's published events (in publication order)
 // against its recorded writes, as docs/DESIGN.md "Events out" promises delivery:

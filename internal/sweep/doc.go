@@ -46,6 +46,10 @@
 //     longer than DormancyAge (lifecycle.IndexPaused) become expired, reason
 //     dormant (a conditional write, so a resume that landed meanwhile wins),
 //     then their sandbox is killed; a kill that fails is retried by phase 3.
+//     4b. Retention tiers: sessions of the tier index (lifecycle.IndexTier)
+//     due by now are archived, deleted, or have the provider work of an
+//     earlier demotion finished (lifecycle.Service.ApplyTier; docs/CHECKPOINTS.md
+//     "Retention tiers"), one provider-call token each.
 //  5. Pools (only with warm pools configured, docs/POOLS.md): every pool is
 //     brought to its size (lifecycle.Service.FillPools): spares older than
 //     their max age are replaced, spares a dead fill left are dropped, and

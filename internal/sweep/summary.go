@@ -60,6 +60,16 @@ type Summary struct {
 	// DormantKilled: dormant sessions whose sandbox was killed and that are
 	// now expired.
 	DormantKilled int `json:"dormant_killed"`
+	// TierDue: sessions the tier index found due (lifecycle.IndexTier).
+	// Archived and Deleted: those demoted this run; TierHeld: paused ones
+	// whose archive waits for its checkpoint or could take none
+	// (Session.TierError); TierFailed: demotions whose provider or store
+	// step failed (retried after lifecycle.TierRetryInterval).
+	TierDue    int `json:"tier_due"`
+	Archived   int `json:"archived"`
+	Deleted    int `json:"deleted"`
+	TierHeld   int `json:"tier_held"`
+	TierFailed int `json:"tier_failed"`
 	// StaleConns: client-channel connections dropped because they had been
 	// silent longer than the bound (Config.Conns); their sessions'
 	// presence was recomputed.
@@ -117,6 +127,11 @@ func (s Summary) LogValue() slog.Value {
 		slog.Int("stale_conns", s.StaleConns),
 		slog.Int("dormant", s.Dormant),
 		slog.Int("dormant_killed", s.DormantKilled),
+		slog.Int("tier_due", s.TierDue),
+		slog.Int("archived", s.Archived),
+		slog.Int("deleted", s.Deleted),
+		slog.Int("tier_held", s.TierHeld),
+		slog.Int("tier_failed", s.TierFailed),
 		slog.Int("spares_made", s.SparesMade),
 		slog.Int("spares_failed", s.SparesFailed),
 		slog.Int("spares_retired", s.SparesRetired),

@@ -150,6 +150,7 @@ func (sw *Sweeper) Run(ctx context.Context) (Summary, error) {
 	r.checkpoints(ctx)
 	r.providerList(ctx)
 	r.dormant(ctx)
+	r.tiers(ctx)
 	r.staleConns(ctx)
 	r.pools(ctx)
 	sum := r.summary(sw.cfg.Wall.Now().Sub(start))

@@ -114,6 +114,8 @@ class Sessions(_Resource):
         checkpoint_every_seconds: int | None = None,
         checkpoints_keep: int | None = None,
         on_lost: str | None = None,
+        archive_after_seconds: int | None = None,
+        delete_after_seconds: int | None = None,
         idempotency_key: str | None = None,
         timeout: float | None = None,
         retry: RetryPolicy | None = None,
@@ -134,6 +136,8 @@ class Sessions(_Resource):
             checkpoint_every_seconds=checkpoint_every_seconds,
             checkpoints_keep=checkpoints_keep,
             on_lost=on_lost,
+            archive_after_seconds=archive_after_seconds,
+            delete_after_seconds=delete_after_seconds,
         )
         data = self._t.call(ROUTES["createSession"], body=body, idempotency_key=idempotency_key, timeout=timeout, retry=retry)
         return Session.from_dict(data)

@@ -71,8 +71,8 @@ def model_of(cls: type) -> type | None:
 
 
 # Enumerations are strings: SessionState ("provisioning", "running",
-# "pausing", "paused", "resuming", "restoring", "expired", "killed",
-# "failed"), Readiness ("starting", "ready", "failed" or None),
+# "pausing", "paused", "resuming", "restoring", "archived", "deleted",
+# "expired", "killed", "failed"), Readiness ("starting", "ready", "failed" or None),
 # CheckpointState ("saving", "ready", "failed", "expired"),
 # WebhookEventType ("session.paused", "checkpoint.ready", …).
 SessionState = str
@@ -172,6 +172,11 @@ class Session(Model):
     on_lost: str | None = None
     #: The recovery in progress while restoring for reason lost (None otherwise).
     recovery: Recovery | None = None
+    #: The retention tiers: seconds after its pause the session is archived
+    #: and deleted (0: never), and why the last archive could not happen.
+    archive_after_seconds: int | None = None
+    delete_after_seconds: int | None = None
+    tier_error: str | None = None
 
 
 @dataclass(kw_only=True)

@@ -640,10 +640,10 @@ export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
         /**
-         * @description provisioning → running ⇄ pausing → paused → resuming → running; running, paused and resuming → restoring (a restore from a checkpoint, docs/CHECKPOINTS.md) → running, or back where it started when it fails; expired (the provider says the sandbox is gone), killed (deleted on purpose) and failed (provisioning failed) are final. provisioning, pausing, resuming and restoring are transitional and carry a lease.
+         * @description provisioning → running ⇄ pausing → paused → resuming → running; running, paused and resuming → restoring (a restore from a checkpoint, docs/CHECKPOINTS.md) → running, or back where it started when it fails; paused → archived (only a ready checkpoint is kept, the provider's sandbox deleted: the retention tiers, docs/CHECKPOINTS.md "Retention tiers"), archived → restoring on a resume or open (reason unarchive), paused or archived → deleted past delete_after (its checkpoints deleted too; final); expired (the provider says the sandbox is gone), killed (deleted on purpose) and failed (provisioning failed) are final. provisioning, pausing, resuming and restoring are transitional and carry a lease.
          * @enum {string}
          */
-        SessionState: "provisioning" | "running" | "pausing" | "paused" | "resuming" | "restoring" | "expired" | "killed" | "failed";
+        SessionState: "provisioning" | "running" | "pausing" | "paused" | "resuming" | "restoring" | "archived" | "deleted" | "expired" | "killed" | "failed";
         /** @description A session as the API shows it. Every field is always present; times are RFC 3339 UTC strings or null when unset. A session in a final state (expired, killed, failed) carries no preview_url and no sandbox_expires_at. */
         Session: {
             /** @description "ses_" and 26 lowercase base32 characters. */
@@ -750,6 +750,12 @@ export interface components {
             restore_checkpoint_id?: string | null;
             /** @description Why the last restore failed (the session is then back as it was, reason restore_failed), or why a fork's sandbox could not be made (the fork is failed); null otherwise. */
             restore_error?: string | null;
+            /** @description Seconds after its pause the session is archived (docs/CHECKPOINTS.md "Retention tiers"); 0: never. */
+            archive_after_seconds?: number;
+            /** @description Seconds after its pause the session is deleted with its checkpoints; 0: never. */
+            delete_after_seconds?: number;
+            /** @description Why the last archive could not happen (no checkpoint could be taken): the session stays paused and the sweep tries again later; null when none failed. */
+            tier_error?: string | null;
             /**
              * @description How the idle deadline is set: fixed, by idle_timeout_seconds alone; learned, from the idle gaps of the session's user key, never past idle_timeout_seconds, with pre-resumes before predicted returns (docs/COST.md "The learned idle policy").
              * @enum {string}
@@ -804,6 +810,10 @@ export interface components {
             checkpoint_every_seconds?: number | null;
             /** @description How many automatic checkpoints to keep, 1..100; absent or null: the deployment's default (5). */
             checkpoints_keep?: number | null;
+            /** @description Archive the session this many seconds after its pause, 60..315360000: a ready checkpoint keeps its work (one is taken first when none does) and the provider's sandbox is deleted; a resume or an open of the link restores it (docs/CHECKPOINTS.md "Retention tiers"). 0: never. Absent or null: the deployment's (SANDMAN_ARCHIVE_AFTER), else 3 days before the provider's own retention of paused sandboxes ends (E2B, Vercel Sandbox: 27 days), else never. */
+            archive_after_seconds?: number | null;
+            /** @description Delete the session this many seconds after its pause, 60..315360000: state deleted, its sandbox and checkpoints deleted. 0: never. Absent or null: the deployment's (SANDMAN_DELETE_AFTER), else never. */
+            delete_after_seconds?: number | null;
             /**
              * @description fixed (the idle timeout) or learned (a pause deadline learned from the idle gaps of the session's user key, never past idle_timeout_seconds, and pre-resumes before predicted returns; docs/COST.md "The learned idle policy"); absent means the deployment's (SANDMAN_IDLE_POLICY, default fixed).
              * @enum {string}
@@ -1180,7 +1190,7 @@ export interface components {
          * @description The lowercase dotted form of a lifecycle event's detail type ("Session Paused" is session.paused); checkpoint.ready and checkpoint.failed are a checkpoint's (docs/CHECKPOINTS.md "Events").
          * @enum {string}
          */
-        WebhookEventType: "session.provisioning" | "session.running" | "session.pausing" | "session.paused" | "session.resuming" | "session.restoring" | "session.expired" | "session.killed" | "session.failed" | "session.ready" | "session.not_ready" | "checkpoint.ready" | "checkpoint.failed";
+        WebhookEventType: "session.provisioning" | "session.running" | "session.pausing" | "session.paused" | "session.resuming" | "session.restoring" | "session.archived" | "session.deleted" | "session.expired" | "session.killed" | "session.failed" | "session.ready" | "session.not_ready" | "checkpoint.ready" | "checkpoint.failed";
         WebhookEndpoint: {
             /** @description "we_" and 26 lowercase base32 characters. */
             id: string;
@@ -1400,10 +1410,10 @@ export interface components {
             /** @description Pinned: never deleted by the keep count. */
             pinned: boolean;
             /**
-             * @description Who asked for it: the API (or a fork of the current state), an automatic pause, the schedule. Only pause and schedule count against checkpoints_keep.
+             * @description Who asked for it: the API (or a fork of the current state), an automatic pause, the schedule, or an archive of the paused session (docs/CHECKPOINTS.md "Retention tiers"). Only pause, schedule and archive count against checkpoints_keep.
              * @enum {string}
              */
-            trigger: "api" | "pause" | "schedule";
+            trigger: "api" | "pause" | "schedule" | "archive";
         };
         /** @description One page of a session's checkpoints, newest first. */
         CheckpointList: {

@@ -233,7 +233,10 @@ func dueTime(ix lifecycle.DueIndex, s *lifecycle.Session) (time.Time, bool) {
 	case lifecycle.IndexLease:
 		return s.LeaseDue()
 	case lifecycle.IndexPaused:
-		return s.PausedAt, s.State == lifecycle.StatePaused && !s.PausedAt.IsZero()
+		return s.DormantDue()
+	case lifecycle.IndexTier:
+		to, at := s.NextTier()
+		return at, to != ""
 	}
 	return time.Time{}, false
 }
@@ -244,7 +247,7 @@ func dueTime(ix lifecycle.DueIndex, s *lifecycle.Session) (time.Time, bool) {
 // this store did not issue for the index.
 func (st *Store) FindDue(_ context.Context, q lifecycle.DueQuery) (lifecycle.SessionPage, error) {
 	switch q.Index {
-	case lifecycle.IndexIdle, lifecycle.IndexLease, lifecycle.IndexPaused:
+	case lifecycle.IndexIdle, lifecycle.IndexLease, lifecycle.IndexPaused, lifecycle.IndexTier:
 	default:
 		return lifecycle.SessionPage{}, lifecycle.Errorf(lifecycle.CodeInvalid, "unknown due index %q", q.Index)
 	}

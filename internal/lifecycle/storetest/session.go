@@ -42,6 +42,8 @@ func testCreateSession(t *testing.T, newStore NewStore) {
 			PreResumeAt: t0.Add(30 * time.Minute), PreResumed: true}
 		s.OnLost, s.Marked, s.Lost = lifecycle.OnLostRecreate, true, "gone checkpoint=chk_0123456789abcdefghijklmnop age_seconds=60"
 		s.Actor = lifecycle.ActorClient
+		s.ArchiveAfter, s.DeleteAfter = 27*24*time.Hour, 90*24*time.Hour
+		s.TierPending, s.TierRetryAt, s.TierError = true, t0.Add(time.Hour), "no ready checkpoint could be taken"
 		want := s.Clone()
 		want.Version = 1
 

@@ -32,6 +32,7 @@ func Run(t *testing.T, newStore NewStore) {
 	t.Run("Usage", func(t *testing.T) { testUsage(t, newStore) })
 	t.Run("Pools", func(t *testing.T) { testPools(t, newStore) })
 	t.Run("LeaseIndex", func(t *testing.T) { testLeaseIndex(t, newStore) })
+	t.Run("TierIndex", func(t *testing.T) { testTierIndex(t, newStore) })
 	t.Run("Checkpoints", func(t *testing.T) { testCheckpoints(t, newStore) })
 	t.Run("IdleHistograms", func(t *testing.T) { testIdleHistograms(t, newStore) })
 }

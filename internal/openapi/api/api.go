@@ -75,6 +75,12 @@ type Session struct {
 	CheckpointsKeep        int         `json:"checkpoints_keep"`
 	RestoreCheckpointID    *string     `json:"restore_checkpoint_id"`
 	RestoreError           *string     `json:"restore_error"`
+	// The retention tiers (docs/CHECKPOINTS.md "Retention tiers"): seconds
+	// after its pause the session is archived and deleted (0: never), and
+	// why the last archive could not happen (null: none failed).
+	ArchiveAfterSeconds int64   `json:"archive_after_seconds"`
+	DeleteAfterSeconds  int64   `json:"delete_after_seconds"`
+	TierError           *string `json:"tier_error"`
 	// IdlePolicy is fixed or learned; PauseDeadlineWhy says what set the
 	// pause deadline (null unless running) and PreResumeAt when a paused
 	// learned session is resumed before its user's predicted return (null:

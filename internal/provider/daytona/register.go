@@ -36,6 +36,12 @@ const (
 // Price: 1 vCPU + 1 GiB at $0.0504 per vCPU-hour and $0.0162 per GiB-hour,
 // stopped (disk only) about $0.0004 per hour (Daytona's list prices,
 // 2025): an estimate.
+//
+// PausedRetention: none. Daytona's auto-archive (7 days by default) moves
+// a stopped sandbox's disk to object storage, which a start restores: no
+// loss; its auto-delete is off unless SANDMAN_DAYTONA_AUTO_DELETE sets it
+// (docs/providers/daytona.md). A deployment that sets it should set
+// SANDMAN_ARCHIVE_AFTER shorter.
 var Adapter = registry.Adapter{
 	Name:       Name,
 	Deployable: true,

@@ -2,6 +2,7 @@ package e2b
 
 import (
 	"context"
+	"time"
 
 	"github.com/sandmanhq/sandman/internal/calllimit"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
@@ -30,6 +31,13 @@ const (
 //
 // Price: 2 vCPU + 512 MiB at $0.000014 per vCPU-second and $0.0000045 per
 // GiB-second, paused free (E2B's list prices, 2025): an estimate.
+//
+// PausedRetention: 30 days, as E2B's 2025 docs said of paused sandboxes
+// (counted from the sandbox's create; a 2026 preview says kept
+// indefinitely: docs/providers/e2b.md "Retention"). Sandman counts from
+// the pause, so the default archive deadline (27 days after the pause)
+// assumes the conservative reading only for sandboxes paused soon after
+// their create; set SANDMAN_ARCHIVE_AFTER shorter for long-lived ones.
 var Adapter = registry.Adapter{
 	Name:       Name,
 	Deployable: true,
@@ -40,6 +48,8 @@ var Adapter = registry.Adapter{
 	Calls:    calllimit.Limit{PerSecond: 20000.0 / 30},
 	CallsEnv: EnvCallsPerSecond,
 	Price:    lifecycle.Price{RunningPerHour: 0.1089, PausedPerHour: 0},
+	// 30 days (see above).
+	PausedRetention: 30 * 24 * time.Hour,
 	Read: func(getenv func(string) string) (any, error) {
 		return Config{BaseURL: getenv(EnvBaseURL), Domain: getenv(EnvDomain)}, nil
 	},

@@ -114,6 +114,11 @@ type Adapter struct {
 	// Price is the provider's default usage price (lifecycle.Config.Prices;
 	// SANDMAN_PRICES overrides it).
 	Price lifecycle.Price
+	// PausedRetention is how long the provider keeps a paused sandbox by
+	// itself before deleting it (its sheet in docs/providers/); 0: as long
+	// as Sandman wants. A session archives lifecycle.DefaultArchiveAfter
+	// of it by default (lifecycle.Config.PausedRetention).
+	PausedRetention time.Duration
 }
 
 // Secrets returns the adapter's secrets: its Key, then its Webhook's.
@@ -172,6 +177,18 @@ func (s Set) Prices() map[string]lifecycle.Price {
 	out := make(map[string]lifecycle.Price, len(s))
 	for _, a := range s {
 		out[a.Name] = a.Price
+	}
+	return out
+}
+
+// PausedRetentions returns each adapter's PausedRetention by name (those
+// that have one).
+func (s Set) PausedRetentions() map[string]time.Duration {
+	out := make(map[string]time.Duration, len(s))
+	for _, a := range s {
+		if a.PausedRetention > 0 {
+			out[a.Name] = a.PausedRetention
+		}
 	}
 	return out
 }

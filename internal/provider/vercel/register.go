@@ -2,6 +2,7 @@ package vercel
 
 import (
 	"context"
+	"time"
 
 	"github.com/sandmanhq/sandman/internal/calllimit"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
@@ -31,6 +32,10 @@ const (
 //
 // Price: 2 vCPU + 4 GB at $0.128 per active vCPU-hour and $0.0106 per
 // GB-hour, stopped free (Vercel's list prices, 2025): an estimate.
+//
+// PausedRetention: a stopped sandbox's snapshot expires 30 days after its
+// last use by default (docs/providers/vercel.md "Retention"), and a pause
+// is its last use: the default archive deadline is 27 days after it.
 var Adapter = registry.Adapter{
 	Name:       Name,
 	Deployable: true,
@@ -40,6 +45,8 @@ var Adapter = registry.Adapter{
 	Calls:    calllimit.Limit{PerSecond: 10},
 	CallsEnv: EnvCallsPerSecond,
 	Price:    lifecycle.Price{RunningPerHour: 0.2984, PausedPerHour: 0},
+	// 30 days (see above).
+	PausedRetention: 30 * 24 * time.Hour,
 	Read: func(getenv func(string) string) (any, error) {
 		c := Config{BaseURL: getenv(EnvBaseURL), TeamID: getenv(EnvTeamID), ProjectID: getenv(EnvProjectID)}
 		var err error
