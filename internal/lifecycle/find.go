@@ -34,7 +34,7 @@ const maxFilterText = 256
 
 // LiveStates are the states of a session that is not final: what the
 // console shows first (docs/CONSOLE.md).
-var LiveStates = []State{StateProvisioning, StateRunning, StatePausing, StatePaused, StateResuming, StateRestoring}
+var LiveStates = []State{StateProvisioning, StateRunning, StatePausing, StatePaused, StateResuming, StateRestoring, StateArchived}
 
 // Empty reports whether f keeps every session.
 func (f SessionFilter) Empty() bool {

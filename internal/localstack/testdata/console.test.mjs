@@ -33,7 +33,7 @@ import { audit } from "../../../scripts/lib/browsertest.mjs";
 const require = createRequire(import.meta.url);
 const { chromium } = require("playwright-core");
 const started = Date.now();
-const LIVE = ["provisioning", "running", "pausing", "paused", "resuming", "restoring"];
+const LIVE = ["provisioning", "running", "pausing", "paused", "resuming", "restoring", "archived"];
 const shots = process.env.SANDMAN_SCREENSHOTS || join("build", "screenshots");
 mkdirSync(shots, { recursive: true });
 

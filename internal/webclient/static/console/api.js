@@ -3,9 +3,9 @@
 // not activity), and the formatting of states, times and durations.
 
 /** The final states: a session in one never changes again. */
-export const ENDED = ["expired", "killed", "failed"];
+export const ENDED = ["expired", "killed", "failed", "deleted"];
 /** The states of a session that is not final. */
-export const LIVE = ["provisioning", "running", "pausing", "paused", "resuming", "restoring"];
+export const LIVE = ["provisioning", "running", "pausing", "paused", "resuming", "restoring", "archived"];
 
 /**
  * GET path of the dev API; resolves with its JSON, throws the error
