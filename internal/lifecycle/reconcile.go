@@ -58,6 +58,14 @@ func (s *Service) Reconcile(ctx context.Context, sess *Session) (bool, error) {
 	if to == StatePaused && sess.State == StateProvisioning {
 		to = StateRunning // the sandbox exists; the sweep pauses it when due
 	}
+	if to == StateExpired && sess.State == StatePaused {
+		// Gone while paused: archived on its checkpoint when it has one,
+		// never expired while a checkpoint exists (docs/RELIABILITY.md
+		// "Recovery").
+		if archived, err := s.archiveLost(ctx, sess); archived || err != nil {
+			return archived, err
+		}
+	}
 	if sess.State == StateResuming && (to == StateRunning || to == StateExpired) {
 		// A resume that died before it committed: its sandbox is verified
 		// as the resume would have (docs/RELIABILITY.md "Recovery"), never

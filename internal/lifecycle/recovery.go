@@ -163,9 +163,7 @@ func (s *Service) recoverLost(ctx context.Context, sess *Session, kind string) (
 		if c == nil {
 			return false, nil
 		}
-		checkpointID = c.ID
-		detail += fmt.Sprintf(" checkpoint=%s age_seconds=%d created_at=%s", c.ID, int64(s.now().Sub(c.CreatedAt)/time.Second),
-			c.CreatedAt.UTC().Format(time.RFC3339Nano))
+		checkpointID, detail = c.ID, s.lostDetail(kind, c)
 	}
 	if kind == LostForeign {
 		sess.SandboxID = "" // someone else's: never killed, never adopted
@@ -180,6 +178,38 @@ func (s *Service) recoverLost(ctx context.Context, sess *Session, kind string) (
 		// The lease puts the session back paused; the next resume tries again.
 		s.log().WarnContext(ctx, "queue the recovery; the lease settles it", "session_id", sess.ID, "err", err)
 	}
+	return true, nil
+}
+
+// lostDetail is Session.Lost for a loss of kind recovered from c: the
+// kind, the checkpoint, its age in seconds and when it was taken
+// (ParseLost reads it back).
+func (s *Service) lostDetail(kind string, c *Checkpoint) string {
+	return fmt.Sprintf("%s checkpoint=%s age_seconds=%d created_at=%s", kind, c.ID, int64(s.now().Sub(c.CreatedAt)/time.Second),
+		c.CreatedAt.UTC().Format(time.RFC3339Nano))
+}
+
+// archiveLost keeps paused sess, whose sandbox a reconcile found gone at
+// the provider, as archived (reason lost, Session.Lost saying from which
+// checkpoint) when its OnLost is restore and it has a ready checkpoint:
+// its next open or resume unarchives it (a restore of the newest ready
+// checkpoint, docs/CHECKPOINTS.md "Retention tiers") instead of finding it
+// expired. It reports false when there is nothing to keep it with
+// (OnLostExpire, OnLostRecreate, no ready checkpoint): the caller expires
+// the session as before. Errors: the write's (a lost race: conflict).
+func (s *Service) archiveLost(ctx context.Context, sess *Session) (bool, error) {
+	if sess.OnLost == OnLostExpire || sess.OnLost == OnLostRecreate {
+		return false, nil
+	}
+	c := s.newestReady(ctx, sess)
+	if c == nil {
+		return false, nil
+	}
+	sess.Lost, sess.Marked, sess.SandboxID = s.lostDetail(LostGone, c), false, ""
+	if err := s.transition(ctx, sess, StateArchived, ReasonLost, Guard{}); err != nil {
+		return false, err
+	}
+	s.log().WarnContext(ctx, "a paused session's sandbox is gone; kept archived on its checkpoint", "session_id", sess.ID, "lost", sess.Lost)
 	return true, nil
 }
 

@@ -195,3 +195,52 @@ func TestOneRecoveryPerBurst(t *testing.T) {
 		t.Errorf("after the recovery the session is %s, want running", got.State)
 	}
 }
+
+// TestAPausedSessionFoundGoneIsArchivedOnItsCheckpoint: a reconcile that
+// finds a paused session's sandbox gone keeps it archived (reason lost)
+// when it has a ready checkpoint, and its next resume restores the
+// checkpoint's files (unarchive); with nothing to keep it with, or on_lost
+// expire, it ends expired as before.
+func TestAPausedSessionFoundGoneIsArchivedOnItsCheckpoint(t *testing.T) {
+	w := mustCheckpointWorld(t, false)
+	sess, c := mustLostSetup(t, w, "", true)
+	w.lose(t, sess.SandboxID, lifecycle.LostGone)
+	if changed, err := w.svc.Reconcile(t.Context(), w.mustGet(t, sess.ID)); err != nil || !changed {
+		t.Fatalf("reconcile = %v, %v; want a change", changed, err)
+	}
+	got := w.mustGet(t, sess.ID)
+	if got.State != lifecycle.StateArchived || got.Reason != lifecycle.ReasonLost || got.SandboxID != "" ||
+		!strings.HasPrefix(got.Lost, lifecycle.LostGone+" checkpoint="+c.ID+" age_seconds=") {
+		t.Fatalf("after the reconcile = %s (%s, sandbox %q, lost %q), want archived (lost) on %s", got.State, got.Reason, got.SandboxID, got.Lost, c.ID)
+	}
+	if evs := w.lostEvents(sess.ID); len(evs) != 1 || evs[0].From != lifecycle.StatePaused || evs[0].To != lifecycle.StateArchived {
+		t.Fatalf("lost events = %+v, want one paused → archived", evs)
+	}
+	back, err := w.svc.Resume(t.Context(), acct, sess.ID)
+	if err != nil || back.State != lifecycle.StateRestoring || back.Reason != lifecycle.ReasonUnarchive {
+		t.Fatalf("resume of the archived session = %+v, %v; want restoring (unarchive)", back, err)
+	}
+	w.drain(t)
+	after := w.mustGet(t, sess.ID)
+	if after.State != lifecycle.StateRunning || after.SandboxID == "" {
+		t.Fatalf("after the unarchive = %s on %q, want running on a new sandbox", after.State, after.SandboxID)
+	}
+	w.wantFile(t, after.SandboxID, "work.txt", "mine")
+
+	for name, tc := range map[string]struct {
+		onLost lifecycle.OnLost
+		ckpt   bool
+	}{"no checkpoint": {"", false}, "on_lost expire": {lifecycle.OnLostExpire, true}} {
+		t.Run(name, func(t *testing.T) {
+			w := mustCheckpointWorld(t, false)
+			sess, _ := mustLostSetup(t, w, tc.onLost, tc.ckpt)
+			w.lose(t, sess.SandboxID, lifecycle.LostGone)
+			if _, err := w.svc.Reconcile(t.Context(), w.mustGet(t, sess.ID)); err != nil {
+				t.Fatal(err)
+			}
+			if got := w.mustGet(t, sess.ID); got.State != lifecycle.StateExpired {
+				t.Errorf("the session is %s, want expired", got.State)
+			}
+		})
+	}
+}

@@ -655,7 +655,7 @@ export interface components {
             /** @description The provider template the sandbox was created from. */
             template: string;
             state: components["schemas"]["SessionState"];
-            /** @description Why the last transition happened: request, idle, away, lifetime, webhook, reconcile, dormant, return, restore (a restore began or finished), restore_failed (a restore failed; restore_error says why), lost (a resume found the sandbox lost and the session is being recovered; recovery says how), recreated (a lost session got a fresh sandbox, on_lost recreate); empty before the first. */
+            /** @description Why the last transition happened: request, idle, away, lifetime, webhook, reconcile, dormant, return, restore (a restore began or finished), restore_failed (a restore failed; restore_error says why), lost (a resume found the sandbox lost and the session is being recovered, recovery says how; or a paused session's sandbox was found gone and the session is kept archived on its newest ready checkpoint), recreated (a lost session got a fresh sandbox, on_lost recreate), archive (a paused session moved to archived on its retention tier), unarchive (an archived session is restored from its checkpoint), retention (deleted at the end of its retention); empty before the first. */
             reason: string;
             /** @description The provider's sandbox id; null when the session has no sandbox (yet). */
             sandbox_id: string | null;
