@@ -319,7 +319,7 @@ func RunRecovery(ctx context.Context, env *Env, cfg RecoveryConfig) (RecoveryRes
 
 // recoverOne runs one session of RunRecovery with fault ("" for none).
 func recoverOne(ctx context.Context, svc *lifecycle.Service, f recoveryFake, events *reliability.EventLog, fault string) (t recoveryTally) {
-	t.fault, t.checkpoint = fault, fault != "expired"
+	t.fault = fault
 	fail := func(step string, err error) recoveryTally {
 		t.err = fmt.Errorf("%s %s: %w", f.name, step, err)
 		return t
@@ -333,6 +333,17 @@ func recoverOne(ctx context.Context, svc *lifecycle.Service, f recoveryFake, eve
 	})
 	if err != nil {
 		return fail("create", err)
+	}
+	if sess.State != lifecycle.StateRunning {
+		// A retried create replays the first attempt's session, which may
+		// still be provisioning (its running write timed out on a busy
+		// table and is being settled): wait for it as a client would.
+		if sess, err = waitSettled(ctx, svc, acct, sess.ID); err != nil {
+			return fail("settle after the create", err)
+		}
+		if sess.State != lifecycle.StateRunning {
+			return fail("create", fmt.Errorf("session %s ended %s", sess.ID, sess.State))
+		}
 	}
 	files, ok := f.provider.(lifecycle.Files)
 	if !ok {
@@ -353,6 +364,9 @@ func recoverOne(ctx context.Context, svc *lifecycle.Service, f recoveryFake, eve
 	if c, err = waitCheckpoint(ctx, svc, acct, sess.ID, c.ID); err != nil || c.State != lifecycle.CheckpointReady {
 		return fail("checkpoint ready", fmt.Errorf("%+v: %v", c, err))
 	}
+	// From here the session has a ready checkpoint the provider keeps,
+	// unless the fault expires it.
+	t.checkpoint = fault != "expired"
 	cur, err := waitSettled(ctx, svc, acct, sess.ID)
 	if err != nil {
 		return fail("settle after the checkpoint", err)
