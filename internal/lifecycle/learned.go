@@ -186,9 +186,12 @@ func (p IdlePlan) Outcome(gap time.Duration, preResumed bool) Outcome {
 //     template's (WhyLearned; Level is the first histogram that is not
 //     thin).
 //   - a pre-resume window [a, b) of whole minutes after e, from the
-//     histogram at Level, lowers the cost of the gaps it holds: a return
-//     inside it does not wait and costs its time since the pre-resume; a
-//     return after it costs the window and another pause. The window that
+//     user key's histogram when it is not thin (Level 0: a shared
+//     histogram predicts no one's return, and its items then take only
+//     the sampled gaps, never an outcome), lowers the cost of the gaps
+//     it holds: a return inside it does not wait and costs its time
+//     since the pre-resume; a return after it costs the window and
+//     another pause. The window that
 //     lowers the expected cost most, among those no wider than MaxWindow
 //     holding MinFar returns and at least Precision of the returns after
 //     its head, is taken with the e that suits it best (WhyPredicted).
@@ -210,7 +213,10 @@ func (p LearnedPolicy) Plan(capT time.Duration, chain ...*IdleHistogram) IdlePla
 	}
 	first := int((p.Floor + IdleBin - 1) / IdleBin)
 	capBin := min(int(capT/IdleBin), IdleBins) // whole minutes below the cap
-	win := p.windows(chain[level], n, first)
+	var win windowSet                          // a pre-resume is a user's own: only from the user key's histogram
+	if level == 0 {
+		win = p.windows(chain[0], n, first)
+	}
 	missed := chain[level].RecentMisses(4) >= p.MissLimit
 	e, w := p.deadline(p.blend(chain), first, capBin, capT, win, !missed)
 	plan := IdlePlan{Why: WhyLearned, PauseAfter: capT, Level: level, Returns: n}
