@@ -61,9 +61,10 @@ type LearnedPolicy struct {
 	BreakEven time.Duration
 	// WaitCost is what a return that meets a paused sandbox is worth
 	// against running time: the plan weighs each expected wait at it
-	// (ours: 5 min, chosen on the training trace of docs/COST.md so that
-	// the learned policy makes no more returns wait than the fixed timer,
-	// overall and in three accounts of four).
+	// (ours: 4 min, chosen with MissLimit on the tuning traces of
+	// docs/COST.md: the least that keeps the learned policy's waited
+	// returns below the fixed timer's overall with 60 % fewer idle-running
+	// minutes).
 	WaitCost time.Duration
 	// MinReturns: a histogram with fewer returns is thin (ours: 6). While
 	// every histogram of the chain is thin the plan is the break-even
@@ -91,15 +92,17 @@ type LearnedPolicy struct {
 	// on the training trace the windows that pay are above it anyway).
 	Precision float64
 	// MissLimit: this many misses among the last four predictions stop
-	// the pre-resumes (ours: 2).
+	// the pre-resumes (ours: 4: a regular user who leaves once in a
+	// while, each a miss, keeps their pre-resumes; 2 cost a fifth of the
+	// hits on the tuning traces at the same precision).
 	MissLimit int
 }
 
 // DefaultLearnedPolicy returns the settings above.
 func DefaultLearnedPolicy() LearnedPolicy {
 	return LearnedPolicy{
-		Floor: time.Minute, BreakEven: 2 * time.Minute, WaitCost: 5 * time.Minute, MinReturns: 6, Prior: 4,
-		PreResumeLead: 10 * time.Second, MaxWindow: 10 * time.Minute, MinFar: 4, Precision: 0.8, MissLimit: 2,
+		Floor: time.Minute, BreakEven: 2 * time.Minute, WaitCost: 4 * time.Minute, MinReturns: 6, Prior: 4,
+		PreResumeLead: 10 * time.Second, MaxWindow: 10 * time.Minute, MinFar: 4, Precision: 0.8, MissLimit: 4,
 	}
 }
 
@@ -186,9 +189,12 @@ func (p IdlePlan) Outcome(gap time.Duration, preResumed bool) Outcome {
 //     template's (WhyLearned; Level is the first histogram that is not
 //     thin).
 //   - a pre-resume window [a, b) of whole minutes after e, from the
-//     histogram at Level, lowers the cost of the gaps it holds: a return
-//     inside it does not wait and costs its time since the pre-resume; a
-//     return after it costs the window and another pause. The window that
+//     user key's histogram when it is not thin (Level 0: a shared
+//     histogram predicts no one's return, and its items then take only
+//     the sampled gaps, never an outcome), lowers the cost of the gaps
+//     it holds: a return inside it does not wait and costs its time
+//     since the pre-resume; a return after it costs the window and
+//     another pause. The window that
 //     lowers the expected cost most, among those no wider than MaxWindow
 //     holding MinFar returns and at least Precision of the returns after
 //     its head, is taken with the e that suits it best (WhyPredicted).
@@ -210,7 +216,10 @@ func (p LearnedPolicy) Plan(capT time.Duration, chain ...*IdleHistogram) IdlePla
 	}
 	first := int((p.Floor + IdleBin - 1) / IdleBin)
 	capBin := min(int(capT/IdleBin), IdleBins) // whole minutes below the cap
-	win := p.windows(chain[level], n, first)
+	var win windowSet                          // a pre-resume is a user's own: only from the user key's histogram
+	if level == 0 {
+		win = p.windows(chain[0], n, first)
+	}
 	missed := chain[level].RecentMisses(4) >= p.MissLimit
 	e, w := p.deadline(p.blend(chain), first, capBin, capT, win, !missed)
 	plan := IdlePlan{Why: WhyLearned, PauseAfter: capT, Level: level, Returns: n}

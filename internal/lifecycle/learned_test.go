@@ -114,6 +114,21 @@ func TestPlanMinimisesExpectedCost(t *testing.T) {
 	})
 }
 
+func TestPlanPreResumesOnlyFromTheUserKey(t *testing.T) {
+	p := lifecycle.DefaultLearnedPolicy()
+	// The account's users come back every 30 min like clockwork; this
+	// user is thin: the deadline leans on the account, but a shared
+	// histogram predicts no one's return.
+	account := histogramOf(10, 29*time.Minute+30*time.Second, 30*time.Minute+10*time.Second, 31*time.Minute)
+	plan := p.Plan(10*time.Minute, histogramOf(1, 30*time.Minute), account)
+	if plan.Level != 1 || plan.PreResume || plan.PreResumeAfter != 0 || plan.Why != lifecycle.WhyLearned {
+		t.Errorf("plan %+v: want level 1, learned, no pre-resume", plan)
+	}
+	if got := p.Plan(10*time.Minute, account).Why; got != lifecycle.WhyPredicted {
+		t.Errorf("the same histogram as the user key's: why = %s, want %s", got, lifecycle.WhyPredicted)
+	}
+}
+
 func TestPlanPredictsClockwork(t *testing.T) {
 	p := lifecycle.DefaultLearnedPolicy()
 	// Every 30 min (29..31), and two out-of-bounds nights.
@@ -149,8 +164,9 @@ func TestPlanPredictsClockwork(t *testing.T) {
 		}
 	}
 	t.Run("MissesFallBack", func(t *testing.T) {
-		h.RecordOutcome(false)
-		h.RecordOutcome(false)
+		for range p.MissLimit {
+			h.RecordOutcome(false)
+		}
 		plan := p.Plan(10*time.Minute, h)
 		if got, want := plan.Why, lifecycle.WhyMissed; got != want {
 			t.Fatalf("why = %s, want %s", got, want)
@@ -159,10 +175,8 @@ func TestPlanPredictsClockwork(t *testing.T) {
 			t.Errorf("plan %+v: want the floor, no pre-resume, the window still judged", plan)
 		}
 		h.RecordOutcome(true)
-		h.RecordOutcome(true)
-		h.RecordOutcome(true)
 		if got, want := p.Plan(10*time.Minute, h).Why, lifecycle.WhyPredicted; got != want {
-			t.Errorf("after three hits why = %s, want %s", got, want)
+			t.Errorf("after a hit why = %s, want %s", got, want)
 		}
 	})
 	t.Run("WideIsNotPredicted", func(t *testing.T) {

@@ -463,12 +463,13 @@ func (r Result) Markdown(limit float64) string {
 	t := r.Target
 	w("Target (× %g): %s running sessions, a heartbeat every %s (%.0f %% on the client channel), %s pauses and %s resumes "+
 		"and %s creates per 5 min (%.0f %% of the pauses recording a checkpoint, checkpoint_on_pause), %s channel connections "+
-		"opened and closed per 5 min, %s sessions on the largest account; "+
+		"opened and closed per 5 min, %s returns per 5 min, the learned idle policy on %.0f %% of the sessions (its "+
+		"adoption share, -learned-share), %s sessions on the largest account; "+
 		"due indexes in %d shards; the fleet's provider governor lets %s provider calls a second through, at %.2f bucket "+
 		"updates a call, over %d bucket items per provider.\n\n",
 		t.Scale, numfmt.Thousands(t.Sessions), t.HeartbeatEvery, t.ChannelShare*100, numfmt.Thousands(t.PausesPer5Min),
 		numfmt.Thousands(t.ResumesPer5Min), numfmt.Thousands(t.CreatesPer5Min), t.PauseCheckpointShare*100, numfmt.Thousands(t.ConnectsPer5Min),
-		numfmt.Thousands(t.LargestAccount), r.Shards, numfmt.Thousands(int(math.Round(t.ProviderLimit))), t.GovernorWritesPerCall,
+		numfmt.Thousands(t.ReturnsPer5Min), t.LearnedShare*100, numfmt.Thousands(t.LargestAccount), r.Shards, numfmt.Thousands(int(math.Round(t.ProviderLimit))), t.GovernorWritesPerCall,
 		t.GovernorShards)
 	w("| key family | one key is | WCU/s | of 1,000 | RCU/s | of 3,000 | verdict |\n|---|---|---:|---:|---:|---:|---|\n")
 	for _, row := range r.Rows {

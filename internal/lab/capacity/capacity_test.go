@@ -104,6 +104,21 @@ func TestRunCapacity(t *testing.T) {
 		t.Errorf("families: checkpoint %v, checkpoint_lease %v, other items %v; want true, true, false",
 			seen[FamCheckpoint], seen[FamCheckpointLeaseShard], seen[FamOther])
 	}
+	// A learned pause writes its user key's histogram item only: no
+	// shared item takes a write per pause.
+	learnedPause := false
+	for _, op := range res.Ops {
+		if op.Name != "pause by timer (idle), learned idle policy" {
+			continue
+		}
+		learnedPause = true
+		if u := op.Units[FamIdleUser]; u.Write <= 0 || op.Units[FamIdleAccount].Write != 0 || op.Units[FamIdleTemplate].Write != 0 {
+			t.Errorf("learned pause units %+v: want a write on the user key's item only", op.Units)
+		}
+	}
+	if !learnedPause {
+		t.Error("no learned pause row")
+	}
 	// At 10× (the command's -scale 10): every rate ten times, the same
 	// measured units per call.
 	target := res.Target

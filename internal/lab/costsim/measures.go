@@ -210,6 +210,10 @@ type Verdict struct {
 	WorstAccount          string
 	WorstAccountRatio     float64
 	Precision, Recall     float64
+	// RecallCeiling bounds Recall from above: the returns a window could
+	// hold with hindsight (PredictableReturns) over those that needed a
+	// resume (hits and returns that found the sandbox paused), at most 1.
+	RecallCeiling float64
 }
 
 // Judge compares learned and fixed Measures of one trace.
