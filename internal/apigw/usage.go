@@ -32,6 +32,15 @@ type usageTotalsJSON struct {
 	Pauses           int64   `json:"pauses"`
 	Resumes          int64   `json:"resumes"`
 	EstimatedCostUSD float64 `json:"estimated_cost_usd"`
+	// StoredGBHours: gigabyte-hours per retention tier
+	// (lifecycle.StoredGBHours).
+	StoredGBHours storedGBHoursJSON `json:"stored_gb_hours"`
+}
+
+type storedGBHoursJSON struct {
+	Paused      float64 `json:"paused"`
+	Archived    float64 `json:"archived"`
+	Checkpoints float64 `json:"checkpoints"`
 }
 
 type usageLineJSON struct {
@@ -43,7 +52,8 @@ type usageLineJSON struct {
 
 func newUsageTotalsJSON(t lifecycle.UsageTotals) usageTotalsJSON {
 	return usageTotalsJSON{RunningSeconds: t.RunningSeconds, PausedSeconds: t.PausedSeconds,
-		Pauses: t.Pauses, Resumes: t.Resumes, EstimatedCostUSD: t.EstimatedCostUSD}
+		Pauses: t.Pauses, Resumes: t.Resumes, EstimatedCostUSD: t.EstimatedCostUSD,
+		StoredGBHours: storedGBHoursJSON(t.Stored)}
 }
 
 // usage serves GET /v1/usage?from=&to=&group_by=day|session&limit=&cursor=:

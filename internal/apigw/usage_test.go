@@ -2,6 +2,8 @@ package apigw_test
 
 import (
 	"context"
+	"math"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -38,6 +40,9 @@ type usageTotalsOut struct {
 	Pauses           int64   `json:"pauses"`
 	Resumes          int64   `json:"resumes"`
 	EstimatedCostUSD float64 `json:"estimated_cost_usd"`
+	StoredGBHours    struct {
+		Paused, Archived, Checkpoints float64
+	} `json:"stored_gb_hours"`
 }
 
 type usageOut struct {
@@ -61,13 +66,21 @@ type usageOut struct {
 // every answer is validated against the OpenAPI document.
 func TestUsageRoute(t *testing.T) {
 	h := MustHarness(t)
-	h.withUsage(t, map[string]lifecycle.Price{"e2b": {RunningPerHour: 0.36, PausedPerHour: 0.036}})
+	h.withUsage(t, map[string]lifecycle.Price{"e2b": {RunningPerHour: 0.36, PausedPerHour: 0.036, PausedGB: 2}})
 	for _, id := range []string{storetest.SessionID(1), storetest.SessionID(2)} {
 		for _, ev := range storetest.Replay(id, apigw.DevAccountID, "e2b") {
 			if err := h.store.RecordTransition(t.Context(), ev); err != nil {
 				t.Fatal(err)
 			}
 		}
+	}
+	// A third session, archived from 10:00 to 12:00 on 03-01 with 3 GB of
+	// checkpoints: 6 archived GB-hours, and no time.
+	unarchive := lifecycle.Event{EventID: storetest.SessionID(3) + ":9", SessionID: storetest.SessionID(3), AccountID: apigw.DevAccountID,
+		Provider: "e2b", From: lifecycle.StateArchived, To: lifecycle.StateRestoring, Version: 9, Reason: lifecycle.ReasonUnarchive,
+		Since: time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC), Time: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC), CheckpointBytes: 3e9}
+	if err := h.store.RecordTransition(t.Context(), unarchive); err != nil {
+		t.Fatal(err)
 	}
 	march := []func(*events.APIGatewayV2HTTPRequest){withQuery("from", "2026-03-01"), withQuery("to", "2026-03-02")}
 	r := h.invoke(t, MustEvent(t, "usage.json", march...))
@@ -83,6 +96,9 @@ func TestUsageRoute(t *testing.T) {
 	}
 	if got, want := day1.EstimatedCostUSD, 10804.0/3600*0.36+3596.0/3600*0.036; got < want-1e-6 || got > want+1e-6 {
 		t.Errorf("2026-03-01 cost = %v, want %v", got, want)
+	}
+	if got := day1.StoredGBHours; got.Archived != 6 || got.Checkpoints != 0 || math.Abs(got.Paused-3596.0/3600*2) > 1e-6 {
+		t.Errorf("2026-03-01 stored GB-hours = %+v, want 6 archived and %.6f paused (paused seconds × paused_gb 2)", got, 3596.0/3600*2)
 	}
 	if got, want := u.Total.RunningSeconds, 2*(5402.0+601); got != want {
 		t.Errorf("total running = %v s, want %v", got, want)
@@ -109,8 +125,8 @@ func TestUsageRoute(t *testing.T) {
 			t.Fatal("pages do not end")
 		}
 	}
-	if seen != 4 {
-		t.Errorf("by session: %d lines, want 4 (2 sessions × 2 days)", seen)
+	if seen != 5 {
+		t.Errorf("by session: %d lines, want 5 (2 sessions × 2 days, and the archived one's day)", seen)
 	}
 
 	other := mustDecode[usageOut](t, h.invoke(t, MustEvent(t, "usage.json", append(march, withKey(h.otherKey))...)))

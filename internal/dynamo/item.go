@@ -121,6 +121,9 @@ type sessionItem struct {
 	TierPending    bool   `dynamodbav:"tier_pending,omitempty"`
 	TierRetryAt    string `dynamodbav:"tier_retry_at,omitempty"`
 	TierError      string `dynamodbav:"tier_error,omitempty"`
+	// CheckpointBytes is lifecycle.Session's (bytes; the stream
+	// publisher reads it from the old image for stored GB-hours).
+	CheckpointBytes int64 `dynamodbav:"checkpoint_bytes,omitempty"`
 	// WriteID identifies the write that stored this version (newWriteID).
 	WriteID string `dynamodbav:"write_id,omitempty"`
 
@@ -290,6 +293,7 @@ func toSessionItem(s *lifecycle.Session, shards int) sessionItem {
 	it.OnLost, it.Marked, it.Lost = string(s.OnLost), s.Marked, s.Lost
 	it.ArchiveAfterMS, it.DeleteAfterMS = s.ArchiveAfter.Milliseconds(), s.DeleteAfter.Milliseconds()
 	it.TierPending, it.TierRetryAt, it.TierError = s.TierPending, formatTime(s.TierRetryAt), s.TierError
+	it.CheckpointBytes = s.CheckpointBytes
 	if len(s.Metadata) > 0 {
 		it.Metadata = s.Metadata
 	}
@@ -370,6 +374,7 @@ func (it sessionItem) session() (*lifecycle.Session, error) {
 	s.OnLost, s.Marked, s.Lost = lifecycle.OnLost(it.OnLost), it.Marked, it.Lost
 	s.ArchiveAfter, s.DeleteAfter = time.Duration(it.ArchiveAfterMS)*time.Millisecond, time.Duration(it.DeleteAfterMS)*time.Millisecond
 	s.TierPending, s.TierError = it.TierPending, it.TierError
+	s.CheckpointBytes = it.CheckpointBytes
 	for _, f := range times {
 		if *f.dst, err = parseTime(f.name, f.v); err != nil {
 			return nil, fmt.Errorf("session %s: %w", it.ID, err)

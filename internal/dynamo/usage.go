@@ -22,7 +22,8 @@ import (
 // Usage counters and recent events (lifecycle usage.go), written by the
 // publisher from the table's stream:
 //
-//	account day   pk "ACCOUNT#<account>"  sk "USAGE#D#<day>#<provider>"   running_ms, paused_ms, pauses, resumes (N, ADD)
+//	account day   pk "ACCOUNT#<account>"  sk "USAGE#D#<day>#<provider>"   running_ms, paused_ms, pauses, resumes,
+//	                                                                      checkpoint_mb_ms, archived_mb_ms (N, ADD)
 //	session day   pk "ACCOUNT#<account>"  sk "USAGE#S#<day>#<session>"    the same, and provider
 //	marker        pk "SESSION#<id>"       sk "USAGE"                      applied_version, applied_part
 //	event         pk "SESSION#<id>"       sk "EVENT#<version, 20 digits>" the event, ttl
@@ -53,6 +54,8 @@ const (
 	attrPausedMS       = "paused_ms"
 	attrPauses         = "pauses"
 	attrResumes        = "resumes"
+	attrCheckpointMBMS = "checkpoint_mb_ms"
+	attrArchivedMBMS   = "archived_mb_ms"
 	attrDay            = "day"
 	attrProvider       = "provider"
 	attrSessionID      = "session_id"
@@ -69,6 +72,10 @@ type usageRowItem struct {
 	PausedMS  int64  `dynamodbav:"paused_ms"`  // milliseconds
 	Pauses    int64  `dynamodbav:"pauses"`
 	Resumes   int64  `dynamodbav:"resumes"`
+	// Stored checkpoint bytes × time, megabyte-milliseconds (absent on
+	// rows written before they were counted: 0).
+	CheckpointMBMS int64 `dynamodbav:"checkpoint_mb_ms"`
+	ArchivedMBMS   int64 `dynamodbav:"archived_mb_ms"`
 }
 
 // eventItem is a recorded lifecycle event as stored.
@@ -154,6 +161,8 @@ func (st *Store) usageWrites(ev lifecycle.Event, part int, deltas []lifecycle.Us
 			Add(expression.Name(attrPausedMS), expression.Value(d.PausedMS)).
 			Add(expression.Name(attrPauses), expression.Value(d.Pauses)).
 			Add(expression.Name(attrResumes), expression.Value(d.Resumes)).
+			Add(expression.Name(attrCheckpointMBMS), expression.Value(d.CheckpointMBMS)).
+			Add(expression.Name(attrArchivedMBMS), expression.Value(d.ArchivedMBMS)).
 			Set(expression.Name(attrDay), expression.Value(d.Day)).
 			Set(expression.Name(attrProvider), expression.Value(provider))
 		if extra != nil {
@@ -328,7 +337,8 @@ func (st *Store) UsageRows(ctx context.Context, q lifecycle.UsageQuery) (lifecyc
 				return lifecycle.UsagePage{}, fmt.Errorf("decode usage row %v: %w", av[tabledef.SortKey], err)
 			}
 			page.Rows = append(page.Rows, lifecycle.UsageRow{Day: it.Day, SessionID: it.SessionID, Provider: strings.TrimPrefix(it.Provider, "-"),
-				RunningMS: it.RunningMS, PausedMS: it.PausedMS, Pauses: it.Pauses, Resumes: it.Resumes})
+				RunningMS: it.RunningMS, PausedMS: it.PausedMS, Pauses: it.Pauses, Resumes: it.Resumes,
+				CheckpointMBMS: it.CheckpointMBMS, ArchivedMBMS: it.ArchivedMBMS})
 			sks = append(sks, it.SK)
 		}
 		if q.BySession && len(page.Rows) > q.Limit {

@@ -208,6 +208,7 @@ func (s *Service) settleReady(ctx context.Context, cs CheckpointStore, c, next *
 	if c.Trigger.Automatic() {
 		s.pruneCheckpoints(wctx, cs, c.SessionID)
 	}
+	s.recountStoredBytes(wctx, cs, c.SessionID)
 	return nil
 }
 

@@ -271,6 +271,9 @@ func (s *Service) DeleteCheckpoint(ctx context.Context, accountID, sessionID, ch
 			return err
 		}
 		err = s.removeCheckpoint(ctx, cs, c)
+		if err == nil {
+			s.recountStoredBytes(ctx, cs, sessionID)
+		}
 		if err == nil || !IsLostRace(err) || attempt+1 == maxConflictRetries {
 			return err
 		}

@@ -189,6 +189,7 @@ func TestRestoreRefusesWhatCannotRestore(t *testing.T) {
 	if c.ExpiresAt.IsZero() {
 		t.Fatal("a snapshot with the provider's retention has no expiry")
 	}
+	sess = w.mustGet(t, sess.ID) // as the ready checkpoint's byte count left it
 	saving, _, err := w.svc.CreateCheckpoint(t.Context(), acct, sess.ID, lifecycle.CheckpointInput{})
 	if err != nil {
 		t.Fatal(err)

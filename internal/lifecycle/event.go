@@ -47,6 +47,10 @@ type Event struct {
 	// create). Time - Since is the event's duration.
 	Provider string    `json:"-"`
 	Since    time.Time `json:"-"`
+	// CheckpointBytes is the session's CheckpointBytes while it was in
+	// From (the write before's; 0 when unknown), for the stored
+	// GB-hours of the usage counters; not published.
+	CheckpointBytes int64 `json:"-"`
 	// Actor is who caused the transition (Session.Actor; actor.go). It is
 	// recorded with the event (the session's timeline, UsageStore) and not
 	// published.

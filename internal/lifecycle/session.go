@@ -164,6 +164,10 @@ type Session struct {
 	TierPending  bool
 	TierRetryAt  time.Time
 	TierError    string
+	// CheckpointBytes is the summed size of the session's ready
+	// checkpoints as last counted (storedbytes.go): what its usage
+	// accrues as stored checkpoint (or, archived, archive) bytes.
+	CheckpointBytes int64
 }
 
 // Transition reasons, carried on the session and in lifecycle events.

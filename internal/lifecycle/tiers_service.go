@@ -122,7 +122,8 @@ func (s *Service) archive(ctx context.Context, sess *Session) (TierOutcome, erro
 // sess's work (of its current sandbox, taken at or after its last
 // activity, restorable onto its provider now), or nil with saving true
 // when one is being taken, or nil with why set when none can be looked
-// for (no checkpoints here, the store could not list them).
+// for (no checkpoints here, the store could not list them). With c it
+// sets sess.CheckpointBytes to what the archived session keeps.
 func (s *Service) archiveCheckpoint(ctx context.Context, sess *Session) (c *Checkpoint, saving bool, why string) {
 	cs, err := s.checkpointStore()
 	if err != nil {
@@ -140,6 +141,7 @@ func (s *Service) archiveCheckpoint(ctx context.Context, sess *Session) (c *Chec
 		case c.State == CheckpointSaving:
 			saving = true
 		case c.State == CheckpointReady && c.Restorable(s.now()) == nil && s.checkProvider(sess, c) == nil:
+			sess.CheckpointBytes = readyBytes(all) // what the archived tier keeps
 			return c, false, ""
 		}
 	}

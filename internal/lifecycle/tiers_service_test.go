@@ -69,6 +69,9 @@ func TestArchiveThenOpenRestoresThenDelete(t *testing.T) {
 	if err != nil || len(cps.Checkpoints) != 1 || cps.Checkpoints[0].Trigger != lifecycle.TriggerArchive {
 		t.Fatalf("checkpoints = %+v (%v), want the one archive checkpoint", cps, err)
 	}
+	if kept := cps.Checkpoints[0].SizeBytes; kept == 0 || got.CheckpointBytes != kept {
+		t.Errorf("the archived session stores %d checkpoint bytes, want its checkpoint's %d", got.CheckpointBytes, kept)
+	}
 
 	// An open restores it: archived → restoring (unarchive) → running.
 	opened, err := w.svc.Open(t.Context(), acct, sess.ID)

@@ -29,7 +29,14 @@ import (
 //     moment a sandbox is asked for until it is known paused or gone, which
 //     is what the providers bill as running, and what the quota counts;
 //   - paused time: the time spent in paused;
-//   - a pause: a transition to paused; a resume: resuming → running.
+//   - a pause: a transition to paused; a resume: resuming → running;
+//   - stored checkpoint bytes (docs/API.md "stored_gb_hours"): the time in
+//     From times the session's ready checkpoint bytes then
+//     (Event.CheckpointBytes), as archived bytes when From is archived,
+//     else as checkpoint bytes (a session that is not ended); in
+//     megabyte-milliseconds (10^6 bytes × ms, rounded). The paused tier
+//     needs no counter of its own: it is the paused time times the
+//     provider's declared paused size (Price.PausedGB), applied when read.
 //
 // Durations are whole milliseconds (times are truncated to the millisecond)
 // and are split at UTC midnight, each part counted on its own day; counts
@@ -44,6 +51,11 @@ type UsageDelta struct {
 	PausedMS  int64  // milliseconds paused
 	Pauses    int64  // transitions to paused
 	Resumes   int64  // resuming → running transitions
+	// CheckpointMBMS and ArchivedMBMS are stored checkpoint bytes times
+	// time, in megabyte-milliseconds: of a session not archived, and of an
+	// archived one.
+	CheckpointMBMS int64
+	ArchivedMBMS   int64
 }
 
 // DayLayout is the layout of a usage day ("2006-01-02", UTC).
@@ -71,7 +83,8 @@ func UsageDeltas(ev Event) []UsageDelta {
 	}
 	start, end := ev.Since.UTC().Truncate(time.Millisecond), ev.Time.UTC().Truncate(time.Millisecond)
 	running, paused := ev.From != "" && ev.From.HoldsRunningSlot(), ev.From == StatePaused
-	if (running || paused) && !ev.Since.IsZero() && start.Before(end) {
+	stored := ev.CheckpointBytes > 0 && ev.From != "" && !ev.From.Final()
+	if (running || paused || stored) && !ev.Since.IsZero() && start.Before(end) {
 		for t := start; t.Before(end); {
 			next := time.Date(t.Year(), t.Month(), t.Day()+1, 0, 0, 0, 0, time.UTC)
 			stop := next
@@ -80,10 +93,19 @@ func UsageDeltas(ev Event) []UsageDelta {
 			}
 			ms := stop.Sub(t).Milliseconds()
 			d := at(t.Format(DayLayout))
-			if running {
+			switch {
+			case running:
 				d.RunningMS += ms
-			} else {
+			case paused:
 				d.PausedMS += ms
+			}
+			if stored {
+				mbms := int64(math.Round(float64(ev.CheckpointBytes) / 1e6 * float64(ms)))
+				if ev.From == StateArchived {
+					d.ArchivedMBMS += mbms
+				} else {
+					d.CheckpointMBMS += mbms
+				}
 			}
 			t = stop
 		}
@@ -116,6 +138,9 @@ type UsageRow struct {
 	PausedMS  int64  // milliseconds
 	Pauses    int64
 	Resumes   int64
+	// CheckpointMBMS, ArchivedMBMS: UsageDelta's, summed.
+	CheckpointMBMS int64
+	ArchivedMBMS   int64
 }
 
 // UsageQuery asks a UsageStore for rows of one account between two UTC
@@ -263,6 +288,22 @@ func ValidRecordedEvent(ev Event) error {
 type Price struct {
 	RunningPerHour float64 `json:"running_per_hour"`
 	PausedPerHour  float64 `json:"paused_per_hour"`
+	// PausedGB is how many gigabytes (10^9 bytes) a paused sandbox keeps
+	// at the provider, as declared (the provider's default disk, from its
+	// sheet in docs/providers; not measured per sandbox): the paused tier
+	// of UsageTotals.Stored. 0: unknown, and no paused GB-hours.
+	PausedGB float64 `json:"paused_gb,omitempty"`
+}
+
+// StoredGBHours are stored gigabyte-hours (10^9 bytes × hours) per
+// retention tier: Paused, the paused sandboxes the provider keeps
+// (paused time × Price.PausedGB); Archived, the checkpoints an archived
+// session keeps; Checkpoints, the checkpoints kept alongside sessions
+// that are not archived (running, paused, ...).
+type StoredGBHours struct {
+	Paused      float64
+	Archived    float64
+	Checkpoints float64
 }
 
 // UsageTotals are summed usage figures: seconds (with milliseconds as
@@ -273,6 +314,7 @@ type UsageTotals struct {
 	Pauses           int64
 	Resumes          int64
 	EstimatedCostUSD float64
+	Stored           StoredGBHours
 }
 
 // UsageLine is one line of a UsageReport: a day (SessionID "") or a
@@ -393,8 +435,16 @@ func (s *Service) totals(r UsageRow) UsageTotals {
 	return UsageTotals{
 		RunningSeconds: run, PausedSeconds: paused, Pauses: r.Pauses, Resumes: r.Resumes,
 		EstimatedCostUSD: roundMicro(run/3600*p.RunningPerHour + paused/3600*p.PausedPerHour),
+		Stored: StoredGBHours{
+			Paused:      roundMicro(paused / 3600 * p.PausedGB),
+			Archived:    roundMicro(float64(r.ArchivedMBMS) / mbmsPerGBHour),
+			Checkpoints: roundMicro(float64(r.CheckpointMBMS) / mbmsPerGBHour),
+		},
 	}
 }
+
+// mbmsPerGBHour: megabyte-milliseconds in a gigabyte-hour.
+const mbmsPerGBHour = 1e3 * 3600 * 1e3
 
 func (t *UsageTotals) add(o UsageTotals) {
 	t.RunningSeconds = roundMilli(t.RunningSeconds + o.RunningSeconds)
@@ -402,6 +452,9 @@ func (t *UsageTotals) add(o UsageTotals) {
 	t.Pauses += o.Pauses
 	t.Resumes += o.Resumes
 	t.EstimatedCostUSD = roundMicro(t.EstimatedCostUSD + o.EstimatedCostUSD)
+	t.Stored.Paused = roundMicro(t.Stored.Paused + o.Stored.Paused)
+	t.Stored.Archived = roundMicro(t.Stored.Archived + o.Stored.Archived)
+	t.Stored.Checkpoints = roundMicro(t.Stored.Checkpoints + o.Stored.Checkpoints)
 }
 
 func roundMilli(v float64) float64 { return math.Round(v*1000) / 1000 }

@@ -40,6 +40,18 @@ func TestUsageDeltas(t *testing.T) {
 			Since: at("2026-03-01", "10:00:00"), Time: at("2026-03-01", "11:00:00")}, nil},
 		"SinceAfterTime": {lifecycle.Event{From: lifecycle.StateRunning, To: lifecycle.StatePausing,
 			Since: at("2026-03-01", "11:00:00"), Time: at("2026-03-01", "10:00:00")}, nil},
+		"PausedWithCheckpoints": {lifecycle.Event{From: lifecycle.StatePaused, To: lifecycle.StateResuming, CheckpointBytes: 2_500_000_000,
+			Since: at("2026-03-01", "23:00:00"), Time: at("2026-03-02", "00:30:00")},
+			[]lifecycle.UsageDelta{{Day: "2026-03-01", PausedMS: 3600e3, CheckpointMBMS: 2500 * 3600e3},
+				{Day: "2026-03-02", PausedMS: 1800e3, CheckpointMBMS: 2500 * 1800e3}}},
+		"ArchivedStoresNoTime": {lifecycle.Event{From: lifecycle.StateArchived, To: lifecycle.StateRestoring, CheckpointBytes: 1_000_000,
+			Since: at("2026-03-01", "10:00:00"), Time: at("2026-03-01", "10:00:01.5")},
+			[]lifecycle.UsageDelta{{Day: "2026-03-01", ArchivedMBMS: 1500}}},
+		"RunningWithCheckpoints": {lifecycle.Event{From: lifecycle.StateRunning, To: lifecycle.StatePausing, CheckpointBytes: 1_500_000,
+			Since: at("2026-03-01", "10:00:00"), Time: at("2026-03-01", "10:00:02")},
+			[]lifecycle.UsageDelta{{Day: "2026-03-01", RunningMS: 2000, CheckpointMBMS: 3000}}},
+		"EndedStoresNothing": {lifecycle.Event{From: lifecycle.StateDeleted, To: lifecycle.StateDeleted, CheckpointBytes: 1e9,
+			Since: at("2026-03-01", "10:00:00"), Time: at("2026-03-01", "11:00:00")}, nil},
 		"NoSince": {lifecycle.Event{From: lifecycle.StateRunning, To: lifecycle.StatePausing, Time: at("2026-03-01", "10:00:00")}, nil},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -78,7 +78,8 @@ func TestEvent(t *testing.T) {
 	want := []lifecycle.Event{
 		{EventID: "ses_aaaaaaaaaaaaaaaaaaaaaaaaaa:5", SessionID: "ses_aaaaaaaaaaaaaaaaaaaaaaaaaa", AccountID: "acc_1", SandboxID: "sbx_1",
 			From: lifecycle.StateRunning, To: lifecycle.StatePausing, Version: 5, Reason: lifecycle.ReasonLifetime,
-			Time: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC), Since: time.Date(2026, 3, 1, 11, 0, 0, 0, time.UTC)},
+			Time: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC), Since: time.Date(2026, 3, 1, 11, 0, 0, 0, time.UTC),
+			CheckpointBytes: 2_500_000_000}, // the old image's: what was stored while running
 		{EventID: "ses_bbbbbbbbbbbbbbbbbbbbbbbbbb:1", SessionID: "ses_bbbbbbbbbbbbbbbbbbbbbbbbbb", AccountID: "acc_2",
 			From: "", To: lifecycle.StateProvisioning, Version: 1, Reason: lifecycle.ReasonRequest,
 			Time: time.Date(2026, 3, 1, 12, 0, 2, 0, time.UTC)},

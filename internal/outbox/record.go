@@ -27,7 +27,8 @@
 // "<session_id>:<version>" (lifecycle.EventID), from (the old image's
 // state), to, version, reason, actor, account and sandbox ids, and time (the
 // transition's state_changed_at, else updated_at); and from the old image
-// alone, Since (when the session entered from). A record delivered twice
+// alone, Since (when the session entered from) and CheckpointBytes (what
+// it stored meanwhile). A record delivered twice
 // therefore yields the same event, with the same event_id, twice; consumers
 // dedupe on it.
 //
@@ -63,6 +64,7 @@ const (
 	attrProvider       = "provider"
 	attrReadiness      = "readiness"
 	attrReadyDetail    = "readiness_detail"
+	attrCheckpointB    = "checkpoint_bytes"
 
 	sessionPrefix = "SESSION#"
 	sessionSort   = "SESSION"
@@ -211,6 +213,11 @@ func (c Change) Event() (lifecycle.Event, bool, error) {
 		Reason:    c.New[attrReason],
 		Actor:     c.New[attrActor],
 		Time:      t.UTC(),
+	}
+	if b := c.Old[attrCheckpointB]; b != "" {
+		if ev.CheckpointBytes, err = strconv.ParseInt(b, 10, 64); err != nil {
+			return lifecycle.Event{}, false, fmt.Errorf("stream record %s: session %s: parse %s: %w", c.Sequence, id, attrCheckpointB, err)
+		}
 	}
 	if readinessEvent {
 		// Since stays when the session became running: the timeline's wait

@@ -357,12 +357,20 @@ class ClientToken(Model):
 
 
 @dataclass(kw_only=True)
+class StoredGBHours(Model):
+    paused: float
+    archived: float
+    checkpoints: float
+
+
+@dataclass(kw_only=True)
 class UsageTotals(Model):
     running_seconds: float
     paused_seconds: float
     pauses: int
     resumes: int
     estimated_cost_usd: float
+    stored_gb_hours: StoredGBHours
 
 
 @dataclass(kw_only=True)
@@ -373,6 +381,7 @@ class UsageLine(Model):
     pauses: int
     resumes: int
     estimated_cost_usd: float
+    stored_gb_hours: StoredGBHours
     session_id: str | None = None
     provider: str | None = None
 
@@ -499,6 +508,7 @@ SCHEMAS: dict[str, type[Model]] = {
     "SessionEvent": SessionEvent,
     "SessionEventList": SessionEventList,
     "ClientToken": ClientToken,
+    "StoredGBHours": StoredGBHours,
     "UsageTotals": UsageTotals,
     "UsageLine": UsageLine,
     "PoolUsage": PoolUsage,

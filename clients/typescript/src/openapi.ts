@@ -1094,6 +1094,15 @@ export interface components {
             /** @description The client channel's WebSocket URL (connect with ?token=); null when the deployment has no channel. */
             ws_url: string | null;
         };
+        /** @description Stored gigabyte-hours (10^9 bytes × hours) per retention tier, rounded to a millionth. Accrued when the session leaves the state it was in, as the time fields are. */
+        StoredGBHours: {
+            /** @description The paused sandboxes the provider keeps: paused seconds / 3600 × the provider's declared paused size (paused_gb of SANDMAN_PRICES, else the provider's default disk; 0 where none is declared). Declared, not measured per sandbox. */
+            paused: number;
+            /** @description The ready checkpoints an archived session keeps (only a checkpoint is kept; the provider's sandbox is deleted): their size_bytes × the time archived. */
+            archived: number;
+            /** @description The ready checkpoints kept alongside sessions that are not archived (running, paused, ...): their size_bytes × the time. */
+            checkpoints: number;
+        };
         UsageTotals: {
             /** @description Seconds (milliseconds as fractions) in a state that holds a running slot: provisioning, running, pausing, resuming. */
             running_seconds: number;
@@ -1105,6 +1114,7 @@ export interface components {
             resumes: number;
             /** @description An estimate in US dollars from the configured per-provider prices (SANDMAN_PRICES, else the documented defaults), rounded to a millionth of a dollar. */
             estimated_cost_usd: number;
+            stored_gb_hours: components["schemas"]["StoredGBHours"];
         };
         UsageLine: {
             /**
@@ -1126,6 +1136,7 @@ export interface components {
             resumes: number;
             /** @description An estimate in US dollars from the configured per-provider prices (SANDMAN_PRICES, else the documented defaults), rounded to a millionth of a dollar. */
             estimated_cost_usd: number;
+            stored_gb_hours: components["schemas"]["StoredGBHours"];
         };
         Usage: {
             /**

@@ -76,6 +76,8 @@ func (st *Store) RecordTransition(_ context.Context, ev lifecycle.Event) error {
 		r.PausedMS += d.PausedMS
 		r.Pauses += d.Pauses
 		r.Resumes += d.Resumes
+		r.CheckpointMBMS += d.CheckpointMBMS
+		r.ArchivedMBMS += d.ArchivedMBMS
 	}
 	for _, d := range lifecycle.UsageDeltas(ev) {
 		add("D#"+d.Day+"#"+ev.Provider, "", d)

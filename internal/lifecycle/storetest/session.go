@@ -44,6 +44,7 @@ func testCreateSession(t *testing.T, newStore NewStore) {
 		s.Actor = lifecycle.ActorClient
 		s.ArchiveAfter, s.DeleteAfter = 27*24*time.Hour, 90*24*time.Hour
 		s.TierPending, s.TierRetryAt, s.TierError = true, t0.Add(time.Hour), "no ready checkpoint could be taken"
+		s.CheckpointBytes = 3_500_000_000
 		want := s.Clone()
 		want.Version = 1
 

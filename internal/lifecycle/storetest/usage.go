@@ -117,6 +117,33 @@ func testUsage(t *testing.T, newStore NewStore) {
 		}
 	})
 
+	t.Run("StoredBytesPerTier", func(t *testing.T) {
+		us := usage(t, newStore(t))
+		sid, t0 := SessionID(7005), time.Date(2026, 3, 1, 20, 0, 0, 0, time.UTC)
+		ev := func(v int64, from, to lifecycle.State, since, at time.Duration, bytes int64) lifecycle.Event {
+			return lifecycle.Event{EventID: lifecycle.EventID(sid, v), SessionID: sid, AccountID: "acct-s", Provider: "vercel",
+				From: from, To: to, Version: v, Since: t0.Add(since), Time: t0.Add(at), CheckpointBytes: bytes}
+		}
+		for _, e := range []lifecycle.Event{
+			ev(5, lifecycle.StatePaused, lifecycle.StateArchived, 0, time.Hour, 2e9),                         // 2 GB × 1 h kept beside a paused session
+			ev(6, lifecycle.StateArchived, lifecycle.StateRestoring, time.Hour, 6*time.Hour, 3e9),            // 3 GB × 5 h archived, 2 h of them on 03-02
+			ev(6, lifecycle.StateArchived, lifecycle.StateRestoring, time.Hour, 6*time.Hour, 3e9),            // redelivered
+			ev(7, lifecycle.StateRestoring, lifecycle.StateRunning, 6*time.Hour, 6*time.Hour+time.Second, 0), // nothing stored
+		} {
+			if err := us.RecordTransition(t.Context(), e); err != nil {
+				t.Fatalf("record %s: %v", e.EventID, err)
+			}
+		}
+		got := days(t, us, "acct-s")
+		want := []lifecycle.UsageRow{
+			{Day: "2026-03-01", Provider: "vercel", PausedMS: 3600e3, CheckpointMBMS: 2000 * 3600e3, ArchivedMBMS: 3000 * 3 * 3600e3},
+			{Day: "2026-03-02", Provider: "vercel", RunningMS: 1000, ArchivedMBMS: 3000 * 2 * 3600e3},
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("rows = %+v, want %+v", got, want)
+		}
+	})
+
 	t.Run("DuplicateNotCounted", func(t *testing.T) {
 		us := usage(t, newStore(t))
 		evs := Replay(SessionID(7002), "acct-d", "daytona")

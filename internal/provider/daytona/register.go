@@ -53,7 +53,7 @@ var Adapter = registry.Adapter{
 		ContextKey: "sandman:daytonaWebhookSecretName", ConstructID: "DaytonaWebhookSecret"}},
 	Calls:    calllimit.Limit{PerSecond: 10000.0 / 60},
 	CallsEnv: EnvCallsPerSecond,
-	Price:    lifecycle.Price{RunningPerHour: 0.0666, PausedPerHour: 0.0004},
+	Price:    lifecycle.Price{RunningPerHour: 0.0666, PausedPerHour: 0.0004, PausedGB: 3.22}, // PausedGB: the default disk, 3 GiB
 	Read:     readConfig,
 	New: func(p registry.Params) (lifecycle.Provider, func(context.Context) error, error) {
 		cfg, _ := p.Settings.(Config)

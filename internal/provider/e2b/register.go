@@ -47,7 +47,7 @@ var Adapter = registry.Adapter{
 	Webhook:  &e2bhook.Webhook, // shared with the local provider and the fake
 	Calls:    calllimit.Limit{PerSecond: 20000.0 / 30},
 	CallsEnv: EnvCallsPerSecond,
-	Price:    lifecycle.Price{RunningPerHour: 0.1089, PausedPerHour: 0},
+	Price:    lifecycle.Price{RunningPerHour: 0.1089, PausedPerHour: 0, PausedGB: 10.74}, // PausedGB: the Hobby disk, 10 GiB
 	// 30 days (see above).
 	PausedRetention: 30 * 24 * time.Hour,
 	Read: func(getenv func(string) string) (any, error) {

@@ -85,6 +85,7 @@ func main() {
 	fs.DurationVar(&cfg.Learned.BreakEven, "break-even", cfg.Learned.BreakEven, "learned policy: B/r, the break-even time, and the B of the cost against the clairvoyant optimum")
 	fs.DurationVar(&cfg.Learned.Floor, "learned-floor", cfg.Learned.Floor, "learned policy: the shortest learned idle timeout")
 	fs.DurationVar(&cfg.Learned.WaitCost, "wait-cost", cfg.Learned.WaitCost, "learned policy: what a return that waits is worth in running time (higher: fewer waits, more idle)")
+	tiers := fs.Bool("tiers", false, "print only the retention tier rows: keep paused against archive after N days (docs/COST.md)")
 	people := fs.Bool("people", false, "replay the trace of people (costsim.DefaultPeople; docs/COST.md) instead of the i.i.d. one")
 	var heldOut seeds
 	fs.Var(&heldOut, "held-out", "print only the resume-on-return target judged on each of these comma-separated seeds")
@@ -119,6 +120,11 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
+	if *tiers {
+		tc := costsim.DefaultTierConfig()
+		fmt.Print(costsim.TiersMarkdown(tc, costsim.RunTiers(tc)))
+		return
+	}
 	if *learned && *tracePath == "" {
 		rows, err := costsim.RunLearned(cfg, costsim.DefaultLearnedConfig())
 		if err != nil {
@@ -145,6 +151,8 @@ func main() {
 		return
 	}
 	fmt.Print(costsim.Run(cfg).Markdown())
+	tc := costsim.DefaultTierConfig()
+	fmt.Print("\n" + costsim.TiersMarkdown(tc, costsim.RunTiers(tc)))
 }
 
 // replayOther replays every scenario of cfg on a recorded trace (path) or,
