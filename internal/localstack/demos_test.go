@@ -295,6 +295,7 @@ func TestMakeRunRecoversASandboxWhoseFolderWasRemoved(t *testing.T) {
 
 	hold.release(t)
 	d.openRestored()
+	awaitProcesses(t, state, 1, 10*time.Second) // the new sandbox's; the removed one's process was ended
 	evs := d.timeline("restoring", "running")
 	if n := count(evs, "resuming", "restoring", "lost"); n != 1 {
 		t.Errorf("%d resuming → restoring events for reason lost, want 1: %+v", n, evs)
