@@ -300,6 +300,33 @@ func TestMakeRunRecoversASandboxWhoseFolderWasRemoved(t *testing.T) {
 	if n := count(evs, "resuming", "restoring", "lost"); n != 1 {
 		t.Errorf("%d resuming → restoring events for reason lost, want 1: %+v", n, evs)
 	}
+	// The event published (events.jsonl; EventBridge in AWS) says how the
+	// sandbox was lost and from which checkpoint, with its age.
+	lines := eventLines(t, filepath.Join(state, "events.jsonl"), d.id, "lost")
+	if len(lines) != 1 || !strings.Contains(lines[0], `"lost":"gone checkpoint=`+ck.ID+` age_seconds=`) {
+		t.Errorf("published events of reason lost: %q, want one whose lost names %s and its age", lines, ck.ID)
+	}
+}
+
+// eventLines returns the lines of the stack's events file for session id
+// and reason once there is one (the stream publisher writes them a moment
+// after the commit), or none after a minute.
+func eventLines(t *testing.T, path, id, reason string) []string {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		b, _ := os.ReadFile(path)
+		var out []string
+		for line := range strings.Lines(string(b)) {
+			if strings.Contains(line, `"session_id":"`+id+`"`) && strings.Contains(line, `"reason":"`+reason+`"`) {
+				out = append(out, strings.TrimSpace(line))
+			}
+		}
+		if len(out) > 0 || time.Now().After(deadline) {
+			return out
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // tierStack starts a local stack on clock (its sweep every 50 ms of wall

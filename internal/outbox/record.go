@@ -63,6 +63,7 @@ const (
 	attrProvider       = "provider"
 	attrReadiness      = "readiness"
 	attrReadyDetail    = "readiness_detail"
+	attrLost           = "lost"
 
 	sessionPrefix = "SESSION#"
 	sessionSort   = "SESSION"
@@ -211,6 +212,9 @@ func (c Change) Event() (lifecycle.Event, bool, error) {
 		Reason:    c.New[attrReason],
 		Actor:     c.New[attrActor],
 		Time:      t.UTC(),
+	}
+	if ev.Reason == lifecycle.ReasonLost {
+		ev.Lost = c.New[attrLost] // as lifecycle.NewEvent: how, the checkpoint and its age
 	}
 	if readinessEvent {
 		// Since stays when the session became running: the timeline's wait
