@@ -57,13 +57,13 @@ const (
 	attrState          = "state"
 	attrVersion        = "version"
 	attrReason         = "reason"
+	attrLost           = "lost"
 	attrActor          = "actor"
 	attrUpdatedAt      = "updated_at"
 	attrStateChangedAt = "state_changed_at"
 	attrProvider       = "provider"
 	attrReadiness      = "readiness"
 	attrReadyDetail    = "readiness_detail"
-	attrLost           = "lost"
 
 	sessionPrefix = "SESSION#"
 	sessionSort   = "SESSION"
@@ -213,14 +213,14 @@ func (c Change) Event() (lifecycle.Event, bool, error) {
 		Actor:     c.New[attrActor],
 		Time:      t.UTC(),
 	}
-	if ev.Reason == lifecycle.ReasonLost {
-		ev.Lost = c.New[attrLost] // as lifecycle.NewEvent: how, the checkpoint and its age
-	}
 	if readinessEvent {
 		// Since stays when the session became running: the timeline's wait
 		// for the app. The usage counters accrue nothing for a readiness
 		// event (lifecycle.UsageDeltas skips it).
 		ev.Readiness, ev.ReadinessDetail = readiness, c.New[attrReadyDetail]
+	}
+	if ev.Reason == lifecycle.ReasonLost {
+		ev.Lost = c.New[attrLost] // as lifecycle.NewEvent: how, the checkpoint and its age
 	}
 	return ev, true, nil
 }
