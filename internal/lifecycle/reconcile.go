@@ -58,12 +58,12 @@ func (s *Service) Reconcile(ctx context.Context, sess *Session) (bool, error) {
 	if to == StatePaused && sess.State == StateProvisioning {
 		to = StateRunning // the sandbox exists; the sweep pauses it when due
 	}
-	if to == StateExpired && sess.State == StatePaused {
-		// Gone while paused: archived on its checkpoint when it has one,
-		// never expired while a checkpoint exists (docs/RELIABILITY.md
-		// "Recovery").
-		if archived, err := s.archiveLost(ctx, sess); archived || err != nil {
-			return archived, err
+	if to == StateExpired && (sess.State == StatePaused || sess.State == StateRunning) {
+		// Gone: kept on its checkpoint when it has one (archived while
+		// paused, recovered in place while running), never expired while
+		// a checkpoint exists (docs/RELIABILITY.md "Recovery").
+		if kept, err := s.keepLost(ctx, sess); kept || err != nil {
+			return kept && err == nil, err
 		}
 	}
 	if sess.State == StateResuming && (to == StateRunning || to == StateExpired) {

@@ -28,8 +28,11 @@ type ReconnectResult struct {
 
 // Reconnect probes the session's sandbox live, within ProbeTimeout. A paused
 // sandbox is checked through the provider's control API and never woken. A
-// gone sandbox marks the session expired (sandbox fields cleared); a
-// transient failure changes nothing. When the probe shows the table is wrong
+// gone sandbox (confirmed by a second read) keeps the session on its newest
+// ready checkpoint when it has one (keepLost: archived while paused,
+// restoring in place while running; status no_sandbox), and otherwise
+// marks it expired (sandbox fields cleared); a transient failure changes
+// nothing. When the probe shows the table is wrong
 // about running versus paused, the table is reconciled. Not activity.
 // Errors: not_found, forbidden.
 func (s *Service) Reconnect(ctx context.Context, accountID, id string) (ReconnectResult, error) {
@@ -56,6 +59,14 @@ func (s *Service) Reconnect(ctx context.Context, accountID, id string) (Reconnec
 		case oerr != nil:
 			err = oerr
 		case obs.state == StateExpired:
+			switch kept, kerr := s.keepLostNow(ctx, sess); {
+			case kerr != nil:
+				res.Status = ReconnectUnreachable // the next probe or sweep tries again
+				return res, nil
+			case kept:
+				res.Status = ReconnectNoSandbox // archived or restoring: nothing to probe now
+				return res, nil
+			}
 			res.Status = ReconnectExpired
 			s.reconcileTo(ctx, sess, StateExpired)
 			return res, nil
@@ -82,6 +93,25 @@ func (s *Service) Reconnect(ctx context.Context, accountID, id string) (Reconnec
 		}
 	}
 	return res, nil
+}
+
+// keepLostNow is keepLost for a reconnect that found sess's sandbox gone:
+// it reports whether the session was kept on its checkpoint (sess then
+// is as written). A failed write is logged and returned; the session is
+// left as it was, and the next probe or sweep tries again.
+func (s *Service) keepLostNow(ctx context.Context, sess *Session) (bool, error) {
+	wctx, cancel := settleContext(ctx)
+	defer cancel()
+	next := sess.Clone()
+	kept, err := s.keepLost(wctx, next)
+	if err != nil {
+		s.log().WarnContext(ctx, "keep a session whose sandbox is gone", "session_id", sess.ID, "err", err)
+		return false, err
+	}
+	if kept {
+		*sess = *next
+	}
+	return kept, nil
 }
 
 // reconcileTo records a state the provider reported, logging (not

@@ -213,6 +213,23 @@ func (s *Service) archiveLost(ctx context.Context, sess *Session) (bool, error) 
 	return true, nil
 }
 
+// keepLost keeps sess, paused or running on a sandbox its provider
+// confirmed gone, on its newest ready checkpoint instead of ending it
+// expired: a paused one archived (archiveLost; its next open or resume
+// unarchives it), a running one recovered in place (recoverLost, as a
+// resume that finds it lost: restoring, reason lost; OnLostRecreate a
+// fresh sandbox). It reports false when there is nothing to keep it with
+// (the caller expires it as before). Errors: the write's.
+func (s *Service) keepLost(ctx context.Context, sess *Session) (bool, error) {
+	switch sess.State {
+	case StatePaused:
+		return s.archiveLost(ctx, sess)
+	case StateRunning:
+		return s.recoverLost(ctx, sess, LostGone)
+	}
+	return false, nil
+}
+
 // newestReady returns sess's newest checkpoint that can be restored onto
 // its provider now, or nil (none, or the store could not say: logged).
 func (s *Service) newestReady(ctx context.Context, sess *Session) *Checkpoint {

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandmanhq/sandman/internal/app"
 	"github.com/sandmanhq/sandman/internal/envnames"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
 	"github.com/sandmanhq/sandman/internal/localstack"
@@ -50,6 +51,13 @@ func (s *syncBuffer) String() string {
 // leaves its sandboxes to the caller.
 func runStack(t *testing.T, vars map[string]string) (base string, banner *syncBuffer, stop func()) {
 	t.Helper()
+	return runStackComposed(t, vars, nil)
+}
+
+// runStackComposed is runStack with compose as the stack's Config.Compose
+// (nil: none).
+func runStackComposed(t *testing.T, vars map[string]string, compose func(*app.Deps)) (base string, banner *syncBuffer, stop func()) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
@@ -57,7 +65,7 @@ func runStack(t *testing.T, vars map[string]string) (base string, banner *syncBu
 	env := maps.Clone(vars)
 	go func() {
 		done <- localstack.Run(ctx, localstack.Config{Getenv: func(k string) string { return env[k] }, Out: banner,
-			Log: slog.New(slog.DiscardHandler), Ready: func(u string) { ready <- u }})
+			Log: slog.New(slog.DiscardHandler), Ready: func(u string) { ready <- u }, Compose: compose})
 	}()
 	var once sync.Once
 	stop = func() {

@@ -79,6 +79,11 @@ type Config struct {
 	Log    *slog.Logger        // default JSON to stderr
 	// Ready, when set, receives the API's base URL once it serves.
 	Ready func(baseURL string)
+	// Compose, when set, adjusts what the stack composes into app.New just
+	// before it is built: tests set Deps.Clock to a lifecycle.ManualClock
+	// (tier deadlines, idle deadlines and the sweep's now move only when
+	// the test says) or wrap a queue. `sandman run` leaves it nil.
+	Compose func(*app.Deps)
 }
 
 // Run starts the local stack and serves until ctx ends: DynamoDB Local
@@ -205,6 +210,9 @@ func Run(ctx context.Context, opts Config) error {
 		if run.provider != nil {
 			deps.Provider = run.provider
 		}
+	}
+	if opts.Compose != nil {
+		opts.Compose(&deps)
 	}
 	cfg, err := app.ConfigFromEnv(appEnv, deps.Adapters...)
 	if err != nil {

@@ -293,3 +293,25 @@ func TestHandle(t *testing.T) {
 		}
 	})
 }
+
+// TestEventCarriesTheLoss: the event of a recovery read from the stream
+// (resuming → restoring, reason lost) carries the session's lost (how the
+// sandbox was lost, the checkpoint and its age), as the in-path event
+// does (lifecycle.NewEvent); an event of another reason carries none.
+func TestEventCarriesTheLoss(t *testing.T) {
+	const lost = "gone checkpoint=chk_1 age_seconds=42 created_at=2026-03-01T11:59:18Z"
+	img := func(state, version, reason string) outbox.Image {
+		return outbox.Image{"pk": "SESSION#ses_1", "sk": "SESSION", "id": "ses_1", "state": state, "version": version,
+			"reason": reason, "lost": lost, "state_changed_at": "2026-03-01T12:00:00Z"}
+	}
+	for reason, want := range map[string]string{lifecycle.ReasonLost: lost, lifecycle.ReasonUnarchive: ""} {
+		c := outbox.Change{Op: outbox.OpModify, Old: img("resuming", "6", lifecycle.ReasonRequest), New: img("restoring", "7", reason)}
+		ev, ok, err := c.Event()
+		if err != nil || !ok {
+			t.Fatalf("reason %s: Event = %v, %v", reason, ok, err)
+		}
+		if ev.Lost != want {
+			t.Errorf("reason %s: Lost = %q, want %q", reason, ev.Lost, want)
+		}
+	}
+}

@@ -58,6 +58,7 @@ const (
 	attrState          = "state"
 	attrVersion        = "version"
 	attrReason         = "reason"
+	attrLost           = "lost"
 	attrActor          = "actor"
 	attrUpdatedAt      = "updated_at"
 	attrStateChangedAt = "state_changed_at"
@@ -224,6 +225,9 @@ func (c Change) Event() (lifecycle.Event, bool, error) {
 		// for the app. The usage counters accrue nothing for a readiness
 		// event (lifecycle.UsageDeltas skips it).
 		ev.Readiness, ev.ReadinessDetail = readiness, c.New[attrReadyDetail]
+	}
+	if ev.Reason == lifecycle.ReasonLost {
+		ev.Lost = c.New[attrLost] // as lifecycle.NewEvent: how, the checkpoint and its age
 	}
 	return ev, true, nil
 }

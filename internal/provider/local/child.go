@@ -133,6 +133,7 @@ func (p *Provider) removeDir(id string) error {
 	if err := os.RemoveAll(p.sandboxDir(id)); err != nil {
 		return fmt.Errorf("remove sandbox %s: %w", id, err)
 	}
+	p.forget(id)
 	return nil
 }
 

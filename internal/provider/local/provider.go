@@ -64,6 +64,10 @@ type Provider struct {
 	// closed is set by Close, after which none opens.
 	fronts map[int]*front
 	closed bool
+	// seen is the last record read or written of each sandbox, by id
+	// (removed.go): how Tick ends the processes of a sandbox whose folder
+	// was removed behind the provider's back.
+	seen map[string]record
 	// switches are the standing faults Inject switched on (tests only).
 	switches fakekit.Switches
 }
@@ -92,6 +96,7 @@ func New(cfg Config) (*Provider, error) {
 		clock:  cfg.Clock,
 		exited: map[int]chan struct{}{},
 		fronts: map[int]*front{},
+		seen:   map[string]record{},
 	}
 	if cfg.WebhookURL != "" {
 		p.hooks = newNotifier(cfg)
@@ -167,6 +172,7 @@ func (p *Provider) Create(ctx context.Context, req lifecycle.CreateRequest) (sb 
 		if rerr := os.RemoveAll(dir); rerr != nil {
 			p.log.Warn("remove directory of failed sandbox", "sandbox_id", id, "err", rerr)
 		}
+		p.forget(id)
 	}()
 	if err := p.prepareDir(id, req.Template, now); err != nil {
 		return lifecycle.Sandbox{}, fmt.Errorf("create sandbox %s: %w", id, err)

@@ -126,6 +126,7 @@ func (p *Provider) readRecord(id string) (record, error) {
 	if rec.ID != id || rec.PID <= 1 || rec.PGID <= 1 {
 		return record{}, fmt.Errorf("decode sandbox record %s: id %q, pid %d, pgid %d do not fit", id, rec.ID, rec.PID, rec.PGID)
 	}
+	p.remember(rec)
 	return rec, nil
 }
 
@@ -152,6 +153,7 @@ func (p *Provider) writeRecord(rec record) error {
 		_ = os.Remove(f.Name())
 		return fmt.Errorf("write sandbox record %s: %w", rec.ID, err)
 	}
+	p.remember(rec)
 	return nil
 }
 

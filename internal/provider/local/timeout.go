@@ -29,10 +29,12 @@ func (p *Provider) Run(ctx context.Context) error {
 	}
 }
 
-// Tick is EnforceTimeouts at the Provider's clock's now; it also opens the
-// preview fronts of sandboxes that have none here (adoptFronts: a port
-// another process held at New).
+// Tick is EnforceTimeouts at the Provider's clock's now; it also ends the
+// processes of sandboxes whose folder was removed behind its back
+// (endRemoved) and opens the preview fronts of sandboxes that have none
+// here (adoptFronts: a port another process held at New).
 func (p *Provider) Tick(ctx context.Context) error {
+	p.endRemoved()
 	p.adoptFronts()
 	return p.EnforceTimeouts(ctx, p.clock.Now())
 }
