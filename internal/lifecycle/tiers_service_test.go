@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/sandmanhq/sandman/internal/lifecycle"
+	"github.com/sandmanhq/sandman/internal/provider/fake"
 )
 
 // The retention tiers' rules (docs/CHECKPOINTS.md "Retention tiers"):
@@ -204,5 +205,33 @@ func TestCreateResolvesTiers(t *testing.T) {
 	}
 	if _, _, err := w.svc.Create(t.Context(), acct, lifecycle.CreateInput{Template: "base", Tiers: lifecycle.Tiers{ArchiveAfter: dur(time.Second)}}); !lifecycle.IsCode(err, lifecycle.CodeInvalid) {
 		t.Errorf("archive after 1 s: %v, want invalid", err)
+	}
+}
+
+// A killed event for the sandbox of a session its demotion archived but
+// whose kill has not been recorded yet (the kill failed, or its event
+// overtook the write that records it) is the demotion's own doing: the
+// session stays archived on its checkpoint, never expired.
+func TestAKilledEventMidDemotionKeepsTheSessionArchived(t *testing.T) {
+	w := mustCheckpointWorld(t, true)
+	sess := mustPausedWithTiers(t, w, time.Hour, 48*time.Hour)
+	w.clock.Advance(time.Hour)
+	MustRun(t, w.sweeper) // holds it for a checkpoint, queues the save
+	w.drain(t)
+	w.clock.Advance(time.Minute)
+	w.fake.FailNext(fake.OpKill, nil)
+	MustRun(t, w.sweeper)
+	got := w.mustGet(t, sess.ID)
+	if got.State != lifecycle.StateArchived || !got.TierPending || got.SandboxID != sess.SandboxID {
+		t.Fatalf("with the kill failed = %s pending %v on %q, want archived, pending, on %q", got.State, got.TierPending, got.SandboxID, sess.SandboxID)
+	}
+	w.clock.Advance(time.Second)
+	out, err := w.svc.ApplyProviderEvent(t.Context(), lifecycle.ProviderEvent{ID: "evt_killed", Provider: got.Provider,
+		Type: lifecycle.ProviderEventKilled, SandboxID: got.SandboxID, Timestamp: w.clock.Now(), KillReason: "request"})
+	if err != nil || out != lifecycle.WebhookRecorded {
+		t.Fatalf("killed mid-demotion = %s, %v; want recorded", out, err)
+	}
+	if after := w.mustGet(t, sess.ID); after.State != lifecycle.StateArchived {
+		t.Fatalf("after the killed event the session is %s (%s), want archived", after.State, after.Reason)
 	}
 }

@@ -42,7 +42,8 @@ const (
 // clamped to now (see clampEventTime), so no event can poison the order.
 //
 // Rules: paused → paused; resumed → running and counts as activity (traffic
-// woke it); killed → expired (a session we killed stays killed); updated →
+// woke it); killed → expired (a session we killed stays killed), except
+// where a checkpoint keeps the work (killedKept); updated →
 // records the new provider timeout; created → recorded. A session in a
 // transitional state (provisioning, pausing, resuming) is left to the
 // operation under way (WebhookDeferred); a final one records nothing.
@@ -118,6 +119,9 @@ func (s *Service) applyTo(ctx context.Context, sess *Session, ev ProviderEvent) 
 		to = StateRunning
 		sess.MarkActivity(now, s.cfg.Policy.ActivityGranularity)
 	case ProviderEventKilled:
+		if kept, outcome, err := s.killedKept(ctx, sess); kept || err != nil {
+			return outcome, err
+		}
 		to = StateExpired
 	case ProviderEventUpdated:
 		if ev.Timeout > 0 && from == StateRunning { // a paused sandbox has no timeout running
@@ -139,4 +143,28 @@ func (s *Service) applyTo(ctx context.Context, sess *Session, ev ProviderEvent) 
 		return "", err
 	}
 	return WebhookRecorded, nil
+}
+
+// killedKept applies a killed event to sess where a checkpoint keeps the
+// user's work instead of ending it expired (docs/RELIABILITY.md "Recovery":
+// never expired while a checkpoint exists): an archived session's sandbox
+// is meant to be gone (its demotion killed it), so the event is only
+// recorded; a paused or running one is kept on its newest ready checkpoint
+// as a reconcile that found it gone keeps it (keepLost: archived while
+// paused, recovered in place while running). It reports false when nothing
+// keeps it (the caller expires it). Errors: the write's (a conflict is
+// retried by the caller on a fresh read).
+func (s *Service) killedKept(ctx context.Context, sess *Session) (bool, WebhookOutcome, error) {
+	from := sess.State
+	if from == StateArchived {
+		return true, WebhookRecorded, s.commit(ctx, sess, from, Guard{})
+	}
+	kept, err := s.keepLost(ctx, sess)
+	if err != nil {
+		return true, "", err
+	}
+	if !kept {
+		return false, "", nil
+	}
+	return true, WebhookApplied, nil
 }
