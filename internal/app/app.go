@@ -296,7 +296,7 @@ func New(ctx context.Context, cfg Config, needs Needs, deps Deps) (*App, error) 
 		Pools: cfg.Pools, PoolRefills: refills, RefillAfterClaim: deps.RefillPoolsAfterClaim, Background: ctx,
 		CheckpointJobs: ckpt.jobs, Archives: ckpt.archives, ArchiveReader: ckpt.reader, ArchivesKept: ckpt.kept,
 		ArchiveWorkspace: deps.ArchiveWorkspace,
-		Tiers: cfg.Tiers, PausedRetention: deps.Adapters.PausedRetentions()})
+		Tiers:            cfg.Tiers, PausedRetention: deps.Adapters.PausedRetentions()})
 	a.WebhookStore, a.WebhookDispatcher = dynamostore.New(ddb, cfg.Table), deps.WebhookDispatcher
 	if a.WebhookDispatcher == nil && cfg.WebhookQueueURL != "" {
 		c, err := src.sqs()
