@@ -40,6 +40,9 @@ type Store struct {
 	eventRetention time.Duration
 	// findBudget is Config.FindBudget.
 	findBudget int
+	// beforeRekey, when set (tests), runs between RekeyPausedIndex's read
+	// of a session and its conditional write.
+	beforeRekey func(id string)
 }
 
 var _ lifecycle.Store = (*Store)(nil)

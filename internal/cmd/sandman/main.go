@@ -37,6 +37,7 @@ commands:
   invoke    run one function's handler once (-fn NAME -event FILE)
   reshard   move every session into its due-index shard after SANDMAN_SHARDS changed (docs/CAPACITY.md)
   reindex   give sessions written before the by_owner_state index their key (docs/CAPACITY.md)
+  migrate   tiers: rekey paused sessions written before the retention tiers (docs/DEPLOY.md, -cursor C to resume)
   sandbox   (internal) a local sandbox process
   sessions  list|get|create|open|events|delete|resume|pause|status|reconnect|watch|restore|fork over the
             HTTP API (SANDMAN_URL, SANDMAN_API_KEY; sandman sessions help)
@@ -76,6 +77,8 @@ func main() {
 		err = localstack.ReshardCommand(ctx, args, os.Stdout)
 	case "reindex":
 		err = localstack.ReindexCommand(ctx, args, os.Stdout)
+	case "migrate":
+		err = localstack.MigrateCommand(ctx, args, os.Stdout)
 	case "sandbox":
 		err = local.RunSandbox(args)
 	case "sessions":
