@@ -20,10 +20,11 @@ stop: sandman
 reset: sandman
 	$(SANDMAN_BIN) reset
 
-## apikey: print a new API key for ACCOUNT (MAX_RUNNING=N: its own running limit), stored hashed in the configured table
+## apikey: print a new API key for ACCOUNT (MAX_RUNNING=N: its own running limit; ARCHIVE_AFTER=D, DELETE_AFTER=D: the account's tiers), stored hashed in the configured table
 apikey: sandman
 	@test -n "$(ACCOUNT)" || { echo "usage: make apikey ACCOUNT=<id>" >&2; exit 2; }
-	@$(SANDMAN_BIN) apikey -account "$(ACCOUNT)" $(if $(MAX_RUNNING),-max-running "$(MAX_RUNNING)")
+	@$(SANDMAN_BIN) apikey -account "$(ACCOUNT)" $(if $(MAX_RUNNING),-max-running "$(MAX_RUNNING)") \
+		$(if $(ARCHIVE_AFTER),-archive-after "$(ARCHIVE_AFTER)") $(if $(DELETE_AFTER),-delete-after "$(DELETE_AFTER)")
 
 ## invoke: run one function's handler once on an event, e.g. make invoke FN=status EVENT=events/api/status.json
 invoke: sandman

@@ -2,6 +2,7 @@ package infra
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -26,24 +27,55 @@ import (
 // create, restore, fork, delete, and a delete with purge), those whose
 // commits pause a session (pause; the sweep and the timer, whose automatic
 // pauses record a checkpoint; the webhook, a pause the provider reports),
-// the sweep (checkpoints taken on a schedule, retention, reconcile) and the
-// checkpoint function (a fork without a checkpoint saves one first). They
-// may send to the checkpoint queue (sqs:SendMessage only) and get its URL
-// in envnames.CheckpointQueueURL.
-var checkpointSenders = []string{routes.Sessions, routes.Pause, routes.Webhook, routes.Sweep, routes.Timer, routes.Checkpoint}
+// the sweep (checkpoints taken on a schedule, retention, reconcile), those
+// that resume a session (resume: the resume route and the stable link;
+// channel: a resume over the client channel), whose resume of an archived
+// or lost session queues its restore, and the checkpoint function (a fork
+// without a checkpoint saves one first). They may send to the checkpoint
+// queue (sqs:SendMessage only) and get its URL in
+// envnames.CheckpointQueueURL, and each is told what it may do with
+// archives (envnames.ArchiveAccess): every one of them may choose a
+// checkpoint's kind, which needs to know that the deployment keeps archives.
+var checkpointSenders = []string{routes.Sessions, routes.Pause, routes.Webhook, routes.Sweep, routes.Timer, routes.Resume,
+	routes.Channel, routes.Checkpoint}
 
-// archiveUsers are the functions that read or write archives: the
+// archiveUsers are the functions that read and write archives: the
 // checkpoint function, which streams a workspace into the bucket (save),
-// out of it (restore, fork) and deletes it. Only they get the bucket's
-// name, its encryption settings and object access on it.
+// out of it (restore, fork) and deletes it. They get the bucket's name,
+// its encryption settings and object access on it (archive.AccessReadWrite).
 var archiveUsers = []string{routes.Checkpoint}
 
-// archiveDeleters are the functions that delete archives without the
-// bucket: the sessions function (an archive checkpoint deleted, a purge)
-// and the sweep (the archive of a save that died) queue a delete_archive
-// job (lifecycle.CheckpointOpDeleteArchive) for the checkpoint function
-// instead, so they are checkpointSenders and get no S3 access.
+// archiveReaders are the functions that read archives but never write or
+// delete them: the sweep, which finishes a lost session's restore whose
+// job died itself (lifecycle's reconcileRecovery). They get the bucket's
+// name, s3:GetObject on its objects (with kms:Decrypt on its key), and
+// archive.AccessRead.
+var archiveReaders = []string{routes.Sweep}
+
+// archiveDeleters are the functions that delete archives without write
+// access to the bucket: the sessions function (an archive checkpoint
+// deleted, a purge) and the sweep (the archive of a save that died, a
+// session deleted by its retention) queue a delete_archive job
+// (lifecycle.CheckpointOpDeleteArchive) for the checkpoint function
+// instead, so they are checkpointSenders and get no s3:DeleteObject.
 var archiveDeleters = []string{routes.Sessions, routes.Sweep}
+
+// archiveAccess returns what function name may do with archives
+// (envnames.ArchiveAccess), "" for a function that has no say in them.
+// The checkpoint senders that neither read nor write the bucket get
+// archive.AccessJobs: they choose archives for a new checkpoint and hand
+// it to the checkpoint function.
+func archiveAccess(name string) string {
+	switch {
+	case slices.Contains(archiveUsers, name):
+		return archive.AccessReadWrite
+	case slices.Contains(archiveReaders, name):
+		return archive.AccessRead
+	case slices.Contains(checkpointSenders, name):
+		return archive.AccessJobs
+	}
+	return ""
+}
 
 // Settings of the checkpoint queue and the checkpoint function (ours).
 const (
@@ -123,10 +155,18 @@ const (
 // multipart upload's create, parts and completion; GetObject a head).
 var archiveObjectActions = []string{"s3:GetObject", "s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload"}
 
+// archiveReadActions are the object actions an archive reader may take:
+// the get of internal/archive/s3store's Get.
+var archiveReadActions = []string{"s3:GetObject"}
+
 // archiveKeyActions are what an archive user may do with the bucket's KMS
 // key (ArchiveEncryptionKMS): make a data key to write, decrypt one to
 // read or to complete a multipart upload.
 var archiveKeyActions = []string{"kms:GenerateDataKey", "kms:Decrypt"}
+
+// archiveReadKeyActions are what an archive reader may do with that key:
+// decrypt the data key of an object it gets.
+var archiveReadKeyActions = []string{"kms:Decrypt"}
 
 // archiveBucket is the bucket of workspace archives and, with
 // ArchiveEncryptionKMS, its key (nil otherwise).
@@ -174,15 +214,26 @@ func newArchiveBucket(stack awscdk.Stack, p SandmanStackProps) archiveBucket {
 	return b
 }
 
-// grant lets fn read, write and delete the bucket's objects (and list the
-// bucket, so that a missing archive answers 404 rather than 403), and use
-// its key, and puts the bucket's name and encryption in fn's environment
-// (envnames.Archive*), which the functions read with
-// internal/archive.ConfigFromEnv.
-func (b archiveBucket) grant(fn awslambda.Function) {
+// grant gives fn the archive access access (archiveAccess) and puts it in
+// fn's environment (envnames.ArchiveAccess). archive.AccessReadWrite: read,
+// write and delete the bucket's objects (and list the bucket, so that a
+// missing archive answers 404 rather than 403) and use its key;
+// archive.AccessRead: get its objects, list it, and decrypt with its key.
+// Both get the bucket's name and encryption (envnames.Archive*), which the
+// functions read with internal/archive.ConfigFromEnv; archive.AccessJobs
+// gets no grant and no bucket.
+func (b archiveBucket) grant(fn awslambda.Function, access string) {
+	fn.AddEnvironment(jsii.String(envnames.ArchiveAccess), jsii.String(access), nil)
+	objects, keyActions := archiveObjectActions, archiveKeyActions
+	switch access {
+	case archive.AccessJobs:
+		return
+	case archive.AccessRead:
+		objects, keyActions = archiveReadActions, archiveReadKeyActions
+	}
 	suppress(fn.Role(), nagArchiveObjects)
 	fn.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-		Actions:   jsii.Strings(archiveObjectActions...),
+		Actions:   jsii.Strings(objects...),
 		Resources: jsii.Strings(*b.bucket.ArnForObjects(jsii.String("*"))),
 	}))
 	fn.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
@@ -195,7 +246,7 @@ func (b archiveBucket) grant(fn awslambda.Function) {
 		return
 	}
 	fn.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-		Actions:   jsii.Strings(archiveKeyActions...),
+		Actions:   jsii.Strings(keyActions...),
 		Resources: jsii.Strings(*b.key.KeyArn()),
 	}))
 	fn.AddEnvironment(jsii.String(envnames.ArchiveSSE), jsii.String(archive.SSEKMS), nil)

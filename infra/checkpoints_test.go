@@ -132,15 +132,25 @@ func TestArchiveBucket(t *testing.T) {
 
 	t.Run("Grants", func(t *testing.T) {
 		objects := canonical(map[string]any{"Fn::Join": []any{"", []any{getAtt(id, "Arn"), "/*"}}})
-		want := map[string][]string{"s3:ListBucket": {canonical(getAtt(id, "Arn"))}}
+		list := []string{canonical(getAtt(id, "Arn"))}
+		users, readers := map[string][]string{"s3:ListBucket": list}, map[string][]string{"s3:ListBucket": list}
 		for _, a := range archiveObjectActions {
-			want[a] = []string{objects}
+			users[a] = []string{objects}
+		}
+		for _, a := range archiveReadActions {
+			readers[a] = []string{objects}
+		}
+		if !same(archiveReadActions, []string{"s3:GetObject"}) {
+			t.Errorf("archive readers may %v, want s3:GetObject only", archiveReadActions)
 		}
 		got := archiveGrants(t, s)
 		for _, name := range routes.Functions {
 			w := map[string][]string(nil)
-			if slices.Contains(archiveUsers, name) {
-				w = want
+			switch archiveAccess(name) {
+			case archive.AccessReadWrite:
+				w = users
+			case archive.AccessRead:
+				w = readers
 			}
 			if !same(got[name], w) {
 				t.Errorf("%s: s3 and kms grants %s, want %s", name, canonical(got[name]), canonical(w))
@@ -154,26 +164,41 @@ func TestArchiveBucket(t *testing.T) {
 			if !slices.Contains(checkpointSenders, name) {
 				t.Errorf("%s deletes archives through checkpoint jobs but may not send them", name)
 			}
-			if slices.Contains(archiveUsers, name) || got[name] != nil {
-				t.Errorf("%s: s3 and kms grants %s, want none (it hands its archive deletes to the checkpoint function)",
-					name, canonical(got[name]))
+			for _, a := range []string{"s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload"} {
+				if _, ok := got[name][a]; ok || slices.Contains(archiveUsers, name) {
+					t.Errorf("%s may %s, want not (it hands its archive deletes to the checkpoint function)", name, a)
+				}
 			}
 		}
 	})
 
+	// Every function that may ask for a checkpoint chooses its kind, so it
+	// is told the deployment keeps archives; only the archive users and
+	// readers get the bucket.
 	t.Run("Environment", func(t *testing.T) {
 		for _, name := range routes.Functions {
 			vars := functionEnv(t, s, name)
-			user := slices.Contains(archiveUsers, name)
-			if got, ok := vars[envnames.ArchiveBucket]; ok != user || (user && !same(got, ref(id))) {
-				t.Errorf("%s: %s = %v (set %v), want set %v to the bucket", name, envnames.ArchiveBucket, got, ok, user)
+			access := archiveAccess(name)
+			if (access != "") != slices.Contains(checkpointSenders, name) {
+				t.Errorf("%s: archive access %q, want one exactly when it sends checkpoint jobs", name, access)
 			}
-			if got, ok := vars[envnames.ArchiveSSE]; ok != user || (user && got != archive.SSES3) {
-				t.Errorf("%s: %s = %v (set %v), want set %v to %s", name, envnames.ArchiveSSE, got, ok, user, archive.SSES3)
+			if got, ok := vars[envnames.ArchiveAccess]; ok != (access != "") || (ok && got != access) {
+				t.Errorf("%s: %s = %v (set %v), want %q", name, envnames.ArchiveAccess, got, ok, access)
+			}
+			bucket := access == archive.AccessReadWrite || access == archive.AccessRead
+			if got, ok := vars[envnames.ArchiveBucket]; ok != bucket || (bucket && !same(got, ref(id))) {
+				t.Errorf("%s: %s = %v (set %v), want set %v to the bucket", name, envnames.ArchiveBucket, got, ok, bucket)
+			}
+			if got, ok := vars[envnames.ArchiveSSE]; ok != bucket || (bucket && got != archive.SSES3) {
+				t.Errorf("%s: %s = %v (set %v), want set %v to %s", name, envnames.ArchiveSSE, got, ok, bucket, archive.SSES3)
 			}
 			if got, ok := vars[envnames.ArchiveKMSKeyID]; ok {
 				t.Errorf("%s: %s = %v, want unset with S3-managed keys", name, envnames.ArchiveKMSKeyID, got)
 			}
+		}
+		if archiveAccess(routes.Sessions) != archive.AccessJobs || archiveAccess(routes.Sweep) != archive.AccessRead {
+			t.Errorf("sessions %q, sweep %q: want %q and %q", archiveAccess(routes.Sessions), archiveAccess(routes.Sweep),
+				archive.AccessJobs, archive.AccessRead)
 		}
 	})
 
@@ -218,10 +243,16 @@ func TestArchiveBucketKMS(t *testing.T) {
 	keyArn := canonical(getAtt(keyID, "Arn"))
 	got := archiveGrants(t, s)
 	for _, name := range routes.Functions {
-		user := slices.Contains(archiveUsers, name)
+		want := map[string]bool{}
+		switch archiveAccess(name) {
+		case archive.AccessReadWrite:
+			want = map[string]bool{"kms:GenerateDataKey": true, "kms:Decrypt": true}
+		case archive.AccessRead:
+			want = map[string]bool{"kms:Decrypt": true}
+		}
 		for _, a := range archiveKeyActions {
-			if r, ok := got[name][a]; ok != user || (user && !same(r, []string{keyArn})) {
-				t.Errorf("%s: %s on %v (granted %v), want granted %v on the archive key only", name, a, r, ok, user)
+			if r, ok := got[name][a]; ok != want[a] || (ok && !same(r, []string{keyArn})) {
+				t.Errorf("%s: %s on %v (granted %v), want granted %v on the archive key only", name, a, r, ok, want[a])
 			}
 		}
 		for a := range got[name] {
@@ -230,7 +261,7 @@ func TestArchiveBucketKMS(t *testing.T) {
 			}
 		}
 		vars := functionEnv(t, s, name)
-		if user && (vars[envnames.ArchiveSSE] != archive.SSEKMS || !same(vars[envnames.ArchiveKMSKeyID], getAtt(keyID, "Arn"))) {
+		if len(want) > 0 && (vars[envnames.ArchiveSSE] != archive.SSEKMS || !same(vars[envnames.ArchiveKMSKeyID], getAtt(keyID, "Arn"))) {
 			t.Errorf("%s: %s = %v, %s = %v; want %s and the key's ARN", name, envnames.ArchiveSSE, vars[envnames.ArchiveSSE],
 				envnames.ArchiveKMSKeyID, canonical(vars[envnames.ArchiveKMSKeyID]), archive.SSEKMS)
 		}

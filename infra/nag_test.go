@@ -54,8 +54,8 @@ func TestNag(t *testing.T) {
 			// publisher's ListStreams shares X-Ray's "*".
 			// publisher's ListStreams shares X-Ray's "*"; the channel's and
 			// the notifier's ManageConnections on the stage's @connections.
-			// and the archive users' object access in the archive bucket.
-			"AwsSolutions-IAM5": len(routes.Functions) + len(pushers) + len(archiveUsers),
+			// and the archive users' and readers' object access in the archive bucket.
+			"AwsSolutions-IAM5": len(routes.Functions) + len(pushers) + len(archiveUsers) + len(archiveReaders),
 			// the HTTP routes and the WebSocket API's three.
 			"AwsSolutions-APIG4": len(routes.Table) + 3,
 			// the schedule's, the stream's and the notifier's DLQ; the timer

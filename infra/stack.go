@@ -391,8 +391,8 @@ func NewSandmanStack(scope constructs.Construct, id string, props *SandmanStackP
 		if slices.Contains(checkpointSenders, spec.name) {
 			checkpointQueue.grantSend(fn, envnames.CheckpointQueueURL)
 		}
-		if slices.Contains(archiveUsers, spec.name) {
-			archives.grant(fn)
+		if access := archiveAccess(spec.name); access != "" {
+			archives.grant(fn, access)
 		}
 		functions[spec.name] = fn
 	}

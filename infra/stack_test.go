@@ -295,8 +295,9 @@ func TestFunctions(t *testing.T) {
 				{envnames.WebhookQueueURL, webhookSenders},
 				{envnames.WebhookDLQURL, []string{routes.Deliver}},
 				{envnames.CheckpointQueueURL, checkpointSenders},
-				{envnames.ArchiveBucket, archiveUsers},
-				{envnames.ArchiveSSE, archiveUsers},
+				{envnames.ArchiveBucket, slices.Concat(archiveUsers, archiveReaders)},
+				{envnames.ArchiveSSE, slices.Concat(archiveUsers, archiveReaders)},
+				{envnames.ArchiveAccess, checkpointSenders},
 			} {
 				if _, ok := gotEnv[v.name]; ok != slices.Contains(v.on, name) {
 					t.Errorf("%s set: %v, want %v", v.name, ok, !ok)

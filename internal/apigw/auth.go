@@ -70,18 +70,30 @@ func IssueAPIKey(ctx context.Context, keys KeyWriter, accountID string, now time
 
 // IssueLimitedAPIKey is IssueAPIKey for a key whose creates and resumes
 // have their own running limit, maxRunning sandboxes (lifecycle.APIKey.MaxRunning;
-// 0: the deployment's SANDMAN_MAX_RUNNING). Errors: a negative maxRunning,
-// from the store, wrapped.
+// 0: the deployment's SANDMAN_MAX_RUNNING). Errors: IssueAPIKeyWith's.
 func IssueLimitedAPIKey(ctx context.Context, keys KeyWriter, accountID string, maxRunning int, now time.Time) (string, error) {
-	if accountID == "" {
+	return IssueAPIKeyWith(ctx, keys, lifecycle.APIKey{AccountID: accountID, CreatedAt: now, MaxRunning: maxRunning})
+}
+
+// IssueAPIKeyWith mints a key with k's account, creation time and
+// settings (its running limit, MaxRunning, and the account's tiers as this
+// key sets them, Tiers), stores its hash (k.Hash is ignored) and returns
+// the secret. Errors: no account, a negative max_running, tiers out of
+// range (lifecycle.ValidTiers), from the store, wrapped.
+func IssueAPIKeyWith(ctx context.Context, keys KeyWriter, k lifecycle.APIKey) (string, error) {
+	if k.AccountID == "" {
 		return "", fmt.Errorf("issue api key: account id is required")
 	}
-	if maxRunning < 0 {
-		return "", fmt.Errorf("issue api key: max_running must not be negative, not %d", maxRunning)
+	if k.MaxRunning < 0 {
+		return "", fmt.Errorf("issue api key: max_running must not be negative, not %d", k.MaxRunning)
+	}
+	if err := lifecycle.ValidTiers(k.Tiers); err != nil {
+		return "", fmt.Errorf("issue api key: %w", err)
 	}
 	secret, hash := NewAPIKey()
-	if err := keys.PutAPIKey(ctx, lifecycle.APIKey{Hash: hash, AccountID: accountID, CreatedAt: now.UTC(), MaxRunning: maxRunning}); err != nil {
-		return "", fmt.Errorf("store api key for %s: %w", accountID, err)
+	k.Hash, k.CreatedAt = hash, k.CreatedAt.UTC()
+	if err := keys.PutAPIKey(ctx, k); err != nil {
+		return "", fmt.Errorf("store api key for %s: %w", k.AccountID, err)
 	}
 	return secret, nil
 }

@@ -306,6 +306,8 @@ func (h *Handler) serve(ctx context.Context, r *request) (resp response, err err
 		return response{}, err
 	}
 	r.accountID = key.AccountID
-	// The key's own running limit, if it has one (lifecycle quota.go).
-	return route(lifecycle.WithActor(lifecycle.WithMaxRunning(ctx, key.MaxRunning), lifecycle.ActorAPI), r)
+	// The key's own running limit (lifecycle quota.go) and its account's
+	// tiers (tiers.go), if it sets them.
+	ctx = lifecycle.WithAccountTiers(lifecycle.WithMaxRunning(ctx, key.MaxRunning), key.Tiers)
+	return route(lifecycle.WithActor(ctx, lifecycle.ActorAPI), r)
 }

@@ -2,8 +2,8 @@ package apigw_test
 
 import (
 	"sync"
-
 	"testing"
+	"time"
 
 	"github.com/sandmanhq/sandman/internal/apigw"
 	"github.com/sandmanhq/sandman/internal/lifecycle"
@@ -114,5 +114,35 @@ func TestQuotaKeyOverrideNeedsDeploymentLimit(t *testing.T) {
 	}
 	for range 2 {
 		wantStatus(t, h.invoke(t, MustEvent(t, "sessions-create.json", withHeader("idempotency-key", ""), withKey(limited))), 201)
+	}
+}
+
+// TestKeyTiers: a key minted with its account's tiers (sandman apikey
+// -archive-after/-delete-after) gives them to the sessions created with
+// it, under a create's own fields; another key of the same account keeps
+// the deployment's (none here: the fake keeps paused sandboxes for ever,
+// so never).
+func TestKeyTiers(t *testing.T) {
+	h := MustHarness(t)
+	day := 24 * time.Hour
+	archive, del := 2*day, time.Duration(0)
+	key, err := apigw.IssueAPIKeyWith(t.Context(), h.store, lifecycle.APIKey{AccountID: apigw.DevAccountID, CreatedAt: t0,
+		Tiers: lifecycle.Tiers{ArchiveAfter: &archive, DeleteAfter: &del}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := h.invoke(t, MustEvent(t, "sessions-create.json", withHeader("idempotency-key", ""), withKey(key)))
+	wantStatus(t, r, 201)
+	if got := mustDecode[api.Session](t, r); got.ArchiveAfterSeconds != int64(archive/time.Second) || got.DeleteAfterSeconds != 0 {
+		t.Errorf("with the key: archive_after_seconds %d, delete_after_seconds %d; want %d and 0 (never)",
+			got.ArchiveAfterSeconds, got.DeleteAfterSeconds, int64(archive/time.Second))
+	}
+	if got := h.mustCreate(t); got.ArchiveAfterSeconds != 0 {
+		t.Errorf("with the dev key: archive_after_seconds %d, want 0 (the deployment sets none)", got.ArchiveAfterSeconds)
+	}
+	bad := time.Second
+	if _, err := apigw.IssueAPIKeyWith(t.Context(), h.store, lifecycle.APIKey{AccountID: apigw.DevAccountID,
+		Tiers: lifecycle.Tiers{ArchiveAfter: &bad}}); err == nil {
+		t.Error("a key archiving after 1 s was issued")
 	}
 }

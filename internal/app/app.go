@@ -284,7 +284,7 @@ func New(ctx context.Context, cfg Config, needs Needs, deps Deps) (*App, error) 
 	if err != nil {
 		return nil, err
 	}
-	checkpointJobs, archives, err := checkpointSeams(ctx, src, cfg, deps)
+	ckpt, err := checkpointSeams(ctx, src, cfg, deps)
 	if err != nil {
 		return nil, err
 	}
@@ -294,8 +294,9 @@ func New(ctx context.Context, cfg Config, needs Needs, deps Deps) (*App, error) 
 		Prices: prices(deps.Adapters, cfg.Prices), TemplateApps: cfg.TemplateApps, ReadinessJobs: jobs, ResumeJobs: resumeJobs,
 		IdlePolicy: cfg.IdlePolicy, IdleUserField: cfg.IdleUserField, IdleHistograms: a.Store,
 		Pools: cfg.Pools, PoolRefills: refills, RefillAfterClaim: deps.RefillPoolsAfterClaim, Background: ctx,
-		CheckpointJobs: checkpointJobs, Archives: archives, ArchiveWorkspace: deps.ArchiveWorkspace,
-		Tiers: cfg.Tiers, PausedRetention: deps.Adapters.PausedRetentions()})
+		CheckpointJobs: ckpt.jobs, Archives: ckpt.archives, ArchiveReader: ckpt.reader, ArchivesKept: ckpt.kept,
+		ArchiveWorkspace: deps.ArchiveWorkspace,
+		Tiers:            cfg.Tiers, PausedRetention: deps.Adapters.PausedRetentions()})
 	a.WebhookStore, a.WebhookDispatcher = dynamostore.New(ddb, cfg.Table), deps.WebhookDispatcher
 	if a.WebhookDispatcher == nil && cfg.WebhookQueueURL != "" {
 		c, err := src.sqs()

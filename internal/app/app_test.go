@@ -75,7 +75,7 @@ func TestConfigFromEnv(t *testing.T) {
 			c.APIKeyCacheTTL >= 0 || c.Deployment != "sessions" ||
 			c.Prices["e2b"] != (lifecycle.Price{RunningPerHour: 0.2, PausedPerHour: 0.01}) ||
 			c.CheckpointQueueURL != "https://sqs.example/checkpoint" ||
-			c.Archive != (archive.Config{Bucket: "archives", Dir: archive.DefaultDir, SSE: archive.SSEKMS, KMSKeyID: "alias/sandman"}) {
+			c.Archive != (archive.Config{Bucket: "archives", Dir: archive.DefaultDir, SSE: archive.SSEKMS, KMSKeyID: "alias/sandman", Access: archive.AccessReadWrite}) {
 			t.Errorf("config = %+v", c)
 		}
 	})

@@ -598,29 +598,40 @@ func parseTemplateApps(v string) (map[string]*lifecycle.AppSpec, error) {
 // Enabled reports whether provider is one of c.Providers.
 func (c Config) Enabled(provider string) bool { return slices.Contains(c.Providers, provider) }
 
-// readTiers reads the deployment's retention tiers: a Go duration, or
-// "0"/"off" for never; unset leaves the level unset. Errors name the
-// variable.
+// readTiers reads the deployment's retention tiers (ParseTierAfter);
+// unset leaves the level unset. Errors name the variable.
 func readTiers(get func(string) string, c *Config) error {
 	for _, o := range []struct {
 		name string
 		dst  **time.Duration
 	}{{EnvArchiveAfter, &c.Tiers.ArchiveAfter}, {EnvDeleteAfter, &c.Tiers.DeleteAfter}} {
-		v := strings.ToLower(strings.TrimSpace(get(o.name)))
-		if v == "" {
-			continue
+		d, err := ParseTierAfter(get(o.name))
+		if err != nil {
+			return fmt.Errorf("%s=%q: %w", o.name, get(o.name), err)
 		}
-		d := time.Duration(0)
-		if v != "off" {
-			var err error
-			if d, err = time.ParseDuration(v); err != nil || d < 0 {
-				return fmt.Errorf("%s=%q: want a duration such as 648h, or 0 (off) for never", o.name, v)
-			}
-		}
-		*o.dst = &d
+		*o.dst = d
 	}
 	if err := lifecycle.ValidTiers(c.Tiers); err != nil {
 		return fmt.Errorf("%s/%s: %w", EnvArchiveAfter, EnvDeleteAfter, err)
 	}
 	return nil
+}
+
+// ParseTierAfter reads one tier setting (SANDMAN_ARCHIVE_AFTER, `sandman
+// apikey -archive-after`): a Go duration such as 648h, or "0"/"off" for
+// never; "" is nil (not set at this level). It does not check the range
+// (lifecycle.ValidTiers does). Errors: anything else.
+func ParseTierAfter(v string) (*time.Duration, error) {
+	v = strings.ToLower(strings.TrimSpace(v))
+	if v == "" {
+		return nil, nil
+	}
+	d := time.Duration(0)
+	if v != "off" {
+		var err error
+		if d, err = time.ParseDuration(v); err != nil || d < 0 {
+			return nil, errors.New("want a duration such as 648h, or 0 (off) for never")
+		}
+	}
+	return &d, nil
 }

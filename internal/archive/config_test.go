@@ -11,16 +11,17 @@ func env(m map[string]string) func(string) string { return func(k string) string
 func TestConfigFromEnv(t *testing.T) {
 	t.Run("Defaults", func(t *testing.T) {
 		c, err := ConfigFromEnv(env(nil))
-		if want := (Config{Dir: DefaultDir, SSE: SSES3}); err != nil || c != want {
+		if want := (Config{Dir: DefaultDir, SSE: SSES3, Access: AccessReadWrite}); err != nil || c != want {
 			t.Errorf("ConfigFromEnv = %+v, %v; want %+v", c, err, want)
 		}
 	})
 	t.Run("S3", func(t *testing.T) {
 		c, err := ConfigFromEnv(env(map[string]string{
 			envnames.ArchiveBucket: "b", envnames.ArchiveSSE: SSEKMS, envnames.ArchiveKMSKeyID: "alias/k",
-			envnames.ArchiveS3Endpoint: "http://127.0.0.1:1",
+			envnames.ArchiveS3Endpoint: "http://127.0.0.1:1", envnames.ArchiveAccess: AccessRead,
 		}))
-		want := Config{Bucket: "b", Dir: DefaultDir, SSE: SSEKMS, KMSKeyID: "alias/k", S3Endpoint: "http://127.0.0.1:1", S3PathStyle: true}
+		want := Config{Bucket: "b", Dir: DefaultDir, SSE: SSEKMS, KMSKeyID: "alias/k", S3Endpoint: "http://127.0.0.1:1", S3PathStyle: true,
+			Access: AccessRead}
 		if err != nil || c != want {
 			t.Errorf("ConfigFromEnv = %+v, %v; want %+v", c, err, want)
 		}
@@ -35,6 +36,7 @@ func TestConfigFromEnv(t *testing.T) {
 		"BadSSE":        {envnames.ArchiveSSE: "rot13"},
 		"KeyWithoutKMS": {envnames.ArchiveKMSKeyID: "k"},
 		"BadPathStyle":  {envnames.ArchiveS3PathStyle: "maybe"},
+		"BadAccess":     {envnames.ArchiveAccess: "write"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if c, err := ConfigFromEnv(env(m)); err == nil {

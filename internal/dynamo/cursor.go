@@ -120,9 +120,13 @@ func decodeCursor(s, index string) (cursor, error) {
 // key this store writes, far below DynamoDB's 1,024-byte sort key limit.
 const maxCursorValue = 512
 
-// keyTypes returns the attributes of a LastEvaluatedKey of a query on index:
-// the table's keys and the index's keys, with their types.
+// keyTypes returns the attributes of a LastEvaluatedKey of a query on index
+// (or on the table index of a cursor scope, cursorScopes): the table's keys
+// and the index's keys, with their types.
 func keyTypes(index string) (map[string]string, error) {
+	if name, ok := cursorScopes[index]; ok {
+		index = name
+	}
 	if index == checkpointList { // the table itself
 		return map[string]string{tabledef.PartitionKey: tabledef.TypeString, tabledef.SortKey: tabledef.TypeString}, nil
 	}

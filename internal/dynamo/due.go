@@ -48,6 +48,11 @@ func pausedIndexKey(s *lifecycle.Session) (int64, bool) {
 	return 0, false
 }
 
+// cursorScopes maps the cursor scopes of the queries that share a table
+// index with another (dueIndex.cursor) to that index, whose keys their
+// cursors hold.
+var cursorScopes = map[string]string{"tier": tabledef.IndexPaused, "rekey": tabledef.IndexPaused}
+
 var dueIndexes = map[lifecycle.DueIndex]dueIndex{
 	lifecycle.IndexIdle: {name: tabledef.IndexIdle, shardAttr: tabledef.AttrIdleShard, dueAttr: tabledef.AttrIdleDue,
 		due: (*lifecycle.Session).PauseDeadline},

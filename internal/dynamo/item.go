@@ -183,6 +183,10 @@ type apiKeyItem struct {
 	CreatedAt string `dynamodbav:"created_at,omitempty"` // timeLayout
 	// MaxRunning is lifecycle.APIKey.MaxRunning; absent: no override.
 	MaxRunning int `dynamodbav:"max_running,omitempty"`
+	// ArchiveAfterMS and DeleteAfterMS are lifecycle.APIKey.Tiers in
+	// milliseconds; absent: not set on this key (0 is "never").
+	ArchiveAfterMS *int64 `dynamodbav:"archive_after_ms,omitempty"`
+	DeleteAfterMS  *int64 `dynamodbav:"delete_after_ms,omitempty"`
 }
 
 // claimItem is a claim as stored; DynamoDB's TTL deletes it some time after

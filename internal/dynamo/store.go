@@ -40,6 +40,9 @@ type Store struct {
 	eventRetention time.Duration
 	// findBudget is Config.FindBudget.
 	findBudget int
+	// beforeRekey, when set (tests), runs between RekeyPausedIndex's read
+	// of a session and its conditional write.
+	beforeRekey func(id string)
 }
 
 var _ lifecycle.Store = (*Store)(nil)
@@ -422,17 +425,14 @@ func (st *Store) ReleaseClaim(ctx context.Context, key, value string) error {
 	return nil
 }
 
-// PutAPIKey stores k under its hash. Errors: invalid for an empty hash or
-// account, conflict when the hash exists.
+// PutAPIKey stores k under its hash. Errors: invalid (lifecycle.ValidAPIKey),
+// conflict when the hash exists.
 func (st *Store) PutAPIKey(ctx context.Context, k lifecycle.APIKey) error {
-	if k.Hash == "" || k.AccountID == "" {
-		return lifecycle.Errorf(lifecycle.CodeInvalid, "api key needs a hash and an account id")
-	}
-	if k.MaxRunning < 0 {
-		return lifecycle.Errorf(lifecycle.CodeInvalid, "api key max_running must not be negative")
+	if err := lifecycle.ValidAPIKey(k); err != nil {
+		return err
 	}
 	it := apiKeyItem{PK: apiKeyPK(k.Hash), SK: apiKeySort, Hash: k.Hash, AccountID: k.AccountID, CreatedAt: formatTime(k.CreatedAt),
-		MaxRunning: k.MaxRunning}
+		MaxRunning: k.MaxRunning, ArchiveAfterMS: durationMS(k.Tiers.ArchiveAfter), DeleteAfterMS: durationMS(k.Tiers.DeleteAfter)}
 	err := st.put(ctx, it, expression.AttributeNotExists(expression.Name(tabledef.PartitionKey)), false)
 	var failed *types.ConditionalCheckFailedException
 	if errors.As(err, &failed) {
@@ -466,7 +466,27 @@ func (st *Store) GetAPIKey(ctx context.Context, hash string) (lifecycle.APIKey, 
 	if err != nil {
 		return lifecycle.APIKey{}, storeError("decode api key: %w", err)
 	}
-	return lifecycle.APIKey{Hash: it.Hash, AccountID: it.AccountID, CreatedAt: created, MaxRunning: it.MaxRunning}, nil
+	return lifecycle.APIKey{Hash: it.Hash, AccountID: it.AccountID, CreatedAt: created, MaxRunning: it.MaxRunning,
+		Tiers: lifecycle.Tiers{ArchiveAfter: msDuration(it.ArchiveAfterMS), DeleteAfter: msDuration(it.DeleteAfterMS)}}, nil
+}
+
+// durationMS is d in milliseconds as an API key item keeps a tier
+// setting; nil (not set) stays nil, so that 0 ("never") is stored.
+func durationMS(d *time.Duration) *int64 {
+	if d == nil {
+		return nil
+	}
+	ms := d.Milliseconds()
+	return &ms
+}
+
+// msDuration is durationMS's inverse.
+func msDuration(ms *int64) *time.Duration {
+	if ms == nil {
+		return nil
+	}
+	d := time.Duration(*ms) * time.Millisecond
+	return &d
 }
 
 // put writes item with a condition; with returnOld a failed condition's

@@ -219,6 +219,12 @@ const (
 	// local S3 servers need; default false, true when ArchiveS3Endpoint is
 	// set.
 	ArchiveS3PathStyle = "SANDMAN_ARCHIVE_S3_PATH_STYLE"
+	// ArchiveAccess is what this function may do with archives: "readwrite"
+	// (the default: save, open, delete; the checkpoint function), "read"
+	// (open only; the sweep, which finishes a lost session's restore), or
+	// "jobs" (none, but the deployment keeps archives through its
+	// checkpoint jobs, so checkpoints of kind archive are chosen here).
+	ArchiveAccess = "SANDMAN_ARCHIVE_ACCESS"
 )
 
 // The local stack's own variables (internal/localstack).
@@ -240,7 +246,7 @@ var (
 		IdleTimeout, MinIdleTimeout, MaxIdleTimeout, MaxLifetimeLimit, ActivityGranularity, ProviderGrace,
 		MaxProviderTimeout, GuardHeadroom, LeaseDuration, Deployment, APIKeyCacheTTL, ProbeTimeout, ProviderCallTimeout,
 		MaxRunning, Shards, EventRetentionDays, Governor, GovernorFallback, GovernorShards, ArchiveAfter, DeleteAfter, Prices, TemplateApps, IdlePolicy, IdleUserField, Pools, ReadinessQueueURL, ResumeQueueURL, PoolRefillQueueURL, CheckpointQueueURL,
-		ArchiveBucket, ArchiveDir, ArchiveSSE, ArchiveKMSKeyID, ArchiveS3Endpoint, ArchiveS3PathStyle,
+		ArchiveBucket, ArchiveDir, ArchiveSSE, ArchiveKMSKeyID, ArchiveS3Endpoint, ArchiveS3PathStyle, ArchiveAccess,
 		ClientTokenKeysSecret, ClientTokenKeysFile, WSURL, WSManagementURL,
 		BrandName, BrandAccent, BrandLogoURL,
 		SweepConcurrency, SweepRate, SweepBurst, SweepPageSize, SweepDeadlineMargin, SweepReconcileSample, SweepDormancyAge,
@@ -249,5 +255,5 @@ var (
 	}
 	LocalStack = []string{Addr, SweepInterval, InMemory, DDBPort, StateDir, DevAPIKey}
 	// Archive lists the archive store's variables (internal/archive).
-	Archive = []string{ArchiveBucket, ArchiveDir, ArchiveSSE, ArchiveKMSKeyID, ArchiveS3Endpoint, ArchiveS3PathStyle}
+	Archive = []string{ArchiveBucket, ArchiveDir, ArchiveSSE, ArchiveKMSKeyID, ArchiveS3Endpoint, ArchiveS3PathStyle, ArchiveAccess}
 )

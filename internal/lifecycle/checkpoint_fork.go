@@ -70,7 +70,7 @@ func (s *Service) Fork(ctx context.Context, accountID, sourceID string, in ForkI
 	if meta == nil {
 		meta = maps.Clone(src.Metadata)
 	}
-	sess, err := s.newSession(accountID, CreateInput{Template: src.Template, Provider: src.Provider, Metadata: meta,
+	sess, err := s.newSession(ctx, accountID, CreateInput{Template: src.Template, Provider: src.Provider, Metadata: meta,
 		IdleTimeoutSeconds: in.IdleTimeoutSeconds, MaxLifetimeSeconds: in.MaxLifetimeSeconds,
 		AwayTimeoutSeconds: in.AwayTimeoutSeconds, ResumeOnReturn: in.ResumeOnReturn, Checkpoints: in.Checkpoints,
 		IdempotencyKey: in.IdempotencyKey})

@@ -161,18 +161,24 @@ var (
 	ErrNoFile = errors.New("no such file")
 )
 
-// Archives keeps Sandman's own copies of workspaces: internal/archive
-// compresses the tar stream with zstd and keeps it in a Store (a folder
-// locally, S3 in AWS). Keys are ArchiveKey's: "<account>/<session>/<checkpoint>.tar.zst".
-type Archives interface {
-	// Save stores the uncompressed tar stream r under key, replacing
-	// nothing visible until it is whole, and returns the stored
-	// (compressed) size in bytes. Errors: r's, ctx's, the store's.
-	Save(ctx context.Context, key string, r io.Reader) (int64, error)
+// ArchiveReader opens Sandman's copies of workspaces (Archives) without
+// writing or deleting them: what a process that only restores needs.
+type ArchiveReader interface {
 	// Open returns the uncompressed tar stream stored under key; the
 	// caller closes it. Errors: a *ProviderError of kind ErrCheckpointGone
 	// when nothing is stored there, the store's.
 	Open(ctx context.Context, key string) (io.ReadCloser, error)
+}
+
+// Archives keeps Sandman's own copies of workspaces: internal/archive
+// compresses the tar stream with zstd and keeps it in a Store (a folder
+// locally, S3 in AWS). Keys are ArchiveKey's: "<account>/<session>/<checkpoint>.tar.zst".
+type Archives interface {
+	ArchiveReader
+	// Save stores the uncompressed tar stream r under key, replacing
+	// nothing visible until it is whole, and returns the stored
+	// (compressed) size in bytes. Errors: r's, ctx's, the store's.
+	Save(ctx context.Context, key string, r io.Reader) (int64, error)
 	// Delete removes key's object; a missing one is no error.
 	Delete(ctx context.Context, key string) error
 }

@@ -291,10 +291,11 @@ func (s *Service) materialize(ctx context.Context, cs CheckpointStore, sess *Ses
 // into its workspace. Errors: the provider's, the archive store's.
 func (s *Service) createFromArchive(ctx context.Context, p Provider, c *Checkpoint, req CreateRequest) (Sandbox, error) {
 	wa, ok := As[WorkspaceArchiver](p)
-	if !ok || s.cfg.Archives == nil {
+	ar := s.archiveReader()
+	if !ok || ar == nil {
 		return Sandbox{}, Errorf(CodeInvalid, "this deployment cannot restore the %s provider's archives", p.Name())
 	}
-	r, err := s.cfg.Archives.Open(ctx, c.ArchiveKey)
+	r, err := ar.Open(ctx, c.ArchiveKey)
 	if err != nil {
 		return Sandbox{}, err
 	}

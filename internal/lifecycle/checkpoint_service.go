@@ -162,7 +162,8 @@ func (s *Service) checkpointLease() time.Duration {
 // checkpointKind chooses how sess's sandbox is saved: the provider's
 // snapshot when it has them (a paused sandbox only where its snapshots
 // take one, or its pause made one: PauseSnapshotter), else an archive
-// when the provider streams its workspace and Archives keeps them.
+// when the provider streams its workspace and the deployment keeps
+// archives (keepsArchives: here, or through its checkpoint jobs).
 // Errors: conflict (the provider saves only running sandboxes),
 // unavailable (no way at all).
 func (s *Service) checkpointKind(sess *Session) (CheckpointKind, Keeps, error) {
@@ -176,13 +177,28 @@ func (s *Service) checkpointKind(sess *Session) (CheckpointKind, Keeps, error) {
 			return KindSnapshot, caps.Keeps, nil
 		}
 	}
-	if Has[WorkspaceArchiver](p) && s.cfg.Archives != nil {
+	if Has[WorkspaceArchiver](p) && s.keepsArchives() {
 		return KindArchive, KeepsFilesystem, nil
 	}
 	if Has[Snapshotter](p) {
 		return "", "", Errorf(CodeConflict, "the %s provider snapshots only running sandboxes: resume the session first", p.Name())
 	}
 	return "", "", Errorf(CodeUnavailable, "the %s provider has no snapshots and this deployment keeps no archives", p.Name())
+}
+
+// keepsArchives reports whether the deployment keeps archives: this
+// process's Archives, or its checkpoint jobs' (Config.ArchivesKept).
+func (s *Service) keepsArchives() bool {
+	return s.cfg.Archives != nil || s.cfg.ArchivesKept
+}
+
+// archiveReader returns what opens archives here: Archives, else
+// ArchiveReader; nil when this process may not read them.
+func (s *Service) archiveReader() ArchiveReader {
+	if s.cfg.Archives != nil {
+		return s.cfg.Archives
+	}
+	return s.cfg.ArchiveReader
 }
 
 // enqueueCheckpoint queues job. Errors: the queue's.

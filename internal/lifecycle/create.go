@@ -75,7 +75,7 @@ const (
 // Idempotency-Key still in flight, or the session was deleted meanwhile),
 // unavailable (provider trouble).
 func (s *Service) Create(ctx context.Context, accountID string, in CreateInput) (*Session, bool, error) {
-	sess, err := s.newSession(accountID, in)
+	sess, err := s.newSession(ctx, accountID, in)
 	if err != nil {
 		return nil, false, err
 	}
@@ -231,8 +231,9 @@ func (s *Service) runningWriteUnknown(ctx context.Context, sess *Session, sandbo
 		Message: "the session store did not confirm the new session; retry with the same Idempotency-Key, which answers the session once it is settled"}
 }
 
-// newSession validates in and returns the provisioning session to write.
-func (s *Service) newSession(accountID string, in CreateInput) (*Session, error) {
+// newSession validates in and returns the provisioning session to write;
+// its tiers resolve with the account's settings on ctx (WithAccountTiers).
+func (s *Service) newSession(ctx context.Context, accountID string, in CreateInput) (*Session, error) {
 	if in.Template == "" {
 		return nil, Errorf(CodeInvalid, "template is required")
 	}
@@ -289,7 +290,8 @@ func (s *Service) newSession(accountID string, in CreateInput) (*Session, error)
 	if err := ValidTiers(in.Tiers); err != nil {
 		return nil, err
 	}
-	sess.ArchiveAfter, sess.DeleteAfter = resolveTiers(DefaultArchiveAfter(s.cfg.PausedRetention[provider]), in.Tiers, s.cfg.Tiers)
+	sess.ArchiveAfter, sess.DeleteAfter = resolveTiers(DefaultArchiveAfter(s.cfg.PausedRetention[provider]), in.Tiers,
+		accountTiers(ctx), s.cfg.Tiers)
 	if idlePolicy == IdlePolicyLearned {
 		sess.Idle = &IdleState{Policy: IdlePolicyLearned} // planned by Create (startLearning)
 	}

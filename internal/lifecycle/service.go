@@ -120,8 +120,21 @@ type Config struct {
 	CheckpointJobs CheckpointJobs
 	// Archives keeps Sandman's own copies of workspaces, the checkpoints of
 	// kind archive (internal/archive adapts its stores: a folder under
-	// .sandman/ locally, S3 in AWS); nil: only provider snapshots.
+	// .sandman/ locally, S3 in AWS); nil: this process neither writes nor
+	// deletes archives (a delete is handed to a checkpoint job), and keeps
+	// none unless ArchivesKept says the deployment does.
 	Archives Archives
+	// ArchivesKept says the deployment keeps archives though this process
+	// has no Archives: its checkpoint jobs, run elsewhere, save them (in
+	// AWS the checkpoint function alone may write the archive bucket).
+	// A new checkpoint's kind is chosen with it (checkpointKind), so a
+	// paused session on a provider without paused snapshots gets an
+	// archive wherever its checkpoint is asked for. Archives set implies it.
+	ArchivesKept bool
+	// ArchiveReader opens archives where this process may read but not
+	// write them (in AWS the sweep, which finishes a lost session's
+	// restore itself: GetObject only); nil: Archives opens them.
+	ArchiveReader ArchiveReader
 	// ArchiveWorkspace is the folder an archive keeps, and what it leaves
 	// out, for a template ArchiveWorkspaces does not name (default: Dir
 	// DefaultWorkspaceDir, no excludes; the local stack archives the whole

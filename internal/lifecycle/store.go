@@ -107,6 +107,24 @@ type APIKey struct {
 	// creates and resumes made with this key (WithMaxRunning; quota.go);
 	// 0 keeps the deployment's limit.
 	MaxRunning int
+	// Tiers are the account's retention tiers as this key sets them
+	// (WithAccountTiers; tiers.go "Per-account tiers"): a nil field is
+	// "not set" (the deployment's applies), zero is "never". Stores
+	// refuse what ValidTiers refuses.
+	Tiers Tiers
+}
+
+// ValidAPIKey checks what every Store needs to write k: its hash and
+// account, a max_running that is not negative, tiers ValidTiers accepts.
+// Errors: invalid naming what is wrong.
+func ValidAPIKey(k APIKey) error {
+	switch {
+	case k.Hash == "" || k.AccountID == "":
+		return Errorf(CodeInvalid, "api key needs a hash and an account id")
+	case k.MaxRunning < 0:
+		return Errorf(CodeInvalid, "api key max_running must not be negative")
+	}
+	return ValidTiers(k.Tiers)
 }
 
 // ValidStoredSession checks what every Store needs to write s: a session

@@ -1,6 +1,7 @@
 package lifecycle
 
 import (
+	"context"
 	"time"
 )
 
@@ -66,6 +67,36 @@ func ValidTiers(t Tiers) error {
 		return err
 	}
 	return check("delete_after_seconds", t.DeleteAfter)
+}
+
+// Per-account tiers. There is no account record: an account exists
+// through its API keys, so its tier settings live on them (APIKey.Tiers),
+// as its running limit does (APIKey.MaxRunning). The HTTP edge puts the
+// authenticating key's settings on the request's context
+// (WithAccountTiers); a create or a fork made with it resolves each
+// deadline session > key (account) > deployment > the provider's default
+// (resolveTiers). Keys of one account may say different things: each
+// session follows the key it was created with. A session's deadlines are
+// fixed at its create, so a key minted with new settings changes the
+// sessions created with it from then on, not those that exist.
+
+type accountTiersKey struct{}
+
+// WithAccountTiers returns ctx carrying t, the account's tier settings
+// for the creates and forks made with ctx; a t that sets nothing returns
+// ctx unchanged.
+func WithAccountTiers(ctx context.Context, t Tiers) context.Context {
+	if t.ArchiveAfter == nil && t.DeleteAfter == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, accountTiersKey{}, t)
+}
+
+// accountTiers returns the tier settings WithAccountTiers put on ctx (the
+// zero Tiers, which sets nothing, when none).
+func accountTiers(ctx context.Context) Tiers {
+	t, _ := ctx.Value(accountTiersKey{}).(Tiers)
+	return t
 }
 
 // resolveTiers returns the archive and delete durations of a new session:

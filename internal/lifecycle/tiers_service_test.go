@@ -1,6 +1,7 @@
 package lifecycle_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -233,5 +234,62 @@ func TestAKilledEventMidDemotionKeepsTheSessionArchived(t *testing.T) {
 	}
 	if after := w.mustGet(t, sess.ID); after.State != lifecycle.StateArchived {
 		t.Fatalf("after the killed event the session is %s (%s), want archived", after.State, after.Reason)
+	}
+}
+
+// TestCreateResolvesAccountTiers: the account's tiers, which the HTTP edge
+// puts on the request's context from the authenticating key
+// (WithAccountTiers), come between the session's and the deployment's,
+// field by field: session > key (account) > deployment > the provider's
+// default. A fork made with the key follows them too; a create made
+// without them (another key) does not.
+func TestCreateResolvesAccountTiers(t *testing.T) {
+	day := 24 * time.Hour
+	w := mustCheckpointWorld(t, false, func(c *lifecycle.Config) {
+		c.PausedRetention = map[string]time.Duration{"fake": 30 * day}
+		c.Tiers = lifecycle.Tiers{ArchiveAfter: dur(10 * day), DeleteAfter: dur(90 * day)}
+	})
+	key := lifecycle.WithAccountTiers(t.Context(), lifecycle.Tiers{ArchiveAfter: dur(2 * day)})
+	create := func(ctx context.Context, in lifecycle.CreateInput) *lifecycle.Session {
+		t.Helper()
+		in.Template = "base"
+		sess, _, err := w.svc.Create(ctx, acct, in)
+		if err != nil {
+			t.Fatalf("create: %v", err)
+		}
+		return sess
+	}
+	for _, tc := range []struct {
+		name          string
+		ctx           context.Context
+		in            lifecycle.Tiers
+		archive, dele time.Duration
+	}{
+		{"Deployment", t.Context(), lifecycle.Tiers{}, 10 * day, 90 * day},
+		{"Key", key, lifecycle.Tiers{}, 2 * day, 90 * day},
+		{"Session", key, lifecycle.Tiers{ArchiveAfter: dur(day), DeleteAfter: dur(0)}, day, 0},
+		{"KeyNever", lifecycle.WithAccountTiers(t.Context(), lifecycle.Tiers{ArchiveAfter: dur(0), DeleteAfter: dur(5 * day)}),
+			lifecycle.Tiers{}, 0, 5 * day},
+	} {
+		got := create(tc.ctx, lifecycle.CreateInput{Tiers: tc.in})
+		if got.ArchiveAfter != tc.archive || got.DeleteAfter != tc.dele {
+			t.Errorf("%s: %v/%v, want %v/%v", tc.name, got.ArchiveAfter, got.DeleteAfter, tc.archive, tc.dele)
+		}
+	}
+
+	w.rewire(t, func(c *lifecycle.Config) { c.Tiers = lifecycle.Tiers{} })
+	if got := create(t.Context(), lifecycle.CreateInput{}); got.ArchiveAfter != 27*day || got.DeleteAfter != 0 {
+		t.Errorf("nothing set: %v/%v, want the provider's 27d and never", got.ArchiveAfter, got.DeleteAfter)
+	}
+	src := create(t.Context(), lifecycle.CreateInput{})
+	fork, _, err := w.svc.Fork(key, acct, src.ID, lifecycle.ForkInput{})
+	if err != nil {
+		t.Fatalf("fork: %v", err)
+	}
+	if fork.ArchiveAfter != 2*day || fork.DeleteAfter != 0 {
+		t.Errorf("a fork with the key: %v/%v, want the key's 2d and never", fork.ArchiveAfter, fork.DeleteAfter)
+	}
+	if ctx := lifecycle.WithAccountTiers(t.Context(), lifecycle.Tiers{}); ctx != t.Context() {
+		t.Error("WithAccountTiers of nothing changed the context")
 	}
 }

@@ -160,20 +160,41 @@ func runningEndpoint(stateDir string) (string, error) {
 	return strings.TrimSpace(string(b)), nil
 }
 
-// APIKeyCommand is `sandman apikey -account ID [-max-running N]`: it
-// stores a new API key for the account (hashed) in the table the
-// configuration points at and prints the key on w. -max-running gives the
-// key its own running limit (lifecycle.APIKey.MaxRunning; 0, the default:
-// the deployment's SANDMAN_MAX_RUNNING).
+// APIKeyCommand is `sandman apikey -account ID [-max-running N]
+// [-archive-after D] [-delete-after D]`: it stores a new API key for the
+// account (hashed) in the table the configuration points at and prints the
+// key on w. -max-running gives the key its own running limit
+// (lifecycle.APIKey.MaxRunning; 0, the default: the deployment's
+// SANDMAN_MAX_RUNNING). -archive-after and -delete-after are the account's
+// retention tiers for the sessions created with this key
+// (lifecycle.APIKey.Tiers; a Go duration, or 0/off for never; unset: the
+// deployment's SANDMAN_ARCHIVE_AFTER / SANDMAN_DELETE_AFTER): an account
+// has no record of its own, so its settings live on its keys.
 func APIKeyCommand(ctx context.Context, args []string, w io.Writer) error {
 	fs := flag.NewFlagSet("apikey", flag.ContinueOnError)
 	account := fs.String("account", "", "account id the key belongs to (required)")
 	maxRunning := fs.Int("max-running", 0, "the key's own running-sandbox limit for its creates and resumes (0: the deployment's SANDMAN_MAX_RUNNING)")
+	archiveAfter := fs.String("archive-after", "", "archive the sessions created with this key this long after their pause (Go duration; 0 or off: never; unset: the deployment's SANDMAN_ARCHIVE_AFTER)")
+	deleteAfter := fs.String("delete-after", "", "delete the sessions created with this key this long after their pause (Go duration; 0 or off: never; unset: the deployment's SANDMAN_DELETE_AFTER)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *account == "" {
 		return errors.New("-account is required, e.g. make apikey ACCOUNT=acme")
+	}
+	if *maxRunning < 0 {
+		return errors.New("-max-running must not be negative")
+	}
+	k := lifecycle.APIKey{AccountID: *account, CreatedAt: time.Now().UTC(), MaxRunning: *maxRunning}
+	var err error
+	if k.Tiers.ArchiveAfter, err = app.ParseTierAfter(*archiveAfter); err != nil {
+		return fmt.Errorf("-archive-after %q: %w", *archiveAfter, err)
+	}
+	if k.Tiers.DeleteAfter, err = app.ParseTierAfter(*deleteAfter); err != nil {
+		return fmt.Errorf("-delete-after %q: %w", *deleteAfter, err)
+	}
+	if err := lifecycle.ValidTiers(k.Tiers); err != nil {
+		return fmt.Errorf("-archive-after/-delete-after: %w", err)
 	}
 	t, a, err := openApp(ctx, app.Needs{}, Deps(app.NewLogger(io.Discard, 0)))
 	if err != nil {
@@ -181,10 +202,7 @@ func APIKeyCommand(ctx context.Context, args []string, w io.Writer) error {
 	}
 	defer t.cleanup()
 	defer a.Close(ctx)
-	if *maxRunning < 0 {
-		return errors.New("-max-running must not be negative")
-	}
-	key, err := apigw.IssueLimitedAPIKey(ctx, a.Store, *account, *maxRunning, time.Now().UTC())
+	key, err := apigw.IssueAPIKeyWith(ctx, a.Store, k)
 	if err != nil {
 		return err
 	}

@@ -3,7 +3,7 @@
 //	sandman run                        the local stack (make run)
 //	sandman stop                       pause every sandbox of the state folder (make stop)
 //	sandman reset                      kill every sandbox, remove the state folder (make reset)
-//	sandman apikey -account ID [-max-running N]  mint an API key for an account (make apikey)
+//	sandman apikey -account ID [-max-running N] [-archive-after D] [-delete-after D]  mint an API key for an account (make apikey)
 //	sandman invoke -fn NAME -event F   run one function's handler once on an event (make invoke)
 //	sandman sandbox ...                a local sandbox process (started by the local provider)
 //	sandman sessions list|get|...      the API's client for operators and scripts (internal/cli)
@@ -33,10 +33,11 @@ commands:
   run       serve every function locally on DynamoDB Local and the local provider
   stop      pause every sandbox of the state folder (SANDMAN_STATE_DIR, default .sandman); data kept
   reset     kill every sandbox of the state folder, then remove the folder (everything)
-  apikey    print a new API key for an account (-account ID, -max-running N)
+  apikey    print a new API key for an account (-account ID, -max-running N, -archive-after D, -delete-after D)
   invoke    run one function's handler once (-fn NAME -event FILE)
   reshard   move every session into its due-index shard after SANDMAN_SHARDS changed (docs/CAPACITY.md)
   reindex   give sessions written before the by_owner_state index their key (docs/CAPACITY.md)
+  migrate   tiers: rekey paused sessions written before the retention tiers (docs/DEPLOY.md, -cursor C to resume)
   sandbox   (internal) a local sandbox process
   sessions  list|get|create|open|events|delete|resume|pause|status|reconnect|watch|restore|fork over the
             HTTP API (SANDMAN_URL, SANDMAN_API_KEY; sandman sessions help)
@@ -76,6 +77,8 @@ func main() {
 		err = localstack.ReshardCommand(ctx, args, os.Stdout)
 	case "reindex":
 		err = localstack.ReindexCommand(ctx, args, os.Stdout)
+	case "migrate":
+		err = localstack.MigrateCommand(ctx, args, os.Stdout)
 	case "sandbox":
 		err = local.RunSandbox(args)
 	case "sessions":

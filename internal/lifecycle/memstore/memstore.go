@@ -366,14 +366,11 @@ func (st *Store) ReleaseClaim(_ context.Context, key, value string) error {
 	return nil
 }
 
-// PutAPIKey stores k under its hash. Errors: invalid for an empty hash or
-// account, conflict when the hash exists.
+// PutAPIKey stores k under its hash. Errors: invalid (lifecycle.ValidAPIKey),
+// conflict when the hash exists.
 func (st *Store) PutAPIKey(_ context.Context, k lifecycle.APIKey) error {
-	if k.Hash == "" || k.AccountID == "" {
-		return lifecycle.Errorf(lifecycle.CodeInvalid, "api key needs a hash and an account id")
-	}
-	if k.MaxRunning < 0 {
-		return lifecycle.Errorf(lifecycle.CodeInvalid, "api key max_running must not be negative")
+	if err := lifecycle.ValidAPIKey(k); err != nil {
+		return err
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()

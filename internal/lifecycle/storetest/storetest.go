@@ -164,6 +164,17 @@ func testClaim(t *testing.T, newStore NewStore) {
 	})
 }
 
+// fmtTiers prints t's settings, "unset" for a nil one.
+func fmtTiers(t lifecycle.Tiers) string {
+	f := func(d *time.Duration) string {
+		if d == nil {
+			return "unset"
+		}
+		return d.String()
+	}
+	return f(t.ArchiveAfter) + "/" + f(t.DeleteAfter)
+}
+
 func testAPIKey(t *testing.T, newStore NewStore) {
 	f := fixture{store: newStore(t)}
 	const hash = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
@@ -207,6 +218,34 @@ func testAPIKey(t *testing.T, newStore NewStore) {
 		err := f.store.PutAPIKey(t.Context(), lifecycle.APIKey{Hash: strings.Repeat("cd", 32), AccountID: "acct_1", MaxRunning: -1})
 		if got, want := lifecycle.ErrorCode(err), lifecycle.CodeInvalid; got != want {
 			t.Errorf("negative max_running: code %q (%v), want %q", got, err, want)
+		}
+	})
+
+	// The account's tiers as a key sets them: "not set" (nil) and "never"
+	// (0) are kept apart, field by field; out of range is refused.
+	t.Run("Tiers", func(t *testing.T) {
+		d := func(v time.Duration) *time.Duration { return &v }
+		for i, tiers := range []lifecycle.Tiers{
+			{ArchiveAfter: d(0), DeleteAfter: d(90 * 24 * time.Hour)},
+			{ArchiveAfter: d(36 * time.Hour)},
+			{DeleteAfter: d(0)},
+		} {
+			k := lifecycle.APIKey{Hash: strings.Repeat(fmt.Sprintf("%02x", 0xe0+i), 32), AccountID: "acct_1", CreatedAt: t0, Tiers: tiers}
+			if err := f.store.PutAPIKey(t.Context(), k); err != nil {
+				t.Fatal(err)
+			}
+			got, err := f.store.GetAPIKey(t.Context(), k.Hash)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fmtTiers(got.Tiers) != fmtTiers(tiers) || got.AccountID != k.AccountID || got.MaxRunning != 0 {
+				t.Errorf("GetAPIKey tiers %s (%+v), want %s", fmtTiers(got.Tiers), got, fmtTiers(tiers))
+			}
+		}
+		err := f.store.PutAPIKey(t.Context(), lifecycle.APIKey{Hash: strings.Repeat("ef", 32), AccountID: "acct_1",
+			Tiers: lifecycle.Tiers{DeleteAfter: d(time.Second)}})
+		if got, want := lifecycle.ErrorCode(err), lifecycle.CodeInvalid; got != want {
+			t.Errorf("delete after 1 s: code %q (%v), want %q", got, err, want)
 		}
 	})
 
