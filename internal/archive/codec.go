@@ -22,7 +22,7 @@ import (
 // holding the processors), it took 0.86× the time of `tar | zstd -3` to
 // pack a 1 GB workspace where compressing one block at a time while the
 // next is read took 1.64× (the sandbox path: 1.01× against 1.49×); on
-// cores busy with other work it is the slower of the two, by about 20 %
+// cores busy with other work it measured the slower of the two, by 20 to 40 %
 // (docs/ARCHIVES.md "Speed"). Decoding with two blocks in flight is about
 // twice as fast as with one (BenchmarkDecompress).
 const (
