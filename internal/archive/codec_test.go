@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/klauspost/compress/zstd"
 )
 
 func TestCompressDecompressRoundTrip(t *testing.T) {
@@ -30,5 +32,22 @@ func TestCompressDecompressRoundTrip(t *testing.T) {
 				t.Fatalf("Decompress = %d, %v; want the %d bytes back", m, err, len(in))
 			}
 		})
+	}
+}
+
+// TestCompressFrame checks an archive is one frame with its content
+// checksum and the window of the reference tool's -3 (2 MiB), so a decoder
+// needs no more memory than one of `zstd -3`'s output.
+func TestCompressFrame(t *testing.T) {
+	var zst bytes.Buffer
+	if _, err := Compress(&zst, bytes.NewReader(bytes.Repeat([]byte("const x = 42;\n"), 1<<20))); err != nil {
+		t.Fatal(err)
+	}
+	var h zstd.Header
+	if err := h.Decode(zst.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+	if !h.HasCheckSum || h.WindowSize > 2<<20 {
+		t.Errorf("frame header = %+v; want a checksum and a window of at most 2 MiB", h)
 	}
 }

@@ -2,6 +2,7 @@ package archive
 
 import (
 	"archive/tar"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -46,24 +47,25 @@ func PackTar(ctx context.Context, w io.Writer, dir string, ex Excludes) (PackSta
 }
 
 // Pack writes dir to w as a tar stream compressed with zstd, the object a
-// Store keeps: PackTar in one goroutine, its stream through a pipe into
-// Compress in another, so that reading the files and compressing overlap
-// as `tar | zstd` and the sandbox path (TarCommand's stdout into Compress)
-// do. PackStats.Written counts the compressed bytes.
+// Store keeps: PackTar in one goroutine, its stream through a chunkPipe
+// (up to 4 MiB ahead) into Compress in another, which compresses each
+// block in goroutines of its own, so that reading the files and
+// compressing overlap as `tar | zstd` and the sandbox path (TarCommand's
+// stdout into Compress) do. PackStats.Written counts the compressed bytes.
 func Pack(ctx context.Context, w io.Writer, dir string, ex Excludes) (PackStats, error) {
-	pr, pw := io.Pipe()
+	p := newChunkPipe(packChunks, packChunkSize)
 	done := make(chan struct{})
 	var st PackStats
 	var packErr error
 	go func() {
 		defer close(done)
-		st, packErr = packTar(ctx, pw, dir, ex)
-		pw.CloseWithError(packErr)
+		st, packErr = packTar(ctx, p, dir, ex)
+		p.closeWrite(packErr)
 	}()
 	cw := &countingWriter{w: w}
-	_, err := Compress(cw, pr)
-	// A failed write to w stops the packer too.
-	pr.CloseWithError(err)
+	_, err := Compress(cw, p)
+	// A failed write to w stops the walk too.
+	p.closeRead(cmp.Or(err, errors.New("archive: the compressor stopped reading")))
 	<-done
 	st.Written = cw.n
 	if packErr != nil {
@@ -175,9 +177,13 @@ func packTar(ctx context.Context, w io.Writer, dir string, ex Excludes) (PackSta
 // packFile writes hdr and exactly hdr.Size bytes of the file at p: what it
 // holds, cut short or padded with zeros when its size changed since it was
 // listed (changed is then true). The file is opened before the header is
-// written, so a file gone meanwhile is left out whole.
+// written, so a file gone meanwhile is left out whole. Each read asks for
+// one byte more than is left to store: a read that brings it says the file
+// grew, and a short read with nothing left says it ended where it was
+// listed to (a regular file reads short only at its end), so a small file
+// costs one read, not a second one to find its end.
 func packFile(ctx context.Context, tw *tar.Writer, hdr *tar.Header, p string, buf []byte) (changed bool, err error) {
-	f, err := os.Open(p)
+	f, err := openFile(p)
 	if err != nil {
 		return false, err
 	}
@@ -185,23 +191,83 @@ func packFile(ctx context.Context, tw *tar.Writer, hdr *tar.Header, p string, bu
 	if err := tw.WriteHeader(hdr); err != nil {
 		return false, err
 	}
-	n, err := io.CopyBuffer(tw, &ctxReader{ctx: ctx, r: io.LimitReader(f, hdr.Size)}, buf)
-	if err != nil {
-		return false, err
+	left := hdr.Size
+	for {
+		if err := ctx.Err(); err != nil {
+			return false, err
+		}
+		want := min(int64(len(buf)), left+1)
+		n, err := f.Read(buf[:want])
+		if n > 0 {
+			k := min(int64(n), left)
+			if _, err := tw.Write(buf[:k]); err != nil {
+				return false, err
+			}
+			left -= k
+			if int64(n) > k {
+				return true, nil // it grew
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return false, err
+		}
+		if left == 0 && int64(n) < want {
+			return false, nil
+		}
 	}
-	if n < hdr.Size {
-		if _, err := io.CopyBuffer(tw, io.LimitReader(zeros{}, hdr.Size-n), buf); err != nil {
+	if left > 0 {
+		if _, err := io.CopyBuffer(tw, io.LimitReader(zeros{}, left), buf); err != nil {
 			return false, err
 		}
 		return true, nil
 	}
-	// One byte more means the file grew while it was read.
-	var one [1]byte
-	if k, _ := f.Read(one[:]); k > 0 {
-		return true, nil
-	}
 	return false, nil
 }
+
+// file is a file opened for reading with plain system calls: os.Open
+// also offers every file to the runtime's poller and sets and clears its
+// non-blocking mode, five more calls per file, which a walk of thousands of
+// small files pays for.
+type file struct {
+	fd   int
+	name string
+}
+
+// openFile opens the file at p for reading. Errors: *fs.PathError (one
+// gone is fs.ErrNotExist).
+func openFile(p string) (file, error) {
+	for {
+		fd, err := syscall.Open(p, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+		switch {
+		case err == syscall.EINTR:
+			continue
+		case err != nil:
+			return file{}, &fs.PathError{Op: "open", Path: p, Err: err}
+		}
+		return file{fd: fd, name: p}, nil
+	}
+}
+
+// Read reads into b; io.EOF at the file's end.
+func (f file) Read(b []byte) (int, error) {
+	for {
+		n, err := syscall.Read(f.fd, b)
+		switch {
+		case err == syscall.EINTR:
+			continue
+		case err != nil:
+			return 0, &fs.PathError{Op: "read", Path: f.name, Err: err}
+		case n == 0 && len(b) > 0:
+			return 0, io.EOF
+		}
+		return n, nil
+	}
+}
+
+func (f file) Close() error { return syscall.Close(f.fd) }
 
 // tarMode returns the tar mode bits of m: permissions, plus the setuid,
 // setgid and sticky bits.

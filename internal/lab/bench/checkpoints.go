@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/sandmanhq/sandman/internal/archive"
@@ -82,9 +83,11 @@ type CheckpointsConfig struct {
 	// (default 10).
 	Rounds int
 	// Models are the fakes' models (default: checkpointModels); NoLocal
-	// skips the local provider's row.
-	Models  []CheckpointModel
-	NoLocal bool
+	// skips the local provider's row. Providers, when not empty, keeps only
+	// the rows of these providers (e2b, vercel, daytona, local).
+	Models    []CheckpointModel
+	NoLocal   bool
+	Providers []string
 	// ArchiveSizes are the archive path's workspace sizes (RunArchive);
 	// "" skips it.
 	ArchiveSizes string
@@ -136,14 +139,20 @@ func RunCheckpoints(ctx context.Context, env *Env, cfg CheckpointsConfig) (Check
 			row.Name, row.Checkpoint.P50MS, row.CheckpointP95, row.CheckpointFloorMS, row.Restore.P50MS, row.RestoreP95,
 			row.RestoreFloorMS, row.OverP95MS)
 	}
+	picked := func(provider string) bool {
+		return len(cfg.Providers) == 0 || slices.Contains(cfg.Providers, provider)
+	}
 	for _, m := range cfg.Models {
+		if !picked(m.Provider) {
+			continue
+		}
 		row, err := checkpointsOnFake(ctx, env, table, m, cfg.Rounds)
 		if err != nil {
 			return res, fmt.Errorf("%s: %w", m.Name, err)
 		}
 		report(row)
 	}
-	if !cfg.NoLocal {
+	if !cfg.NoLocal && picked("local") {
 		row, err := checkpointsOnLocal(ctx, env, table, cfg.Rounds)
 		if err != nil {
 			return res, fmt.Errorf("local: %w", err)

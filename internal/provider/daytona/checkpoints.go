@@ -241,7 +241,8 @@ func (p *Provider) CreateFromSnapshot(ctx context.Context, ref string, req lifec
 // ErrCheckpointGone (missing, failed, being removed), transient (still
 // saving; not active in time; Daytona still deactivating it).
 func (p *Provider) activeSnapshot(ctx context.Context, op, ref string) error {
-	deadline := p.cfg.Clock.Now().Add(p.cfg.ActivateTimeout)
+	begun := p.cfg.Clock.Now()
+	deadline := begun.Add(p.cfg.ActivateTimeout)
 	for activated := false; ; {
 		s, dto, err := p.lookupSnapshot(ctx, op, ref)
 		if err != nil {
@@ -266,7 +267,7 @@ func (p *Provider) activeSnapshot(ctx context.Context, op, ref string) error {
 		case !p.cfg.Clock.Now().Before(deadline):
 			return lifecycle.Transientf(op, "", p.cfg.PollInterval, "snapshot %s is still %s after %s", ref, state, p.cfg.ActivateTimeout)
 		}
-		if err := p.cfg.Sleep(ctx, p.cfg.PollInterval); err != nil {
+		if err := p.cfg.Sleep(ctx, p.pollWait(begun)); err != nil {
 			return lifecycle.NewProviderError(lifecycle.ErrProviderTransient, op, "", err)
 		}
 	}

@@ -192,6 +192,48 @@ func TestCreateFromSnapshot(t *testing.T) {
 			t.Errorf("resumed = %+v, %v; want the template's port still", resumed, err)
 		}
 	})
+	t.Run("SeenStartedSoonAfter", func(t *testing.T) {
+		// A create of 1.5 s is read every 100 ms at first, then every
+		// tenth of the time waited: it is seen started within 150 ms of
+		// starting, never a whole PollInterval late.
+		e := MustEnv(t, daytonatest.Config{CreateTime: 1500 * time.Millisecond})
+		src := MustCreate(t, e, nil)
+		s := mustSnapshot(t, e, src.ID, "chk_1")
+		before := len(e.waits())
+		begun := e.clock.Now()
+		if _, err := e.p.CreateFromSnapshot(ctx, s.Ref, req); err != nil {
+			t.Fatal(err)
+		}
+		waits := e.waits()[before:]
+		if len(waits) == 0 || waits[0] != 100*time.Millisecond {
+			t.Fatalf("waits = %v, want the first of 100 ms", waits)
+		}
+		for i, w := range waits {
+			if w < 100*time.Millisecond || w > daytona.DefaultPollInterval || i > 0 && w < waits[i-1] {
+				t.Errorf("waits = %v: want each between 100 ms and %s, never shorter than the one before", waits, daytona.DefaultPollInterval)
+				break
+			}
+		}
+		if took := e.clock.Now().Sub(begun); took < 1500*time.Millisecond || took > 1650*time.Millisecond {
+			t.Errorf("the create was seen started after %s, want within 150 ms of its 1.5 s", took)
+		}
+	})
+	t.Run("LongWaitsReadOncePerInterval", func(t *testing.T) {
+		e := MustEnv(t, daytonatest.Config{CreateTime: time.Minute})
+		src := MustCreate(t, e, nil)
+		s := mustSnapshot(t, e, src.ID, "chk_1")
+		before := len(e.waits())
+		if _, err := e.p.CreateFromSnapshot(ctx, s.Ref, req); err != nil {
+			t.Fatal(err)
+		}
+		waits := e.waits()[before:]
+		if last := waits[len(waits)-1]; last != daytona.DefaultPollInterval {
+			t.Errorf("the last wait = %s, want the cap %s", last, daytona.DefaultPollInterval)
+		}
+		if len(waits) > 100 {
+			t.Errorf("%d reads for a create of 1 min, want at most 100", len(waits))
+		}
+	})
 	t.Run("DeactivatedIsActivatedFirst", func(t *testing.T) {
 		e := MustEnv(t, daytonatest.Config{ActivateTime: 30 * time.Second})
 		src := MustCreate(t, e, nil)

@@ -42,9 +42,12 @@ const (
 	// command in the sandbox and the transfer together (ours: a 1 GB workspace
 	// takes about a minute at 20 MB/s).
 	DefaultArchiveTimeout = 15 * time.Minute
-	// DefaultPollInterval is the wait between reads of a sandbox that is in
-	// a transitional state.
+	// DefaultPollInterval caps the wait between reads of a sandbox (or a
+	// snapshot) in a transitional state; see pollWait for the waits below it.
 	DefaultPollInterval = time.Second
+	// firstPoll is the shortest wait between two reads of a sandbox in a
+	// transitional state (pollWait).
+	firstPoll = 100 * time.Millisecond
 	// DefaultMaxRetries is how many times an idempotent call is retried
 	// after a transient failure.
 	DefaultMaxRetries = 3
@@ -127,8 +130,10 @@ type Config struct {
 	// ActivateTimeout bounds the activation of a deactivated snapshot
 	// before a create from it. Default DefaultActivateTimeout.
 	ActivateTimeout time.Duration
-	// PollInterval is the wait between reads of a transitional sandbox.
-	// Default DefaultPollInterval.
+	// PollInterval caps the wait between reads of a transitional sandbox:
+	// the wait is a tenth of the time waited so far, at least 100 ms (or
+	// PollInterval when smaller) and at most PollInterval. Default
+	// DefaultPollInterval.
 	PollInterval time.Duration
 
 	// MaxRetries is how many times an idempotent call (get, list, probe,

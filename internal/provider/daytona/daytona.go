@@ -197,13 +197,14 @@ func (p *Provider) deleteMinutes(autoPause bool) *int64 {
 	return minutesOf(p.cfg.AutoDelete)
 }
 
-// await polls GET /sandbox/{id} every PollInterval until done(d) holds,
+// await polls GET /sandbox/{id} (waits of pollWait) until done(d) holds,
 // starting from the answer d already read, for at most timeout by Clock.
 // A sandbox that is gone (404, destroyed, unrecoverable error) ends it
 // with ErrSandboxGone; running out of time with a transient error naming
 // the state it is stuck in.
 func (p *Provider) await(ctx context.Context, op string, d sandboxBody, timeout time.Duration, done func(sandboxBody) bool) (sandboxBody, error) {
-	deadline := p.cfg.Clock.Now().Add(timeout)
+	begun := p.cfg.Clock.Now()
+	deadline := begun.Add(timeout)
 	for {
 		if done(d) {
 			return d, nil
@@ -215,7 +216,7 @@ func (p *Provider) await(ctx context.Context, op string, d sandboxBody, timeout 
 			return d, lifecycle.Transientf(op, d.ID, p.cfg.PollInterval,
 				"sandbox is still %s (desired %s) after %s", d.State, d.DesiredState, timeout)
 		}
-		if err := p.cfg.Sleep(ctx, p.cfg.PollInterval); err != nil {
+		if err := p.cfg.Sleep(ctx, p.pollWait(begun)); err != nil {
 			return d, lifecycle.NewProviderError(lifecycle.ErrProviderTransient, op, d.ID, err)
 		}
 		next, err := p.getRetried(ctx, op, d.ID)
@@ -386,7 +387,8 @@ func (p *Provider) Pause(ctx context.Context, sandboxID string) error {
 	if err := checkID(op, sandboxID); err != nil {
 		return err
 	}
-	deadline := p.cfg.Clock.Now().Add(p.cfg.StopTimeout)
+	begun := p.cfg.Clock.Now()
+	deadline := begun.Add(p.cfg.StopTimeout)
 	mode := p.cfg.PauseMode
 	for {
 		d, err := p.getRetried(ctx, op, sandboxID)
@@ -418,7 +420,7 @@ func (p *Provider) Pause(ctx context.Context, sandboxID string) error {
 			return lifecycle.Transientf(op, sandboxID, p.cfg.PollInterval,
 				"sandbox is still %s (desired %s) after %s", d.State, d.DesiredState, p.cfg.StopTimeout)
 		}
-		if err := p.cfg.Sleep(ctx, p.cfg.PollInterval); err != nil {
+		if err := p.cfg.Sleep(ctx, p.pollWait(begun)); err != nil {
 			return lifecycle.NewProviderError(lifecycle.ErrProviderTransient, op, sandboxID, err)
 		}
 	}
@@ -511,7 +513,7 @@ func (p *Provider) Resume(ctx context.Context, sandboxID string, timeout time.Du
 			return lifecycle.Sandbox{}, lifecycle.Transientf(op, sandboxID, p.cfg.PollInterval,
 				"sandbox is still %s (desired %s) after %s", d.State, d.DesiredState, deadline.Sub(begun))
 		}
-		if err := p.cfg.Sleep(ctx, p.cfg.PollInterval); err != nil {
+		if err := p.cfg.Sleep(ctx, p.pollWait(begun)); err != nil {
 			return lifecycle.Sandbox{}, lifecycle.NewProviderError(lifecycle.ErrProviderTransient, op, sandboxID, err)
 		}
 	}

@@ -21,6 +21,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -94,6 +95,10 @@ func run(ctx context.Context, args []string) error {
 	fs.IntVar(&pl.Rounds, "pools-rounds", 10, "creates from a pool and cold per provider model and tier of the pools figure")
 	var ck bench.CheckpointsConfig
 	fs.IntVar(&ck.Rounds, "checkpoints-rounds", 10, "checkpoint and restore cycles per provider model of the checkpoints figure")
+	fs.Func("checkpoints-providers", "providers of the checkpoints figure's rows, comma-separated (e2b,vercel,daytona,local); default all", func(v string) error {
+		ck.Providers = strings.Split(v, ",")
+		return nil
+	})
 	fs.StringVar(&ck.ArchiveSizes, "archive-sizes", "10MB,100MB,1GB", "workspace sizes of the archive path (internal/lab/archivebench), comma-separated; empty: skip it")
 	fs.StringVar(&ck.ArchiveWork, "archive-work", "", "folder the archive path's workspaces are generated in (default: archivebench's, under the temporary folder)")
 	var fl bench.FleetConfig
@@ -106,8 +111,20 @@ func run(ctx context.Context, args []string) error {
 	fs.IntVar(&rc.FaultEvery, "recovery-fault-every", 40, "one session in this many gets each of the recovery run's four faults (40: 10 %)")
 	var cold bench.ColdStartConfig
 	fs.IntVar(&cold.Runs, "coldstart-runs", 11, "fresh processes per function")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run (the bench process, not the processes it starts) to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	if *sweepRate == "inf" {
 		sw.Rate = rate.Inf
