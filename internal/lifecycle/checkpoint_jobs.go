@@ -8,7 +8,8 @@ import "context"
 // takes is a conditional write or is found again by name.
 type CheckpointJob struct {
 	// Op is what to do: CheckpointOpSave, CheckpointOpRestore,
-	// CheckpointOpFork, CheckpointOpDelete or CheckpointOpDeleteArchive.
+	// CheckpointOpFork, CheckpointOpDelete, CheckpointOpDeleteArchive or
+	// CheckpointOpCount.
 	Op           string `json:"op"`
 	SessionID    string `json:"session_id"`
 	CheckpointID string `json:"checkpoint_id,omitempty"`
@@ -31,6 +32,10 @@ const (
 	// bucket: the sessions function's deletes and the sweep's reconcile
 	// hand theirs on).
 	CheckpointOpDeleteArchive = "delete_archive"
+	// CheckpointOpCount counts a session's stored checkpoint bytes again
+	// (storedbytes.go) once the operation that was in flight when a
+	// checkpoint became ready or was deleted has settled.
+	CheckpointOpCount = "count"
 )
 
 // CheckpointJobs queues checkpoint work for Service.RunCheckpointJob.

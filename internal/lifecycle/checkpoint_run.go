@@ -7,7 +7,8 @@ import (
 )
 
 // RunCheckpointJob runs one checkpoint job (CheckpointJobs;
-// docs/CHECKPOINTS.md "Jobs"): a save, a restore, a fork or a delete.
+// docs/CHECKPOINTS.md "Jobs"): a save, a restore, a fork, a delete or a
+// count of the stored bytes.
 // Every job is safe to run twice. Errors: transient ones ask the queue to
 // deliver the job again; invalid for an unknown op.
 func (s *Service) RunCheckpointJob(ctx context.Context, job CheckpointJob) error {
@@ -26,6 +27,8 @@ func (s *Service) RunCheckpointJob(ctx context.Context, job CheckpointJob) error
 		return s.runDelete(WithCallPriority(ctx, PriorityBackground), cs, job)
 	case CheckpointOpDeleteArchive:
 		return s.runDeleteArchive(ctx, cs, job)
+	case CheckpointOpCount:
+		return s.runCount(ctx, cs, job)
 	}
 	return Errorf(CodeInvalid, "unknown checkpoint job op %q", job.Op)
 }

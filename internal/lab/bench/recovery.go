@@ -371,10 +371,8 @@ func recoverOne(ctx context.Context, svc *lifecycle.Service, f recoveryFake, eve
 	if err != nil {
 		return fail("settle after the checkpoint", err)
 	}
-	if cur.State == lifecycle.StateRunning {
-		if err := svc.Pause(ctx, cur, lifecycle.ReasonIdle, lifecycle.Guard{}); err != nil {
-			return fail("pause", err)
-		}
+	if err := pauseIdle(ctx, svc, cur); err != nil {
+		return fail("pause", err)
 	}
 	if cur, err = svc.Get(ctx, acct, sess.ID); err != nil || cur.State != lifecycle.StatePaused {
 		return fail("paused", fmt.Errorf("%+v: %v", cur, err))
@@ -427,6 +425,23 @@ func recoverOne(ctx context.Context, svc *lifecycle.Service, f recoveryFake, eve
 		}
 	}
 	return t
+}
+
+// pauseIdle pauses sess as the sweep does (reason idle) when it runs,
+// reading it again after a lost race as the sweep's next run would: a
+// same-state write may land between the read and the pause (the stored
+// checkpoint bytes recounted once a checkpoint is ready, storedbytes.go).
+func pauseIdle(ctx context.Context, svc *lifecycle.Service, sess *lifecycle.Session) error {
+	for attempt := 0; sess.State == lifecycle.StateRunning; attempt++ {
+		err := svc.Pause(ctx, sess, lifecycle.ReasonIdle, lifecycle.Guard{})
+		if !lifecycle.IsLostRace(err) || attempt == 4 {
+			return err
+		}
+		if sess, err = svc.Get(ctx, sess.AccountID, sess.ID); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // unavailable runs f again, up to 5 times 200 ms apart, while it answers
