@@ -2,14 +2,11 @@ package dynamo
 
 import (
 	"context"
-	"errors"
 	"math"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/sandmanhq/sandman/internal/dynamo/tabledef"
@@ -117,22 +114,5 @@ func (st *Store) rekeyItem(ctx context.Context, item map[string]types.AttributeV
 	} else {
 		update = update.Remove(expression.Name(tabledef.AttrPausedShard)).Remove(expression.Name(tabledef.AttrPausedDue))
 	}
-	cond := expression.Name(attrVersion).Equal(expression.Value(it.Version))
-	expr, err := expression.NewBuilder().WithUpdate(update).WithCondition(cond).Build()
-	if err != nil {
-		return false, false, storeError("rekey %s: build: %w", s.ID, err)
-	}
-	_, err = st.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: aws.String(st.table), Key: itemKey(sessionPrefix+s.ID, sessionSort),
-		UpdateExpression: expr.Update(), ConditionExpression: expr.Condition(),
-		ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
-	})
-	var failed *types.ConditionalCheckFailedException
-	switch {
-	case errors.As(err, &failed):
-		return false, true, nil
-	case err != nil:
-		return false, false, storeError("rekey %s: %w", s.ID, err)
-	}
-	return true, false, nil
+	return st.updateAtVersion(ctx, sessionPrefix+s.ID, it.Version, update, "rekey "+s.ID)
 }

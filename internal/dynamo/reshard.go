@@ -139,13 +139,22 @@ func (st *Store) reshardItem(ctx context.Context, item map[string]types.Attribut
 	if n == 0 {
 		return false, false, nil
 	}
+	return st.updateAtVersion(ctx, pk.Value, version, update, "reshard "+id)
+}
+
+// updateAtVersion applies update to the session item whose partition key
+// is pk while its version is still version (the one read; the write does
+// not move it, so no event follows and an operation holding that version
+// still commits). It reports whether it applied, or lost the race to a
+// write since the read. Errors: the build's and the table's, naming what.
+func (st *Store) updateAtVersion(ctx context.Context, pk string, version any, update expression.UpdateBuilder, what string) (applied, raced bool, err error) {
 	cond := expression.Name(attrVersion).Equal(expression.Value(version))
 	expr, err := expression.NewBuilder().WithUpdate(update).WithCondition(cond).Build()
 	if err != nil {
-		return false, false, storeError("reshard %s: build: %w", id, err)
+		return false, false, storeError("%s: build: %w", what, err)
 	}
 	_, err = st.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: aws.String(st.table), Key: itemKey(pk.Value, sessionSort),
+		TableName: aws.String(st.table), Key: itemKey(pk, sessionSort),
 		UpdateExpression: expr.Update(), ConditionExpression: expr.Condition(),
 		ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
 	})
@@ -154,7 +163,7 @@ func (st *Store) reshardItem(ctx context.Context, item map[string]types.Attribut
 	case errors.As(err, &failed):
 		return false, true, nil
 	case err != nil:
-		return false, false, storeError("reshard %s: %w", id, err)
+		return false, false, storeError("%s: %w", what, err)
 	}
 	return true, false, nil
 }

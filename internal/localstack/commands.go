@@ -247,15 +247,24 @@ func backfillCommand(ctx context.Context, name string, args []string, w io.Write
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	return onTable(ctx, func(a *app.App, where string) error {
+		did, err := run(a, *segments)
+		fmt.Fprintf(w, "table %s (%s): %s\n", a.Config.Table, where, did)
+		return err
+	})
+}
+
+// onTable runs f on the app of the table the configuration points at (a
+// one-off maintenance command: backfills, migrate), where saying which
+// table that is (DynamoDB Local or the configured endpoint), and closes it.
+func onTable(ctx context.Context, f func(a *app.App, where string) error) error {
 	t, a, err := openApp(ctx, app.Needs{}, Deps(app.NewLogger(io.Discard, 0)))
 	if err != nil {
 		return err
 	}
 	defer t.cleanup()
 	defer a.Close(ctx)
-	did, err := run(a, *segments)
-	fmt.Fprintf(w, "table %s (%s): %s\n", a.Config.Table, t.where, did)
-	return err
+	return f(a, t.where)
 }
 
 // InvokeCommand is `sandman invoke -fn NAME -event FILE`: it runs one

@@ -34,17 +34,13 @@ func migrateTiersCommand(ctx context.Context, args []string, w io.Writer) error 
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	t, a, err := openApp(ctx, app.Needs{}, Deps(app.NewLogger(io.Discard, 0)))
-	if err != nil {
+	return onTable(ctx, func(a *app.App, where string) error {
+		fmt.Fprintf(w, "table %s (%s): rekeying the paused index\n", a.Config.Table, where)
+		total, err := MigrateTiers(ctx, a.Store, *cursor, *page, *perSecond, w)
+		fmt.Fprintf(w, "%d items of the tier range read, %d rekeyed, %d rewritten meanwhile by a session write\n",
+			total.Read, total.Rekeyed, total.Raced)
 		return err
-	}
-	defer t.cleanup()
-	defer a.Close(ctx)
-	fmt.Fprintf(w, "table %s (%s): rekeying the paused index\n", a.Config.Table, t.where)
-	total, err := MigrateTiers(ctx, a.Store, *cursor, *page, *perSecond, w)
-	fmt.Fprintf(w, "%d items of the tier range read, %d rekeyed, %d rewritten meanwhile by a session write\n",
-		total.Read, total.Rekeyed, total.Raced)
-	return err
+	})
 }
 
 // Rekeyer is the store side of MigrateTiers (dynamo.Store).
